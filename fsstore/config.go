@@ -1,0 +1,303 @@
+package fsstore
+
+import (
+	"errors"
+	"fmt"
+	"os"
+	"regexp"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/BurntSushi/toml"
+)
+
+// Config is .ai-pm/config.toml: the project, its defaults and its agents.
+type Config struct {
+	Project  ProjectConfig `toml:"project"`
+	Defaults Defaults      `toml:"defaults"`
+	Agents   []Agent       `toml:"agents"`
+}
+
+// ProjectConfig names the project.
+type ProjectConfig struct {
+	Name string `toml:"name"`
+	ID   string `toml:"id"`
+}
+
+// Defaults are the project-wide settings; zero values take DefaultDefaults.
+type Defaults struct {
+	Durability                 string   `toml:"durability"`
+	SessionIdleTimeout         Duration `toml:"session_idle_timeout"`
+	ChatIdleTimeout            Duration `toml:"chat_idle_timeout"`
+	WaitSeconds                int      `toml:"wait_seconds"`
+	ConversationPendingTimeout Duration `toml:"conversation_pending_timeout"`
+	ConversationActiveTimeout  Duration `toml:"conversation_active_timeout"`
+	MaxConcurrent              int      `toml:"max_concurrent"`
+	SpawnCooldown              Duration `toml:"spawn_cooldown"`
+	TriggerTTL                 Duration `toml:"trigger_ttl"`
+}
+
+// Agent is one [[agents]] entry.
+type Agent struct {
+	ID      string            `toml:"id"`
+	Name    string            `toml:"name"`
+	Type    string            `toml:"type"`
+	Role    string            `toml:"role"`
+	Parent  string            `toml:"parent"`
+	Command []string          `toml:"command"`
+	Env     map[string]string `toml:"env"`
+}
+
+// Agent types and roles.
+const (
+	AgentAI      = "ai"
+	AgentHuman   = "human"
+	RoleWorker   = "worker"
+	RoleManager  = "manager"
+	DurableFsync = "fsync"
+	DurableNone  = "none"
+	MaxWait      = 50 // seconds; Codex CLI abandons a tool call after 60 s
+)
+
+// DefaultDefaults are the values used for settings the config leaves out.
+var DefaultDefaults = Defaults{
+	Durability:                 DurableFsync,
+	SessionIdleTimeout:         Duration{time.Hour},
+	ChatIdleTimeout:            Duration{30 * time.Minute},
+	WaitSeconds:                25,
+	ConversationPendingTimeout: Duration{5 * time.Minute},
+	ConversationActiveTimeout:  Duration{10 * time.Minute},
+	MaxConcurrent:              4,
+	SpawnCooldown:              Duration{30 * time.Second},
+	TriggerTTL:                 Duration{10 * time.Minute},
+}
+
+// Duration is a TOML string such as "90s" or "1h".
+type Duration struct{ time.Duration }
+
+func (d *Duration) UnmarshalText(b []byte) error {
+	v, err := time.ParseDuration(string(b))
+	if err != nil {
+		return fmt.Errorf("invalid duration %q: write it like \"90s\", \"10m\" or \"1h\"", b)
+	}
+	if v <= 0 {
+		return fmt.Errorf("duration %q must be positive", b)
+	}
+	d.Duration = v
+	return nil
+}
+
+func (d Duration) MarshalText() ([]byte, error) { return []byte(d.String()), nil }
+
+// Agent returns the agent with the given id.
+func (c *Config) Agent(id string) (Agent, bool) {
+	for _, a := range c.Agents {
+		if a.ID == id {
+			return a, true
+		}
+	}
+	return Agent{}, false
+}
+
+// LoadConfig reads and checks the project's config.toml.
+func (s *Store) LoadConfig() (*Config, error) {
+	data, err := os.ReadFile(s.ConfigPath())
+	if errors.Is(err, os.ErrNotExist) {
+		return nil, fmt.Errorf("%s is missing: run aipm init, or restore it: %w", s.Rel(s.ConfigPath()), ErrNotFound)
+	}
+	if err != nil {
+		return nil, fmt.Errorf("read config: %w", err)
+	}
+	return ParseConfig(s.Rel(s.ConfigPath()), data)
+}
+
+var tomlTypeError = regexp.MustCompile(`^toml: line (\d+) \(last key "([^"]*)"\): (.*)$`)
+
+// ParseConfig parses and checks a config; every error reads name:LINE: what.
+func ParseConfig(name string, data []byte) (*Config, error) {
+	var cfg Config
+	md, err := toml.Decode(string(data), &cfg)
+	if err != nil {
+		var pe toml.ParseError
+		if errors.As(err, &pe) {
+			msg := pe.Message
+			if pe.LastKey != "" && !strings.Contains(msg, pe.LastKey) {
+				msg = pe.LastKey + ": " + msg
+			}
+			return nil, &LineError{Path: name, Line: pe.Position.Line, Err: errors.New(msg)}
+		}
+		if m := tomlTypeError.FindStringSubmatch(err.Error()); m != nil {
+			line, _ := strconv.Atoi(m[1])
+			return nil, &LineError{Path: name, Line: line, Err: fmt.Errorf("%s: %s", m[2], m[3])}
+		}
+		return nil, fmt.Errorf("%s: %w", name, err)
+	}
+	loc := newLocator(data)
+	fail := func(line int, format string, args ...any) error {
+		return &LineError{Path: name, Line: line, Err: fmt.Errorf(format, args...)}
+	}
+	if undec := md.Undecoded(); len(undec) > 0 {
+		k := undec[0]
+		section, key := "", k[0]
+		if len(k) > 1 {
+			section, key = k[0], k[len(k)-1]
+		}
+		return nil, fail(loc.find(section, -1, key), "unknown key %q: see config.example.toml for the keys aipm reads", k.String())
+	}
+	d := &cfg.Defaults
+	switch d.Durability {
+	case "", DurableFsync, DurableNone:
+	default:
+		return nil, fail(loc.find("defaults", -1, "durability"), "durability %q is invalid: use \"fsync\" or \"none\"", d.Durability)
+	}
+	if d.WaitSeconds < 0 || d.WaitSeconds > MaxWait {
+		return nil, fail(loc.find("defaults", -1, "wait_seconds"), "wait_seconds = %d is out of range: use 1 to %d", d.WaitSeconds, MaxWait)
+	}
+	if d.MaxConcurrent < 0 {
+		return nil, fail(loc.find("defaults", -1, "max_concurrent"), "max_concurrent = %d must be at least 1", d.MaxConcurrent)
+	}
+	seen := map[string]int{}
+	for i, a := range cfg.Agents {
+		if a.ID == "" {
+			return nil, fail(loc.section("agents", i), "agent entry %d has no id: add id = \"...\"", i+1)
+		}
+		if err := CheckAgentID(a.ID); err != nil {
+			return nil, fail(loc.find("agents", i, "id"), "%v", err)
+		}
+		if first, dup := seen[a.ID]; dup {
+			return nil, fail(loc.find("agents", i, "id"), "agent id %q is defined twice (first at line %d): ids must be unique", a.ID, loc.find("agents", first, "id"))
+		}
+		seen[a.ID] = i
+		switch a.Type {
+		case AgentAI, AgentHuman:
+		default:
+			return nil, fail(loc.find("agents", i, "type"), "agent %q: type %q is invalid: use \"ai\" or \"human\"", a.ID, a.Type)
+		}
+		switch a.Role {
+		case "", RoleWorker, RoleManager:
+		default:
+			return nil, fail(loc.find("agents", i, "role"), "agent %q: role %q is invalid: use \"worker\" or \"manager\"", a.ID, a.Role)
+		}
+		if a.Type == AgentHuman && len(a.Command) > 0 {
+			return nil, fail(loc.find("agents", i, "command"), "agent %q is a human and cannot have a command: remove it", a.ID)
+		}
+	}
+	for i, a := range cfg.Agents {
+		if a.Parent == "" {
+			continue
+		}
+		if a.Parent == a.ID {
+			return nil, fail(loc.find("agents", i, "parent"), "agent %q cannot be its own parent", a.ID)
+		}
+		if _, ok := seen[a.Parent]; !ok {
+			return nil, fail(loc.find("agents", i, "parent"), "agent %q: parent %q is not a configured agent: add it or fix the id", a.ID, a.Parent)
+		}
+	}
+	cfg.applyDefaults()
+	return &cfg, nil
+}
+
+func (c *Config) applyDefaults() {
+	d, def := &c.Defaults, DefaultDefaults
+	if d.Durability == "" {
+		d.Durability = def.Durability
+	}
+	for _, p := range []struct{ v, def *Duration }{
+		{&d.SessionIdleTimeout, &def.SessionIdleTimeout},
+		{&d.ChatIdleTimeout, &def.ChatIdleTimeout},
+		{&d.ConversationPendingTimeout, &def.ConversationPendingTimeout},
+		{&d.ConversationActiveTimeout, &def.ConversationActiveTimeout},
+		{&d.SpawnCooldown, &def.SpawnCooldown},
+		{&d.TriggerTTL, &def.TriggerTTL},
+	} {
+		if p.v.Duration == 0 {
+			*p.v = *p.def
+		}
+	}
+	if d.WaitSeconds == 0 {
+		d.WaitSeconds = def.WaitSeconds
+	}
+	if d.MaxConcurrent == 0 {
+		d.MaxConcurrent = def.MaxConcurrent
+	}
+	for i := range c.Agents {
+		if c.Agents[i].Role == "" {
+			c.Agents[i].Role = RoleWorker
+		}
+	}
+}
+
+// locator maps TOML keys to line numbers, because the TOML decoder reports
+// positions only for syntax errors. It understands [table], [[array]] and
+// key = value lines, which is all config.toml uses.
+type locator struct {
+	keys     map[string]int // "section\x00index\x00key" -> line
+	sections map[string]int // "section\x00index" -> header line
+}
+
+var (
+	tableHeader = regexp.MustCompile(`^\s*\[\s*([A-Za-z0-9_.-]+)\s*\]`)
+	arrayHeader = regexp.MustCompile(`^\s*\[\[\s*([A-Za-z0-9_.-]+)\s*\]\]`)
+	keyLine     = regexp.MustCompile(`^\s*"?([A-Za-z0-9_-]+)"?\s*=`)
+)
+
+func newLocator(data []byte) *locator {
+	l := &locator{keys: map[string]int{}, sections: map[string]int{}}
+	count := map[string]int{}
+	section, index := "", -1
+	for i, line := range strings.Split(string(data), "\n") {
+		n := i + 1
+		if m := arrayHeader.FindStringSubmatch(line); m != nil {
+			section, index = m[1], count[m[1]]
+			count[m[1]]++
+			l.sections[section+"\x00"+strconv.Itoa(index)] = n
+			continue
+		}
+		if m := tableHeader.FindStringSubmatch(line); m != nil {
+			section, index = m[1], -1
+			l.sections[section+"\x00-1"] = n
+			continue
+		}
+		if m := keyLine.FindStringSubmatch(line); m != nil {
+			k := section + "\x00" + strconv.Itoa(index) + "\x00" + m[1]
+			if _, seen := l.keys[k]; !seen {
+				l.keys[k] = n
+			}
+			// index -1 of an array section finds a key in any entry
+			if any := section + "\x00-1\x00" + m[1]; index >= 0 {
+				if _, seen := l.keys[any]; !seen {
+					l.keys[any] = n
+				}
+			}
+		}
+	}
+	return l
+}
+
+// find returns the line of key in section (entry index of an array of
+// tables, or -1), falling back to the section header, then to line 1.
+func (l *locator) find(section string, index int, key string) int {
+	if n, ok := l.keys[section+"\x00"+strconv.Itoa(index)+"\x00"+key]; ok {
+		return n
+	}
+	if section == "" {
+		if n, ok := l.sections[key+"\x00-1"]; ok {
+			return n
+		}
+		if n, ok := l.sections[key+"\x000"]; ok {
+			return n
+		}
+	}
+	return l.section(section, index)
+}
+
+func (l *locator) section(section string, index int) int {
+	if n, ok := l.sections[section+"\x00"+strconv.Itoa(index)]; ok {
+		return n
+	}
+	if n, ok := l.sections[section+"\x000"]; ok {
+		return n
+	}
+	return 1
+}

@@ -1,0 +1,69 @@
+package fsstore
+
+import (
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+)
+
+func TestExampleConfigLoads(t *testing.T) {
+	data, err := os.ReadFile(filepath.Join("..", "config.example.toml"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	cfg, err := ParseConfig("config.example.toml", data)
+	if err != nil {
+		t.Fatalf("config.example.toml: %v", err)
+	}
+	if len(cfg.Agents) != 2 || cfg.Defaults.WaitSeconds != 25 || cfg.Defaults.SessionIdleTimeout.Duration != time.Hour {
+		t.Errorf("unexpected config: %+v", cfg)
+	}
+	coder, _ := cfg.Agent("coder")
+	if len(coder.Command) == 0 || coder.Parent != "lead" || coder.Env["CLAUDE_CODE_MAX_OUTPUT_TOKENS"] != "16000" {
+		t.Errorf("coder = %+v", coder)
+	}
+}
+
+func TestParseConfigErrors(t *testing.T) {
+	for _, tc := range []struct {
+		name, toml, want string
+	}{
+		{"syntax", "[project]\nname = \n", "config.toml:2: "},
+		{"unknown top key", "[project]\nname = \"x\"\n\ncolour = 1\n", "config.toml:4: unknown key \"project.colour\""},
+		{"unknown table", "[bogus]\nx = 1\n", "config.toml:1: unknown key \"bogus"},
+		{"unknown agent key", "[[agents]]\nid = \"a\"\ntype = \"ai\"\nmood = \"ok\"\n", "config.toml:4: unknown key \"agents.mood\""},
+		{"bad id", "[[agents]]\ntype = \"ai\"\nid = \"../x\"\n", "config.toml:3: agent id \"../x\" is invalid"},
+		{"reserved id", "[[agents]]\nid = \"system\"\ntype = \"ai\"\n", "config.toml:2: agent id \"system\" is reserved"},
+		{"missing id", "[[agents]]\ntype = \"ai\"\n", "config.toml:1: agent entry 1 has no id"},
+		{"duplicate", "[[agents]]\nid = \"a\"\ntype = \"ai\"\n[[agents]]\nid = \"a\"\ntype = \"ai\"\n", "config.toml:5: agent id \"a\" is defined twice (first at line 2)"},
+		{"parent", "[[agents]]\nid = \"a\"\ntype = \"ai\"\nparent = \"nobody\"\n", "config.toml:4: agent \"a\": parent \"nobody\" is not a configured agent"},
+		{"type", "[[agents]]\nid = \"a\"\ntype = \"robot\"\n", "config.toml:3: agent \"a\": type \"robot\" is invalid"},
+		{"role", "[[agents]]\nid = \"a\"\ntype = \"ai\"\nrole = \"boss\"\n", "config.toml:4: agent \"a\": role \"boss\""},
+		{"durability", "[defaults]\ndurability = \"maybe\"\n", "config.toml:2: durability \"maybe\" is invalid"},
+		{"wait", "[defaults]\n\nwait_seconds = 90\n", "config.toml:3: wait_seconds = 90 is out of range"},
+		{"duration", "[defaults]\ntrigger_ttl = \"soon\"\n", "config.toml:2: "},
+		{"wrong type", "[defaults]\nwait_seconds = \"x\"\n", "config.toml:2: "},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			_, err := ParseConfig("config.toml", []byte(tc.toml))
+			if err == nil {
+				t.Fatalf("no error; want %q", tc.want)
+			}
+			if !strings.HasPrefix(err.Error(), tc.want) {
+				t.Errorf("error %q\n want prefix %q", err, tc.want)
+			}
+		})
+	}
+}
+
+func TestParseConfigDefaults(t *testing.T) {
+	cfg, err := ParseConfig("config.toml", []byte("[project]\nname = \"p\"\n"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if cfg.Defaults != DefaultDefaults {
+		t.Errorf("defaults = %+v, want %+v", cfg.Defaults, DefaultDefaults)
+	}
+}

@@ -1,0 +1,18 @@
+// Package fsstore is the only code that touches a project's .ai-pm/ directory.
+//
+// It owns the layout (every path is built here), the formats (JSONL lines and
+// indented JSON documents), the locking and durability rules of DESIGN section
+// 4, and the identifiers. Its invariants:
+//
+//   - an append writes one whole line with one write(2) on an O_APPEND
+//     descriptor, under the file's own flock, after checking that the path
+//     still names the locked inode, and fsyncs before returning (unless the
+//     project chose durability = "none");
+//   - a JSON document is replaced by temp file, fsync, rename, directory
+//     fsync, under its collection's <dir>/.lock;
+//   - a reader never returns a line without its trailing newline, and reports
+//     an unparsable complete line as path:line: reason without changing it;
+//   - no request value becomes part of a path without passing the id checks
+//     in ids.go;
+//   - no code path holds two file locks at once.
+package fsstore

@@ -1,0 +1,246 @@
+package fsstore
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io/fs"
+	"os"
+	"path/filepath"
+	"sort"
+	"strings"
+	"time"
+
+	"github.com/gofrs/flock"
+)
+
+// Problem is one thing doctor found, located as Path:Line (Line 0: the
+// whole file). Repaired says --repair fixed it.
+type Problem struct {
+	Path     string // relative to the project directory
+	Line     int
+	Reason   string
+	Repaired bool
+}
+
+func (p Problem) String() string {
+	if p.Line > 0 {
+		return fmt.Sprintf("%s:%d: %s", p.Path, p.Line, p.Reason)
+	}
+	return fmt.Sprintf("%s: %s", p.Path, p.Reason)
+}
+
+// QuarantinedLine is one line that repair moved aside, with where it was.
+type QuarantinedLine struct {
+	Source        string    `json:"source"`
+	Line          int       `json:"line"`
+	Offset        int64     `json:"offset"`
+	Reason        string    `json:"reason"`
+	Content       string    `json:"content"`
+	QuarantinedAt time.Time `json:"quarantinedAt"`
+}
+
+// Doctor reads every file of the layout and returns what is wrong. With
+// repair, torn tails and invalid JSONL lines move to quarantine/ (valid lines
+// are left byte for byte) and stale temp files are removed; damaged JSON
+// documents and config errors are only reported, because only a person knows
+// what they should say.
+func (s *Store) Doctor(ctx context.Context, repair bool) ([]Problem, error) {
+	var problems []Problem
+	report := func(p Problem) { problems = append(problems, p) }
+
+	if _, err := s.LoadConfig(); err != nil {
+		p := Problem{Path: s.Rel(s.ConfigPath()), Reason: err.Error()}
+		var le *LineError
+		if errors.As(err, &le) {
+			p.Line, p.Reason = le.Line, le.Err.Error()
+		}
+		report(p)
+	}
+	err := filepath.WalkDir(s.root, func(path string, d fs.DirEntry, err error) error {
+		if err != nil {
+			report(Problem{Path: s.Rel(path), Reason: err.Error()})
+			return nil
+		}
+		rel := s.Rel(path)
+		name := d.Name()
+		if d.IsDir() {
+			if path != s.root && (name == "quarantine" || name == "logs") {
+				return fs.SkipDir
+			}
+			if filepath.Dir(path) == s.AgentsDir() {
+				if err := CheckAgentID(name); err != nil {
+					report(Problem{Path: rel, Reason: "directory name is not an agent id: " + err.Error()})
+					return fs.SkipDir
+				}
+			}
+			return nil
+		}
+		switch {
+		case strings.HasPrefix(name, ".") && strings.Contains(name, ".tmp-"):
+			p := Problem{Path: rel, Reason: "stale temporary file left by an interrupted write"}
+			if repair && isStale(d) {
+				p.Repaired = os.Remove(path) == nil
+			}
+			report(p)
+		case strings.HasSuffix(name, ".jsonl"):
+			ps, err := s.checkJSONL(ctx, path, repair)
+			if err != nil {
+				return err
+			}
+			problems = append(problems, ps...)
+		case strings.HasSuffix(name, ".json"):
+			var v map[string]any
+			if err := s.ReadDoc(path, &v); err != nil {
+				var le *LineError
+				if errors.As(err, &le) {
+					report(Problem{Path: rel, Line: le.Line, Reason: "invalid JSON document: " + le.Err.Error() + " (fix it by hand; aipm never rewrites it)"})
+				} else {
+					report(Problem{Path: rel, Reason: err.Error()})
+				}
+			}
+		}
+		return nil
+	})
+	if err != nil {
+		return problems, fmt.Errorf("doctor: %w", err)
+	}
+	return problems, nil
+}
+
+// isStale says a temp file is old enough that no writer still owns it.
+func isStale(d fs.DirEntry) bool {
+	fi, err := d.Info()
+	return err == nil && time.Since(fi.ModTime()) > time.Minute
+}
+
+// checkJSONL reports the invalid lines and torn tail of one JSONL file, and
+// with repair moves them to quarantine. It reads under the file's own lock,
+// so a tail it sees is not a write in progress.
+func (s *Store) checkJSONL(ctx context.Context, path string, repair bool) ([]Problem, error) {
+	rel := s.Rel(path)
+	fl := flock.New(path, flock.SetPermissions(ModeFile))
+	if err := fl.Lock(); err != nil {
+		return nil, fmt.Errorf("lock %s: %w", rel, err)
+	}
+	data, err := os.ReadFile(path)
+	held, serr := fl.Stat()
+	fl.Unlock()
+	if err != nil || serr != nil {
+		return nil, fmt.Errorf("read %s: %w", rel, errors.Join(err, serr))
+	}
+	bad, keep := scanBad(rel, data)
+	if len(bad) == 0 {
+		return nil, nil
+	}
+	var problems []Problem
+	for _, q := range bad {
+		problems = append(problems, Problem{Path: rel, Line: q.Line, Reason: q.Reason})
+	}
+	if !repair {
+		return problems, nil
+	}
+	// Quarantine first (a new file of its own, so no second lock is held),
+	// then rewrite the source without the bad lines. If anything appended
+	// meanwhile, the rewrite keeps it: only the exact bad byte ranges go.
+	qname := fmt.Sprintf("%s-%s.jsonl", time.Now().UTC().Format("20060102T150405.000000000Z"), strings.ReplaceAll(strings.TrimSuffix(strings.TrimPrefix(rel, DirName+string(filepath.Separator)), ".jsonl"), string(filepath.Separator), "_"))
+	var qbuf bytes.Buffer
+	now := time.Now().UTC()
+	for _, q := range bad {
+		q.QuarantinedAt = now
+		line, _ := json.Marshal(q)
+		qbuf.Write(line)
+		qbuf.WriteByte('\n')
+	}
+	if err := s.mkdirAll(s.QuarantineDir()); err != nil {
+		return problems, fmt.Errorf("quarantine: %w", err)
+	}
+	if err := writeFileAtomic(filepath.Join(s.QuarantineDir(), qname), qbuf.Bytes(), ModeFile, true); err != nil {
+		return problems, fmt.Errorf("quarantine %s: %w", rel, err)
+	}
+	if err := s.rewriteWithout(path, held, data, keep); err != nil {
+		return problems, err
+	}
+	for i := range problems {
+		problems[i].Repaired = true
+		problems[i].Reason += " (moved to " + filepath.Join(DirName, "quarantine", qname) + ")"
+	}
+	return problems, nil
+}
+
+// scanBad lists the invalid lines and torn tail of data and the byte ranges
+// of everything else.
+func scanBad(rel string, data []byte) (bad []QuarantinedLine, keep [][2]int) {
+	off, line := 0, 0
+	for off < len(data) {
+		line++
+		end := bytes.IndexByte(data[off:], '\n')
+		if end < 0 {
+			bad = append(bad, QuarantinedLine{Source: rel, Line: line, Offset: int64(off),
+				Reason:  fmt.Sprintf("torn last line (%d bytes without a newline): a writer died mid-append", len(data)-off),
+				Content: string(data[off:])})
+			return bad, keep
+		}
+		raw := data[off : off+end]
+		if t := bytes.TrimSpace(raw); len(t) > 0 {
+			if reason := invalidLine(t); reason != "" {
+				bad = append(bad, QuarantinedLine{Source: rel, Line: line, Offset: int64(off), Reason: reason, Content: string(raw)})
+				off += end + 1
+				continue
+			}
+		}
+		keep = append(keep, [2]int{off, off + end + 1})
+		off += end + 1
+	}
+	return bad, keep
+}
+
+// rewriteWithout replaces path by its content without the bad lines, under
+// the file's lock, provided the file is still the inode that was checked and
+// still begins with the bytes that were checked; appenders blocked on the
+// lock see the new inode and retry (appendOnce).
+func (s *Store) rewriteWithout(path string, checked os.FileInfo, data []byte, keep [][2]int) error {
+	rel := s.Rel(path)
+	fl := flock.New(path, flock.SetPermissions(ModeFile))
+	if err := fl.Lock(); err != nil {
+		return fmt.Errorf("lock %s: %w", rel, err)
+	}
+	defer fl.Unlock()
+	held, err := fl.Stat()
+	if err != nil {
+		return err
+	}
+	now, err := os.ReadFile(path)
+	if err != nil {
+		return fmt.Errorf("read %s: %w", rel, err)
+	}
+	if !os.SameFile(held, checked) || !bytes.HasPrefix(now, data) {
+		return fmt.Errorf("repair %s: the file changed while doctor ran; run aipm doctor --repair again", rel)
+	}
+	var out bytes.Buffer
+	for _, k := range keep {
+		out.Write(data[k[0]:k[1]])
+	}
+	appended := now[len(data):] // lines appended since the check
+	if len(data) > 0 && data[len(data)-1] != '\n' {
+		// an appender ended the torn tail with a newline before its line
+		appended = bytes.TrimPrefix(appended, []byte("\n"))
+	}
+	out.Write(appended)
+	if err := writeFileAtomic(path, out.Bytes(), held.Mode().Perm(), true); err != nil {
+		return fmt.Errorf("repair %s: %w", rel, err)
+	}
+	return nil
+}
+
+// SortProblems orders problems by path and line, for stable output.
+func SortProblems(ps []Problem) {
+	sort.SliceStable(ps, func(i, j int) bool {
+		if ps[i].Path != ps[j].Path {
+			return ps[i].Path < ps[j].Path
+		}
+		return ps[i].Line < ps[j].Line
+	})
+}

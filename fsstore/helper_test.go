@@ -1,0 +1,112 @@
+package fsstore
+
+import (
+	"bufio"
+	"context"
+	"fmt"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"testing"
+	"time"
+)
+
+// The test binary re-executes itself as a helper process when AIPM_HELPER
+// names a role; the roles below are the other processes of the multi-process
+// tests. Each prints one line per acknowledged operation on stdout.
+func TestMain(m *testing.M) {
+	if role := os.Getenv("AIPM_HELPER"); role != "" {
+		if err := runHelper(role, os.Args[len(os.Args)-3:]); err != nil {
+			fmt.Fprintln(os.Stderr, "helper:", err)
+			os.Exit(1)
+		}
+		os.Exit(0)
+	}
+	os.Exit(m.Run())
+}
+
+type testLine struct {
+	ID     string `json:"id"`
+	Writer string `json:"writer"`
+	Seq    int    `json:"seq"`
+	Pad    string `json:"pad,omitempty"`
+}
+
+// runHelper args: project dir, path or agent, count.
+func runHelper(role string, args []string) error {
+	store, err := Open(args[0])
+	if err != nil {
+		return err
+	}
+	n, _ := strconv.Atoi(args[2])
+	ctx := context.Background()
+	out := bufio.NewWriter(os.Stdout)
+	defer out.Flush()
+	name := fmt.Sprint(os.Getpid())
+	switch role {
+	case "append": // append n lines to the file args[1], acknowledging each
+		for i := 0; i < n; i++ {
+			id := NewID(PrefixMessage)
+			if err := store.AppendJSONL(ctx, args[1], testLine{ID: id, Writer: name, Seq: i, Pad: strings.Repeat("x", i%300)}); err != nil {
+				return err
+			}
+			fmt.Fprintln(out, id)
+			out.Flush()
+		}
+	case "append-then-tear": // n whole lines, then half of one, then wait to be killed
+		for i := 0; i < n; i++ {
+			if err := store.AppendJSONL(ctx, args[1], testLine{ID: NewID(PrefixMessage), Writer: name, Seq: i}); err != nil {
+				return err
+			}
+		}
+		f, err := os.OpenFile(args[1], os.O_WRONLY|os.O_APPEND, 0)
+		if err != nil {
+			return err
+		}
+		f.Write([]byte(`{"id":"msg_torn","writer":"` + name + `","se`))
+		f.Sync()
+		fmt.Fprintln(out, "torn")
+		out.Flush()
+		time.Sleep(time.Hour)
+	case "read": // read the agent args[1]'s chat cursor until the stop file exists and nothing is left
+		stop := filepath.Join(args[0], "stop")
+		for {
+			_, stopErr := os.Stat(stop)
+			res, err := store.ReadUnread(ctx, args[1], StreamChat, ReadOptions{Limit: 1 + os.Getpid()%7})
+			if err != nil {
+				return err
+			}
+			for _, r := range res.Records {
+				fmt.Fprintln(out, idOf(r))
+			}
+			out.Flush()
+			if stopErr == nil && len(res.Records) == 0 {
+				return nil
+			}
+		}
+	default:
+		return fmt.Errorf("unknown role %q", role)
+	}
+	return nil
+}
+
+// helper starts the test binary as a helper process.
+func helper(t *testing.T, role string, args ...string) *exec.Cmd {
+	t.Helper()
+	cmd := exec.Command(os.Args[0], append([]string{"-test.run=^$"}, args...)...)
+	cmd.Env = append(os.Environ(), "AIPM_HELPER="+role)
+	cmd.Stderr = os.Stderr
+	return cmd
+}
+
+// newTestStore makes a project with an empty .ai-pm/.
+func newTestStore(t *testing.T) *Store {
+	t.Helper()
+	s, err := Init(t.TempDir(), "test")
+	if err != nil {
+		t.Fatal(err)
+	}
+	return s
+}

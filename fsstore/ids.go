@@ -1,0 +1,114 @@
+package fsstore
+
+import (
+	"crypto/rand"
+	"encoding/binary"
+	"fmt"
+	"regexp"
+	"strings"
+	"sync"
+	"time"
+)
+
+// Id prefixes (DESIGN section 3). Every id is its prefix followed by 26
+// Crockford base32 characters: 48 bits of Unix milliseconds, then 80 bits
+// that are random for the first id of a millisecond and incremented after,
+// so ids from one process sort in creation order and ids from different
+// processes sort by millisecond.
+const (
+	PrefixMessage      = "msg_"
+	PrefixConversation = "cnv_"
+	PrefixDelegation   = "dlg_"
+	PrefixTask         = "tsk_"
+	PrefixNotification = "ntf_"
+	PrefixSession      = "ses_"
+)
+
+const crockford = "0123456789ABCDEFGHJKMNPQRSTVWXYZ"
+
+var (
+	idMu      sync.Mutex
+	idLastMS  uint64
+	idEntropy [10]byte
+)
+
+// NewID returns a new time-sortable id with the given prefix.
+func NewID(prefix string) string {
+	ms := uint64(time.Now().UnixMilli())
+	idMu.Lock()
+	if ms <= idLastMS {
+		ms = idLastMS // clock stepped back or same millisecond: stay monotonic
+		incrementEntropy()
+	} else {
+		idLastMS = ms
+		if _, err := rand.Read(idEntropy[:]); err != nil {
+			panic(fmt.Sprintf("crypto/rand: %v", err)) // never fails on Linux
+		}
+		idEntropy[0] &= 0x7f // leave room to increment without wrapping
+	}
+	var raw [16]byte
+	binary.BigEndian.PutUint64(raw[0:8], ms<<16)
+	copy(raw[6:], idEntropy[:])
+	idMu.Unlock()
+	return prefix + encodeBase32(raw)
+}
+
+func incrementEntropy() {
+	for i := len(idEntropy) - 1; i >= 0; i-- {
+		idEntropy[i]++
+		if idEntropy[i] != 0 {
+			return
+		}
+	}
+}
+
+// encodeBase32 writes the 128 bits of raw as 26 characters, the first of
+// which carries only the top 3 bits (as in ULID).
+func encodeBase32(raw [16]byte) string {
+	hi := binary.BigEndian.Uint64(raw[0:8])
+	lo := binary.BigEndian.Uint64(raw[8:16])
+	var out [26]byte
+	for i := 25; i >= 0; i-- {
+		out[i] = crockford[lo&31]
+		lo = lo>>5 | hi<<59
+		hi >>= 5
+	}
+	return string(out[:])
+}
+
+var (
+	agentIDPattern = regexp.MustCompile(`^[A-Za-z0-9][A-Za-z0-9_-]{0,63}$`)
+	idBodyPattern  = regexp.MustCompile(`^[0-7][0-9A-HJKMNP-TV-Z]{25}$`)
+	purposePattern = regexp.MustCompile(`^(task|chat)$`)
+)
+
+// CheckAgentID reports whether id may name an agent (and so a directory).
+func CheckAgentID(id string) error {
+	if id == SystemSender {
+		return fmt.Errorf("agent id %q is reserved for messages the system writes; choose another id", id)
+	}
+	if !agentIDPattern.MatchString(id) {
+		return fmt.Errorf("agent id %q is invalid: use 1-64 letters, digits, '_' or '-', starting with a letter or digit", id)
+	}
+	return nil
+}
+
+// CheckID reports whether id is a well-formed id with the given prefix.
+func CheckID(prefix, id string) error {
+	body, ok := strings.CutPrefix(id, prefix)
+	if !ok || !idBodyPattern.MatchString(body) {
+		return fmt.Errorf("%q is not a valid %s id: expected %s followed by 26 characters, as returned by aipm", id, strings.TrimSuffix(prefix, "_"), prefix)
+	}
+	return nil
+}
+
+// CheckPurpose reports whether p is a session purpose.
+func CheckPurpose(p string) error {
+	if !purposePattern.MatchString(p) {
+		return fmt.Errorf("purpose %q is invalid: use task or chat", p)
+	}
+	return nil
+}
+
+// SystemSender is the reserved sender id of messages the system writes.
+const SystemSender = "system"

@@ -1,0 +1,219 @@
+package fsstore
+
+import (
+	"bytes"
+	"context"
+	"crypto/rand"
+	"crypto/sha256"
+	"crypto/subtle"
+	"encoding/base64"
+	"encoding/hex"
+	"errors"
+	"fmt"
+	"os"
+	"path/filepath"
+	"strings"
+	"time"
+
+	"github.com/BurntSushi/toml"
+)
+
+// gitignore keeps runtime state out of git; chat logs, tasks, conversations
+// and delegations stay versionable.
+const gitignore = `# Runtime state written by aipm; keep it out of git.
+sessions/
+pending/
+runs/
+logs/
+quarantine/
+agents/*/read.json
+agents/*/passkey.json
+.lock
+.*.tmp-*
+`
+
+// Init creates .ai-pm/ in projectDir with a config and a .gitignore. It
+// refuses to touch an existing project.
+func Init(projectDir, name string) (*Store, error) {
+	abs, err := filepath.Abs(projectDir)
+	if err != nil {
+		return nil, fmt.Errorf("init %s: %w", projectDir, err)
+	}
+	if name == "" {
+		name = filepath.Base(abs)
+	}
+	root := filepath.Join(abs, DirName)
+	if _, err := os.Lstat(root); err == nil {
+		return nil, fmt.Errorf("%s already exists: this is an aipm project already (use aipm doctor to check it): %w", DirName, ErrExists)
+	}
+	// Build the new tree beside, then rename it into place, so a failed or
+	// concurrent init never leaves half a project.
+	tmp, err := os.MkdirTemp(abs, "."+DirName+".init-*")
+	if err != nil {
+		return nil, fmt.Errorf("init: %w", err)
+	}
+	defer os.RemoveAll(tmp)
+	if err := os.Chmod(tmp, ModeDir); err != nil {
+		return nil, fmt.Errorf("init: %w", err)
+	}
+	var cfg bytes.Buffer
+	fmt.Fprintf(&cfg, "# aipm project configuration; config.example.toml documents every key.\n\n")
+	fmt.Fprintf(&cfg, "[project]\n")
+	if err := toml.NewEncoder(&cfg).Encode(ProjectConfig{Name: name, ID: NewID("prj_")}); err != nil {
+		return nil, fmt.Errorf("init: encode config: %w", err)
+	}
+	fmt.Fprintf(&cfg, "\n[defaults]\ndurability = %q\n\n# Agents: add them with `aipm agent add ID --type ai|human`, or edit here.\n", DurableFsync)
+	if _, err := ParseConfig("config.toml", cfg.Bytes()); err != nil {
+		return nil, fmt.Errorf("init: generated config is invalid (a bug): %w", err)
+	}
+	for _, f := range []struct {
+		name string
+		data []byte
+	}{{"config.toml", cfg.Bytes()}, {".gitignore", []byte(gitignore)}} {
+		if err := writeFileAtomic(filepath.Join(tmp, f.name), f.data, ModeFile, true); err != nil {
+			return nil, fmt.Errorf("init: %w", err)
+		}
+	}
+	if err := os.Mkdir(filepath.Join(tmp, "agents"), ModeDir); err != nil {
+		return nil, fmt.Errorf("init: %w", err)
+	}
+	// Rename fails if root appeared meanwhile (it is then a non-empty directory).
+	if err := os.Rename(tmp, root); err != nil {
+		if _, serr := os.Lstat(root); serr == nil {
+			return nil, fmt.Errorf("%s already exists: this is an aipm project already: %w", DirName, ErrExists)
+		}
+		return nil, fmt.Errorf("init: %w", err)
+	}
+	if err := syncDir(abs); err != nil {
+		return nil, fmt.Errorf("init: %w", err)
+	}
+	return Open(abs)
+}
+
+// NewAgent is what `aipm agent add` appends to config.toml.
+type NewAgent struct {
+	ID     string `toml:"id"`
+	Name   string `toml:"name,omitempty"`
+	Type   string `toml:"type"`
+	Role   string `toml:"role,omitempty"`
+	Parent string `toml:"parent,omitempty"`
+}
+
+// AddAgent appends an [[agents]] entry to config.toml as text (the human's
+// comments and layout survive), checks the result as a whole config, stores
+// a salted hash of a new passkey and returns the passkey, which is shown
+// once and stored nowhere.
+func (s *Store) AddAgent(ctx context.Context, a NewAgent) (passkey string, err error) {
+	if err := CheckAgentID(a.ID); err != nil {
+		return "", err
+	}
+	unlock, err := s.LockDir(ctx, s.root)
+	if err != nil {
+		return "", err
+	}
+	defer unlock()
+	old, err := os.ReadFile(s.ConfigPath())
+	if err != nil {
+		return "", fmt.Errorf("read config: %w", err)
+	}
+	cfg, err := ParseConfig(s.Rel(s.ConfigPath()), old)
+	if err != nil {
+		return "", fmt.Errorf("the config is invalid, fix it first: %w", err)
+	}
+	if _, ok := cfg.Agent(a.ID); ok {
+		return "", fmt.Errorf("agent %q already exists in %s: choose another id: %w", a.ID, s.Rel(s.ConfigPath()), ErrExists)
+	}
+	var entry bytes.Buffer
+	if len(old) > 0 && !bytes.HasSuffix(old, []byte("\n")) {
+		entry.WriteByte('\n')
+	}
+	entry.WriteString("\n[[agents]]\n")
+	if err := toml.NewEncoder(&entry).Encode(a); err != nil {
+		return "", fmt.Errorf("encode agent: %w", err)
+	}
+	updated := append(append([]byte{}, old...), entry.Bytes()...)
+	if _, err := ParseConfig(s.Rel(s.ConfigPath()), updated); err != nil {
+		return "", err
+	}
+	passkey, err = s.newPasskey(a.ID)
+	if err != nil {
+		return "", err
+	}
+	if err := writeFileAtomic(s.ConfigPath(), updated, ModeFile, s.durable); err != nil {
+		if path, perr := s.PasskeyPath(a.ID); perr == nil {
+			os.Remove(path)
+		}
+		return "", fmt.Errorf("write config: %w", err)
+	}
+	return passkey, nil
+}
+
+// passkeyRecord is agents/<id>/passkey.json: a salted SHA-256 of a 256-bit
+// random passkey. (A slow hash buys nothing against a key this long.)
+type passkeyRecord struct {
+	Algorithm string    `json:"algorithm"`
+	Salt      string    `json:"salt"`
+	Hash      string    `json:"hash"`
+	CreatedAt time.Time `json:"createdAt"`
+}
+
+const passkeyPrefix = "aipk_"
+
+func (s *Store) newPasskey(agent string) (string, error) {
+	path, err := s.PasskeyPath(agent)
+	if err != nil {
+		return "", err
+	}
+	var key, salt [32]byte
+	if _, err := rand.Read(key[:]); err != nil {
+		return "", err
+	}
+	if _, err := rand.Read(salt[:16]); err != nil {
+		return "", err
+	}
+	passkey := passkeyPrefix + base64.RawURLEncoding.EncodeToString(key[:])
+	rec := passkeyRecord{
+		Algorithm: "sha256",
+		Salt:      hex.EncodeToString(salt[:16]),
+		Hash:      hashPasskey(salt[:16], passkey),
+		CreatedAt: time.Now().UTC(),
+	}
+	if err := s.WriteDoc(path, rec, ModePrivateFile); err != nil {
+		return "", err
+	}
+	return passkey, nil
+}
+
+func hashPasskey(salt []byte, passkey string) string {
+	h := sha256.New()
+	h.Write(salt)
+	h.Write([]byte(passkey))
+	return hex.EncodeToString(h.Sum(nil))
+}
+
+// ErrBadPasskey says a passkey does not match.
+var ErrBadPasskey = errors.New("wrong passkey")
+
+// CheckPasskey compares passkey with the agent's stored hash in constant time.
+func (s *Store) CheckPasskey(agent, passkey string) error {
+	path, err := s.PasskeyPath(agent)
+	if err != nil {
+		return err
+	}
+	var rec passkeyRecord
+	if err := s.ReadDoc(path, &rec); err != nil {
+		if errors.Is(err, ErrNotFound) {
+			return fmt.Errorf("agent %q has no passkey: run aipm agent add again or restore %s: %w", agent, s.Rel(path), ErrBadPasskey)
+		}
+		return err
+	}
+	salt, err := hex.DecodeString(rec.Salt)
+	if err != nil || rec.Algorithm != "sha256" {
+		return fmt.Errorf("%s is damaged: %w", s.Rel(path), ErrBadPasskey)
+	}
+	got := hashPasskey(salt, strings.TrimSpace(passkey))
+	if subtle.ConstantTimeCompare([]byte(got), []byte(rec.Hash)) != 1 {
+		return ErrBadPasskey
+	}
+	return nil
+}

@@ -76,13 +76,21 @@ func (s *Store) ReadUnread(ctx context.Context, agent, stream string, opt ReadOp
 	if err != nil {
 		return res, err
 	}
+	if opt.Peek { // moves nothing, so needs no lock
+		var cursors Cursors
+		if err := s.ReadDoc(cursorPath, &cursors); err != nil && !errors.Is(err, ErrNotFound) {
+			return res, err
+		}
+		_, err := s.readPast(logPath, cursors[stream], opt, &res)
+		return res, err
+	}
 	_, err = UpdateDoc(ctx, s, cursorPath, ModeFile, func(cursors *Cursors, _ bool) error {
 		cur := (*cursors)[stream]
 		next, err := s.readPast(logPath, cur, opt, &res)
 		if err != nil {
 			return err
 		}
-		if opt.Peek || next == cur {
+		if next == cur {
 			return ErrNoChange
 		}
 		if *cursors == nil {

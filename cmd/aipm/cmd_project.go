@@ -83,10 +83,14 @@ func plural(n int, what string) string {
 }
 
 func runVersion(ctx context.Context, e *env, args []string) error {
-	version := "dev"
-	if bi, ok := debug.ReadBuildInfo(); ok && bi.Main.Version != "" && bi.Main.Version != "(devel)" {
-		version = bi.Main.Version
-	}
-	fmt.Fprintf(e.stdout, "aipm %s %s\n", version, runtime.Version())
+	fmt.Fprintf(e.stdout, "aipm %s %s\n", version(), runtime.Version())
 	return nil
+}
+
+// version is the module version aipm was built at, or "dev".
+func version() string {
+	if bi, ok := debug.ReadBuildInfo(); ok && bi.Main.Version != "" && bi.Main.Version != "(devel)" {
+		return bi.Main.Version
+	}
+	return "dev"
 }

@@ -76,6 +76,10 @@ func commands() []command {
 		{"agent", "add or list agents: agent add ID --type ai|human, agent list", runAgent},
 		{"doctor", "check every file of .ai-pm/; --repair quarantines torn and invalid lines", runDoctor},
 		{"demo", "walk through aipm on a throw-away project (no agents, no network)", runDemo},
+		{"task", "add, list, show and change tasks: task add|list|show|assign|status|approve|reject", runTask},
+		{"interrupt", "stop an AI agent's work: interrupt AGENT REASON [--task ID]", runInterrupt},
+		{"mcp-config", "print the MCP server config of this project for claude or codex", runMCPConfig},
+		{"serve", "the stdio MCP server an agent starts (see aipm mcp-config)", runServe},
 		{"version", "print the version", runVersion},
 	}
 }
@@ -107,7 +111,7 @@ func printUsage(w io.Writer) {
 	cmds := commands()
 	sort.Slice(cmds, func(i, j int) bool { return cmds[i].name < cmds[j].name })
 	for _, c := range cmds {
-		fmt.Fprintf(w, "  %-9s %s\n", c.name, c.summary)
+		fmt.Fprintf(w, "  %-11s %s\n", c.name, c.summary)
 	}
 }
 

@@ -6,6 +6,7 @@ import (
 	"io/fs"
 	"os"
 	"path/filepath"
+	"regexp"
 	"sort"
 	"strconv"
 	"strings"
@@ -32,10 +33,11 @@ func TestScripts(t *testing.T) {
 			return nil
 		},
 		Cmds: map[string]func(ts *testscript.TestScript, neg bool, args []string){
-			"tear":        cmdTear,
-			"jsonl-count": cmdJSONLCount,
-			"tree-save":   cmdTreeSave,
-			"tree-same":   cmdTreeSame,
+			"tear":               cmdTear,
+			"jsonl-count":        cmdJSONLCount,
+			"tree-save":          cmdTreeSave,
+			"tree-same":          cmdTreeSame,
+			"setenv-from-stdout": cmdSetenvFromStdout,
 		},
 	})
 }
@@ -85,6 +87,21 @@ func cmdTreeSame(ts *testscript.TestScript, neg bool, args []string) {
 	if same == neg {
 		ts.Fatalf(".ai-pm changed=%v since tree-save %s", !same, args[0])
 	}
+}
+
+// setenv-from-stdout NAME REGEXP sets $NAME to the first submatch of
+// REGEXP (multi-line mode) in the last command's stdout, e.g. a new task id.
+func cmdSetenvFromStdout(ts *testscript.TestScript, neg bool, args []string) {
+	if neg || len(args) != 2 {
+		ts.Fatalf("usage: setenv-from-stdout NAME REGEXP")
+	}
+	re, err := regexp.Compile("(?m)" + args[1])
+	ts.Check(err)
+	m := re.FindStringSubmatch(ts.ReadFile("stdout"))
+	if len(m) < 2 {
+		ts.Fatalf("no match for %q (with a submatch) in stdout", args[1])
+	}
+	ts.Setenv(args[0], m[1])
 }
 
 func treeDigest(ts *testscript.TestScript) string {

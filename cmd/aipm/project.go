@@ -23,18 +23,29 @@ func (e *env) projectDir() (string, error) {
 	return wd, nil
 }
 
+// findProject returns the project directory: --dir or AIPM_DIR as given,
+// else the nearest directory upwards that holds .ai-pm/ (exit code 2 if none).
+func (e *env) findProject() (string, error) {
+	start, err := e.projectDir()
+	if err != nil {
+		return "", err
+	}
+	if e.dir != "" || e.getenv("AIPM_DIR") != "" {
+		return start, nil
+	}
+	dir, err := fsstore.FindProject(start)
+	if err != nil {
+		return "", &exitError{code: 2, err: err}
+	}
+	return dir, nil
+}
+
 // open opens the project's store and its config; the config's durability
 // applies to every write. Outside a project it fails with exit code 2.
 func (e *env) open() (*fsstore.Store, *fsstore.Config, error) {
-	start, err := e.projectDir()
+	dir, err := e.findProject()
 	if err != nil {
 		return nil, nil, err
-	}
-	dir := start
-	if e.dir == "" && e.getenv("AIPM_DIR") == "" {
-		if dir, err = fsstore.FindProject(start); err != nil {
-			return nil, nil, &exitError{code: 2, err: err}
-		}
 	}
 	store, err := fsstore.Open(dir)
 	if err != nil {

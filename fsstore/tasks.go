@@ -1,0 +1,322 @@
+package fsstore
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"os"
+	"path/filepath"
+	"slices"
+	"sort"
+	"strings"
+	"time"
+)
+
+// Task statuses (DESIGN section 11).
+const (
+	StatusBacklog    = "backlog"
+	StatusTodo       = "todo"
+	StatusInProgress = "in_progress"
+	StatusBlocked    = "blocked"
+	StatusDone       = "done"
+	StatusCancelled  = "cancelled"
+)
+
+// Statuses lists every task status in workflow order.
+var Statuses = []string{StatusBacklog, StatusTodo, StatusInProgress, StatusBlocked, StatusDone, StatusCancelled}
+
+// transitions is the one table of allowed status changes. done and
+// cancelled may be reopened to todo; everything else follows the work.
+var transitions = map[string][]string{
+	StatusBacklog:    {StatusTodo, StatusInProgress, StatusCancelled},
+	StatusTodo:       {StatusBacklog, StatusInProgress, StatusBlocked, StatusCancelled},
+	StatusInProgress: {StatusTodo, StatusBlocked, StatusDone, StatusCancelled},
+	StatusBlocked:    {StatusTodo, StatusInProgress, StatusCancelled},
+	StatusDone:       {StatusTodo},
+	StatusCancelled:  {StatusTodo},
+}
+
+// Approval states of a task.
+const (
+	ApprovalApproved = "approved"
+	ApprovalPending  = "pending_approval"
+	ApprovalRejected = "rejected"
+)
+
+// Priorities, lowest first.
+var Priorities = []string{"low", "normal", "high", "urgent"}
+
+// Task is tasks/<id>.json.
+type Task struct {
+	ID              string    `json:"id"`
+	Title           string    `json:"title"`
+	Description     string    `json:"description,omitempty"`
+	Status          string    `json:"status"`
+	Priority        string    `json:"priority"`
+	Assignee        string    `json:"assignee,omitempty"`
+	ParentID        string    `json:"parentId,omitempty"`
+	Requester       string    `json:"requester,omitempty"`
+	ApprovalStatus  string    `json:"approvalStatus"`
+	StatusChangedBy string    `json:"statusChangedBy,omitempty"`
+	StatusChangedAt time.Time `json:"statusChangedAt"`
+	BlockedReason   string    `json:"blockedReason,omitempty"`
+	Result          string    `json:"result,omitempty"`
+	Summary         string    `json:"summary,omitempty"`
+	CreatedAt       time.Time `json:"createdAt"`
+	UpdatedAt       time.Time `json:"updatedAt"`
+}
+
+// CheckStatus reports whether s is a task status.
+func CheckStatus(s string) error {
+	if !slices.Contains(Statuses, s) {
+		return fmt.Errorf("status %q is invalid: use one of %s", s, strings.Join(Statuses, ", "))
+	}
+	return nil
+}
+
+// CheckTransition is the one check of a task status change.
+func CheckTransition(t Task, to string) error {
+	if err := CheckStatus(to); err != nil {
+		return err
+	}
+	if t.Status == to {
+		return fmt.Errorf("task %s is already %s", t.ID, to)
+	}
+	if to == StatusInProgress && t.ApprovalStatus != ApprovalApproved {
+		return fmt.Errorf("task %s is %s and cannot start: approve it first with aipm task approve %s", t.ID, t.ApprovalStatus, t.ID)
+	}
+	if !slices.Contains(transitions[t.Status], to) {
+		return fmt.Errorf("task %s cannot go from %s to %s: from %s it can go to %s", t.ID, t.Status, to, t.Status, strings.Join(transitions[t.Status], ", "))
+	}
+	return nil
+}
+
+// Interrupts reports whether a status change made by `by` must interrupt
+// the assignee's task session (DESIGN section 6): someone else moved a task
+// that was in progress to blocked or cancelled. The watcher calls it for
+// hand edits too.
+func Interrupts(before, after Task, by string) bool {
+	return before.Status == StatusInProgress &&
+		(after.Status == StatusBlocked || after.Status == StatusCancelled) &&
+		after.Assignee != "" && by != after.Assignee
+}
+
+// NewTask is what creating a task takes.
+type NewTask struct {
+	Title, Description, Priority, Assignee, ParentID, Requester, Status string
+	NeedsApproval                                                       bool
+}
+
+// CreateTask writes a new task after checking its fields against cfg.
+func (s *Store) CreateTask(ctx context.Context, cfg *Config, in NewTask) (Task, error) {
+	title := strings.TrimSpace(in.Title)
+	if title == "" {
+		return Task{}, errors.New("a task needs a title: give a short description of the work")
+	}
+	if len([]rune(title)) > 200 {
+		return Task{}, fmt.Errorf("the title has %d characters; the limit is 200: put details in the description", len([]rune(title)))
+	}
+	if in.Priority == "" {
+		in.Priority = "normal"
+	}
+	if !slices.Contains(Priorities, in.Priority) {
+		return Task{}, fmt.Errorf("priority %q is invalid: use one of %s", in.Priority, strings.Join(Priorities, ", "))
+	}
+	if in.Status == "" {
+		in.Status = StatusTodo
+	}
+	if err := CheckStatus(in.Status); err != nil {
+		return Task{}, err
+	}
+	if in.Status == StatusDone || in.Status == StatusCancelled || (in.NeedsApproval && in.Status == StatusInProgress) {
+		return Task{}, fmt.Errorf("a new task cannot start as %s: create it, then change its status", in.Status)
+	}
+	if err := checkAgentRef(cfg, in.Assignee, "assignee"); err != nil {
+		return Task{}, err
+	}
+	if in.Status == StatusInProgress && in.Assignee == "" {
+		return Task{}, errors.New("a task in progress needs an assignee: pass one")
+	}
+	if in.ParentID != "" {
+		if _, err := s.Task(in.ParentID); err != nil {
+			return Task{}, fmt.Errorf("parent task: %w", err)
+		}
+	}
+	now := time.Now().UTC()
+	t := Task{
+		ID: NewID(PrefixTask), Title: title, Description: in.Description, Status: in.Status,
+		Priority: in.Priority, Assignee: in.Assignee, ParentID: in.ParentID, Requester: in.Requester,
+		ApprovalStatus: ApprovalApproved, StatusChangedBy: in.Requester, StatusChangedAt: now,
+		CreatedAt: now, UpdatedAt: now,
+	}
+	if in.NeedsApproval {
+		t.ApprovalStatus = ApprovalPending
+	}
+	path, _ := s.DocPath(Tasks, t.ID)
+	_, err := UpdateDoc(ctx, s, path, ModeFile, func(doc *Task, exists bool) error {
+		if exists {
+			return fmt.Errorf("task %s: %w", t.ID, ErrExists)
+		}
+		*doc = t
+		return nil
+	})
+	return t, err
+}
+
+func checkAgentRef(cfg *Config, id, what string) error {
+	if id == "" {
+		return nil
+	}
+	if err := CheckAgentID(id); err != nil {
+		return fmt.Errorf("%s: %w", what, err)
+	}
+	if _, ok := cfg.Agent(id); !ok {
+		return fmt.Errorf("%s %q is not an agent of this project: see aipm agent list: %w", what, id, ErrNotFound)
+	}
+	return nil
+}
+
+// Task reads one task.
+func (s *Store) Task(id string) (Task, error) {
+	path, err := s.DocPath(Tasks, id)
+	if err != nil {
+		return Task{}, err
+	}
+	var t Task
+	if err := s.ReadDoc(path, &t); err != nil {
+		if errors.Is(err, ErrNotFound) {
+			return Task{}, fmt.Errorf("task %s does not exist: see list_tasks or aipm task list: %w", id, ErrNotFound)
+		}
+		return Task{}, err
+	}
+	return t, nil
+}
+
+// TaskFilter selects tasks; empty fields match everything.
+type TaskFilter struct {
+	Status, Assignee, ParentID string
+}
+
+// Tasks lists the tasks that match f, newest first. Unreadable documents
+// are skipped and returned as problems.
+func (s *Store) Tasks(f TaskFilter) ([]Task, []error, error) {
+	if f.Status != "" {
+		if err := CheckStatus(f.Status); err != nil {
+			return nil, nil, err
+		}
+	}
+	entries, err := os.ReadDir(s.CollectionDir(Tasks))
+	if errors.Is(err, os.ErrNotExist) {
+		return nil, nil, nil
+	}
+	if err != nil {
+		return nil, nil, fmt.Errorf("list tasks: %w", err)
+	}
+	var out []Task
+	var bad []error
+	for _, e := range entries {
+		name := e.Name()
+		id, ok := strings.CutSuffix(name, ".json")
+		if !ok || CheckID(PrefixTask, id) != nil {
+			continue
+		}
+		var t Task
+		if err := s.ReadDoc(filepath.Join(s.CollectionDir(Tasks), name), &t); err != nil {
+			bad = append(bad, err)
+			continue
+		}
+		if (f.Status == "" || t.Status == f.Status) && (f.Assignee == "" || t.Assignee == f.Assignee) && (f.ParentID == "" || t.ParentID == f.ParentID) {
+			out = append(out, t)
+		}
+	}
+	sort.Slice(out, func(i, j int) bool { return out[i].ID > out[j].ID })
+	return out, bad, nil
+}
+
+// TaskChange is one change to a task, checked in UpdateTask.
+type TaskChange struct {
+	Status   string // "" keeps it
+	Reason   string // why (blocked reason)
+	Assignee *string
+	Result   string
+	Summary  string
+	Approval string // ApprovalApproved or ApprovalRejected
+}
+
+// UpdateTask applies change made by `by` under the tasks lock, with the
+// status transition checked in one place. If the change interrupts the
+// assignee (Interrupts), the interrupt notification is appended after the
+// lock is released (rule 4: never two locks at once).
+func (s *Store) UpdateTask(ctx context.Context, cfg *Config, id, by string, ch TaskChange) (Task, error) {
+	path, err := s.DocPath(Tasks, id)
+	if err != nil {
+		return Task{}, err
+	}
+	if ch.Assignee != nil {
+		if err := checkAgentRef(cfg, *ch.Assignee, "assignee"); err != nil {
+			return Task{}, err
+		}
+	}
+	var before Task
+	after, err := UpdateDoc(ctx, s, path, ModeFile, func(t *Task, exists bool) error {
+		if !exists {
+			return fmt.Errorf("task %s does not exist: see list_tasks or aipm task list: %w", id, ErrNotFound)
+		}
+		before = *t
+		now := time.Now().UTC()
+		switch ch.Approval {
+		case "":
+		case ApprovalApproved, ApprovalRejected:
+			if t.ApprovalStatus != ApprovalPending {
+				return fmt.Errorf("task %s is %s, not waiting for approval", id, t.ApprovalStatus)
+			}
+			t.ApprovalStatus = ch.Approval
+			if ch.Approval == ApprovalRejected && ch.Status == "" {
+				ch.Status = StatusCancelled
+			}
+		default:
+			return fmt.Errorf("approval %q is invalid", ch.Approval)
+		}
+		if ch.Assignee != nil {
+			if t.Status == StatusInProgress && *ch.Assignee != t.Assignee {
+				return fmt.Errorf("task %s is in progress with %s: block or stop it before reassigning", id, t.Assignee)
+			}
+			t.Assignee = *ch.Assignee
+		}
+		if ch.Status != "" {
+			if err := CheckTransition(*t, ch.Status); err != nil {
+				return err
+			}
+			if ch.Status == StatusInProgress && t.Assignee == "" {
+				return fmt.Errorf("task %s has no assignee: assign it before starting it", id)
+			}
+			t.Status, t.StatusChangedBy, t.StatusChangedAt = ch.Status, by, now
+			t.BlockedReason = ""
+			if ch.Status == StatusBlocked {
+				t.BlockedReason = ch.Reason
+			}
+		}
+		if ch.Result != "" {
+			t.Result = ch.Result
+		}
+		if ch.Summary != "" {
+			t.Summary = ch.Summary
+		}
+		t.UpdatedAt = now
+		return nil
+	})
+	if err != nil {
+		return Task{}, err
+	}
+	if Interrupts(before, after, by) {
+		reason := ch.Reason
+		if reason == "" {
+			reason = "no reason given"
+		}
+		msg := fmt.Sprintf("%s set your task %s (%q) to %s: %s. Stop working on it and call report_completed(result=\"blocked\").", by, after.ID, after.Title, after.Status, reason)
+		if _, err := s.Notify(ctx, after.Assignee, Notification{Type: NotifyInterrupt, TaskID: after.ID, From: by, Message: msg}); err != nil {
+			return after, fmt.Errorf("task %s changed, but the interrupt for %s was not written: %w", id, after.Assignee, err)
+		}
+	}
+	return after, nil
+}

@@ -1,0 +1,80 @@
+package fsstore
+
+import (
+	"context"
+	"strings"
+	"testing"
+)
+
+func TestCheckTransition(t *testing.T) {
+	for _, tc := range []struct {
+		from, to, approval string
+		want               string // "" = allowed, else a substring of the error
+	}{
+		{StatusTodo, StatusInProgress, ApprovalApproved, ""},
+		{StatusBacklog, StatusInProgress, ApprovalApproved, ""},
+		{StatusInProgress, StatusDone, ApprovalApproved, ""},
+		{StatusInProgress, StatusBlocked, ApprovalApproved, ""},
+		{StatusBlocked, StatusInProgress, ApprovalApproved, ""},
+		{StatusDone, StatusTodo, ApprovalApproved, ""},
+		{StatusCancelled, StatusTodo, ApprovalApproved, ""},
+		{StatusInProgress, StatusBacklog, ApprovalApproved, "cannot go from in_progress to backlog"},
+		{StatusDone, StatusInProgress, ApprovalApproved, "cannot go from done to in_progress"},
+		{StatusTodo, StatusTodo, ApprovalApproved, "already todo"},
+		{StatusTodo, "doing", ApprovalApproved, `status "doing" is invalid`},
+		{StatusTodo, StatusInProgress, ApprovalPending, "pending_approval and cannot start"},
+	} {
+		err := CheckTransition(Task{ID: "tsk_x", Status: tc.from, ApprovalStatus: tc.approval}, tc.to)
+		if (err == nil) != (tc.want == "") || (err != nil && !strings.Contains(err.Error(), tc.want)) {
+			t.Errorf("%s -> %s (%s): %v, want %q", tc.from, tc.to, tc.approval, err, tc.want)
+		}
+	}
+}
+
+func TestInterrupts(t *testing.T) {
+	inProgress := Task{Status: StatusInProgress, Assignee: "coder"}
+	for _, tc := range []struct {
+		to, by string
+		want   bool
+	}{
+		{StatusBlocked, "lead", true},
+		{StatusCancelled, "cli", true},
+		{StatusBlocked, "coder", false}, // the assignee itself
+		{StatusDone, "lead", false},
+		{StatusTodo, "lead", false},
+	} {
+		after := inProgress
+		after.Status = tc.to
+		if got := Interrupts(inProgress, after, tc.by); got != tc.want {
+			t.Errorf("in_progress -> %s by %s: %v, want %v", tc.to, tc.by, got, tc.want)
+		}
+	}
+	if Interrupts(Task{Status: StatusTodo, Assignee: "coder"}, Task{Status: StatusBlocked, Assignee: "coder"}, "lead") {
+		t.Error("a task that was not in progress interrupted")
+	}
+}
+
+func TestUpdateTaskWritesOneInterrupt(t *testing.T) {
+	s := newTestStore(t)
+	ctx := context.Background()
+	for _, a := range []NewAgent{{ID: "lead", Type: AgentHuman}, {ID: "coder", Type: AgentAI}} {
+		if _, err := s.AddAgent(ctx, a); err != nil {
+			t.Fatal(err)
+		}
+	}
+	cfg, _ := s.LoadConfig()
+	task, err := s.CreateTask(ctx, cfg, NewTask{Title: "t", Assignee: "coder", Status: StatusInProgress})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := s.UpdateTask(ctx, cfg, task.ID, "lead", TaskChange{Status: StatusBlocked, Reason: "wait"}); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := s.UpdateTask(ctx, cfg, task.ID, "lead", TaskChange{Status: StatusCancelled}); err != nil {
+		t.Fatal(err) // blocked -> cancelled: the task was not in progress, no second interrupt
+	}
+	ns, err := s.UnreadNotifications(ctx, "coder", true)
+	if err != nil || len(ns) != 1 || ns[0].Type != NotifyInterrupt || ns[0].TaskID != task.ID || !strings.Contains(ns[0].Message, "wait") {
+		t.Fatalf("notifications %+v, err %v; want one interrupt", ns, err)
+	}
+}

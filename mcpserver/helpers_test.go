@@ -1,0 +1,177 @@
+package mcpserver_test
+
+import (
+	"context"
+	"crypto/sha256"
+	"encoding/json"
+	"fmt"
+	"io/fs"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"sort"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/modelcontextprotocol/go-sdk/mcp"
+
+	"aipm/fsstore"
+)
+
+// aipmBin is the aipm binary built once for the tests that drive it as a
+// real MCP server over stdio.
+var aipmBin string
+
+func TestMain(m *testing.M) {
+	dir, err := os.MkdirTemp("", "aipm-bin-*")
+	if err != nil {
+		panic(err)
+	}
+	aipmBin = filepath.Join(dir, "aipm")
+	build := exec.Command("go", "build", "-o", aipmBin, "../cmd/aipm")
+	build.Stderr = os.Stderr
+	if err := build.Run(); err != nil {
+		fmt.Fprintln(os.Stderr, "build aipm:", err)
+		os.Exit(1)
+	}
+	code := m.Run()
+	os.RemoveAll(dir)
+	os.Exit(code)
+}
+
+// project is a test project with a human lead and two AI agents.
+type project struct {
+	t        testing.TB
+	store    *fsstore.Store
+	cfg      *fsstore.Config
+	passkeys map[string]string
+}
+
+func newProject(t testing.TB) *project {
+	t.Helper()
+	store, err := fsstore.Init(t.TempDir(), "test")
+	if err != nil {
+		t.Fatal(err)
+	}
+	p := &project{t: t, store: store, passkeys: map[string]string{}}
+	for _, a := range []fsstore.NewAgent{
+		{ID: "lead", Type: fsstore.AgentHuman, Role: fsstore.RoleManager},
+		{ID: "coder", Type: fsstore.AgentAI, Parent: "lead"},
+		{ID: "reviewer", Type: fsstore.AgentAI, Parent: "lead"},
+	} {
+		key, err := store.AddAgent(context.Background(), a)
+		if err != nil {
+			t.Fatal(err)
+		}
+		p.passkeys[a.ID] = key
+	}
+	if p.cfg, err = store.LoadConfig(); err != nil {
+		t.Fatal(err)
+	}
+	return p
+}
+
+// taskInProgress creates a task for agent and starts it.
+func (p *project) taskInProgress(agent, title string) fsstore.Task {
+	p.t.Helper()
+	t, err := p.store.CreateTask(context.Background(), p.cfg, fsstore.NewTask{Title: title, Assignee: agent, Requester: "lead", Status: fsstore.StatusInProgress})
+	if err != nil {
+		p.t.Fatal(err)
+	}
+	return t
+}
+
+// connect starts `aipm serve` for the project and connects an SDK client.
+func (p *project) connect(protocol string) *mcp.ClientSession {
+	p.t.Helper()
+	client := mcp.NewClient(&mcp.Implementation{Name: "aipm-test", Version: "1"}, nil)
+	cmd := exec.Command(aipmBin, "--dir", p.store.ProjectDir(), "serve")
+	cmd.Stderr = os.Stderr
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	cs, err := client.Connect(ctx, &mcp.CommandTransport{Command: cmd}, &mcp.ClientSessionOptions{ProtocolVersion: protocol})
+	if err != nil {
+		p.t.Fatalf("connect (protocol %s): %v", protocol, err)
+	}
+	p.t.Cleanup(func() { cs.Close() })
+	return cs
+}
+
+// result is a decoded tool result.
+type result struct {
+	isError bool
+	text    string         // all text content, joined by newlines
+	data    map[string]any // structured content
+}
+
+func (r result) str(key string) string {
+	v, _ := r.data[key].(string)
+	return v
+}
+
+// code is the error code at the start of an error result's text.
+func (r result) code() string {
+	if !r.isError {
+		return ""
+	}
+	code, _, _ := strings.Cut(r.text, ":")
+	return code
+}
+
+func call(t testing.TB, cs *mcp.ClientSession, tool string, args map[string]any) result {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
+	defer cancel()
+	res, err := cs.CallTool(ctx, &mcp.CallToolParams{Name: tool, Arguments: args})
+	if err != nil {
+		t.Fatalf("%s: protocol error: %v", tool, err)
+	}
+	var texts []string
+	for _, c := range res.Content {
+		if tc, ok := c.(*mcp.TextContent); ok {
+			texts = append(texts, tc.Text)
+		}
+	}
+	r := result{isError: res.IsError, text: strings.Join(texts, "\n")}
+	if res.StructuredContent != nil {
+		data, _ := json.Marshal(res.StructuredContent)
+		json.Unmarshal(data, &r.data)
+	}
+	return r
+}
+
+// authenticate opens a session of the given purpose by writing the trigger
+// the watcher would write, and returns its token.
+func (p *project) authenticate(cs *mcp.ClientSession, agent, purpose string) string {
+	p.t.Helper()
+	if err := p.store.WriteTrigger(context.Background(), fsstore.Trigger{Agent: agent, Purpose: purpose, Reason: "test"}); err != nil {
+		p.t.Fatal(err)
+	}
+	r := call(p.t, cs, "authenticate", map[string]any{"agent_id": agent, "passkey": p.passkeys[agent]})
+	if r.isError || r.str("purpose") != purpose {
+		p.t.Fatalf("authenticate %s for %s: %s", agent, purpose, r.text)
+	}
+	return r.str("session_token")
+}
+
+// tree is a digest of every file under .ai-pm (lock files aside), to prove
+// that a refused call changed nothing.
+func (p *project) tree() string {
+	var lines []string
+	root := p.store.Root()
+	filepath.WalkDir(root, func(path string, d fs.DirEntry, err error) error {
+		if err != nil || d.Name() == ".lock" {
+			return nil
+		}
+		entry := strings.TrimPrefix(path, root)
+		if !d.IsDir() {
+			data, _ := os.ReadFile(path)
+			entry += fmt.Sprintf(" %x", sha256.Sum256(data))
+		}
+		lines = append(lines, entry)
+		return nil
+	})
+	sort.Strings(lines)
+	return strings.Join(lines, "\n")
+}

@@ -1,0 +1,291 @@
+package mcpserver_test
+
+import (
+	"context"
+	"encoding/json"
+	"os"
+	"os/exec"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/modelcontextprotocol/go-sdk/mcp"
+
+	"aipm/fsstore"
+)
+
+// Both protocol generations, through the real binary over stdio.
+func TestServeProtocolVersions(t *testing.T) {
+	for _, version := range []string{"2025-06-18", "2025-11-25", "2026-07-28"} {
+		t.Run(version, func(t *testing.T) {
+			p := newProject(t)
+			task := p.taskInProgress("coder", "write the parser")
+			cs := p.connect(version)
+			if got := cs.InitializeResult().ProtocolVersion; got != version {
+				t.Fatalf("negotiated %s, want %s", got, version)
+			}
+			r := call(t, cs, "authenticate", map[string]any{"agent_id": "coder", "passkey": p.passkeys["coder"]})
+			if r.isError || r.str("purpose") != "task" || r.str("task_id") != task.ID {
+				t.Fatalf("authenticate: %s", r.text)
+			}
+			r = call(t, cs, "get_next_action", map[string]any{"session_token": r.str("session_token")})
+			if r.str("action") != "work" || !strings.Contains(r.text, "notifications: none") {
+				t.Fatalf("get_next_action: %s", r.text)
+			}
+		})
+	}
+}
+
+func TestAuthenticate(t *testing.T) {
+	p := newProject(t)
+	cs := p.connect("")
+	before := p.tree()
+	for _, tc := range []struct {
+		name, agent, passkey, code string
+	}{
+		{"wrong passkey", "coder", "aipk_wrong", "authentication_failed"},
+		{"unknown agent", "ghost", "x", "agent_not_found"},
+		{"malformed agent", "../etc", "x", "authentication_failed"},
+		{"nothing to do", "coder", p.passkeys["coder"], "nothing_to_do"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			r := call(t, cs, "authenticate", map[string]any{"agent_id": tc.agent, "passkey": tc.passkey})
+			if r.code() != tc.code {
+				t.Fatalf("got %q, want code %s", r.text, tc.code)
+			}
+		})
+	}
+	if p.tree() != before {
+		t.Error("a refused authenticate changed .ai-pm")
+	}
+	r := call(t, cs, "authenticate", map[string]any{"agent_id": "coder", "passkey": p.passkeys["coder"], "project_id": "prj_other"})
+	if !r.isError || !strings.Contains(r.text, "wrong project") {
+		t.Errorf("wrong project_id: %s", r.text)
+	}
+
+	// One live session per agent and purpose: a second authenticate replaces the first.
+	first := p.authenticate(cs, "coder", "chat")
+	second := p.authenticate(cs, "coder", "chat")
+	if r := call(t, cs, "get_notifications", map[string]any{"session_token": first}); r.code() != "session_ended" || !strings.Contains(r.text, "replaced") {
+		t.Errorf("old session: %s", r.text)
+	}
+	if r := call(t, cs, "get_notifications", map[string]any{"session_token": second}); r.isError {
+		t.Errorf("new session: %s", r.text)
+	}
+	live, _ := p.store.LiveSessions(time.Now())
+	if len(live) != 1 {
+		t.Errorf("%d live sessions, want 1", len(live))
+	}
+}
+
+// The authorization matrix of DESIGN section 5: every built tool, called
+// without a session, from a task session and from a chat session.
+func TestAuthorizationMatrix(t *testing.T) {
+	p := newProject(t)
+	task := p.taskInProgress("coder", "matrix")
+	cs := p.connect("")
+	args := map[string]map[string]any{
+		"get_task":           {"task_id": task.ID},
+		"update_task_status": {"status": "blocked", "reason": "matrix"},
+		"report_completed":   {"result": "success", "summary": "matrix"},
+	}
+	refusedWith := func(level, purpose string) string {
+		switch {
+		case level == "none":
+			return ""
+		case purpose == "":
+			return "session_required"
+		case level == "taskOnly" && purpose != "task", level == "chatOnly" && purpose != "chat":
+			return "wrong_session_purpose"
+		}
+		return ""
+	}
+	for _, tool := range builtTools(t, cs) {
+		level := toolLevel(t, cs, tool)
+		for _, purpose := range []string{"", "task", "chat"} {
+			t.Run(tool+"/"+map[string]string{"": "none"}[purpose]+purpose, func(t *testing.T) {
+				a := map[string]any{}
+				for k, v := range args[tool] {
+					a[k] = v
+				}
+				if tool == "authenticate" {
+					a = map[string]any{"agent_id": "coder", "passkey": "wrong"}
+				}
+				if purpose != "" {
+					a["session_token"] = p.authenticate(cs, "coder", purpose)
+					if tool == "update_task_status" || tool == "report_completed" {
+						// keep the task in progress for the next cell
+						t.Cleanup(func() { restart(t, p, task.ID) })
+					}
+				}
+				r := call(t, cs, tool, a)
+				want := refusedWith(level, purpose)
+				switch {
+				case want != "" && r.code() != want:
+					t.Fatalf("%s (%s) from %q session: got %q, want %s", tool, level, purpose, r.text, want)
+				case want == "" && (r.code() == "session_required" || r.code() == "wrong_session_purpose"):
+					t.Fatalf("%s (%s) from %q session refused: %s", tool, level, purpose, r.text)
+				case want == "wrong_session_purpose" && level == "chatOnly" && !strings.Contains(r.text, "delegate_to_chat_session"):
+					t.Fatalf("refusal does not say what to use instead: %s", r.text)
+				}
+			})
+		}
+	}
+	// Tools of the table that this version does not serve say so.
+	r := call(t, cs, "send_message", map[string]any{})
+	if c := r.code(); c != "not_available" && c != "session_required" {
+		t.Errorf("send_message: %s", r.text)
+	}
+}
+
+// restart puts a task back in progress after a matrix cell finished it.
+func restart(t *testing.T, p *project, id string) {
+	cur, err := p.store.Task(id)
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx := context.Background()
+	for _, st := range map[string][]string{fsstore.StatusDone: {fsstore.StatusTodo, fsstore.StatusInProgress}, fsstore.StatusBlocked: {fsstore.StatusInProgress}}[cur.Status] {
+		if _, err := p.store.UpdateTask(ctx, p.cfg, id, "coder", fsstore.TaskChange{Status: st}); err != nil {
+			t.Fatal(err)
+		}
+	}
+}
+
+// builtTools lists the tools the server serves.
+func builtTools(t testing.TB, cs *mcp.ClientSession) []string {
+	t.Helper()
+	res, err := cs.ListTools(context.Background(), nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var names []string
+	for _, tool := range res.Tools {
+		names = append(names, tool.Name)
+	}
+	return names
+}
+
+// toolLevel asks help for a tool's level.
+func toolLevel(t testing.TB, cs *mcp.ClientSession, name string) string {
+	t.Helper()
+	r := call(t, cs, "help", map[string]any{})
+	tools, _ := r.data["tools"].([]any)
+	for _, x := range tools {
+		if m, _ := x.(map[string]any); m["name"] == name {
+			return m["level"].(string)
+		}
+	}
+	t.Fatalf("help does not list %s", name)
+	return ""
+}
+
+// The interrupt flow of DESIGN section 6, end to end: a human blocks the
+// task with the CLI; the agent's next call returns the interrupt and does
+// not run; get_notifications shows it; report_completed(blocked) works.
+func TestInterruptFlow(t *testing.T) {
+	p := newProject(t)
+	task := p.taskInProgress("coder", "refactor the store")
+	cs := p.connect("")
+	token := p.authenticate(cs, "coder", "task")
+	if r := call(t, cs, "get_next_action", map[string]any{"session_token": token}); r.str("action") != "work" {
+		t.Fatalf("get_next_action: %s", r.text)
+	}
+
+	out, err := exec.Command(aipmBin, "--dir", p.store.ProjectDir(), "task", "status", task.ID, "blocked", "--reason", "requirements changed", "--as", "lead").CombinedOutput()
+	if err != nil {
+		t.Fatalf("aipm task status: %v\n%s", err, out)
+	}
+
+	before := p.tree()
+	for _, tool := range []string{"get_next_action", "get_task", "list_tasks", "get_my_task"} {
+		r := call(t, cs, tool, map[string]any{"session_token": token, "task_id": task.ID})
+		if !r.isError || !strings.HasPrefix(r.text, "INTERRUPT ("+tool+" did not run)") || !strings.Contains(r.text, "requirements changed") {
+			t.Fatalf("%s after the interrupt: %s", tool, r.text)
+		}
+		if r.data != nil {
+			t.Fatalf("%s returned data beside the interrupt: %v", tool, r.data)
+		}
+	}
+	if p.tree() != before {
+		t.Fatal("an interrupted call changed .ai-pm")
+	}
+
+	r := call(t, cs, "get_notifications", map[string]any{"session_token": token, "mark_as_read": false})
+	notes, _ := r.data["notifications"].([]any)
+	if len(notes) != 1 || notes[0].(map[string]any)["type"] != "interrupt" || !strings.Contains(r.text, "you have 1 notification") {
+		t.Fatalf("get_notifications(mark_as_read=false): %s", r.text)
+	}
+	r = call(t, cs, "report_completed", map[string]any{"session_token": token, "result": "blocked", "summary": "stopped as asked"})
+	if r.isError || r.str("action") != "exit" {
+		t.Fatalf("report_completed: %s", r.text)
+	}
+	got, _ := p.store.Task(task.ID)
+	if got.Status != fsstore.StatusBlocked || got.Result != "blocked" || got.StatusChangedBy != "lead" || got.Summary != "stopped as asked" {
+		t.Errorf("task after report: %+v", got)
+	}
+	if r := call(t, cs, "get_next_action", map[string]any{"session_token": token}); r.code() != "session_ended" {
+		t.Errorf("call after report_completed: %s", r.text)
+	}
+}
+
+// Bad input of every kind: a clear tool error, and nothing changed on disk.
+func TestBadInput(t *testing.T) {
+	p := newProject(t)
+	task := p.taskInProgress("coder", "bad input")
+	cs := p.connect("")
+	token := p.authenticate(cs, "coder", "task")
+	chat := p.authenticate(cs, "reviewer", "chat")
+	expired := p.authenticate(cs, "reviewer", "task")
+	ageSession(t, p, expired)
+	before := p.tree()
+	for _, tc := range []struct {
+		tool string
+		args map[string]any
+		want string // a prefix of the error text
+	}{
+		{"no_such_tool", map[string]any{}, "unknown_tool: there is no tool \"no_such_tool\": call help"},
+		{"get_task", map[string]any{"session_token": token}, "validating \"arguments\""},
+		{"get_task", map[string]any{"session_token": token, "task_id": "tsk_../../etc/passwd"}, "invalid_request: \"tsk_../../etc/passwd\" is not a valid tsk id"},
+		{"get_task", map[string]any{"session_token": token, "task_id": "tsk_01M7YZWACRA0328GMTHNDHB18Z"}, "task_not_found: task tsk_01M7YZWACRA0328GMTHNDHB18Z does not exist"},
+		{"get_task", map[string]any{"session_token": token, "task_id": task.ID, "extra": 1}, "validating \"arguments\""},
+		{"list_tasks", map[string]any{"session_token": token, "status": "doing"}, "invalid_request: status \"doing\" is invalid"},
+		{"list_tasks", map[string]any{"session_token": token, "assignee": "../x"}, "invalid_agent_id"},
+		{"list_tasks", map[string]any{"session_token": token, "limit": 100000}, "invalid_limit"},
+		{"get_my_task", map[string]any{}, "session_required: get_my_task needs session_token"},
+		{"get_my_task", map[string]any{"session_token": "garbage"}, "invalid_session: get_my_task refused: session_token is malformed"},
+		{"get_my_task", map[string]any{"session_token": "ses_01M7YZWACRA0328GMTHNDHB18Z.x"}, "invalid_session: get_my_task refused: no such session"},
+		{"get_my_task", map[string]any{"session_token": token + "x"}, "invalid_session: get_my_task refused: session_token does not match"},
+		{"get_my_task", map[string]any{"session_token": expired}, "session_expired"},
+		{"report_completed", map[string]any{"session_token": chat, "result": "success", "summary": "x"}, "wrong_session_purpose: report_completed needs a task session"},
+		{"report_completed", map[string]any{"session_token": token, "result": "great", "summary": "x"}, "invalid_result: result \"great\" is invalid"},
+		{"update_task_status", map[string]any{"session_token": token, "status": "blocked"}, "reason_required"},
+		{"update_task_status", map[string]any{"session_token": token, "status": "backlog"}, "invalid_request: task " + task.ID + " cannot go from in_progress to backlog"},
+		{"update_task_status", map[string]any{"session_token": chat, "status": "done", "task_id": task.ID}, "wrong_session_purpose"},
+	} {
+		r := call(t, cs, tc.tool, tc.args)
+		if !r.isError || !strings.HasPrefix(r.text, tc.want) {
+			t.Errorf("%s %v:\n got %q\nwant prefix %q", tc.tool, tc.args, r.text, tc.want)
+		}
+	}
+	if p.tree() != before {
+		t.Error("bad input changed .ai-pm")
+	}
+}
+
+// ageSession makes a session idle for longer than its timeout, as if an hour
+// had passed, by editing its file the way a person could.
+func ageSession(t *testing.T, p *project, token string) {
+	t.Helper()
+	id, _, _ := strings.Cut(token, ".")
+	path, _ := p.store.DocPath(fsstore.Sessions, id)
+	var ses fsstore.Session
+	if err := p.store.ReadDoc(path, &ses); err != nil {
+		t.Fatal(err)
+	}
+	ses.LastSeenAt = ses.LastSeenAt.Add(-2 * ses.Idle.Duration)
+	data, _ := json.Marshal(ses)
+	if err := os.WriteFile(path, data, 0o600); err != nil {
+		t.Fatal(err)
+	}
+}

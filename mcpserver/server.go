@@ -1,0 +1,93 @@
+package mcpserver
+
+import (
+	"context"
+	"fmt"
+	"log/slog"
+	"os"
+	"sync"
+	"time"
+
+	"github.com/modelcontextprotocol/go-sdk/mcp"
+
+	"aipm/fsstore"
+)
+
+// Server holds what every tool needs. It keeps no state of its own beyond a
+// cached config: sessions, cursors and tasks are in the files.
+type Server struct {
+	store   *fsstore.Store
+	log     *slog.Logger
+	version string
+
+	mu       sync.Mutex
+	cfg      *fsstore.Config
+	cfgStamp [2]int64 // mtime, size of the config the cache holds
+}
+
+// New returns a server for store. It reads nothing yet.
+func New(store *fsstore.Store, log *slog.Logger, version string) *Server {
+	return &Server{store: store, log: log, version: version}
+}
+
+const instructions = `aipm coordinates the agents of this project. Call authenticate(agent_id, passkey) first, then loop: get_next_action, do what its instruction says, get_next_action again. Every response ends with a notification line; when it says you have notifications, call get_notifications.`
+
+// MCP builds the MCP server with every tool registered behind the gate.
+func (s *Server) MCP() *mcp.Server {
+	srv := mcp.NewServer(&mcp.Implementation{Name: "aipm", Version: s.version}, &mcp.ServerOptions{Instructions: instructions})
+	registered := map[string]bool{}
+	for _, t := range tools() {
+		if _, ok := levels[t.name]; !ok {
+			panic("tool " + t.name + " has no level in levels.go")
+		}
+		t.add(srv, s)
+		registered[t.name] = true
+	}
+	srv.AddReceivingMiddleware(s.gate(registered))
+	return srv
+}
+
+// Run serves MCP over t until the client disconnects or ctx ends.
+func (s *Server) Run(ctx context.Context, t mcp.Transport) error {
+	return s.MCP().Run(ctx, t)
+}
+
+// config returns the project's config, re-read when the file changed.
+func (s *Server) config() (*fsstore.Config, error) {
+	fi, err := os.Stat(s.store.ConfigPath())
+	if err != nil {
+		return nil, fmt.Errorf("read config: %w", err)
+	}
+	stamp := [2]int64{fi.ModTime().UnixNano(), fi.Size()}
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.cfg != nil && stamp == s.cfgStamp {
+		return s.cfg, nil
+	}
+	cfg, err := s.store.LoadConfig()
+	if err != nil {
+		if s.cfg != nil {
+			s.log.Warn("config is invalid; keeping the previous one", "err", err)
+			return s.cfg, nil
+		}
+		return nil, err
+	}
+	s.store.SetDurability(cfg.Defaults.Durability != fsstore.DurableNone)
+	s.cfg, s.cfgStamp = cfg, stamp
+	return cfg, nil
+}
+
+type sessionKey struct{}
+
+func withSession(ctx context.Context, ses fsstore.Session) context.Context {
+	return context.WithValue(ctx, sessionKey{}, ses)
+}
+
+// sessionFrom returns the caller's session, which the gate put in ctx. The
+// caller's identity always comes from here, never from an argument.
+func sessionFrom(ctx context.Context) fsstore.Session {
+	ses, _ := ctx.Value(sessionKey{}).(fsstore.Session)
+	return ses
+}
+
+func now() time.Time { return time.Now().UTC() }

@@ -1,0 +1,37 @@
+package mcpserver
+
+import "github.com/modelcontextprotocol/go-sdk/mcp"
+
+// toolSpec is one tool: its name (whose level is in levels.go) and the
+// function that registers it.
+type toolSpec struct {
+	name string
+	add  func(*mcp.Server, *Server)
+}
+
+// tools is the one list of the tools this version serves.
+func tools() []toolSpec {
+	return []toolSpec{
+		{"authenticate", addAuthenticate},
+		{"help", addHelp},
+		{"logout", addLogout},
+		{"get_next_action", addGetNextAction},
+		{"get_notifications", addGetNotifications},
+		{"get_my_task", addGetMyTask},
+		{"get_task", addGetTask},
+		{"list_tasks", addListTasks},
+		{"update_task_status", addUpdateTaskStatus},
+		{"report_completed", addReportCompleted},
+	}
+}
+
+// readOnly and mutating are the annotations every tool sets.
+var (
+	readOnly = &mcp.ToolAnnotations{ReadOnlyHint: true}
+	mutating = &mcp.ToolAnnotations{ReadOnlyHint: false}
+)
+
+// Session is the argument every authenticated tool takes.
+type Session struct {
+	SessionToken string `json:"session_token" jsonschema:"the token authenticate returned"`
+}

@@ -1,0 +1,134 @@
+package mcpserver
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"sort"
+
+	"github.com/modelcontextprotocol/go-sdk/mcp"
+
+	"aipm/fsstore"
+)
+
+type AuthenticateIn struct {
+	AgentID   string `json:"agent_id" jsonschema:"your agent id, as configured in the project (AIPM_AGENT_ID)"`
+	Passkey   string `json:"passkey" jsonschema:"your passkey (AIPM_PASSKEY)"`
+	ProjectID string `json:"project_id,omitempty" jsonschema:"the project id, to make sure you reached the right project; optional"`
+}
+
+type AuthenticateOut struct {
+	SessionToken string `json:"session_token"`
+	SessionID    string `json:"session_id"`
+	AgentID      string `json:"agent_id"`
+	Purpose      string `json:"purpose" jsonschema:"task or chat: what this session is for"`
+	TaskID       string `json:"task_id,omitempty"`
+	IdleTimeout  string `json:"idle_timeout" jsonschema:"the session expires after this long without a call"`
+	Instruction  string `json:"instruction"`
+}
+
+func addAuthenticate(srv *mcp.Server, s *Server) {
+	mcp.AddTool(srv, &mcp.Tool{
+		Name:        "authenticate",
+		Description: "Start a session. Returns a session_token that every other tool needs, and the session's purpose (task or chat), chosen from the work waiting for you.",
+		Annotations: mutating,
+	}, func(ctx context.Context, _ *mcp.CallToolRequest, in AuthenticateIn) (*mcp.CallToolResult, AuthenticateOut, error) {
+		cfg, err := s.config()
+		if err != nil {
+			return nil, AuthenticateOut{}, toolErr("config_invalid", err.Error()+": ask a human to fix it")
+		}
+		ses, token, err := s.store.Authenticate(ctx, cfg, in.AgentID, in.Passkey, in.ProjectID)
+		switch {
+		case errors.Is(err, fsstore.ErrBadPasskey):
+			return nil, AuthenticateOut{}, toolErr("authentication_failed", fmt.Sprintf("the passkey for %q is wrong: use the passkey printed by aipm agent add (AIPM_PASSKEY)", in.AgentID))
+		case errors.Is(err, fsstore.ErrNothingToDo):
+			return nil, AuthenticateOut{}, toolErr("nothing_to_do", err.Error()+". Exit now; aipm starts you again when there is work.")
+		case errors.Is(err, fsstore.ErrNotFound):
+			return nil, AuthenticateOut{}, toolErr("agent_not_found", err.Error())
+		case err != nil:
+			return nil, AuthenticateOut{}, toolErr("authentication_failed", err.Error())
+		}
+		return nil, AuthenticateOut{
+			SessionToken: token, SessionID: ses.ID, AgentID: ses.Agent, Purpose: ses.Purpose, TaskID: ses.TaskID,
+			IdleTimeout: ses.Idle.String(),
+			Instruction: fmt.Sprintf("You are in a %s session. Call get_next_action(session_token) now and follow its instruction.", ses.Purpose),
+		}, nil
+	})
+}
+
+type HelpIn struct {
+	SessionToken string `json:"session_token,omitempty" jsonschema:"your session token, to see what you may call now; optional"`
+}
+
+type ToolHelp struct {
+	Name      string `json:"name"`
+	Level     string `json:"level"`
+	Available bool   `json:"available"`
+	Why       string `json:"why,omitempty" jsonschema:"why the tool is unavailable now"`
+}
+
+type HelpOut struct {
+	Purpose string     `json:"purpose,omitempty"`
+	Tools   []ToolHelp `json:"tools"`
+	Loop    string     `json:"loop"`
+}
+
+func addHelp(srv *mcp.Server, s *Server) {
+	mcp.AddTool(srv, &mcp.Tool{
+		Name:        "help",
+		Description: "List the tools you may call now, and why the others are unavailable. Pass session_token if you have one.",
+		Annotations: readOnly,
+	}, func(ctx context.Context, _ *mcp.CallToolRequest, in HelpIn) (*mcp.CallToolResult, HelpOut, error) {
+		out := HelpOut{Loop: "authenticate, then repeat: get_next_action and do what its instruction says."}
+		var ses *fsstore.Session
+		var sesErr error
+		if in.SessionToken != "" {
+			got, err := s.store.CheckSession(ctx, in.SessionToken)
+			if err == nil {
+				ses, out.Purpose = &got, got.Purpose
+			} else {
+				sesErr = err
+			}
+		}
+		built := map[string]bool{}
+		for _, t := range tools() {
+			built[t.name] = true
+		}
+		for name, level := range levels {
+			h := ToolHelp{Name: name, Level: level.String(), Available: true}
+			switch {
+			case !built[name]:
+				h.Available, h.Why = false, "not available in this version of aipm"
+			case level == None:
+			case ses == nil && sesErr != nil:
+				h.Available, h.Why = false, sessionError(name, sesErr).Error()
+			case ses == nil:
+				h.Available, h.Why = false, "needs a session: "+level.instead(name)
+			case !level.allows(ses.Purpose):
+				h.Available, h.Why = false, level.instead(name)
+			}
+			out.Tools = append(out.Tools, h)
+		}
+		sort.Slice(out.Tools, func(i, j int) bool { return out.Tools[i].Name < out.Tools[j].Name })
+		return nil, out, nil
+	})
+}
+
+type ActionOut struct {
+	Action      string `json:"action"`
+	Instruction string `json:"instruction"`
+}
+
+func addLogout(srv *mcp.Server, s *Server) {
+	mcp.AddTool(srv, &mcp.Tool{
+		Name:        "logout",
+		Description: "End your session. Call it when get_next_action says logout or exit.",
+		Annotations: mutating,
+	}, func(ctx context.Context, _ *mcp.CallToolRequest, in Session) (*mcp.CallToolResult, ActionOut, error) {
+		ses := sessionFrom(ctx)
+		if _, err := s.store.EndSession(ctx, ses.ID, fsstore.EndLogout); err != nil {
+			return nil, ActionOut{}, fromStore(err, "session_not_found")
+		}
+		return nil, ActionOut{Action: "exit", Instruction: "Your session has ended. Exit now."}, nil
+	})
+}

@@ -1,0 +1,220 @@
+package mcpserver
+
+import (
+	"context"
+	"fmt"
+
+	"github.com/modelcontextprotocol/go-sdk/mcp"
+
+	"aipm/fsstore"
+)
+
+type TaskOut struct {
+	Task *fsstore.Task `json:"task"`
+}
+
+type MyTaskOut struct {
+	Task     *fsstore.Task  `json:"task" jsonschema:"the task this session works on, or your task in progress; null if none"`
+	Assigned []fsstore.Task `json:"assigned" jsonschema:"your other open tasks"`
+}
+
+func addGetMyTask(srv *mcp.Server, s *Server) {
+	mcp.AddTool(srv, &mcp.Tool{
+		Name:        "get_my_task",
+		Description: "Your current task (the one this task session works on, or your task in progress) and your other open tasks.",
+		Annotations: readOnly,
+	}, func(ctx context.Context, _ *mcp.CallToolRequest, in Session) (*mcp.CallToolResult, MyTaskOut, error) {
+		ses := sessionFrom(ctx)
+		mine, _, err := s.store.Tasks(fsstore.TaskFilter{Assignee: ses.Agent})
+		if err != nil {
+			return nil, MyTaskOut{}, fromStore(err, "task_not_found")
+		}
+		out := MyTaskOut{Assigned: []fsstore.Task{}}
+		for i, t := range mine {
+			current := (ses.TaskID != "" && t.ID == ses.TaskID) || (ses.TaskID == "" && out.Task == nil && t.Status == fsstore.StatusInProgress)
+			switch {
+			case current:
+				out.Task = &mine[i]
+			case t.Status != fsstore.StatusDone && t.Status != fsstore.StatusCancelled:
+				out.Assigned = append(out.Assigned, t)
+			}
+		}
+		return nil, out, nil
+	})
+}
+
+type GetTaskIn struct {
+	Session
+	TaskID string `json:"task_id" jsonschema:"the tsk_ id of the task"`
+}
+
+func addGetTask(srv *mcp.Server, s *Server) {
+	mcp.AddTool(srv, &mcp.Tool{
+		Name:        "get_task",
+		Description: "One task of this project, by id.",
+		Annotations: readOnly,
+	}, func(ctx context.Context, _ *mcp.CallToolRequest, in GetTaskIn) (*mcp.CallToolResult, TaskOut, error) {
+		t, err := s.store.Task(in.TaskID)
+		if err != nil {
+			return nil, TaskOut{}, fromStore(err, "task_not_found")
+		}
+		return nil, TaskOut{Task: &t}, nil
+	})
+}
+
+type ListTasksIn struct {
+	Session
+	Status   string `json:"status,omitempty" jsonschema:"only tasks with this status: backlog, todo, in_progress, blocked, done or cancelled"`
+	Assignee string `json:"assignee,omitempty" jsonschema:"only tasks assigned to this agent id"`
+	ParentID string `json:"parent_id,omitempty" jsonschema:"only subtasks of this tsk_ id"`
+	Limit    int    `json:"limit,omitempty" jsonschema:"at most this many tasks, newest first (default 50, at most 500)"`
+}
+
+type ListTasksOut struct {
+	Tasks   []fsstore.Task `json:"tasks"`
+	HasMore bool           `json:"has_more"`
+}
+
+func addListTasks(srv *mcp.Server, s *Server) {
+	mcp.AddTool(srv, &mcp.Tool{
+		Name:        "list_tasks",
+		Description: "Tasks of this project, newest first, optionally filtered by status, assignee or parent.",
+		Annotations: readOnly,
+	}, func(ctx context.Context, _ *mcp.CallToolRequest, in ListTasksIn) (*mcp.CallToolResult, ListTasksOut, error) {
+		limit := in.Limit
+		switch {
+		case limit == 0:
+			limit = 50
+		case limit < 0 || limit > 500:
+			return nil, ListTasksOut{}, toolErr("invalid_limit", fmt.Sprintf("limit %d is out of range: use 1 to 500", in.Limit))
+		}
+		if in.Assignee != "" {
+			if err := fsstore.CheckAgentID(in.Assignee); err != nil {
+				return nil, ListTasksOut{}, toolErr("invalid_agent_id", err.Error())
+			}
+		}
+		if in.ParentID != "" {
+			if err := fsstore.CheckID(fsstore.PrefixTask, in.ParentID); err != nil {
+				return nil, ListTasksOut{}, toolErr("invalid_task_id", err.Error())
+			}
+		}
+		tasks, _, err := s.store.Tasks(fsstore.TaskFilter{Status: in.Status, Assignee: in.Assignee, ParentID: in.ParentID})
+		if err != nil {
+			return nil, ListTasksOut{}, fromStore(err, "task_not_found")
+		}
+		out := ListTasksOut{Tasks: tasks, HasMore: len(tasks) > limit}
+		if out.HasMore {
+			out.Tasks = tasks[:limit]
+		}
+		if out.Tasks == nil {
+			out.Tasks = []fsstore.Task{}
+		}
+		return nil, out, nil
+	})
+}
+
+type UpdateTaskStatusIn struct {
+	Session
+	Status string `json:"status" jsonschema:"the new status: backlog, todo, in_progress, blocked, done or cancelled"`
+	Reason string `json:"reason,omitempty" jsonschema:"why; required for blocked"`
+	TaskID string `json:"task_id,omitempty" jsonschema:"the task; default: this session's task"`
+}
+
+func addUpdateTaskStatus(srv *mcp.Server, s *Server) {
+	mcp.AddTool(srv, &mcp.Tool{
+		Name:        "update_task_status",
+		Description: "Change the status of your task (one assigned to you). To finish the task, call report_completed instead.",
+		Annotations: mutating,
+	}, func(ctx context.Context, _ *mcp.CallToolRequest, in UpdateTaskStatusIn) (*mcp.CallToolResult, TaskOut, error) {
+		ses := sessionFrom(ctx)
+		id := in.TaskID
+		if id == "" {
+			id = ses.TaskID
+		}
+		if id == "" {
+			return nil, TaskOut{}, toolErr("task_required", "this session has no task: pass task_id")
+		}
+		t, err := s.store.Task(id)
+		if err != nil {
+			return nil, TaskOut{}, fromStore(err, "task_not_found")
+		}
+		if t.Assignee != ses.Agent {
+			return nil, TaskOut{}, toolErr("not_task_assignee", fmt.Sprintf("task %s is assigned to %q, not to you: you may change only your own tasks", id, t.Assignee))
+		}
+		if in.Status == fsstore.StatusBlocked && in.Reason == "" {
+			return nil, TaskOut{}, toolErr("reason_required", "say why the task is blocked: pass reason")
+		}
+		cfg, err := s.config()
+		if err != nil {
+			return nil, TaskOut{}, toolErr("config_invalid", err.Error())
+		}
+		after, err := s.store.UpdateTask(ctx, cfg, id, ses.Agent, fsstore.TaskChange{Status: in.Status, Reason: in.Reason})
+		if err != nil {
+			return nil, TaskOut{}, fromStore(err, "task_not_found")
+		}
+		return nil, TaskOut{Task: &after}, nil
+	})
+}
+
+type ReportCompletedIn struct {
+	Session
+	Result  string `json:"result" jsonschema:"success, failed or blocked"`
+	Summary string `json:"summary" jsonschema:"what you did, what is left, and why if it failed or is blocked"`
+}
+
+type ReportCompletedOut struct {
+	Action      string        `json:"action"`
+	Instruction string        `json:"instruction"`
+	Task        *fsstore.Task `json:"task"`
+}
+
+// resultStatus maps a report_completed result to the task status it sets.
+// A failed task is blocked: a person has to look at it.
+var resultStatus = map[string]string{
+	"success": fsstore.StatusDone,
+	"failed":  fsstore.StatusBlocked,
+	"blocked": fsstore.StatusBlocked,
+}
+
+func addReportCompleted(srv *mcp.Server, s *Server) {
+	mcp.AddTool(srv, &mcp.Tool{
+		Name:        "report_completed",
+		Description: "Finish your task: success (done), failed or blocked (both set it to blocked for a person to look at). Ends this session.",
+		Annotations: mutating,
+	}, func(ctx context.Context, _ *mcp.CallToolRequest, in ReportCompletedIn) (*mcp.CallToolResult, ReportCompletedOut, error) {
+		ses := sessionFrom(ctx)
+		status, ok := resultStatus[in.Result]
+		if !ok {
+			return nil, ReportCompletedOut{}, toolErr("invalid_result", fmt.Sprintf("result %q is invalid: use success, failed or blocked", in.Result))
+		}
+		if ses.TaskID == "" {
+			return nil, ReportCompletedOut{}, toolErr("task_required", "this session has no task to report on: call logout and exit")
+		}
+		t, err := s.store.Task(ses.TaskID)
+		if err != nil {
+			return nil, ReportCompletedOut{}, fromStore(err, "task_not_found")
+		}
+		ch := fsstore.TaskChange{Status: status, Reason: in.Summary, Result: in.Result, Summary: in.Summary}
+		if t.Status != fsstore.StatusInProgress {
+			// Someone else already stopped it (an interrupt): record the
+			// report without another status change.
+			ch.Status = ""
+		}
+		cfg, err := s.config()
+		if err != nil {
+			return nil, ReportCompletedOut{}, toolErr("config_invalid", err.Error())
+		}
+		after, err := s.store.UpdateTask(ctx, cfg, ses.TaskID, ses.Agent, ch)
+		if err != nil {
+			return nil, ReportCompletedOut{}, fromStore(err, "task_not_found")
+		}
+		if _, err := s.store.EndSession(ctx, ses.ID, fsstore.EndCompleted); err != nil {
+			return nil, ReportCompletedOut{}, fromStore(err, "session_not_found")
+		}
+		return nil, ReportCompletedOut{
+			Action:      "exit",
+			Instruction: fmt.Sprintf("Task %s is %s and your session has ended. Exit now.", after.ID, after.Status),
+			Task:        &after,
+		}, nil
+	})
+}

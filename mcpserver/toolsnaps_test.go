@@ -1,0 +1,76 @@
+package mcpserver_test
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"io"
+	"log/slog"
+	"os"
+	"path/filepath"
+	"testing"
+
+	"github.com/modelcontextprotocol/go-sdk/mcp"
+
+	"aipm/mcpserver"
+)
+
+// TestToolSnapshots pins every tool's name, description, annotations and
+// schemas to testdata/toolsnaps/<name>.json, so a schema change is a
+// reviewed diff. UPDATE_TOOLSNAPS=1 rewrites them.
+func TestToolSnapshots(t *testing.T) {
+	p := newProject(t)
+	srv := mcpserver.New(p.store, slog.New(slog.NewTextHandler(io.Discard, nil)), "test").MCP()
+	st, ct := mcp.NewInMemoryTransports()
+	ctx := context.Background()
+	ss, err := srv.Connect(ctx, st, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer ss.Close()
+	cs, err := mcp.NewClient(&mcp.Implementation{Name: "snap"}, nil).Connect(ctx, ct, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer cs.Close()
+	res, err := cs.ListTools(ctx, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	dir := filepath.Join("testdata", "toolsnaps")
+	update := os.Getenv("UPDATE_TOOLSNAPS") == "1"
+	seen := map[string]bool{}
+	for _, tool := range res.Tools {
+		if tool.Annotations == nil {
+			t.Errorf("%s: annotations unset (ReadOnlyHint must be decided)", tool.Name)
+		}
+		raw, _ := json.Marshal(tool)
+		var canon any
+		json.Unmarshal(raw, &canon)
+		got, _ := json.MarshalIndent(canon, "", "  ")
+		got = append(got, '\n')
+		path := filepath.Join(dir, tool.Name+".json")
+		seen[tool.Name+".json"] = true
+		if update {
+			os.MkdirAll(dir, 0o755)
+			if err := os.WriteFile(path, got, 0o644); err != nil {
+				t.Fatal(err)
+			}
+			continue
+		}
+		want, err := os.ReadFile(path)
+		if err != nil {
+			t.Errorf("%s: no snapshot (run with UPDATE_TOOLSNAPS=1 and review the diff): %v", tool.Name, err)
+			continue
+		}
+		if !bytes.Equal(got, want) {
+			t.Errorf("%s: schema differs from %s (run with UPDATE_TOOLSNAPS=1 and review the diff):\n%s", tool.Name, path, got)
+		}
+	}
+	entries, _ := os.ReadDir(dir)
+	for _, e := range entries {
+		if !seen[e.Name()] {
+			t.Errorf("snapshot %s has no tool", e.Name())
+		}
+	}
+}

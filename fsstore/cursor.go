@@ -77,6 +77,9 @@ func (s *Store) ReadUnread(ctx context.Context, agent, stream string, opt ReadOp
 		return res, err
 	}
 	if opt.Peek { // moves nothing, so needs no lock
+		if _, err := os.Stat(logPath); errors.Is(err, os.ErrNotExist) {
+			return res, nil // nothing written yet: the common case for notifications
+		}
 		var cursors Cursors
 		if err := s.ReadDoc(cursorPath, &cursors); err != nil && !errors.Is(err, ErrNotFound) {
 			return res, err

@@ -131,7 +131,11 @@ func (s *Store) checkJSONL(ctx context.Context, path string, repair bool) ([]Pro
 	if err != nil || serr != nil {
 		return nil, fmt.Errorf("read %s: %w", rel, errors.Join(err, serr))
 	}
-	bad, keep := scanBad(rel, data)
+	validate := invalidLine
+	if filepath.Base(path) == "chat.jsonl" {
+		validate = invalidMessageLine
+	}
+	bad, keep := scanBad(rel, data, validate)
 	if len(bad) == 0 {
 		return nil, nil
 	}
@@ -172,7 +176,7 @@ func (s *Store) checkJSONL(ctx context.Context, path string, repair bool) ([]Pro
 
 // scanBad lists the invalid lines and torn tail of data and the byte ranges
 // of everything else.
-func scanBad(rel string, data []byte) (bad []QuarantinedLine, keep [][2]int) {
+func scanBad(rel string, data []byte, invalid func([]byte) string) (bad []QuarantinedLine, keep [][2]int) {
 	off, line := 0, 0
 	for off < len(data) {
 		line++
@@ -185,7 +189,7 @@ func scanBad(rel string, data []byte) (bad []QuarantinedLine, keep [][2]int) {
 		}
 		raw := data[off : off+end]
 		if t := bytes.TrimSpace(raw); len(t) > 0 {
-			if reason := invalidLine(t); reason != "" {
+			if reason := invalid(t); reason != "" {
 				bad = append(bad, QuarantinedLine{Source: rel, Line: line, Offset: int64(off), Reason: reason, Content: string(raw)})
 				off += end + 1
 				continue
@@ -243,4 +247,19 @@ func SortProblems(ps []Problem) {
 		}
 		return ps[i].Line < ps[j].Line
 	})
+}
+
+// invalidMessageLine says why a chat line is not a message, or "".
+func invalidMessageLine(b []byte) string {
+	if reason := invalidLine(b); reason != "" {
+		return reason
+	}
+	var m Message
+	if err := json.Unmarshal(b, &m); err != nil {
+		return "not a chat message: " + err.Error()
+	}
+	if m.ID == "" || m.SenderID == "" {
+		return "not a chat message: id and senderId are required"
+	}
+	return ""
 }

@@ -67,23 +67,41 @@ func (s *Store) AppendLine(ctx context.Context, path string, line []byte) error 
 // opened by name after locking, and only if both name the same inode, so a
 // rename-replace by an editor between the two opens is detected.
 func appendOnce(path string, line []byte, durable bool) error {
-	fl := flock.New(path, flock.SetPermissions(ModeFile))
-	if err := fl.Lock(); err != nil {
-		return fmt.Errorf("lock: %w", err)
-	}
-	defer fl.Unlock()
-	w, err := os.OpenFile(path, os.O_RDWR|os.O_APPEND, 0)
+	w, err := writeLocked(path, line)
 	if err != nil {
 		return err
 	}
 	defer w.Close()
+	if durable {
+		// After the lock is released: the line is whole in the file, and
+		// other writers need not wait for our flush. An fsync error means the
+		// data may be lost; never retry it into success.
+		return w.Sync()
+	}
+	return nil
+}
+
+// writeLocked writes line under the file's lock and returns the descriptor
+// it wrote through, unlocked, for the caller to sync and close.
+func writeLocked(path string, line []byte) (*os.File, error) {
+	fl := flock.New(path, flock.SetPermissions(ModeFile))
+	if err := fl.Lock(); err != nil {
+		return nil, fmt.Errorf("lock: %w", err)
+	}
+	defer fl.Unlock()
+	w, err := os.OpenFile(path, os.O_RDWR|os.O_APPEND, 0)
+	if err != nil {
+		return nil, err
+	}
 	held, err1 := fl.Stat()
 	now, err2 := w.Stat()
 	if err := errors.Join(err1, err2); err != nil {
-		return err
+		w.Close()
+		return nil, err
 	}
 	if !os.SameFile(held, now) {
-		return errReplaced
+		w.Close()
+		return nil, errReplaced
 	}
 	if size := now.Size(); size > 0 {
 		// Under the lock no write is in progress, so a last line without its
@@ -92,20 +110,18 @@ func appendOnce(path string, line []byte, durable bool) error {
 		// invalid line and aipm doctor --repair quarantines it.
 		var last [1]byte
 		if _, err := w.ReadAt(last[:], size-1); err != nil {
-			return fmt.Errorf("read last byte: %w", err)
+			w.Close()
+			return nil, fmt.Errorf("read last byte: %w", err)
 		}
 		if last[0] != '\n' {
 			line = append([]byte{'\n'}, line...)
 		}
 	}
 	if _, err := w.Write(line); err != nil {
-		return err
+		w.Close()
+		return nil, err
 	}
-	if durable {
-		// An fsync error means the data may be lost; never retry it into success.
-		return w.Sync()
-	}
-	return nil
+	return w, nil
 }
 
 // Position is a place in a JSONL file: a byte offset at the start of a line

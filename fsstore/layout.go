@@ -180,3 +180,13 @@ func (s *Store) dirMode(dir string) os.FileMode {
 	}
 	return ModeDir
 }
+
+// EnsureAgentDir creates agents/<agent>/ if it is missing (an agent added to
+// config.toml by hand has none until its first message).
+func (s *Store) EnsureAgentDir(agent string) error {
+	dir, err := s.AgentDir(agent)
+	if err != nil {
+		return err
+	}
+	return s.mkdirAll(dir)
+}

@@ -7,14 +7,13 @@ import (
 	"crypto/subtle"
 	"encoding/base64"
 	"encoding/hex"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"os"
 	"path/filepath"
 	"strings"
 	"time"
-
-	"github.com/tidwall/gjson"
 )
 
 // Session purposes (DESIGN section 5).
@@ -47,6 +46,9 @@ type Session struct {
 	EndReason  string    `json:"endReason,omitempty"`
 	// Idle is the inactivity timeout in force when the session was made.
 	Idle Duration `json:"idleTimeout"`
+	// ReplyTo is the sender of the last message get_pending_messages
+	// returned in this session: whom respond_chat answers.
+	ReplyTo string `json:"replyTo,omitempty"`
 }
 
 // Live says whether the session can still be used at now.
@@ -210,11 +212,16 @@ func (s *Store) HasChatWork(ctx context.Context, agent string) bool {
 	return err == nil && len(res.Records) > 0
 }
 
-// FromOthers matches chat lines that someone else sent to agent.
+// FromOthers matches chat lines that someone else sent to agent. A line
+// that is JSON but not a message (a hand edit gone wrong) does not match, so
+// readers pass over it instead of failing on it; doctor reports it.
 func FromOthers(agent string) func(Record) bool {
 	return func(r Record) bool {
-		sender := gjson.GetBytes(r.Data, "senderId").String()
-		return sender != agent && !gjson.GetBytes(r.Data, "receiverId").Exists()
+		var m Message
+		if json.Unmarshal(r.Data, &m) != nil || m.ID == "" || m.SenderID == "" {
+			return false
+		}
+		return m.SenderID != agent && m.ReceiverID == ""
 	}
 }
 
@@ -325,4 +332,23 @@ func (s *Store) EndSession(ctx context.Context, id, reason string) (Session, err
 		ses.EndedAt, ses.EndReason = time.Now().UTC(), reason
 		return nil
 	})
+}
+
+// SetReplyTo records whom respond_chat answers in this session.
+func (s *Store) SetReplyTo(ctx context.Context, id, agent string) error {
+	path, err := s.DocPath(Sessions, id)
+	if err != nil {
+		return err
+	}
+	_, err = UpdateDoc(ctx, s, path, ModePrivateFile, func(ses *Session, exists bool) error {
+		if !exists {
+			return fmt.Errorf("session %s: %w", id, ErrNotFound)
+		}
+		if ses.ReplyTo == agent {
+			return ErrNoChange
+		}
+		ses.ReplyTo = agent
+		return nil
+	})
+	return err
 }

@@ -20,9 +20,12 @@ func toolErr(code, msg string) error { return &ToolError{Code: code, Msg: msg} }
 // fromStore turns a store error into a tool error with a code.
 func fromStore(err error, notFoundCode string) error {
 	var te *ToolError
+	var ce *fsstore.CodeError
 	switch {
 	case errors.As(err, &te):
 		return err
+	case errors.As(err, &ce):
+		return toolErr(ce.Code, ce.Msg)
 	case errors.Is(err, fsstore.ErrNotFound):
 		return toolErr(notFoundCode, err.Error())
 	case errors.Is(err, fsstore.ErrExists):

@@ -44,17 +44,19 @@ func (s *Server) gate(registered map[string]bool) mcp.Middleware {
 			if !level.allows(ses.Purpose) {
 				return refusal(toolErr("wrong_session_purpose", fmt.Sprintf("%s needs a %s session (level %s) and this is a %s session: %s", name, purposeOf(level), level, ses.Purpose, level.instead(name)))), nil
 			}
-			if !passesInterrupt[name] {
-				intr, _, err := s.store.Interrupt(ctx, ses)
-				if err != nil {
-					s.log.Error("read notifications", "agent", ses.Agent, "err", err)
-				} else if intr != nil {
-					return interruptNotice(name, intr), nil
-				}
+			intr, unread, err := s.store.Interrupt(ctx, ses)
+			if err != nil {
+				s.log.Error("read notifications", "agent", ses.Agent, "err", err)
+				unread = -1
+			} else if intr != nil && !passesInterrupt[name] {
+				return interruptNotice(name, intr), nil
 			}
 			res, err := next(withSession(ctx, ses), method, req)
 			if r, ok := res.(*mcp.CallToolResult); ok && err == nil {
-				r.Content = append(r.Content, &mcp.TextContent{Text: s.notificationLine(ctx, ses)})
+				if name == "get_notifications" { // the one tool that marks them read
+					unread = s.unreadCount(ctx, ses)
+				}
+				r.Content = append(r.Content, &mcp.TextContent{Text: notificationLine(unread)})
 			}
 			return res, err
 		}
@@ -98,17 +100,26 @@ func interruptNotice(tool string, n *fsstore.Notification) *mcp.CallToolResult {
 	}
 }
 
-// notificationLine is the line every authenticated response carries.
-func (s *Server) notificationLine(ctx context.Context, ses fsstore.Session) string {
+// unreadCount is the number of the agent's unread notifications, or -1.
+func (s *Server) unreadCount(ctx context.Context, ses fsstore.Session) int {
 	unread, err := s.store.UnreadNotifications(ctx, ses.Agent, true)
-	switch {
-	case err != nil:
+	if err != nil {
 		s.log.Error("read notifications", "agent", ses.Agent, "err", err)
-		return "notifications: unavailable (" + err.Error() + ")"
-	case len(unread) == 0:
+		return -1
+	}
+	return len(unread)
+}
+
+// notificationLine is the line every authenticated response carries; a
+// negative count means the notifications could not be read.
+func notificationLine(unread int) string {
+	switch {
+	case unread < 0:
+		return "notifications: unavailable (see the aipm serve log); call get_notifications"
+	case unread == 0:
 		return "notifications: none"
-	case len(unread) == 1:
+	case unread == 1:
 		return "notifications: you have 1 notification: call get_notifications"
 	}
-	return fmt.Sprintf("notifications: you have %d notifications: call get_notifications", len(unread))
+	return fmt.Sprintf("notifications: you have %d notifications: call get_notifications", unread)
 }

@@ -5,12 +5,14 @@ import (
 	"crypto/sha256"
 	"encoding/json"
 	"fmt"
+	"io"
 	"io/fs"
 	"os"
 	"os/exec"
 	"path/filepath"
 	"sort"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
@@ -84,10 +86,16 @@ func (p *project) taskInProgress(agent, title string) fsstore.Task {
 
 // connect starts `aipm serve` for the project and connects an SDK client.
 func (p *project) connect(protocol string) *mcp.ClientSession {
+	return p.connectWith(protocol, nil, os.Stderr)
+}
+
+// connectWith is connect with extra environment and the server's stderr.
+func (p *project) connectWith(protocol string, env []string, stderr io.Writer) *mcp.ClientSession {
 	p.t.Helper()
 	client := mcp.NewClient(&mcp.Implementation{Name: "aipm-test", Version: "1"}, nil)
 	cmd := exec.Command(aipmBin, "--dir", p.store.ProjectDir(), "serve")
-	cmd.Stderr = os.Stderr
+	cmd.Env = append(os.Environ(), env...)
+	cmd.Stderr = stderr
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()
 	cs, err := client.Connect(ctx, &mcp.CommandTransport{Command: cmd}, &mcp.ClientSessionOptions{ProtocolVersion: protocol})
@@ -96,6 +104,26 @@ func (p *project) connect(protocol string) *mcp.ClientSession {
 	}
 	p.t.Cleanup(func() { cs.Close() })
 	return cs
+}
+
+// lineWatch is a writer (a server's stderr) that closes seen when a line
+// containing want is written.
+type lineWatch struct {
+	want string
+	seen chan struct{}
+	once sync.Once
+	buf  []byte
+	mu   sync.Mutex
+}
+
+func (w *lineWatch) Write(b []byte) (int, error) {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	w.buf = append(w.buf, b...)
+	if strings.Contains(string(w.buf), w.want) {
+		w.once.Do(func() { close(w.seen) })
+	}
+	return len(b), nil
 }
 
 // result is a decoded tool result.

@@ -11,6 +11,7 @@ import (
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
 	"aipm/fsstore"
+	"aipm/watcher"
 )
 
 // Server holds what every tool needs. It keeps no state of its own beyond a
@@ -19,6 +20,7 @@ type Server struct {
 	store   *fsstore.Store
 	log     *slog.Logger
 	version string
+	wake    *watcher.Wake // one fsnotify watcher for every waiting call
 
 	mu       sync.Mutex
 	cfg      *fsstore.Config
@@ -27,7 +29,7 @@ type Server struct {
 
 // New returns a server for store. It reads nothing yet.
 func New(store *fsstore.Store, log *slog.Logger, version string) *Server {
-	return &Server{store: store, log: log, version: version}
+	return &Server{store: store, log: log, version: version, wake: watcher.NewWake()}
 }
 
 const instructions = `aipm coordinates the agents of this project. Call authenticate(agent_id, passkey) first, then loop: get_next_action, do what its instruction says, get_next_action again. Every response ends with a notification line; when it says you have notifications, call get_notifications.`

@@ -22,6 +22,9 @@ func tools() []toolSpec {
 		{"list_tasks", addListTasks},
 		{"update_task_status", addUpdateTaskStatus},
 		{"report_completed", addReportCompleted},
+		{"send_message", addSendMessage},
+		{"get_pending_messages", addGetPendingMessages},
+		{"respond_chat", addRespondChat},
 	}
 }
 

@@ -124,7 +124,10 @@ func runTaskList(ctx context.Context, e *env, args []string) error {
 	}
 	switch {
 	case *asJSON:
-		return writeJSONLines(e, tasks)
+		if err := writeJSONLines(e, tasks); err != nil {
+			return fmt.Errorf("task list: %w", err)
+		}
+		return nil
 	case len(tasks) == 0 && f == fsstore.TaskFilter{}:
 		fmt.Fprintln(e.stdout, "no tasks: add one with aipm task add TITLE")
 		return nil
@@ -148,12 +151,13 @@ func statusText(t fsstore.Task) string {
 	return t.Status + " (" + t.ApprovalStatus + ")"
 }
 
-func writeJSONLines(e *env, tasks []fsstore.Task) error {
+// writeJSONLines prints each item as one compact JSON line (tasks, messages).
+func writeJSONLines[T any](e *env, items []T) error {
 	enc := json.NewEncoder(e.stdout)
 	enc.SetEscapeHTML(false)
-	for _, t := range tasks {
-		if err := enc.Encode(t); err != nil {
-			return fmt.Errorf("task list: %w", err)
+	for _, it := range items {
+		if err := enc.Encode(it); err != nil {
+			return fmt.Errorf("write JSON: %w", err)
 		}
 	}
 	return nil

@@ -66,7 +66,7 @@ type env struct {
 
 type command struct {
 	name    string
-	summary string
+	summary string // empty: an internal command, not listed by help
 	run     func(ctx context.Context, e *env, args []string) error
 }
 
@@ -77,9 +77,15 @@ func commands() []command {
 		{"doctor", "check every file of .ai-pm/; --repair quarantines torn and invalid lines", runDoctor},
 		{"demo", "walk through aipm on a throw-away project (no agents, no network)", runDemo},
 		{"task", "add, list, show and change tasks: task add|list|show|assign|status|approve|reject", runTask},
+		{"send", "send a human's message to an agent: send --as HUMAN --to AGENT TEXT (- reads stdin)", runSend},
+		{"inbox", "a human's unread messages: inbox --as HUMAN [--peek] [--limit N] [--json]", runInbox},
+		{"log", "an agent's chat transcript: log AGENT [--follow] [--json] [--last N]", runLog},
 		{"interrupt", "stop an AI agent's work: interrupt AGENT REASON [--task ID]", runInterrupt},
 		{"mcp-config", "print the MCP server config of this project for claude or codex", runMCPConfig},
 		{"serve", "the stdio MCP server an agent starts (see aipm mcp-config)", runServe},
+		{"bench", "measure the performance targets against their raw floors (--quick for a smoke run)", runBench},
+		{"bench-floor-reader", "", runBenchFloorReader},
+		{"bench-floor-writer", "", runBenchFloorWriter},
 		{"version", "print the version", runVersion},
 	}
 }
@@ -111,6 +117,9 @@ func printUsage(w io.Writer) {
 	cmds := commands()
 	sort.Slice(cmds, func(i, j int) bool { return cmds[i].name < cmds[j].name })
 	for _, c := range cmds {
+		if c.summary == "" {
+			continue
+		}
 		fmt.Fprintf(w, "  %-11s %s\n", c.name, c.summary)
 	}
 }

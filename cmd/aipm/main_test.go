@@ -38,6 +38,7 @@ func TestScripts(t *testing.T) {
 			"tree-save":          cmdTreeSave,
 			"tree-same":          cmdTreeSame,
 			"setenv-from-stdout": cmdSetenvFromStdout,
+			"repeat-file":        cmdRepeatFile,
 		},
 	})
 }
@@ -102,6 +103,23 @@ func cmdSetenvFromStdout(ts *testscript.TestScript, neg bool, args []string) {
 		ts.Fatalf("no match for %q (with a submatch) in stdout", args[1])
 	}
 	ts.Setenv(args[0], m[1])
+}
+
+// repeat-file FILE N TEXT writes TEXT N times to FILE, with no newline
+// (long message content). A TEXT in double quotes is unquoted as a Go
+// string first, so '"\xff"' writes an invalid UTF-8 byte.
+func cmdRepeatFile(ts *testscript.TestScript, neg bool, args []string) {
+	if neg || len(args) != 3 {
+		ts.Fatalf("usage: repeat-file FILE N TEXT")
+	}
+	n, err := strconv.Atoi(args[1])
+	ts.Check(err)
+	text := args[2]
+	if strings.HasPrefix(text, `"`) {
+		text, err = strconv.Unquote(text)
+		ts.Check(err)
+	}
+	ts.Check(os.WriteFile(ts.MkAbs(args[0]), []byte(strings.Repeat(text, n)), 0o644))
 }
 
 func treeDigest(ts *testscript.TestScript) string {

@@ -1,0 +1,37 @@
+package main
+
+import (
+	"os/exec"
+	"path/filepath"
+	"regexp"
+	"testing"
+)
+
+// TestBenchQuick builds aipm and runs `aipm bench --quick`: every target
+// gets a row with a measurement and its floor. It asserts nothing about the
+// numbers (machines are shared and noisy), only that each was measured.
+func TestBenchQuick(t *testing.T) {
+	if testing.Short() {
+		t.Skip("starts many processes")
+	}
+	bin := filepath.Join(t.TempDir(), "aipm")
+	if out, err := exec.Command("go", "build", "-o", bin, ".").CombinedOutput(); err != nil {
+		t.Fatalf("go build: %v\n%s", err, out)
+	}
+	out, err := exec.Command(bin, "bench", "--quick").Output()
+	if err != nil {
+		t.Fatalf("aipm bench --quick: %v\n%s", err, out)
+	}
+	for _, row := range []string{
+		`(?m)^P1 +delivery p50/p99: send returns -> receiver returns +-?[\d.]+ ms / -?[\d.]+ ms +-?[\d.]+ ms / -?[\d.]+ ms +p99 [+-][\d.]+ ms +p99 <= floor \+ 2 ms +(yes|NO)$`,
+		`(?m)^P1s +delivery p50/p99: send starts -> receiver returns +-?[\d.]+ ms / -?[\d.]+ ms`,
+		`(?m)^P2 +send_message throughput, 8 servers, fsync +\d+ msg/s +\d+ msg/s +\d+% of floor`,
+		`(?m)^P3 +get_pending_messages p50, 100000 lines vs 100 +[\d.]+ ms +[\d.]+ ms \(100 lines\) +[\d.]+x`,
+		`(?m)^P4 +aipm serve start -> first response p50 +[\d.]+ ms`,
+		`(?m)^P5 +aipm serve resident memory \(peak\), 100000 lines +[\d.]+ MB`,
+	} {
+		if !regexp.MustCompile(row).Match(out) {
+			t.Errorf("no row matching %s in:\n%s", row, out)
+		}
+	}
+}

@@ -1,0 +1,618 @@
+package main
+
+import (
+	"bufio"
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"slices"
+	"strconv"
+	"strings"
+	"sync"
+	"text/tabwriter"
+	"time"
+
+	"github.com/fsnotify/fsnotify"
+	"github.com/modelcontextprotocol/go-sdk/mcp"
+
+	"aipm/fsstore"
+)
+
+// runBench measures the performance targets of DESIGN section 13, each
+// beside its raw floor measured in the same run, and prints a table. It
+// starts real `aipm serve` processes (this binary) and drives them with the
+// MCP SDK's client over stdio, in throw-away projects with fsync on.
+func runBench(ctx context.Context, e *env, args []string) error {
+	fs := e.flags("bench")
+	quick := fs.Bool("quick", false, "fewer iterations and a 100,000-line history instead of 1,000,000 (for a smoke run)")
+	pos, err := parse(fs, args)
+	if err != nil {
+		return err
+	}
+	if len(pos) > 0 {
+		return usageError("bench takes no arguments, got %q", pos[0])
+	}
+	self, err := os.Executable()
+	if err != nil {
+		return fmt.Errorf("bench: find aipm binary: %w", err)
+	}
+	b := &bench{self: self, ctx: ctx, log: e.stderr, deliveries: 300, sends: 400, reads: 200, history: 1_000_000, starts: 30}
+	if *quick {
+		b.deliveries, b.sends, b.reads, b.history, b.starts = 40, 50, 40, 100_000, 10
+	}
+	root, err := os.MkdirTemp("", "aipm-bench-*")
+	if err != nil {
+		return fmt.Errorf("bench: %w", err)
+	}
+	defer os.RemoveAll(root)
+	b.root = root
+	var rows []benchRow
+	for _, measure := range []func() ([]benchRow, error){b.delivery, b.throughput, b.history1M, b.startup} {
+		r, err := measure()
+		if err != nil {
+			return err
+		}
+		rows = append(rows, r...)
+	}
+	slices.SortFunc(rows, func(a, b benchRow) int { return strings.Compare(a.id, b.id) })
+	tw := tabwriter.NewWriter(e.stdout, 0, 4, 2, ' ', 0)
+	fmt.Fprintln(tw, "id\twhat\taipm\traw floor\tcompared\ttarget\tmet")
+	for _, r := range rows {
+		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\t%s\t%s\n", r.id, r.what, r.aipm, r.floor, r.compared, r.target, map[bool]string{true: "yes", false: "NO"}[r.met])
+	}
+	return tw.Flush()
+}
+
+type benchRow struct {
+	id, what, aipm, floor, compared, target string
+	met                                     bool
+}
+
+type bench struct {
+	self, root string
+	ctx        context.Context
+	log        io.Writer
+
+	deliveries, sends, reads, history, starts int
+}
+
+func (b *bench) progress(format string, args ...any) {
+	fmt.Fprintf(b.log, "bench: "+format+"\n", args...)
+}
+
+// project makes a fresh project with the given AI agents and their passkeys.
+func (b *bench) project(name string, agents ...string) (*fsstore.Store, map[string]string, error) {
+	dir := filepath.Join(b.root, name)
+	if err := os.Mkdir(dir, 0o755); err != nil {
+		return nil, nil, err
+	}
+	store, err := fsstore.Init(dir, name)
+	if err != nil {
+		return nil, nil, err
+	}
+	keys := map[string]string{}
+	for _, a := range agents {
+		if keys[a], err = store.AddAgent(b.ctx, fsstore.NewAgent{ID: a, Type: fsstore.AgentAI}); err != nil {
+			return nil, nil, err
+		}
+	}
+	return store, keys, nil
+}
+
+// server is one `aipm serve` process and its client session.
+type server struct {
+	cs    *mcp.ClientSession
+	cmd   *exec.Cmd
+	token string
+}
+
+// serve starts aipm serve in store's project and opens a chat session for
+// agent (through a trigger, as the watcher would write it).
+func (b *bench) serve(store *fsstore.Store, agent, passkey string, stderr io.Writer) (*server, error) {
+	cmd := exec.Command(b.self, "--dir", store.ProjectDir(), "serve")
+	cmd.Env = append(os.Environ(), "AIPM_LOG=debug")
+	cmd.Stderr = stderr
+	cs, err := mcp.NewClient(&mcp.Implementation{Name: "aipm-bench", Version: "1"}, nil).Connect(b.ctx, &mcp.CommandTransport{Command: cmd}, nil)
+	if err != nil {
+		return nil, fmt.Errorf("start aipm serve: %w", err)
+	}
+	if err := store.WriteTrigger(b.ctx, fsstore.Trigger{Agent: agent, Purpose: fsstore.PurposeChat, Reason: "bench"}); err != nil {
+		return nil, err
+	}
+	var out struct {
+		SessionToken string `json:"session_token"`
+	}
+	if err := callTool(b.ctx, cs, "authenticate", map[string]any{"agent_id": agent, "passkey": passkey}, &out); err != nil {
+		return nil, err
+	}
+	return &server{cs: cs, cmd: cmd, token: out.SessionToken}, nil
+}
+
+func (s *server) call(ctx context.Context, tool string, args map[string]any, out any) error {
+	args["session_token"] = s.token
+	return callTool(ctx, s.cs, tool, args, out)
+}
+
+func (s *server) close() { s.cs.Close() }
+
+// callTool calls a tool and decodes its structured result into out.
+func callTool(ctx context.Context, cs *mcp.ClientSession, tool string, args map[string]any, out any) error {
+	res, err := cs.CallTool(ctx, &mcp.CallToolParams{Name: tool, Arguments: args})
+	if err != nil {
+		return fmt.Errorf("%s: %w", tool, err)
+	}
+	if res.IsError {
+		var text []string
+		for _, c := range res.Content {
+			if tc, ok := c.(*mcp.TextContent); ok {
+				text = append(text, tc.Text)
+			}
+		}
+		return fmt.Errorf("%s: %s", tool, strings.Join(text, " "))
+	}
+	if out == nil {
+		return nil
+	}
+	data, err := json.Marshal(res.StructuredContent)
+	if err != nil {
+		return err
+	}
+	return json.Unmarshal(data, out)
+}
+
+// percentile returns the p-th percentile of sorted durations.
+func percentile(d []time.Duration, p int) time.Duration {
+	if len(d) == 0 {
+		return 0
+	}
+	return d[min(len(d)-1, len(d)*p/100)]
+}
+
+func ms(d time.Duration) string { return fmt.Sprintf("%.2f ms", float64(d.Microseconds())/1000) }
+
+func signedMs(d time.Duration) string { return fmt.Sprintf("%+.2f ms", float64(d.Microseconds())/1000) }
+
+// lineCounter is a writer (a server's stderr) that counts lines containing
+// want and lets a waiter block until the count passes a value.
+type lineCounter struct {
+	want string
+	mu   sync.Mutex
+	cond *sync.Cond
+	n    int
+	part []byte
+}
+
+func newLineCounter(want string) *lineCounter {
+	c := &lineCounter{want: want}
+	c.cond = sync.NewCond(&c.mu)
+	return c
+}
+
+func (c *lineCounter) Write(p []byte) (int, error) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	c.part = append(c.part, p...)
+	for {
+		i := slices.Index(c.part, '\n')
+		if i < 0 {
+			break
+		}
+		if strings.Contains(string(c.part[:i]), c.want) {
+			c.n++
+			c.cond.Broadcast()
+		}
+		c.part = c.part[i+1:]
+	}
+	return len(p), nil
+}
+
+func (c *lineCounter) waitPast(n int) {
+	c.mu.Lock()
+	for c.n <= n {
+		c.cond.Wait()
+	}
+	c.mu.Unlock()
+}
+
+func (c *lineCounter) count() int {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return c.n
+}
+
+// delivery is P1: A's send_message returns -> B's waiting get_next_action
+// returns, two server processes; beside a bare append+fsync in this process
+// waking an inotify reader in another. B often returns before A's reply
+// arrives (a negative latency), so P1s also times from the start of the
+// send (and of the append): stricter, as it includes the send's own work.
+func (b *bench) delivery() ([]benchRow, error) {
+	b.progress("P1: %d deliveries between two aipm serve processes", b.deliveries)
+	store, keys, err := b.project("p1", "a", "b")
+	if err != nil {
+		return nil, err
+	}
+	waiting := newLineCounter("msg=waiting")
+	sa, err := b.serve(store, "a", keys["a"], io.Discard)
+	if err != nil {
+		return nil, err
+	}
+	defer sa.close()
+	sb, err := b.serve(store, "b", keys["b"], waiting)
+	if err != nil {
+		return nil, err
+	}
+	defer sb.close()
+	var fromStart, fromReturn []time.Duration
+	for i := 0; i < b.deliveries; i++ {
+		before := waiting.count()
+		woke := make(chan time.Time, 1)
+		errc := make(chan error, 1)
+		go func() {
+			var out struct{ Action string }
+			err := sb.call(b.ctx, "get_next_action", map[string]any{"wait_seconds": 50}, &out)
+			woke <- time.Now()
+			if err == nil && out.Action != "get_pending_messages" {
+				err = fmt.Errorf("get_next_action answered %q", out.Action)
+			}
+			errc <- err
+		}()
+		waiting.waitPast(before) // B's server is in its wait
+		sent := time.Now()
+		if err := sa.call(b.ctx, "send_message", map[string]any{"target_agent_id": "b", "content": "ping " + strconv.Itoa(i)}, nil); err != nil {
+			return nil, err
+		}
+		returned := time.Now()
+		t := <-woke
+		if err := <-errc; err != nil {
+			return nil, err
+		}
+		fromStart = append(fromStart, t.Sub(sent))
+		fromReturn = append(fromReturn, t.Sub(returned))
+		if err := sb.call(b.ctx, "get_pending_messages", map[string]any{}, nil); err != nil {
+			return nil, err
+		}
+	}
+	floorStart, floorReturn, err := b.deliveryFloor()
+	if err != nil {
+		return nil, err
+	}
+	row := func(id, what string, lat, floor []time.Duration) benchRow {
+		slices.Sort(lat)
+		slices.Sort(floor)
+		over := percentile(lat, 99) - percentile(floor, 99)
+		return benchRow{
+			id: id, what: what,
+			aipm:     ms(percentile(lat, 50)) + " / " + ms(percentile(lat, 99)),
+			floor:    ms(percentile(floor, 50)) + " / " + ms(percentile(floor, 99)),
+			compared: "p99 " + signedMs(over), target: "p99 <= floor + 2 ms", met: over <= 2*time.Millisecond,
+		}
+	}
+	return []benchRow{
+		row("P1", "delivery p50/p99: send returns -> receiver returns", fromReturn, floorReturn),
+		row("P1s", "delivery p50/p99: send starts -> receiver returns", fromStart, floorStart),
+	}, nil
+}
+
+// deliveryFloor appends+fsyncs in this process and times how long a reader
+// process blocked on inotify takes to wake (it reports its wall clock, which
+// both processes share).
+func (b *bench) deliveryFloor() (fromStart, fromReturn []time.Duration, err error) {
+	dir := filepath.Join(b.root, "p1-floor")
+	if err := os.Mkdir(dir, 0o755); err != nil {
+		return nil, nil, err
+	}
+	path := filepath.Join(dir, "chat.jsonl")
+	cmd := exec.CommandContext(b.ctx, b.self, "bench-floor-reader", path)
+	stdout, err := cmd.StdoutPipe()
+	if err != nil {
+		return nil, nil, err
+	}
+	if err := cmd.Start(); err != nil {
+		return nil, nil, err
+	}
+	defer cmd.Wait()
+	defer cmd.Process.Kill()
+	lines := bufio.NewScanner(stdout)
+	if !lines.Scan() || lines.Text() != "ready" {
+		return nil, nil, fmt.Errorf("floor reader did not start: %v", lines.Err())
+	}
+	f, err := os.OpenFile(path, os.O_CREATE|os.O_WRONLY|os.O_APPEND, 0o644)
+	if err != nil {
+		return nil, nil, err
+	}
+	defer f.Close()
+	for i := 0; i < b.deliveries; i++ {
+		sent := time.Now() // from the start of the append, as for aipm
+		if _, err := f.WriteString(`{"id":"msg_floor","content":"ping"}` + "\n"); err != nil {
+			return nil, nil, err
+		}
+		if err := f.Sync(); err != nil {
+			return nil, nil, err
+		}
+		returned := time.Now()
+		if !lines.Scan() {
+			return nil, nil, fmt.Errorf("floor reader stopped: %v", lines.Err())
+		}
+		ns, err := strconv.ParseInt(lines.Text(), 10, 64)
+		if err != nil {
+			return nil, nil, err
+		}
+		woke := time.Unix(0, ns)
+		fromStart = append(fromStart, woke.Sub(sent))
+		fromReturn = append(fromReturn, woke.Sub(returned))
+	}
+	return fromStart, fromReturn, nil
+}
+
+// runBenchFloorReader is the floor's other process: it prints "ready", then
+// its wall clock each time inotify reports a write to the file.
+func runBenchFloorReader(ctx context.Context, e *env, args []string) error {
+	if len(args) != 1 {
+		return usageError("bench-floor-reader FILE")
+	}
+	w, err := fsnotify.NewWatcher()
+	if err != nil {
+		return err
+	}
+	defer w.Close()
+	if err := w.Add(filepath.Dir(args[0])); err != nil {
+		return err
+	}
+	fmt.Fprintln(e.stdout, "ready")
+	for {
+		select {
+		case <-ctx.Done():
+			return nil
+		case ev, ok := <-w.Events:
+			if !ok {
+				return nil
+			}
+			if ev.Name == args[0] && ev.Has(fsnotify.Write) {
+				fmt.Fprintln(e.stdout, time.Now().UnixNano())
+			}
+		case err := <-w.Errors:
+			return err
+		}
+	}
+}
+
+// throughput is P2: eight servers sending at once, fsync on; beside eight
+// processes each doing the bare dual write (two fsync'd appends).
+func (b *bench) throughput() ([]benchRow, error) {
+	const n = 8
+	b.progress("P2: %d servers x %d send_message", n, b.sends)
+	var agents []string
+	for i := 0; i < n; i++ {
+		agents = append(agents, fmt.Sprintf("s%d", i))
+	}
+	store, keys, err := b.project("p2", agents...)
+	if err != nil {
+		return nil, err
+	}
+	servers := make([]*server, n)
+	for i, a := range agents {
+		if servers[i], err = b.serve(store, a, keys[a], io.Discard); err != nil {
+			return nil, err
+		}
+		defer servers[i].close()
+	}
+	start := time.Now()
+	errc := make(chan error, n)
+	for i, s := range servers {
+		go func() {
+			for k := 0; k < b.sends; k++ {
+				if err := s.call(b.ctx, "send_message", map[string]any{"target_agent_id": agents[(i+1)%n], "content": "load " + strconv.Itoa(k)}, nil); err != nil {
+					errc <- err
+					return
+				}
+			}
+			errc <- nil
+		}()
+	}
+	for range servers {
+		if err := <-errc; err != nil {
+			return nil, err
+		}
+	}
+	aipmRate := float64(n*b.sends) / time.Since(start).Seconds()
+
+	dir := filepath.Join(b.root, "p2-floor")
+	if err := os.Mkdir(dir, 0o755); err != nil {
+		return nil, err
+	}
+	start = time.Now()
+	var cmds []*exec.Cmd
+	for i := 0; i < n; i++ {
+		in, out := filepath.Join(dir, fmt.Sprintf("s%d.jsonl", (i+1)%n)), filepath.Join(dir, fmt.Sprintf("s%d.jsonl", i))
+		cmd := exec.CommandContext(b.ctx, b.self, "bench-floor-writer", in, out, strconv.Itoa(b.sends))
+		cmd.Stderr = b.log
+		if err := cmd.Start(); err != nil {
+			return nil, err
+		}
+		cmds = append(cmds, cmd)
+	}
+	for _, cmd := range cmds {
+		if err := cmd.Wait(); err != nil {
+			return nil, fmt.Errorf("floor writer: %w", err)
+		}
+	}
+	floorRate := float64(n*b.sends) / time.Since(start).Seconds()
+	ratio := aipmRate / floorRate
+	return []benchRow{{
+		id: "P2", what: "send_message throughput, 8 servers, fsync",
+		aipm: fmt.Sprintf("%.0f msg/s", aipmRate), floor: fmt.Sprintf("%.0f msg/s", floorRate),
+		compared: fmt.Sprintf("%.0f%% of floor", 100*ratio), target: ">= 50% of floor", met: ratio >= 0.5,
+	}}, nil
+}
+
+// runBenchFloorWriter is P2's floor worker: N times, the same line appended
+// and fsynced to two files, the bare dual write.
+func runBenchFloorWriter(ctx context.Context, e *env, args []string) error {
+	if len(args) != 3 {
+		return usageError("bench-floor-writer IN OUT N")
+	}
+	n, err := strconv.Atoi(args[2])
+	if err != nil {
+		return usageError("bench-floor-writer: N: %v", err)
+	}
+	line := []byte(`{"id":"msg_01M7YZWACRA0328GMTHNDHB18Z","senderId":"s0","content":"load","createdAt":"2026-11-21T12:00:00.000000Z"}` + "\n")
+	for i := 0; i < n; i++ {
+		for _, path := range args[:2] {
+			f, err := os.OpenFile(path, os.O_CREATE|os.O_WRONLY|os.O_APPEND, 0o644)
+			if err != nil {
+				return err
+			}
+			_, werr := f.Write(line)
+			if err := errors.Join(werr, f.Sync(), f.Close()); err != nil {
+				return err
+			}
+		}
+	}
+	return nil
+}
+
+// history1M is P3 (get_pending_messages with a long history against a short
+// one) and P5 (resident memory of the server with that history).
+func (b *bench) history1M() ([]benchRow, error) {
+	b.progress("P3/P5: get_pending_messages after %d lines of history vs 100", b.history)
+	long, rssLong, err := b.pendingLatency("p3-long", b.history)
+	if err != nil {
+		return nil, err
+	}
+	short, rssShort, err := b.pendingLatency("p3-short", 100)
+	if err != nil {
+		return nil, err
+	}
+	ratio := float64(percentile(long, 50)) / float64(percentile(short, 50))
+	lines := fmt.Sprintf("%d", b.history)
+	if b.history == 1_000_000 {
+		lines = "1,000,000"
+	}
+	memory := benchRow{
+		id: "P5", what: "aipm serve resident memory (peak), " + lines + " lines",
+		aipm: fmt.Sprintf("%.1f MB", rssLong), floor: fmt.Sprintf("%.1f MB (100 lines)", rssShort),
+		compared: fmt.Sprintf("%+.1f MB", rssLong-rssShort), target: "<= 30 MB", met: rssLong <= 30,
+	}
+	return []benchRow{{
+		id: "P3", what: "get_pending_messages p50, " + lines + " lines vs 100",
+		aipm: ms(percentile(long, 50)), floor: ms(percentile(short, 50)) + " (100 lines)",
+		compared: fmt.Sprintf("%.2fx", ratio), target: "<= 1.5x", met: ratio <= 1.5,
+	}, memory}, nil
+}
+
+// pendingLatency fills agent r's chat log with history lines that r has
+// read, then times get_pending_messages, each after one new message; it
+// returns the latencies and the server's peak resident memory in MB.
+func (b *bench) pendingLatency(name string, history int) ([]time.Duration, float64, error) {
+	store, keys, err := b.project(name, "r", "w")
+	if err != nil {
+		return nil, 0, err
+	}
+	path, _ := store.ChatPath("r")
+	if err := writeHistory(path, history); err != nil {
+		return nil, 0, err
+	}
+	// r has read all of it: pass the cursor over every line once.
+	if _, err := store.ReadUnread(b.ctx, "r", fsstore.StreamChat, fsstore.ReadOptions{Match: func(fsstore.Record) bool { return false }}); err != nil {
+		return nil, 0, err
+	}
+	cfg, err := store.LoadConfig()
+	if err != nil {
+		return nil, 0, err
+	}
+	s, err := b.serve(store, "r", keys["r"], io.Discard)
+	if err != nil {
+		return nil, 0, err
+	}
+	defer s.close()
+	var lat []time.Duration
+	for i := 0; i < b.reads; i++ {
+		if _, err := store.Send(b.ctx, cfg, fsstore.OutgoingMessage{From: "w", To: "r", Content: "new " + strconv.Itoa(i)}); err != nil {
+			return nil, 0, err
+		}
+		var out struct{ Messages []fsstore.Message }
+		start := time.Now()
+		if err := s.call(b.ctx, "get_pending_messages", map[string]any{}, &out); err != nil {
+			return nil, 0, err
+		}
+		lat = append(lat, time.Since(start))
+		if len(out.Messages) != 1 {
+			return nil, 0, fmt.Errorf("get_pending_messages returned %d messages, want 1", len(out.Messages))
+		}
+	}
+	slices.Sort(lat)
+	return lat, peakRSS(s.cmd.Process.Pid), nil
+}
+
+// writeHistory writes n chat lines as other agents' messages.
+func writeHistory(path string, n int) error {
+	f, err := os.OpenFile(path, os.O_CREATE|os.O_WRONLY|os.O_APPEND, 0o644)
+	if err != nil {
+		return err
+	}
+	w := bufio.NewWriterSize(f, 1<<20)
+	for i := 0; i < n; i++ {
+		line, _ := json.Marshal(fsstore.Message{ID: fsstore.NewID(fsstore.PrefixMessage), SenderID: "w", Content: fmt.Sprintf("history line %d: a message of ordinary length, about like this one", i), CreatedAt: "2026-11-21T12:00:00.000000Z"})
+		w.Write(line)
+		w.WriteByte('\n')
+	}
+	return errors.Join(w.Flush(), f.Sync(), f.Close())
+}
+
+// peakRSS reads a process's peak resident set size (VmHWM) in MB.
+func peakRSS(pid int) float64 {
+	data, err := os.ReadFile(fmt.Sprintf("/proc/%d/status", pid))
+	if err != nil {
+		return -1
+	}
+	for _, line := range strings.Split(string(data), "\n") {
+		if f := strings.Fields(line); len(f) >= 2 && f[0] == "VmHWM:" {
+			kb, _ := strconv.ParseFloat(f[1], 64)
+			return kb / 1024
+		}
+	}
+	return -1
+}
+
+// startup is P4: starting aipm serve to its first tool response, beside
+// starting `aipm version` (the process start itself).
+func (b *bench) startup() ([]benchRow, error) {
+	b.progress("P4: %d server starts", b.starts)
+	store, _, err := b.project("p4")
+	if err != nil {
+		return nil, err
+	}
+	var serveLat, floorLat []time.Duration
+	for i := 0; i < b.starts; i++ {
+		start := time.Now()
+		if err := exec.Command(b.self, "version").Run(); err != nil {
+			return nil, err
+		}
+		floorLat = append(floorLat, time.Since(start))
+
+		start = time.Now()
+		cmd := exec.Command(b.self, "--dir", store.ProjectDir(), "serve")
+		cs, err := mcp.NewClient(&mcp.Implementation{Name: "aipm-bench"}, nil).Connect(b.ctx, &mcp.CommandTransport{Command: cmd}, nil)
+		if err != nil {
+			return nil, err
+		}
+		if err := callTool(b.ctx, cs, "help", map[string]any{}, nil); err != nil {
+			return nil, err
+		}
+		serveLat = append(serveLat, time.Since(start))
+		cs.Close()
+	}
+	slices.Sort(serveLat)
+	slices.Sort(floorLat)
+	p50 := percentile(serveLat, 50)
+	return []benchRow{{
+		id: "P4", what: "aipm serve start -> first response p50",
+		aipm: ms(p50), floor: ms(percentile(floorLat, 50)) + " (aipm version)",
+		compared: signedMs(p50 - percentile(floorLat, 50)), target: "<= 20 ms", met: p50 <= 20*time.Millisecond,
+	}}, nil
+}

@@ -1,0 +1,284 @@
+package fsstore
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"strings"
+	"time"
+	"unicode/utf8"
+)
+
+// MaxContent is the most characters (not bytes) a message may hold.
+const MaxContent = 4000
+
+// KindSystem marks a message aipm itself wrote.
+const KindSystem = "system"
+
+// Message is one chat line (DESIGN section 3, seed 000). The receiver's copy
+// has no receiverId (its own file says who received it); the sender's copy
+// has it.
+type Message struct {
+	ID             string `json:"id"`
+	SenderID       string `json:"senderId"`
+	ReceiverID     string `json:"receiverId,omitempty"`
+	Content        string `json:"content"`
+	CreatedAt      string `json:"createdAt"`
+	ConversationID string `json:"conversationId,omitempty"`
+	RelatedTaskID  string `json:"relatedTaskId,omitempty"`
+	Kind           string `json:"kind,omitempty"`
+}
+
+// timeFormat is RFC 3339 in UTC with a fixed microsecond fraction.
+const timeFormat = "2006-01-02T15:04:05.000000Z07:00"
+
+// CodeError is a refusal with a stable code (the seeds' error codes), so
+// that the MCP tools and the CLI say the same thing.
+type CodeError struct {
+	Code string
+	Msg  string
+}
+
+func (e *CodeError) Error() string { return e.Msg }
+
+func codeErr(code, format string, args ...any) error {
+	return &CodeError{Code: code, Msg: fmt.Sprintf(format, args...)}
+}
+
+// OutgoingMessage is what a sender asks to send.
+type OutgoingMessage struct {
+	From, To, Content, RelatedTaskID, ConversationID, Kind string
+}
+
+// CheckContent is the one check of a message's text.
+func CheckContent(content string) error {
+	if strings.TrimSpace(content) == "" {
+		return codeErr("content_empty", "content is empty: write the message text")
+	}
+	if !utf8.ValidString(content) {
+		return codeErr("content_invalid", "content is not valid UTF-8")
+	}
+	if n := utf8.RuneCountInString(content); n > MaxContent {
+		return codeErr("content_too_long", "content has %d characters; the limit is %d: split it and send each part as its own message", n, MaxContent)
+	}
+	return nil
+}
+
+// CheckRecipient checks that `to` may receive a message from `from`.
+func (s *Store) CheckRecipient(cfg *Config, from, to string) error {
+	if to == from {
+		return codeErr("cannot_message_self", "you cannot send a message to yourself (%s): choose another agent", from)
+	}
+	if err := CheckAgentID(to); err != nil {
+		return codeErr("agent_not_found", "%v", err)
+	}
+	if _, ok := cfg.Agent(to); ok {
+		return nil
+	}
+	if dir, _ := s.AgentDir(to); dirExists(dir) {
+		return codeErr("target_agent_not_in_project", "agent %q is no longer configured in this project: see aipm agent list for who you can message", to)
+	}
+	return codeErr("agent_not_found", "there is no agent %q in this project: see aipm agent list (or list_tasks' assignees) for valid ids", to)
+}
+
+func dirExists(dir string) bool {
+	fi, err := os.Stat(dir)
+	return err == nil && fi.IsDir()
+}
+
+// conversationFor decides which conversation a message belongs to. This is
+// the one home of that rule: a message between two AI agents will belong to
+// their active conversation (DESIGN section 9); until conversations exist,
+// every message carries no conversation id.
+func (s *Store) conversationFor(cfg *Config, m OutgoingMessage) (string, error) {
+	if m.ConversationID != "" {
+		return "", codeErr("conversation_not_found", "conversation %q does not exist: send without conversation_id", m.ConversationID)
+	}
+	return "", nil
+}
+
+// Send checks and writes a message with the dual write of DESIGN section 4
+// rule 4: the receiver's copy first, then the sender's, each under its own
+// file lock, never both at once. Success means both lines are on disk.
+func (s *Store) Send(ctx context.Context, cfg *Config, m OutgoingMessage) (Message, error) {
+	if err := CheckContent(m.Content); err != nil {
+		return Message{}, err
+	}
+	if m.From != SystemSender {
+		if _, ok := cfg.Agent(m.From); !ok {
+			return Message{}, codeErr("agent_not_found", "sender %q is not an agent of this project", m.From)
+		}
+	}
+	if err := s.CheckRecipient(cfg, m.From, m.To); err != nil {
+		return Message{}, err
+	}
+	if m.RelatedTaskID != "" {
+		if err := CheckID(PrefixTask, m.RelatedTaskID); err != nil {
+			return Message{}, codeErr("task_not_found", "related_task_id: %v", err)
+		}
+		if _, err := s.Task(m.RelatedTaskID); err != nil {
+			return Message{}, codeErr("task_not_found", "related_task_id: %v", err)
+		}
+	}
+	cnv, err := s.conversationFor(cfg, m)
+	if err != nil {
+		return Message{}, err
+	}
+	msg := Message{
+		ID: NewID(PrefixMessage), SenderID: m.From, Content: m.Content,
+		CreatedAt: time.Now().UTC().Format(timeFormat), ConversationID: cnv,
+		RelatedTaskID: m.RelatedTaskID, Kind: m.Kind,
+	}
+	inbox, _ := s.ChatPath(m.To)
+	if err := s.AppendJSONL(ctx, inbox, msg); err != nil {
+		return Message{}, err
+	}
+	if m.From == SystemSender {
+		return msg, nil // the system keeps no outbox
+	}
+	outbox, _ := s.ChatPath(m.From)
+	sent := msg
+	sent.ReceiverID = m.To
+	if err := s.AppendJSONL(ctx, outbox, sent); err != nil {
+		return msg, fmt.Errorf("delivered to %s, but the sender's copy was not written (aipm doctor repairs it): %w", m.To, err)
+	}
+	return sent, nil
+}
+
+// Unread returns up to limit unread messages that others sent to agent,
+// oldest first, and advances the agent's chat cursor exactly past them
+// (unless peek).
+func (s *Store) Unread(ctx context.Context, agent string, limit int, peek bool) ([]Message, bool, error) {
+	res, err := s.ReadUnread(ctx, agent, StreamChat, ReadOptions{Limit: limit, Match: FromOthers(agent), Peek: peek})
+	if err != nil {
+		return nil, false, err
+	}
+	msgs, err := decodeMessages(res.Records)
+	return msgs, res.More, err
+}
+
+func decodeMessages(recs []Record) ([]Message, error) {
+	out := make([]Message, 0, len(recs))
+	for _, r := range recs {
+		var m Message
+		if err := json.Unmarshal(r.Data, &m); err != nil {
+			return nil, fmt.Errorf("chat line %d: %w", r.Line, err)
+		}
+		out = append(out, m)
+	}
+	return out, nil
+}
+
+// contextWindow bounds how far back Recent reads: constant cost whatever
+// the history.
+const contextWindow = 64 << 10
+
+// Recent returns up to n messages of agent's chat log that end at or before
+// the agent's read cursor (what it has already seen), oldest first. It reads
+// at most the last 64 KiB before the cursor.
+func (s *Store) Recent(agent string, n int) ([]Message, error) {
+	path, err := s.ChatPath(agent)
+	if err != nil {
+		return nil, err
+	}
+	cursorPath, _ := s.ReadCursorPath(agent)
+	var cursors Cursors
+	if err := s.ReadDoc(cursorPath, &cursors); err != nil && !errors.Is(err, ErrNotFound) {
+		return nil, err
+	}
+	end := cursors[StreamChat].Offset
+	return s.tail(path, end, n)
+}
+
+// LastMessage returns the last complete message of agent's chat log, if any.
+func (s *Store) LastMessage(agent string) (*Message, error) {
+	path, err := s.ChatPath(agent)
+	if err != nil {
+		return nil, err
+	}
+	fi, err := os.Stat(path)
+	if errors.Is(err, os.ErrNotExist) {
+		return nil, nil
+	}
+	if err != nil {
+		return nil, err
+	}
+	msgs, err := s.tail(path, fi.Size(), 1)
+	if err != nil || len(msgs) == 0 {
+		return nil, err
+	}
+	return &msgs[0], nil
+}
+
+// tail decodes up to n whole lines that end at or before offset end.
+func (s *Store) tail(path string, end int64, n int) ([]Message, error) {
+	if end <= 0 || n <= 0 {
+		return nil, nil
+	}
+	f, err := os.Open(path)
+	if errors.Is(err, os.ErrNotExist) {
+		return nil, nil
+	}
+	if err != nil {
+		return nil, err
+	}
+	defer f.Close()
+	start := max(0, end-contextWindow)
+	buf := make([]byte, end-start)
+	if _, err := f.ReadAt(buf, start); err != nil && !errors.Is(err, io.EOF) {
+		return nil, fmt.Errorf("read %s: %w", s.Rel(path), err)
+	}
+	lines := strings.Split(strings.TrimSuffix(string(buf), "\n"), "\n")
+	if start > 0 {
+		lines = lines[1:] // the first is a partial line
+	}
+	var out []Message
+	for i := len(lines) - 1; i >= 0 && len(out) < n; i-- {
+		var m Message
+		if json.Unmarshal([]byte(lines[i]), &m) == nil && m.ID != "" {
+			out = append(out, m)
+		}
+	}
+	for i, j := 0, len(out)-1; i < j; i, j = i+1, j-1 {
+		out[i], out[j] = out[j], out[i]
+	}
+	return out, nil
+}
+
+// Follow reads the chat log of agent past cur without a lock and without
+// saving a cursor (for `aipm log --follow`): it returns the messages past
+// cur and the cursor after them. A replaced or truncated file is handled
+// as ReadUnread handles it.
+func (s *Store) Follow(agent string, cur Cursor) ([]Message, Cursor, []*LineError, error) {
+	path, err := s.ChatPath(agent)
+	if err != nil {
+		return nil, cur, nil, err
+	}
+	var res ReadResult
+	next, err := s.readPast(path, cur, ReadOptions{}, &res)
+	if err != nil {
+		return nil, cur, nil, err
+	}
+	msgs, bad := s.decodeLog(path, res.Records)
+	return msgs, next, append(res.Bad, bad...), nil
+}
+
+// decodeLog decodes records as messages for Follow: a line that is a JSON
+// object but not a message (a field of the wrong type) is reported like an
+// invalid line, not fatal to the whole read.
+func (s *Store) decodeLog(path string, recs []Record) ([]Message, []*LineError) {
+	out := make([]Message, 0, len(recs))
+	var bad []*LineError
+	for _, r := range recs {
+		var m Message
+		if err := json.Unmarshal(r.Data, &m); err != nil {
+			bad = append(bad, &LineError{Path: s.Rel(path), Line: r.Line, Err: fmt.Errorf("not a chat message: %w", err)})
+			continue
+		}
+		out = append(out, m)
+	}
+	return out, bad
+}

@@ -1,0 +1,134 @@
+package mcpserver
+
+import (
+	"context"
+	"fmt"
+
+	"github.com/modelcontextprotocol/go-sdk/mcp"
+
+	"aipm/fsstore"
+)
+
+type SendMessageIn struct {
+	Session
+	TargetAgentID  string `json:"target_agent_id" jsonschema:"id of a configured agent of this project; not yourself"`
+	Content        string `json:"content" jsonschema:"the message text, at most 4000 characters"`
+	RelatedTaskID  string `json:"related_task_id,omitempty" jsonschema:"tsk_ id of the task the message is about"`
+	ConversationID string `json:"conversation_id,omitempty" jsonschema:"cnv_ id of the conversation the message belongs to"`
+}
+
+type SentOut struct {
+	MessageID  string `json:"message_id"`
+	ReceiverID string `json:"receiver_id"`
+	CreatedAt  string `json:"created_at"`
+}
+
+func addSendMessage(srv *mcp.Server, s *Server) {
+	mcp.AddTool(srv, &mcp.Tool{
+		Name:        "send_message",
+		Description: "Send a chat message to another agent or human of this project. Chat sessions only; from a task session use delegate_to_chat_session.",
+		Annotations: mutating,
+	}, func(ctx context.Context, _ *mcp.CallToolRequest, in SendMessageIn) (*mcp.CallToolResult, SentOut, error) {
+		out, err := s.send(ctx, fsstore.OutgoingMessage{
+			From: sessionFrom(ctx).Agent, To: in.TargetAgentID, Content: in.Content,
+			RelatedTaskID: in.RelatedTaskID, ConversationID: in.ConversationID,
+		})
+		return nil, out, err
+	})
+}
+
+func (s *Server) send(ctx context.Context, m fsstore.OutgoingMessage) (SentOut, error) {
+	cfg, err := s.config()
+	if err != nil {
+		return SentOut{}, toolErr("config_invalid", err.Error())
+	}
+	msg, err := s.store.Send(ctx, cfg, m)
+	if err != nil {
+		return SentOut{}, fromStore(err, "agent_not_found")
+	}
+	return SentOut{MessageID: msg.ID, ReceiverID: m.To, CreatedAt: msg.CreatedAt}, nil
+}
+
+type GetPendingMessagesIn struct {
+	Session
+	Limit int `json:"limit,omitempty" jsonschema:"at most this many messages (default 20, at most 100)"`
+}
+
+type PendingMessagesOut struct {
+	Messages           []fsstore.Message `json:"messages" jsonschema:"unread messages sent to you, oldest first; now marked read"`
+	HasMore            bool              `json:"has_more" jsonschema:"more unread messages wait: call get_pending_messages again"`
+	Context            []fsstore.Message `json:"context" jsonschema:"the last messages you had already seen, oldest first"`
+	PendingDelegations []any             `json:"pending_delegations" jsonschema:"delegations from your task sessions waiting for you"`
+	Instruction        string            `json:"instruction"`
+}
+
+// contextMessages is how many already-seen messages come with new ones.
+const contextMessages = 5
+
+func addGetPendingMessages(srv *mcp.Server, s *Server) {
+	mcp.AddTool(srv, &mcp.Tool{
+		Name:        "get_pending_messages",
+		Description: "Your unread chat messages, oldest first, with a few earlier messages for context. Marks the returned messages read; respond_chat then answers the sender of the last one.",
+		Annotations: mutating,
+	}, func(ctx context.Context, _ *mcp.CallToolRequest, in GetPendingMessagesIn) (*mcp.CallToolResult, PendingMessagesOut, error) {
+		ses := sessionFrom(ctx)
+		limit := in.Limit
+		switch {
+		case limit == 0:
+			limit = 20
+		case limit < 0 || limit > 100:
+			return nil, PendingMessagesOut{}, toolErr("invalid_limit", fmt.Sprintf("limit %d is out of range: use 1 to 100", in.Limit))
+		}
+		seen, err := s.store.Recent(ses.Agent, contextMessages)
+		if err != nil {
+			return nil, PendingMessagesOut{}, fromStore(err, "agent_not_found")
+		}
+		msgs, more, err := s.store.Unread(ctx, ses.Agent, limit, false)
+		if err != nil {
+			return nil, PendingMessagesOut{}, fromStore(err, "agent_not_found")
+		}
+		out := PendingMessagesOut{Messages: msgs, HasMore: more, Context: seen, PendingDelegations: []any{}}
+		replyTo := ""
+		for _, m := range msgs {
+			if m.Kind != fsstore.KindSystem {
+				replyTo = m.SenderID
+			}
+		}
+		switch {
+		case replyTo != "":
+			// The cursor has moved: whatever happens now, the messages go out.
+			if err := s.store.SetReplyTo(ctx, ses.ID, replyTo); err != nil {
+				s.log.Error("record whom respond_chat answers", "session", ses.ID, "err", err)
+			}
+			out.Instruction = fmt.Sprintf("Read them. Answer %s with respond_chat(content), or anyone with send_message; then call get_next_action.", replyTo)
+		case len(msgs) > 0:
+			out.Instruction = "These are system messages. Act on them if needed, then call get_next_action."
+		default:
+			out.Instruction = "No unread messages. Call get_next_action."
+		}
+		if more {
+			out.Instruction = "More unread messages wait: call get_pending_messages again after these. " + out.Instruction
+		}
+		return nil, out, nil
+	})
+}
+
+type RespondChatIn struct {
+	Session
+	Content string `json:"content" jsonschema:"your answer, at most 4000 characters"`
+}
+
+func addRespondChat(srv *mcp.Server, s *Server) {
+	mcp.AddTool(srv, &mcp.Tool{
+		Name:        "respond_chat",
+		Description: "Answer the sender of the last message get_pending_messages returned in this session.",
+		Annotations: mutating,
+	}, func(ctx context.Context, _ *mcp.CallToolRequest, in RespondChatIn) (*mcp.CallToolResult, SentOut, error) {
+		ses := sessionFrom(ctx)
+		if ses.ReplyTo == "" {
+			return nil, SentOut{}, toolErr("no_message_to_respond", "this session has not received a message yet: call get_pending_messages first, or use send_message with target_agent_id")
+		}
+		out, err := s.send(ctx, fsstore.OutgoingMessage{From: ses.Agent, To: ses.ReplyTo, Content: in.Content})
+		return nil, out, err
+	})
+}

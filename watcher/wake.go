@@ -1,0 +1,171 @@
+package watcher
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"path/filepath"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/fsnotify/fsnotify"
+)
+
+// Wake shares one fsnotify watcher among every waiter of a process (each
+// watcher is an inotify instance, and instances are limited per user). A
+// directory is watched while someone subscribes to it.
+type Wake struct {
+	mu   sync.Mutex
+	fsw  *fsnotify.Watcher
+	subs map[string]map[*Subscription]bool // directory -> subscribers
+	err  error                             // why fsnotify is unavailable
+}
+
+// NewWake returns a Wake; the fsnotify watcher starts at the first Subscribe.
+func NewWake() *Wake {
+	return &Wake{subs: map[string]map[*Subscription]bool{}}
+}
+
+// Subscription receives a signal on C whenever a file it asked for changes.
+// C has room for one signal: several changes before a receive coalesce.
+type Subscription struct {
+	C     chan struct{}
+	w     *Wake
+	dirs  []string
+	names map[string]bool // base names of interest; empty: any non-dot file
+}
+
+// pollEvery is the fallback when fsnotify cannot be used (no inotify, or
+// the per-user limit reached): waiters are woken on this period instead.
+const pollEvery = 100 * time.Millisecond
+
+// Subscribe watches the given files (they need not exist yet) by watching
+// their directories, which must exist. Close the subscription when done.
+func (w *Wake) Subscribe(files ...string) (*Subscription, error) {
+	sub := &Subscription{C: make(chan struct{}, 1), w: w, names: map[string]bool{}}
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	if w.fsw == nil && w.err == nil {
+		fsw, err := fsnotify.NewWatcher()
+		if err != nil {
+			w.err = fmt.Errorf("fsnotify unavailable, polling every %s (raise fs.inotify.max_user_instances): %w", pollEvery, err)
+		} else {
+			w.fsw = fsw
+			go w.loop(fsw)
+		}
+	}
+	for _, f := range files {
+		dir := filepath.Dir(f)
+		sub.names[filepath.Base(f)] = true
+		if w.subs[dir] == nil {
+			if w.fsw != nil {
+				if err := w.fsw.Add(dir); err != nil {
+					w.unsubscribeLocked(sub)
+					return nil, fmt.Errorf("watch %s: %w (if it says no space left on device, raise fs.inotify.max_user_watches)", dir, err)
+				}
+			}
+			w.subs[dir] = map[*Subscription]bool{}
+		}
+		if !w.subs[dir][sub] {
+			w.subs[dir][sub] = true
+			sub.dirs = append(sub.dirs, dir)
+		}
+	}
+	if w.fsw == nil {
+		go sub.poll()
+	}
+	return sub, nil
+}
+
+func (s *Subscription) poll() {
+	t := time.NewTicker(pollEvery)
+	defer t.Stop()
+	for range t.C {
+		s.w.mu.Lock()
+		closed := len(s.dirs) == 0
+		s.w.mu.Unlock()
+		if closed {
+			return
+		}
+		s.signal()
+	}
+}
+
+func (s *Subscription) signal() {
+	select {
+	case s.C <- struct{}{}:
+	default:
+	}
+}
+
+// Close stops the subscription; directories nobody watches any more are
+// removed from the watcher.
+func (s *Subscription) Close() {
+	s.w.mu.Lock()
+	defer s.w.mu.Unlock()
+	s.w.unsubscribeLocked(s)
+}
+
+func (w *Wake) unsubscribeLocked(s *Subscription) {
+	for _, dir := range s.dirs {
+		delete(w.subs[dir], s)
+		if len(w.subs[dir]) == 0 {
+			delete(w.subs, dir)
+			if w.fsw != nil {
+				w.fsw.Remove(dir) // may fail if the directory is gone; nothing to do
+			}
+		}
+	}
+	s.dirs = nil
+}
+
+func (w *Wake) loop(fsw *fsnotify.Watcher) {
+	for {
+		select {
+		case ev, ok := <-fsw.Events:
+			if !ok {
+				return
+			}
+			name := filepath.Base(ev.Name)
+			if strings.HasPrefix(name, ".") { // .lock, .x.tmp-*: our own plumbing
+				continue
+			}
+			w.mu.Lock()
+			for sub := range w.subs[filepath.Dir(ev.Name)] {
+				if len(sub.names) == 0 || sub.names[name] {
+					sub.signal()
+				}
+			}
+			w.mu.Unlock()
+		case err, ok := <-fsw.Errors:
+			if !ok {
+				return
+			}
+			if errors.Is(err, fsnotify.ErrEventOverflow) { // events were lost: wake everyone to re-read
+				w.mu.Lock()
+				for _, subs := range w.subs {
+					for sub := range subs {
+						sub.signal()
+					}
+				}
+				w.mu.Unlock()
+			}
+		}
+	}
+}
+
+// Wait blocks until sub signals, ctx ends, or timeout passes. It reports
+// whether a change was signalled.
+func (s *Subscription) Wait(ctx context.Context, timeout time.Duration) (bool, error) {
+	t := time.NewTimer(timeout)
+	defer t.Stop()
+	select {
+	case <-s.C:
+		return true, nil
+	case <-t.C:
+		return false, nil
+	case <-ctx.Done():
+		return false, ctx.Err()
+	}
+}

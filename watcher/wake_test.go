@@ -1,0 +1,73 @@
+package watcher
+
+import (
+	"context"
+	"os"
+	"path/filepath"
+	"testing"
+	"time"
+)
+
+func TestWakeOnChange(t *testing.T) {
+	for _, tc := range []struct {
+		name   string
+		change func(dir string) error
+	}{
+		{"append", func(dir string) error {
+			f, err := os.OpenFile(filepath.Join(dir, "chat.jsonl"), os.O_WRONLY|os.O_APPEND|os.O_CREATE, 0o644)
+			if err != nil {
+				return err
+			}
+			defer f.Close()
+			_, err = f.Write([]byte("{}\n"))
+			return err
+		}},
+		{"editor rename-replace", func(dir string) error {
+			tmp := filepath.Join(dir, "chat.jsonl~")
+			if err := os.WriteFile(tmp, []byte("{}\n"), 0o644); err != nil {
+				return err
+			}
+			return os.Rename(tmp, filepath.Join(dir, "chat.jsonl"))
+		}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			dir := t.TempDir()
+			w := NewWake()
+			sub, err := w.Subscribe(filepath.Join(dir, "chat.jsonl"))
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer sub.Close()
+			if err := tc.change(dir); err != nil {
+				t.Fatal(err)
+			}
+			woke, err := sub.Wait(context.Background(), time.Minute)
+			if !woke || err != nil {
+				t.Fatalf("woke=%v err=%v", woke, err)
+			}
+		})
+	}
+}
+
+func TestWakeIgnoresOtherFilesAndStopsOnCancel(t *testing.T) {
+	dir := t.TempDir()
+	w := NewWake()
+	sub, err := w.Subscribe(filepath.Join(dir, "chat.jsonl"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer sub.Close()
+	os.WriteFile(filepath.Join(dir, ".lock"), nil, 0o600)
+	os.WriteFile(filepath.Join(dir, "read.json"), nil, 0o644)
+	ctx, cancel := context.WithCancel(context.Background())
+	// the wait must end with the cancellation, not with a wake from the
+	// lock file or another file of the directory
+	go func() {
+		time.Sleep(20 * time.Millisecond)
+		cancel()
+	}()
+	woke, err := sub.Wait(ctx, time.Minute)
+	if woke || err != context.Canceled {
+		t.Fatalf("woke=%v err=%v; want no wake for other files, then the cancellation", woke, err)
+	}
+}

@@ -6,7 +6,6 @@ import (
 	"log/slog"
 	"os"
 	"sync"
-	"time"
 
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
@@ -91,5 +90,3 @@ func sessionFrom(ctx context.Context) fsstore.Session {
 	ses, _ := ctx.Value(sessionKey{}).(fsstore.Session)
 	return ses
 }
-
-func now() time.Time { return time.Now().UTC() }

@@ -30,11 +30,7 @@ func runInterrupt(ctx context.Context, e *env, args []string) error {
 			return err
 		}
 	}
-	store, cfg, err := e.open()
-	if err != nil {
-		return err
-	}
-	by, err := actor(cfg, *as)
+	store, cfg, by, err := e.openAs(*as)
 	if err != nil {
 		return err
 	}

@@ -252,11 +252,7 @@ func runTaskAssign(ctx context.Context, e *env, args []string) error {
 	if !*none {
 		agent = pos[1]
 	}
-	store, cfg, err := e.open()
-	if err != nil {
-		return err
-	}
-	by, err := actor(cfg, *as)
+	store, cfg, by, err := e.openAs(*as)
 	if err != nil {
 		return err
 	}
@@ -296,11 +292,7 @@ func runTaskStatus(ctx context.Context, e *env, args []string) error {
 	if *reason != "" && status != fsstore.StatusBlocked && status != fsstore.StatusCancelled {
 		return usageError("task status: --reason goes with blocked or cancelled, not %s", status)
 	}
-	store, cfg, err := e.open()
-	if err != nil {
-		return err
-	}
-	by, err := actor(cfg, *as)
+	store, cfg, by, err := e.openAs(*as)
 	if err != nil {
 		return err
 	}
@@ -346,11 +338,7 @@ func decideTask(ctx context.Context, e *env, verb, approval string, args []strin
 	if err := taskIDArg("task "+verb, pos[0]); err != nil {
 		return err
 	}
-	store, cfg, err := e.open()
-	if err != nil {
-		return err
-	}
-	by, err := actor(cfg, *as)
+	store, cfg, by, err := e.openAs(*as)
 	if err != nil {
 		return err
 	}
@@ -415,6 +403,19 @@ func agentRef(cfg *fsstore.Config, id, what string) error {
 
 // actor is who makes a change: --as, which must be an agent of the
 // project, else cliActor.
+// openAs opens the project and resolves who acts: --as, or cli.
+func (e *env) openAs(as string) (*fsstore.Store, *fsstore.Config, string, error) {
+	store, cfg, err := e.open()
+	if err != nil {
+		return nil, nil, "", err
+	}
+	by, err := actor(cfg, as)
+	if err != nil {
+		return nil, nil, "", err
+	}
+	return store, cfg, by, nil
+}
+
 func actor(cfg *fsstore.Config, as string) (string, error) {
 	if as == "" {
 		return cliActor, nil

@@ -143,7 +143,7 @@ func (s *Store) Send(ctx context.Context, cfg *Config, m OutgoingMessage) (Messa
 	sent := msg
 	sent.ReceiverID = m.To
 	if err := s.AppendJSONL(ctx, outbox, sent); err != nil {
-		return msg, fmt.Errorf("delivered to %s, but the sender's copy was not written (aipm doctor repairs it): %w", m.To, err)
+		return msg, fmt.Errorf("delivered to %s, but the sender's own copy was not written (do not send it again): %w", m.To, err)
 	}
 	return sent, nil
 }

@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"io"
 	"os"
+	"slices"
 	"strings"
 	"time"
 	"unicode/utf8"
@@ -226,14 +227,28 @@ func (s *Store) tail(path string, end int64, n int) ([]Message, error) {
 		return nil, err
 	}
 	defer f.Close()
-	start := max(0, end-contextWindow)
-	buf := make([]byte, end-start)
-	if _, err := f.ReadAt(buf, start); err != nil && !errors.Is(err, io.EOF) {
-		return nil, fmt.Errorf("read %s: %w", s.Rel(path), err)
+	// Read backwards in a window that doubles until it holds n messages
+	// (or reaches contextWindow): one small read for the common case.
+	for window := int64(4 << 10); ; window *= 2 {
+		window = min(window, contextWindow)
+		start := max(0, end-window)
+		buf := make([]byte, end-start)
+		if _, err := f.ReadAt(buf, start); err != nil && !errors.Is(err, io.EOF) {
+			return nil, fmt.Errorf("read %s: %w", s.Rel(path), err)
+		}
+		out := lastMessages(buf, start > 0, n)
+		if len(out) == n || start == 0 || window == contextWindow {
+			return out, nil
+		}
 	}
+}
+
+// lastMessages decodes up to n messages from the end of buf, oldest first;
+// partial says buf's first line may be cut.
+func lastMessages(buf []byte, partial bool, n int) []Message {
 	lines := strings.Split(strings.TrimSuffix(string(buf), "\n"), "\n")
-	if start > 0 {
-		lines = lines[1:] // the first is a partial line
+	if partial {
+		lines = lines[1:]
 	}
 	var out []Message
 	for i := len(lines) - 1; i >= 0 && len(out) < n; i-- {
@@ -242,10 +257,8 @@ func (s *Store) tail(path string, end int64, n int) ([]Message, error) {
 			out = append(out, m)
 		}
 	}
-	for i, j := 0, len(out)-1; i < j; i, j = i+1, j-1 {
-		out[i], out[j] = out[j], out[i]
-	}
-	return out, nil
+	slices.Reverse(out)
+	return out
 }
 
 // Follow reads the chat log of agent past cur without a lock and without

@@ -104,7 +104,7 @@ func (c *Config) Agent(id string) (Agent, bool) {
 func (s *Store) LoadConfig() (*Config, error) {
 	data, err := os.ReadFile(s.ConfigPath())
 	if errors.Is(err, os.ErrNotExist) {
-		return nil, fmt.Errorf("%s is missing: run aipm init, or restore it: %w", s.Rel(s.ConfigPath()), ErrNotFound)
+		return nil, kindf(ErrNotFound, "%s is missing: run aipm init, or restore it", s.Rel(s.ConfigPath()))
 	}
 	if err != nil {
 		return nil, fmt.Errorf("read config: %w", err)

@@ -51,7 +51,10 @@ func (s *Store) Doctor(ctx context.Context, repair bool) ([]Problem, error) {
 	var problems []Problem
 	report := func(p Problem) { problems = append(problems, p) }
 
-	if _, err := s.LoadConfig(); err != nil {
+	cfg, err := s.LoadConfig()
+	if err == nil {
+		problems = append(problems, s.passkeyProblems(cfg)...)
+	} else {
 		p := Problem{Path: s.Rel(s.ConfigPath()), Reason: err.Error()}
 		var le *LineError
 		if errors.As(err, &le) {
@@ -59,7 +62,7 @@ func (s *Store) Doctor(ctx context.Context, repair bool) ([]Problem, error) {
 		}
 		report(p)
 	}
-	err := filepath.WalkDir(s.root, func(path string, d fs.DirEntry, err error) error {
+	err = filepath.WalkDir(s.root, func(path string, d fs.DirEntry, err error) error {
 		if err != nil {
 			report(Problem{Path: s.Rel(path), Reason: err.Error()})
 			return nil

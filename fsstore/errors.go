@@ -22,3 +22,19 @@ type LineError struct {
 
 func (e *LineError) Error() string { return fmt.Sprintf("%s:%d: %v", e.Path, e.Line, e.Err) }
 func (e *LineError) Unwrap() error { return e.Err }
+
+// kindError is a complete sentence that errors.Is matches against a
+// sentinel kind, without the kind's own text ("not found") appended to a
+// message that already says it.
+type kindError struct {
+	msg  string
+	kind error
+}
+
+func (e *kindError) Error() string { return e.msg }
+func (e *kindError) Unwrap() error { return e.kind }
+
+// kindf formats a message of the given kind (ErrNotFound, ErrExists, ...).
+func kindf(kind error, format string, args ...any) error {
+	return &kindError{msg: fmt.Sprintf(format, args...), kind: kind}
+}

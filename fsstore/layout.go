@@ -40,7 +40,7 @@ func Open(projectDir string) (*Store, error) {
 	fi, err := os.Stat(root)
 	if err != nil {
 		if errors.Is(err, os.ErrNotExist) {
-			return nil, fmt.Errorf("%s has no %s directory: run aipm init there first: %w", abs, DirName, ErrNotFound)
+			return nil, kindf(ErrNotFound, "%s has no %s directory: run aipm init there first", abs, DirName)
 		}
 		return nil, fmt.Errorf("open project %s: %w", abs, err)
 	}

@@ -44,7 +44,7 @@ func Init(projectDir, name string) (*Store, error) {
 	}
 	root := filepath.Join(abs, DirName)
 	if _, err := os.Lstat(root); err == nil {
-		return nil, fmt.Errorf("%s already exists: this is an aipm project already (use aipm doctor to check it): %w", DirName, ErrExists)
+		return nil, kindf(ErrExists, "%s already exists: this is an aipm project already (use aipm doctor to check it)", DirName)
 	}
 	// Build the new tree beside, then rename it into place, so a failed or
 	// concurrent init never leaves half a project.
@@ -80,7 +80,7 @@ func Init(projectDir, name string) (*Store, error) {
 	// Rename fails if root appeared meanwhile (it is then a non-empty directory).
 	if err := os.Rename(tmp, root); err != nil {
 		if _, serr := os.Lstat(root); serr == nil {
-			return nil, fmt.Errorf("%s already exists: this is an aipm project already: %w", DirName, ErrExists)
+			return nil, kindf(ErrExists, "%s already exists: this is an aipm project already", DirName)
 		}
 		return nil, fmt.Errorf("init: %w", err)
 	}
@@ -100,9 +100,9 @@ type NewAgent struct {
 }
 
 // AddAgent appends an [[agents]] entry to config.toml as text (the human's
-// comments and layout survive), checks the result as a whole config, stores
-// a salted hash of a new passkey and returns the passkey, which is shown
-// once and stored nowhere.
+// comments and layout survive), checks the result as a whole config and, for
+// an AI agent, stores a salted hash of a new passkey and returns the
+// passkey, which is shown once and stored nowhere. A human gets none ("").
 func (s *Store) AddAgent(ctx context.Context, a NewAgent) (passkey string, err error) {
 	if err := CheckAgentID(a.ID); err != nil {
 		return "", err
@@ -121,7 +121,7 @@ func (s *Store) AddAgent(ctx context.Context, a NewAgent) (passkey string, err e
 		return "", fmt.Errorf("the config is invalid, fix it first: %w", err)
 	}
 	if _, ok := cfg.Agent(a.ID); ok {
-		return "", fmt.Errorf("agent %q already exists in %s: choose another id: %w", a.ID, s.Rel(s.ConfigPath()), ErrExists)
+		return "", kindf(ErrExists, "agent %q already exists in %s: choose another id", a.ID, s.Rel(s.ConfigPath()))
 	}
 	var entry bytes.Buffer
 	if len(old) > 0 && !bytes.HasSuffix(old, []byte("\n")) {
@@ -135,12 +135,13 @@ func (s *Store) AddAgent(ctx context.Context, a NewAgent) (passkey string, err e
 	if _, err := ParseConfig(s.Rel(s.ConfigPath()), updated); err != nil {
 		return "", err
 	}
-	passkey, err = s.newPasskey(a.ID)
-	if err != nil {
-		return "", err
+	if a.Type == AgentAI { // humans act through the CLI and need no passkey
+		if passkey, err = s.newPasskey(a.ID); err != nil {
+			return "", err
+		}
 	}
 	if err := writeFileAtomic(s.ConfigPath(), updated, ModeFile, s.durable); err != nil {
-		if path, perr := s.PasskeyPath(a.ID); perr == nil {
+		if path, perr := s.PasskeyPath(a.ID); perr == nil && passkey != "" {
 			os.Remove(path)
 		}
 		return "", fmt.Errorf("write config: %w", err)
@@ -203,13 +204,13 @@ func (s *Store) CheckPasskey(agent, passkey string) error {
 	var rec passkeyRecord
 	if err := s.ReadDoc(path, &rec); err != nil {
 		if errors.Is(err, ErrNotFound) {
-			return fmt.Errorf("agent %q has no passkey: run aipm agent add again or restore %s: %w", agent, s.Rel(path), ErrBadPasskey)
+			return kindf(ErrBadPasskey, "agent %q has no passkey (a clone of the project, or an agent added by hand): run aipm agent passkey %s", agent, agent)
 		}
 		return err
 	}
 	salt, err := hex.DecodeString(rec.Salt)
 	if err != nil || rec.Algorithm != "sha256" {
-		return fmt.Errorf("%s is damaged: %w", s.Rel(path), ErrBadPasskey)
+		return kindf(ErrBadPasskey, "%s is damaged: run aipm agent passkey %s to issue a new passkey", s.Rel(path), agent)
 	}
 	got := hashPasskey(salt, strings.TrimSpace(passkey))
 	if subtle.ConstantTimeCompare([]byte(got), []byte(rec.Hash)) != 1 {

@@ -123,7 +123,7 @@ func (s *Store) Authenticate(ctx context.Context, cfg *Config, agent, passkey, p
 		return Session{}, "", err
 	}
 	if _, ok := cfg.Agent(agent); !ok {
-		return Session{}, "", fmt.Errorf("agent %q is not configured in this project: check the id, or ask a human to run aipm agent add: %w", agent, ErrNotFound)
+		return Session{}, "", kindf(ErrNotFound, "agent %q is not configured in this project: check the id, or ask a human to run aipm agent add", agent)
 	}
 	if projectID != "" && projectID != cfg.Project.ID {
 		return Session{}, "", fmt.Errorf("project_id %q is not this project (%s): you are connected to the wrong project's aipm", projectID, cfg.Project.ID)

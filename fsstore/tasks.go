@@ -171,7 +171,7 @@ func checkAgentRef(cfg *Config, id, what string) error {
 		return fmt.Errorf("%s: %w", what, err)
 	}
 	if _, ok := cfg.Agent(id); !ok {
-		return fmt.Errorf("%s %q is not an agent of this project: see aipm agent list: %w", what, id, ErrNotFound)
+		return kindf(ErrNotFound, "%s %q is not an agent of this project: see aipm agent list", what, id)
 	}
 	return nil
 }
@@ -185,7 +185,7 @@ func (s *Store) Task(id string) (Task, error) {
 	var t Task
 	if err := s.ReadDoc(path, &t); err != nil {
 		if errors.Is(err, ErrNotFound) {
-			return Task{}, fmt.Errorf("task %s does not exist: see list_tasks or aipm task list: %w", id, ErrNotFound)
+			return Task{}, kindf(ErrNotFound, "task %s does not exist: see list_tasks or aipm task list", id)
 		}
 		return Task{}, err
 	}
@@ -260,7 +260,7 @@ func (s *Store) UpdateTask(ctx context.Context, cfg *Config, id, by string, ch T
 	var before Task
 	after, err := UpdateDoc(ctx, s, path, ModeFile, func(t *Task, exists bool) error {
 		if !exists {
-			return fmt.Errorf("task %s does not exist: see list_tasks or aipm task list: %w", id, ErrNotFound)
+			return kindf(ErrNotFound, "task %s does not exist: see list_tasks or aipm task list", id)
 		}
 		before = *t
 		now := time.Now().UTC()

@@ -43,6 +43,22 @@ const pollEvery = 100 * time.Millisecond
 // Subscribe watches the given files (they need not exist yet) by watching
 // their directories, which must exist. Close the subscription when done.
 func (w *Wake) Subscribe(files ...string) (*Subscription, error) {
+	return w.subscribe(files, true)
+}
+
+// SubscribeDirs watches every non-dot file of the given directories, which
+// must exist (status --watch: any change to the project).
+func (w *Wake) SubscribeDirs(dirs ...string) (*Subscription, error) {
+	files := make([]string, len(dirs))
+	for i, d := range dirs {
+		files[i] = filepath.Join(d, "*") // only its directory counts
+	}
+	return w.subscribe(files, false)
+}
+
+// subscribe watches the directories of files; byName limits the wake-ups
+// to the files' base names.
+func (w *Wake) subscribe(files []string, byName bool) (*Subscription, error) {
 	sub := &Subscription{C: make(chan struct{}, 1), w: w, names: map[string]bool{}}
 	w.mu.Lock()
 	defer w.mu.Unlock()
@@ -57,7 +73,9 @@ func (w *Wake) Subscribe(files ...string) (*Subscription, error) {
 	}
 	for _, f := range files {
 		dir := filepath.Dir(f)
-		sub.names[filepath.Base(f)] = true
+		if byName {
+			sub.names[filepath.Base(f)] = true
+		}
 		if w.subs[dir] == nil {
 			if w.fsw != nil {
 				if err := w.fsw.Add(dir); err != nil {

@@ -1,8 +1,14 @@
 package main
 
 import (
+	"bufio"
+	"context"
 	"crypto/sha256"
+	"encoding/json"
+	"errors"
 	"fmt"
+	"os/exec"
+	"time"
 	"io/fs"
 	"os"
 	"path/filepath"
@@ -13,6 +19,7 @@ import (
 	"testing"
 
 	"github.com/rogpeppe/go-internal/testscript"
+	"github.com/tidwall/gjson"
 
 	"aipm/fsstore"
 )
@@ -39,6 +46,11 @@ func TestScripts(t *testing.T) {
 			"tree-same":          cmdTreeSame,
 			"setenv-from-stdout": cmdSetenvFromStdout,
 			"repeat-file":        cmdRepeatFile,
+			"json":               cmdJSON,
+			"json-env":           cmdJSONEnv,
+			"exits":              cmdExits,
+			"sigint":             cmdSigint,
+			"authenticate":       cmdAuthenticate,
 		},
 	})
 }
@@ -140,4 +152,154 @@ func treeDigest(ts *testscript.TestScript) string {
 	})
 	sort.Strings(lines)
 	return fmt.Sprintf("%x", sha256.Sum256([]byte(strings.Join(lines, "\n"))))
+}
+
+// json FILE [PATH REGEXP]...: FILE (stdout, stderr or a path) is one valid
+// JSON document, and each gjson PATH exists with a value matching REGEXP
+// ("#" is an array's length, "0.id" the first element's id). The jq-free
+// check of every --json output. ! json FILE: FILE is not valid JSON.
+func cmdJSON(ts *testscript.TestScript, neg bool, args []string) {
+	if len(args) == 0 || len(args)%2 != 1 || (neg && len(args) != 1) {
+		ts.Fatalf("usage: json FILE [PATH REGEXP]...")
+	}
+	data := ts.ReadFile(args[0])
+	if valid := json.Valid([]byte(data)); valid == neg {
+		ts.Fatalf("%s: valid JSON=%v, want %v:\n%s", args[0], valid, !neg, data)
+	}
+	for i := 1; i < len(args); i += 2 {
+		v := gjson.Get(data, args[i])
+		if !v.Exists() {
+			ts.Fatalf("%s: no %s in %s", args[0], args[i], data)
+		}
+		re, err := regexp.Compile(args[i+1])
+		ts.Check(err)
+		if !re.MatchString(v.String()) {
+			ts.Fatalf("%s: %s is %q, which does not match %s", args[0], args[i], v.String(), args[i+1])
+		}
+	}
+}
+
+// json-env NAME FILE PATH sets $NAME to the value at gjson PATH of FILE.
+func cmdJSONEnv(ts *testscript.TestScript, neg bool, args []string) {
+	if neg || len(args) != 3 {
+		ts.Fatalf("usage: json-env NAME FILE PATH")
+	}
+	v := gjson.Get(ts.ReadFile(args[1]), args[2])
+	if !v.Exists() {
+		ts.Fatalf("%s: no %s", args[1], args[2])
+	}
+	ts.Setenv(args[0], v.String())
+}
+
+// exits CODE COMMAND ARGS...: runs COMMAND like exec and checks its exit
+// code exactly; stdout and stderr are then checked as after exec.
+func cmdExits(ts *testscript.TestScript, neg bool, args []string) {
+	if neg || len(args) < 2 {
+		ts.Fatalf("usage: exits CODE COMMAND [ARGS...]")
+	}
+	want, err := strconv.Atoi(args[0])
+	ts.Check(err)
+	got := 0
+	if err := ts.Exec(args[1], args[2:]...); err != nil {
+		var ee *exec.ExitError
+		if !errors.As(err, &ee) {
+			ts.Fatalf("%s: %v", args[1], err)
+		}
+		got = ee.ExitCode()
+	}
+	if got != want {
+		ts.Fatalf("%s exited %d, want %d", strings.Join(args[1:], " "), got, want)
+	}
+}
+
+// sigint CODE REGEXP aipm ARGS...: starts aipm, waits until a line of its
+// stdout matches REGEXP (it is running), sends SIGINT as Ctrl-C does, and
+// checks the exit code.
+func cmdSigint(ts *testscript.TestScript, neg bool, args []string) {
+	if neg || len(args) < 3 {
+		ts.Fatalf("usage: sigint CODE REGEXP COMMAND [ARGS...]")
+	}
+	want, err := strconv.Atoi(args[0])
+	ts.Check(err)
+	re, err := regexp.Compile(args[1])
+	ts.Check(err)
+	path := ""
+	for _, dir := range filepath.SplitList(ts.Getenv("PATH")) {
+		if fi, err := os.Stat(filepath.Join(dir, args[2])); err == nil && !fi.IsDir() {
+			path = filepath.Join(dir, args[2])
+			break
+		}
+	}
+	if path == "" {
+		ts.Fatalf("%s is not in $PATH", args[2])
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	cmd := exec.CommandContext(ctx, path, args[3:]...)
+	cmd.Dir = ts.MkAbs(".")
+	cmd.Env = scriptEnv(ts)
+	out, err := cmd.StdoutPipe()
+	ts.Check(err)
+	ts.Check(cmd.Start())
+	lines := bufio.NewScanner(out)
+	ready := false
+	for !ready && lines.Scan() {
+		ready = re.MatchString(lines.Text())
+	}
+	if !ready {
+		cmd.Wait()
+		ts.Fatalf("%s ended before printing a line matching %s", args[2], args[1])
+	}
+	ts.Check(cmd.Process.Signal(os.Interrupt))
+	go func() {
+		for lines.Scan() {
+		}
+	}()
+	err = cmd.Wait()
+	got := 0
+	var ee *exec.ExitError
+	if errors.As(err, &ee) {
+		got = ee.ExitCode()
+	} else if err != nil {
+		ts.Fatalf("%v", err)
+	}
+	if got != want {
+		ts.Fatalf("after SIGINT %s exited %d, want %d", args[2], got, want)
+	}
+}
+
+// scriptEnv is the script's environment, for a process started by hand.
+func scriptEnv(ts *testscript.TestScript) []string {
+	var env []string
+	for _, k := range []string{"PATH", "HOME", "TMPDIR", "WORK", "TZ", "AIPM_DIR", "AIPM_AS", "NO_COLOR"} {
+		env = append(env, k+"="+ts.Getenv(k))
+	}
+	return env
+}
+
+// authenticate AGENT PASSKEY: the agent authenticates to the project in
+// the current directory, as its MCP server's authenticate tool does (it
+// needs work to do: a task in progress or an unread message). With !, the
+// passkey must be refused as wrong or missing.
+func cmdAuthenticate(ts *testscript.TestScript, neg bool, args []string) {
+	if len(args) != 2 {
+		ts.Fatalf("usage: authenticate AGENT PASSKEY")
+	}
+	dir, err := fsstore.FindProject(ts.MkAbs("."))
+	ts.Check(err)
+	store, err := fsstore.Open(dir)
+	ts.Check(err)
+	cfg, err := store.LoadConfig()
+	ts.Check(err)
+	ses, _, err := store.Authenticate(context.Background(), cfg, args[0], args[1], "")
+	switch {
+	case neg && errors.Is(err, fsstore.ErrBadPasskey):
+		ts.Logf("refused: %v", err)
+	case neg:
+		ts.Fatalf("authenticate %s: got %v, want a refused passkey", args[0], err)
+	case err != nil:
+		ts.Fatalf("authenticate %s: %v", args[0], err)
+	default:
+		ts.Logf("authenticated %s: session %s (%s)", args[0], ses.ID, ses.Purpose)
+	}
 }

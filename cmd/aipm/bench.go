@@ -14,35 +14,58 @@ import (
 	"strconv"
 	"strings"
 	"sync"
-	"text/tabwriter"
 	"time"
 
 	"github.com/fsnotify/fsnotify"
 	"github.com/modelcontextprotocol/go-sdk/mcp"
+	"github.com/spf13/cobra"
 
 	"aipm/fsstore"
 )
+
+func newCmdBench(e *env) *cobra.Command {
+	var quick, asJSON bool
+	c := &cobra.Command{
+		Use:   "bench [--quick]",
+		Short: "Measure the performance targets against their raw floors",
+		Long: `Measure DESIGN's performance targets, each beside its raw floor measured in the
+same run, in throw-away projects with fsync on: real aipm serve processes
+driven by the MCP SDK's client over stdio. Takes minutes; --quick is a smoke run.`,
+		Example: "  aipm bench --quick\n  aipm bench --json",
+		Args:    argsNone,
+		RunE: func(cmd *cobra.Command, args []string) error {
+			return runBench(cmd.Context(), e, quick, asJSON)
+		},
+	}
+	c.Flags().BoolVar(&quick, "quick", false, "fewer iterations and a 100,000-line history instead of 1,000,000 (for a smoke run)")
+	c.Flags().BoolVar(&asJSON, "json", false, "print the rows as a JSON array")
+	return c
+}
+
+// newBenchFloorCmds are the floors' helper processes (hidden).
+func newBenchFloorCmds(e *env) []*cobra.Command {
+	hidden := func(use string, fn func(context.Context, *env, []string) error) *cobra.Command {
+		return &cobra.Command{Use: use, Hidden: true, RunE: func(cmd *cobra.Command, args []string) error {
+			return fn(cmd.Context(), e, args)
+		}}
+	}
+	return []*cobra.Command{
+		hidden("bench-floor-reader FILE", runBenchFloorReader),
+		hidden("bench-floor-writer IN OUT N", runBenchFloorWriter),
+	}
+}
 
 // runBench measures the performance targets of DESIGN section 13, each
 // beside its raw floor measured in the same run, and prints a table. It
 // starts real `aipm serve` processes (this binary) and drives them with the
 // MCP SDK's client over stdio, in throw-away projects with fsync on.
-func runBench(ctx context.Context, e *env, args []string) error {
-	fs := e.flags("bench")
-	quick := fs.Bool("quick", false, "fewer iterations and a 100,000-line history instead of 1,000,000 (for a smoke run)")
-	pos, err := parse(fs, args)
-	if err != nil {
-		return err
-	}
-	if len(pos) > 0 {
-		return usageError("bench takes no arguments, got %q", pos[0])
-	}
+func runBench(ctx context.Context, e *env, quick, asJSON bool) error {
 	self, err := os.Executable()
 	if err != nil {
 		return fmt.Errorf("bench: find aipm binary: %w", err)
 	}
 	b := &bench{self: self, ctx: ctx, log: e.stderr, deliveries: 300, sends: 400, reads: 200, history: 1_000_000, starts: 30}
-	if *quick {
+	if quick {
 		b.deliveries, b.sends, b.reads, b.history, b.starts = 40, 50, 40, 100_000, 10
 	}
 	root, err := os.MkdirTemp("", "aipm-bench-*")
@@ -60,12 +83,18 @@ func runBench(ctx context.Context, e *env, args []string) error {
 		rows = append(rows, r...)
 	}
 	slices.SortFunc(rows, func(a, b benchRow) int { return strings.Compare(a.id, b.id) })
-	tw := tabwriter.NewWriter(e.stdout, 0, 4, 2, ' ', 0)
-	fmt.Fprintln(tw, "id\twhat\taipm\traw floor\tcompared\ttarget\tmet")
-	for _, r := range rows {
-		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\t%s\t%s\n", r.id, r.what, r.aipm, r.floor, r.compared, r.target, map[bool]string{true: "yes", false: "NO"}[r.met])
+	if asJSON {
+		out := make([]map[string]any, 0, len(rows))
+		for _, r := range rows {
+			out = append(out, map[string]any{"id": r.id, "what": r.what, "aipm": r.aipm, "floor": r.floor, "compared": r.compared, "target": r.target, "met": r.met})
+		}
+		return writeJSON(e.stdout, out)
 	}
-	return tw.Flush()
+	t := &table{header: []string{"id", "what", "aipm", "raw floor", "compared", "target", "met"}}
+	for _, r := range rows {
+		t.add(r.id, r.what, r.aipm, r.floor, r.compared, r.target, map[bool]string{true: "yes", false: "NO"}[r.met])
+	}
+	return t.print(e.stdout, e.colour)
 }
 
 type benchRow struct {

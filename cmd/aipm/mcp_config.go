@@ -2,14 +2,15 @@ package main
 
 import (
 	"bytes"
-	"context"
 	"encoding/json"
 	"fmt"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 
 	"github.com/BurntSushi/toml"
+	"github.com/spf13/cobra"
 )
 
 // mcpServer is how an MCP client starts `aipm serve` for one project.
@@ -25,21 +26,37 @@ var mcpClients = map[string]func(mcpServer) ([]byte, error){
 	"codex":  codexConfig,
 }
 
-// runMCPConfig prints a ready MCP config that starts this binary as the
+func newCmdMCPConfig(e *env) *cobra.Command {
+	names := make([]string, 0, len(mcpClients))
+	for name := range mcpClients {
+		names = append(names, name)
+	}
+	slices.Sort(names)
+	return &cobra.Command{
+		Use:   "mcp-config claude|codex",
+		Short: "Print the MCP server entry that starts aipm serve for this project",
+		Long: `Print a ready MCP server entry for an agent's CLI: the absolute path of this
+aipm binary and the project's --dir. claude prints a .mcp.json document to
+merge into the project's .mcp.json; codex prints a [mcp_servers.aipm] table
+for the project's .codex/config.toml or ~/.codex/config.toml.`,
+		Example:   "  aipm mcp-config claude > .mcp.json\n  aipm mcp-config codex",
+		ValidArgs: names,
+		Args: func(cmd *cobra.Command, args []string) error {
+			if len(args) != 1 {
+				return usageError("mcp-config needs a client: aipm mcp-config claude|codex")
+			}
+			if _, ok := mcpClients[args[0]]; !ok {
+				return usageError("mcp-config: unknown client %q: use claude or codex", args[0])
+			}
+			return nil
+		},
+		RunE: func(cmd *cobra.Command, args []string) error { return mcpConfigRun(e, args[0]) },
+	}
+}
+
+// mcpConfigRun prints a ready MCP config that starts this binary as the
 // project's stdio server.
-func runMCPConfig(ctx context.Context, e *env, args []string) error {
-	fs := e.flags("mcp-config")
-	pos, err := parse(fs, args)
-	if err != nil {
-		return err
-	}
-	if len(pos) != 1 {
-		return usageError("mcp-config needs a client: aipm mcp-config claude|codex")
-	}
-	render, ok := mcpClients[pos[0]]
-	if !ok {
-		return usageError("mcp-config: unknown client %q: use claude or codex", pos[0])
-	}
+func mcpConfigRun(e *env, client string) error {
 	store, _, err := e.open()
 	if err != nil {
 		return err
@@ -54,9 +71,9 @@ func runMCPConfig(ctx context.Context, e *env, args []string) error {
 	if strings.Contains(exe, string(filepath.Separator)+"go-build") {
 		fmt.Fprintf(e.stderr, "aipm: warning: %s is a temporary build (go run): install aipm with go install and run mcp-config again\n", exe)
 	}
-	out, err := render(mcpServer{Command: exe, Args: []string{"--dir", store.ProjectDir(), "serve"}, ToolTimeoutSec: 60})
+	out, err := mcpClients[client](mcpServer{Command: exe, Args: []string{"--dir", store.ProjectDir(), "serve"}, ToolTimeoutSec: 60})
 	if err != nil {
-		return fmt.Errorf("mcp-config %s: %w", pos[0], err)
+		return fmt.Errorf("mcp-config %s: %w", client, err)
 	}
 	_, err = e.stdout.Write(out)
 	return err

@@ -1,0 +1,90 @@
+package main
+
+import (
+	"fmt"
+	"slices"
+
+	"github.com/spf13/cobra"
+
+	"aipm/fsstore"
+)
+
+type agentAddOptions struct {
+	e     *env
+	Agent fsstore.NewAgent
+	JSON  bool
+}
+
+func newCmdAgentAdd(e *env, runF func(*agentAddOptions) error) *cobra.Command {
+	o := &agentAddOptions{e: e}
+	c := &cobra.Command{
+		Use:   "add ID --type ai|human",
+		Short: "Add an agent to config.toml (an AI agent's passkey is printed once)",
+		Long: `Append an [[agents]] entry to .ai-pm/config.toml (comments and layout are kept).
+For an AI agent, a new passkey is printed once; aipm keeps only its salted
+hash. Give it to the agent's MCP server (see aipm mcp-config). Humans get no
+passkey: they act through the CLI with --as ID.`,
+		Example: `  aipm agent add lead --type human --role manager --name "Project Lead"
+  aipm agent add coder --type ai --parent lead
+  aipm agent add coder --type ai --json`,
+		Args: argsExactly(1, "exactly one agent id"),
+		RunE: func(cmd *cobra.Command, args []string) error {
+			o.Agent.ID = args[0]
+			if err := fsstore.CheckAgentID(o.Agent.ID); err != nil {
+				return asUsage(err)
+			}
+			if !slices.Contains([]string{fsstore.AgentAI, fsstore.AgentHuman}, o.Agent.Type) {
+				return usageError("agent add needs --type ai or --type human, got %q", o.Agent.Type)
+			}
+			if runF != nil {
+				return runF(o)
+			}
+			return agentAddRun(cmd, o)
+		},
+	}
+	c.Flags().StringVar(&o.Agent.Type, "type", "", "ai or human (required)")
+	c.Flags().StringVar(&o.Agent.Name, "name", "", "display name")
+	c.Flags().StringVar(&o.Agent.Role, "role", "", "worker (default) or manager")
+	c.Flags().StringVar(&o.Agent.Parent, "parent", "", "id of the agent this one answers to")
+	c.Flags().BoolVar(&o.JSON, "json", false, "print {id, type, passkey} as JSON")
+	c.RegisterFlagCompletionFunc("type", cobra.FixedCompletions([]string{"ai", "human"}, cobra.ShellCompDirectiveNoFileComp))
+	c.RegisterFlagCompletionFunc("role", cobra.FixedCompletions([]string{"worker", "manager"}, cobra.ShellCompDirectiveNoFileComp))
+	return c
+}
+
+func agentAddRun(cmd *cobra.Command, o *agentAddOptions) error {
+	store, cfg, err := o.e.open()
+	if err != nil {
+		return err
+	}
+	a := o.Agent
+	if a.Parent != "" {
+		if err := agentRef(cfg, a.Parent, "--parent"); err != nil {
+			return err
+		}
+	}
+	if a.Role != "" && a.Role != fsstore.RoleWorker && a.Role != fsstore.RoleManager {
+		return usageError("agent add: role %q is invalid: use worker or manager", a.Role)
+	}
+	passkey, err := store.AddAgent(cmd.Context(), a)
+	if err != nil {
+		return err
+	}
+	if o.JSON {
+		out := struct {
+			ID      string `json:"id"`
+			Type    string `json:"type"`
+			Passkey string `json:"passkey,omitempty"`
+		}{a.ID, a.Type, passkey}
+		return writeJSON(o.e.stdout, out)
+	}
+	w := o.e.stdout
+	fmt.Fprintf(w, "added %s agent %s\n", a.Type, a.ID)
+	if passkey == "" {
+		fmt.Fprintf(w, "humans need no passkey: act as %s with --as %s (or AIPM_AS=%s)\n", a.ID, a.ID, a.ID)
+		return nil
+	}
+	fmt.Fprintf(w, "passkey: %s\n", passkey)
+	fmt.Fprintln(w, "(shown once; aipm stores only its hash: aipm agent passkey issues a new one)")
+	return nil
+}

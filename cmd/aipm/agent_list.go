@@ -1,0 +1,85 @@
+package main
+
+import (
+	"fmt"
+	"os"
+
+	"github.com/spf13/cobra"
+
+	"aipm/fsstore"
+)
+
+type agentListOptions struct {
+	e    *env
+	JSON bool
+}
+
+func newCmdAgentList(e *env, runF func(*agentListOptions) error) *cobra.Command {
+	o := &agentListOptions{e: e}
+	c := &cobra.Command{
+		Use:     "list",
+		Short:   "List the project's agents",
+		Long:    "List the agents of .ai-pm/config.toml: id, type, role, parent, name, and whether an AI agent has a passkey.",
+		Example: "  aipm agent list\n  aipm agent list --json",
+		Args:    argsNone,
+		RunE: func(cmd *cobra.Command, args []string) error {
+			if runF != nil {
+				return runF(o)
+			}
+			return agentListRun(o)
+		},
+	}
+	c.Flags().BoolVar(&o.JSON, "json", false, "print the agents as a JSON array")
+	return c
+}
+
+// agentInfo is one agent in agent list --json.
+type agentInfo struct {
+	ID      string `json:"id"`
+	Type    string `json:"type"`
+	Role    string `json:"role"`
+	Parent  string `json:"parent,omitempty"`
+	Name    string `json:"name,omitempty"`
+	Passkey bool   `json:"hasPasskey"`
+}
+
+func agentListRun(o *agentListOptions) error {
+	store, cfg, err := o.e.open()
+	if err != nil {
+		return err
+	}
+	list := []agentInfo{}
+	for _, a := range cfg.Agents {
+		info := agentInfo{ID: a.ID, Type: a.Type, Role: a.Role, Parent: a.Parent, Name: a.Name}
+		if info.Role == "" {
+			info.Role = fsstore.RoleWorker
+		}
+		if path, err := store.PasskeyPath(a.ID); err == nil {
+			_, serr := os.Stat(path)
+			info.Passkey = serr == nil
+		}
+		list = append(list, info)
+	}
+	if o.JSON {
+		return writeJSON(o.e.stdout, list)
+	}
+	if len(list) == 0 {
+		_, err := fmt.Fprintln(o.e.stdout, "no agents: add one with aipm agent add ID --type ai|human")
+		return err
+	}
+	t := &table{header: []string{"ID", "TYPE", "ROLE", "PARENT", "NAME", "PASSKEY"}}
+	for _, a := range list {
+		key := "-"
+		if a.Type == fsstore.AgentAI {
+			key = map[bool]string{true: "yes", false: "MISSING"}[a.Passkey]
+		}
+		t.add(a.ID, a.Type, a.Role, dash(a.Parent), dash(a.Name), key)
+	}
+	t.style = func(col int, cell string) string {
+		if col == 5 && cell == "MISSING" {
+			return "31"
+		}
+		return ""
+	}
+	return t.print(o.e.stdout, o.e.colour)
+}

@@ -1,0 +1,98 @@
+package main
+
+import (
+	"fmt"
+
+	"github.com/spf13/cobra"
+
+	"aipm/fsstore"
+)
+
+type doctorOptions struct {
+	e      *env
+	Repair bool
+	JSON   bool
+}
+
+func newCmdDoctor(e *env, runF func(*doctorOptions) error) *cobra.Command {
+	o := &doctorOptions{e: e}
+	c := &cobra.Command{
+		Use:   "doctor [--repair]",
+		Short: "Check every file of .ai-pm/; --repair quarantines torn and invalid lines",
+		Long: `Check every file of the project's .ai-pm/ directory and print each problem as
+path:line: what is wrong, and what to do. Exit 1 while problems are left.
+
+--repair moves torn and invalid JSONL lines to .ai-pm/quarantine/ (valid lines
+are kept byte for byte) and removes stale temporary files. Damaged JSON
+documents and config errors are only reported: only a person knows what they
+should say. An AI agent without a passkey (a clone of the project: passkeys
+are not kept in git) is reported with the command that issues one.`,
+		Example: "  aipm doctor\n  aipm doctor --repair\n  aipm doctor --json",
+		Args:    argsNone,
+		RunE: func(cmd *cobra.Command, args []string) error {
+			if runF != nil {
+				return runF(o)
+			}
+			return doctorRun(cmd, o)
+		},
+	}
+	c.Flags().BoolVar(&o.Repair, "repair", false, "move torn and invalid lines to quarantine/ and remove stale temp files")
+	c.Flags().BoolVar(&o.JSON, "json", false, "print the problems as a JSON array")
+	return c
+}
+
+// doctorProblem is one problem in doctor --json.
+type doctorProblem struct {
+	Path     string `json:"path"`
+	Line     int    `json:"line,omitempty"`
+	Reason   string `json:"reason"`
+	Repaired bool   `json:"repaired"`
+}
+
+func doctorRun(cmd *cobra.Command, o *doctorOptions) error {
+	store, _, err := o.e.open()
+	if store == nil {
+		return err
+	}
+	// A config error is one of the problems doctor reports, not a reason to stop.
+	problems, err := store.Doctor(cmd.Context(), o.Repair)
+	fsstore.SortProblems(problems)
+	unrepaired := 0
+	list := []doctorProblem{}
+	for _, p := range problems {
+		list = append(list, doctorProblem{Path: p.Path, Line: p.Line, Reason: p.Reason, Repaired: p.Repaired})
+		if !p.Repaired {
+			unrepaired++
+		}
+		if o.JSON {
+			continue
+		}
+		if p.Repaired {
+			fmt.Fprintf(o.e.stdout, "repaired: %s\n", p)
+		} else {
+			fmt.Fprintln(o.e.stdout, p)
+		}
+	}
+	if o.JSON {
+		if err := writeJSON(o.e.stdout, list); err != nil {
+			return err
+		}
+	}
+	if err != nil {
+		return err
+	}
+	switch {
+	case unrepaired > 0:
+		hint := "run aipm doctor --repair to quarantine torn and invalid lines; fix the rest as each line says"
+		if o.Repair {
+			hint = "fix them as each line says"
+		}
+		return failed("%s left: %s", plural(unrepaired, "problem"), hint)
+	case o.JSON:
+	case len(problems) == 0:
+		fmt.Fprintln(o.e.stdout, "no problems found")
+	default:
+		fmt.Fprintf(o.e.stdout, "repaired %s\n", plural(len(problems), "problem"))
+	}
+	return nil
+}

@@ -1,0 +1,170 @@
+package main
+
+import (
+	"errors"
+	"fmt"
+	"io"
+	"os"
+
+	"aipm/fsstore"
+)
+
+// env is what every command may use: the process's streams and
+// environment, and the root's persistent flags. Nothing global.
+type env struct {
+	getenv func(string) string
+	stdin  io.Reader
+	stdout io.Writer
+	stderr io.Writer
+	dir    string // --dir
+	utc    bool   // --utc
+	colour bool   // stdout is a terminal and NO_COLOR is unset
+}
+
+func newEnv(getenv func(string) string, stdin io.Reader, stdout, stderr io.Writer) *env {
+	return &env{getenv: getenv, stdin: stdin, stdout: stdout, stderr: stderr,
+		colour: isTerminal(stdout) && getenv("NO_COLOR") == ""}
+}
+
+// isTerminal says whether w is a character device (a terminal).
+func isTerminal(w io.Writer) bool {
+	f, ok := w.(*os.File)
+	if !ok {
+		return false
+	}
+	fi, err := f.Stat()
+	return err == nil && fi.Mode()&os.ModeCharDevice != 0
+}
+
+// projectDir is where a new project goes: --dir, else AIPM_DIR, else the
+// working directory.
+func (e *env) projectDir() (string, error) {
+	if e.dir != "" {
+		return e.dir, nil
+	}
+	if d := e.getenv("AIPM_DIR"); d != "" {
+		return d, nil
+	}
+	wd, err := os.Getwd()
+	if err != nil {
+		return "", fmt.Errorf("working directory: %w", err)
+	}
+	return wd, nil
+}
+
+// findProject finds the project like git finds its repository: --dir or
+// AIPM_DIR as given, else the nearest directory upwards that holds .ai-pm/.
+// No project is a usage mistake (exit 2).
+func (e *env) findProject() (string, error) {
+	start, err := e.projectDir()
+	if err != nil {
+		return "", err
+	}
+	if e.dir != "" || e.getenv("AIPM_DIR") != "" {
+		return start, nil
+	}
+	dir, err := fsstore.FindProject(start)
+	return dir, asUsage(err)
+}
+
+// openStore opens the project's store without reading its config.
+func (e *env) openStore() (*fsstore.Store, error) {
+	dir, err := e.findProject()
+	if err != nil {
+		return nil, err
+	}
+	store, err := fsstore.Open(dir)
+	return store, asUsage(err)
+}
+
+// open opens the project's store and its config; the config's durability
+// applies to every write. A store without a valid config is returned with
+// the config's error (doctor reports it).
+func (e *env) open() (*fsstore.Store, *fsstore.Config, error) {
+	store, err := e.openStore()
+	if err != nil {
+		return nil, nil, err
+	}
+	cfg, err := store.LoadConfig()
+	if err != nil {
+		return store, nil, err
+	}
+	store.SetDurability(cfg.Defaults.Durability != fsstore.DurableNone)
+	return store, cfg, nil
+}
+
+// openAs opens the project and resolves who acts (see actor).
+func (e *env) openAs(as string) (*fsstore.Store, *fsstore.Config, string, error) {
+	store, cfg, err := e.open()
+	if err != nil {
+		return nil, nil, "", err
+	}
+	by, err := e.actor(cfg, as)
+	if err != nil {
+		return nil, nil, "", err
+	}
+	return store, cfg, by, nil
+}
+
+// actor is who a CLI action is credited to: --as, else AIPM_AS, else the
+// project's only human (fsstore.Config.Actor). Never an invented id.
+func (e *env) actor(cfg *fsstore.Config, as string) (string, error) {
+	if as == "" {
+		as = e.getenv("AIPM_AS")
+	}
+	by, err := cfg.Actor(as)
+	return by, asUsage(err)
+}
+
+// human resolves the actor and checks that it is a human; what says what
+// the command does for a human.
+func (e *env) human(cfg *fsstore.Config, as, what string) (string, error) {
+	by, err := e.actor(cfg, as)
+	if err != nil {
+		return "", err
+	}
+	if a, _ := cfg.Agent(by); a.Type != fsstore.AgentHuman {
+		return "", usageError("%q is an AI agent, not a human: %s; pass --as with a human (see aipm agent list)", by, what)
+	}
+	return by, nil
+}
+
+// taskID resolves a task id argument: the whole id or a unique prefix,
+// with or without tsk_. Anything that names no single task is a usage
+// mistake (exit 2).
+func taskID(store *fsstore.Store, arg string) (string, error) {
+	id, err := store.ResolveID(fsstore.Tasks, arg)
+	return id, asUsage(err)
+}
+
+// agentRef checks that id, if given, names an agent of the project (exit 2
+// otherwise); what names the argument in the message.
+func agentRef(cfg *fsstore.Config, id, what string) error {
+	if id == "" {
+		return nil
+	}
+	if err := fsstore.CheckAgentID(id); err != nil {
+		if what == "agent" { // the message already says "agent id"
+			return asUsage(err)
+		}
+		return usageError("%s: %v", what, err)
+	}
+	if _, ok := cfg.Agent(id); !ok {
+		return usageError("%s %q is not an agent of this project: see aipm agent list", what, id)
+	}
+	return nil
+}
+
+// aiAgent checks that id names an AI agent of the project.
+func aiAgent(cfg *fsstore.Config, id, why string) error {
+	if err := agentRef(cfg, id, "agent"); err != nil {
+		return err
+	}
+	if a, _ := cfg.Agent(id); a.Type != fsstore.AgentAI {
+		return usageError("agent %q is a human: %s", id, why)
+	}
+	return nil
+}
+
+// isNotFound reports a missing document or agent.
+func isNotFound(err error) bool { return errors.Is(err, fsstore.ErrNotFound) }

@@ -1,0 +1,165 @@
+package main
+
+import (
+	"fmt"
+	"runtime"
+	"runtime/debug"
+	"strings"
+
+	"github.com/spf13/cobra"
+)
+
+// newCmdRoot is the command tree. Every command gets a one-line summary, a
+// description and examples; flags parse into an options struct; errors go
+// back to mainExit, which prints them once and chooses the exit code.
+func newCmdRoot(e *env) *cobra.Command {
+	root := &cobra.Command{
+		Use:   "aipm",
+		Short: "Coordinate AI coding agents and humans through the project's .ai-pm/ directory",
+		Long: `aipm lets a team of AI coding agents (Claude Code, Codex CLI, ...) and a few humans
+coordinate on one project through the project's own directory. All state lives
+under .ai-pm/ as flock-guarded JSONL and JSON files: no database, no server.
+
+Agents reach aipm through "aipm serve", the stdio MCP server their CLI starts
+(see "aipm mcp-config"). Humans use the other commands.
+
+Commands find the project like git finds its repository: --dir DIR, else
+$AIPM_DIR, else the nearest directory upwards that holds .ai-pm/. Changes are
+credited to --as ID, else $AIPM_AS, else the project's only human.
+
+Exit codes: 0 success; 1 the operation failed or was refused; 2 a usage
+mistake (bad flag, value or id, no project); 130 interrupted (Ctrl-C).`,
+		Example: `  aipm init --name myproject
+  aipm agent add lead --type human --role manager
+  aipm agent add coder --type ai --parent lead
+  aipm task add "Fix the login form" --assignee coder
+  aipm status`,
+		Version:       version() + " " + runtime.Version(),
+		SilenceErrors: true,
+		SilenceUsage:  true,
+		Args:          noUnknownSubcommand,
+		RunE:          showHelp,
+	}
+	root.SetVersionTemplate("aipm {{.Version}}\n")
+	root.SetOut(e.stdout)
+	root.SetErr(e.stderr)
+	root.SetIn(e.stdin)
+	root.SetFlagErrorFunc(flagError)
+	root.PersistentFlags().StringVar(&e.dir, "dir", "", "the project directory (default: $AIPM_DIR, else the nearest one upwards with .ai-pm/)")
+	root.PersistentFlags().BoolVar(&e.utc, "utc", false, "show times in UTC instead of local time")
+	root.AddGroup(
+		&cobra.Group{ID: "project", Title: "Project:"},
+		&cobra.Group{ID: "work", Title: "Tasks and chat:"},
+		&cobra.Group{ID: "agents", Title: "For agents' CLIs:"},
+	)
+	for _, c := range []struct {
+		group string
+		cmd   *cobra.Command
+	}{
+		{"project", newCmdInit(e, nil)},
+		{"project", newCmdAgent(e)},
+		{"project", newCmdStatus(e, nil)},
+		{"project", newCmdDoctor(e, nil)},
+		{"project", newCmdDemo(e, nil)},
+		{"work", newCmdTask(e)},
+		{"work", newCmdSend(e, nil)},
+		{"work", newCmdInbox(e, nil)},
+		{"work", newCmdLog(e, nil)},
+		{"work", newCmdInterrupt(e, nil)},
+		{"agents", newCmdServe(e)},
+		{"agents", newCmdMCPConfig(e)},
+		{"", newCmdBench(e)},
+		{"", newCmdVersion(e)},
+	} {
+		c.cmd.GroupID = c.group
+		root.AddCommand(c.cmd)
+	}
+	for _, c := range newBenchFloorCmds(e) {
+		root.AddCommand(c)
+	}
+	return root
+}
+
+// newNoun is a command that only groups verbs (agent, task): alone it
+// prints its help; an unknown verb is a usage mistake with suggestions.
+func newNoun(use, short, long, example string, verbs ...*cobra.Command) *cobra.Command {
+	c := &cobra.Command{
+		Use:     use,
+		Short:   short,
+		Long:    long,
+		Example: example,
+		Args:    noUnknownSubcommand,
+		RunE:    showHelp,
+	}
+	c.AddCommand(verbs...)
+	return c
+}
+
+func showHelp(cmd *cobra.Command, _ []string) error { return cmd.Help() }
+
+// noUnknownSubcommand refuses arguments to a command that only has
+// subcommands, suggesting the nearest names ("did you mean").
+func noUnknownSubcommand(cmd *cobra.Command, args []string) error {
+	if len(args) == 0 {
+		return nil
+	}
+	msg := fmt.Sprintf("unknown command %q for %q", args[0], cmd.CommandPath())
+	if s := cmd.SuggestionsFor(args[0]); len(s) > 0 {
+		msg += fmt.Sprintf(": did you mean %s?", strings.Join(s, " or "))
+	} else {
+		msg += fmt.Sprintf(": run %s --help for the list", cmd.CommandPath())
+	}
+	return usageError("%s", msg)
+}
+
+// argsExactly accepts exactly n positional arguments; otherwise the usage
+// error says what the command needs (want), e.g. "exactly one task id".
+func argsExactly(n int, want string) cobra.PositionalArgs {
+	return func(cmd *cobra.Command, args []string) error {
+		if len(args) != n {
+			return usageError("%s needs %s, got %s: %s", cmd.CommandPath(), want, plural(len(args), "argument"), cmd.UseLine())
+		}
+		return nil
+	}
+}
+
+// argsNone accepts no positional arguments.
+func argsNone(cmd *cobra.Command, args []string) error {
+	if len(args) > 0 {
+		return usageError("%s takes no arguments, got %q: see %s --help", cmd.CommandPath(), args[0], cmd.CommandPath())
+	}
+	return nil
+}
+
+// version is the module version aipm was built at, or "dev".
+func version() string {
+	if bi, ok := debug.ReadBuildInfo(); ok && bi.Main.Version != "" && bi.Main.Version != "(devel)" {
+		return bi.Main.Version
+	}
+	return "dev"
+}
+
+type versionOptions struct {
+	e    *env
+	JSON bool
+}
+
+func newCmdVersion(e *env) *cobra.Command {
+	o := &versionOptions{e: e}
+	c := &cobra.Command{
+		Use:     "version",
+		Short:   "Print aipm's version",
+		Long:    "Print the version aipm was built at (dev for a build from a clone) and the Go version; the same as aipm --version.",
+		Example: "  aipm version\n  aipm version --json",
+		Args:    argsNone,
+		RunE: func(cmd *cobra.Command, args []string) error {
+			if o.JSON {
+				return writeJSON(e.stdout, map[string]string{"version": version(), "go": runtime.Version()})
+			}
+			_, err := fmt.Fprintf(e.stdout, "aipm %s %s\n", version(), runtime.Version())
+			return err
+		},
+	}
+	c.Flags().BoolVar(&o.JSON, "json", false, "print {version, go} as JSON")
+	return c
+}

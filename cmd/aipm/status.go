@@ -1,0 +1,270 @@
+package main
+
+import (
+	"context"
+	"fmt"
+	"io"
+	"os"
+	"path/filepath"
+	"strings"
+	"time"
+
+	"github.com/spf13/cobra"
+
+	"aipm/fsstore"
+	"aipm/watcher"
+)
+
+// statusRecheck is how often status --watch redraws without a file change:
+// sessions expire by the clock, not by a write.
+const statusRecheck = 30 * time.Second
+
+type statusOptions struct {
+	e     *env
+	JSON  bool
+	Watch bool
+}
+
+func newCmdStatus(e *env, runF func(*statusOptions) error) *cobra.Command {
+	o := &statusOptions{e: e}
+	c := &cobra.Command{
+		Use:   "status [--watch]",
+		Short: "The project at a glance: agents online, unread counts, tasks, triggers",
+		Long: `Show the project at a glance: each agent with its live sessions (by purpose)
+and its unread messages and notifications, the tasks by status, and the
+pending triggers (work waiting for an agent's session to start).
+
+--watch redraws whenever a file under .ai-pm/ changes (woken by fsnotify, as
+the MCP server is), until Ctrl-C. With --json it prints one compact JSON
+report per line.`,
+		Example: "  aipm status\n  aipm status --watch\n  aipm status --json",
+		Args:    argsNone,
+		RunE: func(cmd *cobra.Command, args []string) error {
+			if runF != nil {
+				return runF(o)
+			}
+			return statusRun(cmd.Context(), o)
+		},
+	}
+	c.Flags().BoolVar(&o.JSON, "json", false, "print the report as JSON")
+	c.Flags().BoolVarP(&o.Watch, "watch", "w", false, "redraw on every change until interrupted")
+	return c
+}
+
+// statusReport is what status shows; its JSON is status --json.
+type statusReport struct {
+	Project  string            `json:"project"`
+	Agents   []agentStatus     `json:"agents"`
+	Tasks    map[string]int    `json:"tasks"` // count by status, every status present
+	Pending  int               `json:"tasksPendingApproval"`
+	Triggers []fsstore.Trigger `json:"pendingTriggers"`
+}
+
+type agentStatus struct {
+	ID                  string          `json:"id"`
+	Type                string          `json:"type"`
+	Sessions            []sessionStatus `json:"sessions"`
+	UnreadMessages      int             `json:"unreadMessages"`
+	UnreadNotifications int             `json:"unreadNotifications"`
+}
+
+type sessionStatus struct {
+	ID         string    `json:"id"`
+	Purpose    string    `json:"purpose"`
+	TaskID     string    `json:"taskId,omitempty"`
+	LastSeenAt time.Time `json:"lastSeenAt"`
+}
+
+// statusSection is one part of the report: collect fills its fields of
+// the report, print shows them. A new part (open conversations, say) is
+// one more entry in statusSections.
+type statusSection struct {
+	collect func(ctx context.Context, store *fsstore.Store, cfg *fsstore.Config, r *statusReport) error
+	print   func(e *env, w io.Writer, r *statusReport) error
+}
+
+var statusSections = []statusSection{
+	{collectAgents, printAgents},
+	{collectTasks, printTasks},
+	{collectTriggers, printTriggers},
+}
+
+func statusRun(ctx context.Context, o *statusOptions) error {
+	store, err := o.e.openStore()
+	if err != nil {
+		return err
+	}
+	if !o.Watch {
+		return o.draw(ctx, store)
+	}
+	wake := watcher.NewWake()
+	for {
+		// Subscribe before reading, so a change made while we read wakes us.
+		sub, err := wake.SubscribeDirs(watchedDirs(store)...)
+		if err != nil {
+			return fmt.Errorf("status --watch: %w", err)
+		}
+		if err := o.draw(ctx, store); err != nil {
+			sub.Close()
+			return err
+		}
+		_, err = sub.Wait(ctx, statusRecheck)
+		sub.Close()
+		if err != nil {
+			return nil // interrupted: how --watch ends (mainExit exits 130)
+		}
+	}
+}
+
+// watchedDirs are the directories whose changes matter: .ai-pm itself (a
+// new collection), each collection, and each agent's directory.
+func watchedDirs(store *fsstore.Store) []string {
+	dirs := []string{store.Root()}
+	entries, _ := os.ReadDir(store.Root())
+	for _, e := range entries {
+		if !e.IsDir() || strings.HasPrefix(e.Name(), ".") || e.Name() == "logs" || e.Name() == "quarantine" {
+			continue
+		}
+		dir := filepath.Join(store.Root(), e.Name())
+		dirs = append(dirs, dir)
+		if dir == store.AgentsDir() {
+			agents, _ := os.ReadDir(dir)
+			for _, a := range agents {
+				if a.IsDir() {
+					dirs = append(dirs, filepath.Join(dir, a.Name()))
+				}
+			}
+		}
+	}
+	return dirs
+}
+
+// draw collects the report and prints it once (cleared first on a
+// terminal when watching).
+func (o *statusOptions) draw(ctx context.Context, store *fsstore.Store) error {
+	cfg, err := store.LoadConfig()
+	if err != nil {
+		return err
+	}
+	r := &statusReport{Project: cfg.Project.Name, Agents: []agentStatus{}, Tasks: map[string]int{}, Triggers: []fsstore.Trigger{}}
+	for _, s := range statusSections {
+		if err := s.collect(ctx, store, cfg, r); err != nil {
+			return fmt.Errorf("status: %w", err)
+		}
+	}
+	e := o.e
+	switch {
+	case o.JSON && o.Watch:
+		return writeJSONLine(e.stdout, r)
+	case o.JSON:
+		return writeJSON(e.stdout, r)
+	}
+	var b strings.Builder
+	if o.Watch && isTerminal(e.stdout) {
+		b.WriteString("\x1b[H\x1b[2J")
+	}
+	fmt.Fprintf(&b, "project %s, %s\n", r.Project, e.timeText(time.Now()))
+	for _, s := range statusSections {
+		b.WriteString("\n")
+		if err := s.print(e, &b, r); err != nil {
+			return err
+		}
+	}
+	_, err = io.WriteString(e.stdout, b.String())
+	return err
+}
+
+func collectAgents(ctx context.Context, store *fsstore.Store, cfg *fsstore.Config, r *statusReport) error {
+	live, err := store.LiveSessions(time.Now())
+	if err != nil {
+		return err
+	}
+	for _, a := range cfg.Agents {
+		st := agentStatus{ID: a.ID, Type: a.Type, Sessions: []sessionStatus{}}
+		for _, s := range live {
+			if s.Agent == a.ID {
+				st.Sessions = append(st.Sessions, sessionStatus{ID: s.ID, Purpose: s.Purpose, TaskID: s.TaskID, LastSeenAt: s.LastSeenAt})
+			}
+		}
+		if st.UnreadMessages, st.UnreadNotifications, err = store.UnreadCounts(ctx, a.ID); err != nil {
+			return fmt.Errorf("unread of %s: %w", a.ID, err)
+		}
+		r.Agents = append(r.Agents, st)
+	}
+	return nil
+}
+
+func printAgents(e *env, w io.Writer, r *statusReport) error {
+	if len(r.Agents) == 0 {
+		_, err := fmt.Fprintln(w, "no agents: add one with aipm agent add ID --type ai|human")
+		return err
+	}
+	t := &table{header: []string{"AGENT", "TYPE", "SESSIONS", "UNREAD", "NOTIFICATIONS"}}
+	for _, a := range r.Agents {
+		var ses []string
+		for _, s := range a.Sessions {
+			if s.TaskID != "" {
+				ses = append(ses, s.Purpose+" ("+s.TaskID+")")
+			} else {
+				ses = append(ses, s.Purpose)
+			}
+		}
+		notes := fmt.Sprint(a.UnreadNotifications)
+		if a.Type == fsstore.AgentHuman {
+			notes = "-"
+		}
+		t.add(a.ID, a.Type, dash(strings.Join(ses, ", ")), fmt.Sprint(a.UnreadMessages), notes)
+	}
+	return t.print(w, e.colour)
+}
+
+func collectTasks(ctx context.Context, store *fsstore.Store, cfg *fsstore.Config, r *statusReport) error {
+	tasks, _, err := store.Tasks(fsstore.TaskFilter{})
+	if err != nil {
+		return err
+	}
+	for _, s := range fsstore.Statuses {
+		r.Tasks[s] = 0
+	}
+	for _, t := range tasks {
+		r.Tasks[t.Status]++
+		if t.ApprovalStatus == fsstore.ApprovalPending {
+			r.Pending++
+		}
+	}
+	return nil
+}
+
+func printTasks(e *env, w io.Writer, r *statusReport) error {
+	t := &table{header: []string{"TASKS", "COUNT"}, style: func(col int, cell string) string {
+		if col == 0 {
+			return statusStyle(cell)
+		}
+		return ""
+	}}
+	for _, s := range fsstore.Statuses {
+		t.add(s, fmt.Sprint(r.Tasks[s]))
+	}
+	if r.Pending > 0 {
+		t.add("pending approval", fmt.Sprint(r.Pending))
+	}
+	return t.print(w, e.colour)
+}
+
+func collectTriggers(ctx context.Context, store *fsstore.Store, cfg *fsstore.Config, r *statusReport) error {
+	ts, err := store.PendingTriggers()
+	r.Triggers = append(r.Triggers, ts...)
+	return err
+}
+
+func printTriggers(e *env, w io.Writer, r *statusReport) error {
+	if len(r.Triggers) == 0 {
+		_, err := fmt.Fprintln(w, "no pending triggers")
+		return err
+	}
+	t := &table{header: []string{"PENDING TRIGGER", "TASK", "SINCE", "REASON"}}
+	for _, tr := range r.Triggers {
+		t.add(tr.Agent+"."+tr.Purpose, dash(tr.TaskID), e.timeText(tr.CreatedAt), visible(tr.Reason))
+	}
+	return t.print(w, e.colour)
+}

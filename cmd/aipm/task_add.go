@@ -1,0 +1,94 @@
+package main
+
+import (
+	"fmt"
+	"slices"
+	"strings"
+
+	"github.com/spf13/cobra"
+
+	"aipm/fsstore"
+)
+
+type taskAddOptions struct {
+	e    *env
+	Task fsstore.NewTask
+	As   string
+	JSON bool
+}
+
+func newCmdTaskAdd(e *env, runF func(*taskAddOptions) error) *cobra.Command {
+	o := &taskAddOptions{e: e}
+	c := &cobra.Command{
+		Use:   "add TITLE",
+		Short: "Create a task",
+		Long: `Create a task with a title (quote a title with spaces). It starts as todo,
+normal priority, unassigned, requested by you (--as, $AIPM_AS, or the
+project's only human). A task may start in progress if it has an assignee.`,
+		Example: `  aipm task add "Write the README"
+  aipm task add "Fix login" --assignee coder --priority urgent --status in_progress
+  aipm task add "Sub-task" --parent 01KAQ7 --json`,
+		Args: argsExactly(1, "exactly one TITLE (quote a title with spaces)"),
+		RunE: func(cmd *cobra.Command, args []string) error {
+			o.Task.Title = strings.TrimSpace(args[0])
+			if o.Task.Title == "" {
+				return usageError("task add: the title is empty: say in a few words what the work is")
+			}
+			if !slices.Contains(fsstore.Priorities, o.Task.Priority) {
+				return usageError("task add: priority %q is invalid: use one of %s", o.Task.Priority, strings.Join(fsstore.Priorities, ", "))
+			}
+			if err := fsstore.CheckStatus(o.Task.Status); err != nil {
+				return usageError("task add: %v", err)
+			}
+			switch o.Task.Status {
+			case fsstore.StatusBacklog, fsstore.StatusTodo:
+			case fsstore.StatusInProgress:
+				if o.Task.Assignee == "" {
+					return usageError("task add: a task in progress needs an assignee: pass --assignee AGENT")
+				}
+			default:
+				return usageError("task add: a new task cannot start as %s: use backlog, todo or in_progress, then change its status", o.Task.Status)
+			}
+			if runF != nil {
+				return runF(o)
+			}
+			return taskAddRun(cmd, o)
+		},
+	}
+	f := c.Flags()
+	f.StringVar(&o.Task.Description, "description", "", "details of the work")
+	f.StringVar(&o.Task.Assignee, "assignee", "", "the agent who does the work")
+	f.StringVar(&o.Task.Priority, "priority", "normal", strings.Join(fsstore.Priorities, ", "))
+	f.StringVar(&o.Task.Status, "status", fsstore.StatusTodo, "backlog, todo or in_progress")
+	f.StringVar(&o.Task.ParentID, "parent", "", "the parent task's id (or a unique start of it)")
+	f.StringVar(&o.As, "as", "", "who requests it (default $AIPM_AS, else the only human)")
+	f.BoolVar(&o.JSON, "json", false, "print the new task as JSON")
+	c.RegisterFlagCompletionFunc("priority", cobra.FixedCompletions(fsstore.Priorities, cobra.ShellCompDirectiveNoFileComp))
+	return c
+}
+
+func taskAddRun(cmd *cobra.Command, o *taskAddOptions) error {
+	store, cfg, by, err := o.e.openAs(o.As)
+	if err != nil {
+		return err
+	}
+	in := o.Task
+	in.Requester = by
+	if err := agentRef(cfg, in.Assignee, "--assignee"); err != nil {
+		return err
+	}
+	if in.ParentID != "" {
+		if in.ParentID, err = taskID(store, in.ParentID); err != nil {
+			return fmt.Errorf("--parent: %w", err)
+		}
+	}
+	t, err := store.CreateTask(cmd.Context(), cfg, in)
+	if err != nil {
+		return fmt.Errorf("task add: %w", err)
+	}
+	if o.JSON {
+		return writeJSON(o.e.stdout, t)
+	}
+	_, err = fmt.Fprintf(o.e.stdout, "created %s %q\n", t.ID, t.Title)
+	return err
+}

@@ -1,0 +1,92 @@
+package main
+
+import (
+	"fmt"
+	"strings"
+
+	"github.com/spf13/cobra"
+
+	"aipm/fsstore"
+)
+
+type taskShowOptions struct {
+	e    *env
+	ID   string
+	JSON bool
+}
+
+func newCmdTaskShow(e *env, runF func(*taskShowOptions) error) *cobra.Command {
+	o := &taskShowOptions{e: e}
+	c := &cobra.Command{
+		Use:     "show ID",
+		Short:   "Show every field of a task",
+		Long:    "Show every non-empty field of a task; --json prints its document as stored. Times are local (or UTC with --utc), with their offset.",
+		Example: "  aipm task show 01KAQ7\n  aipm task show tsk_01KAQ7ZB3C --json",
+		Args:    argsExactly(1, "exactly one task id"),
+		RunE: func(cmd *cobra.Command, args []string) error {
+			o.ID = args[0]
+			if runF != nil {
+				return runF(o)
+			}
+			return taskShowRun(o)
+		},
+	}
+	c.Flags().BoolVar(&o.JSON, "json", false, "print the task's JSON document")
+	return c
+}
+
+func taskShowRun(o *taskShowOptions) error {
+	store, _, err := o.e.open()
+	if err != nil {
+		return err
+	}
+	id, err := taskID(store, o.ID)
+	if err != nil {
+		return err
+	}
+	t, err := store.Task(id)
+	if err != nil {
+		return err
+	}
+	if o.JSON {
+		return writeJSON(o.e.stdout, t)
+	}
+	e := o.e
+	fields := []struct{ label, value string }{
+		{"id", t.ID},
+		{"title", t.Title},
+		{"status", t.Status},
+		{"approval", t.ApprovalStatus},
+		{"priority", t.Priority},
+		{"assignee", t.Assignee},
+		{"parent", t.ParentID},
+		{"requester", t.Requester},
+		{"status changed by", t.StatusChangedBy},
+		{"status changed at", e.timeText(t.StatusChangedAt)},
+		{"blocked reason", t.BlockedReason},
+		{"result", t.Result},
+		{"summary", t.Summary},
+		{"created", e.timeText(t.CreatedAt)},
+		{"updated", e.timeText(t.UpdatedAt)},
+		{"description", t.Description},
+	}
+	width := len("status changed by:")
+	var b strings.Builder
+	for _, f := range fields {
+		if f.value == "" {
+			continue
+		}
+		// continuation lines of a multi-line value stay in the value column
+		value := strings.ReplaceAll(visible(f.value), "\n", "\n"+strings.Repeat(" ", width+1))
+		fmt.Fprintf(&b, "%-*s %s\n", width, f.label+":", value)
+	}
+	_, err = fmt.Fprint(e.stdout, b.String())
+	return err
+}
+
+// taskJSON is what task commands that change a task print with --json.
+type taskJSON struct {
+	fsstore.Task
+	Interrupted string `json:"interrupted,omitempty"`
+	Notified    string `json:"notified,omitempty"`
+}

@@ -1,0 +1,209 @@
+package fsstore
+
+import (
+	"bytes"
+	"context"
+	"errors"
+	"fmt"
+	"os"
+	"slices"
+	"strings"
+	"time"
+)
+
+// Errors of the agent commands, for callers that choose an exit code.
+var (
+	// ErrInUse says an agent still has open tasks or live sessions.
+	ErrInUse = errors.New("in use")
+	// ErrNotAI says an operation that only AI agents have (a passkey) was
+	// asked of a human.
+	ErrNotAI = errors.New("not an AI agent")
+)
+
+// EndRemoved is the end reason of a session whose agent was removed.
+const EndRemoved = "agent_removed"
+
+// ReissuePasskey issues a new passkey for an AI agent, replacing the stored
+// hash (the old passkey stops working at once), and returns it. It is how
+// a clone of a project, or an agent added to config.toml by hand, gets a
+// credential: passkey hashes are never committed.
+func (s *Store) ReissuePasskey(ctx context.Context, agent string) (string, error) {
+	unlock, err := s.LockDir(ctx, s.root)
+	if err != nil {
+		return "", err
+	}
+	defer unlock()
+	cfg, err := s.LoadConfig()
+	if err != nil {
+		return "", err
+	}
+	if err := checkAIAgent(cfg, agent); err != nil {
+		return "", err
+	}
+	return s.newPasskey(agent)
+}
+
+// checkAIAgent says whether agent is a configured AI agent.
+func checkAIAgent(cfg *Config, agent string) error {
+	if err := checkAgentRef(cfg, agent, "agent"); err != nil {
+		return err
+	}
+	if a, _ := cfg.Agent(agent); a.Type != AgentAI {
+		return kindf(ErrNotAI, "agent %q is a human: humans need no passkey, they act through the CLI with --as %s", agent, agent)
+	}
+	return nil
+}
+
+// RemovedAgent is what RemoveAgent did.
+type RemovedAgent struct {
+	ID string `json:"id"`
+	// OpenTasks are the agent's tasks not done or cancelled; they keep
+	// their assignee (a removal with force leaves them for a person).
+	OpenTasks []string `json:"openTasks"`
+	// EndedSessions are the live sessions a forced removal ended.
+	EndedSessions []string `json:"endedSessions"`
+}
+
+// RemoveAgent deletes the agent's [[agents]] entry from config.toml (the
+// rest of the file is kept byte for byte) and its passkey hash. Its chat
+// history stays. It refuses, with ErrInUse, while the agent has open tasks
+// or live sessions, unless force; with force its live sessions end. An
+// agent that is another's parent is never removed: the config would not
+// be valid without it.
+func (s *Store) RemoveAgent(ctx context.Context, agent string, force bool) (RemovedAgent, error) {
+	out := RemovedAgent{ID: agent, OpenTasks: []string{}, EndedSessions: []string{}}
+	unlock, err := s.LockDir(ctx, s.root)
+	if err != nil {
+		return out, err
+	}
+	defer unlock()
+	old, err := os.ReadFile(s.ConfigPath())
+	if err != nil {
+		return out, fmt.Errorf("read config: %w", err)
+	}
+	cfg, err := ParseConfig(s.Rel(s.ConfigPath()), old)
+	if err != nil {
+		return out, fmt.Errorf("the config is invalid, fix it first: %w", err)
+	}
+	if err := checkAgentRef(cfg, agent, "agent"); err != nil {
+		return out, err
+	}
+	var children []string
+	for _, a := range cfg.Agents {
+		if a.Parent == agent {
+			children = append(children, a.ID)
+		}
+	}
+	if len(children) > 0 {
+		return out, fmt.Errorf("agent %q is the parent of %s: give them another parent in %s first", agent, strings.Join(children, ", "), s.Rel(s.ConfigPath()))
+	}
+	tasks, _, err := s.Tasks(TaskFilter{Assignee: agent})
+	if err != nil {
+		return out, err
+	}
+	for _, t := range tasks {
+		if t.Status != StatusDone && t.Status != StatusCancelled {
+			out.OpenTasks = append(out.OpenTasks, t.ID)
+		}
+	}
+	live, err := s.LiveSessions(time.Now())
+	if err != nil {
+		return out, err
+	}
+	var sessions []Session
+	for _, ses := range live {
+		if ses.Agent == agent {
+			sessions = append(sessions, ses)
+		}
+	}
+	if (len(out.OpenTasks) > 0 || len(sessions) > 0) && !force {
+		var what []string
+		if n := len(out.OpenTasks); n > 0 {
+			what = append(what, fmt.Sprintf("%s (%s)", countNoun(n, "open task"), strings.Join(out.OpenTasks, ", ")))
+		}
+		if n := len(sessions); n > 0 {
+			var purposes []string
+			for _, ses := range sessions {
+				purposes = append(purposes, ses.Purpose)
+			}
+			what = append(what, fmt.Sprintf("%s (%s)", countNoun(n, "live session"), strings.Join(purposes, ", ")))
+		}
+		return out, kindf(ErrInUse, "agent %q has %s: finish or reassign them first, or pass --force to remove it anyway", agent, strings.Join(what, " and "))
+	}
+	updated, err := withoutAgentEntry(old, cfg, agent)
+	if err != nil {
+		return out, err
+	}
+	if _, err := ParseConfig(s.Rel(s.ConfigPath()), updated); err != nil {
+		return out, fmt.Errorf("removing agent %q would leave an invalid config (fix it by hand): %w", agent, err)
+	}
+	for _, ses := range sessions {
+		if _, err := s.EndSession(ctx, ses.ID, EndRemoved); err != nil {
+			return out, fmt.Errorf("end session %s of %s: %w", ses.ID, agent, err)
+		}
+		out.EndedSessions = append(out.EndedSessions, ses.ID)
+	}
+	if err := writeFileAtomic(s.ConfigPath(), updated, ModeFile, s.durable); err != nil {
+		return out, fmt.Errorf("write config: %w", err)
+	}
+	if path, err := s.PasskeyPath(agent); err == nil {
+		if err := os.Remove(path); err != nil && !errors.Is(err, os.ErrNotExist) {
+			return out, fmt.Errorf("agent %q removed, but its passkey hash was not: %w", agent, err)
+		}
+	}
+	return out, nil
+}
+
+// withoutAgentEntry returns data without the [[agents]] table of agent:
+// from its header to the line before the next table header (or the end).
+func withoutAgentEntry(data []byte, cfg *Config, agent string) ([]byte, error) {
+	index := slices.IndexFunc(cfg.Agents, func(a Agent) bool { return a.ID == agent })
+	start := newLocator(data).section("agents", index) // 1-based
+	lines := bytes.SplitAfter(data, []byte("\n"))
+	if index < 0 || start < 1 || start > len(lines) || arrayHeader.FindSubmatch(lines[start-1]) == nil {
+		return nil, fmt.Errorf("cannot find the [[agents]] entry of %q in the config: remove it by hand", agent)
+	}
+	end := start // index of the first line after the entry
+	for end < len(lines) && arrayHeader.Find(lines[end]) == nil && tableHeader.Find(lines[end]) == nil {
+		end++
+	}
+	var out bytes.Buffer
+	for i, l := range lines {
+		if i < start-1 || i >= end {
+			out.Write(l)
+		}
+	}
+	return out.Bytes(), nil
+}
+
+func countNoun(n int, what string) string {
+	if n == 1 {
+		return "1 " + what
+	}
+	return fmt.Sprintf("%d %ss", n, what)
+}
+
+// Actor resolves who a CLI action is credited to: given (the --as flag,
+// else $AIPM_AS) must be an agent of the project; without it, the
+// project's only human. There is no anonymous actor.
+func (c *Config) Actor(given string) (string, error) {
+	if given != "" {
+		if err := checkAgentRef(c, given, "--as"); err != nil {
+			return "", err
+		}
+		return given, nil
+	}
+	var humans []string
+	for _, a := range c.Agents {
+		if a.Type == AgentHuman {
+			humans = append(humans, a.ID)
+		}
+	}
+	switch len(humans) {
+	case 1:
+		return humans[0], nil
+	case 0:
+		return "", kindf(ErrNotFound, "this project has no human to credit the change to: add yourself with aipm agent add ID --type human")
+	}
+	return "", kindf(ErrAmbiguous, "this project has %d humans (%s): say who you are with --as ID or AIPM_AS=ID", len(humans), strings.Join(humans, ", "))
+}

@@ -1,0 +1,29 @@
+package fsstore
+
+import (
+	"errors"
+	"fmt"
+	"os"
+)
+
+// passkeyProblems reports every AI agent of cfg without a passkey hash: a
+// clone of the project (passkey.json is kept out of git), or an agent added
+// to config.toml by hand. Such an agent cannot authenticate; only a person
+// can fix it, because the new passkey must be handed to the agent.
+func (s *Store) passkeyProblems(cfg *Config) []Problem {
+	var out []Problem
+	for _, a := range cfg.Agents {
+		if a.Type != AgentAI {
+			continue
+		}
+		path, err := s.PasskeyPath(a.ID)
+		if err != nil {
+			continue // the config check reports a bad id
+		}
+		if _, err := os.Stat(path); errors.Is(err, os.ErrNotExist) {
+			out = append(out, Problem{Path: s.Rel(path), Reason: fmt.Sprintf(
+				"AI agent %q has no passkey and cannot authenticate (passkeys are not kept in git): run aipm agent passkey %s", a.ID, a.ID)})
+		}
+	}
+	return out
+}

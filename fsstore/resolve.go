@@ -1,0 +1,84 @@
+package fsstore
+
+import (
+	"errors"
+	"fmt"
+	"os"
+	"regexp"
+	"slices"
+	"strings"
+)
+
+// ErrAmbiguous says a prefix matches more than one id (or a choice has more
+// than one candidate).
+var ErrAmbiguous = errors.New("ambiguous")
+
+// ErrInvalid says a value has the wrong form.
+var ErrInvalid = errors.New("invalid")
+
+var idPrefixBody = regexp.MustCompile(`^[0-9A-HJKMNP-TV-Z]{1,26}$`)
+
+// nounOf names a collection's entities in messages.
+var nounOf = map[string]string{
+	Conversations: "conversation",
+	Delegations:   "delegation",
+	Tasks:         "task",
+	Sessions:      "session",
+}
+
+// maxListed is how many matches an ambiguous prefix lists.
+const maxListed = 10
+
+// ResolveID returns the id in collection that arg names: the whole id, or
+// any unique prefix of it, with or without its "tsk_"-style prefix, in
+// either case. No match is ErrNotFound, several are ErrAmbiguous (the
+// message lists them), a malformed arg is ErrInvalid.
+func (s *Store) ResolveID(collection, arg string) (string, error) {
+	prefix, ok := idPrefixOf[collection]
+	if !ok {
+		return "", fmt.Errorf("collection %q has no id documents", collection)
+	}
+	noun := nounOf[collection]
+	body := strings.ToUpper(arg)
+	if b, ok := strings.CutPrefix(body, strings.ToUpper(prefix)); ok {
+		body = b
+	}
+	if !idPrefixBody.MatchString(body) {
+		return "", kindf(ErrInvalid, "%q is not a %s id: give the id aipm printed (%s followed by 26 characters), or any unique start of it", arg, noun, prefix)
+	}
+	want := prefix + body
+	if len(body) == 26 {
+		if _, err := os.Stat(s.docPathUnchecked(collection, want)); err == nil {
+			return want, nil
+		}
+	}
+	entries, err := os.ReadDir(s.CollectionDir(collection))
+	if err != nil && !errors.Is(err, os.ErrNotExist) {
+		return "", fmt.Errorf("list %s: %w", collection, err)
+	}
+	var matches []string
+	for _, e := range entries {
+		id, ok := strings.CutSuffix(e.Name(), ".json")
+		if ok && strings.HasPrefix(id, want) && CheckID(prefix, id) == nil {
+			matches = append(matches, id)
+		}
+	}
+	slices.Sort(matches)
+	switch {
+	case len(matches) == 1:
+		return matches[0], nil
+	case len(matches) == 0 && len(body) == 26:
+		return "", kindf(ErrNotFound, "%s %s does not exist: see aipm %s list", noun, want, noun)
+	case len(matches) == 0:
+		return "", kindf(ErrNotFound, "no %s id starts with %q: see aipm %s list", noun, arg, noun)
+	}
+	listed := matches
+	if len(listed) > maxListed {
+		listed = append(listed[:maxListed:maxListed], fmt.Sprintf("and %d more", len(matches)-maxListed))
+	}
+	return "", kindf(ErrAmbiguous, "%q matches %d %ss (%s): type more of the id", arg, len(matches), noun, strings.Join(listed, ", "))
+}
+
+func (s *Store) docPathUnchecked(collection, id string) string {
+	return s.CollectionDir(collection) + string(os.PathSeparator) + id + ".json"
+}

@@ -104,6 +104,9 @@ func noUnknownSubcommand(cmd *cobra.Command, args []string) error {
 		return nil
 	}
 	msg := fmt.Sprintf("unknown command %q for %q", args[0], cmd.CommandPath())
+	if cmd.SuggestionsMinimumDistance <= 0 {
+		cmd.SuggestionsMinimumDistance = 2 // cobra's default, set only on its own path
+	}
 	if s := cmd.SuggestionsFor(args[0]); len(s) > 0 {
 		msg += fmt.Sprintf(": did you mean %s?", strings.Join(s, " or "))
 	} else {

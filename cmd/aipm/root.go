@@ -74,6 +74,7 @@ mistake (bad flag, value or id, no project); 130 interrupted (Ctrl-C).`,
 		c.cmd.GroupID = c.group
 		root.AddCommand(c.cmd)
 	}
+	root.SetHelpCommand(newCmdHelp())
 	for _, c := range newBenchFloorCmds(e) {
 		root.AddCommand(c)
 	}
@@ -96,6 +97,40 @@ func newNoun(use, short, long, example string, verbs ...*cobra.Command) *cobra.C
 }
 
 func showHelp(cmd *cobra.Command, _ []string) error { return cmd.Help() }
+
+// newCmdHelp is "aipm help [COMMAND...]": the command's help, and an
+// unknown topic is a usage mistake like an unknown command.
+func newCmdHelp() *cobra.Command {
+	return &cobra.Command{
+		Use:     "help [COMMAND]...",
+		Short:   "Help about any command",
+		Long:    "Print the help of a command: aipm help task status is aipm task status --help.",
+		Example: "  aipm help\n  aipm help task status",
+		ValidArgsFunction: func(c *cobra.Command, args []string, toComplete string) ([]string, cobra.ShellCompDirective) {
+			cmd, _, err := c.Root().Find(args)
+			if err != nil {
+				return nil, cobra.ShellCompDirectiveNoFileComp
+			}
+			var names []string
+			for _, sub := range cmd.Commands() {
+				if sub.IsAvailableCommand() && strings.HasPrefix(sub.Name(), toComplete) {
+					names = append(names, sub.Name()+"\t"+sub.Short)
+				}
+			}
+			return names, cobra.ShellCompDirectiveNoFileComp
+		},
+		RunE: func(c *cobra.Command, args []string) error {
+			cmd, rest, err := c.Root().Find(args)
+			if err == nil && len(rest) > 0 {
+				err = noUnknownSubcommand(cmd, rest)
+			}
+			if err != nil {
+				return usageError("no help topic %q: run aipm --help for the commands", strings.Join(args, " "))
+			}
+			return cmd.Help()
+		},
+	}
+}
 
 // noUnknownSubcommand refuses arguments to a command that only has
 // subcommands, suggesting the nearest names ("did you mean").

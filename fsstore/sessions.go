@@ -122,8 +122,12 @@ func (s *Store) Authenticate(ctx context.Context, cfg *Config, agent, passkey, p
 	if err := CheckAgentID(agent); err != nil {
 		return Session{}, "", err
 	}
-	if _, ok := cfg.Agent(agent); !ok {
+	a, ok := cfg.Agent(agent)
+	if !ok {
 		return Session{}, "", kindf(ErrNotFound, "agent %q is not configured in this project: check the id, or ask a human to run aipm agent add", agent)
+	}
+	if a.Type != AgentAI {
+		return Session{}, "", kindf(ErrBadPasskey, "agent %q is a human: humans have no passkey and act through the aipm CLI, not MCP sessions", agent)
 	}
 	if projectID != "" && projectID != cfg.Project.ID {
 		return Session{}, "", fmt.Errorf("project_id %q is not this project (%s): you are connected to the wrong project's aipm", projectID, cfg.Project.ID)

@@ -4,6 +4,8 @@ import (
 	"fmt"
 
 	"github.com/spf13/cobra"
+
+	"aipm/fsstore"
 )
 
 type agentPasskeyOptions struct {
@@ -32,6 +34,7 @@ aipm doctor lists every AI agent without a passkey.`,
 			return agentPasskeyRun(cmd, o)
 		},
 	}
+	c.ValidArgsFunction = e.completeAgents(0, fsstore.AgentAI)
 	c.Flags().BoolVar(&o.JSON, "json", false, "print {id, passkey} as JSON")
 	return c
 }

@@ -40,6 +40,7 @@ parent is never removed: change the child's parent first.`,
 			return agentRemoveRun(cmd, o)
 		},
 	}
+	c.ValidArgsFunction = e.completeAgents(0, "")
 	c.Flags().BoolVar(&o.Force, "force", false, "remove it even with open tasks or live sessions (they are ended)")
 	c.Flags().BoolVar(&o.JSON, "json", false, "print {id, openTasks, endedSessions} as JSON")
 	return c

@@ -53,6 +53,7 @@ compact JSON message per line instead (a stream never closes an array).`,
 			return logRun(cmd.Context(), o)
 		},
 	}
+	c.ValidArgsFunction = e.completeAgents(0, "")
 	c.Flags().BoolVarP(&o.Follow, "follow", "f", false, "keep printing new messages until interrupted")
 	c.Flags().IntVar(&o.Last, "last", 0, "show only the last N messages (then follow)")
 	c.Flags().BoolVar(&o.JSON, "json", false, "print the messages as a JSON array (JSON lines with --follow)")

@@ -54,6 +54,8 @@ both chat logs, the receiver's first; an AI agent's waiting session wakes at onc
 	c.Flags().StringVar(&o.As, "as", "", "the human sending (default $AIPM_AS, else the only human)")
 	c.Flags().StringVar(&o.To, "to", "", "the agent receiving (required)")
 	c.Flags().BoolVar(&o.JSON, "json", false, "print the message as JSON")
+	c.RegisterFlagCompletionFunc("to", e.completeAgents(-1, ""))
+	c.RegisterFlagCompletionFunc("as", e.completeAgents(-1, fsstore.AgentHuman))
 	return c
 }
 

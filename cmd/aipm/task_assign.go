@@ -44,6 +44,12 @@ func newCmdTaskAssign(e *env, runF func(*taskAssignOptions) error) *cobra.Comman
 			return taskAssignRun(cmd, o)
 		},
 	}
+	c.ValidArgsFunction = func(cmd *cobra.Command, args []string, toComplete string) ([]cobra.Completion, cobra.ShellCompDirective) {
+		if len(args) == 1 {
+			return e.completeAgents(1, "")(cmd, args, toComplete)
+		}
+		return e.completeTasks(cmd, args, toComplete)
+	}
 	c.Flags().BoolVar(&o.None, "none", false, "remove the assignee")
 	c.Flags().StringVar(&o.As, "as", "", "who makes the change (default $AIPM_AS, else the only human)")
 	c.Flags().BoolVar(&o.JSON, "json", false, "print the task as JSON")

@@ -43,6 +43,7 @@ requested it is told why (--reason).`
 		c.Example = `  aipm task reject 01KAQ7 --reason "out of scope"`
 		c.Flags().StringVar(&o.Reason, "reason", "", "why, told to the requester")
 	}
+	c.ValidArgsFunction = e.completeTasks
 	c.Flags().StringVar(&o.As, "as", "", "who decides (default $AIPM_AS, else the only human)")
 	c.Flags().BoolVar(&o.JSON, "json", false, "print the task as JSON")
 	return c

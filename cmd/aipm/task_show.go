@@ -32,6 +32,7 @@ func newCmdTaskShow(e *env, runF func(*taskShowOptions) error) *cobra.Command {
 		},
 	}
 	c.Flags().BoolVar(&o.JSON, "json", false, "print the task's JSON document")
+	c.ValidArgsFunction = e.completeTasks
 	return c
 }
 

@@ -43,11 +43,11 @@ its next tool call is answered with the interrupt instead of running.`,
 			}
 			return taskStatusRun(cmd, o)
 		},
-		ValidArgsFunction: func(cmd *cobra.Command, args []string, _ string) ([]string, cobra.ShellCompDirective) {
+		ValidArgsFunction: func(cmd *cobra.Command, args []string, toComplete string) ([]string, cobra.ShellCompDirective) {
 			if len(args) == 1 {
 				return fsstore.Statuses, cobra.ShellCompDirectiveNoFileComp
 			}
-			return nil, cobra.ShellCompDirectiveNoFileComp
+			return e.completeTasks(cmd, args, toComplete)
 		},
 	}
 	c.Flags().StringVar(&o.Reason, "reason", "", "why (for blocked or cancelled)")

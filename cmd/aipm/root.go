@@ -28,7 +28,8 @@ $AIPM_DIR, else the nearest directory upwards that holds .ai-pm/. Changes are
 credited to --as ID, else $AIPM_AS, else the project's only human.
 
 Exit codes: 0 success; 1 the operation failed or was refused; 2 a usage
-mistake (bad flag, value or id, no project); 130 interrupted (Ctrl-C).`,
+mistake (bad flag, value or id, no project); 130 interrupted (Ctrl-C).
+See aipm help exit-codes, aipm help ids and aipm help environment.`,
 		Example: `  aipm init --name myproject
   aipm agent add lead --type human --role manager
   aipm agent add coder --type ai --parent lead
@@ -75,6 +76,7 @@ mistake (bad flag, value or id, no project); 130 interrupted (Ctrl-C).`,
 		root.AddCommand(c.cmd)
 	}
 	root.SetHelpCommand(newCmdHelp())
+	root.AddCommand(newHelpTopics()...)
 	for _, c := range newBenchFloorCmds(e) {
 		root.AddCommand(c)
 	}

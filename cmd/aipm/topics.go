@@ -1,0 +1,44 @@
+package main
+
+import "github.com/spf13/cobra"
+
+// Help topics: pages of aipm help that are not commands ("aipm help ids").
+// Cobra lists them under "Additional help topics".
+func newHelpTopics() []*cobra.Command {
+	topic := func(use, short, long string) *cobra.Command {
+		return &cobra.Command{Use: use, Short: short, Long: long}
+	}
+	return []*cobra.Command{
+		topic("exit-codes", "What aipm's exit codes mean", `Every aipm command follows one rule:
+
+  0    success
+  1    the command was right, but the operation failed or the project's state
+       refuses it: a status transition that is not allowed, agent remove of an
+       agent with open tasks, doctor with problems left, a disk error
+  2    a usage mistake, the command line is wrong: an unknown command or flag,
+       a bad value (task status ID bogus, an empty title), a malformed,
+       unknown or ambiguous id or agent, no project here
+  130  interrupted by Ctrl-C (or SIGTERM), e.g. ending log --follow or
+       status --watch
+
+Errors are one line on stderr: "aipm: " and a sentence saying what was wrong
+and what to do.`),
+		topic("ids", "How to type ids: unique prefixes, with or without tsk_", `Ids are a prefix (tsk_, msg_, ses_, ...) and 26 characters that sort by
+creation time. Wherever a task id is taken, any unique start of it works, with
+or without "tsk_", in either case:
+
+  aipm task show tsk_01KAQ7ZB3CXW5T6V7Y8Z9A0B1C
+  aipm task show 01kaq7
+
+A start that matches several tasks is refused (exit 2) with the list of
+matches; type more of the id. Shell completion (aipm completion) offers the
+ids with their status and title.`),
+		topic("environment", "Environment variables aipm reads", `AIPM_DIR      the project directory, when --dir is not given (else the
+              nearest directory upwards that holds .ai-pm/)
+AIPM_AS       who CLI changes are credited to, when --as is not given (else
+              the project's only human)
+AIPM_LOG      aipm serve's log level on stderr: debug, info, warn, error
+NO_COLOR      any value turns colour off (colour is only used on a terminal)
+TZ            the local time zone of displayed times (--utc shows UTC)`),
+	}
+}

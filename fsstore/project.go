@@ -133,7 +133,13 @@ func (s *Store) AddAgent(ctx context.Context, a NewAgent) (passkey string, err e
 	}
 	updated := append(append([]byte{}, old...), entry.Bytes()...)
 	if _, err := ParseConfig(s.Rel(s.ConfigPath()), updated); err != nil {
-		return "", err
+		// The line would be one of the new entry, which is not in the file:
+		// say what is wrong without pointing into it.
+		var le *LineError
+		if errors.As(err, &le) {
+			err = le.Err
+		}
+		return "", kindf(ErrInvalid, "agent %q cannot be added: %v", a.ID, err)
 	}
 	if a.Type == AgentAI { // humans act through the CLI and need no passkey
 		if passkey, err = s.newPasskey(a.ID); err != nil {

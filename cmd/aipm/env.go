@@ -1,7 +1,6 @@
 package main
 
 import (
-	"errors"
 	"fmt"
 	"io"
 	"os"
@@ -165,6 +164,3 @@ func aiAgent(cfg *fsstore.Config, id, why string) error {
 	}
 	return nil
 }
-
-// isNotFound reports a missing document or agent.
-func isNotFound(err error) bool { return errors.Is(err, fsstore.ErrNotFound) }

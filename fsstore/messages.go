@@ -90,63 +90,64 @@ func dirExists(dir string) bool {
 	return err == nil && fi.IsDir()
 }
 
-// conversationFor decides which conversation a message belongs to. This is
-// the one home of that rule: a message between two AI agents will belong to
-// their active conversation (DESIGN section 9); until conversations exist,
-// every message carries no conversation id.
-func (s *Store) conversationFor(cfg *Config, m OutgoingMessage) (string, error) {
-	if m.ConversationID != "" {
-		return "", codeErr("conversation_not_found", "conversation %q does not exist: send without conversation_id", m.ConversationID)
-	}
-	return "", nil
-}
-
 // Send checks and writes a message with the dual write of DESIGN section 4
 // rule 4: the receiver's copy first, then the sender's, each under its own
 // file lock, never both at once. Success means both lines are on disk.
 func (s *Store) Send(ctx context.Context, cfg *Config, m OutgoingMessage) (Message, error) {
+	msg, _, err := s.SendTurn(ctx, cfg, m)
+	return msg, err
+}
+
+// SendTurn is Send, also returning the conversation the message is a turn
+// of (nil if none) as it stands after the turn. Which conversation that is
+// has one home: conversationForTurn.
+func (s *Store) SendTurn(ctx context.Context, cfg *Config, m OutgoingMessage) (Message, *Conversation, error) {
 	if err := CheckContent(m.Content); err != nil {
-		return Message{}, err
+		return Message{}, nil, err
 	}
 	if m.From != SystemSender {
 		if _, ok := cfg.Agent(m.From); !ok {
-			return Message{}, codeErr("agent_not_found", "sender %q is not an agent of this project", m.From)
+			return Message{}, nil, codeErr("agent_not_found", "sender %q is not an agent of this project", m.From)
 		}
 	}
 	if err := s.CheckRecipient(cfg, m.From, m.To); err != nil {
-		return Message{}, err
+		return Message{}, nil, err
 	}
 	if m.RelatedTaskID != "" {
 		if err := CheckID(PrefixTask, m.RelatedTaskID); err != nil {
-			return Message{}, codeErr("task_not_found", "related_task_id: %v", err)
+			return Message{}, nil, codeErr("task_not_found", "related_task_id: %v", err)
 		}
 		if _, err := s.Task(m.RelatedTaskID); err != nil {
-			return Message{}, codeErr("task_not_found", "related_task_id: %v", err)
+			return Message{}, nil, codeErr("task_not_found", "related_task_id: %v", err)
 		}
 	}
-	cnv, err := s.conversationFor(cfg, m)
+	cnv, err := s.conversationForTurn(ctx, cfg, m)
 	if err != nil {
-		return Message{}, err
+		return Message{}, nil, err
+	}
+	cnvID := ""
+	if cnv != nil {
+		cnvID = cnv.ID
 	}
 	msg := Message{
 		ID: NewID(PrefixMessage), SenderID: m.From, Content: m.Content,
-		CreatedAt: time.Now().UTC().Format(timeFormat), ConversationID: cnv,
+		CreatedAt: time.Now().UTC().Format(timeFormat), ConversationID: cnvID,
 		RelatedTaskID: m.RelatedTaskID, Kind: m.Kind,
 	}
 	inbox, _ := s.ChatPath(m.To)
 	if err := s.AppendJSONL(ctx, inbox, msg); err != nil {
-		return Message{}, err
+		return Message{}, nil, err
 	}
 	if m.From == SystemSender {
-		return msg, nil // the system keeps no outbox
+		return msg, nil, nil // the system keeps no outbox
 	}
 	outbox, _ := s.ChatPath(m.From)
 	sent := msg
 	sent.ReceiverID = m.To
 	if err := s.AppendJSONL(ctx, outbox, sent); err != nil {
-		return msg, fmt.Errorf("delivered to %s, but the sender's own copy was not written (do not send it again): %w", m.To, err)
+		return msg, cnv, fmt.Errorf("delivered to %s, but the sender's own copy was not written (do not send it again): %w", m.To, err)
 	}
-	return sent, nil
+	return sent, cnv, nil
 }
 
 // Unread returns up to limit unread messages that others sent to agent,

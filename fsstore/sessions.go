@@ -192,6 +192,9 @@ func (s *Store) Authenticate(ctx context.Context, cfg *Config, agent, passkey, p
 // so (expired, or their aipm serve process is gone) and removes the
 // documents of sessions that ended before now.
 func (s *Store) sweepSessions(ctx context.Context, cfg *Config, now time.Time) error {
+	if _, err := os.Stat(s.CollectionDir(Sessions)); errors.Is(err, os.ErrNotExist) {
+		return nil
+	}
 	var over []Session
 	err := func() error {
 		unlock, err := s.LockDir(ctx, s.CollectionDir(Sessions))
@@ -391,7 +394,6 @@ func (s *Store) CheckSession(ctx context.Context, token string) (Session, error)
 		return ses, fmt.Errorf("this session ended (%s) at %s: %w", ses.EndReason, ses.EndedAt.Format(time.RFC3339), ErrSessionEnded)
 	}
 	if !ses.Live(now) {
-		s.EndSession(ctx, ses.ID, EndExpired) // whoever finds it expired ends it
 		return ses, fmt.Errorf("this session expired after %s without a call: %w", ses.Idle.Duration, ErrSessionExpired)
 	}
 	if now.Sub(ses.LastSeenAt) > min(touchEvery, ses.Idle.Duration/10) {

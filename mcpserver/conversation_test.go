@@ -494,7 +494,9 @@ func TestTaskSessionWaitsAndWakes(t *testing.T) {
 		t.Fatalf("block: %s", r.text)
 	}
 	got := make(chan result, 1)
-	go func() { got <- call(t, cs, "get_next_action", map[string]any{"session_token": token, "wait_seconds": 50}) }()
+	go func() {
+		got <- call(t, cs, "get_next_action", map[string]any{"session_token": token, "wait_seconds": 50})
+	}()
 	<-waiting.seen
 	if _, err := p.store.UpdateTask(context.Background(), p.cfg, task.ID, "lead", fsstore.TaskChange{Status: fsstore.StatusInProgress}); err != nil {
 		t.Fatal(err)

@@ -199,12 +199,14 @@ func (s *Store) convIndexPath() string {
 	return filepath.Join(s.CollectionDir(Conversations), "index.json")
 }
 
-// readConvIndex reads the index; a missing one is rebuilt from the
-// documents (the first conversation, or a human deleted it).
+// readConvIndex reads the index; a missing or damaged one is rebuilt from
+// the documents (the first conversation, or a human deleted or broke it),
+// and the next change writes it back.
 func (s *Store) readConvIndex() (convIndex, error) {
 	var idx convIndex
 	err := s.ReadDoc(s.convIndexPath(), &idx)
-	if errors.Is(err, ErrNotFound) {
+	var le *LineError
+	if errors.Is(err, ErrNotFound) || errors.As(err, &le) {
 		return s.rebuildConvIndex()
 	}
 	if idx.Pairs == nil {

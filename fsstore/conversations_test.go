@@ -218,16 +218,25 @@ func TestAuthenticatePurpose(t *testing.T) {
 	}
 }
 
-// The index is a cache of which conversations are open: deleted, it is
-// rebuilt from the documents, and uniqueness still holds.
+// The index is a cache of which conversations are open: deleted or
+// damaged, it is rebuilt from the documents, and uniqueness still holds.
 func TestConversationIndexRebuilt(t *testing.T) {
+	for _, damage := range []func(path string) error{
+		os.Remove,
+		func(path string) error { return os.WriteFile(path, []byte("{\"pairs\": [1,"), 0o644) },
+	} {
+		testIndexRebuilt(t, damage)
+	}
+}
+
+func testIndexRebuilt(t *testing.T, damage func(string) error) {
 	s, cfg := newConvStore(t)
 	ctx := context.Background()
 	c, _, err := s.StartConversation(ctx, cfg, NewConversation{From: "a", To: "b"})
 	if err != nil {
 		t.Fatal(err)
 	}
-	if err := os.Remove(s.convIndexPath()); err != nil {
+	if err := damage(s.convIndexPath()); err != nil {
 		t.Fatal(err)
 	}
 	var ce *CodeError

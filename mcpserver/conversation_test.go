@@ -3,7 +3,6 @@ package mcpserver_test
 import (
 	"context"
 	"encoding/json"
-	"fmt"
 	"os"
 	"slices"
 	"strconv"
@@ -541,13 +540,18 @@ func chatLines(t *testing.T, p *project, agent string) []fsstore.Message {
 }
 
 // setDefaults adds lines to the config's [defaults] table.
-func setDefaults(t *testing.T, p *project, lines ...string) {
+func setDefaults(t testing.TB, p *project, lines ...string) {
+	setConfig(t, p, "[defaults]\n", "[defaults]\n"+strings.Join(lines, "\n")+"\n")
+}
+
+// setConfig replaces old with new in the config.
+func setConfig(t testing.TB, p *project, old, new string) {
 	t.Helper()
 	data, err := os.ReadFile(p.store.ConfigPath())
 	if err != nil {
 		t.Fatal(err)
 	}
-	out := strings.Replace(string(data), "[defaults]\n", "[defaults]\n"+strings.Join(lines, "\n")+"\n", 1)
+	out := strings.Replace(string(data), old, new, 1)
 	if err := os.WriteFile(p.store.ConfigPath(), []byte(out), 0o644); err != nil {
 		t.Fatal(err)
 	}
@@ -569,4 +573,3 @@ func (p *project) addAgent(id, typ string) {
 	}
 }
 
-var _ = fmt.Sprint

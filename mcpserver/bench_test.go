@@ -112,7 +112,9 @@ func benchWake(b *testing.B, durability string) {
 	ctx := context.Background()
 	sample := func(b *testing.B, cs *mcp.ClientSession, token string, act func(), want string) time.Duration {
 		got := make(chan result, 1)
-		go func() { got <- call(b, cs, "get_next_action", map[string]any{"session_token": token, "wait_seconds": 50}) }()
+		go func() {
+			got <- call(b, cs, "get_next_action", map[string]any{"session_token": token, "wait_seconds": 50})
+		}()
 		<-lines.C
 		start := time.Now()
 		act()

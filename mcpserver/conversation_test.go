@@ -572,4 +572,3 @@ func (p *project) addAgent(id, typ string) {
 		p.t.Fatal(err)
 	}
 }
-

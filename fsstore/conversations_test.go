@@ -216,6 +216,17 @@ func TestAuthenticatePurpose(t *testing.T) {
 	if err != nil || c.State != ConvTerminating || c.EndReason != ReasonSessionExpired || !c.OwesNews("a") || c.OwesNews("b") {
 		t.Fatalf("conversation of the dead session: %+v %v", c, err)
 	}
+	// a has nothing but the news of that end: a chat session is its work.
+	if ses, _, err := s.Authenticate(ctx, cfg, "a", mustPasskey(t, s, "a"), "", ""); err != nil || ses.Purpose != PurposeChat {
+		t.Fatalf("agent with a conversation end to hear: %+v %v", ses, err)
+	}
+	// c has nothing but a conversation request.
+	if _, _, err := s.StartConversation(ctx, cfg, NewConversation{From: "a", To: "c"}); err != nil {
+		t.Fatal(err)
+	}
+	if ses, _, err := s.Authenticate(ctx, cfg, "c", mustPasskey(t, s, "c"), "", ""); err != nil || ses.Purpose != PurposeChat {
+		t.Fatalf("agent with a conversation request: %+v %v", ses, err)
+	}
 }
 
 // The index is a cache of which conversations are open: deleted or

@@ -410,6 +410,25 @@ func TestConversationEndsWithSession(t *testing.T) {
 	}
 }
 
+// A waiting get_next_action answers exit the moment its session ends
+// (here: replaced by a new session of the same agent and purpose).
+func TestWaitingNextActionExitsWhenReplaced(t *testing.T) {
+	p := newProject(t)
+	waiting := &lineWatch{want: "msg=waiting", seen: make(chan struct{})}
+	cs := p.connectWith("", []string{"AIPM_LOG=debug"}, waiting)
+	token := p.authenticate(cs, "reviewer", "chat")
+	got := make(chan result, 1)
+	go func() {
+		got <- call(t, cs, "get_next_action", map[string]any{"session_token": token, "wait_seconds": 50})
+	}()
+	<-waiting.seen
+	other := p.connect("")
+	p.authenticate(other, "reviewer", "chat")
+	if r := <-got; r.str("action") != "exit" || !strings.Contains(r.str("instruction"), "replaced") {
+		t.Fatalf("waiting call of a replaced session: %s", r.text)
+	}
+}
+
 // Every error code of seed 001's table (and the limits), each with a clear
 // message, and nothing changed on disk.
 func TestConversationErrors(t *testing.T) {

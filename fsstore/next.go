@@ -53,7 +53,8 @@ type Next struct {
 //
 // Task: session ending -> exit; the task gone, finished or no longer mine ->
 // exit; in progress -> work; otherwise (moved back to todo, or blocked by
-// me) -> wait until someone moves it.
+// me) -> wait until someone moves it. Without a session, the task is the
+// agent's task in progress, if any.
 func (s *Store) Work(ctx context.Context, cfg *Config, agent, purpose string, ses *Session) (Next, error) {
 	if ses != nil {
 		cur, err := s.Session(ses.ID)
@@ -69,16 +70,20 @@ func (s *Store) Work(ctx context.Context, cfg *Config, agent, purpose string, se
 		}
 	}
 	if purpose == PurposeTask {
-		return s.taskWork(ses)
+		return s.taskWork(agent, ses)
 	}
 	return s.chatWork(ctx, cfg, agent, ses)
 }
 
-func (s *Store) taskWork(ses *Session) (Next, error) {
-	if ses == nil || ses.TaskID == "" {
+func (s *Store) taskWork(agent string, ses *Session) (Next, error) {
+	id := s.taskInProgress(agent) // without a session: the task a new one would take
+	if ses != nil {
+		id = ses.TaskID
+	}
+	if id == "" {
 		return Next{Action: ActExit, Reason: "no task"}, nil
 	}
-	t, err := s.Task(ses.TaskID)
+	t, err := s.Task(id)
 	if errors.Is(err, ErrNotFound) {
 		return Next{Action: ActExit, Reason: "task removed"}, nil
 	}
@@ -86,7 +91,7 @@ func (s *Store) taskWork(ses *Session) (Next, error) {
 		return Next{}, err
 	}
 	switch {
-	case t.Assignee != ses.Agent || t.Status == StatusDone || t.Status == StatusCancelled:
+	case t.Assignee != agent || t.Status == StatusDone || t.Status == StatusCancelled:
 		return Next{Action: ActExit, Reason: "task " + t.Status, Task: &t}, nil
 	case t.Status == StatusInProgress:
 		return Next{Action: ActWork, Task: &t}, nil

@@ -278,15 +278,18 @@ func (s *Store) choosePurpose(ctx context.Context, cfg *Config, agent, requested
 			return p, t.TaskID, nil
 		}
 	}
-	if id := s.taskInProgress(agent); id != "" && busy[PurposeTask] == "" {
-		return PurposeTask, id, nil
-	}
-	if busy[PurposeChat] == "" {
-		next, err := s.Work(ctx, cfg, agent, PurposeChat, nil)
+	for _, p := range []string{PurposeTask, PurposeChat} {
+		if busy[p] != "" {
+			continue
+		}
+		next, err := s.Work(ctx, cfg, agent, p, nil)
 		if err != nil {
 			return "", "", err
 		}
-		if next.Action != ActWait {
+		switch {
+		case next.Action == ActWork:
+			return PurposeTask, next.Task.ID, nil
+		case p == PurposeChat && next.Action != ActWait:
 			return PurposeChat, "", nil
 		}
 	}

@@ -90,64 +90,76 @@ func dirExists(dir string) bool {
 	return err == nil && fi.IsDir()
 }
 
+// conversationFor decides which conversation a message belongs to and
+// counts its turn; conversationForTurn (conversations.go) is the rule.
+func (s *Store) conversationFor(ctx context.Context, cfg *Config, m OutgoingMessage) (string, error) {
+	c, err := s.conversationForTurn(ctx, cfg, m)
+	if err != nil || c == nil {
+		return "", err
+	}
+	return c.ID, nil
+}
+
+// SendTurn is Send, also returning the conversation the message is a turn
+// of (nil if none), as it stands just after.
+func (s *Store) SendTurn(ctx context.Context, cfg *Config, m OutgoingMessage) (Message, *Conversation, error) {
+	msg, err := s.Send(ctx, cfg, m)
+	if err != nil || msg.ConversationID == "" {
+		return msg, nil, err
+	}
+	c, err := s.Conversation(ctx, cfg, msg.ConversationID)
+	if err != nil {
+		return msg, nil, nil // sent; only the report of the turn is missing
+	}
+	return msg, &c, nil
+}
+
 // Send checks and writes a message with the dual write of DESIGN section 4
 // rule 4: the receiver's copy first, then the sender's, each under its own
 // file lock, never both at once. Success means both lines are on disk.
 func (s *Store) Send(ctx context.Context, cfg *Config, m OutgoingMessage) (Message, error) {
-	msg, _, err := s.SendTurn(ctx, cfg, m)
-	return msg, err
-}
-
-// SendTurn is Send, also returning the conversation the message is a turn
-// of (nil if none) as it stands after the turn. Which conversation that is
-// has one home: conversationForTurn.
-func (s *Store) SendTurn(ctx context.Context, cfg *Config, m OutgoingMessage) (Message, *Conversation, error) {
 	if err := CheckContent(m.Content); err != nil {
-		return Message{}, nil, err
+		return Message{}, err
 	}
 	if m.From != SystemSender {
 		if _, ok := cfg.Agent(m.From); !ok {
-			return Message{}, nil, codeErr("agent_not_found", "sender %q is not an agent of this project", m.From)
+			return Message{}, codeErr("agent_not_found", "sender %q is not an agent of this project", m.From)
 		}
 	}
 	if err := s.CheckRecipient(cfg, m.From, m.To); err != nil {
-		return Message{}, nil, err
+		return Message{}, err
 	}
 	if m.RelatedTaskID != "" {
 		if err := CheckID(PrefixTask, m.RelatedTaskID); err != nil {
-			return Message{}, nil, codeErr("task_not_found", "related_task_id: %v", err)
+			return Message{}, codeErr("task_not_found", "related_task_id: %v", err)
 		}
 		if _, err := s.Task(m.RelatedTaskID); err != nil {
-			return Message{}, nil, codeErr("task_not_found", "related_task_id: %v", err)
+			return Message{}, codeErr("task_not_found", "related_task_id: %v", err)
 		}
 	}
-	cnv, err := s.conversationForTurn(ctx, cfg, m)
+	cnv, err := s.conversationFor(ctx, cfg, m)
 	if err != nil {
-		return Message{}, nil, err
-	}
-	cnvID := ""
-	if cnv != nil {
-		cnvID = cnv.ID
+		return Message{}, err
 	}
 	msg := Message{
 		ID: NewID(PrefixMessage), SenderID: m.From, Content: m.Content,
-		CreatedAt: time.Now().UTC().Format(timeFormat), ConversationID: cnvID,
+		CreatedAt: time.Now().UTC().Format(timeFormat), ConversationID: cnv,
 		RelatedTaskID: m.RelatedTaskID, Kind: m.Kind,
 	}
 	inbox, _ := s.ChatPath(m.To)
 	if err := s.AppendJSONL(ctx, inbox, msg); err != nil {
-		return Message{}, nil, err
+		return Message{}, err
 	}
 	if m.From == SystemSender {
-		return msg, nil, nil // the system keeps no outbox
+		return msg, nil // the system keeps no outbox
 	}
 	outbox, _ := s.ChatPath(m.From)
 	sent := msg
 	sent.ReceiverID = m.To
 	if err := s.AppendJSONL(ctx, outbox, sent); err != nil {
-		return msg, cnv, fmt.Errorf("delivered to %s, but the sender's own copy was not written (do not send it again): %w", m.To, err)
+		return msg, fmt.Errorf("delivered to %s, but the sender's own copy was not written (do not send it again): %w", m.To, err)
 	}
-	return sent, cnv, nil
+	return sent, nil
 }
 
 // Unread returns up to limit unread messages that others sent to agent,

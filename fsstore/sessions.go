@@ -139,7 +139,7 @@ func (s *Store) Authenticate(ctx context.Context, cfg *Config, agent, passkey, p
 		return Session{}, "", err
 	}
 	now := time.Now().UTC()
-	if err := s.sweepSessions(ctx, cfg, now); err != nil {
+	if err := s.sweepSessions(ctx, now); err != nil {
 		return Session{}, "", err
 	}
 	purpose, taskID, err := s.choosePurpose(ctx, cfg, agent, requested, now)
@@ -183,7 +183,7 @@ func (s *Store) Authenticate(ctx context.Context, cfg *Config, agent, passkey, p
 		return Session{}, "", err
 	}
 	for _, old := range replaced {
-		s.sessionEnded(ctx, old)
+		s.sessionEnded(ctx, old) // a replaced session hands its conversations on: nothing to fail
 	}
 	return ses, token, nil
 }
@@ -191,7 +191,7 @@ func (s *Store) Authenticate(ctx context.Context, cfg *Config, agent, passkey, p
 // sweepSessions ends the sessions that are over without anyone having said
 // so (expired, or their aipm serve process is gone) and removes the
 // documents of sessions that ended before now.
-func (s *Store) sweepSessions(ctx context.Context, cfg *Config, now time.Time) error {
+func (s *Store) sweepSessions(ctx context.Context, now time.Time) error {
 	if _, err := os.Stat(s.CollectionDir(Sessions)); errors.Is(err, os.ErrNotExist) {
 		return nil
 	}
@@ -218,6 +218,8 @@ func (s *Store) sweepSessions(ctx context.Context, cfg *Config, now time.Time) e
 		})
 	}()
 	for _, old := range over {
+		// Best effort: a conversation the hook fails to end still ends at
+		// its own timeout.
 		s.sessionEnded(ctx, old)
 	}
 	return err

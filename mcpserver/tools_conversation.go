@@ -35,7 +35,7 @@ func conversationOut(c fsstore.Conversation, me string) ConversationOut {
 // the conversation as the limit nears.
 func turnNote(c fsstore.Conversation, me string) string {
 	switch {
-	case c.State == fsstore.ConvTerminating && c.EndReason == fsstore.ReasonMaxTurns:
+	case !c.Open() && c.EndReason == fsstore.ReasonMaxTurns:
 		return fmt.Sprintf("That was the last turn: conversation %s reached max_turns (%d) and is ending; you and %s will each get conversation_ended from get_next_action. Call get_next_action.", c.ID, c.MaxTurns, c.Other(me))
 	case !c.Open():
 		return fmt.Sprintf("Conversation %s is %s (%s). Call get_next_action.", c.ID, c.State, c.EndReason)

@@ -3,6 +3,7 @@ package fsstore
 import (
 	"bufio"
 	"context"
+	"errors"
 	"fmt"
 	"os"
 	"os/exec"
@@ -85,6 +86,31 @@ func runHelper(role string, args []string) error {
 			if stopErr == nil && len(res.Records) == 0 {
 				return nil
 			}
+		}
+	case "start-conversation": // args[1] is "from:to"; round i starts when the file go-i exists
+		from, to, _ := strings.Cut(args[1], ":")
+		cfg, err := store.LoadConfig()
+		if err != nil {
+			return err
+		}
+		for i := 0; i < n; i++ {
+			for {
+				if _, err := os.Stat(filepath.Join(args[0], fmt.Sprintf("go-%d", i))); err == nil {
+					break
+				}
+				time.Sleep(50 * time.Microsecond)
+			}
+			c, _, err := store.StartConversation(ctx, cfg, NewConversation{From: from, To: to})
+			var ce *CodeError
+			switch {
+			case err == nil:
+				fmt.Fprintln(out, "started", c.ID)
+			case errors.As(err, &ce):
+				fmt.Fprintln(out, "refused", ce.Code)
+			default:
+				return err
+			}
+			out.Flush()
 		}
 	default:
 		return fmt.Errorf("unknown role %q", role)

@@ -90,15 +90,28 @@ func dirExists(dir string) bool {
 	return err == nil && fi.IsDir()
 }
 
-// conversationFor decides which conversation a message belongs to. This is
-// the one home of that rule: a message between two AI agents will belong to
-// their active conversation (DESIGN section 9); until conversations exist,
-// every message carries no conversation id.
-func (s *Store) conversationFor(cfg *Config, m OutgoingMessage) (string, error) {
-	if m.ConversationID != "" {
-		return "", codeErr("conversation_not_found", "conversation %q does not exist: send without conversation_id", m.ConversationID)
+// conversationFor decides which conversation a message belongs to and
+// counts its turn; conversationForTurn (conversations.go) is the rule.
+func (s *Store) conversationFor(ctx context.Context, cfg *Config, m OutgoingMessage) (string, error) {
+	c, err := s.conversationForTurn(ctx, cfg, m)
+	if err != nil || c == nil {
+		return "", err
 	}
-	return "", nil
+	return c.ID, nil
+}
+
+// SendTurn is Send, also returning the conversation the message is a turn
+// of (nil if none), as it stands just after.
+func (s *Store) SendTurn(ctx context.Context, cfg *Config, m OutgoingMessage) (Message, *Conversation, error) {
+	msg, err := s.Send(ctx, cfg, m)
+	if err != nil || msg.ConversationID == "" {
+		return msg, nil, err
+	}
+	c, err := s.Conversation(ctx, cfg, msg.ConversationID)
+	if err != nil {
+		return msg, nil, nil // sent; only the report of the turn is missing
+	}
+	return msg, &c, nil
 }
 
 // Send checks and writes a message with the dual write of DESIGN section 4
@@ -124,7 +137,7 @@ func (s *Store) Send(ctx context.Context, cfg *Config, m OutgoingMessage) (Messa
 			return Message{}, codeErr("task_not_found", "related_task_id: %v", err)
 		}
 	}
-	cnv, err := s.conversationFor(cfg, m)
+	cnv, err := s.conversationFor(ctx, cfg, m)
 	if err != nil {
 		return Message{}, err
 	}

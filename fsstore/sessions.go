@@ -13,6 +13,7 @@ import (
 	"os"
 	"path/filepath"
 	"strings"
+	"syscall"
 	"time"
 )
 
@@ -116,9 +117,10 @@ func (s *Store) takeTrigger(ctx context.Context, agent, purpose string) (Trigger
 var ErrNothingToDo = errors.New("nothing to do")
 
 // Authenticate checks the agent's passkey, chooses the session's purpose and
-// creates the session (DESIGN section 5). It returns the session and its
-// token, which is shown only here.
-func (s *Store) Authenticate(ctx context.Context, cfg *Config, agent, passkey, projectID string) (Session, string, error) {
+// creates the session (DESIGN section 5). requested, when not empty, is the
+// purpose the caller (or the process that started it) asks for. It returns
+// the session and its token, which is shown only here.
+func (s *Store) Authenticate(ctx context.Context, cfg *Config, agent, passkey, projectID, requested string) (Session, string, error) {
 	if err := CheckAgentID(agent); err != nil {
 		return Session{}, "", err
 	}
@@ -132,10 +134,19 @@ func (s *Store) Authenticate(ctx context.Context, cfg *Config, agent, passkey, p
 	if projectID != "" && projectID != cfg.Project.ID {
 		return Session{}, "", fmt.Errorf("project_id %q is not this project (%s): you are connected to the wrong project's aipm", projectID, cfg.Project.ID)
 	}
+	if requested != "" {
+		if err := CheckPurpose(requested); err != nil {
+			return Session{}, "", err
+		}
+	}
 	if err := s.CheckPasskey(agent, passkey); err != nil {
 		return Session{}, "", err
 	}
-	purpose, taskID, err := s.choosePurpose(ctx, agent)
+	now := time.Now().UTC()
+	if err := s.sweepSessions(ctx, now); err != nil {
+		return Session{}, "", err
+	}
+	purpose, taskID, err := s.choosePurpose(ctx, cfg, agent, requested, now)
 	if err != nil {
 		return Session{}, "", err
 	}
@@ -143,43 +154,125 @@ func (s *Store) Authenticate(ctx context.Context, cfg *Config, agent, passkey, p
 	if _, err := rand.Read(secret[:]); err != nil {
 		return Session{}, "", err
 	}
-	now := time.Now().UTC()
 	ses := Session{
 		ID: NewID(PrefixSession), Agent: agent, Purpose: purpose, TaskID: taskID,
 		PID: os.Getpid(), CreatedAt: now, LastSeenAt: now, Idle: cfg.Defaults.SessionIdleTimeout,
 	}
 	token := ses.ID + "." + base64.RawURLEncoding.EncodeToString(secret[:])
 	ses.TokenHash = hashToken(token)
-	unlock, err := s.LockDir(ctx, s.CollectionDir(Sessions))
+	// At most one live session per agent and purpose: a requested purpose
+	// replaces the live one (its process most likely died); the old one's
+	// next call is told so.
+	var replaced []Session
+	err = func() error {
+		unlock, err := s.LockDir(ctx, s.CollectionDir(Sessions))
+		if err != nil {
+			return err
+		}
+		defer unlock()
+		if err := s.eachSession(func(path string, old Session) error {
+			if old.Agent == agent && old.Purpose == purpose && old.EndedAt.IsZero() {
+				old.EndedAt, old.EndReason = now, EndReplaced
+				replaced = append(replaced, old)
+				return s.WriteDoc(path, old, ModePrivateFile)
+			}
+			return nil
+		}); err != nil {
+			return err
+		}
+		path, _ := s.DocPath(Sessions, ses.ID)
+		return s.WriteDoc(path, ses, ModePrivateFile)
+	}()
 	if err != nil {
 		return Session{}, "", err
 	}
-	defer unlock()
-	// At most one live session per agent and purpose: a new one replaces the
-	// old (its process most likely died); the old one's next call is told so.
-	// Ended and expired sessions are removed here (their cleanup).
-	if err := s.eachSession(func(path string, old Session) error {
-		switch {
-		case !old.Live(now):
-			return os.Remove(path)
-		case old.Agent == agent && old.Purpose == purpose:
-			old.EndedAt, old.EndReason = now, EndReplaced
-			return s.WriteDoc(path, old, ModePrivateFile)
-		}
-		return nil
-	}); err != nil {
-		return Session{}, "", err
-	}
-	path, _ := s.DocPath(Sessions, ses.ID)
-	if err := s.WriteDoc(path, ses, ModePrivateFile); err != nil {
-		return Session{}, "", err
+	for _, old := range replaced {
+		s.sessionEnded(ctx, old) // a replaced session hands its conversations on: nothing to fail
 	}
 	return ses, token, nil
 }
 
-// choosePurpose: a pending trigger first (consumed), else work found now.
-func (s *Store) choosePurpose(ctx context.Context, agent string) (string, string, error) {
+// sweepSessions ends the sessions that are over without anyone having said
+// so (expired, or their aipm serve process is gone) and removes the
+// documents of sessions that ended before now.
+func (s *Store) sweepSessions(ctx context.Context, now time.Time) error {
+	if _, err := os.Stat(s.CollectionDir(Sessions)); errors.Is(err, os.ErrNotExist) {
+		return nil
+	}
+	var over []Session
+	err := func() error {
+		unlock, err := s.LockDir(ctx, s.CollectionDir(Sessions))
+		if err != nil {
+			return err
+		}
+		defer unlock()
+		return s.eachSession(func(path string, old Session) error {
+			switch {
+			case !old.EndedAt.IsZero():
+				return os.Remove(path) // its end was handled when it ended
+			case !old.Live(now):
+				old.EndedAt, old.EndReason = now, EndExpired
+			case !processAlive(old.PID):
+				old.EndedAt, old.EndReason = now, EndExited
+			default:
+				return nil
+			}
+			over = append(over, old)
+			return os.Remove(path)
+		})
+	}()
+	for _, old := range over {
+		// Best effort: a conversation the hook fails to end still ends at
+		// its own timeout.
+		s.sessionEnded(ctx, old)
+	}
+	return err
+}
+
+// processAlive says whether the process pid (an aipm serve holding a
+// session) still runs on this machine. Unknown pids count as alive.
+func processAlive(pid int) bool {
+	if pid <= 0 {
+		return true
+	}
+	err := syscall.Kill(pid, 0)
+	return err == nil || errors.Is(err, syscall.EPERM)
+}
+
+// choosePurpose picks the session's purpose (DESIGN section 5): the
+// requested one; else a pending trigger (consumed); else work found now; in
+// the last two, a purpose that already has a live session is skipped.
+func (s *Store) choosePurpose(ctx context.Context, cfg *Config, agent, requested string, now time.Time) (string, string, error) {
+	if requested != "" {
+		t, _, err := s.takeTrigger(ctx, agent, requested)
+		if err != nil {
+			return "", "", err
+		}
+		if requested == PurposeChat {
+			return PurposeChat, "", nil
+		}
+		if t.TaskID == "" {
+			t.TaskID = s.taskInProgress(agent)
+		}
+		if t.TaskID == "" {
+			return "", "", fmt.Errorf("a task session was requested, but agent %s has no task in progress: %w", agent, ErrNothingToDo)
+		}
+		return PurposeTask, t.TaskID, nil
+	}
+	busy := map[string]string{} // purpose -> live session id
+	live, err := s.LiveSessions(now)
+	if err != nil {
+		return "", "", err
+	}
+	for _, ses := range live {
+		if ses.Agent == agent {
+			busy[ses.Purpose] = ses.ID
+		}
+	}
 	for _, p := range []string{PurposeTask, PurposeChat} {
+		if busy[p] != "" {
+			continue // its trigger stays for when that session is gone
+		}
 		t, ok, err := s.takeTrigger(ctx, agent, p)
 		if err != nil {
 			return "", "", err
@@ -191,13 +284,25 @@ func (s *Store) choosePurpose(ctx context.Context, agent string) (string, string
 			return p, t.TaskID, nil
 		}
 	}
-	if id := s.taskInProgress(agent); id != "" {
-		return PurposeTask, id, nil
+	for _, p := range []string{PurposeTask, PurposeChat} {
+		if busy[p] != "" {
+			continue
+		}
+		next, err := s.Work(ctx, cfg, agent, p, nil)
+		if err != nil {
+			return "", "", err
+		}
+		switch {
+		case next.Action == ActWork:
+			return PurposeTask, next.Task.ID, nil
+		case p == PurposeChat && next.Action != ActWait:
+			return PurposeChat, "", nil
+		}
 	}
-	if s.HasChatWork(ctx, agent) {
-		return PurposeChat, "", nil
+	if len(busy) > 0 {
+		return "", "", fmt.Errorf("agent %s has no work for a new session: its live sessions (%v) have it; ask for a purpose explicitly to replace one: %w", agent, busy, ErrNothingToDo)
 	}
-	return "", "", fmt.Errorf("agent %s has no task in progress, no unread messages and no pending trigger: %w", agent, ErrNothingToDo)
+	return "", "", fmt.Errorf("agent %s has no task in progress, no unread messages, no conversation request and no pending trigger: %w", agent, ErrNothingToDo)
 }
 
 // taskInProgress returns the agent's oldest in-progress task, or "".
@@ -207,13 +312,6 @@ func (s *Store) taskInProgress(agent string) string {
 		return ""
 	}
 	return tasks[len(tasks)-1].ID
-}
-
-// HasChatWork says whether the agent has something for a chat session:
-// unread messages from others.
-func (s *Store) HasChatWork(ctx context.Context, agent string) bool {
-	res, err := s.ReadUnread(ctx, agent, StreamChat, ReadOptions{Peek: true, Limit: 1, Match: FromOthers(agent)})
-	return err == nil && len(res.Records) > 0
 }
 
 // FromOthers matches chat lines that someone else sent to agent. A line
@@ -320,13 +418,16 @@ func (s *Store) CheckSession(ctx context.Context, token string) (Session, error)
 	return ses, nil
 }
 
-// EndSession ends a session with a reason; ending an ended one is a no-op.
+// EndSession is the one way a session ends, whatever the cause (logout,
+// completion, replacement, expiry, its process exiting): it records the end
+// and then runs sessionEnded. Ending an ended session is a no-op.
 func (s *Store) EndSession(ctx context.Context, id, reason string) (Session, error) {
 	path, err := s.DocPath(Sessions, id)
 	if err != nil {
 		return Session{}, err
 	}
-	return UpdateDoc(ctx, s, path, ModePrivateFile, func(ses *Session, exists bool) error {
+	ended := false
+	ses, err := UpdateDoc(ctx, s, path, ModePrivateFile, func(ses *Session, exists bool) error {
 		if !exists {
 			return fmt.Errorf("session %s: %w", id, ErrNotFound)
 		}
@@ -334,8 +435,43 @@ func (s *Store) EndSession(ctx context.Context, id, reason string) (Session, err
 			return ErrNoChange
 		}
 		ses.EndedAt, ses.EndReason = time.Now().UTC(), reason
+		ended = true
 		return nil
 	})
+	if err != nil || !ended {
+		return ses, err
+	}
+	return ses, s.sessionEnded(ctx, ses)
+}
+
+// sessionEnded is the hook point of a session's end, run after its document
+// says so (and after the sessions lock is released: never two locks at
+// once). A chat session that ends other than by being replaced ends its
+// agent's conversations with reason session_expired; a replacing session
+// carries them on.
+func (s *Store) sessionEnded(ctx context.Context, ses Session) error {
+	if ses.Purpose != PurposeChat || ses.EndReason == EndReplaced {
+		return nil
+	}
+	cfg, err := s.LoadConfig()
+	if err != nil { // timeouts only matter for reading; the defaults will do
+		cfg = &Config{Defaults: DefaultDefaults}
+	}
+	if err := s.endConversationsOf(ctx, cfg, ses.Agent); err != nil {
+		return fmt.Errorf("session %s ended, but its conversations were not: %w", ses.ID, err)
+	}
+	return nil
+}
+
+// Session reads a session document by id.
+func (s *Store) Session(id string) (Session, error) {
+	path, err := s.DocPath(Sessions, id)
+	if err != nil {
+		return Session{}, err
+	}
+	var ses Session
+	err = s.ReadDoc(path, &ses)
+	return ses, err
 }
 
 // SetReplyTo records whom respond_chat answers in this session.

@@ -170,13 +170,14 @@ func call(t testing.TB, cs *mcp.ClientSession, tool string, args map[string]any)
 }
 
 // authenticate opens a session of the given purpose by writing the trigger
-// the watcher would write, and returns its token.
+// the watcher would write and asking for that purpose, as a started agent
+// does (AIPM_PURPOSE), and returns its token.
 func (p *project) authenticate(cs *mcp.ClientSession, agent, purpose string) string {
 	p.t.Helper()
 	if err := p.store.WriteTrigger(context.Background(), fsstore.Trigger{Agent: agent, Purpose: purpose, Reason: "test"}); err != nil {
 		p.t.Fatal(err)
 	}
-	r := call(p.t, cs, "authenticate", map[string]any{"agent_id": agent, "passkey": p.passkeys[agent]})
+	r := call(p.t, cs, "authenticate", map[string]any{"agent_id": agent, "passkey": p.passkeys[agent], "purpose": purpose})
 	if r.isError || r.str("purpose") != purpose {
 		p.t.Fatalf("authenticate %s for %s: %s", agent, purpose, r.text)
 	}

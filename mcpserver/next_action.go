@@ -2,7 +2,6 @@ package mcpserver
 
 import (
 	"context"
-	"errors"
 	"fmt"
 	"time"
 
@@ -13,66 +12,43 @@ import (
 
 type NextActionIn struct {
 	Session
-	WaitSeconds int `json:"wait_seconds,omitempty" jsonschema:"chat sessions: how long to wait for something to arrive (default from the project config, at most 50)"`
+	WaitSeconds int `json:"wait_seconds,omitempty" jsonschema:"how long to wait for something to happen when there is nothing to do now (default from the project config, at most 50)"`
 }
 
 type NextActionOut struct {
-	Action      string        `json:"action" jsonschema:"work, exit, logout, get_pending_messages or wait_for_messages"`
+	Action      string        `json:"action" jsonschema:"exit, logout, work, conversation_ended, conversation_request, get_pending_messages, get_notifications, wait_for_messages or wait_for_task"`
 	Instruction string        `json:"instruction" jsonschema:"what to do now, naming the exact next tool call"`
 	Task        *fsstore.Task `json:"task,omitempty"`
 	Tools       []string      `json:"tools,omitempty" jsonschema:"tools that help with this action"`
+	// Conversation fields (seed 001), for conversation_request and conversation_ended.
+	ConversationID string `json:"conversation_id,omitempty"`
+	FromAgentID    string `json:"from_agent_id,omitempty" jsonschema:"who started the conversation"`
+	FromAgentName  string `json:"from_agent_name,omitempty"`
+	Purpose        string `json:"purpose,omitempty" jsonschema:"what the conversation is for"`
+	MaxTurns       int    `json:"max_turns,omitempty"`
+	State          string `json:"state,omitempty" jsonschema:"the conversation's state"`
+	EndedBy        string `json:"ended_by,omitempty" jsonschema:"who ended the conversation (system for a timeout)"`
+	Reason         string `json:"reason,omitempty" jsonschema:"why the conversation ended: initiator_ended, participant_ended, max_turns, timeout, session_expired or expired"`
 }
 
 func addGetNextAction(srv *mcp.Server, s *Server) {
 	mcp.AddTool(srv, &mcp.Tool{
 		Name:        "get_next_action",
-		Description: "What to do next. Call it after authenticate and after finishing each step; follow its instruction.",
+		Description: "What to do next. Call it after authenticate and after finishing each step; follow its instruction. When there is nothing to do it waits (up to wait_seconds) for something to happen.",
 		Annotations: mutating,
 	}, func(ctx context.Context, _ *mcp.CallToolRequest, in NextActionIn) (*mcp.CallToolResult, NextActionOut, error) {
-		ses := sessionFrom(ctx)
-		if ses.Purpose == fsstore.PurposeTask {
-			out, err := s.nextTaskAction(ses)
-			return nil, out, err
-		}
-		out, err := s.nextChatAction(ctx, ses, in.WaitSeconds)
+		out, err := s.nextAction(ctx, sessionFrom(ctx), in.WaitSeconds)
 		return nil, out, err
 	})
 }
 
-// nextTaskAction is the task branch of DESIGN section 8.
-func (s *Server) nextTaskAction(ses fsstore.Session) (NextActionOut, error) {
-	if ses.TaskID == "" {
-		return NextActionOut{Action: "exit", Instruction: "This task session has no task. Call logout, then exit."}, nil
-	}
-	t, err := s.store.Task(ses.TaskID)
-	if errors.Is(err, fsstore.ErrNotFound) {
-		return NextActionOut{Action: "exit", Instruction: fmt.Sprintf("Task %s no longer exists. Call logout, then exit.", ses.TaskID)}, nil
-	}
-	if err != nil {
-		return NextActionOut{}, fromStore(err, "task_not_found")
-	}
-	if t.Status != fsstore.StatusInProgress || t.Assignee != ses.Agent {
-		return NextActionOut{
-			Action:      "exit",
-			Instruction: fmt.Sprintf("Task %s is %s (assignee %q): there is nothing for you to do on it. Call logout, then exit.", t.ID, t.Status, t.Assignee),
-			Task:        &t,
-		}, nil
-	}
-	return NextActionOut{
-		Action: "work",
-		Instruction: fmt.Sprintf("Work on task %s: %s. Keep calling tools as you go; every response carries a notification line. "+
-			"When finished, call report_completed(result=\"success\", summary=...); if you cannot finish, report_completed(result=\"failed\" or \"blocked\", summary=why).",
-			t.ID, t.Title),
-		Task:  &t,
-		Tools: []string{"get_task", "update_task_status", "report_completed", "get_notifications"},
-	}, nil
-}
-
-// nextChatAction is the chat branch of DESIGN section 8: something to do
-// now, or a wait, woken by fsnotify the moment the agent's chat log or
-// notifications change, that ends with wait_for_messages. It never
-// debounces, and it ends at once when the client cancels the call.
-func (s *Server) nextChatAction(ctx context.Context, ses fsstore.Session, waitSeconds int) (NextActionOut, error) {
+// nextAction asks the store's one rule (fsstore.Store.NextAction) what the
+// session should do; when the answer is to wait, it waits, woken by
+// fsnotify the moment any file that concerns the session changes
+// (fsstore.Store.WakeTargets) or a conversation deadline passes, and asks
+// again, up to waitSeconds. The same loop serves task and chat sessions. It
+// never debounces, and it ends at once when the client cancels the call.
+func (s *Server) nextAction(ctx context.Context, ses fsstore.Session, waitSeconds int) (NextActionOut, error) {
 	cfg, err := s.config()
 	if err != nil {
 		return NextActionOut{}, toolErr("config_invalid", err.Error())
@@ -83,50 +59,32 @@ func (s *Server) nextChatAction(ctx context.Context, ses fsstore.Session, waitSe
 	if waitSeconds == 0 {
 		waitSeconds = cfg.Defaults.WaitSeconds
 	}
-	chat, _ := s.store.ChatPath(ses.Agent)
-	notes, _ := s.store.NotificationsPath(ses.Agent)
-	if err := s.store.EnsureAgentDir(ses.Agent); err != nil {
+	targets, err := s.store.WakeTargets(ses)
+	if err != nil {
 		return NextActionOut{}, fromStore(err, "agent_not_found")
 	}
-	// Subscribe before the first look, so nothing that arrives between the
+	// Subscribe before the first look, so nothing that changes between the
 	// look and the wait is missed.
-	sub, err := s.wake.Subscribe(chat, notes)
+	sub, err := s.wake.Subscribe(targets...)
 	if err != nil {
 		return NextActionOut{}, toolErr("wait_unavailable", err.Error())
 	}
 	defer sub.Close()
-	_, notesBefore, err := s.store.Interrupt(ctx, ses)
-	if err != nil {
-		return NextActionOut{}, fromStore(err, "agent_not_found")
-	}
 	deadline := time.Now().Add(time.Duration(waitSeconds) * time.Second)
 	for {
-		msgs, more, err := s.store.Unread(ctx, ses.Agent, 1, true)
+		next, err := s.store.NextAction(ctx, cfg, ses)
 		if err != nil {
-			return NextActionOut{}, fromStore(err, "agent_not_found")
+			return NextActionOut{}, fromStore(err, "conversation_not_found")
 		}
-		if len(msgs) > 0 {
-			n := "a message"
-			if more {
-				n = "messages"
-			}
-			return NextActionOut{Action: "get_pending_messages", Instruction: fmt.Sprintf("You have %s from %s. Call get_pending_messages, answer with respond_chat or send_message, then call get_next_action.", n, msgs[0].SenderID)}, nil
-		}
-		intr, notesNow, err := s.store.Interrupt(ctx, ses)
-		if err != nil {
-			return NextActionOut{}, fromStore(err, "agent_not_found")
-		}
-		if intr != nil || notesNow > notesBefore {
-			return NextActionOut{Action: "get_notifications", Instruction: "A notification arrived. Call get_notifications and act on it, then call get_next_action."}, nil
-		}
-		if idle, err := s.chatIdle(ses, cfg); err != nil {
-			return NextActionOut{}, err
-		} else if idle {
-			return NextActionOut{Action: "logout", Instruction: fmt.Sprintf("Nothing has happened in this chat session for %s. Call logout, then exit; aipm starts you again when a message arrives.", cfg.Defaults.ChatIdleTimeout.Duration)}, nil
+		if next.Action != fsstore.ActWait {
+			return s.explain(cfg, ses, next), nil
 		}
 		remaining := time.Until(deadline)
 		if remaining <= 0 {
-			return NextActionOut{Action: "wait_for_messages", Instruction: "Nothing new yet. Call get_next_action again now."}, nil
+			return s.explain(cfg, ses, next), nil
+		}
+		if !next.Until.IsZero() {
+			remaining = max(0, min(remaining, time.Until(next.Until)))
 		}
 		s.log.Debug("waiting", "agent", ses.Agent, "session", ses.ID, "for", remaining.Round(time.Millisecond))
 		if _, err := sub.Wait(ctx, remaining); err != nil {
@@ -135,18 +93,57 @@ func (s *Server) nextChatAction(ctx context.Context, ses fsstore.Session, waitSe
 	}
 }
 
-// chatIdle says whether the chat session has seen no message, in or out,
-// for the chat idle timeout.
-func (s *Server) chatIdle(ses fsstore.Session, cfg *fsstore.Config) (bool, error) {
-	last := ses.CreatedAt
-	m, err := s.store.LastMessage(ses.Agent)
-	if err != nil {
-		return false, fromStore(err, "agent_not_found")
-	}
-	if m != nil {
-		if t, err := time.Parse(time.RFC3339Nano, m.CreatedAt); err == nil && t.After(last) {
-			last = t
+// explain turns the rule's answer into the response: the action, an
+// instruction naming the exact next call, and the data it needs.
+func (s *Server) explain(cfg *fsstore.Config, ses fsstore.Session, n fsstore.Next) NextActionOut {
+	out := NextActionOut{Action: n.Action, Task: n.Task}
+	switch n.Action {
+	case fsstore.ActExit:
+		out.Instruction = fmt.Sprintf("This session is over (%s). Call logout, then exit.", n.Reason)
+		if n.Task != nil {
+			out.Instruction = fmt.Sprintf("Task %s is %s (assignee %q): there is nothing for you to do on it. Call logout, then exit.", n.Task.ID, n.Task.Status, n.Task.Assignee)
 		}
+	case fsstore.ActWork:
+		out.Instruction = fmt.Sprintf("Work on task %s: %s. Keep calling tools as you go; every response carries a notification line. "+
+			"When finished, call report_completed(result=\"success\", summary=...); if you cannot finish, report_completed(result=\"failed\" or \"blocked\", summary=why).",
+			n.Task.ID, n.Task.Title)
+		out.Tools = []string{"get_task", "update_task_status", "report_completed", "get_notifications"}
+	case fsstore.ActWait:
+		if ses.Purpose == fsstore.PurposeTask {
+			out.Action = "wait_for_task"
+			out.Instruction = fmt.Sprintf("Task %s is %s; nothing to do until someone moves it back to in_progress. Call get_next_action again now.", n.Task.ID, n.Task.Status)
+		} else {
+			out.Action = "wait_for_messages"
+			out.Instruction = "Nothing new yet. Call get_next_action again now."
+		}
+	case fsstore.ActConversationEnded:
+		c := n.Conversation
+		out.ConversationID, out.State, out.EndedBy, out.Reason = c.ID, c.State, c.EndedBy, c.EndReason
+		out.Instruction = fmt.Sprintf("Conversation %s with %s has ended (%s, by %s, after %d turns). Do not send it more turns. Call get_next_action.", c.ID, c.Other(ses.Agent), c.EndReason, c.EndedBy, c.Turns)
+	case fsstore.ActConversationRequest:
+		c := n.Conversation
+		out.ConversationID, out.FromAgentID, out.Purpose, out.MaxTurns, out.State = c.ID, c.Initiator, c.Purpose, c.MaxTurns, c.State
+		out.FromAgentName = c.Initiator
+		if a, ok := cfg.Agent(c.Initiator); ok && a.Name != "" {
+			out.FromAgentName = a.Name
+		}
+		purpose := ""
+		if c.Purpose != "" {
+			purpose = fmt.Sprintf(" about %q", c.Purpose)
+		}
+		out.Instruction = fmt.Sprintf("%s started conversation %s with you%s (at most %d turns). Call get_pending_messages to read its messages, "+
+			"answer each with send_conversation_message(content); when it is done, call end_conversation. Then call get_next_action.", c.Initiator, c.ID, purpose, c.MaxTurns)
+		out.Tools = []string{"get_pending_messages", "send_conversation_message", "end_conversation"}
+	case fsstore.ActGetPendingMessages:
+		what := "a message"
+		if n.More {
+			what = "messages"
+		}
+		out.Instruction = fmt.Sprintf("You have %s from %s. Call get_pending_messages, answer with respond_chat or send_message (send_conversation_message within a conversation), then call get_next_action.", what, n.From)
+	case fsstore.ActGetNotifications:
+		out.Instruction = "A notification arrived. Call get_notifications and act on it, then call get_next_action."
+	case fsstore.ActLogout:
+		out.Instruction = fmt.Sprintf("Nothing has happened in this chat session for %s. Call logout, then exit; aipm starts you again when a message arrives.", cfg.Defaults.ChatIdleTimeout.Duration)
 	}
-	return time.Since(last) > cfg.Defaults.ChatIdleTimeout.Duration, nil
+	return out
 }

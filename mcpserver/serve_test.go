@@ -85,12 +85,17 @@ func TestAuthorizationMatrix(t *testing.T) {
 	task := p.taskInProgress("coder", "matrix")
 	cs := p.connect("")
 	args := map[string]map[string]any{
-		"get_task":           {"task_id": task.ID},
-		"update_task_status": {"status": "blocked", "reason": "matrix"},
-		"report_completed":   {"result": "success", "summary": "matrix"},
-		"get_next_action":    {"wait_seconds": 1},
-		"send_message":       {"target_agent_id": "reviewer", "content": "matrix"},
-		"respond_chat":       {"content": "matrix"},
+		"get_task":                     {"task_id": task.ID},
+		"update_task_status":           {"status": "blocked", "reason": "matrix"},
+		"report_completed":             {"result": "success", "summary": "matrix"},
+		"get_next_action":              {"wait_seconds": 1},
+		"send_message":                 {"target_agent_id": "reviewer", "content": "matrix"},
+		"respond_chat":                 {"content": "matrix"},
+		"start_conversation":           {"target_agent_id": "reviewer"},
+		"end_conversation":             {},
+		"send_conversation_message":    {"content": "matrix"},
+		"respond_conversation_message": {"content": "matrix"},
+		"get_conversation_messages":    {"conversation_id": "cnv_01M7YZWACRA0328GMTHNDHB18Z"},
 	}
 	refusedWith := func(level, purpose string) string {
 		switch {
@@ -135,8 +140,8 @@ func TestAuthorizationMatrix(t *testing.T) {
 		}
 	}
 	// Tools of the table that this version does not serve say so.
-	if r := call(t, cs, "start_conversation", map[string]any{}); r.code() != "not_available" {
-		t.Errorf("start_conversation: %s", r.text)
+	if r := call(t, cs, "delegate_to_chat_session", map[string]any{}); r.code() != "not_available" {
+		t.Errorf("delegate_to_chat_session: %s", r.text)
 	}
 }
 
@@ -238,7 +243,7 @@ func TestBadInput(t *testing.T) {
 	cs := p.connect("")
 	token := p.authenticate(cs, "coder", "task")
 	chat := p.authenticate(cs, "reviewer", "chat")
-	expired := p.authenticate(cs, "reviewer", "task")
+	expired := p.authenticate(cs, "coder", "chat")
 	ageSession(t, p, expired)
 	before := p.tree()
 	for _, tc := range []struct {

@@ -14,21 +14,34 @@ import (
 )
 
 // Server holds what every tool needs. It keeps no state of its own beyond a
-// cached config: sessions, cursors and tasks are in the files.
+// cached config and the ids of the sessions it opened: sessions, cursors
+// and tasks are in the files.
 type Server struct {
 	store   *fsstore.Store
 	log     *slog.Logger
 	version string
 	wake    *watcher.Wake // one fsnotify watcher for every waiting call
+	// purpose is the session purpose the process that started this server
+	// asked for (AIPM_PURPOSE), used when authenticate names none.
+	purpose string
 
 	mu       sync.Mutex
 	cfg      *fsstore.Config
 	cfgStamp [2]int64 // mtime, size of the config the cache holds
+	sessions []string // opened here: ended when the server exits
 }
 
-// New returns a server for store. It reads nothing yet.
+// New returns a server for store. It reads nothing yet but AIPM_PURPOSE,
+// which `aipm watch` sets for the agents it starts.
 func New(store *fsstore.Store, log *slog.Logger, version string) *Server {
-	return &Server{store: store, log: log, version: version, wake: watcher.NewWake()}
+	return &Server{store: store, log: log, version: version, wake: watcher.NewWake(), purpose: os.Getenv("AIPM_PURPOSE")}
+}
+
+// opened records a session this server created.
+func (s *Server) opened(id string) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.sessions = append(s.sessions, id)
 }
 
 const instructions = `aipm coordinates the agents of this project. Call authenticate(agent_id, passkey) first, then loop: get_next_action, do what its instruction says, get_next_action again. Every response ends with a notification line; when it says you have notifications, call get_notifications.`
@@ -48,9 +61,21 @@ func (s *Server) MCP() *mcp.Server {
 	return srv
 }
 
-// Run serves MCP over t until the client disconnects or ctx ends.
+// Run serves MCP over t until the client disconnects or ctx ends; then the
+// sessions it opened end (reason process_exited), so that their
+// conversations end at once instead of at a timeout.
 func (s *Server) Run(ctx context.Context, t mcp.Transport) error {
-	return s.MCP().Run(ctx, t)
+	err := s.MCP().Run(ctx, t)
+	s.mu.Lock()
+	ids := s.sessions
+	s.sessions = nil
+	s.mu.Unlock()
+	for _, id := range ids {
+		if _, endErr := s.store.EndSession(context.WithoutCancel(ctx), id, fsstore.EndExited); endErr != nil {
+			s.log.Warn("end session at exit", "session", id, "err", endErr)
+		}
+	}
+	return err
 }
 
 // config returns the project's config, re-read when the file changed.

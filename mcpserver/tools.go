@@ -25,6 +25,11 @@ func tools() []toolSpec {
 		{"send_message", addSendMessage},
 		{"get_pending_messages", addGetPendingMessages},
 		{"respond_chat", addRespondChat},
+		{"start_conversation", addStartConversation},
+		{"end_conversation", addEndConversation},
+		{"send_conversation_message", addSendConversationMessage("send_conversation_message")},
+		{"respond_conversation_message", addSendConversationMessage("respond_conversation_message")},
+		{"get_conversation_messages", addGetConversationMessages},
 	}
 }
 

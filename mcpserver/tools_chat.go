@@ -21,6 +21,11 @@ type SentOut struct {
 	MessageID  string `json:"message_id"`
 	ReceiverID string `json:"receiver_id"`
 	CreatedAt  string `json:"created_at"`
+	// Set when the message was a turn of a conversation (between two AI
+	// agents with an open conversation).
+	ConversationID string `json:"conversation_id,omitempty"`
+	TurnsLeft      *int   `json:"turns_left,omitempty"`
+	Instruction    string `json:"instruction,omitempty"`
 }
 
 func addSendMessage(srv *mcp.Server, s *Server) {
@@ -42,11 +47,16 @@ func (s *Server) send(ctx context.Context, m fsstore.OutgoingMessage) (SentOut, 
 	if err != nil {
 		return SentOut{}, toolErr("config_invalid", err.Error())
 	}
-	msg, err := s.store.Send(ctx, cfg, m)
+	msg, c, err := s.store.SendTurn(ctx, cfg, m)
 	if err != nil {
 		return SentOut{}, fromStore(err, "agent_not_found")
 	}
-	return SentOut{MessageID: msg.ID, ReceiverID: m.To, CreatedAt: msg.CreatedAt}, nil
+	out := SentOut{MessageID: msg.ID, ReceiverID: m.To, CreatedAt: msg.CreatedAt}
+	if c != nil {
+		left := c.TurnsLeft()
+		out.ConversationID, out.TurnsLeft, out.Instruction = c.ID, &left, turnNote(*c, m.From)
+	}
+	return out, nil
 }
 
 type GetPendingMessagesIn struct {

@@ -15,6 +15,7 @@ type AuthenticateIn struct {
 	AgentID   string `json:"agent_id" jsonschema:"your agent id, as configured in the project (AIPM_AGENT_ID)"`
 	Passkey   string `json:"passkey" jsonschema:"your passkey (AIPM_PASSKEY)"`
 	ProjectID string `json:"project_id,omitempty" jsonschema:"the project id, to make sure you reached the right project; optional"`
+	Purpose   string `json:"purpose,omitempty" jsonschema:"task or chat: ask for this kind of session, replacing a live one of yours; default: chosen from your work (or AIPM_PURPOSE when aipm started you)"`
 }
 
 type AuthenticateOut struct {
@@ -37,7 +38,11 @@ func addAuthenticate(srv *mcp.Server, s *Server) {
 		if err != nil {
 			return nil, AuthenticateOut{}, toolErr("config_invalid", err.Error()+": ask a human to fix it")
 		}
-		ses, token, err := s.store.Authenticate(ctx, cfg, in.AgentID, in.Passkey, in.ProjectID)
+		purpose := in.Purpose
+		if purpose == "" {
+			purpose = s.purpose
+		}
+		ses, token, err := s.store.Authenticate(ctx, cfg, in.AgentID, in.Passkey, in.ProjectID, purpose)
 		switch {
 		case errors.Is(err, fsstore.ErrBadPasskey):
 			return nil, AuthenticateOut{}, toolErr("authentication_failed", fmt.Sprintf("the passkey for %q is wrong: use the passkey printed by aipm agent add (AIPM_PASSKEY)", in.AgentID))
@@ -48,6 +53,7 @@ func addAuthenticate(srv *mcp.Server, s *Server) {
 		case err != nil:
 			return nil, AuthenticateOut{}, toolErr("authentication_failed", err.Error())
 		}
+		s.opened(ses.ID)
 		return nil, AuthenticateOut{
 			SessionToken: token, SessionID: ses.ID, AgentID: ses.Agent, Purpose: ses.Purpose, TaskID: ses.TaskID,
 			IdleTimeout: ses.Idle.String(),

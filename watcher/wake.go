@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"os"
 	"path/filepath"
 	"strings"
 	"sync"
@@ -30,36 +31,24 @@ func NewWake() *Wake {
 // Subscription receives a signal on C whenever a file it asked for changes.
 // C has room for one signal: several changes before a receive coalesce.
 type Subscription struct {
-	C     chan struct{}
-	w     *Wake
-	dirs  []string
-	names map[string]bool // base names of interest; empty: any non-dot file
+	C    chan struct{}
+	w    *Wake
+	dirs []string
+	// names holds, per watched directory, the base names of interest; a nil
+	// set means any non-dot file of that directory.
+	names map[string]map[string]bool
 }
 
 // pollEvery is the fallback when fsnotify cannot be used (no inotify, or
 // the per-user limit reached): waiters are woken on this period instead.
 const pollEvery = 100 * time.Millisecond
 
-// Subscribe watches the given files (they need not exist yet) by watching
-// their directories, which must exist. Close the subscription when done.
-func (w *Wake) Subscribe(files ...string) (*Subscription, error) {
-	return w.subscribe(files, true)
-}
-
-// SubscribeDirs watches every non-dot file of the given directories, which
-// must exist (status --watch: any change to the project).
-func (w *Wake) SubscribeDirs(dirs ...string) (*Subscription, error) {
-	files := make([]string, len(dirs))
-	for i, d := range dirs {
-		files[i] = filepath.Join(d, "*") // only its directory counts
-	}
-	return w.subscribe(files, false)
-}
-
-// subscribe watches the directories of files; byName limits the wake-ups
-// to the files' base names.
-func (w *Wake) subscribe(files []string, byName bool) (*Subscription, error) {
-	sub := &Subscription{C: make(chan struct{}, 1), w: w, names: map[string]bool{}}
+// Subscribe watches the given targets by watching directories, which must
+// exist. A target that is a directory stands for every file in it; any
+// other target is a file (it need not exist yet) watched through its
+// directory. Close the subscription when done.
+func (w *Wake) Subscribe(targets ...string) (*Subscription, error) {
+	sub := &Subscription{C: make(chan struct{}, 1), w: w, names: map[string]map[string]bool{}}
 	w.mu.Lock()
 	defer w.mu.Unlock()
 	if w.fsw == nil && w.err == nil {
@@ -71,10 +60,17 @@ func (w *Wake) subscribe(files []string, byName bool) (*Subscription, error) {
 			go w.loop(fsw)
 		}
 	}
-	for _, f := range files {
+	for _, f := range targets {
 		dir := filepath.Dir(f)
-		if byName {
-			sub.names[filepath.Base(f)] = true
+		if fi, err := os.Stat(f); err == nil && fi.IsDir() {
+			dir = filepath.Clean(f)
+			sub.names[dir] = nil // every file
+		} else if names, seen := sub.names[dir]; !seen || names != nil {
+			if names == nil {
+				names = map[string]bool{}
+				sub.names[dir] = names
+			}
+			names[filepath.Base(f)] = true
 		}
 		if w.subs[dir] == nil {
 			if w.fsw != nil {
@@ -149,9 +145,10 @@ func (w *Wake) loop(fsw *fsnotify.Watcher) {
 			if strings.HasPrefix(name, ".") { // .lock, .x.tmp-*: our own plumbing
 				continue
 			}
+			dir := filepath.Dir(ev.Name)
 			w.mu.Lock()
-			for sub := range w.subs[filepath.Dir(ev.Name)] {
-				if len(sub.names) == 0 || sub.names[name] {
+			for sub := range w.subs[dir] {
+				if names := sub.names[dir]; names == nil || names[name] {
 					sub.signal()
 				}
 			}

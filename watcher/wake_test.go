@@ -71,3 +71,39 @@ func TestWakeIgnoresOtherFilesAndStopsOnCancel(t *testing.T) {
 		t.Fatalf("woke=%v err=%v; want no wake for other files, then the cancellation", woke, err)
 	}
 }
+
+// A directory target wakes for any file in it; a file target's name filter
+// applies to its own directory only.
+func TestWakeDirectoryTarget(t *testing.T) {
+	agentDir, convDir := t.TempDir(), t.TempDir()
+	w := NewWake()
+	subscribe := func() *Subscription {
+		sub, err := w.Subscribe(filepath.Join(agentDir, "chat.jsonl"), convDir)
+		if err != nil {
+			t.Fatal(err)
+		}
+		t.Cleanup(sub.Close)
+		return sub
+	}
+	// Files it did not ask for: no wake, only the cancellation.
+	sub := subscribe()
+	os.WriteFile(filepath.Join(agentDir, "read.json"), []byte("{}\n"), 0o644)
+	os.WriteFile(filepath.Join(convDir, ".lock"), nil, 0o600)
+	ctx, cancel := context.WithCancel(context.Background())
+	go func() {
+		time.Sleep(20 * time.Millisecond)
+		cancel()
+	}()
+	if woke, _ := sub.Wait(ctx, time.Minute); woke {
+		t.Fatal("a file the subscription did not ask for woke it")
+	}
+	for _, path := range []string{filepath.Join(convDir, "cnv_1.json"), filepath.Join(agentDir, "chat.jsonl")} {
+		sub := subscribe()
+		if err := os.WriteFile(path, []byte("{}\n"), 0o644); err != nil {
+			t.Fatal(err)
+		}
+		if woke, err := sub.Wait(context.Background(), time.Minute); !woke || err != nil {
+			t.Fatalf("%s: woke=%v err=%v", path, woke, err)
+		}
+	}
+}

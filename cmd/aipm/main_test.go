@@ -291,7 +291,7 @@ func cmdAuthenticate(ts *testscript.TestScript, neg bool, args []string) {
 	ts.Check(err)
 	cfg, err := store.LoadConfig()
 	ts.Check(err)
-	ses, _, err := store.Authenticate(context.Background(), cfg, args[0], args[1], "")
+	ses, _, err := store.Authenticate(context.Background(), cfg, args[0], args[1], "", "")
 	switch {
 	case neg && errors.Is(err, fsstore.ErrBadPasskey):
 		ts.Logf("refused: %v", err)

@@ -100,7 +100,7 @@ func statusRun(ctx context.Context, o *statusOptions) error {
 	wake := watcher.NewWake()
 	for {
 		// Subscribe before reading, so a change made while we read wakes us.
-		sub, err := wake.SubscribeDirs(watchedDirs(store)...)
+		sub, err := wake.Subscribe(watchedDirs(store)...)
 		if err != nil {
 			return fmt.Errorf("status --watch: %w", err)
 		}

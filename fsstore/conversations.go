@@ -1,0 +1,764 @@
+package fsstore
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"os"
+	"path/filepath"
+	"slices"
+	"sort"
+	"strings"
+	"time"
+	"unicode/utf8"
+)
+
+// Conversation states (DESIGN section 9).
+const (
+	ConvPending     = "pending"
+	ConvActive      = "active"
+	ConvTerminating = "terminating"
+	ConvEnded       = "ended"
+	ConvExpired     = "expired"
+)
+
+// Why a conversation ended.
+const (
+	ReasonInitiatorEnded   = "initiator_ended"
+	ReasonParticipantEnded = "participant_ended"
+	ReasonMaxTurns         = "max_turns"
+	ReasonTimeout          = "timeout"
+	ReasonSessionExpired   = "session_expired"
+	ReasonNeverAccepted    = "expired" // pending past its timeout: the participant never took it
+)
+
+// Limits of start_conversation.
+const (
+	DefaultMaxTurns = 20
+	MinMaxTurns     = 2
+	MaxMaxTurns     = 40
+	MaxPurpose      = 1000 // characters
+)
+
+// convTransitions is the one table of conversation state changes. A pending
+// conversation may also be ended by a party (its initiator withdrawing it,
+// its participant declining) before it is taken.
+var convTransitions = map[string][]string{
+	ConvPending:     {ConvActive, ConvExpired, ConvTerminating},
+	ConvActive:      {ConvTerminating},
+	ConvTerminating: {ConvEnded},
+}
+
+// Transition is one entry of a conversation's history.
+type Transition struct {
+	State  string    `json:"state"`
+	At     time.Time `json:"at"`
+	By     string    `json:"by"`
+	Reason string    `json:"reason,omitempty"`
+}
+
+// Conversation is conversations/<id>.json: a turn-based exchange between
+// two AI agents (seed 001).
+type Conversation struct {
+	ID          string `json:"id"`
+	Initiator   string `json:"initiatorId"`
+	Participant string `json:"participantId"`
+	Purpose     string `json:"purpose,omitempty"`
+	State       string `json:"state"`
+	MaxTurns    int    `json:"maxTurns"`
+	Turns       int    `json:"turns"`
+	// TaskID is set when the conversation was started for a task's delegation.
+	TaskID    string    `json:"taskId,omitempty"`
+	CreatedAt time.Time `json:"createdAt"`
+	// LastActivityAt is the last turn, or the start or acceptance; the
+	// active timeout runs from it.
+	LastActivityAt time.Time `json:"lastActivityAt"`
+	EndedAt        time.Time `json:"endedAt,omitzero"`
+	EndReason      string    `json:"endReason,omitempty"`
+	EndedBy        string    `json:"endedBy,omitempty"`
+	// Told lists the parties whose get_next_action has said
+	// conversation_ended (or who had no session left to tell).
+	Told    []string     `json:"told,omitempty"`
+	History []Transition `json:"history"`
+}
+
+// HasParty says whether agent is one of the two parties.
+func (c *Conversation) HasParty(agent string) bool {
+	return agent == c.Initiator || agent == c.Participant
+}
+
+// Other is the party that is not agent.
+func (c *Conversation) Other(agent string) string {
+	if agent == c.Initiator {
+		return c.Participant
+	}
+	return c.Initiator
+}
+
+// Open says whether turns may still be taken (pending or active).
+func (c *Conversation) Open() bool { return c.State == ConvPending || c.State == ConvActive }
+
+// TurnsLeft is how many turns remain before max_turns.
+func (c *Conversation) TurnsLeft() int { return max(0, c.MaxTurns-c.Turns) }
+
+// OwesNews says whether agent must still be told that the conversation
+// ended: both parties of a terminating one, and the initiator of one that
+// expired untaken.
+func (c *Conversation) OwesNews(agent string) bool {
+	if slices.Contains(c.Told, agent) {
+		return false
+	}
+	switch c.State {
+	case ConvTerminating:
+		return c.HasParty(agent)
+	case ConvExpired:
+		return agent == c.Initiator
+	}
+	return false
+}
+
+// closed says whether the conversation needs nothing more from anyone, so
+// it leaves the index of open conversations.
+func (c *Conversation) closed() bool {
+	return c.State == ConvEnded || (c.State == ConvExpired && !c.OwesNews(c.Initiator))
+}
+
+// move is the one place a conversation changes state: it checks the table,
+// records the transition, and stamps the end of a conversation that stops
+// taking turns.
+func (c *Conversation) move(to, by, reason string, now time.Time) error {
+	if !slices.Contains(convTransitions[c.State], to) {
+		return fmt.Errorf("conversation %s cannot go from %s to %s", c.ID, c.State, to)
+	}
+	c.State = to
+	c.History = append(c.History, Transition{State: to, At: now, By: by, Reason: reason})
+	if to == ConvTerminating || to == ConvExpired {
+		c.EndedAt, c.EndReason, c.EndedBy = now, reason, by
+	}
+	return nil
+}
+
+// tell records that agent has been told of the end; once both parties of a
+// terminating conversation have been, it is ended.
+func (c *Conversation) tell(agent string, now time.Time) {
+	if !c.OwesNews(agent) {
+		return
+	}
+	c.Told = append(c.Told, agent)
+	if c.State == ConvTerminating && !c.OwesNews(c.Initiator) && !c.OwesNews(c.Participant) {
+		c.move(ConvEnded, agent, "", now) // terminating -> ended is always allowed
+	}
+}
+
+// Deadline is when the conversation times out if nothing happens (zero
+// when no timeout applies): pending until taken, active until the next turn.
+func (c *Conversation) Deadline(cfg *Config) time.Time {
+	switch c.State {
+	case ConvPending:
+		return c.CreatedAt.Add(cfg.Defaults.ConversationPendingTimeout.Duration)
+	case ConvActive:
+		return c.LastActivityAt.Add(cfg.Defaults.ConversationActiveTimeout.Duration)
+	}
+	return time.Time{}
+}
+
+// applyTimeout moves a conversation past its deadline (DESIGN section 9:
+// whoever reads it applies it) and reports whether it changed.
+func (c *Conversation) applyTimeout(cfg *Config, now time.Time) bool {
+	d := c.Deadline(cfg)
+	if d.IsZero() || now.Before(d) {
+		return false
+	}
+	if c.State == ConvPending {
+		c.move(ConvExpired, SystemSender, ReasonNeverAccepted, now)
+	} else {
+		c.move(ConvTerminating, SystemSender, ReasonTimeout, now)
+	}
+	return true
+}
+
+// convIndex is conversations/index.json: the conversations that are not
+// closed yet, by pair of agents (the two ids sorted, joined by "|"), so that
+// uniqueness in both directions is one lookup and an agent finds its open
+// conversations without reading the whole directory. The conversation
+// documents are the truth; the index only says which ones to read.
+type convIndex struct {
+	Pairs map[string][]string `json:"pairs"`
+}
+
+func pairKey(a, b string) string {
+	if a > b {
+		a, b = b, a
+	}
+	return a + "|" + b
+}
+
+func (s *Store) convIndexPath() string {
+	return filepath.Join(s.CollectionDir(Conversations), "index.json")
+}
+
+// readConvIndex reads the index; a missing or damaged one is rebuilt from
+// the documents (the first conversation, or a human deleted or broke it),
+// and the next change writes it back.
+func (s *Store) readConvIndex() (convIndex, error) {
+	var idx convIndex
+	err := s.ReadDoc(s.convIndexPath(), &idx)
+	var le *LineError
+	if errors.Is(err, ErrNotFound) || errors.As(err, &le) {
+		return s.rebuildConvIndex()
+	}
+	if idx.Pairs == nil {
+		idx.Pairs = map[string][]string{}
+	}
+	return idx, err
+}
+
+func (s *Store) rebuildConvIndex() (convIndex, error) {
+	idx := convIndex{Pairs: map[string][]string{}}
+	err := s.eachConversation(func(c Conversation) error {
+		if !c.closed() {
+			k := pairKey(c.Initiator, c.Participant)
+			idx.Pairs[k] = append(idx.Pairs[k], c.ID)
+		}
+		return nil
+	})
+	return idx, err
+}
+
+func (s *Store) writeConvIndex(idx convIndex) error {
+	for k, ids := range idx.Pairs {
+		if len(ids) == 0 {
+			delete(idx.Pairs, k)
+		}
+	}
+	return s.WriteDoc(s.convIndexPath(), idx, ModeFile)
+}
+
+// eachConversation calls fn for every readable conversation document, in
+// id (creation) order.
+func (s *Store) eachConversation(fn func(Conversation) error) error {
+	dir := s.CollectionDir(Conversations)
+	entries, err := os.ReadDir(dir)
+	if errors.Is(err, os.ErrNotExist) {
+		return nil
+	}
+	if err != nil {
+		return fmt.Errorf("list conversations: %w", err)
+	}
+	for _, e := range entries {
+		id, ok := strings.CutSuffix(e.Name(), ".json")
+		if !ok || CheckID(PrefixConversation, id) != nil {
+			continue
+		}
+		var c Conversation
+		if err := s.ReadDoc(filepath.Join(dir, e.Name()), &c); err != nil {
+			continue // doctor reports damaged documents
+		}
+		if err := fn(c); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// readConversation reads one document; a malformed or unknown id is
+// conversation_not_found.
+func (s *Store) readConversation(id string) (Conversation, string, error) {
+	path, err := s.DocPath(Conversations, id)
+	if err != nil {
+		return Conversation{}, "", codeErr("conversation_not_found", "%v", err)
+	}
+	var c Conversation
+	if err := s.ReadDoc(path, &c); err != nil {
+		if errors.Is(err, ErrNotFound) {
+			return Conversation{}, path, codeErr("conversation_not_found", "conversation %s does not exist: check the id (get_next_action and send_message responses carry it)", id)
+		}
+		return Conversation{}, path, err
+	}
+	return c, path, nil
+}
+
+// updateConversation is the locked read-change-write of one conversation:
+// it holds conversations/.lock, reads the document, applies any timeout that
+// is due, calls fn (which may return ErrNoChange) and writes the result;
+// a conversation that is closed leaves the index in the same critical
+// section. Every change of a conversation goes through here.
+func (s *Store) updateConversation(ctx context.Context, cfg *Config, id string, fn func(c *Conversation, now time.Time) error) (Conversation, error) {
+	unlock, err := s.LockDir(ctx, s.CollectionDir(Conversations))
+	if err != nil {
+		return Conversation{}, err
+	}
+	defer unlock()
+	return s.updateConversationLocked(cfg, id, fn)
+}
+
+func (s *Store) updateConversationLocked(cfg *Config, id string, fn func(c *Conversation, now time.Time) error) (Conversation, error) {
+	c, path, err := s.readConversation(id)
+	if err != nil {
+		return Conversation{}, err
+	}
+	now := time.Now().UTC()
+	changed := c.applyTimeout(cfg, now)
+	if err := fn(&c, now); errors.Is(err, ErrNoChange) {
+		if !changed {
+			return c, nil
+		}
+	} else if err != nil {
+		if changed { // the timeout holds even when the change is refused
+			if werr := s.writeConversationLocked(path, c); werr != nil {
+				return c, werr
+			}
+		}
+		return c, err
+	}
+	return c, s.writeConversationLocked(path, c)
+}
+
+func (s *Store) writeConversationLocked(path string, c Conversation) error {
+	if err := s.WriteDoc(path, c, ModeFile); err != nil {
+		return err
+	}
+	if !c.closed() {
+		return nil
+	}
+	idx, err := s.readConvIndex()
+	if err != nil {
+		return err
+	}
+	k := pairKey(c.Initiator, c.Participant)
+	if i := slices.Index(idx.Pairs[k], c.ID); i >= 0 {
+		idx.Pairs[k] = slices.Delete(idx.Pairs[k], i, i+1)
+		return s.writeConvIndex(idx)
+	}
+	return nil
+}
+
+// NewConversation is what start_conversation asks for.
+type NewConversation struct {
+	From, To, Purpose, InitialMessage, TaskID string
+	MaxTurns                                  int // 0: DefaultMaxTurns
+}
+
+// StartConversation checks and creates a pending conversation from From to
+// To (DESIGN section 9) and sends the initial message, if any, as its first
+// turn. Refusals carry seed 001's codes and change nothing. Uniqueness of
+// an open conversation between the two, in either direction, is checked and
+// written under conversations/.lock, through the index.
+func (s *Store) StartConversation(ctx context.Context, cfg *Config, in NewConversation) (Conversation, *Message, error) {
+	if err := s.checkConversationParties(cfg, in.From, in.To); err != nil {
+		return Conversation{}, nil, err
+	}
+	if in.MaxTurns == 0 {
+		in.MaxTurns = DefaultMaxTurns
+	}
+	if in.MaxTurns < MinMaxTurns || in.MaxTurns > MaxMaxTurns {
+		return Conversation{}, nil, codeErr("invalid_max_turns", "max_turns %d is out of range: use %d to %d (default %d)", in.MaxTurns, MinMaxTurns, MaxMaxTurns, DefaultMaxTurns)
+	}
+	if n := utf8.RuneCountInString(in.Purpose); n > MaxPurpose || !utf8.ValidString(in.Purpose) {
+		return Conversation{}, nil, codeErr("purpose_too_long", "purpose has %d characters or invalid UTF-8; the limit is %d characters: say it shortly, and put details in the initial message", n, MaxPurpose)
+	}
+	if in.InitialMessage != "" {
+		if err := CheckContent(in.InitialMessage); err != nil {
+			return Conversation{}, nil, err
+		}
+	}
+	if in.TaskID != "" {
+		if _, err := s.Task(in.TaskID); err != nil {
+			return Conversation{}, nil, codeErr("task_not_found", "%v", err)
+		}
+	}
+	now := time.Now().UTC()
+	c := Conversation{
+		ID: NewID(PrefixConversation), Initiator: in.From, Participant: in.To, Purpose: in.Purpose,
+		State: ConvPending, MaxTurns: in.MaxTurns, TaskID: in.TaskID, CreatedAt: now, LastActivityAt: now,
+		History: []Transition{{State: ConvPending, At: now, By: in.From}},
+	}
+	if err := s.createConversation(ctx, cfg, c); err != nil {
+		return Conversation{}, nil, err
+	}
+	if in.InitialMessage == "" {
+		return c, nil, nil
+	}
+	msg, after, err := s.SendTurn(ctx, cfg, OutgoingMessage{From: in.From, To: in.To, Content: in.InitialMessage, ConversationID: c.ID})
+	if err != nil {
+		return c, nil, fmt.Errorf("conversation %s started, but its initial message was not sent (send it with send_conversation_message): %w", c.ID, err)
+	}
+	if after != nil {
+		c = *after
+	}
+	return c, &msg, nil
+}
+
+// checkConversationParties is seed 001's order of refusals.
+func (s *Store) checkConversationParties(cfg *Config, from, to string) error {
+	if to == from {
+		return codeErr("cannot_conversation_with_self", "you cannot start a conversation with yourself (%s): choose another AI agent", from)
+	}
+	if err := s.CheckRecipient(cfg, from, to); err != nil {
+		return err
+	}
+	target, _ := cfg.Agent(to)
+	if target.Type != AgentAI {
+		return codeErr("cannot_start_conversation_with_human", "%s is a human: conversations are between AI agents; talk to humans with send_message", to)
+	}
+	if me, _ := cfg.Agent(from); me.Type != AgentAI {
+		return codeErr("cannot_start_conversation_with_human", "you (%s) are not an AI agent: conversations are between AI agents; use send_message", from)
+	}
+	return nil
+}
+
+func (s *Store) createConversation(ctx context.Context, cfg *Config, c Conversation) error {
+	unlock, err := s.LockDir(ctx, s.CollectionDir(Conversations))
+	if err != nil {
+		return err
+	}
+	defer unlock()
+	idx, err := s.readConvIndex()
+	if err != nil {
+		return err
+	}
+	k := pairKey(c.Initiator, c.Participant)
+	kept := idx.Pairs[k][:0:0]
+	for _, id := range idx.Pairs[k] {
+		other, err := s.updateConversationLocked(cfg, id, func(*Conversation, time.Time) error { return ErrNoChange })
+		if err != nil {
+			var ce *CodeError
+			if errors.As(err, &ce) && ce.Code == "conversation_not_found" {
+				continue // a start that died between index and document
+			}
+			return err
+		}
+		if other.Open() {
+			return codeErr("conversation_already_active", "a conversation between %s and %s is already %s (%s, started by %s): continue it with send_conversation_message, or end it with end_conversation first", c.Initiator, c.Participant, other.State, other.ID, other.Initiator)
+		}
+		if !other.closed() {
+			kept = append(kept, id)
+		}
+	}
+	// Index first, then the document: a crash in between leaves an index
+	// entry without a document, which the next start drops (above).
+	idx, err = s.readConvIndex() // updateConversationLocked may have rewritten it
+	if err != nil {
+		return err
+	}
+	idx.Pairs[k] = append(kept, c.ID)
+	if err := s.writeConvIndex(idx); err != nil {
+		return err
+	}
+	path, _ := s.DocPath(Conversations, c.ID)
+	return s.WriteDoc(path, c, ModeFile)
+}
+
+// conversationsOf returns agent's conversations that are not closed, oldest
+// first, with due timeouts applied. It reads the index and the few
+// documents it names, without a lock unless a timeout must be written.
+func (s *Store) conversationsOf(ctx context.Context, cfg *Config, agent string) ([]Conversation, error) {
+	if _, err := os.Stat(s.convIndexPath()); errors.Is(err, os.ErrNotExist) {
+		if _, err := os.Stat(s.CollectionDir(Conversations)); errors.Is(err, os.ErrNotExist) {
+			return nil, nil // no conversation ever: the common case
+		}
+	}
+	idx, err := s.readConvIndex()
+	if err != nil {
+		return nil, err
+	}
+	var out []Conversation
+	now := time.Now().UTC()
+	for k, ids := range idx.Pairs {
+		a, b, _ := strings.Cut(k, "|")
+		if a != agent && b != agent {
+			continue
+		}
+		for _, id := range ids {
+			c, _, err := s.readConversation(id)
+			if err != nil {
+				continue // not written yet, or damaged (doctor reports it)
+			}
+			if d := c.Deadline(cfg); !d.IsZero() && !now.Before(d) {
+				if c, err = s.updateConversation(ctx, cfg, id, func(*Conversation, time.Time) error { return ErrNoChange }); err != nil {
+					return nil, err
+				}
+			}
+			if !c.closed() {
+				out = append(out, c)
+			}
+		}
+	}
+	sort.Slice(out, func(i, j int) bool { return out[i].ID < out[j].ID })
+	return out, nil
+}
+
+// openConversation finds the conversation a call without conversation_id
+// means: agent's one open conversation (with `with`, when given).
+func (s *Store) openConversation(ctx context.Context, cfg *Config, agent, with string) (Conversation, error) {
+	all, err := s.conversationsOf(ctx, cfg, agent)
+	if err != nil {
+		return Conversation{}, err
+	}
+	var open []Conversation
+	for _, c := range all {
+		if c.Open() && (with == "" || c.Other(agent) == with) {
+			open = append(open, c)
+		}
+	}
+	switch len(open) {
+	case 0:
+		return Conversation{}, codeErr("no_active_conversation", "you have no pending or active conversation: start one with start_conversation, or pass conversation_id")
+	case 1:
+		return open[0], nil
+	}
+	ids := make([]string, len(open))
+	for i, c := range open {
+		ids[i] = c.ID + " with " + c.Other(agent)
+	}
+	return Conversation{}, codeErr("conversation_ambiguous", "you have %d open conversations (%s): pass conversation_id", len(open), strings.Join(ids, ", "))
+}
+
+// partyConversation reads conversation id for agent, refusing a non-party.
+func (s *Store) partyConversation(ctx context.Context, cfg *Config, agent, id string) (Conversation, error) {
+	if id == "" {
+		return s.openConversation(ctx, cfg, agent, "")
+	}
+	c, err := s.Conversation(ctx, cfg, id)
+	if err != nil {
+		return c, err
+	}
+	if !c.HasParty(agent) {
+		return Conversation{}, codeErr("not_conversation_participant", "conversation %s is between %s and %s, not you: you can act only on your own conversations", id, c.Initiator, c.Participant)
+	}
+	return c, nil
+}
+
+// EndConversation ends agent's conversation id (or its one open
+// conversation): it becomes terminating with reason initiator_ended or
+// participant_ended, and each party's get_next_action will say
+// conversation_ended once. Ending one that already stopped changes nothing.
+func (s *Store) EndConversation(ctx context.Context, cfg *Config, agent, id string) (Conversation, error) {
+	c, err := s.partyConversation(ctx, cfg, agent, id)
+	if err != nil {
+		return c, err
+	}
+	return s.updateConversation(ctx, cfg, c.ID, func(c *Conversation, now time.Time) error {
+		if !c.Open() {
+			return ErrNoChange
+		}
+		reason := ReasonParticipantEnded
+		if agent == c.Initiator {
+			reason = ReasonInitiatorEnded
+		}
+		return c.move(ConvTerminating, agent, reason, now)
+	})
+}
+
+// conversationForTurn decides which conversation a message from m.From to
+// m.To belongs to and counts the turn (DESIGN sections 7 and 9), before
+// the message is written: an explicit id must be an open conversation of
+// these two; between two AI agents without an id, their open conversation,
+// if any; otherwise none. The turn that reaches max_turns moves the
+// conversation to terminating (reason max_turns).
+func (s *Store) conversationForTurn(ctx context.Context, cfg *Config, m OutgoingMessage) (*Conversation, error) {
+	id := m.ConversationID
+	if id == "" {
+		from, _ := cfg.Agent(m.From)
+		to, _ := cfg.Agent(m.To)
+		if from.Type != AgentAI || to.Type != AgentAI {
+			return nil, nil // humans and the system talk outside conversations
+		}
+		c, err := s.openConversation(ctx, cfg, m.From, m.To)
+		var ce *CodeError
+		if errors.As(err, &ce) && ce.Code == "no_active_conversation" {
+			return nil, nil
+		}
+		if err != nil {
+			return nil, err
+		}
+		id = c.ID
+	} else if _, err := s.partyConversation(ctx, cfg, m.From, id); err != nil {
+		return nil, err
+	}
+	c, err := s.updateConversation(ctx, cfg, id, func(c *Conversation, now time.Time) error {
+		if c.Other(m.From) != m.To {
+			return codeErr("not_conversation_participant", "conversation %s is between %s and %s: send to %s, or leave conversation_id out", c.ID, c.Initiator, c.Participant, c.Other(m.From))
+		}
+		if !c.Open() {
+			return codeErr("conversation_not_active", "conversation %s is %s (%s): it takes no more turns; start a new one with start_conversation if you need to", c.ID, c.State, c.EndReason)
+		}
+		c.Turns++
+		c.LastActivityAt = now
+		if c.Turns >= c.MaxTurns {
+			return c.move(ConvTerminating, m.From, ReasonMaxTurns, now)
+		}
+		return nil
+	})
+	if err != nil {
+		return nil, err
+	}
+	return &c, nil
+}
+
+// tellEnded records that agent has been told conversation id ended. It
+// reports false when there was nothing to tell any more.
+func (s *Store) tellEnded(ctx context.Context, cfg *Config, agent, id string) (Conversation, bool, error) {
+	told := false
+	c, err := s.updateConversation(ctx, cfg, id, func(c *Conversation, now time.Time) error {
+		if !c.OwesNews(agent) {
+			return ErrNoChange
+		}
+		c.tell(agent, now)
+		told = true
+		return nil
+	})
+	return c, told, err
+}
+
+// accept makes a pending conversation active for its participant; false
+// when it is no longer pending.
+func (s *Store) accept(ctx context.Context, cfg *Config, agent, id string) (Conversation, bool, error) {
+	ok := false
+	c, err := s.updateConversation(ctx, cfg, id, func(c *Conversation, now time.Time) error {
+		if c.State != ConvPending || c.Participant != agent {
+			return ErrNoChange
+		}
+		ok = true
+		c.LastActivityAt = now
+		return c.move(ConvActive, agent, "", now)
+	})
+	return c, ok, err
+}
+
+// endConversationsOf is the hook run when agent's chat session ends: its
+// open conversations (those it started, and those it took) end with reason
+// session_expired, and the agent, gone, counts as told. Requests it never
+// took stay pending for its next chat session.
+func (s *Store) endConversationsOf(ctx context.Context, cfg *Config, agent string) error {
+	mine, err := s.conversationsOf(ctx, cfg, agent)
+	if err != nil {
+		return err
+	}
+	var errs []error
+	for _, c := range mine {
+		if c.State == ConvPending && c.Participant == agent {
+			continue
+		}
+		_, err := s.updateConversation(ctx, cfg, c.ID, func(c *Conversation, now time.Time) error {
+			if c.Open() {
+				if err := c.move(ConvTerminating, agent, ReasonSessionExpired, now); err != nil {
+					return err
+				}
+			}
+			if !c.OwesNews(agent) {
+				return ErrNoChange
+			}
+			c.tell(agent, now)
+			return nil
+		})
+		errs = append(errs, err)
+	}
+	return errors.Join(errs...)
+}
+
+// Conversation returns one conversation, with a due timeout applied.
+func (s *Store) Conversation(ctx context.Context, cfg *Config, id string) (Conversation, error) {
+	c, _, err := s.readConversation(id)
+	if err != nil {
+		return c, err
+	}
+	if d := c.Deadline(cfg); !d.IsZero() && !time.Now().Before(d) {
+		return s.updateConversation(ctx, cfg, id, func(*Conversation, time.Time) error { return ErrNoChange })
+	}
+	return c, nil
+}
+
+// ListConversations returns the conversations not yet closed (from the
+// index), or all of them, oldest first, with due timeouts applied.
+func (s *Store) ListConversations(ctx context.Context, cfg *Config, all bool) ([]Conversation, error) {
+	var ids []string
+	if all {
+		if err := s.eachConversation(func(c Conversation) error { ids = append(ids, c.ID); return nil }); err != nil {
+			return nil, err
+		}
+	} else {
+		if _, err := os.Stat(s.CollectionDir(Conversations)); errors.Is(err, os.ErrNotExist) {
+			return nil, nil
+		}
+		idx, err := s.readConvIndex()
+		if err != nil {
+			return nil, err
+		}
+		for _, pair := range idx.Pairs {
+			ids = append(ids, pair...)
+		}
+	}
+	sort.Strings(ids)
+	out := make([]Conversation, 0, len(ids))
+	for _, id := range ids {
+		c, err := s.Conversation(ctx, cfg, id)
+		if err != nil {
+			var ce *CodeError
+			if errors.As(err, &ce) && ce.Code == "conversation_not_found" {
+				continue
+			}
+			return nil, err
+		}
+		if all || !c.closed() {
+			out = append(out, c)
+		}
+	}
+	return out, nil
+}
+
+// ConversationMessages returns the conversation and up to limit messages of conversation id as
+// agent's own chat log holds them (both directions), oldest first; the
+// newest when there are more. Only a party may read them.
+func (s *Store) ConversationMessages(ctx context.Context, cfg *Config, agent, id string, limit int) (Conversation, []Message, bool, error) {
+	if id == "" {
+		return Conversation{}, nil, false, codeErr("conversation_not_found", "conversation_id is empty: pass the cnv_ id of the conversation")
+	}
+	c, err := s.partyConversation(ctx, cfg, agent, id)
+	if err != nil {
+		return c, nil, false, err
+	}
+	path, err := s.ChatPath(agent)
+	if err != nil {
+		return c, nil, false, err
+	}
+	recs, _, _, err := ReadAll(path)
+	if err != nil {
+		return c, nil, false, err
+	}
+	needle := []byte(c.ID)
+	out := []Message{}
+	for _, r := range recs {
+		if !bytes.Contains(r.Data, needle) {
+			continue // most lines: no decoding
+		}
+		var m Message
+		if json.Unmarshal(r.Data, &m) == nil && m.ConversationID == c.ID {
+			out = append(out, m)
+		}
+	}
+	more := limit > 0 && len(out) > limit
+	if more {
+		out = out[len(out)-limit:]
+	}
+	return c, out, more, nil
+}
+
+// SendConversationMessage sends content from agent to the other party of
+// conversation id (or of agent's one open conversation) as a turn.
+func (s *Store) SendConversationMessage(ctx context.Context, cfg *Config, agent, id, content string) (Message, Conversation, error) {
+	if err := CheckContent(content); err != nil {
+		return Message{}, Conversation{}, err
+	}
+	c, err := s.partyConversation(ctx, cfg, agent, id)
+	if err != nil {
+		return Message{}, c, err
+	}
+	msg, after, err := s.SendTurn(ctx, cfg, OutgoingMessage{From: agent, To: c.Other(agent), Content: content, ConversationID: c.ID})
+	if after != nil {
+		c = *after
+	}
+	return msg, c, err
+}

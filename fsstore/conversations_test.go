@@ -1,0 +1,314 @@
+package fsstore
+
+import (
+	"bufio"
+	"context"
+	"errors"
+	"fmt"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"testing"
+	"time"
+)
+
+// newConvStore is a project with three AI agents (a, b, c) and a human (h).
+func newConvStore(t *testing.T) (*Store, *Config) {
+	t.Helper()
+	s := newTestStore(t)
+	for _, a := range []NewAgent{{ID: "a", Type: AgentAI}, {ID: "b", Type: AgentAI}, {ID: "c", Type: AgentAI}, {ID: "h", Type: AgentHuman}} {
+		if _, err := s.AddAgent(context.Background(), a); err != nil {
+			t.Fatal(err)
+		}
+	}
+	cfg, err := s.LoadConfig()
+	if err != nil {
+		t.Fatal(err)
+	}
+	return s, cfg
+}
+
+func TestConversationTransitionTable(t *testing.T) {
+	states := []string{ConvPending, ConvActive, ConvTerminating, ConvEnded, ConvExpired}
+	allowed := map[string]bool{
+		"pending>active": true, "pending>expired": true, "pending>terminating": true,
+		"active>terminating": true, "terminating>ended": true,
+	}
+	for _, from := range states {
+		for _, to := range states {
+			c := Conversation{ID: "cnv_x", State: from}
+			err := c.move(to, "a", "why", time.Now())
+			if ok := err == nil; ok != allowed[from+">"+to] {
+				t.Errorf("%s -> %s: err=%v, allowed=%v", from, to, err, allowed[from+">"+to])
+			}
+			if err == nil && (c.State != to || len(c.History) != 1 || c.History[0].By != "a") {
+				t.Errorf("%s -> %s: %+v", from, to, c)
+			}
+		}
+	}
+}
+
+// Each party is told once; after both it is ended. The ender being told
+// never hides the news from the other.
+func TestConversationTold(t *testing.T) {
+	now := time.Now()
+	c := Conversation{ID: "cnv_x", Initiator: "a", Participant: "b", State: ConvActive}
+	c.move(ConvTerminating, "a", ReasonInitiatorEnded, now)
+	if !c.OwesNews("a") || !c.OwesNews("b") || c.OwesNews("c") {
+		t.Fatal("both parties, and only they, are owed the news")
+	}
+	c.tell("a", now)
+	c.tell("a", now)
+	if c.State != ConvTerminating || c.OwesNews("a") || !c.OwesNews("b") || len(c.Told) != 1 {
+		t.Fatalf("after telling the ender: %+v", c)
+	}
+	c.tell("b", now)
+	if c.State != ConvEnded || !c.closed() {
+		t.Fatalf("after telling both: %+v", c)
+	}
+	x := Conversation{ID: "cnv_y", Initiator: "a", Participant: "b", State: ConvPending}
+	x.move(ConvExpired, SystemSender, ReasonNeverAccepted, now)
+	if !x.OwesNews("a") || x.OwesNews("b") || x.closed() {
+		t.Fatalf("expired: only the initiator is owed the news: %+v", x)
+	}
+	x.tell("a", now)
+	if !x.closed() || x.State != ConvExpired {
+		t.Fatalf("expired and told: %+v", x)
+	}
+}
+
+// The rule's order (DESIGN section 8): a conversation end I was not told
+// of, then a conversation request, then unread messages, then
+// notifications, then wait.
+func TestWorkOrder(t *testing.T) {
+	s, cfg := newConvStore(t)
+	ctx := context.Background()
+	ses, _, err := s.Authenticate(ctx, cfg, "b", mustPasskey(t, s, "b"), "", PurposeChat)
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := func(action string) Next {
+		t.Helper()
+		n, err := s.Work(ctx, cfg, "b", PurposeChat, &ses)
+		if err != nil || n.Action != action {
+			t.Fatalf("Work = %+v, %v; want %s", n, err, action)
+		}
+		return n
+	}
+	want(ActWait)
+	s.Notify(ctx, "b", Notification{Message: "hello"})
+	s.Notify(ctx, "b", Notification{Message: "about a task", TaskID: "tsk_01M7YZWACRA0328GMTHNDHB18Z"})
+	if n := want(ActGetNotifications); n.Notifications != 1 {
+		t.Fatalf("a chat session counts only notifications about no task: %+v", n)
+	}
+	if _, err := s.Send(ctx, cfg, OutgoingMessage{From: "h", To: "b", Content: "hi"}); err != nil {
+		t.Fatal(err)
+	}
+	if n := want(ActGetPendingMessages); n.From != "h" {
+		t.Fatalf("%+v", n)
+	}
+	req, _, err := s.StartConversation(ctx, cfg, NewConversation{From: "a", To: "b", Purpose: "talk"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if n := want(ActConversationRequest); n.Conversation.ID != req.ID {
+		t.Fatalf("%+v", n)
+	}
+	other, _, err := s.StartConversation(ctx, cfg, NewConversation{From: "b", To: "c"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := s.EndConversation(ctx, cfg, "c", other.ID); err != nil {
+		t.Fatal(err)
+	}
+	if n := want(ActConversationEnded); n.Conversation.ID != other.ID || n.Conversation.EndReason != ReasonParticipantEnded {
+		t.Fatalf("%+v", n)
+	}
+	// NextAction takes what it reports: told once, then the request (now active).
+	for _, step := range []struct{ action, id, state string }{
+		{ActConversationEnded, other.ID, ConvTerminating},
+		{ActConversationRequest, req.ID, ConvActive},
+		{ActGetPendingMessages, "", ""},
+	} {
+		n, err := s.NextAction(ctx, cfg, ses)
+		if err != nil || n.Action != step.action || (step.id != "" && (n.Conversation.ID != step.id || n.Conversation.State != step.state)) {
+			t.Fatalf("NextAction = %+v, %v; want %+v", n, err, step)
+		}
+	}
+	// A session that ended is told to exit before anything else.
+	if _, err := s.EndSession(ctx, ses.ID, EndLogout); err != nil {
+		t.Fatal(err)
+	}
+	if n := want(ActExit); n.Reason != EndLogout {
+		t.Fatalf("%+v", n)
+	}
+	// Its logout ended the conversation it had taken, with session_expired.
+	if c, err := s.Conversation(ctx, cfg, req.ID); err != nil || c.State != ConvTerminating || c.EndReason != ReasonSessionExpired || c.OwesNews("b") || !c.OwesNews("a") {
+		t.Fatalf("conversation after b's logout: %+v %v", c, err)
+	}
+}
+
+func mustPasskey(t *testing.T, s *Store, agent string) string {
+	t.Helper()
+	key, err := s.newPasskey(agent)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return key
+}
+
+// authenticate's purpose: a purpose with a live session is skipped, a
+// requested purpose is honoured (replacing the live one), and a session
+// whose aipm serve process is gone is ended, with its conversations.
+func TestAuthenticatePurpose(t *testing.T) {
+	s, cfg := newConvStore(t)
+	ctx := context.Background()
+	key := mustPasskey(t, s, "b")
+	if _, err := s.CreateTask(ctx, cfg, NewTask{Title: "work", Assignee: "b", Status: StatusInProgress}); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := s.Send(ctx, cfg, OutgoingMessage{From: "h", To: "b", Content: "hi"}); err != nil {
+		t.Fatal(err)
+	}
+	purpose := func(requested string) (Session, error) {
+		ses, _, err := s.Authenticate(ctx, cfg, "b", key, "", requested)
+		return ses, err
+	}
+	task, err := purpose("")
+	if err != nil || task.Purpose != PurposeTask {
+		t.Fatalf("first: %+v %v", task, err)
+	}
+	chat, err := purpose("")
+	if err != nil || chat.Purpose != PurposeChat {
+		t.Fatalf("second, with a live task session: %+v %v", chat, err)
+	}
+	if _, err := purpose(""); !errors.Is(err, ErrNothingToDo) {
+		t.Fatalf("third, both purposes live: %v", err)
+	}
+	again, err := purpose(PurposeTask)
+	if err != nil || again.Purpose != PurposeTask {
+		t.Fatalf("requested task: %+v %v", again, err)
+	}
+	if old, _ := s.Session(task.ID); old.EndReason != EndReplaced {
+		t.Fatalf("replaced session: %+v", old)
+	}
+
+	// b's chat session belongs to a process that has exited.
+	cnv, _, err := s.StartConversation(ctx, cfg, NewConversation{From: "b", To: "a"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	dead := exec.Command("true")
+	if err := dead.Run(); err != nil {
+		t.Fatal(err)
+	}
+	path, _ := s.DocPath(Sessions, chat.ID)
+	if _, err := UpdateDoc(ctx, s, path, ModePrivateFile, func(ses *Session, _ bool) error { ses.PID = dead.Process.Pid; return nil }); err != nil {
+		t.Fatal(err)
+	}
+	ses, err := purpose("")
+	if err != nil || ses.Purpose != PurposeChat {
+		t.Fatalf("after the chat session's process died: %+v %v", ses, err)
+	}
+	c, err := s.Conversation(ctx, cfg, cnv.ID)
+	if err != nil || c.State != ConvTerminating || c.EndReason != ReasonSessionExpired || !c.OwesNews("a") || c.OwesNews("b") {
+		t.Fatalf("conversation of the dead session: %+v %v", c, err)
+	}
+	// a has nothing but the news of that end: a chat session is its work.
+	if ses, _, err := s.Authenticate(ctx, cfg, "a", mustPasskey(t, s, "a"), "", ""); err != nil || ses.Purpose != PurposeChat {
+		t.Fatalf("agent with a conversation end to hear: %+v %v", ses, err)
+	}
+	// c has nothing but a conversation request.
+	if _, _, err := s.StartConversation(ctx, cfg, NewConversation{From: "a", To: "c"}); err != nil {
+		t.Fatal(err)
+	}
+	if ses, _, err := s.Authenticate(ctx, cfg, "c", mustPasskey(t, s, "c"), "", ""); err != nil || ses.Purpose != PurposeChat {
+		t.Fatalf("agent with a conversation request: %+v %v", ses, err)
+	}
+}
+
+// The index is a cache of which conversations are open: deleted or
+// damaged, it is rebuilt from the documents, and uniqueness still holds.
+func TestConversationIndexRebuilt(t *testing.T) {
+	for _, damage := range []func(path string) error{
+		os.Remove,
+		func(path string) error { return os.WriteFile(path, []byte("{\"pairs\": [1,"), 0o644) },
+	} {
+		testIndexRebuilt(t, damage)
+	}
+}
+
+func testIndexRebuilt(t *testing.T, damage func(string) error) {
+	s, cfg := newConvStore(t)
+	ctx := context.Background()
+	c, _, err := s.StartConversation(ctx, cfg, NewConversation{From: "a", To: "b"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := damage(s.convIndexPath()); err != nil {
+		t.Fatal(err)
+	}
+	var ce *CodeError
+	if _, _, err := s.StartConversation(ctx, cfg, NewConversation{From: "b", To: "a"}); !errors.As(err, &ce) || ce.Code != "conversation_already_active" {
+		t.Fatalf("b->a with the index gone: %v", err)
+	}
+	open, err := s.ListConversations(ctx, cfg, false)
+	if err != nil || len(open) != 1 || open[0].ID != c.ID {
+		t.Fatalf("open conversations: %+v %v", open, err)
+	}
+}
+
+// Processes start a->b and b->a at the same instant, round after round:
+// exactly one of each pair succeeds. CONVERSATION_RACES sets the rounds
+// (default 100).
+func TestStartConversationRaceProcesses(t *testing.T) {
+	rounds := 100
+	if n, err := strconv.Atoi(os.Getenv("CONVERSATION_RACES")); err == nil {
+		rounds = n
+	}
+	s, cfg := newConvStore(t)
+	ctx := context.Background()
+	var outs []*bufio.Scanner
+	for _, pair := range []string{"a:b", "b:a"} {
+		cmd := helper(t, "start-conversation", s.ProjectDir(), pair, strconv.Itoa(rounds))
+		stdout, err := cmd.StdoutPipe()
+		if err != nil {
+			t.Fatal(err)
+		}
+		if err := cmd.Start(); err != nil {
+			t.Fatal(err)
+		}
+		t.Cleanup(func() { cmd.Process.Kill(); cmd.Wait() })
+		outs = append(outs, bufio.NewScanner(stdout))
+	}
+	for i := 0; i < rounds; i++ {
+		if err := os.WriteFile(filepath.Join(s.ProjectDir(), fmt.Sprintf("go-%d", i)), nil, 0o644); err != nil {
+			t.Fatal(err)
+		}
+		var started []string
+		for _, out := range outs {
+			if !out.Scan() {
+				t.Fatalf("round %d: a helper stopped: %v", i, out.Err())
+			}
+			line := out.Text()
+			switch {
+			case strings.HasPrefix(line, "started "):
+				started = append(started, strings.TrimPrefix(line, "started "))
+			case line != "refused conversation_already_active":
+				t.Fatalf("round %d: %s", i, line)
+			}
+		}
+		if len(started) != 1 {
+			t.Fatalf("round %d: %d conversations started, want exactly 1", i, len(started))
+		}
+		c, err := s.Conversation(ctx, cfg, started[0])
+		if err != nil {
+			t.Fatal(err)
+		}
+		if _, err := s.EndConversation(ctx, cfg, c.Initiator, c.ID); err != nil {
+			t.Fatal(err)
+		}
+	}
+}

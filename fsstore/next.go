@@ -1,0 +1,232 @@
+package fsstore
+
+import (
+	"context"
+	"errors"
+	"time"
+)
+
+// Actions of the "what should this agent do next" rule (DESIGN section 8).
+const (
+	ActExit                = "exit"
+	ActConversationEnded   = "conversation_ended"
+	ActConversationRequest = "conversation_request"
+	ActGetPendingMessages  = "get_pending_messages"
+	ActGetNotifications    = "get_notifications"
+	ActLogout              = "logout"
+	ActWork                = "work"
+	// ActWait: nothing to do now; look again when something changes (see
+	// WakeTargets) or at Next.Until.
+	ActWait = "wait"
+)
+
+// Next is the rule's answer, with what the caller needs to explain it.
+type Next struct {
+	Action string
+	// Reason says why a session must exit (its end reason, or the task's state).
+	Reason       string
+	Conversation *Conversation
+	// From and More describe the unread messages (get_pending_messages).
+	From string
+	More bool
+	// Notifications is the number of unread notifications for the session.
+	Notifications int
+	Task          *Task
+	// Until, when waiting, is the earliest moment the answer can change
+	// without any file changing (a conversation deadline); zero if none.
+	Until time.Time
+}
+
+// Work is the one rule of what agent should do next in a session of
+// purpose, in DESIGN section 8's order. ses is the session asking, or nil
+// for a look without a session (authenticate choosing a purpose, the
+// watcher deciding whom to start). Work only reads (and applies due
+// conversation timeouts); NextAction also takes what it finds.
+//
+// Chat: session ending -> exit; a conversation of mine ended that I have
+// not been told of -> conversation_ended; a pending conversation where I
+// am the participant -> conversation_request; unread messages ->
+// get_pending_messages; unread notifications for this session ->
+// get_notifications; idle past the chat idle timeout -> logout; else wait.
+// (Pending delegations take their place after conversation requests when
+// delegations exist.)
+//
+// Task: session ending -> exit; the task gone, finished or no longer mine ->
+// exit; in progress -> work; otherwise (moved back to todo, or blocked by
+// me) -> wait until someone moves it. Without a session, the task is the
+// agent's task in progress, if any.
+func (s *Store) Work(ctx context.Context, cfg *Config, agent, purpose string, ses *Session) (Next, error) {
+	if ses != nil {
+		cur, err := s.Session(ses.ID)
+		switch {
+		case errors.Is(err, ErrNotFound):
+			return Next{Action: ActExit, Reason: "session removed"}, nil
+		case err != nil:
+			return Next{}, err
+		case !cur.EndedAt.IsZero():
+			return Next{Action: ActExit, Reason: cur.EndReason}, nil
+		case !cur.Live(time.Now()):
+			return Next{Action: ActExit, Reason: EndExpired}, nil
+		}
+	}
+	if purpose == PurposeTask {
+		return s.taskWork(agent, ses)
+	}
+	return s.chatWork(ctx, cfg, agent, ses)
+}
+
+func (s *Store) taskWork(agent string, ses *Session) (Next, error) {
+	id := s.taskInProgress(agent) // without a session: the task a new one would take
+	if ses != nil {
+		id = ses.TaskID
+	}
+	if id == "" {
+		return Next{Action: ActExit, Reason: "no task"}, nil
+	}
+	t, err := s.Task(id)
+	if errors.Is(err, ErrNotFound) {
+		return Next{Action: ActExit, Reason: "task removed"}, nil
+	}
+	if err != nil {
+		return Next{}, err
+	}
+	switch {
+	case t.Assignee != agent || t.Status == StatusDone || t.Status == StatusCancelled:
+		return Next{Action: ActExit, Reason: "task " + t.Status, Task: &t}, nil
+	case t.Status == StatusInProgress:
+		return Next{Action: ActWork, Task: &t}, nil
+	}
+	return Next{Action: ActWait, Task: &t}, nil
+}
+
+func (s *Store) chatWork(ctx context.Context, cfg *Config, agent string, ses *Session) (Next, error) {
+	convs, err := s.conversationsOf(ctx, cfg, agent)
+	if err != nil {
+		return Next{}, err
+	}
+	for i, c := range convs {
+		if c.OwesNews(agent) {
+			return Next{Action: ActConversationEnded, Conversation: &convs[i]}, nil
+		}
+	}
+	var until time.Time
+	for i, c := range convs {
+		if c.State == ConvPending && c.Participant == agent {
+			return Next{Action: ActConversationRequest, Conversation: &convs[i]}, nil
+		}
+		if d := c.Deadline(cfg); !d.IsZero() && (until.IsZero() || d.Before(until)) {
+			until = d
+		}
+	}
+	msgs, more, err := s.Unread(ctx, agent, 1, true)
+	if err != nil {
+		return Next{}, err
+	}
+	if len(msgs) > 0 {
+		return Next{Action: ActGetPendingMessages, From: msgs[0].SenderID, More: more}, nil
+	}
+	if ses == nil {
+		return Next{Action: ActWait, Until: until}, nil
+	}
+	unread, err := s.UnreadNotifications(ctx, agent, true)
+	if err != nil {
+		return Next{}, err
+	}
+	n := 0
+	for _, note := range unread {
+		if note.TaskID == "" { // task notifications belong to task sessions (DESIGN section 6)
+			n++
+		}
+	}
+	if n > 0 {
+		return Next{Action: ActGetNotifications, Notifications: n}, nil
+	}
+	if idle, err := s.chatIdle(*ses, cfg); err != nil || idle {
+		return Next{Action: ActLogout}, err
+	}
+	return Next{Action: ActWait, Until: until}, nil
+}
+
+// chatIdle says whether a chat session has seen no message, in or out, for
+// the chat idle timeout (measured from the last message of its log, or the
+// session's start).
+func (s *Store) chatIdle(ses Session, cfg *Config) (bool, error) {
+	last := ses.CreatedAt
+	m, err := s.LastMessage(ses.Agent)
+	if err != nil {
+		return false, err
+	}
+	if m != nil {
+		if t, err := time.Parse(time.RFC3339Nano, m.CreatedAt); err == nil && t.After(last) {
+			last = t
+		}
+	}
+	return time.Since(last) > cfg.Defaults.ChatIdleTimeout.Duration, nil
+}
+
+// NextAction is Work for a session, taking what it finds: a conversation
+// end it reports is recorded as told (each party is told once), and a
+// conversation request it reports becomes active. If another process took
+// it first, the rule is asked again.
+func (s *Store) NextAction(ctx context.Context, cfg *Config, ses Session) (Next, error) {
+	for {
+		next, err := s.Work(ctx, cfg, ses.Agent, ses.Purpose, &ses)
+		if err != nil {
+			return next, err
+		}
+		var c Conversation
+		took := true
+		switch next.Action {
+		case ActConversationEnded:
+			c, took, err = s.tellEnded(ctx, cfg, ses.Agent, next.Conversation.ID)
+		case ActConversationRequest:
+			c, took, err = s.accept(ctx, cfg, ses.Agent, next.Conversation.ID)
+		default:
+			return next, nil
+		}
+		if err != nil {
+			return next, err
+		}
+		if took {
+			next.Conversation = &c
+			return next, nil
+		}
+	}
+}
+
+// WakeTargets are the files and directories whose change may change the
+// answer of Work for ses: what a waiting get_next_action watches. The
+// directories are created if missing, so that they can be watched.
+func (s *Store) WakeTargets(ses Session) ([]string, error) {
+	chat, err := s.ChatPath(ses.Agent)
+	if err != nil {
+		return nil, err
+	}
+	notes, _ := s.NotificationsPath(ses.Agent)
+	sesPath, err := s.DocPath(Sessions, ses.ID)
+	if err != nil {
+		return nil, err
+	}
+	targets := []string{chat, notes, sesPath}
+	dirs := []string{s.CollectionDir(Sessions)}
+	if err := s.EnsureAgentDir(ses.Agent); err != nil {
+		return nil, err
+	}
+	if ses.Purpose == PurposeTask && ses.TaskID != "" {
+		task, err := s.DocPath(Tasks, ses.TaskID)
+		if err != nil {
+			return nil, err
+		}
+		targets = append(targets, task)
+		dirs = append(dirs, s.CollectionDir(Tasks))
+	} else {
+		targets = append(targets, s.CollectionDir(Conversations))
+		dirs = append(dirs, s.CollectionDir(Conversations))
+	}
+	for _, d := range dirs {
+		if err := s.mkdirAll(d); err != nil {
+			return nil, err
+		}
+	}
+	return targets, nil
+}

@@ -1,0 +1,185 @@
+package mcpserver
+
+import (
+	"context"
+	"fmt"
+
+	"github.com/modelcontextprotocol/go-sdk/mcp"
+
+	"aipm/fsstore"
+)
+
+// ConversationOut describes a conversation after a call changed or read it.
+type ConversationOut struct {
+	Success        bool   `json:"success"`
+	ConversationID string `json:"conversation_id"`
+	Status         string `json:"status" jsonschema:"pending, active, terminating, ended or expired"`
+	TargetAgentID  string `json:"target_agent_id" jsonschema:"the other party"`
+	Turns          int    `json:"turns" jsonschema:"messages exchanged so far"`
+	MaxTurns       int    `json:"max_turns"`
+	TurnsLeft      int    `json:"turns_left"`
+	Reason         string `json:"reason,omitempty" jsonschema:"why it ended, once it has"`
+	MessageID      string `json:"message_id,omitempty" jsonschema:"the message this call sent"`
+	Instruction    string `json:"instruction"`
+}
+
+func conversationOut(c fsstore.Conversation, me string) ConversationOut {
+	return ConversationOut{
+		Success: true, ConversationID: c.ID, Status: c.State, TargetAgentID: c.Other(me),
+		Turns: c.Turns, MaxTurns: c.MaxTurns, TurnsLeft: c.TurnsLeft(), Reason: c.EndReason,
+	}
+}
+
+// turnNote is the one place that tells an agent where a conversation stands
+// after its turn: the turn that reached max_turns, and a reminder to end
+// the conversation as the limit nears.
+func turnNote(c fsstore.Conversation, me string) string {
+	switch {
+	case !c.Open() && c.EndReason == fsstore.ReasonMaxTurns:
+		return fmt.Sprintf("That was the last turn: conversation %s reached max_turns (%d) and is ending; you and %s will each get conversation_ended from get_next_action. Call get_next_action.", c.ID, c.MaxTurns, c.Other(me))
+	case !c.Open():
+		return fmt.Sprintf("Conversation %s is %s (%s). Call get_next_action.", c.ID, c.State, c.EndReason)
+	case c.TurnsLeft() <= max(2, c.MaxTurns/5):
+		return fmt.Sprintf("Only %d of %d turns left in conversation %s: wrap up, and call end_conversation when you are done. Then call get_next_action.", c.TurnsLeft(), c.MaxTurns, c.ID)
+	}
+	return "Call get_next_action to wait for the answer."
+}
+
+type StartConversationIn struct {
+	Session
+	TargetAgentID  string `json:"target_agent_id" jsonschema:"the AI agent of this project to talk with; not yourself, not a human"`
+	Purpose        string `json:"purpose,omitempty" jsonschema:"what the conversation is for (shown to the other agent), at most 1000 characters"`
+	InitialMessage string `json:"initial_message,omitempty" jsonschema:"the first message, sent with the request (at most 4000 characters)"`
+	MaxTurns       int    `json:"max_turns,omitempty" jsonschema:"messages the conversation may hold, both directions together: 2 to 40 (default 20)"`
+}
+
+func addStartConversation(srv *mcp.Server, s *Server) {
+	mcp.AddTool(srv, &mcp.Tool{
+		Name:        "start_conversation",
+		Description: "Start a turn-based conversation with another AI agent of this project. It is pending until the other agent takes it; send turns with send_conversation_message and finish with end_conversation. Chat sessions only.",
+		Annotations: mutating,
+	}, func(ctx context.Context, _ *mcp.CallToolRequest, in StartConversationIn) (*mcp.CallToolResult, ConversationOut, error) {
+		ses := sessionFrom(ctx)
+		cfg, err := s.config()
+		if err != nil {
+			return nil, ConversationOut{}, toolErr("config_invalid", err.Error())
+		}
+		c, msg, err := s.store.StartConversation(ctx, cfg, fsstore.NewConversation{
+			From: ses.Agent, To: in.TargetAgentID, Purpose: in.Purpose, InitialMessage: in.InitialMessage, MaxTurns: in.MaxTurns,
+		})
+		if err != nil {
+			return nil, ConversationOut{}, fromStore(err, "conversation_not_found")
+		}
+		out := conversationOut(c, ses.Agent)
+		out.Instruction = fmt.Sprintf("Conversation %s requested; %s will get it from its get_next_action. Call get_next_action to wait for the answer; answer with send_conversation_message(content), and call end_conversation when you are done.", c.ID, c.Participant)
+		if msg != nil {
+			out.MessageID = msg.ID
+		} else {
+			out.Instruction = fmt.Sprintf("Conversation %s requested. Send the first message with send_conversation_message(content), then call get_next_action to wait for the answer; call end_conversation when you are done.", c.ID)
+		}
+		return nil, out, nil
+	})
+}
+
+type ConversationIDIn struct {
+	Session
+	ConversationID string `json:"conversation_id,omitempty" jsonschema:"the cnv_ id; default: your one pending or active conversation"`
+}
+
+func addEndConversation(srv *mcp.Server, s *Server) {
+	mcp.AddTool(srv, &mcp.Tool{
+		Name:        "end_conversation",
+		Description: "End a conversation you are part of. Both parties then get conversation_ended from get_next_action. Chat sessions only.",
+		Annotations: mutating,
+	}, func(ctx context.Context, _ *mcp.CallToolRequest, in ConversationIDIn) (*mcp.CallToolResult, ConversationOut, error) {
+		ses := sessionFrom(ctx)
+		cfg, err := s.config()
+		if err != nil {
+			return nil, ConversationOut{}, toolErr("config_invalid", err.Error())
+		}
+		c, err := s.store.EndConversation(ctx, cfg, ses.Agent, in.ConversationID)
+		if err != nil {
+			return nil, ConversationOut{}, fromStore(err, "conversation_not_found")
+		}
+		out := conversationOut(c, ses.Agent)
+		out.Instruction = fmt.Sprintf("Conversation %s is %s (%s); %s will be told. Call get_next_action.", c.ID, c.State, c.EndReason, c.Other(ses.Agent))
+		return nil, out, nil
+	})
+}
+
+type SendConversationMessageIn struct {
+	Session
+	ConversationID string `json:"conversation_id,omitempty" jsonschema:"the cnv_ id; default: your one pending or active conversation"`
+	Content        string `json:"content" jsonschema:"your turn, at most 4000 characters"`
+}
+
+func addSendConversationMessage(name string) func(*mcp.Server, *Server) {
+	return func(srv *mcp.Server, s *Server) {
+		mcp.AddTool(srv, &mcp.Tool{
+			Name:        name,
+			Description: "Send your turn in a conversation to the other party. Each message counts as one turn; at max_turns the conversation ends. Chat sessions only.",
+			Annotations: mutating,
+		}, func(ctx context.Context, _ *mcp.CallToolRequest, in SendConversationMessageIn) (*mcp.CallToolResult, ConversationOut, error) {
+			ses := sessionFrom(ctx)
+			cfg, err := s.config()
+			if err != nil {
+				return nil, ConversationOut{}, toolErr("config_invalid", err.Error())
+			}
+			msg, c, err := s.store.SendConversationMessage(ctx, cfg, ses.Agent, in.ConversationID, in.Content)
+			if err != nil {
+				return nil, ConversationOut{}, fromStore(err, "conversation_not_found")
+			}
+			out := conversationOut(c, ses.Agent)
+			out.MessageID, out.Instruction = msg.ID, turnNote(c, ses.Agent)
+			return nil, out, nil
+		})
+	}
+}
+
+type GetConversationMessagesIn struct {
+	Session
+	ConversationID string `json:"conversation_id" jsonschema:"the cnv_ id of a conversation you took part in"`
+	Limit          int    `json:"limit,omitempty" jsonschema:"at most this many messages, the newest (default 50, at most 200)"`
+}
+
+type ConversationMessagesOut struct {
+	ConversationID string            `json:"conversation_id"`
+	Status         string            `json:"status"`
+	Initiator      string            `json:"initiator_id"`
+	Participant    string            `json:"participant_id"`
+	Purpose        string            `json:"purpose,omitempty"`
+	Turns          int               `json:"turns"`
+	MaxTurns       int               `json:"max_turns"`
+	Reason         string            `json:"reason,omitempty"`
+	Messages       []fsstore.Message `json:"messages" jsonschema:"the conversation's messages, oldest first"`
+	HasMore        bool              `json:"has_more" jsonschema:"older messages were left out; raise limit"`
+}
+
+func addGetConversationMessages(srv *mcp.Server, s *Server) {
+	mcp.AddTool(srv, &mcp.Tool{
+		Name:        "get_conversation_messages",
+		Description: "The messages of a conversation you took part in (your chat session held it), oldest first. Task sessions: use it after delegating the talking.",
+		Annotations: readOnly,
+	}, func(ctx context.Context, _ *mcp.CallToolRequest, in GetConversationMessagesIn) (*mcp.CallToolResult, ConversationMessagesOut, error) {
+		ses := sessionFrom(ctx)
+		limit := in.Limit
+		switch {
+		case limit == 0:
+			limit = 50
+		case limit < 0 || limit > 200:
+			return nil, ConversationMessagesOut{}, toolErr("invalid_limit", fmt.Sprintf("limit %d is out of range: use 1 to 200", in.Limit))
+		}
+		cfg, err := s.config()
+		if err != nil {
+			return nil, ConversationMessagesOut{}, toolErr("config_invalid", err.Error())
+		}
+		c, msgs, more, err := s.store.ConversationMessages(ctx, cfg, ses.Agent, in.ConversationID, limit)
+		if err != nil {
+			return nil, ConversationMessagesOut{}, fromStore(err, "conversation_not_found")
+		}
+		return nil, ConversationMessagesOut{
+			ConversationID: c.ID, Status: c.State, Initiator: c.Initiator, Participant: c.Participant, Purpose: c.Purpose,
+			Turns: c.Turns, MaxTurns: c.MaxTurns, Reason: c.EndReason, Messages: msgs, HasMore: more,
+		}, nil
+	})
+}

@@ -277,13 +277,18 @@ func scriptEnv(ts *testscript.TestScript) []string {
 	return env
 }
 
-// authenticate AGENT PASSKEY: the agent authenticates to the project in
-// the current directory, as its MCP server's authenticate tool does (it
-// needs work to do: a task in progress or an unread message). With !, the
+// authenticate AGENT PASSKEY [PURPOSE]: the agent authenticates to the
+// project in the current directory, as its MCP server's authenticate tool
+// does (it needs work to do: a task in progress or an unread message; a
+// requested PURPOSE replaces the live session of that purpose). With !, the
 // passkey must be refused as wrong or missing.
 func cmdAuthenticate(ts *testscript.TestScript, neg bool, args []string) {
-	if len(args) != 2 {
-		ts.Fatalf("usage: authenticate AGENT PASSKEY")
+	if len(args) != 2 && len(args) != 3 {
+		ts.Fatalf("usage: authenticate AGENT PASSKEY [PURPOSE]")
+	}
+	purpose := ""
+	if len(args) == 3 {
+		purpose = args[2]
 	}
 	dir, err := fsstore.FindProject(ts.MkAbs("."))
 	ts.Check(err)
@@ -291,7 +296,7 @@ func cmdAuthenticate(ts *testscript.TestScript, neg bool, args []string) {
 	ts.Check(err)
 	cfg, err := store.LoadConfig()
 	ts.Check(err)
-	ses, _, err := store.Authenticate(context.Background(), cfg, args[0], args[1], "", "")
+	ses, _, err := store.Authenticate(context.Background(), cfg, args[0], args[1], "", purpose)
 	switch {
 	case neg && errors.Is(err, fsstore.ErrBadPasskey):
 		ts.Logf("refused: %v", err)

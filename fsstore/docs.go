@@ -8,14 +8,9 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
-	"time"
 
-	"github.com/gofrs/flock"
+	"aipm/fsstore/lockedfile"
 )
-
-// lockRetry is how often a waiting locker retries; short, because locks are
-// held for one small read-check-write.
-const lockRetry = time.Millisecond
 
 // LockDir takes dir/.lock, the lock of the collection of documents in dir
 // (DESIGN section 4, rule 3), and returns the function that releases it.
@@ -25,11 +20,11 @@ func (s *Store) LockDir(ctx context.Context, dir string) (unlock func(), err err
 	if err := s.mkdirAll(dir); err != nil {
 		return nil, fmt.Errorf("lock %s: %w", s.Rel(dir), err)
 	}
-	fl := flock.New(filepath.Join(dir, ".lock"), flock.SetPermissions(ModePrivateFile))
-	if _, err := fl.TryLockContext(ctx, lockRetry); err != nil {
+	unlock, err = lockedfile.Lock(ctx, filepath.Join(dir, ".lock"), ModePrivateFile)
+	if err != nil {
 		return nil, fmt.Errorf("lock %s: %w", s.Rel(dir), err)
 	}
-	return func() { fl.Unlock() }, nil
+	return unlock, nil
 }
 
 // mkdirAll creates dir and its missing parents with the layout's modes.
@@ -143,44 +138,7 @@ var ErrNoChange = errors.New("no change")
 // writeFileAtomic writes data to a temp file beside path, syncs it, renames
 // it over path and syncs the directory so the new name is durable.
 func writeFileAtomic(path string, data []byte, perm os.FileMode, durable bool) error {
-	dir := filepath.Dir(path)
-	tmp, err := os.CreateTemp(dir, "."+filepath.Base(path)+".tmp-*") // dot: watchers skip it
-	if err != nil {
-		return err
-	}
-	renamed := false
-	defer func() {
-		if !renamed { // never remove by name after the rename: the name is the document now
-			tmp.Close()
-			os.Remove(tmp.Name())
-		}
-	}()
-	_, werr := tmp.Write(data)
-	var serr error
-	if durable {
-		serr = tmp.Sync()
-	}
-	if err := errors.Join(werr, tmp.Chmod(perm), serr, tmp.Close()); err != nil {
-		return err
-	}
-	if err := os.Rename(tmp.Name(), path); err != nil {
-		return err
-	}
-	renamed = true
-	if durable {
-		return syncDir(dir)
-	}
-	return nil
+	return lockedfile.WriteAtomic(path, data, perm, durable, nil)
 }
 
-func syncDir(dir string) error {
-	d, err := os.Open(dir)
-	if err != nil {
-		return err
-	}
-	defer d.Close()
-	if err := d.Sync(); err != nil {
-		return fmt.Errorf("sync directory %s: %w", dir, err)
-	}
-	return nil
-}
+func syncDir(dir string) error { return lockedfile.SyncDir(dir) }

@@ -14,6 +14,8 @@ import (
 	"time"
 
 	"github.com/gofrs/flock"
+
+	"aipm/fsstore/lockedfile"
 )
 
 // Problem is one thing doctor found, located as Path:Line (Line 0: the
@@ -131,7 +133,7 @@ func (s *Store) checkJSONL(ctx context.Context, path string, repair bool) ([]Pro
 	if err != nil || serr != nil {
 		return nil, fmt.Errorf("read %s: %w", rel, errors.Join(err, serr))
 	}
-	validate := invalidLine
+	validate := lockedfile.InvalidLine
 	if filepath.Base(path) == "chat.jsonl" {
 		validate = invalidMessageLine
 	}
@@ -174,29 +176,13 @@ func (s *Store) checkJSONL(ctx context.Context, path string, repair bool) ([]Pro
 	return problems, nil
 }
 
-// scanBad lists the invalid lines and torn tail of data and the byte ranges
-// of everything else.
-func scanBad(rel string, data []byte, invalid func([]byte) string) (bad []QuarantinedLine, keep [][2]int) {
-	off, line := 0, 0
-	for off < len(data) {
-		line++
-		end := bytes.IndexByte(data[off:], '\n')
-		if end < 0 {
-			bad = append(bad, QuarantinedLine{Source: rel, Line: line, Offset: int64(off),
-				Reason:  fmt.Sprintf("torn last line (%d bytes without a newline): a writer died mid-append", len(data)-off),
-				Content: string(data[off:])})
-			return bad, keep
-		}
-		raw := data[off : off+end]
-		if t := bytes.TrimSpace(raw); len(t) > 0 {
-			if reason := invalid(t); reason != "" {
-				bad = append(bad, QuarantinedLine{Source: rel, Line: line, Offset: int64(off), Reason: reason, Content: string(raw)})
-				off += end + 1
-				continue
-			}
-		}
-		keep = append(keep, [2]int{off, off + end + 1})
-		off += end + 1
+// scanBad lists the invalid lines and torn tail of data, as quarantine
+// records, and the byte ranges of everything else.
+func scanBad(rel string, data []byte, invalid func([]byte) string) ([]QuarantinedLine, [][2]int) {
+	found, keep := lockedfile.Scan(data, invalid)
+	bad := make([]QuarantinedLine, len(found))
+	for i, b := range found {
+		bad[i] = QuarantinedLine{Source: rel, Line: b.Line, Offset: b.Offset, Reason: b.Reason, Content: string(b.Content)}
 	}
 	return bad, keep
 }
@@ -251,7 +237,7 @@ func SortProblems(ps []Problem) {
 
 // invalidMessageLine says why a chat line is not a message, or "".
 func invalidMessageLine(b []byte) string {
-	if reason := invalidLine(b); reason != "" {
+	if reason := lockedfile.InvalidLine(b); reason != "" {
 		return reason
 	}
 	var m Message

@@ -1,9 +1,6 @@
 package fsstore
 
-import (
-	"errors"
-	"fmt"
-)
+import "errors"
 
 // ErrNotFound says a document or agent does not exist; callers branch on it
 // with errors.Is.
@@ -11,14 +8,3 @@ var ErrNotFound = errors.New("not found")
 
 // ErrExists says something that must be new already exists.
 var ErrExists = errors.New("already exists")
-
-// LineError locates a problem inside a file as path:line: reason (DESIGN
-// section 4, rule 5).
-type LineError struct {
-	Path string
-	Line int
-	Err  error
-}
-
-func (e *LineError) Error() string { return fmt.Sprintf("%s:%d: %v", e.Path, e.Line, e.Err) }
-func (e *LineError) Unwrap() error { return e.Err }

@@ -11,6 +11,8 @@ import (
 	"strings"
 	"time"
 	"unicode/utf8"
+
+	"aipm/fsstore/lockedfile"
 )
 
 // MaxContent is the most characters (not bytes) a message may hold.
@@ -270,13 +272,15 @@ func (s *Store) Follow(agent string, cur Cursor) ([]Message, Cursor, []*LineErro
 	if err != nil {
 		return nil, cur, nil, err
 	}
-	var res ReadResult
-	next, err := s.readPast(path, cur, ReadOptions{}, &res)
+	res, err := lockedfile.ReadPast(path, cur, lockedfile.ReadOptions{})
 	if err != nil {
-		return nil, cur, nil, err
+		return nil, cur, nil, fmt.Errorf("read %s: %w", s.Rel(path), err)
+	}
+	for _, le := range res.Bad {
+		le.Path = s.Rel(path)
 	}
 	msgs, bad := s.decodeLog(path, res.Records)
-	return msgs, next, append(res.Bad, bad...), nil
+	return msgs, res.Next, append(res.Bad, bad...), nil
 }
 
 // decodeLog decodes records as messages for Follow: a line that is a JSON

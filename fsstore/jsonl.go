@@ -51,7 +51,13 @@ func (s *Store) AppendJSONL(ctx context.Context, path string, rec any) error {
 // AppendLine appends one line (without its newline) to path. A write that
 // failed for lack of room is a *CodeError disk_full, and leaves no fragment.
 func (s *Store) AppendLine(ctx context.Context, path string, line []byte) error {
-	opt := lockedfile.AppendOptions{Durable: s.durable, Perm: ModeFile}
+	return s.appendUnless(ctx, path, line, nil)
+}
+
+// appendUnless is AppendLine that writes nothing if the file already holds
+// the bytes unless (nil: always write).
+func (s *Store) appendUnless(ctx context.Context, path string, line, unless []byte) error {
+	opt := lockedfile.AppendOptions{Durable: s.durable, Perm: ModeFile, Unless: unless}
 	for attempt := 0; ; attempt++ {
 		err := lockedfile.Append(ctx, path, line, opt)
 		if errors.Is(err, os.ErrNotExist) {

@@ -33,6 +33,10 @@ type Message struct {
 	ConversationID string `json:"conversationId,omitempty"`
 	RelatedTaskID  string `json:"relatedTaskId,omitempty"`
 	Kind           string `json:"kind,omitempty"`
+	// Redelivered is set on delivery, never stored: the message may have
+	// reached a client before (a session that ended before acknowledging
+	// it, or a chat log edited under the reader).
+	Redelivered bool `json:"redelivered,omitempty"`
 }
 
 // timeFormat is RFC 3339 in UTC with a fixed microsecond fraction.
@@ -159,17 +163,31 @@ func (s *Store) Unread(ctx context.Context, agent string, limit int, peek bool) 
 	if err != nil {
 		return nil, false, err
 	}
-	msgs, err := decodeMessages(res.Records)
+	msgs, err := decodeMessages(res)
 	return msgs, res.More, err
 }
 
-func decodeMessages(recs []Record) ([]Message, error) {
-	out := make([]Message, 0, len(recs))
-	for _, r := range recs {
+// Deliver hands session ses up to limit unread messages that others sent
+// to its agent, oldest first. They count as read once the session makes its
+// next call (Acknowledge); a message that may have reached an earlier
+// session comes back with Redelivered set.
+func (s *Store) Deliver(ctx context.Context, ses Session, limit int) ([]Message, bool, error) {
+	res, err := s.ReadUnread(ctx, ses.Agent, StreamChat, ReadOptions{Limit: limit, Match: FromOthers(ses.Agent), Session: ses.ID})
+	if err != nil {
+		return nil, false, err
+	}
+	msgs, err := decodeMessages(res)
+	return msgs, res.More, err
+}
+
+func decodeMessages(res ReadResult) ([]Message, error) {
+	out := make([]Message, 0, len(res.Records))
+	for i, r := range res.Records {
 		var m Message
 		if err := json.Unmarshal(r.Data, &m); err != nil {
 			return nil, fmt.Errorf("chat line %d: %w", r.Line, err)
 		}
+		m.Redelivered = res.Redelivered[i]
 		out = append(out, m)
 	}
 	return out, nil

@@ -190,7 +190,9 @@ func (s *Store) choosePurpose(ctx context.Context, agent string) (string, string
 	if id := s.taskInProgress(agent); id != "" {
 		return PurposeTask, id, nil
 	}
-	if s.HasChatWork(ctx, agent) {
+	if work, err := s.HasChatWork(ctx, agent); err != nil {
+		return "", "", err
+	} else if work {
 		return PurposeChat, "", nil
 	}
 	return "", "", fmt.Errorf("agent %s has no task in progress, no unread messages and no pending trigger: %w", agent, ErrNothingToDo)
@@ -207,9 +209,10 @@ func (s *Store) taskInProgress(agent string) string {
 
 // HasChatWork says whether the agent has something for a chat session:
 // unread messages from others.
-func (s *Store) HasChatWork(ctx context.Context, agent string) bool {
+// A damaged read.json is an error, never "nothing unread".
+func (s *Store) HasChatWork(ctx context.Context, agent string) (bool, error) {
 	res, err := s.ReadUnread(ctx, agent, StreamChat, ReadOptions{Peek: true, Limit: 1, Match: FromOthers(agent)})
-	return err == nil && len(res.Records) > 0
+	return len(res.Records) > 0, err
 }
 
 // FromOthers matches chat lines that someone else sent to agent. A line

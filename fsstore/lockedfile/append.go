@@ -18,6 +18,10 @@ type AppendOptions struct {
 	Durable bool
 	// Perm is the mode of a file Append creates.
 	Perm os.FileMode
+	// Unless, when set, makes Append write nothing if the file already
+	// holds these bytes (checked under the lock): an idempotent append.
+	// It reads the whole file, so it is for rare writes.
+	Unless []byte
 }
 
 // Append appends line (without its newline) to path as one whole line:
@@ -34,8 +38,8 @@ func Append(ctx context.Context, path string, line []byte, opt AppendOptions) er
 	buf := make([]byte, len(line)+1)
 	copy(buf, line)
 	buf[len(line)] = '\n'
-	w, created, err := writeLocked(ctx, path, buf, opt.Perm)
-	if err != nil {
+	w, created, err := writeLocked(ctx, path, buf, opt)
+	if err != nil || w == nil {
 		return err
 	}
 	defer w.Close()
@@ -57,8 +61,9 @@ func Append(ctx context.Context, path string, line []byte, opt AppendOptions) er
 // writeLocked writes buf under the file's lock and returns the descriptor
 // it wrote through, unlocked, for the caller to sync and close; created
 // says the file was empty before (so its directory entry may be new).
-func writeLocked(ctx context.Context, path string, buf []byte, perm os.FileMode) (w *os.File, created bool, err error) {
-	fl := flock.New(path, flock.SetPermissions(perm))
+// A nil descriptor without error means opt.Unless found its bytes.
+func writeLocked(ctx context.Context, path string, buf []byte, opt AppendOptions) (w *os.File, created bool, err error) {
+	fl := flock.New(path, flock.SetPermissions(opt.Perm))
 	if err := lock(ctx, fl); err != nil {
 		if errors.Is(err, os.ErrNotExist) {
 			return nil, false, err
@@ -81,6 +86,17 @@ func writeLocked(ctx context.Context, path string, buf []byte, perm os.FileMode)
 		return nil, false, ErrReplaced
 	}
 	size := now.Size()
+	if opt.Unless != nil {
+		data := make([]byte, size)
+		if _, err := w.ReadAt(data, 0); err != nil {
+			w.Close()
+			return nil, false, fmt.Errorf("read: %w", err)
+		}
+		if bytes.Contains(data, opt.Unless) {
+			w.Close()
+			return nil, false, nil
+		}
+	}
 	if size > 0 {
 		// Under the lock no write is in progress, so a last line without its
 		// newline is what a writer that died left. End it, so that our line

@@ -1,0 +1,48 @@
+package mcpserver
+
+import (
+	"context"
+	"fmt"
+
+	"github.com/modelcontextprotocol/go-sdk/mcp"
+
+	"aipm/fsstore"
+)
+
+// deliver is the delivery part of the gate (DESIGN sections 4 rule 6 and
+// 6). Every call of a session first acknowledges what the session was
+// handed on its previous call (read means received: a session that dies
+// before its next call leaves that batch unread, to be delivered again and
+// marked redelivered). Then it counts the notifications that concern this
+// session and looks for an interrupt that stops it. It returns that count,
+// and a result that replaces the call when the call must not run: an
+// interrupt (except for the tools that let the agent comply), or
+// notifications that cannot be read (fail closed: the call is refused with
+// path:line, nothing is marked read; logout still runs).
+func (s *Server) deliver(ctx context.Context, ses fsstore.Session, tool string) (unread int, stop *mcp.CallToolResult) {
+	if err := s.store.Acknowledge(ctx, ses.Agent, ses.ID); err != nil {
+		s.log.Error("acknowledge", "agent", ses.Agent, "session", ses.ID, "err", err)
+	}
+	intr, unread, err := s.store.Interrupt(ctx, ses)
+	switch {
+	case err != nil && tool == "logout":
+		return -1, nil
+	case err != nil:
+		s.log.Error("read notifications", "agent", ses.Agent, "err", err)
+		return 0, refusal(toolErr("notifications_unreadable", fmt.Sprintf("%s did not run: your notifications cannot be read, and one of them may be an interrupt: %v. Ask a human to run aipm doctor --repair, then call again.", tool, err)))
+	case intr != nil && !passesInterrupt[tool]:
+		return unread, interruptNotice(tool, intr)
+	}
+	return unread, nil
+}
+
+// unreadCount is the number of unread notifications that concern the
+// session, after what it was just handed; -1 if they cannot be read.
+func (s *Server) unreadCount(ctx context.Context, ses fsstore.Session) int {
+	unread, err := s.store.SessionNotifications(ctx, ses, true)
+	if err != nil {
+		s.log.Error("read notifications", "agent", ses.Agent, "err", err)
+		return -1
+	}
+	return len(unread)
+}

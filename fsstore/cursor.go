@@ -170,9 +170,15 @@ func (s *Store) ReadUnread(ctx context.Context, agent, stream string, opt ReadOp
 		}
 		sc := streamCursor(*cursors, stream)
 		before := sc
-		next, err := read(startFor(sc, opt.Session))
+		start := startFor(sc, opt.Session)
+		next, err := read(start)
 		if err != nil {
 			return err
+		}
+		if sc.Pending != nil && sc.Pending.Session != opt.Session {
+			// Another session's batch was never acknowledged: remember, in the
+			// committed cursor, that it went out, whoever reads it next.
+			sc.RedeliverBefore = start.RedeliverBefore
 		}
 		switch {
 		case opt.Session == "":

@@ -86,6 +86,27 @@ func runHelper(role string, args []string) error {
 				return nil
 			}
 		}
+	case "deliver": // as chat session n of agent args[1]: acknowledge, take a batch, print it; until the stop file exists and nothing is left
+		stop := filepath.Join(args[0], "stop")
+		ses := Session{ID: fmt.Sprintf("ses_%d", n), Agent: args[1], Purpose: PurposeChat}
+		for {
+			_, stopErr := os.Stat(stop)
+			if err := store.Acknowledge(ctx, ses.Agent, ses.ID); err != nil { // the session's next call
+				return err
+			}
+			msgs, _, err := store.Deliver(ctx, ses, 1+os.Getpid()%5)
+			if err != nil {
+				return err
+			}
+			time.Sleep(time.Duration(os.Getpid()%3) * time.Millisecond) // the way to the client takes time
+			for _, m := range msgs {
+				fmt.Fprintln(out, m.ID, m.Redelivered)
+			}
+			out.Flush()
+			if stopErr == nil && len(msgs) == 0 {
+				return nil
+			}
+		}
 	default:
 		return fmt.Errorf("unknown role %q", role)
 	}

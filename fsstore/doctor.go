@@ -109,6 +109,11 @@ func (s *Store) Doctor(ctx context.Context, repair bool) ([]Problem, error) {
 	if err != nil {
 		return problems, fmt.Errorf("doctor: %w", err)
 	}
+	mirror, err := s.checkMirror(ctx, repair)
+	problems = append(problems, mirror...)
+	if err != nil {
+		return problems, fmt.Errorf("doctor: %w", err)
+	}
 	return problems, nil
 }
 

@@ -8,6 +8,9 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"reflect"
+	"sort"
+	"strings"
 
 	"aipm/fsstore/lockedfile"
 )
@@ -106,10 +109,23 @@ func decodeDoc(path string, data []byte, v any) error {
 	return nil
 }
 
-// UpdateDoc is the locked read-modify-write of DESIGN section 4 rule 3: it
-// holds the collection lock of path's directory, reads the document into a
-// fresh T (exists says whether there was one), calls fn, and writes the
-// result if fn returns nil. Returning ErrNoChange from fn skips the write.
+// casAttempts bounds how often UpdateDoc re-reads and re-applies a change
+// to a document that someone kept rewriting under it.
+const casAttempts = 8
+
+// testHookBeforeWrite, in tests, runs between UpdateDoc's read and its
+// write: where an editor's save would race it.
+var testHookBeforeWrite func(path string)
+
+// UpdateDoc is the read-modify-write of DESIGN section 4 rules 3 and 8: it
+// holds the collection lock of path's directory, reads the document (and
+// its identity) into a fresh T (exists says whether there was one), calls
+// fn, and writes the result if fn returns nil, compare-and-swap: just before
+// the rename it checks that the path still holds what was read, and if a
+// lock-less writer (a human's editor) replaced it meanwhile, it reads again
+// and re-applies fn, so neither change is lost silently; after casAttempts
+// it refuses. Keys of the document that T does not know are kept.
+// Returning ErrNoChange from fn skips the write.
 func UpdateDoc[T any](ctx context.Context, s *Store, path string, perm os.FileMode, fn func(doc *T, exists bool) error) (T, error) {
 	var doc T
 	unlock, err := s.LockDir(ctx, filepath.Dir(path))
@@ -117,19 +133,122 @@ func UpdateDoc[T any](ctx context.Context, s *Store, path string, perm os.FileMo
 		return doc, err
 	}
 	defer unlock()
-	exists := true
-	if err := s.ReadDoc(path, &doc); errors.Is(err, ErrNotFound) {
-		exists = false
-	} else if err != nil {
-		return doc, err
-	}
-	if err := fn(&doc, exists); err != nil {
-		if errors.Is(err, ErrNoChange) {
-			return doc, nil
+	for attempt := 1; ; attempt++ {
+		doc = *new(T)
+		data, id, err := lockedfile.ReadDoc(path)
+		exists := err == nil
+		switch {
+		case errors.Is(err, os.ErrNotExist):
+		case err != nil:
+			return doc, fmt.Errorf("read %s: %w", s.Rel(path), err)
+		default:
+			if err := decodeDoc(s.Rel(path), data, &doc); err != nil {
+				return doc, err
+			}
 		}
-		return doc, err
+		if err := fn(&doc, exists); err != nil {
+			if errors.Is(err, ErrNoChange) {
+				return doc, nil
+			}
+			return doc, err
+		}
+		out, err := encodeKeeping(&doc, data)
+		if err != nil {
+			return doc, fmt.Errorf("write %s: encode: %w", s.Rel(path), err)
+		}
+		if err := s.mkdirAll(filepath.Dir(path)); err != nil {
+			return doc, fmt.Errorf("write %s: %w", s.Rel(path), err)
+		}
+		if testHookBeforeWrite != nil {
+			testHookBeforeWrite(path)
+		}
+		err = lockedfile.WriteAtomic(path, out, perm, s.durable, &id)
+		if errors.Is(err, lockedfile.ErrChanged) {
+			if attempt < casAttempts {
+				continue
+			}
+			return doc, fmt.Errorf("write %s: it was changed by someone else %d times while aipm updated it (an editor saving it?); nothing was written: try again once it is saved", s.Rel(path), attempt)
+		}
+		if err != nil {
+			return doc, fmt.Errorf("write %s: %w", s.Rel(path), err)
+		}
+		return doc, nil
 	}
-	return doc, s.WriteDoc(path, &doc, perm)
+}
+
+// encodeKeeping encodes doc as EncodeDoc does, with the top-level keys of
+// the document it was read from (old) that doc's type does not know
+// appended after its own, in their order: hand-added keys survive.
+func encodeKeeping(doc any, old []byte) ([]byte, error) {
+	known := jsonKeys(reflect.TypeOf(doc))
+	var extra []string
+	var oldKeys map[string]json.RawMessage
+	if known != nil && len(old) > 0 && json.Unmarshal(old, &oldKeys) == nil {
+		for k := range oldKeys {
+			if !known[strings.ToLower(k)] { // encoding/json matches keys without case
+				extra = append(extra, k)
+			}
+		}
+	}
+	if len(extra) == 0 {
+		return EncodeDoc(doc)
+	}
+	sort.Strings(extra)
+	var buf bytes.Buffer
+	enc := json.NewEncoder(&buf)
+	enc.SetEscapeHTML(false)
+	if err := enc.Encode(doc); err != nil {
+		return nil, err
+	}
+	compact := bytes.TrimRight(buf.Bytes(), "\n")
+	if len(compact) < 2 || compact[len(compact)-1] != '}' {
+		return EncodeDoc(doc)
+	}
+	merged := append([]byte(nil), compact[:len(compact)-1]...)
+	for _, k := range extra {
+		if len(merged) > 1 {
+			merged = append(merged, ',')
+		}
+		key, _ := json.Marshal(k)
+		merged = append(append(append(merged, key...), ':'), oldKeys[k]...)
+	}
+	merged = append(merged, '}')
+	var out bytes.Buffer
+	if err := json.Indent(&out, merged, "", "  "); err != nil {
+		return nil, err
+	}
+	out.WriteByte('\n')
+	return out.Bytes(), nil
+}
+
+// jsonKeys is the set of JSON keys, in lower case, a struct type (or pointer to one)
+// encodes, embedded structs included; nil for other types (maps keep
+// every key anyway).
+func jsonKeys(t reflect.Type) map[string]bool {
+	for t.Kind() == reflect.Pointer {
+		t = t.Elem()
+	}
+	if t.Kind() != reflect.Struct {
+		return nil
+	}
+	keys := map[string]bool{}
+	for i := 0; i < t.NumField(); i++ {
+		f := t.Field(i)
+		name, _, _ := strings.Cut(f.Tag.Get("json"), ",")
+		switch {
+		case name == "-":
+		case f.Anonymous && name == "":
+			for k := range jsonKeys(f.Type) {
+				keys[k] = true // already lower case
+			}
+		case !f.IsExported():
+		case name == "":
+			keys[strings.ToLower(f.Name)] = true
+		default:
+			keys[strings.ToLower(name)] = true
+		}
+	}
+	return keys
 }
 
 // ErrNoChange, returned by an UpdateDoc function, leaves the document as it was.

@@ -97,3 +97,47 @@ func TestDeliveryKilledReaders(t *testing.T) {
 	}
 	t.Logf("%d messages, %d killed readers, %d marked repeats", len(ids), kills, repeats)
 }
+
+// A full disk (a file-size limit): the send fails with disk_full and a
+// sentence, leaves no fragment in either chat log, and the next send that
+// fits goes through.
+func TestSendFullDisk(t *testing.T) {
+	s := newTestStore(t)
+	ctx := context.Background()
+	for _, a := range []NewAgent{{ID: "alice", Type: AgentHuman}, {ID: "bob", Type: AgentAI}} {
+		if _, err := s.AddAgent(ctx, a); err != nil {
+			t.Fatal(err)
+		}
+	}
+	cfg, _ := s.LoadConfig()
+	for i := 0; i < 3; i++ {
+		if _, err := s.Send(ctx, cfg, OutgoingMessage{From: "alice", To: "bob", Content: "hello " + strconv.Itoa(i)}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	bob, _ := s.ChatPath("bob")
+	alice, _ := s.ChatPath("alice")
+	before := map[string]int64{}
+	for _, p := range []string{bob, alice} {
+		fi, err := os.Stat(p)
+		if err != nil {
+			t.Fatal(err)
+		}
+		before[p] = fi.Size()
+	}
+	limit := max(before[bob], before[alice]) + 1000
+	out, err := helper(t, "send-full", s.ProjectDir(), "bob", strconv.FormatInt(limit, 10)).Output()
+	if err != nil {
+		t.Fatalf("helper: %v\n%s", err, out)
+	}
+	lines := strings.Split(strings.TrimSpace(string(out)), "\n")
+	if len(lines) != 2 || !strings.HasPrefix(lines[0], "disk_full: no room to write .ai-pm/agents/bob/chat.jsonl") || lines[1] != "sent" {
+		t.Fatalf("sends under a full disk said:\n%s", out)
+	}
+	for _, p := range []string{bob, alice} {
+		recs, bad, tail, err := ReadAll(p)
+		if err != nil || len(bad) > 0 || tail != 0 || len(recs) != 4 {
+			t.Fatalf("%s after the full disk: %d lines, bad %v, torn tail %d, err %v; want the 4 sent, whole", p, len(recs), bad, tail, err)
+		}
+	}
+}

@@ -3,12 +3,15 @@ package fsstore
 import (
 	"bufio"
 	"context"
+	"errors"
 	"fmt"
 	"os"
 	"os/exec"
+	"os/signal"
 	"path/filepath"
 	"strconv"
 	"strings"
+	"syscall"
 	"testing"
 	"time"
 )
@@ -105,6 +108,27 @@ func runHelper(role string, args []string) error {
 			out.Flush()
 			if stopErr == nil && len(msgs) == 0 {
 				return nil
+			}
+		}
+	case "send-full": // under a file-size limit of n bytes: a send that does not fit, then one that does
+		signal.Ignore(syscall.SIGXFSZ) // write(2) then fails with EFBIG instead of killing us
+		if err := syscall.Setrlimit(syscall.RLIMIT_FSIZE, &syscall.Rlimit{Cur: uint64(n), Max: uint64(n)}); err != nil {
+			return err
+		}
+		cfg, err := store.LoadConfig()
+		if err != nil {
+			return err
+		}
+		for _, content := range []string{strings.Repeat("big ", 900), "small"} {
+			_, err := store.Send(ctx, cfg, OutgoingMessage{From: "alice", To: args[1], Content: content})
+			var ce *CodeError
+			switch {
+			case err == nil:
+				fmt.Fprintln(out, "sent")
+			case errors.As(err, &ce):
+				fmt.Fprintf(out, "%s: %s\n", ce.Code, ce.Msg)
+			default:
+				fmt.Fprintln(out, "error:", err)
 			}
 		}
 	default:

@@ -150,7 +150,11 @@ func (s *Store) Send(ctx context.Context, cfg *Config, m OutgoingMessage) (Messa
 	sent := msg
 	sent.ReceiverID = m.To
 	if err := s.AppendJSONL(ctx, outbox, sent); err != nil {
-		return msg, fmt.Errorf("delivered to %s, but the sender's own copy was not written (do not send it again): %w", m.To, err)
+		var ce *CodeError
+		if errors.As(err, &ce) {
+			return msg, codeErr(ce.Code, "delivered to %s, but the sender's own copy was not written (%s); do not send it again: aipm doctor --repair restores the copy", m.To, ce.Msg)
+		}
+		return msg, fmt.Errorf("delivered to %s, but the sender's own copy was not written (do not send it again: aipm doctor --repair restores the copy): %w", m.To, err)
 	}
 	return sent, nil
 }

@@ -82,8 +82,11 @@ func (s *Store) Doctor(ctx context.Context, repair bool) ([]Problem, error) {
 		}
 		switch {
 		case strings.HasPrefix(name, ".") && strings.Contains(name, ".tmp-"):
+			if !isStale(d) {
+				return nil // a write in progress: its writer owns it
+			}
 			p := Problem{Path: rel, Reason: "stale temporary file left by an interrupted write"}
-			if repair && isStale(d) {
+			if repair {
 				p.Repaired = os.Remove(path) == nil
 			}
 			report(p)
@@ -98,9 +101,20 @@ func (s *Store) Doctor(ctx context.Context, repair bool) ([]Problem, error) {
 			if err := s.ReadDoc(path, &v); err != nil {
 				var le *LineError
 				if errors.As(err, &le) {
-					report(Problem{Path: rel, Line: le.Line, Reason: "invalid JSON document: " + le.Err.Error() + " (fix it by hand; aipm never rewrites it)"})
+					report(Problem{Path: rel, Line: le.Line, Reason: "invalid JSON document: " + le.Err.Error() + byHand})
 				} else {
 					report(Problem{Path: rel, Reason: err.Error()})
+				}
+				return nil
+			}
+			if check := s.schemaOf(path); check != nil {
+				data, err := os.ReadFile(path)
+				if err != nil {
+					report(Problem{Path: rel, Reason: err.Error()})
+					return nil
+				}
+				for _, kr := range check(data) {
+					report(Problem{Path: rel, Line: jsonKeyLine(data, kr[0]), Reason: kr[1] + byHand})
 				}
 			}
 		}
@@ -116,6 +130,9 @@ func (s *Store) Doctor(ctx context.Context, repair bool) ([]Problem, error) {
 	}
 	return problems, nil
 }
+
+// byHand ends the reason of a problem repair cannot fix.
+const byHand = " (fix it by hand: only a person knows what it should say; aipm never rewrites it)"
 
 // isStale says a temp file is old enough that no writer still owns it.
 func isStale(d fs.DirEntry) bool {
@@ -139,8 +156,11 @@ func (s *Store) checkJSONL(ctx context.Context, path string, repair bool) ([]Pro
 		return nil, fmt.Errorf("read %s: %w", rel, errors.Join(err, serr))
 	}
 	validate := lockedfile.InvalidLine
-	if filepath.Base(path) == "chat.jsonl" {
+	switch filepath.Base(path) {
+	case "chat.jsonl":
 		validate = invalidMessageLine
+	case "notifications.jsonl":
+		validate = invalidNotificationLine
 	}
 	bad, keep := scanBad(rel, data, validate)
 	if len(bad) == 0 {
@@ -252,5 +272,11 @@ func invalidMessageLine(b []byte) string {
 	if m.ID == "" || m.SenderID == "" {
 		return "not a chat message: id and senderId are required"
 	}
-	return ""
+	if !strings.HasPrefix(m.ID, PrefixMessage) {
+		return fmt.Sprintf("not a chat message: id %q does not start with %s", m.ID, PrefixMessage)
+	}
+	if m.SenderID != SystemSender && CheckAgentID(m.SenderID) != nil {
+		return fmt.Sprintf("not a chat message: senderId %q is not an agent id", m.SenderID)
+	}
+	return checkCreatedAt(m.CreatedAt)
 }

@@ -54,10 +54,20 @@ func (n Notification) Concerns(ses Session) bool {
 
 // checkNotification is the schema of a notifications line.
 func checkNotification(r Record) error {
+	_, err := decodeNotification(r)
+	return err
+}
+
+// decodeNotification decodes and checks a notifications line.
+func decodeNotification(r Record) (Notification, error) {
 	var n Notification
 	if err := json.Unmarshal(r.Data, &n); err != nil {
-		return fmt.Errorf("not a notification: %w", err)
+		return n, fmt.Errorf("not a notification: %w", err)
 	}
+	return n, checkDecoded(n)
+}
+
+func checkDecoded(n Notification) error {
 	switch {
 	case n.Type != NotifyInterrupt && n.Type != NotifyInfo:
 		return fmt.Errorf("not a notification: type %q is neither %s nor %s", n.Type, NotifyInterrupt, NotifyInfo)
@@ -77,12 +87,15 @@ var ErrNotificationsUnreadable = errors.New("notifications unreadable")
 // a line that cannot be decoded stops the read with an error naming
 // path:line, and nothing past it is consumed.
 func (s *Store) sessionNotifications(ctx context.Context, ses Session, peek bool) ([]Notification, error) {
+	var last Notification // decoded once by Check, used by Match
 	res, err := s.ReadUnread(ctx, ses.Agent, NotificationStream(ses.Purpose), ReadOptions{
-		Peek: peek, Session: ses.ID, Strict: true, Check: checkNotification,
-		Match: func(r Record) bool {
-			var n Notification
-			return json.Unmarshal(r.Data, &n) == nil && n.Concerns(ses)
+		Peek: peek, Session: ses.ID, Strict: true,
+		Check: func(r Record) error {
+			var err error
+			last, err = decodeNotification(r)
+			return err
 		},
+		Match: func(Record) bool { return last.Concerns(ses) },
 	})
 	if err != nil {
 		return nil, fmt.Errorf("%w: %w; run aipm doctor (--repair moves a bad line to quarantine/)", ErrNotificationsUnreadable, err)

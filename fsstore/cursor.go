@@ -4,6 +4,8 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"os"
+	"slices"
 	"strings"
 
 	"aipm/fsstore/lockedfile"
@@ -157,6 +159,9 @@ func (s *Store) ReadUnread(ctx context.Context, agent, stream string, opt ReadOp
 		return rp.Next, nil
 	}
 	if opt.Peek { // moves nothing, so needs no lock
+		if _, err := os.Stat(logPath); errors.Is(err, os.ErrNotExist) {
+			return res, nil // nothing written yet: the common case for notifications
+		}
 		cursors, err := s.readCursors(cursorPath)
 		if err != nil {
 			return res, err
@@ -191,6 +196,8 @@ func (s *Store) ReadUnread(ctx context.Context, agent, stream string, opt ReadOp
 				sc.Cursor = sc.Pending.To // this call acknowledges the session's previous batch
 			}
 			sc.Pending = &PendingBatch{Session: opt.Session, To: next}
+		case sc.Pending != nil && sc.Pending.Session == opt.Session:
+			sc.Cursor, sc.Pending = sc.Pending.To, nil // nothing new; the previous batch is acknowledged
 		default:
 			return ErrNoChange // nothing handed out: nothing to remember
 		}
@@ -218,10 +225,12 @@ func equalCursor(a, b Cursor) bool {
 		a.RedeliverBefore == b.RedeliverBefore && strings.Join(a.Earlier, "\n") == strings.Join(b.Earlier, "\n")
 }
 
-// Acknowledge commits every batch handed to session in agent's streams:
-// the session made its next call (or logged out), so it received them. It
-// reads read.json without a lock and writes only when there is a batch.
-func (s *Store) Acknowledge(ctx context.Context, agent, session string) error {
+// Acknowledge commits every batch handed to session in agent's streams but
+// those in except: the session made its next call (or logged out), so it
+// received them. It reads read.json without a lock and writes only when
+// there is a batch. A call that is itself a read of a stream leaves that
+// stream out: the read acknowledges the previous batch in its own write.
+func (s *Store) Acknowledge(ctx context.Context, agent, session string, except ...string) error {
 	cursorPath, err := s.ReadCursorPath(agent)
 	if err != nil {
 		return err
@@ -230,15 +239,15 @@ func (s *Store) Acknowledge(ctx context.Context, agent, session string) error {
 	if err != nil {
 		return err
 	}
-	if !holdsBatch(cursors, session) {
+	if !holdsBatch(cursors, session, except) {
 		return nil
 	}
 	_, err = UpdateDoc(ctx, s, cursorPath, ModeFile, func(cursors *Cursors, _ bool) error {
-		if !holdsBatch(*cursors, session) {
+		if !holdsBatch(*cursors, session, except) {
 			return ErrNoChange
 		}
 		for stream, sc := range *cursors {
-			if sc.Pending != nil && sc.Pending.Session == session {
+			if sc.Pending != nil && sc.Pending.Session == session && !slices.Contains(except, stream) {
 				sc.Cursor, sc.Pending = sc.Pending.To, nil
 				(*cursors)[stream] = sc
 			}
@@ -251,9 +260,9 @@ func (s *Store) Acknowledge(ctx context.Context, agent, session string) error {
 	return nil
 }
 
-func holdsBatch(cursors Cursors, session string) bool {
-	for _, sc := range cursors {
-		if sc.Pending != nil && sc.Pending.Session == session {
+func holdsBatch(cursors Cursors, session string, except []string) bool {
+	for stream, sc := range cursors {
+		if sc.Pending != nil && sc.Pending.Session == session && !slices.Contains(except, stream) {
 			return true
 		}
 	}

@@ -202,19 +202,19 @@ func decodeMessages(res ReadResult) ([]Message, error) {
 const contextWindow = 64 << 10
 
 // Recent returns up to n messages of agent's chat log that end at or before
-// the agent's read cursor (what it has already seen), oldest first. It reads
-// at most the last 64 KiB before the cursor.
-func (s *Store) Recent(agent string, n int) ([]Message, error) {
+// what session has received (its read cursor, or the end of the batch it
+// holds), oldest first. It reads at most the last 64 KiB before that.
+func (s *Store) Recent(agent, session string, n int) ([]Message, error) {
 	path, err := s.ChatPath(agent)
 	if err != nil {
 		return nil, err
 	}
 	cursorPath, _ := s.ReadCursorPath(agent)
-	var cursors Cursors
-	if err := s.ReadDoc(cursorPath, &cursors); err != nil && !errors.Is(err, ErrNotFound) {
+	cursors, err := s.readCursors(cursorPath)
+	if err != nil {
 		return nil, err
 	}
-	end := cursors[StreamChat].Offset
+	end := startFor(streamCursor(cursors, StreamChat), session).Offset
 	return s.tail(path, end, n)
 }
 

@@ -20,7 +20,7 @@ import (
 // notifications that cannot be read (fail closed: the call is refused with
 // path:line, nothing is marked read; logout still runs).
 func (s *Server) deliver(ctx context.Context, ses fsstore.Session, tool string) (unread int, stop *mcp.CallToolResult) {
-	if err := s.store.Acknowledge(ctx, ses.Agent, ses.ID); err != nil {
+	if err := s.store.Acknowledge(ctx, ses.Agent, ses.ID, readsStream(tool, ses)...); err != nil {
 		s.log.Error("acknowledge", "agent", ses.Agent, "session", ses.ID, "err", err)
 	}
 	intr, unread, err := s.store.Interrupt(ctx, ses)
@@ -45,4 +45,16 @@ func (s *Server) unreadCount(ctx context.Context, ses fsstore.Session) int {
 		return -1
 	}
 	return len(unread)
+}
+
+// readsStream names the stream a tool reads as the session: that read
+// acknowledges the session's previous batch of it in its own write, so the
+// gate leaves it out (one document write per get_pending_messages instead
+// of two). get_notifications is not listed: with mark_as_read=false it
+// only peeks, and must not leave the previous batch unacknowledged.
+func readsStream(tool string, _ fsstore.Session) []string {
+	if tool == "get_pending_messages" {
+		return []string{fsstore.StreamChat}
+	}
+	return nil
 }

@@ -79,7 +79,7 @@ func addGetPendingMessages(srv *mcp.Server, s *Server) {
 		case limit < 0 || limit > 100:
 			return nil, PendingMessagesOut{}, toolErr("invalid_limit", fmt.Sprintf("limit %d is out of range: use 1 to 100", in.Limit))
 		}
-		seen, err := s.store.Recent(ses.Agent, contextMessages)
+		seen, err := s.store.Recent(ses.Agent, ses.ID, contextMessages)
 		if err != nil {
 			return nil, PendingMessagesOut{}, fromStore(err, "agent_not_found")
 		}

@@ -3,6 +3,7 @@ package mcpserver
 import (
 	"context"
 	"fmt"
+	"sync"
 
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
@@ -20,8 +21,15 @@ import (
 // notifications that cannot be read (fail closed: the call is refused with
 // path:line, nothing is marked read; logout still runs).
 func (s *Server) deliver(ctx context.Context, ses fsstore.Session, tool string) (unread int, stop *mcp.CallToolResult) {
-	if err := s.store.Acknowledge(ctx, ses.Agent, ses.ID, readsStream(tool, ses)...); err != nil {
-		s.log.Error("acknowledge", "agent", ses.Agent, "session", ses.ID, "err", err)
+	if !s.acks.clear(ses.ID) {
+		if err := s.store.Acknowledge(ctx, ses.Agent, ses.ID, readsStream(tool, ses)...); err != nil {
+			s.log.Error("acknowledge", "agent", ses.Agent, "session", ses.ID, "err", err)
+		} else if !handsBatch[tool] {
+			s.acks.set(ses.ID, true)
+		}
+	}
+	if handsBatch[tool] {
+		s.acks.set(ses.ID, false) // it may hand the session a batch now
 	}
 	intr, unread, err := s.store.Interrupt(ctx, ses)
 	switch {
@@ -57,4 +65,35 @@ func readsStream(tool string, _ fsstore.Session) []string {
 		return []string{fsstore.StreamChat}
 	}
 	return nil
+}
+
+// handsBatch lists the tools that hand a session a batch to acknowledge.
+var handsBatch = map[string]bool{"get_pending_messages": true, "get_notifications": true}
+
+// acks remembers the sessions that, as far as this process knows, hold no
+// unacknowledged batch, so that their calls (send_message, say) skip
+// reading read.json. A session's first call in this process always checks,
+// so a client that moved here from another process is acknowledged too.
+type acks struct {
+	mu sync.Mutex
+	m  map[string]bool
+}
+
+func (a *acks) clear(session string) bool {
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	return a.m[session]
+}
+
+func (a *acks) set(session string, clear bool) {
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	if a.m == nil {
+		a.m = map[string]bool{}
+	}
+	if clear {
+		a.m[session] = true
+	} else {
+		delete(a.m, session)
+	}
 }

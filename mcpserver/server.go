@@ -20,6 +20,7 @@ type Server struct {
 	log     *slog.Logger
 	version string
 	wake    *watcher.Wake // one fsnotify watcher for every waiting call
+	acks    acks          // sessions known to hold no unacknowledged batch
 
 	mu       sync.Mutex
 	cfg      *fsstore.Config

@@ -3,6 +3,7 @@ package mcpserver_test
 import (
 	"context"
 	"os"
+	"os/exec"
 	"strings"
 	"testing"
 
@@ -148,5 +149,29 @@ func TestPendingMessagesRedeliveredAfterSilentSession(t *testing.T) {
 	}
 	if got := msgs(call(t, second, "get_pending_messages", map[string]any{"session_token": tok})); len(got) != 0 {
 		t.Fatalf("acknowledged messages came again: %v", got)
+	}
+}
+
+// `aipm interrupt AGENT` without a task stops the sessions live when it was
+// written, and not a session started after it.
+func TestAgentInterruptOnlyLiveSessions(t *testing.T) {
+	p := newProject(t)
+	p.taskInProgress("coder", "port the parser")
+	cs := p.connect("")
+	tok := p.authenticate(cs, "coder", "task")
+	out, err := exec.Command(aipmBin, "--dir", p.store.ProjectDir(), "interrupt", "coder", "stop for now", "--as", "lead").CombinedOutput()
+	if err != nil {
+		t.Fatalf("aipm interrupt: %v\n%s", err, out)
+	}
+	if r := call(t, cs, "get_my_task", map[string]any{"session_token": tok}); !strings.HasPrefix(r.text, "INTERRUPT (get_my_task did not run)") {
+		t.Fatalf("live session after aipm interrupt: %s", r.text)
+	}
+	if r := call(t, cs, "logout", map[string]any{"session_token": tok}); r.isError {
+		t.Fatalf("logout: %s", r.text)
+	}
+	later := p.connect("")
+	tok = p.authenticate(later, "coder", "task")
+	if r := call(t, later, "get_my_task", map[string]any{"session_token": tok}); r.isError || !strings.Contains(r.text, "notifications: none") {
+		t.Fatalf("a session started after the interrupt: %s", r.text)
 	}
 }

@@ -34,8 +34,9 @@ func OpenLines(path string, pos Position) (*LineReader, error) {
 // errors, and the size of a torn tail. A missing file reads as empty.
 func ReadAll(path string) ([]Record, []*LineError, int64, error) { return lockedfile.ReadAll(path) }
 
-// appendAttempts bounds retries when an editor keeps replacing the file.
-const appendAttempts = 16
+// replacedPatience bounds how long an append keeps retrying while an editor
+// keeps replacing the file under it.
+const replacedPatience = 2 * time.Second
 
 // AppendJSONL marshals rec as one compact JSON line and appends it to path
 // under DESIGN section 4 rules 1, 2 and 7. Missing parent directories are
@@ -58,6 +59,7 @@ func (s *Store) AppendLine(ctx context.Context, path string, line []byte) error 
 // the bytes unless (nil: always write).
 func (s *Store) appendUnless(ctx context.Context, path string, line, unless []byte) error {
 	opt := lockedfile.AppendOptions{Durable: s.durable, Perm: ModeFile, Unless: unless}
+	deadline := time.Now().Add(replacedPatience)
 	for attempt := 0; ; attempt++ {
 		err := lockedfile.Append(ctx, path, line, opt)
 		if errors.Is(err, os.ErrNotExist) {
@@ -74,10 +76,10 @@ func (s *Store) appendUnless(ctx context.Context, path string, line, unless []by
 		case !errors.Is(err, lockedfile.ErrReplaced):
 			return fmt.Errorf("append %s: %w", s.Rel(path), err)
 		}
-		if attempt == appendAttempts || ctx.Err() != nil {
+		if time.Now().After(deadline) || ctx.Err() != nil {
 			return fmt.Errorf("append %s: the file kept being replaced (%d attempts): %w", s.Rel(path), attempt+1, err)
 		}
-		time.Sleep(time.Duration(attempt) * 100 * time.Microsecond) // let the replacer finish
+		time.Sleep(min(time.Duration(attempt)*100*time.Microsecond, 2*time.Millisecond)) // let the replacer finish
 	}
 }
 

@@ -4,38 +4,53 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"io"
 	"os"
-	"syscall"
+	"slices"
+	"strings"
 
-	"github.com/tidwall/gjson"
+	"aipm/fsstore/lockedfile"
 )
 
-// Cursor is a reader's place in a JSONL file (DESIGN section 4, rule 6): the
-// position after the last record it consumed, the inode it was measured in,
-// and that record's id. If the file is replaced (new inode) or truncated
-// (offset past the end), the position is found again by LastID.
-type Cursor struct {
-	Offset int64  `json:"offset"`
-	Line   int    `json:"line"`
-	Inode  uint64 `json:"inode"`
-	LastID string `json:"lastId,omitempty"`
+// Cursor is a reader's place in a JSONL file (DESIGN section 4, rule 6):
+// see lockedfile.Cursor.
+type Cursor = lockedfile.Cursor
+
+// StreamCursor is one stream's entry in an agent's read.json: the committed
+// cursor (what the agent has received) and, while a session holds a batch it
+// has not acknowledged yet, where that batch ends. Read means received: the
+// batch is committed when the same session makes its next call or logs out
+// (Acknowledge); a session that dies first leaves it pending, and the next
+// reader gets it again, marked redelivered.
+type StreamCursor struct {
+	Cursor
+	Pending *PendingBatch `json:"pending,omitempty"`
+}
+
+// PendingBatch is a batch handed to a session and not yet acknowledged.
+type PendingBatch struct {
+	Session string `json:"session"`
+	To      Cursor `json:"to"`
 }
 
 // Cursors is the content of an agent's read.json: one cursor per stream.
-type Cursors map[string]Cursor
+type Cursors map[string]StreamCursor
 
-// Cursor streams: which of an agent's files a cursor reads.
+// Cursor streams: which of an agent's files a cursor reads. Notifications
+// have one cursor per session purpose (NotificationStream), so a chat session
+// never consumes what only the task session may see.
 const (
 	StreamChat          = "chat"
 	StreamNotifications = "notifications"
 )
 
+// NotificationStream is the notifications cursor of a session purpose.
+func NotificationStream(purpose string) string { return StreamNotifications + "." + purpose }
+
 func (s *Store) streamPath(agent, stream string) (string, error) {
-	switch stream {
-	case StreamChat:
+	switch {
+	case stream == StreamChat:
 		return s.ChatPath(agent)
-	case StreamNotifications:
+	case stream == StreamNotifications || strings.HasPrefix(stream, StreamNotifications+"."):
 		return s.NotificationsPath(agent)
 	}
 	return "", fmt.Errorf("unknown stream %q", stream)
@@ -49,23 +64,74 @@ type ReadOptions struct {
 	// not match are passed over and the cursor may move past them: they are
 	// not for this reader (its own outgoing copies, say).
 	Match func(Record) bool
-	// Peek returns the records without moving the cursor.
+	// Check validates a record beyond JSON; a record it refuses is a bad line.
+	Check func(Record) error
+	// Strict fails on the first bad line (a *LineError) instead of passing
+	// over it: nothing past a record that was not understood is consumed.
+	Strict bool
+	// Peek returns the records without moving anything.
 	Peek bool
+	// Session, when set, reads as that session: a peek starts after the
+	// batch the session already holds, and a read hands it a batch that is
+	// committed only by Acknowledge. Without it a read commits at once.
+	Session string
 }
 
 // ReadResult is what ReadUnread returns.
 type ReadResult struct {
 	Records []Record
+	// Redelivered[i] says Records[i] may have reached a client before (a
+	// session that died before acknowledging it, or a lost place in the file).
+	Redelivered []bool
 	// More says at least one more matching record is past the last one returned.
 	More bool
 	// Bad lists invalid complete lines that were passed over.
 	Bad []*LineError
 }
 
-// ReadUnread returns what is past the agent's cursor for stream, oldest first,
-// and (unless Peek) advances the cursor exactly past the last record returned,
-// all under the agent directory's lock, so concurrent readers of one cursor
-// never get a record twice. Its cost is proportional to what is new.
+// readCursors reads an agent's read.json; a damaged one is an error that
+// says what to do, never "nothing read yet".
+func (s *Store) readCursors(path string) (Cursors, error) {
+	var cursors Cursors
+	if err := s.ReadDoc(path, &cursors); err != nil && !errors.Is(err, ErrNotFound) {
+		return nil, fmt.Errorf("the read cursors are damaged (%w): run aipm doctor", err)
+	}
+	return cursors, nil
+}
+
+// streamCursor is cursors[stream]; a per-purpose notifications cursor not
+// written yet starts where the older shared one was.
+func streamCursor(cursors Cursors, stream string) StreamCursor {
+	sc, ok := cursors[stream]
+	if !ok && strings.HasPrefix(stream, StreamNotifications+".") {
+		sc = StreamCursor{Cursor: cursors[StreamNotifications].Cursor}
+	}
+	return sc
+}
+
+// startFor is where session reads from: after its own pending batch, or at
+// the committed cursor, with another session's unacknowledged batch marked
+// for redelivery.
+func startFor(sc StreamCursor, session string) Cursor {
+	cur := sc.Cursor
+	p := sc.Pending
+	if p == nil {
+		return cur
+	}
+	if session != "" && p.Session == session {
+		return p.To
+	}
+	if (cur.Inode == 0 || p.To.Inode == cur.Inode) && p.To.Offset > cur.RedeliverBefore {
+		cur.RedeliverBefore = p.To.Offset
+	}
+	return cur
+}
+
+// ReadUnread returns what is past the agent's cursor for stream, oldest
+// first. Unless Peek, it moves the cursor exactly past the last record
+// returned (at once, or on Acknowledge when opt.Session is set), under the
+// agent directory's lock, so concurrent readers of one cursor never get a
+// record twice. Its cost is proportional to what is new.
 func (s *Store) ReadUnread(ctx context.Context, agent, stream string, opt ReadOptions) (ReadResult, error) {
 	var res ReadResult
 	logPath, err := s.streamPath(agent, stream)
@@ -76,130 +142,129 @@ func (s *Store) ReadUnread(ctx context.Context, agent, stream string, opt ReadOp
 	if err != nil {
 		return res, err
 	}
+	read := func(cur Cursor) (Cursor, error) {
+		rp, err := lockedfile.ReadPast(logPath, cur, lockedfile.ReadOptions{Limit: opt.Limit, Match: opt.Match, Check: opt.Check, Strict: opt.Strict})
+		res = ReadResult{Records: rp.Records, Redelivered: rp.Redelivered, More: rp.More, Bad: rp.Bad}
+		for _, le := range res.Bad {
+			le.Path = s.Rel(logPath)
+		}
+		var le *LineError
+		if errors.As(err, &le) {
+			le.Path = s.Rel(logPath)
+			return cur, err
+		}
+		if err != nil {
+			return cur, fmt.Errorf("read %s: %w", s.Rel(logPath), err)
+		}
+		return rp.Next, nil
+	}
 	if opt.Peek { // moves nothing, so needs no lock
 		if _, err := os.Stat(logPath); errors.Is(err, os.ErrNotExist) {
 			return res, nil // nothing written yet: the common case for notifications
 		}
-		var cursors Cursors
-		if err := s.ReadDoc(cursorPath, &cursors); err != nil && !errors.Is(err, ErrNotFound) {
+		cursors, err := s.readCursors(cursorPath)
+		if err != nil {
 			return res, err
 		}
-		_, err := s.readPast(logPath, cursors[stream], opt, &res)
+		_, err = read(startFor(streamCursor(cursors, stream), opt.Session))
 		return res, err
 	}
 	_, err = UpdateDoc(ctx, s, cursorPath, ModeFile, func(cursors *Cursors, _ bool) error {
-		cur := (*cursors)[stream]
-		next, err := s.readPast(logPath, cur, opt, &res)
-		if err != nil {
-			return err
-		}
-		if next == cur {
-			return ErrNoChange
-		}
 		if *cursors == nil {
 			*cursors = Cursors{}
 		}
-		(*cursors)[stream] = next
+		sc := streamCursor(*cursors, stream)
+		before := sc
+		start := startFor(sc, opt.Session)
+		next, err := read(start)
+		if err != nil {
+			return err
+		}
+		if sc.Pending != nil && sc.Pending.Session != opt.Session {
+			// Another session's batch was never acknowledged: remember, in the
+			// committed cursor, that it went out, whoever reads it next.
+			sc.RedeliverBefore = start.RedeliverBefore
+		}
+		switch {
+		case opt.Session == "":
+			sc.Cursor = next
+			if sc.Pending != nil && sc.Pending.To.Inode == next.Inode && sc.Pending.To.Offset <= next.Offset {
+				sc.Pending = nil // what that session held is past the cursor now
+			}
+		case len(res.Records) > 0:
+			if sc.Pending != nil && sc.Pending.Session == opt.Session {
+				sc.Cursor = sc.Pending.To // this call acknowledges the session's previous batch
+			}
+			sc.Pending = &PendingBatch{Session: opt.Session, To: next}
+		case sc.Pending != nil && sc.Pending.Session == opt.Session:
+			sc.Cursor, sc.Pending = sc.Pending.To, nil // nothing new; the previous batch is acknowledged
+		default:
+			return ErrNoChange // nothing handed out: nothing to remember
+		}
+		if equalStream(sc, before) {
+			return ErrNoChange
+		}
+		(*cursors)[stream] = sc
 		return nil
 	})
+	if le := (*LineError)(nil); errors.As(err, &le) && le.Path == s.Rel(cursorPath) {
+		return res, fmt.Errorf("the read cursors are damaged (%w): run aipm doctor", err)
+	}
 	return res, err
 }
 
-// readPast reads logPath past cur into res and returns the cursor just past
-// the last record consumed.
-func (s *Store) readPast(logPath string, cur Cursor, opt ReadOptions, res *ReadResult) (Cursor, error) {
-	fi, err := os.Stat(logPath)
-	if errors.Is(err, os.ErrNotExist) {
-		return cur, nil // nothing written yet
+func equalStream(a, b StreamCursor) bool {
+	if !equalCursor(a.Cursor, b.Cursor) || (a.Pending == nil) != (b.Pending == nil) {
+		return false
 	}
-	if err != nil {
-		return cur, fmt.Errorf("read %s: %w", s.Rel(logPath), err)
-	}
-	ino := inodeOf(fi)
-	start := Position{Offset: cur.Offset, Line: cur.Line}
-	skipThrough := "" // after a lost position: pass over records up to this id
-	if cur.Inode != 0 && (cur.Inode != ino || cur.Offset > fi.Size()) {
-		start, skipThrough, err = s.refind(logPath, cur.LastID)
-		if err != nil {
-			return cur, err
-		}
-	}
-	r, err := OpenLines(logPath, start)
-	if err != nil {
-		return cur, fmt.Errorf("read %s: %w", s.Rel(logPath), err)
-	}
-	defer r.Close()
-	// Re-stat the descriptor we read: the name may have moved since.
-	if fi, err := r.File().Stat(); err == nil {
-		ino = inodeOf(fi)
-	}
-	next := Cursor{Offset: start.Offset, Line: start.Line, Inode: ino, LastID: cur.LastID}
-	for {
-		rec, err := r.Next()
-		var le *LineError
-		switch {
-		case errors.Is(err, io.EOF):
-			return next, nil
-		case errors.As(err, &le):
-			le.Path = s.Rel(logPath)
-			res.Bad = append(res.Bad, le)
-			next.Offset, next.Line = r.Pos().Offset, r.Pos().Line
-			continue
-		case err != nil:
-			return cur, err
-		}
-		id := gjson.GetBytes(rec.Data, "id").String()
-		if skipThrough != "" && id != "" && id <= skipThrough {
-			next.Offset, next.Line = r.Pos().Offset, r.Pos().Line
-			continue
-		}
-		if opt.Match != nil && !opt.Match(rec) {
-			next.Offset, next.Line = r.Pos().Offset, r.Pos().Line
-			continue
-		}
-		if opt.Limit > 0 && len(res.Records) == opt.Limit {
-			res.More = true
-			// the cursor stays before this record
-			return next, nil
-		}
-		res.Records = append(res.Records, rec)
-		next.Offset, next.Line, next.LastID = r.Pos().Offset, r.Pos().Line, id
-	}
+	return a.Pending == nil || a.Pending.Session == b.Pending.Session && equalCursor(a.Pending.To, b.Pending.To)
 }
 
-// refind locates the position just past the record whose id is lastID in a
-// file that was replaced or truncated. When that record is gone, it starts at
-// the beginning and asks the caller to pass over every record whose id sorts
-// at or before lastID (ids are time-sortable), so nothing is returned twice.
-func (s *Store) refind(logPath, lastID string) (Position, string, error) {
-	if lastID == "" {
-		return Position{}, "", nil
-	}
-	r, err := OpenLines(logPath, Position{})
-	if err != nil {
-		return Position{}, "", fmt.Errorf("read %s: %w", s.Rel(logPath), err)
-	}
-	defer r.Close()
-	for {
-		rec, err := r.Next()
-		var le *LineError
-		switch {
-		case errors.Is(err, io.EOF):
-			return Position{}, lastID, nil
-		case errors.As(err, &le):
-			continue
-		case err != nil:
-			return Position{}, "", err
-		}
-		if gjson.GetBytes(rec.Data, "id").String() == lastID {
-			return r.Pos(), "", nil
-		}
-	}
+func equalCursor(a, b Cursor) bool {
+	return a.Offset == b.Offset && a.Line == b.Line && a.Inode == b.Inode && a.LastID == b.LastID &&
+		a.RedeliverBefore == b.RedeliverBefore && strings.Join(a.Earlier, "\n") == strings.Join(b.Earlier, "\n")
 }
 
-func inodeOf(fi os.FileInfo) uint64 {
-	if st, ok := fi.Sys().(*syscall.Stat_t); ok {
-		return st.Ino
+// Acknowledge commits every batch handed to session in agent's streams but
+// those in except: the session made its next call (or logged out), so it
+// received them. It reads read.json without a lock and writes only when
+// there is a batch. A call that is itself a read of a stream leaves that
+// stream out: the read acknowledges the previous batch in its own write.
+func (s *Store) Acknowledge(ctx context.Context, agent, session string, except ...string) error {
+	cursorPath, err := s.ReadCursorPath(agent)
+	if err != nil {
+		return err
 	}
-	return 0
+	cursors, err := s.readCursors(cursorPath)
+	if err != nil {
+		return err
+	}
+	if !holdsBatch(cursors, session, except) {
+		return nil
+	}
+	_, err = UpdateDoc(ctx, s, cursorPath, ModeFile, func(cursors *Cursors, _ bool) error {
+		if !holdsBatch(*cursors, session, except) {
+			return ErrNoChange
+		}
+		for stream, sc := range *cursors {
+			if sc.Pending != nil && sc.Pending.Session == session && !slices.Contains(except, stream) {
+				sc.Cursor, sc.Pending = sc.Pending.To, nil
+				(*cursors)[stream] = sc
+			}
+		}
+		return nil
+	})
+	if err != nil {
+		return fmt.Errorf("acknowledge what session %s received: %w", session, err)
+	}
+	return nil
+}
+
+func holdsBatch(cursors Cursors, session string, except []string) bool {
+	for stream, sc := range cursors {
+		if sc.Pending != nil && sc.Pending.Session == session && !slices.Contains(except, stream) {
+			return true
+		}
+	}
+	return false
 }

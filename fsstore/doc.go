@@ -2,14 +2,19 @@
 //
 // It owns the layout (every path is built here), the formats (JSONL lines and
 // indented JSON documents), the locking and durability rules of DESIGN section
-// 4, and the identifiers. Its invariants:
+// 4, and the identifiers; the file primitives themselves (locked append, line
+// reader, cursor, atomic document) are in fsstore/lockedfile, which knows
+// nothing of messages or tasks. Its invariants:
 //
 //   - an append writes one whole line with one write(2) on an O_APPEND
 //     descriptor, under the file's own flock, after checking that the path
 //     still names the locked inode, and fsyncs before returning (unless the
 //     project chose durability = "none");
 //   - a JSON document is replaced by temp file, fsync, rename, directory
-//     fsync, under its collection's <dir>/.lock;
+//     fsync, under its collection's <dir>/.lock, compare-and-swap against
+//     a lock-less editor, keeping keys aipm does not know;
+//   - a batch handed to a session is marked read only on that session's
+//     next call (Acknowledge); a crash makes it come again, marked;
 //   - a reader never returns a line without its trailing newline, and reports
 //     an unparsable complete line as path:line: reason without changing it;
 //   - no request value becomes part of a path without passing the id checks

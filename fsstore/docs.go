@@ -8,14 +8,12 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
-	"time"
+	"reflect"
+	"sort"
+	"strings"
 
-	"github.com/gofrs/flock"
+	"aipm/fsstore/lockedfile"
 )
-
-// lockRetry is how often a waiting locker retries; short, because locks are
-// held for one small read-check-write.
-const lockRetry = time.Millisecond
 
 // LockDir takes dir/.lock, the lock of the collection of documents in dir
 // (DESIGN section 4, rule 3), and returns the function that releases it.
@@ -25,11 +23,11 @@ func (s *Store) LockDir(ctx context.Context, dir string) (unlock func(), err err
 	if err := s.mkdirAll(dir); err != nil {
 		return nil, fmt.Errorf("lock %s: %w", s.Rel(dir), err)
 	}
-	fl := flock.New(filepath.Join(dir, ".lock"), flock.SetPermissions(ModePrivateFile))
-	if _, err := fl.TryLockContext(ctx, lockRetry); err != nil {
+	unlock, err = lockedfile.Lock(ctx, filepath.Join(dir, ".lock"), ModePrivateFile)
+	if err != nil {
 		return nil, fmt.Errorf("lock %s: %w", s.Rel(dir), err)
 	}
-	return func() { fl.Unlock() }, nil
+	return unlock, nil
 }
 
 // mkdirAll creates dir and its missing parents with the layout's modes.
@@ -111,10 +109,23 @@ func decodeDoc(path string, data []byte, v any) error {
 	return nil
 }
 
-// UpdateDoc is the locked read-modify-write of DESIGN section 4 rule 3: it
-// holds the collection lock of path's directory, reads the document into a
-// fresh T (exists says whether there was one), calls fn, and writes the
-// result if fn returns nil. Returning ErrNoChange from fn skips the write.
+// casAttempts bounds how often UpdateDoc re-reads and re-applies a change
+// to a document that someone kept rewriting under it.
+const casAttempts = 8
+
+// testHookBeforeWrite, in tests, runs between UpdateDoc's read and its
+// write: where an editor's save would race it.
+var testHookBeforeWrite func(path string)
+
+// UpdateDoc is the read-modify-write of DESIGN section 4 rules 3 and 8: it
+// holds the collection lock of path's directory, reads the document (and
+// its identity) into a fresh T (exists says whether there was one), calls
+// fn, and writes the result if fn returns nil, compare-and-swap: just before
+// the rename it checks that the path still holds what was read, and if a
+// lock-less writer (a human's editor) replaced it meanwhile, it reads again
+// and re-applies fn, so neither change is lost silently; after casAttempts
+// it refuses. Keys of the document that T does not know are kept.
+// Returning ErrNoChange from fn skips the write.
 func UpdateDoc[T any](ctx context.Context, s *Store, path string, perm os.FileMode, fn func(doc *T, exists bool) error) (T, error) {
 	var doc T
 	unlock, err := s.LockDir(ctx, filepath.Dir(path))
@@ -122,19 +133,122 @@ func UpdateDoc[T any](ctx context.Context, s *Store, path string, perm os.FileMo
 		return doc, err
 	}
 	defer unlock()
-	exists := true
-	if err := s.ReadDoc(path, &doc); errors.Is(err, ErrNotFound) {
-		exists = false
-	} else if err != nil {
-		return doc, err
-	}
-	if err := fn(&doc, exists); err != nil {
-		if errors.Is(err, ErrNoChange) {
-			return doc, nil
+	for attempt := 1; ; attempt++ {
+		doc = *new(T)
+		data, id, err := lockedfile.ReadDoc(path)
+		exists := err == nil
+		switch {
+		case errors.Is(err, os.ErrNotExist):
+		case err != nil:
+			return doc, fmt.Errorf("read %s: %w", s.Rel(path), err)
+		default:
+			if err := decodeDoc(s.Rel(path), data, &doc); err != nil {
+				return doc, err
+			}
 		}
-		return doc, err
+		if err := fn(&doc, exists); err != nil {
+			if errors.Is(err, ErrNoChange) {
+				return doc, nil
+			}
+			return doc, err
+		}
+		out, err := encodeKeeping(&doc, data)
+		if err != nil {
+			return doc, fmt.Errorf("write %s: encode: %w", s.Rel(path), err)
+		}
+		if err := s.mkdirAll(filepath.Dir(path)); err != nil {
+			return doc, fmt.Errorf("write %s: %w", s.Rel(path), err)
+		}
+		if testHookBeforeWrite != nil {
+			testHookBeforeWrite(path)
+		}
+		err = lockedfile.WriteAtomic(path, out, perm, s.durable, &id)
+		if errors.Is(err, lockedfile.ErrChanged) {
+			if attempt < casAttempts {
+				continue
+			}
+			return doc, fmt.Errorf("write %s: it was changed by someone else %d times while aipm updated it (an editor saving it?); nothing was written: try again once it is saved", s.Rel(path), attempt)
+		}
+		if err != nil {
+			return doc, fmt.Errorf("write %s: %w", s.Rel(path), err)
+		}
+		return doc, nil
 	}
-	return doc, s.WriteDoc(path, &doc, perm)
+}
+
+// encodeKeeping encodes doc as EncodeDoc does, with the top-level keys of
+// the document it was read from (old) that doc's type does not know
+// appended after its own, in their order: hand-added keys survive.
+func encodeKeeping(doc any, old []byte) ([]byte, error) {
+	known := jsonKeys(reflect.TypeOf(doc))
+	var extra []string
+	var oldKeys map[string]json.RawMessage
+	if known != nil && len(old) > 0 && json.Unmarshal(old, &oldKeys) == nil {
+		for k := range oldKeys {
+			if !known[strings.ToLower(k)] { // encoding/json matches keys without case
+				extra = append(extra, k)
+			}
+		}
+	}
+	if len(extra) == 0 {
+		return EncodeDoc(doc)
+	}
+	sort.Strings(extra)
+	var buf bytes.Buffer
+	enc := json.NewEncoder(&buf)
+	enc.SetEscapeHTML(false)
+	if err := enc.Encode(doc); err != nil {
+		return nil, err
+	}
+	compact := bytes.TrimRight(buf.Bytes(), "\n")
+	if len(compact) < 2 || compact[len(compact)-1] != '}' {
+		return EncodeDoc(doc)
+	}
+	merged := append([]byte(nil), compact[:len(compact)-1]...)
+	for _, k := range extra {
+		if len(merged) > 1 {
+			merged = append(merged, ',')
+		}
+		key, _ := json.Marshal(k)
+		merged = append(append(append(merged, key...), ':'), oldKeys[k]...)
+	}
+	merged = append(merged, '}')
+	var out bytes.Buffer
+	if err := json.Indent(&out, merged, "", "  "); err != nil {
+		return nil, err
+	}
+	out.WriteByte('\n')
+	return out.Bytes(), nil
+}
+
+// jsonKeys is the set of JSON keys, in lower case, a struct type (or pointer to one)
+// encodes, embedded structs included; nil for other types (maps keep
+// every key anyway).
+func jsonKeys(t reflect.Type) map[string]bool {
+	for t.Kind() == reflect.Pointer {
+		t = t.Elem()
+	}
+	if t.Kind() != reflect.Struct {
+		return nil
+	}
+	keys := map[string]bool{}
+	for i := 0; i < t.NumField(); i++ {
+		f := t.Field(i)
+		name, _, _ := strings.Cut(f.Tag.Get("json"), ",")
+		switch {
+		case name == "-":
+		case f.Anonymous && name == "":
+			for k := range jsonKeys(f.Type) {
+				keys[k] = true // already lower case
+			}
+		case !f.IsExported():
+		case name == "":
+			keys[strings.ToLower(f.Name)] = true
+		default:
+			keys[strings.ToLower(name)] = true
+		}
+	}
+	return keys
 }
 
 // ErrNoChange, returned by an UpdateDoc function, leaves the document as it was.
@@ -143,44 +257,7 @@ var ErrNoChange = errors.New("no change")
 // writeFileAtomic writes data to a temp file beside path, syncs it, renames
 // it over path and syncs the directory so the new name is durable.
 func writeFileAtomic(path string, data []byte, perm os.FileMode, durable bool) error {
-	dir := filepath.Dir(path)
-	tmp, err := os.CreateTemp(dir, "."+filepath.Base(path)+".tmp-*") // dot: watchers skip it
-	if err != nil {
-		return err
-	}
-	renamed := false
-	defer func() {
-		if !renamed { // never remove by name after the rename: the name is the document now
-			tmp.Close()
-			os.Remove(tmp.Name())
-		}
-	}()
-	_, werr := tmp.Write(data)
-	var serr error
-	if durable {
-		serr = tmp.Sync()
-	}
-	if err := errors.Join(werr, tmp.Chmod(perm), serr, tmp.Close()); err != nil {
-		return err
-	}
-	if err := os.Rename(tmp.Name(), path); err != nil {
-		return err
-	}
-	renamed = true
-	if durable {
-		return syncDir(dir)
-	}
-	return nil
+	return lockedfile.WriteAtomic(path, data, perm, durable, nil)
 }
 
-func syncDir(dir string) error {
-	d, err := os.Open(dir)
-	if err != nil {
-		return err
-	}
-	defer d.Close()
-	if err := d.Sync(); err != nil {
-		return fmt.Errorf("sync directory %s: %w", dir, err)
-	}
-	return nil
-}
+func syncDir(dir string) error { return lockedfile.SyncDir(dir) }

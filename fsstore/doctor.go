@@ -14,6 +14,8 @@ import (
 	"time"
 
 	"github.com/gofrs/flock"
+
+	"aipm/fsstore/lockedfile"
 )
 
 // Problem is one thing doctor found, located as Path:Line (Line 0: the
@@ -83,8 +85,11 @@ func (s *Store) Doctor(ctx context.Context, repair bool) ([]Problem, error) {
 		}
 		switch {
 		case strings.HasPrefix(name, ".") && strings.Contains(name, ".tmp-"):
+			if !isStale(d) {
+				return nil // a write in progress: its writer owns it
+			}
 			p := Problem{Path: rel, Reason: "stale temporary file left by an interrupted write"}
-			if repair && isStale(d) {
+			if repair {
 				p.Repaired = os.Remove(path) == nil
 			}
 			report(p)
@@ -99,9 +104,20 @@ func (s *Store) Doctor(ctx context.Context, repair bool) ([]Problem, error) {
 			if err := s.ReadDoc(path, &v); err != nil {
 				var le *LineError
 				if errors.As(err, &le) {
-					report(Problem{Path: rel, Line: le.Line, Reason: "invalid JSON document: " + le.Err.Error() + " (fix it by hand; aipm never rewrites it)"})
+					report(Problem{Path: rel, Line: le.Line, Reason: "invalid JSON document: " + le.Err.Error() + byHand})
 				} else {
 					report(Problem{Path: rel, Reason: err.Error()})
+				}
+				return nil
+			}
+			if check := s.schemaOf(path); check != nil {
+				data, err := os.ReadFile(path)
+				if err != nil {
+					report(Problem{Path: rel, Reason: err.Error()})
+					return nil
+				}
+				for _, kr := range check(data) {
+					report(Problem{Path: rel, Line: jsonKeyLine(data, kr[0]), Reason: kr[1] + byHand})
 				}
 			}
 		}
@@ -110,8 +126,16 @@ func (s *Store) Doctor(ctx context.Context, repair bool) ([]Problem, error) {
 	if err != nil {
 		return problems, fmt.Errorf("doctor: %w", err)
 	}
+	mirror, err := s.checkMirror(ctx, repair)
+	problems = append(problems, mirror...)
+	if err != nil {
+		return problems, fmt.Errorf("doctor: %w", err)
+	}
 	return problems, nil
 }
+
+// byHand ends the reason of a problem repair cannot fix.
+const byHand = " (fix it by hand: only a person knows what it should say; aipm never rewrites it)"
 
 // isStale says a temp file is old enough that no writer still owns it.
 func isStale(d fs.DirEntry) bool {
@@ -134,9 +158,12 @@ func (s *Store) checkJSONL(ctx context.Context, path string, repair bool) ([]Pro
 	if err != nil || serr != nil {
 		return nil, fmt.Errorf("read %s: %w", rel, errors.Join(err, serr))
 	}
-	validate := invalidLine
-	if filepath.Base(path) == "chat.jsonl" {
+	validate := lockedfile.InvalidLine
+	switch filepath.Base(path) {
+	case "chat.jsonl":
 		validate = invalidMessageLine
+	case "notifications.jsonl":
+		validate = invalidNotificationLine
 	}
 	bad, keep := scanBad(rel, data, validate)
 	if len(bad) == 0 {
@@ -177,29 +204,13 @@ func (s *Store) checkJSONL(ctx context.Context, path string, repair bool) ([]Pro
 	return problems, nil
 }
 
-// scanBad lists the invalid lines and torn tail of data and the byte ranges
-// of everything else.
-func scanBad(rel string, data []byte, invalid func([]byte) string) (bad []QuarantinedLine, keep [][2]int) {
-	off, line := 0, 0
-	for off < len(data) {
-		line++
-		end := bytes.IndexByte(data[off:], '\n')
-		if end < 0 {
-			bad = append(bad, QuarantinedLine{Source: rel, Line: line, Offset: int64(off),
-				Reason:  fmt.Sprintf("torn last line (%d bytes without a newline): a writer died mid-append", len(data)-off),
-				Content: string(data[off:])})
-			return bad, keep
-		}
-		raw := data[off : off+end]
-		if t := bytes.TrimSpace(raw); len(t) > 0 {
-			if reason := invalid(t); reason != "" {
-				bad = append(bad, QuarantinedLine{Source: rel, Line: line, Offset: int64(off), Reason: reason, Content: string(raw)})
-				off += end + 1
-				continue
-			}
-		}
-		keep = append(keep, [2]int{off, off + end + 1})
-		off += end + 1
+// scanBad lists the invalid lines and torn tail of data, as quarantine
+// records, and the byte ranges of everything else.
+func scanBad(rel string, data []byte, invalid func([]byte) string) ([]QuarantinedLine, [][2]int) {
+	found, keep := lockedfile.Scan(data, invalid)
+	bad := make([]QuarantinedLine, len(found))
+	for i, b := range found {
+		bad[i] = QuarantinedLine{Source: rel, Line: b.Line, Offset: b.Offset, Reason: b.Reason, Content: string(b.Content)}
 	}
 	return bad, keep
 }
@@ -254,7 +265,7 @@ func SortProblems(ps []Problem) {
 
 // invalidMessageLine says why a chat line is not a message, or "".
 func invalidMessageLine(b []byte) string {
-	if reason := invalidLine(b); reason != "" {
+	if reason := lockedfile.InvalidLine(b); reason != "" {
 		return reason
 	}
 	var m Message
@@ -264,5 +275,11 @@ func invalidMessageLine(b []byte) string {
 	if m.ID == "" || m.SenderID == "" {
 		return "not a chat message: id and senderId are required"
 	}
-	return ""
+	if !strings.HasPrefix(m.ID, PrefixMessage) {
+		return fmt.Sprintf("not a chat message: id %q does not start with %s", m.ID, PrefixMessage)
+	}
+	if m.SenderID != SystemSender && CheckAgentID(m.SenderID) != nil {
+		return fmt.Sprintf("not a chat message: senderId %q is not an agent id", m.SenderID)
+	}
+	return checkCreatedAt(m.CreatedAt)
 }

@@ -12,17 +12,6 @@ var ErrNotFound = errors.New("not found")
 // ErrExists says something that must be new already exists.
 var ErrExists = errors.New("already exists")
 
-// LineError locates a problem inside a file as path:line: reason (DESIGN
-// section 4, rule 5).
-type LineError struct {
-	Path string
-	Line int
-	Err  error
-}
-
-func (e *LineError) Error() string { return fmt.Sprintf("%s:%d: %v", e.Path, e.Line, e.Err) }
-func (e *LineError) Unwrap() error { return e.Err }
-
 // kindError is a complete sentence that errors.Is matches against a
 // sentinel kind, without the kind's own text ("not found") appended to a
 // message that already says it.

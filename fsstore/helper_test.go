@@ -7,9 +7,11 @@ import (
 	"fmt"
 	"os"
 	"os/exec"
+	"os/signal"
 	"path/filepath"
 	"strconv"
 	"strings"
+	"syscall"
 	"testing"
 	"time"
 )
@@ -85,6 +87,48 @@ func runHelper(role string, args []string) error {
 			out.Flush()
 			if stopErr == nil && len(res.Records) == 0 {
 				return nil
+			}
+		}
+	case "deliver": // as chat session n of agent args[1]: acknowledge, take a batch, print it; until the stop file exists and nothing is left
+		stop := filepath.Join(args[0], "stop")
+		ses := Session{ID: fmt.Sprintf("ses_%d", n), Agent: args[1], Purpose: PurposeChat}
+		for {
+			_, stopErr := os.Stat(stop)
+			if err := store.Acknowledge(ctx, ses.Agent, ses.ID); err != nil { // the session's next call
+				return err
+			}
+			msgs, _, err := store.Deliver(ctx, ses, 1+os.Getpid()%5)
+			if err != nil {
+				return err
+			}
+			time.Sleep(time.Duration(os.Getpid()%3) * time.Millisecond) // the way to the client takes time
+			for _, m := range msgs {
+				fmt.Fprintln(out, m.ID, m.Redelivered)
+			}
+			out.Flush()
+			if stopErr == nil && len(msgs) == 0 {
+				return nil
+			}
+		}
+	case "send-full": // under a file-size limit of n bytes: a send that does not fit, then one that does
+		signal.Ignore(syscall.SIGXFSZ) // write(2) then fails with EFBIG instead of killing us
+		if err := syscall.Setrlimit(syscall.RLIMIT_FSIZE, &syscall.Rlimit{Cur: uint64(n), Max: uint64(n)}); err != nil {
+			return err
+		}
+		cfg, err := store.LoadConfig()
+		if err != nil {
+			return err
+		}
+		for _, content := range []string{strings.Repeat("big ", 900), "small"} {
+			_, err := store.Send(ctx, cfg, OutgoingMessage{From: "alice", To: args[1], Content: content})
+			var ce *CodeError
+			switch {
+			case err == nil:
+				fmt.Fprintln(out, "sent")
+			case errors.As(err, &ce):
+				fmt.Fprintf(out, "%s: %s\n", ce.Code, ce.Msg)
+			default:
+				fmt.Fprintln(out, "error:", err)
 			}
 		}
 	case "start-conversation": // args[1] is "from:to"; round i starts when the file go-i exists

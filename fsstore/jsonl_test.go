@@ -2,7 +2,6 @@ package fsstore
 
 import (
 	"bufio"
-	"bytes"
 	"context"
 	"encoding/json"
 	"errors"
@@ -228,51 +227,6 @@ loop:
 	t.Logf("%d appends, %d replaces", len(acked), replaces)
 }
 
-func TestLineReader(t *testing.T) {
-	dir := t.TempDir()
-	for _, tc := range []struct {
-		name     string
-		content  string
-		wantIDs  []string
-		wantBad  []string
-		wantTail int64
-	}{
-		{"empty", "", nil, nil, 0},
-		{"two lines", "{\"id\":\"a\"}\n{\"id\":\"b\"}\n", []string{"a", "b"}, nil, 0},
-		{"torn tail", "{\"id\":\"a\"}\n{\"id\":\"b\"", []string{"a"}, nil, 9},
-		{"invalid middle", "{\"id\":\"a\"}\nnot json\n{\"id\":\"c\"}\n", []string{"a", "c"}, []string{":2: not a JSON object"}, 0},
-		{"broken object", "{\"id\":\"a\"\n{\"id\":\"c\"}\n", []string{"c"}, []string{":1: invalid JSON"}, 0},
-		{"blank lines", "\n{\"id\":\"a\"}\n  \n", []string{"a"}, nil, 0},
-	} {
-		t.Run(tc.name, func(t *testing.T) {
-			path := filepath.Join(dir, strings.ReplaceAll(tc.name, " ", "_")+".jsonl")
-			os.WriteFile(path, []byte(tc.content), 0o644)
-			recs, bad, tail, err := ReadAll(path)
-			if err != nil {
-				t.Fatal(err)
-			}
-			var ids []string
-			for _, r := range recs {
-				ids = append(ids, idOf(r))
-			}
-			if strings.Join(ids, ",") != strings.Join(tc.wantIDs, ",") {
-				t.Errorf("ids %v, want %v", ids, tc.wantIDs)
-			}
-			if len(bad) != len(tc.wantBad) {
-				t.Fatalf("bad %v, want %v", bad, tc.wantBad)
-			}
-			for i, b := range bad {
-				if !strings.HasPrefix(b.Error(), path+tc.wantBad[i]) {
-					t.Errorf("bad[%d] = %q, want prefix %q", i, b, path+tc.wantBad[i])
-				}
-			}
-			if tail != tc.wantTail {
-				t.Errorf("tail %d, want %d", tail, tc.wantTail)
-			}
-		})
-	}
-}
-
 func TestAppendRejectsNewline(t *testing.T) {
 	s := newTestStore(t)
 	path := filepath.Join(s.Root(), "x.jsonl")
@@ -282,36 +236,4 @@ func TestAppendRejectsNewline(t *testing.T) {
 	if _, err := os.Stat(path); !errors.Is(err, os.ErrNotExist) {
 		t.Errorf("file created: %v", err)
 	}
-}
-
-func FuzzLineReader(f *testing.F) {
-	f.Add([]byte("{\"id\":\"a\"}\n{\"id\":\"b\""))
-	f.Add([]byte("\n\n{}\nnull\n[1]\n{\"a\":\"\\u0000\"}\n"))
-	f.Fuzz(func(t *testing.T, data []byte) {
-		path := filepath.Join(t.TempDir(), "f.jsonl")
-		if err := os.WriteFile(path, data, 0o644); err != nil {
-			t.Fatal(err)
-		}
-		recs, bad, tail, err := ReadAll(path)
-		if err != nil {
-			t.Fatal(err)
-		}
-		var consumed int64
-		for _, r := range recs {
-			if !json.Valid(r.Data) || bytes.IndexByte(r.Data, '\n') >= 0 {
-				t.Fatalf("returned invalid record %q", r.Data)
-			}
-			if !bytes.Equal(data[r.Offset:r.Offset+int64(len(r.Data))], r.Data) {
-				t.Fatalf("record at %d does not match the file", r.Offset)
-			}
-			consumed = r.End().Offset
-		}
-		if tail > 0 && bytes.HasSuffix(data, []byte("\n")) {
-			t.Fatalf("tail %d reported for a file ending in a newline", tail)
-		}
-		if consumed > int64(len(data))-tail {
-			t.Fatalf("consumed %d of %d with tail %d", consumed, len(data), tail)
-		}
-		_ = bad
-	})
 }

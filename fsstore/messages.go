@@ -11,6 +11,8 @@ import (
 	"strings"
 	"time"
 	"unicode/utf8"
+
+	"aipm/fsstore/lockedfile"
 )
 
 // MaxContent is the most characters (not bytes) a message may hold.
@@ -31,6 +33,10 @@ type Message struct {
 	ConversationID string `json:"conversationId,omitempty"`
 	RelatedTaskID  string `json:"relatedTaskId,omitempty"`
 	Kind           string `json:"kind,omitempty"`
+	// Redelivered is set on delivery, never stored: the message may have
+	// reached a client before (a session that ended before acknowledging
+	// it, or a chat log edited under the reader).
+	Redelivered bool `json:"redelivered,omitempty"`
 }
 
 // timeFormat is RFC 3339 in UTC with a fixed microsecond fraction.
@@ -157,7 +163,11 @@ func (s *Store) Send(ctx context.Context, cfg *Config, m OutgoingMessage) (Messa
 	sent := msg
 	sent.ReceiverID = m.To
 	if err := s.AppendJSONL(ctx, outbox, sent); err != nil {
-		return msg, fmt.Errorf("delivered to %s, but the sender's own copy was not written (do not send it again): %w", m.To, err)
+		var ce *CodeError
+		if errors.As(err, &ce) {
+			return msg, codeErr(ce.Code, "delivered to %s, but the sender's own copy was not written (%s); do not send it again: aipm doctor --repair restores the copy", m.To, ce.Msg)
+		}
+		return msg, fmt.Errorf("delivered to %s, but the sender's own copy was not written (do not send it again: aipm doctor --repair restores the copy): %w", m.To, err)
 	}
 	return sent, nil
 }
@@ -170,17 +180,31 @@ func (s *Store) Unread(ctx context.Context, agent string, limit int, peek bool) 
 	if err != nil {
 		return nil, false, err
 	}
-	msgs, err := decodeMessages(res.Records)
+	msgs, err := decodeMessages(res)
 	return msgs, res.More, err
 }
 
-func decodeMessages(recs []Record) ([]Message, error) {
-	out := make([]Message, 0, len(recs))
-	for _, r := range recs {
+// Deliver hands session ses up to limit unread messages that others sent
+// to its agent, oldest first. They count as read once the session makes its
+// next call (Acknowledge); a message that may have reached an earlier
+// session comes back with Redelivered set.
+func (s *Store) Deliver(ctx context.Context, ses Session, limit int) ([]Message, bool, error) {
+	res, err := s.ReadUnread(ctx, ses.Agent, StreamChat, ReadOptions{Limit: limit, Match: FromOthers(ses.Agent), Session: ses.ID})
+	if err != nil {
+		return nil, false, err
+	}
+	msgs, err := decodeMessages(res)
+	return msgs, res.More, err
+}
+
+func decodeMessages(res ReadResult) ([]Message, error) {
+	out := make([]Message, 0, len(res.Records))
+	for i, r := range res.Records {
 		var m Message
 		if err := json.Unmarshal(r.Data, &m); err != nil {
 			return nil, fmt.Errorf("chat line %d: %w", r.Line, err)
 		}
+		m.Redelivered = res.Redelivered[i]
 		out = append(out, m)
 	}
 	return out, nil
@@ -191,19 +215,19 @@ func decodeMessages(recs []Record) ([]Message, error) {
 const contextWindow = 64 << 10
 
 // Recent returns up to n messages of agent's chat log that end at or before
-// the agent's read cursor (what it has already seen), oldest first. It reads
-// at most the last 64 KiB before the cursor.
-func (s *Store) Recent(agent string, n int) ([]Message, error) {
+// what session has received (its read cursor, or the end of the batch it
+// holds), oldest first. It reads at most the last 64 KiB before that.
+func (s *Store) Recent(agent, session string, n int) ([]Message, error) {
 	path, err := s.ChatPath(agent)
 	if err != nil {
 		return nil, err
 	}
 	cursorPath, _ := s.ReadCursorPath(agent)
-	var cursors Cursors
-	if err := s.ReadDoc(cursorPath, &cursors); err != nil && !errors.Is(err, ErrNotFound) {
+	cursors, err := s.readCursors(cursorPath)
+	if err != nil {
 		return nil, err
 	}
-	end := cursors[StreamChat].Offset
+	end := startFor(streamCursor(cursors, StreamChat), session).Offset
 	return s.tail(path, end, n)
 }
 
@@ -283,13 +307,15 @@ func (s *Store) Follow(agent string, cur Cursor) ([]Message, Cursor, []*LineErro
 	if err != nil {
 		return nil, cur, nil, err
 	}
-	var res ReadResult
-	next, err := s.readPast(path, cur, ReadOptions{}, &res)
+	res, err := lockedfile.ReadPast(path, cur, lockedfile.ReadOptions{})
 	if err != nil {
-		return nil, cur, nil, err
+		return nil, cur, nil, fmt.Errorf("read %s: %w", s.Rel(path), err)
+	}
+	for _, le := range res.Bad {
+		le.Path = s.Rel(path)
 	}
 	msgs, bad := s.decodeLog(path, res.Records)
-	return msgs, next, append(res.Bad, bad...), nil
+	return msgs, res.Next, append(res.Bad, bad...), nil
 }
 
 // decodeLog decodes records as messages for Follow: a line that is a JSON

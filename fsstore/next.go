@@ -128,16 +128,11 @@ func (s *Store) chatWork(ctx context.Context, cfg *Config, agent string, ses *Se
 	if ses == nil {
 		return Next{Action: ActWait, Until: until}, nil
 	}
-	unread, err := s.UnreadNotifications(ctx, agent, true)
+	unread, err := s.SessionNotifications(ctx, *ses, true) // only those that concern this session (DESIGN section 6)
 	if err != nil {
 		return Next{}, err
 	}
-	n := 0
-	for _, note := range unread {
-		if note.TaskID == "" { // task notifications belong to task sessions (DESIGN section 6)
-			n++
-		}
-	}
+	n := len(unread)
 	if n > 0 {
 		return Next{Action: ActGetNotifications, Notifications: n}, nil
 	}

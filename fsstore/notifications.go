@@ -3,6 +3,7 @@ package fsstore
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"slices"
 	"time"
@@ -22,15 +23,103 @@ type Notification struct {
 	TaskID    string    `json:"taskId,omitempty"`
 	From      string    `json:"from,omitempty"`
 	CreatedAt time.Time `json:"createdAt"`
+	// Key makes a notification idempotent: Notify writes no second line
+	// with the same key (an interrupt's key is derived from the task state
+	// that caused it, so whoever notices the change first writes it once).
+	Key string `json:"key,omitempty"`
+	// Redelivered is set on delivery (never stored) when the notification
+	// may have reached a client before: a session died before acknowledging it.
+	Redelivered bool `json:"redelivered,omitempty"`
+}
+
+// InterruptKey is the key of the interrupt caused by task t's current
+// status change.
+func InterruptKey(t Task) string {
+	return "interrupt:" + t.ID + ":" + t.Status + ":" + t.StatusChangedAt.UTC().Format(time.RFC3339Nano)
+}
+
+// Concerns says whether ses may see, count and consume n (DESIGN section 6):
+// an interrupt about a task only the task session working on it; an
+// interrupt about no task only the sessions that were live when it was
+// written (begun before it); any other notification about a task only the
+// agent's task session; anything else every session of the agent.
+func (n Notification) Concerns(ses Session) bool {
+	switch {
+	case n.Type == NotifyInterrupt && n.TaskID != "":
+		return ses.Purpose == PurposeTask && ses.TaskID == n.TaskID
+	case n.TaskID != "": // about a task: the task session's alone
+		return ses.Purpose == PurposeTask
+	case n.Type == NotifyInterrupt:
+		return !ses.CreatedAt.After(n.CreatedAt)
+	}
+	return true
+}
+
+// checkNotification is the schema of a notifications line.
+func checkNotification(r Record) error {
+	_, err := decodeNotification(r)
+	return err
+}
+
+// decodeNotification decodes and checks a notifications line.
+func decodeNotification(r Record) (Notification, error) {
+	var n Notification
+	if err := json.Unmarshal(r.Data, &n); err != nil {
+		return n, fmt.Errorf("not a notification: %w", err)
+	}
+	return n, checkDecoded(n)
+}
+
+func checkDecoded(n Notification) error {
+	switch {
+	case n.Type != NotifyInterrupt && n.Type != NotifyInfo:
+		return fmt.Errorf("not a notification: type %q is neither %s nor %s", n.Type, NotifyInterrupt, NotifyInfo)
+	case n.CreatedAt.IsZero():
+		return errors.New("not a notification: createdAt is missing")
+	case n.TaskID != "" && CheckID(PrefixTask, n.TaskID) != nil:
+		return fmt.Errorf("not a notification: taskId %q is not a task id", n.TaskID)
+	}
+	return nil
+}
+
+// ErrNotificationsUnreadable wraps the error of a notifications line that
+// could not be decoded: the caller fails closed.
+var ErrNotificationsUnreadable = errors.New("notifications unreadable")
+
+// sessionNotifications reads the notifications that concern ses, strictly:
+// a line that cannot be decoded stops the read with an error naming
+// path:line, and nothing past it is consumed.
+func (s *Store) sessionNotifications(ctx context.Context, ses Session, peek bool) ([]Notification, error) {
+	var last Notification // decoded once by Check, used by Match
+	res, err := s.ReadUnread(ctx, ses.Agent, NotificationStream(ses.Purpose), ReadOptions{
+		Peek: peek, Session: ses.ID, Strict: true,
+		Check: func(r Record) error {
+			var err error
+			last, err = decodeNotification(r)
+			return err
+		},
+		Match: func(Record) bool { return last.Concerns(ses) },
+	})
+	if err != nil {
+		return nil, fmt.Errorf("%w: %w; run aipm doctor (--repair moves a bad line to quarantine/)", ErrNotificationsUnreadable, err)
+	}
+	out := make([]Notification, len(res.Records))
+	for i, r := range res.Records {
+		if err := json.Unmarshal(r.Data, &out[i]); err != nil {
+			return nil, fmt.Errorf("notification at line %d: %w", r.Line, err)
+		}
+		out[i].Redelivered = res.Redelivered[i]
+	}
+	return out, nil
 }
 
 // Interrupt returns the first unread interrupt that stops ses (DESIGN
-// section 6), and the number of unread notifications. An interrupt about a
-// task stops only a task session working on that task, and only while the
-// task is still blocked or cancelled (a task resumed since makes it moot);
-// one about no task stops any session of the agent.
+// section 6), and the number of unread notifications that concern ses. An
+// interrupt about a task stops it only while the task is still blocked or
+// cancelled (a task resumed since makes it moot). An undecodable line is an
+// error wrapping ErrNotificationsUnreadable.
 func (s *Store) Interrupt(ctx context.Context, ses Session) (*Notification, int, error) {
-	unread, err := s.UnreadNotifications(ctx, ses.Agent, true)
+	unread, err := s.sessionNotifications(ctx, ses, true)
 	if err != nil {
 		return nil, 0, err
 	}
@@ -41,9 +130,6 @@ func (s *Store) Interrupt(ctx context.Context, ses Session) (*Notification, int,
 		if n.TaskID == "" {
 			return &unread[i], len(unread), nil
 		}
-		if ses.Purpose != PurposeTask || ses.TaskID != n.TaskID {
-			continue
-		}
 		if t, err := s.Task(n.TaskID); err == nil && (t.Status == StatusBlocked || t.Status == StatusCancelled) {
 			return &unread[i], len(unread), nil
 		}
@@ -51,7 +137,9 @@ func (s *Store) Interrupt(ctx context.Context, ses Session) (*Notification, int,
 	return nil, len(unread), nil
 }
 
-// Notify appends a notification for agent and returns it.
+// Notify appends a notification for agent and returns it. A notification
+// with a Key already in the file is not written again (and is returned as
+// it was given, without id).
 func (s *Store) Notify(ctx context.Context, agent string, n Notification) (Notification, error) {
 	path, err := s.NotificationsPath(agent)
 	if err != nil {
@@ -60,26 +148,23 @@ func (s *Store) Notify(ctx context.Context, agent string, n Notification) (Notif
 	if n.Type == "" {
 		n.Type = NotifyInfo
 	}
-	n.ID, n.CreatedAt = NewID(PrefixNotification), time.Now().UTC()
-	return n, s.AppendJSONL(ctx, path, n)
+	n.ID, n.CreatedAt, n.Redelivered = NewID(PrefixNotification), time.Now().UTC(), false
+	if n.Key == "" {
+		return n, s.AppendJSONL(ctx, path, n)
+	}
+	line, err := json.Marshal(n)
+	if err != nil {
+		return n, fmt.Errorf("append %s: encode: %w", s.Rel(path), err)
+	}
+	key, _ := json.Marshal(n.Key)
+	return n, s.appendUnless(ctx, path, line, []byte(`"key":`+string(key)))
 }
 
-// UnreadNotifications returns the agent's unread notifications, oldest
-// first, and advances the read cursor past them unless peek.
-func (s *Store) UnreadNotifications(ctx context.Context, agent string, peek bool) ([]Notification, error) {
-	res, err := s.ReadUnread(ctx, agent, StreamNotifications, ReadOptions{Peek: peek})
-	if err != nil {
-		return nil, err
-	}
-	out := make([]Notification, 0, len(res.Records))
-	for _, r := range res.Records {
-		var n Notification
-		if err := json.Unmarshal(r.Data, &n); err != nil {
-			return nil, fmt.Errorf("notification at line %d: %w", r.Line, err)
-		}
-		out = append(out, n)
-	}
-	return out, nil
+// SessionNotifications returns the unread notifications that concern ses,
+// oldest first. Unless peek, they are handed to the session and marked read
+// when it makes its next call (Acknowledge).
+func (s *Store) SessionNotifications(ctx context.Context, ses Session, peek bool) ([]Notification, error) {
+	return s.sessionNotifications(ctx, ses, peek)
 }
 
 // NewestFirst reverses a list of notifications read oldest first.

@@ -16,6 +16,8 @@ import (
 	"time"
 
 	"github.com/BurntSushi/toml"
+
+	"aipm/fsstore/lockedfile"
 )
 
 // gitignore keeps runtime state out of git; chat logs, tasks, conversations
@@ -112,7 +114,7 @@ func (s *Store) AddAgent(ctx context.Context, a NewAgent) (passkey string, err e
 		return "", err
 	}
 	defer unlock()
-	old, err := os.ReadFile(s.ConfigPath())
+	old, read, err := lockedfile.ReadDoc(s.ConfigPath())
 	if err != nil {
 		return "", fmt.Errorf("read config: %w", err)
 	}
@@ -146,9 +148,14 @@ func (s *Store) AddAgent(ctx context.Context, a NewAgent) (passkey string, err e
 			return "", err
 		}
 	}
-	if err := writeFileAtomic(s.ConfigPath(), updated, ModeFile, s.durable); err != nil {
+	// Compare-and-swap (rule 8): a human saving config.toml meanwhile wins,
+	// and the agent is not added.
+	if err := lockedfile.WriteAtomic(s.ConfigPath(), updated, ModeFile, s.durable, &read); err != nil {
 		if path, perr := s.PasskeyPath(a.ID); perr == nil && passkey != "" {
 			os.Remove(path)
+		}
+		if errors.Is(err, lockedfile.ErrChanged) {
+			return "", fmt.Errorf("%s was saved by someone else while the agent was being added; nothing was added: run the command again", s.Rel(s.ConfigPath()))
 		}
 		return "", fmt.Errorf("write config: %w", err)
 	}

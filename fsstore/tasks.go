@@ -314,7 +314,7 @@ func (s *Store) UpdateTask(ctx context.Context, cfg *Config, id, by string, ch T
 			reason = "no reason given"
 		}
 		msg := fmt.Sprintf("%s set your task %s (%q) to %s: %s. Stop working on it and call report_completed(result=\"blocked\").", by, after.ID, after.Title, after.Status, reason)
-		if _, err := s.Notify(ctx, after.Assignee, Notification{Type: NotifyInterrupt, TaskID: after.ID, From: by, Message: msg}); err != nil {
+		if _, err := s.Notify(ctx, after.Assignee, Notification{Type: NotifyInterrupt, TaskID: after.ID, From: by, Message: msg, Key: InterruptKey(after)}); err != nil {
 			return after, fmt.Errorf("task %s changed, but the interrupt for %s was not written: %w", id, after.Assignee, err)
 		}
 	}

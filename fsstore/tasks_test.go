@@ -73,7 +73,8 @@ func TestUpdateTaskWritesOneInterrupt(t *testing.T) {
 	if _, err := s.UpdateTask(ctx, cfg, task.ID, "lead", TaskChange{Status: StatusCancelled}); err != nil {
 		t.Fatal(err) // blocked -> cancelled: the task was not in progress, no second interrupt
 	}
-	ns, err := s.UnreadNotifications(ctx, "coder", true)
+	ses := Session{ID: NewID(PrefixSession), Agent: "coder", Purpose: PurposeTask, TaskID: task.ID}
+	ns, err := s.SessionNotifications(ctx, ses, true)
 	if err != nil || len(ns) != 1 || ns[0].Type != NotifyInterrupt || ns[0].TaskID != task.ID || !strings.Contains(ns[0].Message, "wait") {
 		t.Fatalf("notifications %+v, err %v; want one interrupt", ns, err)
 	}

@@ -44,12 +44,9 @@ func (s *Server) gate(registered map[string]bool) mcp.Middleware {
 			if !level.allows(ses.Purpose) {
 				return refusal(toolErr("wrong_session_purpose", fmt.Sprintf("%s needs a %s session (level %s) and this is a %s session: %s", name, purposeOf(level), level, ses.Purpose, level.instead(name)))), nil
 			}
-			intr, unread, err := s.store.Interrupt(ctx, ses)
-			if err != nil {
-				s.log.Error("read notifications", "agent", ses.Agent, "err", err)
-				unread = -1
-			} else if intr != nil && !passesInterrupt[name] {
-				return interruptNotice(name, intr), nil
+			unread, stop := s.deliver(ctx, ses, name)
+			if stop != nil {
+				return stop, nil
 			}
 			res, err := next(withSession(ctx, ses), method, req)
 			if r, ok := res.(*mcp.CallToolResult); ok && err == nil {
@@ -98,16 +95,6 @@ func interruptNotice(tool string, n *fsstore.Notification) *mcp.CallToolResult {
 			"INTERRUPT (%s did not run): %s Call get_notifications to read it, then report_completed(result=\"blocked\", summary=...) and exit.",
 			tool, n.Message)}},
 	}
-}
-
-// unreadCount is the number of the agent's unread notifications, or -1.
-func (s *Server) unreadCount(ctx context.Context, ses fsstore.Session) int {
-	unread, err := s.store.UnreadNotifications(ctx, ses.Agent, true)
-	if err != nil {
-		s.log.Error("read notifications", "agent", ses.Agent, "err", err)
-		return -1
-	}
-	return len(unread)
 }
 
 // notificationLine is the line every authenticated response carries; a

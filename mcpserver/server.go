@@ -24,6 +24,7 @@ type Server struct {
 	// purpose is the session purpose the process that started this server
 	// asked for (AIPM_PURPOSE), used when authenticate names none.
 	purpose string
+	acks    acks // sessions known to hold no unacknowledged batch
 
 	mu       sync.Mutex
 	cfg      *fsstore.Config

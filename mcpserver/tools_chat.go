@@ -65,7 +65,7 @@ type GetPendingMessagesIn struct {
 }
 
 type PendingMessagesOut struct {
-	Messages           []fsstore.Message `json:"messages" jsonschema:"unread messages sent to you, oldest first; now marked read"`
+	Messages           []fsstore.Message `json:"messages" jsonschema:"unread messages sent to you, oldest first; they count as read from your next call on; redelivered: true on one that may have reached an earlier session"`
 	HasMore            bool              `json:"has_more" jsonschema:"more unread messages wait: call get_pending_messages again"`
 	Context            []fsstore.Message `json:"context" jsonschema:"the last messages you had already seen, oldest first"`
 	PendingDelegations []any             `json:"pending_delegations" jsonschema:"delegations from your task sessions waiting for you"`
@@ -78,7 +78,7 @@ const contextMessages = 5
 func addGetPendingMessages(srv *mcp.Server, s *Server) {
 	mcp.AddTool(srv, &mcp.Tool{
 		Name:        "get_pending_messages",
-		Description: "Your unread chat messages, oldest first, with a few earlier messages for context. Marks the returned messages read; respond_chat then answers the sender of the last one.",
+		Description: "Your unread chat messages, oldest first, with a few earlier messages for context. The returned messages count as read from your next call on; respond_chat then answers the sender of the last one.",
 		Annotations: mutating,
 	}, func(ctx context.Context, _ *mcp.CallToolRequest, in GetPendingMessagesIn) (*mcp.CallToolResult, PendingMessagesOut, error) {
 		ses := sessionFrom(ctx)
@@ -89,11 +89,11 @@ func addGetPendingMessages(srv *mcp.Server, s *Server) {
 		case limit < 0 || limit > 100:
 			return nil, PendingMessagesOut{}, toolErr("invalid_limit", fmt.Sprintf("limit %d is out of range: use 1 to 100", in.Limit))
 		}
-		seen, err := s.store.Recent(ses.Agent, contextMessages)
+		seen, err := s.store.Recent(ses.Agent, ses.ID, contextMessages)
 		if err != nil {
 			return nil, PendingMessagesOut{}, fromStore(err, "agent_not_found")
 		}
-		msgs, more, err := s.store.Unread(ctx, ses.Agent, limit, false)
+		msgs, more, err := s.store.Deliver(ctx, ses, limit)
 		if err != nil {
 			return nil, PendingMessagesOut{}, fromStore(err, "agent_not_found")
 		}
@@ -106,7 +106,7 @@ func addGetPendingMessages(srv *mcp.Server, s *Server) {
 		}
 		switch {
 		case replyTo != "":
-			// The cursor has moved: whatever happens now, the messages go out.
+			// The batch is handed out: respond_chat answers its last sender.
 			if err := s.store.SetReplyTo(ctx, ses.ID, replyTo); err != nil {
 				s.log.Error("record whom respond_chat answers", "session", ses.ID, "err", err)
 			}

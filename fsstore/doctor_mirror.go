@@ -1,0 +1,123 @@
+package fsstore
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"os"
+	"path/filepath"
+	"sort"
+	"time"
+)
+
+// inFlight is how young a message may be and still be a send between its
+// two writes: doctor leaves it alone.
+const inFlight = time.Minute
+
+// copyOf is one copy of a message: whose chat.jsonl holds it, at which line.
+type copyOf struct {
+	agent string
+	line  int
+	msg   Message
+}
+
+// checkMirror is DESIGN section 4 rule 4 seen from doctor: every message
+// between two agents is in both chat logs, the receiver's copy without
+// receiverId and the sender's with it. A message in one file only (a send
+// killed between its writes, a lock-less editor's save) is reported, and
+// with repair its missing copy is appended, from the other one, under the
+// file's lock and only if that id is not there yet: never twice. Messages
+// younger than inFlight may still be in a send and are left alone, as are
+// messages whose other party has no directory here (nothing to mirror to).
+func (s *Store) checkMirror(ctx context.Context, repair bool) ([]Problem, error) {
+	entries, err := os.ReadDir(s.AgentsDir())
+	if os.IsNotExist(err) {
+		return nil, nil
+	}
+	if err != nil {
+		return nil, fmt.Errorf("read %s: %w", s.Rel(s.AgentsDir()), err)
+	}
+	agents := map[string]bool{}
+	inbound := map[string]copyOf{}  // receiver's copies by id
+	outbound := map[string]copyOf{} // sender's copies by id
+	for _, e := range entries {
+		if !e.IsDir() || CheckAgentID(e.Name()) != nil {
+			continue
+		}
+		agents[e.Name()] = true
+		path, _ := s.ChatPath(e.Name())
+		recs, _, _, err := ReadAll(path)
+		if err != nil {
+			return nil, fmt.Errorf("read %s: %w", s.Rel(path), err)
+		}
+		for _, r := range recs {
+			var m Message
+			if json.Unmarshal(r.Data, &m) != nil || m.ID == "" || m.SenderID == "" {
+				continue // reported by the line check
+			}
+			c := copyOf{agent: e.Name(), line: r.Line, msg: m}
+			if m.ReceiverID == "" {
+				inbound[m.ID] = c
+			} else {
+				outbound[m.ID] = c
+			}
+		}
+	}
+	var problems []Problem
+	now := time.Now()
+	young := func(m Message) bool {
+		t, err := time.Parse(time.RFC3339Nano, m.CreatedAt)
+		return err == nil && now.Sub(t) < inFlight
+	}
+	for _, id := range sortedKeys(inbound) {
+		c := inbound[id]
+		if _, ok := outbound[id]; ok || c.msg.SenderID == SystemSender || !agents[c.msg.SenderID] || young(c.msg) {
+			continue
+		}
+		sent := c.msg
+		sent.ReceiverID = c.agent
+		problems = append(problems, s.restoreCopy(ctx, repair, c, c.msg.SenderID, sent, "the sender's copy"))
+	}
+	for _, id := range sortedKeys(outbound) {
+		c := outbound[id]
+		if _, ok := inbound[id]; ok || !agents[c.msg.ReceiverID] || young(c.msg) {
+			continue
+		}
+		got := c.msg
+		got.ReceiverID = ""
+		problems = append(problems, s.restoreCopy(ctx, repair, c, c.msg.ReceiverID, got, "the receiver's copy"))
+	}
+	return problems, nil
+}
+
+// restoreCopy reports a one-sided message and, with repair, appends the
+// missing copy to to's chat log unless its id is there already.
+func (s *Store) restoreCopy(ctx context.Context, repair bool, have copyOf, to string, missing Message, what string) Problem {
+	dst, _ := s.ChatPath(to)
+	src, _ := s.ChatPath(have.agent)
+	p := Problem{Path: s.Rel(src), Line: have.line, Reason: fmt.Sprintf("message %s is missing from %s (%s)", missing.ID, s.Rel(dst), what)}
+	if !repair {
+		return p
+	}
+	line, err := json.Marshal(missing)
+	if err == nil {
+		id, _ := json.Marshal(missing.ID)
+		err = s.appendUnless(ctx, dst, line, []byte(`"id":`+string(id)))
+	}
+	if err != nil {
+		p.Reason += fmt.Sprintf(": could not restore it: %v", err)
+		return p
+	}
+	p.Repaired = true
+	p.Reason += ": restored from " + filepath.Base(filepath.Dir(src)) + "'s copy"
+	return p
+}
+
+func sortedKeys(m map[string]copyOf) []string {
+	out := make([]string, 0, len(m))
+	for k := range m {
+		out = append(out, k)
+	}
+	sort.Strings(out)
+	return out
+}

@@ -1,0 +1,259 @@
+package lockedfile
+
+import (
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"slices"
+
+	"github.com/tidwall/gjson"
+)
+
+// Remembered is how many ids of consumed records a Cursor keeps: enough to
+// find its place again after a hand edit removed the last few.
+const Remembered = 8
+
+// Cursor is a reader's place in a JSONL file whose records carry an "id":
+// the position after the last record it consumed, the inode that position
+// was measured in, and the ids of the last records consumed (LastID is the
+// record that ends at Offset). RedeliverBefore, when set, marks the records
+// that start before that offset as possibly seen already.
+type Cursor struct {
+	Offset          int64    `json:"offset"`
+	Line            int      `json:"line"`
+	Inode           uint64   `json:"inode"`
+	LastID          string   `json:"lastId,omitempty"`
+	Earlier         []string `json:"earlierIds,omitempty"` // oldest first, before LastID
+	RedeliverBefore int64    `json:"redeliverBefore,omitempty"`
+}
+
+// advance moves c past a consumed record with the given id that ends at pos.
+func (c *Cursor) advance(pos Position, id string) {
+	if c.LastID != "" {
+		c.Earlier = append(c.Earlier, c.LastID)
+		if n := len(c.Earlier) - (Remembered - 1); n > 0 {
+			c.Earlier = append(c.Earlier[:0:0], c.Earlier[n:]...)
+		}
+	}
+	c.LastID, c.Offset, c.Line = id, pos.Offset, pos.Line
+}
+
+// ReadOptions shape one ReadPast.
+type ReadOptions struct {
+	// Limit is the most records returned; 0 means no limit.
+	Limit int
+	// Match selects the records the reader wants (nil: all). Records that do
+	// not match are consumed without being returned.
+	Match func(Record) bool
+	// Check validates a record beyond being a JSON object with an id; a
+	// record it refuses is a bad line.
+	Check func(Record) error
+	// Strict stops at the first bad line and returns it as the error
+	// (a *LineError): nothing past a record that was not understood is
+	// consumed. Otherwise bad lines are listed in Bad and passed over.
+	Strict bool
+}
+
+// ReadResult is what ReadPast returns.
+type ReadResult struct {
+	Records []Record
+	// Redelivered[i] says Records[i] may have been returned before: the
+	// cursor lost its place and every id it remembered is gone, or the
+	// caller marked a range as already delivered.
+	Redelivered []bool
+	// More says at least one more matching record is past the last one.
+	More bool
+	// Bad lists invalid complete lines that were passed over.
+	Bad []*LineError
+	// Next is the cursor just past the last record consumed.
+	Next Cursor
+}
+
+// ReadPast reads the records of path past cur, oldest first, and returns
+// them with the cursor after them. Everything is decided on one descriptor:
+// the offset is trusted only when the file is the inode it was measured in
+// and the record that ends there is cur.LastID; otherwise the place is found
+// again by the remembered ids (records with a remembered id are not returned
+// again), and when none is left the whole file is delivered again, marked.
+// It never relies on ids sorting in file order. A missing file reads as
+// empty. Its cost is proportional to what is new, except after a lost place.
+func ReadPast(path string, cur Cursor, opt ReadOptions) (ReadResult, error) {
+	res := ReadResult{Next: cur}
+	f, err := os.Open(path)
+	if errors.Is(err, os.ErrNotExist) {
+		return res, nil
+	}
+	if err != nil {
+		return res, err
+	}
+	defer f.Close()
+	fi, err := f.Stat()
+	if err != nil {
+		return res, err
+	}
+	next := cur
+	next.Earlier = slices.Clone(cur.Earlier)
+	next.Inode = Inode(fi)
+	start, skip, err := locate(f, path, &next, cur, fi.Size())
+	if err != nil {
+		return res, err
+	}
+	r, err := NewLineReader(f, path, start)
+	if err != nil {
+		return res, err
+	}
+	redeliverBefore := next.RedeliverBefore
+	for {
+		rec, err := r.Next()
+		var le *LineError
+		switch {
+		case errors.Is(err, io.EOF):
+			return finish(res, next), nil
+		case errors.As(err, &le):
+		case err != nil:
+			return res, err
+		}
+		id := ""
+		if le == nil {
+			id = gjson.GetBytes(rec.Data, "id").String()
+			switch {
+			case id == "":
+				le = &LineError{Path: path, Line: rec.Line, Err: errors.New(`no "id"`)}
+			case opt.Check != nil:
+				if cerr := opt.Check(rec); cerr != nil {
+					le = &LineError{Path: path, Line: rec.Line, Err: cerr}
+				}
+			}
+		}
+		if le != nil {
+			if opt.Strict {
+				return res, le
+			}
+			res.Bad = append(res.Bad, le)
+			continue // the cursor moves past it with the next good record
+		}
+		if skip[id] || (opt.Match != nil && !opt.Match(rec)) {
+			next.advance(r.Pos(), id)
+			continue
+		}
+		if opt.Limit > 0 && len(res.Records) == opt.Limit {
+			res.More = true
+			return finish(res, next), nil
+		}
+		res.Records = append(res.Records, rec)
+		res.Redelivered = append(res.Redelivered, rec.Offset < redeliverBefore)
+		next.advance(r.Pos(), id)
+	}
+}
+
+func finish(res ReadResult, next Cursor) ReadResult {
+	if next.RedeliverBefore <= next.Offset {
+		next.RedeliverBefore = 0
+	}
+	res.Next = next
+	return res
+}
+
+// locate decides where reading starts: cur's offset if it can be trusted,
+// otherwise the place found again by id. It sets next's position (and
+// RedeliverBefore) accordingly and returns the ids to pass over.
+func locate(f *os.File, path string, next *Cursor, cur Cursor, size int64) (Position, map[string]bool, error) {
+	if cur.Offset == 0 && cur.LastID == "" && len(cur.Earlier) == 0 {
+		return Position{}, nil, nil // a new cursor
+	}
+	if cur.Inode == next.Inode && cur.Offset <= size {
+		id, ok, err := idEndingAt(f, cur.Offset)
+		if err != nil {
+			return Position{}, nil, fmt.Errorf("read %s: %w", path, err)
+		}
+		// A cursor without ids (an old read.json) is trusted on a line boundary.
+		if ok && (id == cur.LastID || cur.LastID == "" && len(cur.Earlier) == 0) {
+			return Position{Offset: cur.Offset, Line: cur.Line}, nil, nil
+		}
+	}
+	return refind(f, path, next, cur)
+}
+
+// idEndingAt returns the id of the line that ends (with its newline) just
+// before off; ok is false when no line ends there.
+func idEndingAt(f *os.File, off int64) (id string, ok bool, err error) {
+	if off == 0 {
+		return "", false, nil
+	}
+	for window := int64(4 << 10); ; window *= 2 {
+		start := max(0, off-window)
+		buf := make([]byte, off-start)
+		if _, err := f.ReadAt(buf, start); err != nil {
+			return "", false, err
+		}
+		if buf[len(buf)-1] != '\n' {
+			return "", false, nil
+		}
+		body := buf[:len(buf)-1]
+		i := lastNewline(body)
+		if i < 0 && start > 0 && window < 4<<20 {
+			continue // the line is longer than the window
+		}
+		return gjson.GetBytes(body[i+1:], "id").String(), i >= 0 || start == 0, nil
+	}
+}
+
+func lastNewline(b []byte) int {
+	for i := len(b) - 1; i >= 0; i-- {
+		if b[i] == '\n' {
+			return i
+		}
+	}
+	return -1
+}
+
+// refind scans the whole file for the newest remembered id and resumes just
+// past it, passing over records with remembered ids after it (they were
+// consumed). When no remembered id is left it starts at the beginning and
+// marks everything now in the file as possibly delivered before.
+func refind(f *os.File, path string, next *Cursor, cur Cursor) (Position, map[string]bool, error) {
+	ordered := slices.Clone(cur.Earlier)
+	if cur.LastID != "" {
+		ordered = append(ordered, cur.LastID)
+	}
+	rank := make(map[string]int, len(ordered))
+	for i, id := range ordered {
+		rank[id] = i + 1
+	}
+	r, err := NewLineReader(f, path, Position{})
+	if err != nil {
+		return Position{}, nil, err
+	}
+	best := 0
+	var found, end Position
+	for {
+		rec, err := r.Next()
+		var le *LineError
+		if errors.Is(err, io.EOF) {
+			break
+		}
+		if errors.As(err, &le) {
+			continue
+		}
+		if err != nil {
+			return Position{}, nil, err
+		}
+		end = r.Pos()
+		if k := rank[gjson.GetBytes(rec.Data, "id").String()]; k > 0 && k >= best {
+			best, found = k, r.Pos()
+		}
+	}
+	if best > 0 {
+		skip := make(map[string]bool, len(ordered)-best)
+		for _, id := range ordered[best:] {
+			skip[id] = true
+		}
+		next.Offset, next.Line, next.RedeliverBefore = found.Offset, found.Line, 0
+		next.LastID, next.Earlier = ordered[best-1], ordered[:best-1]
+		return found, skip, nil
+	}
+	next.Offset, next.Line, next.RedeliverBefore = 0, 0, end.Offset
+	next.LastID, next.Earlier = "", nil
+	return Position{}, nil, nil
+}

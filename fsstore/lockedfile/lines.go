@@ -1,0 +1,152 @@
+package lockedfile
+
+import (
+	"bufio"
+	"bytes"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"os"
+)
+
+// Position is a place in a JSONL file: a byte offset at the start of a line
+// and the number of lines before it (so the next line is Line+1).
+type Position struct {
+	Offset int64 `json:"offset"`
+	Line   int   `json:"line"`
+}
+
+// Record is one complete line of a JSONL file.
+type Record struct {
+	Line   int    // 1-based line number
+	Offset int64  // byte offset of the line's first byte
+	Data   []byte // the line without its newline; a valid JSON object
+}
+
+// End is the position just past the record's newline.
+func (r Record) End() Position {
+	return Position{Offset: r.Offset + int64(len(r.Data)) + 1, Line: r.Line}
+}
+
+// LineReader reads a JSONL file from a position. Next returns complete,
+// valid lines; it reports an invalid complete line as a *LineError (and moves
+// past it); it stops with io.EOF before an unterminated last line, whose size
+// Tail reports.
+type LineReader struct {
+	path  string
+	f     *os.File
+	owned bool
+	br    *bufio.Reader
+	pos   Position
+	tail  int64
+}
+
+// OpenLines opens path for reading from pos. The caller closes it.
+func OpenLines(path string, pos Position) (*LineReader, error) {
+	f, err := os.Open(path)
+	if err != nil {
+		return nil, err
+	}
+	r, err := NewLineReader(f, path, pos)
+	if err != nil {
+		f.Close()
+		return nil, err
+	}
+	r.owned = true
+	return r, nil
+}
+
+// NewLineReader reads the open file f (named path in errors) from pos.
+// Closing the reader does not close f.
+func NewLineReader(f *os.File, path string, pos Position) (*LineReader, error) {
+	if _, err := f.Seek(pos.Offset, io.SeekStart); err != nil {
+		return nil, fmt.Errorf("seek %s to %d: %w", path, pos.Offset, err)
+	}
+	return &LineReader{path: path, f: f, br: bufio.NewReaderSize(f, 64<<10), pos: pos}, nil
+}
+
+// File is the open file, for Stat.
+func (r *LineReader) File() *os.File { return r.f }
+
+// Pos is the position after the last line Next consumed.
+func (r *LineReader) Pos() Position { return r.pos }
+
+// Tail is, after Next returned io.EOF, the number of bytes of an
+// unterminated last line: a write in progress, or a writer that died.
+func (r *LineReader) Tail() int64 { return r.tail }
+
+// Close closes the file if OpenLines opened it.
+func (r *LineReader) Close() error {
+	if r.owned {
+		return r.f.Close()
+	}
+	return nil
+}
+
+// Next returns the next complete line. Blank lines are skipped.
+func (r *LineReader) Next() (Record, error) {
+	for {
+		data, err := r.br.ReadBytes('\n')
+		if err != nil {
+			if errors.Is(err, io.EOF) {
+				r.tail = int64(len(data))
+				return Record{}, io.EOF
+			}
+			return Record{}, fmt.Errorf("read %s: %w", r.path, err)
+		}
+		rec := Record{Line: r.pos.Line + 1, Offset: r.pos.Offset, Data: data[:len(data)-1]}
+		r.pos = Position{Offset: r.pos.Offset + int64(len(data)), Line: rec.Line}
+		trimmed := bytes.TrimSpace(rec.Data)
+		if len(trimmed) == 0 {
+			continue
+		}
+		if reason := InvalidLine(trimmed); reason != "" {
+			return rec, &LineError{Path: r.path, Line: rec.Line, Err: errors.New(reason)}
+		}
+		return rec, nil
+	}
+}
+
+// InvalidLine says why a trimmed, non-empty line is not a JSON object, or ""
+// if it is one.
+func InvalidLine(b []byte) string {
+	if b[0] != '{' {
+		return "not a JSON object"
+	}
+	if !json.Valid(b) {
+		var v any
+		if err := json.Unmarshal(b, &v); err != nil {
+			return "invalid JSON: " + err.Error()
+		}
+		return "invalid JSON"
+	}
+	return ""
+}
+
+// ReadAll returns every valid complete line of path, the invalid lines as
+// errors, and the size of a torn tail. A missing file reads as empty.
+func ReadAll(path string) (recs []Record, bad []*LineError, tail int64, err error) {
+	r, err := OpenLines(path, Position{})
+	if errors.Is(err, os.ErrNotExist) {
+		return nil, nil, 0, nil
+	}
+	if err != nil {
+		return nil, nil, 0, err
+	}
+	defer r.Close()
+	for {
+		rec, err := r.Next()
+		var le *LineError
+		switch {
+		case err == nil:
+			recs = append(recs, rec)
+		case errors.As(err, &le):
+			bad = append(bad, le)
+		case errors.Is(err, io.EOF):
+			return recs, bad, r.Tail(), nil
+		default:
+			return recs, bad, 0, err
+		}
+	}
+}

@@ -1,0 +1,76 @@
+package fsstore
+
+import (
+	"context"
+	"testing"
+	"time"
+)
+
+// Which session sees, counts and consumes which notification.
+func TestNotificationConcerns(t *testing.T) {
+	written := time.Date(2026, 1, 2, 3, 4, 5, 0, time.UTC)
+	task, other := NewID(PrefixTask), NewID(PrefixTask)
+	before, after := written.Add(-time.Minute), written.Add(time.Minute)
+	for _, tc := range []struct {
+		name string
+		n    Notification
+		ses  Session
+		want bool
+	}{
+		{"task interrupt, its task session", Notification{Type: NotifyInterrupt, TaskID: task}, Session{Purpose: PurposeTask, TaskID: task, CreatedAt: before}, true},
+		{"task interrupt, a later task session of the same task", Notification{Type: NotifyInterrupt, TaskID: task}, Session{Purpose: PurposeTask, TaskID: task, CreatedAt: after}, true},
+		{"task interrupt, another task's session", Notification{Type: NotifyInterrupt, TaskID: task}, Session{Purpose: PurposeTask, TaskID: other, CreatedAt: before}, false},
+		{"task interrupt, the chat session", Notification{Type: NotifyInterrupt, TaskID: task}, Session{Purpose: PurposeChat, CreatedAt: before}, false},
+		{"agent interrupt, a chat session live then", Notification{Type: NotifyInterrupt}, Session{Purpose: PurposeChat, CreatedAt: before}, true},
+		{"agent interrupt, a task session live then", Notification{Type: NotifyInterrupt}, Session{Purpose: PurposeTask, TaskID: task, CreatedAt: before}, true},
+		{"agent interrupt, a session started later", Notification{Type: NotifyInterrupt}, Session{Purpose: PurposeTask, TaskID: task, CreatedAt: after}, false},
+		{"info about a task, the chat session (DESIGN section 6: the task session's alone)", Notification{Type: NotifyInfo, TaskID: task}, Session{Purpose: PurposeChat, CreatedAt: after}, false},
+	} {
+		tc.n.CreatedAt = written
+		if got := tc.n.Concerns(tc.ses); got != tc.want {
+			t.Errorf("%s: Concerns = %v, want %v", tc.name, got, tc.want)
+		}
+	}
+}
+
+// An interrupt written twice for the same status change (the CLI, then the
+// watcher noticing the same edit) is one line.
+func TestInterruptIdempotent(t *testing.T) {
+	s := newTestStore(t)
+	ctx := context.Background()
+	task := Task{ID: NewID(PrefixTask), Status: StatusBlocked, StatusChangedAt: time.Now()}
+	for i := 0; i < 2; i++ {
+		if _, err := s.Notify(ctx, "coder", Notification{Type: NotifyInterrupt, TaskID: task.ID, Message: "stop", Key: InterruptKey(task)}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	path, _ := s.NotificationsPath("coder")
+	if recs, _, _, _ := ReadAll(path); len(recs) != 1 {
+		t.Fatalf("%d interrupt lines for one status change, want 1", len(recs))
+	}
+	task.StatusChangedAt = task.StatusChangedAt.Add(time.Second) // a new change
+	if _, err := s.Notify(ctx, "coder", Notification{Type: NotifyInterrupt, TaskID: task.ID, Message: "stop", Key: InterruptKey(task)}); err != nil {
+		t.Fatal(err)
+	}
+	if recs, _, _, _ := ReadAll(path); len(recs) != 2 {
+		t.Fatalf("%d interrupt lines after a second change, want 2", len(recs))
+	}
+}
+
+// `aipm interrupt AGENT` (no task) stops the sessions live when it was
+// written, not one started later.
+func TestAgentInterruptStopsOnlyLiveSessions(t *testing.T) {
+	s := newTestStore(t)
+	ctx := context.Background()
+	old := Session{ID: NewID(PrefixSession), Agent: "coder", Purpose: PurposeChat, CreatedAt: time.Now().UTC()}
+	if _, err := s.Notify(ctx, "coder", Notification{Type: NotifyInterrupt, Message: "stop"}); err != nil {
+		t.Fatal(err)
+	}
+	later := Session{ID: NewID(PrefixSession), Agent: "coder", Purpose: PurposeTask, TaskID: NewID(PrefixTask), CreatedAt: time.Now().UTC()}
+	if n, _, err := s.Interrupt(ctx, old); err != nil || n == nil {
+		t.Fatalf("live session: interrupt %v, err %v", n, err)
+	}
+	if n, count, err := s.Interrupt(ctx, later); err != nil || n != nil || count != 0 {
+		t.Fatalf("later session: interrupt %v (%d unread), err %v; want none", n, count, err)
+	}
+}

@@ -119,7 +119,7 @@ func TestMessagingBadInput(t *testing.T) {
 		{map[string]any{"session_token": chat, "target_agent_id": "former", "content": "x"}, "target_agent_not_in_project"},
 		{map[string]any{"session_token": chat, "target_agent_id": "reviewer", "content": "x", "related_task_id": "tsk_nope"}, "task_not_found"},
 		{map[string]any{"session_token": chat, "target_agent_id": "reviewer", "content": "x", "conversation_id": "cnv_nope"}, "conversation_not_found"},
-		{map[string]any{"session_token": chat, "target_agent_id": "reviewer"}, "validating \"arguments\""},
+		{map[string]any{"session_token": chat, "target_agent_id": "reviewer"}, "invalid_arguments: the arguments of send_message do not match its input schema (required: missing properties: [\"content\"])"},
 		{map[string]any{"session_token": "ses_01M7YZWACRA0328GMTHNDHB18Z.x", "target_agent_id": "reviewer", "content": "x"}, "invalid_session"},
 		{map[string]any{"session_token": task, "target_agent_id": "coder", "content": "x"}, "wrong_session_purpose: send_message needs a chat session"},
 	} {

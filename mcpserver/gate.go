@@ -27,36 +27,36 @@ func (s *Server) gate(registered map[string]bool) mcp.Middleware {
 			level, known := levels[name]
 			switch {
 			case !known:
-				return refusal(toolErr("unknown_tool", fmt.Sprintf("there is no tool %q: call help for the tools you can use", name))), nil
+				return refusal(call, toolErr("unknown_tool", fmt.Sprintf("there is no tool %q: call help for the tools you can use", fsstore.Clip(name, 64)))), nil
 			case !registered[name]:
-				return refusal(toolErr("not_available", fmt.Sprintf("%s is not available in this version of aipm: call help for the tools you can use", name))), nil
+				return refusal(call, toolErr("not_available", fmt.Sprintf("%s is not available in this version of aipm: call help for the tools you can use", name))), nil
 			case level == None:
-				return next(ctx, method, req)
+				return explained(name)(next(ctx, method, req))
 			}
 			token := gjson.GetBytes(call.Params.Arguments, "session_token")
 			if token.Type != gjson.String || token.Str == "" {
-				return refusal(toolErr("session_required", fmt.Sprintf("%s needs session_token (level %s): call authenticate first and pass the token it returns", name, level))), nil
+				return refusal(call, toolErr("session_required", fmt.Sprintf("%s needs session_token (level %s): call authenticate first and pass the token it returns", name, level))), nil
 			}
 			ses, err := s.store.CheckSession(ctx, token.Str)
 			if err != nil {
-				return refusal(sessionError(name, err)), nil
+				return refusal(call, sessionError(name, err)), nil
 			}
 			if !level.allows(ses.Purpose) {
-				return refusal(toolErr("wrong_session_purpose", fmt.Sprintf("%s needs a %s session (level %s) and this is a %s session: %s", name, purposeOf(level), level, ses.Purpose, level.instead(name)))), nil
+				return refusal(call, toolErr("wrong_session_purpose", fmt.Sprintf("%s needs a %s session (level %s) and this is a %s session: %s", name, purposeOf(level), level, ses.Purpose, level.instead(name)))), nil
 			}
 			intr, unread, err := s.store.Interrupt(ctx, ses)
 			if err != nil {
 				s.log.Error("read notifications", "agent", ses.Agent, "err", err)
 				unread = -1
 			} else if intr != nil && !passesInterrupt[name] {
-				return interruptNotice(name, intr), nil
+				return interruptNotice(call, intr), nil
 			}
-			res, err := next(withSession(ctx, ses), method, req)
+			res, err := explained(name)(next(withSession(ctx, ses), method, req))
 			if r, ok := res.(*mcp.CallToolResult); ok && err == nil {
 				if name == "get_notifications" { // the one tool that marks them read
 					unread = s.unreadCount(ctx, ses)
 				}
-				r.Content = append(r.Content, &mcp.TextContent{Text: notificationLine(unread)})
+				withNotification(r, notificationLine(unread))
 			}
 			return res, err
 		}
@@ -83,20 +83,14 @@ func sessionError(tool string, err error) error {
 	return toolErr("invalid_session", fmt.Sprintf("%s refused: %v", tool, err))
 }
 
-// refusal is a tool error result for a call that did not run.
-func refusal(err error) *mcp.CallToolResult {
-	var res mcp.CallToolResult
-	res.SetError(err)
-	return &res
-}
-
-// interruptNotice replaces the response of a tool that did not run.
-func interruptNotice(tool string, n *fsstore.Notification) *mcp.CallToolResult {
-	return &mcp.CallToolResult{
-		IsError: true,
-		Content: []mcp.Content{&mcp.TextContent{Text: fmt.Sprintf(
-			"INTERRUPT (%s did not run): %s Call get_notifications to read it, then report_completed(result=\"blocked\", summary=...) and exit.",
-			tool, n.Message)}},
+// explained finishes the result of a tool that ran: an error from the
+// SDK's argument checks is rewritten to start with a code.
+func explained(tool string) func(mcp.Result, error) (mcp.Result, error) {
+	return func(res mcp.Result, err error) (mcp.Result, error) {
+		if r, ok := res.(*mcp.CallToolResult); ok && err == nil {
+			explainSchemaError(r, tool)
+		}
+		return res, err
 	}
 }
 

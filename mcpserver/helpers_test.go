@@ -92,7 +92,12 @@ func (p *project) connect(protocol string) *mcp.ClientSession {
 // connectWith is connect with extra environment and the server's stderr.
 func (p *project) connectWith(protocol string, env []string, stderr io.Writer) *mcp.ClientSession {
 	p.t.Helper()
-	client := mcp.NewClient(&mcp.Implementation{Name: "aipm-test", Version: "1"}, nil)
+	return p.connectClient(mcp.NewClient(&mcp.Implementation{Name: "aipm-test", Version: "1"}, nil), protocol, env, stderr)
+}
+
+// connectClient starts `aipm serve` for the project and connects client.
+func (p *project) connectClient(client *mcp.Client, protocol string, env []string, stderr io.Writer) *mcp.ClientSession {
+	p.t.Helper()
 	cmd := exec.Command(aipmBin, "--dir", p.store.ProjectDir(), "serve")
 	cmd.Env = append(os.Environ(), env...)
 	cmd.Stderr = stderr

@@ -24,7 +24,7 @@ type NextActionOut struct {
 }
 
 func addGetNextAction(srv *mcp.Server, s *Server) {
-	mcp.AddTool(srv, &mcp.Tool{
+	addTool(srv, &mcp.Tool{
 		Name:        "get_next_action",
 		Description: "What to do next. Call it after authenticate and after finishing each step; follow its instruction.",
 		Annotations: mutating,

@@ -247,10 +247,10 @@ func TestBadInput(t *testing.T) {
 		want string // a prefix of the error text
 	}{
 		{"no_such_tool", map[string]any{}, "unknown_tool: there is no tool \"no_such_tool\": call help"},
-		{"get_task", map[string]any{"session_token": token}, "validating \"arguments\""},
+		{"get_task", map[string]any{"session_token": token}, "invalid_arguments: the arguments of get_task do not match its input schema"},
 		{"get_task", map[string]any{"session_token": token, "task_id": "tsk_../../etc/passwd"}, "invalid_request: \"tsk_../../etc/passwd\" is not a valid tsk id"},
 		{"get_task", map[string]any{"session_token": token, "task_id": "tsk_01M7YZWACRA0328GMTHNDHB18Z"}, "task_not_found: task tsk_01M7YZWACRA0328GMTHNDHB18Z does not exist"},
-		{"get_task", map[string]any{"session_token": token, "task_id": task.ID, "extra": 1}, "validating \"arguments\""},
+		{"get_task", map[string]any{"session_token": token, "task_id": task.ID, "extra": 1}, "invalid_arguments: the arguments of get_task do not match its input schema"},
 		{"list_tasks", map[string]any{"session_token": token, "status": "doing"}, "invalid_request: status \"doing\" is invalid"},
 		{"list_tasks", map[string]any{"session_token": token, "assignee": "../x"}, "invalid_agent_id"},
 		{"list_tasks", map[string]any{"session_token": token, "limit": 100000}, "invalid_limit"},

@@ -18,7 +18,7 @@ type GetNotificationsOut struct {
 }
 
 func addGetNotifications(srv *mcp.Server, s *Server) {
-	mcp.AddTool(srv, &mcp.Tool{
+	addTool(srv, &mcp.Tool{
 		Name:        "get_notifications",
 		Description: "Your unread notifications, newest first; marks them read unless mark_as_read is false. An interrupt means: stop, then report_completed(result=\"blocked\").",
 		Annotations: mutating,

@@ -28,7 +28,7 @@ type AuthenticateOut struct {
 }
 
 func addAuthenticate(srv *mcp.Server, s *Server) {
-	mcp.AddTool(srv, &mcp.Tool{
+	addTool(srv, &mcp.Tool{
 		Name:        "authenticate",
 		Description: "Start a session. Returns a session_token that every other tool needs, and the session's purpose (task or chat), chosen from the work waiting for you.",
 		Annotations: mutating,
@@ -74,7 +74,7 @@ type HelpOut struct {
 }
 
 func addHelp(srv *mcp.Server, s *Server) {
-	mcp.AddTool(srv, &mcp.Tool{
+	addTool(srv, &mcp.Tool{
 		Name:        "help",
 		Description: "List the tools you may call now, and why the others are unavailable. Pass session_token if you have one.",
 		Annotations: readOnly,
@@ -120,10 +120,10 @@ type ActionOut struct {
 }
 
 func addLogout(srv *mcp.Server, s *Server) {
-	mcp.AddTool(srv, &mcp.Tool{
+	addTool(srv, &mcp.Tool{
 		Name:        "logout",
 		Description: "End your session. Call it when get_next_action says logout or exit.",
-		Annotations: mutating,
+		Annotations: idempotent,
 	}, func(ctx context.Context, _ *mcp.CallToolRequest, in Session) (*mcp.CallToolResult, ActionOut, error) {
 		ses := sessionFrom(ctx)
 		if _, err := s.store.EndSession(ctx, ses.ID, fsstore.EndLogout); err != nil {

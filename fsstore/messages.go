@@ -10,11 +10,7 @@ import (
 	"slices"
 	"strings"
 	"time"
-	"unicode/utf8"
 )
-
-// MaxContent is the most characters (not bytes) a message may hold.
-const MaxContent = 4000
 
 // KindSystem marks a message aipm itself wrote.
 const KindSystem = "system"
@@ -59,13 +55,7 @@ func CheckContent(content string) error {
 	if strings.TrimSpace(content) == "" {
 		return codeErr("content_empty", "content is empty: write the message text")
 	}
-	if !utf8.ValidString(content) {
-		return codeErr("content_invalid", "content is not valid UTF-8")
-	}
-	if n := utf8.RuneCountInString(content); n > MaxContent {
-		return codeErr("content_too_long", "content has %d characters; the limit is %d: split it and send each part as its own message", n, MaxContent)
-	}
-	return nil
+	return CheckText("content", content)
 }
 
 // CheckRecipient checks that `to` may receive a message from `from`.

@@ -12,7 +12,6 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
-	"strings"
 	"time"
 
 	"github.com/BurntSushi/toml"
@@ -211,7 +210,10 @@ func (s *Store) CheckPasskey(agent, passkey string) error {
 	if err != nil || rec.Algorithm != "sha256" {
 		return fmt.Errorf("%s is damaged: %w", s.Rel(path), ErrBadPasskey)
 	}
-	got := hashPasskey(salt, strings.TrimSpace(passkey))
+	if err := CheckPasskeyArg(passkey); err != nil {
+		return err
+	}
+	got := hashPasskey(salt, passkey) // exactly as given: no trimming
 	if subtle.ConstantTimeCompare([]byte(got), []byte(rec.Hash)) != 1 {
 		return ErrBadPasskey
 	}

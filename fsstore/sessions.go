@@ -126,7 +126,7 @@ func (s *Store) Authenticate(ctx context.Context, cfg *Config, agent, passkey, p
 		return Session{}, "", fmt.Errorf("agent %q is not configured in this project: check the id, or ask a human to run aipm agent add: %w", agent, ErrNotFound)
 	}
 	if projectID != "" && projectID != cfg.Project.ID {
-		return Session{}, "", fmt.Errorf("project_id %q is not this project (%s): you are connected to the wrong project's aipm", projectID, cfg.Project.ID)
+		return Session{}, "", fmt.Errorf("project_id %q is not this project (%s): you are connected to the wrong project's aipm", Clip(projectID, maxEchoedID), cfg.Project.ID)
 	}
 	if err := s.CheckPasskey(agent, passkey); err != nil {
 		return Session{}, "", err

@@ -30,7 +30,11 @@ func (s *Server) gate(registered map[string]bool) mcp.Middleware {
 				return refusal(call, toolErr("unknown_tool", fmt.Sprintf("there is no tool %q: call help for the tools you can use", fsstore.Clip(name, 64)))), nil
 			case !registered[name]:
 				return refusal(call, toolErr("not_available", fmt.Sprintf("%s is not available in this version of aipm: call help for the tools you can use", name))), nil
-			case level == None:
+			}
+			if err := checkArguments(call.Params.Arguments); err != nil {
+				return refusal(call, err), nil
+			}
+			if level == None {
 				return explained(name)(next(ctx, method, req))
 			}
 			token := gjson.GetBytes(call.Params.Arguments, "session_token")

@@ -79,6 +79,7 @@ func addListTasks(srv *mcp.Server, s *Server) {
 	addTool(srv, &mcp.Tool{
 		Name:        "list_tasks",
 		Description: "Tasks of this project, newest first, optionally filtered by status, assignee or parent.",
+		InputSchema: inputSchema[ListTasksIn](map[string][]string{"status": fsstore.Statuses}),
 		Annotations: readOnly,
 	}, func(ctx context.Context, _ *mcp.CallToolRequest, in ListTasksIn) (*mcp.CallToolResult, ListTasksOut, error) {
 		limit := in.Limit
@@ -124,9 +125,16 @@ func addUpdateTaskStatus(srv *mcp.Server, s *Server) {
 	addTool(srv, &mcp.Tool{
 		Name:        "update_task_status",
 		Description: "Change the status of your task (one assigned to you). To finish the task, call report_completed instead.",
+		InputSchema: inputSchema[UpdateTaskStatusIn](map[string][]string{"status": fsstore.Statuses}),
 		Annotations: idempotent,
 	}, func(ctx context.Context, _ *mcp.CallToolRequest, in UpdateTaskStatusIn) (*mcp.CallToolResult, TaskOut, error) {
 		ses := sessionFrom(ctx)
+		if err := fsstore.CheckStatus(in.Status); err != nil {
+			return nil, TaskOut{}, fromStore(err, "task_not_found")
+		}
+		if err := fsstore.CheckText("reason", in.Reason); err != nil {
+			return nil, TaskOut{}, fromStore(err, "task_not_found")
+		}
 		id := in.TaskID
 		if id == "" {
 			id = ses.TaskID
@@ -180,12 +188,16 @@ func addReportCompleted(srv *mcp.Server, s *Server) {
 	addTool(srv, &mcp.Tool{
 		Name:        "report_completed",
 		Description: "Finish your task: success (done), failed or blocked (both set it to blocked for a person to look at). Ends this session.",
+		InputSchema: inputSchema[ReportCompletedIn](map[string][]string{"result": {"success", "failed", "blocked"}}),
 		Annotations: idempotent,
 	}, func(ctx context.Context, _ *mcp.CallToolRequest, in ReportCompletedIn) (*mcp.CallToolResult, ReportCompletedOut, error) {
 		ses := sessionFrom(ctx)
 		status, ok := resultStatus[in.Result]
 		if !ok {
-			return nil, ReportCompletedOut{}, toolErr("invalid_result", fmt.Sprintf("result %q is invalid: use success, failed or blocked", in.Result))
+			return nil, ReportCompletedOut{}, toolErr("invalid_result", fmt.Sprintf("result %q is invalid: use success, failed or blocked", fsstore.Clip(in.Result, 40)))
+		}
+		if err := fsstore.CheckText("summary", in.Summary); err != nil {
+			return nil, ReportCompletedOut{}, fromStore(err, "task_not_found")
 		}
 		if ses.TaskID == "" {
 			return nil, ReportCompletedOut{}, toolErr("task_required", "this session has no task to report on: call logout and exit")

@@ -7,8 +7,6 @@ import (
 	"log/slog"
 	"strings"
 
-	"github.com/modelcontextprotocol/go-sdk/mcp"
-
 	"aipm/fsstore"
 	"aipm/mcpserver"
 )
@@ -34,16 +32,11 @@ func runServe(ctx context.Context, e *env, args []string) error {
 	}
 	log := slog.New(slog.NewTextHandler(e.stderr, &slog.HandlerOptions{Level: logLevel(e.getenv("AIPM_LOG"))}))
 	srv := mcpserver.New(store, log, version())
-	t := &mcp.IOTransport{Reader: io.NopCloser(e.stdin), Writer: nopWriteCloser{e.stdout}}
-	if err := srv.Run(ctx, t); err != nil && !errors.Is(err, context.Canceled) && !errors.Is(err, io.EOF) {
+	if err := srv.Run(ctx, mcpserver.Stdio(e.stdin, e.stdout, log)); err != nil && !errors.Is(err, context.Canceled) && !errors.Is(err, io.EOF) {
 		return err
 	}
 	return nil
 }
-
-type nopWriteCloser struct{ io.Writer }
-
-func (nopWriteCloser) Close() error { return nil }
 
 func logLevel(s string) slog.Level {
 	switch strings.ToLower(s) {

@@ -20,6 +20,7 @@ type Server struct {
 	log     *slog.Logger
 	version string
 	wake    *watcher.Wake // one fsnotify watcher for every waiting call
+	cred    *Credential   // the agent credential aipm serve holds, if any
 
 	mu       sync.Mutex
 	cfg      *fsstore.Config
@@ -31,7 +32,22 @@ func New(store *fsstore.Store, log *slog.Logger, version string) *Server {
 	return &Server{store: store, log: log, version: version, wake: watcher.NewWake()}
 }
 
-const instructions = `aipm coordinates the agents of this project. Call authenticate(agent_id, passkey) first, then loop: get_next_action, do what its instruction says, get_next_action again. Every response ends with a notification line; when it says you have notifications, call get_notifications.`
+// Credential is an agent's id and passkey, given to aipm serve by its
+// environment so that the passkey never passes through the model (DESIGN
+// section 5).
+type Credential struct {
+	Agent   string
+	Passkey string
+}
+
+// LogValue keeps the passkey out of every log line.
+func (c Credential) LogValue() slog.Value { return slog.StringValue(c.Agent + " (passkey redacted)") }
+
+// HoldCredential makes authenticate(agent_id) without a passkey use c when
+// agent_id is c.Agent.
+func (s *Server) HoldCredential(c Credential) { s.cred = &c }
+
+const instructions = `aipm coordinates the agents of this project. Call authenticate(agent_id) first (add passkey only if authenticate asks for it), then loop: get_next_action, do what its instruction says, get_next_action again. Every response ends with a notification line; when it says you have notifications, call get_notifications.`
 
 // MCP builds the MCP server with every tool registered behind the gate.
 func (s *Server) MCP() *mcp.Server {

@@ -13,7 +13,7 @@ import (
 
 type AuthenticateIn struct {
 	AgentID   string `json:"agent_id" jsonschema:"your agent id, as configured in the project (AIPM_AGENT_ID)"`
-	Passkey   string `json:"passkey" jsonschema:"your passkey (AIPM_PASSKEY)"`
+	Passkey   string `json:"passkey,omitempty" jsonschema:"your passkey; leave it out when aipm serve holds it (AIPM_AGENT_ID with AIPM_PASSKEY or AIPM_PASSKEY_FILE in its environment)"`
 	ProjectID string `json:"project_id,omitempty" jsonschema:"the project id, to make sure you reached the right project; optional"`
 }
 
@@ -30,14 +30,21 @@ type AuthenticateOut struct {
 func addAuthenticate(srv *mcp.Server, s *Server) {
 	addTool(srv, &mcp.Tool{
 		Name:        "authenticate",
-		Description: "Start a session. Returns a session_token that every other tool needs, and the session's purpose (task or chat), chosen from the work waiting for you.",
+		Description: "Start a session. Returns a session_token that every other tool needs, and the session's purpose (task or chat), chosen from the work waiting for you. Pass only agent_id when aipm serve holds your passkey.",
 		Annotations: mutating,
 	}, func(ctx context.Context, _ *mcp.CallToolRequest, in AuthenticateIn) (*mcp.CallToolResult, AuthenticateOut, error) {
 		cfg, err := s.config()
 		if err != nil {
 			return nil, AuthenticateOut{}, toolErr("config_invalid", err.Error()+": ask a human to fix it")
 		}
-		ses, token, err := s.store.Authenticate(ctx, cfg, in.AgentID, in.Passkey, in.ProjectID)
+		passkey := in.Passkey
+		if passkey == "" {
+			if s.cred == nil || s.cred.Agent != in.AgentID {
+				return nil, AuthenticateOut{}, toolErr("passkey_required", fmt.Sprintf("this aipm serve holds no passkey for %q: pass passkey, or configure the server's environment with AIPM_AGENT_ID and AIPM_PASSKEY_FILE (see aipm mcp-config)", fsstore.Clip(in.AgentID, 64)))
+			}
+			passkey = s.cred.Passkey
+		}
+		ses, token, err := s.store.Authenticate(ctx, cfg, in.AgentID, passkey, in.ProjectID)
 		switch {
 		case errors.Is(err, fsstore.ErrBadPasskey):
 			return nil, AuthenticateOut{}, toolErr("authentication_failed", fmt.Sprintf("the passkey for %q is wrong: use the passkey printed by aipm agent add (AIPM_PASSKEY)", in.AgentID))

@@ -74,3 +74,53 @@ func TestToolSnapshots(t *testing.T) {
 		}
 	}
 }
+
+// TestToolAnnotations: every tool states all four hints, none reaches
+// outside the project or destroys anything (so Codex runs them unasked),
+// the read-only ones are the ones below, and calling each of those leaves
+// .ai-pm as it was.
+func TestToolAnnotations(t *testing.T) {
+	p := newProject(t)
+	task := p.taskInProgress("coder", "annotations")
+	cs := p.connect("")
+	token := p.authenticate(cs, "coder", "task")
+	readOnlyArgs := map[string]map[string]any{
+		"help":        {"session_token": token},
+		"get_my_task": {"session_token": token},
+		"get_task":    {"session_token": token, "task_id": task.ID},
+		"list_tasks":  {"session_token": token},
+	}
+	res, err := cs.ListTools(context.Background(), nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, tool := range res.Tools {
+		raw, _ := json.Marshal(tool.Annotations)
+		var hints map[string]any
+		json.Unmarshal(raw, &hints)
+		for _, h := range []string{"readOnlyHint", "destructiveHint", "idempotentHint", "openWorldHint"} {
+			if _, ok := hints[h]; !ok {
+				t.Errorf("%s: %s unset: %s", tool.Name, h, raw)
+			}
+		}
+		if hints["destructiveHint"] != false || hints["openWorldHint"] != false {
+			t.Errorf("%s: destructiveHint and openWorldHint must be false: %s", tool.Name, raw)
+		}
+		_, wantRO := readOnlyArgs[tool.Name]
+		if got := hints["readOnlyHint"] == true; got != wantRO {
+			t.Errorf("%s: readOnlyHint = %v, want %v", tool.Name, got, wantRO)
+		}
+		if wantRO && hints["idempotentHint"] != true {
+			t.Errorf("%s: a read-only tool is idempotent", tool.Name)
+		}
+	}
+	before := p.tree()
+	for name, args := range readOnlyArgs {
+		if r := call(t, cs, name, args); r.isError {
+			t.Errorf("%s: %s", name, r.text)
+		}
+	}
+	if p.tree() != before {
+		t.Error("a tool annotated read-only changed .ai-pm")
+	}
+}

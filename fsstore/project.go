@@ -27,6 +27,7 @@ logs/
 quarantine/
 agents/*/read.json
 agents/*/passkey.json
+agents/*/auth.json
 .lock
 .*.tmp-*
 `

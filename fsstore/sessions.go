@@ -128,7 +128,18 @@ func (s *Store) Authenticate(ctx context.Context, cfg *Config, agent, passkey, p
 	if projectID != "" && projectID != cfg.Project.ID {
 		return Session{}, "", fmt.Errorf("project_id %q is not this project (%s): you are connected to the wrong project's aipm", Clip(projectID, maxEchoedID), cfg.Project.ID)
 	}
+	if err := s.checkBackoff(agent, time.Now().UTC()); err != nil {
+		return Session{}, "", err
+	}
 	if err := s.CheckPasskey(agent, passkey); err != nil {
+		if errors.Is(err, ErrBadPasskey) {
+			if rerr := s.recordAuthFailure(ctx, agent, time.Now().UTC()); rerr != nil {
+				return Session{}, "", fmt.Errorf("%w (and the failure could not be counted: %v)", err, rerr)
+			}
+		}
+		return Session{}, "", err
+	}
+	if err := s.resetAuthFailures(ctx, agent); err != nil {
 		return Session{}, "", err
 	}
 	purpose, taskID, err := s.choosePurpose(ctx, agent)

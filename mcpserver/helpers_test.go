@@ -188,13 +188,14 @@ func (p *project) authenticate(cs *mcp.ClientSession, agent, purpose string) str
 	return r.str("session_token")
 }
 
-// tree is a digest of every file under .ai-pm (lock files aside), to prove
-// that a refused call changed nothing.
+// tree is a digest of every file under .ai-pm (lock files aside, and the
+// failed-authenticate count, the one thing a refused call must write), to
+// prove that a refused call changed nothing.
 func (p *project) tree() string {
 	var lines []string
 	root := p.store.Root()
 	filepath.WalkDir(root, func(path string, d fs.DirEntry, err error) error {
-		if err != nil || d.Name() == ".lock" {
+		if err != nil || d.Name() == ".lock" || d.Name() == "auth.json" {
 			return nil
 		}
 		entry := strings.TrimPrefix(path, root)

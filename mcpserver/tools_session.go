@@ -46,6 +46,8 @@ func addAuthenticate(srv *mcp.Server, s *Server) {
 		}
 		ses, token, err := s.store.Authenticate(ctx, cfg, in.AgentID, passkey, in.ProjectID)
 		switch {
+		case errors.Is(err, fsstore.ErrBackoff):
+			return nil, AuthenticateOut{}, toolErr("authentication_backoff", err.Error())
 		case errors.Is(err, fsstore.ErrBadPasskey):
 			return nil, AuthenticateOut{}, toolErr("authentication_failed", fmt.Sprintf("the passkey for %q is wrong: use the passkey printed by aipm agent add (AIPM_PASSKEY)", in.AgentID))
 		case errors.Is(err, fsstore.ErrNothingToDo):

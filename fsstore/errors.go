@@ -3,6 +3,7 @@ package fsstore
 import (
 	"errors"
 	"fmt"
+	"syscall"
 )
 
 // ErrNotFound says a document or agent does not exist; callers branch on it
@@ -22,3 +23,9 @@ type LineError struct {
 
 func (e *LineError) Error() string { return fmt.Sprintf("%s:%d: %v", e.Path, e.Line, e.Err) }
 func (e *LineError) Unwrap() error { return e.Err }
+
+// IsDiskFull reports whether err is a write refused for lack of space: a
+// full disk, a quota, or a file size limit (RLIMIT_FSIZE).
+func IsDiskFull(err error) bool {
+	return errors.Is(err, syscall.ENOSPC) || errors.Is(err, syscall.EDQUOT) || errors.Is(err, syscall.EFBIG)
+}

@@ -103,7 +103,8 @@ func writeLocked(path string, line []byte) (*os.File, error) {
 		w.Close()
 		return nil, errReplaced
 	}
-	if size := now.Size(); size > 0 {
+	size := now.Size()
+	if size > 0 {
 		// Under the lock no write is in progress, so a last line without its
 		// newline is what a writer that died left. End it, so that our line
 		// stays a line of its own; readers then report the fragment as an
@@ -117,7 +118,14 @@ func writeLocked(path string, line []byte) (*os.File, error) {
 			line = append([]byte{'\n'}, line...)
 		}
 	}
-	if _, err := w.Write(line); err != nil {
+	if n, err := w.Write(line); err != nil {
+		if n > 0 {
+			// A short write (disk full, a file size limit): take the
+			// fragment back, so that no torn line is left behind.
+			if terr := w.Truncate(size); terr != nil {
+				err = errors.Join(err, fmt.Errorf("remove the partial line: %w", terr))
+			}
+		}
 		w.Close()
 		return nil, err
 	}

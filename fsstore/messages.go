@@ -134,7 +134,7 @@ func (s *Store) Send(ctx context.Context, cfg *Config, m OutgoingMessage) (Messa
 	sent := msg
 	sent.ReceiverID = m.To
 	if err := s.AppendJSONL(ctx, outbox, sent); err != nil {
-		return msg, fmt.Errorf("delivered to %s, but the sender's own copy was not written (do not send it again): %w", m.To, err)
+		return msg, codeErr("sent_partly", "delivered to %s, but the sender's own copy was not written (do not send it again): %v", m.To, err)
 	}
 	return sent, nil
 }

@@ -284,6 +284,9 @@ var (
 	ErrBadToken       = errors.New("invalid session token")
 	ErrSessionEnded   = errors.New("session ended")
 	ErrSessionExpired = errors.New("session expired")
+	// ErrExpiryNotSaved comes with a valid session whose sliding expiry
+	// could not be written: a caller may go on with the session.
+	ErrExpiryNotSaved = errors.New("the session's expiry could not be saved")
 )
 
 // touchEvery bounds how often a session's LastSeenAt is rewritten: sliding
@@ -315,14 +318,19 @@ func (s *Store) CheckSession(ctx context.Context, token string) (Session, error)
 		return ses, fmt.Errorf("this session expired after %s without a call: %w", ses.Idle.Duration, ErrSessionExpired)
 	}
 	if now.Sub(ses.LastSeenAt) > min(touchEvery, ses.Idle.Duration/10) {
-		ses, err := UpdateDoc(ctx, s, path, ModePrivateFile, func(cur *Session, exists bool) error {
+		touched, err := UpdateDoc(ctx, s, path, ModePrivateFile, func(cur *Session, exists bool) error {
 			if !exists || !cur.EndedAt.IsZero() {
 				return ErrNoChange
 			}
 			cur.LastSeenAt = now
 			return nil
 		})
-		return ses, err
+		if err != nil {
+			// The session is valid; only its sliding expiry could not be
+			// saved (a full disk, say). Read-only calls go on.
+			return ses, fmt.Errorf("%w: %w", ErrExpiryNotSaved, err)
+		}
+		return touched, nil
 	}
 	return ses, nil
 }

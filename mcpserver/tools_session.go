@@ -93,7 +93,7 @@ func addHelp(srv *mcp.Server, s *Server) {
 		var sesErr error
 		if in.SessionToken != "" {
 			got, err := s.store.CheckSession(ctx, in.SessionToken)
-			if err == nil {
+			if err == nil || errors.Is(err, fsstore.ErrExpiryNotSaved) {
 				ses, out.Purpose = &got, got.Purpose
 			} else {
 				sesErr = err

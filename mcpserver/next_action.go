@@ -19,7 +19,7 @@ type NextActionIn struct {
 type NextActionOut struct {
 	Action      string        `json:"action" jsonschema:"work, exit, logout, get_pending_messages or wait_for_messages"`
 	Instruction string        `json:"instruction" jsonschema:"what to do now, naming the exact next tool call"`
-	Task        *fsstore.Task `json:"task,omitempty"`
+	Task        *TaskView `json:"task,omitempty"`
 	Tools       []string      `json:"tools,omitempty" jsonschema:"tools that help with this action"`
 }
 
@@ -55,7 +55,7 @@ func (s *Server) nextTaskAction(ses fsstore.Session) (NextActionOut, error) {
 		return NextActionOut{
 			Action:      "exit",
 			Instruction: fmt.Sprintf("Task %s is %s (assignee %q): there is nothing for you to do on it. Call logout, then exit.", t.ID, t.Status, t.Assignee),
-			Task:        &t,
+			Task:        taskRef(&t),
 		}, nil
 	}
 	return NextActionOut{
@@ -63,7 +63,7 @@ func (s *Server) nextTaskAction(ses fsstore.Session) (NextActionOut, error) {
 		Instruction: fmt.Sprintf("Work on task %s: %s. Keep calling tools as you go; every response carries a notification line. "+
 			"When finished, call report_completed(result=\"success\", summary=...); if you cannot finish, report_completed(result=\"failed\" or \"blocked\", summary=why).",
 			t.ID, t.Title),
-		Task:  &t,
+		Task:  taskRef(&t),
 		Tools: []string{"get_task", "update_task_status", "report_completed", "get_notifications"},
 	}, nil
 }

@@ -17,10 +17,13 @@ type SendMessageIn struct {
 	ConversationID string `json:"conversation_id,omitempty" jsonschema:"cnv_ id of the conversation the message belongs to"`
 }
 
+// SentOut is seed 000's answer to send_message: success, message_id and
+// target_agent_id.
 type SentOut struct {
-	MessageID  string `json:"message_id"`
-	ReceiverID string `json:"receiver_id"`
-	CreatedAt  string `json:"created_at"`
+	Success       bool   `json:"success"`
+	MessageID     string `json:"message_id"`
+	TargetAgentID string `json:"target_agent_id"`
+	CreatedAt     string `json:"created_at"`
 }
 
 func addSendMessage(srv *mcp.Server, s *Server) {
@@ -46,7 +49,7 @@ func (s *Server) send(ctx context.Context, m fsstore.OutgoingMessage) (SentOut, 
 	if err != nil {
 		return SentOut{}, fromStore(err, "agent_not_found")
 	}
-	return SentOut{MessageID: msg.ID, ReceiverID: m.To, CreatedAt: msg.CreatedAt}, nil
+	return SentOut{Success: true, MessageID: msg.ID, TargetAgentID: m.To, CreatedAt: msg.CreatedAt}, nil
 }
 
 type GetPendingMessagesIn struct {
@@ -55,11 +58,19 @@ type GetPendingMessagesIn struct {
 }
 
 type PendingMessagesOut struct {
-	Messages           []fsstore.Message `json:"messages" jsonschema:"unread messages sent to you, oldest first; now marked read"`
-	HasMore            bool              `json:"has_more" jsonschema:"more unread messages wait: call get_pending_messages again"`
-	Context            []fsstore.Message `json:"context" jsonschema:"the last messages you had already seen, oldest first"`
-	PendingDelegations []any             `json:"pending_delegations" jsonschema:"delegations from your task sessions waiting for you"`
-	Instruction        string            `json:"instruction"`
+	PendingMessages    []MessageView `json:"pending_messages" jsonschema:"unread messages sent to you, oldest first; now marked read"`
+	HasMore            bool          `json:"has_more" jsonschema:"more unread messages wait: call get_pending_messages again"`
+	Context            []MessageView `json:"context" jsonschema:"the last messages you had already seen, oldest first"`
+	PendingDelegations []PendingDelegation  `json:"pending_delegations" jsonschema:"delegations from your task sessions waiting for you"`
+	Instruction        string        `json:"instruction"`
+}
+
+// PendingDelegation is a request from one of your task sessions that your chat
+// session do some talking for it.
+type PendingDelegation struct {
+	ID      string `json:"id"`
+	TaskID  string `json:"task_id"`
+	Purpose string `json:"purpose"`
 }
 
 // contextMessages is how many already-seen messages come with new ones.
@@ -87,7 +98,7 @@ func addGetPendingMessages(srv *mcp.Server, s *Server) {
 		if err != nil {
 			return nil, PendingMessagesOut{}, fromStore(err, "agent_not_found")
 		}
-		out := PendingMessagesOut{Messages: msgs, HasMore: more, Context: seen, PendingDelegations: []any{}}
+		out := PendingMessagesOut{PendingMessages: messageViews(msgs), HasMore: more, Context: messageViews(seen), PendingDelegations: []PendingDelegation{}}
 		replyTo := ""
 		for _, m := range msgs {
 			if m.Kind != fsstore.KindSystem {

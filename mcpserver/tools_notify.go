@@ -14,7 +14,7 @@ type GetNotificationsIn struct {
 }
 
 type GetNotificationsOut struct {
-	Notifications []fsstore.Notification `json:"notifications" jsonschema:"unread notifications, newest first"`
+	Notifications []NotificationView `json:"notifications" jsonschema:"unread notifications, newest first"`
 }
 
 func addGetNotifications(srv *mcp.Server, s *Server) {
@@ -29,6 +29,6 @@ func addGetNotifications(srv *mcp.Server, s *Server) {
 		if err != nil {
 			return nil, GetNotificationsOut{}, fromStore(err, "notification_not_found")
 		}
-		return nil, GetNotificationsOut{Notifications: fsstore.NewestFirst(unread)}, nil
+		return nil, GetNotificationsOut{Notifications: notificationViews(fsstore.NewestFirst(unread))}, nil
 	})
 }

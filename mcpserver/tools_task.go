@@ -10,12 +10,12 @@ import (
 )
 
 type TaskOut struct {
-	Task *fsstore.Task `json:"task"`
+	Task *TaskView `json:"task"`
 }
 
 type MyTaskOut struct {
-	Task     *fsstore.Task  `json:"task" jsonschema:"the task this session works on, or your task in progress; null if none"`
-	Assigned []fsstore.Task `json:"assigned" jsonschema:"your other open tasks"`
+	Task     *TaskView  `json:"task" jsonschema:"the task this session works on, or your task in progress; null if none"`
+	Assigned []TaskView `json:"assigned" jsonschema:"your other open tasks"`
 }
 
 func addGetMyTask(srv *mcp.Server, s *Server) {
@@ -29,14 +29,14 @@ func addGetMyTask(srv *mcp.Server, s *Server) {
 		if err != nil {
 			return nil, MyTaskOut{}, fromStore(err, "task_not_found")
 		}
-		out := MyTaskOut{Assigned: []fsstore.Task{}}
+		out := MyTaskOut{Assigned: []TaskView{}}
 		for i, t := range mine {
 			current := (ses.TaskID != "" && t.ID == ses.TaskID) || (ses.TaskID == "" && out.Task == nil && t.Status == fsstore.StatusInProgress)
 			switch {
 			case current:
-				out.Task = &mine[i]
+				out.Task = taskRef(&mine[i])
 			case t.Status != fsstore.StatusDone && t.Status != fsstore.StatusCancelled:
-				out.Assigned = append(out.Assigned, t)
+				out.Assigned = append(out.Assigned, taskView(t))
 			}
 		}
 		return nil, out, nil
@@ -58,7 +58,7 @@ func addGetTask(srv *mcp.Server, s *Server) {
 		if err != nil {
 			return nil, TaskOut{}, fromStore(err, "task_not_found")
 		}
-		return nil, TaskOut{Task: &t}, nil
+		return nil, TaskOut{Task: taskRef(&t)}, nil
 	})
 }
 
@@ -71,8 +71,8 @@ type ListTasksIn struct {
 }
 
 type ListTasksOut struct {
-	Tasks   []fsstore.Task `json:"tasks"`
-	HasMore bool           `json:"has_more"`
+	Tasks   []TaskView `json:"tasks"`
+	HasMore bool       `json:"has_more"`
 }
 
 func addListTasks(srv *mcp.Server, s *Server) {
@@ -103,14 +103,11 @@ func addListTasks(srv *mcp.Server, s *Server) {
 		if err != nil {
 			return nil, ListTasksOut{}, fromStore(err, "task_not_found")
 		}
-		out := ListTasksOut{Tasks: tasks, HasMore: len(tasks) > limit}
-		if out.HasMore {
-			out.Tasks = tasks[:limit]
+		more := len(tasks) > limit
+		if more {
+			tasks = tasks[:limit]
 		}
-		if out.Tasks == nil {
-			out.Tasks = []fsstore.Task{}
-		}
-		return nil, out, nil
+		return nil, ListTasksOut{Tasks: taskViews(tasks), HasMore: more}, nil
 	})
 }
 
@@ -160,7 +157,7 @@ func addUpdateTaskStatus(srv *mcp.Server, s *Server) {
 		if err != nil {
 			return nil, TaskOut{}, fromStore(err, "task_not_found")
 		}
-		return nil, TaskOut{Task: &after}, nil
+		return nil, TaskOut{Task: taskRef(&after)}, nil
 	})
 }
 
@@ -171,9 +168,9 @@ type ReportCompletedIn struct {
 }
 
 type ReportCompletedOut struct {
-	Action      string        `json:"action"`
-	Instruction string        `json:"instruction"`
-	Task        *fsstore.Task `json:"task"`
+	Action      string    `json:"action"`
+	Instruction string    `json:"instruction"`
+	Task        *TaskView `json:"task"`
 }
 
 // resultStatus maps a report_completed result to the task status it sets.
@@ -226,7 +223,7 @@ func addReportCompleted(srv *mcp.Server, s *Server) {
 		return nil, ReportCompletedOut{
 			Action:      "exit",
 			Instruction: fmt.Sprintf("Task %s is %s and your session has ended. Exit now.", after.ID, after.Status),
-			Task:        &after,
+			Task:        taskRef(&after),
 		}, nil
 	})
 }

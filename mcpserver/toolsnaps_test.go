@@ -8,6 +8,7 @@ import (
 	"log/slog"
 	"os"
 	"path/filepath"
+	"regexp"
 	"testing"
 
 	"github.com/modelcontextprotocol/go-sdk/mcp"
@@ -122,5 +123,42 @@ func TestToolAnnotations(t *testing.T) {
 	}
 	if p.tree() != before {
 		t.Error("a tool annotated read-only changed .ai-pm")
+	}
+}
+
+// TestOneNamingStyle: every property of every tool's input and output
+// schema, at any depth, is snake_case.
+func TestOneNamingStyle(t *testing.T) {
+	p := newProject(t)
+	cs := p.connect("")
+	res, err := cs.ListTools(context.Background(), nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	snake := regexp.MustCompile(`^[a-z][a-z0-9]*(_[a-z0-9]+)*$`)
+	var walk func(tool, path string, schema any)
+	walk = func(tool, path string, schema any) {
+		m, _ := schema.(map[string]any)
+		props, _ := m["properties"].(map[string]any)
+		for name, sub := range props {
+			if !snake.MatchString(name) {
+				t.Errorf("%s: %s.%s is not snake_case", tool, path, name)
+			}
+			walk(tool, path+"."+name, sub)
+		}
+		if items, ok := m["items"]; ok {
+			walk(tool, path+"[]", items)
+		}
+	}
+	for _, tool := range res.Tools {
+		for _, s := range []struct {
+			name   string
+			schema any
+		}{{"input", tool.InputSchema}, {"output", tool.OutputSchema}} {
+			raw, _ := json.Marshal(s.schema)
+			var v any
+			json.Unmarshal(raw, &v)
+			walk(tool.Name, s.name, v)
+		}
 	}
 }

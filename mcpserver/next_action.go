@@ -17,10 +17,10 @@ type NextActionIn struct {
 }
 
 type NextActionOut struct {
-	Action      string        `json:"action" jsonschema:"work, exit, logout, get_pending_messages or wait_for_messages"`
-	Instruction string        `json:"instruction" jsonschema:"what to do now, naming the exact next tool call"`
+	Action      string    `json:"action" jsonschema:"work, exit, logout, get_pending_messages or wait_for_messages"`
+	Instruction string    `json:"instruction" jsonschema:"what to do now, naming the exact next tool call"`
 	Task        *TaskView `json:"task,omitempty"`
-	Tools       []string      `json:"tools,omitempty" jsonschema:"tools that help with this action"`
+	Tools       []string  `json:"tools,omitempty" jsonschema:"tools that help with this action"`
 }
 
 func addGetNextAction(srv *mcp.Server, s *Server) {

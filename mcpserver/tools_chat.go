@@ -58,11 +58,11 @@ type GetPendingMessagesIn struct {
 }
 
 type PendingMessagesOut struct {
-	PendingMessages    []MessageView `json:"pending_messages" jsonschema:"unread messages sent to you, oldest first; now marked read"`
-	HasMore            bool          `json:"has_more" jsonschema:"more unread messages wait: call get_pending_messages again"`
-	Context            []MessageView `json:"context" jsonschema:"the last messages you had already seen, oldest first"`
-	PendingDelegations []PendingDelegation  `json:"pending_delegations" jsonschema:"delegations from your task sessions waiting for you"`
-	Instruction        string        `json:"instruction"`
+	PendingMessages    []MessageView       `json:"pending_messages" jsonschema:"unread messages sent to you, oldest first; now marked read"`
+	HasMore            bool                `json:"has_more" jsonschema:"more unread messages wait: call get_pending_messages again"`
+	Context            []MessageView       `json:"context" jsonschema:"the last messages you had already seen, oldest first"`
+	PendingDelegations []PendingDelegation `json:"pending_delegations" jsonschema:"delegations from your task sessions waiting for you"`
+	Instruction        string              `json:"instruction"`
 }
 
 // PendingDelegation is a request from one of your task sessions that your chat

@@ -2,6 +2,7 @@ package mcpserver
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
 
@@ -35,7 +36,11 @@ func (s *Server) gate(registered map[string]bool) mcp.Middleware {
 				return refusal(call, err), nil
 			}
 			if level == None {
-				return explained(name)(next(ctx, method, req))
+				res, err := explained(name)(next(ctx, method, req))
+				if r, ok := res.(*mcp.CallToolResult); ok && err == nil && !r.IsError {
+					s.noticeForNewSession(ctx, call, r)
+				}
+				return res, err
 			}
 			token := gjson.GetBytes(call.Params.Arguments, "session_token")
 			if token.Type != gjson.String || token.Str == "" {
@@ -100,6 +105,29 @@ func explained(tool string) func(mcp.Result, error) (mcp.Result, error) {
 		}
 		return res, err
 	}
+}
+
+// noticeForNewSession adds the notification line to a successful result of
+// a tool that needs no session (authenticate, help) when it has one: the
+// session authenticate just opened, or the one help was given.
+func (s *Server) noticeForNewSession(ctx context.Context, call *mcp.CallToolRequest, r *mcp.CallToolResult) {
+	token := gjson.GetBytes(call.Params.Arguments, "session_token").String()
+	if raw, ok := r.StructuredContent.(json.RawMessage); ok && token == "" {
+		token = gjson.GetBytes(raw, "session_token").String()
+	}
+	if token == "" {
+		return
+	}
+	ses, err := s.store.CheckSession(ctx, token)
+	if err != nil && !errors.Is(err, fsstore.ErrExpiryNotSaved) {
+		return
+	}
+	_, unread, err := s.store.Interrupt(ctx, ses)
+	if err != nil {
+		s.log.Error("read notifications", "agent", ses.Agent, "err", err)
+		unread = -1
+	}
+	withNotification(r, notificationLine(unread))
 }
 
 // unreadCount is the number of the agent's unread notifications, or -1.

@@ -263,6 +263,11 @@ func TestNotificationLineInStructuredContent(t *testing.T) {
 	check := func(want string) {
 		t.Helper()
 		for _, c := range calls {
+			if c.tool == "authenticate" {
+				if err := p.store.WriteTrigger(context.Background(), fsstore.Trigger{Agent: "coder", Purpose: "chat", Reason: "test"}); err != nil {
+					t.Fatal(err)
+				}
+			}
 			r := call(t, cs, c.tool, c.args)
 			if c.tool == "update_task_status" || c.tool == "respond_chat" {
 				// refused (already in progress; nothing to answer): the
@@ -283,6 +288,19 @@ func TestNotificationLineInStructuredContent(t *testing.T) {
 			}
 		}
 	}
+	check("notifications: none")
+	// authenticate (a chat session for coder, replaced each time) and help
+	// carry it too, once there is a session
+	calls = append(calls,
+		struct {
+			tool string
+			args map[string]any
+		}{"authenticate", map[string]any{"agent_id": "coder", "passkey": p.passkeys["coder"]}},
+		struct {
+			tool string
+			args map[string]any
+		}{"help", map[string]any{"session_token": chat}},
+	)
 	check("notifications: none")
 	for range 3 {
 		if _, err := p.store.Notify(context.Background(), "coder", fsstore.Notification{Message: "look"}); err != nil {

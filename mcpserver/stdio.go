@@ -90,15 +90,14 @@ func (t *stdio) filter(pw io.Writer) error {
 }
 
 // readFrame reads one line without its newline. A line longer than max is
-// read to its end but not kept: tooLong is true and line holds its start.
+// read to its end but not kept: tooLong is true and line holds at most its
+// first max bytes.
 func readFrame(br *bufio.Reader, max int) (line []byte, tooLong bool, err error) {
 	for {
 		chunk, err := br.ReadSlice('\n')
 		if !tooLong {
 			if len(line)+len(chunk) > max+1 { // +1: the newline
-				tooLong = true
-				keep := min(len(chunk), 256)
-				line = append(line, chunk[:keep]...)
+				tooLong = true // keep what came before; drop the rest
 			} else {
 				line = append(line, chunk...)
 			}

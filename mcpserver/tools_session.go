@@ -49,7 +49,7 @@ func addAuthenticate(srv *mcp.Server, s *Server) {
 		case errors.Is(err, fsstore.ErrBackoff):
 			return nil, AuthenticateOut{}, toolErr("authentication_backoff", err.Error())
 		case errors.Is(err, fsstore.ErrBadPasskey):
-			return nil, AuthenticateOut{}, toolErr("authentication_failed", fmt.Sprintf("the passkey for %q is wrong: use the passkey printed by aipm agent add (AIPM_PASSKEY)", in.AgentID))
+			return nil, AuthenticateOut{}, toolErr("authentication_failed", fmt.Sprintf("the passkey for %q is wrong: use the passkey aipm agent add printed (or fix the file AIPM_PASSKEY_FILE names for aipm serve)", in.AgentID))
 		case errors.Is(err, fsstore.ErrNothingToDo):
 			return nil, AuthenticateOut{}, toolErr("nothing_to_do", err.Error()+". Exit now; aipm starts you again when there is work.")
 		case errors.Is(err, fsstore.ErrNotFound):

@@ -26,8 +26,9 @@ type mcpServer struct {
 	ApprovalMode string `json:"-" toml:"default_tools_approval_mode"`
 }
 
-// credentialVars are what aipm serve reads its agent's credential from.
-var credentialVars = []string{"AIPM_AGENT_ID", "AIPM_PASSKEY_FILE"}
+// credentialVars are what aipm serve reads its agent's credential from
+// (AIPM_PASSKEY is what aipm's own process starter sets).
+var credentialVars = []string{"AIPM_AGENT_ID", "AIPM_PASSKEY_FILE", "AIPM_PASSKEY"}
 
 // mcpClients renders a client's config for server, keyed by client name.
 var mcpClients = map[string]func(mcpServer) ([]byte, error){

@@ -23,7 +23,7 @@ func TestMCPConfigRoundTrip(t *testing.T) {
 		claudeEnv map[string]string
 		codex     mcpServer
 	}{
-		"from the client's environment": {base, map[string]string{"AIPM_AGENT_ID": "${AIPM_AGENT_ID:-}", "AIPM_PASSKEY_FILE": "${AIPM_PASSKEY_FILE:-}"}, withEnvVars(base)},
+		"from the client's environment": {base, map[string]string{"AIPM_AGENT_ID": "${AIPM_AGENT_ID:-}", "AIPM_PASSKEY_FILE": "${AIPM_PASSKEY_FILE:-}", "AIPM_PASSKEY": "${AIPM_PASSKEY:-}"}, withEnvVars(base)},
 		"pinned to one agent":           {pinned, pinned.Env, pinned},
 	} {
 		t.Run(name, func(t *testing.T) {

@@ -191,6 +191,14 @@ func TestResultsValidAtEveryRevision(t *testing.T) {
 				}
 			}
 
+			// A lone surrogate escape is refused before any decoding, as
+			// invalid UTF-8 is (no SDK client can send the raw bytes).
+			res, err := cs.CallTool(context.Background(), &mcp.CallToolParams{Name: "get_task",
+				Arguments: json.RawMessage(`{"session_token":"` + token + `","task_id":"tsk_\ud800"}`)})
+			if err != nil || !res.IsError || !strings.HasPrefix(res.Content[0].(*mcp.TextContent).Text, "content_invalid: ") {
+				t.Errorf("lone surrogate: %v %+v", err, res)
+			}
+
 			// The interrupt notice replaces the response of a gated tool.
 			interrupt(t, p, task.ID)
 			r := call(t, cs, "get_my_task", map[string]any{"session_token": token})

@@ -15,8 +15,8 @@ import (
 // gate wraps every tools/call (DESIGN sections 5 and 6): unknown tools are
 // refused, the session is resolved and its level checked, an unread
 // interrupt replaces the response of every tool but the few that let the
-// agent comply, and every authenticated response ends with the
-// notification line.
+// agent comply, and every authenticated response carries the notification
+// line. How results are built is in results.go.
 func (s *Server) gate(registered map[string]bool) mcp.Middleware {
 	return func(next mcp.MethodHandler) mcp.MethodHandler {
 		return func(ctx context.Context, method string, req mcp.Request) (mcp.Result, error) {

@@ -29,62 +29,104 @@ const MaxFrame = 16 << 20
 // skipped, and only well-formed messages reach the SDK. The session ends
 // when r ends.
 func Stdio(r io.Reader, w io.Writer, log *slog.Logger) mcp.Transport {
-	return &stdio{r: r, w: &lockedWriter{w: w}, log: log}
+	return &stdio{r: r, w: w, log: log}
 }
 
 type stdio struct {
 	r   io.Reader
-	w   *lockedWriter
+	w   io.Writer
 	log *slog.Logger
 }
 
-func (t *stdio) Connect(ctx context.Context) (mcp.Connection, error) {
-	pr, pw := io.Pipe()
-	go func() {
-		pw.CloseWithError(t.filter(pw))
-	}()
-	// The frames that reach the SDK are checked and bounded already.
-	inner := &mcp.IOTransport{Reader: pr, Writer: t.w, MaxLineLength: -1}
-	return inner.Connect(ctx)
+func (t *stdio) Connect(context.Context) (mcp.Connection, error) {
+	c := &stdioConn{w: t.w, log: t.log, incoming: make(chan jsonrpc.Message), closed: make(chan struct{})}
+	go c.readLoop(t.r)
+	return c, nil
 }
 
-// lockedWriter serialises whole writes: the SDK writes each message with
-// one Write, and so does filter's error reply.
-type lockedWriter struct {
-	mu sync.Mutex
-	w  io.Writer
+// stdioConn is an mcp.Connection over newline-delimited JSON-RPC. Reads
+// happen in readLoop, so that Close can end a Read blocked on input.
+type stdioConn struct {
+	w   io.Writer
+	log *slog.Logger
+
+	writeMu sync.Mutex // one whole line per Write
+
+	incoming  chan jsonrpc.Message
+	readErr   error // set before incoming is closed
+	closed    chan struct{}
+	closeOnce sync.Once
 }
 
-func (l *lockedWriter) Write(p []byte) (int, error) {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	return l.w.Write(p)
+func (c *stdioConn) Read(ctx context.Context) (jsonrpc.Message, error) {
+	select {
+	case <-ctx.Done():
+		return nil, ctx.Err()
+	case <-c.closed:
+		return nil, io.EOF
+	case msg, ok := <-c.incoming:
+		if !ok {
+			return nil, c.readErr
+		}
+		return msg, nil
+	}
 }
 
-func (l *lockedWriter) Close() error { return nil }
+func (c *stdioConn) Write(ctx context.Context, msg jsonrpc.Message) error {
+	if err := ctx.Err(); err != nil {
+		return err
+	}
+	data, err := jsonrpc.EncodeMessage(msg)
+	if err != nil {
+		return err
+	}
+	return c.writeLine(append(data, '\n'))
+}
 
-// filter copies well-formed frames from t.r to pw and answers the others.
-// It returns when t.r ends (nil at EOF, so the SDK sees a clean EOF) or pw
-// is closed.
-func (t *stdio) filter(pw io.Writer) error {
-	br := bufio.NewReaderSize(t.r, 64<<10)
+func (c *stdioConn) writeLine(line []byte) error {
+	c.writeMu.Lock()
+	defer c.writeMu.Unlock()
+	_, err := c.w.Write(line)
+	return err
+}
+
+func (c *stdioConn) Close() error {
+	c.closeOnce.Do(func() { close(c.closed) })
+	return nil
+}
+
+func (c *stdioConn) SessionID() string { return "" }
+
+// readLoop decodes frames from r until it ends (io.EOF: the client is
+// gone) and answers the bad ones itself.
+func (c *stdioConn) readLoop(r io.Reader) {
+	br := bufio.NewReaderSize(r, 64<<10)
+	defer close(c.incoming)
 	for {
 		line, tooLong, err := readFrame(br, MaxFrame)
 		if len(bytes.TrimSpace(line)) > 0 || tooLong {
-			if reply := checkFrame(line, tooLong); reply != nil {
-				t.log.Warn("refused a malformed JSON-RPC frame", "bytes", len(line), "reply", string(reply))
-				if _, werr := t.w.Write(reply); werr != nil {
-					return werr
+			msg, reply := checkFrame(line, tooLong)
+			if reply != nil {
+				c.log.Warn("refused a malformed JSON-RPC frame", "bytes", len(line), "reply", string(reply))
+				if werr := c.writeLine(reply); werr != nil {
+					c.readErr = werr
+					return
 				}
-			} else if _, werr := pw.Write(append(line, '\n')); werr != nil {
-				return werr
+			} else {
+				select {
+				case c.incoming <- msg:
+				case <-c.closed:
+					c.readErr = io.EOF
+					return
+				}
 			}
 		}
 		if err != nil {
-			if errors.Is(err, io.EOF) {
-				return nil
+			if !errors.Is(err, io.EOF) {
+				err = fmt.Errorf("read stdin: %w", err)
 			}
-			return err
+			c.readErr = err
+			return
 		}
 	}
 }
@@ -109,14 +151,13 @@ func readFrame(br *bufio.Reader, max int) (line []byte, tooLong bool, err error)
 	}
 }
 
-// checkFrame returns the error reply for a bad frame, or nil for a
-// well-formed JSON-RPC message.
-func checkFrame(line []byte, tooLong bool) []byte {
+// checkFrame decodes a frame, or returns the error reply for a bad one.
+func checkFrame(line []byte, tooLong bool) (jsonrpc.Message, []byte) {
 	if tooLong {
-		return errorReply(nil, jsonrpc.CodeInvalidRequest, fmt.Sprintf("frame too large: a message must be at most %d bytes on one line", MaxFrame))
+		return nil, errorReply(nil, jsonrpc.CodeInvalidRequest, fmt.Sprintf("frame too large: a message must be at most %d bytes on one line", MaxFrame))
 	}
 	if !json.Valid(line) {
-		return errorReply(nil, jsonrpc.CodeParseError, "parse error: the line is not one JSON value; send one JSON-RPC message per line")
+		return nil, errorReply(nil, jsonrpc.CodeParseError, "parse error: the line is not one JSON value; send one JSON-RPC message per line")
 	}
 	trimmed := bytes.TrimSpace(line)
 	if trimmed[0] != '{' {
@@ -124,12 +165,13 @@ func checkFrame(line []byte, tooLong bool) []byte {
 		if trimmed[0] != '[' {
 			what = "not a JSON object; send one JSON-RPC message object per line"
 		}
-		return errorReply(nil, jsonrpc.CodeInvalidRequest, "invalid request: the line is "+what)
+		return nil, errorReply(nil, jsonrpc.CodeInvalidRequest, "invalid request: the line is "+what)
 	}
-	if _, err := jsonrpc.DecodeMessage(line); err != nil {
-		return errorReply(idOf(line), jsonrpc.CodeInvalidRequest, "invalid request: not a JSON-RPC 2.0 message ("+clipError(err)+")")
+	msg, err := jsonrpc.DecodeMessage(line)
+	if err != nil {
+		return nil, errorReply(idOf(line), jsonrpc.CodeInvalidRequest, "invalid request: not a JSON-RPC 2.0 message ("+clipError(err)+")")
 	}
-	return nil
+	return msg, nil
 }
 
 // idOf is the frame's id if it is one JSON-RPC allows (a string or a

@@ -136,25 +136,32 @@ func TestMalformedFrames(t *testing.T) {
 		{"frame over 16 MiB", huge, -32600, "null", ""},
 		{"unknown method", `{"jsonrpc":"2.0","id":9,"method":"no/such"}`, -32601, "9", ""},
 		{"params not an object", `{"jsonrpc":"2.0","id":10,"method":"tools/call","params":"x"}`, -1, "10", ""},
-		{"arguments not an object", `{"jsonrpc":"2.0","id":11,"method":"tools/call","params":{"name":"help","arguments":"x"}}`, 0, "", "invalid_arguments"},
+		{"arguments not an object", `{"jsonrpc":"2.0","id":11,"method":"tools/call","params":{"name":"help","arguments":"x"}}`, 0, "11", "invalid_arguments"},
 		{"response to nothing", `{"jsonrpc":"2.0","id":12,"result":{}}`, 0, "", ""},
 		{"unknown notification", `{"jsonrpc":"2.0","method":"notifications/nonsense"}`, 0, "", ""},
 		{"empty line", "", 0, "", ""},
 		{"blank line", "  \t ", 0, "", ""},
-		{"invalid UTF-8", "{\"jsonrpc\":\"2.0\",\"id\":13,\"method\":\"tools/call\",\"params\":{\"name\":\"authenticate\",\"arguments\":{\"agent_id\":\"coder\",\"passkey\":\"\xff\xfe\"}}}", 0, "", "content_invalid"},
-		{"lone surrogate", `{"jsonrpc":"2.0","id":14,"method":"tools/call","params":{"name":"authenticate","arguments":{"agent_id":"coder","passkey":"\ud800"}}}`, 0, "", "content_invalid"},
+		{"invalid UTF-8", "{\"jsonrpc\":\"2.0\",\"id\":13,\"method\":\"tools/call\",\"params\":{\"name\":\"authenticate\",\"arguments\":{\"agent_id\":\"coder\",\"passkey\":\"\xff\xfe\"}}}", 0, "13", "content_invalid"},
+		{"lone surrogate", `{"jsonrpc":"2.0","id":14,"method":"tools/call","params":{"name":"authenticate","arguments":{"agent_id":"coder","passkey":"\ud800"}}}`, 0, "14", "content_invalid"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			rs.t = t
 			rs.send(tc.frame)
+			var replies []map[string]any
+			if tc.id != "" && tc.id != "null" {
+				// The SDK answers calls concurrently: wait for this one by id.
+				reply, before := rs.collect(tc.id)
+				replies = append(before, reply)
+			}
 			ping := fmt.Sprintf(`"ping-%d"`, i)
 			rs.send(`{"jsonrpc":"2.0","id":` + ping + `,"method":"ping"}`)
 			reply, before := rs.collect(ping)
 			if reply["error"] != nil {
 				t.Fatalf("ping after the frame: %v", reply)
 			}
+			replies = append(replies, before...)
 			var errs []map[string]any
-			for _, m := range before {
+			for _, m := range replies {
 				if e, ok := m["error"].(map[string]any); ok {
 					errs = append(errs, e)
 					raw, _ := json.Marshal(m["id"])
@@ -182,9 +189,9 @@ func TestMalformedFrames(t *testing.T) {
 			case tc.code == 0 && len(errs) > 0:
 				t.Errorf("unexpected error replies: %v", errs)
 			case tc.code != 0 && len(errs) != 1:
-				t.Errorf("%d error replies, want 1: %v", len(errs), before)
-			case tc.tool != "" && len(before) != 1:
-				t.Errorf("%d replies before the ping, want the tool's: %v", len(before), before)
+				t.Errorf("%d error replies, want 1: %v", len(errs), replies)
+			case tc.tool != "" && len(replies) != 1:
+				t.Errorf("%d replies, want the tool's: %v", len(replies), replies)
 			}
 		})
 	}

@@ -12,7 +12,6 @@ import (
 	"sort"
 	"strings"
 	"time"
-	"unicode/utf8"
 )
 
 // Conversation states (DESIGN section 9).
@@ -39,7 +38,6 @@ const (
 	DefaultMaxTurns = 20
 	MinMaxTurns     = 2
 	MaxMaxTurns     = 40
-	MaxPurpose      = 1000 // characters
 )
 
 // convTransitions is the one table of conversation state changes. A pending
@@ -356,8 +354,8 @@ func (s *Store) StartConversation(ctx context.Context, cfg *Config, in NewConver
 	if in.MaxTurns < MinMaxTurns || in.MaxTurns > MaxMaxTurns {
 		return Conversation{}, nil, codeErr("invalid_max_turns", "max_turns %d is out of range: use %d to %d (default %d)", in.MaxTurns, MinMaxTurns, MaxMaxTurns, DefaultMaxTurns)
 	}
-	if n := utf8.RuneCountInString(in.Purpose); n > MaxPurpose || !utf8.ValidString(in.Purpose) {
-		return Conversation{}, nil, codeErr("purpose_too_long", "purpose has %d characters or invalid UTF-8; the limit is %d characters: say it shortly, and put details in the initial message", n, MaxPurpose)
+	if err := CheckText("purpose", in.Purpose); err != nil {
+		return Conversation{}, nil, err
 	}
 	if in.InitialMessage != "" {
 		if err := CheckContent(in.InitialMessage); err != nil {

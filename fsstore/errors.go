@@ -3,6 +3,8 @@ package fsstore
 import (
 	"errors"
 	"fmt"
+
+	"aipm/fsstore/lockedfile"
 )
 
 // ErrNotFound says a document or agent does not exist; callers branch on it
@@ -26,4 +28,10 @@ func (e *kindError) Unwrap() error { return e.kind }
 // kindf formats a message of the given kind (ErrNotFound, ErrExists, ...).
 func kindf(kind error, format string, args ...any) error {
 	return &kindError{msg: fmt.Sprintf(format, args...), kind: kind}
+}
+
+// IsDiskFull reports whether err is a write refused for lack of space: a
+// full disk, a quota, or a file size limit (RLIMIT_FSIZE).
+func IsDiskFull(err error) bool {
+	return lockedfile.IsNoRoom(err)
 }

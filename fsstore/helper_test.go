@@ -73,6 +73,17 @@ func runHelper(role string, args []string) error {
 		fmt.Fprintln(out, "torn")
 		out.Flush()
 		time.Sleep(time.Hour)
+	case "append-over-limit": // with a file size limit n bytes above the file's size, append one longer line
+		fi, err := os.Stat(args[1])
+		if err != nil {
+			return err
+		}
+		lim := uint64(fi.Size()) + uint64(n)
+		if err := syscall.Setrlimit(syscall.RLIMIT_FSIZE, &syscall.Rlimit{Cur: lim, Max: lim}); err != nil {
+			return err
+		}
+		err = store.AppendJSONL(ctx, args[1], testLine{ID: NewID(PrefixMessage), Writer: name, Pad: strings.Repeat("x", 3*n)})
+		fmt.Fprintln(out, IsDiskFull(err), err)
 	case "read": // read the agent args[1]'s chat cursor until the stop file exists and nothing is left
 		stop := filepath.Join(args[0], "stop")
 		for {

@@ -8,6 +8,7 @@ import (
 	"strings"
 	"sync"
 	"time"
+	"unicode/utf8"
 )
 
 // Id prefixes (DESIGN section 3). Every id is its prefix followed by 26
@@ -88,7 +89,7 @@ func CheckAgentID(id string) error {
 		return fmt.Errorf("agent id %q is reserved for messages the system writes; choose another id", id)
 	}
 	if !agentIDPattern.MatchString(id) {
-		return fmt.Errorf("agent id %q is invalid: use 1-64 letters, digits, '_' or '-', starting with a letter or digit", id)
+		return fmt.Errorf("agent id %q is invalid: use 1-64 letters, digits, '_' or '-', starting with a letter or digit", Clip(id, maxEchoedID))
 	}
 	return nil
 }
@@ -97,7 +98,7 @@ func CheckAgentID(id string) error {
 func CheckID(prefix, id string) error {
 	body, ok := strings.CutPrefix(id, prefix)
 	if !ok || !idBodyPattern.MatchString(body) {
-		return fmt.Errorf("%q is not a valid %s id: expected %s followed by 26 characters, as returned by aipm", id, strings.TrimSuffix(prefix, "_"), prefix)
+		return fmt.Errorf("%q is not a valid %s id: expected %s followed by 26 characters, as returned by aipm", Clip(id, maxEchoedID), strings.TrimSuffix(prefix, "_"), prefix)
 	}
 	return nil
 }
@@ -112,3 +113,20 @@ func CheckPurpose(p string) error {
 
 // SystemSender is the reserved sender id of messages the system writes.
 const SystemSender = "system"
+
+// maxEchoedID is how much of a malformed id an error repeats.
+const maxEchoedID = 80
+
+// Clip returns s if it has at most n bytes, else its first n bytes (whole
+// characters) and how long it was: an error repeats what it was given, but
+// never a huge value whole.
+func Clip(s string, n int) string {
+	if len(s) <= n {
+		return s
+	}
+	cut := n
+	for cut > 0 && !utf8.RuneStart(s[cut]) {
+		cut--
+	}
+	return fmt.Sprintf("%s... (%d bytes)", s[:cut], len(s))
+}

@@ -85,5 +85,5 @@ func (s *Store) appendUnless(ctx context.Context, path string, line, unless []by
 
 // diskFull is the one refusal for a write that found no room.
 func diskFull(rel string, err error) error {
-	return &CodeError{Code: "disk_full", Msg: fmt.Sprintf("no room to write %s (%v): nothing was written; free disk space (or raise the file-size limit) and try again", rel, err)}
+	return &CodeError{Code: "disk_full", Msg: fmt.Sprintf("no room to write %s (%v): nothing was written; free disk space (or raise the file-size limit) and try again", rel, err), Err: err}
 }

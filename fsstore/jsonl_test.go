@@ -2,6 +2,7 @@ package fsstore
 
 import (
 	"bufio"
+	"bytes"
 	"context"
 	"encoding/json"
 	"errors"
@@ -235,5 +236,28 @@ func TestAppendRejectsNewline(t *testing.T) {
 	}
 	if _, err := os.Stat(path); !errors.Is(err, os.ErrNotExist) {
 		t.Errorf("file created: %v", err)
+	}
+}
+
+// An append cut short by a full disk (here a file size limit that lets a
+// few bytes of the line through) is taken back: the file is as it was, and
+// the error says disk full.
+func TestShortAppendTakenBack(t *testing.T) {
+	s := newTestStore(t)
+	path := filepath.Join(s.Root(), "agents", "a", "chat.jsonl")
+	if err := s.AppendJSONL(context.Background(), path, testLine{ID: NewID(PrefixMessage)}); err != nil {
+		t.Fatal(err)
+	}
+	before, _ := os.ReadFile(path)
+	out, err := helper(t, "append-over-limit", s.ProjectDir(), path, "20").Output()
+	if err != nil {
+		t.Fatalf("helper: %v", err)
+	}
+	if !strings.HasPrefix(string(out), "true ") || !strings.Contains(string(out), "file too large") {
+		t.Errorf("append over the limit: %s", out)
+	}
+	after, _ := os.ReadFile(path)
+	if !bytes.Equal(before, after) {
+		t.Errorf("a fragment was left:\n%q\nwant\n%q", after, before)
 	}
 }

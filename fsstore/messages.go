@@ -10,13 +10,9 @@ import (
 	"slices"
 	"strings"
 	"time"
-	"unicode/utf8"
 
 	"aipm/fsstore/lockedfile"
 )
-
-// MaxContent is the most characters (not bytes) a message may hold.
-const MaxContent = 4000
 
 // KindSystem marks a message aipm itself wrote.
 const KindSystem = "system"
@@ -47,9 +43,11 @@ const timeFormat = "2006-01-02T15:04:05.000000Z07:00"
 type CodeError struct {
 	Code string
 	Msg  string
+	Err  error // the cause, when there is one (errors.Is sees through)
 }
 
 func (e *CodeError) Error() string { return e.Msg }
+func (e *CodeError) Unwrap() error { return e.Err }
 
 func codeErr(code, format string, args ...any) error {
 	return &CodeError{Code: code, Msg: fmt.Sprintf(format, args...)}
@@ -65,13 +63,7 @@ func CheckContent(content string) error {
 	if strings.TrimSpace(content) == "" {
 		return codeErr("content_empty", "content is empty: write the message text")
 	}
-	if !utf8.ValidString(content) {
-		return codeErr("content_invalid", "content is not valid UTF-8")
-	}
-	if n := utf8.RuneCountInString(content); n > MaxContent {
-		return codeErr("content_too_long", "content has %d characters; the limit is %d: split it and send each part as its own message", n, MaxContent)
-	}
-	return nil
+	return CheckText("content", content)
 }
 
 // CheckRecipient checks that `to` may receive a message from `from`.
@@ -163,11 +155,7 @@ func (s *Store) Send(ctx context.Context, cfg *Config, m OutgoingMessage) (Messa
 	sent := msg
 	sent.ReceiverID = m.To
 	if err := s.AppendJSONL(ctx, outbox, sent); err != nil {
-		var ce *CodeError
-		if errors.As(err, &ce) {
-			return msg, codeErr(ce.Code, "delivered to %s, but the sender's own copy was not written (%s); do not send it again: aipm doctor --repair restores the copy", m.To, ce.Msg)
-		}
-		return msg, fmt.Errorf("delivered to %s, but the sender's own copy was not written (do not send it again: aipm doctor --repair restores the copy): %w", m.To, err)
+		return msg, codeErr("sent_partly", "delivered to %s, but the sender's own copy was not written (%v); do not send it again: aipm doctor --repair restores the copy", m.To, err)
 	}
 	return sent, nil
 }

@@ -12,7 +12,6 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
-	"strings"
 	"time"
 
 	"github.com/BurntSushi/toml"
@@ -30,6 +29,7 @@ logs/
 quarantine/
 agents/*/read.json
 agents/*/passkey.json
+agents/*/auth.json
 .lock
 .*.tmp-*
 `
@@ -225,7 +225,10 @@ func (s *Store) CheckPasskey(agent, passkey string) error {
 	if err != nil || rec.Algorithm != "sha256" {
 		return kindf(ErrBadPasskey, "%s is damaged: run aipm agent passkey %s to issue a new passkey", s.Rel(path), agent)
 	}
-	got := hashPasskey(salt, strings.TrimSpace(passkey))
+	if err := CheckPasskeyArg(passkey); err != nil {
+		return err
+	}
+	got := hashPasskey(salt, passkey) // exactly as given: no trimming
 	if subtle.ConstantTimeCompare([]byte(got), []byte(rec.Hash)) != 1 {
 		return ErrBadPasskey
 	}

@@ -132,7 +132,10 @@ func (s *Store) Authenticate(ctx context.Context, cfg *Config, agent, passkey, p
 		return Session{}, "", kindf(ErrBadPasskey, "agent %q is a human: humans have no passkey and act through the aipm CLI, not MCP sessions", agent)
 	}
 	if projectID != "" && projectID != cfg.Project.ID {
-		return Session{}, "", fmt.Errorf("project_id %q is not this project (%s): you are connected to the wrong project's aipm", projectID, cfg.Project.ID)
+		return Session{}, "", fmt.Errorf("project_id %q is not this project (%s): you are connected to the wrong project's aipm", Clip(projectID, maxEchoedID), cfg.Project.ID)
+	}
+	if err := s.checkBackoff(agent, time.Now().UTC()); err != nil {
+		return Session{}, "", err
 	}
 	if requested != "" {
 		if err := CheckPurpose(requested); err != nil {
@@ -140,6 +143,14 @@ func (s *Store) Authenticate(ctx context.Context, cfg *Config, agent, passkey, p
 		}
 	}
 	if err := s.CheckPasskey(agent, passkey); err != nil {
+		if errors.Is(err, ErrBadPasskey) {
+			if rerr := s.recordAuthFailure(ctx, agent, time.Now().UTC()); rerr != nil {
+				return Session{}, "", fmt.Errorf("%w (and the failure could not be counted: %v)", err, rerr)
+			}
+		}
+		return Session{}, "", err
+	}
+	if err := s.resetAuthFailures(ctx, agent); err != nil {
 		return Session{}, "", err
 	}
 	now := time.Now().UTC()
@@ -375,6 +386,9 @@ var (
 	ErrBadToken       = errors.New("invalid session token")
 	ErrSessionEnded   = errors.New("session ended")
 	ErrSessionExpired = errors.New("session expired")
+	// ErrExpiryNotSaved comes with a valid session whose sliding expiry
+	// could not be written: a caller may go on with the session.
+	ErrExpiryNotSaved = errors.New("the session's expiry could not be saved")
 )
 
 // touchEvery bounds how often a session's LastSeenAt is rewritten: sliding
@@ -406,14 +420,19 @@ func (s *Store) CheckSession(ctx context.Context, token string) (Session, error)
 		return ses, fmt.Errorf("this session expired after %s without a call: %w", ses.Idle.Duration, ErrSessionExpired)
 	}
 	if now.Sub(ses.LastSeenAt) > min(touchEvery, ses.Idle.Duration/10) {
-		ses, err := UpdateDoc(ctx, s, path, ModePrivateFile, func(cur *Session, exists bool) error {
+		touched, err := UpdateDoc(ctx, s, path, ModePrivateFile, func(cur *Session, exists bool) error {
 			if !exists || !cur.EndedAt.IsZero() {
 				return ErrNoChange
 			}
 			cur.LastSeenAt = now
 			return nil
 		})
-		return ses, err
+		if err != nil {
+			// The session is valid; only its sliding expiry could not be
+			// saved (a full disk, say). Read-only calls go on.
+			return ses, fmt.Errorf("%w: %w", ErrExpiryNotSaved, err)
+		}
+		return touched, nil
 	}
 	return ses, nil
 }

@@ -68,10 +68,7 @@ type Task struct {
 
 // CheckStatus reports whether s is a task status.
 func CheckStatus(s string) error {
-	if !slices.Contains(Statuses, s) {
-		return fmt.Errorf("status %q is invalid: use one of %s", s, strings.Join(Statuses, ", "))
-	}
-	return nil
+	return CheckEnum("status", s, Statuses)
 }
 
 // CheckTransition is the one check of a task status change.
@@ -113,8 +110,8 @@ func (s *Store) CreateTask(ctx context.Context, cfg *Config, in NewTask) (Task, 
 	if title == "" {
 		return Task{}, errors.New("a task needs a title: give a short description of the work")
 	}
-	if len([]rune(title)) > 200 {
-		return Task{}, fmt.Errorf("the title has %d characters; the limit is 200: put details in the description", len([]rune(title)))
+	if err := errors.Join(CheckText("title", title), CheckText("description", in.Description)); err != nil {
+		return Task{}, err
 	}
 	if in.Priority == "" {
 		in.Priority = "normal"
@@ -250,6 +247,9 @@ type TaskChange struct {
 func (s *Store) UpdateTask(ctx context.Context, cfg *Config, id, by string, ch TaskChange) (Task, error) {
 	path, err := s.DocPath(Tasks, id)
 	if err != nil {
+		return Task{}, err
+	}
+	if err := errors.Join(CheckText("reason", ch.Reason), CheckText("summary", ch.Summary)); err != nil {
 		return Task{}, err
 	}
 	if ch.Assignee != nil {

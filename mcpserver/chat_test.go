@@ -73,22 +73,22 @@ func TestChatRoundTrip(t *testing.T) {
 		t.Fatalf("get_next_action: %s", r.text)
 	}
 	r := call(t, b, "get_pending_messages", map[string]any{"session_token": tb, "limit": 2})
-	msgs, _ := r.data["messages"].([]any)
+	msgs, _ := r.data["pending_messages"].([]any)
 	if len(msgs) != 2 || r.data["has_more"] != true || msgs[0].(map[string]any)["content"] != "question 0" {
 		t.Fatalf("first page: %s", r.text)
 	}
 	r = call(t, b, "get_pending_messages", map[string]any{"session_token": tb})
-	msgs, _ = r.data["messages"].([]any)
+	msgs, _ = r.data["pending_messages"].([]any)
 	ctxMsgs, _ := r.data["context"].([]any)
 	if len(msgs) != 1 || r.data["has_more"] != false || len(ctxMsgs) != 2 {
 		t.Fatalf("second page: %s", r.text)
 	}
-	if r := call(t, b, "respond_chat", map[string]any{"session_token": tb, "content": "answer"}); r.isError || r.str("receiver_id") != "coder" {
+	if r := call(t, b, "respond_chat", map[string]any{"session_token": tb, "content": "answer"}); r.isError || r.str("target_agent_id") != "coder" || r.data["success"] != true {
 		t.Fatalf("respond_chat: %s", r.text)
 	}
 	r = call(t, a, "get_pending_messages", map[string]any{"session_token": ta})
-	msgs, _ = r.data["messages"].([]any)
-	if len(msgs) != 1 || msgs[0].(map[string]any)["senderId"] != "reviewer" {
+	msgs, _ = r.data["pending_messages"].([]any)
+	if len(msgs) != 1 || msgs[0].(map[string]any)["sender_id"] != "reviewer" {
 		t.Fatalf("coder's inbox: %s", r.text)
 	}
 	if r := call(t, b, "get_next_action", map[string]any{"session_token": tb, "wait_seconds": 1}); r.str("action") != "wait_for_messages" {
@@ -119,7 +119,7 @@ func TestMessagingBadInput(t *testing.T) {
 		{map[string]any{"session_token": chat, "target_agent_id": "former", "content": "x"}, "target_agent_not_in_project"},
 		{map[string]any{"session_token": chat, "target_agent_id": "reviewer", "content": "x", "related_task_id": "tsk_nope"}, "task_not_found"},
 		{map[string]any{"session_token": chat, "target_agent_id": "reviewer", "content": "x", "conversation_id": "cnv_nope"}, "conversation_not_found"},
-		{map[string]any{"session_token": chat, "target_agent_id": "reviewer"}, "validating \"arguments\""},
+		{map[string]any{"session_token": chat, "target_agent_id": "reviewer"}, "invalid_arguments: the arguments of send_message do not match its input schema (required: missing properties: [\"content\"])"},
 		{map[string]any{"session_token": "ses_01M7YZWACRA0328GMTHNDHB18Z.x", "target_agent_id": "reviewer", "content": "x"}, "invalid_session"},
 		{map[string]any{"session_token": task, "target_agent_id": "coder", "content": "x"}, "wrong_session_purpose: send_message needs a chat session"},
 	} {
@@ -204,7 +204,7 @@ func TestManyServersSendAndReceive(t *testing.T) {
 					t.Errorf("get_pending_messages: %s", r.text)
 					return
 				}
-				msgs, _ := r.data["messages"].([]any)
+				msgs, _ := r.data["pending_messages"].([]any)
 				mu.Lock()
 				for _, m := range msgs {
 					received[m.(map[string]any)["id"].(string)]++
@@ -260,5 +260,41 @@ func TestManyServersSendAndReceive(t *testing.T) {
 	}
 	if len(inFile) != 2*len(sent) {
 		t.Fatalf("%d copies in the files, want %d", len(inFile), 2*len(sent))
+	}
+}
+
+// The response shapes of seeds 000 and 004, so that an agent prompt
+// written for them works unchanged, and empty lists are [], never null.
+func TestSeedResponseShapes(t *testing.T) {
+	p := newProject(t)
+	task := p.taskInProgress("coder", "shapes")
+	cs := p.connect("")
+	chat := p.authenticate(cs, "reviewer", "chat")
+	token := p.authenticate(cs, "coder", "task")
+
+	r := call(t, cs, "get_pending_messages", map[string]any{"session_token": chat})
+	for _, list := range []string{"pending_messages", "context", "pending_delegations"} {
+		if _, ok := r.data[list].([]any); !ok {
+			t.Errorf("get_pending_messages: %s is %v, want a list ([] when empty)", list, r.data[list])
+		}
+	}
+	if r := call(t, cs, "get_notifications", map[string]any{"session_token": token}); r.data["notifications"] == nil {
+		t.Errorf("get_notifications with none: notifications = %v, want []", r.data["notifications"])
+	}
+
+	r = call(t, cs, "send_message", map[string]any{"session_token": chat, "target_agent_id": "coder", "content": "hi"})
+	if r.data["success"] != true || !strings.HasPrefix(r.str("message_id"), "msg_") || r.str("target_agent_id") != "coder" {
+		t.Errorf("send_message: %v", r.data)
+	}
+
+	interrupt(t, p, task.ID)
+	r = call(t, cs, "get_notifications", map[string]any{"session_token": token, "mark_as_read": false})
+	notes, _ := r.data["notifications"].([]any)
+	if len(notes) != 1 {
+		t.Fatalf("get_notifications: %v", r.data)
+	}
+	n := notes[0].(map[string]any)
+	if n["type"] != "interrupt" || n["action"] != "stop" || !strings.Contains(n["instruction"].(string), "report_completed") || n["task_id"] != task.ID {
+		t.Errorf("interrupt notification: %v", n)
 	}
 }

@@ -71,12 +71,12 @@ func (p *shiritoriPlayer) play(initiator bool) {
 			p.ended = append(p.ended, r)
 		case "get_pending_messages":
 			got := call(p.t, p.cs, "get_pending_messages", map[string]any{"session_token": p.token})
-			msgs, _ := got.data["messages"].([]any)
+			msgs, _ := got.data["pending_messages"].([]any)
 			for _, m := range msgs {
 				m := m.(map[string]any)
 				word, _ := m["content"].(string)
-				if m["conversationId"] != p.cnvID {
-					p.t.Errorf("%s: message %q carries conversation %v, want %s", p.me, word, m["conversationId"], p.cnvID)
+				if m["conversation_id"] != p.cnvID {
+					p.t.Errorf("%s: message %q carries conversation %v, want %s", p.me, word, m["conversation_id"], p.cnvID)
 				}
 				p.mu.Lock()
 				chain := *p.chain

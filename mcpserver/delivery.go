@@ -20,7 +20,8 @@ import (
 // interrupt (except for the tools that let the agent comply), or
 // notifications that cannot be read (fail closed: the call is refused with
 // path:line, nothing is marked read; logout still runs).
-func (s *Server) deliver(ctx context.Context, ses fsstore.Session, tool string) (unread int, stop *mcp.CallToolResult) {
+func (s *Server) deliver(ctx context.Context, call *mcp.CallToolRequest, ses fsstore.Session) (unread int, stop *mcp.CallToolResult) {
+	tool := call.Params.Name
 	if !s.acks.clear(ses.ID) {
 		if err := s.store.Acknowledge(ctx, ses.Agent, ses.ID, readsStream(tool, ses)...); err != nil {
 			s.log.Error("acknowledge", "agent", ses.Agent, "session", ses.ID, "err", err)
@@ -37,9 +38,9 @@ func (s *Server) deliver(ctx context.Context, ses fsstore.Session, tool string) 
 		return -1, nil
 	case err != nil:
 		s.log.Error("read notifications", "agent", ses.Agent, "err", err)
-		return 0, refusal(toolErr("notifications_unreadable", fmt.Sprintf("%s did not run: your notifications cannot be read, and one of them may be an interrupt: %v. Ask a human to run aipm doctor --repair, then call again.", tool, err)))
+		return 0, refusal(call, toolErr("notifications_unreadable", fmt.Sprintf("%s did not run: your notifications cannot be read, and one of them may be an interrupt: %v. Ask a human to run aipm doctor --repair, then call again.", tool, err)))
 	case intr != nil && !passesInterrupt[tool]:
-		return unread, interruptNotice(tool, intr)
+		return unread, interruptNotice(call, intr)
 	}
 	return unread, nil
 }

@@ -58,7 +58,7 @@ func TestInterruptReachesOnlyTheTaskSession(t *testing.T) {
 		t.Fatalf("task session after the interrupt: %s", r.text)
 	}
 	r := call(t, taskCS, "get_notifications", map[string]any{"session_token": taskTok})
-	if ns := notes(r); len(ns) != 1 || ns[0]["type"] != "interrupt" || ns[0]["taskId"] != task.ID {
+	if ns := notes(r); len(ns) != 1 || ns[0]["type"] != "interrupt" || ns[0]["task_id"] != task.ID {
 		t.Fatalf("task session get_notifications: %s", r.text)
 	}
 	if r := call(t, taskCS, "report_completed", map[string]any{"session_token": taskTok, "result": "blocked", "summary": "stopped"}); r.isError {
@@ -118,7 +118,7 @@ func TestPendingMessagesRedeliveredAfterSilentSession(t *testing.T) {
 		}
 	}
 	msgs := func(r result) (out []string) {
-		list, _ := r.data["messages"].([]any)
+		list, _ := r.data["pending_messages"].([]any)
 		for _, m := range list {
 			m := m.(map[string]any)
 			s, _ := m["content"].(string)

@@ -26,6 +26,8 @@ func fromStore(err error, notFoundCode string) error {
 		return err
 	case errors.As(err, &ce):
 		return toolErr(ce.Code, ce.Msg)
+	case fsstore.IsDiskFull(err):
+		return toolErr("disk_full", "the disk holding .ai-pm is full (or a file size limit was reached), so nothing was written: ask a human to free space, then call again; read-only tools still work")
 	case errors.Is(err, fsstore.ErrNotFound):
 		return toolErr(notFoundCode, err.Error())
 	case errors.Is(err, fsstore.ErrExists):

@@ -2,6 +2,7 @@ package mcpserver
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
 
@@ -14,8 +15,8 @@ import (
 // gate wraps every tools/call (DESIGN sections 5 and 6): unknown tools are
 // refused, the session is resolved and its level checked, an unread
 // interrupt replaces the response of every tool but the few that let the
-// agent comply, and every authenticated response ends with the
-// notification line.
+// agent comply, and every authenticated response carries the notification
+// line. How results are built is in results.go.
 func (s *Server) gate(registered map[string]bool) mcp.Middleware {
 	return func(next mcp.MethodHandler) mcp.MethodHandler {
 		return func(ctx context.Context, method string, req mcp.Request) (mcp.Result, error) {
@@ -27,33 +28,45 @@ func (s *Server) gate(registered map[string]bool) mcp.Middleware {
 			level, known := levels[name]
 			switch {
 			case !known:
-				return refusal(toolErr("unknown_tool", fmt.Sprintf("there is no tool %q: call help for the tools you can use", name))), nil
+				return refusal(call, toolErr("unknown_tool", fmt.Sprintf("there is no tool %q: call help for the tools you can use", fsstore.Clip(name, 64)))), nil
 			case !registered[name]:
-				return refusal(toolErr("not_available", fmt.Sprintf("%s is not available in this version of aipm: call help for the tools you can use", name))), nil
-			case level == None:
-				return next(ctx, method, req)
+				return refusal(call, toolErr("not_available", fmt.Sprintf("%s is not available in this version of aipm: call help for the tools you can use", name))), nil
+			}
+			if err := checkArguments(call.Params.Arguments); err != nil {
+				return refusal(call, err), nil
+			}
+			if level == None {
+				res, err := explained(name)(next(ctx, method, req))
+				if r, ok := res.(*mcp.CallToolResult); ok && err == nil && !r.IsError {
+					s.noticeForNewSession(ctx, call, r)
+				}
+				return res, err
 			}
 			token := gjson.GetBytes(call.Params.Arguments, "session_token")
 			if token.Type != gjson.String || token.Str == "" {
-				return refusal(toolErr("session_required", fmt.Sprintf("%s needs session_token (level %s): call authenticate first and pass the token it returns", name, level))), nil
+				return refusal(call, toolErr("session_required", fmt.Sprintf("%s needs session_token (level %s): call authenticate first and pass the token it returns", name, level))), nil
 			}
 			ses, err := s.store.CheckSession(ctx, token.Str)
+			if errors.Is(err, fsstore.ErrExpiryNotSaved) {
+				s.log.Warn("session expiry not saved; going on", "session", ses.ID, "err", err)
+				err = nil
+			}
 			if err != nil {
-				return refusal(sessionError(name, err)), nil
+				return refusal(call, sessionError(name, err)), nil
 			}
 			if !level.allows(ses.Purpose) {
-				return refusal(toolErr("wrong_session_purpose", fmt.Sprintf("%s needs a %s session (level %s) and this is a %s session: %s", name, purposeOf(level), level, ses.Purpose, level.instead(name)))), nil
+				return refusal(call, toolErr("wrong_session_purpose", fmt.Sprintf("%s needs a %s session (level %s) and this is a %s session: %s", name, purposeOf(level), level, ses.Purpose, level.instead(name)))), nil
 			}
-			unread, stop := s.deliver(ctx, ses, name)
+			unread, stop := s.deliver(ctx, call, ses)
 			if stop != nil {
 				return stop, nil
 			}
-			res, err := next(withSession(ctx, ses), method, req)
+			res, err := explained(name)(next(withSession(ctx, ses), method, req))
 			if r, ok := res.(*mcp.CallToolResult); ok && err == nil {
 				if name == "get_notifications" { // the one tool that marks them read
 					unread = s.unreadCount(ctx, ses)
 				}
-				r.Content = append(r.Content, &mcp.TextContent{Text: notificationLine(unread)})
+				withNotification(r, notificationLine(unread))
 			}
 			return res, err
 		}
@@ -80,21 +93,38 @@ func sessionError(tool string, err error) error {
 	return toolErr("invalid_session", fmt.Sprintf("%s refused: %v", tool, err))
 }
 
-// refusal is a tool error result for a call that did not run.
-func refusal(err error) *mcp.CallToolResult {
-	var res mcp.CallToolResult
-	res.SetError(err)
-	return &res
+// explained finishes the result of a tool that ran: an error from the
+// SDK's argument checks is rewritten to start with a code.
+func explained(tool string) func(mcp.Result, error) (mcp.Result, error) {
+	return func(res mcp.Result, err error) (mcp.Result, error) {
+		if r, ok := res.(*mcp.CallToolResult); ok && err == nil {
+			explainSchemaError(r, tool)
+		}
+		return res, err
+	}
 }
 
-// interruptNotice replaces the response of a tool that did not run.
-func interruptNotice(tool string, n *fsstore.Notification) *mcp.CallToolResult {
-	return &mcp.CallToolResult{
-		IsError: true,
-		Content: []mcp.Content{&mcp.TextContent{Text: fmt.Sprintf(
-			"INTERRUPT (%s did not run): %s Call get_notifications to read it, then report_completed(result=\"blocked\", summary=...) and exit.",
-			tool, n.Message)}},
+// noticeForNewSession adds the notification line to a successful result of
+// a tool that needs no session (authenticate, help) when it has one: the
+// session authenticate just opened, or the one help was given.
+func (s *Server) noticeForNewSession(ctx context.Context, call *mcp.CallToolRequest, r *mcp.CallToolResult) {
+	token := gjson.GetBytes(call.Params.Arguments, "session_token").String()
+	if raw, ok := r.StructuredContent.(json.RawMessage); ok && token == "" {
+		token = gjson.GetBytes(raw, "session_token").String()
 	}
+	if token == "" {
+		return
+	}
+	ses, err := s.store.CheckSession(ctx, token)
+	if err != nil && !errors.Is(err, fsstore.ErrExpiryNotSaved) {
+		return
+	}
+	_, unread, err := s.store.Interrupt(ctx, ses)
+	if err != nil {
+		s.log.Error("read notifications", "agent", ses.Agent, "err", err)
+		unread = -1
+	}
+	withNotification(r, notificationLine(unread))
 }
 
 // notificationLine is the line every authenticated response carries; a

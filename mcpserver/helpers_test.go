@@ -92,7 +92,12 @@ func (p *project) connect(protocol string) *mcp.ClientSession {
 // connectWith is connect with extra environment and the server's stderr.
 func (p *project) connectWith(protocol string, env []string, stderr io.Writer) *mcp.ClientSession {
 	p.t.Helper()
-	client := mcp.NewClient(&mcp.Implementation{Name: "aipm-test", Version: "1"}, nil)
+	return p.connectClient(mcp.NewClient(&mcp.Implementation{Name: "aipm-test", Version: "1"}, nil), protocol, env, stderr)
+}
+
+// connectClient starts `aipm serve` for the project and connects client.
+func (p *project) connectClient(client *mcp.Client, protocol string, env []string, stderr io.Writer) *mcp.ClientSession {
+	p.t.Helper()
 	cmd := exec.Command(aipmBin, "--dir", p.store.ProjectDir(), "serve")
 	cmd.Env = append(os.Environ(), env...)
 	cmd.Stderr = stderr
@@ -184,13 +189,14 @@ func (p *project) authenticate(cs *mcp.ClientSession, agent, purpose string) str
 	return r.str("session_token")
 }
 
-// tree is a digest of every file under .ai-pm (lock files aside), to prove
-// that a refused call changed nothing.
+// tree is a digest of every file under .ai-pm (lock files aside, and the
+// failed-authenticate count, the one thing a refused call must write), to
+// prove that a refused call changed nothing.
 func (p *project) tree() string {
 	var lines []string
 	root := p.store.Root()
 	filepath.WalkDir(root, func(path string, d fs.DirEntry, err error) error {
-		if err != nil || d.Name() == ".lock" {
+		if err != nil || d.Name() == ".lock" || d.Name() == "auth.json" {
 			return nil
 		}
 		entry := strings.TrimPrefix(path, root)

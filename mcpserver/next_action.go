@@ -16,10 +16,10 @@ type NextActionIn struct {
 }
 
 type NextActionOut struct {
-	Action      string        `json:"action" jsonschema:"exit, logout, work, conversation_ended, conversation_request, get_pending_messages, get_notifications, wait_for_messages or wait_for_task"`
-	Instruction string        `json:"instruction" jsonschema:"what to do now, naming the exact next tool call"`
-	Task        *fsstore.Task `json:"task,omitempty"`
-	Tools       []string      `json:"tools,omitempty" jsonschema:"tools that help with this action"`
+	Action      string    `json:"action" jsonschema:"exit, logout, work, conversation_ended, conversation_request, get_pending_messages, get_notifications, wait_for_messages or wait_for_task"`
+	Instruction string    `json:"instruction" jsonschema:"what to do now, naming the exact next tool call"`
+	Task        *TaskView `json:"task,omitempty"`
+	Tools       []string  `json:"tools,omitempty" jsonschema:"tools that help with this action"`
 	// Conversation fields (seed 001), for conversation_request and conversation_ended.
 	ConversationID string `json:"conversation_id,omitempty"`
 	FromAgentID    string `json:"from_agent_id,omitempty" jsonschema:"who started the conversation"`
@@ -32,7 +32,7 @@ type NextActionOut struct {
 }
 
 func addGetNextAction(srv *mcp.Server, s *Server) {
-	mcp.AddTool(srv, &mcp.Tool{
+	addTool(srv, &mcp.Tool{
 		Name:        "get_next_action",
 		Description: "What to do next. Call it after authenticate and after finishing each step; follow its instruction. When there is nothing to do it waits (up to wait_seconds) for something to happen.",
 		Annotations: mutating,
@@ -96,7 +96,7 @@ func (s *Server) nextAction(ctx context.Context, ses fsstore.Session, waitSecond
 // explain turns the rule's answer into the response: the action, an
 // instruction naming the exact next call, and the data it needs.
 func (s *Server) explain(cfg *fsstore.Config, ses fsstore.Session, n fsstore.Next) NextActionOut {
-	out := NextActionOut{Action: n.Action, Task: n.Task}
+	out := NextActionOut{Action: n.Action, Task: taskRef(n.Task)}
 	switch n.Action {
 	case fsstore.ActExit:
 		out.Instruction = fmt.Sprintf("This session is over (%s). Call logout, then exit.", n.Reason)

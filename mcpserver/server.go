@@ -24,7 +24,8 @@ type Server struct {
 	// purpose is the session purpose the process that started this server
 	// asked for (AIPM_PURPOSE), used when authenticate names none.
 	purpose string
-	acks    acks // sessions known to hold no unacknowledged batch
+	acks    acks        // sessions known to hold no unacknowledged batch
+	cred    *Credential // the agent credential aipm serve holds, if any
 
 	mu       sync.Mutex
 	cfg      *fsstore.Config
@@ -45,7 +46,22 @@ func (s *Server) opened(id string) {
 	s.sessions = append(s.sessions, id)
 }
 
-const instructions = `aipm coordinates the agents of this project. Call authenticate(agent_id, passkey) first, then loop: get_next_action, do what its instruction says, get_next_action again. Every response ends with a notification line; when it says you have notifications, call get_notifications.`
+// Credential is an agent's id and passkey, given to aipm serve by its
+// environment so that the passkey never passes through the model (DESIGN
+// section 5).
+type Credential struct {
+	Agent   string
+	Passkey string
+}
+
+// LogValue keeps the passkey out of every log line.
+func (c Credential) LogValue() slog.Value { return slog.StringValue(c.Agent + " (passkey redacted)") }
+
+// HoldCredential makes authenticate(agent_id) without a passkey use c when
+// agent_id is c.Agent.
+func (s *Server) HoldCredential(c Credential) { s.cred = &c }
+
+const instructions = `aipm coordinates the agents of this project. Call authenticate(agent_id) first (add passkey only if authenticate asks for it), then loop: get_next_action, do what its instruction says, get_next_action again. Every response ends with a notification line; when it says you have notifications, call get_notifications.`
 
 // MCP builds the MCP server with every tool registered behind the gate.
 func (s *Server) MCP() *mcp.Server {

@@ -1,6 +1,11 @@
 package mcpserver
 
-import "github.com/modelcontextprotocol/go-sdk/mcp"
+import (
+	"fmt"
+
+	"github.com/google/jsonschema-go/jsonschema"
+	"github.com/modelcontextprotocol/go-sdk/mcp"
+)
 
 // toolSpec is one tool: its name (whose level is in levels.go) and the
 // function that registers it.
@@ -33,11 +38,51 @@ func tools() []toolSpec {
 	}
 }
 
-// readOnly and mutating are the annotations every tool sets.
+// The annotations every tool sets, all four hints explicit. No aipm tool
+// reaches outside the project's .ai-pm directory (openWorld false) or
+// deletes anything the caller cannot see again (destructive false); Codex
+// runs tools that say both without asking.
 var (
-	readOnly = &mcp.ToolAnnotations{ReadOnlyHint: true}
-	mutating = &mcp.ToolAnnotations{ReadOnlyHint: false}
+	// readOnly tools change no file.
+	readOnly = annotations(true, true)
+	// mutating tools write, and a repeated call has a further effect (a
+	// second message, a cursor moved again).
+	mutating = annotations(false, false)
+	// idempotent tools write, and repeating the same call changes nothing
+	// more (it is refused, or finds the work already done).
+	idempotent = annotations(false, true)
 )
+
+func annotations(readOnly, idempotent bool) *mcp.ToolAnnotations {
+	no := false
+	return &mcp.ToolAnnotations{ReadOnlyHint: readOnly, IdempotentHint: idempotent, DestructiveHint: &no, OpenWorldHint: &no}
+}
+
+// notificationField is the structured-content field that carries the
+// notification line (DESIGN section 6); the gate fills it in.
+const notificationField = "notification"
+
+// addTool registers a typed tool. Its output schema is Out's, plus the
+// notification line the gate adds to every authenticated result, so that a
+// client validating structured content against the schema accepts it.
+func addTool[In, Out any](srv *mcp.Server, t *mcp.Tool, h mcp.ToolHandlerFor[In, Out]) {
+	if a := t.Annotations; a == nil || a.DestructiveHint == nil || a.OpenWorldHint == nil {
+		panic("tool " + t.Name + " must set all four annotation hints")
+	}
+	schema, err := jsonschema.For[Out](nil)
+	if err != nil {
+		panic(fmt.Sprintf("tool %s: output schema: %v", t.Name, err))
+	}
+	if schema.Properties == nil {
+		schema.Properties = map[string]*jsonschema.Schema{}
+	}
+	schema.Properties[notificationField] = &jsonschema.Schema{
+		Type:        "string",
+		Description: `"notifications: none", or how many notifications wait for you: then call get_notifications`,
+	}
+	t.OutputSchema = schema
+	mcp.AddTool(srv, t, h)
+}
 
 // Session is the argument every authenticated tool takes.
 type Session struct {

@@ -17,10 +17,13 @@ type SendMessageIn struct {
 	ConversationID string `json:"conversation_id,omitempty" jsonschema:"cnv_ id of the conversation the message belongs to"`
 }
 
+// SentOut is seed 000's answer to send_message: success, message_id and
+// target_agent_id.
 type SentOut struct {
-	MessageID  string `json:"message_id"`
-	ReceiverID string `json:"receiver_id"`
-	CreatedAt  string `json:"created_at"`
+	Success       bool   `json:"success"`
+	MessageID     string `json:"message_id"`
+	TargetAgentID string `json:"target_agent_id"`
+	CreatedAt     string `json:"created_at"`
 	// Set when the message was a turn of a conversation (between two AI
 	// agents with an open conversation).
 	ConversationID string `json:"conversation_id,omitempty"`
@@ -29,7 +32,7 @@ type SentOut struct {
 }
 
 func addSendMessage(srv *mcp.Server, s *Server) {
-	mcp.AddTool(srv, &mcp.Tool{
+	addTool(srv, &mcp.Tool{
 		Name:        "send_message",
 		Description: "Send a chat message to another agent or human of this project. Chat sessions only; from a task session use delegate_to_chat_session.",
 		Annotations: mutating,
@@ -51,7 +54,7 @@ func (s *Server) send(ctx context.Context, m fsstore.OutgoingMessage) (SentOut, 
 	if err != nil {
 		return SentOut{}, fromStore(err, "agent_not_found")
 	}
-	out := SentOut{MessageID: msg.ID, ReceiverID: m.To, CreatedAt: msg.CreatedAt}
+	out := SentOut{Success: true, MessageID: msg.ID, TargetAgentID: m.To, CreatedAt: msg.CreatedAt}
 	if c != nil {
 		left := c.TurnsLeft()
 		out.ConversationID, out.TurnsLeft, out.Instruction = c.ID, &left, turnNote(*c, m.From)
@@ -65,18 +68,26 @@ type GetPendingMessagesIn struct {
 }
 
 type PendingMessagesOut struct {
-	Messages           []fsstore.Message `json:"messages" jsonschema:"unread messages sent to you, oldest first; they count as read from your next call on; redelivered: true on one that may have reached an earlier session"`
-	HasMore            bool              `json:"has_more" jsonschema:"more unread messages wait: call get_pending_messages again"`
-	Context            []fsstore.Message `json:"context" jsonschema:"the last messages you had already seen, oldest first"`
-	PendingDelegations []any             `json:"pending_delegations" jsonschema:"delegations from your task sessions waiting for you"`
-	Instruction        string            `json:"instruction"`
+	PendingMessages    []MessageView       `json:"pending_messages" jsonschema:"unread messages sent to you, oldest first; they count as read from your next call on; redelivered: true on one that may have reached an earlier session"`
+	HasMore            bool                `json:"has_more" jsonschema:"more unread messages wait: call get_pending_messages again"`
+	Context            []MessageView       `json:"context" jsonschema:"the last messages you had already seen, oldest first"`
+	PendingDelegations []PendingDelegation `json:"pending_delegations" jsonschema:"delegations from your task sessions waiting for you"`
+	Instruction        string              `json:"instruction"`
+}
+
+// PendingDelegation is a request from one of your task sessions that your chat
+// session do some talking for it.
+type PendingDelegation struct {
+	ID      string `json:"id"`
+	TaskID  string `json:"task_id"`
+	Purpose string `json:"purpose"`
 }
 
 // contextMessages is how many already-seen messages come with new ones.
 const contextMessages = 5
 
 func addGetPendingMessages(srv *mcp.Server, s *Server) {
-	mcp.AddTool(srv, &mcp.Tool{
+	addTool(srv, &mcp.Tool{
 		Name:        "get_pending_messages",
 		Description: "Your unread chat messages, oldest first, with a few earlier messages for context. The returned messages count as read from your next call on; respond_chat then answers the sender of the last one.",
 		Annotations: mutating,
@@ -97,7 +108,7 @@ func addGetPendingMessages(srv *mcp.Server, s *Server) {
 		if err != nil {
 			return nil, PendingMessagesOut{}, fromStore(err, "agent_not_found")
 		}
-		out := PendingMessagesOut{Messages: msgs, HasMore: more, Context: seen, PendingDelegations: []any{}}
+		out := PendingMessagesOut{PendingMessages: messageViews(msgs), HasMore: more, Context: messageViews(seen), PendingDelegations: []PendingDelegation{}}
 		replyTo := ""
 		for _, m := range msgs {
 			if m.Kind != fsstore.KindSystem {
@@ -129,7 +140,7 @@ type RespondChatIn struct {
 }
 
 func addRespondChat(srv *mcp.Server, s *Server) {
-	mcp.AddTool(srv, &mcp.Tool{
+	addTool(srv, &mcp.Tool{
 		Name:        "respond_chat",
 		Description: "Answer the sender of the last message get_pending_messages returned in this session.",
 		Annotations: mutating,

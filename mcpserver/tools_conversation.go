@@ -48,13 +48,13 @@ func turnNote(c fsstore.Conversation, me string) string {
 type StartConversationIn struct {
 	Session
 	TargetAgentID  string `json:"target_agent_id" jsonschema:"the AI agent of this project to talk with; not yourself, not a human"`
-	Purpose        string `json:"purpose,omitempty" jsonschema:"what the conversation is for (shown to the other agent), at most 1000 characters"`
+	Purpose        string `json:"purpose,omitempty" jsonschema:"what the conversation is for (shown to the other agent), at most 500 characters"`
 	InitialMessage string `json:"initial_message,omitempty" jsonschema:"the first message, sent with the request (at most 4000 characters)"`
 	MaxTurns       int    `json:"max_turns,omitempty" jsonschema:"messages the conversation may hold, both directions together: 2 to 40 (default 20)"`
 }
 
 func addStartConversation(srv *mcp.Server, s *Server) {
-	mcp.AddTool(srv, &mcp.Tool{
+	addTool(srv, &mcp.Tool{
 		Name:        "start_conversation",
 		Description: "Start a turn-based conversation with another AI agent of this project. It is pending until the other agent takes it; send turns with send_conversation_message and finish with end_conversation. Chat sessions only.",
 		Annotations: mutating,
@@ -87,7 +87,7 @@ type ConversationIDIn struct {
 }
 
 func addEndConversation(srv *mcp.Server, s *Server) {
-	mcp.AddTool(srv, &mcp.Tool{
+	addTool(srv, &mcp.Tool{
 		Name:        "end_conversation",
 		Description: "End a conversation you are part of. Both parties then get conversation_ended from get_next_action. Chat sessions only.",
 		Annotations: mutating,
@@ -115,7 +115,7 @@ type SendConversationMessageIn struct {
 
 func addSendConversationMessage(name string) func(*mcp.Server, *Server) {
 	return func(srv *mcp.Server, s *Server) {
-		mcp.AddTool(srv, &mcp.Tool{
+		addTool(srv, &mcp.Tool{
 			Name:        name,
 			Description: "Send your turn in a conversation to the other party. Each message counts as one turn; at max_turns the conversation ends. Chat sessions only.",
 			Annotations: mutating,
@@ -143,20 +143,20 @@ type GetConversationMessagesIn struct {
 }
 
 type ConversationMessagesOut struct {
-	ConversationID string            `json:"conversation_id"`
-	Status         string            `json:"status"`
-	Initiator      string            `json:"initiator_id"`
-	Participant    string            `json:"participant_id"`
-	Purpose        string            `json:"purpose,omitempty"`
-	Turns          int               `json:"turns"`
-	MaxTurns       int               `json:"max_turns"`
-	Reason         string            `json:"reason,omitempty"`
-	Messages       []fsstore.Message `json:"messages" jsonschema:"the conversation's messages, oldest first"`
-	HasMore        bool              `json:"has_more" jsonschema:"older messages were left out; raise limit"`
+	ConversationID string        `json:"conversation_id"`
+	Status         string        `json:"status"`
+	Initiator      string        `json:"initiator_id"`
+	Participant    string        `json:"participant_id"`
+	Purpose        string        `json:"purpose,omitempty"`
+	Turns          int           `json:"turns"`
+	MaxTurns       int           `json:"max_turns"`
+	Reason         string        `json:"reason,omitempty"`
+	Messages       []MessageView `json:"messages" jsonschema:"the conversation's messages, oldest first"`
+	HasMore        bool          `json:"has_more" jsonschema:"older messages were left out; raise limit"`
 }
 
 func addGetConversationMessages(srv *mcp.Server, s *Server) {
-	mcp.AddTool(srv, &mcp.Tool{
+	addTool(srv, &mcp.Tool{
 		Name:        "get_conversation_messages",
 		Description: "The messages of a conversation you took part in (your chat session held it), oldest first. Task sessions: use it after delegating the talking.",
 		Annotations: readOnly,
@@ -179,7 +179,7 @@ func addGetConversationMessages(srv *mcp.Server, s *Server) {
 		}
 		return nil, ConversationMessagesOut{
 			ConversationID: c.ID, Status: c.State, Initiator: c.Initiator, Participant: c.Participant, Purpose: c.Purpose,
-			Turns: c.Turns, MaxTurns: c.MaxTurns, Reason: c.EndReason, Messages: msgs, HasMore: more,
+			Turns: c.Turns, MaxTurns: c.MaxTurns, Reason: c.EndReason, Messages: messageViews(msgs), HasMore: more,
 		}, nil
 	})
 }

@@ -14,11 +14,11 @@ type GetNotificationsIn struct {
 }
 
 type GetNotificationsOut struct {
-	Notifications []fsstore.Notification `json:"notifications" jsonschema:"unread notifications, newest first; redelivered: true on one that may have reached an earlier session that ended before acknowledging it"`
+	Notifications []NotificationView `json:"notifications" jsonschema:"unread notifications, newest first; redelivered: true on one that may have reached an earlier session that ended before acknowledging it"`
 }
 
 func addGetNotifications(srv *mcp.Server, s *Server) {
-	mcp.AddTool(srv, &mcp.Tool{
+	addTool(srv, &mcp.Tool{
 		Name:        "get_notifications",
 		Description: "Your unread notifications, newest first; they count as read from your next call on, unless mark_as_read is false. An interrupt means: stop, then report_completed(result=\"blocked\").",
 		Annotations: mutating,
@@ -29,6 +29,6 @@ func addGetNotifications(srv *mcp.Server, s *Server) {
 		if err != nil {
 			return nil, GetNotificationsOut{}, fromStore(err, "notification_not_found")
 		}
-		return nil, GetNotificationsOut{Notifications: fsstore.NewestFirst(unread)}, nil
+		return nil, GetNotificationsOut{Notifications: notificationViews(fsstore.NewestFirst(unread))}, nil
 	})
 }

@@ -13,7 +13,7 @@ import (
 
 type AuthenticateIn struct {
 	AgentID   string `json:"agent_id" jsonschema:"your agent id, as configured in the project (AIPM_AGENT_ID)"`
-	Passkey   string `json:"passkey" jsonschema:"your passkey (AIPM_PASSKEY)"`
+	Passkey   string `json:"passkey,omitempty" jsonschema:"your passkey; leave it out when aipm serve holds it (AIPM_AGENT_ID with AIPM_PASSKEY or AIPM_PASSKEY_FILE in its environment)"`
 	ProjectID string `json:"project_id,omitempty" jsonschema:"the project id, to make sure you reached the right project; optional"`
 	Purpose   string `json:"purpose,omitempty" jsonschema:"task or chat: ask for this kind of session, replacing a live one of yours; default: chosen from your work (or AIPM_PURPOSE when aipm started you)"`
 }
@@ -29,9 +29,9 @@ type AuthenticateOut struct {
 }
 
 func addAuthenticate(srv *mcp.Server, s *Server) {
-	mcp.AddTool(srv, &mcp.Tool{
+	addTool(srv, &mcp.Tool{
 		Name:        "authenticate",
-		Description: "Start a session. Returns a session_token that every other tool needs, and the session's purpose (task or chat), chosen from the work waiting for you.",
+		Description: "Start a session. Returns a session_token that every other tool needs, and the session's purpose (task or chat), chosen from the work waiting for you. Pass only agent_id when aipm serve holds your passkey.",
 		Annotations: mutating,
 	}, func(ctx context.Context, _ *mcp.CallToolRequest, in AuthenticateIn) (*mcp.CallToolResult, AuthenticateOut, error) {
 		cfg, err := s.config()
@@ -42,10 +42,19 @@ func addAuthenticate(srv *mcp.Server, s *Server) {
 		if purpose == "" {
 			purpose = s.purpose
 		}
-		ses, token, err := s.store.Authenticate(ctx, cfg, in.AgentID, in.Passkey, in.ProjectID, purpose)
+		passkey := in.Passkey
+		if passkey == "" {
+			if s.cred == nil || s.cred.Agent != in.AgentID {
+				return nil, AuthenticateOut{}, toolErr("passkey_required", fmt.Sprintf("this aipm serve holds no passkey for %q: pass passkey, or configure the server's environment with AIPM_AGENT_ID and AIPM_PASSKEY_FILE (see aipm mcp-config)", fsstore.Clip(in.AgentID, 64)))
+			}
+			passkey = s.cred.Passkey
+		}
+		ses, token, err := s.store.Authenticate(ctx, cfg, in.AgentID, passkey, in.ProjectID, purpose)
 		switch {
+		case errors.Is(err, fsstore.ErrBackoff):
+			return nil, AuthenticateOut{}, toolErr("authentication_backoff", err.Error())
 		case errors.Is(err, fsstore.ErrBadPasskey):
-			return nil, AuthenticateOut{}, toolErr("authentication_failed", fmt.Sprintf("the passkey for %q is wrong: use the passkey printed by aipm agent add (AIPM_PASSKEY)", in.AgentID))
+			return nil, AuthenticateOut{}, toolErr("authentication_failed", fmt.Sprintf("the passkey for %q is wrong: use the passkey aipm agent add printed (or fix the file AIPM_PASSKEY_FILE names for aipm serve)", in.AgentID))
 		case errors.Is(err, fsstore.ErrNothingToDo):
 			return nil, AuthenticateOut{}, toolErr("nothing_to_do", err.Error()+". Exit now; aipm starts you again when there is work.")
 		case errors.Is(err, fsstore.ErrNotFound):
@@ -80,7 +89,7 @@ type HelpOut struct {
 }
 
 func addHelp(srv *mcp.Server, s *Server) {
-	mcp.AddTool(srv, &mcp.Tool{
+	addTool(srv, &mcp.Tool{
 		Name:        "help",
 		Description: "List the tools you may call now, and why the others are unavailable. Pass session_token if you have one.",
 		Annotations: readOnly,
@@ -90,7 +99,7 @@ func addHelp(srv *mcp.Server, s *Server) {
 		var sesErr error
 		if in.SessionToken != "" {
 			got, err := s.store.CheckSession(ctx, in.SessionToken)
-			if err == nil {
+			if err == nil || errors.Is(err, fsstore.ErrExpiryNotSaved) {
 				ses, out.Purpose = &got, got.Purpose
 			} else {
 				sesErr = err
@@ -126,10 +135,10 @@ type ActionOut struct {
 }
 
 func addLogout(srv *mcp.Server, s *Server) {
-	mcp.AddTool(srv, &mcp.Tool{
+	addTool(srv, &mcp.Tool{
 		Name:        "logout",
 		Description: "End your session. Call it when get_next_action says logout or exit.",
-		Annotations: mutating,
+		Annotations: idempotent,
 	}, func(ctx context.Context, _ *mcp.CallToolRequest, in Session) (*mcp.CallToolResult, ActionOut, error) {
 		ses := sessionFrom(ctx)
 		if _, err := s.store.EndSession(ctx, ses.ID, fsstore.EndLogout); err != nil {

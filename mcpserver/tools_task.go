@@ -10,16 +10,16 @@ import (
 )
 
 type TaskOut struct {
-	Task *fsstore.Task `json:"task"`
+	Task *TaskView `json:"task"`
 }
 
 type MyTaskOut struct {
-	Task     *fsstore.Task  `json:"task" jsonschema:"the task this session works on, or your task in progress; null if none"`
-	Assigned []fsstore.Task `json:"assigned" jsonschema:"your other open tasks"`
+	Task     *TaskView  `json:"task" jsonschema:"the task this session works on, or your task in progress; null if none"`
+	Assigned []TaskView `json:"assigned" jsonschema:"your other open tasks"`
 }
 
 func addGetMyTask(srv *mcp.Server, s *Server) {
-	mcp.AddTool(srv, &mcp.Tool{
+	addTool(srv, &mcp.Tool{
 		Name:        "get_my_task",
 		Description: "Your current task (the one this task session works on, or your task in progress) and your other open tasks.",
 		Annotations: readOnly,
@@ -29,14 +29,14 @@ func addGetMyTask(srv *mcp.Server, s *Server) {
 		if err != nil {
 			return nil, MyTaskOut{}, fromStore(err, "task_not_found")
 		}
-		out := MyTaskOut{Assigned: []fsstore.Task{}}
+		out := MyTaskOut{Assigned: []TaskView{}}
 		for i, t := range mine {
 			current := (ses.TaskID != "" && t.ID == ses.TaskID) || (ses.TaskID == "" && out.Task == nil && t.Status == fsstore.StatusInProgress)
 			switch {
 			case current:
-				out.Task = &mine[i]
+				out.Task = taskRef(&mine[i])
 			case t.Status != fsstore.StatusDone && t.Status != fsstore.StatusCancelled:
-				out.Assigned = append(out.Assigned, t)
+				out.Assigned = append(out.Assigned, taskView(t))
 			}
 		}
 		return nil, out, nil
@@ -49,7 +49,7 @@ type GetTaskIn struct {
 }
 
 func addGetTask(srv *mcp.Server, s *Server) {
-	mcp.AddTool(srv, &mcp.Tool{
+	addTool(srv, &mcp.Tool{
 		Name:        "get_task",
 		Description: "One task of this project, by id.",
 		Annotations: readOnly,
@@ -58,7 +58,7 @@ func addGetTask(srv *mcp.Server, s *Server) {
 		if err != nil {
 			return nil, TaskOut{}, fromStore(err, "task_not_found")
 		}
-		return nil, TaskOut{Task: &t}, nil
+		return nil, TaskOut{Task: taskRef(&t)}, nil
 	})
 }
 
@@ -71,14 +71,15 @@ type ListTasksIn struct {
 }
 
 type ListTasksOut struct {
-	Tasks   []fsstore.Task `json:"tasks"`
-	HasMore bool           `json:"has_more"`
+	Tasks   []TaskView `json:"tasks"`
+	HasMore bool       `json:"has_more"`
 }
 
 func addListTasks(srv *mcp.Server, s *Server) {
-	mcp.AddTool(srv, &mcp.Tool{
+	addTool(srv, &mcp.Tool{
 		Name:        "list_tasks",
 		Description: "Tasks of this project, newest first, optionally filtered by status, assignee or parent.",
+		InputSchema: inputSchema[ListTasksIn](map[string][]string{"status": fsstore.Statuses}),
 		Annotations: readOnly,
 	}, func(ctx context.Context, _ *mcp.CallToolRequest, in ListTasksIn) (*mcp.CallToolResult, ListTasksOut, error) {
 		limit := in.Limit
@@ -102,14 +103,11 @@ func addListTasks(srv *mcp.Server, s *Server) {
 		if err != nil {
 			return nil, ListTasksOut{}, fromStore(err, "task_not_found")
 		}
-		out := ListTasksOut{Tasks: tasks, HasMore: len(tasks) > limit}
-		if out.HasMore {
-			out.Tasks = tasks[:limit]
+		more := len(tasks) > limit
+		if more {
+			tasks = tasks[:limit]
 		}
-		if out.Tasks == nil {
-			out.Tasks = []fsstore.Task{}
-		}
-		return nil, out, nil
+		return nil, ListTasksOut{Tasks: taskViews(tasks), HasMore: more}, nil
 	})
 }
 
@@ -121,12 +119,19 @@ type UpdateTaskStatusIn struct {
 }
 
 func addUpdateTaskStatus(srv *mcp.Server, s *Server) {
-	mcp.AddTool(srv, &mcp.Tool{
+	addTool(srv, &mcp.Tool{
 		Name:        "update_task_status",
 		Description: "Change the status of your task (one assigned to you). To finish the task, call report_completed instead.",
-		Annotations: mutating,
+		InputSchema: inputSchema[UpdateTaskStatusIn](map[string][]string{"status": fsstore.Statuses}),
+		Annotations: idempotent,
 	}, func(ctx context.Context, _ *mcp.CallToolRequest, in UpdateTaskStatusIn) (*mcp.CallToolResult, TaskOut, error) {
 		ses := sessionFrom(ctx)
+		if err := fsstore.CheckStatus(in.Status); err != nil {
+			return nil, TaskOut{}, fromStore(err, "task_not_found")
+		}
+		if err := fsstore.CheckText("reason", in.Reason); err != nil {
+			return nil, TaskOut{}, fromStore(err, "task_not_found")
+		}
 		id := in.TaskID
 		if id == "" {
 			id = ses.TaskID
@@ -152,7 +157,7 @@ func addUpdateTaskStatus(srv *mcp.Server, s *Server) {
 		if err != nil {
 			return nil, TaskOut{}, fromStore(err, "task_not_found")
 		}
-		return nil, TaskOut{Task: &after}, nil
+		return nil, TaskOut{Task: taskRef(&after)}, nil
 	})
 }
 
@@ -163,9 +168,9 @@ type ReportCompletedIn struct {
 }
 
 type ReportCompletedOut struct {
-	Action      string        `json:"action"`
-	Instruction string        `json:"instruction"`
-	Task        *fsstore.Task `json:"task"`
+	Action      string    `json:"action"`
+	Instruction string    `json:"instruction"`
+	Task        *TaskView `json:"task"`
 }
 
 // resultStatus maps a report_completed result to the task status it sets.
@@ -177,15 +182,19 @@ var resultStatus = map[string]string{
 }
 
 func addReportCompleted(srv *mcp.Server, s *Server) {
-	mcp.AddTool(srv, &mcp.Tool{
+	addTool(srv, &mcp.Tool{
 		Name:        "report_completed",
 		Description: "Finish your task: success (done), failed or blocked (both set it to blocked for a person to look at). Ends this session.",
-		Annotations: mutating,
+		InputSchema: inputSchema[ReportCompletedIn](map[string][]string{"result": {"success", "failed", "blocked"}}),
+		Annotations: idempotent,
 	}, func(ctx context.Context, _ *mcp.CallToolRequest, in ReportCompletedIn) (*mcp.CallToolResult, ReportCompletedOut, error) {
 		ses := sessionFrom(ctx)
 		status, ok := resultStatus[in.Result]
 		if !ok {
-			return nil, ReportCompletedOut{}, toolErr("invalid_result", fmt.Sprintf("result %q is invalid: use success, failed or blocked", in.Result))
+			return nil, ReportCompletedOut{}, toolErr("invalid_result", fmt.Sprintf("result %q is invalid: use success, failed or blocked", fsstore.Clip(in.Result, 40)))
+		}
+		if err := fsstore.CheckText("summary", in.Summary); err != nil {
+			return nil, ReportCompletedOut{}, fromStore(err, "task_not_found")
 		}
 		if ses.TaskID == "" {
 			return nil, ReportCompletedOut{}, toolErr("task_required", "this session has no task to report on: call logout and exit")
@@ -214,7 +223,7 @@ func addReportCompleted(srv *mcp.Server, s *Server) {
 		return nil, ReportCompletedOut{
 			Action:      "exit",
 			Instruction: fmt.Sprintf("Task %s is %s and your session has ended. Exit now.", after.ID, after.Status),
-			Task:        &after,
+			Task:        taskRef(&after),
 		}, nil
 	})
 }

@@ -564,7 +564,9 @@ func (b *bench) pendingLatency(name string, history int) ([]time.Duration, float
 		if _, err := store.Send(b.ctx, cfg, fsstore.OutgoingMessage{From: "w", To: "r", Content: "new " + strconv.Itoa(i)}); err != nil {
 			return nil, 0, err
 		}
-		var out struct{ Messages []fsstore.Message }
+		var out struct {
+			Messages []json.RawMessage `json:"pending_messages"`
+		}
 		start := time.Now()
 		if err := s.call(b.ctx, "get_pending_messages", map[string]any{}, &out); err != nil {
 			return nil, 0, err

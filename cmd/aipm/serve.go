@@ -3,11 +3,12 @@ package main
 import (
 	"context"
 	"errors"
+	"fmt"
 	"io"
 	"log/slog"
+	"os"
 	"strings"
 
-	"github.com/modelcontextprotocol/go-sdk/mcp"
 	"github.com/spf13/cobra"
 
 	"aipm/fsstore"
@@ -42,17 +43,20 @@ the entry that starts it. It ends when stdin closes or on Ctrl-C.`,
 // the client goes away or ctx ends.
 func serveMCP(ctx context.Context, e *env, store *fsstore.Store) error {
 	log := slog.New(slog.NewTextHandler(e.stderr, &slog.HandlerOptions{Level: logLevel(e.getenv("AIPM_LOG"))}))
+	cred, err := serveCredential(e.getenv)
+	if err != nil {
+		return asUsage(err)
+	}
 	srv := mcpserver.New(store, log, version())
-	t := &mcp.IOTransport{Reader: io.NopCloser(e.stdin), Writer: nopWriteCloser{e.stdout}}
-	if err := srv.Run(ctx, t); err != nil && !errors.Is(err, context.Canceled) && !errors.Is(err, io.EOF) {
+	if cred != nil {
+		srv.HoldCredential(*cred)
+		log.Info("holding the agent's credential from the environment", "agent", cred.Agent)
+	}
+	if err := srv.Run(ctx, mcpserver.Stdio(e.stdin, e.stdout, log)); err != nil && !errors.Is(err, context.Canceled) && !errors.Is(err, io.EOF) {
 		return err
 	}
 	return nil
 }
-
-type nopWriteCloser struct{ io.Writer }
-
-func (nopWriteCloser) Close() error { return nil }
 
 func logLevel(s string) slog.Level {
 	switch strings.ToLower(s) {
@@ -64,4 +68,42 @@ func logLevel(s string) slog.Level {
 		return slog.LevelError
 	}
 	return slog.LevelInfo
+}
+
+// serveCredential reads the agent credential aipm serve may hold from its
+// environment: AIPM_AGENT_ID with AIPM_PASSKEY, or with AIPM_PASSKEY_FILE
+// naming a file only its owner can read (0600). None set: no credential.
+func serveCredential(getenv func(string) string) (*mcpserver.Credential, error) {
+	agent, key, file := getenv("AIPM_AGENT_ID"), getenv("AIPM_PASSKEY"), getenv("AIPM_PASSKEY_FILE")
+	switch {
+	case agent == "" && key == "" && file == "":
+		return nil, nil
+	case agent == "":
+		return nil, errors.New("AIPM_PASSKEY or AIPM_PASSKEY_FILE is set without AIPM_AGENT_ID: set the agent id too")
+	case key != "" && file != "":
+		return nil, errors.New("both AIPM_PASSKEY and AIPM_PASSKEY_FILE are set: keep one (AIPM_PASSKEY_FILE is safer)")
+	case key == "" && file == "":
+		return nil, errors.New("AIPM_AGENT_ID is set without AIPM_PASSKEY_FILE or AIPM_PASSKEY: set one, or unset AIPM_AGENT_ID")
+	}
+	if err := fsstore.CheckAgentID(agent); err != nil {
+		return nil, fmt.Errorf("AIPM_AGENT_ID: %w", err)
+	}
+	if file != "" {
+		fi, err := os.Stat(file)
+		if err != nil {
+			return nil, fmt.Errorf("AIPM_PASSKEY_FILE: %w", err)
+		}
+		if !fi.Mode().IsRegular() || fi.Mode().Perm()&0o077 != 0 {
+			return nil, fmt.Errorf("AIPM_PASSKEY_FILE %s has mode %v: others can read it; run chmod 600 %s", file, fi.Mode(), file)
+		}
+		data, err := os.ReadFile(file)
+		if err != nil {
+			return nil, fmt.Errorf("AIPM_PASSKEY_FILE: %w", err)
+		}
+		key = strings.TrimRight(string(data), "\r\n") // the file's line end, nothing else
+		if key == "" {
+			return nil, fmt.Errorf("AIPM_PASSKEY_FILE %s is empty: write the passkey aipm agent add printed into it", file)
+		}
+	}
+	return &mcpserver.Credential{Agent: agent, Passkey: key}, nil
 }

@@ -24,9 +24,15 @@ var ErrReplaced = errors.New("file replaced while locking")
 // quota exceeded, or the file-size limit reached.
 var ErrDiskFull = errors.New("disk full")
 
+// IsNoRoom reports whether err means "no room": ErrDiskFull, no space left,
+// quota exceeded, or the file-size limit reached.
+func IsNoRoom(err error) bool {
+	return errors.Is(err, ErrDiskFull) || errors.Is(err, syscall.ENOSPC) || errors.Is(err, syscall.EDQUOT) || errors.Is(err, syscall.EFBIG)
+}
+
 // noRoom wraps err with ErrDiskFull when it is one of the no-room errors.
 func noRoom(err error) error {
-	if errors.Is(err, syscall.ENOSPC) || errors.Is(err, syscall.EDQUOT) || errors.Is(err, syscall.EFBIG) {
+	if IsNoRoom(err) && !errors.Is(err, ErrDiskFull) {
 		return fmt.Errorf("%w: %w", ErrDiskFull, err)
 	}
 	return err

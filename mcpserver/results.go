@@ -1,0 +1,145 @@
+package mcpserver
+
+import (
+	"bytes"
+	"encoding/json"
+	"fmt"
+	"strings"
+
+	"github.com/modelcontextprotocol/go-sdk/mcp"
+
+	"aipm/fsstore"
+)
+
+// This file builds what a tools/call returns when the gate, not a tool,
+// has the last word: the notification line added to a tool's result, and
+// the results of calls that did not run.
+
+// withNotification adds the notification line to a result a tool returned
+// (DESIGN section 6). Claude Code and Codex show the model only the
+// structured content of a successful result, so the line goes there as the
+// top-level "notification" field (and into the JSON text block that mirrors
+// it); it also goes in a text block of its own, for clients that show text
+// and for error results, whose text the clients pass on.
+func withNotification(res *mcp.CallToolResult, line string) {
+	if raw, ok := res.StructuredContent.(json.RawMessage); ok {
+		if with, ok := addField(raw, notificationField, line); ok {
+			for i, c := range res.Content {
+				if tc, ok := c.(*mcp.TextContent); ok && tc.Text == string(raw) {
+					res.Content[i] = &mcp.TextContent{Text: string(with)}
+				}
+			}
+			res.StructuredContent = with
+		}
+	}
+	res.Content = append(res.Content, &mcp.TextContent{Text: line})
+}
+
+// addField returns the JSON object obj with key set to value as its first
+// field; ok is false if obj is not an object.
+func addField(obj json.RawMessage, key, value string) (json.RawMessage, bool) {
+	body := bytes.TrimSpace(obj)
+	if len(body) < 2 || body[0] != '{' {
+		return nil, false
+	}
+	rest := bytes.TrimSpace(body[1:])
+	k, _ := json.Marshal(key)
+	v, _ := json.Marshal(value)
+	out := make([]byte, 0, len(body)+len(k)+len(v)+3)
+	out = append(out, '{')
+	out = append(out, k...)
+	out = append(out, ':')
+	out = append(out, v...)
+	if rest[0] != '}' {
+		out = append(out, ',')
+	}
+	return append(out, rest...), true
+}
+
+// refusal is the error result of a call that did not run.
+func refusal(req *mcp.CallToolRequest, err error) *mcp.CallToolResult {
+	var res mcp.CallToolResult
+	res.SetError(err)
+	return complete(req, &res)
+}
+
+// interruptNotice replaces the response of a tool that did not run because
+// the caller has an unread interrupt. The text leads with the interrupt.
+func interruptNotice(req *mcp.CallToolRequest, n *fsstore.Notification) *mcp.CallToolResult {
+	return complete(req, &mcp.CallToolResult{
+		IsError: true,
+		Content: []mcp.Content{&mcp.TextContent{Text: fmt.Sprintf(
+			"INTERRUPT (%s did not run): %s Call get_notifications to read it, then report_completed(result=\"blocked\", summary=...) and exit.",
+			req.Params.Name, n.Message)}},
+	})
+}
+
+// resultTypeSince is the first protocol revision whose results must say
+// "resultType" (the SDK's own rule for the results its tools return).
+const resultTypeSince = "2026-07-28"
+
+// complete makes a result built outside a tool handler valid in the
+// session's protocol revision, as the SDK does for the results of handlers:
+// content is never null and, from 2026-07-28, resultType is "complete".
+// The SDK keeps resultType unexported; decoding it is the one way in.
+func complete(req *mcp.CallToolRequest, res *mcp.CallToolResult) *mcp.CallToolResult {
+	if res.Content == nil {
+		res.Content = []mcp.Content{}
+	}
+	if protocolOf(req) < resultTypeSince {
+		return res
+	}
+	raw, err := json.Marshal(res)
+	if err != nil || len(raw) < 2 {
+		return res
+	}
+	raw = append(raw[:len(raw)-1], `,"resultType":"complete"}`...)
+	var out mcp.CallToolResult
+	if err := json.Unmarshal(raw, &out); err != nil {
+		return res
+	}
+	return &out
+}
+
+// protocolOf is the protocol revision of the caller's session; like the
+// SDK, it assumes the newest when the session has not said.
+func protocolOf(req *mcp.CallToolRequest) string {
+	if req.Session != nil {
+		if p := req.Session.InitializeParams(); p != nil && p.ProtocolVersion != "" {
+			return p.ProtocolVersion
+		}
+	}
+	return resultTypeSince
+}
+
+// schemaErrorPrefix starts the SDK's text for arguments that fail the
+// tool's input schema.
+const schemaErrorPrefix = `validating "arguments": `
+
+// maxEchoedError bounds how much of an SDK error text reaches the model,
+// so that a huge argument is never echoed back whole.
+const maxEchoedError = 300
+
+// explainSchemaError rewrites the SDK's schema-validation error so that,
+// like every aipm error, it starts with a code and says what to do.
+func explainSchemaError(res *mcp.CallToolResult, tool string) {
+	if !res.IsError || len(res.Content) == 0 {
+		return
+	}
+	tc, ok := res.Content[0].(*mcp.TextContent)
+	if !ok {
+		return
+	}
+	detail, ok := strings.CutPrefix(tc.Text, schemaErrorPrefix)
+	if !ok {
+		if strings.HasPrefix(tc.Text, "json: ") || strings.HasPrefix(tc.Text, "unmarshaling") {
+			detail = tc.Text
+		} else {
+			return
+		}
+	}
+	detail = strings.TrimPrefix(detail, "validating root: ")
+	res.Content[0] = &mcp.TextContent{Text: fmt.Sprintf(
+		"invalid_arguments: the arguments of %s do not match its input schema (%s): fix them as the schema in tools/list says and call %s again",
+		tool, fsstore.Clip(detail, maxEchoedError), tool)}
+}

@@ -1,0 +1,112 @@
+package mcpserver
+
+import (
+	"time"
+
+	"aipm/fsstore"
+)
+
+// Every tool argument and result uses one naming style: snake_case. The
+// files under .ai-pm keep their own format (camelCase, seed 000); these are
+// the views of their records that tool results carry. Lists are never null.
+
+// TaskView is a task as tools show it.
+type TaskView struct {
+	ID              string    `json:"id"`
+	Title           string    `json:"title"`
+	Description     string    `json:"description,omitempty"`
+	Status          string    `json:"status"`
+	Priority        string    `json:"priority"`
+	Assignee        string    `json:"assignee,omitempty"`
+	ParentID        string    `json:"parent_id,omitempty"`
+	Requester       string    `json:"requester,omitempty"`
+	ApprovalStatus  string    `json:"approval_status"`
+	StatusChangedBy string    `json:"status_changed_by,omitempty"`
+	StatusChangedAt time.Time `json:"status_changed_at"`
+	BlockedReason   string    `json:"blocked_reason,omitempty"`
+	Result          string    `json:"result,omitempty"`
+	Summary         string    `json:"summary,omitempty"`
+	CreatedAt       time.Time `json:"created_at"`
+	UpdatedAt       time.Time `json:"updated_at"`
+}
+
+func taskView(t fsstore.Task) TaskView {
+	return TaskView{
+		ID: t.ID, Title: t.Title, Description: t.Description, Status: t.Status, Priority: t.Priority,
+		Assignee: t.Assignee, ParentID: t.ParentID, Requester: t.Requester, ApprovalStatus: t.ApprovalStatus,
+		StatusChangedBy: t.StatusChangedBy, StatusChangedAt: t.StatusChangedAt, BlockedReason: t.BlockedReason,
+		Result: t.Result, Summary: t.Summary, CreatedAt: t.CreatedAt, UpdatedAt: t.UpdatedAt,
+	}
+}
+
+// taskRef is the view of an optional task.
+func taskRef(t *fsstore.Task) *TaskView {
+	if t == nil {
+		return nil
+	}
+	v := taskView(*t)
+	return &v
+}
+
+func taskViews(ts []fsstore.Task) []TaskView {
+	out := make([]TaskView, 0, len(ts))
+	for _, t := range ts {
+		out = append(out, taskView(t))
+	}
+	return out
+}
+
+// MessageView is a chat message as tools show it.
+type MessageView struct {
+	ID             string `json:"id"`
+	SenderID       string `json:"sender_id"`
+	ReceiverID     string `json:"receiver_id,omitempty"`
+	Content        string `json:"content"`
+	CreatedAt      string `json:"created_at"`
+	ConversationID string `json:"conversation_id,omitempty"`
+	RelatedTaskID  string `json:"related_task_id,omitempty"`
+	Kind           string `json:"kind,omitempty" jsonschema:"system for messages aipm itself wrote; empty otherwise"`
+	Redelivered    bool   `json:"redelivered,omitempty" jsonschema:"true on a message that may have reached an earlier session that ended before its next call"`
+}
+
+func messageViews(ms []fsstore.Message) []MessageView {
+	out := make([]MessageView, 0, len(ms))
+	for _, m := range ms {
+		out = append(out, MessageView{
+			ID: m.ID, SenderID: m.SenderID, ReceiverID: m.ReceiverID, Content: m.Content, CreatedAt: m.CreatedAt,
+			ConversationID: m.ConversationID, RelatedTaskID: m.RelatedTaskID, Kind: m.Kind, Redelivered: m.Redelivered,
+		})
+	}
+	return out
+}
+
+// NotificationView is a notification as get_notifications shows it, with
+// what to do about it (seed 004: type, action, message, instruction).
+type NotificationView struct {
+	ID          string    `json:"id"`
+	Type        string    `json:"type" jsonschema:"interrupt or info"`
+	Action      string    `json:"action" jsonschema:"stop (an interrupt) or read (information)"`
+	Message     string    `json:"message"`
+	Instruction string    `json:"instruction" jsonschema:"what to do now, naming the exact next tool call"`
+	TaskID      string    `json:"task_id,omitempty"`
+	From        string    `json:"from,omitempty"`
+	CreatedAt   time.Time `json:"created_at"`
+	Redelivered bool      `json:"redelivered,omitempty" jsonschema:"true on a notification that may have reached an earlier session that ended before its next call"`
+}
+
+func notificationViews(ns []fsstore.Notification) []NotificationView {
+	out := make([]NotificationView, 0, len(ns))
+	for _, n := range ns {
+		v := NotificationView{ID: n.ID, Type: n.Type, Message: n.Message, TaskID: n.TaskID, From: n.From, CreatedAt: n.CreatedAt, Redelivered: n.Redelivered,
+			Action: "read", Instruction: "Nothing to do beyond reading it; carry on."}
+		if n.Type == fsstore.NotifyInterrupt {
+			v.Action = "stop"
+			v.Instruction = `Stop working now: call report_completed(result="blocked", summary=what you did and what is left), then exit.`
+			if n.TaskID == "" {
+				v.Instruction = "Stop working now: call logout, then exit."
+			}
+		}
+		out = append(out, v)
+	}
+	return out
+}

@@ -338,7 +338,11 @@ func (s *Store) writeConversationLocked(path string, c Conversation) error {
 // NewConversation is what start_conversation asks for.
 type NewConversation struct {
 	From, To, Purpose, InitialMessage, TaskID string
-	MaxTurns                                  int // 0: DefaultMaxTurns
+	// DelegationID is the delegation the conversation carries out; when
+	// empty, From's one processing delegation for To, if there is exactly
+	// one. The conversation takes the delegation's task id.
+	DelegationID string
+	MaxTurns     int // 0: DefaultMaxTurns
 }
 
 // StartConversation checks and creates a pending conversation from From to
@@ -364,6 +368,13 @@ func (s *Store) StartConversation(ctx context.Context, cfg *Config, in NewConver
 			return Conversation{}, nil, err
 		}
 	}
+	dlg, err := s.delegationFor(in.From, in.To, in.DelegationID)
+	if err != nil {
+		return Conversation{}, nil, err
+	}
+	if dlg != nil && in.TaskID == "" {
+		in.TaskID = dlg.TaskID
+	}
 	if in.TaskID != "" {
 		if _, err := s.Task(in.TaskID); err != nil {
 			return Conversation{}, nil, codeErr("task_not_found", "%v", err)
@@ -377,6 +388,11 @@ func (s *Store) StartConversation(ctx context.Context, cfg *Config, in NewConver
 	}
 	if err := s.createConversation(ctx, cfg, c); err != nil {
 		return Conversation{}, nil, err
+	}
+	if dlg != nil {
+		if err := s.recordConversation(ctx, dlg.ID, c.ID); err != nil {
+			return c, nil, fmt.Errorf("conversation %s started, but delegation %s does not list it yet: %w", c.ID, dlg.ID, err)
+		}
 	}
 	if in.InitialMessage == "" {
 		return c, nil, nil

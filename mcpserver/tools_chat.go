@@ -65,11 +65,11 @@ type GetPendingMessagesIn struct {
 }
 
 type PendingMessagesOut struct {
-	Messages           []fsstore.Message `json:"messages" jsonschema:"unread messages sent to you, oldest first; now marked read"`
-	HasMore            bool              `json:"has_more" jsonschema:"more unread messages wait: call get_pending_messages again"`
-	Context            []fsstore.Message `json:"context" jsonschema:"the last messages you had already seen, oldest first"`
-	PendingDelegations []any             `json:"pending_delegations" jsonschema:"delegations from your task sessions waiting for you"`
-	Instruction        string            `json:"instruction"`
+	Messages           []fsstore.Message    `json:"messages" jsonschema:"unread messages sent to you, oldest first; now marked read"`
+	HasMore            bool                 `json:"has_more" jsonschema:"more unread messages wait: call get_pending_messages again"`
+	Context            []fsstore.Message    `json:"context" jsonschema:"the last messages you had already seen, oldest first"`
+	PendingDelegations []fsstore.Delegation `json:"pending_delegations" jsonschema:"delegations from your own task sessions that are not done yet (pending or processing): carry each out and close it with report_delegation_completed"`
+	Instruction        string               `json:"instruction"`
 }
 
 // contextMessages is how many already-seen messages come with new ones.
@@ -97,7 +97,14 @@ func addGetPendingMessages(srv *mcp.Server, s *Server) {
 		if err != nil {
 			return nil, PendingMessagesOut{}, fromStore(err, "agent_not_found")
 		}
-		out := PendingMessagesOut{Messages: msgs, HasMore: more, Context: seen, PendingDelegations: []any{}}
+		dlgs, err := s.store.Delegations(fsstore.DelegationFilter{Agent: ses.Agent, Open: true})
+		if err != nil {
+			return nil, PendingMessagesOut{}, fromStore(err, "delegation_not_found")
+		}
+		if dlgs == nil {
+			dlgs = []fsstore.Delegation{}
+		}
+		out := PendingMessagesOut{Messages: msgs, HasMore: more, Context: seen, PendingDelegations: dlgs}
 		replyTo := ""
 		for _, m := range msgs {
 			if m.Kind != fsstore.KindSystem {
@@ -119,6 +126,10 @@ func addGetPendingMessages(srv *mcp.Server, s *Server) {
 		if more {
 			out.Instruction = "More unread messages wait: call get_pending_messages again after these. " + out.Instruction
 		}
+		if len(dlgs) > 0 {
+			out.Instruction += fmt.Sprintf(" You also have %d open delegation(s) from your task session (pending_delegations): carry each out and close it with report_delegation_completed.", len(dlgs))
+		}
+		out.Instruction += " " + markerHelp
 		return nil, out, nil
 	})
 }

@@ -1,6 +1,7 @@
 package mcpserver_test
 
 import (
+	"context"
 	"strings"
 	"sync"
 	"testing"
@@ -46,7 +47,9 @@ func TestDelegationShiritori(t *testing.T) {
 		t.Fatalf("task session with an open delegation: %s", r.text)
 	}
 	woken := make(chan result, 1)
-	go func() { woken <- call(t, aTask, "get_next_action", map[string]any{"session_token": tt, "wait_seconds": 50}) }()
+	go func() {
+		woken <- call(t, aTask, "get_next_action", map[string]any{"session_token": tt, "wait_seconds": 50})
+	}()
 	<-waiting.seen
 
 	// The chat session takes the delegation.
@@ -135,5 +138,89 @@ func TestDelegationShiritori(t *testing.T) {
 	}
 	if got, _ := p.store.Delegation(dlg); got.Status != fsstore.DlgCompleted || len(got.History) != 3 {
 		t.Fatalf("delegation file: %+v", got)
+	}
+}
+
+// Every refusal of the delegation and marker tools: its code, a sentence
+// that says what to do, and not a byte changed under .ai-pm.
+func TestDelegationErrors(t *testing.T) {
+	p := newProject(t)
+	ctx := context.Background()
+	p.addAgent("tester", fsstore.AgentAI)
+	task := p.taskInProgress("coder", "errors")
+	cs := p.connect("")
+	tt := p.authenticate(cs, "coder", "task")
+	tc := p.authenticate(cs, "coder", "chat")
+	tr := p.authenticate(cs, "reviewer", "chat")
+	r := call(t, cs, "delegate_to_chat_session", map[string]any{"session_token": tt, "target_agent_id": "reviewer", "purpose": "ask for a review"})
+	open := r.str("delegation_id")
+	r = call(t, cs, "delegate_to_chat_session", map[string]any{"session_token": tt, "target_agent_id": "lead", "purpose": "tell lead"})
+	done := r.str("delegation_id")
+	if r := call(t, cs, "report_delegation_completed", map[string]any{"session_token": tc, "delegation_id": done, "result": "told"}); r.isError {
+		t.Fatal(r.text)
+	}
+	other, _ := p.store.CreateTask(ctx, p.cfg, fsstore.NewTask{Title: "reviewer's", Assignee: "reviewer", Requester: "lead", Status: fsstore.StatusTodo})
+	long := strings.Repeat("あ", 4001)
+	p.send("lead", "coder", "@@タスク通知:")
+
+	for _, c := range []struct {
+		name, tool, token string
+		args              map[string]any
+		code, says        string
+	}{
+		{"self", "delegate_to_chat_session", tt, map[string]any{"target_agent_id": "coder", "purpose": "x"}, "cannot_message_self", "name the agent"},
+		{"unknown target", "delegate_to_chat_session", tt, map[string]any{"target_agent_id": "nobody", "purpose": "x"}, "agent_not_found", "aipm agent list"},
+		{"bad target id", "delegate_to_chat_session", tt, map[string]any{"target_agent_id": "../x", "purpose": "x"}, "agent_not_found", ""},
+		{"no purpose", "delegate_to_chat_session", tt, map[string]any{"target_agent_id": "reviewer", "purpose": " "}, "purpose_required", "say what"},
+		{"long purpose", "delegate_to_chat_session", tt, map[string]any{"target_agent_id": "reviewer", "purpose": strings.Repeat("x", 1001)}, "purpose_too_long", "limit is 1000"},
+		{"long context", "delegate_to_chat_session", tt, map[string]any{"target_agent_id": "reviewer", "purpose": "x", "context": long}, "context_too_long", "limit is 4000"},
+		{"from chat", "delegate_to_chat_session", tc, map[string]any{"target_agent_id": "reviewer", "purpose": "x"}, "wrong_session_purpose", "task session"},
+		{"unknown delegation", "report_delegation_completed", tc, map[string]any{"delegation_id": "dlg_01M7YZWACRA0328GMTHNDHB18Z", "result": "x"}, "delegation_not_found", "check the id"},
+		{"malformed delegation", "report_delegation_completed", tc, map[string]any{"delegation_id": "../../x", "result": "x"}, "delegation_not_found", ""},
+		{"not the owner", "report_delegation_completed", tr, map[string]any{"delegation_id": open, "result": "x"}, "not_delegation_owner", "only your own"},
+		{"already closed", "report_delegation_completed", tc, map[string]any{"delegation_id": done, "result": "again"}, "delegation_not_open", "nothing more"},
+		{"bad status", "report_delegation_completed", tc, map[string]any{"delegation_id": open, "result": "x", "status": "done"}, "invalid_status", "completed or failed"},
+		{"no result", "report_delegation_completed", tc, map[string]any{"delegation_id": open, "result": ""}, "result_required", "say what came of it"},
+		{"long result", "report_delegation_completed", tc, map[string]any{"delegation_id": open, "result": long}, "result_too_long", "limit is 4000"},
+		{"conversation for another target", "start_conversation", tc, map[string]any{"target_agent_id": "tester", "delegation_id": open}, "delegation_target_mismatch", "reviewer"},
+		{"conversation for a closed delegation", "start_conversation", tc, map[string]any{"target_agent_id": "reviewer", "delegation_id": done}, "delegation_not_open", ""},
+		{"conversation for someone else's", "start_conversation", tr, map[string]any{"target_agent_id": "coder", "delegation_id": open}, "not_delegation_owner", ""},
+		{"empty note", "notify_task_session", tc, map[string]any{}, "message_required", "say what"},
+		{"note for another's task", "notify_task_session", tc, map[string]any{"message": "x", "related_task_id": other.ID}, "not_task_assignee", "only your own"},
+		{"note for no task", "notify_task_session", tc, map[string]any{"message": "x", "related_task_id": "tsk_01M7YZWACRA0328GMTHNDHB18Z"}, "task_not_found", ""},
+		{"task conversations from chat", "get_task_conversations", tc, map[string]any{}, "wrong_session_purpose", "task sessions"},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			before := p.tree()
+			args := map[string]any{"session_token": c.token}
+			for k, v := range c.args {
+				args[k] = v
+			}
+			r := call(t, cs, c.tool, args)
+			if r.code() != c.code || !strings.Contains(r.text, c.says) {
+				t.Fatalf("%s: got %q, want %s saying %q", c.tool, r.text, c.code, c.says)
+			}
+			if p.tree() != before {
+				t.Fatalf("refused %s changed files", c.tool)
+			}
+		})
+	}
+	// The marker checks that need their own message.
+	for _, c := range []struct{ message, tool, code string }{
+		{"@@タスク調整: nothing", "update_task_from_chat", "nothing_to_change"},
+		{"@@タスク調整: someone else's", "update_task_from_chat", "not_task_assignee"},
+	} {
+		p.send("lead", "coder", c.message)
+		before := p.tree()
+		args := map[string]any{"session_token": tc, "task_id": task.ID}
+		if c.code == "not_task_assignee" {
+			args["task_id"], args["status"] = other.ID, "backlog"
+		}
+		if r := call(t, cs, c.tool, args); r.code() != c.code {
+			t.Fatalf("%s after %q: %s", c.tool, c.message, r.text)
+		}
+		if p.tree() != before {
+			t.Fatalf("refused %s changed files", c.tool)
+		}
 	}
 }

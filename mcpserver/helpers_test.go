@@ -204,3 +204,11 @@ func (p *project) tree() string {
 	sort.Strings(lines)
 	return strings.Join(lines, "\n")
 }
+
+// send writes a chat message from one agent to another, as the CLI does.
+func (p *project) send(from, to, content string) {
+	p.t.Helper()
+	if _, err := p.store.Send(context.Background(), p.cfg, fsstore.OutgoingMessage{From: from, To: to, Content: content}); err != nil {
+		p.t.Fatal(err)
+	}
+}

@@ -18,7 +18,7 @@ const markerHelp = "Chat commands: a message with @@タスク作成: asks you to
 
 type RequestTaskIn struct {
 	Session
-	Title        string `json:"title" jsonschema:"a short title (at most 200 characters); default: the text after the marker"`
+	Title        string `json:"title,omitempty" jsonschema:"a short title (at most 200 characters); default: the text after the marker"`
 	Description  string `json:"description,omitempty" jsonschema:"details of the work"`
 	Priority     string `json:"priority,omitempty" jsonschema:"low, normal (default), high or urgent"`
 	ParentTaskID string `json:"parent_task_id,omitempty" jsonschema:"the tsk_ id this task is a subtask of"`
@@ -46,10 +46,11 @@ func addRequestTask(srv *mcp.Server, s *Server) {
 		}
 		req := fsstore.TaskRequest{Agent: ses.Agent, Requester: ses.Agent, Title: in.Title, Description: in.Description, Priority: in.Priority, ParentID: in.ParentTaskID}
 		var got fsstore.RequestedTask
+		var notice error // the task exists, but telling someone failed
 		create := func() (string, error) {
-			got, err = s.store.RequestTask(ctx, cfg, req)
-			if got.Task.ID == "" && err != nil {
-				return "", err
+			got, notice = s.store.RequestTask(ctx, cfg, req)
+			if got.Task.ID == "" {
+				return "", notice
 			}
 			return got.Task.ID, nil // created: the marker is used even if a notice failed
 		}
@@ -64,7 +65,7 @@ func addRequestTask(srv *mcp.Server, s *Server) {
 		} else {
 			_, err = create()
 		}
-		if got.Task.ID == "" {
+		if err != nil {
 			return nil, RequestTaskOut{}, fromStore(err, "task_not_found")
 		}
 		t := got.Task
@@ -74,8 +75,8 @@ func addRequestTask(srv *mcp.Server, s *Server) {
 		} else {
 			out.Instruction = fmt.Sprintf("Task %s is created and waits for approval by %v. Tell %s it is registered and pending approval, then call get_next_action.", t.ID, got.AskedToApprove, req.Requester)
 		}
-		if err != nil {
-			out.Instruction += " Note: " + err.Error()
+		if notice != nil {
+			out.Instruction += " Note: " + notice.Error()
 		}
 		return nil, out, nil
 	})
@@ -83,7 +84,7 @@ func addRequestTask(srv *mcp.Server, s *Server) {
 
 type NotifyTaskSessionIn struct {
 	Session
-	Message       string `json:"message" jsonschema:"what your task session should know (at most 4000 characters)"`
+	Message       string `json:"message,omitempty" jsonschema:"what your task session should know (at most 4000 characters); default: the text after the marker"`
 	RelatedTaskID string `json:"related_task_id,omitempty" jsonschema:"the tsk_ id of your task it is about; default: your task in progress"`
 }
 

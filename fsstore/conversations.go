@@ -736,13 +736,30 @@ func (s *Store) ConversationMessages(ctx context.Context, cfg *Config, agent, id
 	if err != nil {
 		return c, nil, false, err
 	}
+	msgs, more, err := s.conversationLog(c, agent, limit)
+	return c, msgs, more, err
+}
+
+// ConversationLog returns conversation id and all its messages as its
+// initiator's chat log holds them, oldest first, for a human's CLI.
+func (s *Store) ConversationLog(ctx context.Context, cfg *Config, id string) (Conversation, []Message, error) {
+	c, err := s.Conversation(ctx, cfg, id)
+	if err != nil {
+		return c, nil, err
+	}
+	msgs, _, err := s.conversationLog(c, c.Initiator, 0)
+	return c, msgs, err
+}
+
+// conversationLog reads the messages of c from agent's chat log.
+func (s *Store) conversationLog(c Conversation, agent string, limit int) ([]Message, bool, error) {
 	path, err := s.ChatPath(agent)
 	if err != nil {
-		return c, nil, false, err
+		return nil, false, err
 	}
 	recs, _, _, err := ReadAll(path)
 	if err != nil {
-		return c, nil, false, err
+		return nil, false, err
 	}
 	needle := []byte(c.ID)
 	out := []Message{}
@@ -759,7 +776,7 @@ func (s *Store) ConversationMessages(ctx context.Context, cfg *Config, agent, id
 	if more {
 		out = out[len(out)-limit:]
 	}
-	return c, out, more, nil
+	return out, more, nil
 }
 
 // SendConversationMessage sends content from agent to the other party of

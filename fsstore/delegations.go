@@ -47,6 +47,8 @@ type Delegation struct {
 	Context string `json:"context,omitempty"`
 	Status  string `json:"status"`
 	Result  string `json:"result,omitempty"`
+	// SessionID is the chat session carrying it out (processing).
+	SessionID string `json:"sessionId,omitempty"`
 	// Conversations started to carry it out.
 	Conversations []string     `json:"conversationIds,omitempty"`
 	CreatedAt     time.Time    `json:"createdAt"`
@@ -188,11 +190,37 @@ func (s *Store) Delegations(f DelegationFilter) ([]Delegation, error) {
 	return out, nil
 }
 
-// PendingDelegations lists every pending delegation of the project, oldest
-// first: each names the agent (Delegation.Agent) whose chat session must
-// take it (for the watcher's chat triggers).
+// PendingDelegations lists the delegations of the project that wait for a
+// chat session, oldest first: pending ones, and processing ones whose chat
+// session has ended (the next chat session of the agent takes them over).
+// Each names the agent (Delegation.Agent) whose chat session must take it:
+// what the watcher turns into chat triggers.
 func (s *Store) PendingDelegations(ctx context.Context) ([]Delegation, error) {
-	return s.Delegations(DelegationFilter{Status: DlgPending})
+	open, err := s.Delegations(DelegationFilter{Open: true})
+	if err != nil {
+		return nil, err
+	}
+	var out []Delegation
+	for _, d := range open {
+		if s.waitsForChat(d, "") {
+			out = append(out, d)
+		}
+	}
+	return out, nil
+}
+
+// waitsForChat says whether a chat session (other than the one with id
+// current) should take d: it is pending, or processing by a session that
+// is no longer live.
+func (s *Store) waitsForChat(d Delegation, current string) bool {
+	switch {
+	case d.Status == DlgPending:
+		return true
+	case d.Status != DlgProcessing || d.SessionID == current:
+		return false
+	}
+	ses, err := s.Session(d.SessionID)
+	return err != nil || !ses.EndedAt.IsZero() || !ses.Live(time.Now())
 }
 
 // updateDelegation is the locked read-change-write of one delegation.
@@ -209,16 +237,24 @@ func (s *Store) updateDelegation(ctx context.Context, id string, fn func(d *Dele
 	})
 }
 
-// takeDelegation makes agent's pending delegation processing; false when
-// it is no longer pending (another session took it).
-func (s *Store) takeDelegation(ctx context.Context, agent, id string) (Delegation, bool, error) {
+// takeDelegation gives agent's delegation to chat session ses: a pending
+// one becomes processing; a processing one whose session has ended is
+// taken over (its state stays, the history says so). False when another
+// session took it first.
+func (s *Store) takeDelegation(ctx context.Context, ses Session, id string) (Delegation, bool, error) {
 	took := false
 	d, err := s.updateDelegation(ctx, id, func(d *Delegation, now time.Time) error {
-		if d.Status != DlgPending || d.Agent != agent {
+		if d.Agent != ses.Agent || !s.waitsForChat(*d, ses.ID) {
 			return ErrNoChange
 		}
 		took = true
-		return d.move(DlgProcessing, agent, now)
+		if d.Status == DlgProcessing {
+			d.History = append(d.History, Transition{State: DlgProcessing, At: now, By: ses.Agent, Reason: "taken over from " + d.SessionID})
+			d.SessionID = ses.ID
+			return nil
+		}
+		d.SessionID = ses.ID
+		return d.move(DlgProcessing, ses.Agent, now)
 	})
 	return d, took, err
 }

@@ -54,8 +54,9 @@ type Next struct {
 //
 // Chat: session ending -> exit; a conversation of mine ended that I have
 // not been told of -> conversation_ended; a pending conversation where I
-// am the participant -> conversation_request; a pending delegation of mine
-// -> process_delegation; unread messages ->
+// am the participant -> conversation_request; a delegation of mine that is
+// pending (or processing by a chat session that has ended) ->
+// process_delegation; unread messages ->
 // get_pending_messages; unread notifications for this session ->
 // get_notifications; idle past the chat idle timeout -> logout; else wait.
 //
@@ -148,12 +149,18 @@ func (s *Store) chatWork(ctx context.Context, cfg *Config, agent string, ses *Se
 			until = d
 		}
 	}
-	pending, err := s.Delegations(DelegationFilter{Agent: agent, Status: DlgPending})
+	dlgs, err := s.Delegations(DelegationFilter{Agent: agent, Open: true})
 	if err != nil {
 		return Next{}, err
 	}
-	if len(pending) > 0 {
-		return Next{Action: ActProcessDelegation, Delegation: &pending[0]}, nil
+	current := ""
+	if ses != nil {
+		current = ses.ID
+	}
+	for i, d := range dlgs {
+		if s.waitsForChat(d, current) {
+			return Next{Action: ActProcessDelegation, Delegation: &dlgs[i]}, nil
+		}
 	}
 	msgs, more, err := s.Unread(ctx, agent, 1, true)
 	if err != nil {
@@ -221,7 +228,7 @@ func (s *Store) NextAction(ctx context.Context, cfg *Config, ses Session) (Next,
 			c, took, err = s.accept(ctx, cfg, ses.Agent, next.Conversation.ID)
 		case ActProcessDelegation:
 			var d Delegation
-			if d, took, err = s.takeDelegation(ctx, ses.Agent, next.Delegation.ID); err == nil && took {
+			if d, took, err = s.takeDelegation(ctx, ses, next.Delegation.ID); err == nil && took {
 				next.Delegation = &d
 				return next, nil
 			}

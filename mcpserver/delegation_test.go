@@ -89,6 +89,10 @@ func TestDelegationShiritori(t *testing.T) {
 	if len(chain) != 12 {
 		t.Fatalf("chain has %d words, want 12: %v", len(chain), chain)
 	}
+	// The end of the conversation reminds the chat session of its delegation.
+	if len(pa.ended) != 1 || !strings.Contains(pa.ended[0].str("instruction"), "report_delegation_completed(delegation_id=\""+dlg) {
+		t.Fatalf("coder's conversation_ended: %v", pa.ended)
+	}
 	select {
 	case r := <-woken:
 		t.Fatalf("the task session stopped waiting before the delegation was reported: %s", r.text)

@@ -133,12 +133,12 @@ func (s *Server) explain(cfg *fsstore.Config, ses fsstore.Session, n fsstore.Nex
 			out.Instruction = fmt.Sprintf("Task %s is %s; nothing to do until someone moves it back to in_progress. Call get_next_action again now.", n.Task.ID, n.Task.Status)
 		} else {
 			out.Action = "wait_for_messages"
-			out.Instruction = "Nothing new yet. Call get_next_action again now. " + markerHelp
+			out.Instruction = "Nothing new yet. " + s.delegationReminder(ses, "") + "Call get_next_action again now. " + markerHelp
 		}
 	case fsstore.ActConversationEnded:
 		c := n.Conversation
 		out.ConversationID, out.State, out.EndedBy, out.Reason = c.ID, c.State, c.EndedBy, c.EndReason
-		out.Instruction = fmt.Sprintf("Conversation %s with %s has ended (%s, by %s, after %d turns). Do not send it more turns. Call get_next_action.", c.ID, c.Other(ses.Agent), c.EndReason, c.EndedBy, c.Turns)
+		out.Instruction = fmt.Sprintf("Conversation %s with %s has ended (%s, by %s, after %d turns). Do not send it more turns. %sCall get_next_action.", c.ID, c.Other(ses.Agent), c.EndReason, c.EndedBy, c.Turns, s.delegationReminder(ses, c.ID))
 	case fsstore.ActConversationRequest:
 		c := n.Conversation
 		out.ConversationID, out.FromAgentID, out.Purpose, out.MaxTurns, out.State = c.ID, c.Initiator, c.Purpose, c.MaxTurns, c.State
@@ -195,4 +195,21 @@ func delegationProgress(n fsstore.Next) string {
 		parts = append(parts, p)
 	}
 	return strings.Join(parts, "; ")
+}
+
+// delegationReminder reminds a chat session of the delegations it is
+// carrying out (those listing conversation cnv, when given): the task
+// session waits for report_delegation_completed.
+func (s *Server) delegationReminder(ses fsstore.Session, cnv string) string {
+	ds, err := s.store.Delegations(fsstore.DelegationFilter{Agent: ses.Agent, Status: fsstore.DlgProcessing})
+	if err != nil {
+		return ""
+	}
+	var b strings.Builder
+	for _, d := range ds {
+		if d.SessionID == ses.ID && (cnv == "" || slices.Contains(d.Conversations, cnv)) {
+			fmt.Fprintf(&b, "If delegation %s (%q) is done, call report_delegation_completed(delegation_id=%q, result=what came of it); your task session waits for it. ", d.ID, d.Purpose, d.ID)
+		}
+	}
+	return b.String()
 }

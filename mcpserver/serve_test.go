@@ -2,8 +2,8 @@ package mcpserver_test
 
 import (
 	"context"
-	"fmt"
 	"encoding/json"
+	"fmt"
 	"os"
 	"os/exec"
 	"strings"

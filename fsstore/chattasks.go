@@ -90,7 +90,7 @@ func (s *Store) RequestTask(ctx context.Context, cfg *Config, in TaskRequest) (R
 	return out, nil
 }
 
-// chatTaskChange is the check shared by the chat tools that change a task:
+// checkChatTask is the check shared by the chat tools that change a task:
 // it must be the agent's own, and not waiting for approval.
 func (s *Store) checkChatTask(agent, id string) (Task, error) {
 	if id == "" {

@@ -11,6 +11,7 @@ import (
 	"os/exec"
 	"path/filepath"
 	"sort"
+	"strconv"
 	"strings"
 	"sync"
 	"testing"
@@ -211,4 +212,12 @@ func (p *project) send(from, to, content string) {
 	if _, err := p.store.Send(context.Background(), p.cfg, fsstore.OutgoingMessage{From: from, To: to, Content: content}); err != nil {
 		p.t.Fatal(err)
 	}
+}
+
+// envInt is the integer in the environment variable name, or def.
+func envInt(name string, def int) int {
+	if n, err := strconv.Atoi(os.Getenv(name)); err == nil && n > 0 {
+		return n
+	}
+	return def
 }

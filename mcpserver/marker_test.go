@@ -2,8 +2,11 @@ package mcpserver_test
 
 import (
 	"context"
+	"fmt"
 	"strings"
 	"testing"
+
+	"github.com/modelcontextprotocol/go-sdk/mcp"
 
 	"aipm/fsstore"
 )
@@ -173,5 +176,47 @@ func TestRequestTaskApproval(t *testing.T) {
 	asked, _ = r.data["asked_to_approve"].([]any)
 	if r.isError || r.str("approval_status") != "pending_approval" || len(asked) != 1 || asked[0] != "lead" {
 		t.Fatalf("request_task from a task session: %s", r.text)
+	}
+}
+
+// One marked message authorizes one operation across processes: two aipm
+// serve processes, sharing coder's chat session, call request_task for the
+// same message at once; exactly one creates a task each round.
+// MARKER_RACES=N runs N rounds (default 10).
+func TestMarkerRaceProcesses(t *testing.T) {
+	p := newProject(t)
+	a, b := p.connect(""), p.connect("")
+	token := p.authenticate(a, "coder", "chat")
+	rounds := envInt("MARKER_RACES", 10)
+	for i := range rounds {
+		p.send("lead", "coder", fmt.Sprintf("@@タスク作成: round %d", i))
+		start := make(chan struct{})
+		results := make(chan result, 2)
+		for _, cs := range []*mcp.ClientSession{a, b} {
+			go func() {
+				<-start
+				results <- call(t, cs, "request_task", map[string]any{"session_token": token})
+			}()
+		}
+		close(start)
+		r1, r2 := <-results, <-results
+		ok, used := 0, 0
+		for _, r := range []result{r1, r2} {
+			switch r.code() {
+			case "":
+				ok++
+			case "marker_already_used":
+				used++
+			default:
+				t.Fatalf("round %d: %s", i, r.text)
+			}
+		}
+		if ok != 1 || used != 1 {
+			t.Fatalf("round %d: %d created, %d refused as used: %s / %s", i, ok, used, r1.text, r2.text)
+		}
+	}
+	tasks, _, _ := p.store.Tasks(fsstore.TaskFilter{Assignee: "coder"})
+	if len(tasks) != rounds {
+		t.Fatalf("%d tasks after %d rounds", len(tasks), rounds)
 	}
 }

@@ -2,6 +2,7 @@ package mcpserver_test
 
 import (
 	"context"
+	"encoding/json"
 	"fmt"
 	"strings"
 	"testing"
@@ -108,7 +109,7 @@ func TestChatCommandMarkers(t *testing.T) {
 	if got, _ := p.store.Task(approved.ID); got.Description != "認証機能の改善" || got.Status != fsstore.StatusInProgress || got.StatusChangedBy != "lead" {
 		t.Errorf("adjusted and started task: %+v", got)
 	}
-	notes, _ := p.store.UnreadNotifications(ctx, "coder", true)
+	notes := notificationLines(t, p, "coder")
 	if len(notes) != 2 || notes[0].TaskID != inProgress.ID || notes[0].From != "lead" || notes[1].Message != "全角" {
 		t.Errorf("notifications for the task session: %+v", notes)
 	}
@@ -219,4 +220,23 @@ func TestMarkerRaceProcesses(t *testing.T) {
 	if len(tasks) != rounds {
 		t.Fatalf("%d tasks after %d rounds", len(tasks), rounds)
 	}
+}
+
+// notificationLines reads an agent's notifications.jsonl as it is.
+func notificationLines(t *testing.T, p *project, agent string) []fsstore.Notification {
+	t.Helper()
+	path, _ := p.store.NotificationsPath(agent)
+	recs, bad, _, err := fsstore.ReadAll(path)
+	if err != nil || len(bad) > 0 {
+		t.Fatalf("%s: %v %v", path, err, bad)
+	}
+	var out []fsstore.Notification
+	for _, r := range recs {
+		var n fsstore.Notification
+		if err := json.Unmarshal(r.Data, &n); err != nil {
+			t.Fatal(err)
+		}
+		out = append(out, n)
+	}
+	return out
 }

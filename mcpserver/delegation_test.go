@@ -20,7 +20,9 @@ func TestDelegationShiritori(t *testing.T) {
 	task := p.taskInProgress("coder", "play shiritori with reviewer")
 	waiting := &lineWatch{want: "msg=waiting", seen: make(chan struct{})}
 	aTask := p.connectWith("", []string{"AIPM_LOG=debug"}, waiting)
-	aChat := p.connect("")
+	chatWaiting := &lineWatch{want: "msg=waiting", seen: make(chan struct{})}
+	aChat := p.connectWith("", []string{"AIPM_LOG=debug"}, chatWaiting)
+	peek := p.connect("") // a second client of the task session, for a look at its progress
 	bChat := p.connect("")
 	tt := p.authenticate(aTask, "coder", "task")
 	ta := p.authenticate(aChat, "coder", "chat")
@@ -34,6 +36,12 @@ func TestDelegationShiritori(t *testing.T) {
 	if r := call(t, aTask, "start_conversation", map[string]any{"session_token": tt, "target_agent_id": "reviewer"}); r.code() != "wrong_session_purpose" || !strings.Contains(r.text, "delegate_to_chat_session") {
 		t.Fatalf("start_conversation from a task session: %s", r.text)
 	}
+	// coder's chat session is already waiting: the delegation wakes it.
+	chatNext := make(chan result, 1)
+	go func() {
+		chatNext <- call(t, aChat, "get_next_action", map[string]any{"session_token": ta, "wait_seconds": 50})
+	}()
+	<-chatWaiting.seen
 	r = call(t, aTask, "delegate_to_chat_session", map[string]any{
 		"session_token": tt, "target_agent_id": "reviewer", "purpose": "6-round shiritori with reviewer, start with りんご",
 	})
@@ -41,23 +49,22 @@ func TestDelegationShiritori(t *testing.T) {
 	if r.isError || r.str("status") != "pending" || !strings.HasPrefix(dlg, "dlg_") {
 		t.Fatalf("delegate_to_chat_session: %s", r.text)
 	}
-	// While it is open the task session waits, and reports progress.
-	r = call(t, aTask, "get_next_action", map[string]any{"session_token": tt, "wait_seconds": 1})
-	if r.str("action") != "wait_for_delegation" || !strings.Contains(r.str("instruction"), dlg+" to reviewer is pending") {
-		t.Fatalf("task session with an open delegation: %s", r.text)
+	// The waiting chat session takes the delegation.
+	r = <-chatNext
+	d, _ := r.data["delegation"].(map[string]any)
+	if r.str("action") != "process_delegation" || d["id"] != dlg || d["status"] != "processing" || d["taskId"] != task.ID ||
+		!strings.Contains(r.str("instruction"), "report_delegation_completed") {
+		t.Fatalf("chat session's get_next_action: %s", r.text)
 	}
+	// While it is open the task session waits, and reports progress.
 	woken := make(chan result, 1)
 	go func() {
 		woken <- call(t, aTask, "get_next_action", map[string]any{"session_token": tt, "wait_seconds": 50})
 	}()
 	<-waiting.seen
-
-	// The chat session takes the delegation.
-	r = call(t, aChat, "get_next_action", map[string]any{"session_token": ta})
-	d, _ := r.data["delegation"].(map[string]any)
-	if r.str("action") != "process_delegation" || d["id"] != dlg || d["status"] != "processing" || d["taskId"] != task.ID ||
-		!strings.Contains(r.str("instruction"), "report_delegation_completed") {
-		t.Fatalf("chat session's get_next_action: %s", r.text)
+	r = call(t, peek, "get_next_action", map[string]any{"session_token": tt, "wait_seconds": 1})
+	if r.str("action") != "wait_for_delegation" || !strings.Contains(r.str("instruction"), dlg+" to reviewer is processing") {
+		t.Fatalf("task session with an open delegation: %s", r.text)
 	}
 	pm := call(t, aChat, "get_pending_messages", map[string]any{"session_token": ta})
 	if pd, _ := pm.data["pending_delegations"].([]any); len(pd) != 1 || pd[0].(map[string]any)["id"] != dlg {
@@ -97,6 +104,12 @@ func TestDelegationShiritori(t *testing.T) {
 	case r := <-woken:
 		t.Fatalf("the task session stopped waiting before the delegation was reported: %s", r.text)
 	default:
+	}
+	// The progress names the conversation, its state and turns.
+	r = call(t, peek, "get_next_action", map[string]any{"session_token": tt, "wait_seconds": 1})
+	if convs, _ := r.data["conversations"].([]any); r.str("action") != "wait_for_delegation" || len(convs) != 1 ||
+		!strings.Contains(r.str("instruction"), "conversation "+cnv+" is ended after 12 of 20 turns") {
+		t.Fatalf("progress after the game: %s", r.text)
 	}
 	r = call(t, aChat, "report_delegation_completed", map[string]any{
 		"session_token": ta, "delegation_id": dlg, "result": "played 6 rounds: " + strings.Join(chain, " → "),

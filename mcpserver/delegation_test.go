@@ -5,6 +5,7 @@ import (
 	"strings"
 	"sync"
 	"testing"
+	"time"
 
 	"aipm/fsstore"
 )
@@ -42,6 +43,7 @@ func TestDelegationShiritori(t *testing.T) {
 		chatNext <- call(t, aChat, "get_next_action", map[string]any{"session_token": ta, "wait_seconds": 50})
 	}()
 	<-chatWaiting.seen
+	delegated := time.Now()
 	r = call(t, aTask, "delegate_to_chat_session", map[string]any{
 		"session_token": tt, "target_agent_id": "reviewer", "purpose": "6-round shiritori with reviewer, start with りんご",
 	})
@@ -51,6 +53,7 @@ func TestDelegationShiritori(t *testing.T) {
 	}
 	// The waiting chat session takes the delegation.
 	r = <-chatNext
+	t.Logf("delegate_to_chat_session issued -> the waiting chat session's get_next_action returned: %s", time.Since(delegated))
 	d, _ := r.data["delegation"].(map[string]any)
 	if r.str("action") != "process_delegation" || d["id"] != dlg || d["status"] != "processing" || d["taskId"] != task.ID ||
 		!strings.Contains(r.str("instruction"), "report_delegation_completed") {
@@ -111,6 +114,7 @@ func TestDelegationShiritori(t *testing.T) {
 		!strings.Contains(r.str("instruction"), "conversation "+cnv+" is ended after 12 of 20 turns") {
 		t.Fatalf("progress after the game: %s", r.text)
 	}
+	reported := time.Now()
 	r = call(t, aChat, "report_delegation_completed", map[string]any{
 		"session_token": ta, "delegation_id": dlg, "result": "played 6 rounds: " + strings.Join(chain, " → "),
 	})
@@ -120,6 +124,7 @@ func TestDelegationShiritori(t *testing.T) {
 
 	// The waiting task session is woken with the result.
 	r = <-woken
+	t.Logf("report_delegation_completed issued -> the waiting task session's get_next_action returned: %s", time.Since(reported))
 	if r.str("action") != "work" || !strings.Contains(r.str("instruction"), dlg+" is completed: played 6 rounds") {
 		t.Fatalf("the waiting task session: %s", r.text)
 	}

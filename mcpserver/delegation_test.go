@@ -194,7 +194,7 @@ func TestDelegationErrors(t *testing.T) {
 		{"unknown target", "delegate_to_chat_session", tt, map[string]any{"target_agent_id": "nobody", "purpose": "x"}, "agent_not_found", "aipm agent list"},
 		{"bad target id", "delegate_to_chat_session", tt, map[string]any{"target_agent_id": "../x", "purpose": "x"}, "agent_not_found", ""},
 		{"no purpose", "delegate_to_chat_session", tt, map[string]any{"target_agent_id": "reviewer", "purpose": " "}, "purpose_required", "say what"},
-		{"long purpose", "delegate_to_chat_session", tt, map[string]any{"target_agent_id": "reviewer", "purpose": strings.Repeat("x", 1001)}, "purpose_too_long", "limit is 1000"},
+		{"long purpose", "delegate_to_chat_session", tt, map[string]any{"target_agent_id": "reviewer", "purpose": strings.Repeat("x", fsstore.MaxDelegationPurpose+1)}, "purpose_too_long", "the limit is"},
 		{"long context", "delegate_to_chat_session", tt, map[string]any{"target_agent_id": "reviewer", "purpose": "x", "context": long}, "context_too_long", "limit is 4000"},
 		{"from chat", "delegate_to_chat_session", tc, map[string]any{"target_agent_id": "reviewer", "purpose": "x"}, "wrong_session_purpose", "task session"},
 		{"unknown delegation", "report_delegation_completed", tc, map[string]any{"delegation_id": "dlg_01M7YZWACRA0328GMTHNDHB18Z", "result": "x"}, "delegation_not_found", "check the id"},

@@ -336,7 +336,11 @@ func (s *Store) writeConversationLocked(path string, c Conversation) error {
 // NewConversation is what start_conversation asks for.
 type NewConversation struct {
 	From, To, Purpose, InitialMessage, TaskID string
-	MaxTurns                                  int // 0: DefaultMaxTurns
+	// DelegationID is the delegation the conversation carries out; when
+	// empty, From's one processing delegation for To, if there is exactly
+	// one. The conversation takes the delegation's task id.
+	DelegationID string
+	MaxTurns     int // 0: DefaultMaxTurns
 }
 
 // StartConversation checks and creates a pending conversation from From to
@@ -362,6 +366,13 @@ func (s *Store) StartConversation(ctx context.Context, cfg *Config, in NewConver
 			return Conversation{}, nil, err
 		}
 	}
+	dlg, err := s.delegationFor(in.From, in.To, in.DelegationID)
+	if err != nil {
+		return Conversation{}, nil, err
+	}
+	if dlg != nil && in.TaskID == "" {
+		in.TaskID = dlg.TaskID
+	}
 	if in.TaskID != "" {
 		if _, err := s.Task(in.TaskID); err != nil {
 			return Conversation{}, nil, codeErr("task_not_found", "%v", err)
@@ -375,6 +386,11 @@ func (s *Store) StartConversation(ctx context.Context, cfg *Config, in NewConver
 	}
 	if err := s.createConversation(ctx, cfg, c); err != nil {
 		return Conversation{}, nil, err
+	}
+	if dlg != nil {
+		if err := s.recordConversation(ctx, dlg.ID, c.ID); err != nil {
+			return c, nil, fmt.Errorf("conversation %s started, but delegation %s does not list it yet: %w", c.ID, dlg.ID, err)
+		}
 	}
 	if in.InitialMessage == "" {
 		return c, nil, nil
@@ -718,13 +734,30 @@ func (s *Store) ConversationMessages(ctx context.Context, cfg *Config, agent, id
 	if err != nil {
 		return c, nil, false, err
 	}
+	msgs, more, err := s.conversationLog(c, agent, limit)
+	return c, msgs, more, err
+}
+
+// ConversationLog returns conversation id and all its messages as its
+// initiator's chat log holds them, oldest first, for a human's CLI.
+func (s *Store) ConversationLog(ctx context.Context, cfg *Config, id string) (Conversation, []Message, error) {
+	c, err := s.Conversation(ctx, cfg, id)
+	if err != nil {
+		return c, nil, err
+	}
+	msgs, _, err := s.conversationLog(c, c.Initiator, 0)
+	return c, msgs, err
+}
+
+// conversationLog reads the messages of c from agent's chat log.
+func (s *Store) conversationLog(c Conversation, agent string, limit int) ([]Message, bool, error) {
 	path, err := s.ChatPath(agent)
 	if err != nil {
-		return c, nil, false, err
+		return nil, false, err
 	}
 	recs, _, _, err := ReadAll(path)
 	if err != nil {
-		return c, nil, false, err
+		return nil, false, err
 	}
 	needle := []byte(c.ID)
 	out := []Message{}
@@ -741,7 +774,7 @@ func (s *Store) ConversationMessages(ctx context.Context, cfg *Config, agent, id
 	if more {
 		out = out[len(out)-limit:]
 	}
-	return c, out, more, nil
+	return out, more, nil
 }
 
 // SendConversationMessage sends content from agent to the other party of

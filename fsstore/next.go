@@ -11,6 +11,7 @@ const (
 	ActExit                = "exit"
 	ActConversationEnded   = "conversation_ended"
 	ActConversationRequest = "conversation_request"
+	ActProcessDelegation   = "process_delegation"
 	ActGetPendingMessages  = "get_pending_messages"
 	ActGetNotifications    = "get_notifications"
 	ActLogout              = "logout"
@@ -32,6 +33,14 @@ type Next struct {
 	// Notifications is the number of unread notifications for the session.
 	Notifications int
 	Task          *Task
+	// Delegation is the delegation to process (process_delegation).
+	Delegation *Delegation
+	// Delegations, in a task session, are the delegations of its task:
+	// while one is open the session waits, and reports their progress.
+	Delegations []Delegation
+	// Progress, in a task session waiting on a delegation, are the
+	// conversations carrying out its open delegations.
+	Progress []Conversation
 	// Until, when waiting, is the earliest moment the answer can change
 	// without any file changing (a conversation deadline); zero if none.
 	Until time.Time
@@ -45,16 +54,18 @@ type Next struct {
 //
 // Chat: session ending -> exit; a conversation of mine ended that I have
 // not been told of -> conversation_ended; a pending conversation where I
-// am the participant -> conversation_request; unread messages ->
+// am the participant -> conversation_request; a delegation of mine that is
+// pending (or processing by a chat session that has ended) ->
+// process_delegation; unread messages ->
 // get_pending_messages; unread notifications for this session ->
 // get_notifications; idle past the chat idle timeout -> logout; else wait.
-// (Pending delegations take their place after conversation requests when
-// delegations exist.)
 //
 // Task: session ending -> exit; the task gone, finished or no longer mine ->
-// exit; in progress -> work; otherwise (moved back to todo, or blocked by
-// me) -> wait until someone moves it. Without a session, the task is the
-// agent's task in progress, if any.
+// exit; in progress with a delegation of the task still open -> wait, with
+// the delegations and their conversations as progress; in progress ->
+// work; otherwise (moved back to todo, or blocked by me) -> wait until
+// someone moves it. Without a session, the task is the agent's task in
+// progress, if any.
 func (s *Store) Work(ctx context.Context, cfg *Config, agent, purpose string, ses *Session) (Next, error) {
 	if ses != nil {
 		cur, err := s.Session(ses.ID)
@@ -70,12 +81,12 @@ func (s *Store) Work(ctx context.Context, cfg *Config, agent, purpose string, se
 		}
 	}
 	if purpose == PurposeTask {
-		return s.taskWork(agent, ses)
+		return s.taskWork(ctx, cfg, agent, ses)
 	}
 	return s.chatWork(ctx, cfg, agent, ses)
 }
 
-func (s *Store) taskWork(agent string, ses *Session) (Next, error) {
+func (s *Store) taskWork(ctx context.Context, cfg *Config, agent string, ses *Session) (Next, error) {
 	id := s.taskInProgress(agent) // without a session: the task a new one would take
 	if ses != nil {
 		id = ses.TaskID
@@ -94,7 +105,27 @@ func (s *Store) taskWork(agent string, ses *Session) (Next, error) {
 	case t.Assignee != agent || t.Status == StatusDone || t.Status == StatusCancelled:
 		return Next{Action: ActExit, Reason: "task " + t.Status, Task: &t}, nil
 	case t.Status == StatusInProgress:
-		return Next{Action: ActWork, Task: &t}, nil
+		ds, err := s.Delegations(DelegationFilter{TaskIDs: []string{t.ID}})
+		if err != nil {
+			return Next{}, err
+		}
+		var progress []Conversation
+		waiting := false
+		for _, d := range ds {
+			if !d.Open() {
+				continue
+			}
+			waiting = true
+			for _, id := range d.Conversations {
+				if c, err := s.Conversation(ctx, cfg, id); err == nil {
+					progress = append(progress, c)
+				}
+			}
+		}
+		if waiting {
+			return Next{Action: ActWait, Task: &t, Delegations: ds, Progress: progress}, nil
+		}
+		return Next{Action: ActWork, Task: &t, Delegations: ds}, nil
 	}
 	return Next{Action: ActWait, Task: &t}, nil
 }
@@ -116,6 +147,19 @@ func (s *Store) chatWork(ctx context.Context, cfg *Config, agent string, ses *Se
 		}
 		if d := c.Deadline(cfg); !d.IsZero() && (until.IsZero() || d.Before(until)) {
 			until = d
+		}
+	}
+	dlgs, err := s.Delegations(DelegationFilter{Agent: agent, Open: true})
+	if err != nil {
+		return Next{}, err
+	}
+	current := ""
+	if ses != nil {
+		current = ses.ID
+	}
+	for i, d := range dlgs {
+		if s.waitsForChat(d, current) {
+			return Next{Action: ActProcessDelegation, Delegation: &dlgs[i]}, nil
 		}
 	}
 	msgs, more, err := s.Unread(ctx, agent, 1, true)
@@ -160,9 +204,10 @@ func (s *Store) chatIdle(ses Session, cfg *Config) (bool, error) {
 }
 
 // NextAction is Work for a session, taking what it finds: a conversation
-// end it reports is recorded as told (each party is told once), and a
-// conversation request it reports becomes active. If another process took
-// it first, the rule is asked again.
+// end it reports is recorded as told (each party is told once), a
+// conversation request it reports becomes active, and a delegation it
+// reports becomes processing. If another process took it first, the rule
+// is asked again.
 func (s *Store) NextAction(ctx context.Context, cfg *Config, ses Session) (Next, error) {
 	for {
 		next, err := s.Work(ctx, cfg, ses.Agent, ses.Purpose, &ses)
@@ -176,6 +221,12 @@ func (s *Store) NextAction(ctx context.Context, cfg *Config, ses Session) (Next,
 			c, took, err = s.tellEnded(ctx, cfg, ses.Agent, next.Conversation.ID)
 		case ActConversationRequest:
 			c, took, err = s.accept(ctx, cfg, ses.Agent, next.Conversation.ID)
+		case ActProcessDelegation:
+			var d Delegation
+			if d, took, err = s.takeDelegation(ctx, ses, next.Delegation.ID); err == nil && took {
+				next.Delegation = &d
+				return next, nil
+			}
 		default:
 			return next, nil
 		}
@@ -202,8 +253,8 @@ func (s *Store) WakeTargets(ses Session) ([]string, error) {
 	if err != nil {
 		return nil, err
 	}
-	targets := []string{chat, notes, sesPath}
-	dirs := []string{s.CollectionDir(Sessions)}
+	targets := []string{chat, notes, sesPath, s.CollectionDir(Delegations), s.CollectionDir(Conversations)}
+	dirs := []string{s.CollectionDir(Sessions), s.CollectionDir(Delegations), s.CollectionDir(Conversations)}
 	if err := s.EnsureAgentDir(ses.Agent); err != nil {
 		return nil, err
 	}
@@ -214,9 +265,6 @@ func (s *Store) WakeTargets(ses Session) ([]string, error) {
 		}
 		targets = append(targets, task)
 		dirs = append(dirs, s.CollectionDir(Tasks))
-	} else {
-		targets = append(targets, s.CollectionDir(Conversations))
-		dirs = append(dirs, s.CollectionDir(Conversations))
 	}
 	for _, d := range dirs {
 		if err := s.mkdirAll(d); err != nil {

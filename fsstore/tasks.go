@@ -61,6 +61,7 @@ type Task struct {
 	StatusChangedAt time.Time `json:"statusChangedAt"`
 	BlockedReason   string    `json:"blockedReason,omitempty"`
 	Result          string    `json:"result,omitempty"`
+	SourceMessageID string    `json:"sourceMessageId,omitempty"`
 	Summary         string    `json:"summary,omitempty"`
 	CreatedAt       time.Time `json:"createdAt"`
 	UpdatedAt       time.Time `json:"updatedAt"`
@@ -102,6 +103,8 @@ func Interrupts(before, after Task, by string) bool {
 type NewTask struct {
 	Title, Description, Priority, Assignee, ParentID, Requester, Status string
 	NeedsApproval                                                       bool
+	// SourceMessageID is the marked chat message that asked for the task.
+	SourceMessageID string
 }
 
 // CreateTask writes a new task after checking its fields against cfg.
@@ -144,7 +147,7 @@ func (s *Store) CreateTask(ctx context.Context, cfg *Config, in NewTask) (Task, 
 		ID: NewID(PrefixTask), Title: title, Description: in.Description, Status: in.Status,
 		Priority: in.Priority, Assignee: in.Assignee, ParentID: in.ParentID, Requester: in.Requester,
 		ApprovalStatus: ApprovalApproved, StatusChangedBy: in.Requester, StatusChangedAt: now,
-		CreatedAt: now, UpdatedAt: now,
+		SourceMessageID: in.SourceMessageID, CreatedAt: now, UpdatedAt: now,
 	}
 	if in.NeedsApproval {
 		t.ApprovalStatus = ApprovalPending
@@ -238,6 +241,11 @@ type TaskChange struct {
 	Result   string
 	Summary  string
 	Approval string // ApprovalApproved or ApprovalRejected
+	// Description, when set, replaces the description.
+	Description *string
+	// RequireApproved refuses the change while the task waits for approval
+	// (changes that come from chat).
+	RequireApproved bool
 }
 
 // UpdateTask applies change made by `by` under the tasks lock, with the
@@ -264,6 +272,12 @@ func (s *Store) UpdateTask(ctx context.Context, cfg *Config, id, by string, ch T
 		}
 		before = *t
 		now := time.Now().UTC()
+		if ch.RequireApproved && t.ApprovalStatus != ApprovalApproved {
+			return codeErr("task_pending_approval", "task %s is %s: a human must approve it first (aipm task approve %s)", id, t.ApprovalStatus, id)
+		}
+		if ch.Description != nil {
+			t.Description = *ch.Description
+		}
 		switch ch.Approval {
 		case "":
 		case ApprovalApproved, ApprovalRejected:

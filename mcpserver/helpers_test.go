@@ -11,6 +11,7 @@ import (
 	"os/exec"
 	"path/filepath"
 	"sort"
+	"strconv"
 	"strings"
 	"sync"
 	"testing"
@@ -209,4 +210,20 @@ func (p *project) tree() string {
 	})
 	sort.Strings(lines)
 	return strings.Join(lines, "\n")
+}
+
+// send writes a chat message from one agent to another, as the CLI does.
+func (p *project) send(from, to, content string) {
+	p.t.Helper()
+	if _, err := p.store.Send(context.Background(), p.cfg, fsstore.OutgoingMessage{From: from, To: to, Content: content}); err != nil {
+		p.t.Fatal(err)
+	}
+}
+
+// envInt is the integer in the environment variable name, or def.
+func envInt(name string, def int) int {
+	if n, err := strconv.Atoi(os.Getenv(name)); err == nil && n > 0 {
+		return n
+	}
+	return def
 }

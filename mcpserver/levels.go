@@ -75,7 +75,7 @@ func (l Level) instead(tool string) string {
 	case TaskOnly:
 		return tool + " belongs to task sessions; in a chat session, talk to the agent who asked, or call get_next_action"
 	case ChatOnly:
-		return tool + " belongs to chat sessions; from a task session use delegate_to_chat_session to have your chat session do the talking"
+		return tool + " belongs to chat sessions (a chat session is required: a task session cannot send messages or hold conversations); from a task session call delegate_to_chat_session(target_agent_id, purpose) and your chat session does the talking"
 	}
 	return "call authenticate first and pass its session_token"
 }

@@ -3,6 +3,8 @@ package mcpserver
 import (
 	"context"
 	"fmt"
+	"slices"
+	"strings"
 	"time"
 
 	"github.com/modelcontextprotocol/go-sdk/mcp"
@@ -16,7 +18,7 @@ type NextActionIn struct {
 }
 
 type NextActionOut struct {
-	Action      string    `json:"action" jsonschema:"exit, logout, work, conversation_ended, conversation_request, get_pending_messages, get_notifications, wait_for_messages or wait_for_task"`
+	Action      string    `json:"action" jsonschema:"exit, logout, work, conversation_ended, conversation_request, process_delegation, get_pending_messages, get_notifications, wait_for_messages, wait_for_task or wait_for_delegation"`
 	Instruction string    `json:"instruction" jsonschema:"what to do now, naming the exact next tool call"`
 	Task        *TaskView `json:"task,omitempty"`
 	Tools       []string  `json:"tools,omitempty" jsonschema:"tools that help with this action"`
@@ -29,6 +31,12 @@ type NextActionOut struct {
 	State          string `json:"state,omitempty" jsonschema:"the conversation's state"`
 	EndedBy        string `json:"ended_by,omitempty" jsonschema:"who ended the conversation (system for a timeout)"`
 	Reason         string `json:"reason,omitempty" jsonschema:"why the conversation ended: initiator_ended, participant_ended, max_turns, timeout, session_expired or expired"`
+	// Delegation (seed 002): the one to carry out (process_delegation).
+	Delegation *DelegationView `json:"delegation,omitempty" jsonschema:"the delegation to carry out"`
+	// In a task session: the delegations of its task, and the
+	// conversations carrying out the open ones (progress).
+	Delegations   []DelegationView   `json:"delegations,omitempty" jsonschema:"the delegations of your task"`
+	Conversations []ConversationView `json:"conversations,omitempty" jsonschema:"conversations carrying out your open delegations: state and turns"`
 }
 
 func addGetNextAction(srv *mcp.Server, s *Server) {
@@ -105,21 +113,32 @@ func (s *Server) explain(cfg *fsstore.Config, ses fsstore.Session, n fsstore.Nex
 		}
 	case fsstore.ActWork:
 		out.Instruction = fmt.Sprintf("Work on task %s: %s. Keep calling tools as you go; every response carries a notification line. "+
+			"You cannot message anyone from a task session: to talk to another agent, call delegate_to_chat_session(target_agent_id, purpose) and then get_next_action, which waits for the result. "+
 			"When finished, call report_completed(result=\"success\", summary=...); if you cannot finish, report_completed(result=\"failed\" or \"blocked\", summary=why).",
 			n.Task.ID, n.Task.Title)
-		out.Tools = []string{"get_task", "update_task_status", "report_completed", "get_notifications"}
+		if len(n.Delegations) > 0 {
+			out.Delegations = delegationViews(n.Delegations)
+			d := n.Delegations[len(n.Delegations)-1]
+			out.Instruction = fmt.Sprintf("Your delegation %s is %s: %s. Read the details with get_task_conversations and get_conversation_messages. ", d.ID, d.Status, d.Result) + out.Instruction
+		}
+		out.Tools = []string{"get_task", "update_task_status", "delegate_to_chat_session", "get_task_conversations", "get_conversation_messages", "report_completed", "get_notifications"}
 	case fsstore.ActWait:
-		if ses.Purpose == fsstore.PurposeTask {
+		if ses.Purpose == fsstore.PurposeTask && len(n.Delegations) > 0 {
+			out.Action = "wait_for_delegation"
+			out.Delegations, out.Conversations = delegationViews(n.Delegations), conversationViews(n.Progress)
+			out.Instruction = fmt.Sprintf("Your chat session is still carrying out a delegation of task %s (%s). Call get_next_action again now to keep waiting; it returns work when the delegation is done.", n.Task.ID, delegationProgress(n))
+			out.Tools = []string{"get_task_conversations", "get_conversation_messages"}
+		} else if ses.Purpose == fsstore.PurposeTask {
 			out.Action = "wait_for_task"
 			out.Instruction = fmt.Sprintf("Task %s is %s; nothing to do until someone moves it back to in_progress. Call get_next_action again now.", n.Task.ID, n.Task.Status)
 		} else {
 			out.Action = "wait_for_messages"
-			out.Instruction = "Nothing new yet. Call get_next_action again now."
+			out.Instruction = "Nothing new yet. " + s.delegationReminder(ses, "") + "Call get_next_action again now. " + markerHelp
 		}
 	case fsstore.ActConversationEnded:
 		c := n.Conversation
 		out.ConversationID, out.State, out.EndedBy, out.Reason = c.ID, c.State, c.EndedBy, c.EndReason
-		out.Instruction = fmt.Sprintf("Conversation %s with %s has ended (%s, by %s, after %d turns). Do not send it more turns. Call get_next_action.", c.ID, c.Other(ses.Agent), c.EndReason, c.EndedBy, c.Turns)
+		out.Instruction = fmt.Sprintf("Conversation %s with %s has ended (%s, by %s, after %d turns). Do not send it more turns. %sCall get_next_action.", c.ID, c.Other(ses.Agent), c.EndReason, c.EndedBy, c.Turns, s.delegationReminder(ses, c.ID))
 	case fsstore.ActConversationRequest:
 		c := n.Conversation
 		out.ConversationID, out.FromAgentID, out.Purpose, out.MaxTurns, out.State = c.ID, c.Initiator, c.Purpose, c.MaxTurns, c.State
@@ -134,16 +153,63 @@ func (s *Server) explain(cfg *fsstore.Config, ses fsstore.Session, n fsstore.Nex
 		out.Instruction = fmt.Sprintf("%s started conversation %s with you%s (at most %d turns). Call get_pending_messages to read its messages, "+
 			"answer each with send_conversation_message(content); when it is done, call end_conversation. Then call get_next_action.", c.Initiator, c.ID, purpose, c.MaxTurns)
 		out.Tools = []string{"get_pending_messages", "send_conversation_message", "end_conversation"}
+	case fsstore.ActProcessDelegation:
+		d := n.Delegation
+		out.Delegation = ref(delegationView(*d))
+		out.Instruction = fmt.Sprintf("Your task session (task %s) asks you to talk to %s: %q. "+
+			"Decide how: for one message, send_message(target_agent_id=%q, related_task_id=%q); for an exchange of several turns, start_conversation(target_agent_id=%q, delegation_id=%q), "+
+			"answer each turn with send_conversation_message as get_next_action brings them, and call end_conversation when it is done. "+
+			"Then call report_delegation_completed(delegation_id=%q, result=what came of it, status=\"completed\" or \"failed\"), and get_next_action.",
+			d.TaskID, d.Target, d.Purpose, d.Target, d.TaskID, d.Target, d.ID, d.ID)
+		if d.Context != "" {
+			out.Instruction += " Context: " + d.Context
+		}
+		out.Tools = []string{"send_message", "start_conversation", "send_conversation_message", "end_conversation", "report_delegation_completed"}
 	case fsstore.ActGetPendingMessages:
 		what := "a message"
 		if n.More {
 			what = "messages"
 		}
-		out.Instruction = fmt.Sprintf("You have %s from %s. Call get_pending_messages, answer with respond_chat or send_message (send_conversation_message within a conversation), then call get_next_action.", what, n.From)
+		out.Instruction = fmt.Sprintf("You have %s from %s. Call get_pending_messages, answer with respond_chat or send_message (send_conversation_message within a conversation), then call get_next_action. %s", what, n.From, markerHelp)
 	case fsstore.ActGetNotifications:
 		out.Instruction = "A notification arrived. Call get_notifications and act on it, then call get_next_action."
 	case fsstore.ActLogout:
 		out.Instruction = fmt.Sprintf("Nothing has happened in this chat session for %s. Call logout, then exit; aipm starts you again when a message arrives.", cfg.Defaults.ChatIdleTimeout.Duration)
 	}
 	return out
+}
+
+// delegationProgress says where the open delegations of a task stand.
+func delegationProgress(n fsstore.Next) string {
+	var parts []string
+	for _, d := range n.Delegations {
+		if !d.Open() {
+			continue
+		}
+		p := fmt.Sprintf("delegation %s to %s is %s", d.ID, d.Target, d.Status)
+		for _, c := range n.Progress {
+			if slices.Contains(d.Conversations, c.ID) {
+				p += fmt.Sprintf("; conversation %s is %s after %d of %d turns", c.ID, c.State, c.Turns, c.MaxTurns)
+			}
+		}
+		parts = append(parts, p)
+	}
+	return strings.Join(parts, "; ")
+}
+
+// delegationReminder reminds a chat session of the delegations it is
+// carrying out (those listing conversation cnv, when given): the task
+// session waits for report_delegation_completed.
+func (s *Server) delegationReminder(ses fsstore.Session, cnv string) string {
+	ds, err := s.store.Delegations(fsstore.DelegationFilter{Agent: ses.Agent, Status: fsstore.DlgProcessing})
+	if err != nil {
+		return ""
+	}
+	var b strings.Builder
+	for _, d := range ds {
+		if d.SessionID == ses.ID && (cnv == "" || slices.Contains(d.Conversations, cnv)) {
+			fmt.Fprintf(&b, "If delegation %s (%q) is done, call report_delegation_completed(delegation_id=%q, result=what came of it); your task session waits for it. ", d.ID, d.Purpose, d.ID)
+		}
+	}
+	return b.String()
 }

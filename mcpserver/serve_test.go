@@ -3,6 +3,7 @@ package mcpserver_test
 import (
 	"context"
 	"encoding/json"
+	"fmt"
 	"os"
 	"os/exec"
 	"strings"
@@ -96,6 +97,12 @@ func TestAuthorizationMatrix(t *testing.T) {
 		"send_conversation_message":    {"content": "matrix"},
 		"respond_conversation_message": {"content": "matrix"},
 		"get_conversation_messages":    {"conversation_id": "cnv_01M7YZWACRA0328GMTHNDHB18Z"},
+		"delegate_to_chat_session":     {"target_agent_id": "reviewer", "purpose": "matrix"},
+		"report_delegation_completed":  {"delegation_id": "dlg_01M7YZWACRA0328GMTHNDHB18Z", "result": "matrix"},
+		"request_task":                 {"title": "matrix"},
+		"notify_task_session":          {"message": "matrix"},
+		"update_task_from_chat":        {"task_id": task.ID, "description": "matrix"},
+		"start_task_from_chat":         {"task_id": task.ID},
 	}
 	refusedWith := func(level, purpose string) string {
 		switch {
@@ -139,9 +146,16 @@ func TestAuthorizationMatrix(t *testing.T) {
 			})
 		}
 	}
-	// Tools of the table that this version does not serve say so.
-	if r := call(t, cs, "delegate_to_chat_session", map[string]any{}); r.code() != "not_available" {
-		t.Errorf("delegate_to_chat_session: %s", r.text)
+	// Every tool of the table is served: help lists none as not available.
+	r := call(t, cs, "help", map[string]any{})
+	tools, _ := r.data["tools"].([]any)
+	if len(tools) != len(builtTools(t, cs)) {
+		t.Errorf("help lists %d tools, the server serves %d", len(tools), len(builtTools(t, cs)))
+	}
+	for _, x := range tools {
+		if m, _ := x.(map[string]any); strings.Contains(fmt.Sprint(m["why"]), "not available") {
+			t.Errorf("help lists a tool that is not served: %v", m)
+		}
 	}
 }
 

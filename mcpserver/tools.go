@@ -35,6 +35,13 @@ func tools() []toolSpec {
 		{"send_conversation_message", addSendConversationMessage("send_conversation_message")},
 		{"respond_conversation_message", addSendConversationMessage("respond_conversation_message")},
 		{"get_conversation_messages", addGetConversationMessages},
+		{"request_task", addRequestTask},
+		{"delegate_to_chat_session", addDelegate},
+		{"report_delegation_completed", addReportDelegation},
+		{"get_task_conversations", addGetTaskConversations},
+		{"notify_task_session", addNotifyTaskSession},
+		{"update_task_from_chat", addUpdateTaskFromChat},
+		{"start_task_from_chat", addStartTaskFromChat},
 	}
 }
 

@@ -68,19 +68,11 @@ type GetPendingMessagesIn struct {
 }
 
 type PendingMessagesOut struct {
-	PendingMessages    []MessageView       `json:"pending_messages" jsonschema:"unread messages sent to you, oldest first; they count as read from your next call on; redelivered: true on one that may have reached an earlier session"`
-	HasMore            bool                `json:"has_more" jsonschema:"more unread messages wait: call get_pending_messages again"`
-	Context            []MessageView       `json:"context" jsonschema:"the last messages you had already seen, oldest first"`
-	PendingDelegations []PendingDelegation `json:"pending_delegations" jsonschema:"delegations from your task sessions waiting for you"`
-	Instruction        string              `json:"instruction"`
-}
-
-// PendingDelegation is a request from one of your task sessions that your chat
-// session do some talking for it.
-type PendingDelegation struct {
-	ID      string `json:"id"`
-	TaskID  string `json:"task_id"`
-	Purpose string `json:"purpose"`
+	PendingMessages    []MessageView    `json:"pending_messages" jsonschema:"unread messages sent to you, oldest first; they count as read from your next call on; redelivered: true on one that may have reached an earlier session"`
+	HasMore            bool             `json:"has_more" jsonschema:"more unread messages wait: call get_pending_messages again"`
+	Context            []MessageView    `json:"context" jsonschema:"the last messages you had already seen, oldest first"`
+	PendingDelegations []DelegationView `json:"pending_delegations" jsonschema:"delegations from your own task sessions that are not done yet (pending or processing): carry each out and close it with report_delegation_completed"`
+	Instruction        string           `json:"instruction"`
 }
 
 // contextMessages is how many already-seen messages come with new ones.
@@ -108,7 +100,11 @@ func addGetPendingMessages(srv *mcp.Server, s *Server) {
 		if err != nil {
 			return nil, PendingMessagesOut{}, fromStore(err, "agent_not_found")
 		}
-		out := PendingMessagesOut{PendingMessages: messageViews(msgs), HasMore: more, Context: messageViews(seen), PendingDelegations: []PendingDelegation{}}
+		dlgs, err := s.store.Delegations(fsstore.DelegationFilter{Agent: ses.Agent, Open: true})
+		if err != nil {
+			return nil, PendingMessagesOut{}, fromStore(err, "delegation_not_found")
+		}
+		out := PendingMessagesOut{PendingMessages: messageViews(msgs), HasMore: more, Context: messageViews(seen), PendingDelegations: delegationViews(dlgs)}
 		replyTo := ""
 		for _, m := range msgs {
 			if m.Kind != fsstore.KindSystem {
@@ -130,6 +126,10 @@ func addGetPendingMessages(srv *mcp.Server, s *Server) {
 		if more {
 			out.Instruction = "More unread messages wait: call get_pending_messages again after these. " + out.Instruction
 		}
+		if len(dlgs) > 0 {
+			out.Instruction += fmt.Sprintf(" You also have %d open delegation(s) from your task session (pending_delegations): carry each out and close it with report_delegation_completed.", len(dlgs))
+		}
+		out.Instruction += " " + markerHelp
 		return nil, out, nil
 	})
 }

@@ -51,6 +51,7 @@ type StartConversationIn struct {
 	Purpose        string `json:"purpose,omitempty" jsonschema:"what the conversation is for (shown to the other agent), at most 500 characters"`
 	InitialMessage string `json:"initial_message,omitempty" jsonschema:"the first message, sent with the request (at most 4000 characters)"`
 	MaxTurns       int    `json:"max_turns,omitempty" jsonschema:"messages the conversation may hold, both directions together: 2 to 40 (default 20)"`
+	DelegationID   string `json:"delegation_id,omitempty" jsonschema:"the dlg_ id of the delegation this conversation carries out; default: your one delegation in progress to this agent, if any"`
 }
 
 func addStartConversation(srv *mcp.Server, s *Server) {
@@ -66,6 +67,7 @@ func addStartConversation(srv *mcp.Server, s *Server) {
 		}
 		c, msg, err := s.store.StartConversation(ctx, cfg, fsstore.NewConversation{
 			From: ses.Agent, To: in.TargetAgentID, Purpose: in.Purpose, InitialMessage: in.InitialMessage, MaxTurns: in.MaxTurns,
+			DelegationID: in.DelegationID,
 		})
 		if err != nil {
 			return nil, ConversationOut{}, fromStore(err, "conversation_not_found")

@@ -92,6 +92,7 @@ func TestToolAnnotations(t *testing.T) {
 		"list_tasks":  {"session_token": token},
 
 		"get_conversation_messages": {"session_token": token, "conversation_id": "cnv_01M80000000000000000000000"},
+		"get_task_conversations":    {"session_token": token},
 	}
 	res, err := cs.ListTools(context.Background(), nil)
 	if err != nil {

@@ -110,3 +110,61 @@ func notificationViews(ns []fsstore.Notification) []NotificationView {
 	}
 	return out
 }
+
+// DelegationView is a delegation as tools show it.
+type DelegationView struct {
+	ID              string    `json:"id"`
+	AgentID         string    `json:"agent_id" jsonschema:"the owner: its task session made it, its chat session carries it out"`
+	TargetAgentID   string    `json:"target_agent_id"`
+	TaskID          string    `json:"task_id"`
+	Purpose         string    `json:"purpose"`
+	Context         string    `json:"context,omitempty"`
+	Status          string    `json:"status" jsonschema:"pending, processing, completed or failed"`
+	Result          string    `json:"result,omitempty"`
+	ConversationIDs []string  `json:"conversation_ids,omitempty" jsonschema:"conversations started to carry it out"`
+	CreatedAt       time.Time `json:"created_at"`
+	CompletedAt     time.Time `json:"completed_at,omitzero"`
+}
+
+func delegationView(d fsstore.Delegation) DelegationView {
+	return DelegationView{
+		ID: d.ID, AgentID: d.Agent, TargetAgentID: d.Target, TaskID: d.TaskID, Purpose: d.Purpose, Context: d.Context,
+		Status: d.Status, Result: d.Result, ConversationIDs: d.Conversations, CreatedAt: d.CreatedAt, CompletedAt: d.CompletedAt,
+	}
+}
+
+func delegationViews(ds []fsstore.Delegation) []DelegationView {
+	out := make([]DelegationView, 0, len(ds))
+	for _, d := range ds {
+		out = append(out, delegationView(d))
+	}
+	return out
+}
+
+// ConversationView is a conversation as tools show it.
+type ConversationView struct {
+	ID            string    `json:"id"`
+	InitiatorID   string    `json:"initiator_id"`
+	ParticipantID string    `json:"participant_id"`
+	Purpose       string    `json:"purpose,omitempty"`
+	State         string    `json:"state" jsonschema:"pending, active, terminating, ended or expired"`
+	Turns         int       `json:"turns"`
+	MaxTurns      int       `json:"max_turns"`
+	TaskID        string    `json:"task_id,omitempty"`
+	EndReason     string    `json:"end_reason,omitempty"`
+	EndedBy       string    `json:"ended_by,omitempty"`
+	CreatedAt     time.Time `json:"created_at"`
+	EndedAt       time.Time `json:"ended_at,omitzero"`
+}
+
+func conversationViews(cs []fsstore.Conversation) []ConversationView {
+	out := make([]ConversationView, 0, len(cs))
+	for _, c := range cs {
+		out = append(out, ConversationView{
+			ID: c.ID, InitiatorID: c.Initiator, ParticipantID: c.Participant, Purpose: c.Purpose, State: c.State,
+			Turns: c.Turns, MaxTurns: c.MaxTurns, TaskID: c.TaskID, EndReason: c.EndReason, EndedBy: c.EndedBy,
+			CreatedAt: c.CreatedAt, EndedAt: c.EndedAt,
+		})
+	}
+	return out
+}

@@ -165,6 +165,9 @@ func (e *env) writeMessage(m fsstore.Message, who string) {
 	if m.Kind == fsstore.KindSystem || m.SenderID == fsstore.SystemSender {
 		who = "[system] " + who
 	}
+	if m.ConversationID != "" {
+		who += " [" + m.ConversationID + "]"
+	}
 	indent := "\n" + strings.Repeat(" ", len(stamp)+2)
 	text := strings.ReplaceAll(visible(strings.TrimRight(m.Content, "\n")), "\n", indent)
 	fmt.Fprintf(e.stdout, "%s  %s: %s\n", visible(stamp), visible(who), text)

@@ -58,6 +58,9 @@ type statusReport struct {
 	Tasks    map[string]int    `json:"tasks"` // count by status, every status present
 	Pending  int               `json:"tasksPendingApproval"`
 	Triggers []fsstore.Trigger `json:"pendingTriggers"`
+	// Conversations and Delegations are the open ones.
+	Conversations []fsstore.Conversation `json:"openConversations"`
+	Delegations   []fsstore.Delegation   `json:"openDelegations"`
 }
 
 type agentStatus struct {
@@ -87,6 +90,8 @@ var statusSections = []statusSection{
 	{collectAgents, printAgents},
 	{collectTasks, printTasks},
 	{collectTriggers, printTriggers},
+	{collectConversations, printConversations},
+	{collectDelegations, printDelegations},
 }
 
 func statusRun(ctx context.Context, o *statusOptions) error {
@@ -146,7 +151,8 @@ func (o *statusOptions) draw(ctx context.Context, store *fsstore.Store) error {
 	if err != nil {
 		return err
 	}
-	r := &statusReport{Project: cfg.Project.Name, Agents: []agentStatus{}, Tasks: map[string]int{}, Triggers: []fsstore.Trigger{}}
+	r := &statusReport{Project: cfg.Project.Name, Agents: []agentStatus{}, Tasks: map[string]int{}, Triggers: []fsstore.Trigger{},
+		Conversations: []fsstore.Conversation{}, Delegations: []fsstore.Delegation{}}
 	for _, s := range statusSections {
 		if err := s.collect(ctx, store, cfg, r); err != nil {
 			return fmt.Errorf("status: %w", err)
@@ -267,4 +273,32 @@ func printTriggers(e *env, w io.Writer, r *statusReport) error {
 		t.add(tr.Agent+"."+tr.Purpose, dash(tr.TaskID), e.timeText(tr.CreatedAt), visible(tr.Reason))
 	}
 	return t.print(w, e.colour)
+}
+
+func collectConversations(ctx context.Context, store *fsstore.Store, cfg *fsstore.Config, r *statusReport) error {
+	cs, err := store.ListConversations(ctx, cfg, false)
+	r.Conversations = append(r.Conversations, cs...)
+	return err
+}
+
+func printConversations(e *env, w io.Writer, r *statusReport) error {
+	if len(r.Conversations) == 0 {
+		_, err := fmt.Fprintln(w, "no open conversations")
+		return err
+	}
+	return conversationTable(r.Conversations).print(w, e.colour)
+}
+
+func collectDelegations(ctx context.Context, store *fsstore.Store, cfg *fsstore.Config, r *statusReport) error {
+	ds, err := store.Delegations(fsstore.DelegationFilter{Open: true})
+	r.Delegations = append(r.Delegations, ds...)
+	return err
+}
+
+func printDelegations(e *env, w io.Writer, r *statusReport) error {
+	if len(r.Delegations) == 0 {
+		_, err := fmt.Fprintln(w, "no open delegations")
+		return err
+	}
+	return delegationTable(r.Delegations, false).print(w, e.colour)
 }

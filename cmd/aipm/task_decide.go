@@ -87,8 +87,16 @@ func taskDecideRun(cmd *cobra.Command, o *taskDecideOptions) error {
 // than the one deciding, that its request was rejected and why; it returns
 // who was told.
 func notifyRejected(cmd *cobra.Command, store *fsstore.Store, cfg *fsstore.Config, t fsstore.Task, by, reason string) (string, error) {
-	a, ok := cfg.Agent(t.Requester)
-	if !ok || a.Type != fsstore.AgentAI || a.ID == by {
+	// The AI agent that would have done the work: the assignee of a task
+	// requested through chat, or the AI that requested it for itself.
+	var a fsstore.Agent
+	for _, id := range []string{t.Assignee, t.Requester} {
+		if c, ok := cfg.Agent(id); ok && c.Type == fsstore.AgentAI && c.ID != by {
+			a = c
+			break
+		}
+	}
+	if a.ID == "" {
 		return "", nil
 	}
 	if reason == "" {

@@ -1,0 +1,245 @@
+package main
+
+import (
+	"context"
+	"fmt"
+	"strings"
+
+	"github.com/spf13/cobra"
+
+	"aipm/fsstore"
+)
+
+type conversationsOptions struct {
+	e    *env
+	All  bool
+	JSON bool
+}
+
+func newCmdConversations(e *env, runF func(context.Context, *conversationsOptions) error) *cobra.Command {
+	o := &conversationsOptions{e: e}
+	c := &cobra.Command{
+		Use:   "conversations [--all]",
+		Short: "List open conversations between AI agents",
+		Long: `List the conversations that are not closed yet (pending, active, or ended
+but not yet told to both parties), oldest first; --all lists every
+conversation. A conversation past its timeout is moved on as it is read.`,
+		Example: "  aipm conversations\n  aipm conversations --all --json",
+		Args:    argsNone,
+		RunE: func(cmd *cobra.Command, args []string) error {
+			if runF != nil {
+				return runF(cmd.Context(), o)
+			}
+			return conversationsRun(cmd.Context(), o)
+		},
+	}
+	c.Flags().BoolVar(&o.All, "all", false, "list closed conversations too")
+	c.Flags().BoolVar(&o.JSON, "json", false, "print the conversations as a JSON array")
+	return c
+}
+
+func conversationsRun(ctx context.Context, o *conversationsOptions) error {
+	store, cfg, err := o.e.open()
+	if err != nil {
+		return err
+	}
+	cs, err := store.ListConversations(ctx, cfg, o.All)
+	if err != nil {
+		return fmt.Errorf("conversations: %w", err)
+	}
+	switch {
+	case o.JSON:
+		return writeJSON(o.e.stdout, cs)
+	case len(cs) == 0 && o.All:
+		_, err := fmt.Fprintln(o.e.stdout, "no conversations")
+		return err
+	case len(cs) == 0:
+		_, err := fmt.Fprintln(o.e.stdout, "no open conversations (aipm conversations --all lists closed ones)")
+		return err
+	}
+	return conversationTable(cs).print(o.e.stdout, o.e.colour)
+}
+
+// conversationTable is the one table of conversations (conversations and status).
+func conversationTable(cs []fsstore.Conversation) *table {
+	t := &table{header: []string{"CONVERSATION", "STATE", "INITIATOR", "PARTICIPANT", "TURNS", "TASK", "PURPOSE"}}
+	for _, c := range cs {
+		state := c.State
+		if c.EndReason != "" {
+			state += " (" + c.EndReason + ")"
+		}
+		t.add(c.ID, state, c.Initiator, c.Participant, fmt.Sprintf("%d/%d", c.Turns, c.MaxTurns), dash(c.TaskID), visible(oneLine(c.Purpose)))
+	}
+	return t
+}
+
+// oneLine folds runs of white space (newlines included) into one space.
+func oneLine(s string) string { return strings.Join(strings.Fields(s), " ") }
+
+type conversationShowOptions struct {
+	e    *env
+	ID   string
+	JSON bool
+}
+
+func newCmdConversation(e *env) *cobra.Command {
+	return newNoun("conversation", "Show one conversation",
+		"Show one conversation between two AI agents: its fields, history and messages.",
+		"  aipm conversation show 01KAQ7",
+		newCmdConversationShow(e, nil))
+}
+
+func newCmdConversationShow(e *env, runF func(context.Context, *conversationShowOptions) error) *cobra.Command {
+	o := &conversationShowOptions{e: e}
+	c := &cobra.Command{
+		Use:   "show ID",
+		Short: "Show a conversation: fields, history and messages",
+		Long: `Show a conversation: its parties, state, turns, task, the history of its
+states, and its messages (from the initiator's chat log). The id may be any
+unique start of it, with or without cnv_. --json prints
+{"conversation": document, "messages": [...]}.`,
+		Example: "  aipm conversation show 01KAQ7\n  aipm conversation show cnv_01KAQ7ZB3C --json",
+		Args:    argsExactly(1, "exactly one conversation id"),
+		RunE: func(cmd *cobra.Command, args []string) error {
+			o.ID = args[0]
+			if runF != nil {
+				return runF(cmd.Context(), o)
+			}
+			return conversationShowRun(cmd.Context(), o)
+		},
+	}
+	c.Flags().BoolVar(&o.JSON, "json", false, "print the conversation and its messages as JSON")
+	return c
+}
+
+type conversationJSON struct {
+	Conversation fsstore.Conversation `json:"conversation"`
+	Messages     []fsstore.Message    `json:"messages"`
+}
+
+func conversationShowRun(ctx context.Context, o *conversationShowOptions) error {
+	store, cfg, err := o.e.open()
+	if err != nil {
+		return err
+	}
+	id, err := store.ResolveID(fsstore.Conversations, o.ID)
+	if err != nil {
+		return asUsage(err)
+	}
+	c, msgs, err := store.ConversationLog(ctx, cfg, id)
+	if err != nil {
+		return fmt.Errorf("conversation show: %w", err)
+	}
+	if o.JSON {
+		return writeJSON(o.e.stdout, conversationJSON{Conversation: c, Messages: msgs})
+	}
+	e := o.e
+	fields := []struct{ label, value string }{
+		{"id", c.ID},
+		{"state", c.State},
+		{"initiator", c.Initiator},
+		{"participant", c.Participant},
+		{"purpose", c.Purpose},
+		{"turns", fmt.Sprintf("%d of %d", c.Turns, c.MaxTurns)},
+		{"task", c.TaskID},
+		{"created", e.timeText(c.CreatedAt)},
+		{"ended", e.timeText(c.EndedAt)},
+		{"end reason", c.EndReason},
+		{"ended by", c.EndedBy},
+	}
+	if c.EndedAt.IsZero() {
+		fields[8].value = ""
+	}
+	for _, f := range fields {
+		if f.value != "" {
+			fmt.Fprintf(e.stdout, "%-12s %s\n", f.label+":", visible(f.value))
+		}
+	}
+	fmt.Fprintln(e.stdout, "history:")
+	for _, h := range c.History {
+		line := fmt.Sprintf("  %s  %s by %s", e.timeText(h.At), h.State, h.By)
+		if h.Reason != "" {
+			line += " (" + h.Reason + ")"
+		}
+		fmt.Fprintln(e.stdout, visible(line))
+	}
+	if len(msgs) == 0 {
+		_, err := fmt.Fprintln(e.stdout, "no messages")
+		return err
+	}
+	fmt.Fprintln(e.stdout, "messages:")
+	for _, m := range msgs {
+		to := m.ReceiverID
+		if to == "" {
+			to = c.Initiator
+		}
+		e.writeMessage(m, m.SenderID+" → "+to)
+	}
+	return nil
+}
+
+type delegationsOptions struct {
+	e    *env
+	All  bool
+	JSON bool
+}
+
+func newCmdDelegations(e *env, runF func(*delegationsOptions) error) *cobra.Command {
+	o := &delegationsOptions{e: e}
+	c := &cobra.Command{
+		Use:   "delegations [--all]",
+		Short: "List open delegations from task sessions to chat sessions",
+		Long: `List the delegations still open (pending or processing), oldest first: a
+task session asked its agent's chat session to talk to someone. --all lists
+completed and failed ones too, with their results.`,
+		Example: "  aipm delegations\n  aipm delegations --all --json",
+		Args:    argsNone,
+		RunE: func(cmd *cobra.Command, args []string) error {
+			if runF != nil {
+				return runF(o)
+			}
+			return delegationsRun(o)
+		},
+	}
+	c.Flags().BoolVar(&o.All, "all", false, "list completed and failed delegations too")
+	c.Flags().BoolVar(&o.JSON, "json", false, "print the delegations as a JSON array")
+	return c
+}
+
+func delegationsRun(o *delegationsOptions) error {
+	store, _, err := o.e.open()
+	if err != nil {
+		return err
+	}
+	ds, err := store.Delegations(fsstore.DelegationFilter{Open: !o.All})
+	if err != nil {
+		return fmt.Errorf("delegations: %w", err)
+	}
+	switch {
+	case o.JSON:
+		return writeJSON(o.e.stdout, ds)
+	case len(ds) == 0 && o.All:
+		_, err := fmt.Fprintln(o.e.stdout, "no delegations")
+		return err
+	case len(ds) == 0:
+		_, err := fmt.Fprintln(o.e.stdout, "no open delegations (aipm delegations --all lists closed ones)")
+		return err
+	}
+	return delegationTable(ds, o.All).print(o.e.stdout, o.e.colour)
+}
+
+// delegationTable is the one table of delegations (delegations and status).
+func delegationTable(ds []fsstore.Delegation, results bool) *table {
+	t := &table{header: []string{"DELEGATION", "STATUS", "AGENT", "TO", "TASK", "PURPOSE"}}
+	if results {
+		t.header = append(t.header, "RESULT")
+	}
+	for _, d := range ds {
+		row := []string{d.ID, d.Status, d.Agent, d.Target, d.TaskID, visible(oneLine(d.Purpose))}
+		if results {
+			row = append(row, dash(visible(oneLine(d.Result))))
+		}
+		t.add(row...)
+	}
+	return t
+}

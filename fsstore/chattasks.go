@@ -1,0 +1,172 @@
+package fsstore
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"slices"
+	"strings"
+)
+
+// Ancestors returns agent's parent chain in the config, nearest first.
+func (c *Config) Ancestors(agent string) []string {
+	var out []string
+	for a, ok := c.Agent(agent); ok && a.Parent != ""; a, ok = c.Agent(a.Parent) {
+		if slices.Contains(out, a.Parent) || a.Parent == agent {
+			break // a loop the config check missed
+		}
+		out = append(out, a.Parent)
+	}
+	return out
+}
+
+// humanAncestors are the humans in agent's parent chain, nearest first.
+func (c *Config) humanAncestors(agent string) []string {
+	var out []string
+	for _, id := range c.Ancestors(agent) {
+		if a, _ := c.Agent(id); a.Type == AgentHuman {
+			out = append(out, id)
+		}
+	}
+	return out
+}
+
+// TaskRequest is what request_task asks for. Requester is who wants the
+// work: the sender of the marked message (chat session) or the caller
+// (task session). The task is assigned to Agent.
+type TaskRequest struct {
+	Agent, Requester                       string
+	Title, Description, Priority, ParentID string
+	SourceMessageID                        string
+}
+
+// RequestedTask is the result of RequestTask.
+type RequestedTask struct {
+	Task Task `json:"task"`
+	// AskedToApprove are the humans told (by a system chat message) that
+	// the task waits for their approval.
+	AskedToApprove []string `json:"asked_to_approve"`
+}
+
+// RequestTask creates a backlog task assigned to in.Agent (DESIGN section
+// 11): approved at once when the requester is one of the agent's ancestors
+// in the config, otherwise pending_approval, and the requester's human
+// ancestors (or, if it has none, the agent's) get a system chat message
+// saying how to approve or reject it.
+func (s *Store) RequestTask(ctx context.Context, cfg *Config, in TaskRequest) (RequestedTask, error) {
+	approved := slices.Contains(cfg.Ancestors(in.Agent), in.Requester)
+	t, err := s.CreateTask(ctx, cfg, NewTask{
+		Title: in.Title, Description: in.Description, Priority: in.Priority, ParentID: in.ParentID,
+		Assignee: in.Agent, Requester: in.Requester, Status: StatusBacklog, NeedsApproval: !approved,
+		SourceMessageID: in.SourceMessageID,
+	})
+	if err != nil {
+		return RequestedTask{}, err
+	}
+	out := RequestedTask{Task: t, AskedToApprove: []string{}}
+	if approved {
+		return out, nil
+	}
+	deciders := cfg.humanAncestors(in.Requester)
+	if len(deciders) == 0 {
+		deciders = cfg.humanAncestors(in.Agent)
+	}
+	var failed []string
+	for _, h := range deciders {
+		if h == in.Requester {
+			continue
+		}
+		msg := fmt.Sprintf("%s asked %s for a task, which waits for your approval: %s %q. Approve it with `aipm task approve %s`, or reject it with `aipm task reject %s --reason \"...\"`.",
+			in.Requester, in.Agent, t.ID, t.Title, t.ID, t.ID)
+		if _, err := s.Send(ctx, cfg, OutgoingMessage{From: SystemSender, To: h, Content: msg, RelatedTaskID: t.ID, Kind: KindSystem}); err != nil {
+			failed = append(failed, fmt.Sprintf("%s (%v)", h, err))
+			continue
+		}
+		out.AskedToApprove = append(out.AskedToApprove, h)
+	}
+	if len(failed) > 0 {
+		return out, fmt.Errorf("task %s was created (pending_approval), but the request for approval did not reach %s", t.ID, strings.Join(failed, ", "))
+	}
+	return out, nil
+}
+
+// checkChatTask is the check shared by the chat tools that change a task:
+// it must be the agent's own, and not waiting for approval.
+func (s *Store) checkChatTask(agent, id string) (Task, error) {
+	if id == "" {
+		return Task{}, codeErr("task_required", "task_id is empty: pass the tsk_ id of the task (list_tasks shows yours)")
+	}
+	if err := CheckID(PrefixTask, id); err != nil {
+		return Task{}, codeErr("task_not_found", "%v", err)
+	}
+	t, err := s.Task(id)
+	if err != nil {
+		return Task{}, codeErr("task_not_found", "%v", err)
+	}
+	if t.Assignee != agent {
+		return Task{}, codeErr("not_task_assignee", "task %s is assigned to %q, not to you: you may change only your own tasks", id, t.Assignee)
+	}
+	if t.ApprovalStatus != ApprovalApproved {
+		return Task{}, codeErr("task_pending_approval", "task %s is %s: a human must approve it first (aipm task approve %s)", id, t.ApprovalStatus, id)
+	}
+	return t, nil
+}
+
+// UpdateTaskFromChat changes agent's task id on behalf of `by` (the sender
+// of the marked message), through UpdateTask's one transition check.
+func (s *Store) UpdateTaskFromChat(ctx context.Context, cfg *Config, agent, by, id string, description *string, status string) (Task, error) {
+	if _, err := s.checkChatTask(agent, id); err != nil {
+		return Task{}, err
+	}
+	if description == nil && status == "" {
+		return Task{}, codeErr("nothing_to_change", "pass description, status or both")
+	}
+	if description != nil {
+		if err := CheckText("description", *description); err != nil {
+			return Task{}, err
+		}
+	}
+	t, err := s.UpdateTask(ctx, cfg, id, by, TaskChange{Status: status, Description: description, RequireApproved: true})
+	return t, transitionErr(err)
+}
+
+// StartTaskFromChat moves agent's task id to in_progress on behalf of by.
+func (s *Store) StartTaskFromChat(ctx context.Context, cfg *Config, agent, by, id string) (Task, error) {
+	if _, err := s.checkChatTask(agent, id); err != nil {
+		return Task{}, err
+	}
+	t, err := s.UpdateTask(ctx, cfg, id, by, TaskChange{Status: StatusInProgress, RequireApproved: true})
+	return t, transitionErr(err)
+}
+
+// NotifyTaskSession leaves message for agent's task session (and only it)
+// about task id: related, or else the agent's task in progress.
+func (s *Store) NotifyTaskSession(ctx context.Context, agent, from, message, related string) (Notification, error) {
+	if strings.TrimSpace(message) == "" {
+		return Notification{}, codeErr("message_required", "message is empty: say what the task session should know")
+	}
+	if err := CheckText("content", message); err != nil {
+		return Notification{}, err
+	}
+	if related == "" {
+		related = s.taskInProgress(agent)
+		if related == "" {
+			return Notification{}, codeErr("task_required", "you have no task in progress: pass related_task_id (list_tasks shows yours)")
+		}
+	} else if t, err := s.Task(related); err != nil {
+		return Notification{}, codeErr("task_not_found", "%v", err)
+	} else if t.Assignee != agent {
+		return Notification{}, codeErr("not_task_assignee", "task %s is assigned to %q, not to you: notify_task_session reaches only your own task session", related, t.Assignee)
+	}
+	return s.Notify(ctx, agent, Notification{Type: NotifyInfo, TaskID: related, From: from, Message: message})
+}
+
+// transitionErr gives a refused task change the code invalid_transition,
+// keeping a code it already has.
+func transitionErr(err error) error {
+	var ce *CodeError
+	if err == nil || errors.As(err, &ce) {
+		return err
+	}
+	return codeErr("invalid_transition", "%v", err)
+}

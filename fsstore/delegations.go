@@ -1,0 +1,364 @@
+package fsstore
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"os"
+	"path/filepath"
+	"slices"
+	"sort"
+	"strings"
+	"time"
+)
+
+// Delegation states (DESIGN section 10, seed 002).
+const (
+	DlgPending    = "pending"
+	DlgProcessing = "processing"
+	DlgCompleted  = "completed"
+	DlgFailed     = "failed"
+)
+
+// dlgTransitions is the one table of delegation state changes.
+var dlgTransitions = map[string][]string{
+	DlgPending:    {DlgProcessing},
+	DlgProcessing: {DlgCompleted, DlgFailed},
+}
+
+// Delegation is delegations/<id>.json: a task session asking the same
+// agent's chat session to talk to someone for it (seed 002).
+type Delegation struct {
+	ID string `json:"id"`
+	// Agent owns the delegation: its task session made it, its chat
+	// session carries it out.
+	Agent   string `json:"agentId"`
+	Target  string `json:"targetAgentId"`
+	TaskID  string `json:"taskId"`
+	Purpose string `json:"purpose"`
+	Context string `json:"context,omitempty"`
+	Status  string `json:"status"`
+	Result  string `json:"result,omitempty"`
+	// SessionID is the chat session carrying it out (processing).
+	SessionID string `json:"sessionId,omitempty"`
+	// Conversations started to carry it out.
+	Conversations []string     `json:"conversationIds,omitempty"`
+	CreatedAt     time.Time    `json:"createdAt"`
+	ProcessedAt   time.Time    `json:"processedAt,omitzero"`
+	CompletedAt   time.Time    `json:"completedAt,omitzero"`
+	History       []Transition `json:"history"`
+}
+
+// Open says whether the delegation is still to be carried out.
+func (d *Delegation) Open() bool { return d.Status == DlgPending || d.Status == DlgProcessing }
+
+// move is the one place a delegation changes state.
+func (d *Delegation) move(to, by string, now time.Time) error {
+	if !slices.Contains(dlgTransitions[d.Status], to) {
+		return codeErr("delegation_not_open", "delegation %s is %s and cannot become %s", d.ID, d.Status, to)
+	}
+	d.Status = to
+	d.History = append(d.History, Transition{State: to, At: now, By: by})
+	switch to {
+	case DlgProcessing:
+		d.ProcessedAt = now
+	case DlgCompleted, DlgFailed:
+		d.CompletedAt = now
+	}
+	return nil
+}
+
+// NewDelegation is what delegate_to_chat_session asks for.
+type NewDelegation struct {
+	Agent, TaskID, Target, Purpose, Context string
+}
+
+// CreateDelegation checks and writes a pending delegation for agent's task.
+// The target must be an agent of the project other than agent.
+func (s *Store) CreateDelegation(ctx context.Context, cfg *Config, in NewDelegation) (Delegation, error) {
+	if in.Target == in.Agent {
+		return Delegation{}, codeErr("cannot_message_self", "you cannot delegate talking to yourself (%s): name the agent your chat session should talk to", in.Agent)
+	}
+	if err := s.CheckRecipient(cfg, in.Agent, in.Target); err != nil {
+		return Delegation{}, err
+	}
+	if strings.TrimSpace(in.Purpose) == "" {
+		return Delegation{}, codeErr("purpose_required", "purpose is empty: say what your chat session should tell or ask %s", in.Target)
+	}
+	if err := CheckText("purpose", in.Purpose); err != nil {
+		return Delegation{}, err
+	}
+	if err := CheckText("context", in.Context); err != nil {
+		return Delegation{}, err
+	}
+	if in.TaskID == "" {
+		return Delegation{}, codeErr("task_required", "this session has no task: delegations belong to a task")
+	}
+	now := time.Now().UTC()
+	d := Delegation{
+		ID: NewID(PrefixDelegation), Agent: in.Agent, Target: in.Target, TaskID: in.TaskID,
+		Purpose: in.Purpose, Context: in.Context, Status: DlgPending, CreatedAt: now,
+		History: []Transition{{State: DlgPending, At: now, By: in.Agent}},
+	}
+	path, _ := s.DocPath(Delegations, d.ID)
+	_, err := UpdateDoc(ctx, s, path, ModeFile, func(doc *Delegation, exists bool) error {
+		if exists {
+			return fmt.Errorf("delegation %s: %w", d.ID, ErrExists)
+		}
+		*doc = d
+		return nil
+	})
+	return d, err
+}
+
+// Delegation reads one delegation; a malformed or unknown id is
+// delegation_not_found.
+func (s *Store) Delegation(id string) (Delegation, error) {
+	path, err := s.DocPath(Delegations, id)
+	if err != nil {
+		return Delegation{}, codeErr("delegation_not_found", "%v", err)
+	}
+	var d Delegation
+	if err := s.ReadDoc(path, &d); err != nil {
+		if errors.Is(err, ErrNotFound) {
+			return Delegation{}, codeErr("delegation_not_found", "delegation %s does not exist: check the id (process_delegation and pending_delegations carry it)", id)
+		}
+		return Delegation{}, err
+	}
+	return d, nil
+}
+
+// DelegationFilter selects delegations; empty fields match everything.
+type DelegationFilter struct {
+	Agent   string   // the owner
+	TaskIDs []string // any of these tasks
+	Open    bool     // pending or processing only
+	Status  string
+}
+
+func (f DelegationFilter) match(d Delegation) bool {
+	return (f.Agent == "" || d.Agent == f.Agent) &&
+		(len(f.TaskIDs) == 0 || slices.Contains(f.TaskIDs, d.TaskID)) &&
+		(!f.Open || d.Open()) &&
+		(f.Status == "" || d.Status == f.Status)
+}
+
+// Delegations lists the delegations that match f, oldest first. Unreadable
+// documents are skipped (doctor reports them).
+func (s *Store) Delegations(f DelegationFilter) ([]Delegation, error) {
+	dir := s.CollectionDir(Delegations)
+	entries, err := os.ReadDir(dir)
+	if errors.Is(err, os.ErrNotExist) {
+		return nil, nil
+	}
+	if err != nil {
+		return nil, fmt.Errorf("list delegations: %w", err)
+	}
+	var out []Delegation
+	for _, e := range entries {
+		id, ok := strings.CutSuffix(e.Name(), ".json")
+		if !ok || CheckID(PrefixDelegation, id) != nil {
+			continue
+		}
+		var d Delegation
+		if err := s.ReadDoc(filepath.Join(dir, e.Name()), &d); err != nil {
+			continue
+		}
+		if f.match(d) {
+			out = append(out, d)
+		}
+	}
+	sort.Slice(out, func(i, j int) bool { return out[i].ID < out[j].ID })
+	return out, nil
+}
+
+// PendingDelegations lists the delegations of the project that wait for a
+// chat session, oldest first: pending ones, and processing ones whose chat
+// session has ended (the next chat session of the agent takes them over).
+// Each names the agent (Delegation.Agent) whose chat session must take it:
+// what the watcher turns into chat triggers.
+func (s *Store) PendingDelegations(ctx context.Context) ([]Delegation, error) {
+	open, err := s.Delegations(DelegationFilter{Open: true})
+	if err != nil {
+		return nil, err
+	}
+	var out []Delegation
+	for _, d := range open {
+		if s.waitsForChat(d, "") {
+			out = append(out, d)
+		}
+	}
+	return out, nil
+}
+
+// waitsForChat says whether a chat session (other than the one with id
+// current) should take d: it is pending, or processing by a session that
+// is no longer live.
+func (s *Store) waitsForChat(d Delegation, current string) bool {
+	switch {
+	case d.Status == DlgPending:
+		return true
+	case d.Status != DlgProcessing || d.SessionID == current:
+		return false
+	}
+	ses, err := s.Session(d.SessionID)
+	return err != nil || !ses.EndedAt.IsZero() || !ses.Live(time.Now())
+}
+
+// updateDelegation is the locked read-change-write of one delegation.
+func (s *Store) updateDelegation(ctx context.Context, id string, fn func(d *Delegation, now time.Time) error) (Delegation, error) {
+	if _, err := s.Delegation(id); err != nil {
+		return Delegation{}, err
+	}
+	path, _ := s.DocPath(Delegations, id)
+	return UpdateDoc(ctx, s, path, ModeFile, func(d *Delegation, exists bool) error {
+		if !exists {
+			return codeErr("delegation_not_found", "delegation %s does not exist", id)
+		}
+		return fn(d, time.Now().UTC())
+	})
+}
+
+// takeDelegation gives agent's delegation to chat session ses: a pending
+// one becomes processing; a processing one whose session has ended is
+// taken over (its state stays, the history says so). False when another
+// session took it first.
+func (s *Store) takeDelegation(ctx context.Context, ses Session, id string) (Delegation, bool, error) {
+	took := false
+	d, err := s.updateDelegation(ctx, id, func(d *Delegation, now time.Time) error {
+		if d.Agent != ses.Agent || !s.waitsForChat(*d, ses.ID) {
+			return ErrNoChange
+		}
+		took = true
+		if d.Status == DlgProcessing {
+			d.History = append(d.History, Transition{State: DlgProcessing, At: now, By: ses.Agent, Reason: "taken over from " + d.SessionID})
+			d.SessionID = ses.ID
+			return nil
+		}
+		d.SessionID = ses.ID
+		return d.move(DlgProcessing, ses.Agent, now)
+	})
+	return d, took, err
+}
+
+// CompleteDelegation closes agent's delegation id with status (completed or
+// failed) and result. Only its owner may; a pending one is taken first.
+func (s *Store) CompleteDelegation(ctx context.Context, agent, id, status, result string) (Delegation, error) {
+	if status == "" {
+		status = DlgCompleted
+	}
+	if status != DlgCompleted && status != DlgFailed {
+		return Delegation{}, codeErr("invalid_status", "status %q is invalid: use completed or failed", status)
+	}
+	if strings.TrimSpace(result) == "" {
+		return Delegation{}, codeErr("result_required", "result is empty: say what came of it (the answer, or why it failed); the task session reads it")
+	}
+	if err := CheckText("result", result); err != nil {
+		return Delegation{}, err
+	}
+	return s.updateDelegation(ctx, id, func(d *Delegation, now time.Time) error {
+		if d.Agent != agent {
+			return codeErr("not_delegation_owner", "delegation %s belongs to %s, not you: you can report only your own delegations", d.ID, d.Agent)
+		}
+		if d.Status == DlgPending {
+			if err := d.move(DlgProcessing, agent, now); err != nil {
+				return err
+			}
+		}
+		if err := d.move(status, agent, now); err != nil {
+			return codeErr("delegation_not_open", "delegation %s is already %s: there is nothing more to report", d.ID, d.Status)
+		}
+		d.Result = result
+		return nil
+	})
+}
+
+// delegationFor finds the delegation a conversation from agent to target
+// carries out: the given one (which must be agent's, open, and for target),
+// or agent's one processing delegation for target, if exactly one.
+func (s *Store) delegationFor(agent, target, id string) (*Delegation, error) {
+	if id != "" {
+		d, err := s.Delegation(id)
+		if err != nil {
+			return nil, err
+		}
+		switch {
+		case d.Agent != agent:
+			return nil, codeErr("not_delegation_owner", "delegation %s belongs to %s, not you", d.ID, d.Agent)
+		case !d.Open():
+			return nil, codeErr("delegation_not_open", "delegation %s is already %s", d.ID, d.Status)
+		case d.Target != target:
+			return nil, codeErr("delegation_target_mismatch", "delegation %s is to talk to %s, not %s", d.ID, d.Target, target)
+		}
+		return &d, nil
+	}
+	ds, err := s.Delegations(DelegationFilter{Agent: agent, Status: DlgProcessing})
+	if err != nil {
+		return nil, err
+	}
+	var match []Delegation
+	for _, d := range ds {
+		if d.Target == target {
+			match = append(match, d)
+		}
+	}
+	if len(match) == 1 {
+		return &match[0], nil
+	}
+	return nil, nil
+}
+
+// recordConversation notes that conversation cnv carries out delegation id.
+func (s *Store) recordConversation(ctx context.Context, id, cnv string) error {
+	_, err := s.updateDelegation(ctx, id, func(d *Delegation, _ time.Time) error {
+		if slices.Contains(d.Conversations, cnv) {
+			return ErrNoChange
+		}
+		d.Conversations = append(d.Conversations, cnv)
+		return nil
+	})
+	return err
+}
+
+// TaskConversations are the conversations and delegations of a task and
+// its parent (get_task_conversations).
+type TaskConversations struct {
+	TaskIDs       []string       `json:"task_ids"`
+	Delegations   []Delegation   `json:"delegations"`
+	Conversations []Conversation `json:"conversations"`
+}
+
+// TaskConversations returns the delegations and conversations of task id
+// and of its parent, oldest first, with due conversation timeouts applied.
+func (s *Store) TaskConversations(ctx context.Context, cfg *Config, id string) (TaskConversations, error) {
+	t, err := s.Task(id)
+	if err != nil {
+		return TaskConversations{}, err
+	}
+	out := TaskConversations{TaskIDs: []string{t.ID}, Delegations: []Delegation{}, Conversations: []Conversation{}}
+	if t.ParentID != "" {
+		out.TaskIDs = append(out.TaskIDs, t.ParentID)
+	}
+	ds, err := s.Delegations(DelegationFilter{TaskIDs: out.TaskIDs})
+	if err != nil {
+		return out, err
+	}
+	out.Delegations = append(out.Delegations, ds...)
+	var ids []string
+	if err := s.eachConversation(func(c Conversation) error {
+		if slices.Contains(out.TaskIDs, c.TaskID) {
+			ids = append(ids, c.ID)
+		}
+		return nil
+	}); err != nil {
+		return out, err
+	}
+	for _, cid := range ids {
+		c, err := s.Conversation(ctx, cfg, cid)
+		if err != nil {
+			continue
+		}
+		out.Conversations = append(out.Conversations, c)
+	}
+	return out, nil
+}

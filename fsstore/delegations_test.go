@@ -1,0 +1,116 @@
+package fsstore
+
+import (
+	"context"
+	"strings"
+	"testing"
+)
+
+// A delegation goes to the agent's chat session once; if that session ends
+// before reporting it, the next chat session takes it over, and the
+// watcher's list (PendingDelegations) shows it again meanwhile.
+func TestDelegationTakeOver(t *testing.T) {
+	s, cfg := newConvStore(t)
+	ctx := context.Background()
+	task, err := s.CreateTask(ctx, cfg, NewTask{Title: "t", Assignee: "a", Requester: "h", Status: StatusInProgress})
+	if err != nil {
+		t.Fatal(err)
+	}
+	d, err := s.CreateDelegation(ctx, cfg, NewDelegation{Agent: "a", TaskID: task.ID, Target: "b", Purpose: "ask b"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	pending := func(want int) {
+		t.Helper()
+		ds, err := s.PendingDelegations(ctx)
+		if err != nil || len(ds) != want {
+			t.Fatalf("PendingDelegations = %v, %v; want %d", ds, err, want)
+		}
+	}
+	pending(1)
+	// Without a session, a delegation is chat work: authenticate picks chat
+	// (the task session is not live yet, so it comes first: request chat).
+	if n, err := s.Work(ctx, cfg, "a", PurposeChat, nil); err != nil || n.Action != ActProcessDelegation {
+		t.Fatalf("Work without a session: %+v %v", n, err)
+	}
+	first, _, err := s.Authenticate(ctx, cfg, "a", mustPasskey(t, s, "a"), "", PurposeChat)
+	if err != nil {
+		t.Fatal(err)
+	}
+	n, err := s.NextAction(ctx, cfg, first)
+	if err != nil || n.Action != ActProcessDelegation || n.Delegation.Status != DlgProcessing || n.Delegation.SessionID != first.ID {
+		t.Fatalf("first chat session: %+v %v", n, err)
+	}
+	if n, _ := s.NextAction(ctx, cfg, first); n.Action == ActProcessDelegation {
+		t.Fatalf("the same session was given its delegation twice")
+	}
+	pending(0)
+	// The task session waits while it is open.
+	taskSes := Session{ID: "ses_x", Agent: "a", Purpose: PurposeTask, TaskID: task.ID}
+	if n, err := s.taskWork(ctx, cfg, "a", &taskSes); err != nil || n.Action != ActWait || len(n.Delegations) != 1 {
+		t.Fatalf("task session: %+v %v", n, err)
+	}
+	if _, err := s.EndSession(ctx, first.ID, EndLogout); err != nil {
+		t.Fatal(err)
+	}
+	pending(1)
+	second, _, err := s.Authenticate(ctx, cfg, "a", mustPasskey(t, s, "a"), "", PurposeChat)
+	if err != nil {
+		t.Fatal(err)
+	}
+	n, err = s.NextAction(ctx, cfg, second)
+	if err != nil || n.Action != ActProcessDelegation || n.Delegation.SessionID != second.ID {
+		t.Fatalf("second chat session: %+v %v", n, err)
+	}
+	h := n.Delegation.History
+	if last := h[len(h)-1]; last.State != DlgProcessing || !strings.Contains(last.Reason, "taken over from "+first.ID) {
+		t.Fatalf("history: %+v", h)
+	}
+	// Only the owner reports it; then the task session works again.
+	if _, err := s.CompleteDelegation(ctx, "b", d.ID, DlgCompleted, "x"); err == nil {
+		t.Fatal("b closed a's delegation")
+	}
+	if _, err := s.CompleteDelegation(ctx, "a", d.ID, DlgFailed, "b did not answer"); err != nil {
+		t.Fatal(err)
+	}
+	if n, err := s.taskWork(ctx, cfg, "a", &taskSes); err != nil || n.Action != ActWork || n.Delegations[0].Status != DlgFailed {
+		t.Fatalf("task session after the report: %+v %v", n, err)
+	}
+	pending(0)
+}
+
+// A conversation started while a delegation to its participant is in
+// progress takes the delegation's task, and the delegation lists it.
+func TestConversationTakesDelegationTask(t *testing.T) {
+	s, cfg := newConvStore(t)
+	ctx := context.Background()
+	task, _ := s.CreateTask(ctx, cfg, NewTask{Title: "t", Assignee: "a", Requester: "h", Status: StatusInProgress})
+	d, err := s.CreateDelegation(ctx, cfg, NewDelegation{Agent: "a", TaskID: task.ID, Target: "b", Purpose: "ask b"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	ses, _, err := s.Authenticate(ctx, cfg, "a", mustPasskey(t, s, "a"), "", PurposeChat)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := s.NextAction(ctx, cfg, ses); err != nil {
+		t.Fatal(err)
+	}
+	// A conversation with someone else is not the delegation's.
+	other, _, err := s.StartConversation(ctx, cfg, NewConversation{From: "a", To: "c"})
+	if err != nil || other.TaskID != "" {
+		t.Fatalf("%+v %v", other, err)
+	}
+	c, _, err := s.StartConversation(ctx, cfg, NewConversation{From: "a", To: "b", Purpose: "ask"})
+	if err != nil || c.TaskID != task.ID {
+		t.Fatalf("%+v %v", c, err)
+	}
+	got, _ := s.Delegation(d.ID)
+	if len(got.Conversations) != 1 || got.Conversations[0] != c.ID {
+		t.Fatalf("delegation lists %v", got.Conversations)
+	}
+	tc, err := s.TaskConversations(ctx, cfg, task.ID)
+	if err != nil || len(tc.Conversations) != 1 || len(tc.Delegations) != 1 {
+		t.Fatalf("TaskConversations: %+v %v", tc, err)
+	}
+}

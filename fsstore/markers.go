@@ -1,0 +1,217 @@
+package fsstore
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"os"
+	"path/filepath"
+	"strings"
+	"time"
+	"unicode/utf8"
+)
+
+// Marker is a chat command marker (DESIGN section 11, seed 003): a human
+// writes it in a message to turn chat into one operation on tasks.
+type Marker string
+
+// The four markers, by the command word that follows "@@".
+const (
+	MarkerCreate Marker = "タスク作成" // request_task
+	MarkerNotify Marker = "タスク通知" // notify_task_session
+	MarkerAdjust Marker = "タスク調整" // update_task_from_chat
+	MarkerStart  Marker = "タスク開始" // start_task_from_chat
+)
+
+// Markers lists the markers in the order the instructions explain them.
+var Markers = []Marker{MarkerCreate, MarkerNotify, MarkerAdjust, MarkerStart}
+
+// markerInfo is the one table of what each marker authorizes and the code
+// of the refusal when it is missing.
+var markerInfo = map[Marker]struct{ tool, code, what string }{
+	MarkerCreate: {"request_task", "task_request_marker_required", "create a task"},
+	MarkerNotify: {"notify_task_session", "task_notify_marker_required", "notify your task session"},
+	MarkerAdjust: {"update_task_from_chat", "task_adjust_marker_required", "change a task"},
+	MarkerStart:  {"start_task_from_chat", "task_start_marker_required", "start a task"},
+}
+
+// String is the marker as a human types it, with half-width @ and colon.
+func (m Marker) String() string { return "@@" + string(m) + ":" }
+
+// Tool is the tool the marker authorizes.
+func (m Marker) Tool() string { return markerInfo[m].tool }
+
+// MarkerUse is one marker found in a text: which, and the text after it up
+// to the next marker or the end, trimmed.
+type MarkerUse struct {
+	Marker Marker
+	Body   string
+}
+
+// ParseMarkers is the one parser of chat command markers: it returns every
+// marker in text, in order. A marker is two at signs, each half-width (@)
+// or full-width (＠), the command word, then a colon, half-width (:) or
+// full-width (：). Anything else (one @, an unknown word, no colon) is
+// ordinary text.
+func ParseMarkers(text string) []MarkerUse {
+	var out []MarkerUse
+	bodyStart := -1
+	for i := 0; i < len(text); {
+		m, n := markerAt(text[i:])
+		if n == 0 {
+			_, size := utf8.DecodeRuneInString(text[i:])
+			i += size
+			continue
+		}
+		if bodyStart >= 0 {
+			out[len(out)-1].Body = strings.TrimSpace(text[bodyStart:i])
+		}
+		out = append(out, MarkerUse{Marker: m})
+		i += n
+		bodyStart = i
+	}
+	if bodyStart >= 0 {
+		out[len(out)-1].Body = strings.TrimSpace(text[bodyStart:])
+	}
+	return out
+}
+
+// FindMarker returns the first use of m in text.
+func FindMarker(text string, m Marker) (MarkerUse, bool) {
+	for _, u := range ParseMarkers(text) {
+		if u.Marker == m {
+			return u, true
+		}
+	}
+	return MarkerUse{}, false
+}
+
+// markerAt reports the marker that starts s and its length in bytes (0 if none).
+func markerAt(s string) (Marker, int) {
+	n := 0
+	for range 2 {
+		switch {
+		case strings.HasPrefix(s[n:], "@"):
+			n++
+		case strings.HasPrefix(s[n:], "＠"):
+			n += len("＠")
+		default:
+			return "", 0
+		}
+	}
+	for _, m := range Markers {
+		rest, ok := strings.CutPrefix(s[n:], string(m))
+		if !ok {
+			continue
+		}
+		switch {
+		case strings.HasPrefix(rest, ":"):
+			return m, len(s) - len(rest) + 1
+		case strings.HasPrefix(rest, "："):
+			return m, len(s) - len(rest) + len("：")
+		}
+	}
+	return "", 0
+}
+
+// markerLog is agents/<agent>/markers.json: the marked messages that have
+// already authorized an operation, so that one message authorizes one.
+type markerLog struct {
+	Used map[string]MarkerUsed `json:"used"`
+}
+
+// MarkerUsed records what a marked message was used for.
+type MarkerUsed struct {
+	Marker string    `json:"marker"`
+	Tool   string    `json:"tool"`
+	Result string    `json:"result,omitempty"` // the id of what it made or changed
+	At     time.Time `json:"at"`
+}
+
+// WithMarker runs op only if the latest message agent received from someone
+// else (not the system) carries marker m and has not authorized an operation
+// before (DESIGN section 11); what the caller passes as arguments does not
+// count. The check, op and the record of the use happen under one lock
+// (agents/<agent>/.lock, taken by nothing else, and always the outermost
+// lock), so two calls cannot both use one message. op gets the marked
+// message and the marker's body, and returns the id of what it made or
+// changed. A refusal changes nothing.
+func (s *Store) WithMarker(ctx context.Context, agent string, m Marker, op func(msg Message, body string) (string, error)) error {
+	info, ok := markerInfo[m]
+	if !ok {
+		return fmt.Errorf("unknown marker %q", string(m))
+	}
+	dir, err := s.AgentDir(agent)
+	if err != nil {
+		return err
+	}
+	if err := s.EnsureAgentDir(agent); err != nil {
+		return err
+	}
+	_, err = UpdateDoc(ctx, s, filepath.Join(dir, "markers.json"), ModeFile, func(log *markerLog, _ bool) error {
+		msg, err := s.LastReceived(agent)
+		if err != nil {
+			return err
+		}
+		if msg == nil {
+			return codeErr(info.code, "%s needs the marker %s in the latest message someone sent you, and you have received none: ask the human to send %s followed by what they want, then call %s again", info.tool, m, m, info.tool)
+		}
+		use, ok := FindMarker(msg.Content, m)
+		if !ok {
+			return codeErr(info.code, "%s needs the marker %s in the latest message someone sent you (%s from %s has none; a marker in your arguments does not count): ask %s to send %s followed by what they want if they want you to %s", info.tool, m, msg.ID, msg.SenderID, msg.SenderID, m, info.what)
+		}
+		if u, used := log.Used[msg.ID]; used {
+			return codeErr("marker_already_used", "message %s from %s already authorized %s (%s): one marked message authorizes one operation; ask %s to send a new %s message for another", msg.ID, msg.SenderID, u.Tool, u.Result, msg.SenderID, m)
+		}
+		result, err := op(*msg, use.Body)
+		if err != nil {
+			return err
+		}
+		if log.Used == nil {
+			log.Used = map[string]MarkerUsed{}
+		}
+		log.Used[msg.ID] = MarkerUsed{Marker: m.String(), Tool: info.tool, Result: result, At: time.Now().UTC()}
+		return nil
+	})
+	return err
+}
+
+// LastReceived returns the latest message in agent's chat log that someone
+// other than agent and the system sent to it, or nil. It reads backwards
+// from the end, a window at a time.
+func (s *Store) LastReceived(agent string) (*Message, error) {
+	path, err := s.ChatPath(agent)
+	if err != nil {
+		return nil, err
+	}
+	end, err := fileSize(path)
+	if err != nil || end == 0 {
+		return nil, err
+	}
+	for n := 16; ; n *= 4 {
+		msgs, err := s.tail(path, end, n)
+		if err != nil {
+			return nil, err
+		}
+		for i := len(msgs) - 1; i >= 0; i-- {
+			if m := msgs[i]; m.SenderID != agent && m.ReceiverID == "" && m.Kind != KindSystem && m.SenderID != SystemSender {
+				return &m, nil
+			}
+		}
+		if len(msgs) < n {
+			return nil, nil // the whole log (or the context window) was read
+		}
+	}
+}
+
+// fileSize is the size of path, 0 if it does not exist.
+func fileSize(path string) (int64, error) {
+	fi, err := os.Stat(path)
+	if errors.Is(err, os.ErrNotExist) {
+		return 0, nil
+	}
+	if err != nil {
+		return 0, err
+	}
+	return fi.Size(), nil
+}

@@ -1,0 +1,188 @@
+package fsstore
+
+import (
+	"context"
+	"errors"
+	"sync"
+	"testing"
+	"unicode/utf8"
+)
+
+func TestParseMarkers(t *testing.T) {
+	for _, tc := range []struct {
+		text string
+		want []MarkerUse
+	}{
+		{"@@タスク作成: ログイン機能を実装", []MarkerUse{{MarkerCreate, "ログイン機能を実装"}}},
+		{"＠＠タスク作成: ログイン機能を実装", []MarkerUse{{MarkerCreate, "ログイン機能を実装"}}},
+		{"@＠タスク作成:x", []MarkerUse{{MarkerCreate, "x"}}},
+		{"＠@タスク作成:x", []MarkerUse{{MarkerCreate, "x"}}},
+		{"@@タスク作成：全角コロン", []MarkerUse{{MarkerCreate, "全角コロン"}}},
+		{"@@タスク通知: レビュー完了しました", []MarkerUse{{MarkerNotify, "レビュー完了しました"}}},
+		{"@@タスク調整: タスクXXXの説明を更新", []MarkerUse{{MarkerAdjust, "タスクXXXの説明を更新"}}},
+		{"@@タスク開始: tsk_1", []MarkerUse{{MarkerStart, "tsk_1"}}},
+		{"お願いします。\n@@タスク作成: A\n@@タスク通知: B", []MarkerUse{{MarkerCreate, "A"}, {MarkerNotify, "B"}}},
+		{"@@@タスク作成: three at signs", []MarkerUse{{MarkerCreate, "three at signs"}}},
+		{"ログイン機能を作ってください", nil},
+		{"@タスク作成: one at sign", nil},
+		{"@@タスク作成 no colon", nil},
+		{"@@タスク削除: unknown word", nil},
+		{"＠＠ タスク作成: space", nil},
+		{"@@", nil},
+		{"", nil},
+	} {
+		got := ParseMarkers(tc.text)
+		if len(got) != len(tc.want) {
+			t.Errorf("%q: got %v, want %v", tc.text, got, tc.want)
+			continue
+		}
+		for i := range got {
+			if got[i] != tc.want[i] {
+				t.Errorf("%q: got %v, want %v", tc.text, got, tc.want)
+			}
+		}
+	}
+}
+
+func FuzzParseMarkers(f *testing.F) {
+	for _, s := range []string{"@@タスク作成: x", "＠＠タスク通知：y", "@＠タスク調整:", "@@@@タスク開始:@@タスク作成:", "\xff@@", "＠"} {
+		f.Add(s)
+	}
+	f.Fuzz(func(t *testing.T, s string) {
+		uses := ParseMarkers(s)
+		for _, u := range uses {
+			if _, ok := markerInfo[u.Marker]; !ok {
+				t.Fatalf("unknown marker %q from %q", u.Marker, s)
+			}
+			if utf8.ValidString(s) && !utf8.ValidString(u.Body) {
+				t.Fatalf("body %q of valid text %q is not valid UTF-8", u.Body, s)
+			}
+			if len(u.Body) > len(s) {
+				t.Fatalf("body longer than the text")
+			}
+		}
+		// A text with a marker in it still has it with text around it.
+		if len(uses) > 0 {
+			if again := ParseMarkers("x " + s + " y"); len(again) < len(uses) {
+				t.Fatalf("%q: %d markers, with text around it %d", s, len(uses), len(again))
+			}
+		}
+	})
+}
+
+// One marked message authorizes one operation, however many callers race
+// for it: the check, the operation and the record are under one lock.
+func TestWithMarkerOnce(t *testing.T) {
+	s, cfg := testStoreWith(t)
+	ctx := context.Background()
+	if _, err := s.Send(ctx, cfg, OutgoingMessage{From: "lead", To: "coder", Content: "@@タスク作成: one task"}); err != nil {
+		t.Fatal(err)
+	}
+	var mu sync.Mutex
+	ran, used := 0, 0
+	var wg sync.WaitGroup
+	for range 8 {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			err := s.WithMarker(ctx, "coder", MarkerCreate, func(msg Message, body string) (string, error) {
+				mu.Lock()
+				ran++
+				mu.Unlock()
+				if body != "one task" || msg.SenderID != "lead" {
+					t.Errorf("op got %q from %s", body, msg.SenderID)
+				}
+				return "tsk_x", nil
+			})
+			var ce *CodeError
+			switch {
+			case err == nil:
+			case errors.As(err, &ce) && ce.Code == "marker_already_used":
+				mu.Lock()
+				used++
+				mu.Unlock()
+			default:
+				t.Error(err)
+			}
+		}()
+	}
+	wg.Wait()
+	if ran != 1 || used != 7 {
+		t.Fatalf("op ran %d times, %d refused as used; want 1 and 7", ran, used)
+	}
+	// A failed operation does not use the message.
+	if _, err := s.Send(ctx, cfg, OutgoingMessage{From: "lead", To: "coder", Content: "@@タスク通知: note"}); err != nil {
+		t.Fatal(err)
+	}
+	boom := errors.New("boom")
+	if err := s.WithMarker(ctx, "coder", MarkerNotify, func(Message, string) (string, error) { return "", boom }); !errors.Is(err, boom) {
+		t.Fatal(err)
+	}
+	if err := s.WithMarker(ctx, "coder", MarkerNotify, func(Message, string) (string, error) { return "ntf_x", nil }); err != nil {
+		t.Fatalf("after a failed operation: %v", err)
+	}
+	// The agent's own later messages and system messages do not hide the
+	// latest message received; a newer message from someone else does.
+	if _, err := s.Send(ctx, cfg, OutgoingMessage{From: "lead", To: "coder", Content: "@@タスク開始: go"}); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := s.Send(ctx, cfg, OutgoingMessage{From: "coder", To: "lead", Content: "ok"}); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := s.Send(ctx, cfg, OutgoingMessage{From: SystemSender, To: "coder", Content: "system note", Kind: KindSystem}); err != nil {
+		t.Fatal(err)
+	}
+	if m, err := s.LastReceived("coder"); err != nil || m == nil || m.Content != "@@タスク開始: go" {
+		t.Fatalf("LastReceived: %+v %v", m, err)
+	}
+	if _, err := s.Send(ctx, cfg, OutgoingMessage{From: "lead", To: "coder", Content: "never mind"}); err != nil {
+		t.Fatal(err)
+	}
+	var ce *CodeError
+	if err := s.WithMarker(ctx, "coder", MarkerStart, func(Message, string) (string, error) { return "", nil }); !errors.As(err, &ce) || ce.Code != "task_start_marker_required" {
+		t.Fatalf("after an unmarked message: %v", err)
+	}
+}
+
+func TestDelegationTransitions(t *testing.T) {
+	states := []string{DlgPending, DlgProcessing, DlgCompleted, DlgFailed}
+	allowed := map[[2]string]bool{
+		{DlgPending, DlgProcessing}: true, {DlgProcessing, DlgCompleted}: true, {DlgProcessing, DlgFailed}: true,
+	}
+	for _, from := range states {
+		for _, to := range states {
+			d := Delegation{ID: "dlg_x", Status: from}
+			err := d.move(to, "coder", d.CreatedAt)
+			if (err == nil) != allowed[[2]string{from, to}] {
+				t.Errorf("%s -> %s: %v", from, to, err)
+			}
+		}
+	}
+}
+
+func TestAncestors(t *testing.T) {
+	_, cfg := testStoreWith(t)
+	if got := cfg.Ancestors("coder"); len(got) != 1 || got[0] != "lead" {
+		t.Fatalf("Ancestors(coder) = %v", got)
+	}
+	if got := cfg.Ancestors("lead"); len(got) != 0 {
+		t.Fatalf("Ancestors(lead) = %v", got)
+	}
+}
+
+// testStoreWith is a project with a human lead and an AI coder whose parent
+// it is.
+func testStoreWith(t *testing.T) (*Store, *Config) {
+	t.Helper()
+	s := newTestStore(t)
+	for _, a := range []NewAgent{{ID: "lead", Type: AgentHuman}, {ID: "coder", Type: AgentAI, Parent: "lead"}} {
+		if _, err := s.AddAgent(context.Background(), a); err != nil {
+			t.Fatal(err)
+		}
+	}
+	cfg, err := s.LoadConfig()
+	if err != nil {
+		t.Fatal(err)
+	}
+	return s, cfg
+}

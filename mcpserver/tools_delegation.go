@@ -1,0 +1,109 @@
+package mcpserver
+
+import (
+	"context"
+	"fmt"
+
+	"github.com/modelcontextprotocol/go-sdk/mcp"
+
+	"aipm/fsstore"
+)
+
+type DelegateIn struct {
+	Session
+	TargetAgentID string `json:"target_agent_id" jsonschema:"the agent (AI or human) your chat session should talk to; not yourself"`
+	Purpose       string `json:"purpose" jsonschema:"what to tell or ask them, and what you need back (at most 500 characters)"`
+	Context       string `json:"context,omitempty" jsonschema:"anything else your chat session needs to know (at most 8000 characters)"`
+}
+
+type DelegationOut struct {
+	Success      bool            `json:"success"`
+	DelegationID string          `json:"delegation_id"`
+	Status       string          `json:"status" jsonschema:"pending, processing, completed or failed"`
+	Delegation   *DelegationView `json:"delegation"`
+	Instruction  string          `json:"instruction"`
+}
+
+func addDelegate(srv *mcp.Server, s *Server) {
+	mcp.AddTool(srv, &mcp.Tool{
+		Name: "delegate_to_chat_session",
+		Description: "Ask your own chat session to talk to another agent for this task: a task session cannot send messages or hold conversations. " +
+			"Returns at once; your chat session decides between one message and a conversation, and reports the result. Task sessions only.",
+		Annotations: mutating,
+	}, func(ctx context.Context, _ *mcp.CallToolRequest, in DelegateIn) (*mcp.CallToolResult, DelegationOut, error) {
+		ses := sessionFrom(ctx)
+		cfg, err := s.config()
+		if err != nil {
+			return nil, DelegationOut{}, toolErr("config_invalid", err.Error())
+		}
+		d, err := s.store.CreateDelegation(ctx, cfg, fsstore.NewDelegation{
+			Agent: ses.Agent, TaskID: ses.TaskID, Target: in.TargetAgentID, Purpose: in.Purpose, Context: in.Context,
+		})
+		if err != nil {
+			return nil, DelegationOut{}, fromStore(err, "agent_not_found")
+		}
+		return nil, DelegationOut{
+			Success: true, DelegationID: d.ID, Status: d.Status, Delegation: ref(delegationView(d)),
+			Instruction: fmt.Sprintf("Delegation %s is registered; your chat session will carry it out. Go on with work that does not need the answer; "+
+				"when you need it, call get_next_action: it waits while the delegation is open and tells you when it is done. "+
+				"get_task_conversations shows its progress and result, get_conversation_messages the messages.", d.ID),
+		}, nil
+	})
+}
+
+type ReportDelegationIn struct {
+	Session
+	DelegationID string `json:"delegation_id" jsonschema:"the dlg_ id from process_delegation"`
+	Result       string `json:"result" jsonschema:"what came of it: the answer, or why it failed (at most 8000 characters); your task session reads it"`
+	Status       string `json:"status,omitempty" jsonschema:"completed (default) or failed"`
+}
+
+func addReportDelegation(srv *mcp.Server, s *Server) {
+	mcp.AddTool(srv, &mcp.Tool{
+		Name:        "report_delegation_completed",
+		Description: "Close a delegation your task session gave you, with its result (status completed or failed). Chat sessions only.",
+		Annotations: mutating,
+	}, func(ctx context.Context, _ *mcp.CallToolRequest, in ReportDelegationIn) (*mcp.CallToolResult, DelegationOut, error) {
+		ses := sessionFrom(ctx)
+		d, err := s.store.CompleteDelegation(ctx, ses.Agent, in.DelegationID, in.Status, in.Result)
+		if err != nil {
+			return nil, DelegationOut{}, fromStore(err, "delegation_not_found")
+		}
+		return nil, DelegationOut{
+			Success: true, DelegationID: d.ID, Status: d.Status, Delegation: ref(delegationView(d)),
+			Instruction: fmt.Sprintf("Delegation %s is %s; your task session has been woken with the result. Call get_next_action.", d.ID, d.Status),
+		}, nil
+	})
+}
+
+type TaskConversationsOut struct {
+	TaskIDs       []string           `json:"task_ids" jsonschema:"your task and its parent"`
+	Delegations   []DelegationView   `json:"delegations"`
+	Conversations []ConversationView `json:"conversations"`
+	Instruction   string             `json:"instruction"`
+}
+
+func ref[T any](v T) *T { return &v }
+
+func addGetTaskConversations(srv *mcp.Server, s *Server) {
+	mcp.AddTool(srv, &mcp.Tool{
+		Name:        "get_task_conversations",
+		Description: "The delegations and conversations of your task and its parent task: states, turns and results. Read a conversation's messages with get_conversation_messages. Task sessions only.",
+		Annotations: readOnly,
+	}, func(ctx context.Context, _ *mcp.CallToolRequest, in Session) (*mcp.CallToolResult, TaskConversationsOut, error) {
+		ses := sessionFrom(ctx)
+		if ses.TaskID == "" {
+			return nil, TaskConversationsOut{}, toolErr("task_required", "this session has no task: call get_next_action")
+		}
+		cfg, err := s.config()
+		if err != nil {
+			return nil, TaskConversationsOut{}, toolErr("config_invalid", err.Error())
+		}
+		tc, err := s.store.TaskConversations(ctx, cfg, ses.TaskID)
+		if err != nil {
+			return nil, TaskConversationsOut{}, fromStore(err, "task_not_found")
+		}
+		out := TaskConversationsOut{TaskIDs: tc.TaskIDs, Delegations: delegationViews(tc.Delegations), Conversations: conversationViews(tc.Conversations), Instruction: "Read a conversation's messages with get_conversation_messages(conversation_id). Call get_next_action to go on."}
+		return nil, out, nil
+	})
+}

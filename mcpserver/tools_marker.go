@@ -1,0 +1,183 @@
+package mcpserver
+
+import (
+	"context"
+	"fmt"
+
+	"github.com/modelcontextprotocol/go-sdk/mcp"
+
+	"aipm/fsstore"
+)
+
+// markerHelp is the few lines every chat instruction carries about the
+// chat command markers (DESIGN section 11, seed 003).
+const markerHelp = "Chat commands: a message with @@タスク作成: asks you to create a task (request_task); @@タスク通知: to pass a note to your task session (notify_task_session); " +
+	"@@タスク調整: to change a task (update_task_from_chat); @@タスク開始: to start one (start_task_from_chat); @ may be half- or full-width. " +
+	"Those tools work only when the latest message you received carries the marker, once per message. " +
+	"If a message looks like a work request but has no marker, answer normally and ask the human to resend it with the marker (e.g. \"@@タスク作成: title\"); do not create tasks on your own."
+
+type RequestTaskIn struct {
+	Session
+	Title        string `json:"title,omitempty" jsonschema:"a short title (at most 200 characters); default: the text after the marker"`
+	Description  string `json:"description,omitempty" jsonschema:"details of the work"`
+	Priority     string `json:"priority,omitempty" jsonschema:"low, normal (default), high or urgent"`
+	ParentTaskID string `json:"parent_task_id,omitempty" jsonschema:"the tsk_ id this task is a subtask of"`
+}
+
+type RequestTaskOut struct {
+	Success        bool      `json:"success"`
+	Task           *TaskView `json:"task"`
+	ApprovalStatus string    `json:"approval_status" jsonschema:"approved, or pending_approval when a human must approve it first"`
+	AskedToApprove []string  `json:"asked_to_approve" jsonschema:"the humans asked to approve it"`
+	Instruction    string    `json:"instruction"`
+}
+
+func addRequestTask(srv *mcp.Server, s *Server) {
+	mcp.AddTool(srv, &mcp.Tool{
+		Name: "request_task",
+		Description: "Create a task assigned to you, in backlog. In a chat session it needs the marker @@タスク作成: in the latest message you received, and the requester is its sender; " +
+			"a requester who is not one of your ancestors (config parent) makes it pending_approval until a human approves it.",
+		Annotations: mutating,
+	}, func(ctx context.Context, _ *mcp.CallToolRequest, in RequestTaskIn) (*mcp.CallToolResult, RequestTaskOut, error) {
+		ses := sessionFrom(ctx)
+		cfg, err := s.config()
+		if err != nil {
+			return nil, RequestTaskOut{}, toolErr("config_invalid", err.Error())
+		}
+		req := fsstore.TaskRequest{Agent: ses.Agent, Requester: ses.Agent, Title: in.Title, Description: in.Description, Priority: in.Priority, ParentID: in.ParentTaskID}
+		var got fsstore.RequestedTask
+		var notice error // the task exists, but telling someone failed
+		create := func() (string, error) {
+			got, notice = s.store.RequestTask(ctx, cfg, req)
+			if got.Task.ID == "" {
+				return "", notice
+			}
+			return got.Task.ID, nil // created: the marker is used even if a notice failed
+		}
+		if ses.Purpose == fsstore.PurposeChat {
+			err = s.store.WithMarker(ctx, ses.Agent, fsstore.MarkerCreate, func(msg fsstore.Message, body string) (string, error) {
+				req.Requester, req.SourceMessageID = msg.SenderID, msg.ID
+				if req.Title == "" {
+					req.Title = body
+				}
+				return create()
+			})
+		} else {
+			_, err = create()
+		}
+		if err != nil {
+			return nil, RequestTaskOut{}, fromStore(err, "task_not_found")
+		}
+		t := got.Task
+		out := RequestTaskOut{Success: true, Task: taskRef(&t), ApprovalStatus: t.ApprovalStatus, AskedToApprove: got.AskedToApprove}
+		if t.ApprovalStatus == fsstore.ApprovalApproved {
+			out.Instruction = fmt.Sprintf("Task %s is created in backlog, assigned to you. Tell %s, then call get_next_action.", t.ID, req.Requester)
+		} else {
+			out.Instruction = fmt.Sprintf("Task %s is created and waits for approval by %v. Tell %s it is registered and pending approval, then call get_next_action.", t.ID, got.AskedToApprove, req.Requester)
+		}
+		if notice != nil {
+			out.Instruction += " Note: " + notice.Error()
+		}
+		return nil, out, nil
+	})
+}
+
+type NotifyTaskSessionIn struct {
+	Session
+	Message       string `json:"message,omitempty" jsonschema:"what your task session should know (at most 4000 characters); default: the text after the marker"`
+	RelatedTaskID string `json:"related_task_id,omitempty" jsonschema:"the tsk_ id of your task it is about; default: your task in progress"`
+}
+
+type NotifyTaskSessionOut struct {
+	Success        bool   `json:"success"`
+	NotificationID string `json:"notification_id"`
+	TaskID         string `json:"task_id"`
+	Instruction    string `json:"instruction"`
+}
+
+func addNotifyTaskSession(srv *mcp.Server, s *Server) {
+	mcp.AddTool(srv, &mcp.Tool{
+		Name:        "notify_task_session",
+		Description: "Pass a note to your own task session (only it sees it). Needs the marker @@タスク通知: in the latest message you received. Chat sessions only.",
+		Annotations: mutating,
+	}, func(ctx context.Context, _ *mcp.CallToolRequest, in NotifyTaskSessionIn) (*mcp.CallToolResult, NotifyTaskSessionOut, error) {
+		ses := sessionFrom(ctx)
+		var n fsstore.Notification
+		err := s.store.WithMarker(ctx, ses.Agent, fsstore.MarkerNotify, func(msg fsstore.Message, body string) (string, error) {
+			text := in.Message
+			if text == "" {
+				text = body
+			}
+			var err error
+			n, err = s.store.NotifyTaskSession(ctx, ses.Agent, msg.SenderID, text, in.RelatedTaskID)
+			return n.ID, err
+		})
+		if err != nil {
+			return nil, NotifyTaskSessionOut{}, fromStore(err, "task_not_found")
+		}
+		return nil, NotifyTaskSessionOut{
+			Success: true, NotificationID: n.ID, TaskID: n.TaskID,
+			Instruction: fmt.Sprintf("Your task session on %s will see the note. Tell the sender it was passed on, then call get_next_action.", n.TaskID),
+		}, nil
+	})
+}
+
+type UpdateTaskFromChatIn struct {
+	Session
+	TaskID      string  `json:"task_id" jsonschema:"the tsk_ id of your task to change"`
+	Description *string `json:"description,omitempty" jsonschema:"the new description"`
+	Status      string  `json:"status,omitempty" jsonschema:"the new status: backlog, todo, in_progress, blocked, done or cancelled (the usual transitions apply)"`
+}
+
+func addUpdateTaskFromChat(srv *mcp.Server, s *Server) {
+	mcp.AddTool(srv, &mcp.Tool{
+		Name:        "update_task_from_chat",
+		Description: "Change the description or status of one of your tasks as a human asked. Needs the marker @@タスク調整: in the latest message you received. Chat sessions only.",
+		Annotations: mutating,
+	}, func(ctx context.Context, _ *mcp.CallToolRequest, in UpdateTaskFromChatIn) (*mcp.CallToolResult, TaskOut, error) {
+		ses := sessionFrom(ctx)
+		cfg, err := s.config()
+		if err != nil {
+			return nil, TaskOut{}, toolErr("config_invalid", err.Error())
+		}
+		var t fsstore.Task
+		err = s.store.WithMarker(ctx, ses.Agent, fsstore.MarkerAdjust, func(msg fsstore.Message, _ string) (string, error) {
+			var err error
+			t, err = s.store.UpdateTaskFromChat(ctx, cfg, ses.Agent, msg.SenderID, in.TaskID, in.Description, in.Status)
+			return t.ID, err
+		})
+		if err != nil {
+			return nil, TaskOut{}, fromStore(err, "task_not_found")
+		}
+		return nil, TaskOut{Task: taskRef(&t)}, nil
+	})
+}
+
+type StartTaskFromChatIn struct {
+	Session
+	TaskID string `json:"task_id" jsonschema:"the tsk_ id of your task to start"`
+}
+
+func addStartTaskFromChat(srv *mcp.Server, s *Server) {
+	mcp.AddTool(srv, &mcp.Tool{
+		Name:        "start_task_from_chat",
+		Description: "Start one of your tasks (in_progress) as a human asked; aipm then starts your task session. Needs the marker @@タスク開始: in the latest message you received. Chat sessions only.",
+		Annotations: mutating,
+	}, func(ctx context.Context, _ *mcp.CallToolRequest, in StartTaskFromChatIn) (*mcp.CallToolResult, TaskOut, error) {
+		ses := sessionFrom(ctx)
+		cfg, err := s.config()
+		if err != nil {
+			return nil, TaskOut{}, toolErr("config_invalid", err.Error())
+		}
+		var t fsstore.Task
+		err = s.store.WithMarker(ctx, ses.Agent, fsstore.MarkerStart, func(msg fsstore.Message, _ string) (string, error) {
+			var err error
+			t, err = s.store.StartTaskFromChat(ctx, cfg, ses.Agent, msg.SenderID, in.TaskID)
+			return t.ID, err
+		})
+		if err != nil {
+			return nil, TaskOut{}, fromStore(err, "task_not_found")
+		}
+		return nil, TaskOut{Task: taskRef(&t)}, nil
+	})
+}

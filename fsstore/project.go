@@ -25,10 +25,13 @@ sessions/
 pending/
 runs/
 logs/
+credentials/
 quarantine/
 agents/*/read.json
 agents/*/passkey.json
 .lock
+watcher.lock
+watcher.json
 .*.tmp-*
 `
 

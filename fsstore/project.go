@@ -100,6 +100,8 @@ type NewAgent struct {
 	Type   string `toml:"type"`
 	Role   string `toml:"role,omitempty"`
 	Parent string `toml:"parent,omitempty"`
+	// Command is what aipm watch starts when the agent has work (argv).
+	Command []string `toml:"command,omitempty"`
 }
 
 // AddAgent appends an [[agents]] entry to config.toml as text (the human's

@@ -38,7 +38,7 @@ func acquire(s *fsstore.Store) (release func(), err error) {
 		if info, err := Running(s); err == nil && info != nil {
 			who = fmt.Sprintf("pid %d, started %s", info.PID, info.StartedAt.Local().Format(time.DateTime))
 		}
-		return nil, fmt.Errorf("%w on this project (%s): stop it first, or use aipm status to see it: %w", ErrRunning, who, ErrRunning)
+		return nil, fmt.Errorf("%w on this project (%s): stop it first; aipm status shows it", ErrRunning, who)
 	}
 	info := Info{PID: os.Getpid(), StartedAt: time.Now().UTC()}
 	if err := s.WriteDoc(infoPath(s), info, fsstore.ModeFile); err != nil {

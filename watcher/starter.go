@@ -24,6 +24,7 @@ type starter struct {
 	cooldown map[string]time.Time
 	missing  map[string]bool // agents whose missing credential was reported
 	exited   chan exitNote
+	stopping bool // stopAll signalled the processes: their exits are no failures
 }
 
 type proc struct {
@@ -157,7 +158,7 @@ func (st *starter) finished(ctx context.Context, cfg *fsstore.Config, n exitNote
 	if err := st.store.ReleaseRun(ctx, r); err != nil {
 		st.log.Error("release run", "run", r.ID, "err", err)
 	}
-	failed := n.err != nil
+	failed := n.err != nil && !st.stopping
 	reason := "exit status 0"
 	if n.err != nil {
 		reason = n.err.Error()
@@ -183,6 +184,7 @@ func (st *starter) finished(ctx context.Context, cfg *fsstore.Config, n exitNote
 // stopAll signals every started process group (SIGTERM), waits up to
 // bound, kills what is left, and releases their runs.
 func (st *starter) stopAll(ctx context.Context, cfg *fsstore.Config, bound time.Duration) {
+	st.stopping = true
 	for _, p := range st.running {
 		syscall.Kill(-p.run.PID, syscall.SIGTERM)
 	}

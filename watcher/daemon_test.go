@@ -480,7 +480,6 @@ func TestFailingCommandCooledDown(t *testing.T) {
 // adopted run (ending its sessions) when that process dies.
 func TestRestartStartsNothingTwice(t *testing.T) {
 	p := newProject(t, "", map[string]string{"coder": "sleeper", "reviewer": "sleeper"})
-	ctx := context.Background()
 	first := exec.Command(os.Args[0], "-test.run=^$", "helper:watch")
 	first.Env = append(os.Environ(), fsstore.EnvProjectDir+"="+p.store.ProjectDir())
 	first.Stderr = p.log
@@ -508,14 +507,15 @@ func TestRestartStartsNothingTwice(t *testing.T) {
 		t.Fatalf("coder was started %d times", len(logs))
 	}
 	syscall.Kill(run.PID, syscall.SIGKILL)
-	eventually(t, "the adopted run released", func() bool {
+	// Its task is still in progress, so coder is started again: once.
+	eventually(t, "the adopted run released and its session ended", func() bool {
 		live, _ := p.store.LiveSessions(time.Now())
 		for _, s := range live {
-			if s.Agent == "coder" {
+			if s.RunID == run.ID {
 				return false
 			}
 		}
-		return !p.exists("runs/coder.task.json")
+		var now fsstore.Run
+		return p.store.ReadDoc(p.path("runs/coder.task.json"), &now) != nil || now.ID != run.ID
 	})
-	_ = ctx
 }

@@ -1,8 +1,6 @@
 package main
 
 import (
-	"os"
-
 	"github.com/spf13/cobra"
 
 	"aipm/fsstore"
@@ -66,7 +64,7 @@ func simRun(cmd *cobra.Command, o *simOptions) error {
 			return err
 		}
 	}
-	exe, err := os.Executable()
+	exe, err := selfExe()
 	if err != nil {
 		return err
 	}

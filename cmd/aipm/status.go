@@ -58,6 +58,7 @@ type statusReport struct {
 	Tasks    map[string]int    `json:"tasks"` // count by status, every status present
 	Pending  int               `json:"tasksPendingApproval"`
 	Triggers []fsstore.Trigger `json:"pendingTriggers"`
+	Watch    *watchStatus      `json:"watcher"` // status_watch.go
 }
 
 type agentStatus struct {
@@ -87,6 +88,7 @@ var statusSections = []statusSection{
 	{collectAgents, printAgents},
 	{collectTasks, printTasks},
 	{collectTriggers, printTriggers},
+	{collectWatch, printWatch},
 }
 
 func statusRun(ctx context.Context, o *statusOptions) error {

@@ -519,3 +519,19 @@ func TestRestartStartsNothingTwice(t *testing.T) {
 		return p.store.ReadDoc(p.path("runs/coder.task.json"), &now) != nil || now.ID != run.ID
 	})
 }
+
+// TestConfigReload: an edit of config.toml is reloaded; an invalid one is
+// logged as config.toml:LINE and the config in force stays.
+func TestConfigReload(t *testing.T) {
+	p := newProject(t, "", nil)
+	d, passes := p.run()
+	good, _ := os.ReadFile(p.store.ConfigPath())
+	p.writeRename(p.store.ConfigPath(), append(append([]byte{}, good...), []byte("\n[[agents]]\nid = \"bad id\"\ntype = \"ai\"\n")...))
+	eventually(t, "the invalid config logged", func() bool {
+		return regexp.MustCompile(`config not reloaded.*config\.toml:\d+`).MatchString(p.log.String())
+	})
+	p.writeRename(p.store.ConfigPath(), append(append([]byte{}, good...), []byte("\n[[agents]]\nid = \"tester\"\ntype = \"ai\"\n")...))
+	eventually(t, "the new config reloaded", func() bool { return p.log.count("config reloaded") == 1 })
+	<-passes
+	_ = d
+}

@@ -319,4 +319,3 @@ func (d *Daemon) loadTasks(p *Pass) error {
 	}
 	return nil
 }
-

@@ -202,4 +202,3 @@ func (st *starter) stopAll(ctx context.Context, cfg *fsstore.Config, bound time.
 		}
 	}
 }
-

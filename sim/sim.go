@@ -121,6 +121,17 @@ func (a *agent) obey(ctx context.Context, notice string) error {
 	return errInterrupt
 }
 
+// sessionOver says whether a refusal means the session ended: the agent's
+// cue to exit.
+func sessionOver(text string) bool {
+	for _, code := range []string{"session_ended", "session_expired", "invalid_session"} {
+		if strings.HasPrefix(text, code) {
+			return true
+		}
+	}
+	return false
+}
+
 func firstSentence(s string) string {
 	if i := strings.Index(s, ". "); i > 0 {
 		return s[:i+1]
@@ -149,6 +160,10 @@ func (a *agent) loop(ctx context.Context) error {
 		}
 		if err != nil {
 			return err
+		}
+		if r.isError && sessionOver(r.text) {
+			a.say("session over: %s", firstSentence(r.text))
+			return nil // ended from outside (logout by a person, expiry, replacement): exit as told
 		}
 		if r.isError {
 			return fmt.Errorf("get_next_action: %s", r.text)

@@ -252,7 +252,11 @@ func reactInterrupts(d *Daemon, p *Pass) error {
 			continue
 		}
 		msg := fmt.Sprintf("%s set your task %s (%q) to %s. Stop working on it and call report_completed(result=\"blocked\").", by, t.ID, t.Title, t.Status)
-		if _, err := d.store.Notify(p.Ctx, t.Assignee, fsstore.Notification{Type: fsstore.NotifyInterrupt, TaskID: t.ID, From: by, Message: msg}); err != nil {
+		from := by
+		if by == handEdit {
+			from = "" // nobody known: the file was edited by hand
+		}
+		if _, err := d.store.Notify(p.Ctx, t.Assignee, fsstore.Notification{Type: fsstore.NotifyInterrupt, TaskID: t.ID, From: from, Message: msg}); err != nil {
 			return err
 		}
 		d.log.Info("interrupt written", "agent", t.Assignee, "task", t.ID, "status", t.Status, "by", by)

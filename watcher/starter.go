@@ -7,6 +7,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"strings"
 	"syscall"
 	"time"
 
@@ -117,7 +118,16 @@ func (st *starter) spawn(cfg *fsstore.Config, a fsstore.Agent, t fsstore.Trigger
 	cmd.Dir = st.store.ProjectDir()
 	cmd.Stdout, cmd.Stderr = out, out
 	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true} // its children are stopped with it
-	env := os.Environ()
+	// The watcher's own credential and identity never leak into an agent.
+	var env []string
+	for _, kv := range os.Environ() {
+		k, _, _ := strings.Cut(kv, "=")
+		switch k {
+		case fsstore.EnvAgentID, fsstore.EnvPasskey, fsstore.EnvPasskeyFile, fsstore.EnvPurpose, fsstore.EnvRunID, "AIPM_AS":
+			continue
+		}
+		env = append(env, kv)
+	}
 	for k, v := range a.Env {
 		env = append(env, k+"="+v)
 	}

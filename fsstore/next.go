@@ -58,7 +58,8 @@ type Next struct {
 // pending (or processing by a chat session that has ended) ->
 // process_delegation; unread messages ->
 // get_pending_messages; unread notifications for this session ->
-// get_notifications; idle past the chat idle timeout -> logout; else wait.
+// get_notifications; idle past the chat idle timeout (and in no open
+// conversation) -> logout; else wait.
 //
 // Task: session ending -> exit; the task gone, finished or no longer mine ->
 // exit; in progress with a delegation of the task still open -> wait, with
@@ -141,10 +142,12 @@ func (s *Store) chatWork(ctx context.Context, cfg *Config, agent string, ses *Se
 		}
 	}
 	var until time.Time
+	inConversation := false // an open conversation is not idleness: it has its own timeouts
 	for i, c := range convs {
 		if c.State == ConvPending && c.Participant == agent {
 			return Next{Action: ActConversationRequest, Conversation: &convs[i]}, nil
 		}
+		inConversation = inConversation || c.Open()
 		if d := c.Deadline(cfg); !d.IsZero() && (until.IsZero() || d.Before(until)) {
 			until = d
 		}
@@ -179,6 +182,9 @@ func (s *Store) chatWork(ctx context.Context, cfg *Config, agent string, ses *Se
 	n := len(unread)
 	if n > 0 {
 		return Next{Action: ActGetNotifications, Notifications: n}, nil
+	}
+	if inConversation {
+		return Next{Action: ActWait, Until: until}, nil
 	}
 	if idle, err := s.chatIdle(*ses, cfg); err != nil || idle {
 		return Next{Action: ActLogout}, err

@@ -26,11 +26,14 @@ sessions/
 pending/
 runs/
 logs/
+credentials/
 quarantine/
 agents/*/read.json
 agents/*/passkey.json
 agents/*/auth.json
 .lock
+watcher.lock
+watcher.json
 .*.tmp-*
 `
 
@@ -99,6 +102,8 @@ type NewAgent struct {
 	Type   string `toml:"type"`
 	Role   string `toml:"role,omitempty"`
 	Parent string `toml:"parent,omitempty"`
+	// Command is what aipm watch starts when the agent has work (argv).
+	Command []string `toml:"command,omitempty"`
 }
 
 // AddAgent appends an [[agents]] entry to config.toml as text (the human's

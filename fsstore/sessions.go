@@ -1,6 +1,7 @@
 package fsstore
 
 import (
+	"bytes"
 	"context"
 	"crypto/rand"
 	"crypto/sha256"
@@ -50,6 +51,10 @@ type Session struct {
 	// ReplyTo is the sender of the last message get_pending_messages
 	// returned in this session: whom respond_chat answers.
 	ReplyTo string `json:"replyTo,omitempty"`
+	// RunID is the watcher's run (runs/<agent>.<purpose>.json) whose process
+	// opened the session, from AIPM_RUN_ID; when that process exits, the
+	// watcher ends the session.
+	RunID string `json:"runId,omitempty"`
 }
 
 // Live says whether the session can still be used at now.
@@ -69,21 +74,29 @@ type Trigger struct {
 // WriteTrigger records a pending-purpose trigger (the watcher's job; tests
 // and humans may do it too). An existing trigger is kept.
 func (s *Store) WriteTrigger(ctx context.Context, t Trigger) error {
+	_, err := s.AddTrigger(ctx, t)
+	return err
+}
+
+// AddTrigger is WriteTrigger, saying whether it wrote (false: a trigger of
+// that agent and purpose was already pending).
+func (s *Store) AddTrigger(ctx context.Context, t Trigger) (bool, error) {
 	path, err := s.TriggerPath(Pending, t.Agent, t.Purpose)
 	if err != nil {
-		return err
+		return false, err
 	}
 	if t.CreatedAt.IsZero() {
 		t.CreatedAt = time.Now().UTC()
 	}
+	wrote := false
 	_, err = UpdateDoc(ctx, s, path, ModeFile, func(doc *Trigger, exists bool) error {
 		if exists {
 			return ErrNoChange
 		}
-		*doc = t
+		*doc, wrote = t, true
 		return nil
 	})
-	return err
+	return wrote, err
 }
 
 // takeTrigger removes and returns agent's trigger for purpose, if any.
@@ -167,7 +180,7 @@ func (s *Store) Authenticate(ctx context.Context, cfg *Config, agent, passkey, p
 	}
 	ses := Session{
 		ID: NewID(PrefixSession), Agent: agent, Purpose: purpose, TaskID: taskID,
-		PID: os.Getpid(), CreatedAt: now, LastSeenAt: now, Idle: cfg.Defaults.SessionIdleTimeout,
+		PID: os.Getpid(), RunID: os.Getenv(EnvRunID), CreatedAt: now, LastSeenAt: now, Idle: cfg.Defaults.SessionIdleTimeout,
 	}
 	token := ses.ID + "." + base64.RawURLEncoding.EncodeToString(secret[:])
 	ses.TokenHash = hashToken(token)
@@ -247,7 +260,21 @@ func processAlive(pid int) bool {
 		return true
 	}
 	err := syscall.Kill(pid, 0)
-	return err == nil || errors.Is(err, syscall.EPERM)
+	if err != nil && !errors.Is(err, syscall.EPERM) {
+		return false
+	}
+	return !zombie(pid)
+}
+
+// zombie says whether pid has exited and waits to be reaped (a process
+// whose parent died under a pid 1 that does not reap): it is gone.
+func zombie(pid int) bool {
+	data, err := os.ReadFile(fmt.Sprintf("/proc/%d/stat", pid))
+	if err != nil {
+		return false
+	}
+	i := bytes.LastIndexByte(data, ')')
+	return i >= 0 && i+2 < len(data) && data[i+2] == 'Z'
 }
 
 // choosePurpose picks the session's purpose (DESIGN section 5): the

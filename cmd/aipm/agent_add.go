@@ -3,6 +3,7 @@ package main
 import (
 	"fmt"
 	"slices"
+	"strings"
 
 	"github.com/spf13/cobra"
 
@@ -10,9 +11,11 @@ import (
 )
 
 type agentAddOptions struct {
-	e     *env
-	Agent fsstore.NewAgent
-	JSON  bool
+	e       *env
+	Agent   fsstore.NewAgent
+	Command string
+	Save    bool
+	JSON    bool
 }
 
 func newCmdAgentAdd(e *env, runF func(*agentAddOptions) error) *cobra.Command {
@@ -46,6 +49,8 @@ passkey: they act through the CLI with --as ID.`,
 	c.Flags().StringVar(&o.Agent.Name, "name", "", "display name")
 	c.Flags().StringVar(&o.Agent.Role, "role", "", "worker (default) or manager")
 	c.Flags().StringVar(&o.Agent.Parent, "parent", "", "id of the agent this one answers to")
+	c.Flags().StringVar(&o.Command, "command", "", "what aipm watch starts when the agent has work, split at spaces (edit config.toml for arguments with spaces)")
+	c.Flags().BoolVar(&o.Save, "save-passkey", false, "also save the passkey in .ai-pm/credentials/ID.passkey (0600, not in git), so that aipm watch can start the agent")
 	c.Flags().BoolVar(&o.JSON, "json", false, "print {id, type, passkey} as JSON")
 	c.RegisterFlagCompletionFunc("type", cobra.FixedCompletions([]string{"ai", "human"}, cobra.ShellCompDirectiveNoFileComp))
 	c.RegisterFlagCompletionFunc("role", cobra.FixedCompletions([]string{"worker", "manager"}, cobra.ShellCompDirectiveNoFileComp))
@@ -66,9 +71,22 @@ func agentAddRun(cmd *cobra.Command, o *agentAddOptions) error {
 	if a.Role != "" && a.Role != fsstore.RoleWorker && a.Role != fsstore.RoleManager {
 		return usageError("agent add: role %q is invalid: use worker or manager", a.Role)
 	}
+	a.Command = strings.Fields(o.Command)
+	if len(a.Command) > 0 && a.Type != fsstore.AgentAI {
+		return usageError("agent add: --command is for AI agents: humans act through the CLI")
+	}
+	if o.Save && a.Type != fsstore.AgentAI {
+		return usageError("agent add: --save-passkey is for AI agents: humans have no passkey")
+	}
 	passkey, err := store.AddAgent(cmd.Context(), a)
 	if err != nil {
 		return err
+	}
+	saved := ""
+	if o.Save {
+		if saved, err = store.SaveCredential(a.ID, passkey); err != nil {
+			return err
+		}
 	}
 	if o.JSON {
 		out := struct {
@@ -86,5 +104,8 @@ func agentAddRun(cmd *cobra.Command, o *agentAddOptions) error {
 	}
 	fmt.Fprintf(w, "passkey: %s\n", passkey)
 	fmt.Fprintln(w, "(shown once; aipm stores only its hash: aipm agent passkey issues a new one)")
+	if saved != "" {
+		fmt.Fprintf(w, "saved for aipm watch in %s\n", store.Rel(saved))
+	}
 	return nil
 }

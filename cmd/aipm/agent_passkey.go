@@ -11,6 +11,7 @@ import (
 type agentPasskeyOptions struct {
 	e     *env
 	Agent string
+	Save  bool
 	JSON  bool
 }
 
@@ -35,6 +36,7 @@ aipm doctor lists every AI agent without a passkey.`,
 		},
 	}
 	c.ValidArgsFunction = e.completeAgents(0, fsstore.AgentAI)
+	c.Flags().BoolVar(&o.Save, "save", false, "also save it in .ai-pm/credentials/ID.passkey (0600, not in git), so that aipm watch can start the agent")
 	c.Flags().BoolVar(&o.JSON, "json", false, "print {id, passkey} as JSON")
 	return c
 }
@@ -50,6 +52,13 @@ func agentPasskeyRun(cmd *cobra.Command, o *agentPasskeyOptions) error {
 	passkey, err := store.ReissuePasskey(cmd.Context(), o.Agent)
 	if err != nil {
 		return err
+	}
+	if o.Save {
+		path, err := store.SaveCredential(o.Agent, passkey)
+		if err != nil {
+			return err
+		}
+		fmt.Fprintf(o.e.stderr, "saved for aipm watch in %s\n", store.Rel(path))
 	}
 	if o.JSON {
 		return writeJSON(o.e.stdout, map[string]string{"id": o.Agent, "passkey": passkey})

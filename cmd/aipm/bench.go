@@ -75,7 +75,7 @@ func runBench(ctx context.Context, e *env, quick, asJSON bool) error {
 	defer os.RemoveAll(root)
 	b.root = root
 	var rows []benchRow
-	for _, measure := range []func() ([]benchRow, error){b.delivery, b.throughput, b.history1M, b.startup} {
+	for _, measure := range []func() ([]benchRow, error){b.delivery, b.throughput, b.history1M, b.startup, b.watchBench} {
 		r, err := measure()
 		if err != nil {
 			return err

@@ -4,6 +4,7 @@ import (
 	"os/exec"
 	"path/filepath"
 	"regexp"
+	"strings"
 	"testing"
 )
 
@@ -18,9 +19,12 @@ func TestBenchQuick(t *testing.T) {
 	if out, err := exec.Command("go", "build", "-o", bin, ".").CombinedOutput(); err != nil {
 		t.Fatalf("go build: %v\n%s", err, out)
 	}
-	out, err := exec.Command(bin, "bench", "--quick").Output()
+	var stderr strings.Builder
+	cmd := exec.Command(bin, "bench", "--quick")
+	cmd.Stderr = &stderr
+	out, err := cmd.Output()
 	if err != nil {
-		t.Fatalf("aipm bench --quick: %v\n%s", err, out)
+		t.Fatalf("aipm bench --quick: %v\n%s\n%s", err, out, stderr.String())
 	}
 	for _, row := range []string{
 		`(?m)^P1 +delivery p50/p99: send returns -> receiver returns +-?[\d.]+ ms / -?[\d.]+ ms +-?[\d.]+ ms / -?[\d.]+ ms +p99 [+-][\d.]+ ms +p99 <= floor \+ 2 ms +(yes|NO)$`,
@@ -29,6 +33,8 @@ func TestBenchQuick(t *testing.T) {
 		`(?m)^P3 +get_pending_messages p50, 100000 lines vs 100 +[\d.]+ ms +[\d.]+ ms \(100 lines\) +[\d.]+x`,
 		`(?m)^P4 +aipm serve start -> first response p50 +[\d.]+ ms`,
 		`(?m)^P5 +aipm serve resident memory \(peak\), 100000 lines +[\d.]+ MB`,
+		`(?m)^P7a +file change -> trigger written p50 \(aipm watch\) +[\d.]+ ms +[\d.]+ ms \(inotify wake\)`,
+		`(?m)^P7b +trigger -> agent started -> first tool call p50 +[\d.]+ ms +[\d.]+ ms \(exec aipm version\)`,
 	} {
 		if !regexp.MustCompile(row).Match(out) {
 			t.Errorf("no row matching %s in:\n%s", row, out)

@@ -1,13 +1,23 @@
 package main
 
 import (
+	"context"
+	"encoding/json"
+	"errors"
 	"fmt"
+	"log/slog"
 	"os"
+	"os/exec"
+	"path/filepath"
+	"regexp"
 	"strings"
+	"sync"
+	"time"
 
 	"github.com/spf13/cobra"
 
 	"aipm/fsstore"
+	"aipm/watcher"
 )
 
 type demoOptions struct {
@@ -19,10 +29,20 @@ func newCmdDemo(e *env, runF func(*demoOptions) error) *cobra.Command {
 	o := &demoOptions{e: e}
 	c := &cobra.Command{
 		Use:   "demo [--keep]",
-		Short: "Walk through aipm on a throw-away project (no agents, no network)",
-		Long: `Run the first steps of aipm on a new project in a temporary directory and print
-each command before its output. Every printed command line can be pasted into
-a shell (add --dir DIR to run it on the kept project).`,
+		Short: "Run the whole system on a throw-away project: a human, two simulated agents, the watcher",
+		Long: `Create a project in a temporary directory with a human (lead) and two
+simulated AI agents (coder and reviewer, whose command is aipm sim), start the
+watcher, and drive a scenario while printing a live transcript:
+  1. lead asks coder in chat to play shiritori with reviewer: the watcher
+     starts coder, coder starts a conversation, the watcher starts reviewer,
+     they play in kana until max_turns, and both exit when idle;
+  2. lead sets a long task in progress: the watcher starts coder's task
+     session; lead then edits the task file by hand (an editor-style rename)
+     to blocked: the watcher interrupts coder, which reports blocked.
+Every aipm command is printed as a line that pastes into a shell; "watch |"
+lines are the watcher's log, "chat |" lines the messages as they are
+written. A summary of the files ends it. --keep leaves the project to explore.
+No model and no network are involved; it takes a few seconds.`,
 		Example: "  aipm demo\n  aipm demo --keep",
 		Args:    argsNone,
 		RunE: func(cmd *cobra.Command, args []string) error {
@@ -36,8 +56,49 @@ a shell (add --dir DIR to run it on the kept project).`,
 	return c
 }
 
+// demoWait bounds each wait of the demo for the agents.
+const demoWait = 60 * time.Second
+
+// demo is one run of the demo scenario.
+type demo struct {
+	ctx   context.Context
+	e     *env
+	dir   string
+	mu    sync.Mutex // serialises output lines
+	store *fsstore.Store
+}
+
+func (d *demo) printf(format string, args ...any) {
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	fmt.Fprintf(d.e.stdout, format, args...)
+}
+
+// aipm runs one CLI command on the demo project, printed first as a line
+// that pastes into a shell; its output is returned as well as printed.
+func (d *demo) aipm(argv ...string) (string, error) {
+	quoted := make([]string, len(argv))
+	for i, a := range argv {
+		quoted[i] = shellQuote(a)
+	}
+	var out strings.Builder
+	getenv := func(k string) string {
+		if k == "AIPM_AS" || k == "AIPM_DIR" {
+			return "" // the demo project has one human, who is the actor
+		}
+		return d.e.getenv(k)
+	}
+	err := run(d.ctx, append([]string{"--dir", d.dir}, argv...), getenv, nil, &out, d.e.stderr)
+	d.printf("\n$ aipm %s\n%s", strings.Join(quoted, " "), out.String())
+	return out.String(), err
+}
+
 func demoRun(cmd *cobra.Command, o *demoOptions) error {
 	e := o.e
+	exe, err := selfExe()
+	if err != nil {
+		return err
+	}
 	dir, err := os.MkdirTemp("", "aipm-demo-*")
 	if err != nil {
 		return fmt.Errorf("demo: %w", err)
@@ -45,37 +106,256 @@ func demoRun(cmd *cobra.Command, o *demoOptions) error {
 	if !o.Keep {
 		defer os.RemoveAll(dir)
 	}
-	steps := [][]string{
+	ctx, cancel := context.WithCancel(cmd.Context())
+	defer cancel()
+	d := &demo{ctx: ctx, e: e, dir: dir}
+	sim := exe + " sim"
+	for _, argv := range [][]string{
 		{"init", "--name", "demo"},
 		{"agent", "add", "lead", "--type", "human", "--role", "manager", "--name", "Project Lead"},
-		{"agent", "add", "coder", "--type", "ai", "--parent", "lead"},
-		{"agent", "list"},
-		{"task", "add", "Fix the login form", "--assignee", "coder", "--priority", "high"},
-		{"send", "--to", "coder", "The login form rejects valid passwords; see the task."},
-		{"status"},
-		{"doctor"},
-	}
-	// The demo project has one human, who is the actor: an AIPM_AS meant
-	// for another project must not leak in.
-	getenv := func(k string) string {
-		if k == "AIPM_AS" {
-			return ""
-		}
-		return e.getenv(k)
-	}
-	for _, argv := range steps {
-		quoted := make([]string, len(argv))
-		for i, a := range argv {
-			quoted[i] = shellQuote(a)
-		}
-		fmt.Fprintf(e.stdout, "\n$ aipm %s\n", strings.Join(quoted, " "))
-		err := run(cmd.Context(), append([]string{"--dir", dir}, argv...), getenv, e.stdin, e.stdout, e.stderr)
-		if err != nil {
+		{"agent", "add", "coder", "--type", "ai", "--parent", "lead", "--command", sim, "--save-passkey"},
+		{"agent", "add", "reviewer", "--type", "ai", "--parent", "lead", "--command", sim, "--save-passkey"},
+	} {
+		if _, err := d.aipm(argv...); err != nil {
 			return err
 		}
 	}
+	if d.store, err = fsstore.Open(dir); err != nil {
+		return err
+	}
+	// Short timeouts, so that idle agents exit within the demo.
+	if err := demoDefaults(d.store, "chat_idle_timeout = \"1s\"\nwait_seconds = 1\nspawn_cooldown = \"2s\"\n"); err != nil {
+		return err
+	}
+	d.printf("\n# config.toml [defaults]: chat_idle_timeout = \"1s\", wait_seconds = 1 (idle agents exit quickly)\n")
+
+	// The watcher, in this process, logging into the transcript.
+	w := watcher.New(d.store, slog.New(&demoLog{d: d}))
+	wctx, stopWatch := context.WithCancel(ctx)
+	watchDone := make(chan error, 1)
+	go func() { watchDone <- w.Run(wctx) }()
+	defer func() {
+		stopWatch()
+		<-watchDone
+	}()
+	stopChat := d.followChat(ctx)
+	d.printf("\n# aipm watch is running (here in the demo's process)\n")
+
+	// 1. Chat: a message starts coder, which plays shiritori with reviewer.
+	if _, err := d.aipm("send", "--as", "lead", "--to", "coder", "Please play shiritori with reviewer, 8 turns."); err != nil {
+		return err
+	}
+	if err := d.until("the shiritori conversation to end and both agents to exit", func() bool {
+		convs, _ := d.store.ListConversations(ctx, mustConfig(d.store), true)
+		runs, _ := d.store.Runs()
+		return len(convs) == 1 && convs[0].State == fsstore.ConvEnded && len(runs) == 0
+	}); err != nil {
+		return err
+	}
+
+	// 2. A task in progress starts coder's task session; a hand edit to
+	// blocked interrupts it.
+	out, err := d.aipm("task", "add", "Write the release notes", "--assignee", "coder", "--description", "A long job (sim-steps=100000).")
+	if err != nil {
+		return err
+	}
+	task := fsstore.Task{ID: taskIDRE.FindString(out)}
+	if task.ID == "" {
+		return fmt.Errorf("demo: task add printed no task id: %q", out)
+	}
+	if _, err := d.aipm("task", "status", task.ID, "in_progress"); err != nil {
+		return err
+	}
+	if err := d.until("coder's task session", func() bool {
+		live, _ := d.store.LiveSessions(time.Now())
+		for _, s := range live {
+			if s.Agent == "coder" && s.TaskID == task.ID {
+				return true
+			}
+		}
+		return false
+	}); err != nil {
+		return err
+	}
+	d.printf("\n# lead opens .ai-pm/tasks/%s.json in an editor, sets \"status\": \"blocked\" and saves (write a new file, rename it over the old)\n", task.ID)
+	if err := demoHandEdit(d.store, task.ID, fsstore.StatusBlocked); err != nil {
+		return err
+	}
+	if err := d.until("coder to report blocked and exit", func() bool {
+		t, err := d.store.Task(task.ID)
+		runs, _ := d.store.Runs()
+		return err == nil && t.Result == "blocked" && len(runs) == 0
+	}); err != nil {
+		return err
+	}
+	stopChat()
+
+	// The summary.
+	d.printf("\n# summary\n")
+	for _, argv := range [][]string{{"status"}, {"task", "list"}, {"log", "coder"}} {
+		if _, err := d.aipm(argv...); err != nil {
+			return err
+		}
+	}
+	convs, _ := d.store.ListConversations(ctx, mustConfig(d.store), true)
+	for _, c := range convs {
+		d.printf("\nconversation %s: %s → %s, %s after %d turns (%s)\n", c.ID, c.Initiator, c.Participant, c.State, c.Turns, c.EndReason)
+	}
+	d.printf("\nfiles under %s:\n", fsstore.DirName)
+	filepath.WalkDir(d.store.Root(), func(path string, de os.DirEntry, err error) error {
+		if err == nil && !de.IsDir() && !strings.HasSuffix(path, ".lock") {
+			d.printf("  %s\n", d.store.Rel(path))
+		}
+		return nil
+	})
 	if o.Keep {
-		fmt.Fprintf(e.stdout, "\nthe demo project is in %s (%s holds its state)\n", dir, fsstore.DirName)
+		d.printf("\nthe demo project is in %s (%s holds its state)\n", dir, fsstore.DirName)
 	}
 	return nil
+}
+
+func mustConfig(s *fsstore.Store) *fsstore.Config {
+	cfg, err := s.LoadConfig()
+	if err != nil {
+		return &fsstore.Config{}
+	}
+	return cfg
+}
+
+var taskIDRE = regexp.MustCompile(`tsk_[0-9A-Z]+`)
+
+// until waits for cond, checking every few milliseconds, up to demoWait.
+func (d *demo) until(what string, cond func() bool) error {
+	deadline := time.Now().Add(demoWait)
+	for !cond() {
+		if time.Now().After(deadline) {
+			return fmt.Errorf("demo: gave up waiting for %s after %s: see %s/logs/", what, demoWait, d.store.Root())
+		}
+		select {
+		case <-d.ctx.Done():
+			return d.ctx.Err()
+		case <-time.After(10 * time.Millisecond):
+		}
+	}
+	return nil
+}
+
+// followChat prints every message as it is written (each once: from its
+// receiver's copy), until the returned function is called.
+func (d *demo) followChat(ctx context.Context) (stop func()) {
+	ctx, cancel := context.WithCancel(ctx)
+	done := make(chan struct{})
+	agents := []string{"lead", "coder", "reviewer"}
+	cursors := map[string]fsstore.Cursor{}
+	poll := func() {
+		for _, a := range agents {
+			msgs, cur, _, err := d.store.Follow(a, cursors[a])
+			if err != nil {
+				continue
+			}
+			cursors[a] = cur
+			for _, m := range msgs {
+				if m.ReceiverID == "" { // the receiver's copy
+					d.printf("  chat  | %s → %s: %s\n", m.SenderID, a, m.Content)
+				}
+			}
+		}
+	}
+	go func() {
+		defer close(done)
+		for {
+			poll()
+			select {
+			case <-ctx.Done():
+				poll()
+				return
+			case <-time.After(10 * time.Millisecond):
+			}
+		}
+	}()
+	return func() {
+		cancel()
+		<-done
+	}
+}
+
+// demoDefaults adds keys to the [defaults] table of the demo's config.
+func demoDefaults(s *fsstore.Store, keys string) error {
+	data, err := os.ReadFile(s.ConfigPath())
+	if err != nil {
+		return err
+	}
+	text := strings.Replace(string(data), "[defaults]\n", "[defaults]\n"+keys, 1)
+	return os.WriteFile(s.ConfigPath(), []byte(text), fsstore.ModeFile)
+}
+
+// demoHandEdit changes a task's status the way a human's editor does:
+// a new file renamed over the old one, with no lock and no aipm.
+func demoHandEdit(s *fsstore.Store, id, status string) error {
+	path, err := s.DocPath(fsstore.Tasks, id)
+	if err != nil {
+		return err
+	}
+	data, err := os.ReadFile(path)
+	if err != nil {
+		return err
+	}
+	var doc map[string]any
+	if err := json.Unmarshal(data, &doc); err != nil {
+		return err
+	}
+	doc["status"] = status
+	data, _ = json.MarshalIndent(doc, "", "  ")
+	tmp := path + "~"
+	if err := os.WriteFile(tmp, append(data, '\n'), fsstore.ModeFile); err != nil {
+		return err
+	}
+	return os.Rename(tmp, path)
+}
+
+// demoLog prints the watcher's log lines into the transcript.
+type demoLog struct {
+	d     *demo
+	attrs []slog.Attr
+}
+
+func (h *demoLog) Enabled(_ context.Context, l slog.Level) bool { return l >= slog.LevelInfo }
+func (h *demoLog) WithAttrs(as []slog.Attr) slog.Handler {
+	return &demoLog{d: h.d, attrs: append(append([]slog.Attr{}, h.attrs...), as...)}
+}
+func (h *demoLog) WithGroup(string) slog.Handler { return h }
+func (h *demoLog) Handle(_ context.Context, r slog.Record) error {
+	if r.Message == "watching" || r.Message == "stopped" {
+		return nil
+	}
+	var b strings.Builder
+	b.WriteString(r.Message)
+	r.Attrs(func(a slog.Attr) bool {
+		switch a.Key {
+		case "run", "log", "task":
+			if a.Value.String() == "" || a.Key != "task" {
+				return true
+			}
+		}
+		fmt.Fprintf(&b, " %s=%v", a.Key, a.Value)
+		return true
+	})
+	h.d.printf("  watch | %s\n", b.String())
+	return nil
+}
+
+// selfExe is the path of this aipm binary, for the agents' command: argv[0]
+// as run (so a test harness that dispatches on the program's name works),
+// else the executable.
+func selfExe() (string, error) {
+	if p, err := exec.LookPath(os.Args[0]); err == nil {
+		if abs, err := filepath.Abs(p); err == nil {
+			return abs, nil
+		}
+	}
+	p, err := os.Executable()
+	if err != nil {
+		return "", errors.New("demo: cannot find the aipm executable: " + err.Error())
+	}
+	return p, nil
 }

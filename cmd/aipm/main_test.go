@@ -51,6 +51,8 @@ func TestScripts(t *testing.T) {
 			"exits":              cmdExits,
 			"sigint":             cmdSigint,
 			"authenticate":       cmdAuthenticate,
+			"waitfor":            cmdWaitFor,
+			"handedit":           cmdHandEdit,
 		},
 	})
 }

@@ -61,6 +61,7 @@ type statusReport struct {
 	// Conversations and Delegations are the open ones.
 	Conversations []fsstore.Conversation `json:"openConversations"`
 	Delegations   []fsstore.Delegation   `json:"openDelegations"`
+	Watch         *watchStatus           `json:"watcher"` // status_watch.go
 }
 
 type agentStatus struct {
@@ -92,6 +93,7 @@ var statusSections = []statusSection{
 	{collectTriggers, printTriggers},
 	{collectConversations, printConversations},
 	{collectDelegations, printDelegations},
+	{collectWatch, printWatch},
 }
 
 func statusRun(ctx context.Context, o *statusOptions) error {

@@ -1,0 +1,75 @@
+package main
+
+import (
+	"github.com/spf13/cobra"
+
+	"aipm/fsstore"
+	"aipm/sim"
+)
+
+type simOptions struct {
+	e     *env
+	Agent string
+}
+
+func newCmdSim(e *env) *cobra.Command {
+	o := &simOptions{e: e}
+	c := &cobra.Command{
+		Use:   "sim [--agent ID]",
+		Short: "A simulated agent: an MCP client of aipm serve that follows get_next_action",
+		Long: `Run a simulated AI agent, for trying aipm without a model and for tests: it
+starts aipm serve, authenticates and does what get_next_action says. It
+answers messages, plays shiritori (kana or English) when a message asks for
+"shiritori with AGENT [in english] [N turns]", accepts conversation requests,
+works through a task (sim-steps=N in its description sets the steps), reports
+blocked on an interrupt, and exits when told.
+
+Its credential comes from the environment as aipm watch passes it:
+AIPM_AGENT_ID (or --agent), AIPM_PASSKEY_FILE or AIPM_PASSKEY, and the
+optional AIPM_PURPOSE. Use it as an agent's command in config.toml:
+  command = ["aipm", "sim"]`,
+		Example: "  AIPM_PASSKEY=... aipm sim --agent coder",
+		Args:    argsNone,
+		RunE: func(cmd *cobra.Command, args []string) error {
+			return simRun(cmd, o)
+		},
+	}
+	c.Flags().StringVar(&o.Agent, "agent", "", "the agent to be (default $AIPM_AGENT_ID)")
+	return c
+}
+
+func simRun(cmd *cobra.Command, o *simOptions) error {
+	e := o.e
+	agent := o.Agent
+	if agent == "" {
+		agent = e.getenv(fsstore.EnvAgentID)
+	}
+	if agent == "" {
+		return usageError("sim: no agent: pass --agent ID or set AIPM_AGENT_ID")
+	}
+	passkey := e.getenv(fsstore.EnvPasskey)
+	if f := e.getenv(fsstore.EnvPasskeyFile); passkey == "" && f != "" {
+		var err error
+		if passkey, err = fsstore.ReadPasskeyFile(f); err != nil {
+			return err
+		}
+	}
+	if passkey == "" {
+		return usageError("sim: no passkey: set AIPM_PASSKEY_FILE or AIPM_PASSKEY (aipm agent passkey %s --save writes the file aipm watch passes)", agent)
+	}
+	dir := e.getenv(fsstore.EnvProjectDir)
+	if dir == "" || e.dir != "" {
+		var err error
+		if dir, err = e.findProject(); err != nil {
+			return err
+		}
+	}
+	exe, err := selfExe()
+	if err != nil {
+		return err
+	}
+	return sim.Run(cmd.Context(), sim.Options{
+		Exe: exe, ProjectDir: dir, Agent: agent, Passkey: passkey, Purpose: e.getenv(fsstore.EnvPurpose),
+		Out: e.stdout, ServeStderr: e.stderr,
+	})
+}

@@ -1,0 +1,73 @@
+package main
+
+import (
+	"log/slog"
+
+	"github.com/spf13/cobra"
+
+	"aipm/fsstore"
+	"aipm/watcher"
+)
+
+type watchOptions struct {
+	e         *env
+	Once      bool
+	LogFormat string
+}
+
+func newCmdWatch(e *env, runF func(*watchOptions) error) *cobra.Command {
+	o := &watchOptions{e: e}
+	c := &cobra.Command{
+		Use:   "watch [--once] [--log-format text|json]",
+		Short: "Run the project's daemon: turn file changes into triggers, interrupts and agent starts",
+		Long: `Watch .ai-pm/ and react (one watcher per project; a second one refuses):
+  - an agent with unread chat, a conversation request, or a task set in
+    progress, and no live session for it, gets pending/AGENT.PURPOSE.json;
+  - a task set to blocked or cancelled by someone else (also by hand, in an
+    editor) while its agent works on it interrupts the agent;
+  - conversation, session and trigger deadlines are applied;
+  - an agent whose config has a command is started for its trigger, with
+    AIPM_AGENT_ID, AIPM_PASSKEY_FILE, AIPM_PURPOSE and AIPM_PROJECT_DIR; its
+    output goes to .ai-pm/logs/AGENT/;
+  - config.toml is reloaded when edited (an invalid one keeps the old).
+It logs to stderr and stops on Ctrl-C or SIGTERM, stopping the agents it
+started. --once runs one pass (no process is started) and exits: for cron and
+scripts. An agent can be started only if its passkey was saved with
+aipm agent passkey ID --save.`,
+		Example: "  aipm watch\n  aipm watch --log-format json 2>watch.log\n  aipm watch --once",
+		Args:    argsNone,
+		RunE: func(cmd *cobra.Command, args []string) error {
+			if o.LogFormat != "text" && o.LogFormat != "json" {
+				return usageError("watch: --log-format %q is invalid: use text or json", o.LogFormat)
+			}
+			if runF != nil {
+				return runF(o)
+			}
+			return watchRun(cmd, o)
+		},
+	}
+	c.Flags().BoolVar(&o.Once, "once", false, "run one reconcile pass and exit")
+	c.Flags().StringVar(&o.LogFormat, "log-format", "text", "log format on stderr: text or json")
+	return c
+}
+
+func watchRun(cmd *cobra.Command, o *watchOptions) error {
+	dir, err := o.e.findProject()
+	if err != nil {
+		return err
+	}
+	store, err := fsstore.Open(dir)
+	if err != nil {
+		return asUsage(err)
+	}
+	hopts := &slog.HandlerOptions{Level: logLevel(o.e.getenv("AIPM_LOG"))}
+	var h slog.Handler = slog.NewTextHandler(o.e.stderr, hopts)
+	if o.LogFormat == "json" {
+		h = slog.NewJSONHandler(o.e.stderr, hopts)
+	}
+	d := watcher.New(store, slog.New(h))
+	if o.Once {
+		return d.Once(cmd.Context())
+	}
+	return d.Run(cmd.Context())
+}

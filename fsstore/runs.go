@@ -1,0 +1,256 @@
+package fsstore
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"os"
+	"path/filepath"
+	"strings"
+	"time"
+)
+
+// Environment of a process the watcher starts (DESIGN section 12).
+const (
+	EnvAgentID     = "AIPM_AGENT_ID"
+	EnvPasskey     = "AIPM_PASSKEY"
+	EnvPasskeyFile = "AIPM_PASSKEY_FILE"
+	EnvPurpose     = "AIPM_PURPOSE"
+	EnvProjectDir  = "AIPM_PROJECT_DIR"
+	// EnvRunID names the run; aipm serve records it in the sessions it opens.
+	EnvRunID = "AIPM_RUN_ID"
+)
+
+// Run is runs/<agent>.<purpose>.json: a process the watcher started, while
+// it lives.
+type Run struct {
+	ID        string    `json:"id"`
+	Agent     string    `json:"agentId"`
+	Purpose   string    `json:"purpose"`
+	PID       int       `json:"pid"`
+	Command   []string  `json:"command"`
+	Log       string    `json:"log"`
+	Reason    string    `json:"reason,omitempty"`
+	StartedAt time.Time `json:"startedAt"`
+}
+
+// Alive says whether the run's process still exists.
+func (r Run) Alive() bool { return r.PID > 0 && processAlive(r.PID) }
+
+// CredentialPath is credentials/<agent>.passkey (mode 0600, kept out of
+// git): the passkey the watcher hands to the agent processes it starts, as
+// a file named by AIPM_PASSKEY_FILE, never in an argument.
+func (s *Store) CredentialPath(agent string) (string, error) {
+	if err := CheckAgentID(agent); err != nil {
+		return "", err
+	}
+	return filepath.Join(s.root, "credentials", agent+".passkey"), nil
+}
+
+// SaveCredential writes agent's passkey to CredentialPath (0600, directory
+// 0700), so that aipm watch can start the agent.
+func (s *Store) SaveCredential(agent, passkey string) (string, error) {
+	path, err := s.CredentialPath(agent)
+	if err != nil {
+		return "", err
+	}
+	if err := s.CheckPasskey(agent, passkey); err != nil {
+		return "", err
+	}
+	dir := filepath.Dir(path)
+	if err := os.MkdirAll(dir, ModePrivateDir); err != nil {
+		return "", fmt.Errorf("save credential: %w", err)
+	}
+	if err := os.Chmod(dir, ModePrivateDir); err != nil {
+		return "", fmt.Errorf("save credential: %w", err)
+	}
+	if err := writeFileAtomic(path, []byte(passkey+"\n"), ModePrivateFile, s.durable); err != nil {
+		return "", fmt.Errorf("save credential: %w", err)
+	}
+	return path, nil
+}
+
+// ReadPasskeyFile reads a passkey file (AIPM_PASSKEY_FILE).
+func ReadPasskeyFile(path string) (string, error) {
+	data, err := os.ReadFile(path)
+	if err != nil {
+		return "", fmt.Errorf("read passkey file: %w", err)
+	}
+	return strings.TrimSpace(string(data)), nil
+}
+
+// ClaimRun records r as runs/<agent>.<purpose>.json unless a live process
+// already holds that slot: the claim, under the runs lock, that makes a
+// start happen once per agent and purpose. A record whose process is gone
+// is replaced (and returned as stale, so its sessions can be ended).
+func (s *Store) ClaimRun(ctx context.Context, r Run) (claimed bool, stale *Run, err error) {
+	path, err := s.TriggerPath(Runs, r.Agent, r.Purpose)
+	if err != nil {
+		return false, nil, err
+	}
+	_, err = UpdateDoc(ctx, s, path, ModeFile, func(doc *Run, exists bool) error {
+		if exists && doc.Alive() {
+			return ErrNoChange
+		}
+		if exists {
+			old := *doc
+			stale = &old
+		}
+		*doc = r
+		claimed = true
+		return nil
+	})
+	return claimed, stale, err
+}
+
+// SetRunPID records the pid of a claimed run once its process started.
+func (s *Store) SetRunPID(ctx context.Context, r Run) error {
+	path, err := s.TriggerPath(Runs, r.Agent, r.Purpose)
+	if err != nil {
+		return err
+	}
+	_, err = UpdateDoc(ctx, s, path, ModeFile, func(doc *Run, exists bool) error {
+		if !exists || doc.ID != r.ID {
+			return ErrNoChange
+		}
+		doc.PID = r.PID
+		return nil
+	})
+	return err
+}
+
+// ReleaseRun removes the run record of id (if it is still that run's) and
+// ends the sessions its process opened: their conversations end with
+// session_expired (EndSession's hook).
+func (s *Store) ReleaseRun(ctx context.Context, r Run) error {
+	path, err := s.TriggerPath(Runs, r.Agent, r.Purpose)
+	if err != nil {
+		return err
+	}
+	err = func() error {
+		unlock, err := s.LockDir(ctx, filepath.Dir(path))
+		if err != nil {
+			return err
+		}
+		defer unlock()
+		var cur Run
+		if err := s.ReadDoc(path, &cur); err != nil {
+			if errors.Is(err, ErrNotFound) {
+				return nil
+			}
+			return err
+		}
+		if cur.ID != r.ID {
+			return nil
+		}
+		return os.Remove(path)
+	}()
+	if err != nil {
+		return fmt.Errorf("release run %s: %w", r.ID, err)
+	}
+	return s.EndRunSessions(ctx, r.ID)
+}
+
+// EndRunSessions ends the live sessions opened by run id.
+func (s *Store) EndRunSessions(ctx context.Context, id string) error {
+	live, err := s.LiveSessions(time.Now())
+	if err != nil {
+		return err
+	}
+	for _, ses := range live {
+		if ses.RunID == id {
+			if _, err := s.EndSession(ctx, ses.ID, EndExited); err != nil {
+				return err
+			}
+		}
+	}
+	return nil
+}
+
+// Runs lists runs/, oldest first. Unreadable records are skipped.
+func (s *Store) Runs() ([]Run, error) {
+	var out []Run
+	err := s.eachAgentPurposeDoc(Runs, func(path string) {
+		var r Run
+		if s.ReadDoc(path, &r) == nil {
+			out = append(out, r)
+		}
+	})
+	return out, err
+}
+
+func (s *Store) eachAgentPurposeDoc(collection string, fn func(path string)) error {
+	dir := s.CollectionDir(collection)
+	entries, err := os.ReadDir(dir)
+	if errors.Is(err, os.ErrNotExist) {
+		return nil
+	}
+	if err != nil {
+		return fmt.Errorf("list %s: %w", collection, err)
+	}
+	for _, e := range entries {
+		if !strings.HasPrefix(e.Name(), ".") && strings.HasSuffix(e.Name(), ".json") {
+			fn(filepath.Join(dir, e.Name()))
+		}
+	}
+	return nil
+}
+
+// ExpireTrigger removes agent's trigger for purpose if it is older than
+// ttl at now, under the pending lock, and reports whether it did.
+func (s *Store) ExpireTrigger(ctx context.Context, agent, purpose string, ttl time.Duration, now time.Time) (Trigger, bool, error) {
+	path, err := s.TriggerPath(Pending, agent, purpose)
+	if err != nil {
+		return Trigger{}, false, err
+	}
+	unlock, err := s.LockDir(ctx, filepath.Dir(path))
+	if err != nil {
+		return Trigger{}, false, err
+	}
+	defer unlock()
+	var t Trigger
+	if err := s.ReadDoc(path, &t); err != nil {
+		if errors.Is(err, ErrNotFound) {
+			return Trigger{}, false, nil
+		}
+		return Trigger{}, false, err
+	}
+	if now.Sub(t.CreatedAt) < ttl {
+		return t, false, nil
+	}
+	if err := os.Remove(path); err != nil {
+		return Trigger{}, false, fmt.Errorf("expire trigger: %w", err)
+	}
+	return t, true, nil
+}
+
+// SweepSessions ends the sessions that expired or whose process is gone
+// (the watcher's session deadline).
+func (s *Store) SweepSessions(ctx context.Context) error {
+	return s.sweepSessions(ctx, time.Now().UTC())
+}
+
+// HasInterruptSince says whether agent's notifications hold an interrupt
+// about task written at or after since: what keeps the watcher from
+// interrupting twice for one change.
+func (s *Store) HasInterruptSince(agent, taskID string, since time.Time) (bool, error) {
+	path, err := s.NotificationsPath(agent)
+	if err != nil {
+		return false, err
+	}
+	recs, _, _, err := ReadAll(path)
+	if err != nil {
+		return false, err
+	}
+	for i := len(recs) - 1; i >= 0; i-- {
+		var n Notification
+		if json.Unmarshal(recs[i].Data, &n) != nil {
+			continue
+		}
+		if n.Type == NotifyInterrupt && n.TaskID == taskID && !n.CreatedAt.Before(since) {
+			return true, nil
+		}
+	}
+	return false, nil
+}

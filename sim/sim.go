@@ -1,0 +1,342 @@
+// Package sim is a simulated agent: a real MCP client of aipm serve that
+// follows get_next_action mechanically (aipm sim). It answers messages,
+// plays shiritori in kana and in English, accepts conversations, obeys
+// interrupts, reports task work done, and exits when told. The demo and the
+// end-to-end tests use it to run the whole system without a model.
+package sim
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"os/exec"
+	"regexp"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/modelcontextprotocol/go-sdk/mcp"
+)
+
+// Options configure one simulated agent process.
+type Options struct {
+	Exe        string // the aipm binary whose serve the sim talks to
+	ProjectDir string
+	Agent      string
+	Passkey    string
+	Purpose    string // "" lets authenticate choose
+	// Out receives one line per step (the transcript).
+	Out io.Writer
+	// Step is the pause between two steps of task work.
+	Step time.Duration
+	// ServeStderr receives aipm serve's log (nil: discarded).
+	ServeStderr io.Writer
+}
+
+type agent struct {
+	o     Options
+	cs    *mcp.ClientSession
+	token string
+	// used holds the shiritori words of each conversation.
+	used map[string]map[string]bool
+}
+
+// ErrInterrupted is returned when the agent stopped on an interrupt.
+var errInterrupt = errors.New("interrupted")
+
+// Run connects to a new aipm serve, authenticates, and follows
+// get_next_action until told to exit.
+func Run(ctx context.Context, o Options) error {
+	if o.Out == nil {
+		o.Out = io.Discard
+	}
+	if o.Step == 0 {
+		o.Step = 20 * time.Millisecond
+	}
+	cmd := exec.Command(o.Exe, "--dir", o.ProjectDir, "serve")
+	cmd.Env = os.Environ()
+	cmd.Stderr = o.ServeStderr
+	client := mcp.NewClient(&mcp.Implementation{Name: "aipm-sim", Version: "1"}, nil)
+	cs, err := client.Connect(ctx, &mcp.CommandTransport{Command: cmd, TerminateDuration: 2 * time.Second}, nil)
+	if err != nil {
+		return fmt.Errorf("sim %s: connect to aipm serve: %w", o.Agent, err)
+	}
+	defer cs.Close()
+	a := &agent{o: o, cs: cs, used: map[string]map[string]bool{}}
+	return a.loop(ctx)
+}
+
+func (a *agent) say(format string, args ...any) {
+	fmt.Fprintf(a.o.Out, "%s: %s\n", a.o.Agent, fmt.Sprintf(format, args...))
+}
+
+type result struct {
+	data    map[string]any
+	text    string
+	isError bool
+}
+
+func (r result) str(k string) string { s, _ := r.data[k].(string); return s }
+
+func (a *agent) call(ctx context.Context, tool string, args map[string]any) (result, error) {
+	if a.token != "" {
+		args["session_token"] = a.token
+	}
+	res, err := a.cs.CallTool(ctx, &mcp.CallToolParams{Name: tool, Arguments: args})
+	if err != nil {
+		return result{}, fmt.Errorf("%s: %w", tool, err)
+	}
+	var r result
+	r.isError = res.IsError
+	for _, c := range res.Content {
+		if t, ok := c.(*mcp.TextContent); ok {
+			r.text += t.Text
+		}
+	}
+	if res.StructuredContent != nil {
+		data, _ := json.Marshal(res.StructuredContent)
+		json.Unmarshal(data, &r.data)
+	}
+	if r.isError && strings.HasPrefix(r.text, "INTERRUPT") {
+		return r, a.obey(ctx, r.text)
+	}
+	return r, nil
+}
+
+// obey is the reaction to an interrupt: read it, report blocked, stop.
+func (a *agent) obey(ctx context.Context, notice string) error {
+	a.say("interrupted: %s", firstSentence(notice))
+	a.call(ctx, "get_notifications", map[string]any{})
+	r, err := a.call(ctx, "report_completed", map[string]any{"result": "blocked", "summary": "stopped on an interrupt"})
+	if err != nil {
+		return err
+	}
+	if r.isError {
+		return fmt.Errorf("report_completed: %s", r.text)
+	}
+	a.say("reported blocked")
+	return errInterrupt
+}
+
+// sessionOver says whether a refusal means the session ended: the agent's
+// cue to exit.
+func sessionOver(text string) bool {
+	for _, code := range []string{"session_ended", "session_expired", "invalid_session"} {
+		if strings.HasPrefix(text, code) {
+			return true
+		}
+	}
+	return false
+}
+
+func firstSentence(s string) string {
+	if i := strings.Index(s, ". "); i > 0 {
+		return s[:i+1]
+	}
+	return s
+}
+
+func (a *agent) loop(ctx context.Context) error {
+	args := map[string]any{"agent_id": a.o.Agent, "passkey": a.o.Passkey}
+	if a.o.Purpose != "" {
+		args["purpose"] = a.o.Purpose
+	}
+	r, err := a.call(ctx, "authenticate", args)
+	if err != nil {
+		return err
+	}
+	if r.isError {
+		return fmt.Errorf("authenticate: %s", r.text)
+	}
+	a.token = r.str("session_token")
+	a.say("authenticated (%s session)", r.str("purpose"))
+	for {
+		r, err := a.call(ctx, "get_next_action", map[string]any{})
+		if errors.Is(err, errInterrupt) {
+			return nil
+		}
+		if err != nil {
+			return err
+		}
+		if r.isError && sessionOver(r.text) {
+			a.say("session over: %s", firstSentence(r.text))
+			return nil // ended from outside (logout by a person, expiry, replacement): exit as told
+		}
+		if r.isError {
+			return fmt.Errorf("get_next_action: %s", r.text)
+		}
+		err = a.act(ctx, r)
+		switch {
+		case errors.Is(err, errInterrupt):
+			return nil
+		case errors.Is(err, errDone):
+			return nil
+		case err != nil:
+			return err
+		}
+	}
+}
+
+var errDone = errors.New("done")
+
+// act does what one get_next_action answer says: one case per action.
+func (a *agent) act(ctx context.Context, r result) error {
+	switch action := r.str("action"); action {
+	case "exit", "logout":
+		a.call(ctx, "logout", map[string]any{})
+		a.say("logged out (%s)", action)
+		return errDone
+	case "wait_for_messages", "wait_for_task":
+		return nil
+	case "conversation_ended":
+		a.say("conversation %s ended (%s)", r.str("conversation_id"), r.str("reason"))
+		return nil
+	case "conversation_request":
+		a.say("accepted conversation %s from %s (%s)", r.str("conversation_id"), r.str("from_agent_id"), r.str("purpose"))
+		return a.readMessages(ctx)
+	case "get_pending_messages":
+		return a.readMessages(ctx)
+	case "get_notifications":
+		_, err := a.call(ctx, "get_notifications", map[string]any{})
+		return err
+	case "work":
+		task, _ := r.data["task"].(map[string]any)
+		return a.work(ctx, task)
+	default:
+		return fmt.Errorf("get_next_action said %q, which this simulated agent does not know", action)
+	}
+}
+
+var stepsRE = regexp.MustCompile(`sim-steps=(\d+)`)
+
+// work does a task: sim-steps=N in its description is how many steps (a
+// get_task each, Step apart; default 3); then it reports success.
+func (a *agent) work(ctx context.Context, task map[string]any) error {
+	id, _ := task["id"].(string)
+	title, _ := task["title"].(string)
+	desc, _ := task["description"].(string)
+	steps := 3
+	if m := stepsRE.FindStringSubmatch(desc); m != nil {
+		steps, _ = strconv.Atoi(m[1])
+	}
+	a.say("working on %s %q (%d steps)", id, title, steps)
+	for i := 0; i < steps; i++ {
+		if _, err := a.call(ctx, "get_task", map[string]any{"task_id": id}); err != nil {
+			return err
+		}
+		select {
+		case <-ctx.Done():
+			return ctx.Err()
+		case <-time.After(a.o.Step):
+		}
+	}
+	r, err := a.call(ctx, "report_completed", map[string]any{"result": "success", "summary": fmt.Sprintf("did %q in %d steps", title, steps)})
+	if err != nil {
+		return err
+	}
+	if r.isError {
+		return fmt.Errorf("report_completed: %s", r.text)
+	}
+	a.say("reported %s done", id)
+	return nil
+}
+
+var shiritoriRE = regexp.MustCompile(`(?i)shiritori with ([A-Za-z0-9][A-Za-z0-9_-]*)(?:.*?(\d+) turns)?`)
+
+// readMessages reads the unread messages and answers each: a turn of a
+// conversation gets the next shiritori word (or the end of the
+// conversation when there is none); a human asking for "shiritori with X"
+// gets a conversation with X; anything else is acknowledged.
+func (a *agent) readMessages(ctx context.Context) error {
+	r, err := a.call(ctx, "get_pending_messages", map[string]any{})
+	if err != nil {
+		return err
+	}
+	if r.isError {
+		return fmt.Errorf("get_pending_messages: %s", r.text)
+	}
+	msgs, _ := r.data["pending_messages"].([]any)
+	for _, m := range msgs {
+		msg, _ := m.(map[string]any)
+		from, _ := msg["sender_id"].(string)
+		content, _ := msg["content"].(string)
+		conv, _ := msg["conversation_id"].(string)
+		if kind, _ := msg["kind"].(string); kind == "system" {
+			a.say("system says: %s", content)
+			continue
+		}
+		switch {
+		case conv != "":
+			err = a.playTurn(ctx, conv, from, content)
+		case shiritoriRE.MatchString(content):
+			err = a.startShiritori(ctx, from, content)
+		default:
+			a.say("%s asked: %q", from, content)
+			_, err = a.send(ctx, "send_message", map[string]any{"target_agent_id": from, "content": "Received: " + content})
+		}
+		if err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+func (a *agent) send(ctx context.Context, tool string, args map[string]any) (result, error) {
+	r, err := a.call(ctx, tool, args)
+	if err == nil && r.isError && !strings.HasPrefix(r.text, "conversation_not_active") {
+		a.say("%s refused: %s", tool, r.text)
+	}
+	return r, err
+}
+
+func (a *agent) words(conv string) map[string]bool {
+	if a.used[conv] == nil {
+		a.used[conv] = map[string]bool{}
+	}
+	return a.used[conv]
+}
+
+func (a *agent) startShiritori(ctx context.Context, from, content string) error {
+	m := shiritoriRE.FindStringSubmatch(content)
+	target, turns := m[1], 8
+	if m[2] != "" {
+		turns, _ = strconv.Atoi(m[2])
+	}
+	first := "しりとり"
+	if strings.Contains(strings.ToLower(content), "english") {
+		first = "apple"
+	}
+	r, err := a.send(ctx, "start_conversation", map[string]any{
+		"target_agent_id": target, "purpose": "shiritori", "initial_message": first, "max_turns": turns,
+	})
+	if err != nil || r.isError {
+		return err
+	}
+	conv := r.str("conversation_id")
+	a.words(conv)[first] = true
+	a.say("started shiritori %s with %s: %s", conv, target, first)
+	_, err = a.send(ctx, "send_message", map[string]any{"target_agent_id": from, "content": fmt.Sprintf("Playing shiritori with %s (%s).", target, conv)})
+	return err
+}
+
+func (a *agent) playTurn(ctx context.Context, conv, from, word string) error {
+	used := a.words(conv)
+	word = strings.TrimSpace(word)
+	used[word] = true
+	next := nextWord(word, used)
+	if next == "" || !validMove(word, next) {
+		a.say("%s said %s; I have no word for %q: I end %s", from, word, lastSound(word), conv)
+		_, err := a.send(ctx, "end_conversation", map[string]any{"conversation_id": conv})
+		return err
+	}
+	used[next] = true
+	r, err := a.send(ctx, "send_conversation_message", map[string]any{"conversation_id": conv, "content": next})
+	if err != nil || r.isError {
+		return err
+	}
+	a.say("%s → %s", word, next)
+	return nil
+}

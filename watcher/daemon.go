@@ -1,0 +1,243 @@
+package watcher
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io/fs"
+	"log/slog"
+	"os"
+	"path/filepath"
+	"strings"
+	"time"
+
+	"github.com/fsnotify/fsnotify"
+
+	"aipm/fsstore"
+)
+
+// Daemon is aipm watch: it watches .ai-pm/ and runs the reactions on every
+// change, at every deadline, and whenever a process it started exits.
+type Daemon struct {
+	store   *fsstore.Store
+	log     *slog.Logger
+	cfg     *fsstore.Config
+	starter *starter
+	once    bool
+	// tasks is the view of the last pass (what a hand edit changed); bad
+	// holds the invalid files already reported.
+	tasks map[string]fsstore.Task
+	bad   map[string]string
+	// Coalesce is how long a pass waits after the first event of a burst
+	// for the rest of it.
+	Coalesce time.Duration
+	// StopBound is how long a stop waits for started processes to exit
+	// after SIGTERM before killing them.
+	StopBound time.Duration
+	// Passes, when set, receives the number of each finished pass (tests
+	// and the demo wait on it).
+	Passes chan<- int
+}
+
+// New returns the watcher of store, logging to log.
+func New(store *fsstore.Store, log *slog.Logger) *Daemon {
+	return &Daemon{store: store, log: log, starter: newStarter(store, log), tasks: map[string]fsstore.Task{},
+		bad: map[string]string{}, Coalesce: 2 * time.Millisecond, StopBound: 5 * time.Second}
+}
+
+// Once runs one reconcile pass (triggers, interrupts, deadlines; it starts
+// no process) and returns. It takes the watcher lock, so it refuses while
+// a watcher runs.
+func (d *Daemon) Once(ctx context.Context) error {
+	release, err := acquire(d.store)
+	if err != nil {
+		return err
+	}
+	defer release()
+	d.once = true
+	if err := d.loadConfig(); err != nil {
+		return err
+	}
+	_, err = d.pass(ctx)
+	return err
+}
+
+// Run watches until ctx ends, then stops the processes it started (SIGTERM,
+// then SIGKILL after StopBound) and returns nil.
+func (d *Daemon) Run(ctx context.Context) error {
+	release, err := acquire(d.store)
+	if err != nil {
+		return err
+	}
+	defer release()
+	if err := d.loadConfig(); err != nil {
+		return err
+	}
+	fsw, err := fsnotify.NewWatcher()
+	if err != nil {
+		return fmt.Errorf("aipm watch needs inotify (raise fs.inotify.max_user_instances): %w", err)
+	}
+	defer fsw.Close()
+	if err := d.watchTree(fsw, d.store.Root()); err != nil {
+		return err
+	}
+	d.log.Info("watching", "project", d.store.ProjectDir(), "pid", os.Getpid())
+	defer func() {
+		d.starter.stopAll(context.Background(), d.cfg, d.StopBound)
+		d.log.Info("stopped")
+	}()
+
+	var (
+		burst    <-chan time.Time // armed by the first event of a burst
+		deadline *time.Timer
+		n        int
+	)
+	runPass := func() {
+		burst = nil
+		n++
+		due, err := d.pass(ctx)
+		if err != nil && ctx.Err() == nil {
+			d.log.Error("pass", "err", err)
+			due = time.Now().Add(time.Second) // try again
+		}
+		if deadline != nil {
+			deadline.Stop()
+			deadline = nil
+		}
+		if !due.IsZero() {
+			deadline = time.NewTimer(max(0, time.Until(due)) + time.Millisecond)
+		}
+		if d.Passes != nil {
+			select {
+			case d.Passes <- n:
+			default:
+			}
+		}
+	}
+	deadlineC := func() <-chan time.Time {
+		if deadline == nil {
+			return nil
+		}
+		return deadline.C
+	}
+	runPass()
+	for {
+		select {
+		case <-ctx.Done():
+			return nil
+		case ev, ok := <-fsw.Events:
+			if !ok {
+				return errors.New("fsnotify closed")
+			}
+			if !d.relevant(ev) {
+				continue
+			}
+			if ev.Has(fsnotify.Create) {
+				if fi, err := os.Lstat(ev.Name); err == nil && fi.IsDir() {
+					d.watchTree(fsw, ev.Name) // a new directory: watch it and what it already holds
+				}
+			}
+			if ev.Name == d.store.ConfigPath() {
+				d.reloadConfig()
+			}
+			if burst == nil {
+				burst = time.After(d.Coalesce)
+			}
+		case err, ok := <-fsw.Errors:
+			if !ok {
+				return errors.New("fsnotify closed")
+			}
+			if errors.Is(err, fsnotify.ErrEventOverflow) {
+				d.log.Warn("inotify queue overflowed: rescanning everything", "fix", "raise fs.inotify.max_queued_events")
+				d.watchTree(fsw, d.store.Root())
+				d.reloadConfig()
+				runPass()
+				continue
+			}
+			d.log.Error("fsnotify", "err", err)
+		case <-burst:
+			runPass()
+		case <-deadlineC():
+			deadline = nil
+			runPass()
+		case note := <-d.starter.exited:
+			d.starter.finished(ctx, d.cfg, note)
+			runPass()
+		}
+	}
+}
+
+// relevant filters out what never changes a reaction: the started
+// processes' output, lock files and temporary files.
+func (d *Daemon) relevant(ev fsnotify.Event) bool {
+	rel, err := filepath.Rel(d.store.Root(), ev.Name)
+	if err != nil || rel == "logs" || strings.HasPrefix(rel, "logs"+string(filepath.Separator)) {
+		return false
+	}
+	base := filepath.Base(ev.Name)
+	if strings.HasPrefix(base, ".") || base == "watcher.lock" || base == "watcher.json" || base == "read.json" {
+		return false
+	}
+	return true
+}
+
+// watchTree adds dir and every directory below it (but logs/) to fsw. An
+// inotify limit is reported, not fatal: the deadline passes still run.
+func (d *Daemon) watchTree(fsw *fsnotify.Watcher, dir string) error {
+	return filepath.WalkDir(dir, func(path string, e fs.DirEntry, err error) error {
+		if err != nil || !e.IsDir() {
+			return nil
+		}
+		if path == filepath.Join(d.store.Root(), "logs") {
+			return filepath.SkipDir
+		}
+		if err := fsw.Add(path); err != nil {
+			d.log.Error("cannot watch directory", "dir", d.store.Rel(path), "err", err, "fix", "raise fs.inotify.max_user_watches")
+		}
+		return nil
+	})
+}
+
+func (d *Daemon) loadConfig() error {
+	cfg, err := d.store.LoadConfig()
+	if err != nil {
+		return err
+	}
+	d.cfg = cfg
+	d.store.SetDurability(cfg.Defaults.Durability != "none")
+	return nil
+}
+
+// reloadConfig reads config.toml again; an invalid one keeps the config in
+// force and is logged as config.toml:LINE: error.
+func (d *Daemon) reloadConfig() {
+	cfg, err := d.store.LoadConfig()
+	if err != nil {
+		d.log.Error("config not reloaded; keeping the previous one", "err", err)
+		return
+	}
+	d.cfg = cfg
+	d.store.SetDurability(cfg.Defaults.Durability != "none")
+	d.log.Info("config reloaded", "agents", len(cfg.Agents))
+}
+
+// pass runs every reaction once over the files as they are now and returns
+// the earliest deadline the reactions asked for.
+func (d *Daemon) pass(ctx context.Context) (time.Time, error) {
+	p := &Pass{Ctx: ctx, Cfg: d.cfg, Now: time.Now().UTC()}
+	if err := d.loadTasks(p); err != nil {
+		return time.Time{}, err
+	}
+	var errs []error
+	for _, r := range reactions {
+		if err := r.Run(d, p); err != nil {
+			errs = append(errs, fmt.Errorf("%s: %w", r.Name, err))
+		}
+	}
+	view := make(map[string]fsstore.Task, len(p.Tasks))
+	for _, t := range p.Tasks {
+		view[t.ID] = t
+	}
+	d.tasks = view
+	return p.due, errors.Join(errs...)
+}

@@ -1,0 +1,325 @@
+package watcher
+
+import (
+	"context"
+	"fmt"
+	"time"
+
+	"aipm/fsstore"
+)
+
+// Pass is one reconcile pass: the state read once at its start, shared by
+// the reactions. Events are hints; every pass reads the files again, so a
+// restarted watcher needs nothing but the files.
+type Pass struct {
+	Ctx   context.Context
+	Cfg   *fsstore.Config
+	Now   time.Time
+	Live  []fsstore.Session
+	Runs  []fsstore.Run
+	Tasks []fsstore.Task
+	// due is the earliest moment a later pass must run without any file
+	// changing (a deadline); zero if none.
+	due time.Time
+}
+
+// Due asks for a pass at t.
+func (p *Pass) Due(t time.Time) {
+	if !t.IsZero() && (p.due.IsZero() || t.Before(p.due)) {
+		p.due = t
+	}
+}
+
+// liveSession returns agent's live session of purpose, if any.
+func (p *Pass) liveSession(agent, purpose string) (fsstore.Session, bool) {
+	for _, s := range p.Live {
+		if s.Agent == agent && s.Purpose == purpose {
+			return s, true
+		}
+	}
+	return fsstore.Session{}, false
+}
+
+// running says whether a started process holds agent's purpose.
+func (p *Pass) running(agent, purpose string) bool {
+	for _, r := range p.Runs {
+		if r.Agent == agent && r.Purpose == purpose && r.Alive() {
+			return true
+		}
+	}
+	return false
+}
+
+// A Reaction is one small function from the state of a pass to what to
+// write. Each is idempotent: a second run over the same files writes
+// nothing. New reactions are one more entry in reactions.
+type Reaction struct {
+	Name string
+	Run  func(d *Daemon, p *Pass) error
+}
+
+// reactions run in this order on every pass.
+var reactions = []Reaction{
+	{"session deadlines", reactSessions},
+	{"finished runs", reactRuns},
+	{"conversation deadlines", reactConversations},
+	{"trigger deadlines", reactTriggerTTL},
+	{"triggers", reactTriggers},
+	{"interrupts", reactInterrupts},
+	{"starts", reactStarts},
+}
+
+// reactSessions ends sessions that expired or whose process is gone, and
+// asks for a pass when the next one expires.
+func reactSessions(d *Daemon, p *Pass) error {
+	if err := d.store.SweepSessions(p.Ctx); err != nil {
+		return err
+	}
+	live, err := d.store.LiveSessions(p.Now)
+	if err != nil {
+		return err
+	}
+	p.Live = live
+	for _, s := range live {
+		p.Due(s.LastSeenAt.Add(s.Idle.Duration))
+	}
+	return nil
+}
+
+// reactRuns releases the records of started processes that are gone
+// without this watcher seeing them exit (started by a previous watcher):
+// their sessions end.
+func reactRuns(d *Daemon, p *Pass) error {
+	runs, err := d.store.Runs()
+	if err != nil {
+		return err
+	}
+	p.Runs = p.Runs[:0]
+	for _, r := range runs {
+		if d.starter.owns(r) || r.Alive() {
+			p.Runs = append(p.Runs, r)
+			if !d.starter.owns(r) {
+				p.Due(p.Now.Add(adoptedPoll)) // nobody waits on it: look again
+			}
+			continue
+		}
+		d.log.Info("agent process gone", "agent", r.Agent, "purpose", r.Purpose, "pid", r.PID, "run", r.ID)
+		if err := d.store.ReleaseRun(p.Ctx, r); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// adoptedPoll is how often a run this watcher did not start (it has no
+// exit notice for it) is checked.
+const adoptedPoll = time.Second
+
+// reactConversations applies due conversation timeouts (listing does) and
+// asks for a pass at the next deadline.
+func reactConversations(d *Daemon, p *Pass) error {
+	convs, err := d.store.ListConversations(p.Ctx, p.Cfg, false)
+	if err != nil {
+		return err
+	}
+	for _, c := range convs {
+		p.Due(c.Deadline(p.Cfg))
+	}
+	return nil
+}
+
+// reactTriggerTTL removes triggers nobody took within trigger_ttl and says
+// so in a system message to the agent's parent (or, without one, to the
+// project's humans), so that the one who asked learns it.
+func reactTriggerTTL(d *Daemon, p *Pass) error {
+	triggers, err := d.store.PendingTriggers()
+	if err != nil {
+		return err
+	}
+	ttl := p.Cfg.Defaults.TriggerTTL.Duration
+	for _, t := range triggers {
+		expired, ok, err := d.store.ExpireTrigger(p.Ctx, t.Agent, t.Purpose, ttl, p.Now)
+		if err != nil {
+			return err
+		}
+		if !ok {
+			p.Due(expired.CreatedAt.Add(ttl))
+			continue
+		}
+		d.log.Warn("trigger expired", "agent", t.Agent, "purpose", t.Purpose, "reason", t.Reason, "ttl", ttl)
+		text := fmt.Sprintf("aipm: %s was not started for %s (%s) within %s: nobody took the trigger. Is aipm watch running, and does %s have a command and a saved passkey?", t.Agent, t.Purpose, t.Reason, ttl, t.Agent)
+		for _, h := range tellWhom(p.Cfg, t.Agent) {
+			if _, err := d.store.Send(p.Ctx, p.Cfg, fsstore.OutgoingMessage{From: fsstore.SystemSender, To: h, Content: text, Kind: fsstore.KindSystem}); err != nil {
+				d.log.Error("trigger expiry message", "to", h, "err", err)
+			}
+		}
+	}
+	return nil
+}
+
+// tellWhom is agent's human parent, else every human of the project.
+func tellWhom(cfg *fsstore.Config, agent string) []string {
+	if a, ok := cfg.Agent(agent); ok && a.Parent != "" {
+		if p, ok := cfg.Agent(a.Parent); ok && p.Type == fsstore.AgentHuman {
+			return []string{p.ID}
+		}
+	}
+	var out []string
+	for _, a := range cfg.Agents {
+		if a.Type == fsstore.AgentHuman {
+			out = append(out, a.ID)
+		}
+	}
+	return out
+}
+
+// reactTriggers writes pending/<agent>.<purpose>.json for every AI agent
+// that has work of a purpose (the one rule, Store.Work, asked without a
+// session) and no live session or started process of that purpose.
+// Inbound chat, pending conversations, tasks set in progress and, once the
+// rule knows them, pending delegations all arrive here.
+func reactTriggers(d *Daemon, p *Pass) error {
+	for _, a := range p.Cfg.Agents {
+		if a.Type != fsstore.AgentAI {
+			continue
+		}
+		for _, purpose := range []string{fsstore.PurposeTask, fsstore.PurposeChat} {
+			if _, ok := p.liveSession(a.ID, purpose); ok || p.running(a.ID, purpose) {
+				continue
+			}
+			next, err := d.store.Work(p.Ctx, p.Cfg, a.ID, purpose, nil)
+			if err != nil {
+				return fmt.Errorf("%s %s: %w", a.ID, purpose, err)
+			}
+			p.Due(next.Until)
+			t := fsstore.Trigger{Agent: a.ID, Purpose: purpose, Reason: next.Action}
+			switch {
+			case purpose == fsstore.PurposeTask && next.Action == fsstore.ActWork:
+				t.TaskID, t.Reason = next.Task.ID, "task in progress"
+			case purpose == fsstore.PurposeChat && next.Action != fsstore.ActWait && next.Action != fsstore.ActConversationEnded:
+				// The news of an end alone starts nobody: the next session hears it.
+			default:
+				continue
+			}
+			wrote, err := d.store.AddTrigger(p.Ctx, t)
+			if err != nil {
+				return err
+			}
+			if wrote {
+				d.log.Info("trigger written", "agent", a.ID, "purpose", purpose, "reason", t.Reason, "task", t.TaskID)
+			}
+		}
+	}
+	return nil
+}
+
+// reactInterrupts interrupts an agent whose task was set to blocked or
+// cancelled by someone else while the agent works on it (a live task
+// session on that task). A change made through aipm (UpdateTask) wrote its
+// interrupt itself; the watcher adds one for a hand edit of the task file,
+// which it recognises by the status having changed without
+// statusChangedAt. It writes at most one per session: an interrupt about
+// the task written since the session began means it was done.
+func reactInterrupts(d *Daemon, p *Pass) error {
+	for _, t := range p.Tasks {
+		if t.Status != fsstore.StatusBlocked && t.Status != fsstore.StatusCancelled {
+			continue
+		}
+		ses, ok := p.liveSession(t.Assignee, fsstore.PurposeTask)
+		if !ok || ses.TaskID != t.ID {
+			continue
+		}
+		by := t.StatusChangedBy
+		prev, seen := d.tasks[t.ID]
+		switch {
+		case !seen:
+			// First look (a restarted watcher): the change may be a hand
+			// edit made while no watcher ran.
+		case prev.Status == t.Status:
+			continue // no change since the last pass
+		case prev.StatusChangedAt.Equal(t.StatusChangedAt):
+			by = handEdit
+		default:
+			continue // changed through aipm, which wrote its own interrupt
+		}
+		before := t
+		before.Status = fsstore.StatusInProgress
+		if !fsstore.Interrupts(before, t, by) {
+			continue
+		}
+		done, err := d.store.HasInterruptSince(t.Assignee, t.ID, ses.CreatedAt)
+		if err != nil || done {
+			continue
+		}
+		msg := fmt.Sprintf("%s set your task %s (%q) to %s. Stop working on it and call report_completed(result=\"blocked\").", by, t.ID, t.Title, t.Status)
+		from := by
+		if by == handEdit {
+			from = "" // nobody known: the file was edited by hand
+		}
+		if _, err := d.store.Notify(p.Ctx, t.Assignee, fsstore.Notification{Type: fsstore.NotifyInterrupt, TaskID: t.ID, From: from, Message: msg}); err != nil {
+			return err
+		}
+		d.log.Info("interrupt written", "agent", t.Assignee, "task", t.ID, "status", t.Status, "by", by)
+	}
+	return nil
+}
+
+// handEdit is who changed a task file by hand, as far as anyone knows.
+const handEdit = "a human (hand edit of the task file)"
+
+// reactStarts starts the command of each agent with a pending trigger.
+func reactStarts(d *Daemon, p *Pass) error {
+	if d.once {
+		return nil
+	}
+	triggers, err := d.store.PendingTriggers()
+	if err != nil {
+		return err
+	}
+	for _, t := range triggers {
+		a, ok := p.Cfg.Agent(t.Agent)
+		if !ok || len(a.Command) == 0 || p.running(t.Agent, t.Purpose) {
+			continue
+		}
+		if until := d.starter.start(p.Ctx, p.Cfg, a, t); !until.IsZero() {
+			p.Due(until)
+		}
+	}
+	return nil
+}
+
+// loadTasks reads every task, reporting each unreadable or invalid file
+// (path:line: error) once per distinct error; an invalid file is ignored
+// as if it were not there, so a bad hand edit changes nothing.
+func (d *Daemon) loadTasks(p *Pass) error {
+	tasks, bad, err := d.store.Tasks(fsstore.TaskFilter{})
+	if err != nil {
+		return err
+	}
+	seen := map[string]bool{}
+	report := func(key string, err error) {
+		seen[key] = true
+		if d.bad[key] != err.Error() {
+			d.bad[key] = err.Error()
+			d.log.Error("invalid file ignored", "err", err)
+		}
+	}
+	for _, e := range bad {
+		report(e.Error(), e)
+	}
+	p.Tasks = p.Tasks[:0]
+	for _, t := range tasks {
+		if err := fsstore.CheckStatus(t.Status); err != nil {
+			path, _ := d.store.DocPath(fsstore.Tasks, t.ID)
+			report(path, fmt.Errorf("%s: %w", d.store.Rel(path), err))
+			continue
+		}
+		p.Tasks = append(p.Tasks, t)
+	}
+	for k := range d.bad {
+		if !seen[k] {
+			delete(d.bad, k)
+		}
+	}
+	return nil
+}

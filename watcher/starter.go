@@ -1,0 +1,214 @@
+package watcher
+
+import (
+	"context"
+	"fmt"
+	"log/slog"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"syscall"
+	"time"
+
+	"aipm/fsstore"
+)
+
+// starter starts agent commands for triggers (DESIGN section 12): at most
+// max_concurrent at once, one per agent and purpose (claimed in runs/),
+// with a cooldown after a failure. Only the daemon's loop goroutine calls
+// it; each process's Wait runs in its own goroutine and reports on exited.
+type starter struct {
+	store    *fsstore.Store
+	log      *slog.Logger
+	running  map[string]*proc // agent.purpose -> process
+	cooldown map[string]time.Time
+	missing  map[string]bool // agents whose missing credential was reported
+	exited   chan exitNote
+	stopping bool // stopAll signalled the processes: their exits are no failures
+}
+
+type proc struct {
+	run  fsstore.Run
+	cmd  *exec.Cmd
+	done chan struct{}
+}
+
+type exitNote struct {
+	p   *proc
+	err error
+}
+
+func newStarter(store *fsstore.Store, log *slog.Logger) *starter {
+	return &starter{store: store, log: log, running: map[string]*proc{}, cooldown: map[string]time.Time{},
+		missing: map[string]bool{}, exited: make(chan exitNote, 16)}
+}
+
+func key(agent, purpose string) string { return agent + "." + purpose }
+
+// owns says whether r is a process this starter started and still waits on.
+func (st *starter) owns(r fsstore.Run) bool {
+	p, ok := st.running[key(r.Agent, r.Purpose)]
+	return ok && p.run.ID == r.ID
+}
+
+// start starts a's command for trigger t unless it runs already, the
+// limit is reached, or the agent cools down after a failure; it returns
+// when to try again (zero: no retry needed).
+func (st *starter) start(ctx context.Context, cfg *fsstore.Config, a fsstore.Agent, t fsstore.Trigger) time.Time {
+	k := key(t.Agent, t.Purpose)
+	if st.running[k] != nil {
+		return time.Time{}
+	}
+	if until := st.cooldown[k]; time.Now().Before(until) {
+		return until
+	}
+	if len(st.running) >= cfg.Defaults.MaxConcurrent {
+		return time.Time{} // an exit brings the next pass
+	}
+	cred, err := st.store.CredentialPath(a.ID)
+	if err != nil {
+		return time.Time{}
+	}
+	if _, err := os.Stat(cred); err != nil {
+		if !st.missing[a.ID] {
+			st.missing[a.ID] = true
+			st.log.Error("cannot start agent: no saved passkey", "agent", a.ID, "fix", "aipm agent passkey "+a.ID+" --save")
+		}
+		return time.Time{}
+	}
+	delete(st.missing, a.ID)
+	now := time.Now().UTC()
+	logDir, _ := st.store.LogDir(a.ID)
+	run := fsstore.Run{
+		ID: fsstore.NewID("run_"), Agent: a.ID, Purpose: t.Purpose, Command: a.Command, Reason: t.Reason, StartedAt: now,
+		Log: filepath.Join(logDir, now.Format("20060102T150405.000000000Z")+"."+t.Purpose+".log"),
+	}
+	claimed, stale, err := st.store.ClaimRun(ctx, run)
+	if err != nil {
+		st.log.Error("claim run", "agent", a.ID, "purpose", t.Purpose, "err", err)
+		return time.Time{}
+	}
+	if !claimed {
+		return time.Time{} // a live process holds it (a previous watcher's)
+	}
+	if stale != nil {
+		st.store.EndRunSessions(ctx, stale.ID)
+	}
+	if err := st.spawn(cfg, a, t, &run, cred); err != nil {
+		st.log.Error("agent start failed", "agent", a.ID, "purpose", t.Purpose, "err", err, "cooldown", cfg.Defaults.SpawnCooldown.Duration)
+		st.store.ReleaseRun(ctx, run)
+		st.cooldown[k] = time.Now().Add(cfg.Defaults.SpawnCooldown.Duration)
+		return st.cooldown[k]
+	}
+	st.log.Info("agent started", "agent", a.ID, "purpose", t.Purpose, "pid", run.PID, "reason", t.Reason, "run", run.ID, "log", st.store.Rel(run.Log))
+	return time.Time{}
+}
+
+func (st *starter) spawn(cfg *fsstore.Config, a fsstore.Agent, t fsstore.Trigger, run *fsstore.Run, cred string) error {
+	if err := os.MkdirAll(filepath.Dir(run.Log), fsstore.ModeDir); err != nil {
+		return err
+	}
+	out, err := os.OpenFile(run.Log, os.O_WRONLY|os.O_CREATE|os.O_APPEND, fsstore.ModeFile)
+	if err != nil {
+		return err
+	}
+	defer out.Close() // the child holds its own copy
+	cmd := exec.Command(a.Command[0], a.Command[1:]...)
+	cmd.Dir = st.store.ProjectDir()
+	cmd.Stdout, cmd.Stderr = out, out
+	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true} // its children are stopped with it
+	// The watcher's own credential and identity never leak into an agent.
+	var env []string
+	for _, kv := range os.Environ() {
+		k, _, _ := strings.Cut(kv, "=")
+		switch k {
+		case fsstore.EnvAgentID, fsstore.EnvPasskey, fsstore.EnvPasskeyFile, fsstore.EnvPurpose, fsstore.EnvRunID, "AIPM_AS":
+			continue
+		}
+		env = append(env, kv)
+	}
+	for k, v := range a.Env {
+		env = append(env, k+"="+v)
+	}
+	cmd.Env = append(env,
+		fsstore.EnvAgentID+"="+a.ID,
+		fsstore.EnvPasskeyFile+"="+cred,
+		fsstore.EnvPurpose+"="+t.Purpose,
+		fsstore.EnvProjectDir+"="+st.store.ProjectDir(),
+		fsstore.EnvRunID+"="+run.ID,
+		"AIPM_DIR="+st.store.ProjectDir(),
+	)
+	if err := cmd.Start(); err != nil {
+		return fmt.Errorf("start %q: %w", a.Command[0], err)
+	}
+	run.PID = cmd.Process.Pid
+	p := &proc{run: *run, cmd: cmd, done: make(chan struct{})}
+	st.running[key(a.ID, t.Purpose)] = p
+	if err := st.store.SetRunPID(context.Background(), *run); err != nil {
+		st.log.Error("record run pid", "run", run.ID, "err", err)
+	}
+	go func() {
+		err := cmd.Wait()
+		close(p.done)
+		st.exited <- exitNote{p: p, err: err}
+	}()
+	return nil
+}
+
+// finished handles a process's exit: its run record goes, its sessions
+// end, and a failure (a non-zero exit, or an exit that left its trigger
+// untaken) starts the cooldown.
+func (st *starter) finished(ctx context.Context, cfg *fsstore.Config, n exitNote) {
+	r := n.p.run
+	k := key(r.Agent, r.Purpose)
+	if st.running[k] == n.p {
+		delete(st.running, k)
+	}
+	if err := st.store.ReleaseRun(ctx, r); err != nil {
+		st.log.Error("release run", "run", r.ID, "err", err)
+	}
+	failed := n.err != nil && !st.stopping
+	reason := "exit status 0"
+	if n.err != nil {
+		reason = n.err.Error()
+	}
+	if !failed {
+		if path, err := st.store.TriggerPath(fsstore.Pending, r.Agent, r.Purpose); err == nil {
+			var t fsstore.Trigger
+			if st.store.ReadDoc(path, &t) == nil && t.CreatedAt.Before(r.StartedAt) {
+				failed, reason = true, "exited without taking its trigger (did it authenticate?)"
+			}
+		}
+	}
+	if failed {
+		st.cooldown[k] = time.Now().Add(cfg.Defaults.SpawnCooldown.Duration)
+		st.log.Warn("agent process failed", "agent", r.Agent, "purpose", r.Purpose, "pid", r.PID, "why", reason,
+			"cooldown", cfg.Defaults.SpawnCooldown.Duration, "log", st.store.Rel(r.Log))
+		return
+	}
+	delete(st.cooldown, k)
+	st.log.Info("agent exited", "agent", r.Agent, "purpose", r.Purpose, "pid", r.PID)
+}
+
+// stopAll signals every started process group (SIGTERM), waits up to
+// bound, kills what is left, and releases their runs.
+func (st *starter) stopAll(ctx context.Context, cfg *fsstore.Config, bound time.Duration) {
+	st.stopping = true
+	for _, p := range st.running {
+		syscall.Kill(-p.run.PID, syscall.SIGTERM)
+	}
+	deadline := time.After(bound)
+	for len(st.running) > 0 {
+		select {
+		case n := <-st.exited:
+			st.finished(ctx, cfg, n)
+		case <-deadline:
+			for _, p := range st.running {
+				st.log.Warn("agent did not stop; killing it", "agent", p.run.Agent, "pid", p.run.PID)
+				syscall.Kill(-p.run.PID, syscall.SIGKILL)
+			}
+			deadline = nil
+		}
+	}
+}

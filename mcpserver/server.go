@@ -2,6 +2,7 @@ package mcpserver
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"log/slog"
 	"os"
@@ -88,7 +89,8 @@ func (s *Server) Run(ctx context.Context, t mcp.Transport) error {
 	s.sessions = nil
 	s.mu.Unlock()
 	for _, id := range ids {
-		if _, endErr := s.store.EndSession(context.WithoutCancel(ctx), id, fsstore.EndExited); endErr != nil {
+		// A session already swept away (ended, then removed) needs nothing.
+		if _, endErr := s.store.EndSession(context.WithoutCancel(ctx), id, fsstore.EndExited); endErr != nil && !errors.Is(endErr, fsstore.ErrNotFound) {
 			s.log.Warn("end session at exit", "session", id, "err", endErr)
 		}
 	}

@@ -10,6 +10,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"regexp"
 	"sort"
 	"strconv"
 	"strings"
@@ -190,9 +191,13 @@ func (p *project) authenticate(cs *mcp.ClientSession, agent, purpose string) str
 	return r.str("session_token")
 }
 
-// tree is a digest of every file under .ai-pm (lock files aside, and the
-// failed-authenticate count, the one thing a refused call must write), to
-// prove that a refused call changed nothing.
+// lastSeenAt matches a session's sliding expiry, which any call may move.
+var lastSeenAt = regexp.MustCompile(`"lastSeenAt": *"[^"]*",?`)
+
+// tree is a digest of every file under .ai-pm (lock files aside, the
+// failed-authenticate count, the one thing a refused call must write, and
+// the sessions' sliding expiry), to prove that a refused call changed
+// nothing.
 func (p *project) tree() string {
 	var lines []string
 	root := p.store.Root()
@@ -203,6 +208,9 @@ func (p *project) tree() string {
 		entry := strings.TrimPrefix(path, root)
 		if !d.IsDir() {
 			data, _ := os.ReadFile(path)
+			// A call may slide its session's expiry (lastSeenAt, at most every
+			// 30 s): that is the session's, not a change the call made.
+			data = lastSeenAt.ReplaceAll(data, nil)
 			entry += fmt.Sprintf(" %x", sha256.Sum256(data))
 		}
 		lines = append(lines, entry)

@@ -42,8 +42,12 @@ type agent struct {
 	token string
 	// used holds the shiritori words of each conversation.
 	used map[string]map[string]bool
+	// chain holds the words of each conversation in the order played.
+	chain map[string][]string
 	// carries maps a conversation to the delegation it carries out.
 	carries map[string]string
+	// ended holds the conversations this agent was told have ended.
+	ended map[string]bool
 }
 
 // ErrInterrupted is returned when the agent stopped on an interrupt.
@@ -67,7 +71,7 @@ func Run(ctx context.Context, o Options) error {
 		return fmt.Errorf("sim %s: connect to aipm serve: %w", o.Agent, err)
 	}
 	defer cs.Close()
-	a := &agent{o: o, cs: cs, used: map[string]map[string]bool{}, carries: map[string]string{}}
+	a := &agent{o: o, cs: cs, used: map[string]map[string]bool{}, carries: map[string]string{}, chain: map[string][]string{}, ended: map[string]bool{}}
 	return a.loop(ctx)
 }
 
@@ -196,8 +200,13 @@ func (a *agent) act(ctx context.Context, r result) error {
 	case "conversation_ended":
 		conv := r.str("conversation_id")
 		a.say("conversation %s ended (%s)", conv, r.str("reason"))
+		a.ended[conv] = true
 		if dlg := a.carries[conv]; dlg != "" {
 			delete(a.carries, conv)
+			// The last turn may still be unread: read it into the chain first.
+			if err := a.readMessages(ctx); err != nil {
+				return err
+			}
 			return a.reportChain(ctx, dlg, conv)
 		}
 		return nil
@@ -349,23 +358,7 @@ func (a *agent) processDelegation(ctx context.Context, d map[string]any) error {
 // reportChain reports a shiritori delegation completed with the chain of
 // words its conversation played.
 func (a *agent) reportChain(ctx context.Context, dlg, conv string) error {
-	r, err := a.call(ctx, "get_conversation_messages", map[string]any{"conversation_id": conv, "limit": 200})
-	if err != nil {
-		return err
-	}
-	if r.isError {
-		return a.reportDelegation(ctx, dlg, "failed", "could not read "+conv+": "+firstSentence(r.text))
-	}
-	msgs, _ := r.data["messages"].([]any)
-	var words []string
-	for _, m := range msgs {
-		msg, _ := m.(map[string]any)
-		if kind, _ := msg["kind"].(string); kind == "system" {
-			continue
-		}
-		w, _ := msg["content"].(string)
-		words = append(words, strings.TrimSpace(w))
-	}
+	words := a.chain[conv]
 	result := fmt.Sprintf("played %d words in %s: %s", len(words), conv, strings.Join(words, " → "))
 	return a.reportDelegation(ctx, dlg, "completed", result)
 }
@@ -482,6 +475,7 @@ func (a *agent) openShiritori(ctx context.Context, target, request, delegation s
 	}
 	conv := r.str("conversation_id")
 	a.words(conv)[first] = true
+	a.chain[conv] = append(a.chain[conv], first)
 	a.say("started shiritori %s with %s (%d turns): %s", conv, target, turns, first)
 	return conv, nil
 }
@@ -490,6 +484,10 @@ func (a *agent) playTurn(ctx context.Context, conv, from, word string) error {
 	used := a.words(conv)
 	word = strings.TrimSpace(word)
 	used[word] = true
+	a.chain[conv] = append(a.chain[conv], word)
+	if a.ended[conv] {
+		return nil // a last turn read after the end: nothing to answer
+	}
 	next := nextWord(word, used)
 	if next == "" || !validMove(word, next) {
 		a.say("%s said %s; I have no word for %q: I end %s", from, word, lastSound(word), conv)
@@ -501,6 +499,7 @@ func (a *agent) playTurn(ctx context.Context, conv, from, word string) error {
 	if err != nil || r.isError {
 		return err
 	}
+	a.chain[conv] = append(a.chain[conv], next)
 	a.say("%s → %s", word, next)
 	return nil
 }

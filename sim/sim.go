@@ -446,25 +446,32 @@ var (
 	firstRE  = regexp.MustCompile(`(?i)start with (\S+?)[.,;]?(?:\s|$)`)
 )
 
-// openShiritori starts a shiritori conversation with target as the
-// request text says: "N turns" or "N-round" (two turns a round; default 8
-// turns), "start with WORD" (default しりとり, or apple in English). It
-// returns the conversation's id, or "" when it was refused.
-func (a *agent) openShiritori(ctx context.Context, target, request, delegation string) (string, error) {
-	turns := 8
+// shiritoriPlan reads a request for shiritori: "N turns" or "N-round"
+// (two turns a round; default 8 turns), "start with WORD" (default
+// しりとり, or apple when it says English).
+func shiritoriPlan(request string) (turns int, first string) {
+	turns = 8
 	if m := turnsRE.FindStringSubmatch(request); m != nil {
 		turns, _ = strconv.Atoi(m[1])
 	} else if m := roundsRE.FindStringSubmatch(request); m != nil {
 		n, _ := strconv.Atoi(m[1])
 		turns = 2 * n
 	}
-	first := "しりとり"
+	first = "しりとり"
 	if strings.Contains(strings.ToLower(request), "english") {
 		first = "apple"
 	}
 	if m := firstRE.FindStringSubmatch(request); m != nil {
 		first = m[1]
 	}
+	return turns, first
+}
+
+// openShiritori starts a shiritori conversation with target as the
+// request says (shiritoriPlan), carrying out delegation if it is not "".
+// It returns the conversation's id, or "" when it was refused.
+func (a *agent) openShiritori(ctx context.Context, target, request, delegation string) (string, error) {
+	turns, first := shiritoriPlan(request)
 	args := map[string]any{"target_agent_id": target, "purpose": "shiritori", "initial_message": first, "max_turns": turns}
 	if delegation != "" {
 		args["delegation_id"] = delegation

@@ -1,7 +1,8 @@
 // Package sim is a simulated agent: a real MCP client of aipm serve that
 // follows get_next_action mechanically (aipm sim). It answers messages,
-// plays shiritori in kana and in English, accepts conversations, obeys
-// interrupts, reports task work done, and exits when told. The demo and the
+// plays shiritori in kana and in English, accepts conversations, delegates
+// talk from a task session and carries delegations out in a chat session,
+// obeys interrupts, reports task work done, and exits when told. The demo and the
 // end-to-end tests use it to run the whole system without a model.
 package sim
 

@@ -10,6 +10,7 @@ import (
 	"os/exec"
 	"path/filepath"
 	"regexp"
+	"slices"
 	"strings"
 	"sync"
 	"time"
@@ -263,7 +264,13 @@ func (d *demo) followChat(ctx context.Context) (stop func()) {
 	done := make(chan struct{})
 	agents := []string{"lead", "coder", "reviewer"}
 	cursors := map[string]fsstore.Cursor{}
+	type line struct {
+		at       time.Time
+		from, to string
+		content  string
+	}
 	poll := func() {
+		var lines []line
 		for _, a := range agents {
 			msgs, cur, _, err := d.store.Follow(a, cursors[a])
 			if err != nil {
@@ -272,9 +279,15 @@ func (d *demo) followChat(ctx context.Context) (stop func()) {
 			cursors[a] = cur
 			for _, m := range msgs {
 				if m.ReceiverID == "" { // the receiver's copy
-					d.printf("  chat  | %s → %s: %s\n", m.SenderID, a, m.Content)
+					at, _ := time.Parse(time.RFC3339Nano, m.CreatedAt)
+					lines = append(lines, line{at, m.SenderID, a, m.Content})
 				}
 			}
+		}
+		// In the order written, whoever received them.
+		slices.SortStableFunc(lines, func(x, y line) int { return x.at.Compare(y.at) })
+		for _, l := range lines {
+			d.printf("  chat  | %s → %s: %s\n", l.from, l.to, l.content)
 		}
 	}
 	go func() {

@@ -39,3 +39,44 @@ func TestGames(t *testing.T) {
 		t.Error("a word ending in ん was accepted")
 	}
 }
+
+func TestShiritoriPlan(t *testing.T) {
+	for _, tc := range []struct {
+		request string
+		turns   int
+		first   string
+	}{
+		{"Please play shiritori with reviewer.", 8, "しりとり"},
+		{"Please play shiritori with reviewer, 10 turns.", 10, "しりとり"},
+		{"shiritori with reviewer in English", 8, "apple"},
+		{"6-round shiritori with reviewer, start with りんご", 12, "りんご"},
+		{"3 round shiritori, start with tiger.", 6, "tiger"},
+		{"shiritori with reviewer, start with ごりら 4 turns", 4, "ごりら"},
+	} {
+		turns, first := shiritoriPlan(tc.request)
+		if turns != tc.turns || first != tc.first {
+			t.Errorf("shiritoriPlan(%q) = %d, %q; want %d, %q", tc.request, turns, first, tc.turns, tc.first)
+		}
+	}
+}
+
+func TestDelegateLine(t *testing.T) {
+	for _, tc := range []struct {
+		desc            string
+		target, purpose string
+	}{
+		{"delegate: reviewer: 6-round shiritori with reviewer, start with りんご", "reviewer", "6-round shiritori with reviewer, start with りんご"},
+		{"Ask around.\n  delegate: lead : is the release on Friday?\nThen write it down.", "lead", "is the release on Friday?"},
+		{"sim-steps=3", "", ""},
+		{"please delegate: reviewer: x", "", ""}, // only at the start of a line
+	} {
+		m := delegateRE.FindStringSubmatch(tc.desc)
+		var target, purpose string
+		if m != nil {
+			target, purpose = m[1], m[2]
+		}
+		if target != tc.target || purpose != tc.purpose {
+			t.Errorf("%q: delegate %q: %q; want %q: %q", tc.desc, target, purpose, tc.target, tc.purpose)
+		}
+	}
+}

@@ -1,7 +1,8 @@
 // Package sim is a simulated agent: a real MCP client of aipm serve that
 // follows get_next_action mechanically (aipm sim). It answers messages,
-// plays shiritori in kana and in English, accepts conversations, obeys
-// interrupts, reports task work done, and exits when told. The demo and the
+// plays shiritori in kana and in English, accepts conversations, delegates
+// talk from a task session and carries delegations out in a chat session,
+// obeys interrupts, reports task work done, and exits when told. The demo and the
 // end-to-end tests use it to run the whole system without a model.
 package sim
 
@@ -42,6 +43,12 @@ type agent struct {
 	token string
 	// used holds the shiritori words of each conversation.
 	used map[string]map[string]bool
+	// chain holds the words of each conversation in the order played.
+	chain map[string][]string
+	// carries maps a conversation to the delegation it carries out.
+	carries map[string]string
+	// ended holds the conversations this agent was told have ended.
+	ended map[string]bool
 }
 
 // ErrInterrupted is returned when the agent stopped on an interrupt.
@@ -65,7 +72,7 @@ func Run(ctx context.Context, o Options) error {
 		return fmt.Errorf("sim %s: connect to aipm serve: %w", o.Agent, err)
 	}
 	defer cs.Close()
-	a := &agent{o: o, cs: cs, used: map[string]map[string]bool{}}
+	a := &agent{o: o, cs: cs, used: map[string]map[string]bool{}, carries: map[string]string{}, chain: map[string][]string{}, ended: map[string]bool{}}
 	return a.loop(ctx)
 }
 
@@ -189,11 +196,24 @@ func (a *agent) act(ctx context.Context, r result) error {
 		a.call(ctx, "logout", map[string]any{})
 		a.say("logged out (%s)", action)
 		return errDone
-	case "wait_for_messages", "wait_for_task":
+	case "wait_for_messages", "wait_for_task", "wait_for_delegation":
 		return nil
 	case "conversation_ended":
-		a.say("conversation %s ended (%s)", r.str("conversation_id"), r.str("reason"))
+		conv := r.str("conversation_id")
+		a.say("conversation %s ended (%s)", conv, r.str("reason"))
+		a.ended[conv] = true
+		if dlg := a.carries[conv]; dlg != "" {
+			delete(a.carries, conv)
+			// The last turn may still be unread: read it into the chain first.
+			if err := a.readMessages(ctx); err != nil {
+				return err
+			}
+			return a.reportChain(ctx, dlg, conv)
+		}
 		return nil
+	case "process_delegation":
+		d, _ := r.data["delegation"].(map[string]any)
+		return a.processDelegation(ctx, d)
 	case "conversation_request":
 		a.say("accepted conversation %s from %s (%s)", r.str("conversation_id"), r.str("from_agent_id"), r.str("purpose"))
 		return a.readMessages(ctx)
@@ -204,7 +224,8 @@ func (a *agent) act(ctx context.Context, r result) error {
 		return err
 	case "work":
 		task, _ := r.data["task"].(map[string]any)
-		return a.work(ctx, task)
+		dlgs, _ := r.data["delegations"].([]any)
+		return a.work(ctx, task, dlgs)
 	default:
 		return fmt.Errorf("get_next_action said %q, which this simulated agent does not know", action)
 	}
@@ -212,12 +233,20 @@ func (a *agent) act(ctx context.Context, r result) error {
 
 var stepsRE = regexp.MustCompile(`sim-steps=(\d+)`)
 
-// work does a task: sim-steps=N in its description is how many steps (a
-// get_task each, Step apart; default 3); then it reports success.
-func (a *agent) work(ctx context.Context, task map[string]any) error {
+// work does a task. A line "delegate: AGENT: PURPOSE" in its description
+// asks for talk with AGENT: the first time, the task session delegates it
+// to the chat session (get_next_action then waits while the delegation is
+// open); once it is closed, the conversations are read and the task is
+// reported done with the delegation's result. Otherwise sim-steps=N in the
+// description is how many steps (a get_task each, Step apart; default 3);
+// then it reports success.
+func (a *agent) work(ctx context.Context, task map[string]any, dlgs []any) error {
 	id, _ := task["id"].(string)
 	title, _ := task["title"].(string)
 	desc, _ := task["description"].(string)
+	if m := delegateRE.FindStringSubmatch(desc); m != nil {
+		return a.workByDelegation(ctx, id, strings.TrimSpace(m[1]), strings.TrimSpace(m[2]), dlgs)
+	}
 	steps := 3
 	if m := stepsRE.FindStringSubmatch(desc); m != nil {
 		steps, _ = strconv.Atoi(m[1])
@@ -244,7 +273,110 @@ func (a *agent) work(ctx context.Context, task map[string]any) error {
 	return nil
 }
 
-var shiritoriRE = regexp.MustCompile(`(?i)shiritori with ([A-Za-z0-9][A-Za-z0-9_-]*)(?:.*?(\d+) turns)?`)
+// delegateRE is the convention a task description uses to ask for talk
+// with another agent: a line "delegate: AGENT: PURPOSE".
+var delegateRE = regexp.MustCompile(`(?m)^\s*delegate:\s*([A-Za-z0-9][A-Za-z0-9_-]*)\s*:\s*(.+)$`)
+
+func (a *agent) workByDelegation(ctx context.Context, task, target, purpose string, dlgs []any) error {
+	if len(dlgs) == 0 {
+		r, err := a.call(ctx, "delegate_to_chat_session", map[string]any{
+			"target_agent_id": target, "purpose": purpose, "context": "for task " + task,
+		})
+		if err != nil {
+			return err
+		}
+		if r.isError {
+			return fmt.Errorf("delegate_to_chat_session: %s", r.text)
+		}
+		a.say("delegated %s to my chat session: %s with %s", r.str("delegation_id"), purpose, target)
+		return nil // get_next_action waits while the delegation is open
+	}
+	r, err := a.call(ctx, "get_task_conversations", map[string]any{})
+	if err != nil {
+		return err
+	}
+	if r.isError {
+		return fmt.Errorf("get_task_conversations: %s", r.text)
+	}
+	convs, _ := r.data["conversations"].([]any)
+	status, summary := "success", ""
+	for _, x := range dlgs {
+		d, _ := x.(map[string]any)
+		st, _ := d["status"].(string)
+		res, _ := d["result"].(string)
+		if st != "completed" {
+			status = "failed"
+		}
+		summary += fmt.Sprintf("delegation %v %s: %s. ", d["id"], st, res)
+	}
+	a.say("delegation closed (%d conversation(s)); reporting %s", len(convs), status)
+	r, err = a.call(ctx, "report_completed", map[string]any{"result": status, "summary": strings.TrimSpace(summary)})
+	if err != nil {
+		return err
+	}
+	if r.isError {
+		return fmt.Errorf("report_completed: %s", r.text)
+	}
+	a.say("reported %s done", task)
+	return nil
+}
+
+// processDelegation carries out a delegation in the chat session: a
+// purpose that asks for shiritori starts a conversation with the target
+// (reported completed when it ends); anything else is one message to the
+// target, reported completed at once.
+func (a *agent) processDelegation(ctx context.Context, d map[string]any) error {
+	id, _ := d["id"].(string)
+	target, _ := d["target_agent_id"].(string)
+	purpose, _ := d["purpose"].(string)
+	dctx, _ := d["context"].(string)
+	a.say("carrying out %s: %s (with %s)", id, purpose, target)
+	if strings.Contains(strings.ToLower(purpose), "shiritori") {
+		conv, err := a.openShiritori(ctx, target, purpose, id)
+		if err != nil {
+			return err
+		}
+		if conv == "" {
+			return a.reportDelegation(ctx, id, "failed", "could not start a conversation with "+target)
+		}
+		a.carries[conv] = id
+		return nil
+	}
+	content := purpose
+	if dctx != "" {
+		content += " (" + dctx + ")"
+	}
+	r, err := a.send(ctx, "send_message", map[string]any{"target_agent_id": target, "content": content})
+	if err != nil {
+		return err
+	}
+	if r.isError {
+		return a.reportDelegation(ctx, id, "failed", "could not message "+target+": "+firstSentence(r.text))
+	}
+	return a.reportDelegation(ctx, id, "completed", "told "+target+": "+content)
+}
+
+// reportChain reports a shiritori delegation completed with the chain of
+// words its conversation played.
+func (a *agent) reportChain(ctx context.Context, dlg, conv string) error {
+	words := a.chain[conv]
+	result := fmt.Sprintf("played %d words in %s: %s", len(words), conv, strings.Join(words, " → "))
+	return a.reportDelegation(ctx, dlg, "completed", result)
+}
+
+func (a *agent) reportDelegation(ctx context.Context, id, status, result string) error {
+	r, err := a.call(ctx, "report_delegation_completed", map[string]any{"delegation_id": id, "status": status, "result": result})
+	if err != nil {
+		return err
+	}
+	if r.isError {
+		return fmt.Errorf("report_delegation_completed: %s", r.text)
+	}
+	a.say("reported %s %s: %s", id, status, result)
+	return nil
+}
+
+var shiritoriRE = regexp.MustCompile(`(?i)shiritori with ([A-Za-z0-9][A-Za-z0-9_-]*)`)
 
 // readMessages reads the unread messages and answers each: a turn of a
 // conversation gets the next shiritori word (or the end of the
@@ -300,32 +432,70 @@ func (a *agent) words(conv string) map[string]bool {
 }
 
 func (a *agent) startShiritori(ctx context.Context, from, content string) error {
-	m := shiritoriRE.FindStringSubmatch(content)
-	target, turns := m[1], 8
-	if m[2] != "" {
-		turns, _ = strconv.Atoi(m[2])
+	target := shiritoriRE.FindStringSubmatch(content)[1]
+	conv, err := a.openShiritori(ctx, target, content, "")
+	if err != nil || conv == "" {
+		return err
 	}
-	first := "しりとり"
-	if strings.Contains(strings.ToLower(content), "english") {
+	_, err = a.send(ctx, "send_message", map[string]any{"target_agent_id": from, "content": fmt.Sprintf("Playing shiritori with %s (%s).", target, conv)})
+	return err
+}
+
+var (
+	turnsRE  = regexp.MustCompile(`(\d+) turns`)
+	roundsRE = regexp.MustCompile(`(\d+)[- ]rounds?`)
+	firstRE  = regexp.MustCompile(`(?i)start with (\S+?)[.,;]?(?:\s|$)`)
+)
+
+// shiritoriPlan reads a request for shiritori: "N turns" or "N-round"
+// (two turns a round; default 8 turns), "start with WORD" (default
+// しりとり, or apple when it says English).
+func shiritoriPlan(request string) (turns int, first string) {
+	turns = 8
+	if m := turnsRE.FindStringSubmatch(request); m != nil {
+		turns, _ = strconv.Atoi(m[1])
+	} else if m := roundsRE.FindStringSubmatch(request); m != nil {
+		n, _ := strconv.Atoi(m[1])
+		turns = 2 * n
+	}
+	first = "しりとり"
+	if strings.Contains(strings.ToLower(request), "english") {
 		first = "apple"
 	}
-	r, err := a.send(ctx, "start_conversation", map[string]any{
-		"target_agent_id": target, "purpose": "shiritori", "initial_message": first, "max_turns": turns,
-	})
+	if m := firstRE.FindStringSubmatch(request); m != nil {
+		first = m[1]
+	}
+	return turns, first
+}
+
+// openShiritori starts a shiritori conversation with target as the
+// request says (shiritoriPlan), carrying out delegation if it is not "".
+// It returns the conversation's id, or "" when it was refused.
+func (a *agent) openShiritori(ctx context.Context, target, request, delegation string) (string, error) {
+	turns, first := shiritoriPlan(request)
+	args := map[string]any{"target_agent_id": target, "purpose": "shiritori", "initial_message": first, "max_turns": turns}
+	if delegation != "" {
+		args["delegation_id"] = delegation
+	}
+	r, err := a.send(ctx, "start_conversation", args)
 	if err != nil || r.isError {
-		return err
+		return "", err
 	}
 	conv := r.str("conversation_id")
 	a.words(conv)[first] = true
-	a.say("started shiritori %s with %s: %s", conv, target, first)
-	_, err = a.send(ctx, "send_message", map[string]any{"target_agent_id": from, "content": fmt.Sprintf("Playing shiritori with %s (%s).", target, conv)})
-	return err
+	a.chain[conv] = append(a.chain[conv], first)
+	a.say("started shiritori %s with %s (%d turns): %s", conv, target, turns, first)
+	return conv, nil
 }
 
 func (a *agent) playTurn(ctx context.Context, conv, from, word string) error {
 	used := a.words(conv)
 	word = strings.TrimSpace(word)
 	used[word] = true
+	a.chain[conv] = append(a.chain[conv], word)
+	if a.ended[conv] {
+		return nil // a last turn read after the end: nothing to answer
+	}
 	next := nextWord(word, used)
 	if next == "" || !validMove(word, next) {
 		a.say("%s said %s; I have no word for %q: I end %s", from, word, lastSound(word), conv)
@@ -337,6 +507,7 @@ func (a *agent) playTurn(ctx context.Context, conv, from, word string) error {
 	if err != nil || r.isError {
 		return err
 	}
+	a.chain[conv] = append(a.chain[conv], next)
 	a.say("%s → %s", word, next)
 	return nil
 }

@@ -535,3 +535,79 @@ func TestConfigReload(t *testing.T) {
 	<-passes
 	_ = d
 }
+
+// TestDelegationTrigger: a pending delegation of an agent with no live chat
+// session writes its chat trigger through the one rule (Store.Work), once;
+// a delegation whose chat session ended while processing it writes one
+// again; a closed delegation writes none.
+func TestDelegationTrigger(t *testing.T) {
+	p := newProject(t, "", nil)
+	ctx := context.Background()
+	task := p.startedTask("coder")
+	taskSes, _, err := p.store.Authenticate(ctx, p.cfg(), "coder", p.passkeys["coder"], "", fsstore.PurposeTask)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if taskSes.TaskID != task.ID {
+		t.Fatalf("task session on %q, want %s", taskSes.TaskID, task.ID)
+	}
+	dlg, err := p.store.CreateDelegation(ctx, p.cfg(), fsstore.NewDelegation{Agent: "coder", TaskID: task.ID, Target: "reviewer", Purpose: "6-round shiritori"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	once := func() {
+		t.Helper()
+		if err := p.daemon().Once(ctx); err != nil {
+			t.Fatal(err)
+		}
+	}
+	trigger := func() string {
+		data, _ := os.ReadFile(p.path("pending/coder.chat.json"))
+		return string(data)
+	}
+	once()
+	if !strings.Contains(trigger(), fsstore.ActProcessDelegation) {
+		t.Fatalf("pending/coder.chat.json = %q, want a process_delegation trigger", trigger())
+	}
+	if p.exists("pending/coder.task.json") || p.exists("pending/reviewer.chat.json") {
+		t.Error("a trigger was written for the live task session or for the delegation's target")
+	}
+	before := p.tree()
+	once()
+	if after := p.tree(); after != before {
+		t.Errorf("a second pass changed files:\nbefore\n%s\nafter\n%s", before, after)
+	}
+
+	// A chat session takes it and ends while processing it: the trigger is
+	// written again, for the next chat session to take it over.
+	chat, _, err := p.store.Authenticate(ctx, p.cfg(), "coder", p.passkeys["coder"], "", fsstore.PurposeChat)
+	if err != nil {
+		t.Fatal(err)
+	}
+	next, err := p.store.NextAction(ctx, p.cfg(), chat)
+	if err != nil || next.Action != fsstore.ActProcessDelegation || next.Delegation.ID != dlg.ID {
+		t.Fatalf("chat session's next action: %+v, %v; want process_delegation %s", next, err, dlg.ID)
+	}
+	os.Remove(p.path("pending/coder.chat.json"))
+	once()
+	if p.exists("pending/coder.chat.json") {
+		t.Fatal("a chat trigger was written while a live chat session processes the delegation")
+	}
+	if _, err := p.store.EndSession(ctx, chat.ID, fsstore.EndExpired); err != nil {
+		t.Fatal(err)
+	}
+	once()
+	if !strings.Contains(trigger(), fsstore.ActProcessDelegation) {
+		t.Fatalf("after the processing chat session ended: pending/coder.chat.json = %q, want process_delegation", trigger())
+	}
+
+	// Closed, it starts nobody.
+	os.Remove(p.path("pending/coder.chat.json"))
+	if _, err := p.store.CompleteDelegation(ctx, "coder", dlg.ID, fsstore.DlgCompleted, "done"); err != nil {
+		t.Fatal(err)
+	}
+	once()
+	if p.exists("pending/coder.chat.json") {
+		t.Errorf("a completed delegation wrote a chat trigger: %q", trigger())
+	}
+}

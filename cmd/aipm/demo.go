@@ -10,6 +10,7 @@ import (
 	"os/exec"
 	"path/filepath"
 	"regexp"
+	"slices"
 	"strings"
 	"sync"
 	"time"
@@ -33,15 +34,19 @@ func newCmdDemo(e *env, runF func(*demoOptions) error) *cobra.Command {
 		Long: `Create a project in a temporary directory with a human (lead) and two
 simulated AI agents (coder and reviewer, whose command is aipm sim), start the
 watcher, and drive a scenario while printing a live transcript:
-  1. lead asks coder in chat to play shiritori with reviewer: the watcher
-     starts coder, coder starts a conversation, the watcher starts reviewer,
-     they play in kana until max_turns, and both exit when idle;
+  1. lead sets a task in progress for coder whose description delegates
+     "6-round shiritori with reviewer, start with りんご": the watcher starts
+     coder's task session, which delegates the talk to coder's chat session
+     and waits; the watcher starts coder's chat session, which starts a
+     conversation with reviewer (started by the watcher too); they play in
+     kana until max_turns; coder's chat session reports the delegation
+     completed; the task session wakes and reports the task done;
   2. lead sets a long task in progress: the watcher starts coder's task
      session; lead then edits the task file by hand (an editor-style rename)
      to blocked: the watcher interrupts coder, which reports blocked.
 Every aipm command is printed as a line that pastes into a shell; "watch |"
 lines are the watcher's log, "chat |" lines the messages as they are
-written. A summary of the files ends it. --keep leaves the project to explore.
+written, "state |" lines each change of a task's or delegation's state. A summary of the files ends it. --keep leaves the project to explore.
 No model and no network are involved; it takes a few seconds.`,
 		Example: "  aipm demo\n  aipm demo --keep",
 		Args:    argsNone,
@@ -139,23 +144,34 @@ func demoRun(cmd *cobra.Command, o *demoOptions) error {
 		<-watchDone
 	}()
 	stopChat := d.followChat(ctx)
+	stopState := d.followState(ctx)
 	d.printf("\n# aipm watch is running (here in the demo's process)\n")
 
-	// 1. Chat: a message starts coder, which plays shiritori with reviewer.
-	if _, err := d.aipm("send", "--as", "lead", "--to", "coder", "Please play shiritori with reviewer, 8 turns."); err != nil {
+	// 1. Seed 002: a task whose session delegates a shiritori conversation
+	// to the same agent's chat session.
+	out, err := d.aipm("task", "add", "Play shiritori with reviewer", "--assignee", "coder",
+		"--description", "delegate: reviewer: 6-round shiritori with reviewer, start with りんご")
+	if err != nil {
 		return err
 	}
-	if err := d.until("the shiritori conversation to end and both agents to exit", func() bool {
-		convs, _ := d.store.ListConversations(ctx, mustConfig(d.store), true)
+	first := taskIDRE.FindString(out)
+	if first == "" {
+		return fmt.Errorf("demo: task add printed no task id: %q", out)
+	}
+	if _, err := d.aipm("task", "status", first, "in_progress"); err != nil {
+		return err
+	}
+	if err := d.until("the delegated shiritori to end, the task to be done and every agent to exit", func() bool {
+		t, err := d.store.Task(first)
 		runs, _ := d.store.Runs()
-		return len(convs) == 1 && convs[0].State == fsstore.ConvEnded && len(runs) == 0
+		return err == nil && t.Status == fsstore.StatusDone && len(runs) == 0
 	}); err != nil {
 		return err
 	}
 
 	// 2. A task in progress starts coder's task session; a hand edit to
 	// blocked interrupts it.
-	out, err := d.aipm("task", "add", "Write the release notes", "--assignee", "coder", "--description", "A long job (sim-steps=100000).")
+	out, err = d.aipm("task", "add", "Write the release notes", "--assignee", "coder", "--description", "A long job (sim-steps=100000).")
 	if err != nil {
 		return err
 	}
@@ -189,10 +205,11 @@ func demoRun(cmd *cobra.Command, o *demoOptions) error {
 		return err
 	}
 	stopChat()
+	stopState()
 
 	// The summary.
 	d.printf("\n# summary\n")
-	for _, argv := range [][]string{{"status"}, {"task", "list"}, {"log", "coder"}} {
+	for _, argv := range [][]string{{"status"}, {"task", "list"}, {"delegations", "--all"}, {"log", "coder"}} {
 		if _, err := d.aipm(argv...); err != nil {
 			return err
 		}
@@ -247,7 +264,13 @@ func (d *demo) followChat(ctx context.Context) (stop func()) {
 	done := make(chan struct{})
 	agents := []string{"lead", "coder", "reviewer"}
 	cursors := map[string]fsstore.Cursor{}
+	type line struct {
+		at       time.Time
+		from, to string
+		content  string
+	}
 	poll := func() {
+		var lines []line
 		for _, a := range agents {
 			msgs, cur, _, err := d.store.Follow(a, cursors[a])
 			if err != nil {
@@ -256,8 +279,68 @@ func (d *demo) followChat(ctx context.Context) (stop func()) {
 			cursors[a] = cur
 			for _, m := range msgs {
 				if m.ReceiverID == "" { // the receiver's copy
-					d.printf("  chat  | %s → %s: %s\n", m.SenderID, a, m.Content)
+					at, _ := time.Parse(time.RFC3339Nano, m.CreatedAt)
+					lines = append(lines, line{at, m.SenderID, a, m.Content})
 				}
+			}
+		}
+		// In the order written, whoever received them.
+		slices.SortStableFunc(lines, func(x, y line) int { return x.at.Compare(y.at) })
+		for _, l := range lines {
+			d.printf("  chat  | %s → %s: %s\n", l.from, l.to, l.content)
+		}
+	}
+	go func() {
+		defer close(done)
+		for {
+			poll()
+			select {
+			case <-ctx.Done():
+				poll()
+				return
+			case <-time.After(10 * time.Millisecond):
+			}
+		}
+	}()
+	return func() {
+		cancel()
+		<-done
+	}
+}
+
+// followState prints each change of a task's or a delegation's state as
+// it is seen (polled every few milliseconds), until the returned function
+// is called.
+func (d *demo) followState(ctx context.Context) (stop func()) {
+	ctx, cancel := context.WithCancel(ctx)
+	done := make(chan struct{})
+	seen := map[string]string{}
+	poll := func() {
+		tasks, _, _ := d.store.Tasks(fsstore.TaskFilter{})
+		for _, t := range tasks {
+			if seen[t.ID] == t.Status {
+				continue
+			}
+			seen[t.ID] = t.Status
+			if t.Status == fsstore.StatusDone && t.Summary != "" {
+				d.printf("  state | task %s (%s) is done: %s\n", t.ID, t.Assignee, t.Summary)
+				continue
+			}
+			d.printf("  state | task %s (%s) is %s\n", t.ID, t.Assignee, t.Status)
+		}
+		dlgs, _ := d.store.Delegations(fsstore.DelegationFilter{})
+		for _, g := range dlgs {
+			if seen[g.ID] == g.Status {
+				continue
+			}
+			seen[g.ID] = g.Status
+			switch g.Status {
+			case fsstore.DlgPending:
+				d.printf("  state | delegation %s is pending: %s's task session asks its chat session: %q with %s\n", g.ID, g.Agent, g.Purpose, g.Target)
+			case fsstore.DlgProcessing:
+				d.printf("  state | delegation %s is processing (%s's chat session took it)\n", g.ID, g.Agent)
+			default:
+				d.printf("  state | delegation %s is %s: %s\n", g.ID, g.Status, g.Result)
 			}
 		}
 	}

@@ -260,8 +260,6 @@ func (d *demo) until(what string, cond func() bool) error {
 // followChat prints every message as it is written (each once: from its
 // receiver's copy), until the returned function is called.
 func (d *demo) followChat(ctx context.Context) (stop func()) {
-	ctx, cancel := context.WithCancel(ctx)
-	done := make(chan struct{})
 	agents := []string{"lead", "coder", "reviewer"}
 	cursors := map[string]fsstore.Cursor{}
 	type line struct {
@@ -290,6 +288,14 @@ func (d *demo) followChat(ctx context.Context) (stop func()) {
 			d.printf("  chat  | %s → %s: %s\n", l.from, l.to, l.content)
 		}
 	}
+	return pollUntilStopped(ctx, poll)
+}
+
+// pollUntilStopped runs poll every 10 ms until the returned function is
+// called, then once more, so that nothing written before the stop is missed.
+func pollUntilStopped(ctx context.Context, poll func()) (stop func()) {
+	ctx, cancel := context.WithCancel(ctx)
+	done := make(chan struct{})
 	go func() {
 		defer close(done)
 		for {
@@ -312,8 +318,6 @@ func (d *demo) followChat(ctx context.Context) (stop func()) {
 // it is seen (polled every few milliseconds), until the returned function
 // is called.
 func (d *demo) followState(ctx context.Context) (stop func()) {
-	ctx, cancel := context.WithCancel(ctx)
-	done := make(chan struct{})
 	seen := map[string]string{}
 	poll := func() {
 		tasks, _, _ := d.store.Tasks(fsstore.TaskFilter{})
@@ -344,22 +348,7 @@ func (d *demo) followState(ctx context.Context) (stop func()) {
 			}
 		}
 	}
-	go func() {
-		defer close(done)
-		for {
-			poll()
-			select {
-			case <-ctx.Done():
-				poll()
-				return
-			case <-time.After(10 * time.Millisecond):
-			}
-		}
-	}()
-	return func() {
-		cancel()
-		<-done
-	}
+	return pollUntilStopped(ctx, poll)
 }
 
 // demoDefaults adds keys to the [defaults] table of the demo's config.

@@ -167,3 +167,26 @@ func TestOneNamingStyle(t *testing.T) {
 		}
 	}
 }
+
+// TestNotificationInEveryOutputSchema: every tool is registered through
+// addTool, so its output schema names the notification line that the gate
+// adds to the structured content (a client that validates structured
+// content against the schema would otherwise reject the result).
+func TestNotificationInEveryOutputSchema(t *testing.T) {
+	p := newProject(t)
+	cs := p.connect("")
+	res, err := cs.ListTools(context.Background(), nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, tool := range res.Tools {
+		raw, _ := json.Marshal(tool.OutputSchema)
+		var schema struct {
+			Properties map[string]any `json:"properties"`
+		}
+		json.Unmarshal(raw, &schema)
+		if _, ok := schema.Properties["notification"]; !ok {
+			t.Errorf("%s: output schema has no notification property (register it with addTool): %s", tool.Name, raw)
+		}
+	}
+}

@@ -28,7 +28,7 @@ type mcpServer struct {
 
 // credentialVars are what aipm serve reads its agent's credential from
 // (AIPM_PASSKEY is what aipm's own process starter sets).
-var credentialVars = []string{"AIPM_AGENT_ID", "AIPM_PASSKEY_FILE", "AIPM_PASSKEY"}
+var credentialVars = []string{fsstore.EnvAgentID, fsstore.EnvPasskeyFile, fsstore.EnvPasskey}
 
 // mcpClients renders a client's config for server, keyed by client name.
 var mcpClients = map[string]func(mcpServer) ([]byte, error){
@@ -97,7 +97,7 @@ func mcpConfigRun(e *env, client, agent, keyFile string) error {
 		if err != nil {
 			return fmt.Errorf("mcp-config: --passkey-file: %w", err)
 		}
-		srv.Env = map[string]string{"AIPM_AGENT_ID": agent, "AIPM_PASSKEY_FILE": abs}
+		srv.Env = map[string]string{fsstore.EnvAgentID: agent, fsstore.EnvPasskeyFile: abs}
 	}
 	out, err := mcpClients[client](srv)
 	if err != nil {

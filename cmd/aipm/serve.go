@@ -74,7 +74,7 @@ func logLevel(s string) slog.Level {
 // environment: AIPM_AGENT_ID with AIPM_PASSKEY, or with AIPM_PASSKEY_FILE
 // naming a file only its owner can read (0600). None set: no credential.
 func serveCredential(getenv func(string) string) (*mcpserver.Credential, error) {
-	agent, key, file := getenv("AIPM_AGENT_ID"), getenv("AIPM_PASSKEY"), getenv("AIPM_PASSKEY_FILE")
+	agent, key, file := getenv(fsstore.EnvAgentID), getenv(fsstore.EnvPasskey), getenv(fsstore.EnvPasskeyFile)
 	switch {
 	case agent == "" && key == "" && file == "":
 		return nil, nil

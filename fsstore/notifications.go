@@ -118,10 +118,24 @@ func (s *Store) sessionNotifications(ctx context.Context, ses Session, peek bool
 // interrupt about a task stops it only while the task is still blocked or
 // cancelled (a task resumed since makes it moot). An undecodable line is an
 // error wrapping ErrNotificationsUnreadable.
+//
+// While neither the notifications file nor read.json changed since this
+// process last found no interrupt among ses's unread notifications, the
+// count is reused after two stats instead of read again.
 func (s *Store) Interrupt(ctx context.Context, ses Session) (*Notification, int, error) {
+	stamps, cacheable := s.unreadStamps(ses.Agent)
+	key := ses.ID + "\x00" + ses.Purpose
+	if cacheable {
+		if st, ok := s.caches.unread.get(key, stamps...); ok {
+			return nil, st.count, nil
+		}
+	}
 	unread, err := s.sessionNotifications(ctx, ses, true)
 	if err != nil {
 		return nil, 0, err
+	}
+	if cacheable && !slices.ContainsFunc(unread, func(n Notification) bool { return n.Type == NotifyInterrupt }) {
+		s.caches.unread.put(key, unreadState{count: len(unread)}, stamps...)
 	}
 	for i, n := range unread {
 		if n.Type != NotifyInterrupt {
@@ -135,6 +149,32 @@ func (s *Store) Interrupt(ctx context.Context, ses Session) (*Notification, int,
 		}
 	}
 	return nil, len(unread), nil
+}
+
+// unreadState is what Interrupt remembers of a session's unread
+// notifications when none of them is an interrupt.
+type unreadState struct{ count int }
+
+// unreadStamps stamps the two files a session's unread notifications
+// depend on: the agent's notifications and its read cursors.
+func (s *Store) unreadStamps(agent string) ([]fileStamp, bool) {
+	logPath, err := s.NotificationsPath(agent)
+	if err != nil {
+		return nil, false
+	}
+	cursorPath, err := s.ReadCursorPath(agent)
+	if err != nil {
+		return nil, false
+	}
+	log, err := stampPath(logPath)
+	if err != nil {
+		return nil, false
+	}
+	cur, err := stampPath(cursorPath)
+	if err != nil {
+		return nil, false
+	}
+	return []fileStamp{log, cur}, true
 }
 
 // Notify appends a notification for agent and returns it. A notification

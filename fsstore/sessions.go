@@ -402,8 +402,8 @@ func (s *Store) CheckSession(ctx context.Context, token string) (Session, error)
 		return Session{}, fmt.Errorf("session_token is malformed: pass the token authenticate returned: %w", ErrBadToken)
 	}
 	path, _ := s.DocPath(Sessions, id)
-	var ses Session
-	if err := s.ReadDoc(path, &ses); err != nil {
+	ses, err := s.readSession(path)
+	if err != nil {
 		if errors.Is(err, ErrNotFound) {
 			return Session{}, fmt.Errorf("no such session (it may have been cleaned up after it ended): call authenticate again: %w", ErrBadToken)
 		}
@@ -434,6 +434,28 @@ func (s *Store) CheckSession(ctx context.Context, token string) (Session, error)
 		}
 		return touched, nil
 	}
+	return ses, nil
+}
+
+// readSession reads a session document, reusing the copy this process
+// decoded last while one stat says the file is the same.
+func (s *Store) readSession(path string) (Session, error) {
+	fi, err := os.Stat(path)
+	if err != nil {
+		if os.IsNotExist(err) {
+			return Session{}, fmt.Errorf("read %s: %w", s.Rel(path), ErrNotFound)
+		}
+		return Session{}, fmt.Errorf("read %s: %w", s.Rel(path), err)
+	}
+	stamp := stampOf(fi)
+	if ses, ok := s.caches.sessions.get(path, stamp); ok {
+		return ses, nil
+	}
+	var ses Session
+	if err := s.ReadDoc(path, &ses); err != nil {
+		return Session{}, err
+	}
+	s.caches.sessions.put(path, ses, stamp)
 	return ses, nil
 }
 

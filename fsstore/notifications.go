@@ -89,10 +89,10 @@ var ErrNotificationsUnreadable = errors.New("notifications unreadable")
 // sessionNotifications reads the notifications that concern ses, strictly:
 // a line that cannot be decoded stops the read with an error naming
 // path:line, and nothing past it is consumed.
-func (s *Store) sessionNotifications(ctx context.Context, ses Session, peek bool) ([]Notification, error) {
+func (s *Store) sessionNotifications(ctx context.Context, ses Session, peek bool, limit int) ([]Notification, bool, error) {
 	var last Notification // decoded once by Check, used by Match
 	res, err := s.ReadUnread(ctx, ses.Agent, NotificationStream(ses.Purpose), ReadOptions{
-		Peek: peek, Session: ses.ID, Strict: true,
+		Peek: peek, Session: ses.ID, Strict: true, Limit: limit,
 		Check: func(r Record) error {
 			var err error
 			last, err = decodeNotification(r)
@@ -101,16 +101,16 @@ func (s *Store) sessionNotifications(ctx context.Context, ses Session, peek bool
 		Match: func(Record) bool { return last.Concerns(ses) },
 	})
 	if err != nil {
-		return nil, fmt.Errorf("%w: %w; run aipm doctor (--repair moves a bad line to quarantine/)", ErrNotificationsUnreadable, err)
+		return nil, false, fmt.Errorf("%w: %w; run aipm doctor (--repair moves a bad line to quarantine/)", ErrNotificationsUnreadable, err)
 	}
 	out := make([]Notification, len(res.Records))
 	for i, r := range res.Records {
 		if err := json.Unmarshal(r.Data, &out[i]); err != nil {
-			return nil, fmt.Errorf("notification at line %d: %w", r.Line, err)
+			return nil, false, fmt.Errorf("notification at line %d: %w", r.Line, err)
 		}
 		out[i].Redelivered = res.Redelivered[i]
 	}
-	return out, nil
+	return out, res.More, nil
 }
 
 // Interrupt returns the first unread interrupt that stops ses (DESIGN
@@ -130,7 +130,7 @@ func (s *Store) Interrupt(ctx context.Context, ses Session) (*Notification, int,
 			return nil, st.count, nil
 		}
 	}
-	unread, err := s.sessionNotifications(ctx, ses, true)
+	unread, _, err := s.sessionNotifications(ctx, ses, true, 0)
 	if err != nil {
 		return nil, 0, err
 	}
@@ -204,7 +204,14 @@ func (s *Store) Notify(ctx context.Context, agent string, n Notification) (Notif
 // oldest first. Unless peek, they are handed to the session and marked read
 // when it makes its next call (Acknowledge).
 func (s *Store) SessionNotifications(ctx context.Context, ses Session, peek bool) ([]Notification, error) {
-	return s.sessionNotifications(ctx, ses, peek)
+	out, _, err := s.sessionNotifications(ctx, ses, peek, 0)
+	return out, err
+}
+
+// NotificationBatch is SessionNotifications for at most limit of them, the
+// oldest; more says others wait.
+func (s *Store) NotificationBatch(ctx context.Context, ses Session, peek bool, limit int) (ns []Notification, more bool, err error) {
+	return s.sessionNotifications(ctx, ses, peek, limit)
 }
 
 // NewestFirst reverses a list of notifications read oldest first.

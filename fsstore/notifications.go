@@ -90,16 +90,22 @@ var ErrNotificationsUnreadable = errors.New("notifications unreadable")
 // a line that cannot be decoded stops the read with an error naming
 // path:line, and nothing past it is consumed.
 func (s *Store) sessionNotifications(ctx context.Context, ses Session, peek bool, limit int) ([]Notification, bool, error) {
+	return s.readNotifications(ctx, ses, ReadOptions{Peek: peek, Limit: limit}, nil)
+}
+
+// readNotifications is sessionNotifications with opt's Peek and Limit;
+// keep, if not nil, sees each notification that concerns ses and says
+// whether to return it (those it refuses are still consumed unless Peek).
+func (s *Store) readNotifications(ctx context.Context, ses Session, opt ReadOptions, keep func(Notification) bool) ([]Notification, bool, error) {
 	var last Notification // decoded once by Check, used by Match
-	res, err := s.ReadUnread(ctx, ses.Agent, NotificationStream(ses.Purpose), ReadOptions{
-		Peek: peek, Session: ses.ID, Strict: true, Limit: limit,
-		Check: func(r Record) error {
-			var err error
-			last, err = decodeNotification(r)
-			return err
-		},
-		Match: func(Record) bool { return last.Concerns(ses) },
-	})
+	opt.Session, opt.Strict = ses.ID, true
+	opt.Check = func(r Record) error {
+		var err error
+		last, err = decodeNotification(r)
+		return err
+	}
+	opt.Match = func(Record) bool { return last.Concerns(ses) && (keep == nil || keep(last)) }
+	res, err := s.ReadUnread(ctx, ses.Agent, NotificationStream(ses.Purpose), opt)
 	if err != nil {
 		return nil, false, fmt.Errorf("%w: %w; run aipm doctor (--repair moves a bad line to quarantine/)", ErrNotificationsUnreadable, err)
 	}
@@ -130,25 +136,28 @@ func (s *Store) Interrupt(ctx context.Context, ses Session) (*Notification, int,
 			return nil, st.count, nil
 		}
 	}
-	unread, _, err := s.sessionNotifications(ctx, ses, true, 0)
+	// Count what concerns ses, keeping only the interrupts: a pile of
+	// unread notifications costs a read, not memory.
+	count := 0
+	interrupts, _, err := s.readNotifications(ctx, ses, ReadOptions{Peek: true}, func(n Notification) bool {
+		count++
+		return n.Type == NotifyInterrupt
+	})
 	if err != nil {
 		return nil, 0, err
 	}
-	if cacheable && !slices.ContainsFunc(unread, func(n Notification) bool { return n.Type == NotifyInterrupt }) {
-		s.caches.unread.put(key, unreadState{count: len(unread)}, stamps...)
+	if cacheable && len(interrupts) == 0 {
+		s.caches.unread.put(key, unreadState{count: count}, stamps...)
 	}
-	for i, n := range unread {
-		if n.Type != NotifyInterrupt {
-			continue
-		}
+	for i, n := range interrupts {
 		if n.TaskID == "" {
-			return &unread[i], len(unread), nil
+			return &interrupts[i], count, nil
 		}
 		if t, err := s.Task(n.TaskID); err == nil && (t.Status == StatusBlocked || t.Status == StatusCancelled) {
-			return &unread[i], len(unread), nil
+			return &interrupts[i], count, nil
 		}
 	}
-	return nil, len(unread), nil
+	return nil, count, nil
 }
 
 // unreadState is what Interrupt remembers of a session's unread

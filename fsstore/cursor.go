@@ -75,7 +75,17 @@ type ReadOptions struct {
 	// batch the session already holds, and a read hands it a batch that is
 	// committed only by Acknowledge. Without it a read commits at once.
 	Session string
+	// ScanKey, on a peek, names what Match selects (the same key must mean
+	// the same Match for a given log): a peek that found nothing
+	// remembers how far it scanned, and the next peek from the same cursor
+	// starts there, so that a reader passing over many records that are not
+	// for it (its own sent copies) pays for them once, not on every peek.
+	ScanKey string
 }
+
+// peekScan is how far a peek from cursor from scanned without finding a
+// record it wanted.
+type peekScan struct{ from, to Cursor }
 
 // ReadResult is what ReadUnread returns.
 type ReadResult struct {
@@ -166,7 +176,19 @@ func (s *Store) ReadUnread(ctx context.Context, agent, stream string, opt ReadOp
 		if err != nil {
 			return res, err
 		}
-		_, err = read(startFor(streamCursor(cursors, stream), opt.Session))
+		start := startFor(streamCursor(cursors, stream), opt.Session)
+		from, key := start, ""
+		if opt.ScanKey != "" {
+			key = logPath + "\x00" + stream + "\x00" + opt.Session + "\x00" + opt.ScanKey
+			if scan, ok := s.caches.peeks.get(key); ok && equalCursor(scan.from, start) {
+				from = scan.to
+				from.RedeliverBefore = start.RedeliverBefore
+			}
+		}
+		next, err := read(from)
+		if err == nil && key != "" && len(res.Records) == 0 && len(res.Bad) == 0 {
+			s.caches.peeks.put(key, peekScan{from: start, to: next})
+		}
 		return res, err
 	}
 	_, err = UpdateDoc(ctx, s, cursorPath, ModeFile, func(cursors *Cursors, _ bool) error {

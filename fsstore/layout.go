@@ -27,6 +27,14 @@ type Store struct {
 	project string // the project directory (parent of .ai-pm)
 	root    string // project/.ai-pm
 	durable bool
+	caches  *caches
+}
+
+// caches holds what this process read from files, revalidated by stat.
+type caches struct {
+	sessions statCache[Session]
+	unread   statCache[unreadState]
+	peeks    statCache[peekScan] // by log, stream, session and ScanKey; no stamps
 }
 
 // Open returns the store of the project directory dir, which must contain
@@ -47,7 +55,7 @@ func Open(projectDir string) (*Store, error) {
 	if !fi.IsDir() {
 		return nil, fmt.Errorf("%s is not a directory", root)
 	}
-	return &Store{project: abs, root: root, durable: true}, nil
+	return &Store{project: abs, root: root, durable: true, caches: &caches{}}, nil
 }
 
 // FindProject returns the project directory the way git finds a repository:

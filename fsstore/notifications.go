@@ -89,28 +89,34 @@ var ErrNotificationsUnreadable = errors.New("notifications unreadable")
 // sessionNotifications reads the notifications that concern ses, strictly:
 // a line that cannot be decoded stops the read with an error naming
 // path:line, and nothing past it is consumed.
-func (s *Store) sessionNotifications(ctx context.Context, ses Session, peek bool) ([]Notification, error) {
+func (s *Store) sessionNotifications(ctx context.Context, ses Session, peek bool, limit int) ([]Notification, bool, error) {
+	return s.readNotifications(ctx, ses, ReadOptions{Peek: peek, Limit: limit}, nil)
+}
+
+// readNotifications is sessionNotifications with opt's Peek and Limit;
+// keep, if not nil, sees each notification that concerns ses and says
+// whether to return it (those it refuses are still consumed unless Peek).
+func (s *Store) readNotifications(ctx context.Context, ses Session, opt ReadOptions, keep func(Notification) bool) ([]Notification, bool, error) {
 	var last Notification // decoded once by Check, used by Match
-	res, err := s.ReadUnread(ctx, ses.Agent, NotificationStream(ses.Purpose), ReadOptions{
-		Peek: peek, Session: ses.ID, Strict: true,
-		Check: func(r Record) error {
-			var err error
-			last, err = decodeNotification(r)
-			return err
-		},
-		Match: func(Record) bool { return last.Concerns(ses) },
-	})
+	opt.Session, opt.Strict = ses.ID, true
+	opt.Check = func(r Record) error {
+		var err error
+		last, err = decodeNotification(r)
+		return err
+	}
+	opt.Match = func(Record) bool { return last.Concerns(ses) && (keep == nil || keep(last)) }
+	res, err := s.ReadUnread(ctx, ses.Agent, NotificationStream(ses.Purpose), opt)
 	if err != nil {
-		return nil, fmt.Errorf("%w: %w; run aipm doctor (--repair moves a bad line to quarantine/)", ErrNotificationsUnreadable, err)
+		return nil, false, fmt.Errorf("%w: %w; run aipm doctor (--repair moves a bad line to quarantine/)", ErrNotificationsUnreadable, err)
 	}
 	out := make([]Notification, len(res.Records))
 	for i, r := range res.Records {
 		if err := json.Unmarshal(r.Data, &out[i]); err != nil {
-			return nil, fmt.Errorf("notification at line %d: %w", r.Line, err)
+			return nil, false, fmt.Errorf("notification at line %d: %w", r.Line, err)
 		}
 		out[i].Redelivered = res.Redelivered[i]
 	}
-	return out, nil
+	return out, res.More, nil
 }
 
 // Interrupt returns the first unread interrupt that stops ses (DESIGN
@@ -118,23 +124,66 @@ func (s *Store) sessionNotifications(ctx context.Context, ses Session, peek bool
 // interrupt about a task stops it only while the task is still blocked or
 // cancelled (a task resumed since makes it moot). An undecodable line is an
 // error wrapping ErrNotificationsUnreadable.
+//
+// While neither the notifications file nor read.json changed since this
+// process last found no interrupt among ses's unread notifications, the
+// count is reused after two stats instead of read again.
 func (s *Store) Interrupt(ctx context.Context, ses Session) (*Notification, int, error) {
-	unread, err := s.sessionNotifications(ctx, ses, true)
+	stamps, cacheable := s.unreadStamps(ses.Agent)
+	key := ses.ID + "\x00" + ses.Purpose
+	if cacheable {
+		if st, ok := s.caches.unread.get(key, stamps...); ok {
+			return nil, st.count, nil
+		}
+	}
+	// Count what concerns ses, keeping only the interrupts: a pile of
+	// unread notifications costs a read, not memory.
+	count := 0
+	interrupts, _, err := s.readNotifications(ctx, ses, ReadOptions{Peek: true}, func(n Notification) bool {
+		count++
+		return n.Type == NotifyInterrupt
+	})
 	if err != nil {
 		return nil, 0, err
 	}
-	for i, n := range unread {
-		if n.Type != NotifyInterrupt {
-			continue
-		}
+	if cacheable && len(interrupts) == 0 {
+		s.caches.unread.put(key, unreadState{count: count}, stamps...)
+	}
+	for i, n := range interrupts {
 		if n.TaskID == "" {
-			return &unread[i], len(unread), nil
+			return &interrupts[i], count, nil
 		}
 		if t, err := s.Task(n.TaskID); err == nil && (t.Status == StatusBlocked || t.Status == StatusCancelled) {
-			return &unread[i], len(unread), nil
+			return &interrupts[i], count, nil
 		}
 	}
-	return nil, len(unread), nil
+	return nil, count, nil
+}
+
+// unreadState is what Interrupt remembers of a session's unread
+// notifications when none of them is an interrupt.
+type unreadState struct{ count int }
+
+// unreadStamps stamps the two files a session's unread notifications
+// depend on: the agent's notifications and its read cursors.
+func (s *Store) unreadStamps(agent string) ([]fileStamp, bool) {
+	logPath, err := s.NotificationsPath(agent)
+	if err != nil {
+		return nil, false
+	}
+	cursorPath, err := s.ReadCursorPath(agent)
+	if err != nil {
+		return nil, false
+	}
+	log, err := stampPath(logPath)
+	if err != nil {
+		return nil, false
+	}
+	cur, err := stampPath(cursorPath)
+	if err != nil {
+		return nil, false
+	}
+	return []fileStamp{log, cur}, true
 }
 
 // Notify appends a notification for agent and returns it. A notification
@@ -164,7 +213,14 @@ func (s *Store) Notify(ctx context.Context, agent string, n Notification) (Notif
 // oldest first. Unless peek, they are handed to the session and marked read
 // when it makes its next call (Acknowledge).
 func (s *Store) SessionNotifications(ctx context.Context, ses Session, peek bool) ([]Notification, error) {
-	return s.sessionNotifications(ctx, ses, peek)
+	out, _, err := s.sessionNotifications(ctx, ses, peek, 0)
+	return out, err
+}
+
+// NotificationBatch is SessionNotifications for at most limit of them, the
+// oldest; more says others wait.
+func (s *Store) NotificationBatch(ctx context.Context, ses Session, peek bool, limit int) (ns []Notification, more bool, err error) {
+	return s.sessionNotifications(ctx, ses, peek, limit)
 }
 
 // NewestFirst reverses a list of notifications read oldest first.

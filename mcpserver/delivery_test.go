@@ -175,3 +175,47 @@ func TestAgentInterruptOnlyLiveSessions(t *testing.T) {
 		t.Fatalf("a session started after the interrupt: %s", r.text)
 	}
 }
+
+// get_notifications hands at most limit of them, the oldest, and says when
+// more wait; the next call hands the rest; a limit out of range is refused.
+func TestGetNotificationsLimit(t *testing.T) {
+	p := newProject(t)
+	cs := p.connect("")
+	tok := p.authenticate(cs, "coder", "chat")
+	for _, m := range []string{"one", "two", "three"} {
+		if _, err := p.store.Notify(context.Background(), "coder", fsstore.Notification{Message: m}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	messages := func(r result) string {
+		var out []string
+		for _, n := range notes(r) {
+			out = append(out, n["message"].(string))
+		}
+		return strings.Join(out, ",")
+	}
+	for _, tc := range []struct {
+		args map[string]any
+		want string
+		more bool
+		code string
+	}{
+		{args: map[string]any{"limit": 501}, code: "invalid_limit"},
+		{args: map[string]any{"limit": -1}, code: "invalid_limit"},
+		{args: map[string]any{"limit": 2}, want: "two,one", more: true},
+		{args: map[string]any{"limit": 2}, want: "three"},
+		{args: map[string]any{}, want: ""},
+	} {
+		tc.args["session_token"] = tok
+		r := call(t, cs, "get_notifications", tc.args)
+		if tc.code != "" {
+			if r.code() != tc.code {
+				t.Fatalf("get_notifications %v: %q, want code %s", tc.args, r.text, tc.code)
+			}
+			continue
+		}
+		if r.isError || messages(r) != tc.want || r.data["has_more"] != tc.more {
+			t.Fatalf("get_notifications %v: %q has_more %v (%s); want %q has_more %v", tc.args, messages(r), r.data["has_more"], r.text, tc.want, tc.more)
+		}
+	}
+}

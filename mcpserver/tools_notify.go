@@ -2,6 +2,7 @@ package mcpserver
 
 import (
 	"context"
+	"fmt"
 
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
@@ -11,24 +12,33 @@ import (
 type GetNotificationsIn struct {
 	Session
 	MarkAsRead *bool `json:"mark_as_read,omitempty" jsonschema:"mark the returned notifications read (default true)"`
+	Limit      int   `json:"limit,omitempty" jsonschema:"at most this many notifications, the oldest unread (default 50, at most 500)"`
 }
 
 type GetNotificationsOut struct {
 	Notifications []NotificationView `json:"notifications" jsonschema:"unread notifications, newest first; redelivered: true on one that may have reached an earlier session that ended before acknowledging it"`
+	HasMore       bool               `json:"has_more" jsonschema:"more unread notifications wait: call get_notifications again"`
 }
 
 func addGetNotifications(srv *mcp.Server, s *Server) {
 	addTool(srv, &mcp.Tool{
 		Name:        "get_notifications",
-		Description: "Your unread notifications, newest first; they count as read from your next call on, unless mark_as_read is false. An interrupt means: stop, then report_completed(result=\"blocked\").",
+		Description: "Your unread notifications (the oldest, up to limit; has_more says more wait), newest first; they count as read from your next call on, unless mark_as_read is false. An interrupt means: stop, then report_completed(result=\"blocked\").",
 		Annotations: mutating,
 	}, func(ctx context.Context, _ *mcp.CallToolRequest, in GetNotificationsIn) (*mcp.CallToolResult, GetNotificationsOut, error) {
 		ses := sessionFrom(ctx)
 		peek := in.MarkAsRead != nil && !*in.MarkAsRead
-		unread, err := s.store.SessionNotifications(ctx, ses, peek)
+		limit := in.Limit
+		switch {
+		case limit == 0:
+			limit = 50
+		case limit < 0 || limit > 500:
+			return nil, GetNotificationsOut{}, toolErr("invalid_limit", fmt.Sprintf("limit %d is out of range: use 1 to 500", in.Limit))
+		}
+		unread, more, err := s.store.NotificationBatch(ctx, ses, peek, limit)
 		if err != nil {
 			return nil, GetNotificationsOut{}, fromStore(err, "notification_not_found")
 		}
-		return nil, GetNotificationsOut{Notifications: notificationViews(fsstore.NewestFirst(unread))}, nil
+		return nil, GetNotificationsOut{Notifications: notificationViews(fsstore.NewestFirst(unread)), HasMore: more}, nil
 	})
 }

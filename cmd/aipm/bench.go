@@ -14,6 +14,7 @@ import (
 	"strconv"
 	"strings"
 	"sync"
+	"syscall"
 	"time"
 
 	"github.com/fsnotify/fsnotify"
@@ -52,6 +53,7 @@ func newBenchFloorCmds(e *env) []*cobra.Command {
 	return []*cobra.Command{
 		hidden("bench-floor-reader FILE", runBenchFloorReader),
 		hidden("bench-floor-writer IN OUT N", runBenchFloorWriter),
+		hidden("bench-floor-server IN OUT", runBenchFloorServer),
 	}
 }
 
@@ -64,7 +66,7 @@ func runBench(ctx context.Context, e *env, quick, asJSON bool) error {
 	if err != nil {
 		return fmt.Errorf("bench: find aipm binary: %w", err)
 	}
-	b := &bench{self: self, ctx: ctx, log: e.stderr, deliveries: 300, sends: 400, reads: 200, history: 1_000_000, starts: 30}
+	b := &bench{self: self, ctx: ctx, log: e.stderr, deliveries: 2000, sends: 400, reads: 200, history: 1_000_000, starts: 30}
 	if quick {
 		b.deliveries, b.sends, b.reads, b.history, b.starts = 40, 50, 40, 100_000, 10
 	}
@@ -75,7 +77,7 @@ func runBench(ctx context.Context, e *env, quick, asJSON bool) error {
 	defer os.RemoveAll(root)
 	b.root = root
 	var rows []benchRow
-	for _, measure := range []func() ([]benchRow, error){b.delivery, b.throughput, b.history1M, b.startup, b.watchBench} {
+	for _, measure := range []func() ([]benchRow, error){b.delivery, b.throughput, b.history1M, b.startup, b.ownSent, b.unreadNotifications, b.watchBench} {
 		r, err := measure()
 		if err != nil {
 			return err
@@ -86,13 +88,17 @@ func runBench(ctx context.Context, e *env, quick, asJSON bool) error {
 	if asJSON {
 		out := make([]map[string]any, 0, len(rows))
 		for _, r := range rows {
-			out = append(out, map[string]any{"id": r.id, "what": r.what, "aipm": r.aipm, "floor": r.floor, "compared": r.compared, "target": r.target, "met": r.met})
+			out = append(out, map[string]any{"id": r.id, "what": r.what, "aipm": r.aipm, "floor": r.floor, "compared": r.compared, "target": r.target, "met": r.met, "client_cpu": r.cpu})
 		}
 		return writeJSON(e.stdout, out)
 	}
-	t := &table{header: []string{"id", "what", "aipm", "raw floor", "compared", "target", "met"}}
+	t := &table{header: []string{"id", "what", "aipm", "raw floor", "compared", "target", "met", "client cpu"}}
 	for _, r := range rows {
-		t.add(r.id, r.what, r.aipm, r.floor, r.compared, r.target, map[bool]string{true: "yes", false: "NO"}[r.met])
+		cpu := r.cpu
+		if cpu == "" {
+			cpu = "-"
+		}
+		t.add(r.id, r.what, r.aipm, r.floor, r.compared, r.target, map[bool]string{true: "yes", false: "NO"}[r.met], cpu)
 	}
 	return t.print(e.stdout, e.colour)
 }
@@ -100,6 +106,7 @@ func runBench(ctx context.Context, e *env, quick, asJSON bool) error {
 type benchRow struct {
 	id, what, aipm, floor, compared, target string
 	met                                     bool
+	cpu                                     string // the bench client's own CPU while it measured aipm
 }
 
 type bench struct {
@@ -254,13 +261,13 @@ func (c *lineCounter) count() int {
 	return c.n
 }
 
-// delivery is P1: A's send_message returns -> B's waiting get_next_action
+// delivery is P1: A's send_message issued -> B's waiting get_next_action
 // returns, two server processes; beside a bare append+fsync in this process
-// waking an inotify reader in another. B often returns before A's reply
-// arrives (a negative latency), so P1s also times from the start of the
-// send (and of the append): stricter, as it includes the send's own work.
+// waking an inotify reader in another, one floor sample after each aipm
+// sample so that both see the same machine. P1r times from the send's
+// return instead (B often returns first: negative latencies).
 func (b *bench) delivery() ([]benchRow, error) {
-	b.progress("P1: %d deliveries between two aipm serve processes", b.deliveries)
+	b.progress("P1: %d deliveries between two aipm serve processes, interleaved with the floor", b.deliveries)
 	store, keys, err := b.project("p1", "a", "b")
 	if err != nil {
 		return nil, err
@@ -276,11 +283,18 @@ func (b *bench) delivery() ([]benchRow, error) {
 		return nil, err
 	}
 	defer sb.close()
-	var fromStart, fromReturn []time.Duration
+	floor, err := b.newDeliveryFloor()
+	if err != nil {
+		return nil, err
+	}
+	defer floor.close()
+	var fromStart, fromReturn, floorStart, floorReturn []time.Duration
+	var usage cpuUsage
 	for i := 0; i < b.deliveries; i++ {
 		before := waiting.count()
 		woke := make(chan time.Time, 1)
 		errc := make(chan error, 1)
+		usage.start()
 		go func() {
 			var out struct{ Action string }
 			err := sb.call(b.ctx, "get_next_action", map[string]any{"wait_seconds": 50}, &out)
@@ -300,82 +314,130 @@ func (b *bench) delivery() ([]benchRow, error) {
 		if err := <-errc; err != nil {
 			return nil, err
 		}
+		usage.stop()
 		fromStart = append(fromStart, t.Sub(sent))
 		fromReturn = append(fromReturn, t.Sub(returned))
 		if err := sb.call(b.ctx, "get_pending_messages", map[string]any{}, nil); err != nil {
 			return nil, err
 		}
-	}
-	floorStart, floorReturn, err := b.deliveryFloor()
-	if err != nil {
-		return nil, err
+		fs, fr, err := floor.sample()
+		if err != nil {
+			return nil, err
+		}
+		floorStart, floorReturn = append(floorStart, fs), append(floorReturn, fr)
 	}
 	row := func(id, what string, lat, floor []time.Duration) benchRow {
 		slices.Sort(lat)
 		slices.Sort(floor)
 		over := percentile(lat, 99) - percentile(floor, 99)
 		return benchRow{
-			id: id, what: what,
+			id: id, what: fmt.Sprintf("%s, %d samples", what, len(lat)),
 			aipm:     ms(percentile(lat, 50)) + " / " + ms(percentile(lat, 99)),
 			floor:    ms(percentile(floor, 50)) + " / " + ms(percentile(floor, 99)),
-			compared: "p99 " + signedMs(over), target: "p99 <= floor + 2 ms", met: over <= 2*time.Millisecond,
+			compared: "p99 " + signedMs(over), target: "p99 <= floor + 1 ms", met: over <= time.Millisecond,
+			cpu: usage.String(),
 		}
 	}
 	return []benchRow{
-		row("P1", "delivery p50/p99: send returns -> receiver returns", fromReturn, floorReturn),
-		row("P1s", "delivery p50/p99: send starts -> receiver returns", fromStart, floorStart),
+		row("P1", "delivery p50/p99: send issued -> receiver returns", fromStart, floorStart),
+		row("P1r", "delivery p50/p99: send returns -> receiver returns", fromReturn, floorReturn),
 	}, nil
 }
 
 // deliveryFloor appends+fsyncs in this process and times how long a reader
 // process blocked on inotify takes to wake (it reports its wall clock, which
 // both processes share).
-func (b *bench) deliveryFloor() (fromStart, fromReturn []time.Duration, err error) {
+type deliveryFloor struct {
+	cmd   *exec.Cmd
+	lines *bufio.Scanner
+	f     *os.File
+}
+
+func (b *bench) newDeliveryFloor() (*deliveryFloor, error) {
 	dir := filepath.Join(b.root, "p1-floor")
 	if err := os.Mkdir(dir, 0o755); err != nil {
-		return nil, nil, err
+		return nil, err
 	}
 	path := filepath.Join(dir, "chat.jsonl")
 	cmd := exec.CommandContext(b.ctx, b.self, "bench-floor-reader", path)
 	stdout, err := cmd.StdoutPipe()
 	if err != nil {
-		return nil, nil, err
+		return nil, err
 	}
 	if err := cmd.Start(); err != nil {
-		return nil, nil, err
+		return nil, err
 	}
-	defer cmd.Wait()
-	defer cmd.Process.Kill()
-	lines := bufio.NewScanner(stdout)
-	if !lines.Scan() || lines.Text() != "ready" {
-		return nil, nil, fmt.Errorf("floor reader did not start: %v", lines.Err())
+	fl := &deliveryFloor{cmd: cmd, lines: bufio.NewScanner(stdout)}
+	if !fl.lines.Scan() || fl.lines.Text() != "ready" {
+		fl.close()
+		return nil, fmt.Errorf("floor reader did not start: %v", fl.lines.Err())
 	}
-	f, err := os.OpenFile(path, os.O_CREATE|os.O_WRONLY|os.O_APPEND, 0o644)
+	if fl.f, err = os.OpenFile(path, os.O_CREATE|os.O_WRONLY|os.O_APPEND, 0o644); err != nil {
+		fl.close()
+		return nil, err
+	}
+	return fl, nil
+}
+
+// sample is one floor delivery, timed from the start of the append (as
+// aipm's from the start of the send) and from the fsync's return.
+func (fl *deliveryFloor) sample() (fromStart, fromReturn time.Duration, err error) {
+	sent := time.Now()
+	if _, err := fl.f.WriteString(`{"id":"msg_floor","content":"ping"}` + "\n"); err != nil {
+		return 0, 0, err
+	}
+	if err := fl.f.Sync(); err != nil {
+		return 0, 0, err
+	}
+	returned := time.Now()
+	if !fl.lines.Scan() {
+		return 0, 0, fmt.Errorf("floor reader stopped: %v", fl.lines.Err())
+	}
+	ns, err := strconv.ParseInt(fl.lines.Text(), 10, 64)
 	if err != nil {
-		return nil, nil, err
+		return 0, 0, err
 	}
-	defer f.Close()
-	for i := 0; i < b.deliveries; i++ {
-		sent := time.Now() // from the start of the append, as for aipm
-		if _, err := f.WriteString(`{"id":"msg_floor","content":"ping"}` + "\n"); err != nil {
-			return nil, nil, err
-		}
-		if err := f.Sync(); err != nil {
-			return nil, nil, err
-		}
-		returned := time.Now()
-		if !lines.Scan() {
-			return nil, nil, fmt.Errorf("floor reader stopped: %v", lines.Err())
-		}
-		ns, err := strconv.ParseInt(lines.Text(), 10, 64)
-		if err != nil {
-			return nil, nil, err
-		}
-		woke := time.Unix(0, ns)
-		fromStart = append(fromStart, woke.Sub(sent))
-		fromReturn = append(fromReturn, woke.Sub(returned))
+	woke := time.Unix(0, ns)
+	return woke.Sub(sent), woke.Sub(returned), nil
+}
+
+func (fl *deliveryFloor) close() {
+	if fl.f != nil {
+		fl.f.Close()
 	}
-	return fromStart, fromReturn, nil
+	fl.cmd.Process.Kill()
+	fl.cmd.Wait()
+}
+
+// cpuUsage sums this process's CPU time (the bench client's) and the wall
+// time over the phases it is started and stopped around.
+type cpuUsage struct {
+	cpu, wall time.Duration
+	cpu0      time.Duration
+	wall0     time.Time
+}
+
+func processCPU() time.Duration {
+	var ru syscall.Rusage
+	if err := syscall.Getrusage(syscall.RUSAGE_SELF, &ru); err != nil {
+		return 0
+	}
+	return time.Duration(ru.Utime.Nano() + ru.Stime.Nano())
+}
+
+func (u *cpuUsage) start() { u.cpu0, u.wall0 = processCPU(), time.Now() }
+
+func (u *cpuUsage) stop() {
+	u.cpu += processCPU() - u.cpu0
+	u.wall += time.Since(u.wall0)
+}
+
+// String is the client's CPU as a share of one core over its phases.
+func (u *cpuUsage) String() string {
+	if u.wall <= 0 {
+		return "-"
+	}
+	return fmt.Sprintf("%.0f%% of a core", 100*float64(u.cpu)/float64(u.wall))
 }
 
 // runBenchFloorReader is the floor's other process: it prints "ready", then
@@ -430,53 +492,189 @@ func (b *bench) throughput() ([]benchRow, error) {
 		}
 		defer servers[i].close()
 	}
+	dir := filepath.Join(b.root, "p2-floor")
+	if err := os.Mkdir(dir, 0o755); err != nil {
+		return nil, err
+	}
+	// Rounds alternate aipm and the floor, so that both see the same machine.
+	const rounds = 4
+	per := max(b.sends/rounds, 1)
+	var aipmTime, floorTime, rpcTime time.Duration
+	var usage cpuUsage
+	for r := 0; r < rounds; r++ {
+		start := time.Now()
+		usage.start()
+		errc := make(chan error, n)
+		for i, s := range servers {
+			go func() {
+				for k := 0; k < per; k++ {
+					if err := s.call(b.ctx, "send_message", map[string]any{"target_agent_id": agents[(i+1)%n], "content": "load " + strconv.Itoa(k)}, nil); err != nil {
+						errc <- err
+						return
+					}
+				}
+				errc <- nil
+			}()
+		}
+		for range servers {
+			if err := <-errc; err != nil {
+				return nil, err
+			}
+		}
+		usage.stop()
+		aipmTime += time.Since(start)
+
+		// The writers start, then are all told to go: their start-up is not timed.
+		var cmds []*exec.Cmd
+		var gos []io.WriteCloser
+		for i := 0; i < n; i++ {
+			in, out := filepath.Join(dir, fmt.Sprintf("s%d.jsonl", (i+1)%n)), filepath.Join(dir, fmt.Sprintf("s%d.jsonl", i))
+			cmd := exec.CommandContext(b.ctx, b.self, "bench-floor-writer", in, out, strconv.Itoa(per))
+			cmd.Stderr = b.log
+			stdin, err := cmd.StdinPipe()
+			if err != nil {
+				return nil, err
+			}
+			if err := cmd.Start(); err != nil {
+				return nil, err
+			}
+			cmds, gos = append(cmds, cmd), append(gos, stdin)
+		}
+		time.Sleep(200 * time.Millisecond) // let them reach their read of "go"
+		start = time.Now()
+		for _, g := range gos {
+			io.WriteString(g, "go\n")
+			g.Close()
+		}
+		for _, cmd := range cmds {
+			if err := cmd.Wait(); err != nil {
+				return nil, fmt.Errorf("floor writer: %w", err)
+			}
+		}
+		floorTime += time.Since(start)
+
+		took, err := b.rpcFloor(dir, n, per)
+		if err != nil {
+			return nil, err
+		}
+		rpcTime += took
+	}
+	aipmRate := float64(n*per*rounds) / aipmTime.Seconds()
+	floorRate := float64(n*per*rounds) / floorTime.Seconds()
+	rpcRate := float64(n*per*rounds) / rpcTime.Seconds()
+	ratio := aipmRate / floorRate
+	return []benchRow{{
+		id: "P2rpc", what: "RPC floor: 8 line-protocol servers on pipes doing the dual write",
+		aipm: fmt.Sprintf("%.0f msg/s", rpcRate), floor: fmt.Sprintf("%.0f msg/s", floorRate),
+		compared: fmt.Sprintf("%.0f%% of floor; aipm %.0f%% of it", 100*rpcRate/floorRate, 100*aipmRate/rpcRate), target: "reference", met: true,
+	}, {
+		id: "P2", what: fmt.Sprintf("send_message throughput, 8 servers, fsync, %d sends", n*per*rounds),
+		aipm: fmt.Sprintf("%.0f msg/s", aipmRate), floor: fmt.Sprintf("%.0f msg/s", floorRate),
+		compared: fmt.Sprintf("%.0f%% of floor", 100*ratio), target: ">= 60% of floor", met: ratio >= 0.6,
+		cpu: usage.String(),
+	}}, nil
+}
+
+// rpcFloor is P2's second reference: n line-protocol servers on pipes, each
+// doing the bare dual write for every line this process sends it and
+// answering "ok", per lines each; it returns the time the sends took.
+func (b *bench) rpcFloor(dir string, n, per int) (time.Duration, error) {
+	type peer struct {
+		cmd *exec.Cmd
+		in  io.WriteCloser
+		out *bufio.Reader
+	}
+	peers := make([]peer, n)
+	for i := range peers {
+		in, out := filepath.Join(dir, fmt.Sprintf("r%d.jsonl", (i+1)%n)), filepath.Join(dir, fmt.Sprintf("r%d.jsonl", i))
+		cmd := exec.CommandContext(b.ctx, b.self, "bench-floor-server", in, out)
+		cmd.Stderr = b.log
+		stdin, err := cmd.StdinPipe()
+		if err != nil {
+			return 0, err
+		}
+		stdout, err := cmd.StdoutPipe()
+		if err != nil {
+			return 0, err
+		}
+		if err := cmd.Start(); err != nil {
+			return 0, err
+		}
+		peers[i] = peer{cmd: cmd, in: stdin, out: bufio.NewReader(stdout)}
+		defer cmd.Wait()
+		defer stdin.Close()
+	}
+	for _, p := range peers { // their start-up is not timed
+		if ready, err := p.out.ReadString('\n'); err != nil || ready != "ready\n" {
+			return 0, fmt.Errorf("floor server did not start: %q %v", ready, err)
+		}
+	}
+	line := []byte(`{"id":"msg_01M7YZWACRA0328GMTHNDHB18Z","senderId":"s0","content":"load","createdAt":"2026-11-21T12:00:00.000000Z"}` + "\n")
 	start := time.Now()
 	errc := make(chan error, n)
-	for i, s := range servers {
+	for _, p := range peers {
 		go func() {
-			for k := 0; k < b.sends; k++ {
-				if err := s.call(b.ctx, "send_message", map[string]any{"target_agent_id": agents[(i+1)%n], "content": "load " + strconv.Itoa(k)}, nil); err != nil {
+			for k := 0; k < per; k++ {
+				if _, err := p.in.Write(line); err != nil {
 					errc <- err
+					return
+				}
+				if reply, err := p.out.ReadString('\n'); err != nil || reply != "ok\n" {
+					errc <- fmt.Errorf("floor server answered %q: %v", reply, err)
 					return
 				}
 			}
 			errc <- nil
 		}()
 	}
-	for range servers {
+	for range peers {
 		if err := <-errc; err != nil {
-			return nil, err
+			return 0, err
 		}
 	}
-	aipmRate := float64(n*b.sends) / time.Since(start).Seconds()
+	return time.Since(start), nil
+}
 
-	dir := filepath.Join(b.root, "p2-floor")
-	if err := os.Mkdir(dir, 0o755); err != nil {
-		return nil, err
+// runBenchFloorServer is the RPC floor's server: for every line on stdin,
+// the bare dual write, then "ok".
+func runBenchFloorServer(ctx context.Context, e *env, args []string) error {
+	if len(args) != 2 {
+		return usageError("bench-floor-server IN OUT")
 	}
-	start = time.Now()
-	var cmds []*exec.Cmd
-	for i := 0; i < n; i++ {
-		in, out := filepath.Join(dir, fmt.Sprintf("s%d.jsonl", (i+1)%n)), filepath.Join(dir, fmt.Sprintf("s%d.jsonl", i))
-		cmd := exec.CommandContext(b.ctx, b.self, "bench-floor-writer", in, out, strconv.Itoa(b.sends))
-		cmd.Stderr = b.log
-		if err := cmd.Start(); err != nil {
-			return nil, err
+	in := bufio.NewReader(os.Stdin)
+	if _, err := io.WriteString(e.stdout, "ready\n"); err != nil {
+		return err
+	}
+	for {
+		line, err := in.ReadBytes('\n')
+		if err == io.EOF {
+			return nil
 		}
-		cmds = append(cmds, cmd)
-	}
-	for _, cmd := range cmds {
-		if err := cmd.Wait(); err != nil {
-			return nil, fmt.Errorf("floor writer: %w", err)
+		if err != nil {
+			return err
+		}
+		if err := dualWrite(args[:2], line); err != nil {
+			return err
+		}
+		if _, err := io.WriteString(e.stdout, "ok\n"); err != nil {
+			return err
 		}
 	}
-	floorRate := float64(n*b.sends) / time.Since(start).Seconds()
-	ratio := aipmRate / floorRate
-	return []benchRow{{
-		id: "P2", what: "send_message throughput, 8 servers, fsync",
-		aipm: fmt.Sprintf("%.0f msg/s", aipmRate), floor: fmt.Sprintf("%.0f msg/s", floorRate),
-		compared: fmt.Sprintf("%.0f%% of floor", 100*ratio), target: ">= 50% of floor", met: ratio >= 0.5,
-	}}, nil
+}
+
+// dualWrite is the bare dual write: line appended and fsynced to each file.
+func dualWrite(paths []string, line []byte) error {
+	for _, path := range paths {
+		f, err := os.OpenFile(path, os.O_CREATE|os.O_WRONLY|os.O_APPEND, 0o644)
+		if err != nil {
+			return err
+		}
+		_, werr := f.Write(line)
+		if err := errors.Join(werr, f.Sync(), f.Close()); err != nil {
+			return err
+		}
+	}
+	return nil
 }
 
 // runBenchFloorWriter is P2's floor worker: N times, the same line appended
@@ -490,16 +688,12 @@ func runBenchFloorWriter(ctx context.Context, e *env, args []string) error {
 		return usageError("bench-floor-writer: N: %v", err)
 	}
 	line := []byte(`{"id":"msg_01M7YZWACRA0328GMTHNDHB18Z","senderId":"s0","content":"load","createdAt":"2026-11-21T12:00:00.000000Z"}` + "\n")
+	if _, err := bufio.NewReader(os.Stdin).ReadString('\n'); err != nil { // "go"
+		return fmt.Errorf("bench-floor-writer: wait for go: %w", err)
+	}
 	for i := 0; i < n; i++ {
-		for _, path := range args[:2] {
-			f, err := os.OpenFile(path, os.O_CREATE|os.O_WRONLY|os.O_APPEND, 0o644)
-			if err != nil {
-				return err
-			}
-			_, werr := f.Write(line)
-			if err := errors.Join(werr, f.Sync(), f.Close()); err != nil {
-				return err
-			}
+		if err := dualWrite(args[:2], line); err != nil {
+			return err
 		}
 	}
 	return nil
@@ -582,14 +776,28 @@ func (b *bench) pendingLatency(name string, history int) ([]time.Duration, float
 
 // writeHistory writes n chat lines as other agents' messages.
 func writeHistory(path string, n int) error {
+	return writeLines(path, n, func(i int) any {
+		return fsstore.Message{ID: fsstore.NewID(fsstore.PrefixMessage), SenderID: "w", Content: fmt.Sprintf("history line %d: a message of ordinary length, about like this one", i), CreatedAt: "2026-11-21T12:00:00.000000Z"}
+	})
+}
+
+// writeLines appends n JSON lines, the i-th being line(i), to path.
+func writeLines(path string, n int, line func(i int) any) error {
+	if err := os.MkdirAll(filepath.Dir(path), 0o755); err != nil {
+		return err
+	}
 	f, err := os.OpenFile(path, os.O_CREATE|os.O_WRONLY|os.O_APPEND, 0o644)
 	if err != nil {
 		return err
 	}
 	w := bufio.NewWriterSize(f, 1<<20)
 	for i := 0; i < n; i++ {
-		line, _ := json.Marshal(fsstore.Message{ID: fsstore.NewID(fsstore.PrefixMessage), SenderID: "w", Content: fmt.Sprintf("history line %d: a message of ordinary length, about like this one", i), CreatedAt: "2026-11-21T12:00:00.000000Z"})
-		w.Write(line)
+		data, err := json.Marshal(line(i))
+		if err != nil {
+			f.Close()
+			return err
+		}
+		w.Write(data)
 		w.WriteByte('\n')
 	}
 	return errors.Join(w.Flush(), f.Sync(), f.Close())
@@ -610,15 +818,17 @@ func peakRSS(pid int) float64 {
 	return -1
 }
 
-// startup is P4: starting aipm serve to its first tool response, beside
-// starting `aipm version` (the process start itself).
+// startup is P4: starting aipm serve to its first response that reads the
+// project (authenticate: config, passkey, sessions, the chat-work check),
+// beside starting `aipm version` (the process start itself).
 func (b *bench) startup() ([]benchRow, error) {
 	b.progress("P4: %d server starts", b.starts)
-	store, _, err := b.project("p4")
+	store, keys, err := b.project("p4", "a")
 	if err != nil {
 		return nil, err
 	}
 	var serveLat, floorLat []time.Duration
+	var usage cpuUsage
 	for i := 0; i < b.starts; i++ {
 		start := time.Now()
 		if err := exec.Command(b.self, "version").Run(); err != nil {
@@ -626,24 +836,123 @@ func (b *bench) startup() ([]benchRow, error) {
 		}
 		floorLat = append(floorLat, time.Since(start))
 
+		if err := store.WriteTrigger(b.ctx, fsstore.Trigger{Agent: "a", Purpose: fsstore.PurposeChat, Reason: "bench"}); err != nil {
+			return nil, err
+		}
 		start = time.Now()
+		usage.start()
 		cmd := exec.Command(b.self, "--dir", store.ProjectDir(), "serve")
 		cs, err := mcp.NewClient(&mcp.Implementation{Name: "aipm-bench"}, nil).Connect(b.ctx, &mcp.CommandTransport{Command: cmd}, nil)
 		if err != nil {
 			return nil, err
 		}
-		if err := callTool(b.ctx, cs, "help", map[string]any{}, nil); err != nil {
+		if err := callTool(b.ctx, cs, "authenticate", map[string]any{"agent_id": "a", "passkey": keys["a"]}, nil); err != nil {
 			return nil, err
 		}
 		serveLat = append(serveLat, time.Since(start))
+		usage.stop()
 		cs.Close()
 	}
 	slices.Sort(serveLat)
 	slices.Sort(floorLat)
 	p50 := percentile(serveLat, 50)
 	return []benchRow{{
-		id: "P4", what: "aipm serve start -> first response p50",
+		id: "P4", what: "aipm serve start -> first authenticate p50",
 		aipm: ms(p50), floor: ms(percentile(floorLat, 50)) + " (aipm version)",
 		compared: signedMs(p50 - percentile(floorLat, 50)), target: "<= 20 ms", met: p50 <= 20*time.Millisecond,
+		cpu: usage.String(),
 	}}, nil
+}
+
+// piledUp is P6 (and P5 at its large case): the p50 of a call with many
+// records piled up against the same call with 100 of them, each in its own
+// project and server. fill piles up n records for agent r (whose chat
+// session the server holds); call makes one timed call.
+func (b *bench) piledUp(id, what string, large int, fill func(store *fsstore.Store, n int) error, call func(s *server) error) ([]benchRow, error) {
+	b.progress("%s: %s, %d vs 100", id, what, large)
+	measure := func(n int) ([]time.Duration, float64, cpuUsage, error) {
+		var usage cpuUsage
+		store, keys, err := b.project(fmt.Sprintf("%s-%d", strings.ToLower(id), n), "r", "w")
+		if err != nil {
+			return nil, 0, usage, err
+		}
+		if err := fill(store, n); err != nil {
+			return nil, 0, usage, err
+		}
+		s, err := b.serve(store, "r", keys["r"], io.Discard)
+		if err != nil {
+			return nil, 0, usage, err
+		}
+		defer s.close()
+		var lat []time.Duration
+		for i := 0; i < b.reads; i++ {
+			usage.start()
+			start := time.Now()
+			if err := call(s); err != nil {
+				return nil, 0, usage, err
+			}
+			lat = append(lat, time.Since(start))
+			usage.stop()
+		}
+		slices.Sort(lat)
+		return lat, peakRSS(s.cmd.Process.Pid), usage, nil
+	}
+	big, rss, usage, err := measure(large)
+	if err != nil {
+		return nil, err
+	}
+	small, _, _, err := measure(100)
+	if err != nil {
+		return nil, err
+	}
+	ratio := float64(percentile(big, 50)) / float64(percentile(small, 50))
+	return []benchRow{{
+		id: id, what: fmt.Sprintf("%s p50, %d vs 100 (slowest %s)", what, large, ms(big[len(big)-1])),
+		aipm: ms(percentile(big, 50)), floor: ms(percentile(small, 50)) + " (100)",
+		compared: fmt.Sprintf("%.2fx, RSS %.1f MB", ratio, rss), target: "<= 1.5x, RSS <= 30 MB", met: ratio <= 1.5 && rss <= 30,
+		cpu: usage.String(),
+	}}, nil
+}
+
+// ownSent is P6a: get_next_action when r's chat log holds n of r's own sent
+// copies past its cursor and nothing unread but one notification (so the
+// call answers at once, after the chat-work check has looked past them).
+func (b *bench) ownSent() ([]benchRow, error) {
+	return b.piledUp("P6a", "get_next_action over own sent copies", b.history, func(store *fsstore.Store, n int) error {
+		path, _ := store.ChatPath("r")
+		if err := writeLines(path, n, func(i int) any {
+			return fsstore.Message{ID: fsstore.NewID(fsstore.PrefixMessage), SenderID: "r", ReceiverID: "w", Content: fmt.Sprintf("sent line %d: a message of ordinary length, about like this one", i), CreatedAt: "2026-11-21T12:00:00.000000Z"}
+		}); err != nil {
+			return err
+		}
+		_, err := store.Notify(b.ctx, "r", fsstore.Notification{Message: "keeps get_next_action from waiting"})
+		return err
+	}, func(s *server) error {
+		var out struct{ Action string }
+		if err := s.call(b.ctx, "get_next_action", map[string]any{}, &out); err != nil {
+			return err
+		}
+		if out.Action != fsstore.ActGetNotifications {
+			return fmt.Errorf("get_next_action answered %q, want %s", out.Action, fsstore.ActGetNotifications)
+		}
+		return nil
+	})
+}
+
+// unreadNotifications is P6b: a gated call (get_my_task) when r has n
+// unread notifications.
+func (b *bench) unreadNotifications() ([]benchRow, error) {
+	n := 100_000
+	if b.history < 1_000_000 {
+		n = 10_000
+	}
+	return b.piledUp("P6b", "gated call (get_my_task) with unread notifications", n, func(store *fsstore.Store, n int) error {
+		path, _ := store.NotificationsPath("r")
+		created := time.Now().UTC()
+		return writeLines(path, n, func(i int) any {
+			return fsstore.Notification{ID: fsstore.NewID(fsstore.PrefixNotification), Type: fsstore.NotifyInfo, Message: fmt.Sprintf("notification %d", i), CreatedAt: created}
+		})
+	}, func(s *server) error {
+		return s.call(b.ctx, "get_my_task", map[string]any{}, nil)
+	})
 }

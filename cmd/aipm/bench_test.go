@@ -27,14 +27,16 @@ func TestBenchQuick(t *testing.T) {
 		t.Fatalf("aipm bench --quick: %v\n%s\n%s", err, out, stderr.String())
 	}
 	for _, row := range []string{
-		`(?m)^P1 +delivery p50/p99: send returns -> receiver returns +-?[\d.]+ ms / -?[\d.]+ ms +-?[\d.]+ ms / -?[\d.]+ ms +p99 [+-][\d.]+ ms +p99 <= floor \+ 2 ms +(yes|NO)$`,
-		`(?m)^P1s +delivery p50/p99: send starts -> receiver returns +-?[\d.]+ ms / -?[\d.]+ ms`,
-		`(?m)^P2 +send_message throughput, 8 servers, fsync +\d+ msg/s +\d+ msg/s +\d+% of floor`,
+		`(?m)^P1 +delivery p50/p99: send issued -> receiver returns, \d+ samples +-?[\d.]+ ms / -?[\d.]+ ms +-?[\d.]+ ms / -?[\d.]+ ms +p99 [+-][\d.]+ ms +p99 <= floor \+ 1 ms +(yes|NO) +\d+% of a core$`,
+		`(?m)^P1r +delivery p50/p99: send returns -> receiver returns, \d+ samples +-?[\d.]+ ms / -?[\d.]+ ms`,
+		`(?m)^P2 +send_message throughput, 8 servers, fsync, \d+ sends +\d+ msg/s +\d+ msg/s +\d+% of floor +>= 60% of floor +(yes|NO) +\d+% of a core$`,
 		`(?m)^P3 +get_pending_messages p50, 100000 lines vs 100 +[\d.]+ ms +[\d.]+ ms \(100 lines\) +[\d.]+x`,
-		`(?m)^P4 +aipm serve start -> first response p50 +[\d.]+ ms`,
+		`(?m)^P4 +aipm serve start -> first authenticate p50 +[\d.]+ ms`,
 		`(?m)^P5 +aipm serve resident memory \(peak\), 100000 lines +[\d.]+ MB`,
 		`(?m)^P7a +file change -> trigger written p50 \(aipm watch\) +[\d.]+ ms +[\d.]+ ms \(inotify wake\)`,
 		`(?m)^P7b +trigger -> agent started -> first tool call p50 +[\d.]+ ms +[\d.]+ ms \(exec aipm version\)`,
+		`(?m)^P6a +get_next_action over own sent copies p50, 100000 vs 100 .* +[\d.]+x, RSS [\d.]+ MB +<= 1.5x, RSS <= 30 MB +(yes|NO) `,
+		`(?m)^P6b +gated call \(get_my_task\) with unread notifications p50, 10000 vs 100 .* +[\d.]+x, RSS [\d.]+ MB +<= 1.5x, RSS <= 30 MB +(yes|NO) `,
 	} {
 		if !regexp.MustCompile(row).Match(out) {
 			t.Errorf("no row matching %s in:\n%s", row, out)

@@ -50,7 +50,7 @@ func serveMCP(ctx context.Context, e *env, store *fsstore.Store) error {
 	srv := mcpserver.New(store, log, version())
 	if cred != nil {
 		srv.HoldCredential(*cred)
-		log.Info("holding the agent's credential from the environment", "agent", *cred)
+		log.Info("holding the agent's credential from the environment", "agent", *cred) // its LogValue redacts the passkey
 	}
 	if err := srv.Run(ctx, mcpserver.Stdio(e.stdin, e.stdout, log)); err != nil && !errors.Is(err, context.Canceled) && !errors.Is(err, io.EOF) {
 		return err

@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"sync"
 	"time"
 
 	"aipm/fsstore/lockedfile"
@@ -49,6 +50,15 @@ func (s *Store) AppendJSONL(ctx context.Context, path string, rec any) error {
 	return s.AppendLine(ctx, path, line)
 }
 
+// writeJSONL is the first half of AppendJSONL: see writeLine.
+func (s *Store) writeJSONL(ctx context.Context, path string, rec any) (flush func() error, err error) {
+	line, err := json.Marshal(rec)
+	if err != nil {
+		return nil, fmt.Errorf("append %s: encode: %w", s.Rel(path), err)
+	}
+	return s.writeLine(ctx, path, line, nil)
+}
+
 // AppendLine appends one line (without its newline) to path. A write that
 // failed for lack of room is a *CodeError disk_full, and leaves no fragment.
 func (s *Store) AppendLine(ctx context.Context, path string, line []byte) error {
@@ -58,29 +68,79 @@ func (s *Store) AppendLine(ctx context.Context, path string, line []byte) error 
 // appendUnless is AppendLine that writes nothing if the file already holds
 // the bytes unless (nil: always write).
 func (s *Store) appendUnless(ctx context.Context, path string, line, unless []byte) error {
+	flush, err := s.writeLine(ctx, path, line, unless)
+	if err != nil {
+		return err
+	}
+	return flush()
+}
+
+// writeLine is the first half of an append: the line is in the file, and
+// on disk once the returned flush succeeds (it must be called, once). A
+// caller writing two files (the dual write) writes both, then flushes both,
+// so that one journal commit can carry both lines. Missing parent
+// directories are created.
+func (s *Store) writeLine(ctx context.Context, path string, line, unless []byte) (flush func() error, err error) {
 	opt := lockedfile.AppendOptions{Durable: s.durable, Perm: ModeFile, Unless: unless}
+	a := s.caches.appenders.get(path)
 	deadline := time.Now().Add(replacedPatience)
 	for attempt := 0; ; attempt++ {
-		err := lockedfile.Append(ctx, path, line, opt)
+		flush, err := a.Write(ctx, line, opt)
 		if errors.Is(err, os.ErrNotExist) {
 			if mkErr := s.mkdirAll(filepath.Dir(path)); mkErr != nil {
-				return fmt.Errorf("append %s: %w", s.Rel(path), mkErr)
+				return nil, fmt.Errorf("append %s: %w", s.Rel(path), mkErr)
 			}
-			err = lockedfile.Append(ctx, path, line, opt)
+			flush, err = a.Write(ctx, line, opt)
 		}
 		switch {
 		case err == nil:
-			return nil
+			return func() error {
+				if err := flush(); err != nil {
+					if errors.Is(err, lockedfile.ErrDiskFull) {
+						return diskFull(s.Rel(path), err)
+					}
+					return fmt.Errorf("append %s: flush: %w", s.Rel(path), err)
+				}
+				return nil
+			}, nil
 		case errors.Is(err, lockedfile.ErrDiskFull):
-			return diskFull(s.Rel(path), err)
+			return nil, diskFull(s.Rel(path), err)
 		case !errors.Is(err, lockedfile.ErrReplaced):
-			return fmt.Errorf("append %s: %w", s.Rel(path), err)
+			return nil, fmt.Errorf("append %s: %w", s.Rel(path), err)
 		}
 		if time.Now().After(deadline) || ctx.Err() != nil {
-			return fmt.Errorf("append %s: the file kept being replaced (%d attempts): %w", s.Rel(path), attempt+1, err)
+			return nil, fmt.Errorf("append %s: the file kept being replaced (%d attempts): %w", s.Rel(path), attempt+1, err)
 		}
 		time.Sleep(min(time.Duration(attempt)*100*time.Microsecond, 2*time.Millisecond)) // let the replacer finish
 	}
+}
+
+// appenders keeps one lockedfile.Appender per file this process appends
+// to, so that an append reuses an open descriptor instead of opening the
+// file twice. Bounded: past appendersMax files it starts over (a closed
+// Appender in use elsewhere simply reopens its file).
+type appenders struct {
+	mu sync.Mutex
+	m  map[string]*lockedfile.Appender
+}
+
+const appendersMax = 64
+
+func (c *appenders) get(path string) *lockedfile.Appender {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if a := c.m[path]; a != nil {
+		return a
+	}
+	if c.m == nil || len(c.m) >= appendersMax {
+		for _, a := range c.m {
+			a.Close()
+		}
+		c.m = map[string]*lockedfile.Appender{}
+	}
+	a := lockedfile.NewAppender(path, ModeFile)
+	c.m[path] = a
+	return a
 }
 
 // diskFull is the one refusal for a write that found no room.

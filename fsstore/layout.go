@@ -30,11 +30,14 @@ type Store struct {
 	caches  *caches
 }
 
-// caches holds what this process read from files, revalidated by stat.
+// caches holds what this process keeps between calls: what it read from
+// files (revalidated by stat) and the descriptors it appends through.
 type caches struct {
 	sessions statCache[Session]
 	unread   statCache[unreadState]
 	peeks    statCache[peekScan] // by log, stream, session and ScanKey; no stamps
+
+	appenders appenders // open descriptors of the files this process appends to
 }
 
 // Open returns the store of the project directory dir, which must contain

@@ -145,17 +145,31 @@ func (s *Store) Send(ctx context.Context, cfg *Config, m OutgoingMessage) (Messa
 		RelatedTaskID: m.RelatedTaskID, Kind: m.Kind,
 	}
 	inbox, _ := s.ChatPath(m.To)
-	if err := s.AppendJSONL(ctx, inbox, msg); err != nil {
-		return Message{}, err
-	}
 	if m.From == SystemSender {
-		return msg, nil // the system keeps no outbox
+		return msg, s.AppendJSONL(ctx, inbox, msg) // the system keeps no outbox
 	}
 	outbox, _ := s.ChatPath(m.From)
 	sent := msg
 	sent.ReceiverID = m.To
-	if err := s.AppendJSONL(ctx, outbox, sent); err != nil {
-		return msg, codeErr("sent_partly", "delivered to %s, but the sender's own copy was not written (%v); do not send it again: aipm doctor --repair restores the copy", m.To, err)
+	// Both copies are written, then both flushed: one journal commit can
+	// carry the two lines. Success still means both are on disk; a crash in
+	// between leaves at most a one-sided message, which doctor restores.
+	flushIn, err := s.writeJSONL(ctx, inbox, msg)
+	if err != nil {
+		return Message{}, err
+	}
+	flushOut, outErr := s.writeJSONL(ctx, outbox, sent)
+	if err := flushIn(); err != nil {
+		if outErr == nil {
+			flushOut()
+		}
+		return Message{}, err
+	}
+	if outErr == nil {
+		outErr = flushOut()
+	}
+	if outErr != nil {
+		return msg, codeErr("sent_partly", "delivered to %s, but the sender's own copy was not written (%v); do not send it again: aipm doctor --repair restores the copy", m.To, outErr)
 	}
 	return sent, nil
 }

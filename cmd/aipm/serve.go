@@ -7,6 +7,7 @@ import (
 	"io"
 	"log/slog"
 	"os"
+	"runtime"
 	"strings"
 
 	"github.com/spf13/cobra"
@@ -52,7 +53,20 @@ func serveMCP(ctx context.Context, e *env, store *fsstore.Store) error {
 		srv.HoldCredential(*cred)
 		log.Info("holding the agent's credential from the environment", "agent", *cred) // its LogValue redacts the passkey
 	}
-	if err := srv.Run(ctx, mcpserver.Stdio(e.stdin, e.stdout, log)); err != nil && !errors.Is(err, context.Canceled) && !errors.Is(err, io.EOF) {
+	stdin := e.stdin
+	if f, ok := stdin.(*os.File); ok {
+		r, done := pollable(f)
+		defer done()
+		stdin = r
+	}
+	if e.getenv("GOMAXPROCS") == "" {
+		// One scheduler slot: a server answers one agent, mostly one
+		// request at a time, and its time goes to waking up, not computing.
+		// Measured under aipm bench's P2: 10% less CPU and a quarter fewer
+		// context switches per send than with one slot per core.
+		runtime.GOMAXPROCS(1)
+	}
+	if err := srv.Run(ctx, mcpserver.Stdio(stdin, e.stdout, log)); err != nil && !errors.Is(err, context.Canceled) && !errors.Is(err, io.EOF) {
 		return err
 	}
 	return nil

@@ -7,8 +7,10 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"sync"
+	"syscall"
 
-	"github.com/gofrs/flock"
+	"golang.org/x/sys/unix"
 )
 
 // AppendOptions shape Append.
@@ -24,101 +26,264 @@ type AppendOptions struct {
 	Unless []byte
 }
 
-// Append appends line (without its newline) to path as one whole line:
-// under the file's flock, through an O_APPEND descriptor opened after
-// locking, only if the path still names the locked inode (ErrReplaced
-// otherwise: the caller retries on the new file). A failed or short write is
-// truncated back to the length before it, under the lock, so no fragment is
-// left; a write that failed for lack of room wraps ErrDiskFull. The file is
-// created if missing; its directory must exist.
+// Append appends line (without its newline) to path as one whole line, as
+// Appender.Write does, and flushes it. It opens and closes the file; a
+// process that appends to the same file again keeps an Appender instead.
 func Append(ctx context.Context, path string, line []byte, opt AppendOptions) error {
-	if bytes.IndexByte(line, '\n') >= 0 {
-		return errors.New("line contains a newline")
-	}
-	buf := make([]byte, len(line)+1)
-	copy(buf, line)
-	buf[len(line)] = '\n'
-	w, created, err := writeLocked(ctx, path, buf, opt)
-	if err != nil || w == nil {
+	a := NewAppender(path, opt.Perm)
+	defer a.Close()
+	flush, err := a.Write(ctx, line, opt)
+	if err != nil {
 		return err
 	}
-	defer w.Close()
-	if !opt.Durable {
+	return flush()
+}
+
+// An Appender appends whole lines to one file through a descriptor it keeps
+// open between appends: an append costs a lock on the held descriptor, a
+// stat of the path, a write and the unlock, rather than opening the file
+// twice. The rules are those of DESIGN section 4: the line is written under
+// the file's flock, through O_APPEND, only if the path still names the
+// inode held (an editor's rename-replace or a removal makes the Appender
+// reopen the path); a failed or short write is truncated back under the
+// lock. Safe for concurrent use.
+type Appender struct {
+	path string
+	perm os.FileMode
+
+	mu  sync.Mutex // serializes appends: a flock belongs to the descriptor, not the goroutine
+	cur *handle    // nil until the first append, and after Close
+	end int64      // where our last line ended in cur's file (-1: unknown)
+}
+
+// handle is an open descriptor with the writes that have yet to be flushed
+// through it: a descriptor replaced while a flush is pending is closed by
+// the last flush.
+type handle struct {
+	f    *os.File
+	fd   int
+	refs int // one for being current, one per unflushed write
+}
+
+// NewAppender returns an Appender for path; the file (mode perm) is created
+// by the first append if missing. Its directory must exist.
+func NewAppender(path string, perm os.FileMode) *Appender {
+	return &Appender{path: path, perm: perm, end: -1}
+}
+
+// Close releases the descriptor; pending flushes still complete. A closed
+// Appender reopens the file if used again.
+func (a *Appender) Close() error {
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	return a.retire()
+}
+
+// retire drops the current descriptor, closing it unless a flush still
+// needs it. a.mu is held.
+func (a *Appender) retire() error {
+	h := a.cur
+	a.cur, a.end = nil, -1
+	if h == nil {
 		return nil
 	}
-	// After the lock is released: the line is whole in the file, and other
-	// writers need not wait for our flush. An fsync error means the data
-	// may be lost; never retry it into success.
-	if err := w.Sync(); err != nil {
-		return noRoom(err)
-	}
-	if created {
-		return SyncDir(filepath.Dir(path))
+	return a.release(h)
+}
+
+func (a *Appender) release(h *handle) error {
+	h.refs--
+	if h.refs == 0 {
+		return h.f.Close()
 	}
 	return nil
 }
 
-// writeLocked writes buf under the file's lock and returns the descriptor
-// it wrote through, unlocked, for the caller to sync and close; created
-// says the file was empty before (so its directory entry may be new).
-// A nil descriptor without error means opt.Unless found its bytes.
-func writeLocked(ctx context.Context, path string, buf []byte, opt AppendOptions) (w *os.File, created bool, err error) {
-	fl := flock.New(path, flock.SetPermissions(opt.Perm))
-	if err := lock(ctx, fl); err != nil {
-		if errors.Is(err, os.ErrNotExist) {
-			return nil, false, err
+// Write appends line (without its newline) as one whole line and returns
+// the function that makes it durable (with opt.Durable: fsync of the file,
+// and of its directory when the file was new; otherwise it does nothing).
+// The flush is called exactly once, and may run after the Appender's lock
+// is released so that other writers need not wait for our fsync; a caller
+// writing two files writes both, then flushes both. A path renamed over
+// twice while we lock gives ErrReplaced (the caller retries); a write that
+// failed for lack of room wraps ErrDiskFull. With opt.Unless found in the
+// file, nothing is written and the flush does nothing.
+func (a *Appender) Write(ctx context.Context, line []byte, opt AppendOptions) (flush func() error, err error) {
+	if bytes.IndexByte(line, '\n') >= 0 {
+		return nil, errors.New("line contains a newline")
+	}
+	buf := make([]byte, len(line)+1)
+	copy(buf, line)
+	buf[len(line)] = '\n'
+
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	for attempt := 0; ; attempt++ {
+		h, err := a.open()
+		if err != nil {
+			return nil, err
 		}
-		return nil, false, fmt.Errorf("lock: %w", err)
+		if err := a.lock(ctx, h); err != nil {
+			return nil, err
+		}
+		size, same, err := a.check(h)
+		if err == nil && same {
+			var wrote bool
+			wrote, err = a.writeLocked(h, size, buf, opt)
+			flockRetry(h.fd, unix.LOCK_UN)
+			if err != nil || !wrote {
+				return func() error { return nil }, err
+			}
+			h.refs++
+			return a.flusher(h, size == 0, opt.Durable), nil
+		}
+		flockRetry(h.fd, unix.LOCK_UN)
+		a.retire()
+		if err != nil {
+			return nil, err
+		}
+		if attempt == 1 {
+			return nil, ErrReplaced
+		}
 	}
-	defer fl.Unlock()
-	w, err = os.OpenFile(path, os.O_RDWR|os.O_APPEND, 0)
+}
+
+// open returns the current descriptor, opening the path if there is none.
+func (a *Appender) open() (*handle, error) {
+	if a.cur != nil {
+		return a.cur, nil
+	}
+	f, err := os.OpenFile(a.path, os.O_RDWR|os.O_APPEND|os.O_CREATE, a.perm)
 	if err != nil {
-		return nil, false, err
+		return nil, err
 	}
-	held, err1 := fl.Stat()
-	now, err2 := w.Stat()
-	if err := errors.Join(err1, err2); err != nil {
-		w.Close()
-		return nil, false, err
+	a.cur, a.end = &handle{f: f, fd: int(f.Fd()), refs: 1}, -1
+	return a.cur, nil
+}
+
+// check says whether the path still names the locked descriptor's inode
+// (DESIGN section 4 rule 2), and the file's size.
+func (a *Appender) check(h *handle) (size int64, same bool, err error) {
+	held, err := h.f.Stat()
+	if err != nil {
+		return 0, false, err
 	}
-	if !os.SameFile(held, now) {
-		w.Close()
-		return nil, false, ErrReplaced
+	now, err := os.Stat(a.path)
+	if errors.Is(err, os.ErrNotExist) {
+		return 0, false, nil // removed: reopen creates it again
 	}
-	size := now.Size()
+	if err != nil {
+		return 0, false, err
+	}
+	return held.Size(), os.SameFile(held, now), nil
+}
+
+// writeLocked writes buf at the end of the locked file of size bytes.
+func (a *Appender) writeLocked(h *handle, size int64, buf []byte, opt AppendOptions) (wrote bool, err error) {
 	if opt.Unless != nil {
 		data := make([]byte, size)
-		if _, err := w.ReadAt(data, 0); err != nil {
-			w.Close()
-			return nil, false, fmt.Errorf("read: %w", err)
+		if _, err := h.f.ReadAt(data, 0); err != nil {
+			return false, fmt.Errorf("read: %w", err)
 		}
 		if bytes.Contains(data, opt.Unless) {
-			w.Close()
-			return nil, false, nil
+			return false, nil
 		}
 	}
-	if size > 0 {
+	if size > 0 && size != a.end {
 		// Under the lock no write is in progress, so a last line without its
 		// newline is what a writer that died left. End it, so that our line
 		// stays a line of its own; readers then report the fragment as an
-		// invalid line and doctor's repair quarantines it.
+		// invalid line and doctor's repair quarantines it. (A file that ends
+		// where our own last line did ends with its newline.)
 		var last [1]byte
-		if _, err := w.ReadAt(last[:], size-1); err != nil {
-			w.Close()
-			return nil, false, fmt.Errorf("read last byte: %w", err)
+		if _, err := h.f.ReadAt(last[:], size-1); err != nil {
+			return false, fmt.Errorf("read last byte: %w", err)
 		}
 		if last[0] != '\n' {
 			buf = append([]byte{'\n'}, buf...)
 		}
 	}
-	if _, err := w.Write(buf); err != nil {
+	if _, err := h.f.Write(buf); err != nil {
 		// Short or failed: take back whatever part of the line landed, so
 		// that the file ends where it ended before (rule 7).
-		if terr := w.Truncate(size); terr != nil {
+		if terr := h.f.Truncate(size); terr != nil {
 			err = fmt.Errorf("%w (and truncating back to %d bytes failed: %v)", err, size, terr)
 		}
-		w.Close()
-		return nil, false, noRoom(err)
+		a.end = -1
+		return false, noRoom(err)
 	}
-	return w, size == 0, nil
+	a.end = size + int64(len(buf))
+	return true, nil
+}
+
+// syncDir is SyncDir; a test counts its calls.
+var syncDir = SyncDir
+
+// flusher is the flush of one write through h.
+func (a *Appender) flusher(h *handle, created, durable bool) func() error {
+	var once sync.Once
+	var err error
+	return func() error {
+		once.Do(func() {
+			if durable {
+				// An fsync error means the data may be lost; never retry it
+				// into success.
+				if err = h.f.Sync(); err != nil {
+					err = noRoom(err)
+				} else if created {
+					err = syncDir(filepath.Dir(a.path))
+				}
+			}
+			a.mu.Lock()
+			a.release(h)
+			a.mu.Unlock()
+		})
+		return err
+	}
+}
+
+// lock takes the exclusive flock of h's descriptor, waiting as long as the
+// holder needs but no longer than ctx allows (gofrs/flock locks only
+// descriptors it opens itself; an Appender locks the one it holds). The
+// uncontended case is one non-blocking flock(2); a contended one blocks in
+// flock(2) in a goroutine. If ctx ends first, the descriptor is dropped
+// (kept open until the late request is answered, then closed), so a lock
+// granted late can never be taken for a later append's. a.mu is held.
+func (a *Appender) lock(ctx context.Context, h *handle) error {
+	err := flockRetry(h.fd, unix.LOCK_EX|unix.LOCK_NB)
+	if !errors.Is(err, unix.EWOULDBLOCK) {
+		if err != nil {
+			return fmt.Errorf("lock: %w", err)
+		}
+		return nil
+	}
+	done := make(chan error, 1)
+	go func() { done <- flockRetry(h.fd, unix.LOCK_EX) }()
+	select {
+	case err := <-done:
+		if err != nil {
+			return fmt.Errorf("lock: %w", err)
+		}
+		return nil
+	case <-ctx.Done():
+		h.refs++ // the pending request's
+		a.retire()
+		go func() {
+			if <-done == nil {
+				flockRetry(h.fd, unix.LOCK_UN)
+			}
+			a.mu.Lock()
+			a.release(h)
+			a.mu.Unlock()
+		}()
+		return ctx.Err()
+	}
+}
+
+func flockRetry(fd, how int) error {
+	for {
+		err := unix.Flock(fd, how)
+		if !errors.Is(err, syscall.EINTR) {
+			return err
+		}
+	}
 }

@@ -10,6 +10,8 @@ import (
 	"time"
 
 	"github.com/BurntSushi/toml"
+
+	"aipm/fsstore/lockedfile"
 )
 
 // Config is .ai-pm/config.toml: the project, its defaults and its agents.
@@ -102,7 +104,7 @@ func (c *Config) Agent(id string) (Agent, bool) {
 
 // LoadConfig reads and checks the project's config.toml.
 func (s *Store) LoadConfig() (*Config, error) {
-	data, err := os.ReadFile(s.ConfigPath())
+	data, err := lockedfile.ReadFile(s.ConfigPath())
 	if errors.Is(err, os.ErrNotExist) {
 		return nil, kindf(ErrNotFound, "%s is missing: run aipm init, or restore it", s.Rel(s.ConfigPath()))
 	}

@@ -83,7 +83,7 @@ func (s *Store) WriteDoc(path string, v any, perm os.FileMode) error {
 // ReadDoc decodes the JSON document at path into v. A missing file is
 // ErrNotFound; invalid JSON is a *LineError naming the line.
 func (s *Store) ReadDoc(path string, v any) error {
-	data, err := os.ReadFile(path)
+	data, err := lockedfile.ReadFile(path)
 	if errors.Is(err, os.ErrNotExist) {
 		return fmt.Errorf("read %s: %w", s.Rel(path), ErrNotFound)
 	}

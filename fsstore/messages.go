@@ -258,7 +258,7 @@ func (s *Store) tail(path string, end int64, n int) ([]Message, error) {
 	if end <= 0 || n <= 0 {
 		return nil, nil
 	}
-	f, err := os.Open(path)
+	f, err := lockedfile.Open(path)
 	if errors.Is(err, os.ErrNotExist) {
 		return nil, nil
 	}

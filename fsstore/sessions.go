@@ -545,9 +545,7 @@ func (s *Store) Session(id string) (Session, error) {
 	if err != nil {
 		return Session{}, err
 	}
-	var ses Session
-	err = s.ReadDoc(path, &ses)
-	return ses, err
+	return s.readSession(path)
 }
 
 // SetReplyTo records whom respond_chat answers in this session.

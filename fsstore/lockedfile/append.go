@@ -152,7 +152,7 @@ func (a *Appender) open() (*handle, error) {
 	if a.cur != nil {
 		return a.cur, nil
 	}
-	f, err := os.OpenFile(a.path, os.O_RDWR|os.O_APPEND|os.O_CREATE, a.perm)
+	f, err := OpenFile(a.path, os.O_RDWR|os.O_APPEND|os.O_CREATE, a.perm)
 	if err != nil {
 		return nil, err
 	}

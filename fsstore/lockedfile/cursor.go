@@ -80,7 +80,7 @@ type ReadResult struct {
 // empty. Its cost is proportional to what is new, except after a lost place.
 func ReadPast(path string, cur Cursor, opt ReadOptions) (ReadResult, error) {
 	res := ReadResult{Next: cur}
-	f, err := os.Open(path)
+	f, err := Open(path)
 	if errors.Is(err, os.ErrNotExist) {
 		return res, nil
 	}

@@ -25,7 +25,7 @@ type Identity struct {
 // ReadDoc reads the whole file at path on one descriptor and returns its
 // bytes and identity. A missing file is an error wrapping os.ErrNotExist.
 func ReadDoc(path string) ([]byte, Identity, error) {
-	f, err := os.Open(path)
+	f, err := Open(path)
 	if err != nil {
 		return nil, Identity{}, err
 	}

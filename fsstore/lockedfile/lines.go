@@ -44,7 +44,7 @@ type LineReader struct {
 
 // OpenLines opens path for reading from pos. The caller closes it.
 func OpenLines(path string, pos Position) (*LineReader, error) {
-	f, err := os.Open(path)
+	f, err := Open(path)
 	if err != nil {
 		return nil, err
 	}

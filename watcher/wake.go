@@ -15,17 +15,25 @@ import (
 
 // Wake shares one fsnotify watcher among every waiter of a process (each
 // watcher is an inotify instance, and instances are limited per user). A
-// directory is watched while someone subscribes to it.
+// directory is watched while someone subscribes to it, and for linger after
+// the last one leaves: an agent calls get_next_action again and again, and
+// neither its next wait nor the answer of its last should pay for removing
+// and adding the same watches.
 type Wake struct {
 	mu   sync.Mutex
 	fsw  *fsnotify.Watcher
 	subs map[string]map[*Subscription]bool // directory -> subscribers
+	idle map[string]time.Time              // watched directory nobody subscribes to -> since when
+	reap *time.Timer                       // removes the watches idle for linger
 	err  error                             // why fsnotify is unavailable
 }
 
+// linger is how long a directory stays watched after its last subscriber.
+var linger = 30 * time.Second
+
 // NewWake returns a Wake; the fsnotify watcher starts at the first Subscribe.
 func NewWake() *Wake {
-	return &Wake{subs: map[string]map[*Subscription]bool{}}
+	return &Wake{subs: map[string]map[*Subscription]bool{}, idle: map[string]time.Time{}}
 }
 
 // Subscription receives a signal on C whenever a file it asked for changes.
@@ -73,6 +81,9 @@ func (w *Wake) Subscribe(targets ...string) (*Subscription, error) {
 			names[filepath.Base(f)] = true
 		}
 		if w.subs[dir] == nil {
+			// A lingering watch is added again too: the directory may have
+			// been removed and made anew since, which ends its watch.
+			delete(w.idle, dir)
 			if w.fsw != nil {
 				if err := w.fsw.Add(dir); err != nil {
 					w.unsubscribeLocked(sub)
@@ -114,7 +125,7 @@ func (s *Subscription) signal() {
 }
 
 // Close stops the subscription; directories nobody watches any more are
-// removed from the watcher.
+// removed from the watcher after linger.
 func (s *Subscription) Close() {
 	s.w.mu.Lock()
 	defer s.w.mu.Unlock()
@@ -127,11 +138,35 @@ func (w *Wake) unsubscribeLocked(s *Subscription) {
 		if len(w.subs[dir]) == 0 {
 			delete(w.subs, dir)
 			if w.fsw != nil {
-				w.fsw.Remove(dir) // may fail if the directory is gone; nothing to do
+				w.idle[dir] = time.Now()
+				if w.reap == nil {
+					w.reap = time.AfterFunc(linger, w.removeIdle)
+				}
 			}
 		}
 	}
 	s.dirs = nil
+}
+
+// removeIdle removes the watches that nobody has wanted for linger.
+func (w *Wake) removeIdle() {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	w.reap = nil
+	next := time.Duration(0)
+	for dir, since := range w.idle {
+		if left := linger - time.Since(since); left > 0 {
+			if next == 0 || left < next {
+				next = left
+			}
+			continue
+		}
+		delete(w.idle, dir)
+		w.fsw.Remove(dir) // may fail if the directory is gone; nothing to do
+	}
+	if next > 0 {
+		w.reap = time.AfterFunc(next, w.removeIdle)
+	}
 }
 
 func (w *Wake) loop(fsw *fsnotify.Watcher) {

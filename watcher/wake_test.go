@@ -107,3 +107,56 @@ func TestWakeDirectoryTarget(t *testing.T) {
 		}
 	}
 }
+
+// A directory stays watched for linger after its last subscriber: a new
+// subscription then wakes on changes (also when the directory was removed
+// and made anew meanwhile, which ends a watch), and after linger with no
+// subscriber the watch is gone.
+func TestWakeLingers(t *testing.T) {
+	old := linger
+	linger = 200 * time.Millisecond
+	t.Cleanup(func() { linger = old })
+	root := t.TempDir()
+	dir := filepath.Join(root, "agent")
+	if err := os.Mkdir(dir, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	w := NewWake()
+	waitFor := func(step string, change func() error) {
+		t.Helper()
+		sub, err := w.Subscribe(filepath.Join(dir, "chat.jsonl"))
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer sub.Close()
+		if err := change(); err != nil {
+			t.Fatal(err)
+		}
+		if woke, err := sub.Wait(context.Background(), 10*time.Second); !woke || err != nil {
+			t.Fatalf("%s: woke=%v err=%v", step, woke, err)
+		}
+	}
+	write := func() error { return os.WriteFile(filepath.Join(dir, "chat.jsonl"), []byte("{}\n"), 0o644) }
+	waitFor("first", write)
+	waitFor("again while lingering", write)
+	if err := os.RemoveAll(dir); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.Mkdir(dir, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	waitFor("after the directory was made anew", write)
+	deadline := time.Now().Add(10 * time.Second)
+	for {
+		w.mu.Lock()
+		watched := len(w.fsw.WatchList())
+		w.mu.Unlock()
+		if watched == 0 {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("%d watches left long after linger", watched)
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+}

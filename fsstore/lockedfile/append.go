@@ -53,7 +53,6 @@ type Appender struct {
 
 	mu  sync.Mutex // serializes appends: a flock belongs to the descriptor, not the goroutine
 	cur *handle    // nil until the first append, and after Close
-	end int64      // where our last line ended in cur's file (-1: unknown)
 }
 
 // handle is an open descriptor with the writes that have yet to be flushed
@@ -68,7 +67,7 @@ type handle struct {
 // NewAppender returns an Appender for path; the file (mode perm) is created
 // by the first append if missing. Its directory must exist.
 func NewAppender(path string, perm os.FileMode) *Appender {
-	return &Appender{path: path, perm: perm, end: -1}
+	return &Appender{path: path, perm: perm}
 }
 
 // Close releases the descriptor; pending flushes still complete. A closed
@@ -83,7 +82,7 @@ func (a *Appender) Close() error {
 // needs it. a.mu is held.
 func (a *Appender) retire() error {
 	h := a.cur
-	a.cur, a.end = nil, -1
+	a.cur = nil
 	if h == nil {
 		return nil
 	}
@@ -156,7 +155,7 @@ func (a *Appender) open() (*handle, error) {
 	if err != nil {
 		return nil, err
 	}
-	a.cur, a.end = &handle{f: f, fd: int(f.Fd()), refs: 1}, -1
+	a.cur = &handle{f: f, fd: int(f.Fd()), refs: 1}
 	return a.cur, nil
 }
 
@@ -188,12 +187,11 @@ func (a *Appender) writeLocked(h *handle, size int64, buf []byte, opt AppendOpti
 			return false, nil
 		}
 	}
-	if size > 0 && size != a.end {
+	if size > 0 {
 		// Under the lock no write is in progress, so a last line without its
 		// newline is what a writer that died left. End it, so that our line
 		// stays a line of its own; readers then report the fragment as an
-		// invalid line and doctor's repair quarantines it. (A file that ends
-		// where our own last line did ends with its newline.)
+		// invalid line and doctor's repair quarantines it.
 		var last [1]byte
 		if _, err := h.f.ReadAt(last[:], size-1); err != nil {
 			return false, fmt.Errorf("read last byte: %w", err)
@@ -208,10 +206,8 @@ func (a *Appender) writeLocked(h *handle, size int64, buf []byte, opt AppendOpti
 		if terr := h.f.Truncate(size); terr != nil {
 			err = fmt.Errorf("%w (and truncating back to %d bytes failed: %v)", err, size, terr)
 		}
-		a.end = -1
 		return false, noRoom(err)
 	}
-	a.end = size + int64(len(buf))
 	return true, nil
 }
 
@@ -234,6 +230,9 @@ func (a *Appender) flusher(h *handle, created, durable bool) func() error {
 				}
 			}
 			a.mu.Lock()
+			if err != nil && a.cur == h {
+				a.retire() // after a failed flush, start the next append afresh
+			}
 			a.release(h)
 			a.mu.Unlock()
 		})

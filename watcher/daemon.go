@@ -42,7 +42,7 @@ type Daemon struct {
 // New returns the watcher of store, logging to log.
 func New(store *fsstore.Store, log *slog.Logger) *Daemon {
 	return &Daemon{store: store, log: log, starter: newStarter(store, log), tasks: map[string]fsstore.Task{},
-		bad: map[string]string{}, Coalesce: 2 * time.Millisecond, StopBound: 5 * time.Second}
+		bad: map[string]string{}, Coalesce: 500 * time.Microsecond, StopBound: 5 * time.Second}
 }
 
 // Once runs one reconcile pass (triggers, interrupts, deadlines; it starts

@@ -8,6 +8,7 @@ import (
 	"os"
 	"path/filepath"
 	"sync"
+	"sync/atomic"
 	"syscall"
 
 	"golang.org/x/sys/unix"
@@ -61,7 +62,7 @@ type Appender struct {
 type handle struct {
 	f    *os.File
 	fd   int
-	refs int // one for being current, one per unflushed write
+	refs atomic.Int32 // one for being current, one per unflushed write or pending lock request
 }
 
 // NewAppender returns an Appender for path; the file (mode perm) is created
@@ -86,12 +87,13 @@ func (a *Appender) retire() error {
 	if h == nil {
 		return nil
 	}
-	return a.release(h)
+	return h.release()
 }
 
-func (a *Appender) release(h *handle) error {
-	h.refs--
-	if h.refs == 0 {
+// release drops one reference; the last one closes the descriptor. It
+// needs no lock, so a flush never waits for an append in progress.
+func (h *handle) release() error {
+	if h.refs.Add(-1) == 0 {
 		return h.f.Close()
 	}
 	return nil
@@ -132,7 +134,7 @@ func (a *Appender) Write(ctx context.Context, line []byte, opt AppendOptions) (f
 			if err != nil || !wrote {
 				return func() error { return nil }, err
 			}
-			h.refs++
+			h.refs.Add(1)
 			return a.flusher(h, size == 0, opt.Durable), nil
 		}
 		flockRetry(h.fd, unix.LOCK_UN)
@@ -155,7 +157,8 @@ func (a *Appender) open() (*handle, error) {
 	if err != nil {
 		return nil, err
 	}
-	a.cur = &handle{f: f, fd: int(f.Fd()), refs: 1}
+	a.cur = &handle{f: f, fd: int(f.Fd())}
+	a.cur.refs.Store(1)
 	return a.cur, nil
 }
 
@@ -229,12 +232,14 @@ func (a *Appender) flusher(h *handle, created, durable bool) func() error {
 					err = syncDir(filepath.Dir(a.path))
 				}
 			}
-			a.mu.Lock()
-			if err != nil && a.cur == h {
-				a.retire() // after a failed flush, start the next append afresh
+			if err != nil {
+				a.mu.Lock()
+				if a.cur == h {
+					a.retire() // after a failed flush, start the next append afresh
+				}
+				a.mu.Unlock()
 			}
-			a.release(h)
-			a.mu.Unlock()
+			h.release()
 		})
 		return err
 	}
@@ -264,15 +269,13 @@ func (a *Appender) lock(ctx context.Context, h *handle) error {
 		}
 		return nil
 	case <-ctx.Done():
-		h.refs++ // the pending request's
+		h.refs.Add(1) // the pending request's
 		a.retire()
 		go func() {
 			if <-done == nil {
 				flockRetry(h.fd, unix.LOCK_UN)
 			}
-			a.mu.Lock()
-			a.release(h)
-			a.mu.Unlock()
+			h.release()
 		}()
 		return ctx.Err()
 	}

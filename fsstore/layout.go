@@ -35,6 +35,7 @@ type caches struct {
 	sessions statCache[Session]
 	unread   statCache[unreadState]
 	peeks    statCache[peekScan] // by log, stream, session and ScanKey; no stamps
+	tasks    taskIndex
 }
 
 // Open returns the store of the project directory dir, which must contain

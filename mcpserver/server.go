@@ -37,7 +37,9 @@ type Server struct {
 // New returns a server for store. It reads nothing yet but AIPM_PURPOSE,
 // which `aipm watch` sets for the agents it starts.
 func New(store *fsstore.Store, log *slog.Logger, version string) *Server {
-	return &Server{store: store, log: log, version: version, wake: watcher.NewWake(), purpose: os.Getenv(fsstore.EnvPurpose)}
+	wake := watcher.NewWake()
+	store.WatchTasks(wake) // the task index follows edits in place through the same inotify instance
+	return &Server{store: store, log: log, version: version, wake: wake, purpose: os.Getenv(fsstore.EnvPurpose)}
 }
 
 // opened records a session this server created.

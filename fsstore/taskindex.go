@@ -1,0 +1,312 @@
+package fsstore
+
+import (
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"path/filepath"
+	"slices"
+	"strings"
+	"sync"
+	"time"
+)
+
+// A DirWatcher tells of changes to the files of one directory: changed gets
+// the base name of a file that changed, or "" when events were lost and any
+// file may have changed. A long-running process (aipm serve) gives the
+// store one (WatchTasks), so that its task index learns of tasks edited in
+// place without a stat of every task file per call.
+type DirWatcher interface {
+	WatchDir(dir string, changed func(name string)) (stop func(), err error)
+}
+
+// WatchTasks makes the task index of this store follow in-place edits of
+// task files through w (an edit is seen once its event arrives), instead
+// of a stat of every task file on each use. Files created, replaced by a
+// rename (aipm's own writes, an editor's save) or removed are seen by the
+// next call whether or not a watcher is given.
+func (s *Store) WatchTasks(w DirWatcher) {
+	ix := &s.caches.tasks
+	ix.mu.Lock()
+	defer ix.mu.Unlock()
+	if ix.stop != nil {
+		ix.stop()
+		ix.stop = nil
+	}
+	ix.watcher = w
+}
+
+// racyWindow is how close to "now" a modification time must be for it not
+// to prove that nothing changed since: file systems stamp times with a
+// coarse clock, so two changes within one tick share a time (git's "racy
+// clean" problem). A directory or file stamped that recently is looked at
+// again on the next use.
+const racyWindow = time.Second
+
+func racy(mtime, readAt time.Time) bool { return readAt.Sub(mtime) < racyWindow }
+
+// taskIndex is what this process knows of tasks/ (DESIGN section 3): for
+// each task file, the fields the filters need and the stamp of the version
+// they were read from. It is derived from the files and checked against
+// them on every use, never trusted on its own, and never written anywhere:
+//
+//   - one stat of the directory says whether a file was created, removed or
+//     replaced by a rename (every aipm write, an editor's rename-save); if
+//     so, the directory is listed with its inode numbers and only new or
+//     replaced files are read;
+//   - an edit in place keeps the name and the inode: the DirWatcher's event
+//     marks the task dirty (a lost event marks all), or, without a watcher,
+//     every known file is stat'ed;
+//   - a document a caller returns is read again from its file, and the
+//     filter is checked against what was read.
+//
+// The first use in a process reads every task file once.
+type taskIndex struct {
+	mu       sync.Mutex
+	built    bool
+	dir      fileStamp // of tasks/ when it was last listed
+	dirRacy  bool      // that stamp was too recent to prove the listing current
+	entries  map[string]*taskEntry
+	order    []string // ids, newest first (ids sort by creation time); nil: rebuild
+	watcher  DirWatcher
+	stop     func()
+	watching uint64 // inode of the tasks directory being watched
+
+	evMu  sync.Mutex // taken by the watcher's callback: never held during I/O
+	dirty map[string]bool
+	lost  bool
+}
+
+type taskEntry struct {
+	stamp                      fileStamp
+	racy                       bool // read within racyWindow of its mtime
+	status, assignee, parentID string
+	open                       bool
+	err                        error // the document could not be read or decoded
+}
+
+func (e *taskEntry) matches(f TaskFilter) bool {
+	return e.err == nil && taskMatches(f, e.status, e.assignee, e.parentID)
+}
+
+func taskMatches(f TaskFilter, status, assignee, parentID string) bool {
+	return (f.Status == "" || status == f.Status) && (f.Assignee == "" || assignee == f.Assignee) &&
+		(f.ParentID == "" || parentID == f.ParentID) && (!f.Open || (status != StatusDone && status != StatusCancelled))
+}
+
+func (ix *taskIndex) changed(name string) {
+	ix.evMu.Lock()
+	defer ix.evMu.Unlock()
+	if name == "" {
+		ix.lost = true
+		return
+	}
+	if id, ok := strings.CutSuffix(name, ".json"); ok {
+		if ix.dirty == nil {
+			ix.dirty = map[string]bool{}
+		}
+		ix.dirty[id] = true
+	}
+}
+
+// takeEvents returns the ids marked dirty since the last call, and whether
+// events were lost.
+func (ix *taskIndex) takeEvents() (map[string]bool, bool) {
+	ix.evMu.Lock()
+	defer ix.evMu.Unlock()
+	d, lost := ix.dirty, ix.lost
+	ix.dirty, ix.lost = nil, false
+	return d, lost
+}
+
+// readTask reads a task document and the stamp of the version read (taken
+// from the open file before reading, so a later change makes it differ).
+func (s *Store) readTask(path string, t *Task) (fileStamp, error) {
+	f, err := os.Open(path)
+	if errors.Is(err, os.ErrNotExist) {
+		return fileStamp{}, fmt.Errorf("read %s: %w", s.Rel(path), ErrNotFound)
+	}
+	if err != nil {
+		return fileStamp{}, fmt.Errorf("read %s: %w", s.Rel(path), err)
+	}
+	defer f.Close()
+	fi, err := f.Stat()
+	if err != nil {
+		return fileStamp{}, fmt.Errorf("read %s: %w", s.Rel(path), err)
+	}
+	data, err := io.ReadAll(f)
+	if err != nil {
+		return fileStamp{}, fmt.Errorf("read %s: %w", s.Rel(path), err)
+	}
+	return stampOf(fi), decodeDoc(s.Rel(path), data, t)
+}
+
+// entryFor summarises a task file read at readAt.
+func entryFor(t Task, stamp fileStamp, err error, readAt time.Time) *taskEntry {
+	e := &taskEntry{stamp: stamp, racy: racy(stamp.mtime, readAt), err: err}
+	if err == nil {
+		e.status, e.assignee, e.parentID = t.Status, t.Assignee, t.ParentID
+		e.open = t.Status != StatusDone && t.Status != StatusCancelled
+	}
+	return e
+}
+
+// load reads the task file of id into the index (or drops it if gone).
+func (s *Store) indexTask(ix *taskIndex, id string) {
+	path := filepath.Join(s.CollectionDir(Tasks), id+".json")
+	var t Task
+	stamp, err := s.readTask(path, &t)
+	if errors.Is(err, ErrNotFound) {
+		if _, ok := ix.entries[id]; ok {
+			delete(ix.entries, id)
+			ix.order = nil
+		}
+		return
+	}
+	if _, ok := ix.entries[id]; !ok {
+		ix.order = nil
+	}
+	ix.entries[id] = entryFor(t, stamp, err, time.Now())
+}
+
+// refreshTasks brings the index up to date with tasks/ (ix.mu held).
+func (s *Store) refreshTasks(ix *taskIndex) error {
+	dir := s.CollectionDir(Tasks)
+	if ix.watcher != nil {
+		if err := s.watchTasksDir(ix, dir); err != nil {
+			return err
+		}
+	}
+	dirty, lost := ix.takeEvents()
+	fi, err := os.Stat(dir)
+	if errors.Is(err, os.ErrNotExist) {
+		ix.entries, ix.order, ix.dir, ix.built = map[string]*taskEntry{}, nil, fileStamp{}, true
+		return nil
+	}
+	if err != nil {
+		return fmt.Errorf("list tasks: %w", err)
+	}
+	if ix.entries == nil {
+		ix.entries = map[string]*taskEntry{}
+	}
+	stamp := stampOf(fi)
+	relisted := false
+	if !ix.built || stamp != ix.dir || ix.dirRacy {
+		// Stat before listing: a change during the listing stamps the
+		// directory later than this, and the next call lists again.
+		names, err := readDirInodes(dir)
+		if err != nil {
+			return fmt.Errorf("list tasks: %w", err)
+		}
+		seen := make(map[string]bool, len(names))
+		for name, ino := range names {
+			id, ok := strings.CutSuffix(name, ".json")
+			if !ok || CheckID(PrefixTask, id) != nil {
+				continue
+			}
+			seen[id] = true
+			if e, ok := ix.entries[id]; !ok || e.stamp.ino != ino {
+				s.indexTask(ix, id) // new, or replaced by a rename
+				delete(dirty, id)
+			}
+		}
+		for id := range ix.entries {
+			if !seen[id] {
+				delete(ix.entries, id)
+				ix.order = nil
+			}
+		}
+		ix.dir, ix.dirRacy, ix.built, relisted = stamp, racy(stamp.mtime, time.Now()), true, true
+	}
+	// Edits in place: the ids the watcher named, or, without one (or
+	// after lost events), every file by its stamp.
+	check := func(id string, e *taskEntry) {
+		if e.racy {
+			s.indexTask(ix, id)
+			return
+		}
+		cur, err := stampPath(filepath.Join(dir, id+".json"))
+		if err != nil || cur != e.stamp {
+			s.indexTask(ix, id)
+		}
+	}
+	if ix.watcher == nil || ix.stop == nil || lost {
+		for id, e := range ix.entries {
+			check(id, e)
+		}
+	} else {
+		for id := range dirty {
+			if e, ok := ix.entries[id]; ok {
+				check(id, e)
+			} else if !relisted && CheckID(PrefixTask, id) == nil {
+				s.indexTask(ix, id) // created: the listing above will agree
+			}
+		}
+	}
+	if ix.order == nil {
+		ix.order = make([]string, 0, len(ix.entries))
+		for id := range ix.entries {
+			ix.order = append(ix.order, id)
+		}
+		slices.SortFunc(ix.order, func(a, b string) int { return strings.Compare(b, a) })
+	}
+	return nil
+}
+
+// watchTasksDir (re)starts the watch of tasks/ when it is not watched yet
+// or is another directory now; events must flow before the files are read.
+// A missing directory is watched once it exists.
+func (s *Store) watchTasksDir(ix *taskIndex, dir string) error {
+	fi, err := os.Stat(dir)
+	if errors.Is(err, os.ErrNotExist) {
+		return nil
+	}
+	if err != nil {
+		return fmt.Errorf("list tasks: %w", err)
+	}
+	ino := stampOf(fi).ino
+	if ix.stop != nil && ix.watching == ino {
+		return nil
+	}
+	if ix.stop != nil {
+		ix.stop()
+		ix.stop = nil
+	}
+	stop, err := ix.watcher.WatchDir(dir, ix.changed)
+	if err != nil {
+		return nil // no watch: every known file is stat'ed instead
+	}
+	ix.stop, ix.watching = stop, ino
+	if ix.built {
+		ix.changed("") // edits made while nothing watched: check every file once
+	}
+	return nil
+}
+
+// candidates returns, newest first, the ids whose indexed fields match f,
+// and the problems of the task files that could not be read.
+func (s *Store) taskCandidates(f TaskFilter) ([]string, []error, error) {
+	ix := &s.caches.tasks
+	ix.mu.Lock()
+	defer ix.mu.Unlock()
+	if err := s.refreshTasks(ix); err != nil {
+		return nil, nil, err
+	}
+	var ids []string
+	var bad []error
+	for _, id := range ix.order {
+		e := ix.entries[id]
+		switch {
+		case e.err != nil:
+			bad = append(bad, e.err)
+		case e.matches(f):
+			ids = append(ids, id)
+		}
+	}
+	return ids, bad, nil
+}
+
+// recheckTask marks id for a look at its file on the next use of the index:
+// a caller read a version of it that the index has not summarised.
+func (s *Store) recheckTask(id string) { s.caches.tasks.changed(id + ".json") }

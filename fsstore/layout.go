@@ -184,7 +184,7 @@ func (s *Store) LogDir(agent string) (string, error) {
 
 // dirMode is the mode of a directory created under .ai-pm.
 func (s *Store) dirMode(dir string) os.FileMode {
-	if dir == s.CollectionDir(Sessions) {
+	if dir == s.CollectionDir(Sessions) || dir == filepath.Join(s.CollectionDir(Sessions), sessionIndexDir) {
 		return ModePrivateDir
 	}
 	return ModeDir

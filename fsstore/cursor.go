@@ -76,15 +76,16 @@ type ReadOptions struct {
 	// committed only by Acknowledge. Without it a read commits at once.
 	Session string
 	// ScanKey, on a peek, names what Match selects (the same key must mean
-	// the same Match for a given log): a peek that found nothing
-	// remembers how far it scanned, and the next peek from the same cursor
-	// starts there, so that a reader passing over many records that are not
-	// for it (its own sent copies) pays for them once, not on every peek.
+	// the same Match for a given log): a peek remembers how far it passed
+	// over records that Match refused (to the first record it returned, or
+	// the end), and the next peek from the same cursor starts there, so
+	// that a reader passing over many records that are not for it (its own
+	// sent copies) pays for them once, not on every peek.
 	ScanKey string
 }
 
-// peekScan is how far a peek from cursor from scanned without finding a
-// record it wanted.
+// peekScan is how far a peek from cursor `from` passed over records it did
+// not want: to the first one it wanted, or the end.
 type peekScan struct{ from, to Cursor }
 
 // ReadResult is what ReadUnread returns.
@@ -152,9 +153,11 @@ func (s *Store) ReadUnread(ctx context.Context, agent, stream string, opt ReadOp
 	if err != nil {
 		return res, err
 	}
+	var first Cursor // just before the first record returned
 	read := func(cur Cursor) (Cursor, error) {
 		rp, err := lockedfile.ReadPast(logPath, cur, lockedfile.ReadOptions{Limit: opt.Limit, Match: opt.Match, Check: opt.Check, Strict: opt.Strict})
 		res = ReadResult{Records: rp.Records, Redelivered: rp.Redelivered, More: rp.More, Bad: rp.Bad}
+		first = rp.First
 		for _, le := range res.Bad {
 			le.Path = s.Rel(logPath)
 		}
@@ -186,7 +189,12 @@ func (s *Store) ReadUnread(ctx context.Context, agent, stream string, opt ReadOp
 			}
 		}
 		next, err := read(from)
-		if err == nil && key != "" && len(res.Records) == 0 && len(res.Bad) == 0 {
+		if err == nil && key != "" && len(res.Bad) == 0 {
+			// Nothing for this reader lies between start and the first
+			// record found (or the end): the next peek starts there.
+			if len(res.Records) > 0 {
+				next = first
+			}
 			s.caches.peeks.put(key, peekScan{from: start, to: next})
 		}
 		return res, err

@@ -119,3 +119,50 @@ func TestPeekRemembersItsScan(t *testing.T) {
 		t.Fatalf("a fresh peek: %v, %v; want the rewritten line first", msgs, err)
 	}
 }
+
+// A peek that found a record remembers the scan up to it: the next peek
+// from the same cursor starts right before that record (and finds it
+// again) instead of passing over the agent's own copies once more.
+func TestPeekRemembersItsScanToAFind(t *testing.T) {
+	s, cfg := newConvStore(t)
+	ctx := context.Background()
+	for range 3 {
+		if _, err := s.Send(ctx, cfg, OutgoingMessage{From: "b", To: "a", Content: "mine"}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if _, err := s.Send(ctx, cfg, OutgoingMessage{From: "a", To: "b", Content: "for you"}); err != nil {
+		t.Fatal(err)
+	}
+	if msgs, _, err := s.Unread(ctx, "b", 1, true); err != nil || len(msgs) != 1 || msgs[0].Content != "for you" {
+		t.Fatalf("first peek: %v, %v", msgs, err)
+	}
+	// Forge the second own copy as if h sent it: a rescan would find it first.
+	path, _ := s.ChatPath("b")
+	data, err := os.ReadFile(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	lines := bytes.SplitAfter(data, []byte("\n"))
+	var m map[string]any
+	if err := json.Unmarshal(lines[1], &m); err != nil {
+		t.Fatal(err)
+	}
+	m["senderId"] = "h"
+	delete(m, "receiverId")
+	forged, _ := json.Marshal(m)
+	lines[1] = append(forged, '\n')
+	if err := os.WriteFile(path, bytes.Join(lines, nil), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	if msgs, _, err := s.Unread(ctx, "b", 1, true); err != nil || len(msgs) != 1 || msgs[0].Content != "for you" {
+		t.Fatalf("second peek rescanned what the first passed over: %v, %v", msgs, err)
+	}
+	other, err := Open(s.ProjectDir())
+	if err != nil {
+		t.Fatal(err)
+	}
+	if msgs, _, err := other.Unread(ctx, "b", 1, true); err != nil || len(msgs) != 1 || msgs[0].SenderID != "h" {
+		t.Fatalf("a fresh peek: %v, %v; want the forged line first", msgs, err)
+	}
+}

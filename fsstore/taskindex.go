@@ -1,6 +1,7 @@
 package fsstore
 
 import (
+	"bytes"
 	"errors"
 	"fmt"
 	"io"
@@ -10,6 +11,8 @@ import (
 	"strings"
 	"sync"
 	"time"
+
+	"github.com/tidwall/gjson"
 )
 
 // A DirWatcher tells of changes to the files of one directory: changed gets
@@ -37,14 +40,20 @@ func (s *Store) WatchTasks(w DirWatcher) {
 	ix.watcher = w
 }
 
-// racyWindow is how close to "now" a modification time must be for it not
-// to prove that nothing changed since: file systems stamp times with a
-// coarse clock, so two changes within one tick share a time (git's "racy
-// clean" problem). A directory or file stamped that recently is looked at
-// again on the next use.
-const racyWindow = time.Second
-
-func racy(mtime, readAt time.Time) bool { return readAt.Sub(mtime) < racyWindow }
+// racy says whether a modification time read at readAt is too recent to
+// prove that nothing changed since: file systems stamp times with a coarse
+// clock, so two changes within one tick share a time (git's "racy clean"
+// problem). A stamp that recent is looked at again on the next use. The
+// tick is a few milliseconds on Linux's native file systems, which stamp
+// nanoseconds; a time with none is taken to come from a file system that
+// stamps whole seconds (ext3, HFS+) or two (FAT).
+func racy(mtime, readAt time.Time) bool {
+	window := 100 * time.Millisecond
+	if mtime.Nanosecond() == 0 {
+		window = 2 * time.Second
+	}
+	return readAt.Sub(mtime) < window
+}
 
 // taskIndex is what this process knows of tasks/ (DESIGN section 3): for
 // each task file, the fields the filters need and the stamp of the version
@@ -68,7 +77,8 @@ type taskIndex struct {
 	dir      fileStamp // of tasks/ when it was last listed
 	dirRacy  bool      // that stamp was too recent to prove the listing current
 	entries  map[string]*taskEntry
-	order    []string // ids, newest first (ids sort by creation time); nil: rebuild
+	order    []*taskEntry // newest first (ids sort by creation time); nil: rebuild
+	buf      bytes.Buffer // reused for reading task files
 	watcher  DirWatcher
 	stop     func()
 	watching uint64 // inode of the tasks directory being watched
@@ -79,10 +89,10 @@ type taskIndex struct {
 }
 
 type taskEntry struct {
+	id                         string
 	stamp                      fileStamp
 	racy                       bool // read within racyWindow of its mtime
 	status, assignee, parentID string
-	open                       bool
 	err                        error // the document could not be read or decoded
 }
 
@@ -142,32 +152,86 @@ func (s *Store) readTask(path string, t *Task) (fileStamp, error) {
 	return stampOf(fi), decodeDoc(s.Rel(path), data, t)
 }
 
-// entryFor summarises a task file read at readAt.
-func entryFor(t Task, stamp fileStamp, err error, readAt time.Time) *taskEntry {
-	e := &taskEntry{stamp: stamp, racy: racy(stamp.mtime, readAt), err: err}
-	if err == nil {
-		e.status, e.assignee, e.parentID = t.Status, t.Assignee, t.ParentID
-		e.open = t.Status != StatusDone && t.Status != StatusCancelled
+// summarize reads the fields the filters need from a task document without
+// decoding all of it; a document that is not valid JSON, or has one of
+// those fields of the wrong type, is reported as decodeDoc reports it.
+func summarize(rel string, data []byte, e *taskEntry) error {
+	if gjson.ValidBytes(data) && gjson.ParseBytes(data).IsObject() {
+		f := gjson.GetManyBytes(data, "status", "assignee", "parentId")
+		ok := true
+		for _, r := range f {
+			ok = ok && (!r.Exists() || r.Type == gjson.String || r.Type == gjson.Null)
+		}
+		if ok {
+			e.status, e.assignee, e.parentID = intern(f[0].Str), intern(f[1].Str), f[2].Str
+			return nil
+		}
 	}
-	return e
+	var t Task
+	if err := decodeDoc(rel, data, &t); err != nil {
+		return err
+	}
+	e.status, e.assignee, e.parentID = t.Status, t.Assignee, t.ParentID
+	return nil
 }
 
-// load reads the task file of id into the index (or drops it if gone).
+// intern shares the few distinct statuses and assignees among entries.
+func intern(s string) string {
+	if v, ok := interned.Load(s); ok {
+		return v.(string)
+	}
+	if len(s) > 64 {
+		return strings.Clone(s)
+	}
+	v, _ := interned.LoadOrStore(strings.Clone(s), strings.Clone(s))
+	return v.(string)
+}
+
+var interned sync.Map
+
+// indexTask reads the task file of id into the index (or drops it if gone).
 func (s *Store) indexTask(ix *taskIndex, id string) {
 	path := filepath.Join(s.CollectionDir(Tasks), id+".json")
-	var t Task
-	stamp, err := s.readTask(path, &t)
-	if errors.Is(err, ErrNotFound) {
+	e := &taskEntry{id: id}
+	err := func() error {
+		f, err := os.Open(path)
+		if err != nil {
+			return err
+		}
+		defer f.Close()
+		fi, err := f.Stat()
+		if err != nil {
+			return err
+		}
+		e.stamp = stampOf(fi)
+		ix.buf.Reset()
+		if _, err := ix.buf.ReadFrom(f); err != nil {
+			return err
+		}
+		return nil
+	}()
+	if errors.Is(err, os.ErrNotExist) {
 		if _, ok := ix.entries[id]; ok {
 			delete(ix.entries, id)
 			ix.order = nil
 		}
 		return
 	}
-	if _, ok := ix.entries[id]; !ok {
-		ix.order = nil
+	if err != nil {
+		e.err = fmt.Errorf("read %s: %w", s.Rel(path), err)
+	} else {
+		e.err = summarize(s.Rel(path), ix.buf.Bytes(), e)
 	}
-	ix.entries[id] = entryFor(t, stamp, err, time.Now())
+	if ix.buf.Cap() > 1<<20 {
+		ix.buf = bytes.Buffer{} // one huge file: do not keep its buffer
+	}
+	e.racy = racy(e.stamp.mtime, time.Now())
+	if old, ok := ix.entries[id]; ok {
+		*old = *e // in place: ix.order holds it
+		return
+	}
+	ix.entries[id] = e
+	ix.order = nil
 }
 
 // refreshTasks brings the index up to date with tasks/ (ix.mu held).
@@ -245,11 +309,11 @@ func (s *Store) refreshTasks(ix *taskIndex) error {
 		}
 	}
 	if ix.order == nil {
-		ix.order = make([]string, 0, len(ix.entries))
-		for id := range ix.entries {
-			ix.order = append(ix.order, id)
+		ix.order = make([]*taskEntry, 0, len(ix.entries))
+		for _, e := range ix.entries {
+			ix.order = append(ix.order, e)
 		}
-		slices.SortFunc(ix.order, func(a, b string) int { return strings.Compare(b, a) })
+		slices.SortFunc(ix.order, func(a, b *taskEntry) int { return strings.Compare(b.id, a.id) })
 	}
 	return nil
 }
@@ -295,13 +359,12 @@ func (s *Store) taskCandidates(f TaskFilter) ([]string, []error, error) {
 	}
 	var ids []string
 	var bad []error
-	for _, id := range ix.order {
-		e := ix.entries[id]
+	for _, e := range ix.order {
 		switch {
 		case e.err != nil:
 			bad = append(bad, e.err)
 		case e.matches(f):
-			ids = append(ids, id)
+			ids = append(ids, e.id)
 		}
 	}
 	return ids, bad, nil

@@ -26,7 +26,7 @@ type DirWatcher interface {
 
 // WatchTasks makes the task index of this store follow in-place edits of
 // task files through w (an edit is seen once its event arrives), instead
-// of a stat of every task file on each use. Files created, replaced by a
+// of a stat of every task file on each use; nil stops the watch. Files created, replaced by a
 // rename (aipm's own writes, an editor's save) or removed are seen by the
 // next call whether or not a watcher is given.
 func (s *Store) WatchTasks(w DirWatcher) {

@@ -164,7 +164,7 @@ func (s *Store) Send(ctx context.Context, cfg *Config, m OutgoingMessage) (Messa
 // oldest first, and advances the agent's chat cursor exactly past them
 // (unless peek).
 func (s *Store) Unread(ctx context.Context, agent string, limit int, peek bool) ([]Message, bool, error) {
-	res, err := s.ReadUnread(ctx, agent, StreamChat, ReadOptions{Limit: limit, Match: FromOthers(agent), Peek: peek, ScanKey: "from-others"})
+	res, err := s.ReadUnread(ctx, agent, StreamChat, ReadOptions{Limit: limit, Match: FromOthers(agent), Peek: peek, ScanKey: "from-others", Advance: true})
 	if err != nil {
 		return nil, false, err
 	}

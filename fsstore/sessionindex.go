@@ -202,3 +202,45 @@ func (s *Store) agentSessions(ctx context.Context, agent string, now time.Time) 
 	}
 	return live, err
 }
+
+// sessionIndexProblems finds session documents missing from their agent's
+// index (written by something that does not keep it: authenticate would
+// not see them); repair adds them.
+func (s *Store) sessionIndexProblems(ctx context.Context, repair bool) ([]Problem, error) {
+	if _, err := os.Stat(filepath.Join(s.CollectionDir(Sessions), sessionIndexDir)); err != nil {
+		return nil, nil // none yet: the next authenticate builds it from the documents
+	}
+	unlock, err := s.LockDir(ctx, s.CollectionDir(Sessions))
+	if err != nil {
+		return nil, err
+	}
+	defer unlock()
+	indexed := map[string][]string{}
+	var problems []Problem
+	err = s.eachSession(func(path string, ses Session) error {
+		if CheckAgentID(ses.Agent) != nil {
+			return nil // doctor's schema check reports it
+		}
+		ids, ok := indexed[ses.Agent]
+		if !ok {
+			var err error
+			if ids, err = s.agentSessionIDs(ses.Agent); err != nil {
+				return err
+			}
+			indexed[ses.Agent] = ids
+		}
+		if slices.Contains(ids, ses.ID) {
+			return nil
+		}
+		ixPath, _ := s.sessionIndexPath(ses.Agent)
+		p := Problem{Path: s.Rel(path), Reason: fmt.Sprintf("missing from %s, so authenticate does not see it", s.Rel(ixPath))}
+		if repair {
+			ids = append(ids, ses.ID)
+			indexed[ses.Agent] = ids
+			p.Repaired = s.setAgentSessionIDs(ses.Agent, ids) == nil
+		}
+		problems = append(problems, p)
+		return nil
+	})
+	return problems, err
+}

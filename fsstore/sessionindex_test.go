@@ -155,3 +155,35 @@ func TestSessionIndexRebuilt(t *testing.T) {
 		t.Fatalf("index directory: %v %v, want mode 0700", fi, err)
 	}
 }
+
+// doctor reports a session document missing from its agent's index (left
+// by something that does not keep the index), and --repair adds it.
+func TestDoctorSessionIndex(t *testing.T) {
+	s, cfg := newConvStore(t)
+	ctx := context.Background()
+	live, _, err := s.Authenticate(ctx, cfg, "a", mustPasskey(t, s, "a"), "", PurposeChat)
+	if err != nil {
+		t.Fatal(err)
+	}
+	stray := live
+	stray.ID = NewID(PrefixSession)
+	path, _ := s.DocPath(Sessions, stray.ID)
+	if err := s.WriteDoc(path, stray, ModePrivateFile); err != nil {
+		t.Fatal(err)
+	}
+	for _, repair := range []bool{false, true} {
+		problems, err := s.Doctor(ctx, repair)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if len(problems) != 1 || problems[0].Path != s.Rel(path) || problems[0].Repaired != repair {
+			t.Fatalf("repair=%v: %v", repair, problems)
+		}
+	}
+	if problems, err := s.Doctor(ctx, false); err != nil || len(problems) != 0 {
+		t.Fatalf("after repair: %v %v", problems, err)
+	}
+	if ids, _ := s.agentSessionIDs("a"); !slices.Equal(ids, []string{live.ID, stray.ID}) {
+		t.Fatalf("a's index: %v", ids)
+	}
+}

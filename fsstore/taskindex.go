@@ -78,6 +78,9 @@ type taskIndex struct {
 	dirRacy  bool      // that stamp was too recent to prove the listing current
 	entries  map[string]*taskEntry
 	order    []*taskEntry // newest first (ids sort by creation time); nil: rebuild
+	open     []*taskEntry // the entries of open tasks, newest first
+	bad      []error      // the entries' errors, newest first
+	derived  bool         // open and bad are up to date with order
 	buf      bytes.Buffer // reused for reading task files
 	watcher  DirWatcher
 	stop     func()
@@ -227,6 +230,9 @@ func (s *Store) indexTask(ix *taskIndex, id string) {
 	}
 	e.racy = racy(e.stamp.mtime, time.Now())
 	if old, ok := ix.entries[id]; ok {
+		if old.status != e.status || old.err != e.err {
+			ix.derived = false
+		}
 		*old = *e // in place: ix.order holds it
 		return
 	}
@@ -314,6 +320,19 @@ func (s *Store) refreshTasks(ix *taskIndex) error {
 			ix.order = append(ix.order, e)
 		}
 		slices.SortFunc(ix.order, func(a, b *taskEntry) int { return strings.Compare(b.id, a.id) })
+		ix.derived = false
+	}
+	if !ix.derived {
+		ix.open, ix.bad = ix.open[:0], ix.bad[:0]
+		for _, e := range ix.order {
+			switch {
+			case e.err != nil:
+				ix.bad = append(ix.bad, e.err)
+			case isOpen(e.status):
+				ix.open = append(ix.open, e)
+			}
+		}
+		ix.derived = true
 	}
 	return nil
 }
@@ -348,26 +367,40 @@ func (s *Store) watchTasksDir(ix *taskIndex, dir string) error {
 	return nil
 }
 
-// candidates returns, newest first, the ids whose indexed fields match f,
-// and the problems of the task files that could not be read.
-func (s *Store) taskCandidates(f TaskFilter) ([]string, []error, error) {
+func isOpen(status string) bool { return status != StatusDone && status != StatusCancelled }
+
+// taskCandidates returns, newest first, up to n (0: all) ids older than
+// after ("": from the newest) whose indexed fields match f, and the
+// problems of the task files that could not be read. A filter that only
+// open tasks can match looks at those only.
+func (s *Store) taskCandidates(f TaskFilter, after string, n int) ([]string, []error, error) {
 	ix := &s.caches.tasks
 	ix.mu.Lock()
 	defer ix.mu.Unlock()
 	if err := s.refreshTasks(ix); err != nil {
 		return nil, nil, err
 	}
+	list := ix.order
+	if f.Open || (f.Status != "" && isOpen(f.Status)) {
+		list = ix.open
+	}
+	if after != "" {
+		i, _ := slices.BinarySearchFunc(list, after, func(e *taskEntry, id string) int { return strings.Compare(id, e.id) })
+		for i < len(list) && list[i].id >= after {
+			i++
+		}
+		list = list[i:]
+	}
 	var ids []string
-	var bad []error
-	for _, e := range ix.order {
-		switch {
-		case e.err != nil:
-			bad = append(bad, e.err)
-		case e.matches(f):
+	for _, e := range list {
+		if n > 0 && len(ids) == n {
+			break
+		}
+		if e.matches(f) {
 			ids = append(ids, e.id)
 		}
 	}
-	return ids, bad, nil
+	return ids, slices.Clone(ix.bad), nil
 }
 
 // recheckTask marks id for a look at its file on the next use of the index:

@@ -216,33 +216,47 @@ func (s *Store) TasksPage(f TaskFilter, limit int) ([]Task, bool, []error, error
 			return nil, false, nil, err
 		}
 	}
-	ids, bad, err := s.taskCandidates(f)
-	if err != nil {
-		return nil, false, nil, err
-	}
 	dir := s.CollectionDir(Tasks)
 	var out []Task
-	for _, id := range ids {
-		if limit > 0 && len(out) == limit {
-			return out, true, bad, nil
+	var bad []error
+	after := ""
+	for first := true; ; first = false {
+		want := 0 // all
+		if limit > 0 {
+			want = limit - len(out) + 1 // one more says whether more match
 		}
-		var t Task
-		_, err := s.readTask(filepath.Join(dir, id+".json"), &t)
-		switch {
-		case errors.Is(err, ErrNotFound):
-			s.recheckTask(id) // removed since the index looked
-			continue
-		case err != nil:
-			s.recheckTask(id)
-			bad = append(bad, err)
-			continue
-		case !f.match(t):
-			s.recheckTask(id) // edited in place since the index looked
-			continue
+		ids, problems, err := s.taskCandidates(f, after, want)
+		if err != nil {
+			return nil, false, nil, err
 		}
-		out = append(out, t)
+		if first {
+			bad = problems
+		}
+		for _, id := range ids {
+			if limit > 0 && len(out) == limit {
+				return out, true, bad, nil
+			}
+			var t Task
+			_, err := s.readTask(filepath.Join(dir, id+".json"), &t)
+			switch {
+			case errors.Is(err, ErrNotFound):
+				s.recheckTask(id) // removed since the index looked
+				continue
+			case err != nil:
+				s.recheckTask(id)
+				bad = append(bad, err)
+				continue
+			case !f.match(t):
+				s.recheckTask(id) // edited in place since the index looked
+				continue
+			}
+			out = append(out, t)
+		}
+		if want == 0 || len(ids) < want {
+			return out, false, bad, nil
+		}
+		after = ids[len(ids)-1] // some were passed over: look further
 	}
-	return out, false, bad, nil
 }
 
 // TaskChange is one change to a task, checked in UpdateTask.

@@ -76,15 +76,58 @@ type ReadOptions struct {
 	// committed only by Acknowledge. Without it a read commits at once.
 	Session string
 	// ScanKey, on a peek, names what Match selects (the same key must mean
-	// the same Match for a given log): a peek that found nothing
-	// remembers how far it scanned, and the next peek from the same cursor
-	// starts there, so that a reader passing over many records that are not
-	// for it (its own sent copies) pays for them once, not on every peek.
+	// the same Match for a given log): a peek remembers how far it passed
+	// over records that Match refused (to the first record it returned, or
+	// the end), and the next peek from the same cursor starts there, so
+	// that a reader passing over many records that are not for it (its own
+	// sent copies) pays for them once, not on every peek.
 	ScanKey string
+	// Advance, on a peek from the committed cursor (no Session) that passed
+	// over at least advanceAfter bytes of records Match refused, moves the
+	// committed cursor past them, as the next read would, so that the next
+	// process does not pass over them again. Only for a Match that every
+	// reader of the stream uses.
+	Advance bool
 }
 
-// peekScan is how far a peek from cursor from scanned without finding a
-// record it wanted.
+// advanceAfter is how much a peek must pass over before it moves the
+// committed cursor (a locked, durable write) past it.
+var advanceAfter int64 = 1 << 20
+
+// passedOver is how many bytes lie between cursors from and to of one file
+// (everything up to to when the file was replaced).
+func passedOver(from, to Cursor) int64 {
+	if from.Inode != to.Inode {
+		return to.Offset
+	}
+	return to.Offset - from.Offset
+}
+
+// advanceCursor moves stream's committed cursor from `from` to `to`, a
+// place past records that no reader of the stream wants, if it still is at
+// from and no session holds a batch. It is an optimisation: a failure to
+// write changes nothing, and the next reader passes over them again.
+func (s *Store) advanceCursor(ctx context.Context, cursorPath, stream string, from, to Cursor) {
+	to.RedeliverBefore = from.RedeliverBefore
+	if to.RedeliverBefore <= to.Offset {
+		to.RedeliverBefore = 0
+	}
+	UpdateDoc(ctx, s, cursorPath, ModeFile, func(cursors *Cursors, _ bool) error {
+		sc := streamCursor(*cursors, stream)
+		if sc.Pending != nil || !equalCursor(sc.Cursor, from) {
+			return ErrNoChange
+		}
+		if *cursors == nil {
+			*cursors = Cursors{}
+		}
+		sc.Cursor = to
+		(*cursors)[stream] = sc
+		return nil
+	})
+}
+
+// peekScan is how far a peek from cursor `from` passed over records it did
+// not want: to the first one it wanted, or the end.
 type peekScan struct{ from, to Cursor }
 
 // ReadResult is what ReadUnread returns.
@@ -152,9 +195,11 @@ func (s *Store) ReadUnread(ctx context.Context, agent, stream string, opt ReadOp
 	if err != nil {
 		return res, err
 	}
+	var first Cursor // just before the first record returned
 	read := func(cur Cursor) (Cursor, error) {
 		rp, err := lockedfile.ReadPast(logPath, cur, lockedfile.ReadOptions{Limit: opt.Limit, Match: opt.Match, Check: opt.Check, Strict: opt.Strict})
 		res = ReadResult{Records: rp.Records, Redelivered: rp.Redelivered, More: rp.More, Bad: rp.Bad}
+		first = rp.First
 		for _, le := range res.Bad {
 			le.Path = s.Rel(logPath)
 		}
@@ -168,7 +213,7 @@ func (s *Store) ReadUnread(ctx context.Context, agent, stream string, opt ReadOp
 		}
 		return rp.Next, nil
 	}
-	if opt.Peek { // moves nothing, so needs no lock
+	if opt.Peek { // moves nothing (but for Advance), so needs no lock
 		if _, err := os.Stat(logPath); errors.Is(err, os.ErrNotExist) {
 			return res, nil // nothing written yet: the common case for notifications
 		}
@@ -186,8 +231,19 @@ func (s *Store) ReadUnread(ctx context.Context, agent, stream string, opt ReadOp
 			}
 		}
 		next, err := read(from)
-		if err == nil && key != "" && len(res.Records) == 0 && len(res.Bad) == 0 {
-			s.caches.peeks.put(key, peekScan{from: start, to: next})
+		if err == nil && len(res.Bad) == 0 {
+			// Nothing for this reader lies between start and the first
+			// record found (or the end): the next peek starts there.
+			to := next
+			if len(res.Records) > 0 {
+				to = first
+			}
+			if key != "" {
+				s.caches.peeks.put(key, peekScan{from: start, to: to})
+			}
+			if opt.Advance && opt.Session == "" && passedOver(start, to) >= advanceAfter {
+				s.advanceCursor(ctx, cursorPath, stream, start, to)
+			}
 		}
 		return res, err
 	}

@@ -126,6 +126,11 @@ func (s *Store) Doctor(ctx context.Context, repair bool) ([]Problem, error) {
 	if err != nil {
 		return problems, fmt.Errorf("doctor: %w", err)
 	}
+	indexed, err := s.sessionIndexProblems(ctx, repair)
+	problems = append(problems, indexed...)
+	if err != nil {
+		return problems, fmt.Errorf("doctor: %w", err)
+	}
 	mirror, err := s.checkMirror(ctx, repair)
 	problems = append(problems, mirror...)
 	if err != nil {

@@ -36,6 +36,7 @@ type caches struct {
 	sessions statCache[Session]
 	unread   statCache[unreadState]
 	peeks    statCache[peekScan] // by log, stream, session and ScanKey; no stamps
+	tasks    taskIndex
 
 	appenders appenders // open descriptors of the files this process appends to
 }
@@ -186,7 +187,7 @@ func (s *Store) LogDir(agent string) (string, error) {
 
 // dirMode is the mode of a directory created under .ai-pm.
 func (s *Store) dirMode(dir string) os.FileMode {
-	if dir == s.CollectionDir(Sessions) {
+	if dir == s.CollectionDir(Sessions) || dir == filepath.Join(s.CollectionDir(Sessions), sessionIndexDir) {
 		return ModePrivateDir
 	}
 	return ModeDir

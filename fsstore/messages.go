@@ -176,9 +176,10 @@ func (s *Store) Send(ctx context.Context, cfg *Config, m OutgoingMessage) (Messa
 
 // Unread returns up to limit unread messages that others sent to agent,
 // oldest first, and advances the agent's chat cursor exactly past them
-// (unless peek).
+// (unless peek; a peek may move it past a long run of the agent's own sent
+// copies, as ReadOptions.Advance says).
 func (s *Store) Unread(ctx context.Context, agent string, limit int, peek bool) ([]Message, bool, error) {
-	res, err := s.ReadUnread(ctx, agent, StreamChat, ReadOptions{Limit: limit, Match: FromOthers(agent), Peek: peek, ScanKey: "from-others"})
+	res, err := s.ReadUnread(ctx, agent, StreamChat, ReadOptions{Limit: limit, Match: FromOthers(agent), Peek: peek, ScanKey: "from-others", Advance: true})
 	if err != nil {
 		return nil, false, err
 	}

@@ -169,10 +169,11 @@ func (s *Store) Authenticate(ctx context.Context, cfg *Config, agent, passkey, p
 		return Session{}, "", err
 	}
 	now := time.Now().UTC()
-	if err := s.sweepSessions(ctx, now); err != nil {
+	live, err := s.agentSessions(ctx, agent, now)
+	if err != nil {
 		return Session{}, "", err
 	}
-	purpose, taskID, err := s.choosePurpose(ctx, cfg, agent, requested, now)
+	purpose, taskID, err := s.choosePurpose(ctx, cfg, agent, requested, live)
 	if err != nil {
 		return Session{}, "", err
 	}
@@ -188,7 +189,8 @@ func (s *Store) Authenticate(ctx context.Context, cfg *Config, agent, passkey, p
 	ses.TokenHash = hashToken(token)
 	// At most one live session per agent and purpose: a requested purpose
 	// replaces the live one (its process most likely died); the old one's
-	// next call is told so.
+	// next call is told so. Only the agent's own sessions are read, through
+	// the session index.
 	var replaced []Session
 	err = func() error {
 		unlock, err := s.LockDir(ctx, s.CollectionDir(Sessions))
@@ -196,14 +198,32 @@ func (s *Store) Authenticate(ctx context.Context, cfg *Config, agent, passkey, p
 			return err
 		}
 		defer unlock()
-		if err := s.eachSession(func(path string, old Session) error {
+		if err := s.ensureSessionIndex(); err != nil {
+			return err
+		}
+		ids, err := s.agentSessionIDs(agent)
+		if err != nil {
+			return err
+		}
+		for _, id := range ids {
+			path, err := s.DocPath(Sessions, id)
+			if err != nil {
+				continue
+			}
+			var old Session
+			if s.ReadDoc(path, &old) != nil {
+				continue // gone, or damaged: doctor reports it
+			}
 			if old.Agent == agent && old.Purpose == purpose && old.EndedAt.IsZero() {
 				old.EndedAt, old.EndReason = now, EndReplaced
 				replaced = append(replaced, old)
-				return s.WriteDoc(path, old, ModePrivateFile)
+				if err := s.WriteDoc(path, old, ModePrivateFile); err != nil {
+					return err
+				}
 			}
-			return nil
-		}); err != nil {
+		}
+		// The index names the document before it exists (its invariant).
+		if err := s.setAgentSessionIDs(agent, append(ids, ses.ID)); err != nil {
 			return err
 		}
 		path, _ := s.DocPath(Sessions, ses.ID)
@@ -218,9 +238,11 @@ func (s *Store) Authenticate(ctx context.Context, cfg *Config, agent, passkey, p
 	return ses, token, nil
 }
 
-// sweepSessions ends the sessions that are over without anyone having said
-// so (expired, or their aipm serve process is gone) and removes the
-// documents of sessions that ended before now.
+// sweepSessions ends the sessions of every agent that are over without
+// anyone having said so (expired, or their aipm serve process is gone) and
+// removes the documents of sessions that ended before now. It reads every
+// session document: the watcher's periodic pass runs it; authenticate
+// sweeps only its own agent's sessions (agentSessions).
 func (s *Store) sweepSessions(ctx context.Context, now time.Time) error {
 	if _, err := os.Stat(s.CollectionDir(Sessions)); errors.Is(err, os.ErrNotExist) {
 		return nil
@@ -232,20 +254,30 @@ func (s *Store) sweepSessions(ctx context.Context, now time.Time) error {
 			return err
 		}
 		defer unlock()
-		return s.eachSession(func(path string, old Session) error {
-			switch {
-			case !old.EndedAt.IsZero():
-				return os.Remove(path) // its end was handled when it ended
-			case !old.Live(now):
-				old.EndedAt, old.EndReason = now, EndExpired
-			case !processAlive(old.PID):
-				old.EndedAt, old.EndReason = now, EndExited
-			default:
+		if err := s.ensureSessionIndex(); err != nil {
+			return err
+		}
+		gone := map[string][]string{} // agent -> ids whose documents were removed
+		if err := s.eachSession(func(path string, old Session) error {
+			remove, reason := sessionVerdict(old, now)
+			if !remove {
 				return nil
 			}
-			over = append(over, old)
-			return os.Remove(path)
-		})
+			if err := os.Remove(path); err != nil && !errors.Is(err, os.ErrNotExist) {
+				return fmt.Errorf("remove session %s: %w", old.ID, err)
+			}
+			if CheckAgentID(old.Agent) == nil {
+				gone[old.Agent] = append(gone[old.Agent], old.ID)
+			}
+			if reason != "" {
+				old.EndedAt, old.EndReason = now, reason
+				over = append(over, old)
+			}
+			return nil
+		}); err != nil {
+			return err
+		}
+		return s.dropIndexedSessions(gone)
 	}()
 	for _, old := range over {
 		// Best effort: a conversation the hook fails to end still ends at
@@ -281,8 +313,9 @@ func zombie(pid int) bool {
 
 // choosePurpose picks the session's purpose (DESIGN section 5): the
 // requested one; else a pending trigger (consumed); else work found now; in
-// the last two, a purpose that already has a live session is skipped.
-func (s *Store) choosePurpose(ctx context.Context, cfg *Config, agent, requested string, now time.Time) (string, string, error) {
+// the last two, a purpose that already has a live session (live: the
+// agent's live sessions) is skipped.
+func (s *Store) choosePurpose(ctx context.Context, cfg *Config, agent, requested string, live []Session) (string, string, error) {
 	if requested != "" {
 		t, _, err := s.takeTrigger(ctx, agent, requested)
 		if err != nil {
@@ -300,10 +333,6 @@ func (s *Store) choosePurpose(ctx context.Context, cfg *Config, agent, requested
 		return PurposeTask, t.TaskID, nil
 	}
 	busy := map[string]string{} // purpose -> live session id
-	live, err := s.LiveSessions(now)
-	if err != nil {
-		return "", "", err
-	}
 	for _, ses := range live {
 		if ses.Agent == agent {
 			busy[ses.Purpose] = ses.ID

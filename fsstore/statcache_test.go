@@ -119,3 +119,119 @@ func TestPeekRemembersItsScan(t *testing.T) {
 		t.Fatalf("a fresh peek: %v, %v; want the rewritten line first", msgs, err)
 	}
 }
+
+// A peek that found a record remembers the scan up to it: the next peek
+// from the same cursor starts right before that record (and finds it
+// again) instead of passing over the agent's own copies once more.
+func TestPeekRemembersItsScanToAFind(t *testing.T) {
+	s, cfg := newConvStore(t)
+	ctx := context.Background()
+	for range 3 {
+		if _, err := s.Send(ctx, cfg, OutgoingMessage{From: "b", To: "a", Content: "mine"}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if _, err := s.Send(ctx, cfg, OutgoingMessage{From: "a", To: "b", Content: "for you"}); err != nil {
+		t.Fatal(err)
+	}
+	if msgs, _, err := s.Unread(ctx, "b", 1, true); err != nil || len(msgs) != 1 || msgs[0].Content != "for you" {
+		t.Fatalf("first peek: %v, %v", msgs, err)
+	}
+	// Forge the second own copy as if h sent it: a rescan would find it first.
+	path, _ := s.ChatPath("b")
+	data, err := os.ReadFile(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	lines := bytes.SplitAfter(data, []byte("\n"))
+	var m map[string]any
+	if err := json.Unmarshal(lines[1], &m); err != nil {
+		t.Fatal(err)
+	}
+	m["senderId"] = "h"
+	delete(m, "receiverId")
+	forged, _ := json.Marshal(m)
+	lines[1] = append(forged, '\n')
+	if err := os.WriteFile(path, bytes.Join(lines, nil), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	if msgs, _, err := s.Unread(ctx, "b", 1, true); err != nil || len(msgs) != 1 || msgs[0].Content != "for you" {
+		t.Fatalf("second peek rescanned what the first passed over: %v, %v", msgs, err)
+	}
+	other, err := Open(s.ProjectDir())
+	if err != nil {
+		t.Fatal(err)
+	}
+	if msgs, _, err := other.Unread(ctx, "b", 1, true); err != nil || len(msgs) != 1 || msgs[0].SenderID != "h" {
+		t.Fatalf("a fresh peek: %v, %v; want the forged line first", msgs, err)
+	}
+}
+
+// A peek that passed over a lot of the agent's own copies moves the
+// committed chat cursor past them (as a read would), so that the next
+// process starts there; what is for the agent stays unread, and a session
+// holding a batch keeps the cursor where it is.
+func TestPeekAdvancesPastOwnCopies(t *testing.T) {
+	s, cfg := newConvStore(t)
+	ctx := context.Background()
+	defer func(n int64) { advanceAfter = n }(advanceAfter)
+	advanceAfter = 2 << 10
+	cursorOf := func() StreamCursor {
+		t.Helper()
+		path, _ := s.ReadCursorPath("b")
+		cursors, err := s.readCursors(path)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return streamCursor(cursors, StreamChat)
+	}
+	for range 40 { // about 6 KiB of own copies
+		if _, err := s.Send(ctx, cfg, OutgoingMessage{From: "b", To: "a", Content: "mine"}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	sent, err := s.Send(ctx, cfg, OutgoingMessage{From: "a", To: "b", Content: "for you"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if msgs, _, err := s.Unread(ctx, "b", 1, true); err != nil || len(msgs) != 1 || msgs[0].ID != sent.ID {
+		t.Fatalf("peek: %v, %v", msgs, err)
+	}
+	cur := cursorOf()
+	if cur.Offset < advanceAfter || cur.Pending != nil {
+		t.Fatalf("cursor after the peek: %+v; want it past the own copies", cur)
+	}
+	other, err := Open(s.ProjectDir()) // another process: no memory, the cursor is enough
+	if err != nil {
+		t.Fatal(err)
+	}
+	if msgs, _, err := other.Unread(ctx, "b", 5, false); err != nil || len(msgs) != 1 || msgs[0].ID != sent.ID {
+		t.Fatalf("read in another process: %v, %v; want the message once", msgs, err)
+	}
+
+	// A session's unacknowledged batch holds the committed cursor.
+	for range 40 {
+		if _, err := s.Send(ctx, cfg, OutgoingMessage{From: "b", To: "a", Content: "mine"}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if _, err := s.Send(ctx, cfg, OutgoingMessage{From: "a", To: "b", Content: "batch"}); err != nil {
+		t.Fatal(err)
+	}
+	ses := Session{ID: NewID(PrefixSession), Agent: "b", Purpose: PurposeChat}
+	if msgs, _, err := s.Deliver(ctx, ses, 1); err != nil || len(msgs) != 1 {
+		t.Fatalf("deliver: %v, %v", msgs, err)
+	}
+	for range 40 {
+		if _, err := s.Send(ctx, cfg, OutgoingMessage{From: "b", To: "a", Content: "mine"}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	held := cursorOf()
+	if _, _, err := other.Unread(ctx, "b", 1, true); err != nil {
+		t.Fatal(err)
+	}
+	if got := cursorOf(); !equalStream(got, held) {
+		t.Fatalf("a peek moved the cursor under a held batch: %+v, was %+v", got, held)
+	}
+}

@@ -4,10 +4,8 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"os"
 	"path/filepath"
 	"slices"
-	"sort"
 	"strings"
 	"time"
 )
@@ -195,42 +193,70 @@ func (s *Store) Task(id string) (Task, error) {
 // TaskFilter selects tasks; empty fields match everything.
 type TaskFilter struct {
 	Status, Assignee, ParentID string
+	// Open keeps only tasks that are not done or cancelled.
+	Open bool
 }
+
+func (f TaskFilter) match(t Task) bool { return taskMatches(f, t.Status, t.Assignee, t.ParentID) }
 
 // Tasks lists the tasks that match f, newest first. Unreadable documents
 // are skipped and returned as problems.
 func (s *Store) Tasks(f TaskFilter) ([]Task, []error, error) {
+	tasks, _, bad, err := s.TasksPage(f, 0)
+	return tasks, bad, err
+}
+
+// TasksPage lists at most limit (0: all) of the tasks that match f, newest
+// first, and says whether more match. It reads only the documents it
+// returns: the task index (taskIndex) picks them, and each is read again
+// and checked against f. Unreadable documents are returned as problems.
+func (s *Store) TasksPage(f TaskFilter, limit int) ([]Task, bool, []error, error) {
 	if f.Status != "" {
 		if err := CheckStatus(f.Status); err != nil {
-			return nil, nil, err
+			return nil, false, nil, err
 		}
 	}
-	entries, err := os.ReadDir(s.CollectionDir(Tasks))
-	if errors.Is(err, os.ErrNotExist) {
-		return nil, nil, nil
-	}
-	if err != nil {
-		return nil, nil, fmt.Errorf("list tasks: %w", err)
-	}
+	dir := s.CollectionDir(Tasks)
 	var out []Task
 	var bad []error
-	for _, e := range entries {
-		name := e.Name()
-		id, ok := strings.CutSuffix(name, ".json")
-		if !ok || CheckID(PrefixTask, id) != nil {
-			continue
+	after := ""
+	for first := true; ; first = false {
+		want := 0 // all
+		if limit > 0 {
+			want = limit - len(out) + 1 // one more says whether more match
 		}
-		var t Task
-		if err := s.ReadDoc(filepath.Join(s.CollectionDir(Tasks), name), &t); err != nil {
-			bad = append(bad, err)
-			continue
+		ids, problems, err := s.taskCandidates(f, after, want)
+		if err != nil {
+			return nil, false, nil, err
 		}
-		if (f.Status == "" || t.Status == f.Status) && (f.Assignee == "" || t.Assignee == f.Assignee) && (f.ParentID == "" || t.ParentID == f.ParentID) {
+		if first {
+			bad = problems
+		}
+		for _, id := range ids {
+			if limit > 0 && len(out) == limit {
+				return out, true, bad, nil
+			}
+			var t Task
+			_, err := s.readTask(filepath.Join(dir, id+".json"), &t)
+			switch {
+			case errors.Is(err, ErrNotFound):
+				s.recheckTask(id) // removed since the index looked
+				continue
+			case err != nil:
+				s.recheckTask(id)
+				bad = append(bad, err)
+				continue
+			case !f.match(t):
+				s.recheckTask(id) // edited in place since the index looked
+				continue
+			}
 			out = append(out, t)
 		}
+		if want == 0 || len(ids) < want {
+			return out, false, bad, nil
+		}
+		after = ids[len(ids)-1] // some were passed over: look further
 	}
-	sort.Slice(out, func(i, j int) bool { return out[i].ID > out[j].ID })
-	return out, bad, nil
 }
 
 // TaskChange is one change to a task, checked in UpdateTask.

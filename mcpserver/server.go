@@ -81,8 +81,12 @@ func (s *Server) MCP() *mcp.Server {
 
 // Run serves MCP over t until the client disconnects or ctx ends; then the
 // sessions it opened end (reason process_exited), so that their
-// conversations end at once instead of at a timeout.
+// conversations end at once instead of at a timeout. While it runs, the
+// store's task index follows edits in place through the server's one
+// fsnotify watcher (fsstore.Store.WatchTasks).
 func (s *Server) Run(ctx context.Context, t mcp.Transport) error {
+	s.store.WatchTasks(s.wake)
+	defer s.store.WatchTasks(nil)
 	err := s.MCP().Run(ctx, t)
 	s.mu.Lock()
 	ids := s.sessions

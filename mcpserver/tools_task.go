@@ -25,18 +25,23 @@ func addGetMyTask(srv *mcp.Server, s *Server) {
 		Annotations: readOnly,
 	}, func(ctx context.Context, _ *mcp.CallToolRequest, in Session) (*mcp.CallToolResult, MyTaskOut, error) {
 		ses := sessionFrom(ctx)
-		mine, _, err := s.store.Tasks(fsstore.TaskFilter{Assignee: ses.Agent})
+		mine, _, err := s.store.Tasks(fsstore.TaskFilter{Assignee: ses.Agent, Open: true})
 		if err != nil {
 			return nil, MyTaskOut{}, fromStore(err, "task_not_found")
 		}
 		out := MyTaskOut{Assigned: []TaskView{}}
 		for i, t := range mine {
 			current := (ses.TaskID != "" && t.ID == ses.TaskID) || (ses.TaskID == "" && out.Task == nil && t.Status == fsstore.StatusInProgress)
-			switch {
-			case current:
+			if current {
 				out.Task = taskRef(&mine[i])
-			case t.Status != fsstore.StatusDone && t.Status != fsstore.StatusCancelled:
+			} else {
 				out.Assigned = append(out.Assigned, taskView(t))
+			}
+		}
+		if out.Task == nil && ses.TaskID != "" {
+			// The session's task is finished (or was reassigned): still its task.
+			if t, err := s.store.Task(ses.TaskID); err == nil && t.Assignee == ses.Agent {
+				out.Task = taskRef(&t)
 			}
 		}
 		return nil, out, nil
@@ -99,13 +104,9 @@ func addListTasks(srv *mcp.Server, s *Server) {
 				return nil, ListTasksOut{}, toolErr("invalid_task_id", err.Error())
 			}
 		}
-		tasks, _, err := s.store.Tasks(fsstore.TaskFilter{Status: in.Status, Assignee: in.Assignee, ParentID: in.ParentID})
+		tasks, more, _, err := s.store.TasksPage(fsstore.TaskFilter{Status: in.Status, Assignee: in.Assignee, ParentID: in.ParentID}, limit)
 		if err != nil {
 			return nil, ListTasksOut{}, fromStore(err, "task_not_found")
-		}
-		more := len(tasks) > limit
-		if more {
-			tasks = tasks[:limit]
 		}
 		return nil, ListTasksOut{Tasks: taskViews(tasks), HasMore: more}, nil
 	})

@@ -38,7 +38,7 @@ func TestMain(m *testing.M) {
 	os.Exit(m.Run())
 }
 
-// helper roles: "fail" exits 3 at once; "sleeper" authenticates the way a
+// helper roles: "fail" exits 3 at once; "block-task" blocks a task; "sleeper" authenticates the way a
 // started agent does (AIPM_* environment), starts a conversation with
 // reviewer when it is coder, and waits to be killed; "watch" runs a
 // watcher on the project in AIPM_PROJECT_DIR.
@@ -53,6 +53,13 @@ func helper(role string) error {
 		os.Exit(3)
 	case "watch":
 		return New(store, slog.New(slog.NewTextHandler(os.Stderr, nil))).Run(ctx)
+	case "block-task": // a human blocks the task AIPM_TEST_TASK through aipm
+		cfg, err := store.LoadConfig()
+		if err != nil {
+			return err
+		}
+		_, err = store.UpdateTask(ctx, cfg, os.Getenv("AIPM_TEST_TASK"), "lead", fsstore.TaskChange{Status: fsstore.StatusBlocked, Reason: "test"})
+		return err
 	case "sleeper":
 		cfg, err := store.LoadConfig()
 		if err != nil {

@@ -45,6 +45,9 @@ type Subscription struct {
 	// names holds, per watched directory, the base names of interest; a nil
 	// set means any non-dot file of that directory.
 	names map[string]map[string]bool
+	// changed, when set, is told each changed file's name instead of a
+	// signal on C ("" when events were lost).
+	changed func(name string)
 }
 
 // pollEvery is the fallback when fsnotify cannot be used (no inotify, or
@@ -103,6 +106,25 @@ func (w *Wake) Subscribe(targets ...string) (*Subscription, error) {
 	return sub, nil
 }
 
+// WatchDir calls changed with the base name of every non-dot file of dir
+// that changes, and with "" when events were lost, until stop is called
+// (fsstore's DirWatcher: the task index learns of edits in place). It
+// fails when fsnotify is unavailable; there is no polling form.
+func (w *Wake) WatchDir(dir string, changed func(name string)) (stop func(), err error) {
+	sub, err := w.Subscribe(dir)
+	if err != nil {
+		return nil, err
+	}
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	if w.fsw == nil {
+		w.unsubscribeLocked(sub)
+		return nil, w.err
+	}
+	sub.changed = changed
+	return sub.Close, nil
+}
+
 func (s *Subscription) poll() {
 	t := time.NewTicker(pollEvery)
 	defer t.Stop()
@@ -115,6 +137,14 @@ func (s *Subscription) poll() {
 		}
 		s.signal()
 	}
+}
+
+func (s *Subscription) notify(name string) {
+	if s.changed != nil {
+		s.changed(name)
+		return
+	}
+	s.signal()
 }
 
 func (s *Subscription) signal() {
@@ -184,7 +214,7 @@ func (w *Wake) loop(fsw *fsnotify.Watcher) {
 			w.mu.Lock()
 			for sub := range w.subs[dir] {
 				if names := sub.names[dir]; names == nil || names[name] {
-					sub.signal()
+					sub.notify(name)
 				}
 			}
 			w.mu.Unlock()
@@ -196,7 +226,7 @@ func (w *Wake) loop(fsw *fsnotify.Watcher) {
 				w.mu.Lock()
 				for _, subs := range w.subs {
 					for sub := range subs {
-						sub.signal()
+						sub.notify("")
 					}
 				}
 				w.mu.Unlock()

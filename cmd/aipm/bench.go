@@ -26,18 +26,20 @@ import (
 
 func newCmdBench(e *env) *cobra.Command {
 	var quick, asJSON bool
+	var only []string
 	c := &cobra.Command{
-		Use:   "bench [--quick]",
+		Use:   "bench [--quick] [--only ID,...]",
 		Short: "Measure the performance targets against their raw floors",
 		Long: `Measure DESIGN's performance targets, each beside its raw floor measured in the
 same run, in throw-away projects with fsync on: real aipm serve processes
 driven by the MCP SDK's client over stdio. Takes minutes; --quick is a smoke run.`,
-		Example: "  aipm bench --quick\n  aipm bench --json",
+		Example: "  aipm bench --quick\n  aipm bench --json\n  aipm bench --only P6c,P6d",
 		Args:    argsNone,
 		RunE: func(cmd *cobra.Command, args []string) error {
-			return runBench(cmd.Context(), e, quick, asJSON)
+			return runBench(cmd.Context(), e, quick, asJSON, only)
 		},
 	}
+	c.Flags().StringSliceVar(&only, "only", nil, "measure only the rows whose id starts with one of these (P3 also gives P5)")
 	c.Flags().BoolVar(&quick, "quick", false, "fewer iterations and a 100,000-line history instead of 1,000,000 (for a smoke run)")
 	c.Flags().BoolVar(&asJSON, "json", false, "print the rows as a JSON array")
 	return c
@@ -61,7 +63,7 @@ func newBenchFloorCmds(e *env) []*cobra.Command {
 // beside its raw floor measured in the same run, and prints a table. It
 // starts real `aipm serve` processes (this binary) and drives them with the
 // MCP SDK's client over stdio, in throw-away projects with fsync on.
-func runBench(ctx context.Context, e *env, quick, asJSON bool) error {
+func runBench(ctx context.Context, e *env, quick, asJSON bool, only []string) error {
 	self, err := os.Executable()
 	if err != nil {
 		return fmt.Errorf("bench: find aipm binary: %w", err)
@@ -77,8 +79,18 @@ func runBench(ctx context.Context, e *env, quick, asJSON bool) error {
 	defer os.RemoveAll(root)
 	b.root = root
 	var rows []benchRow
-	for _, measure := range []func() ([]benchRow, error){b.delivery, b.throughput, b.history1M, b.startup, b.ownSent, b.unreadNotifications, b.watchBench} {
-		r, err := measure()
+	for _, m := range []struct {
+		id      string
+		measure func() ([]benchRow, error)
+	}{
+		{"P1", b.delivery}, {"P2", b.throughput}, {"P3", b.history1M}, {"P4", b.startup},
+		{"P6a", b.ownSent}, {"P6b", b.unreadNotifications}, {"P6c", b.listTasks}, {"P6d", b.myTask},
+		{"P6e", b.authTasks}, {"P6f", b.authSessions}, {"P6g", b.authOwnSent}, {"P7", b.watchBench},
+	} {
+		if len(only) > 0 && !slices.ContainsFunc(only, func(p string) bool { return strings.HasPrefix(m.id, p) }) {
+			continue
+		}
+		r, err := m.measure()
 		if err != nil {
 			return err
 		}
@@ -142,9 +154,10 @@ func (b *bench) project(name string, agents ...string) (*fsstore.Store, map[stri
 
 // server is one `aipm serve` process and its client session.
 type server struct {
-	cs    *mcp.ClientSession
-	cmd   *exec.Cmd
-	token string
+	cs             *mcp.ClientSession
+	cmd            *exec.Cmd
+	token          string
+	agent, passkey string
 }
 
 // serve starts aipm serve in store's project and opens a chat session for
@@ -166,7 +179,7 @@ func (b *bench) serve(store *fsstore.Store, agent, passkey string, stderr io.Wri
 	if err := callTool(b.ctx, cs, "authenticate", map[string]any{"agent_id": agent, "passkey": passkey}, &out); err != nil {
 		return nil, err
 	}
-	return &server{cs: cs, cmd: cmd, token: out.SessionToken}, nil
+	return &server{cs: cs, cmd: cmd, token: out.SessionToken, agent: agent, passkey: passkey}, nil
 }
 
 func (s *server) call(ctx context.Context, tool string, args map[string]any, out any) error {
@@ -867,8 +880,9 @@ func (b *bench) startup() ([]benchRow, error) {
 // piledUp is P6 (and P5 at its large case): the p50 of a call with many
 // records piled up against the same call with 100 of them, each in its own
 // project and server. fill piles up n records for agent r (whose chat
-// session the server holds); call makes one timed call.
-func (b *bench) piledUp(id, what string, large int, fill func(store *fsstore.Store, n int) error, call func(s *server) error) ([]benchRow, error) {
+// session the server holds); call makes one timed call; between, when not
+// nil, runs untimed before each call.
+func (b *bench) piledUp(id, what string, large int, fill func(store *fsstore.Store, n int) error, call, between func(s *server) error) ([]benchRow, error) {
 	b.progress("%s: %s, %d vs 100", id, what, large)
 	measure := func(n int) ([]time.Duration, float64, cpuUsage, error) {
 		var usage cpuUsage
@@ -886,6 +900,11 @@ func (b *bench) piledUp(id, what string, large int, fill func(store *fsstore.Sto
 		defer s.close()
 		var lat []time.Duration
 		for i := 0; i < b.reads; i++ {
+			if between != nil {
+				if err := between(s); err != nil {
+					return nil, 0, usage, err
+				}
+			}
 			usage.start()
 			start := time.Now()
 			if err := call(s); err != nil {
@@ -936,7 +955,7 @@ func (b *bench) ownSent() ([]benchRow, error) {
 			return fmt.Errorf("get_next_action answered %q, want %s", out.Action, fsstore.ActGetNotifications)
 		}
 		return nil
-	})
+	}, nil)
 }
 
 // unreadNotifications is P6b: a gated call (get_my_task) when r has n
@@ -954,5 +973,166 @@ func (b *bench) unreadNotifications() ([]benchRow, error) {
 		})
 	}, func(s *server) error {
 		return s.call(b.ctx, "get_my_task", map[string]any{}, nil)
-	})
+	}, nil)
+}
+
+// piled is the size of P6's large task and session piles.
+func (b *bench) piled() int {
+	if b.history < 1_000_000 {
+		return 1_000
+	}
+	return 10_000
+}
+
+// listTasks is P6c: list_tasks with its default arguments (the newest 50)
+// among n tasks.
+func (b *bench) listTasks() ([]benchRow, error) {
+	return b.piledUp("P6c", "list_tasks (default args) among tasks", b.piled(), writeTasks, func(s *server) error {
+		var out struct {
+			Tasks []json.RawMessage `json:"tasks"`
+		}
+		if err := s.call(b.ctx, "list_tasks", map[string]any{}, &out); err != nil {
+			return err
+		}
+		if len(out.Tasks) != 50 {
+			return fmt.Errorf("list_tasks returned %d tasks, want 50", len(out.Tasks))
+		}
+		return nil
+	}, nil)
+}
+
+// myTask is P6d: get_my_task among n tasks, of which r has a few open.
+func (b *bench) myTask() ([]benchRow, error) {
+	return b.piledUp("P6d", "get_my_task among tasks", b.piled(), writeTasks, func(s *server) error {
+		var out struct {
+			Task     *struct{ ID string } `json:"task"`
+			Assigned []json.RawMessage    `json:"assigned"`
+		}
+		if err := s.call(b.ctx, "get_my_task", map[string]any{}, &out); err != nil {
+			return err
+		}
+		if out.Task == nil || len(out.Assigned) != 1 {
+			return fmt.Errorf("get_my_task: task %v and %d others, want r's task in progress and 1 other", out.Task, len(out.Assigned))
+		}
+		return nil
+	}, nil)
+}
+
+// authTasks is P6e: authenticate (purpose chosen from the work: r's task
+// in progress) among n tasks; the session it opens is logged out untimed.
+func (b *bench) authTasks() ([]benchRow, error) {
+	return b.piledUp("P6e", "authenticate among tasks", b.piled(), writeTasks, b.authenticate(fsstore.PurposeTask), b.logout)
+}
+
+// authSessions is P6f: authenticate among n sessions of other agents (half
+// live, half expired and left for the watcher's sweep), r having a task in
+// progress.
+func (b *bench) authSessions() ([]benchRow, error) {
+	return b.piledUp("P6f", "authenticate among other agents' sessions", b.piled(), func(store *fsstore.Store, n int) error {
+		if err := writeTasks(store, 4); err != nil {
+			return err
+		}
+		return writeSessions(store, n)
+	}, b.authenticate(fsstore.PurposeTask), b.logout)
+}
+
+// authOwnSent is P6g: authenticate when r's chat log holds n of its own
+// sent copies and then one unread message (its chat-work check passes over
+// the copies: once per process, the row's slowest call).
+func (b *bench) authOwnSent() ([]benchRow, error) {
+	return b.piledUp("P6g", "authenticate over own sent copies", b.history, func(store *fsstore.Store, n int) error {
+		path, _ := store.ChatPath("r")
+		return writeLines(path, n+1, func(i int) any {
+			if i == n {
+				return fsstore.Message{ID: fsstore.NewID(fsstore.PrefixMessage), SenderID: "w", Content: "the one unread message", CreatedAt: "2026-11-21T12:00:00.000000Z"}
+			}
+			return fsstore.Message{ID: fsstore.NewID(fsstore.PrefixMessage), SenderID: "r", ReceiverID: "w", Content: fmt.Sprintf("sent line %d: a message of ordinary length, about like this one", i), CreatedAt: "2026-11-21T12:00:00.000000Z"}
+		})
+	}, b.authenticate(fsstore.PurposeChat), b.logout)
+}
+
+// authenticate is a timed call: authenticate as the server's agent without
+// naming a purpose, expecting want; the new session's token replaces the
+// server's.
+func (b *bench) authenticate(want string) func(s *server) error {
+	return func(s *server) error {
+		var out struct {
+			SessionToken string `json:"session_token"`
+			Purpose      string `json:"purpose"`
+		}
+		if err := callTool(b.ctx, s.cs, "authenticate", map[string]any{"agent_id": s.agent, "passkey": s.passkey}, &out); err != nil {
+			return err
+		}
+		if out.Purpose != want {
+			return fmt.Errorf("authenticate chose %q, want %s", out.Purpose, want)
+		}
+		s.token = out.SessionToken
+		return nil
+	}
+}
+
+// logout ends the server's session, so that the next authenticate finds
+// its purpose free again.
+func (b *bench) logout(s *server) error {
+	return s.call(b.ctx, "logout", map[string]any{}, nil)
+}
+
+// writeTasks writes n task files as a human's editor would (no aipm
+// involved): most are done; the newest four are open, two for r (one in
+// progress) and two for w.
+func writeTasks(store *fsstore.Store, n int) error {
+	dir := store.CollectionDir(fsstore.Tasks)
+	if err := os.MkdirAll(dir, 0o755); err != nil {
+		return err
+	}
+	now := time.Now().UTC()
+	for i := range n {
+		t := fsstore.Task{
+			ID: fsstore.NewID(fsstore.PrefixTask), Title: fmt.Sprintf("task %d", i), Description: "a task of ordinary length, written for the benchmark",
+			Status: fsstore.StatusDone, Priority: "normal", Assignee: []string{"r", "w"}[i%2], ApprovalStatus: fsstore.ApprovalApproved,
+			StatusChangedBy: "w", StatusChangedAt: now, CreatedAt: now, UpdatedAt: now,
+		}
+		switch n - i {
+		case 4:
+			t.Status = fsstore.StatusInProgress
+		case 3, 2, 1:
+			t.Status = fsstore.StatusTodo
+		}
+		data, err := fsstore.EncodeDoc(t)
+		if err != nil {
+			return err
+		}
+		if err := os.WriteFile(filepath.Join(dir, t.ID+".json"), data, 0o644); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// writeSessions writes n session files of 50 other agents, half live (of
+// this process) and half expired an hour ago, without the session index
+// (as an older aipm left them: the first authenticate builds it).
+func writeSessions(store *fsstore.Store, n int) error {
+	dir := store.CollectionDir(fsstore.Sessions)
+	if err := os.MkdirAll(dir, 0o700); err != nil {
+		return err
+	}
+	now := time.Now().UTC()
+	for i := range n {
+		ses := fsstore.Session{
+			ID: fsstore.NewID(fsstore.PrefixSession), Agent: fmt.Sprintf("other%d", i%50), Purpose: []string{fsstore.PurposeChat, fsstore.PurposeTask}[i/50%2],
+			TokenHash: strings.Repeat("0", 64), PID: os.Getpid(), CreatedAt: now, LastSeenAt: now, Idle: fsstore.Duration{Duration: time.Hour},
+		}
+		if i%2 == 1 {
+			ses.LastSeenAt = now.Add(-2 * time.Hour)
+		}
+		data, err := fsstore.EncodeDoc(ses)
+		if err != nil {
+			return err
+		}
+		if err := os.WriteFile(filepath.Join(dir, ses.ID+".json"), data, 0o600); err != nil {
+			return err
+		}
+	}
+	return nil
 }

@@ -68,6 +68,10 @@ type ReadResult struct {
 	Bad []*LineError
 	// Next is the cursor just past the last record consumed.
 	Next Cursor
+	// First is the cursor just before the first record returned (Next when
+	// none is): what a reader that passed over records not for it may start
+	// from next time to find the same records without passing over them again.
+	First Cursor
 }
 
 // ReadPast reads the records of path past cur, oldest first, and returns
@@ -141,6 +145,10 @@ func ReadPast(path string, cur Cursor, opt ReadOptions) (ReadResult, error) {
 			res.More = true
 			return finish(res, next), nil
 		}
+		if len(res.Records) == 0 {
+			res.First = next
+			res.First.Earlier = slices.Clone(next.Earlier)
+		}
 		res.Records = append(res.Records, rec)
 		res.Redelivered = append(res.Redelivered, rec.Offset < redeliverBefore)
 		next.advance(r.Pos(), id)
@@ -152,6 +160,9 @@ func finish(res ReadResult, next Cursor) ReadResult {
 		next.RedeliverBefore = 0
 	}
 	res.Next = next
+	if len(res.Records) == 0 {
+		res.First = next
+	}
 	return res
 }
 

@@ -1,0 +1,246 @@
+package fsstore
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"os"
+	"path/filepath"
+	"slices"
+	"time"
+)
+
+// The session index: sessions/by-agent/<agent>.json lists the ids of the
+// agent's session documents, so that authenticate reads its own agent's
+// sessions and no one else's (a project with 10^4 sessions authenticates
+// as fast as one with 10). Sessions are runtime state that humans do not
+// edit (DESIGN section 3), so the index can be kept rather than re-derived
+// on every call; it is kept under the sessions lock with one invariant:
+//
+//	every session document's id is in its agent's index file
+//
+// (an id is added before its document is written and dropped after its
+// document is removed, so a crash leaves at worst an id without a document,
+// which the next reader drops). A project without sessions/by-agent/ (made
+// by an older aipm, or a human who removed it) gets it rebuilt from every
+// session document, once, by the first writer that finds it missing.
+const sessionIndexDir = "by-agent"
+
+type agentSessionIndex struct {
+	Sessions []string `json:"sessions"`
+}
+
+func (s *Store) sessionIndexPath(agent string) (string, error) {
+	if err := CheckAgentID(agent); err != nil {
+		return "", err
+	}
+	return filepath.Join(s.CollectionDir(Sessions), sessionIndexDir, agent+".json"), nil
+}
+
+// ensureSessionIndex rebuilds sessions/by-agent/ from the session documents
+// when it is missing. The caller holds the sessions lock.
+func (s *Store) ensureSessionIndex() error {
+	dir := filepath.Join(s.CollectionDir(Sessions), sessionIndexDir)
+	if fi, err := os.Stat(dir); err == nil && fi.IsDir() {
+		return nil
+	} else if err != nil && !errors.Is(err, os.ErrNotExist) {
+		return fmt.Errorf("session index: %w", err)
+	}
+	byAgent := map[string][]string{}
+	if err := s.eachSession(func(_ string, ses Session) error {
+		if CheckAgentID(ses.Agent) == nil {
+			byAgent[ses.Agent] = append(byAgent[ses.Agent], ses.ID)
+		}
+		return nil
+	}); err != nil {
+		return err
+	}
+	if err := s.mkdirAll(s.CollectionDir(Sessions)); err != nil {
+		return fmt.Errorf("session index: %w", err)
+	}
+	// Built beside, renamed into place: a crash leaves no half index.
+	tmp, err := os.MkdirTemp(s.CollectionDir(Sessions), "."+sessionIndexDir+".tmp-*")
+	if err != nil {
+		return fmt.Errorf("session index: %w", err)
+	}
+	defer os.RemoveAll(tmp)
+	if err := os.Chmod(tmp, ModePrivateDir); err != nil {
+		return fmt.Errorf("session index: %w", err)
+	}
+	for agent, ids := range byAgent {
+		slices.Sort(ids)
+		if err := s.WriteDoc(filepath.Join(tmp, agent+".json"), agentSessionIndex{Sessions: ids}, ModePrivateFile); err != nil {
+			return fmt.Errorf("session index: %w", err)
+		}
+	}
+	if err := os.Rename(tmp, dir); err != nil {
+		return fmt.Errorf("session index: %w", err)
+	}
+	if s.durable {
+		return syncDir(s.CollectionDir(Sessions))
+	}
+	return nil
+}
+
+// agentSessionIDs reads agent's index (the caller holds the sessions lock
+// and has called ensureSessionIndex).
+func (s *Store) agentSessionIDs(agent string) ([]string, error) {
+	path, err := s.sessionIndexPath(agent)
+	if err != nil {
+		return nil, err
+	}
+	var ix agentSessionIndex
+	if err := s.ReadDoc(path, &ix); err != nil && !errors.Is(err, ErrNotFound) {
+		return nil, err
+	}
+	return ix.Sessions, nil
+}
+
+// setAgentSessionIDs replaces agent's index (the caller holds the sessions
+// lock); an agent without sessions has no file.
+func (s *Store) setAgentSessionIDs(agent string, ids []string) error {
+	path, err := s.sessionIndexPath(agent)
+	if err != nil {
+		return err
+	}
+	if len(ids) == 0 {
+		if err := os.Remove(path); err != nil && !errors.Is(err, os.ErrNotExist) {
+			return fmt.Errorf("session index: %w", err)
+		}
+		return nil
+	}
+	return s.WriteDoc(path, agentSessionIndex{Sessions: ids}, ModePrivateFile)
+}
+
+// dropIndexedSessions removes ids from their agents' index files (the
+// caller holds the sessions lock and has removed their documents).
+func (s *Store) dropIndexedSessions(gone map[string][]string) error {
+	for agent, ids := range gone {
+		cur, err := s.agentSessionIDs(agent)
+		if err != nil {
+			return err
+		}
+		keep := slices.DeleteFunc(cur, func(id string) bool { return slices.Contains(ids, id) })
+		if err := s.setAgentSessionIDs(agent, keep); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// sessionVerdict is what a sweep does with one session document at now.
+func sessionVerdict(ses Session, now time.Time) (remove bool, endReason string) {
+	switch {
+	case !ses.EndedAt.IsZero():
+		return true, "" // its end was handled when it ended
+	case !ses.Live(now):
+		return true, EndExpired
+	case !processAlive(ses.PID):
+		return true, EndExited
+	}
+	return false, ""
+}
+
+// agentSessions is authenticate's view of agent's sessions, read through
+// the index: it sweeps the agent's own sessions that are over (removing
+// their documents and running the end hook of those nobody ended) and
+// returns the live ones. Other agents' session files are not opened.
+func (s *Store) agentSessions(ctx context.Context, agent string, now time.Time) ([]Session, error) {
+	if _, err := os.Stat(s.CollectionDir(Sessions)); errors.Is(err, os.ErrNotExist) {
+		return nil, nil // no session yet: nothing to create on the way
+	}
+	var live, over []Session
+	err := func() error {
+		unlock, err := s.LockDir(ctx, s.CollectionDir(Sessions))
+		if err != nil {
+			return err
+		}
+		defer unlock()
+		if err := s.ensureSessionIndex(); err != nil {
+			return err
+		}
+		ids, err := s.agentSessionIDs(agent)
+		if err != nil {
+			return err
+		}
+		keep := ids[:0:0]
+		for _, id := range ids {
+			path, err := s.DocPath(Sessions, id)
+			if err != nil {
+				continue // not a session id: the index was damaged; drop it
+			}
+			var ses Session
+			if err := s.ReadDoc(path, &ses); err != nil {
+				if !errors.Is(err, ErrNotFound) {
+					keep = append(keep, id) // damaged: doctor reports it
+				}
+				continue
+			}
+			remove, reason := sessionVerdict(ses, now)
+			if !remove {
+				keep = append(keep, id)
+				live = append(live, ses)
+				continue
+			}
+			if err := os.Remove(path); err != nil && !errors.Is(err, os.ErrNotExist) {
+				return fmt.Errorf("remove session %s: %w", id, err)
+			}
+			if reason != "" {
+				ses.EndedAt, ses.EndReason = now, reason
+				over = append(over, ses)
+			}
+		}
+		if len(keep) != len(ids) {
+			return s.setAgentSessionIDs(agent, keep)
+		}
+		return nil
+	}()
+	for _, old := range over {
+		// Best effort: a conversation the hook fails to end still ends at
+		// its own timeout.
+		s.sessionEnded(ctx, old)
+	}
+	return live, err
+}
+
+// sessionIndexProblems finds session documents missing from their agent's
+// index (written by something that does not keep it: authenticate would
+// not see them); repair adds them.
+func (s *Store) sessionIndexProblems(ctx context.Context, repair bool) ([]Problem, error) {
+	if _, err := os.Stat(filepath.Join(s.CollectionDir(Sessions), sessionIndexDir)); err != nil {
+		return nil, nil // none yet: the next authenticate builds it from the documents
+	}
+	unlock, err := s.LockDir(ctx, s.CollectionDir(Sessions))
+	if err != nil {
+		return nil, err
+	}
+	defer unlock()
+	indexed := map[string][]string{}
+	var problems []Problem
+	err = s.eachSession(func(path string, ses Session) error {
+		if CheckAgentID(ses.Agent) != nil {
+			return nil // doctor's schema check reports it
+		}
+		ids, ok := indexed[ses.Agent]
+		if !ok {
+			var err error
+			if ids, err = s.agentSessionIDs(ses.Agent); err != nil {
+				return err
+			}
+			indexed[ses.Agent] = ids
+		}
+		if slices.Contains(ids, ses.ID) {
+			return nil
+		}
+		ixPath, _ := s.sessionIndexPath(ses.Agent)
+		p := Problem{Path: s.Rel(path), Reason: fmt.Sprintf("missing from %s, so authenticate does not see it", s.Rel(ixPath))}
+		if repair {
+			ids = append(ids, ses.ID)
+			indexed[ses.Agent] = ids
+			p.Repaired = s.setAgentSessionIDs(ses.Agent, ids) == nil
+		}
+		problems = append(problems, p)
+		return nil
+	})
+	return problems, err
+}

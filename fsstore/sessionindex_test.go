@@ -1,0 +1,189 @@
+package fsstore
+
+import (
+	"context"
+	"os"
+	"path/filepath"
+	"slices"
+	"syscall"
+	"testing"
+	"time"
+)
+
+// authenticate reads its own agent's sessions and no one else's: another
+// agent's session file that would block whoever opens it (a FIFO) or that
+// is damaged is left alone, another agent's expired session is left to the
+// full sweep, and the agent's own expired session is swept.
+func TestAuthenticateReadsOnlyOwnSessions(t *testing.T) {
+	s, cfg := newConvStore(t)
+	ctx := context.Background()
+	keyA, keyB := mustPasskey(t, s, "a"), mustPasskey(t, s, "b")
+	auth := func(agent, key, purpose string) Session {
+		t.Helper()
+		ses, _, err := s.Authenticate(ctx, cfg, agent, key, "", purpose)
+		if err != nil {
+			t.Fatalf("authenticate %s: %v", agent, err)
+		}
+		return ses
+	}
+	expire := func(ses Session) {
+		t.Helper()
+		path, _ := s.DocPath(Sessions, ses.ID)
+		if _, err := UpdateDoc(ctx, s, path, ModePrivateFile, func(doc *Session, _ bool) error {
+			doc.LastSeenAt = doc.LastSeenAt.Add(-2 * doc.Idle.Duration)
+			return nil
+		}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	exists := func(ses Session) bool {
+		path, _ := s.DocPath(Sessions, ses.ID)
+		_, err := os.Stat(path)
+		return err == nil
+	}
+
+	staleB := auth("b", keyB, PurposeChat)
+	expire(staleB)
+	staleA := auth("a", keyA, PurposeChat)
+	expire(staleA)
+
+	// b's index names two more documents: one that blocks any reader, one damaged.
+	fifo, damaged := NewID(PrefixSession), NewID(PrefixSession)
+	fifoPath, _ := s.DocPath(Sessions, fifo)
+	damagedPath, _ := s.DocPath(Sessions, damaged)
+	if err := syscall.Mkfifo(fifoPath, 0o600); err != nil {
+		t.Skipf("no FIFOs here: %v", err)
+	}
+	if err := os.WriteFile(damagedPath, []byte("{ damaged"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	ids, err := s.agentSessionIDs("b")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := s.setAgentSessionIDs("b", append(ids, fifo, damaged)); err != nil {
+		t.Fatal(err)
+	}
+
+	done := make(chan Session, 1)
+	go func() { done <- auth("a", keyA, PurposeChat) }()
+	var ses Session
+	select {
+	case ses = <-done:
+	case <-time.After(time.Minute):
+		// Let the blocked reader go before failing.
+		if f, err := os.OpenFile(fifoPath, os.O_WRONLY, 0); err == nil {
+			f.Close()
+		}
+		<-done
+		t.Fatal("authenticate opened another agent's session file")
+	}
+	if ses.Agent != "a" || ses.Purpose != PurposeChat {
+		t.Fatalf("session: %+v", ses)
+	}
+	if exists(staleA) {
+		t.Error("a's own expired session was not swept")
+	}
+	if got, _ := s.agentSessionIDs("a"); !slices.Equal(got, []string{ses.ID}) {
+		t.Errorf("a's index: %v, want only %s", got, ses.ID)
+	}
+	if data, err := os.ReadFile(damagedPath); err != nil || string(data) != "{ damaged" {
+		t.Errorf("another agent's damaged session file was touched: %q %v", data, err)
+	}
+	if !exists(staleB) {
+		t.Error("authenticate of a swept b's expired session: that is the full sweep's job")
+	}
+
+	// The full sweep (the watcher's pass) ends everyone's stale sessions
+	// and drops them from their agents' indexes.
+	if err := os.Remove(fifoPath); err != nil {
+		t.Fatal(err)
+	}
+	if err := s.SweepSessions(ctx); err != nil {
+		t.Fatal(err)
+	}
+	if exists(staleB) {
+		t.Error("the full sweep left b's expired session")
+	}
+	if got, _ := s.agentSessionIDs("b"); slices.Contains(got, staleB.ID) || !slices.Contains(got, damaged) {
+		t.Errorf("b's index after the sweep: %v (damaged %s stays, for doctor)", got, damaged)
+	}
+}
+
+// A project without sessions/by-agent/ (an older aipm's, or removed) gets
+// it rebuilt from the session documents: a live session is still found and
+// replaced, never doubled.
+func TestSessionIndexRebuilt(t *testing.T) {
+	s, cfg := newConvStore(t)
+	ctx := context.Background()
+	key := mustPasskey(t, s, "a")
+	first, _, err := s.Authenticate(ctx, cfg, "a", key, "", PurposeChat)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, _, err := s.Authenticate(ctx, cfg, "b", mustPasskey(t, s, "b"), "", PurposeChat); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.RemoveAll(filepath.Join(s.CollectionDir(Sessions), sessionIndexDir)); err != nil {
+		t.Fatal(err)
+	}
+	second, _, err := s.Authenticate(ctx, cfg, "a", key, "", PurposeChat)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if old, _ := s.Session(first.ID); old.EndReason != EndReplaced {
+		t.Fatalf("the session the rebuilt index should have found: %+v", old)
+	}
+	live, err := s.LiveSessions(time.Now())
+	if err != nil {
+		t.Fatal(err)
+	}
+	var mine []string
+	for _, ses := range live {
+		if ses.Agent == "a" {
+			mine = append(mine, ses.ID)
+		}
+	}
+	if !slices.Equal(mine, []string{second.ID}) {
+		t.Fatalf("a's live sessions: %v, want only %s", mine, second.ID)
+	}
+	if got, _ := s.agentSessionIDs("b"); len(got) != 1 {
+		t.Fatalf("b's rebuilt index: %v", got)
+	}
+	fi, err := os.Stat(filepath.Join(s.CollectionDir(Sessions), sessionIndexDir))
+	if err != nil || fi.Mode().Perm() != 0o700 {
+		t.Fatalf("index directory: %v %v, want mode 0700", fi, err)
+	}
+}
+
+// doctor reports a session document missing from its agent's index (left
+// by something that does not keep the index), and --repair adds it.
+func TestDoctorSessionIndex(t *testing.T) {
+	s, cfg := newConvStore(t)
+	ctx := context.Background()
+	live, _, err := s.Authenticate(ctx, cfg, "a", mustPasskey(t, s, "a"), "", PurposeChat)
+	if err != nil {
+		t.Fatal(err)
+	}
+	stray := live
+	stray.ID = NewID(PrefixSession)
+	path, _ := s.DocPath(Sessions, stray.ID)
+	if err := s.WriteDoc(path, stray, ModePrivateFile); err != nil {
+		t.Fatal(err)
+	}
+	for _, repair := range []bool{false, true} {
+		problems, err := s.Doctor(ctx, repair)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if len(problems) != 1 || problems[0].Path != s.Rel(path) || problems[0].Repaired != repair {
+			t.Fatalf("repair=%v: %v", repair, problems)
+		}
+	}
+	if problems, err := s.Doctor(ctx, false); err != nil || len(problems) != 0 {
+		t.Fatalf("after repair: %v %v", problems, err)
+	}
+	if ids, _ := s.agentSessionIDs("a"); !slices.Equal(ids, []string{live.ID, stray.ID}) {
+		t.Fatalf("a's index: %v", ids)
+	}
+}

@@ -1,0 +1,408 @@
+package fsstore
+
+import (
+	"bytes"
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"path/filepath"
+	"slices"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/tidwall/gjson"
+)
+
+// A DirWatcher tells of changes to the files of one directory: changed gets
+// the base name of a file that changed, or "" when events were lost and any
+// file may have changed. A long-running process (aipm serve) gives the
+// store one (WatchTasks), so that its task index learns of tasks edited in
+// place without a stat of every task file per call.
+type DirWatcher interface {
+	WatchDir(dir string, changed func(name string)) (stop func(), err error)
+}
+
+// WatchTasks makes the task index of this store follow in-place edits of
+// task files through w (an edit is seen once its event arrives), instead
+// of a stat of every task file on each use; nil stops the watch. Files created, replaced by a
+// rename (aipm's own writes, an editor's save) or removed are seen by the
+// next call whether or not a watcher is given.
+func (s *Store) WatchTasks(w DirWatcher) {
+	ix := &s.caches.tasks
+	ix.mu.Lock()
+	defer ix.mu.Unlock()
+	if ix.stop != nil {
+		ix.stop()
+		ix.stop = nil
+	}
+	ix.watcher = w
+}
+
+// racy says whether a modification time read at readAt is too recent to
+// prove that nothing changed since: file systems stamp times with a coarse
+// clock, so two changes within one tick share a time (git's "racy clean"
+// problem). A stamp that recent is looked at again on the next use. The
+// tick is a few milliseconds on Linux's native file systems, which stamp
+// nanoseconds; a time with none is taken to come from a file system that
+// stamps whole seconds (ext3, HFS+) or two (FAT).
+func racy(mtime, readAt time.Time) bool {
+	window := 100 * time.Millisecond
+	if mtime.Nanosecond() == 0 {
+		window = 2 * time.Second
+	}
+	return readAt.Sub(mtime) < window
+}
+
+// taskIndex is what this process knows of tasks/ (DESIGN section 3): for
+// each task file, the fields the filters need and the stamp of the version
+// they were read from. It is derived from the files and checked against
+// them on every use, never trusted on its own, and never written anywhere:
+//
+//   - one stat of the directory says whether a file was created, removed or
+//     replaced by a rename (every aipm write, an editor's rename-save); if
+//     so, the directory is listed with its inode numbers and only new or
+//     replaced files are read;
+//   - an edit in place keeps the name and the inode: the DirWatcher's event
+//     marks the task dirty (a lost event marks all), or, without a watcher,
+//     every known file is stat'ed;
+//   - a document a caller returns is read again from its file, and the
+//     filter is checked against what was read.
+//
+// The first use in a process reads every task file once.
+type taskIndex struct {
+	mu       sync.Mutex
+	built    bool
+	dir      fileStamp // of tasks/ when it was last listed
+	dirRacy  bool      // that stamp was too recent to prove the listing current
+	entries  map[string]*taskEntry
+	order    []*taskEntry // newest first (ids sort by creation time); nil: rebuild
+	open     []*taskEntry // the entries of open tasks, newest first
+	bad      []error      // the entries' errors, newest first
+	derived  bool         // open and bad are up to date with order
+	buf      bytes.Buffer // reused for reading task files
+	watcher  DirWatcher
+	stop     func()
+	watching uint64 // inode of the tasks directory being watched
+
+	evMu  sync.Mutex // taken by the watcher's callback: never held during I/O
+	dirty map[string]bool
+	lost  bool
+}
+
+type taskEntry struct {
+	id                         string
+	stamp                      fileStamp
+	racy                       bool // read within racyWindow of its mtime
+	status, assignee, parentID string
+	err                        error // the document could not be read or decoded
+}
+
+func (e *taskEntry) matches(f TaskFilter) bool {
+	return e.err == nil && taskMatches(f, e.status, e.assignee, e.parentID)
+}
+
+func taskMatches(f TaskFilter, status, assignee, parentID string) bool {
+	return (f.Status == "" || status == f.Status) && (f.Assignee == "" || assignee == f.Assignee) &&
+		(f.ParentID == "" || parentID == f.ParentID) && (!f.Open || (status != StatusDone && status != StatusCancelled))
+}
+
+func (ix *taskIndex) changed(name string) {
+	ix.evMu.Lock()
+	defer ix.evMu.Unlock()
+	if name == "" {
+		ix.lost = true
+		return
+	}
+	if id, ok := strings.CutSuffix(name, ".json"); ok {
+		if ix.dirty == nil {
+			ix.dirty = map[string]bool{}
+		}
+		ix.dirty[id] = true
+	}
+}
+
+// takeEvents returns the ids marked dirty since the last call, and whether
+// events were lost.
+func (ix *taskIndex) takeEvents() (map[string]bool, bool) {
+	ix.evMu.Lock()
+	defer ix.evMu.Unlock()
+	d, lost := ix.dirty, ix.lost
+	ix.dirty, ix.lost = nil, false
+	return d, lost
+}
+
+// readTask reads a task document and the stamp of the version read (taken
+// from the open file before reading, so a later change makes it differ).
+func (s *Store) readTask(path string, t *Task) (fileStamp, error) {
+	f, err := os.Open(path)
+	if errors.Is(err, os.ErrNotExist) {
+		return fileStamp{}, fmt.Errorf("read %s: %w", s.Rel(path), ErrNotFound)
+	}
+	if err != nil {
+		return fileStamp{}, fmt.Errorf("read %s: %w", s.Rel(path), err)
+	}
+	defer f.Close()
+	fi, err := f.Stat()
+	if err != nil {
+		return fileStamp{}, fmt.Errorf("read %s: %w", s.Rel(path), err)
+	}
+	data, err := io.ReadAll(f)
+	if err != nil {
+		return fileStamp{}, fmt.Errorf("read %s: %w", s.Rel(path), err)
+	}
+	return stampOf(fi), decodeDoc(s.Rel(path), data, t)
+}
+
+// summarize reads the fields the filters need from a task document without
+// decoding all of it; a document that is not valid JSON, or has one of
+// those fields of the wrong type, is reported as decodeDoc reports it.
+func summarize(rel string, data []byte, e *taskEntry) error {
+	if gjson.ValidBytes(data) && gjson.ParseBytes(data).IsObject() {
+		f := gjson.GetManyBytes(data, "status", "assignee", "parentId")
+		ok := true
+		for _, r := range f {
+			ok = ok && (!r.Exists() || r.Type == gjson.String || r.Type == gjson.Null)
+		}
+		if ok {
+			e.status, e.assignee, e.parentID = intern(f[0].Str), intern(f[1].Str), f[2].Str
+			return nil
+		}
+	}
+	var t Task
+	if err := decodeDoc(rel, data, &t); err != nil {
+		return err
+	}
+	e.status, e.assignee, e.parentID = t.Status, t.Assignee, t.ParentID
+	return nil
+}
+
+// intern shares the few distinct statuses and assignees among entries.
+func intern(s string) string {
+	if v, ok := interned.Load(s); ok {
+		return v.(string)
+	}
+	if len(s) > 64 {
+		return strings.Clone(s)
+	}
+	v, _ := interned.LoadOrStore(strings.Clone(s), strings.Clone(s))
+	return v.(string)
+}
+
+var interned sync.Map
+
+// indexTask reads the task file of id into the index (or drops it if gone).
+func (s *Store) indexTask(ix *taskIndex, id string) {
+	path := filepath.Join(s.CollectionDir(Tasks), id+".json")
+	e := &taskEntry{id: id}
+	err := func() error {
+		f, err := os.Open(path)
+		if err != nil {
+			return err
+		}
+		defer f.Close()
+		fi, err := f.Stat()
+		if err != nil {
+			return err
+		}
+		e.stamp = stampOf(fi)
+		ix.buf.Reset()
+		if _, err := ix.buf.ReadFrom(f); err != nil {
+			return err
+		}
+		return nil
+	}()
+	if errors.Is(err, os.ErrNotExist) {
+		if _, ok := ix.entries[id]; ok {
+			delete(ix.entries, id)
+			ix.order = nil
+		}
+		return
+	}
+	if err != nil {
+		e.err = fmt.Errorf("read %s: %w", s.Rel(path), err)
+	} else {
+		e.err = summarize(s.Rel(path), ix.buf.Bytes(), e)
+	}
+	if ix.buf.Cap() > 1<<20 {
+		ix.buf = bytes.Buffer{} // one huge file: do not keep its buffer
+	}
+	e.racy = racy(e.stamp.mtime, time.Now())
+	if old, ok := ix.entries[id]; ok {
+		if old.status != e.status || old.err != e.err {
+			ix.derived = false
+		}
+		*old = *e // in place: ix.order holds it
+		return
+	}
+	ix.entries[id] = e
+	ix.order = nil
+}
+
+// refreshTasks brings the index up to date with tasks/ (ix.mu held).
+func (s *Store) refreshTasks(ix *taskIndex) error {
+	dir := s.CollectionDir(Tasks)
+	if ix.watcher != nil {
+		if err := s.watchTasksDir(ix, dir); err != nil {
+			return err
+		}
+	}
+	dirty, lost := ix.takeEvents()
+	fi, err := os.Stat(dir)
+	if errors.Is(err, os.ErrNotExist) {
+		ix.entries, ix.order, ix.dir, ix.built = map[string]*taskEntry{}, nil, fileStamp{}, true
+		return nil
+	}
+	if err != nil {
+		return fmt.Errorf("list tasks: %w", err)
+	}
+	if ix.entries == nil {
+		ix.entries = map[string]*taskEntry{}
+	}
+	stamp := stampOf(fi)
+	relisted := false
+	if !ix.built || stamp != ix.dir || ix.dirRacy {
+		// Stat before listing: a change during the listing stamps the
+		// directory later than this, and the next call lists again.
+		names, err := readDirInodes(dir)
+		if err != nil {
+			return fmt.Errorf("list tasks: %w", err)
+		}
+		seen := make(map[string]bool, len(names))
+		for name, ino := range names {
+			id, ok := strings.CutSuffix(name, ".json")
+			if !ok || CheckID(PrefixTask, id) != nil {
+				continue
+			}
+			seen[id] = true
+			if e, ok := ix.entries[id]; !ok || e.stamp.ino != ino {
+				s.indexTask(ix, id) // new, or replaced by a rename
+				delete(dirty, id)
+			}
+		}
+		for id := range ix.entries {
+			if !seen[id] {
+				delete(ix.entries, id)
+				ix.order = nil
+			}
+		}
+		ix.dir, ix.dirRacy, ix.built, relisted = stamp, racy(stamp.mtime, time.Now()), true, true
+	}
+	// Edits in place: the ids the watcher named, or, without one (or
+	// after lost events), every file by its stamp.
+	check := func(id string, e *taskEntry) {
+		if e.racy {
+			s.indexTask(ix, id)
+			return
+		}
+		cur, err := stampPath(filepath.Join(dir, id+".json"))
+		if err != nil || cur != e.stamp {
+			s.indexTask(ix, id)
+		}
+	}
+	if ix.watcher == nil || ix.stop == nil || lost {
+		for id, e := range ix.entries {
+			check(id, e)
+		}
+	} else {
+		for id := range dirty {
+			if e, ok := ix.entries[id]; ok {
+				check(id, e)
+			} else if !relisted && CheckID(PrefixTask, id) == nil {
+				s.indexTask(ix, id) // created: the listing above will agree
+			}
+		}
+	}
+	if ix.order == nil {
+		ix.order = make([]*taskEntry, 0, len(ix.entries))
+		for _, e := range ix.entries {
+			ix.order = append(ix.order, e)
+		}
+		slices.SortFunc(ix.order, func(a, b *taskEntry) int { return strings.Compare(b.id, a.id) })
+		ix.derived = false
+	}
+	if !ix.derived {
+		ix.open, ix.bad = ix.open[:0], ix.bad[:0]
+		for _, e := range ix.order {
+			switch {
+			case e.err != nil:
+				ix.bad = append(ix.bad, e.err)
+			case isOpen(e.status):
+				ix.open = append(ix.open, e)
+			}
+		}
+		ix.derived = true
+	}
+	return nil
+}
+
+// watchTasksDir (re)starts the watch of tasks/ when it is not watched yet
+// or is another directory now; events must flow before the files are read.
+// A missing directory is watched once it exists.
+func (s *Store) watchTasksDir(ix *taskIndex, dir string) error {
+	fi, err := os.Stat(dir)
+	if errors.Is(err, os.ErrNotExist) {
+		return nil
+	}
+	if err != nil {
+		return fmt.Errorf("list tasks: %w", err)
+	}
+	ino := stampOf(fi).ino
+	if ix.stop != nil && ix.watching == ino {
+		return nil
+	}
+	if ix.stop != nil {
+		ix.stop()
+		ix.stop = nil
+	}
+	stop, err := ix.watcher.WatchDir(dir, ix.changed)
+	if err != nil {
+		return nil // no watch: every known file is stat'ed instead
+	}
+	ix.stop, ix.watching = stop, ino
+	if ix.built {
+		ix.changed("") // edits made while nothing watched: check every file once
+	}
+	return nil
+}
+
+func isOpen(status string) bool { return status != StatusDone && status != StatusCancelled }
+
+// taskCandidates returns, newest first, up to n (0: all) ids older than
+// after ("": from the newest) whose indexed fields match f, and the
+// problems of the task files that could not be read. A filter that only
+// open tasks can match looks at those only.
+func (s *Store) taskCandidates(f TaskFilter, after string, n int) ([]string, []error, error) {
+	ix := &s.caches.tasks
+	ix.mu.Lock()
+	defer ix.mu.Unlock()
+	if err := s.refreshTasks(ix); err != nil {
+		return nil, nil, err
+	}
+	list := ix.order
+	if f.Open || (f.Status != "" && isOpen(f.Status)) {
+		list = ix.open
+	}
+	if after != "" {
+		i, _ := slices.BinarySearchFunc(list, after, func(e *taskEntry, id string) int { return strings.Compare(id, e.id) })
+		for i < len(list) && list[i].id >= after {
+			i++
+		}
+		list = list[i:]
+	}
+	var ids []string
+	for _, e := range list {
+		if n > 0 && len(ids) == n {
+			break
+		}
+		if e.matches(f) {
+			ids = append(ids, e.id)
+		}
+	}
+	return ids, slices.Clone(ix.bad), nil
+}
+
+// recheckTask marks id for a look at its file on the next use of the index:
+// a caller read a version of it that the index has not summarised.
+func (s *Store) recheckTask(id string) { s.caches.tasks.changed(id + ".json") }

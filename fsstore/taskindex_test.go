@@ -1,0 +1,66 @@
+package fsstore
+
+import (
+	"bytes"
+	"context"
+	"os"
+	"slices"
+	"testing"
+)
+
+// quiet is a DirWatcher whose events never arrive: what an in-place edit
+// looks like before its event does.
+type quiet struct{}
+
+func (quiet) WatchDir(string, func(string)) (func(), error) { return func() {}, nil }
+
+// A listing whose index is stale about a task (edited in place, its event
+// not yet arrived) checks the document it read against the filter, passes
+// it over and looks further, so a page is still full and has_more true.
+func TestTasksPageLooksPastStaleEntries(t *testing.T) {
+	s, cfg := newConvStore(t)
+	ctx := context.Background()
+	s.WatchTasks(quiet{})
+	var ids []string
+	for range 4 {
+		task, err := s.CreateTask(ctx, cfg, NewTask{Title: "t", Assignee: "a"})
+		if err != nil {
+			t.Fatal(err)
+		}
+		ids = append(ids, task.ID)
+	}
+	slices.Reverse(ids) // newest first
+	if tasks, _, _, err := s.TasksPage(TaskFilter{Assignee: "a"}, 0); err != nil || len(tasks) != 4 {
+		t.Fatalf("before: %v %v", tasks, err)
+	}
+	// The two newest move to b in place; the index has not heard of it.
+	for _, id := range ids[:2] {
+		path, _ := s.DocPath(Tasks, id)
+		data, err := os.ReadFile(path)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if err := os.WriteFile(path, bytes.Replace(data, []byte(`"assignee": "a"`), []byte(`"assignee": "b"`), 1), 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	for _, tc := range []struct {
+		limit int
+		want  []string
+		more  bool
+	}{{1, ids[2:3], true}, {2, ids[2:], false}, {0, ids[2:], false}} {
+		tasks, more, _, err := s.TasksPage(TaskFilter{Assignee: "a"}, tc.limit)
+		var got []string
+		for _, task := range tasks {
+			got = append(got, task.ID)
+		}
+		if err != nil || !slices.Equal(got, tc.want) || more != tc.more {
+			t.Errorf("limit %d: %v more=%v %v; want %v more=%v", tc.limit, got, more, err, tc.want, tc.more)
+		}
+	}
+	// What the listing read marks those tasks for a fresh look: the index
+	// now lists them under b.
+	if tasks, _, _, err := s.TasksPage(TaskFilter{Assignee: "b"}, 0); err != nil || len(tasks) != 2 {
+		t.Fatalf("under b: %v %v", tasks, err)
+	}
+}

@@ -69,12 +69,36 @@ func annotations(readOnly, idempotent bool) *mcp.ToolAnnotations {
 // notification line (DESIGN section 6); the gate fills it in.
 const notificationField = "notification"
 
-// addTool registers a typed tool. Its output schema is Out's, plus the
-// notification line the gate adds to every authenticated result, so that a
-// client validating structured content against the schema accepts it.
-func addTool[In, Out any](srv *mcp.Server, t *mcp.Tool, h mcp.ToolHandlerFor[In, Out]) {
+// addTool registers a typed tool. Its input schema is In's, with the
+// allowed values of some fields listed when t.InputSchema holds enums; its
+// output schema is Out's, plus the notification line the gate adds to every
+// authenticated result, so that a client validating structured content
+// against the schema accepts it.
+//
+// Both schemas are served from schemas/ (see servedSchemas), which
+// TestServedSchemas keeps byte for byte equal to what inference from In and
+// Out gives: inferring them at every start cost aipm serve milliseconds
+// before its first answer. A Server whose inferSchemas is set infers them
+// instead, as that test's reference.
+func addTool[In, Out any](s *Server, srv *mcp.Server, t *mcp.Tool, h mcp.ToolHandlerFor[In, Out]) {
 	if a := t.Annotations; a == nil || a.DestructiveHint == nil || a.OpenWorldHint == nil {
 		panic("tool " + t.Name + " must set all four annotation hints")
+	}
+	if s.inferSchemas {
+		inferSchemas[In, Out](t)
+	} else {
+		t.InputSchema, t.OutputSchema = servedSchemas(t.Name)
+	}
+	mcp.AddTool(srv, t, h)
+}
+
+// inferSchemas sets t's schemas from In and Out. An input schema without
+// enums is left for the SDK to infer from In.
+func inferSchemas[In, Out any](t *mcp.Tool) {
+	if e, ok := t.InputSchema.(enums); ok {
+		t.InputSchema = inputSchema[In](e)
+	} else if t.InputSchema != nil {
+		panic(fmt.Sprintf("tool %s: InputSchema may only hold enums", t.Name))
 	}
 	schema, err := jsonschema.For[Out](nil)
 	if err != nil {
@@ -88,8 +112,11 @@ func addTool[In, Out any](srv *mcp.Server, t *mcp.Tool, h mcp.ToolHandlerFor[In,
 		Description: `"notifications: none", or how many notifications wait for you: then call get_notifications`,
 	}
 	t.OutputSchema = schema
-	mcp.AddTool(srv, t, h)
 }
+
+// enums lists the allowed values of some input fields of a tool. Set as its
+// InputSchema, it asks addTool for In's schema with those values listed.
+type enums map[string][]string
 
 // Session is the argument every authenticated tool takes.
 type Session struct {

@@ -5,6 +5,8 @@ import (
 	"embed"
 	"encoding/json"
 	"fmt"
+
+	"github.com/google/jsonschema-go/jsonschema"
 )
 
 // schemaFiles holds the input and output schema of every tool as aipm
@@ -18,6 +20,21 @@ import (
 //
 //go:embed schemas/*.json
 var schemaFiles embed.FS
+
+// servedSchema is a tool schema as the SDK lists it (its JSON, from
+// schemaFiles) and as it validates calls: when the tool is first called,
+// the SDK resolves what infer returns instead of decoding the JSON, which
+// costs more. Both are the same schema (TestServedSchemas).
+type servedSchema struct {
+	json  json.RawMessage
+	infer func() *jsonschema.Schema
+}
+
+// MarshalJSON is the schema as listed.
+func (s servedSchema) MarshalJSON() ([]byte, error) { return s.json, nil }
+
+// JSONSchema is the schema the SDK resolves on the tool's first call.
+func (s servedSchema) JSONSchema() (*jsonschema.Schema, error) { return s.infer(), nil }
 
 // servedSchemas returns tool's input and output schemas from schemaFiles.
 func servedSchemas(tool string) (in, out json.RawMessage) {

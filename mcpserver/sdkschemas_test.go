@@ -100,3 +100,62 @@ func TestEveryToolSchemaResolves(t *testing.T) {
 		}
 	}
 }
+
+// listedAs is a schema listed as one JSON text and resolved from another
+// schema, through the JSONSchema method the patched SDK looks for.
+type listedAs struct {
+	listed   string
+	resolved *jsonschema.Schema
+}
+
+func (s listedAs) MarshalJSON() ([]byte, error)            { return []byte(s.listed), nil }
+func (s listedAs) JSONSchema() (*jsonschema.Schema, error) { return s.resolved, nil }
+
+// TestSDKResolvesTheSchemaSourceGives fails if the go-sdk in use decodes a
+// schema's JSON on a tool's first call although the schema can give its
+// *jsonschema.Schema (third_party/go-sdk/README.md; aipm lists the JSON of
+// schemas/ and validates with the inferred schema, which costs less to get
+// than decoding). Here the two differ on purpose: the listing allows
+// anything, the schema given requires n.
+func TestSDKResolvesTheSchemaSourceGives(t *testing.T) {
+	ctx := context.Background()
+	server := mcp.NewServer(&mcp.Implementation{Name: "source"}, nil)
+	type in struct {
+		N int `json:"n"`
+	}
+	required, err := jsonschema.For[in](nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	mcp.AddTool(server, &mcp.Tool{
+		Name:        "source",
+		InputSchema: listedAs{listed: `{"type":"object"}`, resolved: required},
+	}, func(_ context.Context, _ *mcp.CallToolRequest, a in) (*mcp.CallToolResult, in, error) {
+		return nil, a, nil
+	})
+	ct, st := mcp.NewInMemoryTransports()
+	ss, err := server.Connect(ctx, st, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer ss.Close()
+	cs, err := mcp.NewClient(&mcp.Implementation{Name: "source"}, nil).Connect(ctx, ct, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer cs.Close()
+	tools, err := cs.ListTools(ctx, nil)
+	if err != nil || len(tools.Tools) != 1 {
+		t.Fatalf("list: %v %+v", err, tools)
+	}
+	if listed, _ := json.Marshal(tools.Tools[0].InputSchema); string(listed) != `{"type":"object"}` {
+		t.Errorf("listed input schema %s, want the JSON given", listed)
+	}
+	res, err := cs.CallTool(ctx, &mcp.CallToolParams{Name: "source", Arguments: map[string]any{}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !res.IsError {
+		t.Error("a call without n passed: the SDK validated with the listed JSON, not the schema JSONSchema gave (is the go-sdk change in third_party/go-sdk lost?)")
+	}
+}

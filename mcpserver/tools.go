@@ -75,34 +75,39 @@ const notificationField = "notification"
 // authenticated result, so that a client validating structured content
 // against the schema accepts it.
 //
-// Both schemas are served from schemas/ (see servedSchemas), which
+// Both schemas are listed from schemas/ (see servedSchemas), which
 // TestServedSchemas keeps byte for byte equal to what inference from In and
-// Out gives: inferring them at every start cost aipm serve milliseconds
-// before its first answer. A Server whose inferSchemas is set infers them
-// instead, as that test's reference.
+// Out gives: inferring them for every tool at every start cost aipm serve
+// milliseconds before its first answer. They are inferred only when the
+// tool is first called, for the SDK to validate with. A Server whose
+// inferSchemas is set infers them at once, as that test's reference.
 func addTool[In, Out any](s *Server, srv *mcp.Server, t *mcp.Tool, h mcp.ToolHandlerFor[In, Out]) {
 	if a := t.Annotations; a == nil || a.DestructiveHint == nil || a.OpenWorldHint == nil {
 		panic("tool " + t.Name + " must set all four annotation hints")
 	}
-	if s.inferSchemas {
-		inferSchemas[In, Out](t)
-	} else {
-		t.InputSchema, t.OutputSchema = servedSchemas(t.Name)
+	e, ok := t.InputSchema.(enums)
+	if !ok && t.InputSchema != nil {
+		panic(fmt.Sprintf("tool %s: InputSchema may only hold enums", t.Name))
+	}
+	switch {
+	case s.inferSchemas && e == nil:
+		t.InputSchema = nil // the SDK infers it from In
+		t.OutputSchema = outputSchema[Out]()
+	case s.inferSchemas:
+		t.InputSchema, t.OutputSchema = inputSchema[In](e), outputSchema[Out]()
+	default:
+		in, out := servedSchemas(t.Name)
+		t.InputSchema = servedSchema{in, func() *jsonschema.Schema { return inputSchema[In](e) }}
+		t.OutputSchema = servedSchema{out, outputSchema[Out]}
 	}
 	mcp.AddTool(srv, t, h)
 }
 
-// inferSchemas sets t's schemas from In and Out. An input schema without
-// enums is left for the SDK to infer from In.
-func inferSchemas[In, Out any](t *mcp.Tool) {
-	if e, ok := t.InputSchema.(enums); ok {
-		t.InputSchema = inputSchema[In](e)
-	} else if t.InputSchema != nil {
-		panic(fmt.Sprintf("tool %s: InputSchema may only hold enums", t.Name))
-	}
+// outputSchema is Out's inferred schema with the notification line.
+func outputSchema[Out any]() *jsonschema.Schema {
 	schema, err := jsonschema.For[Out](nil)
 	if err != nil {
-		panic(fmt.Sprintf("tool %s: output schema: %v", t.Name, err))
+		panic(fmt.Sprintf("output schema of %T: %v", *new(Out), err))
 	}
 	if schema.Properties == nil {
 		schema.Properties = map[string]*jsonschema.Schema{}
@@ -111,7 +116,7 @@ func inferSchemas[In, Out any](t *mcp.Tool) {
 		Type:        "string",
 		Description: `"notifications: none", or how many notifications wait for you: then call get_notifications`,
 	}
-	t.OutputSchema = schema
+	return schema
 }
 
 // enums lists the allowed values of some input fields of a tool. Set as its

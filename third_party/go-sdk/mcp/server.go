@@ -576,7 +576,12 @@ func setSchema[T any](sfield *any, cache *SchemaCache) (zero any, resolved func(
 	other := *sfield
 	return zero, resolveOnce(func() (*jsonschema.Schema, error) {
 		var s *jsonschema.Schema
-		if err := remarshal(other, &s); err != nil {
+		if src, ok := other.(schemaSource); ok {
+			var err error
+			if s, err = src.JSONSchema(); err != nil {
+				return nil, err
+			}
+		} else if err := remarshal(other, &s); err != nil {
 			return nil, err
 		}
 		if s == nil {
@@ -584,6 +589,14 @@ func setSchema[T any](sfield *any, cache *SchemaCache) (zero any, resolved func(
 		}
 		return s, nil
 	}, func(*jsonschema.Resolved) {}), nil
+}
+
+// schemaSource is a schema given as another type than *jsonschema.Schema
+// (for example its JSON, ready to be listed) that can also provide the
+// *jsonschema.Schema it stands for, which is then resolved instead of the
+// decoded JSON.
+type schemaSource interface {
+	JSONSchema() (*jsonschema.Schema, error)
 }
 
 // resolveOnce resolves the schema that get returns on its first call and

@@ -160,14 +160,14 @@ func withoutAgentEntry(data []byte, cfg *Config, agent string) ([]byte, error) {
 	index := slices.IndexFunc(cfg.Agents, func(a Agent) bool { return a.ID == agent })
 	start := newLocator(data).section("agents", index) // 1-based
 	lines := bytes.SplitAfter(data, []byte("\n"))
-	if index < 0 || start < 1 || start > len(lines) || arrayHeader.FindSubmatch(lines[start-1]) == nil {
+	if index < 0 || start < 1 || start > len(lines) || arrayHeader().FindSubmatch(lines[start-1]) == nil {
 		return nil, fmt.Errorf("cannot find the [[agents]] entry of %q in the config: remove it by hand", agent)
 	}
 	end := start // index of the first line after the entry: the next header other than its own subtables ([agents.env])
 	for ; end < len(lines); end++ {
-		m := arrayHeader.FindSubmatch(lines[end])
+		m := arrayHeader().FindSubmatch(lines[end])
 		if m == nil {
-			m = tableHeader.FindSubmatch(lines[end])
+			m = tableHeader().FindSubmatch(lines[end])
 		}
 		if m != nil && !bytes.HasPrefix(m[1], []byte("agents.")) {
 			break

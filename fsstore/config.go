@@ -7,6 +7,7 @@ import (
 	"regexp"
 	"strconv"
 	"strings"
+	"sync"
 	"time"
 
 	"github.com/BurntSushi/toml"
@@ -114,7 +115,12 @@ func (s *Store) LoadConfig() (*Config, error) {
 	return ParseConfig(s.Rel(s.ConfigPath()), data)
 }
 
-var tomlTypeError = regexp.MustCompile(`^toml: line (\d+) \(last key "([^"]*)"\): (.*)$`)
+// tomlTypeError is how the TOML decoder words a type mismatch. Like the
+// locator's patterns below, it is compiled when first needed: every
+// process that reads the config would otherwise compile it at start.
+var tomlTypeError = sync.OnceValue(func() *regexp.Regexp {
+	return regexp.MustCompile(`^toml: line (\d+) \(last key "([^"]*)"\): (.*)$`)
+})
 
 // ParseConfig parses and checks a config; every error reads name:LINE: what.
 func ParseConfig(name string, data []byte) (*Config, error) {
@@ -129,13 +135,14 @@ func ParseConfig(name string, data []byte) (*Config, error) {
 			}
 			return nil, &LineError{Path: name, Line: pe.Position.Line, Err: errors.New(msg)}
 		}
-		if m := tomlTypeError.FindStringSubmatch(err.Error()); m != nil {
+		if m := tomlTypeError().FindStringSubmatch(err.Error()); m != nil {
 			line, _ := strconv.Atoi(m[1])
 			return nil, &LineError{Path: name, Line: line, Err: fmt.Errorf("%s: %s", m[2], m[3])}
 		}
 		return nil, fmt.Errorf("%s: %w", name, err)
 	}
-	loc := newLocator(data)
+	// loc finds the line of a key; only an error needs one.
+	loc := sync.OnceValue(func() *locator { return newLocator(data) })
 	fail := func(line int, format string, args ...any) error {
 		return &LineError{Path: name, Line: line, Err: fmt.Errorf(format, args...)}
 	}
@@ -145,44 +152,44 @@ func ParseConfig(name string, data []byte) (*Config, error) {
 		if len(k) > 1 {
 			section, key = k[0], k[len(k)-1]
 		}
-		return nil, fail(loc.find(section, -1, key), "unknown key %q: see config.example.toml for the keys aipm reads", k.String())
+		return nil, fail(loc().find(section, -1, key), "unknown key %q: see config.example.toml for the keys aipm reads", k.String())
 	}
 	d := &cfg.Defaults
 	switch d.Durability {
 	case "", DurableFsync, DurableNone:
 	default:
-		return nil, fail(loc.find("defaults", -1, "durability"), "durability %q is invalid: use \"fsync\" or \"none\"", d.Durability)
+		return nil, fail(loc().find("defaults", -1, "durability"), "durability %q is invalid: use \"fsync\" or \"none\"", d.Durability)
 	}
 	if d.WaitSeconds < 0 || d.WaitSeconds > MaxWait {
-		return nil, fail(loc.find("defaults", -1, "wait_seconds"), "wait_seconds = %d is out of range: use 1 to %d", d.WaitSeconds, MaxWait)
+		return nil, fail(loc().find("defaults", -1, "wait_seconds"), "wait_seconds = %d is out of range: use 1 to %d", d.WaitSeconds, MaxWait)
 	}
 	if d.MaxConcurrent < 0 {
-		return nil, fail(loc.find("defaults", -1, "max_concurrent"), "max_concurrent = %d must be at least 1", d.MaxConcurrent)
+		return nil, fail(loc().find("defaults", -1, "max_concurrent"), "max_concurrent = %d must be at least 1", d.MaxConcurrent)
 	}
 	seen := map[string]int{}
 	for i, a := range cfg.Agents {
 		if a.ID == "" {
-			return nil, fail(loc.section("agents", i), "agent entry %d has no id: add id = \"...\"", i+1)
+			return nil, fail(loc().section("agents", i), "agent entry %d has no id: add id = \"...\"", i+1)
 		}
 		if err := CheckAgentID(a.ID); err != nil {
-			return nil, fail(loc.find("agents", i, "id"), "%v", err)
+			return nil, fail(loc().find("agents", i, "id"), "%v", err)
 		}
 		if first, dup := seen[a.ID]; dup {
-			return nil, fail(loc.find("agents", i, "id"), "agent id %q is defined twice (first at line %d): ids must be unique", a.ID, loc.find("agents", first, "id"))
+			return nil, fail(loc().find("agents", i, "id"), "agent id %q is defined twice (first at line %d): ids must be unique", a.ID, loc().find("agents", first, "id"))
 		}
 		seen[a.ID] = i
 		switch a.Type {
 		case AgentAI, AgentHuman:
 		default:
-			return nil, fail(loc.find("agents", i, "type"), "agent %q: type %q is invalid: use \"ai\" or \"human\"", a.ID, a.Type)
+			return nil, fail(loc().find("agents", i, "type"), "agent %q: type %q is invalid: use \"ai\" or \"human\"", a.ID, a.Type)
 		}
 		switch a.Role {
 		case "", RoleWorker, RoleManager:
 		default:
-			return nil, fail(loc.find("agents", i, "role"), "agent %q: role %q is invalid: use \"worker\" or \"manager\"", a.ID, a.Role)
+			return nil, fail(loc().find("agents", i, "role"), "agent %q: role %q is invalid: use \"worker\" or \"manager\"", a.ID, a.Role)
 		}
 		if a.Type == AgentHuman && len(a.Command) > 0 {
-			return nil, fail(loc.find("agents", i, "command"), "agent %q is a human and cannot have a command: remove it", a.ID)
+			return nil, fail(loc().find("agents", i, "command"), "agent %q is a human and cannot have a command: remove it", a.ID)
 		}
 	}
 	for i, a := range cfg.Agents {
@@ -190,10 +197,10 @@ func ParseConfig(name string, data []byte) (*Config, error) {
 			continue
 		}
 		if a.Parent == a.ID {
-			return nil, fail(loc.find("agents", i, "parent"), "agent %q cannot be its own parent", a.ID)
+			return nil, fail(loc().find("agents", i, "parent"), "agent %q cannot be its own parent", a.ID)
 		}
 		if _, ok := seen[a.Parent]; !ok {
-			return nil, fail(loc.find("agents", i, "parent"), "agent %q: parent %q is not a configured agent: add it or fix the id", a.ID, a.Parent)
+			return nil, fail(loc().find("agents", i, "parent"), "agent %q: parent %q is not a configured agent: add it or fix the id", a.ID, a.Parent)
 		}
 	}
 	cfg.applyDefaults()
@@ -239,9 +246,9 @@ type locator struct {
 }
 
 var (
-	tableHeader = regexp.MustCompile(`^\s*\[\s*([A-Za-z0-9_.-]+)\s*\]`)
-	arrayHeader = regexp.MustCompile(`^\s*\[\[\s*([A-Za-z0-9_.-]+)\s*\]\]`)
-	keyLine     = regexp.MustCompile(`^\s*"?([A-Za-z0-9_-]+)"?\s*=`)
+	tableHeader = sync.OnceValue(func() *regexp.Regexp { return regexp.MustCompile(`^\s*\[\s*([A-Za-z0-9_.-]+)\s*\]`) })
+	arrayHeader = sync.OnceValue(func() *regexp.Regexp { return regexp.MustCompile(`^\s*\[\[\s*([A-Za-z0-9_.-]+)\s*\]\]`) })
+	keyLine     = sync.OnceValue(func() *regexp.Regexp { return regexp.MustCompile(`^\s*"?([A-Za-z0-9_-]+)"?\s*=`) })
 )
 
 func newLocator(data []byte) *locator {
@@ -250,18 +257,18 @@ func newLocator(data []byte) *locator {
 	section, index := "", -1
 	for i, line := range strings.Split(string(data), "\n") {
 		n := i + 1
-		if m := arrayHeader.FindStringSubmatch(line); m != nil {
+		if m := arrayHeader().FindStringSubmatch(line); m != nil {
 			section, index = m[1], count[m[1]]
 			count[m[1]]++
 			l.sections[section+"\x00"+strconv.Itoa(index)] = n
 			continue
 		}
-		if m := tableHeader.FindStringSubmatch(line); m != nil {
+		if m := tableHeader().FindStringSubmatch(line); m != nil {
 			section, index = m[1], -1
 			l.sections[section+"\x00-1"] = n
 			continue
 		}
-		if m := keyLine.FindStringSubmatch(line); m != nil {
+		if m := keyLine().FindStringSubmatch(line); m != nil {
 			k := section + "\x00" + strconv.Itoa(index) + "\x00" + m[1]
 			if _, seen := l.keys[k]; !seen {
 				l.keys[k] = n

@@ -4,7 +4,6 @@ import (
 	"crypto/rand"
 	"encoding/binary"
 	"fmt"
-	"regexp"
 	"strings"
 	"sync"
 	"time"
@@ -77,18 +76,51 @@ func encodeBase32(raw [16]byte) string {
 	return string(out[:])
 }
 
-var (
-	agentIDPattern = regexp.MustCompile(`^[A-Za-z0-9][A-Za-z0-9_-]{0,63}$`)
-	idBodyPattern  = regexp.MustCompile(`^[0-7][0-9A-HJKMNP-TV-Z]{25}$`)
-	purposePattern = regexp.MustCompile(`^(task|chat)$`)
-)
+// The forms below are checked by hand, not by regular expressions: a
+// process compiled those at every start (the bounded repeats nest deeply),
+// and aipm serve must answer soon after it starts (DESIGN section 13, P4).
+// ids_test.go holds each form's regular expression and checks the two agree.
+
+// isAgentID reports whether id matches ^[A-Za-z0-9][A-Za-z0-9_-]{0,63}$.
+func isAgentID(id string) bool {
+	if len(id) == 0 || len(id) > 64 || !isAlnum(id[0]) {
+		return false
+	}
+	for i := 1; i < len(id); i++ {
+		if c := id[i]; !isAlnum(c) && c != '_' && c != '-' {
+			return false
+		}
+	}
+	return true
+}
+
+// isIDBody reports whether body is the 26 characters after an id's prefix:
+// ^[0-7][0-9A-HJKMNP-TV-Z]{25}$ (a 128-bit ULID in Crockford's base 32).
+func isIDBody(body string) bool {
+	return len(body) == 26 && '0' <= body[0] && body[0] <= '7' && isCrockford(body)
+}
+
+// isCrockford reports whether s is made only of Crockford base-32 digits
+// (upper case): ^[0-9A-HJKMNP-TV-Z]*$.
+func isCrockford(s string) bool {
+	for i := 0; i < len(s); i++ {
+		if strings.IndexByte(crockford, s[i]) < 0 {
+			return false
+		}
+	}
+	return true
+}
+
+func isAlnum(c byte) bool {
+	return '0' <= c && c <= '9' || 'A' <= c && c <= 'Z' || 'a' <= c && c <= 'z'
+}
 
 // CheckAgentID reports whether id may name an agent (and so a directory).
 func CheckAgentID(id string) error {
 	if id == SystemSender {
 		return fmt.Errorf("agent id %q is reserved for messages the system writes; choose another id", id)
 	}
-	if !agentIDPattern.MatchString(id) {
+	if !isAgentID(id) {
 		return fmt.Errorf("agent id %q is invalid: use 1-64 letters, digits, '_' or '-', starting with a letter or digit", Clip(id, maxEchoedID))
 	}
 	return nil
@@ -97,7 +129,7 @@ func CheckAgentID(id string) error {
 // CheckID reports whether id is a well-formed id with the given prefix.
 func CheckID(prefix, id string) error {
 	body, ok := strings.CutPrefix(id, prefix)
-	if !ok || !idBodyPattern.MatchString(body) {
+	if !ok || !isIDBody(body) {
 		return fmt.Errorf("%q is not a valid %s id: expected %s followed by 26 characters, as returned by aipm", Clip(id, maxEchoedID), strings.TrimSuffix(prefix, "_"), prefix)
 	}
 	return nil
@@ -105,7 +137,7 @@ func CheckID(prefix, id string) error {
 
 // CheckPurpose reports whether p is a session purpose.
 func CheckPurpose(p string) error {
-	if !purposePattern.MatchString(p) {
+	if p != PurposeTask && p != PurposeChat {
 		return fmt.Errorf("purpose %q is invalid: use task or chat", p)
 	}
 	return nil

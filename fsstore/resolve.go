@@ -4,7 +4,6 @@ import (
 	"errors"
 	"fmt"
 	"os"
-	"regexp"
 	"slices"
 	"strings"
 )
@@ -15,8 +14,6 @@ var ErrAmbiguous = errors.New("ambiguous")
 
 // ErrInvalid says a value has the wrong form.
 var ErrInvalid = errors.New("invalid")
-
-var idPrefixBody = regexp.MustCompile(`^[0-9A-HJKMNP-TV-Z]{1,26}$`)
 
 // nounOf names a collection's entities in messages.
 var nounOf = map[string]string{
@@ -43,7 +40,7 @@ func (s *Store) ResolveID(collection, arg string) (string, error) {
 	if b, ok := strings.CutPrefix(body, strings.ToUpper(prefix)); ok {
 		body = b
 	}
-	if !idPrefixBody.MatchString(body) {
+	if len(body) == 0 || len(body) > 26 || !isCrockford(body) { // ^[0-9A-HJKMNP-TV-Z]{1,26}$
 		return "", kindf(ErrInvalid, "%q is not a %s id: give the id aipm printed (%s followed by 26 characters), or any unique start of it", arg, noun, prefix)
 	}
 	want := prefix + body

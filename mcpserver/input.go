@@ -68,12 +68,12 @@ func hex4(b []byte) (rune, bool) {
 // inputSchema is In's inferred schema with the allowed values of its enum
 // fields listed, so that a model sees them and the SDK refuses any other
 // value, the empty string too.
-func inputSchema[In any](enums map[string][]string) *jsonschema.Schema {
+func inputSchema[In any](e enums) *jsonschema.Schema {
 	schema, err := jsonschema.For[In](nil)
 	if err != nil {
 		panic(err)
 	}
-	for field, allowed := range enums {
+	for field, allowed := range e {
 		p := schema.Properties[field]
 		if p == nil {
 			panic("inputSchema: no field " + field)

@@ -40,7 +40,7 @@ type NextActionOut struct {
 }
 
 func addGetNextAction(srv *mcp.Server, s *Server) {
-	addTool(srv, &mcp.Tool{
+	addTool(s, srv, &mcp.Tool{
 		Name:        "get_next_action",
 		Description: "What to do next. Call it after authenticate and after finishing each step; follow its instruction. When there is nothing to do it waits (up to wait_seconds) for something to happen.",
 		Annotations: mutating,

@@ -27,6 +27,9 @@ type Server struct {
 	purpose string
 	acks    acks        // sessions known to hold no unacknowledged batch
 	cred    *Credential // the agent credential aipm serve holds, if any
+	// inferSchemas makes MCP infer the tools' schemas from their Go types
+	// instead of serving schemas/ (see addTool).
+	inferSchemas bool
 
 	mu       sync.Mutex
 	cfg      *fsstore.Config

@@ -69,16 +69,45 @@ func annotations(readOnly, idempotent bool) *mcp.ToolAnnotations {
 // notification line (DESIGN section 6); the gate fills it in.
 const notificationField = "notification"
 
-// addTool registers a typed tool. Its output schema is Out's, plus the
-// notification line the gate adds to every authenticated result, so that a
-// client validating structured content against the schema accepts it.
-func addTool[In, Out any](srv *mcp.Server, t *mcp.Tool, h mcp.ToolHandlerFor[In, Out]) {
+// addTool registers a typed tool. Its input schema is In's, with the
+// allowed values of some fields listed when t.InputSchema holds enums; its
+// output schema is Out's, plus the notification line the gate adds to every
+// authenticated result, so that a client validating structured content
+// against the schema accepts it.
+//
+// Both schemas are listed from schemas/ (see servedSchemas), which
+// TestServedSchemas keeps byte for byte equal to what inference from In and
+// Out gives: inferring them for every tool at every start cost aipm serve
+// milliseconds before its first answer. They are inferred only when the
+// tool is first called, for the SDK to validate with. A Server whose
+// inferSchemas is set infers them at once, as that test's reference.
+func addTool[In, Out any](s *Server, srv *mcp.Server, t *mcp.Tool, h mcp.ToolHandlerFor[In, Out]) {
 	if a := t.Annotations; a == nil || a.DestructiveHint == nil || a.OpenWorldHint == nil {
 		panic("tool " + t.Name + " must set all four annotation hints")
 	}
+	e, ok := t.InputSchema.(enums)
+	if !ok && t.InputSchema != nil {
+		panic(fmt.Sprintf("tool %s: InputSchema may only hold enums", t.Name))
+	}
+	switch {
+	case s.inferSchemas && e == nil:
+		t.InputSchema = nil // the SDK infers it from In
+		t.OutputSchema = outputSchema[Out]()
+	case s.inferSchemas:
+		t.InputSchema, t.OutputSchema = inputSchema[In](e), outputSchema[Out]()
+	default:
+		in, out := servedSchemas(t.Name)
+		t.InputSchema = servedSchema{in, func() *jsonschema.Schema { return inputSchema[In](e) }}
+		t.OutputSchema = servedSchema{out, outputSchema[Out]}
+	}
+	mcp.AddTool(srv, t, h)
+}
+
+// outputSchema is Out's inferred schema with the notification line.
+func outputSchema[Out any]() *jsonschema.Schema {
 	schema, err := jsonschema.For[Out](nil)
 	if err != nil {
-		panic(fmt.Sprintf("tool %s: output schema: %v", t.Name, err))
+		panic(fmt.Sprintf("output schema of %T: %v", *new(Out), err))
 	}
 	if schema.Properties == nil {
 		schema.Properties = map[string]*jsonschema.Schema{}
@@ -87,9 +116,12 @@ func addTool[In, Out any](srv *mcp.Server, t *mcp.Tool, h mcp.ToolHandlerFor[In,
 		Type:        "string",
 		Description: `"notifications: none", or how many notifications wait for you: then call get_notifications`,
 	}
-	t.OutputSchema = schema
-	mcp.AddTool(srv, t, h)
+	return schema
 }
+
+// enums lists the allowed values of some input fields of a tool. Set as its
+// InputSchema, it asks addTool for In's schema with those values listed.
+type enums map[string][]string
 
 // Session is the argument every authenticated tool takes.
 type Session struct {

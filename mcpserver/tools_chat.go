@@ -32,7 +32,7 @@ type SentOut struct {
 }
 
 func addSendMessage(srv *mcp.Server, s *Server) {
-	addTool(srv, &mcp.Tool{
+	addTool(s, srv, &mcp.Tool{
 		Name:        "send_message",
 		Description: "Send a chat message to another agent or human of this project. Chat sessions only; from a task session use delegate_to_chat_session.",
 		Annotations: mutating,
@@ -79,7 +79,7 @@ type PendingMessagesOut struct {
 const contextMessages = 5
 
 func addGetPendingMessages(srv *mcp.Server, s *Server) {
-	addTool(srv, &mcp.Tool{
+	addTool(s, srv, &mcp.Tool{
 		Name:        "get_pending_messages",
 		Description: "Your unread chat messages, oldest first, with a few earlier messages for context. The returned messages count as read from your next call on; respond_chat then answers the sender of the last one.",
 		Annotations: mutating,
@@ -140,7 +140,7 @@ type RespondChatIn struct {
 }
 
 func addRespondChat(srv *mcp.Server, s *Server) {
-	addTool(srv, &mcp.Tool{
+	addTool(s, srv, &mcp.Tool{
 		Name:        "respond_chat",
 		Description: "Answer the sender of the last message get_pending_messages returned in this session.",
 		Annotations: mutating,

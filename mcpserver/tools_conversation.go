@@ -55,7 +55,7 @@ type StartConversationIn struct {
 }
 
 func addStartConversation(srv *mcp.Server, s *Server) {
-	addTool(srv, &mcp.Tool{
+	addTool(s, srv, &mcp.Tool{
 		Name:        "start_conversation",
 		Description: "Start a turn-based conversation with another AI agent of this project. It is pending until the other agent takes it; send turns with send_conversation_message and finish with end_conversation. Chat sessions only.",
 		Annotations: mutating,
@@ -89,7 +89,7 @@ type ConversationIDIn struct {
 }
 
 func addEndConversation(srv *mcp.Server, s *Server) {
-	addTool(srv, &mcp.Tool{
+	addTool(s, srv, &mcp.Tool{
 		Name:        "end_conversation",
 		Description: "End a conversation you are part of. Both parties then get conversation_ended from get_next_action. Chat sessions only.",
 		Annotations: mutating,
@@ -117,7 +117,7 @@ type SendConversationMessageIn struct {
 
 func addSendConversationMessage(name string) func(*mcp.Server, *Server) {
 	return func(srv *mcp.Server, s *Server) {
-		addTool(srv, &mcp.Tool{
+		addTool(s, srv, &mcp.Tool{
 			Name:        name,
 			Description: "Send your turn in a conversation to the other party. Each message counts as one turn; at max_turns the conversation ends. Chat sessions only.",
 			Annotations: mutating,
@@ -158,7 +158,7 @@ type ConversationMessagesOut struct {
 }
 
 func addGetConversationMessages(srv *mcp.Server, s *Server) {
-	addTool(srv, &mcp.Tool{
+	addTool(s, srv, &mcp.Tool{
 		Name:        "get_conversation_messages",
 		Description: "The messages of a conversation you took part in (your chat session held it), oldest first. Task sessions: use it after delegating the talking.",
 		Annotations: readOnly,

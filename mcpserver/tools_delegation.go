@@ -25,7 +25,7 @@ type DelegationOut struct {
 }
 
 func addDelegate(srv *mcp.Server, s *Server) {
-	addTool(srv, &mcp.Tool{
+	addTool(s, srv, &mcp.Tool{
 		Name: "delegate_to_chat_session",
 		Description: "Ask your own chat session to talk to another agent for this task: a task session cannot send messages or hold conversations. " +
 			"Returns at once; your chat session decides between one message and a conversation, and reports the result. Task sessions only.",
@@ -59,7 +59,7 @@ type ReportDelegationIn struct {
 }
 
 func addReportDelegation(srv *mcp.Server, s *Server) {
-	addTool(srv, &mcp.Tool{
+	addTool(s, srv, &mcp.Tool{
 		Name:        "report_delegation_completed",
 		Description: "Close a delegation your task session gave you, with its result (status completed or failed). Chat sessions only.",
 		Annotations: mutating,
@@ -86,7 +86,7 @@ type TaskConversationsOut struct {
 func ref[T any](v T) *T { return &v }
 
 func addGetTaskConversations(srv *mcp.Server, s *Server) {
-	addTool(srv, &mcp.Tool{
+	addTool(s, srv, &mcp.Tool{
 		Name:        "get_task_conversations",
 		Description: "The delegations and conversations of your task and its parent task: states, turns and results. Read a conversation's messages with get_conversation_messages. Task sessions only.",
 		Annotations: readOnly,

@@ -33,7 +33,7 @@ type RequestTaskOut struct {
 }
 
 func addRequestTask(srv *mcp.Server, s *Server) {
-	addTool(srv, &mcp.Tool{
+	addTool(s, srv, &mcp.Tool{
 		Name: "request_task",
 		Description: "Create a task assigned to you, in backlog. In a chat session it needs the marker @@タスク作成: in the latest message you received, and the requester is its sender; " +
 			"a requester who is not one of your ancestors (config parent) makes it pending_approval until a human approves it.",
@@ -96,7 +96,7 @@ type NotifyTaskSessionOut struct {
 }
 
 func addNotifyTaskSession(srv *mcp.Server, s *Server) {
-	addTool(srv, &mcp.Tool{
+	addTool(s, srv, &mcp.Tool{
 		Name:        "notify_task_session",
 		Description: "Pass a note to your own task session (only it sees it). Needs the marker @@タスク通知: in the latest message you received. Chat sessions only.",
 		Annotations: mutating,
@@ -130,7 +130,7 @@ type UpdateTaskFromChatIn struct {
 }
 
 func addUpdateTaskFromChat(srv *mcp.Server, s *Server) {
-	addTool(srv, &mcp.Tool{
+	addTool(s, srv, &mcp.Tool{
 		Name:        "update_task_from_chat",
 		Description: "Change the description or status of one of your tasks as a human asked. Needs the marker @@タスク調整: in the latest message you received. Chat sessions only.",
 		Annotations: mutating,
@@ -159,7 +159,7 @@ type StartTaskFromChatIn struct {
 }
 
 func addStartTaskFromChat(srv *mcp.Server, s *Server) {
-	addTool(srv, &mcp.Tool{
+	addTool(s, srv, &mcp.Tool{
 		Name:        "start_task_from_chat",
 		Description: "Start one of your tasks (in_progress) as a human asked; aipm then starts your task session. Needs the marker @@タスク開始: in the latest message you received. Chat sessions only.",
 		Annotations: mutating,

@@ -21,7 +21,7 @@ type GetNotificationsOut struct {
 }
 
 func addGetNotifications(srv *mcp.Server, s *Server) {
-	addTool(srv, &mcp.Tool{
+	addTool(s, srv, &mcp.Tool{
 		Name:        "get_notifications",
 		Description: "Your unread notifications (the oldest, up to limit; has_more says more wait), newest first; they count as read from your next call on, unless mark_as_read is false. An interrupt means: stop, then report_completed(result=\"blocked\").",
 		Annotations: mutating,

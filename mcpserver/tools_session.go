@@ -29,7 +29,7 @@ type AuthenticateOut struct {
 }
 
 func addAuthenticate(srv *mcp.Server, s *Server) {
-	addTool(srv, &mcp.Tool{
+	addTool(s, srv, &mcp.Tool{
 		Name:        "authenticate",
 		Description: "Start a session. Returns a session_token that every other tool needs, and the session's purpose (task or chat), chosen from the work waiting for you. Pass only agent_id when aipm serve holds your passkey.",
 		Annotations: mutating,
@@ -89,7 +89,7 @@ type HelpOut struct {
 }
 
 func addHelp(srv *mcp.Server, s *Server) {
-	addTool(srv, &mcp.Tool{
+	addTool(s, srv, &mcp.Tool{
 		Name:        "help",
 		Description: "List the tools you may call now, and why the others are unavailable. Pass session_token if you have one.",
 		Annotations: readOnly,
@@ -135,7 +135,7 @@ type ActionOut struct {
 }
 
 func addLogout(srv *mcp.Server, s *Server) {
-	addTool(srv, &mcp.Tool{
+	addTool(s, srv, &mcp.Tool{
 		Name:        "logout",
 		Description: "End your session. Call it when get_next_action says logout or exit.",
 		Annotations: idempotent,

@@ -19,7 +19,7 @@ type MyTaskOut struct {
 }
 
 func addGetMyTask(srv *mcp.Server, s *Server) {
-	addTool(srv, &mcp.Tool{
+	addTool(s, srv, &mcp.Tool{
 		Name:        "get_my_task",
 		Description: "Your current task (the one this task session works on, or your task in progress) and your other open tasks.",
 		Annotations: readOnly,
@@ -54,7 +54,7 @@ type GetTaskIn struct {
 }
 
 func addGetTask(srv *mcp.Server, s *Server) {
-	addTool(srv, &mcp.Tool{
+	addTool(s, srv, &mcp.Tool{
 		Name:        "get_task",
 		Description: "One task of this project, by id.",
 		Annotations: readOnly,
@@ -81,10 +81,10 @@ type ListTasksOut struct {
 }
 
 func addListTasks(srv *mcp.Server, s *Server) {
-	addTool(srv, &mcp.Tool{
+	addTool(s, srv, &mcp.Tool{
 		Name:        "list_tasks",
 		Description: "Tasks of this project, newest first, optionally filtered by status, assignee or parent.",
-		InputSchema: inputSchema[ListTasksIn](map[string][]string{"status": fsstore.Statuses}),
+		InputSchema: enums{"status": fsstore.Statuses},
 		Annotations: readOnly,
 	}, func(ctx context.Context, _ *mcp.CallToolRequest, in ListTasksIn) (*mcp.CallToolResult, ListTasksOut, error) {
 		limit := in.Limit
@@ -120,10 +120,10 @@ type UpdateTaskStatusIn struct {
 }
 
 func addUpdateTaskStatus(srv *mcp.Server, s *Server) {
-	addTool(srv, &mcp.Tool{
+	addTool(s, srv, &mcp.Tool{
 		Name:        "update_task_status",
 		Description: "Change the status of your task (one assigned to you). To finish the task, call report_completed instead.",
-		InputSchema: inputSchema[UpdateTaskStatusIn](map[string][]string{"status": fsstore.Statuses}),
+		InputSchema: enums{"status": fsstore.Statuses},
 		Annotations: idempotent,
 	}, func(ctx context.Context, _ *mcp.CallToolRequest, in UpdateTaskStatusIn) (*mcp.CallToolResult, TaskOut, error) {
 		ses := sessionFrom(ctx)
@@ -183,10 +183,10 @@ var resultStatus = map[string]string{
 }
 
 func addReportCompleted(srv *mcp.Server, s *Server) {
-	addTool(srv, &mcp.Tool{
+	addTool(s, srv, &mcp.Tool{
 		Name:        "report_completed",
 		Description: "Finish your task: success (done), failed or blocked (both set it to blocked for a person to look at). Ends this session.",
-		InputSchema: inputSchema[ReportCompletedIn](map[string][]string{"result": {"success", "failed", "blocked"}}),
+		InputSchema: enums{"result": {"success", "failed", "blocked"}},
 		Annotations: idempotent,
 	}, func(ctx context.Context, _ *mcp.CallToolRequest, in ReportCompletedIn) (*mcp.CallToolResult, ReportCompletedOut, error) {
 		ses := sessionFrom(ctx)

@@ -70,7 +70,7 @@ func TestDelegateLine(t *testing.T) {
 		{"sim-steps=3", "", ""},
 		{"please delegate: reviewer: x", "", ""}, // only at the start of a line
 	} {
-		m := delegateRE.FindStringSubmatch(tc.desc)
+		m := delegateRE().FindStringSubmatch(tc.desc)
 		var target, purpose string
 		if m != nil {
 			target, purpose = m[1], m[2]

@@ -17,6 +17,7 @@ import (
 	"regexp"
 	"strconv"
 	"strings"
+	"sync"
 	"time"
 
 	"github.com/modelcontextprotocol/go-sdk/mcp"
@@ -231,7 +232,9 @@ func (a *agent) act(ctx context.Context, r result) error {
 	}
 }
 
-var stepsRE = regexp.MustCompile(`sim-steps=(\d+)`)
+// The patterns of this file are compiled when first used: compiled at
+// package init, every aipm process (aipm serve too) would pay for them.
+var stepsRE = sync.OnceValue(func() *regexp.Regexp { return regexp.MustCompile(`sim-steps=(\d+)`) })
 
 // work does a task. A line "delegate: AGENT: PURPOSE" in its description
 // asks for talk with AGENT: the first time, the task session delegates it
@@ -244,11 +247,11 @@ func (a *agent) work(ctx context.Context, task map[string]any, dlgs []any) error
 	id, _ := task["id"].(string)
 	title, _ := task["title"].(string)
 	desc, _ := task["description"].(string)
-	if m := delegateRE.FindStringSubmatch(desc); m != nil {
+	if m := delegateRE().FindStringSubmatch(desc); m != nil {
 		return a.workByDelegation(ctx, id, strings.TrimSpace(m[1]), strings.TrimSpace(m[2]), dlgs)
 	}
 	steps := 3
-	if m := stepsRE.FindStringSubmatch(desc); m != nil {
+	if m := stepsRE().FindStringSubmatch(desc); m != nil {
 		steps, _ = strconv.Atoi(m[1])
 	}
 	a.say("working on %s %q (%d steps)", id, title, steps)
@@ -275,7 +278,9 @@ func (a *agent) work(ctx context.Context, task map[string]any, dlgs []any) error
 
 // delegateRE is the convention a task description uses to ask for talk
 // with another agent: a line "delegate: AGENT: PURPOSE".
-var delegateRE = regexp.MustCompile(`(?m)^\s*delegate:\s*([A-Za-z0-9][A-Za-z0-9_-]*)\s*:\s*(.+)$`)
+var delegateRE = sync.OnceValue(func() *regexp.Regexp {
+	return regexp.MustCompile(`(?m)^\s*delegate:\s*([A-Za-z0-9][A-Za-z0-9_-]*)\s*:\s*(.+)$`)
+})
 
 func (a *agent) workByDelegation(ctx context.Context, task, target, purpose string, dlgs []any) error {
 	if len(dlgs) == 0 {
@@ -376,7 +381,7 @@ func (a *agent) reportDelegation(ctx context.Context, id, status, result string)
 	return nil
 }
 
-var shiritoriRE = regexp.MustCompile(`(?i)shiritori with ([A-Za-z0-9][A-Za-z0-9_-]*)`)
+var shiritoriRE = sync.OnceValue(func() *regexp.Regexp { return regexp.MustCompile(`(?i)shiritori with ([A-Za-z0-9][A-Za-z0-9_-]*)`) })
 
 // readMessages reads the unread messages and answers each: a turn of a
 // conversation gets the next shiritori word (or the end of the
@@ -403,7 +408,7 @@ func (a *agent) readMessages(ctx context.Context) error {
 		switch {
 		case conv != "":
 			err = a.playTurn(ctx, conv, from, content)
-		case shiritoriRE.MatchString(content):
+		case shiritoriRE().MatchString(content):
 			err = a.startShiritori(ctx, from, content)
 		default:
 			a.say("%s asked: %q", from, content)
@@ -432,7 +437,7 @@ func (a *agent) words(conv string) map[string]bool {
 }
 
 func (a *agent) startShiritori(ctx context.Context, from, content string) error {
-	target := shiritoriRE.FindStringSubmatch(content)[1]
+	target := shiritoriRE().FindStringSubmatch(content)[1]
 	conv, err := a.openShiritori(ctx, target, content, "")
 	if err != nil || conv == "" {
 		return err
@@ -442,9 +447,9 @@ func (a *agent) startShiritori(ctx context.Context, from, content string) error 
 }
 
 var (
-	turnsRE  = regexp.MustCompile(`(\d+) turns`)
-	roundsRE = regexp.MustCompile(`(\d+)[- ]rounds?`)
-	firstRE  = regexp.MustCompile(`(?i)start with (\S+?)[.,;]?(?:\s|$)`)
+	turnsRE  = sync.OnceValue(func() *regexp.Regexp { return regexp.MustCompile(`(\d+) turns`) })
+	roundsRE = sync.OnceValue(func() *regexp.Regexp { return regexp.MustCompile(`(\d+)[- ]rounds?`) })
+	firstRE  = sync.OnceValue(func() *regexp.Regexp { return regexp.MustCompile(`(?i)start with (\S+?)[.,;]?(?:\s|$)`) })
 )
 
 // shiritoriPlan reads a request for shiritori: "N turns" or "N-round"
@@ -452,9 +457,9 @@ var (
 // しりとり, or apple when it says English).
 func shiritoriPlan(request string) (turns int, first string) {
 	turns = 8
-	if m := turnsRE.FindStringSubmatch(request); m != nil {
+	if m := turnsRE().FindStringSubmatch(request); m != nil {
 		turns, _ = strconv.Atoi(m[1])
-	} else if m := roundsRE.FindStringSubmatch(request); m != nil {
+	} else if m := roundsRE().FindStringSubmatch(request); m != nil {
 		n, _ := strconv.Atoi(m[1])
 		turns = 2 * n
 	}
@@ -462,7 +467,7 @@ func shiritoriPlan(request string) (turns int, first string) {
 	if strings.Contains(strings.ToLower(request), "english") {
 		first = "apple"
 	}
-	if m := firstRE.FindStringSubmatch(request); m != nil {
+	if m := firstRE().FindStringSubmatch(request); m != nil {
 		first = m[1]
 	}
 	return turns, first

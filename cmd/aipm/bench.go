@@ -28,19 +28,20 @@ func newCmdBench(e *env) *cobra.Command {
 	var quick, asJSON bool
 	var only []string
 	c := &cobra.Command{
-		Use:   "bench [--quick] [--only ID,...]",
+		Use:   "bench [--quick] [--only P4,...]",
 		Short: "Measure the performance targets against their raw floors",
 		Long: `Measure DESIGN's performance targets, each beside its raw floor measured in the
 same run, in throw-away projects with fsync on: real aipm serve processes
-driven by the MCP SDK's client over stdio. Takes minutes; --quick is a smoke run.`,
-		Example: "  aipm bench --quick\n  aipm bench --json\n  aipm bench --only P6c,P6d",
+driven by the MCP SDK's client over stdio. Takes minutes; --quick is a smoke run,
+--only measures the targets named (P1 to P7, or one P6 row: P6a to P6g) and no others.`,
+		Example: "  aipm bench --quick\n  aipm bench --only P4\n  aipm bench --only P6c,P6d\n  aipm bench --json",
 		Args:    argsNone,
 		RunE: func(cmd *cobra.Command, args []string) error {
 			return runBench(cmd.Context(), e, quick, asJSON, only)
 		},
 	}
-	c.Flags().StringSliceVar(&only, "only", nil, "measure only the rows whose id starts with one of these (P3 also gives P5)")
 	c.Flags().BoolVar(&quick, "quick", false, "fewer iterations and a 100,000-line history instead of 1,000,000 (for a smoke run)")
+	c.Flags().StringSliceVar(&only, "only", nil, "measure only these targets, e.g. P4 or P1,P4 (default: all)")
 	c.Flags().BoolVar(&asJSON, "json", false, "print the rows as a JSON array")
 	return c
 }
@@ -64,14 +65,19 @@ func newBenchFloorCmds(e *env) []*cobra.Command {
 // starts real `aipm serve` processes (this binary) and drives them with the
 // MCP SDK's client over stdio, in throw-away projects with fsync on.
 func runBench(ctx context.Context, e *env, quick, asJSON bool, only []string) error {
+	b := &bench{ctx: ctx, log: e.stderr, deliveries: 2000, sends: 400, reads: 200, history: 1_000_000, starts: 30}
+	if quick {
+		b.deliveries, b.sends, b.reads, b.history, b.starts = 40, 50, 40, 100_000, 10
+	}
+	measures, err := b.measures(only)
+	if err != nil {
+		return err
+	}
 	self, err := os.Executable()
 	if err != nil {
 		return fmt.Errorf("bench: find aipm binary: %w", err)
 	}
-	b := &bench{self: self, ctx: ctx, log: e.stderr, deliveries: 2000, sends: 400, reads: 200, history: 1_000_000, starts: 30}
-	if quick {
-		b.deliveries, b.sends, b.reads, b.history, b.starts = 40, 50, 40, 100_000, 10
-	}
+	b.self = self
 	root, err := os.MkdirTemp("", "aipm-bench-*")
 	if err != nil {
 		return fmt.Errorf("bench: %w", err)
@@ -79,18 +85,8 @@ func runBench(ctx context.Context, e *env, quick, asJSON bool, only []string) er
 	defer os.RemoveAll(root)
 	b.root = root
 	var rows []benchRow
-	for _, m := range []struct {
-		id      string
-		measure func() ([]benchRow, error)
-	}{
-		{"P1", b.delivery}, {"P2", b.throughput}, {"P3", b.history1M}, {"P4", b.startup},
-		{"P6a", b.ownSent}, {"P6b", b.unreadNotifications}, {"P6c", b.listTasks}, {"P6d", b.myTask},
-		{"P6e", b.authTasks}, {"P6f", b.authSessions}, {"P6g", b.authOwnSent}, {"P7", b.watchBench},
-	} {
-		if len(only) > 0 && !slices.ContainsFunc(only, func(p string) bool { return strings.HasPrefix(m.id, p) }) {
-			continue
-		}
-		r, err := m.measure()
+	for _, measure := range measures {
+		r, err := measure()
 		if err != nil {
 			return err
 		}
@@ -113,6 +109,49 @@ func runBench(ctx context.Context, e *env, quick, asJSON bool, only []string) er
 		t.add(r.id, r.what, r.aipm, r.floor, r.compared, r.target, map[bool]string{true: "yes", false: "NO"}[r.met], cpu)
 	}
 	return t.print(e.stdout, e.colour)
+}
+
+// measures returns the measurements of the targets named in only (all of
+// them when only is empty), in the order they run. A target is named by its
+// DESIGN id; a measurement that also yields another row (P3 gives P5, P1
+// gives P1r, P2 gives P2rpc) runs when either is named.
+func (b *bench) measures(only []string) ([]func() ([]benchRow, error), error) {
+	all := []struct {
+		targets []string
+		run     func() ([]benchRow, error)
+	}{
+		{[]string{"P1"}, b.delivery},
+		{[]string{"P2"}, b.throughput},
+		{[]string{"P3", "P5"}, b.history1M},
+		{[]string{"P4"}, b.startup},
+		{[]string{"P6", "P6A"}, b.ownSent},
+		{[]string{"P6", "P6B"}, b.unreadNotifications},
+		{[]string{"P6", "P6C"}, b.listTasks},
+		{[]string{"P6", "P6D"}, b.myTask},
+		{[]string{"P6", "P6E"}, b.authTasks},
+		{[]string{"P6", "P6F"}, b.authSessions},
+		{[]string{"P6", "P6G"}, b.authOwnSent},
+		{[]string{"P7"}, b.watchBench},
+	}
+	want := map[string]bool{}
+	for _, id := range only {
+		id = strings.ToUpper(strings.TrimSpace(id))
+		known := false
+		for _, m := range all {
+			known = known || slices.Contains(m.targets, id)
+		}
+		if !known {
+			return nil, usageError("--only %q: no such target; name some of P1 to P7, or a P6 row (P6a to P6g)", id)
+		}
+		want[id] = true
+	}
+	var runs []func() ([]benchRow, error)
+	for _, m := range all {
+		if len(want) == 0 || slices.ContainsFunc(m.targets, func(id string) bool { return want[id] }) {
+			runs = append(runs, m.run)
+		}
+	}
+	return runs, nil
 }
 
 type benchRow struct {

@@ -1,6 +1,7 @@
 package main
 
 import (
+	"errors"
 	"os/exec"
 	"path/filepath"
 	"regexp"
@@ -15,10 +16,7 @@ func TestBenchQuick(t *testing.T) {
 	if testing.Short() {
 		t.Skip("starts many processes")
 	}
-	bin := filepath.Join(t.TempDir(), "aipm")
-	if out, err := exec.Command("go", "build", "-o", bin, ".").CombinedOutput(); err != nil {
-		t.Fatalf("go build: %v\n%s", err, out)
-	}
+	bin := buildAipm(t)
 	var stderr strings.Builder
 	cmd := exec.Command(bin, "bench", "--quick")
 	cmd.Stderr = &stderr
@@ -47,4 +45,55 @@ func TestBenchQuick(t *testing.T) {
 			t.Errorf("no row matching %s in:\n%s", row, out)
 		}
 	}
+}
+
+// TestBenchOnly: --only runs the named targets' measurements and no
+// others, in either case; an unknown target is a usage mistake (exit 2).
+func TestBenchOnly(t *testing.T) {
+	if testing.Short() {
+		t.Skip("starts processes")
+	}
+	bin := buildAipm(t)
+	var stderr strings.Builder
+	cmd := exec.Command(bin, "bench", "--quick", "--only", "p4")
+	cmd.Stderr = &stderr
+	out, err := cmd.Output()
+	if err != nil {
+		t.Fatalf("aipm bench --quick --only p4: %v\n%s\n%s", err, out, stderr.String())
+	}
+	rows := regexp.MustCompile(`(?m)^P\w+ `).FindAllString(string(out), -1)
+	if len(rows) != 1 || rows[0] != "P4 " {
+		t.Errorf("--only p4 printed rows %q, want only P4:\n%s", rows, out)
+	}
+	if !regexp.MustCompile(`(?m)^P4 +aipm serve start -> first authenticate p50 +[\d.]+ ms`).Match(out) {
+		t.Errorf("no P4 measurement in:\n%s", out)
+	}
+	if strings.Contains(stderr.String(), "P1:") || !strings.Contains(stderr.String(), "P4:") {
+		t.Errorf("--only p4 measured other targets:\n%s", stderr.String())
+	}
+
+	stderr.Reset()
+	cmd = exec.Command(bin, "bench", "--only", "P4,P9")
+	cmd.Stderr = &stderr
+	out, err = cmd.Output()
+	var exit *exec.ExitError
+	if !errors.As(err, &exit) || exit.ExitCode() != 2 {
+		t.Fatalf("--only P4,P9: err = %v, want exit code 2\n%s", err, out)
+	}
+	if want := `aipm: --only "P9": no such target; name some of P1 to P7, or a P6 row (P6a to P6g)`; !strings.Contains(stderr.String(), want) {
+		t.Errorf("--only P4,P9: stderr %q, want %q", stderr.String(), want)
+	}
+	if strings.Contains(stderr.String(), "P4:") {
+		t.Errorf("--only P4,P9 measured before refusing:\n%s", stderr.String())
+	}
+}
+
+// buildAipm builds this command into a temporary directory.
+func buildAipm(t *testing.T) string {
+	t.Helper()
+	bin := filepath.Join(t.TempDir(), "aipm")
+	if out, err := exec.Command("go", "build", "-o", bin, ".").CombinedOutput(); err != nil {
+		t.Fatalf("go build: %v\n%s", err, out)
+	}
+	return bin
 }

@@ -154,7 +154,7 @@ func demoRun(cmd *cobra.Command, o *demoOptions) error {
 	if err != nil {
 		return err
 	}
-	first := taskIDRE.FindString(out)
+	first := taskIDRE().FindString(out)
 	if first == "" {
 		return fmt.Errorf("demo: task add printed no task id: %q", out)
 	}
@@ -175,7 +175,7 @@ func demoRun(cmd *cobra.Command, o *demoOptions) error {
 	if err != nil {
 		return err
 	}
-	task := fsstore.Task{ID: taskIDRE.FindString(out)}
+	task := fsstore.Task{ID: taskIDRE().FindString(out)}
 	if task.ID == "" {
 		return fmt.Errorf("demo: task add printed no task id: %q", out)
 	}
@@ -239,7 +239,8 @@ func mustConfig(s *fsstore.Store) *fsstore.Config {
 	return cfg
 }
 
-var taskIDRE = regexp.MustCompile(`tsk_[0-9A-Z]+`)
+// taskIDRE is compiled when first used, not at every aipm start.
+var taskIDRE = sync.OnceValue(func() *regexp.Regexp { return regexp.MustCompile(`tsk_[0-9A-Z]+`) })
 
 // until waits for cond, checking every few milliseconds, up to demoWait.
 func (d *demo) until(what string, cond func() bool) error {

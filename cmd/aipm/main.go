@@ -13,8 +13,11 @@ import (
 	"io"
 	"os"
 	"os/signal"
+	"strings"
 	"sync/atomic"
 	"syscall"
+
+	"github.com/spf13/cobra"
 )
 
 func main() { os.Exit(mainExit()) }
@@ -50,7 +53,35 @@ func mainExit() int {
 // here, with no global state.
 func run(ctx context.Context, args []string, getenv func(string) string, stdin io.Reader, stdout, stderr io.Writer) error {
 	e := newEnv(getenv, stdin, stdout, stderr)
-	root := newCmdRoot(e)
+	var root *cobra.Command
+	if isPlainServe(args) {
+		// An agent's CLI starts aipm serve and waits for its first answer
+		// (DESIGN section 13, P4): the other commands are not built.
+		root = newRoot(e)
+		root.AddCommand(newCmdServe(e))
+	} else {
+		root = newCmdRoot(e)
+	}
 	root.SetArgs(args)
 	return root.ExecuteContext(ctx)
+}
+
+// isPlainServe reports whether args run aipm serve with nothing but the
+// global flags --dir and --utc: then the whole tree would find serve and
+// parse the same flags, so the tree with serve alone behaves the same.
+// Anything else (help, a typo, an extra argument) takes the whole tree.
+func isPlainServe(args []string) bool {
+	serve := false
+	for i := 0; i < len(args); i++ {
+		switch a := args[i]; {
+		case a == "serve" && !serve:
+			serve = true
+		case a == "--dir" && i+1 < len(args):
+			i++ // its value, whatever it is
+		case strings.HasPrefix(a, "--dir="), a == "--utc", a == "--utc=true", a == "--utc=false":
+		default:
+			return false
+		}
+	}
+	return serve
 }

@@ -13,6 +13,44 @@ import (
 // description and examples; flags parse into an options struct; errors go
 // back to mainExit, which prints them once and chooses the exit code.
 func newCmdRoot(e *env) *cobra.Command {
+	root := newRoot(e)
+	for _, c := range []struct {
+		group string
+		cmd   *cobra.Command
+	}{
+		{"project", newCmdInit(e, nil)},
+		{"project", newCmdAgent(e)},
+		{"project", newCmdStatus(e, nil)},
+		{"project", newCmdDoctor(e, nil)},
+		{"project", newCmdDemo(e, nil)},
+		{"project", newCmdWatch(e, nil)},
+		{"work", newCmdTask(e)},
+		{"work", newCmdSend(e, nil)},
+		{"work", newCmdInbox(e, nil)},
+		{"work", newCmdLog(e, nil)},
+		{"work", newCmdConversations(e, nil)},
+		{"work", newCmdConversation(e)},
+		{"work", newCmdDelegations(e, nil)},
+		{"work", newCmdInterrupt(e, nil)},
+		{"agents", newCmdServe(e)},
+		{"agents", newCmdMCPConfig(e)},
+		{"agents", newCmdSim(e)},
+		{"", newCmdBench(e)},
+		{"", newCmdVersion(e)},
+	} {
+		c.cmd.GroupID = c.group
+		root.AddCommand(c.cmd)
+	}
+	root.SetHelpCommand(newCmdHelp())
+	root.AddCommand(newHelpTopics()...)
+	for _, c := range newBenchFloorCmds(e) {
+		root.AddCommand(c)
+	}
+	return root
+}
+
+// newRoot is the root command alone: its flags, groups and settings.
+func newRoot(e *env) *cobra.Command {
 	root := &cobra.Command{
 		Use:   "aipm",
 		Short: "Coordinate AI coding agents and humans through the project's .ai-pm/ directory",
@@ -53,38 +91,6 @@ See aipm help exit-codes, aipm help ids and aipm help environment.`,
 		&cobra.Group{ID: "work", Title: "Tasks and chat:"},
 		&cobra.Group{ID: "agents", Title: "For agents' CLIs:"},
 	)
-	for _, c := range []struct {
-		group string
-		cmd   *cobra.Command
-	}{
-		{"project", newCmdInit(e, nil)},
-		{"project", newCmdAgent(e)},
-		{"project", newCmdStatus(e, nil)},
-		{"project", newCmdDoctor(e, nil)},
-		{"project", newCmdDemo(e, nil)},
-		{"project", newCmdWatch(e, nil)},
-		{"work", newCmdTask(e)},
-		{"work", newCmdSend(e, nil)},
-		{"work", newCmdInbox(e, nil)},
-		{"work", newCmdLog(e, nil)},
-		{"work", newCmdConversations(e, nil)},
-		{"work", newCmdConversation(e)},
-		{"work", newCmdDelegations(e, nil)},
-		{"work", newCmdInterrupt(e, nil)},
-		{"agents", newCmdServe(e)},
-		{"agents", newCmdMCPConfig(e)},
-		{"agents", newCmdSim(e)},
-		{"", newCmdBench(e)},
-		{"", newCmdVersion(e)},
-	} {
-		c.cmd.GroupID = c.group
-		root.AddCommand(c.cmd)
-	}
-	root.SetHelpCommand(newCmdHelp())
-	root.AddCommand(newHelpTopics()...)
-	for _, c := range newBenchFloorCmds(e) {
-		root.AddCommand(c)
-	}
 	return root
 }
 

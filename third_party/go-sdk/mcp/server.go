@@ -331,11 +331,13 @@ func (s *Server) AddTool(t *Tool, h ToolHandler) {
 			panic(fmt.Errorf(`AddTool %q: input schema must have type "object"`, t.Name))
 		}
 	} else {
-		var m map[string]any
+		var m struct {
+			Type any `json:"type"`
+		}
 		if err := remarshal(t.InputSchema, &m); err != nil {
 			panic(fmt.Errorf("AddTool %q: can't marshal input schema to a JSON object: %v", t.Name, err))
 		}
-		if typ := m["type"]; typ != "object" {
+		if typ := m.Type; typ != "object" {
 			panic(fmt.Errorf(`AddTool %q: input schema must have type "object" (got %v)`, t.Name, typ))
 		}
 	}
@@ -345,7 +347,7 @@ func (s *Server) AddTool(t *Tool, h ToolHandler) {
 				panic(fmt.Errorf("AddTool %q: output schema is nil", t.Name))
 			}
 		} else {
-			var m any
+			var m json.RawMessage
 			if err := remarshal(t.OutputSchema, &m); err != nil {
 				panic(fmt.Errorf("AddTool %q: can't marshal output schema to JSON: %v", t.Name, err))
 			}
@@ -370,8 +372,8 @@ func toolForErr[In, Out any](t *Tool, h ToolHandlerFor[In, Out], cache *SchemaCa
 		tt.InputSchema = &jsonschema.Schema{Type: "object"}
 	}
 
-	var inputResolved *jsonschema.Resolved
-	if _, err := setSchema[In](&tt.InputSchema, &inputResolved, cache); err != nil {
+	_, inputResolved, err := setSchema[In](&tt.InputSchema, cache)
+	if err != nil {
 		return nil, nil, fmt.Errorf("input schema: %w", err)
 	}
 
@@ -382,11 +384,11 @@ func toolForErr[In, Out any](t *Tool, h ToolHandlerFor[In, Out], cache *SchemaCa
 	// nil.
 	var (
 		elemZero       any // only non-nil if Out is a pointer type
-		outputResolved *jsonschema.Resolved
+		outputResolved = func() (*jsonschema.Resolved, error) { return nil, nil }
 	)
 	if t.OutputSchema != nil || reflect.TypeFor[Out]() != reflect.TypeFor[any]() {
 		var err error
-		elemZero, err = setSchema[Out](&tt.OutputSchema, &outputResolved, cache)
+		elemZero, outputResolved, err = setSchema[Out](&tt.OutputSchema, cache)
 		if err != nil {
 			return nil, nil, fmt.Errorf("output schema: %v", err)
 		}
@@ -398,8 +400,11 @@ func toolForErr[In, Out any](t *Tool, h ToolHandlerFor[In, Out], cache *SchemaCa
 			input = req.Params.Arguments
 		}
 		// Validate input and apply defaults.
-		var err error
-		input, err = applySchema(input, inputResolved, false)
+		resolved, err := inputResolved()
+		if err != nil {
+			return nil, fmt.Errorf("input schema: %w", err)
+		}
+		input, err = applySchema(input, resolved, false)
 		if err != nil {
 			var errRes CallToolResult
 			errRes.SetError(fmt.Errorf("validating \"arguments\": %v", err))
@@ -461,7 +466,11 @@ func toolForErr[In, Out any](t *Tool, h ToolHandlerFor[In, Out], cache *SchemaCa
 			//
 			// We validate against the JSON, rather than the output value, as
 			// some types may have custom JSON marshalling (issue #447).
-			outJSON, err = applySchema(outJSON, outputResolved, true)
+			resolved, err := outputResolved()
+			if err != nil {
+				return nil, fmt.Errorf("output schema: %v", err)
+			}
+			outJSON, err = applySchema(outJSON, resolved, true)
 			if err != nil {
 				return nil, fmt.Errorf("validating tool output: %w", err)
 			}
@@ -490,7 +499,8 @@ func toolForErr[In, Out any](t *Tool, h ToolHandlerFor[In, Out], cache *SchemaCa
 	return &tt, th, nil
 }
 
-// setSchema sets the schema and resolved schema corresponding to the type T.
+// setSchema sets the schema corresponding to the type T, and returns a
+// function that resolves it.
 //
 // If sfield is nil, the schema is derived from T.
 //
@@ -502,11 +512,16 @@ func toolForErr[In, Out any](t *Tool, h ToolHandlerFor[In, Out], cache *SchemaCa
 // pointer: if the user provided the schema, they may have intentionally
 // derived it from the pointer type, and handling of zero values is up to them.
 //
+// The schema is resolved on the first call of resolved, not here: a server
+// that is started for each client (stdio) would otherwise resolve the
+// schemas of every tool before it could answer anything. An invalid schema is
+// reported by the tool's calls instead of by AddTool.
+//
 // If cache is non-nil, schemas are cached to avoid repeated reflection.
 //
 // TODO(rfindley): we really shouldn't ever return 'null' results. Maybe we
 // should have a jsonschema.Zero(schema) helper?
-func setSchema[T any](sfield *any, rfield **jsonschema.Resolved, cache *SchemaCache) (zero any, err error) {
+func setSchema[T any](sfield *any, cache *SchemaCache) (zero any, resolved func() (*jsonschema.Resolved, error), err error) {
 	rt := reflect.TypeFor[T]()
 	if rt.Kind() == reflect.Pointer {
 		rt = rt.Elem()
@@ -518,66 +533,87 @@ func setSchema[T any](sfield *any, rfield **jsonschema.Resolved, cache *SchemaCa
 	if *sfield == nil {
 		// No schema provided: check cache, or generate via reflection.
 		if cache != nil {
-			if schema, resolved, ok := cache.getByType(rt); ok {
+			if schema, r, ok := cache.getByType(rt); ok {
 				*sfield = schema
-				*rfield = resolved
-				return zero, nil
+				return zero, func() (*jsonschema.Resolved, error) { return r, nil }, nil
 			}
 		}
 
 		internalSchema, err = jsonschema.ForType(rt, &jsonschema.ForOptions{})
 		if err != nil {
-			return zero, err
+			return zero, nil, err
 		}
 		if internalSchema == nil {
-			return zero, fmt.Errorf("schema is nil for type %v", rt)
+			return zero, nil, fmt.Errorf("schema is nil for type %v", rt)
 		}
 		*sfield = internalSchema
-
-		resolved, err := internalSchema.Resolve(&jsonschema.ResolveOptions{ValidateDefaults: true})
-		if err != nil {
-			return zero, err
-		}
-		*rfield = resolved
-		if cache != nil {
-			cache.setByType(rt, internalSchema, resolved)
-		}
-		return zero, nil
+		return zero, resolveOnce(func() (*jsonschema.Schema, error) { return internalSchema, nil }, func(r *jsonschema.Resolved) {
+			if cache != nil {
+				cache.setByType(rt, internalSchema, r)
+			}
+		}), nil
 	}
 
-	// Schema was provided: check cache by pointer, or resolve it.
-	if providedSchema, ok := (*sfield).(*jsonschema.Schema); ok {
+	// Schema was provided: check cache by pointer, or resolve it (a schema of
+	// another type, e.g. a map or json.RawMessage, is first remarshaled to a
+	// *jsonschema.Schema).
+	providedSchema, provided := (*sfield).(*jsonschema.Schema)
+	if provided {
+		if providedSchema == nil {
+			return zero, nil, fmt.Errorf("schema is nil for type %v", rt)
+		}
 		if cache != nil {
-			if resolved, ok := cache.getBySchema(providedSchema); ok {
-				*rfield = resolved
-				return zero, nil
+			if r, ok := cache.getBySchema(providedSchema); ok {
+				return zero, func() (*jsonschema.Resolved, error) { return r, nil }, nil
 			}
 		}
-		internalSchema = providedSchema
-	} else {
-		// Schema provided as different type (e.g., map): remarshal to *Schema.
-		if err := remarshal(*sfield, &internalSchema); err != nil {
-			return zero, err
+		return zero, resolveOnce(func() (*jsonschema.Schema, error) { return providedSchema, nil }, func(r *jsonschema.Resolved) {
+			if cache != nil {
+				cache.setBySchema(providedSchema, r)
+			}
+		}), nil
+	}
+	other := *sfield
+	return zero, resolveOnce(func() (*jsonschema.Schema, error) {
+		var s *jsonschema.Schema
+		if src, ok := other.(schemaSource); ok {
+			var err error
+			if s, err = src.JSONSchema(); err != nil {
+				return nil, err
+			}
+		} else if err := remarshal(other, &s); err != nil {
+			return nil, err
 		}
-	}
-
-	if internalSchema == nil {
-		return zero, fmt.Errorf("schema is nil for type %v", rt)
-	}
-
-	resolved, err := internalSchema.Resolve(&jsonschema.ResolveOptions{ValidateDefaults: true})
-	if err != nil {
-		return zero, err
-	}
-	*rfield = resolved
-
-	if cache != nil {
-		if providedSchema, ok := (*sfield).(*jsonschema.Schema); ok {
-			cache.setBySchema(providedSchema, resolved)
+		if s == nil {
+			return nil, fmt.Errorf("schema is nil for type %v", rt)
 		}
-	}
+		return s, nil
+	}, func(*jsonschema.Resolved) {}), nil
+}
 
-	return zero, nil
+// schemaSource is a schema given as another type than *jsonschema.Schema
+// (for example its JSON, ready to be listed) that can also provide the
+// *jsonschema.Schema it stands for, which is then resolved instead of the
+// decoded JSON.
+type schemaSource interface {
+	JSONSchema() (*jsonschema.Schema, error)
+}
+
+// resolveOnce resolves the schema that get returns on its first call and
+// remembers the result; done sees a successful resolution.
+func resolveOnce(get func() (*jsonschema.Schema, error), done func(*jsonschema.Resolved)) func() (*jsonschema.Resolved, error) {
+	return sync.OnceValues(func() (*jsonschema.Resolved, error) {
+		s, err := get()
+		if err != nil {
+			return nil, err
+		}
+		r, err := s.Resolve(&jsonschema.ResolveOptions{ValidateDefaults: true})
+		if err != nil {
+			return nil, err
+		}
+		done(r)
+		return r, nil
+	})
 }
 
 // AddTool adds a tool and typed tool handler to the server.

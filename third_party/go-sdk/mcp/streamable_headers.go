@@ -5,6 +5,7 @@
 package mcp
 
 import (
+	"bytes"
 	"context"
 	"encoding/base64"
 	"encoding/json"
@@ -65,8 +66,15 @@ type headerSchemaProperty struct {
 // (*jsonschema.Schema, map[string]any, or json.RawMessage) into a common
 // representation by marshaling to JSON and unmarshaling only the fields we need.
 func unmarshalSchemaProperties(schema any) map[string]headerSchemaProperty {
+	data, err := json.Marshal(schema)
+	if err != nil {
+		return nil
+	}
+	if !bytes.Contains(data, []byte("x-mcp-header")) && !bytes.Contains(data, []byte(`\u`)) {
+		return nil // no annotation (not even an escaped one): nothing to decode
+	}
 	var s headerSchemaProperty
-	if err := remarshal(schema, &s); err != nil {
+	if err := internaljson.Unmarshal(data, &s); err != nil {
 		return nil
 	}
 	return s.Properties

@@ -1,0 +1,49 @@
+package mcpserver
+
+import (
+	"bytes"
+	"embed"
+	"encoding/json"
+	"fmt"
+
+	"github.com/google/jsonschema-go/jsonschema"
+)
+
+// schemaFiles holds the input and output schema of every tool as aipm
+// serves them, in schemas/<tool>.input.json and schemas/<tool>.output.json:
+// the JSON the SDK writes for the schemas inferred from the tool's Go types
+// (see addTool). Inference walks the types by reflection and builds a tree
+// of schema values for each; done for every tool at every start, it was
+// most of what aipm serve did before it could answer (DESIGN section 13,
+// P4). TestServedSchemas fails when a file differs from the inference;
+// UPDATE_TOOLSNAPS=1 rewrites them, with the snapshots.
+//
+//go:embed schemas/*.json
+var schemaFiles embed.FS
+
+// servedSchema is a tool schema as the SDK lists it (its JSON, from
+// schemaFiles) and as it validates calls: when the tool is first called,
+// the SDK resolves what infer returns instead of decoding the JSON, which
+// costs more. Both are the same schema (TestServedSchemas).
+type servedSchema struct {
+	json  json.RawMessage
+	infer func() *jsonschema.Schema
+}
+
+// MarshalJSON is the schema as listed.
+func (s servedSchema) MarshalJSON() ([]byte, error) { return s.json, nil }
+
+// JSONSchema is the schema the SDK resolves on the tool's first call.
+func (s servedSchema) JSONSchema() (*jsonschema.Schema, error) { return s.infer(), nil }
+
+// servedSchemas returns tool's input and output schemas from schemaFiles.
+func servedSchemas(tool string) (in, out json.RawMessage) {
+	read := func(kind string) json.RawMessage {
+		data, err := schemaFiles.ReadFile("schemas/" + tool + "." + kind + ".json")
+		if err != nil {
+			panic(fmt.Sprintf("tool %s has no %s schema in mcpserver/schemas: run UPDATE_TOOLSNAPS=1 go test ./mcpserver -run TestServedSchemas", tool, kind))
+		}
+		return bytes.TrimSpace(data)
+	}
+	return read("input"), read("output")
+}

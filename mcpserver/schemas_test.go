@@ -1,0 +1,106 @@
+package mcpserver_test
+
+import (
+	"bytes"
+	"context"
+	"io"
+	"log/slog"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"github.com/modelcontextprotocol/go-sdk/mcp"
+	"github.com/tidwall/gjson"
+
+	"aipm/mcpserver"
+)
+
+// TestServedSchemas: the schemas aipm serves from schemas/ are, byte for
+// byte on the wire, the ones inferred from the tools' Go types, and every
+// file there belongs to a tool. UPDATE_TOOLSNAPS=1 rewrites them from the
+// inference (with the snapshots of TestToolSnapshots).
+func TestServedSchemas(t *testing.T) {
+	p := newProject(t)
+	log := slog.New(slog.NewTextHandler(io.Discard, nil))
+	inferring := mcpserver.New(p.store, log, "test")
+	inferring.InferSchemas()
+	want := listToolsWire(t, inferring.MCP())
+	dir := filepath.Join("schemas")
+	files := map[string][]byte{}
+	for _, tool := range gjson.Get(want, "result.tools").Array() {
+		name := tool.Get("name").String()
+		files[name+".input.json"] = []byte(tool.Get("inputSchema").Raw + "\n")
+		files[name+".output.json"] = []byte(tool.Get("outputSchema").Raw + "\n")
+	}
+	if len(files) == 0 {
+		t.Fatalf("no tools listed: %s", want)
+	}
+	if os.Getenv("UPDATE_TOOLSNAPS") == "1" {
+		entries, _ := os.ReadDir(dir)
+		for _, e := range entries {
+			if files[e.Name()] == nil {
+				os.Remove(filepath.Join(dir, e.Name()))
+			}
+		}
+		for name, data := range files {
+			if err := os.WriteFile(filepath.Join(dir, name), data, 0o644); err != nil {
+				t.Fatal(err)
+			}
+		}
+		t.Log("rewrote mcpserver/schemas; rebuild for the served copy to follow")
+		return
+	}
+	for name, data := range files {
+		got, err := os.ReadFile(filepath.Join(dir, name))
+		if err != nil || !bytes.Equal(got, data) {
+			t.Errorf("schemas/%s differs from the inferred schema (run UPDATE_TOOLSNAPS=1 go test ./mcpserver -run 'TestServedSchemas|TestToolSnapshots' and review the diff): %v", name, err)
+		}
+	}
+	entries, _ := os.ReadDir(dir)
+	for _, e := range entries {
+		if files[e.Name()] == nil {
+			t.Errorf("schemas/%s belongs to no tool: remove it", e.Name())
+		}
+	}
+	got := listToolsWire(t, mcpserver.New(p.store, log, "test").MCP())
+	if got != want {
+		t.Errorf("tools/list served from schemas/ differs from the inferred one:\nserved:   %s\ninferred: %s", got, want)
+	}
+}
+
+// listToolsWire returns the line srv writes in answer to tools/list.
+func listToolsWire(t *testing.T, srv *mcp.Server) string {
+	t.Helper()
+	ctx := context.Background()
+	st, ct := mcp.NewInMemoryTransports()
+	answers := make(chan string, 1)
+	wire := writerFunc(func(line string) {
+		// LoggingTransport writes each message it sent as one "write: " line.
+		if msg, ok := strings.CutPrefix(line, "write: "); ok && gjson.Get(msg, "result.tools").Exists() {
+			answers <- strings.TrimSuffix(msg, "\n")
+		}
+	})
+	ss, err := srv.Connect(ctx, &mcp.LoggingTransport{Transport: st, Writer: wire}, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer ss.Close()
+	cs, err := mcp.NewClient(&mcp.Implementation{Name: "schemas"}, nil).Connect(ctx, ct, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer cs.Close()
+	if _, err := cs.ListTools(ctx, nil); err != nil {
+		t.Fatal(err)
+	}
+	return <-answers
+}
+
+// writerFunc is an io.Writer calling f with each write.
+type writerFunc func(string)
+
+func (f writerFunc) Write(p []byte) (int, error) {
+	f(string(p))
+	return len(p), nil
+}

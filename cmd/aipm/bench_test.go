@@ -1,6 +1,7 @@
 package main
 
 import (
+	"encoding/json"
 	"errors"
 	"os/exec"
 	"path/filepath"
@@ -70,6 +71,21 @@ func TestBenchOnly(t *testing.T) {
 	}
 	if strings.Contains(stderr.String(), "P1:") || !strings.Contains(stderr.String(), "P4:") {
 		t.Errorf("--only p4 measured other targets:\n%s", stderr.String())
+	}
+
+	// --json: an array of rows, each with its target, met as a boolean and
+	// the client's CPU.
+	out, err = exec.Command(bin, "bench", "--quick", "--only", "P4", "--json").Output()
+	if err != nil {
+		t.Fatalf("aipm bench --quick --only P4 --json: %v\n%s", err, out)
+	}
+	var rowsJSON []map[string]any
+	if err := json.Unmarshal(out, &rowsJSON); err != nil || len(rowsJSON) != 1 {
+		t.Fatalf("--json printed %d rows (%v):\n%s", len(rowsJSON), err, out)
+	}
+	r := rowsJSON[0]
+	if _, ok := r["met"].(bool); !ok || r["id"] != "P4" || r["target"] != "<= 20 ms" || r["client_cpu"] == nil {
+		t.Errorf("--json row: %v", r)
 	}
 
 	stderr.Reset()

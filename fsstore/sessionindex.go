@@ -141,6 +141,24 @@ func sessionVerdict(ses Session, now time.Time) (remove bool, endReason string) 
 	return false, ""
 }
 
+// withAgentSessionIDs calls fn with the ids of agent's sessions, under the
+// sessions lock (the index built first if it is missing).
+func (s *Store) withAgentSessionIDs(ctx context.Context, agent string, fn func(ids []string) error) error {
+	unlock, err := s.LockDir(ctx, s.CollectionDir(Sessions))
+	if err != nil {
+		return err
+	}
+	defer unlock()
+	if err := s.ensureSessionIndex(); err != nil {
+		return err
+	}
+	ids, err := s.agentSessionIDs(agent)
+	if err != nil {
+		return err
+	}
+	return fn(ids)
+}
+
 // agentSessions is authenticate's view of agent's sessions, read through
 // the index: it sweeps the agent's own sessions that are over (removing
 // their documents and running the end hook of those nobody ended) and
@@ -150,19 +168,7 @@ func (s *Store) agentSessions(ctx context.Context, agent string, now time.Time) 
 		return nil, nil // no session yet: nothing to create on the way
 	}
 	var live, over []Session
-	err := func() error {
-		unlock, err := s.LockDir(ctx, s.CollectionDir(Sessions))
-		if err != nil {
-			return err
-		}
-		defer unlock()
-		if err := s.ensureSessionIndex(); err != nil {
-			return err
-		}
-		ids, err := s.agentSessionIDs(agent)
-		if err != nil {
-			return err
-		}
+	err := s.withAgentSessionIDs(ctx, agent, func(ids []string) error {
 		keep := ids[:0:0]
 		for _, id := range ids {
 			path, err := s.DocPath(Sessions, id)
@@ -194,7 +200,7 @@ func (s *Store) agentSessions(ctx context.Context, agent string, now time.Time) 
 			return s.setAgentSessionIDs(agent, keep)
 		}
 		return nil
-	}()
+	})
 	for _, old := range over {
 		// Best effort: a conversation the hook fails to end still ends at
 		// its own timeout.

@@ -192,19 +192,7 @@ func (s *Store) Authenticate(ctx context.Context, cfg *Config, agent, passkey, p
 	// next call is told so. Only the agent's own sessions are read, through
 	// the session index.
 	var replaced []Session
-	err = func() error {
-		unlock, err := s.LockDir(ctx, s.CollectionDir(Sessions))
-		if err != nil {
-			return err
-		}
-		defer unlock()
-		if err := s.ensureSessionIndex(); err != nil {
-			return err
-		}
-		ids, err := s.agentSessionIDs(agent)
-		if err != nil {
-			return err
-		}
+	err = s.withAgentSessionIDs(ctx, agent, func(ids []string) error {
 		for _, id := range ids {
 			path, err := s.DocPath(Sessions, id)
 			if err != nil {
@@ -228,7 +216,7 @@ func (s *Store) Authenticate(ctx context.Context, cfg *Config, agent, passkey, p
 		}
 		path, _ := s.DocPath(Sessions, ses.ID)
 		return s.WriteDoc(path, ses, ModePrivateFile)
-	}()
+	})
 	if err != nil {
 		return Session{}, "", err
 	}

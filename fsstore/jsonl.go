@@ -77,8 +77,8 @@ func (s *Store) appendUnless(ctx context.Context, path string, line, unless []by
 
 // writeLine is the first half of an append: the line is in the file, and
 // on disk once the returned flush succeeds (it must be called, once). A
-// caller writing two files (the dual write) writes both, then flushes both,
-// so that one journal commit can carry both lines. Missing parent
+// caller writing two files (the dual write) writes both, then flushes both:
+// neither copy waits for the other's fsync to be written. Missing parent
 // directories are created.
 func (s *Store) writeLine(ctx context.Context, path string, line, unless []byte) (flush func() error, err error) {
 	opt := lockedfile.AppendOptions{Durable: s.durable, Perm: ModeFile, Unless: unless}

@@ -151,9 +151,10 @@ func (s *Store) Send(ctx context.Context, cfg *Config, m OutgoingMessage) (Messa
 	outbox, _ := s.ChatPath(m.From)
 	sent := msg
 	sent.ReceiverID = m.To
-	// Both copies are written, then both flushed: one journal commit can
-	// carry the two lines. Success still means both are on disk; a crash in
-	// between leaves at most a one-sided message, which doctor restores.
+	// Both copies are written, then both flushed, so the receiver's copy is
+	// not waiting on an fsync before the sender's is written. Success still
+	// means both are on disk; a crash in between leaves at most a one-sided
+	// message, which doctor restores.
 	flushIn, err := s.writeJSONL(ctx, inbox, msg)
 	if err != nil {
 		return Message{}, err

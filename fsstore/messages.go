@@ -170,7 +170,7 @@ func (s *Store) Send(ctx context.Context, cfg *Config, m OutgoingMessage) (Messa
 		outErr = flushOut()
 	}
 	if outErr != nil {
-		return msg, codeErr("sent_partly", "delivered to %s, but the sender's own copy was not written (%v); do not send it again: aipm doctor --repair restores the copy", m.To, outErr)
+		return msg, codeErr("sent_partly", "delivered to %s, but the sender's own copy is not on disk (%v); do not send it again: aipm doctor --repair restores the copy", m.To, outErr)
 	}
 	return sent, nil
 }

@@ -22,11 +22,17 @@ func pollable(f *os.File) (r *os.File, done func()) {
 		return f, func() {}
 	}
 	dup := -1
-	sc.Control(func(fd uintptr) { dup, err = syscall.Dup(int(fd)) })
+	sc.Control(func(fd uintptr) {
+		// Under ForkLock, as os/exec forks: no child inherits the duplicate.
+		syscall.ForkLock.RLock()
+		defer syscall.ForkLock.RUnlock()
+		if dup, err = syscall.Dup(int(fd)); err == nil {
+			syscall.CloseOnExec(dup)
+		}
+	})
 	if err != nil || dup < 0 {
 		return f, func() {}
 	}
-	syscall.CloseOnExec(dup)
 	// O_NONBLOCK belongs to the open file description, which the duplicate
 	// shares: set, it makes os.NewFile register the descriptor with the poller.
 	if err := syscall.SetNonblock(dup, true); err != nil {

@@ -7,8 +7,6 @@ import (
 	"syscall"
 	"testing"
 	"time"
-
-	"golang.org/x/sys/unix"
 )
 
 // A pipe comes back on the poller (non-blocking, so a Close ends a read
@@ -69,10 +67,11 @@ func nonblocking(t *testing.T, f *os.File) bool {
 	if err != nil {
 		t.Fatal(err)
 	}
-	var flags int
-	sc.Control(func(fd uintptr) { flags, err = unix.FcntlInt(fd, syscall.F_GETFL, 0) })
-	if err != nil {
-		t.Fatal(err)
+	var flags uintptr
+	var errno syscall.Errno
+	sc.Control(func(fd uintptr) { flags, _, errno = syscall.Syscall(syscall.SYS_FCNTL, fd, syscall.F_GETFL, 0) })
+	if errno != 0 {
+		t.Fatal(errno)
 	}
 	return flags&syscall.O_NONBLOCK != 0
 }

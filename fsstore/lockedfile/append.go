@@ -10,8 +10,6 @@ import (
 	"sync"
 	"sync/atomic"
 	"syscall"
-
-	"golang.org/x/sys/unix"
 )
 
 // AppendOptions shape Append.
@@ -130,14 +128,14 @@ func (a *Appender) Write(ctx context.Context, line []byte, opt AppendOptions) (f
 		if err == nil && same {
 			var wrote bool
 			wrote, err = a.writeLocked(h, size, buf, opt)
-			flockRetry(h.fd, unix.LOCK_UN)
+			flockRetry(h.fd, syscall.LOCK_UN)
 			if err != nil || !wrote {
 				return func() error { return nil }, err
 			}
 			h.refs.Add(1)
 			return a.flusher(h, size == 0, opt.Durable), nil
 		}
-		flockRetry(h.fd, unix.LOCK_UN)
+		flockRetry(h.fd, syscall.LOCK_UN)
 		a.retire()
 		if err != nil {
 			return nil, err
@@ -253,15 +251,15 @@ func (a *Appender) flusher(h *handle, created, durable bool) func() error {
 // (kept open until the late request is answered, then closed), so a lock
 // granted late can never be taken for a later append's. a.mu is held.
 func (a *Appender) lock(ctx context.Context, h *handle) error {
-	err := flockRetry(h.fd, unix.LOCK_EX|unix.LOCK_NB)
-	if !errors.Is(err, unix.EWOULDBLOCK) {
+	err := flockRetry(h.fd, syscall.LOCK_EX|syscall.LOCK_NB)
+	if !errors.Is(err, syscall.EWOULDBLOCK) {
 		if err != nil {
 			return fmt.Errorf("lock: %w", err)
 		}
 		return nil
 	}
 	done := make(chan error, 1)
-	go func() { done <- flockRetry(h.fd, unix.LOCK_EX) }()
+	go func() { done <- flockRetry(h.fd, syscall.LOCK_EX) }()
 	select {
 	case err := <-done:
 		if err != nil {
@@ -273,7 +271,7 @@ func (a *Appender) lock(ctx context.Context, h *handle) error {
 		a.retire()
 		go func() {
 			if <-done == nil {
-				flockRetry(h.fd, unix.LOCK_UN)
+				flockRetry(h.fd, syscall.LOCK_UN)
 			}
 			h.release()
 		}()
@@ -283,7 +281,7 @@ func (a *Appender) lock(ctx context.Context, h *handle) error {
 
 func flockRetry(fd, how int) error {
 	for {
-		err := unix.Flock(fd, how)
+		err := syscall.Flock(fd, how)
 		if !errors.Is(err, syscall.EINTR) {
 			return err
 		}

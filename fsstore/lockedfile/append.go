@@ -12,30 +12,15 @@ import (
 	"syscall"
 )
 
-// AppendOptions shape Append.
+// AppendOptions shape Appender.Write.
 type AppendOptions struct {
-	// Durable fsyncs the line (and, for a new file, its directory) before
-	// Append returns.
+	// Durable makes the flush fsync the line (and, for a new file, its
+	// directory).
 	Durable bool
-	// Perm is the mode of a file Append creates.
-	Perm os.FileMode
-	// Unless, when set, makes Append write nothing if the file already
+	// Unless, when set, makes Write write nothing if the file already
 	// holds these bytes (checked under the lock): an idempotent append.
 	// It reads the whole file, so it is for rare writes.
 	Unless []byte
-}
-
-// Append appends line (without its newline) to path as one whole line, as
-// Appender.Write does, and flushes it. It opens and closes the file; a
-// process that appends to the same file again keeps an Appender instead.
-func Append(ctx context.Context, path string, line []byte, opt AppendOptions) error {
-	a := NewAppender(path, opt.Perm)
-	defer a.Close()
-	flush, err := a.Write(ctx, line, opt)
-	if err != nil {
-		return err
-	}
-	return flush()
 }
 
 // An Appender appends whole lines to one file through a descriptor it keeps

@@ -44,9 +44,9 @@ func runHelper(role string, args []string) error {
 	}
 	ctx := context.Background()
 	big := `{"id":"big","pad":"` + strings.Repeat("x", 4096) + `"}`
-	err := Append(ctx, args[0], []byte(big), AppendOptions{Durable: true, Perm: 0o644})
+	err := appendOnce(ctx, args[0], []byte(big), AppendOptions{Durable: true})
 	fmt.Printf("big: full=%v err=%v\n", errors.Is(err, ErrDiskFull), err)
-	err = Append(ctx, args[0], []byte(`{"id":"small"}`), AppendOptions{Durable: true, Perm: 0o644})
+	err = appendOnce(ctx, args[0], []byte(`{"id":"small"}`), AppendOptions{Durable: true})
 	fmt.Printf("small: err=%v\n", err)
 	return nil
 }
@@ -93,7 +93,7 @@ func TestAppendCreatesFile(t *testing.T) {
 		}
 	}
 	a.Close()
-	if err := Append(context.Background(), path, []byte(`{"id":"y"}`), AppendOptions{Durable: true, Perm: 0o640}); err != nil {
+	if err := appendOnce(context.Background(), path, []byte(`{"id":"y"}`), AppendOptions{Durable: true}); err != nil {
 		t.Fatal(err)
 	}
 	if len(synced) != 1 || synced[0] != dir {
@@ -115,9 +115,9 @@ func appendVia(a *Appender, line string) error {
 // Unless makes an append idempotent.
 func TestAppendUnless(t *testing.T) {
 	path := filepath.Join(t.TempDir(), "n.jsonl")
-	opt := AppendOptions{Perm: 0o644, Unless: []byte(`"key":"k1"`)}
+	opt := AppendOptions{Unless: []byte(`"key":"k1"`)}
 	for i := 0; i < 3; i++ {
-		if err := Append(context.Background(), path, []byte(`{"id":"n`+strconv.Itoa(i)+`","key":"k1"}`), opt); err != nil {
+		if err := appendOnce(context.Background(), path, []byte(`{"id":"n`+strconv.Itoa(i)+`","key":"k1"}`), opt); err != nil {
 			t.Fatal(err)
 		}
 	}
@@ -254,4 +254,16 @@ func writeFile(t *testing.T, path, content string) {
 	if err := os.WriteFile(path, []byte(content), 0o644); err != nil {
 		t.Fatal(err)
 	}
+}
+
+// appendOnce appends one line through an Appender of its own, as a process
+// that appends once would, and flushes it.
+func appendOnce(ctx context.Context, path string, line []byte, opt AppendOptions) error {
+	a := NewAppender(path, 0o644)
+	defer a.Close()
+	flush, err := a.Write(ctx, line, opt)
+	if err != nil {
+		return err
+	}
+	return flush()
 }

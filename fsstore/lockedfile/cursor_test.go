@@ -20,7 +20,7 @@ func line(id string) string {
 func appendIDs(t *testing.T, path string, ids ...string) {
 	t.Helper()
 	for _, id := range ids {
-		if err := Append(context.Background(), path, []byte(line(id)), AppendOptions{Perm: 0o644}); err != nil {
+		if err := appendOnce(context.Background(), path, []byte(line(id)), AppendOptions{}); err != nil {
 			t.Fatal(err)
 		}
 	}
@@ -170,7 +170,7 @@ func TestCursorUnderReplacingEditor(t *testing.T) {
 		defer close(stop)
 		for i := 0; i < n; i++ {
 			for {
-				err := Append(ctx, path, []byte(line(fmt.Sprintf("w%05d", i))), AppendOptions{Perm: 0o644})
+				err := appendOnce(ctx, path, []byte(line(fmt.Sprintf("w%05d", i))), AppendOptions{})
 				if err == nil {
 					break
 				}

@@ -134,7 +134,9 @@ func (c *appenders) get(path string) *lockedfile.Appender {
 	}
 	if c.m == nil || len(c.m) >= appendersMax {
 		for _, a := range c.m {
-			a.Close()
+			// Not here: Close waits for an append in progress, which may
+			// wait for another process's lock; nobody else should.
+			go a.Close()
 		}
 		c.m = map[string]*lockedfile.Appender{}
 	}

@@ -1,5 +1,6 @@
 package mcpserver
 
-// InferSchemas makes s infer every tool's schemas from its Go types instead
-// of serving schemas/ (TestServedSchemas compares the two).
-func (s *Server) InferSchemas() { s.inferSchemas = true }
+// SDKTools makes s register every tool through the SDK's mcp.AddTool, its
+// schemas inferred from its Go types: the reference that TestServedSchemas
+// and TestToolCallsMatchTheSDK compare aipm's own registration with.
+func (s *Server) SDKTools() { s.sdkTools = true }

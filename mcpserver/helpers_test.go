@@ -21,6 +21,7 @@ import (
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
 	"aipm/fsstore"
+	"aipm/mcpserver"
 )
 
 // aipmBin is the aipm binary built once for the tests that drive it as a
@@ -28,6 +29,9 @@ import (
 var aipmBin string
 
 func TestMain(m *testing.M) {
+	// Every server of these tests, in process or aipm serve, checks what
+	// its calls' fast path skips (toolcall.go).
+	os.Setenv(mcpserver.EnvCheckSchemas, "1")
 	dir, err := os.MkdirTemp("", "aipm-bin-*")
 	if err != nil {
 		panic(err)

@@ -5,14 +5,13 @@ import (
 	"embed"
 	"encoding/json"
 	"fmt"
-
-	"github.com/google/jsonschema-go/jsonschema"
 )
 
 // schemaFiles holds the input and output schema of every tool as aipm
 // serves them, in schemas/<tool>.input.json and schemas/<tool>.output.json:
 // the JSON the SDK writes for the schemas inferred from the tool's Go types
-// (see addTool). Inference walks the types by reflection and builds a tree
+// (see addTool); a call infers them on the tool's first call, to check
+// arguments the fast check leaves to the schema (toolcall.go). Inference walks the types by reflection and builds a tree
 // of schema values for each; done for every tool at every start, it was
 // most of what aipm serve did before it could answer (DESIGN section 13,
 // P4). TestServedSchemas fails when a file differs from the inference;
@@ -20,21 +19,6 @@ import (
 //
 //go:embed schemas/*.json
 var schemaFiles embed.FS
-
-// servedSchema is a tool schema as the SDK lists it (its JSON, from
-// schemaFiles) and as it validates calls: when the tool is first called,
-// the SDK resolves what infer returns instead of decoding the JSON, which
-// costs more. Both are the same schema (TestServedSchemas).
-type servedSchema struct {
-	json  json.RawMessage
-	infer func() *jsonschema.Schema
-}
-
-// MarshalJSON is the schema as listed.
-func (s servedSchema) MarshalJSON() ([]byte, error) { return s.json, nil }
-
-// JSONSchema is the schema the SDK resolves on the tool's first call.
-func (s servedSchema) JSONSchema() (*jsonschema.Schema, error) { return s.infer(), nil }
 
 // servedSchemas returns tool's input and output schemas from schemaFiles.
 func servedSchemas(tool string) (in, out json.RawMessage) {

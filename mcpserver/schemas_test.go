@@ -24,7 +24,7 @@ func TestServedSchemas(t *testing.T) {
 	p := newProject(t)
 	log := slog.New(slog.NewTextHandler(io.Discard, nil))
 	inferring := mcpserver.New(p.store, log, "test")
-	inferring.InferSchemas()
+	inferring.SDKTools()
 	want := listToolsWire(t, inferring.MCP())
 	dir := filepath.Join("schemas")
 	files := map[string][]byte{}

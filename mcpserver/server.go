@@ -27,9 +27,12 @@ type Server struct {
 	purpose string
 	acks    acks        // sessions known to hold no unacknowledged batch
 	cred    *Credential // the agent credential aipm serve holds, if any
-	// inferSchemas makes MCP infer the tools' schemas from their Go types
-	// instead of serving schemas/ (see addTool).
-	inferSchemas bool
+	// sdkTools makes MCP register the tools through the SDK's mcp.AddTool,
+	// their schemas inferred from their Go types, instead of serving
+	// schemas/ and running calls through typedHandler (see addTool).
+	sdkTools bool
+	// checkSchemas is EnvCheckSchemas: calls check what typedHandler skips.
+	checkSchemas bool
 
 	mu       sync.Mutex
 	cfg      *fsstore.Config
@@ -40,7 +43,8 @@ type Server struct {
 // New returns a server for store. It reads nothing yet but AIPM_PURPOSE,
 // which `aipm watch` sets for the agents it starts.
 func New(store *fsstore.Store, log *slog.Logger, version string) *Server {
-	return &Server{store: store, log: log, version: version, wake: watcher.NewWake(), purpose: os.Getenv(fsstore.EnvPurpose)}
+	return &Server{store: store, log: log, version: version, wake: watcher.NewWake(), purpose: os.Getenv(fsstore.EnvPurpose),
+		checkSchemas: os.Getenv(EnvCheckSchemas) == "1"}
 }
 
 // opened records a session this server created.

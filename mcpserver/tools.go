@@ -78,9 +78,10 @@ const notificationField = "notification"
 // Both schemas are listed from schemas/ (see servedSchemas), which
 // TestServedSchemas keeps byte for byte equal to what inference from In and
 // Out gives: inferring them for every tool at every start cost aipm serve
-// milliseconds before its first answer. They are inferred only when the
-// tool is first called, for the SDK to validate with. A Server whose
-// inferSchemas is set infers them at once, as that test's reference.
+// milliseconds before its first answer. Calls run through typedHandler
+// (toolcall.go), which infers them on the tool's first call. A Server whose
+// sdkTools is set registers the tool through the SDK's mcp.AddTool instead,
+// schemas inferred at once: the reference both of those tests compare with.
 func addTool[In, Out any](s *Server, srv *mcp.Server, t *mcp.Tool, h mcp.ToolHandlerFor[In, Out]) {
 	if a := t.Annotations; a == nil || a.DestructiveHint == nil || a.OpenWorldHint == nil {
 		panic("tool " + t.Name + " must set all four annotation hints")
@@ -89,18 +90,22 @@ func addTool[In, Out any](s *Server, srv *mcp.Server, t *mcp.Tool, h mcp.ToolHan
 	if !ok && t.InputSchema != nil {
 		panic(fmt.Sprintf("tool %s: InputSchema may only hold enums", t.Name))
 	}
-	switch {
-	case s.inferSchemas && e == nil:
-		t.InputSchema = nil // the SDK infers it from In
-		t.OutputSchema = outputSchema[Out]()
-	case s.inferSchemas:
+	if s.sdkTools {
 		t.InputSchema, t.OutputSchema = inputSchema[In](e), outputSchema[Out]()
-	default:
-		in, out := servedSchemas(t.Name)
-		t.InputSchema = servedSchema{in, func() *jsonschema.Schema { return inputSchema[In](e) }}
-		t.OutputSchema = servedSchema{out, outputSchema[Out]}
+		if e == nil {
+			t.InputSchema = nil // the SDK infers it from In
+		}
+		mcp.AddTool(srv, t, h)
+		return
 	}
-	mcp.AddTool(srv, t, h)
+	in, out := servedSchemas(t.Name)
+	t.InputSchema, t.OutputSchema = in, out
+	srv.AddTool(t, typedHandler(&typedTool{
+		name:   t.Name,
+		input:  func() *jsonschema.Schema { return inputSchema[In](e) },
+		output: outputSchema[Out],
+		check:  s.checkSchemas,
+	}, h))
 }
 
 // outputSchema is Out's inferred schema with the notification line.

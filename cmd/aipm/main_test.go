@@ -22,9 +22,13 @@ import (
 	"github.com/tidwall/gjson"
 
 	"aipm/fsstore"
+	"aipm/mcpserver"
 )
 
 func TestMain(m *testing.M) {
+	// Every aipm serve these tests start checks what its calls' fast path
+	// skips (mcpserver/toolcall.go).
+	os.Setenv(mcpserver.EnvCheckSchemas, "1")
 	testscript.Main(m, map[string]func(){"aipm": func() { os.Exit(mainExit()) }})
 }
 
@@ -37,6 +41,7 @@ func TestScripts(t *testing.T) {
 		UpdateScripts:       os.Getenv("UPDATE_SCRIPTS") == "1",
 		Setup: func(e *testscript.Env) error {
 			e.Setenv("AIPM_DIR", "")
+			e.Setenv(mcpserver.EnvCheckSchemas, "1")
 			return nil
 		},
 		Cmds: map[string]func(ts *testscript.TestScript, neg bool, args []string){

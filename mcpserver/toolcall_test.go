@@ -1,0 +1,247 @@
+package mcpserver_test
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"io"
+	"log/slog"
+	"maps"
+	"slices"
+	"strings"
+	"testing"
+
+	"github.com/modelcontextprotocol/go-sdk/mcp"
+	"github.com/tidwall/gjson"
+
+	"aipm/fsstore"
+	"aipm/mcpserver"
+)
+
+// TestToolCallsMatchTheSDK: for arguments that fail a tool's input schema,
+// aipm's own call path (toolcall.go) answers exactly what the SDK's
+// mcp.AddTool answers, tool by tool: the same invalid_arguments text. The
+// arguments are made from each tool's schema: a required property left
+// out, a property the schema does not have, and for each property values
+// of every wrong kind (and a value outside an enum).
+func TestToolCallsMatchTheSDK(t *testing.T) {
+	p := newProject(t)
+	for _, id := range []string{"coder2", "reviewer2"} {
+		key, err := p.store.AddAgent(context.Background(), fsstore.NewAgent{ID: id, Type: fsstore.AgentAI, Parent: "lead"})
+		if err != nil {
+			t.Fatal(err)
+		}
+		p.passkeys[id] = key
+	}
+	var err error
+	if p.cfg, err = p.store.LoadConfig(); err != nil {
+		t.Fatal(err)
+	}
+	p.taskInProgress("reviewer", "ours")
+	p.taskInProgress("reviewer2", "the SDK's")
+
+	log := slog.New(slog.NewTextHandler(io.Discard, nil))
+	ours, theirs := mcpserver.New(p.store, log, "test"), mcpserver.New(p.store, log, "test")
+	theirs.SDKTools()
+	type side struct {
+		cs         *mcp.ClientSession
+		chat, task string // session tokens
+	}
+	connect := func(s *mcpserver.Server, chatAgent, taskAgent string) side {
+		st, ct := mcp.NewInMemoryTransports()
+		ctx := context.Background()
+		ss, err := s.MCP().Connect(ctx, st, nil)
+		if err != nil {
+			t.Fatal(err)
+		}
+		t.Cleanup(func() { ss.Close() })
+		cs, err := mcp.NewClient(&mcp.Implementation{Name: "differential"}, nil).Connect(ctx, ct, nil)
+		if err != nil {
+			t.Fatal(err)
+		}
+		t.Cleanup(func() { cs.Close() })
+		return side{cs: cs, chat: p.authenticate(cs, chatAgent, fsstore.PurposeChat), task: p.authenticate(cs, taskAgent, fsstore.PurposeTask)}
+	}
+	a, b := connect(ours, "coder", "reviewer"), connect(theirs, "coder2", "reviewer2")
+
+	listed, err := a.cs.ListTools(context.Background(), nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	cases := 0
+	for _, tool := range listed.Tools {
+		schema, _ := json.Marshal(tool.InputSchema)
+		for _, c := range badArguments(string(schema)) {
+			callAs := func(s side, token string) (bool, string) {
+				args := maps.Clone(c.args)
+				if token != "" {
+					args["session_token"] = token
+				}
+				res, err := s.cs.CallTool(context.Background(), &mcp.CallToolParams{Name: tool.Name, Arguments: args})
+				if err != nil {
+					t.Fatalf("%s %s: %v", tool.Name, c.what, err)
+				}
+				var text []string
+				for _, content := range res.Content {
+					if tc, ok := content.(*mcp.TextContent); ok {
+						text = append(text, tc.Text)
+					}
+				}
+				return res.IsError, strings.Join(text, "\n")
+			}
+			callWith := func(s side) (bool, string) {
+				if !gjson.GetBytes(schema, "properties.session_token").Exists() {
+					return callAs(s, "")
+				}
+				isErr, text := callAs(s, s.chat)
+				if strings.HasPrefix(text, "wrong_session_purpose") {
+					return callAs(s, s.task)
+				}
+				return isErr, text
+			}
+			gotErr, got := callWith(a)
+			wantErr, want := callWith(b)
+			cases++
+			if !wantErr || !strings.HasPrefix(want, "invalid_arguments: ") {
+				t.Errorf("%s with %s: the SDK answered %q, not invalid_arguments: the case does not test the schema check", tool.Name, c.what, want)
+				continue
+			}
+			if gotErr != wantErr || got != want {
+				t.Errorf("%s with %s:\n got: %q\nwant: %q (the SDK's)", tool.Name, c.what, got, want)
+			}
+		}
+	}
+	t.Logf("%d cases", cases)
+	if cases < 100 {
+		t.Errorf("only %d cases: are the tools listed?", cases)
+	}
+}
+
+type argumentCase struct {
+	what string
+	args map[string]any
+}
+
+// badArguments makes, from a tool's input schema, argument sets that the
+// schema refuses (the session token aside, which the test adds).
+func badArguments(schema string) []argumentCase {
+	props := gjson.Get(schema, "properties").Map()
+	required := map[string]bool{}
+	for _, r := range gjson.Get(schema, "required").Array() {
+		required[r.Str] = true
+	}
+	valid := func(p gjson.Result) any {
+		if e := p.Get("enum"); e.Exists() {
+			return e.Array()[0].Str
+		}
+		types := p.Get("type")
+		switch {
+		case strings.Contains(types.Raw, "string"):
+			return "x"
+		case strings.Contains(types.Raw, "integer"):
+			return 1
+		case strings.Contains(types.Raw, "boolean"):
+			return true
+		}
+		return nil
+	}
+	base := map[string]any{}
+	for name := range required {
+		if name != "session_token" {
+			base[name] = valid(props[name])
+		}
+	}
+	with := func(name string, v any) map[string]any {
+		args := maps.Clone(base)
+		args[name] = v
+		return args
+	}
+	cases := []argumentCase{{"a property it does not have", with("no_such_property", "x")}}
+	for _, name := range slices.Sorted(maps.Keys(required)) {
+		if name == "session_token" {
+			continue
+		}
+		args := maps.Clone(base)
+		delete(args, name)
+		cases = append(cases, argumentCase{"required " + name + " left out", args})
+	}
+	for _, name := range slices.Sorted(maps.Keys(props)) {
+		if name == "session_token" {
+			continue
+		}
+		p := props[name]
+		types := p.Get("type").Raw
+		wrong := []any{[]any{"x"}, map[string]any{"x": 1}}
+		if !strings.Contains(types, "string") {
+			wrong = append(wrong, "7")
+		}
+		if !strings.Contains(types, "integer") {
+			wrong = append(wrong, 7)
+		}
+		if !strings.Contains(types, "boolean") {
+			wrong = append(wrong, true)
+		}
+		if !strings.Contains(types, "null") {
+			wrong = append(wrong, nil)
+		}
+		if strings.Contains(types, "integer") {
+			wrong = append(wrong, 1.5)
+		}
+		if p.Get("enum").Exists() {
+			wrong = append(wrong, "not_a_value", "")
+		}
+		if strings.EqualFold(name, "content") || name == "agent_id" {
+			// A key that differs only in case: a case-insensitive decoder
+			// would take it.
+			cases = append(cases, argumentCase{name + " in upper case", func() map[string]any {
+				args := maps.Clone(base)
+				delete(args, name)
+				args[strings.ToUpper(name)] = "x"
+				return args
+			}()})
+		}
+		for _, v := range wrong {
+			cases = append(cases, argumentCase{fmt.Sprintf("%s = %#v", name, v), with(name, v)})
+		}
+	}
+	return cases
+}
+
+// BenchmarkToolCall is one send_message round trip in process (in-memory
+// transport, durability none: no fsync), through aipm's call path and
+// through the SDK's mcp.AddTool, client and server CPU together.
+//
+//	go test -run '^$' -bench ToolCall -benchmem ./mcpserver
+func BenchmarkToolCall(b *testing.B) {
+	b.Setenv(mcpserver.EnvCheckSchemas, "0") // as aipm serve runs
+	for _, path := range []string{"aipm", "sdk"} {
+		b.Run("path="+path, func(b *testing.B) {
+			p := newProject(b)
+			setConfig(b, p, `durability = "fsync"`, `durability = "none"`)
+			s := mcpserver.New(p.store, slog.New(slog.NewTextHandler(io.Discard, nil)), "test")
+			if path == "sdk" {
+				s.SDKTools()
+			}
+			ctx := context.Background()
+			st, ct := mcp.NewInMemoryTransports()
+			ss, err := s.MCP().Connect(ctx, st, nil)
+			if err != nil {
+				b.Fatal(err)
+			}
+			defer ss.Close()
+			cs, err := mcp.NewClient(&mcp.Implementation{Name: "bench"}, nil).Connect(ctx, ct, nil)
+			if err != nil {
+				b.Fatal(err)
+			}
+			defer cs.Close()
+			token := p.authenticate(cs, "coder", fsstore.PurposeChat)
+			args := map[string]any{"session_token": token, "target_agent_id": "reviewer", "content": "hello"}
+			for b.Loop() {
+				res, err := cs.CallTool(ctx, &mcp.CallToolParams{Name: "send_message", Arguments: args})
+				if err != nil || res.IsError {
+					b.Fatalf("send_message: %v %+v", err, res)
+				}
+			}
+		})
+	}
+}

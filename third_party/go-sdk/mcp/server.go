@@ -372,8 +372,8 @@ func toolForErr[In, Out any](t *Tool, h ToolHandlerFor[In, Out], cache *SchemaCa
 		tt.InputSchema = &jsonschema.Schema{Type: "object"}
 	}
 
-	_, inputResolved, err := setSchema[In](&tt.InputSchema, cache)
-	if err != nil {
+	var inputResolved *jsonschema.Resolved
+	if _, err := setSchema[In](&tt.InputSchema, &inputResolved, cache); err != nil {
 		return nil, nil, fmt.Errorf("input schema: %w", err)
 	}
 
@@ -384,11 +384,11 @@ func toolForErr[In, Out any](t *Tool, h ToolHandlerFor[In, Out], cache *SchemaCa
 	// nil.
 	var (
 		elemZero       any // only non-nil if Out is a pointer type
-		outputResolved = func() (*jsonschema.Resolved, error) { return nil, nil }
+		outputResolved *jsonschema.Resolved
 	)
 	if t.OutputSchema != nil || reflect.TypeFor[Out]() != reflect.TypeFor[any]() {
 		var err error
-		elemZero, outputResolved, err = setSchema[Out](&tt.OutputSchema, cache)
+		elemZero, err = setSchema[Out](&tt.OutputSchema, &outputResolved, cache)
 		if err != nil {
 			return nil, nil, fmt.Errorf("output schema: %v", err)
 		}
@@ -400,11 +400,8 @@ func toolForErr[In, Out any](t *Tool, h ToolHandlerFor[In, Out], cache *SchemaCa
 			input = req.Params.Arguments
 		}
 		// Validate input and apply defaults.
-		resolved, err := inputResolved()
-		if err != nil {
-			return nil, fmt.Errorf("input schema: %w", err)
-		}
-		input, err = applySchema(input, resolved, false)
+		var err error
+		input, err = applySchema(input, inputResolved, false)
 		if err != nil {
 			var errRes CallToolResult
 			errRes.SetError(fmt.Errorf("validating \"arguments\": %v", err))
@@ -466,11 +463,7 @@ func toolForErr[In, Out any](t *Tool, h ToolHandlerFor[In, Out], cache *SchemaCa
 			//
 			// We validate against the JSON, rather than the output value, as
 			// some types may have custom JSON marshalling (issue #447).
-			resolved, err := outputResolved()
-			if err != nil {
-				return nil, fmt.Errorf("output schema: %v", err)
-			}
-			outJSON, err = applySchema(outJSON, resolved, true)
+			outJSON, err = applySchema(outJSON, outputResolved, true)
 			if err != nil {
 				return nil, fmt.Errorf("validating tool output: %w", err)
 			}
@@ -499,8 +492,7 @@ func toolForErr[In, Out any](t *Tool, h ToolHandlerFor[In, Out], cache *SchemaCa
 	return &tt, th, nil
 }
 
-// setSchema sets the schema corresponding to the type T, and returns a
-// function that resolves it.
+// setSchema sets the schema and resolved schema corresponding to the type T.
 //
 // If sfield is nil, the schema is derived from T.
 //
@@ -512,16 +504,11 @@ func toolForErr[In, Out any](t *Tool, h ToolHandlerFor[In, Out], cache *SchemaCa
 // pointer: if the user provided the schema, they may have intentionally
 // derived it from the pointer type, and handling of zero values is up to them.
 //
-// The schema is resolved on the first call of resolved, not here: a server
-// that is started for each client (stdio) would otherwise resolve the
-// schemas of every tool before it could answer anything. An invalid schema is
-// reported by the tool's calls instead of by AddTool.
-//
 // If cache is non-nil, schemas are cached to avoid repeated reflection.
 //
 // TODO(rfindley): we really shouldn't ever return 'null' results. Maybe we
 // should have a jsonschema.Zero(schema) helper?
-func setSchema[T any](sfield *any, cache *SchemaCache) (zero any, resolved func() (*jsonschema.Resolved, error), err error) {
+func setSchema[T any](sfield *any, rfield **jsonschema.Resolved, cache *SchemaCache) (zero any, err error) {
 	rt := reflect.TypeFor[T]()
 	if rt.Kind() == reflect.Pointer {
 		rt = rt.Elem()
@@ -533,87 +520,66 @@ func setSchema[T any](sfield *any, cache *SchemaCache) (zero any, resolved func(
 	if *sfield == nil {
 		// No schema provided: check cache, or generate via reflection.
 		if cache != nil {
-			if schema, r, ok := cache.getByType(rt); ok {
+			if schema, resolved, ok := cache.getByType(rt); ok {
 				*sfield = schema
-				return zero, func() (*jsonschema.Resolved, error) { return r, nil }, nil
+				*rfield = resolved
+				return zero, nil
 			}
 		}
 
 		internalSchema, err = jsonschema.ForType(rt, &jsonschema.ForOptions{})
 		if err != nil {
-			return zero, nil, err
+			return zero, err
 		}
 		if internalSchema == nil {
-			return zero, nil, fmt.Errorf("schema is nil for type %v", rt)
+			return zero, fmt.Errorf("schema is nil for type %v", rt)
 		}
 		*sfield = internalSchema
-		return zero, resolveOnce(func() (*jsonschema.Schema, error) { return internalSchema, nil }, func(r *jsonschema.Resolved) {
-			if cache != nil {
-				cache.setByType(rt, internalSchema, r)
-			}
-		}), nil
-	}
 
-	// Schema was provided: check cache by pointer, or resolve it (a schema of
-	// another type, e.g. a map or json.RawMessage, is first remarshaled to a
-	// *jsonschema.Schema).
-	providedSchema, provided := (*sfield).(*jsonschema.Schema)
-	if provided {
-		if providedSchema == nil {
-			return zero, nil, fmt.Errorf("schema is nil for type %v", rt)
+		resolved, err := internalSchema.Resolve(&jsonschema.ResolveOptions{ValidateDefaults: true})
+		if err != nil {
+			return zero, err
 		}
+		*rfield = resolved
 		if cache != nil {
-			if r, ok := cache.getBySchema(providedSchema); ok {
-				return zero, func() (*jsonschema.Resolved, error) { return r, nil }, nil
-			}
+			cache.setByType(rt, internalSchema, resolved)
 		}
-		return zero, resolveOnce(func() (*jsonschema.Schema, error) { return providedSchema, nil }, func(r *jsonschema.Resolved) {
-			if cache != nil {
-				cache.setBySchema(providedSchema, r)
-			}
-		}), nil
+		return zero, nil
 	}
-	other := *sfield
-	return zero, resolveOnce(func() (*jsonschema.Schema, error) {
-		var s *jsonschema.Schema
-		if src, ok := other.(schemaSource); ok {
-			var err error
-			if s, err = src.JSONSchema(); err != nil {
-				return nil, err
+
+	// Schema was provided: check cache by pointer, or resolve it.
+	if providedSchema, ok := (*sfield).(*jsonschema.Schema); ok {
+		if cache != nil {
+			if resolved, ok := cache.getBySchema(providedSchema); ok {
+				*rfield = resolved
+				return zero, nil
 			}
-		} else if err := remarshal(other, &s); err != nil {
-			return nil, err
 		}
-		if s == nil {
-			return nil, fmt.Errorf("schema is nil for type %v", rt)
+		internalSchema = providedSchema
+	} else {
+		// Schema provided as different type (e.g., map): remarshal to *Schema.
+		if err := remarshal(*sfield, &internalSchema); err != nil {
+			return zero, err
 		}
-		return s, nil
-	}, func(*jsonschema.Resolved) {}), nil
-}
+	}
 
-// schemaSource is a schema given as another type than *jsonschema.Schema
-// (for example its JSON, ready to be listed) that can also provide the
-// *jsonschema.Schema it stands for, which is then resolved instead of the
-// decoded JSON.
-type schemaSource interface {
-	JSONSchema() (*jsonschema.Schema, error)
-}
+	if internalSchema == nil {
+		return zero, fmt.Errorf("schema is nil for type %v", rt)
+	}
 
-// resolveOnce resolves the schema that get returns on its first call and
-// remembers the result; done sees a successful resolution.
-func resolveOnce(get func() (*jsonschema.Schema, error), done func(*jsonschema.Resolved)) func() (*jsonschema.Resolved, error) {
-	return sync.OnceValues(func() (*jsonschema.Resolved, error) {
-		s, err := get()
-		if err != nil {
-			return nil, err
+	resolved, err := internalSchema.Resolve(&jsonschema.ResolveOptions{ValidateDefaults: true})
+	if err != nil {
+		return zero, err
+	}
+	*rfield = resolved
+
+	if cache != nil {
+		if providedSchema, ok := (*sfield).(*jsonschema.Schema); ok {
+			cache.setBySchema(providedSchema, resolved)
 		}
-		r, err := s.Resolve(&jsonschema.ResolveOptions{ValidateDefaults: true})
-		if err != nil {
-			return nil, err
-		}
-		done(r)
-		return r, nil
-	})
+	}
+
+	return zero, nil
 }
 
 // AddTool adds a tool and typed tool handler to the server.

@@ -10,11 +10,10 @@ import (
 // schemaFiles holds the input and output schema of every tool as aipm
 // serves them, in schemas/<tool>.input.json and schemas/<tool>.output.json:
 // the JSON the SDK writes for the schemas inferred from the tool's Go types
-// (see addTool); a call infers them on the tool's first call, to check
-// arguments the fast check leaves to the schema (toolcall.go). Inference walks the types by reflection and builds a tree
+// (see addTool). Inference walks the types by reflection and builds a tree
 // of schema values for each; done for every tool at every start, it was
 // most of what aipm serve did before it could answer (DESIGN section 13,
-// P4). TestServedSchemas fails when a file differs from the inference;
+// P4), so a tool's calls infer its schemas on its first call (toolcall.go). TestServedSchemas fails when a file differs from the inference;
 // UPDATE_TOOLSNAPS=1 rewrites them, with the snapshots.
 //
 //go:embed schemas/*.json

@@ -41,7 +41,8 @@ type Server struct {
 }
 
 // New returns a server for store. It reads nothing yet but AIPM_PURPOSE,
-// which `aipm watch` sets for the agents it starts.
+// which `aipm watch` sets for the agents it starts, and AIPM_CHECK_SCHEMAS
+// (EnvCheckSchemas), which the tests set.
 func New(store *fsstore.Store, log *slog.Logger, version string) *Server {
 	return &Server{store: store, log: log, version: version, wake: watcher.NewWake(), purpose: os.Getenv(fsstore.EnvPurpose),
 		checkSchemas: os.Getenv(EnvCheckSchemas) == "1"}

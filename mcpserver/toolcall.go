@@ -11,6 +11,7 @@ import (
 	"github.com/google/jsonschema-go/jsonschema"
 	"github.com/modelcontextprotocol/go-sdk/jsonrpc"
 	"github.com/modelcontextprotocol/go-sdk/mcp"
+	sdkjson "github.com/segmentio/encoding/json"
 	"github.com/tidwall/gjson"
 )
 
@@ -119,7 +120,7 @@ func decodeArguments[In any](t *typedTool, raw json.RawMessage) (in In, refused 
 				return in, nil, fmt.Errorf("the fast check of %s admitted arguments its schema refuses: %w", t.name, err)
 			}
 		}
-		if err := json.Unmarshal(raw, &in); err != nil {
+		if err := decodeAsTheSDK(raw, &in); err != nil {
 			return in, nil, fmt.Errorf("decode admitted arguments of %s: %w", t.name, err)
 		}
 		return in, nil, nil
@@ -128,7 +129,7 @@ func decodeArguments[In any](t *typedTool, raw json.RawMessage) (in In, refused 
 	// validate, encode again and decode into In.
 	args := map[string]any{}
 	if len(raw) > 0 {
-		if err := json.Unmarshal(raw, &args); err != nil {
+		if err := decodeAsTheSDK(raw, &args); err != nil {
 			return in, errorResult(fmt.Errorf("validating \"arguments\": unmarshaling arguments: %w", err)), nil
 		}
 	}
@@ -143,10 +144,19 @@ func decodeArguments[In any](t *typedTool, raw json.RawMessage) (in In, refused 
 	if err != nil {
 		return in, errorResult(fmt.Errorf("validating \"arguments\": marshalling with defaults: %w", err)), nil
 	}
-	if err := json.Unmarshal(again, &in); err != nil {
+	if err := decodeAsTheSDK(again, &in); err != nil {
 		return in, errorResult(err), nil
 	}
 	return in, nil, nil
+}
+
+// decodeAsTheSDK decodes data into v as the SDK's internal/json.Unmarshal
+// does (segmentio's decoder, field names matched case-sensitively), so that
+// what it accepts and the errors it gives are the SDK's. The SDK checks
+// the nesting depth of the whole message, arguments included, before.
+func decodeAsTheSDK(data []byte, v any) error {
+	_, err := sdkjson.Parse(data, v, sdkjson.DontMatchCaseInsensitiveStructFields)
+	return err
 }
 
 func errorResult(err error) *mcp.CallToolResult {

@@ -91,9 +91,9 @@ func addTool[In, Out any](s *Server, srv *mcp.Server, t *mcp.Tool, h mcp.ToolHan
 		panic(fmt.Sprintf("tool %s: InputSchema may only hold enums", t.Name))
 	}
 	if s.sdkTools {
-		t.InputSchema, t.OutputSchema = inputSchema[In](e), outputSchema[Out]()
-		if e == nil {
-			t.InputSchema = nil // the SDK infers it from In
+		t.InputSchema, t.OutputSchema = nil, outputSchema[Out]() // the SDK infers the input schema from In
+		if e != nil {
+			t.InputSchema = inputSchema[In](e)
 		}
 		mcp.AddTool(srv, t, h)
 		return

@@ -6,6 +6,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"reflect"
+	"slices"
 	"sync"
 
 	"github.com/google/jsonschema-go/jsonschema"
@@ -33,29 +34,42 @@ import (
 // an internal error. The tests run every server this way.
 const EnvCheckSchemas = "AIPM_CHECK_SCHEMAS"
 
-// typedTool is what a typed tool's calls need of its schemas, prepared on
-// its first call (not at registration: aipm serve must answer fast).
+// typedTool is what a typed tool's calls need of its schemas. All of it is
+// made when first needed, not at registration (aipm serve must answer
+// fast): the fast check's shape, read from the schema's JSON, on the first
+// call; the resolved schemas, which inference and resolution take about a
+// millisecond to build, on the first call that takes the slow path (or
+// every call, when check is set).
 type typedTool struct {
 	name   string
+	listed json.RawMessage // the input schema as listed (schemas/)
 	input  func() *jsonschema.Schema
 	output func() *jsonschema.Schema
 	check  bool // EnvCheckSchemas
 
-	once     sync.Once
-	resolved *jsonschema.Resolved // the input schema, for the slow path
-	outputs  *jsonschema.Resolved // the output schema, when check is set
-	shape    *objectShape         // nil: every call takes the slow path
-	err      error
+	shapeOnce sync.Once
+	shape     *objectShape // nil: every call takes the slow path
+
+	resolveOnce sync.Once
+	resolved    *jsonschema.Resolved // the input schema
+	outputs     *jsonschema.Resolved // the output schema, when check is set
+	err         error
 }
 
-func (t *typedTool) prepare() error {
-	t.once.Do(func() {
-		schema := t.input()
-		if t.resolved, t.err = schema.Resolve(&jsonschema.ResolveOptions{ValidateDefaults: true}); t.err != nil {
+// fastShape returns the fast check's shape, or nil.
+func (t *typedTool) fastShape() *objectShape {
+	t.shapeOnce.Do(func() { t.shape = shapeOf(t.listed) })
+	return t.shape
+}
+
+// schemas resolves the input schema (and the output schema when check is
+// set) once.
+func (t *typedTool) schemas() error {
+	t.resolveOnce.Do(func() {
+		if t.resolved, t.err = t.input().Resolve(&jsonschema.ResolveOptions{ValidateDefaults: true}); t.err != nil {
 			t.err = fmt.Errorf("input schema of %s: %w", t.name, t.err)
 			return
 		}
-		t.shape = shapeOf(schema)
 		if t.check {
 			if t.outputs, t.err = t.output().Resolve(&jsonschema.ResolveOptions{ValidateDefaults: true}); t.err != nil {
 				t.err = fmt.Errorf("output schema of %s: %w", t.name, t.err)
@@ -72,8 +86,10 @@ func typedHandler[In, Out any](t *typedTool, h mcp.ToolHandlerFor[In, Out]) mcp.
 		panic(fmt.Sprintf("tool %s: its output must be a struct, not a %s", t.name, k))
 	}
 	return func(ctx context.Context, req *mcp.CallToolRequest) (*mcp.CallToolResult, error) {
-		if err := t.prepare(); err != nil {
-			return nil, err
+		if t.check {
+			if err := t.schemas(); err != nil {
+				return nil, err
+			}
 		}
 		in, refused, err := decodeArguments[In](t, req.Params.Arguments)
 		if refused != nil || err != nil {
@@ -114,7 +130,7 @@ func typedHandler[In, Out any](t *typedTool, h mcp.ToolHandlerFor[In, Out]) mcp.
 // decoded as they are; any others go through the steps of the SDK's
 // mcp.AddTool, whose error result is returned as refused.
 func decodeArguments[In any](t *typedTool, raw json.RawMessage) (in In, refused *mcp.CallToolResult, err error) {
-	if t.shape != nil && t.shape.admits(raw) {
+	if shape := t.fastShape(); shape != nil && shape.admits(raw) {
 		if t.check {
 			if err := validateJSON(t.resolved, raw); err != nil {
 				return in, nil, fmt.Errorf("the fast check of %s admitted arguments its schema refuses: %w", t.name, err)
@@ -127,6 +143,9 @@ func decodeArguments[In any](t *typedTool, raw json.RawMessage) (in In, refused 
 	}
 	// The SDK's steps (mcp.AddTool): decode into a map, apply defaults,
 	// validate, encode again and decode into In.
+	if err := t.schemas(); err != nil {
+		return in, nil, err
+	}
 	args := map[string]any{}
 	if len(raw) > 0 {
 		if err := decodeAsTheSDK(raw, &args); err != nil {
@@ -203,53 +222,58 @@ const (
 	kindNull
 )
 
-// shapeOf returns schema's shape, or nil if it has none.
-func shapeOf(schema *jsonschema.Schema) *objectShape {
-	top := *schema
-	top.Type, top.Properties, top.Required, top.AdditionalProperties = "", nil, nil, nil
-	top.Description, top.Title, top.PropertyOrder = "", "", nil
-	if schema.Type != "object" || !isFalse(schema.AdditionalProperties) || !reflect.ValueOf(top).IsZero() {
+// shapeOf returns the shape of the input schema whose JSON is schema, or
+// nil if it has none. Only the keywords named here may appear; any other
+// (a pattern, a minimum, a nested object...) leaves the schema to judge.
+func shapeOf(schema []byte) *objectShape {
+	root := gjson.ParseBytes(schema)
+	if !root.IsObject() || !onlyKeys(root, "type", "properties", "required", "additionalProperties", "description", "title") ||
+		root.Get("type").Str != "object" || root.Get("additionalProperties").Type != gjson.False {
 		return nil
 	}
 	shape := &objectShape{props: map[string]valueShape{}}
-	for name, p := range schema.Properties {
-		v, ok := valueShapeOf(p)
-		if !ok {
-			return nil
+	ok := true
+	root.Get("properties").ForEach(func(name, p gjson.Result) bool {
+		v, known := valueShapeOf(p)
+		if _, twice := shape.props[name.Str]; twice || !known {
+			ok = false
+			return false
 		}
-		shape.props[name] = v
-	}
-	if len(schema.Required) > 64 {
+		shape.props[name.Str] = v
+		return true
+	})
+	required := root.Get("required").Array()
+	if !ok || len(required) > 64 {
 		return nil
 	}
-	for i, name := range schema.Required {
-		p, ok := shape.props[name]
-		if !ok {
+	for i, r := range required {
+		p, known := shape.props[r.Str]
+		if r.Type != gjson.String || !known || p.bit != 0 {
 			return nil
 		}
 		p.bit = 1 << i
-		shape.props[name] = p
+		shape.props[r.Str] = p
 		shape.required |= p.bit
 	}
 	return shape
 }
 
-func valueShapeOf(p *jsonschema.Schema) (valueShape, bool) {
-	if p == nil {
+// valueShapeOf returns the shape of a property's schema p.
+func valueShapeOf(p gjson.Result) (valueShape, bool) {
+	if !p.IsObject() || !onlyKeys(p, "type", "enum", "description", "title") {
 		return valueShape{}, false
-	}
-	rest := *p
-	rest.Type, rest.Types, rest.Enum, rest.Description, rest.Title = "", nil, nil, "", ""
-	if !reflect.ValueOf(rest).IsZero() {
-		return valueShape{}, false
-	}
-	names := p.Types
-	if p.Type != "" {
-		names = append([]string{p.Type}, names...)
 	}
 	var v valueShape
+	types := p.Get("type")
+	names := []gjson.Result{types}
+	if types.IsArray() {
+		names = types.Array()
+	}
 	for _, name := range names {
-		switch name {
+		if name.Type != gjson.String {
+			return valueShape{}, false
+		}
+		switch name.Str {
 		case "string":
 			v.types |= kindString
 		case "integer":
@@ -262,34 +286,29 @@ func valueShapeOf(p *jsonschema.Schema) (valueShape, bool) {
 			return valueShape{}, false
 		}
 	}
-	if v.types == 0 {
-		return valueShape{}, false
-	}
-	if p.Enum != nil {
-		if v.types != kindString {
+	if enum := p.Get("enum"); enum.Exists() {
+		if v.types != kindString || !enum.IsArray() {
 			return valueShape{}, false
 		}
 		v.enum = map[string]bool{}
-		for _, e := range p.Enum {
-			s, ok := e.(string)
-			if !ok {
+		for _, e := range enum.Array() {
+			if e.Type != gjson.String {
 				return valueShape{}, false
 			}
-			v.enum[s] = true
+			v.enum[e.Str] = true
 		}
 	}
-	return v, true
+	return v, v.types != 0
 }
 
-// isFalse reports whether s is the schema false, which jsonschema holds as
-// {"not": {}}.
-func isFalse(s *jsonschema.Schema) bool {
-	if s == nil || s.Not == nil || !reflect.ValueOf(*s.Not).IsZero() {
-		return false
-	}
-	rest := *s
-	rest.Not = nil
-	return reflect.ValueOf(rest).IsZero()
+// onlyKeys reports whether the JSON object obj has no key but those named.
+func onlyKeys(obj gjson.Result, allowed ...string) bool {
+	ok := true
+	obj.ForEach(func(key, _ gjson.Result) bool {
+		ok = slices.Contains(allowed, key.Str)
+		return ok
+	})
+	return ok
 }
 
 // admits reports whether raw is a JSON object that the shape's schema

@@ -34,7 +34,7 @@ func toolShapes(t testing.TB) map[string]struct {
 		shapes[tool.name] = struct {
 			resolved *jsonschema.Resolved
 			shape    *objectShape
-		}{resolved, shapeOf(&schema)}
+		}{resolved, shapeOf(in)}
 	}
 	return shapes
 }
@@ -118,4 +118,35 @@ func FuzzFastCheck(f *testing.F) {
 			}
 		}
 	})
+}
+
+// TestShapeOf: a schema with any keyword the fast check does not know has
+// no shape, so its calls are left to the schema.
+func TestShapeOf(t *testing.T) {
+	for _, c := range []struct {
+		schema string
+		shaped bool
+	}{
+		{`{"type":"object","properties":{"a":{"type":"string","description":"d"}},"required":["a"],"additionalProperties":false}`, true},
+		{`{"type":"object","properties":{"a":{"type":["null","boolean"]},"b":{"type":"string","enum":["x","y"]},"c":{"type":"integer"}},"additionalProperties":false}`, true},
+		{`{"type":"object","properties":{"a":{"type":"string"}}}`, false},                                               // others allowed
+		{`{"type":"object","properties":{"a":{"type":"string"}},"additionalProperties":true}`, false},                   // others allowed
+		{`{"type":"object","properties":{"a":{"type":"string"}},"additionalProperties":{}}`, false},                     // others allowed
+		{`{"type":"array","additionalProperties":false}`, false},                                                        // not an object
+		{`{"type":"object","properties":{"a":{"type":"string","pattern":"^x"}},"additionalProperties":false}`, false},   // a pattern
+		{`{"type":"object","properties":{"a":{"type":"integer","minimum":1}},"additionalProperties":false}`, false},     // a minimum
+		{`{"type":"object","properties":{"a":{"type":"string","default":"x"}},"additionalProperties":false}`, false},    // a default
+		{`{"type":"object","properties":{"a":{"type":"number"}},"additionalProperties":false}`, false},                  // a number
+		{`{"type":"object","properties":{"a":{"type":"object"}},"additionalProperties":false}`, false},                  // nested
+		{`{"type":"object","properties":{"a":{"type":"integer","enum":[1]}},"additionalProperties":false}`, false},      // an enum of numbers
+		{`{"type":"object","properties":{"a":{}},"additionalProperties":false}`, false},                                 // no type
+		{`{"type":"object","properties":{"a":{"type":"string"}},"required":["b"],"additionalProperties":false}`, false}, // required unknown
+		{`{"type":"object","properties":{"a":{"type":"string"}},"required":["a","a"],"additionalProperties":false}`, false},
+		{`{"type":"object","properties":{"a":{"type":"string"}},"minProperties":1,"additionalProperties":false}`, false},
+		{`{"type":"object","properties":{"a":{"type":"string"},"a":{"type":"integer"}},"additionalProperties":false}`, false},
+	} {
+		if got := shapeOf([]byte(c.schema)) != nil; got != c.shaped {
+			t.Errorf("shapeOf(%s) shaped = %v, want %v", c.schema, got, c.shaped)
+		}
+	}
 }

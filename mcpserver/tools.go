@@ -102,6 +102,7 @@ func addTool[In, Out any](s *Server, srv *mcp.Server, t *mcp.Tool, h mcp.ToolHan
 	t.InputSchema, t.OutputSchema = in, out
 	srv.AddTool(t, typedHandler(&typedTool{
 		name:   t.Name,
+		listed: in,
 		input:  func() *jsonschema.Schema { return inputSchema[In](e) },
 		output: outputSchema[Out],
 		check:  s.checkSchemas,

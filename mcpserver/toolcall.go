@@ -38,8 +38,8 @@ const EnvCheckSchemas = "AIPM_CHECK_SCHEMAS"
 // made when first needed, not at registration (aipm serve must answer
 // fast): the fast check's shape, read from the schema's JSON, on the first
 // call; the resolved schemas, which inference and resolution take about a
-// millisecond to build, on the first call that takes the slow path (or
-// every call, when check is set).
+// millisecond to build, on the first call that takes the slow path (or on
+// the first call, when check is set).
 type typedTool struct {
 	name   string
 	listed json.RawMessage // the input schema as listed (schemas/)

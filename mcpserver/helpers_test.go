@@ -90,6 +90,25 @@ func (p *project) taskInProgress(agent, title string) fsstore.Task {
 	return t
 }
 
+// connectInProcess connects an SDK client to srv over in-memory
+// transports; both ends close when the test ends.
+func connectInProcess(t testing.TB, srv *mcp.Server) *mcp.ClientSession {
+	t.Helper()
+	ctx := context.Background()
+	st, ct := mcp.NewInMemoryTransports()
+	ss, err := srv.Connect(ctx, st, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { ss.Close() })
+	cs, err := mcp.NewClient(&mcp.Implementation{Name: "aipm-test", Version: "1"}, nil).Connect(ctx, ct, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { cs.Close() })
+	return cs
+}
+
 // connect starts `aipm serve` for the project and connects an SDK client.
 func (p *project) connect(protocol string) *mcp.ClientSession {
 	return p.connectWith(protocol, nil, os.Stderr)

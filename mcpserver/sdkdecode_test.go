@@ -24,17 +24,7 @@ func TestSDKDecodeAllocations(t *testing.T) {
 	mcp.AddTool(server, &mcp.Tool{Name: "echo"}, func(_ context.Context, _ *mcp.CallToolRequest, a in) (*mcp.CallToolResult, out, error) {
 		return nil, out(a), nil
 	})
-	ct, st := mcp.NewInMemoryTransports()
-	ss, err := server.Connect(ctx, st, nil)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer ss.Close()
-	cs, err := mcp.NewClient(&mcp.Implementation{Name: "decode"}, nil).Connect(ctx, ct, nil)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer cs.Close()
+	cs := connectInProcess(t, server)
 	roundTrip := func() {
 		res, err := cs.CallTool(ctx, &mcp.CallToolParams{Name: "echo", Arguments: map[string]any{"text": "hello"}})
 		if err != nil || res.IsError {
@@ -45,17 +35,23 @@ func TestSDKDecodeAllocations(t *testing.T) {
 		roundTrip()
 	}
 	const calls = 200
-	var before, after runtime.MemStats
-	runtime.ReadMemStats(&before)
-	for range calls {
-		roundTrip()
-	}
-	runtime.ReadMemStats(&after)
-	perCall := (after.TotalAlloc - before.TotalAlloc) / calls
+	perCall := bytesPerCall(calls, roundTrip)
 	t.Logf("%d bytes allocated per round trip (client and server)", perCall)
 	// Patched: about 30 KB. Unpatched: about 490 KB.
 	const limit = 100 << 10
 	if perCall > limit {
 		t.Errorf("a tool round trip allocates %d bytes, more than %d: is the go-sdk decode fix (third_party/go-sdk) lost?", perCall, limit)
 	}
+}
+
+// bytesPerCall is the number of bytes allocated per call of f, over n
+// calls.
+func bytesPerCall(n int, f func()) uint64 {
+	var before, after runtime.MemStats
+	runtime.ReadMemStats(&before)
+	for range n {
+		f()
+	}
+	runtime.ReadMemStats(&after)
+	return (after.TotalAlloc - before.TotalAlloc) / uint64(n)
 }

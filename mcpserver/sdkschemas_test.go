@@ -5,7 +5,6 @@ import (
 	"encoding/json"
 	"io"
 	"log/slog"
-	"runtime"
 	"testing"
 
 	"github.com/google/jsonschema-go/jsonschema"
@@ -57,14 +56,7 @@ func TestRegistrationAllocations(t *testing.T) {
 	p := newProject(t)
 	s := mcpserver.New(p.store, slog.New(slog.NewTextHandler(io.Discard, nil)), "test")
 	s.MCP() // once, for what is made once per process
-	var before, after runtime.MemStats
-	runtime.ReadMemStats(&before)
-	const n = 10
-	for range n {
-		s.MCP()
-	}
-	runtime.ReadMemStats(&after)
-	perMCP := (after.TotalAlloc - before.TotalAlloc) / n
+	perMCP := bytesPerCall(10, func() { s.MCP() })
 	t.Logf("MCP() allocates %d bytes", perMCP)
 	const limit = 400 << 10
 	if perMCP > limit {

@@ -48,18 +48,7 @@ func TestToolCallsMatchTheSDK(t *testing.T) {
 		chat, task string // session tokens
 	}
 	connect := func(s *mcpserver.Server, chatAgent, taskAgent string) side {
-		st, ct := mcp.NewInMemoryTransports()
-		ctx := context.Background()
-		ss, err := s.MCP().Connect(ctx, st, nil)
-		if err != nil {
-			t.Fatal(err)
-		}
-		t.Cleanup(func() { ss.Close() })
-		cs, err := mcp.NewClient(&mcp.Implementation{Name: "differential"}, nil).Connect(ctx, ct, nil)
-		if err != nil {
-			t.Fatal(err)
-		}
-		t.Cleanup(func() { cs.Close() })
+		cs := connectInProcess(t, s.MCP())
 		return side{cs: cs, chat: p.authenticate(cs, chatAgent, fsstore.PurposeChat), task: p.authenticate(cs, taskAgent, fsstore.PurposeTask)}
 	}
 	a, b := connect(ours, "coder", "reviewer"), connect(theirs, "coder2", "reviewer2")
@@ -244,17 +233,7 @@ func BenchmarkToolCall(b *testing.B) {
 				s.SDKTools()
 			}
 			ctx := context.Background()
-			st, ct := mcp.NewInMemoryTransports()
-			ss, err := s.MCP().Connect(ctx, st, nil)
-			if err != nil {
-				b.Fatal(err)
-			}
-			defer ss.Close()
-			cs, err := mcp.NewClient(&mcp.Implementation{Name: "bench"}, nil).Connect(ctx, ct, nil)
-			if err != nil {
-				b.Fatal(err)
-			}
-			defer cs.Close()
+			cs := connectInProcess(b, s.MCP())
 			token := p.authenticate(cs, "coder", fsstore.PurposeChat)
 			args := map[string]any{"session_token": token, "target_agent_id": "reviewer", "content": "hello"}
 			for b.Loop() {

@@ -11,8 +11,6 @@ import (
 	"regexp"
 	"testing"
 
-	"github.com/modelcontextprotocol/go-sdk/mcp"
-
 	"aipm/mcpserver"
 )
 
@@ -21,20 +19,8 @@ import (
 // reviewed diff. UPDATE_TOOLSNAPS=1 rewrites them.
 func TestToolSnapshots(t *testing.T) {
 	p := newProject(t)
-	srv := mcpserver.New(p.store, slog.New(slog.NewTextHandler(io.Discard, nil)), "test").MCP()
-	st, ct := mcp.NewInMemoryTransports()
-	ctx := context.Background()
-	ss, err := srv.Connect(ctx, st, nil)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer ss.Close()
-	cs, err := mcp.NewClient(&mcp.Implementation{Name: "snap"}, nil).Connect(ctx, ct, nil)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer cs.Close()
-	res, err := cs.ListTools(ctx, nil)
+	cs := connectInProcess(t, mcpserver.New(p.store, slog.New(slog.NewTextHandler(io.Discard, nil)), "test").MCP())
+	res, err := cs.ListTools(context.Background(), nil)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -141,17 +141,29 @@ func sessionVerdict(ses Session, now time.Time) (remove bool, endReason string) 
 	return false, ""
 }
 
+// lockSessions takes the sessions lock for a change to session documents,
+// with the index built first if it is missing, so that the change can keep
+// it.
+func (s *Store) lockSessions(ctx context.Context) (unlock func(), err error) {
+	unlock, err = s.LockDir(ctx, s.CollectionDir(Sessions))
+	if err != nil {
+		return nil, err
+	}
+	if err := s.ensureSessionIndex(); err != nil {
+		unlock()
+		return nil, err
+	}
+	return unlock, nil
+}
+
 // withAgentSessionIDs calls fn with the ids of agent's sessions, under the
-// sessions lock (the index built first if it is missing).
+// sessions lock (lockSessions).
 func (s *Store) withAgentSessionIDs(ctx context.Context, agent string, fn func(ids []string) error) error {
-	unlock, err := s.LockDir(ctx, s.CollectionDir(Sessions))
+	unlock, err := s.lockSessions(ctx)
 	if err != nil {
 		return err
 	}
 	defer unlock()
-	if err := s.ensureSessionIndex(); err != nil {
-		return err
-	}
 	ids, err := s.agentSessionIDs(agent)
 	if err != nil {
 		return err

@@ -237,14 +237,11 @@ func (s *Store) sweepSessions(ctx context.Context, now time.Time) error {
 	}
 	var over []Session
 	err := func() error {
-		unlock, err := s.LockDir(ctx, s.CollectionDir(Sessions))
+		unlock, err := s.lockSessions(ctx)
 		if err != nil {
 			return err
 		}
 		defer unlock()
-		if err := s.ensureSessionIndex(); err != nil {
-			return err
-		}
 		gone := map[string][]string{} // agent -> ids whose documents were removed
 		if err := s.eachSession(func(path string, old Session) error {
 			remove, reason := sessionVerdict(old, now)

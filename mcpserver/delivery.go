@@ -19,27 +19,28 @@ import (
 // and a result that replaces the call when the call must not run: an
 // interrupt (except for the tools that let the agent comply), or
 // notifications that cannot be read (fail closed: the call is refused with
-// path:line, nothing is marked read; logout still runs).
-func (s *Server) deliver(ctx context.Context, call *mcp.CallToolRequest, ses fsstore.Session) (unread int, stop *mcp.CallToolResult) {
+// path:line, nothing is marked read; logout still runs). What each tool
+// lets through is in its spec (toolSpec).
+func (s *Server) deliver(ctx context.Context, call *mcp.CallToolRequest, spec toolSpec, ses fsstore.Session) (unread int, stop *mcp.CallToolResult) {
 	tool := call.Params.Name
 	if !s.acks.clear(ses.ID) {
-		if err := s.store.Acknowledge(ctx, ses.Agent, ses.ID, readsStream(tool, ses)...); err != nil {
+		if err := s.store.Acknowledge(ctx, ses.Agent, ses.ID, spec.readStreams()...); err != nil {
 			s.log.Error("acknowledge", "agent", ses.Agent, "session", ses.ID, "err", err)
-		} else if !handsBatch[tool] {
+		} else if !spec.handsBatch {
 			s.acks.set(ses.ID, true)
 		}
 	}
-	if handsBatch[tool] {
+	if spec.handsBatch {
 		s.acks.set(ses.ID, false) // it may hand the session a batch now
 	}
 	intr, unread, err := s.store.Interrupt(ctx, ses)
 	switch {
-	case err != nil && tool == "logout":
+	case err != nil && spec.passesUnreadable:
 		return -1, nil
 	case err != nil:
 		s.log.Error("read notifications", "agent", ses.Agent, "err", err)
 		return 0, refusal(call, toolErr("notifications_unreadable", fmt.Sprintf("%s did not run: your notifications cannot be read, and one of them may be an interrupt: %v. Ask a human to run aipm doctor --repair, then call again.", tool, err)))
-	case intr != nil && !passesInterrupt[tool]:
+	case intr != nil && !spec.passesInterrupt:
 		return unread, interruptNotice(call, intr)
 	}
 	return unread, nil
@@ -56,20 +57,14 @@ func (s *Server) unreadCount(ctx context.Context, ses fsstore.Session) int {
 	return len(unread)
 }
 
-// readsStream names the stream a tool reads as the session: that read
-// acknowledges the session's previous batch of it in its own write, so the
-// gate leaves it out (one document write per get_pending_messages instead
-// of two). get_notifications is not listed: with mark_as_read=false it
-// only peeks, and must not leave the previous batch unacknowledged.
-func readsStream(tool string, _ fsstore.Session) []string {
-	if tool == "get_pending_messages" {
-		return []string{fsstore.StreamChat}
+// readStreams lists the stream the tool reads as the session, which the
+// gate leaves out of what it acknowledges (see toolSpec.readsStream).
+func (t toolSpec) readStreams() []string {
+	if t.readsStream == "" {
+		return nil
 	}
-	return nil
+	return []string{t.readsStream}
 }
-
-// handsBatch lists the tools that hand a session a batch to acknowledge.
-var handsBatch = map[string]bool{"get_pending_messages": true, "get_notifications": true}
 
 // acks remembers the sessions that, as far as this process knows, hold no
 // unacknowledged batch, so that their calls (send_message, say) skip

@@ -17,7 +17,7 @@ import (
 // interrupt replaces the response of every tool but the few that let the
 // agent comply, and every authenticated response carries the notification
 // line. How results are built is in results.go.
-func (s *Server) gate(registered map[string]bool) mcp.Middleware {
+func (s *Server) gate() mcp.Middleware {
 	return func(next mcp.MethodHandler) mcp.MethodHandler {
 		return func(ctx context.Context, method string, req mcp.Request) (mcp.Result, error) {
 			call, ok := req.(*mcp.CallToolRequest)
@@ -25,13 +25,11 @@ func (s *Server) gate(registered map[string]bool) mcp.Middleware {
 				return next(ctx, method, req)
 			}
 			name := call.Params.Name
-			level, known := levels[name]
-			switch {
-			case !known:
+			spec, known := lookupTool(name)
+			if !known {
 				return refusal(call, toolErr("unknown_tool", fmt.Sprintf("there is no tool %q: call help for the tools you can use", fsstore.Clip(name, 64)))), nil
-			case !registered[name]:
-				return refusal(call, toolErr("not_available", fmt.Sprintf("%s is not available in this version of aipm: call help for the tools you can use", name))), nil
 			}
+			level := spec.level
 			if err := checkArguments(call.Params.Arguments); err != nil {
 				return refusal(call, err), nil
 			}
@@ -57,13 +55,13 @@ func (s *Server) gate(registered map[string]bool) mcp.Middleware {
 			if !level.allows(ses.Purpose) {
 				return refusal(call, toolErr("wrong_session_purpose", fmt.Sprintf("%s needs a %s session (level %s) and this is a %s session: %s", name, purposeOf(level), level, ses.Purpose, level.instead(name)))), nil
 			}
-			unread, stop := s.deliver(ctx, call, ses)
+			unread, stop := s.deliver(ctx, call, spec, ses)
 			if stop != nil {
 				return stop, nil
 			}
 			res, err := explained(name)(next(withSession(ctx, ses), method, req))
 			if r, ok := res.(*mcp.CallToolResult); ok && err == nil {
-				if name == "get_notifications" { // the one tool that marks them read
+				if spec.marksRead {
 					unread = s.unreadCount(ctx, ses)
 				}
 				withNotification(r, notificationLine(unread))

@@ -39,12 +39,20 @@ type NextActionOut struct {
 	Conversations []ConversationView `json:"conversations,omitempty" jsonschema:"conversations carrying out your open delegations: state and turns"`
 }
 
-func addGetNextAction(srv *mcp.Server, s *Server) {
-	addTool(s, srv, &mcp.Tool{
-		Name:        "get_next_action",
-		Description: "What to do next. Call it after authenticate and after finishing each step; follow its instruction. When there is nothing to do it waits (up to wait_seconds) for something to happen.",
-		Annotations: mutating,
-	}, func(ctx context.Context, _ *mcp.CallToolRequest, in NextActionIn) (*mcp.CallToolResult, NextActionOut, error) {
+func getNextActionTool() toolSpec {
+	return toolSpec{
+		tool: mcp.Tool{
+			Name:        "get_next_action",
+			Description: "What to do next. Call it after authenticate and after finishing each step; follow its instruction. When there is nothing to do it waits (up to wait_seconds) for something to happen.",
+			Annotations: mutating,
+		},
+		level: Authenticated,
+		add:   addGetNextAction,
+	}
+}
+
+func addGetNextAction(srv *mcp.Server, s *Server, tool *mcp.Tool) {
+	addTool(s, srv, tool, func(ctx context.Context, _ *mcp.CallToolRequest, in NextActionIn) (*mcp.CallToolResult, NextActionOut, error) {
 		out, err := s.nextAction(ctx, sessionFrom(ctx), in.WaitSeconds)
 		return nil, out, err
 	})

@@ -161,7 +161,6 @@ func TestResultsValidAtEveryRevision(t *testing.T) {
 			expired := p.authenticate(cs, "reviewer", "task")
 			call(t, cs, "logout", map[string]any{"session_token": ended})
 			ageSession(t, p, expired)
-			unbuilt := unbuiltTool(t, cs)
 
 			for _, tc := range []struct {
 				tool string
@@ -169,7 +168,6 @@ func TestResultsValidAtEveryRevision(t *testing.T) {
 				code string
 			}{
 				{"no_such_tool", map[string]any{}, "unknown_tool"},
-				{unbuilt, map[string]any{"session_token": token}, "not_available"},
 				{"get_task", map[string]any{"task_id": task.ID}, "session_required"},
 				{"get_task", map[string]any{"session_token": "garbage", "task_id": task.ID}, "invalid_session"},
 				{"get_task", map[string]any{"session_token": expired, "task_id": task.ID}, "session_expired"},
@@ -220,21 +218,6 @@ func TestResultsValidAtEveryRevision(t *testing.T) {
 			}
 		})
 	}
-}
-
-// unbuiltTool is a tool that help lists as not available in this version.
-func unbuiltTool(t *testing.T, cs *mcp.ClientSession) string {
-	t.Helper()
-	r := call(t, cs, "help", map[string]any{})
-	tools, _ := r.data["tools"].([]any)
-	for _, x := range tools {
-		m, _ := x.(map[string]any)
-		if avail, _ := m["available"].(bool); !avail && strings.Contains(m["why"].(string), "not available in this version") {
-			return m["name"].(string)
-		}
-	}
-	t.Skip("every tool of the table is built; no not_available path to test")
-	return ""
 }
 
 // interrupt blocks a task in progress as a human would, which interrupts

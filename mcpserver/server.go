@@ -75,15 +75,11 @@ const instructions = `aipm coordinates the agents of this project. Call authenti
 // MCP builds the MCP server with every tool registered behind the gate.
 func (s *Server) MCP() *mcp.Server {
 	srv := mcp.NewServer(&mcp.Implementation{Name: "aipm", Version: s.version}, &mcp.ServerOptions{Instructions: instructions})
-	registered := map[string]bool{}
 	for _, t := range tools() {
-		if _, ok := levels[t.name]; !ok {
-			panic("tool " + t.name + " has no level in levels.go")
-		}
-		t.add(srv, s)
-		registered[t.name] = true
+		tool := t.tool
+		t.add(srv, s, &tool)
 	}
-	srv.AddReceivingMiddleware(s.gate(registered))
+	srv.AddReceivingMiddleware(s.gate())
 	return srv
 }
 

@@ -22,16 +22,16 @@ func toolShapes(t testing.TB) map[string]struct {
 		shape    *objectShape
 	}{}
 	for _, tool := range tools() {
-		in, _ := servedSchemas(tool.name)
+		in, _ := servedSchemas(tool.tool.Name)
 		var schema jsonschema.Schema
 		if err := json.Unmarshal(in, &schema); err != nil {
-			t.Fatalf("%s: %v", tool.name, err)
+			t.Fatalf("%s: %v", tool.tool.Name, err)
 		}
 		resolved, err := schema.Resolve(nil)
 		if err != nil {
-			t.Fatalf("%s: %v", tool.name, err)
+			t.Fatalf("%s: %v", tool.tool.Name, err)
 		}
-		shapes[tool.name] = struct {
+		shapes[tool.tool.Name] = struct {
 			resolved *jsonschema.Resolved
 			shape    *objectShape
 		}{resolved, shapeOf(in)}

@@ -2,47 +2,96 @@ package mcpserver
 
 import (
 	"fmt"
+	"sync"
 
 	"github.com/google/jsonschema-go/jsonschema"
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 )
 
-// toolSpec is one tool: its name (whose level is in levels.go) and the
-// function that registers it.
+// toolSpec is everything aipm knows about one tool, in one place: what
+// tools/list shows of it, the level it requires of the caller's session,
+// how the gate treats it, and the function that registers its handler.
+// Each tool's spec is made by one function beside its handler (getTaskTool
+// in tools_task.go, ...); tools lists them all, and every lookup by tool
+// name (the gate, help) is derived from that list.
 type toolSpec struct {
-	name string
-	add  func(*mcp.Server, *Server)
+	// tool is its name, description, annotations and enums (as addTool
+	// takes them); each registration works on a copy.
+	tool mcp.Tool
+	// level is what the tool requires of the caller's session (DESIGN
+	// section 5).
+	level Level
+	// passesInterrupt: the tool runs even while an interrupt is unread, so
+	// that the agent can comply (DESIGN section 6).
+	passesInterrupt bool
+	// passesUnreadable: the tool runs even when the session's
+	// notifications cannot be read; every other call is refused then,
+	// since one of them may be an interrupt (fail closed).
+	passesUnreadable bool
+	// handsBatch: the tool may hand the session a batch to acknowledge on
+	// its next call (read means received).
+	handsBatch bool
+	// readsStream is the stream the tool reads as the session, if any:
+	// that read acknowledges the session's previous batch of it in its own
+	// write, so the gate leaves it out (one document write per
+	// get_pending_messages instead of two). get_notifications reads none:
+	// with mark_as_read=false it only peeks, and must not leave the
+	// previous batch unacknowledged.
+	readsStream string
+	// marksRead: the tool marks notifications read, so the notification
+	// line is counted after it ran.
+	marksRead bool
+	// add registers the tool's handler for tool, a copy of the field.
+	add func(srv *mcp.Server, s *Server, tool *mcp.Tool)
 }
 
-// tools is the one list of the tools this version serves.
+// tools is the one list of the tools aipm serves: DESIGN section 5.
 func tools() []toolSpec {
 	return []toolSpec{
-		{"authenticate", addAuthenticate},
-		{"help", addHelp},
-		{"logout", addLogout},
-		{"get_next_action", addGetNextAction},
-		{"get_notifications", addGetNotifications},
-		{"get_my_task", addGetMyTask},
-		{"get_task", addGetTask},
-		{"list_tasks", addListTasks},
-		{"update_task_status", addUpdateTaskStatus},
-		{"report_completed", addReportCompleted},
-		{"send_message", addSendMessage},
-		{"get_pending_messages", addGetPendingMessages},
-		{"respond_chat", addRespondChat},
-		{"start_conversation", addStartConversation},
-		{"end_conversation", addEndConversation},
-		{"send_conversation_message", addSendConversationMessage("send_conversation_message")},
-		{"respond_conversation_message", addSendConversationMessage("respond_conversation_message")},
-		{"get_conversation_messages", addGetConversationMessages},
-		{"request_task", addRequestTask},
-		{"delegate_to_chat_session", addDelegate},
-		{"report_delegation_completed", addReportDelegation},
-		{"get_task_conversations", addGetTaskConversations},
-		{"notify_task_session", addNotifyTaskSession},
-		{"update_task_from_chat", addUpdateTaskFromChat},
-		{"start_task_from_chat", addStartTaskFromChat},
+		authenticateTool(),
+		helpTool(),
+		logoutTool(),
+		getNextActionTool(),
+		getNotificationsTool(),
+		getMyTaskTool(),
+		getTaskTool(),
+		listTasksTool(),
+		updateTaskStatusTool(),
+		reportCompletedTool(),
+		sendMessageTool(),
+		getPendingMessagesTool(),
+		respondChatTool(),
+		startConversationTool(),
+		endConversationTool(),
+		sendConversationMessageTool(),
+		respondConversationMessageTool(),
+		getConversationMessagesTool(),
+		requestTaskTool(),
+		delegateTool(),
+		reportDelegationTool(),
+		getTaskConversationsTool(),
+		notifyTaskSessionTool(),
+		updateTaskFromChatTool(),
+		startTaskFromChatTool(),
 	}
+}
+
+// toolsByName finds a tool's spec by its name; it is made from tools once.
+var toolsByName = sync.OnceValue(func() map[string]toolSpec {
+	m := map[string]toolSpec{}
+	for _, t := range tools() {
+		if _, dup := m[t.tool.Name]; dup {
+			panic("tool " + t.tool.Name + " is listed twice in tools()")
+		}
+		m[t.tool.Name] = t
+	}
+	return m
+})
+
+// lookupTool returns the spec of the tool named name.
+func lookupTool(name string) (toolSpec, bool) {
+	t, ok := toolsByName()[name]
+	return t, ok
 }
 
 // The annotations every tool sets, all four hints explicit. No aipm tool

@@ -31,12 +31,20 @@ type SentOut struct {
 	Instruction    string `json:"instruction,omitempty"`
 }
 
-func addSendMessage(srv *mcp.Server, s *Server) {
-	addTool(s, srv, &mcp.Tool{
-		Name:        "send_message",
-		Description: "Send a chat message to another agent or human of this project. Chat sessions only; from a task session use delegate_to_chat_session.",
-		Annotations: mutating,
-	}, func(ctx context.Context, _ *mcp.CallToolRequest, in SendMessageIn) (*mcp.CallToolResult, SentOut, error) {
+func sendMessageTool() toolSpec {
+	return toolSpec{
+		tool: mcp.Tool{
+			Name:        "send_message",
+			Description: "Send a chat message to another agent or human of this project. Chat sessions only; from a task session use delegate_to_chat_session.",
+			Annotations: mutating,
+		},
+		level: ChatOnly,
+		add:   addSendMessage,
+	}
+}
+
+func addSendMessage(srv *mcp.Server, s *Server, tool *mcp.Tool) {
+	addTool(s, srv, tool, func(ctx context.Context, _ *mcp.CallToolRequest, in SendMessageIn) (*mcp.CallToolResult, SentOut, error) {
 		out, err := s.send(ctx, fsstore.OutgoingMessage{
 			From: sessionFrom(ctx).Agent, To: in.TargetAgentID, Content: in.Content,
 			RelatedTaskID: in.RelatedTaskID, ConversationID: in.ConversationID,
@@ -78,12 +86,22 @@ type PendingMessagesOut struct {
 // contextMessages is how many already-seen messages come with new ones.
 const contextMessages = 5
 
-func addGetPendingMessages(srv *mcp.Server, s *Server) {
-	addTool(s, srv, &mcp.Tool{
-		Name:        "get_pending_messages",
-		Description: "Your unread chat messages, oldest first, with a few earlier messages for context. The returned messages count as read from your next call on; respond_chat then answers the sender of the last one.",
-		Annotations: mutating,
-	}, func(ctx context.Context, _ *mcp.CallToolRequest, in GetPendingMessagesIn) (*mcp.CallToolResult, PendingMessagesOut, error) {
+func getPendingMessagesTool() toolSpec {
+	return toolSpec{
+		tool: mcp.Tool{
+			Name:        "get_pending_messages",
+			Description: "Your unread chat messages, oldest first, with a few earlier messages for context. The returned messages count as read from your next call on; respond_chat then answers the sender of the last one.",
+			Annotations: mutating,
+		},
+		level:       ChatOnly,
+		handsBatch:  true,
+		readsStream: fsstore.StreamChat,
+		add:         addGetPendingMessages,
+	}
+}
+
+func addGetPendingMessages(srv *mcp.Server, s *Server, tool *mcp.Tool) {
+	addTool(s, srv, tool, func(ctx context.Context, _ *mcp.CallToolRequest, in GetPendingMessagesIn) (*mcp.CallToolResult, PendingMessagesOut, error) {
 		ses := sessionFrom(ctx)
 		limit := in.Limit
 		switch {
@@ -139,12 +157,20 @@ type RespondChatIn struct {
 	Content string `json:"content" jsonschema:"your answer, at most 4000 characters"`
 }
 
-func addRespondChat(srv *mcp.Server, s *Server) {
-	addTool(s, srv, &mcp.Tool{
-		Name:        "respond_chat",
-		Description: "Answer the sender of the last message get_pending_messages returned in this session.",
-		Annotations: mutating,
-	}, func(ctx context.Context, _ *mcp.CallToolRequest, in RespondChatIn) (*mcp.CallToolResult, SentOut, error) {
+func respondChatTool() toolSpec {
+	return toolSpec{
+		tool: mcp.Tool{
+			Name:        "respond_chat",
+			Description: "Answer the sender of the last message get_pending_messages returned in this session.",
+			Annotations: mutating,
+		},
+		level: ChatOnly,
+		add:   addRespondChat,
+	}
+}
+
+func addRespondChat(srv *mcp.Server, s *Server, tool *mcp.Tool) {
+	addTool(s, srv, tool, func(ctx context.Context, _ *mcp.CallToolRequest, in RespondChatIn) (*mcp.CallToolResult, SentOut, error) {
 		ses := sessionFrom(ctx)
 		if ses.ReplyTo == "" {
 			return nil, SentOut{}, toolErr("no_message_to_respond", "this session has not received a message yet: call get_pending_messages first, or use send_message with target_agent_id")

@@ -54,12 +54,20 @@ type StartConversationIn struct {
 	DelegationID   string `json:"delegation_id,omitempty" jsonschema:"the dlg_ id of the delegation this conversation carries out; default: your one delegation in progress to this agent, if any"`
 }
 
-func addStartConversation(srv *mcp.Server, s *Server) {
-	addTool(s, srv, &mcp.Tool{
-		Name:        "start_conversation",
-		Description: "Start a turn-based conversation with another AI agent of this project. It is pending until the other agent takes it; send turns with send_conversation_message and finish with end_conversation. Chat sessions only.",
-		Annotations: mutating,
-	}, func(ctx context.Context, _ *mcp.CallToolRequest, in StartConversationIn) (*mcp.CallToolResult, ConversationOut, error) {
+func startConversationTool() toolSpec {
+	return toolSpec{
+		tool: mcp.Tool{
+			Name:        "start_conversation",
+			Description: "Start a turn-based conversation with another AI agent of this project. It is pending until the other agent takes it; send turns with send_conversation_message and finish with end_conversation. Chat sessions only.",
+			Annotations: mutating,
+		},
+		level: ChatOnly,
+		add:   addStartConversation,
+	}
+}
+
+func addStartConversation(srv *mcp.Server, s *Server, tool *mcp.Tool) {
+	addTool(s, srv, tool, func(ctx context.Context, _ *mcp.CallToolRequest, in StartConversationIn) (*mcp.CallToolResult, ConversationOut, error) {
 		ses := sessionFrom(ctx)
 		cfg, err := s.config()
 		if err != nil {
@@ -88,12 +96,20 @@ type ConversationIDIn struct {
 	ConversationID string `json:"conversation_id,omitempty" jsonschema:"the cnv_ id; default: your one pending or active conversation"`
 }
 
-func addEndConversation(srv *mcp.Server, s *Server) {
-	addTool(s, srv, &mcp.Tool{
-		Name:        "end_conversation",
-		Description: "End a conversation you are part of. Both parties then get conversation_ended from get_next_action. Chat sessions only.",
-		Annotations: mutating,
-	}, func(ctx context.Context, _ *mcp.CallToolRequest, in ConversationIDIn) (*mcp.CallToolResult, ConversationOut, error) {
+func endConversationTool() toolSpec {
+	return toolSpec{
+		tool: mcp.Tool{
+			Name:        "end_conversation",
+			Description: "End a conversation you are part of. Both parties then get conversation_ended from get_next_action. Chat sessions only.",
+			Annotations: mutating,
+		},
+		level: ChatOnly,
+		add:   addEndConversation,
+	}
+}
+
+func addEndConversation(srv *mcp.Server, s *Server, tool *mcp.Tool) {
+	addTool(s, srv, tool, func(ctx context.Context, _ *mcp.CallToolRequest, in ConversationIDIn) (*mcp.CallToolResult, ConversationOut, error) {
 		ses := sessionFrom(ctx)
 		cfg, err := s.config()
 		if err != nil {
@@ -115,27 +131,43 @@ type SendConversationMessageIn struct {
 	Content        string `json:"content" jsonschema:"your turn, at most 4000 characters"`
 }
 
-func addSendConversationMessage(name string) func(*mcp.Server, *Server) {
-	return func(srv *mcp.Server, s *Server) {
-		addTool(s, srv, &mcp.Tool{
+// sendConversationMessageTool and respondConversationMessageTool are one
+// tool under two names: a turn in a conversation, whoever started it.
+func sendConversationMessageTool() toolSpec {
+	return conversationTurnTool("send_conversation_message")
+}
+
+func respondConversationMessageTool() toolSpec {
+	return conversationTurnTool("respond_conversation_message")
+}
+
+func conversationTurnTool(name string) toolSpec {
+	return toolSpec{
+		tool: mcp.Tool{
 			Name:        name,
 			Description: "Send your turn in a conversation to the other party. Each message counts as one turn; at max_turns the conversation ends. Chat sessions only.",
 			Annotations: mutating,
-		}, func(ctx context.Context, _ *mcp.CallToolRequest, in SendConversationMessageIn) (*mcp.CallToolResult, ConversationOut, error) {
-			ses := sessionFrom(ctx)
-			cfg, err := s.config()
-			if err != nil {
-				return nil, ConversationOut{}, toolErr("config_invalid", err.Error())
-			}
-			msg, c, err := s.store.SendConversationMessage(ctx, cfg, ses.Agent, in.ConversationID, in.Content)
-			if err != nil {
-				return nil, ConversationOut{}, fromStore(err, "conversation_not_found")
-			}
-			out := conversationOut(c, ses.Agent)
-			out.MessageID, out.Instruction = msg.ID, turnNote(c, ses.Agent)
-			return nil, out, nil
-		})
+		},
+		level: ChatOnly,
+		add:   addSendConversationMessage,
 	}
+}
+
+func addSendConversationMessage(srv *mcp.Server, s *Server, tool *mcp.Tool) {
+	addTool(s, srv, tool, func(ctx context.Context, _ *mcp.CallToolRequest, in SendConversationMessageIn) (*mcp.CallToolResult, ConversationOut, error) {
+		ses := sessionFrom(ctx)
+		cfg, err := s.config()
+		if err != nil {
+			return nil, ConversationOut{}, toolErr("config_invalid", err.Error())
+		}
+		msg, c, err := s.store.SendConversationMessage(ctx, cfg, ses.Agent, in.ConversationID, in.Content)
+		if err != nil {
+			return nil, ConversationOut{}, fromStore(err, "conversation_not_found")
+		}
+		out := conversationOut(c, ses.Agent)
+		out.MessageID, out.Instruction = msg.ID, turnNote(c, ses.Agent)
+		return nil, out, nil
+	})
 }
 
 type GetConversationMessagesIn struct {
@@ -157,12 +189,20 @@ type ConversationMessagesOut struct {
 	HasMore        bool          `json:"has_more" jsonschema:"older messages were left out; raise limit"`
 }
 
-func addGetConversationMessages(srv *mcp.Server, s *Server) {
-	addTool(s, srv, &mcp.Tool{
-		Name:        "get_conversation_messages",
-		Description: "The messages of a conversation you took part in (your chat session held it), oldest first. Task sessions: use it after delegating the talking.",
-		Annotations: readOnly,
-	}, func(ctx context.Context, _ *mcp.CallToolRequest, in GetConversationMessagesIn) (*mcp.CallToolResult, ConversationMessagesOut, error) {
+func getConversationMessagesTool() toolSpec {
+	return toolSpec{
+		tool: mcp.Tool{
+			Name:        "get_conversation_messages",
+			Description: "The messages of a conversation you took part in (your chat session held it), oldest first. Task sessions: use it after delegating the talking.",
+			Annotations: readOnly,
+		},
+		level: TaskOnly,
+		add:   addGetConversationMessages,
+	}
+}
+
+func addGetConversationMessages(srv *mcp.Server, s *Server, tool *mcp.Tool) {
+	addTool(s, srv, tool, func(ctx context.Context, _ *mcp.CallToolRequest, in GetConversationMessagesIn) (*mcp.CallToolResult, ConversationMessagesOut, error) {
 		ses := sessionFrom(ctx)
 		limit := in.Limit
 		switch {

@@ -24,13 +24,21 @@ type DelegationOut struct {
 	Instruction  string          `json:"instruction"`
 }
 
-func addDelegate(srv *mcp.Server, s *Server) {
-	addTool(s, srv, &mcp.Tool{
-		Name: "delegate_to_chat_session",
-		Description: "Ask your own chat session to talk to another agent for this task: a task session cannot send messages or hold conversations. " +
-			"Returns at once; your chat session decides between one message and a conversation, and reports the result. Task sessions only.",
-		Annotations: mutating,
-	}, func(ctx context.Context, _ *mcp.CallToolRequest, in DelegateIn) (*mcp.CallToolResult, DelegationOut, error) {
+func delegateTool() toolSpec {
+	return toolSpec{
+		tool: mcp.Tool{
+			Name: "delegate_to_chat_session",
+			Description: "Ask your own chat session to talk to another agent for this task: a task session cannot send messages or hold conversations. " +
+				"Returns at once; your chat session decides between one message and a conversation, and reports the result. Task sessions only.",
+			Annotations: mutating,
+		},
+		level: TaskOnly,
+		add:   addDelegate,
+	}
+}
+
+func addDelegate(srv *mcp.Server, s *Server, tool *mcp.Tool) {
+	addTool(s, srv, tool, func(ctx context.Context, _ *mcp.CallToolRequest, in DelegateIn) (*mcp.CallToolResult, DelegationOut, error) {
 		ses := sessionFrom(ctx)
 		cfg, err := s.config()
 		if err != nil {
@@ -58,12 +66,20 @@ type ReportDelegationIn struct {
 	Status       string `json:"status,omitempty" jsonschema:"completed (default) or failed"`
 }
 
-func addReportDelegation(srv *mcp.Server, s *Server) {
-	addTool(s, srv, &mcp.Tool{
-		Name:        "report_delegation_completed",
-		Description: "Close a delegation your task session gave you, with its result (status completed or failed). Chat sessions only.",
-		Annotations: mutating,
-	}, func(ctx context.Context, _ *mcp.CallToolRequest, in ReportDelegationIn) (*mcp.CallToolResult, DelegationOut, error) {
+func reportDelegationTool() toolSpec {
+	return toolSpec{
+		tool: mcp.Tool{
+			Name:        "report_delegation_completed",
+			Description: "Close a delegation your task session gave you, with its result (status completed or failed). Chat sessions only.",
+			Annotations: mutating,
+		},
+		level: ChatOnly,
+		add:   addReportDelegation,
+	}
+}
+
+func addReportDelegation(srv *mcp.Server, s *Server, tool *mcp.Tool) {
+	addTool(s, srv, tool, func(ctx context.Context, _ *mcp.CallToolRequest, in ReportDelegationIn) (*mcp.CallToolResult, DelegationOut, error) {
 		ses := sessionFrom(ctx)
 		d, err := s.store.CompleteDelegation(ctx, ses.Agent, in.DelegationID, in.Status, in.Result)
 		if err != nil {
@@ -85,12 +101,20 @@ type TaskConversationsOut struct {
 
 func ref[T any](v T) *T { return &v }
 
-func addGetTaskConversations(srv *mcp.Server, s *Server) {
-	addTool(s, srv, &mcp.Tool{
-		Name:        "get_task_conversations",
-		Description: "The delegations and conversations of your task and its parent task: states, turns and results. Read a conversation's messages with get_conversation_messages. Task sessions only.",
-		Annotations: readOnly,
-	}, func(ctx context.Context, _ *mcp.CallToolRequest, in Session) (*mcp.CallToolResult, TaskConversationsOut, error) {
+func getTaskConversationsTool() toolSpec {
+	return toolSpec{
+		tool: mcp.Tool{
+			Name:        "get_task_conversations",
+			Description: "The delegations and conversations of your task and its parent task: states, turns and results. Read a conversation's messages with get_conversation_messages. Task sessions only.",
+			Annotations: readOnly,
+		},
+		level: TaskOnly,
+		add:   addGetTaskConversations,
+	}
+}
+
+func addGetTaskConversations(srv *mcp.Server, s *Server, tool *mcp.Tool) {
+	addTool(s, srv, tool, func(ctx context.Context, _ *mcp.CallToolRequest, in Session) (*mcp.CallToolResult, TaskConversationsOut, error) {
 		ses := sessionFrom(ctx)
 		if ses.TaskID == "" {
 			return nil, TaskConversationsOut{}, toolErr("task_required", "this session has no task: call get_next_action")

@@ -32,13 +32,21 @@ type RequestTaskOut struct {
 	Instruction    string    `json:"instruction"`
 }
 
-func addRequestTask(srv *mcp.Server, s *Server) {
-	addTool(s, srv, &mcp.Tool{
-		Name: "request_task",
-		Description: "Create a task assigned to you, in backlog. In a chat session it needs the marker @@タスク作成: in the latest message you received, and the requester is its sender; " +
-			"a requester who is not one of your ancestors (config parent) makes it pending_approval until a human approves it.",
-		Annotations: mutating,
-	}, func(ctx context.Context, _ *mcp.CallToolRequest, in RequestTaskIn) (*mcp.CallToolResult, RequestTaskOut, error) {
+func requestTaskTool() toolSpec {
+	return toolSpec{
+		tool: mcp.Tool{
+			Name: "request_task",
+			Description: "Create a task assigned to you, in backlog. In a chat session it needs the marker @@タスク作成: in the latest message you received, and the requester is its sender; " +
+				"a requester who is not one of your ancestors (config parent) makes it pending_approval until a human approves it.",
+			Annotations: mutating,
+		},
+		level: Authenticated,
+		add:   addRequestTask,
+	}
+}
+
+func addRequestTask(srv *mcp.Server, s *Server, tool *mcp.Tool) {
+	addTool(s, srv, tool, func(ctx context.Context, _ *mcp.CallToolRequest, in RequestTaskIn) (*mcp.CallToolResult, RequestTaskOut, error) {
 		ses := sessionFrom(ctx)
 		cfg, err := s.config()
 		if err != nil {
@@ -95,12 +103,20 @@ type NotifyTaskSessionOut struct {
 	Instruction    string `json:"instruction"`
 }
 
-func addNotifyTaskSession(srv *mcp.Server, s *Server) {
-	addTool(s, srv, &mcp.Tool{
-		Name:        "notify_task_session",
-		Description: "Pass a note to your own task session (only it sees it). Needs the marker @@タスク通知: in the latest message you received. Chat sessions only.",
-		Annotations: mutating,
-	}, func(ctx context.Context, _ *mcp.CallToolRequest, in NotifyTaskSessionIn) (*mcp.CallToolResult, NotifyTaskSessionOut, error) {
+func notifyTaskSessionTool() toolSpec {
+	return toolSpec{
+		tool: mcp.Tool{
+			Name:        "notify_task_session",
+			Description: "Pass a note to your own task session (only it sees it). Needs the marker @@タスク通知: in the latest message you received. Chat sessions only.",
+			Annotations: mutating,
+		},
+		level: ChatOnly,
+		add:   addNotifyTaskSession,
+	}
+}
+
+func addNotifyTaskSession(srv *mcp.Server, s *Server, tool *mcp.Tool) {
+	addTool(s, srv, tool, func(ctx context.Context, _ *mcp.CallToolRequest, in NotifyTaskSessionIn) (*mcp.CallToolResult, NotifyTaskSessionOut, error) {
 		ses := sessionFrom(ctx)
 		var n fsstore.Notification
 		err := s.store.WithMarker(ctx, ses.Agent, fsstore.MarkerNotify, func(msg fsstore.Message, body string) (string, error) {
@@ -129,12 +145,20 @@ type UpdateTaskFromChatIn struct {
 	Status      string  `json:"status,omitempty" jsonschema:"the new status: backlog, todo, in_progress, blocked, done or cancelled (the usual transitions apply)"`
 }
 
-func addUpdateTaskFromChat(srv *mcp.Server, s *Server) {
-	addTool(s, srv, &mcp.Tool{
-		Name:        "update_task_from_chat",
-		Description: "Change the description or status of one of your tasks as a human asked. Needs the marker @@タスク調整: in the latest message you received. Chat sessions only.",
-		Annotations: mutating,
-	}, func(ctx context.Context, _ *mcp.CallToolRequest, in UpdateTaskFromChatIn) (*mcp.CallToolResult, TaskOut, error) {
+func updateTaskFromChatTool() toolSpec {
+	return toolSpec{
+		tool: mcp.Tool{
+			Name:        "update_task_from_chat",
+			Description: "Change the description or status of one of your tasks as a human asked. Needs the marker @@タスク調整: in the latest message you received. Chat sessions only.",
+			Annotations: mutating,
+		},
+		level: ChatOnly,
+		add:   addUpdateTaskFromChat,
+	}
+}
+
+func addUpdateTaskFromChat(srv *mcp.Server, s *Server, tool *mcp.Tool) {
+	addTool(s, srv, tool, func(ctx context.Context, _ *mcp.CallToolRequest, in UpdateTaskFromChatIn) (*mcp.CallToolResult, TaskOut, error) {
 		ses := sessionFrom(ctx)
 		cfg, err := s.config()
 		if err != nil {
@@ -158,12 +182,20 @@ type StartTaskFromChatIn struct {
 	TaskID string `json:"task_id" jsonschema:"the tsk_ id of your task to start"`
 }
 
-func addStartTaskFromChat(srv *mcp.Server, s *Server) {
-	addTool(s, srv, &mcp.Tool{
-		Name:        "start_task_from_chat",
-		Description: "Start one of your tasks (in_progress) as a human asked; aipm then starts your task session. Needs the marker @@タスク開始: in the latest message you received. Chat sessions only.",
-		Annotations: mutating,
-	}, func(ctx context.Context, _ *mcp.CallToolRequest, in StartTaskFromChatIn) (*mcp.CallToolResult, TaskOut, error) {
+func startTaskFromChatTool() toolSpec {
+	return toolSpec{
+		tool: mcp.Tool{
+			Name:        "start_task_from_chat",
+			Description: "Start one of your tasks (in_progress) as a human asked; aipm then starts your task session. Needs the marker @@タスク開始: in the latest message you received. Chat sessions only.",
+			Annotations: mutating,
+		},
+		level: ChatOnly,
+		add:   addStartTaskFromChat,
+	}
+}
+
+func addStartTaskFromChat(srv *mcp.Server, s *Server, tool *mcp.Tool) {
+	addTool(s, srv, tool, func(ctx context.Context, _ *mcp.CallToolRequest, in StartTaskFromChatIn) (*mcp.CallToolResult, TaskOut, error) {
 		ses := sessionFrom(ctx)
 		cfg, err := s.config()
 		if err != nil {

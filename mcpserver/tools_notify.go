@@ -20,12 +20,23 @@ type GetNotificationsOut struct {
 	HasMore       bool               `json:"has_more" jsonschema:"more unread notifications wait: call get_notifications again"`
 }
 
-func addGetNotifications(srv *mcp.Server, s *Server) {
-	addTool(s, srv, &mcp.Tool{
-		Name:        "get_notifications",
-		Description: "Your unread notifications (the oldest, up to limit; has_more says more wait), newest first; they count as read from your next call on, unless mark_as_read is false. An interrupt means: stop, then report_completed(result=\"blocked\").",
-		Annotations: mutating,
-	}, func(ctx context.Context, _ *mcp.CallToolRequest, in GetNotificationsIn) (*mcp.CallToolResult, GetNotificationsOut, error) {
+func getNotificationsTool() toolSpec {
+	return toolSpec{
+		tool: mcp.Tool{
+			Name:        "get_notifications",
+			Description: "Your unread notifications (the oldest, up to limit; has_more says more wait), newest first; they count as read from your next call on, unless mark_as_read is false. An interrupt means: stop, then report_completed(result=\"blocked\").",
+			Annotations: mutating,
+		},
+		level:           Authenticated,
+		passesInterrupt: true,
+		handsBatch:      true,
+		marksRead:       true,
+		add:             addGetNotifications,
+	}
+}
+
+func addGetNotifications(srv *mcp.Server, s *Server, tool *mcp.Tool) {
+	addTool(s, srv, tool, func(ctx context.Context, _ *mcp.CallToolRequest, in GetNotificationsIn) (*mcp.CallToolResult, GetNotificationsOut, error) {
 		ses := sessionFrom(ctx)
 		peek := in.MarkAsRead != nil && !*in.MarkAsRead
 		limit := in.Limit

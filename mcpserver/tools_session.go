@@ -28,12 +28,20 @@ type AuthenticateOut struct {
 	Instruction  string `json:"instruction"`
 }
 
-func addAuthenticate(srv *mcp.Server, s *Server) {
-	addTool(s, srv, &mcp.Tool{
-		Name:        "authenticate",
-		Description: "Start a session. Returns a session_token that every other tool needs, and the session's purpose (task or chat), chosen from the work waiting for you. Pass only agent_id when aipm serve holds your passkey.",
-		Annotations: mutating,
-	}, func(ctx context.Context, _ *mcp.CallToolRequest, in AuthenticateIn) (*mcp.CallToolResult, AuthenticateOut, error) {
+func authenticateTool() toolSpec {
+	return toolSpec{
+		tool: mcp.Tool{
+			Name:        "authenticate",
+			Description: "Start a session. Returns a session_token that every other tool needs, and the session's purpose (task or chat), chosen from the work waiting for you. Pass only agent_id when aipm serve holds your passkey.",
+			Annotations: mutating,
+		},
+		level: None,
+		add:   addAuthenticate,
+	}
+}
+
+func addAuthenticate(srv *mcp.Server, s *Server, tool *mcp.Tool) {
+	addTool(s, srv, tool, func(ctx context.Context, _ *mcp.CallToolRequest, in AuthenticateIn) (*mcp.CallToolResult, AuthenticateOut, error) {
 		cfg, err := s.config()
 		if err != nil {
 			return nil, AuthenticateOut{}, toolErr("config_invalid", err.Error()+": ask a human to fix it")
@@ -88,12 +96,20 @@ type HelpOut struct {
 	Loop    string     `json:"loop"`
 }
 
-func addHelp(srv *mcp.Server, s *Server) {
-	addTool(s, srv, &mcp.Tool{
-		Name:        "help",
-		Description: "List the tools you may call now, and why the others are unavailable. Pass session_token if you have one.",
-		Annotations: readOnly,
-	}, func(ctx context.Context, _ *mcp.CallToolRequest, in HelpIn) (*mcp.CallToolResult, HelpOut, error) {
+func helpTool() toolSpec {
+	return toolSpec{
+		tool: mcp.Tool{
+			Name:        "help",
+			Description: "List the tools you may call now, and why the others are unavailable. Pass session_token if you have one.",
+			Annotations: readOnly,
+		},
+		level: None,
+		add:   addHelp,
+	}
+}
+
+func addHelp(srv *mcp.Server, s *Server, tool *mcp.Tool) {
+	addTool(s, srv, tool, func(ctx context.Context, _ *mcp.CallToolRequest, in HelpIn) (*mcp.CallToolResult, HelpOut, error) {
 		out := HelpOut{Loop: "authenticate, then repeat: get_next_action and do what its instruction says."}
 		var ses *fsstore.Session
 		var sesErr error
@@ -105,28 +121,28 @@ func addHelp(srv *mcp.Server, s *Server) {
 				sesErr = err
 			}
 		}
-		built := map[string]bool{}
 		for _, t := range tools() {
-			built[t.name] = true
-		}
-		for name, level := range levels {
-			h := ToolHelp{Name: name, Level: level.String(), Available: true}
-			switch {
-			case !built[name]:
-				h.Available, h.Why = false, "not available in this version of aipm"
-			case level == None:
-			case ses == nil && sesErr != nil:
-				h.Available, h.Why = false, sessionError(name, sesErr).Error()
-			case ses == nil:
-				h.Available, h.Why = false, "needs a session: "+level.instead(name)
-			case !level.allows(ses.Purpose):
-				h.Available, h.Why = false, level.instead(name)
-			}
-			out.Tools = append(out.Tools, h)
+			out.Tools = append(out.Tools, toolHelp(t.tool.Name, t.level, ses, sesErr))
 		}
 		sort.Slice(out.Tools, func(i, j int) bool { return out.Tools[i].Name < out.Tools[j].Name })
 		return nil, out, nil
 	})
+}
+
+// toolHelp says whether the caller may call the tool now, and why not:
+// ses is the caller's session, nil when it has none or sesErr refused it.
+func toolHelp(name string, level Level, ses *fsstore.Session, sesErr error) ToolHelp {
+	h := ToolHelp{Name: name, Level: level.String(), Available: true}
+	switch {
+	case level == None:
+	case ses == nil && sesErr != nil:
+		h.Available, h.Why = false, sessionError(name, sesErr).Error()
+	case ses == nil:
+		h.Available, h.Why = false, "needs a session: "+level.instead(name)
+	case !level.allows(ses.Purpose):
+		h.Available, h.Why = false, level.instead(name)
+	}
+	return h
 }
 
 type ActionOut struct {
@@ -134,12 +150,22 @@ type ActionOut struct {
 	Instruction string `json:"instruction"`
 }
 
-func addLogout(srv *mcp.Server, s *Server) {
-	addTool(s, srv, &mcp.Tool{
-		Name:        "logout",
-		Description: "End your session. Call it when get_next_action says logout or exit.",
-		Annotations: idempotent,
-	}, func(ctx context.Context, _ *mcp.CallToolRequest, in Session) (*mcp.CallToolResult, ActionOut, error) {
+func logoutTool() toolSpec {
+	return toolSpec{
+		tool: mcp.Tool{
+			Name:        "logout",
+			Description: "End your session. Call it when get_next_action says logout or exit.",
+			Annotations: idempotent,
+		},
+		level:            Authenticated,
+		passesInterrupt:  true,
+		passesUnreadable: true,
+		add:              addLogout,
+	}
+}
+
+func addLogout(srv *mcp.Server, s *Server, tool *mcp.Tool) {
+	addTool(s, srv, tool, func(ctx context.Context, _ *mcp.CallToolRequest, in Session) (*mcp.CallToolResult, ActionOut, error) {
 		ses := sessionFrom(ctx)
 		if _, err := s.store.EndSession(ctx, ses.ID, fsstore.EndLogout); err != nil {
 			return nil, ActionOut{}, fromStore(err, "session_not_found")

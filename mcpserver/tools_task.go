@@ -18,12 +18,20 @@ type MyTaskOut struct {
 	Assigned []TaskView `json:"assigned" jsonschema:"your other open tasks"`
 }
 
-func addGetMyTask(srv *mcp.Server, s *Server) {
-	addTool(s, srv, &mcp.Tool{
-		Name:        "get_my_task",
-		Description: "Your current task (the one this task session works on, or your task in progress) and your other open tasks.",
-		Annotations: readOnly,
-	}, func(ctx context.Context, _ *mcp.CallToolRequest, in Session) (*mcp.CallToolResult, MyTaskOut, error) {
+func getMyTaskTool() toolSpec {
+	return toolSpec{
+		tool: mcp.Tool{
+			Name:        "get_my_task",
+			Description: "Your current task (the one this task session works on, or your task in progress) and your other open tasks.",
+			Annotations: readOnly,
+		},
+		level: Authenticated,
+		add:   addGetMyTask,
+	}
+}
+
+func addGetMyTask(srv *mcp.Server, s *Server, tool *mcp.Tool) {
+	addTool(s, srv, tool, func(ctx context.Context, _ *mcp.CallToolRequest, in Session) (*mcp.CallToolResult, MyTaskOut, error) {
 		ses := sessionFrom(ctx)
 		mine, _, err := s.store.Tasks(fsstore.TaskFilter{Assignee: ses.Agent, Open: true})
 		if err != nil {
@@ -53,12 +61,20 @@ type GetTaskIn struct {
 	TaskID string `json:"task_id" jsonschema:"the tsk_ id of the task"`
 }
 
-func addGetTask(srv *mcp.Server, s *Server) {
-	addTool(s, srv, &mcp.Tool{
-		Name:        "get_task",
-		Description: "One task of this project, by id.",
-		Annotations: readOnly,
-	}, func(ctx context.Context, _ *mcp.CallToolRequest, in GetTaskIn) (*mcp.CallToolResult, TaskOut, error) {
+func getTaskTool() toolSpec {
+	return toolSpec{
+		tool: mcp.Tool{
+			Name:        "get_task",
+			Description: "One task of this project, by id.",
+			Annotations: readOnly,
+		},
+		level: Authenticated,
+		add:   addGetTask,
+	}
+}
+
+func addGetTask(srv *mcp.Server, s *Server, tool *mcp.Tool) {
+	addTool(s, srv, tool, func(ctx context.Context, _ *mcp.CallToolRequest, in GetTaskIn) (*mcp.CallToolResult, TaskOut, error) {
 		t, err := s.store.Task(in.TaskID)
 		if err != nil {
 			return nil, TaskOut{}, fromStore(err, "task_not_found")
@@ -80,13 +96,21 @@ type ListTasksOut struct {
 	HasMore bool       `json:"has_more"`
 }
 
-func addListTasks(srv *mcp.Server, s *Server) {
-	addTool(s, srv, &mcp.Tool{
-		Name:        "list_tasks",
-		Description: "Tasks of this project, newest first, optionally filtered by status, assignee or parent.",
-		InputSchema: enums{"status": fsstore.Statuses},
-		Annotations: readOnly,
-	}, func(ctx context.Context, _ *mcp.CallToolRequest, in ListTasksIn) (*mcp.CallToolResult, ListTasksOut, error) {
+func listTasksTool() toolSpec {
+	return toolSpec{
+		tool: mcp.Tool{
+			Name:        "list_tasks",
+			Description: "Tasks of this project, newest first, optionally filtered by status, assignee or parent.",
+			InputSchema: enums{"status": fsstore.Statuses},
+			Annotations: readOnly,
+		},
+		level: Authenticated,
+		add:   addListTasks,
+	}
+}
+
+func addListTasks(srv *mcp.Server, s *Server, tool *mcp.Tool) {
+	addTool(s, srv, tool, func(ctx context.Context, _ *mcp.CallToolRequest, in ListTasksIn) (*mcp.CallToolResult, ListTasksOut, error) {
 		limit := in.Limit
 		switch {
 		case limit == 0:
@@ -119,13 +143,22 @@ type UpdateTaskStatusIn struct {
 	TaskID string `json:"task_id,omitempty" jsonschema:"the task; default: this session's task"`
 }
 
-func addUpdateTaskStatus(srv *mcp.Server, s *Server) {
-	addTool(s, srv, &mcp.Tool{
-		Name:        "update_task_status",
-		Description: "Change the status of your task (one assigned to you). To finish the task, call report_completed instead.",
-		InputSchema: enums{"status": fsstore.Statuses},
-		Annotations: idempotent,
-	}, func(ctx context.Context, _ *mcp.CallToolRequest, in UpdateTaskStatusIn) (*mcp.CallToolResult, TaskOut, error) {
+func updateTaskStatusTool() toolSpec {
+	return toolSpec{
+		tool: mcp.Tool{
+			Name:        "update_task_status",
+			Description: "Change the status of your task (one assigned to you). To finish the task, call report_completed instead.",
+			InputSchema: enums{"status": fsstore.Statuses},
+			Annotations: idempotent,
+		},
+		level:           TaskOnly,
+		passesInterrupt: true,
+		add:             addUpdateTaskStatus,
+	}
+}
+
+func addUpdateTaskStatus(srv *mcp.Server, s *Server, tool *mcp.Tool) {
+	addTool(s, srv, tool, func(ctx context.Context, _ *mcp.CallToolRequest, in UpdateTaskStatusIn) (*mcp.CallToolResult, TaskOut, error) {
 		ses := sessionFrom(ctx)
 		if err := fsstore.CheckStatus(in.Status); err != nil {
 			return nil, TaskOut{}, fromStore(err, "task_not_found")
@@ -182,13 +215,22 @@ var resultStatus = map[string]string{
 	"blocked": fsstore.StatusBlocked,
 }
 
-func addReportCompleted(srv *mcp.Server, s *Server) {
-	addTool(s, srv, &mcp.Tool{
-		Name:        "report_completed",
-		Description: "Finish your task: success (done), failed or blocked (both set it to blocked for a person to look at). Ends this session.",
-		InputSchema: enums{"result": {"success", "failed", "blocked"}},
-		Annotations: idempotent,
-	}, func(ctx context.Context, _ *mcp.CallToolRequest, in ReportCompletedIn) (*mcp.CallToolResult, ReportCompletedOut, error) {
+func reportCompletedTool() toolSpec {
+	return toolSpec{
+		tool: mcp.Tool{
+			Name:        "report_completed",
+			Description: "Finish your task: success (done), failed or blocked (both set it to blocked for a person to look at). Ends this session.",
+			InputSchema: enums{"result": {"success", "failed", "blocked"}},
+			Annotations: idempotent,
+		},
+		level:           TaskOnly,
+		passesInterrupt: true,
+		add:             addReportCompleted,
+	}
+}
+
+func addReportCompleted(srv *mcp.Server, s *Server, tool *mcp.Tool) {
+	addTool(s, srv, tool, func(ctx context.Context, _ *mcp.CallToolRequest, in ReportCompletedIn) (*mcp.CallToolResult, ReportCompletedOut, error) {
 		ses := sessionFrom(ctx)
 		status, ok := resultStatus[in.Result]
 		if !ok {

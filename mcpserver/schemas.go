@@ -10,11 +10,15 @@ import (
 // schemaFiles holds the input and output schema of every tool as aipm
 // serves them, in schemas/<tool>.input.json and schemas/<tool>.output.json:
 // the JSON the SDK writes for the schemas inferred from the tool's Go types
-// (see addTool). Inference walks the types by reflection and builds a tree
-// of schema values for each; done for every tool at every start, it was
-// most of what aipm serve did before it could answer (DESIGN section 13,
-// P4), so a tool's calls infer its schemas on its first call (toolcall.go). TestServedSchemas fails when a file differs from the inference;
-// UPDATE_TOOLSNAPS=1 rewrites them, with the snapshots.
+// (see addTool), indented for review; the encoder compacts them on the
+// wire. Inference walks the types by reflection and builds a tree of
+// schema values for each; done for every tool at every start, it was most
+// of what aipm serve did before it could answer (DESIGN section 13, P4), so
+// a tool's calls infer its schemas on its first call (toolcall.go). These
+// files are the one committed copy of the schemas (testdata/toolsnaps pins
+// the rest of each tool's listing). TestServedSchemas fails when a file
+// differs from the inference; UPDATE_TOOLSNAPS=1 rewrites them, with the
+// snapshots.
 //
 //go:embed schemas/*.json
 var schemaFiles embed.FS

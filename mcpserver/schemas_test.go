@@ -3,6 +3,7 @@ package mcpserver_test
 import (
 	"bytes"
 	"context"
+	"encoding/json"
 	"io"
 	"log/slog"
 	"os"
@@ -18,8 +19,14 @@ import (
 
 // TestServedSchemas: the schemas aipm serves from schemas/ are, byte for
 // byte on the wire, the ones inferred from the tools' Go types, and every
-// file there belongs to a tool. UPDATE_TOOLSNAPS=1 rewrites them from the
-// inference (with the snapshots of TestToolSnapshots).
+// file there belongs to a tool. schemas/ is the one committed copy of every
+// tool's schemas: indented, in the order the SDK writes them, so that a
+// schema change is a readable diff (the wire is compact all the same).
+// After changing a tool's types, rewrite them from the inference, with the
+// rest of the tools' listing (TestToolSnapshots), and review the diff:
+//
+//	UPDATE_TOOLSNAPS=1 go test ./mcpserver -run 'TestServedSchemas|TestToolSnapshots'
+//	git diff mcpserver/schemas mcpserver/testdata/toolsnaps
 func TestServedSchemas(t *testing.T) {
 	p := newProject(t)
 	log := slog.New(slog.NewTextHandler(io.Discard, nil))
@@ -30,8 +37,8 @@ func TestServedSchemas(t *testing.T) {
 	files := map[string][]byte{}
 	for _, tool := range gjson.Get(want, "result.tools").Array() {
 		name := tool.Get("name").String()
-		files[name+".input.json"] = []byte(tool.Get("inputSchema").Raw + "\n")
-		files[name+".output.json"] = []byte(tool.Get("outputSchema").Raw + "\n")
+		files[name+".input.json"] = indented(t, tool.Get("inputSchema").Raw)
+		files[name+".output.json"] = indented(t, tool.Get("outputSchema").Raw)
 	}
 	if len(files) == 0 {
 		t.Fatalf("no tools listed: %s", want)
@@ -67,6 +74,16 @@ func TestServedSchemas(t *testing.T) {
 	if got != want {
 		t.Errorf("tools/list served from schemas/ differs from the inferred one:\nserved:   %s\ninferred: %s", got, want)
 	}
+}
+
+// indented is a schema file's text: raw indented, keys in raw's order.
+func indented(t *testing.T, raw string) []byte {
+	t.Helper()
+	var b bytes.Buffer
+	if err := json.Indent(&b, []byte(raw), "", "  "); err != nil {
+		t.Fatalf("indent %.100s: %v", raw, err)
+	}
+	return append(b.Bytes(), '\n')
 }
 
 // listToolsWire returns the line srv writes in answer to tools/list.

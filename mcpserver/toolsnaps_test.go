@@ -14,9 +14,13 @@ import (
 	"aipm/mcpserver"
 )
 
-// TestToolSnapshots pins every tool's name, description, annotations and
-// schemas to testdata/toolsnaps/<name>.json, so a schema change is a
-// reviewed diff. UPDATE_TOOLSNAPS=1 rewrites them.
+// TestToolSnapshots pins every tool's listing but its schemas (name,
+// description, annotations) to testdata/toolsnaps/<name>.json, so that a
+// change is a reviewed diff. The schemas are committed once, in schemas/,
+// which TestServedSchemas pins. After a change, rewrite both and review:
+//
+//	UPDATE_TOOLSNAPS=1 go test ./mcpserver -run 'TestServedSchemas|TestToolSnapshots'
+//	git diff mcpserver/schemas mcpserver/testdata/toolsnaps
 func TestToolSnapshots(t *testing.T) {
 	p := newProject(t)
 	cs := connectInProcess(t, mcpserver.New(p.store, slog.New(slog.NewTextHandler(io.Discard, nil)), "test").MCP())
@@ -32,8 +36,10 @@ func TestToolSnapshots(t *testing.T) {
 			t.Errorf("%s: annotations unset (ReadOnlyHint must be decided)", tool.Name)
 		}
 		raw, _ := json.Marshal(tool)
-		var canon any
+		var canon map[string]any
 		json.Unmarshal(raw, &canon)
+		delete(canon, "inputSchema") // in schemas/
+		delete(canon, "outputSchema")
 		got, _ := json.MarshalIndent(canon, "", "  ")
 		got = append(got, '\n')
 		path := filepath.Join(dir, tool.Name+".json")
@@ -47,11 +53,11 @@ func TestToolSnapshots(t *testing.T) {
 		}
 		want, err := os.ReadFile(path)
 		if err != nil {
-			t.Errorf("%s: no snapshot (run with UPDATE_TOOLSNAPS=1 and review the diff): %v", tool.Name, err)
+			t.Errorf("%s: no snapshot (run UPDATE_TOOLSNAPS=1 go test ./mcpserver -run TestToolSnapshots and review the diff): %v", tool.Name, err)
 			continue
 		}
 		if !bytes.Equal(got, want) {
-			t.Errorf("%s: schema differs from %s (run with UPDATE_TOOLSNAPS=1 and review the diff):\n%s", tool.Name, path, got)
+			t.Errorf("%s: listing differs from %s (run UPDATE_TOOLSNAPS=1 go test ./mcpserver -run TestToolSnapshots and review the diff):\n%s", tool.Name, path, got)
 		}
 	}
 	entries, _ := os.ReadDir(dir)

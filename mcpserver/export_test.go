@@ -4,3 +4,15 @@ package mcpserver
 // schemas inferred from its Go types: the reference that TestServedSchemas
 // and TestToolCallsMatchTheSDK compare aipm's own registration with.
 func (s *Server) SDKTools() { s.sdkTools = true }
+
+// PageLimits returns every listing tool's page limit: its default and its
+// most, by tool name.
+func PageLimits() map[string][2]int {
+	m := map[string][2]int{}
+	for _, t := range tools() {
+		if t.page != (pageLimit{}) {
+			m[t.tool.Name] = [2]int{t.page.def, t.page.max}
+		}
+	}
+	return m
+}

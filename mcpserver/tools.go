@@ -41,6 +41,8 @@ type toolSpec struct {
 	// marksRead: the tool marks notifications read, so the notification
 	// line is counted after it ran.
 	marksRead bool
+	// page is the page limit of a listing tool (its limit argument).
+	page pageLimit
 	// add registers the tool's handler for tool, a copy of the field.
 	add func(srv *mcp.Server, s *Server, tool *mcp.Tool)
 }

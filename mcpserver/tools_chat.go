@@ -96,6 +96,7 @@ func getPendingMessagesTool() toolSpec {
 		level:       ChatOnly,
 		handsBatch:  true,
 		readsStream: fsstore.StreamChat,
+		page:        pendingMessagePage,
 		add:         addGetPendingMessages,
 	}
 }
@@ -103,12 +104,9 @@ func getPendingMessagesTool() toolSpec {
 func addGetPendingMessages(srv *mcp.Server, s *Server, tool *mcp.Tool) {
 	addTool(s, srv, tool, func(ctx context.Context, _ *mcp.CallToolRequest, in GetPendingMessagesIn) (*mcp.CallToolResult, PendingMessagesOut, error) {
 		ses := sessionFrom(ctx)
-		limit := in.Limit
-		switch {
-		case limit == 0:
-			limit = 20
-		case limit < 0 || limit > 100:
-			return nil, PendingMessagesOut{}, toolErr("invalid_limit", fmt.Sprintf("limit %d is out of range: use 1 to 100", in.Limit))
+		limit, err := pendingMessagePage.of(in.Limit)
+		if err != nil {
+			return nil, PendingMessagesOut{}, err
 		}
 		seen, err := s.store.Recent(ses.Agent, ses.ID, contextMessages)
 		if err != nil {

@@ -197,6 +197,7 @@ func getConversationMessagesTool() toolSpec {
 			Annotations: readOnly,
 		},
 		level: TaskOnly,
+		page:  conversationMessagePage,
 		add:   addGetConversationMessages,
 	}
 }
@@ -204,12 +205,9 @@ func getConversationMessagesTool() toolSpec {
 func addGetConversationMessages(srv *mcp.Server, s *Server, tool *mcp.Tool) {
 	addTool(s, srv, tool, func(ctx context.Context, _ *mcp.CallToolRequest, in GetConversationMessagesIn) (*mcp.CallToolResult, ConversationMessagesOut, error) {
 		ses := sessionFrom(ctx)
-		limit := in.Limit
-		switch {
-		case limit == 0:
-			limit = 50
-		case limit < 0 || limit > 200:
-			return nil, ConversationMessagesOut{}, toolErr("invalid_limit", fmt.Sprintf("limit %d is out of range: use 1 to 200", in.Limit))
+		limit, err := conversationMessagePage.of(in.Limit)
+		if err != nil {
+			return nil, ConversationMessagesOut{}, err
 		}
 		cfg, err := s.config()
 		if err != nil {

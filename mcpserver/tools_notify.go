@@ -2,7 +2,6 @@ package mcpserver
 
 import (
 	"context"
-	"fmt"
 
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
@@ -31,6 +30,7 @@ func getNotificationsTool() toolSpec {
 		passesInterrupt: true,
 		handsBatch:      true,
 		marksRead:       true,
+		page:            notificationPage,
 		add:             addGetNotifications,
 	}
 }
@@ -39,12 +39,9 @@ func addGetNotifications(srv *mcp.Server, s *Server, tool *mcp.Tool) {
 	addTool(s, srv, tool, func(ctx context.Context, _ *mcp.CallToolRequest, in GetNotificationsIn) (*mcp.CallToolResult, GetNotificationsOut, error) {
 		ses := sessionFrom(ctx)
 		peek := in.MarkAsRead != nil && !*in.MarkAsRead
-		limit := in.Limit
-		switch {
-		case limit == 0:
-			limit = 50
-		case limit < 0 || limit > 500:
-			return nil, GetNotificationsOut{}, toolErr("invalid_limit", fmt.Sprintf("limit %d is out of range: use 1 to 500", in.Limit))
+		limit, err := notificationPage.of(in.Limit)
+		if err != nil {
+			return nil, GetNotificationsOut{}, err
 		}
 		unread, more, err := s.store.NotificationBatch(ctx, ses, peek, limit)
 		if err != nil {

@@ -105,18 +105,16 @@ func listTasksTool() toolSpec {
 			Annotations: readOnly,
 		},
 		level: Authenticated,
+		page:  taskPage,
 		add:   addListTasks,
 	}
 }
 
 func addListTasks(srv *mcp.Server, s *Server, tool *mcp.Tool) {
 	addTool(s, srv, tool, func(ctx context.Context, _ *mcp.CallToolRequest, in ListTasksIn) (*mcp.CallToolResult, ListTasksOut, error) {
-		limit := in.Limit
-		switch {
-		case limit == 0:
-			limit = 50
-		case limit < 0 || limit > 500:
-			return nil, ListTasksOut{}, toolErr("invalid_limit", fmt.Sprintf("limit %d is out of range: use 1 to 500", in.Limit))
+		limit, err := taskPage.of(in.Limit)
+		if err != nil {
+			return nil, ListTasksOut{}, err
 		}
 		if in.Assignee != "" {
 			if err := fsstore.CheckAgentID(in.Assignee); err != nil {

@@ -11,6 +11,7 @@ import (
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
 	"aipm/fsstore"
+	"aipm/internal/testenv"
 )
 
 // A get_next_action waiting in one server process returns
@@ -144,9 +145,7 @@ func TestMessagingBadInput(t *testing.T) {
 // get_pending_messages. Afterwards every message is exactly once in the
 // sender's file and once in the receiver's, and was received exactly once.
 func TestManyServersSendAndReceive(t *testing.T) {
-	if testing.Short() {
-		t.Skip("multi-process load test")
-	}
+	testenv.SkipIfShort(t, "multi-process load test")
 	const agents, perAgent = 8, 1000
 	p := newProject(t)
 	ctx := context.Background()

@@ -8,15 +8,15 @@ import (
 	"regexp"
 	"strings"
 	"testing"
+
+	"aipm/internal/testenv"
 )
 
 // TestBenchQuick builds aipm and runs `aipm bench --quick`: every target
 // gets a row with a measurement and its floor. It asserts nothing about the
 // numbers (machines are shared and noisy), only that each was measured.
 func TestBenchQuick(t *testing.T) {
-	if testing.Short() {
-		t.Skip("starts many processes")
-	}
+	testenv.SkipIfShort(t, "starts many processes")
 	bin := buildAipm(t)
 	var stderr strings.Builder
 	cmd := exec.Command(bin, "bench", "--quick")
@@ -51,9 +51,7 @@ func TestBenchQuick(t *testing.T) {
 // TestBenchOnly: --only runs the named targets' measurements and no
 // others, in either case; an unknown target is a usage mistake (exit 2).
 func TestBenchOnly(t *testing.T) {
-	if testing.Short() {
-		t.Skip("starts processes")
-	}
+	testenv.SkipIfShort(t, "starts processes")
 	bin := buildAipm(t)
 	var stderr strings.Builder
 	cmd := exec.Command(bin, "bench", "--quick", "--only", "p4")

@@ -29,31 +29,19 @@ func (s *Server) gate() mcp.Middleware {
 			if !known {
 				return refusal(call, toolErr("unknown_tool", fmt.Sprintf("there is no tool %q: call help for the tools you can use", fsstore.Clip(name, 64)))), nil
 			}
-			level := spec.level
 			if err := checkArguments(call.Params.Arguments); err != nil {
 				return refusal(call, err), nil
 			}
-			if level == None {
+			if spec.level == None {
 				res, err := explained(name)(next(ctx, method, req))
 				if r, ok := res.(*mcp.CallToolResult); ok && err == nil && !r.IsError {
 					s.noticeForNewSession(ctx, call, r)
 				}
 				return res, err
 			}
-			token := gjson.GetBytes(call.Params.Arguments, "session_token")
-			if token.Type != gjson.String || token.Str == "" {
-				return refusal(call, toolErr("session_required", fmt.Sprintf("%s needs session_token (level %s): call authenticate first and pass the token it returns", name, level))), nil
-			}
-			ses, err := s.store.CheckSession(ctx, token.Str)
-			if errors.Is(err, fsstore.ErrExpiryNotSaved) {
-				s.log.Warn("session expiry not saved; going on", "session", ses.ID, "err", err)
-				err = nil
-			}
-			if err != nil {
-				return refusal(call, sessionError(name, err)), nil
-			}
-			if !level.allows(ses.Purpose) {
-				return refusal(call, toolErr("wrong_session_purpose", fmt.Sprintf("%s needs a %s session (level %s) and this is a %s session: %s", name, purposeOf(level), level, ses.Purpose, level.instead(name)))), nil
+			ses, refused := s.callerSession(ctx, call, spec.level)
+			if refused != nil {
+				return refused, nil
 			}
 			unread, stop := s.deliver(ctx, call, spec, ses)
 			if stop != nil {
@@ -69,6 +57,29 @@ func (s *Server) gate() mcp.Middleware {
 			return res, err
 		}
 	}
+}
+
+// callerSession resolves the session the call's session_token names and
+// checks that it may call a tool of level; refused is the result of a call
+// that may not run.
+func (s *Server) callerSession(ctx context.Context, call *mcp.CallToolRequest, level Level) (ses fsstore.Session, refused *mcp.CallToolResult) {
+	name := call.Params.Name
+	token := gjson.GetBytes(call.Params.Arguments, "session_token")
+	if token.Type != gjson.String || token.Str == "" {
+		return ses, refusal(call, toolErr("session_required", fmt.Sprintf("%s needs session_token (level %s): call authenticate first and pass the token it returns", name, level)))
+	}
+	ses, err := s.store.CheckSession(ctx, token.Str)
+	if errors.Is(err, fsstore.ErrExpiryNotSaved) {
+		s.log.Warn("session expiry not saved; going on", "session", ses.ID, "err", err)
+		err = nil
+	}
+	if err != nil {
+		return ses, refusal(call, sessionError(name, err))
+	}
+	if !level.allows(ses.Purpose) {
+		return ses, refusal(call, toolErr("wrong_session_purpose", fmt.Sprintf("%s needs a %s session (level %s) and this is a %s session: %s", name, purposeOf(level), level, ses.Purpose, level.instead(name))))
+	}
+	return ses, nil
 }
 
 func purposeOf(l Level) string {

@@ -120,59 +120,17 @@ func (s *Server) explain(cfg *fsstore.Config, ses fsstore.Session, n fsstore.Nex
 			out.Instruction = fmt.Sprintf("Task %s is %s (assignee %q): there is nothing for you to do on it. Call logout, then exit.", n.Task.ID, n.Task.Status, n.Task.Assignee)
 		}
 	case fsstore.ActWork:
-		out.Instruction = fmt.Sprintf("Work on task %s: %s. Keep calling tools as you go; every response carries a notification line. "+
-			"You cannot message anyone from a task session: to talk to another agent, call delegate_to_chat_session(target_agent_id, purpose) and then get_next_action, which waits for the result. "+
-			"When finished, call report_completed(result=\"success\", summary=...); if you cannot finish, report_completed(result=\"failed\" or \"blocked\", summary=why).",
-			n.Task.ID, n.Task.Title)
-		if len(n.Delegations) > 0 {
-			out.Delegations = delegationViews(n.Delegations)
-			d := n.Delegations[len(n.Delegations)-1]
-			out.Instruction = fmt.Sprintf("Your delegation %s is %s: %s. Read the details with get_task_conversations and get_conversation_messages. ", d.ID, d.Status, d.Result) + out.Instruction
-		}
-		out.Tools = []string{"get_task", "update_task_status", "delegate_to_chat_session", "get_task_conversations", "get_conversation_messages", "report_completed", "get_notifications"}
+		explainWork(&out, n)
 	case fsstore.ActWait:
-		if ses.Purpose == fsstore.PurposeTask && len(n.Delegations) > 0 {
-			out.Action = "wait_for_delegation"
-			out.Delegations, out.Conversations = delegationViews(n.Delegations), conversationViews(n.Progress)
-			out.Instruction = fmt.Sprintf("Your chat session is still carrying out a delegation of task %s (%s). Call get_next_action again now to keep waiting; it returns work when the delegation is done.", n.Task.ID, delegationProgress(n))
-			out.Tools = []string{"get_task_conversations", "get_conversation_messages"}
-		} else if ses.Purpose == fsstore.PurposeTask {
-			out.Action = "wait_for_task"
-			out.Instruction = fmt.Sprintf("Task %s is %s; nothing to do until someone moves it back to in_progress. Call get_next_action again now.", n.Task.ID, n.Task.Status)
-		} else {
-			out.Action = "wait_for_messages"
-			out.Instruction = "Nothing new yet. " + s.delegationReminder(ses, "") + "Call get_next_action again now. " + markerHelp
-		}
+		s.explainWait(&out, ses, n)
 	case fsstore.ActConversationEnded:
 		c := n.Conversation
 		out.ConversationID, out.State, out.EndedBy, out.Reason = c.ID, c.State, c.EndedBy, c.EndReason
 		out.Instruction = fmt.Sprintf("Conversation %s with %s has ended (%s, by %s, after %d turns). Do not send it more turns. %sCall get_next_action.", c.ID, c.Other(ses.Agent), c.EndReason, c.EndedBy, c.Turns, s.delegationReminder(ses, c.ID))
 	case fsstore.ActConversationRequest:
-		c := n.Conversation
-		out.ConversationID, out.FromAgentID, out.Purpose, out.MaxTurns, out.State = c.ID, c.Initiator, c.Purpose, c.MaxTurns, c.State
-		out.FromAgentName = c.Initiator
-		if a, ok := cfg.Agent(c.Initiator); ok && a.Name != "" {
-			out.FromAgentName = a.Name
-		}
-		purpose := ""
-		if c.Purpose != "" {
-			purpose = fmt.Sprintf(" about %q", c.Purpose)
-		}
-		out.Instruction = fmt.Sprintf("%s started conversation %s with you%s (at most %d turns). Call get_pending_messages to read its messages, "+
-			"answer each with send_conversation_message(content); when it is done, call end_conversation. Then call get_next_action.", c.Initiator, c.ID, purpose, c.MaxTurns)
-		out.Tools = []string{"get_pending_messages", "send_conversation_message", "end_conversation"}
+		explainConversationRequest(&out, cfg, *n.Conversation)
 	case fsstore.ActProcessDelegation:
-		d := n.Delegation
-		out.Delegation = ref(delegationView(*d))
-		out.Instruction = fmt.Sprintf("Your task session (task %s) asks you to talk to %s: %q. "+
-			"Decide how: for one message, send_message(target_agent_id=%q, related_task_id=%q); for an exchange of several turns, start_conversation(target_agent_id=%q, delegation_id=%q), "+
-			"answer each turn with send_conversation_message as get_next_action brings them, and call end_conversation when it is done. "+
-			"Then call report_delegation_completed(delegation_id=%q, result=what came of it, status=\"completed\" or \"failed\"), and get_next_action.",
-			d.TaskID, d.Target, d.Purpose, d.Target, d.TaskID, d.Target, d.ID, d.ID)
-		if d.Context != "" {
-			out.Instruction += " Context: " + d.Context
-		}
-		out.Tools = []string{"send_message", "start_conversation", "send_conversation_message", "end_conversation", "report_delegation_completed"}
+		explainProcessDelegation(&out, *n.Delegation)
 	case fsstore.ActGetPendingMessages:
 		what := "a message"
 		if n.More {
@@ -185,6 +143,71 @@ func (s *Server) explain(cfg *fsstore.Config, ses fsstore.Session, n fsstore.Nex
 		out.Instruction = fmt.Sprintf("Nothing has happened in this chat session for %s. Call logout, then exit; aipm starts you again when a message arrives.", cfg.Defaults.ChatIdleTimeout.Duration)
 	}
 	return out
+}
+
+// explainWork: a task session works on its task, told how its delegations
+// went.
+func explainWork(out *NextActionOut, n fsstore.Next) {
+	out.Instruction = fmt.Sprintf("Work on task %s: %s. Keep calling tools as you go; every response carries a notification line. "+
+		"You cannot message anyone from a task session: to talk to another agent, call delegate_to_chat_session(target_agent_id, purpose) and then get_next_action, which waits for the result. "+
+		"When finished, call report_completed(result=\"success\", summary=...); if you cannot finish, report_completed(result=\"failed\" or \"blocked\", summary=why).",
+		n.Task.ID, n.Task.Title)
+	if len(n.Delegations) > 0 {
+		out.Delegations = delegationViews(n.Delegations)
+		d := n.Delegations[len(n.Delegations)-1]
+		out.Instruction = fmt.Sprintf("Your delegation %s is %s: %s. Read the details with get_task_conversations and get_conversation_messages. ", d.ID, d.Status, d.Result) + out.Instruction
+	}
+	out.Tools = []string{"get_task", "update_task_status", "delegate_to_chat_session", "get_task_conversations", "get_conversation_messages", "report_completed", "get_notifications"}
+}
+
+// explainWait names what the session waits for: its delegation, its task
+// moving back to in_progress, or messages.
+func (s *Server) explainWait(out *NextActionOut, ses fsstore.Session, n fsstore.Next) {
+	switch {
+	case ses.Purpose == fsstore.PurposeTask && len(n.Delegations) > 0:
+		out.Action = "wait_for_delegation"
+		out.Delegations, out.Conversations = delegationViews(n.Delegations), conversationViews(n.Progress)
+		out.Instruction = fmt.Sprintf("Your chat session is still carrying out a delegation of task %s (%s). Call get_next_action again now to keep waiting; it returns work when the delegation is done.", n.Task.ID, delegationProgress(n))
+		out.Tools = []string{"get_task_conversations", "get_conversation_messages"}
+	case ses.Purpose == fsstore.PurposeTask:
+		out.Action = "wait_for_task"
+		out.Instruction = fmt.Sprintf("Task %s is %s; nothing to do until someone moves it back to in_progress. Call get_next_action again now.", n.Task.ID, n.Task.Status)
+	default:
+		out.Action = "wait_for_messages"
+		out.Instruction = "Nothing new yet. " + s.delegationReminder(ses, "") + "Call get_next_action again now. " + markerHelp
+	}
+}
+
+// explainConversationRequest: another agent asks the chat session for a
+// conversation.
+func explainConversationRequest(out *NextActionOut, cfg *fsstore.Config, c fsstore.Conversation) {
+	out.ConversationID, out.FromAgentID, out.Purpose, out.MaxTurns, out.State = c.ID, c.Initiator, c.Purpose, c.MaxTurns, c.State
+	out.FromAgentName = c.Initiator
+	if a, ok := cfg.Agent(c.Initiator); ok && a.Name != "" {
+		out.FromAgentName = a.Name
+	}
+	purpose := ""
+	if c.Purpose != "" {
+		purpose = fmt.Sprintf(" about %q", c.Purpose)
+	}
+	out.Instruction = fmt.Sprintf("%s started conversation %s with you%s (at most %d turns). Call get_pending_messages to read its messages, "+
+		"answer each with send_conversation_message(content); when it is done, call end_conversation. Then call get_next_action.", c.Initiator, c.ID, purpose, c.MaxTurns)
+	out.Tools = []string{"get_pending_messages", "send_conversation_message", "end_conversation"}
+}
+
+// explainProcessDelegation: the chat session carries out a delegation of
+// its own task session.
+func explainProcessDelegation(out *NextActionOut, d fsstore.Delegation) {
+	out.Delegation = ref(delegationView(d))
+	out.Instruction = fmt.Sprintf("Your task session (task %s) asks you to talk to %s: %q. "+
+		"Decide how: for one message, send_message(target_agent_id=%q, related_task_id=%q); for an exchange of several turns, start_conversation(target_agent_id=%q, delegation_id=%q), "+
+		"answer each turn with send_conversation_message as get_next_action brings them, and call end_conversation when it is done. "+
+		"Then call report_delegation_completed(delegation_id=%q, result=what came of it, status=\"completed\" or \"failed\"), and get_next_action.",
+		d.TaskID, d.Target, d.Purpose, d.Target, d.TaskID, d.Target, d.ID, d.ID)
+	if d.Context != "" {
+		out.Instruction += " Context: " + d.Context
+	}
+	out.Tools = []string{"send_message", "start_conversation", "send_conversation_message", "end_conversation", "report_delegation_completed"}
 }
 
 // delegationProgress says where the open delegations of a task stand.

@@ -102,6 +102,53 @@ func (rs *rawServer) collect(id string) (map[string]any, []map[string]any) {
 	}
 }
 
+// frameCase is a malformed frame and what the server must answer.
+type frameCase struct {
+	name  string
+	frame string
+	code  int    // the JSON-RPC error code expected; 0: none
+	id    string // the id the error carries (raw JSON)
+	tool  string // for a tools/call that must fail as a tool: its error code
+}
+
+// check checks the replies the frame and the ping after it got.
+func (tc frameCase) check(t *testing.T, replies []map[string]any) {
+	t.Helper()
+	var errs []map[string]any
+	for _, m := range replies {
+		if e, ok := m["error"].(map[string]any); ok {
+			errs = append(errs, e)
+			raw, _ := json.Marshal(m["id"])
+			if tc.id != "" && string(raw) != tc.id {
+				t.Errorf("error reply id = %s, want %s", raw, tc.id)
+			}
+			if tc.code > 0 || tc.code < -1 {
+				if c, _ := e["code"].(float64); int(c) != tc.code {
+					t.Errorf("error code = %v, want %d (%v)", e["code"], tc.code, e["message"])
+				}
+			}
+		} else if tc.tool != "" {
+			res, _ := m["result"].(map[string]any)
+			content, _ := res["content"].([]any)
+			text := ""
+			if len(content) > 0 {
+				text, _ = content[0].(map[string]any)["text"].(string)
+			}
+			if res["isError"] != true || !strings.HasPrefix(text, tc.tool+": ") {
+				t.Errorf("tool result = %v, want error %s", m, tc.tool)
+			}
+		}
+	}
+	switch {
+	case tc.code == 0 && len(errs) > 0:
+		t.Errorf("unexpected error replies: %v", errs)
+	case tc.code != 0 && len(errs) != 1:
+		t.Errorf("%d error replies, want 1: %v", len(errs), replies)
+	case tc.tool != "" && len(replies) != 1:
+		t.Errorf("%d replies, want the tool's: %v", len(replies), replies)
+	}
+}
+
 // The server outlives every malformed frame: each gets a JSON-RPC error
 // where one can be addressed, and the next well-formed call is answered.
 // It exits, with status 0, only when stdin closes.
@@ -109,13 +156,7 @@ func TestMalformedFrames(t *testing.T) {
 	p := newProject(t)
 	rs := p.startRaw()
 	huge := `{"jsonrpc":"2.0","id":99,"method":"ping","params":{"x":"` + strings.Repeat("a", 17<<20) + `"}}`
-	for i, tc := range []struct {
-		name  string
-		frame string
-		code  int    // the JSON-RPC error code expected; 0: none
-		id    string // the id the error carries (raw JSON)
-		tool  string // for a tools/call that must fail as a tool: its error code
-	}{
+	for i, tc := range []frameCase{
 		{"garbage", "garbage", -32700, "null", ""},
 		{"truncated object", `{"jsonrpc":"2.0","id":1,"method":`, -32700, "null", ""},
 		{"trailing data", `{"jsonrpc":"2.0","id":2,"method":"ping"} x`, -32700, "null", ""},
@@ -160,39 +201,7 @@ func TestMalformedFrames(t *testing.T) {
 				t.Fatalf("ping after the frame: %v", reply)
 			}
 			replies = append(replies, before...)
-			var errs []map[string]any
-			for _, m := range replies {
-				if e, ok := m["error"].(map[string]any); ok {
-					errs = append(errs, e)
-					raw, _ := json.Marshal(m["id"])
-					if tc.id != "" && string(raw) != tc.id {
-						t.Errorf("error reply id = %s, want %s", raw, tc.id)
-					}
-					if tc.code > 0 || tc.code < -1 {
-						if c, _ := e["code"].(float64); int(c) != tc.code {
-							t.Errorf("error code = %v, want %d (%v)", e["code"], tc.code, e["message"])
-						}
-					}
-				} else if tc.tool != "" {
-					res, _ := m["result"].(map[string]any)
-					content, _ := res["content"].([]any)
-					text := ""
-					if len(content) > 0 {
-						text, _ = content[0].(map[string]any)["text"].(string)
-					}
-					if res["isError"] != true || !strings.HasPrefix(text, tc.tool+": ") {
-						t.Errorf("tool result = %v, want error %s", m, tc.tool)
-					}
-				}
-			}
-			switch {
-			case tc.code == 0 && len(errs) > 0:
-				t.Errorf("unexpected error replies: %v", errs)
-			case tc.code != 0 && len(errs) != 1:
-				t.Errorf("%d error replies, want 1: %v", len(errs), replies)
-			case tc.tool != "" && len(replies) != 1:
-				t.Errorf("%d replies, want the tool's: %v", len(replies), replies)
-			}
+			tc.check(t, replies)
 		})
 	}
 	rs.t = t

@@ -104,28 +104,11 @@ func TestAuthorizationMatrix(t *testing.T) {
 		"update_task_from_chat":        {"task_id": task.ID, "description": "matrix"},
 		"start_task_from_chat":         {"task_id": task.ID},
 	}
-	refusedWith := func(level, purpose string) string {
-		switch {
-		case level == "none":
-			return ""
-		case purpose == "":
-			return "session_required"
-		case level == "taskOnly" && purpose != "task", level == "chatOnly" && purpose != "chat":
-			return "wrong_session_purpose"
-		}
-		return ""
-	}
 	for _, tool := range builtTools(t, cs) {
 		level := toolLevel(t, cs, tool)
 		for _, purpose := range []string{"", "task", "chat"} {
 			t.Run(tool+"/"+map[string]string{"": "none"}[purpose]+purpose, func(t *testing.T) {
-				a := map[string]any{}
-				for k, v := range args[tool] {
-					a[k] = v
-				}
-				if tool == "authenticate" {
-					a = map[string]any{"agent_id": "coder", "passkey": "wrong"}
-				}
+				a := matrixArgs(args, tool)
 				if purpose != "" {
 					a["session_token"] = p.authenticate(cs, "coder", purpose)
 					if tool == "update_task_status" || tool == "report_completed" {
@@ -133,20 +116,11 @@ func TestAuthorizationMatrix(t *testing.T) {
 						t.Cleanup(func() { restart(t, p, task.ID) })
 					}
 				}
-				r := call(t, cs, tool, a)
-				want := refusedWith(level, purpose)
-				switch {
-				case want != "" && r.code() != want:
-					t.Fatalf("%s (%s) from %q session: got %q, want %s", tool, level, purpose, r.text, want)
-				case want == "" && (r.code() == "session_required" || r.code() == "wrong_session_purpose"):
-					t.Fatalf("%s (%s) from %q session refused: %s", tool, level, purpose, r.text)
-				case want == "wrong_session_purpose" && level == "chatOnly" && !strings.Contains(r.text, "delegate_to_chat_session"):
-					t.Fatalf("refusal does not say what to use instead: %s", r.text)
-				}
+				checkMatrixCell(t, tool, level, purpose, call(t, cs, tool, a))
 			})
 		}
 	}
-	// Every tool of the table is served: help lists none as not available.
+	// help lists every tool served, none as not available.
 	r := call(t, cs, "help", map[string]any{})
 	tools, _ := r.data["tools"].([]any)
 	if len(tools) != len(builtTools(t, cs)) {
@@ -156,6 +130,46 @@ func TestAuthorizationMatrix(t *testing.T) {
 		if m, _ := x.(map[string]any); strings.Contains(fmt.Sprint(m["why"]), "not available") {
 			t.Errorf("help lists a tool that is not served: %v", m)
 		}
+	}
+}
+
+// matrixArgs is a copy of the arguments the matrix calls tool with.
+func matrixArgs(args map[string]map[string]any, tool string) map[string]any {
+	if tool == "authenticate" {
+		return map[string]any{"agent_id": "coder", "passkey": "wrong"}
+	}
+	a := map[string]any{}
+	for k, v := range args[tool] {
+		a[k] = v
+	}
+	return a
+}
+
+// refusedWith is the code a tool of level refuses a caller with whose
+// session is of purpose ("": none), or "" when the tool runs.
+func refusedWith(level, purpose string) string {
+	switch {
+	case level == "none":
+		return ""
+	case purpose == "":
+		return "session_required"
+	case level == "taskOnly" && purpose != "task", level == "chatOnly" && purpose != "chat":
+		return "wrong_session_purpose"
+	}
+	return ""
+}
+
+// checkMatrixCell checks the result r of one cell of the matrix.
+func checkMatrixCell(t *testing.T, tool, level, purpose string, r result) {
+	t.Helper()
+	want := refusedWith(level, purpose)
+	switch {
+	case want != "" && r.code() != want:
+		t.Fatalf("%s (%s) from %q session: got %q, want %s", tool, level, purpose, r.text, want)
+	case want == "" && (r.code() == "session_required" || r.code() == "wrong_session_purpose"):
+		t.Fatalf("%s (%s) from %q session refused: %s", tool, level, purpose, r.text)
+	case want == "wrong_session_purpose" && level == "chatOnly" && !strings.Contains(r.text, "delegate_to_chat_session"):
+		t.Fatalf("refusal does not say what to use instead: %s", r.text)
 	}
 }
 

@@ -43,13 +43,9 @@ func TestToolCallsMatchTheSDK(t *testing.T) {
 	log := slog.New(slog.NewTextHandler(io.Discard, nil))
 	ours, theirs := mcpserver.New(p.store, log, "test"), mcpserver.New(p.store, log, "test")
 	theirs.SDKTools()
-	type side struct {
-		cs         *mcp.ClientSession
-		chat, task string // session tokens
-	}
 	connect := func(s *mcpserver.Server, chatAgent, taskAgent string) side {
 		cs := connectInProcess(t, s.MCP())
-		return side{cs: cs, chat: p.authenticate(cs, chatAgent, fsstore.PurposeChat), task: p.authenticate(cs, taskAgent, fsstore.PurposeTask)}
+		return side{t: t, cs: cs, chat: p.authenticate(cs, chatAgent, fsstore.PurposeChat), task: p.authenticate(cs, taskAgent, fsstore.PurposeTask)}
 	}
 	a, b := connect(ours, "coder", "reviewer"), connect(theirs, "coder2", "reviewer2")
 
@@ -61,35 +57,8 @@ func TestToolCallsMatchTheSDK(t *testing.T) {
 	for _, tool := range listed.Tools {
 		schema, _ := json.Marshal(tool.InputSchema)
 		for _, c := range badArguments(string(schema)) {
-			callAs := func(s side, token string) (bool, string) {
-				args := maps.Clone(c.args)
-				if token != "" {
-					args["session_token"] = token
-				}
-				res, err := s.cs.CallTool(context.Background(), &mcp.CallToolParams{Name: tool.Name, Arguments: args})
-				if err != nil {
-					t.Fatalf("%s %s: %v", tool.Name, c.what, err)
-				}
-				var text []string
-				for _, content := range res.Content {
-					if tc, ok := content.(*mcp.TextContent); ok {
-						text = append(text, tc.Text)
-					}
-				}
-				return res.IsError, strings.Join(text, "\n")
-			}
-			callWith := func(s side) (bool, string) {
-				if !gjson.GetBytes(schema, "properties.session_token").Exists() {
-					return callAs(s, "")
-				}
-				isErr, text := callAs(s, s.chat)
-				if strings.HasPrefix(text, "wrong_session_purpose") {
-					return callAs(s, s.task)
-				}
-				return isErr, text
-			}
-			gotErr, got := callWith(a)
-			wantErr, want := callWith(b)
+			gotErr, got := a.callWith(tool.Name, schema, c)
+			wantErr, want := b.callWith(tool.Name, schema, c)
 			cases++
 			if !wantErr || !strings.HasPrefix(want, "invalid_arguments: ") {
 				t.Errorf("%s with %s: the SDK answered %q, not invalid_arguments: the case does not test the schema check", tool.Name, c.what, want)
@@ -100,8 +69,60 @@ func TestToolCallsMatchTheSDK(t *testing.T) {
 			}
 		}
 	}
-	// Arguments that are not an object reach the tools that need no
-	// session (the gate finds no session_token in them for the others).
+	cases += nonObjectArguments(t, a, b)
+	t.Logf("%d cases", cases)
+	if cases < 100 {
+		t.Errorf("only %d cases: are the tools listed?", cases)
+	}
+}
+
+// side is one of the two servers TestToolCallsMatchTheSDK compares, with
+// a chat and a task session on it.
+type side struct {
+	t          *testing.T
+	cs         *mcp.ClientSession
+	chat, task string // session tokens
+}
+
+// callAs calls tool with c's arguments and token; it returns whether the
+// result is an error, and its text.
+func (s side) callAs(tool string, c argumentCase, token string) (bool, string) {
+	args := maps.Clone(c.args)
+	if token != "" {
+		args["session_token"] = token
+	}
+	res, err := s.cs.CallTool(context.Background(), &mcp.CallToolParams{Name: tool, Arguments: args})
+	if err != nil {
+		s.t.Fatalf("%s %s: %v", tool, c.what, err)
+	}
+	var text []string
+	for _, content := range res.Content {
+		if tc, ok := content.(*mcp.TextContent); ok {
+			text = append(text, tc.Text)
+		}
+	}
+	return res.IsError, strings.Join(text, "\n")
+}
+
+// callWith calls tool with c's arguments from the session its level
+// admits, if it needs one.
+func (s side) callWith(tool string, schema []byte, c argumentCase) (bool, string) {
+	if !gjson.GetBytes(schema, "properties.session_token").Exists() {
+		return s.callAs(tool, c, "")
+	}
+	isErr, text := s.callAs(tool, c, s.chat)
+	if strings.HasPrefix(text, "wrong_session_purpose") {
+		return s.callAs(tool, c, s.task)
+	}
+	return isErr, text
+}
+
+// nonObjectArguments: arguments that are not an object reach the tools
+// that need no session (the gate finds no session_token in them for the
+// others), and get the same answer from both sides. It returns the number
+// of cases.
+func nonObjectArguments(t *testing.T, a, b side) int {
+	cases := 0
 	for _, tool := range []string{"authenticate", "help"} {
 		for _, args := range []any{[]any{"x"}, "x", 5, true} {
 			var texts [2]string
@@ -121,10 +142,7 @@ func TestToolCallsMatchTheSDK(t *testing.T) {
 			}
 		}
 	}
-	t.Logf("%d cases", cases)
-	if cases < 100 {
-		t.Errorf("only %d cases: are the tools listed?", cases)
-	}
+	return cases
 }
 
 type argumentCase struct {
@@ -140,25 +158,10 @@ func badArguments(schema string) []argumentCase {
 	for _, r := range gjson.Get(schema, "required").Array() {
 		required[r.Str] = true
 	}
-	valid := func(p gjson.Result) any {
-		if e := p.Get("enum"); e.Exists() {
-			return e.Array()[0].Str
-		}
-		types := p.Get("type")
-		switch {
-		case strings.Contains(types.Raw, "string"):
-			return "x"
-		case strings.Contains(types.Raw, "integer"):
-			return 1
-		case strings.Contains(types.Raw, "boolean"):
-			return true
-		}
-		return nil
-	}
 	base := map[string]any{}
 	for name := range required {
 		if name != "session_token" {
-			base[name] = valid(props[name])
+			base[name] = validValue(props[name])
 		}
 	}
 	with := func(name string, v any) map[string]any {
@@ -179,27 +182,6 @@ func badArguments(schema string) []argumentCase {
 		if name == "session_token" {
 			continue
 		}
-		p := props[name]
-		types := p.Get("type").Raw
-		wrong := []any{[]any{"x"}, map[string]any{"x": 1}}
-		if !strings.Contains(types, "string") {
-			wrong = append(wrong, "7")
-		}
-		if !strings.Contains(types, "integer") {
-			wrong = append(wrong, 7)
-		}
-		if !strings.Contains(types, "boolean") {
-			wrong = append(wrong, true)
-		}
-		if !strings.Contains(types, "null") {
-			wrong = append(wrong, nil)
-		}
-		if strings.Contains(types, "integer") {
-			wrong = append(wrong, 1.5, 1e30) // 1e30 is an integer to the schema, too big for an int
-		}
-		if p.Get("enum").Exists() {
-			wrong = append(wrong, "not_a_value", "")
-		}
 		if strings.EqualFold(name, "content") || name == "agent_id" {
 			// A key that differs only in case: a case-insensitive decoder
 			// would take it.
@@ -210,11 +192,53 @@ func badArguments(schema string) []argumentCase {
 				return args
 			}()})
 		}
-		for _, v := range wrong {
+		for _, v := range wrongValues(props[name]) {
 			cases = append(cases, argumentCase{fmt.Sprintf("%s = %#v", name, v), with(name, v)})
 		}
 	}
 	return cases
+}
+
+// validValue is a value the property p of a schema accepts.
+func validValue(p gjson.Result) any {
+	if e := p.Get("enum"); e.Exists() {
+		return e.Array()[0].Str
+	}
+	types := p.Get("type")
+	switch {
+	case strings.Contains(types.Raw, "string"):
+		return "x"
+	case strings.Contains(types.Raw, "integer"):
+		return 1
+	case strings.Contains(types.Raw, "boolean"):
+		return true
+	}
+	return nil
+}
+
+// wrongValues are values of every kind the property p of a schema refuses.
+func wrongValues(p gjson.Result) []any {
+	types := p.Get("type").Raw
+	wrong := []any{[]any{"x"}, map[string]any{"x": 1}}
+	if !strings.Contains(types, "string") {
+		wrong = append(wrong, "7")
+	}
+	if !strings.Contains(types, "integer") {
+		wrong = append(wrong, 7)
+	}
+	if !strings.Contains(types, "boolean") {
+		wrong = append(wrong, true)
+	}
+	if !strings.Contains(types, "null") {
+		wrong = append(wrong, nil)
+	}
+	if strings.Contains(types, "integer") {
+		wrong = append(wrong, 1.5, 1e30) // 1e30 is an integer to the schema, too big for an int
+	}
+	if p.Get("enum").Exists() {
+		wrong = append(wrong, "not_a_value", "")
+	}
+	return wrong
 }
 
 // BenchmarkToolCall is one send_message round trip in process (in-memory

@@ -7,6 +7,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/modelcontextprotocol/go-sdk/mcp"
+
 	"aipm/fsstore"
 )
 
@@ -29,65 +31,103 @@ func TestDelegationShiritori(t *testing.T) {
 	ta := p.authenticate(aChat, "coder", "chat")
 	tb := p.authenticate(bChat, "reviewer", "chat")
 
-	r := call(t, aTask, "get_next_action", map[string]any{"session_token": tt})
+	g := &delegationGame{t: t, p: p, task: task, waiting: waiting, chatWaiting: chatWaiting,
+		aTask: aTask, aChat: aChat, peek: peek, bChat: bChat, tt: tt, ta: ta, tb: tb}
+	g.delegate()
+	g.startConversation()
+	g.play()
+	g.report()
+	g.finish()
+}
+
+// delegationGame is the state of TestDelegationShiritori as it goes.
+type delegationGame struct {
+	t                         *testing.T
+	p                         *project
+	task                      fsstore.Task
+	waiting, chatWaiting      *lineWatch // the task and chat sessions' servers log a wait
+	aTask, aChat, peek, bChat *mcp.ClientSession
+	tt, ta, tb                string // coder's task and chat session tokens, reviewer's chat one
+	dlg, cnv                  string
+	chain                     []string    // the words played
+	woken                     chan result // the task session's waiting get_next_action
+}
+
+// delegate: the task session delegates, and its chat session, waiting,
+// takes the delegation.
+func (g *delegationGame) delegate() {
+	t := g.t
+	r := call(t, g.aTask, "get_next_action", map[string]any{"session_token": g.tt})
 	if r.str("action") != "work" || !strings.Contains(r.str("instruction"), "delegate_to_chat_session") {
 		t.Fatalf("task session's first get_next_action: %s", r.text)
 	}
 	// A task session cannot talk; the refusal names the way.
-	if r := call(t, aTask, "start_conversation", map[string]any{"session_token": tt, "target_agent_id": "reviewer"}); r.code() != "wrong_session_purpose" || !strings.Contains(r.text, "delegate_to_chat_session") {
+	if r := call(t, g.aTask, "start_conversation", map[string]any{"session_token": g.tt, "target_agent_id": "reviewer"}); r.code() != "wrong_session_purpose" || !strings.Contains(r.text, "delegate_to_chat_session") {
 		t.Fatalf("start_conversation from a task session: %s", r.text)
 	}
 	// coder's chat session is already waiting: the delegation wakes it.
 	chatNext := make(chan result, 1)
 	go func() {
-		chatNext <- call(t, aChat, "get_next_action", map[string]any{"session_token": ta, "wait_seconds": 50})
+		chatNext <- call(t, g.aChat, "get_next_action", map[string]any{"session_token": g.ta, "wait_seconds": 50})
 	}()
-	<-chatWaiting.seen
+	<-g.chatWaiting.seen
 	delegated := time.Now()
-	r = call(t, aTask, "delegate_to_chat_session", map[string]any{
-		"session_token": tt, "target_agent_id": "reviewer", "purpose": "6-round shiritori with reviewer, start with りんご",
+	r = call(t, g.aTask, "delegate_to_chat_session", map[string]any{
+		"session_token": g.tt, "target_agent_id": "reviewer", "purpose": "6-round shiritori with reviewer, start with りんご",
 	})
-	dlg := r.str("delegation_id")
-	if r.isError || r.str("status") != "pending" || !strings.HasPrefix(dlg, "dlg_") {
+	g.dlg = r.str("delegation_id")
+	if r.isError || r.str("status") != "pending" || !strings.HasPrefix(g.dlg, "dlg_") {
 		t.Fatalf("delegate_to_chat_session: %s", r.text)
 	}
 	// The waiting chat session takes the delegation.
 	r = <-chatNext
 	t.Logf("delegate_to_chat_session issued -> the waiting chat session's get_next_action returned: %s", time.Since(delegated))
 	d, _ := r.data["delegation"].(map[string]any)
-	if r.str("action") != "process_delegation" || d["id"] != dlg || d["status"] != "processing" || d["task_id"] != task.ID ||
+	if r.str("action") != "process_delegation" || d["id"] != g.dlg || d["status"] != "processing" || d["task_id"] != g.task.ID ||
 		!strings.Contains(r.str("instruction"), "report_delegation_completed") {
 		t.Fatalf("chat session's get_next_action: %s", r.text)
 	}
-	// While it is open the task session waits, and reports progress.
-	woken := make(chan result, 1)
+}
+
+// startConversation: while the delegation is open the task session
+// waits, and reports progress; the chat session starts the conversation
+// that carries it out.
+func (g *delegationGame) startConversation() {
+	t := g.t
+	g.woken = make(chan result, 1)
 	go func() {
-		woken <- call(t, aTask, "get_next_action", map[string]any{"session_token": tt, "wait_seconds": 50})
+		g.woken <- call(t, g.aTask, "get_next_action", map[string]any{"session_token": g.tt, "wait_seconds": 50})
 	}()
-	<-waiting.seen
-	r = call(t, peek, "get_next_action", map[string]any{"session_token": tt, "wait_seconds": 1})
-	if r.str("action") != "wait_for_delegation" || !strings.Contains(r.str("instruction"), dlg+" to reviewer is processing") {
+	<-g.waiting.seen
+	r := call(t, g.peek, "get_next_action", map[string]any{"session_token": g.tt, "wait_seconds": 1})
+	if r.str("action") != "wait_for_delegation" || !strings.Contains(r.str("instruction"), g.dlg+" to reviewer is processing") {
 		t.Fatalf("task session with an open delegation: %s", r.text)
 	}
-	pm := call(t, aChat, "get_pending_messages", map[string]any{"session_token": ta})
-	if pd, _ := pm.data["pending_delegations"].([]any); len(pd) != 1 || pd[0].(map[string]any)["id"] != dlg {
+	pm := call(t, g.aChat, "get_pending_messages", map[string]any{"session_token": g.ta})
+	if pd, _ := pm.data["pending_delegations"].([]any); len(pd) != 1 || pd[0].(map[string]any)["id"] != g.dlg {
 		t.Fatalf("pending_delegations: %s", pm.text)
 	}
-	r = call(t, aChat, "start_conversation", map[string]any{
-		"session_token": ta, "target_agent_id": "reviewer", "purpose": "shiritori, 6 rounds", "initial_message": "りんご",
+	r = call(t, g.aChat, "start_conversation", map[string]any{
+		"session_token": g.ta, "target_agent_id": "reviewer", "purpose": "shiritori, 6 rounds", "initial_message": "りんご",
 	})
-	cnv := r.str("conversation_id")
+	g.cnv = r.str("conversation_id")
 	if r.isError {
 		t.Fatalf("start_conversation: %s", r.text)
 	}
-	if c := readConversation(t, p, cnv); c.TaskID != task.ID {
-		t.Fatalf("the conversation carrying out the delegation has task %q, want %s", c.TaskID, task.ID)
+	if c := readConversation(t, g.p, g.cnv); c.TaskID != g.task.ID {
+		t.Fatalf("the conversation carrying out the delegation has task %q, want %s", c.TaskID, g.task.ID)
 	}
+}
 
+// play: the two chat sessions play the game to its end; the task session
+// still waits.
+func (g *delegationGame) play() {
+	t := g.t
 	var mu sync.Mutex
-	used, chain := map[string]bool{"りんご": true}, []string{"りんご"}
-	pa := &shiritoriPlayer{t: t, cs: aChat, token: ta, me: "coder", rounds: 6, mu: &mu, used: used, chain: &chain, cnvID: cnv}
-	pb := &shiritoriPlayer{t: t, cs: bChat, token: tb, me: "reviewer", mu: &mu, used: used, chain: &chain}
+	used := map[string]bool{"りんご": true}
+	g.chain = []string{"りんご"}
+	pa := &shiritoriPlayer{t: t, cs: g.aChat, token: g.ta, me: "coder", rounds: 6, mu: &mu, used: used, chain: &g.chain, cnvID: g.cnv}
+	pb := &shiritoriPlayer{t: t, cs: g.bChat, token: g.tb, me: "reviewer", mu: &mu, used: used, chain: &g.chain}
 	var wg sync.WaitGroup
 	wg.Add(2)
 	go func() { defer wg.Done(); pa.play(true) }()
@@ -96,69 +136,81 @@ func TestDelegationShiritori(t *testing.T) {
 	if t.Failed() {
 		t.FailNow()
 	}
-	if len(chain) != 12 {
-		t.Fatalf("chain has %d words, want 12: %v", len(chain), chain)
+	if len(g.chain) != 12 {
+		t.Fatalf("chain has %d words, want 12: %v", len(g.chain), g.chain)
 	}
 	// The end of the conversation reminds the chat session of its delegation.
-	if len(pa.ended) != 1 || !strings.Contains(pa.ended[0].str("instruction"), "report_delegation_completed(delegation_id=\""+dlg) {
+	if len(pa.ended) != 1 || !strings.Contains(pa.ended[0].str("instruction"), "report_delegation_completed(delegation_id=\""+g.dlg) {
 		t.Fatalf("coder's conversation_ended: %v", pa.ended)
 	}
 	select {
-	case r := <-woken:
+	case r := <-g.woken:
 		t.Fatalf("the task session stopped waiting before the delegation was reported: %s", r.text)
 	default:
 	}
 	// The progress names the conversation, its state and turns.
-	r = call(t, peek, "get_next_action", map[string]any{"session_token": tt, "wait_seconds": 1})
+	r := call(t, g.peek, "get_next_action", map[string]any{"session_token": g.tt, "wait_seconds": 1})
 	if convs, _ := r.data["conversations"].([]any); r.str("action") != "wait_for_delegation" || len(convs) != 1 ||
-		!strings.Contains(r.str("instruction"), "conversation "+cnv+" is ended after 12 of 20 turns") {
+		!strings.Contains(r.str("instruction"), "conversation "+g.cnv+" is ended after 12 of 20 turns") {
 		t.Fatalf("progress after the game: %s", r.text)
 	}
+}
+
+// report: the chat session reports the delegation completed, which wakes
+// the task session with the result.
+func (g *delegationGame) report() {
+	t := g.t
 	reported := time.Now()
-	r = call(t, aChat, "report_delegation_completed", map[string]any{
-		"session_token": ta, "delegation_id": dlg, "result": "played 6 rounds: " + strings.Join(chain, " → "),
+	r := call(t, g.aChat, "report_delegation_completed", map[string]any{
+		"session_token": g.ta, "delegation_id": g.dlg, "result": "played 6 rounds: " + strings.Join(g.chain, " → "),
 	})
 	if r.isError || r.str("status") != "completed" {
 		t.Fatalf("report_delegation_completed: %s", r.text)
 	}
 
 	// The waiting task session is woken with the result.
-	r = <-woken
+	r = <-g.woken
 	t.Logf("report_delegation_completed issued -> the waiting task session's get_next_action returned: %s", time.Since(reported))
-	if r.str("action") != "work" || !strings.Contains(r.str("instruction"), dlg+" is completed: played 6 rounds") {
+	if r.str("action") != "work" || !strings.Contains(r.str("instruction"), g.dlg+" is completed: played 6 rounds") {
 		t.Fatalf("the waiting task session: %s", r.text)
 	}
-	r = call(t, aTask, "get_task_conversations", map[string]any{"session_token": tt})
+}
+
+// finish: the task session reads the conversation and its messages, and
+// reports the task completed.
+func (g *delegationGame) finish() {
+	t := g.t
+	r := call(t, g.aTask, "get_task_conversations", map[string]any{"session_token": g.tt})
 	convs, _ := r.data["conversations"].([]any)
 	dlgs, _ := r.data["delegations"].([]any)
 	if len(convs) != 1 || len(dlgs) != 1 {
 		t.Fatalf("get_task_conversations: %s", r.text)
 	}
 	c := convs[0].(map[string]any)
-	if c["id"] != cnv || c["state"] != "ended" || c["turns"] != float64(12) || c["task_id"] != task.ID {
+	if c["id"] != g.cnv || c["state"] != "ended" || c["turns"] != float64(12) || c["task_id"] != g.task.ID {
 		t.Fatalf("conversation: %v", c)
 	}
-	if dd := dlgs[0].(map[string]any); dd["status"] != "completed" || !strings.HasPrefix(dd["result"].(string), "played 6 rounds") || dd["conversation_ids"].([]any)[0] != cnv {
+	if dd := dlgs[0].(map[string]any); dd["status"] != "completed" || !strings.HasPrefix(dd["result"].(string), "played 6 rounds") || dd["conversation_ids"].([]any)[0] != g.cnv {
 		t.Fatalf("delegation: %v", dd)
 	}
-	r = call(t, aTask, "get_conversation_messages", map[string]any{"session_token": tt, "conversation_id": cnv})
+	r = call(t, g.aTask, "get_conversation_messages", map[string]any{"session_token": g.tt, "conversation_id": g.cnv})
 	msgs, _ := r.data["messages"].([]any)
 	if r.isError || len(msgs) != 12 {
 		t.Fatalf("get_conversation_messages: %s", r.text)
 	}
 	for i, m := range msgs {
-		if m.(map[string]any)["content"] != chain[i] {
-			t.Fatalf("message %d is %v, want %s", i, m, chain[i])
+		if m.(map[string]any)["content"] != g.chain[i] {
+			t.Fatalf("message %d is %v, want %s", i, m, g.chain[i])
 		}
 	}
-	r = call(t, aTask, "report_completed", map[string]any{"session_token": tt, "result": "success", "summary": "played shiritori through my chat session"})
+	r = call(t, g.aTask, "report_completed", map[string]any{"session_token": g.tt, "result": "success", "summary": "played shiritori through my chat session"})
 	if r.isError {
 		t.Fatalf("report_completed: %s", r.text)
 	}
-	if got, _ := p.store.Task(task.ID); got.Status != fsstore.StatusDone {
+	if got, _ := g.p.store.Task(g.task.ID); got.Status != fsstore.StatusDone {
 		t.Fatalf("task is %s", got.Status)
 	}
-	if got, _ := p.store.Delegation(dlg); got.Status != fsstore.DlgCompleted || len(got.History) != 3 {
+	if got, _ := g.p.store.Delegation(g.dlg); got.Status != fsstore.DlgCompleted || len(got.History) != 3 {
 		t.Fatalf("delegation file: %+v", got)
 	}
 }

@@ -147,7 +147,18 @@ func TestConversationShiritori(t *testing.T) {
 	if t.Failed() {
 		t.FailNow()
 	}
+	checkChain(t, chain)
+	checkToldOnce(t, cnv, pa, pb)
+	if len(pb.request) != 1 {
+		t.Fatalf("B got %d conversation requests", len(pb.request))
+	}
+	checkShiritoriRecord(t, p, cnv, chain)
+}
 
+// checkChain: six rounds of shiritori, each word starting with the last
+// sound of the one before.
+func checkChain(t *testing.T, chain []string) {
+	t.Helper()
 	if len(chain) != 12 {
 		t.Fatalf("chain has %d words, want 12 (6 rounds): %v", len(chain), chain)
 	}
@@ -156,7 +167,13 @@ func TestConversationShiritori(t *testing.T) {
 			t.Fatalf("chain broken at %q -> %q", chain[i-1], chain[i])
 		}
 	}
-	for _, pl := range []*shiritoriPlayer{pa, pb} {
+}
+
+// checkToldOnce: each player was told once that the initiator ended
+// conversation cnv, and a further look finds nothing more.
+func checkToldOnce(t *testing.T, cnv string, players ...*shiritoriPlayer) {
+	t.Helper()
+	for _, pl := range players {
 		if len(pl.ended) != 1 {
 			t.Fatalf("%s was told of the end %d times", pl.me, len(pl.ended))
 		}
@@ -169,10 +186,12 @@ func TestConversationShiritori(t *testing.T) {
 			t.Fatalf("%s after the end: %s", pl.me, r.text)
 		}
 	}
-	if len(pb.request) != 1 {
-		t.Fatalf("B got %d conversation requests", len(pb.request))
-	}
+}
 
+// checkShiritoriRecord: the conversation file ends ended, with its
+// history, and both chat files hold the whole chain in order.
+func checkShiritoriRecord(t *testing.T, p *project, cnv string, chain []string) {
+	t.Helper()
 	c := readConversation(t, p, cnv)
 	if c.State != fsstore.ConvEnded || c.Turns != 12 || c.EndReason != fsstore.ReasonInitiatorEnded || c.EndedBy != "coder" || len(c.Told) != 2 {
 		t.Fatalf("conversation file: %+v", c)
@@ -207,6 +226,32 @@ func TestConversationMaxTurns(t *testing.T) {
 	a, b := p.connect(""), p.connect("")
 	ta := p.authenticate(a, "coder", "chat")
 	tb := p.authenticate(b, "reviewer", "chat")
+	cnv := threeTurns(t, a, b, ta, tb)
+	before := p.tree()
+	if r := call(t, b, "send_conversation_message", map[string]any{"session_token": tb, "conversation_id": cnv, "content": "fourth"}); r.code() != "conversation_not_active" {
+		t.Fatalf("a turn past max_turns: %s", r.text)
+	}
+	if r := call(t, b, "send_conversation_message", map[string]any{"session_token": tb, "content": "fourth"}); r.code() != "no_active_conversation" {
+		t.Fatalf("a turn past max_turns without id: %s", r.text)
+	}
+	if p.tree() != before {
+		t.Fatal("a refused turn changed .ai-pm")
+	}
+	toldMaxTurns(t, a, b, ta, tb)
+	if c := readConversation(t, p, cnv); c.State != fsstore.ConvEnded || c.Turns != 3 {
+		t.Fatalf("conversation: %+v", c)
+	}
+	// Once it is over, the two talk outside conversations again.
+	if r := call(t, a, "send_message", map[string]any{"session_token": ta, "target_agent_id": "reviewer", "content": "thanks"}); r.isError || r.str("conversation_id") != "" {
+		t.Fatalf("send_message after the end: %s", r.text)
+	}
+}
+
+// threeTurns starts a conversation of A (session ta) with B (tb) of at
+// most 3 turns and plays them, checking what each response says; it
+// returns the conversation's id.
+func threeTurns(t *testing.T, a, b *mcp.ClientSession, ta, tb string) string {
+	t.Helper()
 	r := call(t, a, "start_conversation", map[string]any{"session_token": ta, "target_agent_id": "reviewer", "max_turns": 3})
 	cnv := r.str("conversation_id")
 	if r.isError || r.data["turns"] != 0.0 || r.data["turns_left"] != 3.0 {
@@ -228,17 +273,13 @@ func TestConversationMaxTurns(t *testing.T) {
 	if r.isError || r.str("status") != "terminating" || r.str("reason") != "max_turns" || !strings.Contains(r.str("instruction"), "reached max_turns (3)") {
 		t.Fatalf("last turn: %s", r.text)
 	}
-	before := p.tree()
-	if r := call(t, b, "send_conversation_message", map[string]any{"session_token": tb, "conversation_id": cnv, "content": "fourth"}); r.code() != "conversation_not_active" {
-		t.Fatalf("a turn past max_turns: %s", r.text)
-	}
-	if r := call(t, b, "send_conversation_message", map[string]any{"session_token": tb, "content": "fourth"}); r.code() != "no_active_conversation" {
-		t.Fatalf("a turn past max_turns without id: %s", r.text)
-	}
-	if p.tree() != before {
-		t.Fatal("a refused turn changed .ai-pm")
-	}
-	// The end comes before the unread turn, once for each party.
+	return cnv
+}
+
+// toldMaxTurns: the end (reason max_turns) comes before the unread turn,
+// once for each party.
+func toldMaxTurns(t *testing.T, a, b *mcp.ClientSession, ta, tb string) {
+	t.Helper()
 	for _, pc := range []struct {
 		cs    *mcp.ClientSession
 		token string
@@ -251,13 +292,6 @@ func TestConversationMaxTurns(t *testing.T) {
 		if r := call(t, pc.cs, "get_next_action", map[string]any{"session_token": pc.token}); r.str("action") != pc.after {
 			t.Fatalf("after conversation_ended: %s", r.text)
 		}
-	}
-	if c := readConversation(t, p, cnv); c.State != fsstore.ConvEnded || c.Turns != 3 {
-		t.Fatalf("conversation: %+v", c)
-	}
-	// Once it is over, the two talk outside conversations again.
-	if r := call(t, a, "send_message", map[string]any{"session_token": ta, "target_agent_id": "reviewer", "content": "thanks"}); r.isError || r.str("conversation_id") != "" {
-		t.Fatalf("send_message after the end: %s", r.text)
 	}
 }
 

@@ -156,14 +156,10 @@ func TestManyServersSendAndReceive(t *testing.T) {
 		}
 		p.passkeys[fmt.Sprintf("a%d", i)] = key
 	}
-	type client struct {
-		cs    *mcp.ClientSession
-		token string
-	}
-	clients := make([]client, agents)
+	clients := make([]chatClient, agents)
 	for i := range clients {
 		cs := p.connect("")
-		clients[i] = client{cs, p.authenticate(cs, fmt.Sprintf("a%d", i), "chat")}
+		clients[i] = chatClient{cs, p.authenticate(cs, fmt.Sprintf("a%d", i), "chat")}
 	}
 	var mu sync.Mutex
 	sent := map[string]string{}  // message id -> receiver
@@ -174,45 +170,20 @@ func TestManyServersSendAndReceive(t *testing.T) {
 		sending.Add(1)
 		go func() {
 			defer sending.Done()
-			for n := 0; n < perAgent; n++ {
-				to := fmt.Sprintf("a%d", (i+1+n%3)%agents) // three overlapping targets each
-				r := call(t, c.cs, "send_message", map[string]any{"session_token": c.token, "target_agent_id": to, "content": fmt.Sprintf("a%d #%d", i, n)})
-				if r.isError {
-					t.Errorf("send: %s", r.text)
-					return
-				}
+			c.sendAll(t, i, agents, perAgent, func(id, to string) {
 				mu.Lock()
-				sent[r.str("message_id")] = to
+				sent[id] = to
 				mu.Unlock()
-			}
+			})
 		}()
 		reading.Add(1)
 		go func() {
 			defer reading.Done()
-			for {
-				// Only a read that began after the senders finished may end
-				// the loop by finding nothing.
-				finished := false
-				select {
-				case <-stop:
-					finished = true
-				default:
-				}
-				r := call(t, c.cs, "get_pending_messages", map[string]any{"session_token": c.token, "limit": 100})
-				if r.isError {
-					t.Errorf("get_pending_messages: %s", r.text)
-					return
-				}
-				msgs, _ := r.data["pending_messages"].([]any)
+			c.readUntilStopped(t, stop, func(id string) {
 				mu.Lock()
-				for _, m := range msgs {
-					received[m.(map[string]any)["id"].(string)]++
-				}
+				received[id]++
 				mu.Unlock()
-				if finished && len(msgs) == 0 {
-					return
-				}
-			}
+			})
 		}()
 	}
 	sending.Wait()
@@ -229,6 +200,60 @@ func TestManyServersSendAndReceive(t *testing.T) {
 	if len(received) != len(sent) {
 		t.Fatalf("%d messages received through the cursor, %d sent", len(received), len(sent))
 	}
+	checkChatCopies(t, p, agents, sent)
+}
+
+// chatClient is a client of its own aipm serve, with a chat session.
+type chatClient struct {
+	cs    *mcp.ClientSession
+	token string
+}
+
+// sendAll sends perAgent messages from agent a<i> to three overlapping
+// targets, recording each message's id and receiver.
+func (c chatClient) sendAll(t *testing.T, i, agents, perAgent int, record func(id, to string)) {
+	for n := 0; n < perAgent; n++ {
+		to := fmt.Sprintf("a%d", (i+1+n%3)%agents) // three overlapping targets each
+		r := call(t, c.cs, "send_message", map[string]any{"session_token": c.token, "target_agent_id": to, "content": fmt.Sprintf("a%d #%d", i, n)})
+		if r.isError {
+			t.Errorf("send: %s", r.text)
+			return
+		}
+		record(r.str("message_id"), to)
+	}
+}
+
+// readUntilStopped reads the session's inbox, recording each message id it
+// receives, until a read begun after stop closed finds nothing.
+func (c chatClient) readUntilStopped(t *testing.T, stop <-chan struct{}, record func(id string)) {
+	for {
+		// Only a read that began after the senders finished may end
+		// the loop by finding nothing.
+		finished := false
+		select {
+		case <-stop:
+			finished = true
+		default:
+		}
+		r := call(t, c.cs, "get_pending_messages", map[string]any{"session_token": c.token, "limit": 100})
+		if r.isError {
+			t.Errorf("get_pending_messages: %s", r.text)
+			return
+		}
+		msgs, _ := r.data["pending_messages"].([]any)
+		for _, m := range msgs {
+			record(m.(map[string]any)["id"].(string))
+		}
+		if finished && len(msgs) == 0 {
+			return
+		}
+	}
+}
+
+// checkChatCopies: every message sent (id -> receiver) is exactly once in
+// the receiver's chat file and once in the sender's, and nothing else is.
+func checkChatCopies(t *testing.T, p *project, agents int, sent map[string]string) {
+	t.Helper()
 	inFile := map[string]int{}
 	for i := 0; i < agents; i++ {
 		path, _ := p.store.ChatPath(fmt.Sprintf("a%d", i))

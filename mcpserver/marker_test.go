@@ -19,15 +19,7 @@ import (
 func TestChatCommandMarkers(t *testing.T) {
 	p := newProject(t)
 	ctx := context.Background()
-	for _, a := range []fsstore.NewAgent{{ID: "boss", Type: fsstore.AgentHuman}, {ID: "guest", Type: fsstore.AgentHuman, Parent: "boss"}} {
-		if _, err := p.store.AddAgent(ctx, a); err != nil {
-			t.Fatal(err)
-		}
-	}
-	var err error
-	if p.cfg, err = p.store.LoadConfig(); err != nil {
-		t.Fatal(err)
-	}
+	addBossAndGuest(t, p)
 	cs := p.connect("")
 	token := p.authenticate(cs, "coder", "chat")
 	approved, err := p.store.CreateTask(ctx, p.cfg, fsstore.NewTask{Title: "approved backlog task", Assignee: "coder", Requester: "lead", Status: fsstore.StatusBacklog})
@@ -40,11 +32,7 @@ func TestChatCommandMarkers(t *testing.T) {
 	}
 	inProgress := p.taskInProgress("coder", "current work")
 
-	for _, tc := range []struct {
-		name, from, message, tool string
-		args                      map[string]any
-		code                      string // "" for success
-	}{
+	for _, tc := range []markerCase{
 		{"create/half-width", "lead", "@@タスク作成: ログイン機能を実装", "request_task", map[string]any{"title": "ログイン機能を実装"}, ""},
 		{"create/absent", "lead", "ログイン機能を作ってください", "request_task", map[string]any{"title": "ログイン機能"}, "task_request_marker_required"},
 		{"create/full-width", "lead", "＠＠タスク作成: 全角", "request_task", map[string]any{}, ""},
@@ -65,33 +53,51 @@ func TestChatCommandMarkers(t *testing.T) {
 		{"start/full-width", "lead", "＠＠タスク開始: それ", "start_task_from_chat", map[string]any{"task_id": approved.ID}, ""},
 		{"start/not mine", "lead", "@@タスク開始: reviewer's", "start_task_from_chat", map[string]any{"task_id": "tsk_01M7YZWACRA0328GMTHNDHB18Z"}, "task_not_found"},
 	} {
-		t.Run(tc.name, func(t *testing.T) {
-			if _, err := p.store.Send(ctx, p.cfg, fsstore.OutgoingMessage{From: tc.from, To: "coder", Content: tc.message}); err != nil {
-				t.Fatal(err)
-			}
-			before := p.tree()
-			args := map[string]any{"session_token": token}
-			for k, v := range tc.args {
-				args[k] = v
-			}
-			r := call(t, cs, tc.tool, args)
-			if r.code() != tc.code {
-				t.Fatalf("%s after %q: got %q, want code %q", tc.tool, tc.message, r.text, tc.code)
-			}
-			if tc.code != "" {
-				if p.tree() != before {
-					t.Fatalf("refused %s changed files", tc.tool)
-				}
-				return
-			}
-			// The same marked message cannot authorize a second operation.
-			again := call(t, cs, tc.tool, args)
-			if again.code() != "marker_already_used" {
-				t.Fatalf("second %s with the same message: %s", tc.tool, again.text)
-			}
-		})
+		t.Run(tc.name, func(t *testing.T) { tc.run(t, p, cs, token) })
 	}
-	// What the successful calls did.
+	checkMarkerEffects(t, p, approved.ID, inProgress.ID)
+}
+
+// markerCase is a message to coder's chat session and the marker tool
+// called after it.
+type markerCase struct {
+	name, from, message, tool string
+	args                      map[string]any
+	code                      string // "" for success
+}
+
+// run sends the message, calls the tool, and checks that a refusal changed
+// nothing and that a success cannot be repeated with the same message.
+func (tc markerCase) run(t *testing.T, p *project, cs *mcp.ClientSession, token string) {
+	if _, err := p.store.Send(context.Background(), p.cfg, fsstore.OutgoingMessage{From: tc.from, To: "coder", Content: tc.message}); err != nil {
+		t.Fatal(err)
+	}
+	before := p.tree()
+	args := map[string]any{"session_token": token}
+	for k, v := range tc.args {
+		args[k] = v
+	}
+	r := call(t, cs, tc.tool, args)
+	if r.code() != tc.code {
+		t.Fatalf("%s after %q: got %q, want code %q", tc.tool, tc.message, r.text, tc.code)
+	}
+	if tc.code != "" {
+		if p.tree() != before {
+			t.Fatalf("refused %s changed files", tc.tool)
+		}
+		return
+	}
+	// The same marked message cannot authorize a second operation.
+	again := call(t, cs, tc.tool, args)
+	if again.code() != "marker_already_used" {
+		t.Fatalf("second %s with the same message: %s", tc.tool, again.text)
+	}
+}
+
+// checkMarkerEffects: what the successful calls of TestChatCommandMarkers
+// did: the tasks created, the task adjusted and started, the notes passed.
+func checkMarkerEffects(t *testing.T, p *project, approved, inProgress string) {
+	t.Helper()
 	tasks, _, _ := p.store.Tasks(fsstore.TaskFilter{Assignee: "coder"})
 	titles := map[string]fsstore.Task{}
 	for _, tk := range tasks {
@@ -106,11 +112,11 @@ func TestChatCommandMarkers(t *testing.T) {
 	if len(tasks) != 7 {
 		t.Errorf("coder has %d tasks, want 7", len(tasks))
 	}
-	if got, _ := p.store.Task(approved.ID); got.Description != "認証機能の改善" || got.Status != fsstore.StatusInProgress || got.StatusChangedBy != "lead" {
+	if got, _ := p.store.Task(approved); got.Description != "認証機能の改善" || got.Status != fsstore.StatusInProgress || got.StatusChangedBy != "lead" {
 		t.Errorf("adjusted and started task: %+v", got)
 	}
 	notes := notificationLines(t, p, "coder")
-	if len(notes) != 2 || notes[0].TaskID != inProgress.ID || notes[0].From != "lead" || notes[1].Message != "全角" {
+	if len(notes) != 2 || notes[0].TaskID != inProgress || notes[0].From != "lead" || notes[1].Message != "全角" {
 		t.Errorf("notifications for the task session: %+v", notes)
 	}
 }
@@ -122,23 +128,11 @@ func TestChatCommandMarkers(t *testing.T) {
 func TestRequestTaskApproval(t *testing.T) {
 	p := newProject(t)
 	ctx := context.Background()
-	for _, a := range []fsstore.NewAgent{{ID: "boss", Type: fsstore.AgentHuman}, {ID: "guest", Type: fsstore.AgentHuman, Parent: "boss"}} {
-		if _, err := p.store.AddAgent(ctx, a); err != nil {
-			t.Fatal(err)
-		}
-	}
-	var err error
-	if p.cfg, err = p.store.LoadConfig(); err != nil {
-		t.Fatal(err)
-	}
+	addBossAndGuest(t, p)
 	cs := p.connect("")
 	token := p.authenticate(cs, "coder", "chat")
 
-	send := func(from, content string) {
-		if _, err := p.store.Send(ctx, p.cfg, fsstore.OutgoingMessage{From: from, To: "coder", Content: content}); err != nil {
-			t.Fatal(err)
-		}
-	}
+	send := func(from, content string) { p.send(from, "coder", content) }
 	send("lead", "@@タスク作成: from my parent")
 	r := call(t, cs, "request_task", map[string]any{"session_token": token})
 	if r.isError || r.str("approval_status") != "approved" {
@@ -151,14 +145,7 @@ func TestRequestTaskApproval(t *testing.T) {
 		t.Fatalf("non-ancestor's request: %s", r.text)
 	}
 	id := r.data["task"].(map[string]any)["id"].(string)
-	msgs := chatLines(t, p, "boss")
-	if len(msgs) != 1 || msgs[0].Kind != fsstore.KindSystem || msgs[0].SenderID != "system" || msgs[0].RelatedTaskID != id ||
-		!strings.Contains(msgs[0].Content, "aipm task approve "+id) || !strings.Contains(msgs[0].Content, "aipm task reject "+id) {
-		t.Fatalf("boss's chat: %+v", msgs)
-	}
-	if len(chatLines(t, p, "lead")) != 1 { // only lead's own sent message
-		t.Fatalf("lead was asked to approve guest's task")
-	}
+	checkAskedToApprove(t, p, id)
 	// Pending approval: it cannot start, from chat or anywhere.
 	send("guest", "@@タスク開始: it")
 	if r := call(t, cs, "start_task_from_chat", map[string]any{"session_token": token, "task_id": id}); r.code() != "task_pending_approval" {
@@ -177,6 +164,34 @@ func TestRequestTaskApproval(t *testing.T) {
 	asked, _ = r.data["asked_to_approve"].([]any)
 	if r.isError || r.str("approval_status") != "pending_approval" || len(asked) != 1 || asked[0] != "lead" {
 		t.Fatalf("request_task from a task session: %s", r.text)
+	}
+}
+
+// addBossAndGuest adds two humans: boss, and guest, whose parent is boss.
+func addBossAndGuest(t *testing.T, p *project) {
+	t.Helper()
+	for _, a := range []fsstore.NewAgent{{ID: "boss", Type: fsstore.AgentHuman}, {ID: "guest", Type: fsstore.AgentHuman, Parent: "boss"}} {
+		if _, err := p.store.AddAgent(context.Background(), a); err != nil {
+			t.Fatal(err)
+		}
+	}
+	var err error
+	if p.cfg, err = p.store.LoadConfig(); err != nil {
+		t.Fatal(err)
+	}
+}
+
+// checkAskedToApprove: boss, guest's parent, got one system message asking
+// to approve or reject task id, and lead was not asked.
+func checkAskedToApprove(t *testing.T, p *project, id string) {
+	t.Helper()
+	msgs := chatLines(t, p, "boss")
+	if len(msgs) != 1 || msgs[0].Kind != fsstore.KindSystem || msgs[0].SenderID != "system" || msgs[0].RelatedTaskID != id ||
+		!strings.Contains(msgs[0].Content, "aipm task approve "+id) || !strings.Contains(msgs[0].Content, "aipm task reject "+id) {
+		t.Fatalf("boss's chat: %+v", msgs)
+	}
+	if len(chatLines(t, p, "lead")) != 1 { // only lead's own sent message
+		t.Fatalf("lead was asked to approve guest's task")
 	}
 }
 

@@ -8,76 +8,11 @@ import (
 	"os/exec"
 	"strings"
 	"testing"
-	"time"
 
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
 	"aipm/fsstore"
 )
-
-// Both protocol generations, through the real binary over stdio.
-func TestServeProtocolVersions(t *testing.T) {
-	for _, version := range []string{"2025-06-18", "2025-11-25", "2026-07-28"} {
-		t.Run(version, func(t *testing.T) {
-			p := newProject(t)
-			task := p.taskInProgress("coder", "write the parser")
-			cs := p.connect(version)
-			if got := cs.InitializeResult().ProtocolVersion; got != version {
-				t.Fatalf("negotiated %s, want %s", got, version)
-			}
-			r := call(t, cs, "authenticate", map[string]any{"agent_id": "coder", "passkey": p.passkeys["coder"]})
-			if r.isError || r.str("purpose") != "task" || r.str("task_id") != task.ID {
-				t.Fatalf("authenticate: %s", r.text)
-			}
-			r = call(t, cs, "get_next_action", map[string]any{"session_token": r.str("session_token")})
-			if r.str("action") != "work" || !strings.Contains(r.text, "notifications: none") {
-				t.Fatalf("get_next_action: %s", r.text)
-			}
-		})
-	}
-}
-
-func TestAuthenticate(t *testing.T) {
-	p := newProject(t)
-	cs := p.connect("")
-	before := p.tree()
-	for _, tc := range []struct {
-		name, agent, passkey, code string
-	}{
-		{"wrong passkey", "coder", "aipk_wrong", "authentication_failed"},
-		{"unknown agent", "ghost", "x", "agent_not_found"},
-		{"malformed agent", "../etc", "x", "authentication_failed"},
-		{"nothing to do", "coder", p.passkeys["coder"], "nothing_to_do"},
-	} {
-		t.Run(tc.name, func(t *testing.T) {
-			r := call(t, cs, "authenticate", map[string]any{"agent_id": tc.agent, "passkey": tc.passkey})
-			if r.code() != tc.code {
-				t.Fatalf("got %q, want code %s", r.text, tc.code)
-			}
-		})
-	}
-	if p.tree() != before {
-		t.Error("a refused authenticate changed .ai-pm")
-	}
-	r := call(t, cs, "authenticate", map[string]any{"agent_id": "coder", "passkey": p.passkeys["coder"], "project_id": "prj_other"})
-	if !r.isError || !strings.Contains(r.text, "wrong project") {
-		t.Errorf("wrong project_id: %s", r.text)
-	}
-
-	// One live session per agent and purpose: a second authenticate replaces the first.
-	first := p.authenticate(cs, "coder", "chat")
-	second := p.authenticate(cs, "coder", "chat")
-	if r := call(t, cs, "get_notifications", map[string]any{"session_token": first}); r.code() != "session_ended" || !strings.Contains(r.text, "replaced") {
-		t.Errorf("old session: %s", r.text)
-	}
-	if r := call(t, cs, "get_notifications", map[string]any{"session_token": second}); r.isError {
-		t.Errorf("new session: %s", r.text)
-	}
-	live, _ := p.store.LiveSessions(time.Now())
-	if len(live) != 1 {
-		t.Errorf("%d live sessions, want 1", len(live))
-	}
-}
 
 // The authorization matrix of DESIGN section 5: every built tool, called
 // without a session, from a task session and from a chat session.

@@ -6,6 +6,7 @@ import (
 	"encoding/json"
 	"os"
 	"path/filepath"
+	"strings"
 	"sync"
 	"testing"
 
@@ -13,6 +14,28 @@ import (
 
 	"aipm/fsstore"
 )
+
+// Both protocol generations, through the real binary over stdio.
+func TestServeProtocolVersions(t *testing.T) {
+	for _, version := range []string{"2025-06-18", "2025-11-25", "2026-07-28"} {
+		t.Run(version, func(t *testing.T) {
+			p := newProject(t)
+			task := p.taskInProgress("coder", "write the parser")
+			cs := p.connect(version)
+			if got := cs.InitializeResult().ProtocolVersion; got != version {
+				t.Fatalf("negotiated %s, want %s", got, version)
+			}
+			r := call(t, cs, "authenticate", map[string]any{"agent_id": "coder", "passkey": p.passkeys["coder"]})
+			if r.isError || r.str("purpose") != "task" || r.str("task_id") != task.ID {
+				t.Fatalf("authenticate: %s", r.text)
+			}
+			r = call(t, cs, "get_next_action", map[string]any{"session_token": r.str("session_token")})
+			if r.str("action") != "work" || !strings.Contains(r.text, "notifications: none") {
+				t.Fatalf("get_next_action: %s", r.text)
+			}
+		})
+	}
+}
 
 // An agent authenticates with its credential in the server's environment
 // only: no passkey argument, and the passkey in no argument or result.

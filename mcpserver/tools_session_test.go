@@ -11,6 +11,51 @@ import (
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 )
 
+// authenticate refuses a wrong passkey, an unknown or malformed agent, an
+// agent with nothing to do and another project, changing nothing; a second
+// session of the same purpose replaces the first.
+func TestAuthenticate(t *testing.T) {
+	p := newProject(t)
+	cs := p.connect("")
+	before := p.tree()
+	for _, tc := range []struct {
+		name, agent, passkey, code string
+	}{
+		{"wrong passkey", "coder", "aipk_wrong", "authentication_failed"},
+		{"unknown agent", "ghost", "x", "agent_not_found"},
+		{"malformed agent", "../etc", "x", "authentication_failed"},
+		{"nothing to do", "coder", p.passkeys["coder"], "nothing_to_do"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			r := call(t, cs, "authenticate", map[string]any{"agent_id": tc.agent, "passkey": tc.passkey})
+			if r.code() != tc.code {
+				t.Fatalf("got %q, want code %s", r.text, tc.code)
+			}
+		})
+	}
+	if p.tree() != before {
+		t.Error("a refused authenticate changed .ai-pm")
+	}
+	r := call(t, cs, "authenticate", map[string]any{"agent_id": "coder", "passkey": p.passkeys["coder"], "project_id": "prj_other"})
+	if !r.isError || !strings.Contains(r.text, "wrong project") {
+		t.Errorf("wrong project_id: %s", r.text)
+	}
+
+	// One live session per agent and purpose: a second authenticate replaces the first.
+	first := p.authenticate(cs, "coder", "chat")
+	second := p.authenticate(cs, "coder", "chat")
+	if r := call(t, cs, "get_notifications", map[string]any{"session_token": first}); r.code() != "session_ended" || !strings.Contains(r.text, "replaced") {
+		t.Errorf("old session: %s", r.text)
+	}
+	if r := call(t, cs, "get_notifications", map[string]any{"session_token": second}); r.isError {
+		t.Errorf("new session: %s", r.text)
+	}
+	live, _ := p.store.LiveSessions(time.Now())
+	if len(live) != 1 {
+		t.Errorf("%d live sessions, want 1", len(live))
+	}
+}
+
 // Wrong passkeys are counted across processes: after a few, every
 // authenticate for that agent, through any aipm serve, is refused with the
 // time to retry, the right passkey too, without being checked; once the

@@ -94,22 +94,19 @@ func (s *Store) RequestTask(ctx context.Context, cfg *Config, in TaskRequest) (R
 // it must be the agent's own, and not waiting for approval.
 func (s *Store) checkChatTask(agent, id string) (Task, error) {
 	if id == "" {
-		return Task{}, codeErr("task_required", "task_id is empty: pass the tsk_ id of the task (list_tasks shows yours)")
+		return Task{}, codeErr(CodeTaskRequired, "task_id is empty: pass the tsk_ id of the task (list_tasks shows yours)")
 	}
 	if err := CheckID(PrefixTask, id); err != nil {
-		return Task{}, codeErr("task_not_found", "%v", err)
+		return Task{}, codeErr(CodeTaskNotFound, "%v", err)
 	}
 	t, err := s.Task(id)
 	if err != nil {
-		return Task{}, codeErr("task_not_found", "%v", err)
+		return Task{}, codeErr(CodeTaskNotFound, "%v", err)
 	}
-	if t.Assignee != agent {
-		return Task{}, codeErr("not_task_assignee", "task %s is assigned to %q, not to you: you may change only your own tasks", id, t.Assignee)
+	if err := checkOwner(t, agent); err != nil {
+		return Task{}, err
 	}
-	if t.ApprovalStatus != ApprovalApproved {
-		return Task{}, codeErr("task_pending_approval", "task %s is %s: a human must approve it first (aipm task approve %s)", id, t.ApprovalStatus, id)
-	}
-	return t, nil
+	return t, checkApproved(t)
 }
 
 // UpdateTaskFromChat changes agent's task id on behalf of `by` (the sender
@@ -119,14 +116,14 @@ func (s *Store) UpdateTaskFromChat(ctx context.Context, cfg *Config, agent, by, 
 		return Task{}, err
 	}
 	if description == nil && status == "" {
-		return Task{}, codeErr("nothing_to_change", "pass description, status or both")
+		return Task{}, codeErr(CodeNothingToChange, "pass description, status or both")
 	}
 	if description != nil {
 		if err := CheckText("description", *description); err != nil {
 			return Task{}, err
 		}
 	}
-	t, err := s.UpdateTask(ctx, cfg, id, by, TaskChange{Status: status, Description: description, RequireApproved: true})
+	t, err := s.UpdateTask(ctx, cfg, id, by, TaskChange{Status: status, Description: description, Owner: agent, RequireApproved: true})
 	return t, transitionErr(err)
 }
 
@@ -135,7 +132,7 @@ func (s *Store) StartTaskFromChat(ctx context.Context, cfg *Config, agent, by, i
 	if _, err := s.checkChatTask(agent, id); err != nil {
 		return Task{}, err
 	}
-	t, err := s.UpdateTask(ctx, cfg, id, by, TaskChange{Status: StatusInProgress, RequireApproved: true})
+	t, err := s.UpdateTask(ctx, cfg, id, by, TaskChange{Status: StatusInProgress, Owner: agent, RequireApproved: true})
 	return t, transitionErr(err)
 }
 
@@ -143,7 +140,7 @@ func (s *Store) StartTaskFromChat(ctx context.Context, cfg *Config, agent, by, i
 // about task id: related, or else the agent's task in progress.
 func (s *Store) NotifyTaskSession(ctx context.Context, agent, from, message, related string) (Notification, error) {
 	if strings.TrimSpace(message) == "" {
-		return Notification{}, codeErr("message_required", "message is empty: say what the task session should know")
+		return Notification{}, codeErr(CodeMessageRequired, "message is empty: say what the task session should know")
 	}
 	if err := CheckText("content", message); err != nil {
 		return Notification{}, err
@@ -151,12 +148,12 @@ func (s *Store) NotifyTaskSession(ctx context.Context, agent, from, message, rel
 	if related == "" {
 		related = s.taskInProgress(agent)
 		if related == "" {
-			return Notification{}, codeErr("task_required", "you have no task in progress: pass related_task_id (list_tasks shows yours)")
+			return Notification{}, codeErr(CodeTaskRequired, "you have no task in progress: pass related_task_id (list_tasks shows yours)")
 		}
 	} else if t, err := s.Task(related); err != nil {
-		return Notification{}, codeErr("task_not_found", "%v", err)
+		return Notification{}, codeErr(CodeTaskNotFound, "%v", err)
 	} else if t.Assignee != agent {
-		return Notification{}, codeErr("not_task_assignee", "task %s is assigned to %q, not to you: notify_task_session reaches only your own task session", related, t.Assignee)
+		return Notification{}, codeErr(CodeNotTaskAssignee, "task %s is assigned to %q, not to you: notify_task_session reaches only your own task session", related, t.Assignee)
 	}
 	return s.Notify(ctx, agent, Notification{Type: NotifyInfo, TaskID: related, From: from, Message: message})
 }
@@ -168,5 +165,5 @@ func transitionErr(err error) error {
 	if err == nil || errors.As(err, &ce) {
 		return err
 	}
-	return codeErr("invalid_transition", "%v", err)
+	return codeErr(CodeInvalidTransition, "%v", err)
 }

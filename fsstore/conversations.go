@@ -266,12 +266,12 @@ func (s *Store) eachConversation(fn func(Conversation) error) error {
 func (s *Store) readConversation(id string) (Conversation, string, error) {
 	path, err := s.DocPath(Conversations, id)
 	if err != nil {
-		return Conversation{}, "", codeErr("conversation_not_found", "%v", err)
+		return Conversation{}, "", codeErr(CodeConversationNotFound, "%v", err)
 	}
 	var c Conversation
 	if err := s.ReadDoc(path, &c); err != nil {
 		if errors.Is(err, ErrNotFound) {
-			return Conversation{}, path, codeErr("conversation_not_found", "conversation %s does not exist: check the id (get_next_action and send_message responses carry it)", id)
+			return Conversation{}, path, codeErr(CodeConversationNotFound, "conversation %s does not exist: check the id (get_next_action and send_message responses carry it)", id)
 		}
 		return Conversation{}, path, err
 	}
@@ -356,7 +356,7 @@ func (s *Store) StartConversation(ctx context.Context, cfg *Config, in NewConver
 		in.MaxTurns = DefaultMaxTurns
 	}
 	if in.MaxTurns < MinMaxTurns || in.MaxTurns > MaxMaxTurns {
-		return Conversation{}, nil, codeErr("invalid_max_turns", "max_turns %d is out of range: use %d to %d (default %d)", in.MaxTurns, MinMaxTurns, MaxMaxTurns, DefaultMaxTurns)
+		return Conversation{}, nil, codeErr(CodeInvalidMaxTurns, "max_turns %d is out of range: use %d to %d (default %d)", in.MaxTurns, MinMaxTurns, MaxMaxTurns, DefaultMaxTurns)
 	}
 	if err := CheckText("purpose", in.Purpose); err != nil {
 		return Conversation{}, nil, err
@@ -375,7 +375,7 @@ func (s *Store) StartConversation(ctx context.Context, cfg *Config, in NewConver
 	}
 	if in.TaskID != "" {
 		if _, err := s.Task(in.TaskID); err != nil {
-			return Conversation{}, nil, codeErr("task_not_found", "%v", err)
+			return Conversation{}, nil, codeErr(CodeTaskNotFound, "%v", err)
 		}
 	}
 	now := time.Now().UTC()
@@ -408,17 +408,17 @@ func (s *Store) StartConversation(ctx context.Context, cfg *Config, in NewConver
 // checkConversationParties is seed 001's order of refusals.
 func (s *Store) checkConversationParties(cfg *Config, from, to string) error {
 	if to == from {
-		return codeErr("cannot_conversation_with_self", "you cannot start a conversation with yourself (%s): choose another AI agent", from)
+		return codeErr(CodeCannotConversationWithSelf, "you cannot start a conversation with yourself (%s): choose another AI agent", from)
 	}
 	if err := s.CheckRecipient(cfg, from, to); err != nil {
 		return err
 	}
 	target, _ := cfg.Agent(to)
 	if target.Type != AgentAI {
-		return codeErr("cannot_start_conversation_with_human", "%s is a human: conversations are between AI agents; talk to humans with send_message", to)
+		return codeErr(CodeCannotStartConversationWithHuman, "%s is a human: conversations are between AI agents; talk to humans with send_message", to)
 	}
 	if me, _ := cfg.Agent(from); me.Type != AgentAI {
-		return codeErr("cannot_start_conversation_with_human", "you (%s) are not an AI agent: conversations are between AI agents; use send_message", from)
+		return codeErr(CodeCannotStartConversationWithHuman, "you (%s) are not an AI agent: conversations are between AI agents; use send_message", from)
 	}
 	return nil
 }
@@ -439,13 +439,13 @@ func (s *Store) createConversation(ctx context.Context, cfg *Config, c Conversat
 		other, err := s.updateConversationLocked(cfg, id, func(*Conversation, time.Time) error { return ErrNoChange })
 		if err != nil {
 			var ce *CodeError
-			if errors.As(err, &ce) && ce.Code == "conversation_not_found" {
+			if errors.As(err, &ce) && ce.Code == CodeConversationNotFound {
 				continue // a start that died between index and document
 			}
 			return err
 		}
 		if other.Open() {
-			return codeErr("conversation_already_active", "a conversation between %s and %s is already %s (%s, started by %s): continue it with send_conversation_message, or end it with end_conversation first", c.Initiator, c.Participant, other.State, other.ID, other.Initiator)
+			return codeErr(CodeConversationAlreadyActive, "a conversation between %s and %s is already %s (%s, started by %s): continue it with send_conversation_message, or end it with end_conversation first", c.Initiator, c.Participant, other.State, other.ID, other.Initiator)
 		}
 		if !other.closed() {
 			kept = append(kept, id)
@@ -519,7 +519,7 @@ func (s *Store) openConversation(ctx context.Context, cfg *Config, agent, with s
 	}
 	switch len(open) {
 	case 0:
-		return Conversation{}, codeErr("no_active_conversation", "you have no pending or active conversation: start one with start_conversation, or pass conversation_id")
+		return Conversation{}, codeErr(CodeNoActiveConversation, "you have no pending or active conversation: start one with start_conversation, or pass conversation_id")
 	case 1:
 		return open[0], nil
 	}
@@ -527,7 +527,7 @@ func (s *Store) openConversation(ctx context.Context, cfg *Config, agent, with s
 	for i, c := range open {
 		ids[i] = c.ID + " with " + c.Other(agent)
 	}
-	return Conversation{}, codeErr("conversation_ambiguous", "you have %d open conversations (%s): pass conversation_id", len(open), strings.Join(ids, ", "))
+	return Conversation{}, codeErr(CodeConversationAmbiguous, "you have %d open conversations (%s): pass conversation_id", len(open), strings.Join(ids, ", "))
 }
 
 // partyConversation reads conversation id for agent, refusing a non-party.
@@ -540,7 +540,7 @@ func (s *Store) partyConversation(ctx context.Context, cfg *Config, agent, id st
 		return c, err
 	}
 	if !c.HasParty(agent) {
-		return Conversation{}, codeErr("not_conversation_participant", "conversation %s is between %s and %s, not you: you can act only on your own conversations", id, c.Initiator, c.Participant)
+		return Conversation{}, codeErr(CodeNotConversationParticipant, "conversation %s is between %s and %s, not you: you can act only on your own conversations", id, c.Initiator, c.Participant)
 	}
 	return c, nil
 }
@@ -582,7 +582,7 @@ func (s *Store) conversationForTurn(ctx context.Context, cfg *Config, m Outgoing
 		}
 		c, err := s.openConversation(ctx, cfg, m.From, m.To)
 		var ce *CodeError
-		if errors.As(err, &ce) && ce.Code == "no_active_conversation" {
+		if errors.As(err, &ce) && ce.Code == CodeNoActiveConversation {
 			return nil, nil
 		}
 		if err != nil {
@@ -594,10 +594,10 @@ func (s *Store) conversationForTurn(ctx context.Context, cfg *Config, m Outgoing
 	}
 	c, err := s.updateConversation(ctx, cfg, id, func(c *Conversation, now time.Time) error {
 		if c.Other(m.From) != m.To {
-			return codeErr("not_conversation_participant", "conversation %s is between %s and %s: send to %s, or leave conversation_id out", c.ID, c.Initiator, c.Participant, c.Other(m.From))
+			return codeErr(CodeNotConversationParticipant, "conversation %s is between %s and %s: send to %s, or leave conversation_id out", c.ID, c.Initiator, c.Participant, c.Other(m.From))
 		}
 		if !c.Open() {
-			return codeErr("conversation_not_active", "conversation %s is %s (%s): it takes no more turns; start a new one with start_conversation if you need to", c.ID, c.State, c.EndReason)
+			return codeErr(CodeConversationNotActive, "conversation %s is %s (%s): it takes no more turns; start a new one with start_conversation if you need to", c.ID, c.State, c.EndReason)
 		}
 		c.Turns++
 		c.LastActivityAt = now
@@ -711,7 +711,7 @@ func (s *Store) ListConversations(ctx context.Context, cfg *Config, all bool) ([
 		c, err := s.Conversation(ctx, cfg, id)
 		if err != nil {
 			var ce *CodeError
-			if errors.As(err, &ce) && ce.Code == "conversation_not_found" {
+			if errors.As(err, &ce) && ce.Code == CodeConversationNotFound {
 				continue
 			}
 			return nil, err
@@ -728,7 +728,7 @@ func (s *Store) ListConversations(ctx context.Context, cfg *Config, all bool) ([
 // newest when there are more. Only a party may read them.
 func (s *Store) ConversationMessages(ctx context.Context, cfg *Config, agent, id string, limit int) (Conversation, []Message, bool, error) {
 	if id == "" {
-		return Conversation{}, nil, false, codeErr("conversation_not_found", "conversation_id is empty: pass the cnv_ id of the conversation")
+		return Conversation{}, nil, false, codeErr(CodeConversationNotFound, "conversation_id is empty: pass the cnv_ id of the conversation")
 	}
 	c, err := s.partyConversation(ctx, cfg, agent, id)
 	if err != nil {

@@ -55,7 +55,7 @@ func (d *Delegation) Open() bool { return d.Status == DlgPending || d.Status == 
 // move is the one place a delegation changes state.
 func (d *Delegation) move(to, by string, now time.Time) error {
 	if !slices.Contains(dlgTransitions[d.Status], to) {
-		return codeErr("delegation_not_open", "delegation %s is %s and cannot become %s", d.ID, d.Status, to)
+		return codeErr(CodeDelegationNotOpen, "delegation %s is %s and cannot become %s", d.ID, d.Status, to)
 	}
 	d.Status = to
 	d.History = append(d.History, Transition{State: to, At: now, By: by})
@@ -77,13 +77,13 @@ type NewDelegation struct {
 // The target must be an agent of the project other than agent.
 func (s *Store) CreateDelegation(ctx context.Context, cfg *Config, in NewDelegation) (Delegation, error) {
 	if in.Target == in.Agent {
-		return Delegation{}, codeErr("cannot_message_self", "you cannot delegate talking to yourself (%s): name the agent your chat session should talk to", in.Agent)
+		return Delegation{}, codeErr(CodeCannotMessageSelf, "you cannot delegate talking to yourself (%s): name the agent your chat session should talk to", in.Agent)
 	}
 	if err := s.CheckRecipient(cfg, in.Agent, in.Target); err != nil {
 		return Delegation{}, err
 	}
 	if strings.TrimSpace(in.Purpose) == "" {
-		return Delegation{}, codeErr("purpose_required", "purpose is empty: say what your chat session should tell or ask %s", in.Target)
+		return Delegation{}, codeErr(CodePurposeRequired, "purpose is empty: say what your chat session should tell or ask %s", in.Target)
 	}
 	if err := CheckText("purpose", in.Purpose); err != nil {
 		return Delegation{}, err
@@ -92,7 +92,7 @@ func (s *Store) CreateDelegation(ctx context.Context, cfg *Config, in NewDelegat
 		return Delegation{}, err
 	}
 	if in.TaskID == "" {
-		return Delegation{}, codeErr("task_required", "this session has no task: delegations belong to a task")
+		return Delegation{}, codeErr(CodeTaskRequired, "this session has no task: delegations belong to a task")
 	}
 	now := time.Now().UTC()
 	d := Delegation{
@@ -116,12 +116,12 @@ func (s *Store) CreateDelegation(ctx context.Context, cfg *Config, in NewDelegat
 func (s *Store) Delegation(id string) (Delegation, error) {
 	path, err := s.DocPath(Delegations, id)
 	if err != nil {
-		return Delegation{}, codeErr("delegation_not_found", "%v", err)
+		return Delegation{}, codeErr(CodeDelegationNotFound, "%v", err)
 	}
 	var d Delegation
 	if err := s.ReadDoc(path, &d); err != nil {
 		if errors.Is(err, ErrNotFound) {
-			return Delegation{}, codeErr("delegation_not_found", "delegation %s does not exist: check the id (process_delegation and pending_delegations carry it)", id)
+			return Delegation{}, codeErr(CodeDelegationNotFound, "delegation %s does not exist: check the id (process_delegation and pending_delegations carry it)", id)
 		}
 		return Delegation{}, err
 	}
@@ -213,7 +213,7 @@ func (s *Store) updateDelegation(ctx context.Context, id string, fn func(d *Dele
 	path, _ := s.DocPath(Delegations, id)
 	return UpdateDoc(ctx, s, path, ModeFile, func(d *Delegation, exists bool) error {
 		if !exists {
-			return codeErr("delegation_not_found", "delegation %s does not exist", id)
+			return codeErr(CodeDelegationNotFound, "delegation %s does not exist", id)
 		}
 		return fn(d, time.Now().UTC())
 	})
@@ -248,17 +248,17 @@ func (s *Store) CompleteDelegation(ctx context.Context, agent, id, status, resul
 		status = DlgCompleted
 	}
 	if status != DlgCompleted && status != DlgFailed {
-		return Delegation{}, codeErr("invalid_status", "status %q is invalid: use completed or failed", status)
+		return Delegation{}, codeErr(CodeInvalidStatus, "status %q is invalid: use completed or failed", status)
 	}
 	if strings.TrimSpace(result) == "" {
-		return Delegation{}, codeErr("result_required", "result is empty: say what came of it (the answer, or why it failed); the task session reads it")
+		return Delegation{}, codeErr(CodeResultRequired, "result is empty: say what came of it (the answer, or why it failed); the task session reads it")
 	}
 	if err := CheckText("result", result); err != nil {
 		return Delegation{}, err
 	}
 	return s.updateDelegation(ctx, id, func(d *Delegation, now time.Time) error {
 		if d.Agent != agent {
-			return codeErr("not_delegation_owner", "delegation %s belongs to %s, not you: you can report only your own delegations", d.ID, d.Agent)
+			return codeErr(CodeNotDelegationOwner, "delegation %s belongs to %s, not you: you can report only your own delegations", d.ID, d.Agent)
 		}
 		if d.Status == DlgPending {
 			if err := d.move(DlgProcessing, agent, now); err != nil {
@@ -266,7 +266,7 @@ func (s *Store) CompleteDelegation(ctx context.Context, agent, id, status, resul
 			}
 		}
 		if err := d.move(status, agent, now); err != nil {
-			return codeErr("delegation_not_open", "delegation %s is already %s: there is nothing more to report", d.ID, d.Status)
+			return codeErr(CodeDelegationNotOpen, "delegation %s is already %s: there is nothing more to report", d.ID, d.Status)
 		}
 		d.Result = result
 		return nil
@@ -284,11 +284,11 @@ func (s *Store) delegationFor(agent, target, id string) (*Delegation, error) {
 		}
 		switch {
 		case d.Agent != agent:
-			return nil, codeErr("not_delegation_owner", "delegation %s belongs to %s, not you", d.ID, d.Agent)
+			return nil, codeErr(CodeNotDelegationOwner, "delegation %s belongs to %s, not you", d.ID, d.Agent)
 		case !d.Open():
-			return nil, codeErr("delegation_not_open", "delegation %s is already %s", d.ID, d.Status)
+			return nil, codeErr(CodeDelegationNotOpen, "delegation %s is already %s", d.ID, d.Status)
 		case d.Target != target:
-			return nil, codeErr("delegation_target_mismatch", "delegation %s is to talk to %s, not %s", d.ID, d.Target, target)
+			return nil, codeErr(CodeDelegationTargetMismatch, "delegation %s is to talk to %s, not %s", d.ID, d.Target, target)
 		}
 		return &d, nil
 	}

@@ -35,3 +35,56 @@ func kindf(kind error, format string, args ...any) error {
 func IsDiskFull(err error) bool {
 	return lockedfile.IsNoRoom(err)
 }
+
+// CodeError is a refusal with a stable code (the seeds' error codes), so
+// that the MCP tools and the CLI say the same thing.
+type CodeError struct {
+	Code string
+	Msg  string
+	Err  error // the cause, when there is one (errors.Is sees through)
+}
+
+func (e *CodeError) Error() string { return e.Msg }
+func (e *CodeError) Unwrap() error { return e.Err }
+
+func codeErr(code, format string, args ...any) error {
+	return &CodeError{Code: code, Msg: fmt.Sprintf(format, args...)}
+}
+
+// The codes of CodeError: the seeds' error codes, one constant each, so
+// that no code is compared as a string.
+const (
+	CodeAgentNotFound                    = "agent_not_found"
+	CodeCannotConversationWithSelf       = "cannot_conversation_with_self"
+	CodeCannotMessageSelf                = "cannot_message_self"
+	CodeCannotStartConversationWithHuman = "cannot_start_conversation_with_human"
+	CodeContentEmpty                     = "content_empty"
+	CodeContentInvalid                   = "content_invalid"
+	CodeConversationAlreadyActive        = "conversation_already_active"
+	CodeConversationAmbiguous            = "conversation_ambiguous"
+	CodeConversationNotActive            = "conversation_not_active"
+	CodeConversationNotFound             = "conversation_not_found"
+	CodeDelegationNotFound               = "delegation_not_found"
+	CodeDelegationNotOpen                = "delegation_not_open"
+	CodeDelegationTargetMismatch         = "delegation_target_mismatch"
+	CodeDiskFull                         = "disk_full"
+	CodeInvalidMaxTurns                  = "invalid_max_turns"
+	CodeInvalidResult                    = "invalid_result"
+	CodeInvalidStatus                    = "invalid_status"
+	CodeInvalidTransition                = "invalid_transition"
+	CodeMarkerAlreadyUsed                = "marker_already_used"
+	CodeMessageRequired                  = "message_required"
+	CodeNoActiveConversation             = "no_active_conversation"
+	CodeNotConversationParticipant       = "not_conversation_participant"
+	CodeNotDelegationOwner               = "not_delegation_owner"
+	CodeNotTaskAssignee                  = "not_task_assignee"
+	CodeNothingToChange                  = "nothing_to_change"
+	CodePurposeRequired                  = "purpose_required"
+	CodeReasonRequired                   = "reason_required"
+	CodeResultRequired                   = "result_required"
+	CodeSentPartly                       = "sent_partly"
+	CodeTargetAgentNotInProject          = "target_agent_not_in_project"
+	CodeTaskNotFound                     = "task_not_found"
+	CodeTaskPendingApproval              = "task_pending_approval"
+	CodeTaskRequired                     = "task_required"
+)

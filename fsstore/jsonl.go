@@ -147,5 +147,5 @@ func (c *appenders) get(path string) *lockedfile.Appender {
 
 // diskFull is the one refusal for a write that found no room.
 func diskFull(rel string, err error) error {
-	return &CodeError{Code: "disk_full", Msg: fmt.Sprintf("no room to write %s (%v): nothing was written; free disk space (or raise the file-size limit) and try again", rel, err), Err: err}
+	return &CodeError{Code: CodeDiskFull, Msg: fmt.Sprintf("no room to write %s (%v): nothing was written; free disk space (or raise the file-size limit) and try again", rel, err), Err: err}
 }

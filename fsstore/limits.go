@@ -43,7 +43,7 @@ func CheckText(field, value string) error {
 		panic("fsstore: no limit for text field " + field)
 	}
 	if !utf8.ValidString(value) {
-		return codeErr("content_invalid", "%s is not valid UTF-8: send text only", field)
+		return codeErr(CodeContentInvalid, "%s is not valid UTF-8: send text only", field)
 	}
 	if len(value) > limit { // cheap first: a rune is at least one byte
 		if n := utf8.RuneCountInString(value); n > limit {

@@ -161,7 +161,7 @@ func (s *Store) WithMarker(ctx context.Context, agent string, m Marker, op func(
 			return codeErr(info.code, "%s needs the marker %s in the latest message someone sent you (%s from %s has none; a marker in your arguments does not count): ask %s to send %s followed by what they want if they want you to %s", info.tool, m, msg.ID, msg.SenderID, msg.SenderID, m, info.what)
 		}
 		if u, used := log.Used[msg.ID]; used {
-			return codeErr("marker_already_used", "message %s from %s already authorized %s (%s): one marked message authorizes one operation; ask %s to send a new %s message for another", msg.ID, msg.SenderID, u.Tool, u.Result, msg.SenderID, m)
+			return codeErr(CodeMarkerAlreadyUsed, "message %s from %s already authorized %s (%s): one marked message authorizes one operation; ask %s to send a new %s message for another", msg.ID, msg.SenderID, u.Tool, u.Result, msg.SenderID, m)
 		}
 		result, err := op(*msg, use.Body)
 		if err != nil {

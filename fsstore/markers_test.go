@@ -97,7 +97,7 @@ func TestWithMarkerOnce(t *testing.T) {
 			var ce *CodeError
 			switch {
 			case err == nil:
-			case errors.As(err, &ce) && ce.Code == "marker_already_used":
+			case errors.As(err, &ce) && ce.Code == CodeMarkerAlreadyUsed:
 				mu.Lock()
 				used++
 				mu.Unlock()

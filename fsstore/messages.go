@@ -38,21 +38,6 @@ type Message struct {
 // timeFormat is RFC 3339 in UTC with a fixed microsecond fraction.
 const timeFormat = "2006-01-02T15:04:05.000000Z07:00"
 
-// CodeError is a refusal with a stable code (the seeds' error codes), so
-// that the MCP tools and the CLI say the same thing.
-type CodeError struct {
-	Code string
-	Msg  string
-	Err  error // the cause, when there is one (errors.Is sees through)
-}
-
-func (e *CodeError) Error() string { return e.Msg }
-func (e *CodeError) Unwrap() error { return e.Err }
-
-func codeErr(code, format string, args ...any) error {
-	return &CodeError{Code: code, Msg: fmt.Sprintf(format, args...)}
-}
-
 // OutgoingMessage is what a sender asks to send.
 type OutgoingMessage struct {
 	From, To, Content, RelatedTaskID, ConversationID, Kind string
@@ -61,7 +46,7 @@ type OutgoingMessage struct {
 // CheckContent is the one check of a message's text.
 func CheckContent(content string) error {
 	if strings.TrimSpace(content) == "" {
-		return codeErr("content_empty", "content is empty: write the message text")
+		return codeErr(CodeContentEmpty, "content is empty: write the message text")
 	}
 	return CheckText("content", content)
 }
@@ -69,18 +54,18 @@ func CheckContent(content string) error {
 // CheckRecipient checks that `to` may receive a message from `from`.
 func (s *Store) CheckRecipient(cfg *Config, from, to string) error {
 	if to == from {
-		return codeErr("cannot_message_self", "you cannot send a message to yourself (%s): choose another agent", from)
+		return codeErr(CodeCannotMessageSelf, "you cannot send a message to yourself (%s): choose another agent", from)
 	}
 	if err := CheckAgentID(to); err != nil {
-		return codeErr("agent_not_found", "%v", err)
+		return codeErr(CodeAgentNotFound, "%v", err)
 	}
 	if _, ok := cfg.Agent(to); ok {
 		return nil
 	}
 	if dir, _ := s.AgentDir(to); dirExists(dir) {
-		return codeErr("target_agent_not_in_project", "agent %q is no longer configured in this project: see aipm agent list for who you can message", to)
+		return codeErr(CodeTargetAgentNotInProject, "agent %q is no longer configured in this project: see aipm agent list for who you can message", to)
 	}
-	return codeErr("agent_not_found", "there is no agent %q in this project: see aipm agent list (or list_tasks' assignees) for valid ids", to)
+	return codeErr(CodeAgentNotFound, "there is no agent %q in this project: see aipm agent list (or list_tasks' assignees) for valid ids", to)
 }
 
 func dirExists(dir string) bool {
@@ -121,7 +106,7 @@ func (s *Store) Send(ctx context.Context, cfg *Config, m OutgoingMessage) (Messa
 	}
 	if m.From != SystemSender {
 		if _, ok := cfg.Agent(m.From); !ok {
-			return Message{}, codeErr("agent_not_found", "sender %q is not an agent of this project", m.From)
+			return Message{}, codeErr(CodeAgentNotFound, "sender %q is not an agent of this project", m.From)
 		}
 	}
 	if err := s.CheckRecipient(cfg, m.From, m.To); err != nil {
@@ -129,10 +114,10 @@ func (s *Store) Send(ctx context.Context, cfg *Config, m OutgoingMessage) (Messa
 	}
 	if m.RelatedTaskID != "" {
 		if err := CheckID(PrefixTask, m.RelatedTaskID); err != nil {
-			return Message{}, codeErr("task_not_found", "related_task_id: %v", err)
+			return Message{}, codeErr(CodeTaskNotFound, "related_task_id: %v", err)
 		}
 		if _, err := s.Task(m.RelatedTaskID); err != nil {
-			return Message{}, codeErr("task_not_found", "related_task_id: %v", err)
+			return Message{}, codeErr(CodeTaskNotFound, "related_task_id: %v", err)
 		}
 	}
 	cnv, err := s.conversationFor(ctx, cfg, m)
@@ -170,7 +155,7 @@ func (s *Store) Send(ctx context.Context, cfg *Config, m OutgoingMessage) (Messa
 		outErr = flushOut()
 	}
 	if outErr != nil {
-		return msg, codeErr("sent_partly", "delivered to %s, but the sender's own copy is not on disk (%v); do not send it again: aipm doctor --repair restores the copy", m.To, outErr)
+		return msg, codeErr(CodeSentPartly, "delivered to %s, but the sender's own copy is not on disk (%v); do not send it again: aipm doctor --repair restores the copy", m.To, outErr)
 	}
 	return sent, nil
 }

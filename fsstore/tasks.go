@@ -259,10 +259,43 @@ func (s *Store) TasksPage(f TaskFilter, limit int) ([]Task, bool, []error, error
 	}
 }
 
+// Report results (report_completed) and the status each sets. A failed
+// task is blocked: a person has to look at it.
+var ReportResults = []string{"success", "failed", "blocked"}
+
+var reportStatus = map[string]string{
+	"success": StatusDone,
+	"failed":  StatusBlocked,
+	"blocked": StatusBlocked,
+}
+
+// ReportChange is the change an assignee's report of its task makes
+// (report_completed): the result's status, the summary as the reason, and
+// no status change at all when the task is no longer in progress (someone
+// else stopped it: an interrupt).
+func ReportChange(result, summary string) (TaskChange, error) {
+	status, ok := reportStatus[result]
+	if !ok {
+		return TaskChange{}, codeErr(CodeInvalidResult, "result %q is invalid: use %s", Clip(result, 40), orList(ReportResults))
+	}
+	if err := CheckText("summary", summary); err != nil {
+		return TaskChange{}, err
+	}
+	return TaskChange{Status: status, Reason: summary, Result: result, Summary: summary, Report: true}, nil
+}
+
+// orList joins words as "a, b or c".
+func orList(words []string) string {
+	if len(words) < 2 {
+		return strings.Join(words, "")
+	}
+	return strings.Join(words[:len(words)-1], ", ") + " or " + words[len(words)-1]
+}
+
 // TaskChange is one change to a task, checked in UpdateTask.
 type TaskChange struct {
 	Status   string // "" keeps it
-	Reason   string // why (blocked reason)
+	Reason   string // why (blocked reason); required for a change to blocked
 	Assignee *string
 	Result   string
 	Summary  string
@@ -272,6 +305,32 @@ type TaskChange struct {
 	// RequireApproved refuses the change while the task waits for approval
 	// (changes that come from chat).
 	RequireApproved bool
+	// Owner, when set, refuses the change unless the task is assigned to
+	// that agent: an agent changes only its own tasks.
+	Owner string
+	// Report makes Status apply only while the task is in progress: a
+	// report after an interrupt records the result and changes no status.
+	Report bool
+}
+
+// check is what a change must satisfy whatever the task: its texts within
+// their limits, a known status, and a reason for a change to blocked.
+func (ch TaskChange) check(cfg *Config) error {
+	if err := errors.Join(CheckText("reason", ch.Reason), CheckText("summary", ch.Summary)); err != nil {
+		return err
+	}
+	if ch.Status != "" {
+		if err := CheckStatus(ch.Status); err != nil {
+			return err
+		}
+	}
+	if ch.Status == StatusBlocked && !ch.Report && strings.TrimSpace(ch.Reason) == "" {
+		return codeErr(CodeReasonRequired, "say why the task is blocked: pass reason")
+	}
+	if ch.Assignee != nil {
+		return checkAgentRef(cfg, *ch.Assignee, "assignee")
+	}
+	return nil
 }
 
 // UpdateTask applies change made by `by` under the tasks lock, with the
@@ -283,13 +342,8 @@ func (s *Store) UpdateTask(ctx context.Context, cfg *Config, id, by string, ch T
 	if err != nil {
 		return Task{}, err
 	}
-	if err := errors.Join(CheckText("reason", ch.Reason), CheckText("summary", ch.Summary)); err != nil {
+	if err := ch.check(cfg); err != nil {
 		return Task{}, err
-	}
-	if ch.Assignee != nil {
-		if err := checkAgentRef(cfg, *ch.Assignee, "assignee"); err != nil {
-			return Task{}, err
-		}
 	}
 	var before Task
 	after, err := UpdateDoc(ctx, s, path, ModeFile, func(t *Task, exists bool) error {
@@ -297,53 +351,7 @@ func (s *Store) UpdateTask(ctx context.Context, cfg *Config, id, by string, ch T
 			return kindf(ErrNotFound, "task %s does not exist: see list_tasks or aipm task list", id)
 		}
 		before = *t
-		now := time.Now().UTC()
-		if ch.RequireApproved && t.ApprovalStatus != ApprovalApproved {
-			return codeErr("task_pending_approval", "task %s is %s: a human must approve it first (aipm task approve %s)", id, t.ApprovalStatus, id)
-		}
-		if ch.Description != nil {
-			t.Description = *ch.Description
-		}
-		switch ch.Approval {
-		case "":
-		case ApprovalApproved, ApprovalRejected:
-			if t.ApprovalStatus != ApprovalPending {
-				return fmt.Errorf("task %s is %s, not waiting for approval", id, t.ApprovalStatus)
-			}
-			t.ApprovalStatus = ch.Approval
-			if ch.Approval == ApprovalRejected && ch.Status == "" {
-				ch.Status = StatusCancelled
-			}
-		default:
-			return fmt.Errorf("approval %q is invalid", ch.Approval)
-		}
-		if ch.Assignee != nil {
-			if t.Status == StatusInProgress && *ch.Assignee != t.Assignee {
-				return fmt.Errorf("task %s is in progress with %s: block or stop it before reassigning", id, t.Assignee)
-			}
-			t.Assignee = *ch.Assignee
-		}
-		if ch.Status != "" {
-			if err := CheckTransition(*t, ch.Status); err != nil {
-				return err
-			}
-			if ch.Status == StatusInProgress && t.Assignee == "" {
-				return fmt.Errorf("task %s has no assignee: assign it before starting it", id)
-			}
-			t.Status, t.StatusChangedBy, t.StatusChangedAt = ch.Status, by, now
-			t.BlockedReason = ""
-			if ch.Status == StatusBlocked {
-				t.BlockedReason = ch.Reason
-			}
-		}
-		if ch.Result != "" {
-			t.Result = ch.Result
-		}
-		if ch.Summary != "" {
-			t.Summary = ch.Summary
-		}
-		t.UpdatedAt = now
-		return nil
+		return applyTaskChange(t, by, ch, time.Now().UTC())
 	})
 	if err != nil {
 		return Task{}, err
@@ -359,4 +367,100 @@ func (s *Store) UpdateTask(ctx context.Context, cfg *Config, id, by string, ch T
 		}
 	}
 	return after, nil
+}
+
+// applyTaskChange applies ch, made by `by` at now, to t as read under the
+// tasks lock. It may run more than once (a compare-and-swap retry), so it
+// changes nothing but t.
+func applyTaskChange(t *Task, by string, ch TaskChange, now time.Time) error {
+	if ch.Owner != "" {
+		if err := checkOwner(*t, ch.Owner); err != nil {
+			return err
+		}
+	}
+	if ch.RequireApproved {
+		if err := checkApproved(*t); err != nil {
+			return err
+		}
+	}
+	if ch.Description != nil {
+		t.Description = *ch.Description
+	}
+	status := ch.Status
+	if ch.Report && t.Status != StatusInProgress {
+		status = "" // someone else already stopped it (an interrupt)
+	}
+	if ch.Approval != "" {
+		if err := applyApproval(t, ch.Approval); err != nil {
+			return err
+		}
+		if ch.Approval == ApprovalRejected && status == "" {
+			status = StatusCancelled
+		}
+	}
+	if ch.Assignee != nil {
+		if t.Status == StatusInProgress && *ch.Assignee != t.Assignee {
+			return fmt.Errorf("task %s is in progress with %s: block or stop it before reassigning", t.ID, t.Assignee)
+		}
+		t.Assignee = *ch.Assignee
+	}
+	if status != "" {
+		if err := applyStatus(t, status, ch.Reason, by, now); err != nil {
+			return err
+		}
+	}
+	if ch.Result != "" {
+		t.Result = ch.Result
+	}
+	if ch.Summary != "" {
+		t.Summary = ch.Summary
+	}
+	t.UpdatedAt = now
+	return nil
+}
+
+// checkOwner is the one check that agent may change task t: it must be
+// assigned to it.
+func checkOwner(t Task, agent string) error {
+	if t.Assignee != agent {
+		return codeErr(CodeNotTaskAssignee, "task %s is assigned to %q, not to you: you may change only your own tasks", t.ID, t.Assignee)
+	}
+	return nil
+}
+
+// checkApproved refuses a change that needs an approved task (changes that
+// come from chat) while t waits for approval or was rejected.
+func checkApproved(t Task) error {
+	if t.ApprovalStatus != ApprovalApproved {
+		return codeErr(CodeTaskPendingApproval, "task %s is %s: a human must approve it first (aipm task approve %s)", t.ID, t.ApprovalStatus, t.ID)
+	}
+	return nil
+}
+
+// applyApproval records a human's decision on a task waiting for approval.
+func applyApproval(t *Task, approval string) error {
+	if approval != ApprovalApproved && approval != ApprovalRejected {
+		return fmt.Errorf("approval %q is invalid", approval)
+	}
+	if t.ApprovalStatus != ApprovalPending {
+		return fmt.Errorf("task %s is %s, not waiting for approval", t.ID, t.ApprovalStatus)
+	}
+	t.ApprovalStatus = approval
+	return nil
+}
+
+// applyStatus moves t to status, through the one transition check.
+func applyStatus(t *Task, status, reason, by string, now time.Time) error {
+	if err := CheckTransition(*t, status); err != nil {
+		return err
+	}
+	if status == StatusInProgress && t.Assignee == "" {
+		return fmt.Errorf("task %s has no assignee: assign it before starting it", t.ID)
+	}
+	t.Status, t.StatusChangedBy, t.StatusChangedAt = status, by, now
+	t.BlockedReason = ""
+	if status == StatusBlocked {
+		t.BlockedReason = reason
+	}
+	return nil
 }

@@ -158,12 +158,6 @@ func updateTaskStatusTool() toolSpec {
 func addUpdateTaskStatus(srv *mcp.Server, s *Server, tool *mcp.Tool) {
 	addTool(s, srv, tool, func(ctx context.Context, _ *mcp.CallToolRequest, in UpdateTaskStatusIn) (*mcp.CallToolResult, TaskOut, error) {
 		ses := sessionFrom(ctx)
-		if err := fsstore.CheckStatus(in.Status); err != nil {
-			return nil, TaskOut{}, fromStore(err, "task_not_found")
-		}
-		if err := fsstore.CheckText("reason", in.Reason); err != nil {
-			return nil, TaskOut{}, fromStore(err, "task_not_found")
-		}
 		id := in.TaskID
 		if id == "" {
 			id = ses.TaskID
@@ -171,21 +165,11 @@ func addUpdateTaskStatus(srv *mcp.Server, s *Server, tool *mcp.Tool) {
 		if id == "" {
 			return nil, TaskOut{}, toolErr("task_required", "this session has no task: pass task_id")
 		}
-		t, err := s.store.Task(id)
-		if err != nil {
-			return nil, TaskOut{}, fromStore(err, "task_not_found")
-		}
-		if t.Assignee != ses.Agent {
-			return nil, TaskOut{}, toolErr("not_task_assignee", fmt.Sprintf("task %s is assigned to %q, not to you: you may change only your own tasks", id, t.Assignee))
-		}
-		if in.Status == fsstore.StatusBlocked && in.Reason == "" {
-			return nil, TaskOut{}, toolErr("reason_required", "say why the task is blocked: pass reason")
-		}
 		cfg, err := s.config()
 		if err != nil {
 			return nil, TaskOut{}, toolErr("config_invalid", err.Error())
 		}
-		after, err := s.store.UpdateTask(ctx, cfg, id, ses.Agent, fsstore.TaskChange{Status: in.Status, Reason: in.Reason})
+		after, err := s.store.UpdateTask(ctx, cfg, id, ses.Agent, fsstore.TaskChange{Status: in.Status, Reason: in.Reason, Owner: ses.Agent})
 		if err != nil {
 			return nil, TaskOut{}, fromStore(err, "task_not_found")
 		}
@@ -205,20 +189,12 @@ type ReportCompletedOut struct {
 	Task        *TaskView `json:"task"`
 }
 
-// resultStatus maps a report_completed result to the task status it sets.
-// A failed task is blocked: a person has to look at it.
-var resultStatus = map[string]string{
-	"success": fsstore.StatusDone,
-	"failed":  fsstore.StatusBlocked,
-	"blocked": fsstore.StatusBlocked,
-}
-
 func reportCompletedTool() toolSpec {
 	return toolSpec{
 		tool: mcp.Tool{
 			Name:        "report_completed",
 			Description: "Finish your task: success (done), failed or blocked (both set it to blocked for a person to look at). Ends this session.",
-			InputSchema: enums{"result": {"success", "failed", "blocked"}},
+			InputSchema: enums{"result": fsstore.ReportResults},
 			Annotations: idempotent,
 		},
 		level:           TaskOnly,
@@ -230,25 +206,12 @@ func reportCompletedTool() toolSpec {
 func addReportCompleted(srv *mcp.Server, s *Server, tool *mcp.Tool) {
 	addTool(s, srv, tool, func(ctx context.Context, _ *mcp.CallToolRequest, in ReportCompletedIn) (*mcp.CallToolResult, ReportCompletedOut, error) {
 		ses := sessionFrom(ctx)
-		status, ok := resultStatus[in.Result]
-		if !ok {
-			return nil, ReportCompletedOut{}, toolErr("invalid_result", fmt.Sprintf("result %q is invalid: use success, failed or blocked", fsstore.Clip(in.Result, 40)))
-		}
-		if err := fsstore.CheckText("summary", in.Summary); err != nil {
+		ch, err := fsstore.ReportChange(in.Result, in.Summary)
+		if err != nil {
 			return nil, ReportCompletedOut{}, fromStore(err, "task_not_found")
 		}
 		if ses.TaskID == "" {
 			return nil, ReportCompletedOut{}, toolErr("task_required", "this session has no task to report on: call logout and exit")
-		}
-		t, err := s.store.Task(ses.TaskID)
-		if err != nil {
-			return nil, ReportCompletedOut{}, fromStore(err, "task_not_found")
-		}
-		ch := fsstore.TaskChange{Status: status, Reason: in.Summary, Result: in.Result, Summary: in.Summary}
-		if t.Status != fsstore.StatusInProgress {
-			// Someone else already stopped it (an interrupt): record the
-			// report without another status change.
-			ch.Status = ""
 		}
 		cfg, err := s.config()
 		if err != nil {

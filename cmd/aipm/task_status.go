@@ -1,6 +1,7 @@
 package main
 
 import (
+	"errors"
 	"fmt"
 	"strings"
 
@@ -70,6 +71,10 @@ func taskStatusRun(cmd *cobra.Command, o *taskStatusOptions) error {
 		return fmt.Errorf("task status: %w", err)
 	}
 	after, err := store.UpdateTask(cmd.Context(), cfg, id, by, fsstore.TaskChange{Status: o.Status, Reason: o.Reason})
+	var ce *fsstore.CodeError
+	if errors.As(err, &ce) && ce.Code == fsstore.CodeReasonRequired {
+		return usageError("task status: a task set to blocked needs a reason: pass --reason \"why\"")
+	}
 	if err != nil {
 		return fmt.Errorf("task status: %w", err)
 	}

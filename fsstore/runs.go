@@ -2,7 +2,6 @@ package fsstore
 
 import (
 	"context"
-	"encoding/json"
 	"errors"
 	"fmt"
 	"os"
@@ -229,28 +228,4 @@ func (s *Store) ExpireTrigger(ctx context.Context, agent, purpose string, ttl ti
 // (the watcher's session deadline).
 func (s *Store) SweepSessions(ctx context.Context) error {
 	return s.sweepSessions(ctx, time.Now().UTC())
-}
-
-// HasInterruptSince says whether agent's notifications hold an interrupt
-// about task written at or after since: what keeps the watcher from
-// interrupting twice for one change.
-func (s *Store) HasInterruptSince(agent, taskID string, since time.Time) (bool, error) {
-	path, err := s.NotificationsPath(agent)
-	if err != nil {
-		return false, err
-	}
-	recs, _, _, err := ReadAll(path)
-	if err != nil {
-		return false, err
-	}
-	for i := len(recs) - 1; i >= 0; i-- {
-		var n Notification
-		if json.Unmarshal(recs[i].Data, &n) != nil {
-			continue
-		}
-		if n.Type == NotifyInterrupt && n.TaskID == taskID && !n.CreatedAt.Before(since) {
-			return true, nil
-		}
-	}
-	return false, nil
 }

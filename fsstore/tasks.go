@@ -357,12 +357,8 @@ func (s *Store) UpdateTask(ctx context.Context, cfg *Config, id, by string, ch T
 		return Task{}, err
 	}
 	if Interrupts(before, after, by) {
-		reason := ch.Reason
-		if reason == "" {
-			reason = "no reason given"
-		}
-		msg := fmt.Sprintf("%s set your task %s (%q) to %s: %s. Stop working on it and call report_completed(result=\"blocked\").", by, after.ID, after.Title, after.Status, reason)
-		if _, err := s.Notify(ctx, after.Assignee, Notification{Type: NotifyInterrupt, TaskID: after.ID, From: by, Message: msg, Key: InterruptKey(after)}); err != nil {
+		in := Interruption{Agent: after.Assignee, By: by, Reason: ch.Reason, Task: &after, StatusChange: true}
+		if _, _, err := s.WriteInterrupt(ctx, in); err != nil {
 			return after, fmt.Errorf("task %s changed, but the interrupt for %s was not written: %w", id, after.Assignee, err)
 		}
 	}

@@ -247,17 +247,15 @@ func reactInterrupts(d *Daemon, p *Pass) error {
 		if !fsstore.Interrupts(before, t, by) {
 			continue
 		}
-		done, err := d.store.HasInterruptSince(t.Assignee, t.ID, ses.CreatedAt)
-		if err != nil || done {
-			continue
-		}
-		msg := fmt.Sprintf("%s set your task %s (%q) to %s. Stop working on it and call report_completed(result=\"blocked\").", by, t.ID, t.Title, t.Status)
 		from := by
 		if by == handEdit {
 			from = "" // nobody known: the file was edited by hand
 		}
-		if _, err := d.store.Notify(p.Ctx, t.Assignee, fsstore.Notification{Type: fsstore.NotifyInterrupt, TaskID: t.ID, From: from, Message: msg}); err != nil {
+		in := fsstore.Interruption{Agent: t.Assignee, By: from, Task: &t, StatusChange: true, UnlessSince: ses.CreatedAt}
+		if _, wrote, err := d.store.WriteInterrupt(p.Ctx, in); err != nil {
 			return err
+		} else if !wrote {
+			continue
 		}
 		d.log.Info("interrupt written", "agent", t.Assignee, "task", t.ID, "status", t.Status, "by", by)
 	}
@@ -265,7 +263,7 @@ func reactInterrupts(d *Daemon, p *Pass) error {
 }
 
 // handEdit is who changed a task file by hand, as far as anyone knows.
-const handEdit = "a human (hand edit of the task file)"
+const handEdit = fsstore.HandEdit
 
 // reactStarts starts the command of each agent with a pending trigger.
 func reactStarts(d *Daemon, p *Pass) error {

@@ -60,10 +60,8 @@ func interruptRun(cmd *cobra.Command, o *interruptOptions) error {
 	if err := aiAgent(cfg, o.Agent, "only AI agents' sessions can be interrupted"); err != nil {
 		return err
 	}
-	n := fsstore.Notification{Type: fsstore.NotifyInterrupt, From: by}
-	if o.Task == "" {
-		n.Message = fmt.Sprintf("%s interrupted you: %s. Stop what you are doing: in a task session call report_completed(result=\"blocked\"), otherwise call logout.", by, o.Reason)
-	} else {
+	in := fsstore.Interruption{Agent: o.Agent, By: by, Reason: o.Reason}
+	if o.Task != "" {
 		id, err := taskID(store, o.Task)
 		if err != nil {
 			return fmt.Errorf("--task: %w", err)
@@ -75,12 +73,11 @@ func interruptRun(cmd *cobra.Command, o *interruptOptions) error {
 		if t.Assignee != o.Agent {
 			return usageError("task %s is assigned to %s, not %s: interrupt its assignee, or leave out --task", t.ID, dash(t.Assignee), o.Agent)
 		}
-		n.TaskID = t.ID
-		n.Message = fmt.Sprintf("%s interrupted your task %s (%q): %s. Stop working on it and call report_completed(result=\"blocked\").", by, t.ID, t.Title, o.Reason)
+		in.Task = &t
 	}
-	n, err = store.Notify(cmd.Context(), o.Agent, n)
+	n, _, err := store.WriteInterrupt(cmd.Context(), in)
 	if err != nil {
-		return fmt.Errorf("interrupt %s: %w", o.Agent, err)
+		return err
 	}
 	if o.JSON {
 		return writeJSON(o.e.stdout, n)

@@ -1,0 +1,97 @@
+package fsstore
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"time"
+)
+
+// Interruption is one interrupt to write (DESIGN section 6): Agent is told
+// to stop, by By (empty when nobody is known: a hand edit of a task file),
+// for Reason. Task, when set, is the task it concerns: the interrupt then
+// reaches only the task session working on it.
+type Interruption struct {
+	Agent, By, Reason string
+	Task              *Task
+	// StatusChange says the interrupt reports Task's status having been
+	// set to blocked or cancelled (rather than an explicit aipm interrupt).
+	StatusChange bool
+	// UnlessSince, when set, writes nothing if an interrupt about Task was
+	// written at or after it (the watcher: one per task session).
+	UnlessSince time.Time
+}
+
+// HandEdit is who changed a task file by hand, as far as anyone knows.
+const HandEdit = "a human (hand edit of the task file)"
+
+// WriteInterrupt is the one writer of interrupt notifications: task status
+// changes (UpdateTask), the watcher's reaction to a hand edit, and `aipm
+// interrupt` all call it. An interrupt for a status change is keyed by the
+// change (InterruptKey), so the same change never interrupts twice. It
+// reports whether it wrote one.
+func (s *Store) WriteInterrupt(ctx context.Context, in Interruption) (Notification, bool, error) {
+	n := Notification{Type: NotifyInterrupt, From: in.By, Message: interruptText(in)}
+	if in.Task != nil {
+		n.TaskID = in.Task.ID
+	}
+	if in.StatusChange && in.Task != nil && in.UnlessSince.IsZero() {
+		// A change made through aipm has a fresh statusChangedAt; a hand
+		// edit keeps the old one, so its key could match an earlier change.
+		n.Key = InterruptKey(*in.Task)
+	}
+	if !in.UnlessSince.IsZero() && in.Task != nil {
+		done, err := s.hasInterruptSince(in.Agent, in.Task.ID, in.UnlessSince)
+		if err != nil || done {
+			return Notification{}, false, err
+		}
+	}
+	n, err := s.Notify(ctx, in.Agent, n)
+	if err != nil {
+		return n, false, fmt.Errorf("interrupt %s: %w", in.Agent, err)
+	}
+	return n, true, nil
+}
+
+// interruptText is the one text of each kind of interrupt.
+func interruptText(in Interruption) string {
+	by := in.By
+	if by == "" {
+		by = HandEdit
+	}
+	reason := ""
+	if in.Reason != "" {
+		reason = ": " + in.Reason
+	}
+	switch {
+	case in.Task != nil && in.StatusChange:
+		return fmt.Sprintf("%s set your task %s (%q) to %s%s. Stop working on it and call report_completed(result=\"blocked\").", by, in.Task.ID, in.Task.Title, in.Task.Status, reason)
+	case in.Task != nil:
+		return fmt.Sprintf("%s interrupted your task %s (%q)%s. Stop working on it and call report_completed(result=\"blocked\").", by, in.Task.ID, in.Task.Title, reason)
+	}
+	return fmt.Sprintf("%s interrupted you%s. Stop what you are doing: in a task session call report_completed(result=\"blocked\"), otherwise call logout.", by, reason)
+}
+
+// hasInterruptSince says whether agent's notifications hold an interrupt
+// about task written at or after since: what keeps the watcher from
+// interrupting twice for one change.
+func (s *Store) hasInterruptSince(agent, taskID string, since time.Time) (bool, error) {
+	path, err := s.NotificationsPath(agent)
+	if err != nil {
+		return false, err
+	}
+	recs, _, _, err := ReadAll(path)
+	if err != nil {
+		return false, err
+	}
+	for i := len(recs) - 1; i >= 0; i-- {
+		var n Notification
+		if json.Unmarshal(recs[i].Data, &n) != nil {
+			continue
+		}
+		if n.Type == NotifyInterrupt && n.TaskID == taskID && !n.CreatedAt.Before(since) {
+			return true, nil
+		}
+	}
+	return false, nil
+}

@@ -227,5 +227,6 @@ func (s *Store) ExpireTrigger(ctx context.Context, agent, purpose string, ttl ti
 // SweepSessions ends the sessions that expired or whose process is gone
 // (the watcher's session deadline).
 func (s *Store) SweepSessions(ctx context.Context) error {
-	return s.sweepSessions(ctx, time.Now().UTC())
+	_, err := s.sweepSessions(ctx, "", time.Now().UTC())
+	return err
 }

@@ -171,56 +171,6 @@ func (s *Store) withAgentSessionIDs(ctx context.Context, agent string, fn func(i
 	return fn(ids)
 }
 
-// agentSessions is authenticate's view of agent's sessions, read through
-// the index: it sweeps the agent's own sessions that are over (removing
-// their documents and running the end hook of those nobody ended) and
-// returns the live ones. Other agents' session files are not opened.
-func (s *Store) agentSessions(ctx context.Context, agent string, now time.Time) ([]Session, error) {
-	if _, err := os.Stat(s.CollectionDir(Sessions)); errors.Is(err, os.ErrNotExist) {
-		return nil, nil // no session yet: nothing to create on the way
-	}
-	var live, over []Session
-	err := s.withAgentSessionIDs(ctx, agent, func(ids []string) error {
-		keep := ids[:0:0]
-		for _, id := range ids {
-			path, err := s.DocPath(Sessions, id)
-			if err != nil {
-				continue // not a session id: the index was damaged; drop it
-			}
-			var ses Session
-			if err := s.ReadDoc(path, &ses); err != nil {
-				if !errors.Is(err, ErrNotFound) {
-					keep = append(keep, id) // damaged: doctor reports it
-				}
-				continue
-			}
-			remove, reason := sessionVerdict(ses, now)
-			if !remove {
-				keep = append(keep, id)
-				live = append(live, ses)
-				continue
-			}
-			if err := os.Remove(path); err != nil && !errors.Is(err, os.ErrNotExist) {
-				return fmt.Errorf("remove session %s: %w", id, err)
-			}
-			if reason != "" {
-				ses.EndedAt, ses.EndReason = now, reason
-				over = append(over, ses)
-			}
-		}
-		if len(keep) != len(ids) {
-			return s.setAgentSessionIDs(agent, keep)
-		}
-		return nil
-	})
-	for _, old := range over {
-		// Best effort: a conversation the hook fails to end still ends at
-		// its own timeout.
-		s.sessionEnded(ctx, old)
-	}
-	return live, err
-}
-
 // sessionIndexProblems finds session documents missing from their agent's
 // index (written by something that does not keep it: authenticate would
 // not see them); repair adds them.

@@ -169,7 +169,7 @@ func (s *Store) Authenticate(ctx context.Context, cfg *Config, agent, passkey, p
 		return Session{}, "", err
 	}
 	now := time.Now().UTC()
-	live, err := s.agentSessions(ctx, agent, now)
+	live, err := s.sweepSessions(ctx, agent, now)
 	if err != nil {
 		return Session{}, "", err
 	}
@@ -203,11 +203,11 @@ func (s *Store) Authenticate(ctx context.Context, cfg *Config, agent, passkey, p
 				continue // gone, or damaged: doctor reports it
 			}
 			if old.Agent == agent && old.Purpose == purpose && old.EndedAt.IsZero() {
-				old.EndedAt, old.EndReason = now, EndReplaced
-				replaced = append(replaced, old)
-				if err := s.WriteDoc(path, old, ModePrivateFile); err != nil {
+				ended, err := s.endSession(path, old, EndReplaced, now, false)
+				if err != nil {
 					return err
 				}
+				replaced = append(replaced, ended)
 			}
 		}
 		// The index names the document before it exists (its invariant).
@@ -220,56 +220,96 @@ func (s *Store) Authenticate(ctx context.Context, cfg *Config, agent, passkey, p
 	if err != nil {
 		return Session{}, "", err
 	}
-	for _, old := range replaced {
-		s.sessionEnded(ctx, old) // a replaced session hands its conversations on: nothing to fail
-	}
+	s.sessionsEnded(ctx, replaced) // a replaced session hands its conversations on: nothing to fail
 	return ses, token, nil
 }
 
-// sweepSessions ends the sessions of every agent that are over without
-// anyone having said so (expired, or their aipm serve process is gone) and
-// removes the documents of sessions that ended before now. It reads every
-// session document: the watcher's periodic pass runs it; authenticate
-// sweeps only its own agent's sessions (agentSessions).
-func (s *Store) sweepSessions(ctx context.Context, now time.Time) error {
+// sweepSessions ends the sessions that are over without anyone having
+// said so (expired, or their aipm serve process is gone) and removes the
+// documents of sessions that ended before now. With agent "" it reads
+// every session document (the watcher's periodic pass); otherwise only
+// that agent's, through the session index (authenticate), and returns the
+// agent's live sessions.
+func (s *Store) sweepSessions(ctx context.Context, agent string, now time.Time) ([]Session, error) {
 	if _, err := os.Stat(s.CollectionDir(Sessions)); errors.Is(err, os.ErrNotExist) {
-		return nil
+		return nil, nil // no session yet: nothing to create on the way
 	}
-	var over []Session
+	sw := &sweep{now: now, gone: map[string][]string{}}
 	err := func() error {
 		unlock, err := s.lockSessions(ctx)
 		if err != nil {
 			return err
 		}
 		defer unlock()
-		gone := map[string][]string{} // agent -> ids whose documents were removed
-		if err := s.eachSession(func(path string, old Session) error {
-			remove, reason := sessionVerdict(old, now)
-			if !remove {
-				return nil
-			}
-			if err := os.Remove(path); err != nil && !errors.Is(err, os.ErrNotExist) {
-				return fmt.Errorf("remove session %s: %w", old.ID, err)
-			}
-			if CheckAgentID(old.Agent) == nil {
-				gone[old.Agent] = append(gone[old.Agent], old.ID)
-			}
-			if reason != "" {
-				old.EndedAt, old.EndReason = now, reason
-				over = append(over, old)
-			}
-			return nil
-		}); err != nil {
+		if agent == "" {
+			err = s.eachSession(func(path string, ses Session) error { return s.sweepOne(sw, path, ses) })
+		} else {
+			err = s.sweepAgent(sw, agent)
+		}
+		if err != nil {
 			return err
 		}
-		return s.dropIndexedSessions(gone)
+		return s.dropIndexedSessions(sw.gone)
 	}()
-	for _, old := range over {
-		// Best effort: a conversation the hook fails to end still ends at
-		// its own timeout.
-		s.sessionEnded(ctx, old)
+	// Best effort: a conversation the hook fails to end still ends at its
+	// own timeout.
+	s.sessionsEnded(ctx, sw.over)
+	return sw.live, err
+}
+
+// sweep is what one sweep of session documents found.
+type sweep struct {
+	now  time.Time
+	live []Session           // sessions still live
+	over []Session           // sessions it ended (their end hook is due)
+	gone map[string][]string // agent -> ids whose documents are gone
+}
+
+// sweepAgent sweeps the sessions agent's index names; ids whose documents
+// are missing (or that are not session ids) leave the index too.
+func (s *Store) sweepAgent(sw *sweep, agent string) error {
+	ids, err := s.agentSessionIDs(agent)
+	if err != nil {
+		return err
 	}
-	return err
+	for _, id := range ids {
+		path, err := s.DocPath(Sessions, id)
+		if err != nil {
+			sw.gone[agent] = append(sw.gone[agent], id) // the index was damaged
+			continue
+		}
+		var ses Session
+		if err := s.ReadDoc(path, &ses); err != nil {
+			if errors.Is(err, ErrNotFound) {
+				sw.gone[agent] = append(sw.gone[agent], id)
+			}
+			continue // damaged: doctor reports it
+		}
+		if err := s.sweepOne(sw, path, ses); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// sweepOne applies sessionVerdict to one session document.
+func (s *Store) sweepOne(sw *sweep, path string, ses Session) error {
+	remove, reason := sessionVerdict(ses, sw.now)
+	if !remove {
+		sw.live = append(sw.live, ses)
+		return nil
+	}
+	ended, err := s.endSession(path, ses, reason, sw.now, true)
+	if err != nil {
+		return err
+	}
+	if CheckAgentID(ended.Agent) == nil {
+		sw.gone[ended.Agent] = append(sw.gone[ended.Agent], ended.ID)
+	}
+	if reason != "" { // not ended before: its end hook is due
+		sw.over = append(sw.over, ended)
+	}
+	return nil
 }
 
 // processAlive says whether the process pid (an aipm serve holding a
@@ -508,30 +548,64 @@ func (s *Store) readSession(path string) (Session, error) {
 	return ses, nil
 }
 
-// EndSession is the one way a session ends, whatever the cause (logout,
-// completion, replacement, expiry, its process exiting): it records the end
-// and then runs sessionEnded. Ending an ended session is a no-op.
+// EndSession ends session id for reason (logout, completion, its process
+// exiting) through endSession, then runs its end hook. Ending an ended
+// session is a no-op.
 func (s *Store) EndSession(ctx context.Context, id, reason string) (Session, error) {
 	path, err := s.DocPath(Sessions, id)
 	if err != nil {
 		return Session{}, err
 	}
+	var ses Session
 	ended := false
-	ses, err := UpdateDoc(ctx, s, path, ModePrivateFile, func(ses *Session, exists bool) error {
-		if !exists {
-			return fmt.Errorf("session %s: %w", id, ErrNotFound)
+	err = func() error {
+		unlock, err := s.lockSessions(ctx)
+		if err != nil {
+			return err
+		}
+		defer unlock()
+		if err := s.ReadDoc(path, &ses); err != nil {
+			return fmt.Errorf("session %s: %w", id, err)
 		}
 		if !ses.EndedAt.IsZero() {
-			return ErrNoChange
+			return nil
 		}
-		ses.EndedAt, ses.EndReason = time.Now().UTC(), reason
-		ended = true
-		return nil
-	})
+		ses, err = s.endSession(path, ses, reason, time.Now().UTC(), false)
+		ended = err == nil
+		return err
+	}()
 	if err != nil || !ended {
 		return ses, err
 	}
 	return ses, s.sessionEnded(ctx, ses)
+}
+
+// endSession is the one way a session ends, whatever the cause (logout,
+// completion, replacement, expiry, its process exiting). The caller holds
+// the sessions lock: endSession records the end in the session's document,
+// or removes the document (remove: a sweep, for which the end is handled
+// now), and returns the ended session, whose end hook (sessionEnded) the
+// caller runs once the lock is released (never two locks at once).
+func (s *Store) endSession(path string, ses Session, reason string, now time.Time, remove bool) (Session, error) {
+	if ses.EndedAt.IsZero() {
+		ses.EndedAt, ses.EndReason = now, reason
+	}
+	if remove {
+		if err := os.Remove(path); err != nil && !errors.Is(err, os.ErrNotExist) {
+			return ses, fmt.Errorf("remove session %s: %w", ses.ID, err)
+		}
+		return ses, nil
+	}
+	return ses, s.WriteDoc(path, ses, ModePrivateFile)
+}
+
+// sessionsEnded runs the end hook of sessions that ended under the
+// sessions lock, now released. It is best effort: a conversation the hook
+// fails to end still ends at its own timeout.
+func (s *Store) sessionsEnded(ctx context.Context, sessions []Session) {
+	for _, ses := range sessions {
+		_ = s.sessionEnded(ctx, ses)
+	}
 }
 
 // sessionEnded is the hook point of a session's end, run after its document

@@ -46,6 +46,23 @@ type Next struct {
 	Until time.Time
 }
 
+// IsWorkFor is the one rule of what work a new session of purpose takes
+// (DESIGN sections 5 and 12): a task in progress for a task session;
+// anything but waiting for a chat session.
+func (n Next) IsWorkFor(purpose string) bool {
+	if purpose == PurposeTask {
+		return n.Action == ActWork
+	}
+	return n.Action != ActWait
+}
+
+// StartsSession says whether the watcher must start a session of purpose
+// for n: work (IsWorkFor), except the news of a conversation's end alone,
+// which a session that starts anyway hears (authenticate takes it as work).
+func (n Next) StartsSession(purpose string) bool {
+	return n.IsWorkFor(purpose) && n.Action != ActConversationEnded
+}
+
 // Work is the one rule of what agent should do next in a session of
 // purpose, in DESIGN section 8's order. ses is the session asking, or nil
 // for a look without a session (authenticate choosing a purpose, the

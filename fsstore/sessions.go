@@ -386,10 +386,10 @@ func (s *Store) choosePurpose(ctx context.Context, cfg *Config, agent, requested
 		if err != nil {
 			return "", "", err
 		}
-		switch {
-		case next.Action == ActWork:
-			return PurposeTask, next.Task.ID, nil
-		case p == PurposeChat && next.Action != ActWait:
+		if next.IsWorkFor(p) {
+			if p == PurposeTask {
+				return PurposeTask, next.Task.ID, nil
+			}
 			return PurposeChat, "", nil
 		}
 	}

@@ -192,14 +192,12 @@ func reactTriggers(d *Daemon, p *Pass) error {
 				return fmt.Errorf("%s %s: %w", a.ID, purpose, err)
 			}
 			p.Due(next.Until)
-			t := fsstore.Trigger{Agent: a.ID, Purpose: purpose, Reason: next.Action}
-			switch {
-			case purpose == fsstore.PurposeTask && next.Action == fsstore.ActWork:
-				t.TaskID, t.Reason = next.Task.ID, "task in progress"
-			case purpose == fsstore.PurposeChat && next.Action != fsstore.ActWait && next.Action != fsstore.ActConversationEnded:
-				// The news of an end alone starts nobody: the next session hears it.
-			default:
+			if !next.StartsSession(purpose) {
 				continue
+			}
+			t := fsstore.Trigger{Agent: a.ID, Purpose: purpose, Reason: next.Action}
+			if purpose == fsstore.PurposeTask {
+				t.TaskID, t.Reason = next.Task.ID, "task in progress"
 			}
 			wrote, err := d.store.AddTrigger(p.Ctx, t)
 			if err != nil {

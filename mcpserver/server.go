@@ -11,7 +11,7 @@ import (
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
 	"aipm/fsstore"
-	"aipm/watcher"
+	"aipm/wake"
 )
 
 // Server holds what every tool needs. It keeps no state of its own beyond a
@@ -21,7 +21,7 @@ type Server struct {
 	store   *fsstore.Store
 	log     *slog.Logger
 	version string
-	wake    *watcher.Wake // one fsnotify watcher for every waiting call
+	wake    *wake.Hub // one fsnotify watcher for every waiting call
 	// purpose is the session purpose the process that started this server
 	// asked for (AIPM_PURPOSE), used when authenticate names none.
 	purpose string
@@ -44,7 +44,7 @@ type Server struct {
 // which `aipm watch` sets for the agents it starts, and AIPM_CHECK_SCHEMAS
 // (EnvCheckSchemas), which the tests set.
 func New(store *fsstore.Store, log *slog.Logger, version string) *Server {
-	return &Server{store: store, log: log, version: version, wake: watcher.NewWake(), purpose: os.Getenv(fsstore.EnvPurpose),
+	return &Server{store: store, log: log, version: version, wake: wake.New(), purpose: os.Getenv(fsstore.EnvPurpose),
 		checkSchemas: os.Getenv(EnvCheckSchemas) == "1"}
 }
 

@@ -11,13 +11,14 @@ import (
 	"time"
 
 	"aipm/fsstore"
+	"aipm/wake"
 )
 
 // The task index of a long-running process (one Store) sees every way a
 // task file changes, with and without a watcher: what aipm writes (in this
 // process or another), an editor's rename-save and a removal on the very
 // next call; an edit in place on the next call without a watcher, and once
-// its event arrives with one (the Wake of aipm serve).
+// its event arrives with one (the wake.Hub of aipm serve).
 func TestTaskIndexSeesEdits(t *testing.T) {
 	for _, mode := range []string{"stat", "inotify"} {
 		t.Run(mode, func(t *testing.T) {
@@ -28,7 +29,7 @@ func TestTaskIndexSeesEdits(t *testing.T) {
 				t.Fatal(err)
 			}
 			if mode == "inotify" {
-				reader.WatchTasks(NewWake())
+				reader.WatchTasks(wake.New())
 			}
 			other, err := p.store.CreateTask(ctx, p.cfg(), fsstore.NewTask{Title: "another", Assignee: "reviewer"})
 			if err != nil {

@@ -14,6 +14,7 @@ import (
 	"time"
 
 	"aipm/fsstore"
+	"aipm/wake"
 	"aipm/watcher"
 )
 
@@ -50,7 +51,7 @@ func (b *bench) watchBench() ([]benchRow, error) {
 	done := make(chan error, 1)
 	go func() { done <- d.Run(ctx) }()
 	defer func() { cancel(); <-done }()
-	wake := watcher.NewWake()
+	hub := wake.New()
 
 	// A change -> its trigger. The agent "reader" has no command: only the
 	// trigger is measured; reading the message and removing the trigger
@@ -58,7 +59,7 @@ func (b *bench) watchBench() ([]benchRow, error) {
 	trigger, _ := store.TriggerPath(fsstore.Pending, "reader", fsstore.PurposeChat)
 	var toTrigger, floor []time.Duration
 	for i := 0; i < samples*3; i++ {
-		lat, err := waitFor(ctx, wake, trigger, func() error {
+		lat, err := waitFor(ctx, hub, trigger, func() error {
 			_, err := store.Send(ctx, cfg, fsstore.OutgoingMessage{From: fsstore.SystemSender, To: "reader", Content: "bench"})
 			return err
 		}, func() bool { return fileExists(trigger) })
@@ -70,7 +71,7 @@ func (b *bench) watchBench() ([]benchRow, error) {
 			return nil, err
 		}
 		probe := filepath.Join(b.root, "p7-floor.jsonl")
-		lat, err = waitFor(ctx, wake, probe, func() error {
+		lat, err = waitFor(ctx, hub, probe, func() error {
 			return store.AppendJSONL(ctx, probe, map[string]int{"n": i})
 		}, func() bool { return true })
 		if err != nil {
@@ -89,7 +90,7 @@ func (b *bench) watchBench() ([]benchRow, error) {
 		}
 		execFloor = append(execFloor, time.Since(start))
 		var ses fsstore.Session
-		lat, err := waitFor(ctx, wake, sessions, func() error {
+		lat, err := waitFor(ctx, hub, sessions, func() error {
 			return store.WriteTrigger(ctx, fsstore.Trigger{Agent: "coder", Purpose: fsstore.PurposeChat, Reason: "bench"})
 		}, func() bool {
 			live, _ := store.LiveSessions(time.Now())
@@ -106,7 +107,7 @@ func (b *bench) watchBench() ([]benchRow, error) {
 			return nil, err
 		}
 		runs := store.CollectionDir(fsstore.Runs)
-		if _, err := waitFor(ctx, wake, runs, func() error { return nil }, func() bool {
+		if _, err := waitFor(ctx, hub, runs, func() error { return nil }, func() bool {
 			r, _ := store.Runs()
 			return len(r) == 0
 		}); err != nil {
@@ -144,8 +145,8 @@ func settle(ctx context.Context, store *fsstore.Store, trigger string) error {
 
 // waitFor subscribes to target, runs act, and returns how long until done
 // holds (checked at each wake).
-func waitFor(ctx context.Context, wake *watcher.Wake, target string, act func() error, done func() bool) (time.Duration, error) {
-	sub, err := wake.Subscribe(target)
+func waitFor(ctx context.Context, hub *wake.Hub, target string, act func() error, done func() bool) (time.Duration, error) {
+	sub, err := hub.Subscribe(target)
 	if err != nil {
 		return 0, err
 	}

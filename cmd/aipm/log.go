@@ -10,7 +10,7 @@ import (
 	"github.com/spf13/cobra"
 
 	"aipm/fsstore"
-	"aipm/watcher"
+	"aipm/wake"
 )
 
 // followRecheck is how long log --follow waits for a change before it
@@ -92,11 +92,11 @@ type chatLog struct {
 // comes before the first read, so nothing written in between is missed;
 // the cursor finds its place again when an editor replaces the file.
 func (l *chatLog) show(ctx context.Context, last int, follow bool) error {
-	var sub *watcher.Subscription
+	var sub *wake.Subscription
 	if follow {
 		path, _ := l.store.ChatPath(l.agent)
 		var err error
-		if sub, err = watcher.NewWake().Subscribe(path); err != nil {
+		if sub, err = wake.New().Subscribe(path); err != nil {
 			return fmt.Errorf("log --follow %s: %w", l.agent, err)
 		}
 		defer sub.Close()

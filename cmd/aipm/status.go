@@ -12,7 +12,7 @@ import (
 	"github.com/spf13/cobra"
 
 	"aipm/fsstore"
-	"aipm/watcher"
+	"aipm/wake"
 )
 
 // statusRecheck is how often status --watch redraws without a file change:
@@ -104,10 +104,10 @@ func statusRun(ctx context.Context, o *statusOptions) error {
 	if !o.Watch {
 		return o.draw(ctx, store)
 	}
-	wake := watcher.NewWake()
+	hub := wake.New()
 	for {
 		// Subscribe before reading, so a change made while we read wakes us.
-		sub, err := wake.Subscribe(watchedDirs(store)...)
+		sub, err := hub.Subscribe(watchedDirs(store)...)
 		if err != nil {
 			return fmt.Errorf("status --watch: %w", err)
 		}

@@ -12,7 +12,7 @@ import (
 
 // TestStatusWatch: status --watch draws once, draws again when a file of
 // the project changes (a new task, a new message: fsnotify through
-// watcher.Wake, not the 30 s recheck), and ends cleanly when its context is
+// wake.Hub, not the 30 s recheck), and ends cleanly when its context is
 // cancelled.
 func TestStatusWatch(t *testing.T) {
 	dir := t.TempDir()

@@ -1,4 +1,4 @@
-package watcher
+package wake
 
 import (
 	"context"
@@ -32,7 +32,7 @@ func TestWakeOnChange(t *testing.T) {
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			dir := t.TempDir()
-			w := NewWake()
+			w := New()
 			sub, err := w.Subscribe(filepath.Join(dir, "chat.jsonl"))
 			if err != nil {
 				t.Fatal(err)
@@ -51,7 +51,7 @@ func TestWakeOnChange(t *testing.T) {
 
 func TestWakeIgnoresOtherFilesAndStopsOnCancel(t *testing.T) {
 	dir := t.TempDir()
-	w := NewWake()
+	w := New()
 	sub, err := w.Subscribe(filepath.Join(dir, "chat.jsonl"))
 	if err != nil {
 		t.Fatal(err)
@@ -76,7 +76,7 @@ func TestWakeIgnoresOtherFilesAndStopsOnCancel(t *testing.T) {
 // applies to its own directory only.
 func TestWakeDirectoryTarget(t *testing.T) {
 	agentDir, convDir := t.TempDir(), t.TempDir()
-	w := NewWake()
+	w := New()
 	subscribe := func() *Subscription {
 		sub, err := w.Subscribe(filepath.Join(agentDir, "chat.jsonl"), convDir)
 		if err != nil {
@@ -121,7 +121,7 @@ func TestWakeLingers(t *testing.T) {
 	if err := os.Mkdir(dir, 0o755); err != nil {
 		t.Fatal(err)
 	}
-	w := NewWake()
+	w := New()
 	waitFor := func(step string, change func() error) {
 		t.Helper()
 		sub, err := w.Subscribe(filepath.Join(dir, "chat.jsonl"))

@@ -1,4 +1,9 @@
-package watcher
+// Package wake lets one process wait for changes to files under .ai-pm/
+// through a single fsnotify watcher, shared by every waiter: `aipm serve`
+// uses it for get_next_action and its task index, `aipm log --follow` and
+// `aipm status --watch` for following, the bench for its probes. Events are
+// hints and files are the truth: a woken reader re-reads from its cursor.
+package wake
 
 import (
 	"context"
@@ -13,13 +18,13 @@ import (
 	"github.com/fsnotify/fsnotify"
 )
 
-// Wake shares one fsnotify watcher among every waiter of a process (each
+// Hub shares one fsnotify watcher among every waiter of a process (each
 // watcher is an inotify instance, and instances are limited per user). A
 // directory is watched while someone subscribes to it, and for linger after
 // the last one leaves: an agent calls get_next_action again and again, and
 // neither its next wait nor the answer of its last should pay for removing
 // and adding the same watches.
-type Wake struct {
+type Hub struct {
 	mu   sync.Mutex
 	fsw  *fsnotify.Watcher
 	subs map[string]map[*Subscription]bool // directory -> subscribers
@@ -31,16 +36,16 @@ type Wake struct {
 // linger is how long a directory stays watched after its last subscriber.
 var linger = 30 * time.Second
 
-// NewWake returns a Wake; the fsnotify watcher starts at the first Subscribe.
-func NewWake() *Wake {
-	return &Wake{subs: map[string]map[*Subscription]bool{}, idle: map[string]time.Time{}}
+// NewWake returns a Hub; the fsnotify watcher starts at the first Subscribe.
+func New() *Hub {
+	return &Hub{subs: map[string]map[*Subscription]bool{}, idle: map[string]time.Time{}}
 }
 
 // Subscription receives a signal on C whenever a file it asked for changes.
 // C has room for one signal: several changes before a receive coalesce.
 type Subscription struct {
 	C    chan struct{}
-	w    *Wake
+	w    *Hub
 	dirs []string
 	// names holds, per watched directory, the base names of interest; a nil
 	// set means any non-dot file of that directory.
@@ -58,7 +63,7 @@ const pollEvery = 100 * time.Millisecond
 // exist. A target that is a directory stands for every file in it; any
 // other target is a file (it need not exist yet) watched through its
 // directory. Close the subscription when done.
-func (w *Wake) Subscribe(targets ...string) (*Subscription, error) {
+func (w *Hub) Subscribe(targets ...string) (*Subscription, error) {
 	sub := &Subscription{C: make(chan struct{}, 1), w: w, names: map[string]map[string]bool{}}
 	w.mu.Lock()
 	defer w.mu.Unlock()
@@ -110,7 +115,7 @@ func (w *Wake) Subscribe(targets ...string) (*Subscription, error) {
 // that changes, and with "" when events were lost, until stop is called
 // (fsstore's DirWatcher: the task index learns of edits in place). It
 // fails when fsnotify is unavailable; there is no polling form.
-func (w *Wake) WatchDir(dir string, changed func(name string)) (stop func(), err error) {
+func (w *Hub) WatchDir(dir string, changed func(name string)) (stop func(), err error) {
 	sub, err := w.Subscribe(dir)
 	if err != nil {
 		return nil, err
@@ -162,7 +167,7 @@ func (s *Subscription) Close() {
 	s.w.unsubscribeLocked(s)
 }
 
-func (w *Wake) unsubscribeLocked(s *Subscription) {
+func (w *Hub) unsubscribeLocked(s *Subscription) {
 	for _, dir := range s.dirs {
 		delete(w.subs[dir], s)
 		if len(w.subs[dir]) == 0 {
@@ -179,7 +184,7 @@ func (w *Wake) unsubscribeLocked(s *Subscription) {
 }
 
 // removeIdle removes the watches that nobody has wanted for linger.
-func (w *Wake) removeIdle() {
+func (w *Hub) removeIdle() {
 	w.mu.Lock()
 	defer w.mu.Unlock()
 	w.reap = nil
@@ -199,7 +204,7 @@ func (w *Wake) removeIdle() {
 	}
 }
 
-func (w *Wake) loop(fsw *fsnotify.Watcher) {
+func (w *Hub) loop(fsw *fsnotify.Watcher) {
 	for {
 		select {
 		case ev, ok := <-fsw.Events:

@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"strings"
 )
 
 // DirName is the name of the state directory inside a project.
@@ -201,4 +202,28 @@ func (s *Store) EnsureAgentDir(agent string) error {
 		return err
 	}
 	return s.mkdirAll(dir)
+}
+
+// WatchedDirs are the directories whose changes matter to a view of the
+// whole project (aipm status --watch): .ai-pm itself (a new collection),
+// each collection but logs and quarantine, and each agent's directory.
+func (s *Store) WatchedDirs() []string {
+	dirs := []string{s.root}
+	entries, _ := os.ReadDir(s.root)
+	for _, e := range entries {
+		if !e.IsDir() || strings.HasPrefix(e.Name(), ".") || e.Name() == "logs" || e.Name() == "quarantine" {
+			continue
+		}
+		dir := filepath.Join(s.root, e.Name())
+		dirs = append(dirs, dir)
+		if dir == s.AgentsDir() {
+			agents, _ := os.ReadDir(dir)
+			for _, a := range agents {
+				if a.IsDir() {
+					dirs = append(dirs, filepath.Join(dir, a.Name()))
+				}
+			}
+		}
+	}
+	return dirs
 }

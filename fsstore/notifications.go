@@ -47,12 +47,53 @@ func (n Notification) Concerns(ses Session) bool {
 	switch {
 	case n.Type == NotifyInterrupt && n.TaskID != "":
 		return ses.Purpose == PurposeTask && ses.TaskID == n.TaskID
-	case n.TaskID != "": // about a task: the task session's alone
-		return ses.Purpose == PurposeTask
+	case !n.forPurpose(ses.Purpose): // about a task: the task session's alone
+		return false
 	case n.Type == NotifyInterrupt:
 		return !ses.CreatedAt.After(n.CreatedAt)
 	}
 	return true
+}
+
+// forPurpose says whether n is for sessions of purpose at all: a
+// notification about a task is the task session's alone.
+func (n Notification) forPurpose(purpose string) bool {
+	return n.TaskID == "" || purpose == PurposeTask
+}
+
+// unreadNotifications counts agent's notifications that no session has
+// read (what aipm status shows; nothing is marked read): one about a task
+// until a task session read it, any other until some session did.
+func (s *Store) unreadNotifications(ctx context.Context, agent string) (int, error) {
+	unreadBy := map[string]int{} // id -> how many purposes have not read it
+	need := map[string]int{}     // id -> how many must not have, for it to count
+	for _, purpose := range []string{PurposeTask, PurposeChat} {
+		var last Notification
+		_, err := s.ReadUnread(ctx, agent, NotificationStream(purpose), ReadOptions{
+			Peek:  true,
+			Check: func(r Record) (err error) { last, err = decodeNotification(r); return err },
+			Match: func(Record) bool {
+				if last.forPurpose(purpose) {
+					unreadBy[last.ID]++
+				}
+				need[last.ID] = 1
+				if last.TaskID == "" {
+					need[last.ID] = 2 // for every session: read once any has
+				}
+				return false // counted, not returned
+			},
+		})
+		if err != nil {
+			return 0, err
+		}
+	}
+	n := 0
+	for id, c := range unreadBy {
+		if c >= need[id] {
+			n++
+		}
+	}
+	return n, nil
 }
 
 // checkNotification is the schema of a notifications line.

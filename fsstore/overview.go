@@ -43,9 +43,9 @@ func (s *Store) UnreadCounts(ctx context.Context, agent string) (messages, notif
 	if err != nil {
 		return 0, 0, err
 	}
-	notes, err := s.ReadUnread(ctx, agent, StreamNotifications, ReadOptions{Peek: true})
+	notes, err := s.unreadNotifications(ctx, agent)
 	if err != nil {
 		return 0, 0, err
 	}
-	return len(chat.Records), len(notes.Records), nil
+	return len(chat.Records), notes, nil
 }

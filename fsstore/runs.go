@@ -230,3 +230,28 @@ func (s *Store) SweepSessions(ctx context.Context) error {
 	_, err := s.sweepSessions(ctx, "", time.Now().UTC())
 	return err
 }
+
+// OpenRunLog opens run's log file (logs/<agent>/...) for appending,
+// creating it and its directory: the started process writes its output
+// there.
+func (s *Store) OpenRunLog(run Run) (*os.File, error) {
+	if err := s.mkdirAll(filepath.Dir(run.Log)); err != nil {
+		return nil, fmt.Errorf("run log %s: %w", s.Rel(run.Log), err)
+	}
+	f, err := os.OpenFile(run.Log, os.O_WRONLY|os.O_CREATE|os.O_APPEND, ModeFile)
+	if err != nil {
+		return nil, fmt.Errorf("run log %s: %w", s.Rel(run.Log), err)
+	}
+	return f, nil
+}
+
+// TriggerUntaken says whether agent's trigger for purpose, written before
+// since, still waits: a process started for it exited without taking it.
+func (s *Store) TriggerUntaken(agent, purpose string, since time.Time) bool {
+	path, err := s.TriggerPath(Pending, agent, purpose)
+	if err != nil {
+		return false
+	}
+	var t Trigger
+	return s.ReadDoc(path, &t) == nil && t.CreatedAt.Before(since)
+}

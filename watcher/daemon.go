@@ -49,7 +49,7 @@ func New(store *fsstore.Store, log *slog.Logger) *Daemon {
 // no process) and returns. It takes the watcher lock, so it refuses while
 // a watcher runs.
 func (d *Daemon) Once(ctx context.Context) error {
-	release, err := acquire(d.store)
+	release, err := d.store.LockWatcher()
 	if err != nil {
 		return err
 	}
@@ -65,7 +65,7 @@ func (d *Daemon) Once(ctx context.Context) error {
 // Run watches until ctx ends, then stops the processes it started (SIGTERM,
 // then SIGKILL after StopBound) and returns nil.
 func (d *Daemon) Run(ctx context.Context) error {
-	release, err := acquire(d.store)
+	release, err := d.store.LockWatcher()
 	if err != nil {
 		return err
 	}

@@ -422,10 +422,10 @@ func TestSecondWatcherRefuses(t *testing.T) {
 	p := newProject(t, "", nil)
 	p.run()
 	err := p.daemon().Once(context.Background())
-	if !errors.Is(err, ErrRunning) || !strings.Contains(err.Error(), fmt.Sprintf("pid %d", os.Getpid())) {
-		t.Fatalf("second watcher: %v; want ErrRunning naming pid %d", err, os.Getpid())
+	if !errors.Is(err, fsstore.ErrWatcherRunning) || !strings.Contains(err.Error(), fmt.Sprintf("pid %d", os.Getpid())) {
+		t.Fatalf("second watcher: %v; want ErrWatcherRunning naming pid %d", err, os.Getpid())
 	}
-	info, err := Running(p.store)
+	info, err := p.store.RunningWatcher()
 	if err != nil || info == nil || info.PID != os.Getpid() {
 		t.Fatalf("Running = %+v, %v", info, err)
 	}

@@ -106,10 +106,7 @@ func (st *starter) start(ctx context.Context, cfg *fsstore.Config, a fsstore.Age
 }
 
 func (st *starter) spawn(cfg *fsstore.Config, a fsstore.Agent, t fsstore.Trigger, run *fsstore.Run, cred string) error {
-	if err := os.MkdirAll(filepath.Dir(run.Log), fsstore.ModeDir); err != nil {
-		return err
-	}
-	out, err := os.OpenFile(run.Log, os.O_WRONLY|os.O_CREATE|os.O_APPEND, fsstore.ModeFile)
+	out, err := st.store.OpenRunLog(*run)
 	if err != nil {
 		return err
 	}
@@ -174,11 +171,8 @@ func (st *starter) finished(ctx context.Context, cfg *fsstore.Config, n exitNote
 		reason = n.err.Error()
 	}
 	if !failed {
-		if path, err := st.store.TriggerPath(fsstore.Pending, r.Agent, r.Purpose); err == nil {
-			var t fsstore.Trigger
-			if st.store.ReadDoc(path, &t) == nil && t.CreatedAt.Before(r.StartedAt) {
-				failed, reason = true, "exited without taking its trigger (did it authenticate?)"
-			}
+		if st.store.TriggerUntaken(r.Agent, r.Purpose, r.StartedAt) {
+			failed, reason = true, "exited without taking its trigger (did it authenticate?)"
 		}
 	}
 	if failed {

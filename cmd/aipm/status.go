@@ -4,8 +4,6 @@ import (
 	"context"
 	"fmt"
 	"io"
-	"os"
-	"path/filepath"
 	"strings"
 	"time"
 
@@ -107,7 +105,7 @@ func statusRun(ctx context.Context, o *statusOptions) error {
 	hub := wake.New()
 	for {
 		// Subscribe before reading, so a change made while we read wakes us.
-		sub, err := hub.Subscribe(watchedDirs(store)...)
+		sub, err := hub.Subscribe(store.WatchedDirs()...)
 		if err != nil {
 			return fmt.Errorf("status --watch: %w", err)
 		}
@@ -121,29 +119,6 @@ func statusRun(ctx context.Context, o *statusOptions) error {
 			return nil // interrupted: how --watch ends (mainExit exits 130)
 		}
 	}
-}
-
-// watchedDirs are the directories whose changes matter: .ai-pm itself (a
-// new collection), each collection, and each agent's directory.
-func watchedDirs(store *fsstore.Store) []string {
-	dirs := []string{store.Root()}
-	entries, _ := os.ReadDir(store.Root())
-	for _, e := range entries {
-		if !e.IsDir() || strings.HasPrefix(e.Name(), ".") || e.Name() == "logs" || e.Name() == "quarantine" {
-			continue
-		}
-		dir := filepath.Join(store.Root(), e.Name())
-		dirs = append(dirs, dir)
-		if dir == store.AgentsDir() {
-			agents, _ := os.ReadDir(dir)
-			for _, a := range agents {
-				if a.IsDir() {
-					dirs = append(dirs, filepath.Join(dir, a.Name()))
-				}
-			}
-		}
-	}
-	return dirs
 }
 
 // draw collects the report and prints it once (cleared first on a

@@ -7,7 +7,6 @@ import (
 	"time"
 
 	"aipm/fsstore"
-	"aipm/watcher"
 )
 
 // watchStatus is the status section of aipm watch: the watcher (nil when
@@ -20,7 +19,7 @@ type watchStatus struct {
 }
 
 func collectWatch(_ context.Context, store *fsstore.Store, _ *fsstore.Config, r *statusReport) error {
-	info, err := watcher.Running(store)
+	info, err := store.RunningWatcher()
 	if err != nil {
 		return err
 	}

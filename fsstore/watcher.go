@@ -1,0 +1,74 @@
+package fsstore
+
+import (
+	"errors"
+	"fmt"
+	"os"
+	"path/filepath"
+	"time"
+
+	"github.com/gofrs/flock"
+)
+
+// WatcherInfo is .ai-pm/watcher.json: who holds the project's watcher lock.
+type WatcherInfo struct {
+	PID       int       `json:"pid"`
+	StartedAt time.Time `json:"startedAt"`
+}
+
+// ErrWatcherRunning says another watcher holds the project.
+var ErrWatcherRunning = errors.New("another aipm watch is running")
+
+func (s *Store) watcherLockPath() string { return filepath.Join(s.root, "watcher.lock") }
+func (s *Store) watcherInfoPath() string { return filepath.Join(s.root, "watcher.json") }
+
+// LockWatcher takes the project's watcher lock (one watcher per project,
+// DESIGN section 12) and records this process in watcher.json; release
+// gives both back. The lock is the flock of watcher.lock, held for the
+// watcher's life and dropped by the kernel when it dies.
+func (s *Store) LockWatcher() (release func(), err error) {
+	fl := flock.New(s.watcherLockPath(), flock.SetPermissions(ModeFile))
+	ok, err := fl.TryLock()
+	if err != nil {
+		return nil, fmt.Errorf("watcher lock: %w", err)
+	}
+	if !ok {
+		who := "unknown pid"
+		if info, err := s.RunningWatcher(); err == nil && info != nil {
+			who = fmt.Sprintf("pid %d, started %s", info.PID, info.StartedAt.Local().Format(time.DateTime))
+		}
+		return nil, fmt.Errorf("%w on this project (%s): stop it first; aipm status shows it", ErrWatcherRunning, who)
+	}
+	info := WatcherInfo{PID: os.Getpid(), StartedAt: time.Now().UTC()}
+	if err := s.WriteDoc(s.watcherInfoPath(), info, ModeFile); err != nil {
+		fl.Unlock()
+		return nil, fmt.Errorf("watcher lock: %w", err)
+	}
+	return func() {
+		os.Remove(s.watcherInfoPath())
+		fl.Unlock()
+	}, nil
+}
+
+// RunningWatcher returns the project's running watcher, or nil if none
+// holds the lock (an empty WatcherInfo when watcher.json cannot be read).
+// It only reads.
+func (s *Store) RunningWatcher() (*WatcherInfo, error) {
+	if _, err := os.Stat(s.watcherLockPath()); errors.Is(err, os.ErrNotExist) {
+		return nil, nil
+	}
+	fl := flock.New(s.watcherLockPath(), flock.SetPermissions(ModeFile))
+	ok, err := fl.TryRLock()
+	if err != nil {
+		return nil, err
+	}
+	if ok {
+		fl.Unlock()
+		return nil, nil
+	}
+	var info WatcherInfo
+	if s.ReadDoc(s.watcherInfoPath(), &info) != nil {
+		return &WatcherInfo{}, nil
+	}
+	return &info, nil
+}

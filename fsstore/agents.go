@@ -143,7 +143,7 @@ func (s *Store) RemoveAgent(ctx context.Context, agent string, force bool) (Remo
 		}
 		out.EndedSessions = append(out.EndedSessions, ses.ID)
 	}
-	if err := writeFileAtomic(s.ConfigPath(), updated, ModeFile, s.durable); err != nil {
+	if err := writeFileAtomic(s.ConfigPath(), updated, ModeFile, s.durable.Load()); err != nil {
 		return out, fmt.Errorf("write config: %w", err)
 	}
 	if path, err := s.PasskeyPath(agent); err == nil {

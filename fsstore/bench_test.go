@@ -39,7 +39,7 @@ func BenchmarkAppend(b *testing.B) {
 			if err != nil {
 				b.Fatal(err)
 			}
-			s.SetDurability(durable)
+			s.durable.Store(durable)
 			path := filepath.Join(s.Root(), "agents", "a", "chat.jsonl")
 			ctx := context.Background()
 			for b.Loop() {

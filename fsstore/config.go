@@ -112,7 +112,12 @@ func (s *Store) LoadConfig() (*Config, error) {
 	if err != nil {
 		return nil, fmt.Errorf("read config: %w", err)
 	}
-	return ParseConfig(s.Rel(s.ConfigPath()), data)
+	cfg, err := ParseConfig(s.Rel(s.ConfigPath()), data)
+	if err != nil {
+		return nil, err
+	}
+	s.setDurability(cfg)
+	return cfg, nil
 }
 
 // tomlTypeError is how the TOML decoder words a type mismatch. Like the

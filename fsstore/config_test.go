@@ -1,9 +1,13 @@
 package fsstore
 
 import (
+	"context"
+	"fmt"
 	"os"
 	"path/filepath"
+	"regexp"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 )
@@ -65,5 +69,55 @@ func TestParseConfigDefaults(t *testing.T) {
 	}
 	if cfg.Defaults != DefaultDefaults {
 		t.Errorf("defaults = %+v, want %+v", cfg.Defaults, DefaultDefaults)
+	}
+}
+
+// Durability follows the config each load finds, while other goroutines
+// append (a server's config reload under calls in flight): under -race this
+// is the check that the store's durability is read and written atomically.
+func TestDurabilityFollowsTheConfig(t *testing.T) {
+	s, _ := testStoreWith(t)
+	ctx := context.Background()
+	setDurability := func(value string) {
+		t.Helper()
+		data, err := os.ReadFile(s.ConfigPath())
+		if err != nil {
+			t.Fatal(err)
+		}
+		text := regexp.MustCompile(`durability = "[a-z]+"`).ReplaceAllString(string(data), fmt.Sprintf("durability = %q", value))
+		if err := os.WriteFile(s.ConfigPath(), []byte(text), ModeFile); err != nil {
+			t.Fatal(err)
+		}
+	}
+	path := filepath.Join(s.Root(), "probe.jsonl")
+	var wg sync.WaitGroup
+	for w := 0; w < 4; w++ {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for i := 0; i < 50; i++ {
+				if err := s.AppendJSONL(ctx, path, map[string]int{"i": i}); err != nil {
+					t.Error(err)
+					return
+				}
+			}
+		}()
+	}
+	for _, value := range []string{DurableNone, DurableFsync, DurableNone} {
+		setDurability(value)
+		if _, err := s.LoadConfig(); err != nil {
+			t.Fatal(err)
+		}
+		if got := s.durable.Load(); got != (value == DurableFsync) {
+			t.Errorf("durability %q loaded: durable = %v", value, got)
+		}
+	}
+	wg.Wait()
+	setDurability("sometimes")
+	if _, err := s.LoadConfig(); err == nil {
+		t.Fatal("an invalid durability loaded")
+	}
+	if s.durable.Load() {
+		t.Error("an invalid config changed the durability in force")
 	}
 }

@@ -44,7 +44,7 @@ func (s *Store) mkdirAll(dir string) error {
 	if err := os.Mkdir(dir, s.dirMode(dir)); err != nil && !errors.Is(err, os.ErrExist) {
 		return err
 	}
-	if s.durable {
+	if s.durable.Load() {
 		return syncDir(parent)
 	}
 	return nil
@@ -74,7 +74,7 @@ func (s *Store) WriteDoc(path string, v any, perm os.FileMode) error {
 	if err := s.mkdirAll(filepath.Dir(path)); err != nil {
 		return fmt.Errorf("write %s: %w", s.Rel(path), err)
 	}
-	if err := writeFileAtomic(path, data, perm, s.durable); err != nil {
+	if err := writeFileAtomic(path, data, perm, s.durable.Load()); err != nil {
 		return fmt.Errorf("write %s: %w", s.Rel(path), err)
 	}
 	return nil
@@ -162,7 +162,7 @@ func UpdateDoc[T any](ctx context.Context, s *Store, path string, perm os.FileMo
 		if testHookBeforeWrite != nil {
 			testHookBeforeWrite(path)
 		}
-		err = lockedfile.WriteAtomic(path, out, perm, s.durable, &id)
+		err = lockedfile.WriteAtomic(path, out, perm, s.durable.Load(), &id)
 		if errors.Is(err, lockedfile.ErrChanged) {
 			if attempt < casAttempts {
 				continue

@@ -81,7 +81,7 @@ func (s *Store) appendUnless(ctx context.Context, path string, line, unless []by
 // neither copy waits for the other's fsync to be written. Missing parent
 // directories are created.
 func (s *Store) writeLine(ctx context.Context, path string, line, unless []byte) (flush func() error, err error) {
-	opt := lockedfile.AppendOptions{Durable: s.durable, Unless: unless}
+	opt := lockedfile.AppendOptions{Durable: s.durable.Load(), Unless: unless}
 	a := s.caches.appenders.get(path)
 	deadline := time.Now().Add(replacedPatience)
 	for attempt := 0; ; attempt++ {

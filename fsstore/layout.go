@@ -6,6 +6,7 @@ import (
 	"os"
 	"path/filepath"
 	"strings"
+	"sync/atomic"
 )
 
 // DirName is the name of the state directory inside a project.
@@ -25,9 +26,9 @@ const (
 // operation opens, locks and closes what it needs, so a Store is safe for
 // concurrent use by many goroutines and processes.
 type Store struct {
-	project string // the project directory (parent of .ai-pm)
-	root    string // project/.ai-pm
-	durable bool
+	project string      // the project directory (parent of .ai-pm)
+	root    string      // project/.ai-pm
+	durable atomic.Bool // fsync appends and documents: the config's durability, set by LoadConfig
 	caches  *caches
 }
 
@@ -43,7 +44,7 @@ type caches struct {
 }
 
 // Open returns the store of the project directory dir, which must contain
-// .ai-pm/. Appends fsync unless SetDurability(false) is called.
+// .ai-pm/. Appends fsync until a loaded config says durability = "none".
 func Open(projectDir string) (*Store, error) {
 	abs, err := filepath.Abs(projectDir)
 	if err != nil {
@@ -60,7 +61,9 @@ func Open(projectDir string) (*Store, error) {
 	if !fi.IsDir() {
 		return nil, fmt.Errorf("%s is not a directory", root)
 	}
-	return &Store{project: abs, root: root, durable: true, caches: &caches{}}, nil
+	st := &Store{project: abs, root: root, caches: &caches{}}
+	st.durable.Store(true)
+	return st, nil
 }
 
 // FindProject returns the project directory the way git finds a repository:
@@ -82,9 +85,12 @@ func FindProject(start string) (string, error) {
 	}
 }
 
-// SetDurability chooses whether appends and document writes fsync
-// (durability = "fsync", the default) or not ("none").
-func (s *Store) SetDurability(fsync bool) { s.durable = fsync }
+// setDurability is the one place the store's durability changes: the
+// config's, whenever one is loaded (LoadConfig), read atomically by every
+// write in flight.
+func (s *Store) setDurability(cfg *Config) {
+	s.durable.Store(cfg.Defaults.Durability != DurableNone)
+}
 
 // ProjectDir is the project directory; Root is its .ai-pm directory.
 func (s *Store) ProjectDir() string { return s.project }

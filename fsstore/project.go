@@ -155,7 +155,7 @@ func (s *Store) AddAgent(ctx context.Context, a NewAgent) (passkey string, err e
 	}
 	// Compare-and-swap (rule 8): a human saving config.toml meanwhile wins,
 	// and the agent is not added.
-	if err := lockedfile.WriteAtomic(s.ConfigPath(), updated, ModeFile, s.durable, &read); err != nil {
+	if err := lockedfile.WriteAtomic(s.ConfigPath(), updated, ModeFile, s.durable.Load(), &read); err != nil {
 		if path, perr := s.PasskeyPath(a.ID); perr == nil && passkey != "" {
 			os.Remove(path)
 		}

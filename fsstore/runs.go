@@ -64,7 +64,7 @@ func (s *Store) SaveCredential(agent, passkey string) (string, error) {
 	if err := os.Chmod(dir, ModePrivateDir); err != nil {
 		return "", fmt.Errorf("save credential: %w", err)
 	}
-	if err := writeFileAtomic(path, []byte(passkey+"\n"), ModePrivateFile, s.durable); err != nil {
+	if err := writeFileAtomic(path, []byte(passkey+"\n"), ModePrivateFile, s.durable.Load()); err != nil {
 		return "", fmt.Errorf("save credential: %w", err)
 	}
 	return path, nil

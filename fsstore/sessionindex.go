@@ -76,7 +76,7 @@ func (s *Store) ensureSessionIndex() error {
 	if err := os.Rename(tmp, dir); err != nil {
 		return fmt.Errorf("session index: %w", err)
 	}
-	if s.durable {
+	if s.durable.Load() {
 		return syncDir(s.CollectionDir(Sessions))
 	}
 	return nil

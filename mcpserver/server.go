@@ -125,7 +125,6 @@ func (s *Server) config() (*fsstore.Config, error) {
 		}
 		return nil, err
 	}
-	s.store.SetDurability(cfg.Defaults.Durability != fsstore.DurableNone)
 	s.cfg, s.cfgStamp = cfg, stamp
 	return cfg, nil
 }

@@ -204,7 +204,6 @@ func (d *Daemon) loadConfig() error {
 		return err
 	}
 	d.cfg = cfg
-	d.store.SetDurability(cfg.Defaults.Durability != "none")
 	return nil
 }
 
@@ -217,7 +216,6 @@ func (d *Daemon) reloadConfig() {
 		return
 	}
 	d.cfg = cfg
-	d.store.SetDurability(cfg.Defaults.Durability != "none")
 	d.log.Info("config reloaded", "agents", len(cfg.Agents))
 }
 

@@ -88,7 +88,6 @@ func (e *env) open() (*fsstore.Store, *fsstore.Config, error) {
 	if err != nil {
 		return store, nil, err
 	}
-	store.SetDurability(cfg.Defaults.Durability != fsstore.DurableNone)
 	return store, cfg, nil
 }
 

@@ -83,7 +83,6 @@ func newChatProject(t *testing.T, dir string) (*fsstore.Store, *fsstore.Config) 
 	if err != nil {
 		t.Fatal(err)
 	}
-	store.SetDurability(false)
 	for _, a := range []fsstore.NewAgent{{ID: "alice", Type: fsstore.AgentHuman}, {ID: "bob", Type: fsstore.AgentAI}} {
 		if _, err := store.AddAgent(context.Background(), a); err != nil {
 			t.Fatal(err)

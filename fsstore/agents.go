@@ -65,28 +65,54 @@ type RemovedAgent struct {
 }
 
 // RemoveAgent deletes the agent's [[agents]] entry from config.toml (the
-// rest of the file is kept byte for byte) and its passkey hash. Its chat
-// history stays. It refuses, with ErrInUse, while the agent has open tasks
-// or live sessions, unless force; with force its live sessions end. An
-// agent that is another's parent is never removed: the config would not
-// be valid without it.
+// rest of the file is kept byte for byte) through EditConfig, then its
+// passkey hash. Its chat history stays. It refuses, with ErrInUse, while the
+// agent has open tasks or live sessions, unless force; with force its live
+// sessions end. An agent that is another's parent is never removed: the
+// config would not be valid without it.
 func (s *Store) RemoveAgent(ctx context.Context, agent string, force bool) (RemovedAgent, error) {
 	out := RemovedAgent{ID: agent, OpenTasks: []string{}, EndedSessions: []string{}}
-	unlock, err := s.LockDir(ctx, s.root)
-	if err != nil {
-		return out, err
-	}
-	defer unlock()
-	old, err := os.ReadFile(s.ConfigPath())
-	if err != nil {
-		return out, fmt.Errorf("read config: %w", err)
-	}
-	cfg, err := ParseConfig(s.Rel(s.ConfigPath()), old)
+	cfg, err := s.LoadConfig()
 	if err != nil {
 		return out, fmt.Errorf("the config is invalid, fix it first: %w", err)
 	}
-	if err := checkAgentRef(cfg, agent, "agent"); err != nil {
+	if err := removable(cfg, agent, s.Rel(s.ConfigPath())); err != nil {
 		return out, err
+	}
+	sessions, err := s.agentInUse(agent, &out)
+	if err != nil {
+		return out, err
+	}
+	if (len(out.OpenTasks) > 0 || len(sessions) > 0) && !force {
+		return out, kindf(ErrInUse, "agent %q has %s: finish or reassign them first, or pass --force to remove it anyway", agent, inUse(out.OpenTasks, sessions))
+	}
+	err = s.EditConfig(ctx, func(old []byte, cfg *Config) ([]byte, error) {
+		if err := removable(cfg, agent, s.Rel(s.ConfigPath())); err != nil {
+			return nil, err
+		}
+		return withoutAgentEntry(old, cfg, agent)
+	})
+	if err != nil {
+		return out, err
+	}
+	for _, ses := range sessions {
+		if _, err := s.EndSession(ctx, ses.ID, EndRemoved); err != nil {
+			return out, fmt.Errorf("agent %q removed, but its session %s did not end: %w", agent, ses.ID, err)
+		}
+		out.EndedSessions = append(out.EndedSessions, ses.ID)
+	}
+	if path, err := s.PasskeyPath(agent); err == nil {
+		if err := os.Remove(path); err != nil && !errors.Is(err, os.ErrNotExist) {
+			return out, fmt.Errorf("agent %q removed, but its passkey hash was not: %w", agent, err)
+		}
+	}
+	return out, nil
+}
+
+// removable checks that agent is in cfg and no other agent's parent.
+func removable(cfg *Config, agent, configName string) error {
+	if err := checkAgentRef(cfg, agent, "agent"); err != nil {
+		return err
 	}
 	var children []string
 	for _, a := range cfg.Agents {
@@ -95,20 +121,24 @@ func (s *Store) RemoveAgent(ctx context.Context, agent string, force bool) (Remo
 		}
 	}
 	if len(children) > 0 {
-		return out, fmt.Errorf("agent %q is the parent of %s: give them another parent in %s first", agent, strings.Join(children, ", "), s.Rel(s.ConfigPath()))
+		return fmt.Errorf("agent %q is the parent of %s: give them another parent in %s first", agent, strings.Join(children, ", "), configName)
 	}
-	tasks, _, err := s.Tasks(TaskFilter{Assignee: agent})
+	return nil
+}
+
+// agentInUse records agent's open tasks in out and returns its live
+// sessions.
+func (s *Store) agentInUse(agent string, out *RemovedAgent) ([]Session, error) {
+	tasks, _, err := s.Tasks(TaskFilter{Assignee: agent, Open: true})
 	if err != nil {
-		return out, err
+		return nil, err
 	}
 	for _, t := range tasks {
-		if t.Status != StatusDone && t.Status != StatusCancelled {
-			out.OpenTasks = append(out.OpenTasks, t.ID)
-		}
+		out.OpenTasks = append(out.OpenTasks, t.ID)
 	}
 	live, err := s.LiveSessions(time.Now())
 	if err != nil {
-		return out, err
+		return nil, err
 	}
 	var sessions []Session
 	for _, ses := range live {
@@ -116,42 +146,24 @@ func (s *Store) RemoveAgent(ctx context.Context, agent string, force bool) (Remo
 			sessions = append(sessions, ses)
 		}
 	}
-	if (len(out.OpenTasks) > 0 || len(sessions) > 0) && !force {
-		var what []string
-		if n := len(out.OpenTasks); n > 0 {
-			what = append(what, fmt.Sprintf("%s (%s)", countNoun(n, "open task"), strings.Join(out.OpenTasks, ", ")))
+	return sessions, nil
+}
+
+// inUse says what keeps an agent in use: "2 open tasks (...) and 1 live
+// session (chat)".
+func inUse(openTasks []string, sessions []Session) string {
+	var what []string
+	if n := len(openTasks); n > 0 {
+		what = append(what, fmt.Sprintf("%s (%s)", countNoun(n, "open task"), strings.Join(openTasks, ", ")))
+	}
+	if n := len(sessions); n > 0 {
+		var purposes []string
+		for _, ses := range sessions {
+			purposes = append(purposes, ses.Purpose)
 		}
-		if n := len(sessions); n > 0 {
-			var purposes []string
-			for _, ses := range sessions {
-				purposes = append(purposes, ses.Purpose)
-			}
-			what = append(what, fmt.Sprintf("%s (%s)", countNoun(n, "live session"), strings.Join(purposes, ", ")))
-		}
-		return out, kindf(ErrInUse, "agent %q has %s: finish or reassign them first, or pass --force to remove it anyway", agent, strings.Join(what, " and "))
+		what = append(what, fmt.Sprintf("%s (%s)", countNoun(n, "live session"), strings.Join(purposes, ", ")))
 	}
-	updated, err := withoutAgentEntry(old, cfg, agent)
-	if err != nil {
-		return out, err
-	}
-	if _, err := ParseConfig(s.Rel(s.ConfigPath()), updated); err != nil {
-		return out, fmt.Errorf("removing agent %q would leave an invalid config (fix it by hand): %w", agent, err)
-	}
-	for _, ses := range sessions {
-		if _, err := s.EndSession(ctx, ses.ID, EndRemoved); err != nil {
-			return out, fmt.Errorf("end session %s of %s: %w", ses.ID, agent, err)
-		}
-		out.EndedSessions = append(out.EndedSessions, ses.ID)
-	}
-	if err := writeFileAtomic(s.ConfigPath(), updated, ModeFile, s.durable.Load()); err != nil {
-		return out, fmt.Errorf("write config: %w", err)
-	}
-	if path, err := s.PasskeyPath(agent); err == nil {
-		if err := os.Remove(path); err != nil && !errors.Is(err, os.ErrNotExist) {
-			return out, fmt.Errorf("agent %q removed, but its passkey hash was not: %w", agent, err)
-		}
-	}
-	return out, nil
+	return strings.Join(what, " and ")
 }
 
 // withoutAgentEntry returns data without the [[agents]] table of agent:

@@ -133,47 +133,47 @@ func UpdateDoc[T any](ctx context.Context, s *Store, path string, perm os.FileMo
 		return doc, err
 	}
 	defer unlock()
-	for attempt := 1; ; attempt++ {
+	var editErr error // an error of the edit itself, returned as it is
+	edits := 0
+	races, err := lockedfile.Update(path, perm, s.durable.Load(), casAttempts, func(data []byte, exists bool) ([]byte, error) {
+		edits++
 		doc = *new(T)
-		data, id, err := lockedfile.ReadDoc(path)
-		exists := err == nil
-		switch {
-		case errors.Is(err, os.ErrNotExist):
-		case err != nil:
-			return doc, fmt.Errorf("read %s: %w", s.Rel(path), err)
-		default:
-			if err := decodeDoc(s.Rel(path), data, &doc); err != nil {
-				return doc, err
+		if exists {
+			if editErr = decodeDoc(s.Rel(path), data, &doc); editErr != nil {
+				return nil, editErr
 			}
 		}
-		if err := fn(&doc, exists); err != nil {
-			if errors.Is(err, ErrNoChange) {
-				return doc, nil
-			}
-			return doc, err
+		if editErr = fn(&doc, exists); editErr != nil {
+			return nil, editErr
 		}
 		out, err := encodeKeeping(&doc, data)
 		if err != nil {
-			return doc, fmt.Errorf("write %s: encode: %w", s.Rel(path), err)
+			editErr = fmt.Errorf("write %s: encode: %w", s.Rel(path), err)
+			return nil, editErr
 		}
 		if err := s.mkdirAll(filepath.Dir(path)); err != nil {
-			return doc, fmt.Errorf("write %s: %w", s.Rel(path), err)
+			editErr = fmt.Errorf("write %s: %w", s.Rel(path), err)
+			return nil, editErr
 		}
 		if testHookBeforeWrite != nil {
 			testHookBeforeWrite(path)
 		}
-		err = lockedfile.WriteAtomic(path, out, perm, s.durable.Load(), &id)
-		if errors.Is(err, lockedfile.ErrChanged) {
-			if attempt < casAttempts {
-				continue
-			}
-			return doc, fmt.Errorf("write %s: it was changed by someone else %d times while aipm updated it (an editor saving it?); nothing was written: try again once it is saved", s.Rel(path), attempt)
-		}
-		if err != nil {
-			return doc, fmt.Errorf("write %s: %w", s.Rel(path), err)
-		}
+		return out, nil
+	})
+	switch {
+	case err == nil:
+	case errors.Is(err, ErrNoChange) && err == editErr:
 		return doc, nil
+	case err == editErr:
+		return doc, err
+	case errors.Is(err, lockedfile.ErrChanged):
+		return doc, fmt.Errorf("write %s: it was changed by someone else %d times while aipm updated it (an editor saving it?); nothing was written: try again once it is saved", s.Rel(path), races)
+	case edits == 0:
+		return doc, fmt.Errorf("read %s: %w", s.Rel(path), err)
+	default:
+		return doc, fmt.Errorf("write %s: %w", s.Rel(path), err)
 	}
+	return doc, nil
 }
 
 // encodeKeeping encodes doc as EncodeDoc does, with the top-level keys of

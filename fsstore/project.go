@@ -106,63 +106,115 @@ type NewAgent struct {
 	Command []string `toml:"command,omitempty"`
 }
 
+// configRaces is how many times someone else may save config.toml between
+// EditConfig's read and its write before it gives up.
+const configRaces = 6
+
+// EditConfig is the one writer of config.toml. Under the project's lock it
+// reads the file, passes its text and parsed config to edit, checks that
+// the result is a valid config, and replaces the file compare-and-swap
+// (rule 8): if a human saved it in between (an editor takes no lock), edit
+// runs again on what they saved, and after configRaces such races it
+// refuses, so that neither change is lost silently. The edit works on
+// text: comments and layout survive. A config that is invalid before the
+// edit is refused.
+func (s *Store) EditConfig(ctx context.Context, edit func(text []byte, cfg *Config) ([]byte, error)) error {
+	unlock, err := s.LockDir(ctx, s.root)
+	if err != nil {
+		return err
+	}
+	defer unlock()
+	path := s.ConfigPath()
+	var editErr error
+	races, err := lockedfile.Update(path, ModeFile, s.durable.Load(), configRaces, func(old []byte, exists bool) ([]byte, error) {
+		updated, err := editConfigText(s.Rel(path), old, exists, edit)
+		editErr = err
+		return updated, err
+	})
+	switch {
+	case err == nil || err == editErr:
+		return err
+	case errors.Is(err, lockedfile.ErrChanged):
+		return fmt.Errorf("%s was saved by someone else %d times while aipm was changing it; nothing was changed: run the command again", s.Rel(path), races)
+	}
+	return fmt.Errorf("write config: %w", err)
+}
+
+// editConfigText is one pass of EditConfig over the text read.
+func editConfigText(name string, old []byte, exists bool, edit func(text []byte, cfg *Config) ([]byte, error)) ([]byte, error) {
+	if !exists {
+		return nil, kindf(ErrNotFound, "%s is missing: run aipm init, or restore it", name)
+	}
+	cfg, err := ParseConfig(name, old)
+	if err != nil {
+		return nil, fmt.Errorf("the config is invalid, fix it first: %w", err)
+	}
+	updated, err := edit(old, cfg)
+	if err != nil {
+		return nil, err
+	}
+	if _, err := ParseConfig(name, updated); err != nil {
+		return nil, kindf(ErrInvalid, "the change would leave an invalid config: %v", err)
+	}
+	return updated, nil
+}
+
 // AddAgent appends an [[agents]] entry to config.toml as text (the human's
-// comments and layout survive), checks the result as a whole config and, for
-// an AI agent, stores a salted hash of a new passkey and returns the
-// passkey, which is shown once and stored nowhere. A human gets none ("").
+// comments and layout survive) through EditConfig and, for an AI agent,
+// stores a salted hash of a new passkey and returns the passkey, which is
+// shown once and stored nowhere. A human gets none ("").
 func (s *Store) AddAgent(ctx context.Context, a NewAgent) (passkey string, err error) {
 	if err := CheckAgentID(a.ID); err != nil {
 		return "", err
 	}
-	unlock, err := s.LockDir(ctx, s.root)
-	if err != nil {
-		return "", err
-	}
-	defer unlock()
-	old, read, err := lockedfile.ReadDoc(s.ConfigPath())
-	if err != nil {
-		return "", fmt.Errorf("read config: %w", err)
-	}
-	cfg, err := ParseConfig(s.Rel(s.ConfigPath()), old)
-	if err != nil {
-		return "", fmt.Errorf("the config is invalid, fix it first: %w", err)
-	}
-	if _, ok := cfg.Agent(a.ID); ok {
-		return "", kindf(ErrExists, "agent %q already exists in %s: choose another id", a.ID, s.Rel(s.ConfigPath()))
-	}
 	var entry bytes.Buffer
-	if len(old) > 0 && !bytes.HasSuffix(old, []byte("\n")) {
-		entry.WriteByte('\n')
-	}
 	entry.WriteString("\n[[agents]]\n")
 	if err := toml.NewEncoder(&entry).Encode(a); err != nil {
 		return "", fmt.Errorf("encode agent: %w", err)
 	}
-	updated := append(append([]byte{}, old...), entry.Bytes()...)
-	if _, err := ParseConfig(s.Rel(s.ConfigPath()), updated); err != nil {
-		// The line would be one of the new entry, which is not in the file:
-		// say what is wrong without pointing into it.
-		var le *LineError
-		if errors.As(err, &le) {
-			err = le.Err
+	exists := func(cfg *Config) error {
+		if _, ok := cfg.Agent(a.ID); ok {
+			return kindf(ErrExists, "agent %q already exists in %s: choose another id", a.ID, s.Rel(s.ConfigPath()))
 		}
-		return "", kindf(ErrInvalid, "agent %q cannot be added: %v", a.ID, err)
+		return nil
 	}
+	if cfg, err := s.LoadConfig(); err == nil { // before a passkey of that id is touched
+		if err := exists(cfg); err != nil {
+			return "", err
+		}
+	}
+	// The passkey hash is stored first, so that the agent never appears in
+	// the config without one; it goes again if the agent is not added.
 	if a.Type == AgentAI { // humans act through the CLI and need no passkey
 		if passkey, err = s.newPasskey(a.ID); err != nil {
 			return "", err
 		}
 	}
-	// Compare-and-swap (rule 8): a human saving config.toml meanwhile wins,
-	// and the agent is not added.
-	if err := lockedfile.WriteAtomic(s.ConfigPath(), updated, ModeFile, s.durable.Load(), &read); err != nil {
+	err = s.EditConfig(ctx, func(old []byte, cfg *Config) ([]byte, error) {
+		if err := exists(cfg); err != nil {
+			return nil, err
+		}
+		updated := append([]byte{}, old...)
+		if len(old) > 0 && !bytes.HasSuffix(old, []byte("\n")) {
+			updated = append(updated, '\n')
+		}
+		updated = append(updated, entry.Bytes()...)
+		if _, err := ParseConfig(s.Rel(s.ConfigPath()), updated); err != nil {
+			// The line would be one of the new entry, which is not in the
+			// file: say what is wrong without pointing into it.
+			var le *LineError
+			if errors.As(err, &le) {
+				err = le.Err
+			}
+			return nil, kindf(ErrInvalid, "agent %q cannot be added: %v", a.ID, err)
+		}
+		return updated, nil
+	})
+	if err != nil {
 		if path, perr := s.PasskeyPath(a.ID); perr == nil && passkey != "" {
 			os.Remove(path)
 		}
-		if errors.Is(err, lockedfile.ErrChanged) {
-			return "", fmt.Errorf("%s was saved by someone else while the agent was being added; nothing was added: run the command again", s.Rel(s.ConfigPath()))
-		}
-		return "", fmt.Errorf("write config: %w", err)
+		return "", err
 	}
 	return passkey, nil
 }

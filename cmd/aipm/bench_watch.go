@@ -174,10 +174,6 @@ func fileExists(path string) bool {
 
 // setAgentCommand gives agent a command in the bench project's config.
 func (b *bench) setAgentCommand(store *fsstore.Store, agent string, command []string) error {
-	data, err := os.ReadFile(store.ConfigPath())
-	if err != nil {
-		return err
-	}
 	q := ""
 	for i, c := range command {
 		if i > 0 {
@@ -185,13 +181,14 @@ func (b *bench) setAgentCommand(store *fsstore.Store, agent string, command []st
 		}
 		q += fmt.Sprintf("%q", c)
 	}
-	text := string(data)
-	marker := fmt.Sprintf("id = %q\n", agent)
-	i := strings.Index(text, marker)
-	if i < 0 {
-		return fmt.Errorf("bench: agent %s not in config", agent)
-	}
-	i += len(marker)
-	text = text[:i] + "command = [" + q + "]\n" + text[i:]
-	return os.WriteFile(store.ConfigPath(), []byte(text), fsstore.ModeFile)
+	return store.EditConfig(b.ctx, func(data []byte, _ *fsstore.Config) ([]byte, error) {
+		text := string(data)
+		marker := fmt.Sprintf("id = %q\n", agent)
+		i := strings.Index(text, marker)
+		if i < 0 {
+			return nil, fmt.Errorf("bench: agent %s not in config", agent)
+		}
+		i += len(marker)
+		return []byte(text[:i] + "command = [" + q + "]\n" + text[i:]), nil
+	})
 }

@@ -129,7 +129,7 @@ func demoRun(cmd *cobra.Command, o *demoOptions) error {
 		return err
 	}
 	// Short timeouts, so that idle agents exit within the demo.
-	if err := demoDefaults(d.store, "chat_idle_timeout = \"1s\"\nwait_seconds = 1\nspawn_cooldown = \"2s\"\n"); err != nil {
+	if err := demoDefaults(ctx, d.store, "chat_idle_timeout = \"1s\"\nwait_seconds = 1\nspawn_cooldown = \"2s\"\n"); err != nil {
 		return err
 	}
 	d.printf("\n# config.toml [defaults]: chat_idle_timeout = \"1s\", wait_seconds = 1 (idle agents exit quickly)\n")
@@ -353,13 +353,10 @@ func (d *demo) followState(ctx context.Context) (stop func()) {
 }
 
 // demoDefaults adds keys to the [defaults] table of the demo's config.
-func demoDefaults(s *fsstore.Store, keys string) error {
-	data, err := os.ReadFile(s.ConfigPath())
-	if err != nil {
-		return err
-	}
-	text := strings.Replace(string(data), "[defaults]\n", "[defaults]\n"+keys, 1)
-	return os.WriteFile(s.ConfigPath(), []byte(text), fsstore.ModeFile)
+func demoDefaults(ctx context.Context, s *fsstore.Store, keys string) error {
+	return s.EditConfig(ctx, func(text []byte, _ *fsstore.Config) ([]byte, error) {
+		return []byte(strings.Replace(string(text), "[defaults]\n", "[defaults]\n"+keys, 1)), nil
+	})
 }
 
 // demoHandEdit changes a task's status the way a human's editor does:

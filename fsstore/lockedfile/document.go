@@ -89,6 +89,19 @@ func WriteAtomic(path string, data []byte, perm os.FileMode, durable bool, expec
 		if !ok {
 			return ErrChanged
 		}
+		if expect.Exists {
+			swapped, err := swapIfUnchanged(tmp.Name(), path, *expect)
+			if swapped { // the temp name is no longer ours to remove
+				renamed = true
+				if err == nil && durable {
+					return SyncDir(dir)
+				}
+				return err
+			}
+			if err != errExchange {
+				return err
+			}
+		}
 	}
 	if err := os.Rename(tmp.Name(), path); err != nil {
 		return err
@@ -98,6 +111,39 @@ func WriteAtomic(path string, data []byte, perm os.FileMode, durable bool, expec
 		return SyncDir(dir)
 	}
 	return nil
+}
+
+// errExchange says the atomic exchange of two names is not available.
+var errExchange = errors.New("exchange not supported")
+
+// swapIfUnchanged puts the new document tmp in place of path by an atomic
+// exchange, then looks at what it took out: if that is not what was read
+// (expect), someone saved path between the check and the exchange (an
+// editor's rename, or a write in place), and their file is put back:
+// ErrChanged. A plain rename would have lost their save without a trace.
+// swapped says the exchange happened (tmp's name then no longer holds the
+// new document; it is removed here).
+func swapIfUnchanged(tmp, path string, expect Identity) (swapped bool, err error) {
+	ours, err := os.Stat(tmp)
+	if err != nil {
+		return false, err
+	}
+	if err := exchange(tmp, path); err != nil {
+		return false, err
+	}
+	defer os.Remove(tmp) // what path held, or ours again after a put-back
+	_, old, err := ReadDoc(tmp)
+	if err == nil && old == expect {
+		return true, nil
+	}
+	// Put theirs back, unless yet another save replaced ours meanwhile
+	// (then the newest save stands, as it would have without aipm).
+	if now, serr := os.Stat(path); serr == nil && os.SameFile(now, ours) {
+		if err := exchange(tmp, path); err != nil {
+			return true, fmt.Errorf("put back %s after a concurrent save: %w", path, err)
+		}
+	}
+	return true, ErrChanged
 }
 
 // SyncDir fsyncs a directory, making the names in it durable.
@@ -119,4 +165,35 @@ func Inode(fi os.FileInfo) uint64 {
 		return st.Ino
 	}
 	return 0
+}
+
+// Update is the compare-and-swap read-modify-write of a document (DESIGN
+// section 4, rule 8), the one loop behind every document aipm changes. The
+// caller holds the document's lock against aipm's other writers; Update
+// guards against the lock-less ones (a human's editor). It reads path (nil
+// and exists false when there is none), calls edit, and writes what edit
+// returns (nil: nothing to write) with WriteAtomic's check of what was
+// read. When someone saved path in between, it reads again and re-applies
+// edit; after attempts such races it returns ErrChanged, having written
+// nothing, so that neither change is lost silently. It returns how many
+// races it saw.
+func Update(path string, perm os.FileMode, durable bool, attempts int, edit func(data []byte, exists bool) ([]byte, error)) (races int, err error) {
+	for {
+		data, id, err := ReadDoc(path)
+		exists := err == nil
+		if err != nil && !errors.Is(err, os.ErrNotExist) {
+			return races, err
+		}
+		out, err := edit(data, exists)
+		if err != nil || out == nil {
+			return races, err
+		}
+		err = WriteAtomic(path, out, perm, durable, &id)
+		if !errors.Is(err, ErrChanged) {
+			return races, err
+		}
+		if races++; races >= attempts {
+			return races, ErrChanged
+		}
+	}
 }

@@ -1,0 +1,68 @@
+package lockedfile
+
+import (
+	"bytes"
+	"errors"
+	"os"
+	"path/filepath"
+	"testing"
+)
+
+// Update re-applies an edit when a lock-less writer saved the document
+// between its read and its write, whichever way the writer saved, and
+// gives up after the attempts it is given, having written nothing.
+func TestUpdateReappliesAfterASave(t *testing.T) {
+	for _, tc := range []struct {
+		name string
+		save func(path string, data []byte) error
+	}{
+		{"rename-replace", func(path string, data []byte) error {
+			tmp := path + ".swp"
+			if err := os.WriteFile(tmp, data, 0o644); err != nil {
+				return err
+			}
+			return os.Rename(tmp, path)
+		}},
+		{"in place", func(path string, data []byte) error { return os.WriteFile(path, data, 0o644) }},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			path := filepath.Join(t.TempDir(), "doc.txt")
+			if err := os.WriteFile(path, []byte("a\n"), 0o644); err != nil {
+				t.Fatal(err)
+			}
+			calls := 0
+			races, err := Update(path, 0o644, false, 3, func(data []byte, exists bool) ([]byte, error) {
+				calls++
+				if calls == 1 { // a human saves while aipm edits
+					if err := tc.save(path, append(bytes.Clone(data), "human\n"...)); err != nil {
+						return nil, err
+					}
+				}
+				return append(bytes.Clone(data), "aipm\n"...), nil
+			})
+			if err != nil || races != 1 || calls != 2 {
+				t.Fatalf("Update: races %d, calls %d, err %v; want 1 race, 2 calls", races, calls, err)
+			}
+			if got, _ := os.ReadFile(path); string(got) != "a\nhuman\naipm\n" {
+				t.Fatalf("document %q: a change was lost", got)
+			}
+
+			races, err = Update(path, 0o644, false, 2, func(data []byte, exists bool) ([]byte, error) {
+				if err := tc.save(path, append(bytes.Clone(data), "again\n"...)); err != nil {
+					return nil, err
+				}
+				return []byte("lost\n"), nil
+			})
+			if !errors.Is(err, ErrChanged) || races != 2 {
+				t.Fatalf("always raced: races %d, err %v; want 2 and ErrChanged", races, err)
+			}
+			if got, _ := os.ReadFile(path); !bytes.HasSuffix(got, []byte("again\nagain\n")) {
+				t.Fatalf("document %q: the human's saves were overwritten", got)
+			}
+			matches, _ := filepath.Glob(filepath.Join(filepath.Dir(path), ".doc.txt.tmp-*"))
+			if len(matches) > 0 {
+				t.Fatalf("temp files left: %v", matches)
+			}
+		})
+	}
+}

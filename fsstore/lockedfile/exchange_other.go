@@ -1,0 +1,7 @@
+//go:build !linux
+
+package lockedfile
+
+// exchange is not available here: WriteAtomic falls back to a rename after
+// its check.
+func exchange(a, b string) error { return errExchange }

@@ -273,18 +273,8 @@ func invalidMessageLine(b []byte) string {
 	if reason := lockedfile.InvalidLine(b); reason != "" {
 		return reason
 	}
-	var m Message
-	if err := json.Unmarshal(b, &m); err != nil {
-		return "not a chat message: " + err.Error()
+	if _, err := DecodeMessage(b); err != nil {
+		return err.Error()
 	}
-	if m.ID == "" || m.SenderID == "" {
-		return "not a chat message: id and senderId are required"
-	}
-	if !strings.HasPrefix(m.ID, PrefixMessage) {
-		return fmt.Sprintf("not a chat message: id %q does not start with %s", m.ID, PrefixMessage)
-	}
-	if m.SenderID != SystemSender && CheckAgentID(m.SenderID) != nil {
-		return fmt.Sprintf("not a chat message: senderId %q is not an agent id", m.SenderID)
-	}
-	return checkCreatedAt(m.CreatedAt)
+	return ""
 }

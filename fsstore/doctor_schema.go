@@ -8,7 +8,6 @@ import (
 	"path/filepath"
 	"slices"
 	"strings"
-	"time"
 
 	"aipm/fsstore/lockedfile"
 )
@@ -170,14 +169,6 @@ func invalidNotificationLine(b []byte) string {
 	json.Unmarshal(b, &n)
 	if CheckID(PrefixNotification, n.ID) != nil {
 		return fmt.Sprintf("not a notification: id %q is not a notification id", n.ID)
-	}
-	return ""
-}
-
-// checkCreatedAt says why a message's createdAt is not RFC 3339, or "".
-func checkCreatedAt(s string) string {
-	if _, err := time.Parse(time.RFC3339Nano, s); err != nil {
-		return fmt.Sprintf("not a chat message: createdAt %q is not an RFC 3339 time", s)
 	}
 	return ""
 }

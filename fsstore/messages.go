@@ -11,6 +11,8 @@ import (
 	"strings"
 	"time"
 
+	"github.com/tidwall/gjson"
+
 	"aipm/fsstore/lockedfile"
 )
 
@@ -37,6 +39,45 @@ type Message struct {
 
 // timeFormat is RFC 3339 in UTC with a fixed microsecond fraction.
 const timeFormat = "2006-01-02T15:04:05.000000Z07:00"
+
+// DecodeMessage is the one definition of a valid chat line (DESIGN section
+// 3): a JSON object with a msg_ id, a sender that is an agent id or
+// system, and an RFC 3339 createdAt. Readers skip what it refuses; doctor
+// reports it as path:line: reason.
+func DecodeMessage(line []byte) (Message, error) {
+	var m Message
+	if err := json.Unmarshal(line, &m); err != nil {
+		return m, fmt.Errorf("not a chat message: %w", err)
+	}
+	switch {
+	case m.ID == "" || m.SenderID == "":
+		return m, errors.New("not a chat message: id and senderId are required")
+	case !strings.HasPrefix(m.ID, PrefixMessage):
+		return m, fmt.Errorf("not a chat message: id %q does not start with %s", Clip(m.ID, maxEchoedID), PrefixMessage)
+	case m.SenderID != SystemSender && CheckAgentID(m.SenderID) != nil:
+		return m, fmt.Errorf("not a chat message: senderId %q is not an agent id", Clip(m.SenderID, maxEchoedID))
+	}
+	if _, err := time.Parse(time.RFC3339Nano, m.CreatedAt); err != nil {
+		return m, fmt.Errorf("not a chat message: createdAt %q is not an RFC 3339 time", Clip(m.CreatedAt, maxEchoedID))
+	}
+	return m, nil
+}
+
+// FromOthers matches chat lines that someone else sent to agent. A line
+// that is JSON but not a message (a hand edit gone wrong) does not match, so
+// readers pass over it instead of failing on it; doctor reports it.
+func FromOthers(agent string) func(Record) bool {
+	return func(r Record) bool {
+		// The agent's own sent copies, the bulk of a busy sender's log, are
+		// passed over without decoding the whole line.
+		f := gjson.GetManyBytes(r.Data, "senderId", "receiverId")
+		if f[0].Type == gjson.String && f[0].Str == agent || f[1].Type == gjson.String && f[1].Str != "" {
+			return false
+		}
+		m, err := DecodeMessage(r.Data)
+		return err == nil && m.SenderID != agent && m.ReceiverID == ""
+	}
+}
 
 // OutgoingMessage is what a sender asks to send.
 type OutgoingMessage struct {
@@ -278,8 +319,7 @@ func lastMessages(buf []byte, partial bool, n int) []Message {
 	}
 	var out []Message
 	for i := len(lines) - 1; i >= 0 && len(out) < n; i-- {
-		var m Message
-		if json.Unmarshal([]byte(lines[i]), &m) == nil && m.ID != "" {
+		if m, err := DecodeMessage([]byte(lines[i])); err == nil {
 			out = append(out, m)
 		}
 	}
@@ -314,9 +354,9 @@ func (s *Store) decodeLog(path string, recs []Record) ([]Message, []*LineError) 
 	out := make([]Message, 0, len(recs))
 	var bad []*LineError
 	for _, r := range recs {
-		var m Message
-		if err := json.Unmarshal(r.Data, &m); err != nil {
-			bad = append(bad, &LineError{Path: s.Rel(path), Line: r.Line, Err: fmt.Errorf("not a chat message: %w", err)})
+		m, err := DecodeMessage(r.Data)
+		if err != nil {
+			bad = append(bad, &LineError{Path: s.Rel(path), Line: r.Line, Err: err})
 			continue
 		}
 		out = append(out, m)

@@ -120,7 +120,7 @@ func (s *Store) taskWork(ctx context.Context, cfg *Config, agent string, ses *Se
 		return Next{}, err
 	}
 	switch {
-	case t.Assignee != agent || t.Status == StatusDone || t.Status == StatusCancelled:
+	case t.Assignee != agent || !StatusOpen(t.Status):
 		return Next{Action: ActExit, Reason: "task " + t.Status, Task: &t}, nil
 	case t.Status == StatusInProgress:
 		ds, err := s.Delegations(DelegationFilter{TaskIDs: []string{t.ID}})

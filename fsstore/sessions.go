@@ -8,7 +8,6 @@ import (
 	"crypto/subtle"
 	"encoding/base64"
 	"encoding/hex"
-	"encoding/json"
 	"errors"
 	"fmt"
 	"os"
@@ -16,8 +15,6 @@ import (
 	"strings"
 	"syscall"
 	"time"
-
-	"github.com/tidwall/gjson"
 )
 
 // Session purposes (DESIGN section 5).
@@ -406,25 +403,6 @@ func (s *Store) taskInProgress(agent string) string {
 		return ""
 	}
 	return tasks[len(tasks)-1].ID
-}
-
-// FromOthers matches chat lines that someone else sent to agent. A line
-// that is JSON but not a message (a hand edit gone wrong) does not match, so
-// readers pass over it instead of failing on it; doctor reports it.
-func FromOthers(agent string) func(Record) bool {
-	return func(r Record) bool {
-		// The agent's own sent copies, the bulk of a busy sender's log, are
-		// passed over without decoding the whole line.
-		f := gjson.GetManyBytes(r.Data, "senderId", "receiverId")
-		if f[0].Type == gjson.String && f[0].Str == agent || f[1].Type == gjson.String && f[1].Str != "" {
-			return false
-		}
-		var m Message
-		if json.Unmarshal(r.Data, &m) != nil || m.ID == "" || m.SenderID == "" {
-			return false
-		}
-		return m.SenderID != agent && m.ReceiverID == ""
-	}
 }
 
 func (s *Store) eachSession(fn func(path string, ses Session) error) error {

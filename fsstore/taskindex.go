@@ -105,7 +105,7 @@ func (e *taskEntry) matches(f TaskFilter) bool {
 
 func taskMatches(f TaskFilter, status, assignee, parentID string) bool {
 	return (f.Status == "" || status == f.Status) && (f.Assignee == "" || assignee == f.Assignee) &&
-		(f.ParentID == "" || parentID == f.ParentID) && (!f.Open || (status != StatusDone && status != StatusCancelled))
+		(f.ParentID == "" || parentID == f.ParentID) && (!f.Open || StatusOpen(status))
 }
 
 func (ix *taskIndex) changed(name string) {
@@ -328,7 +328,7 @@ func (s *Store) refreshTasks(ix *taskIndex) error {
 			switch {
 			case e.err != nil:
 				ix.bad = append(ix.bad, e.err)
-			case isOpen(e.status):
+			case StatusOpen(e.status):
 				ix.open = append(ix.open, e)
 			}
 		}
@@ -367,8 +367,6 @@ func (s *Store) watchTasksDir(ix *taskIndex, dir string) error {
 	return nil
 }
 
-func isOpen(status string) bool { return status != StatusDone && status != StatusCancelled }
-
 // taskCandidates returns, newest first, up to n (0: all) ids older than
 // after ("": from the newest) whose indexed fields match f, and the
 // problems of the task files that could not be read. A filter that only
@@ -381,7 +379,7 @@ func (s *Store) taskCandidates(f TaskFilter, after string, n int) ([]string, []e
 		return nil, nil, err
 	}
 	list := ix.order
-	if f.Open || (f.Status != "" && isOpen(f.Status)) {
+	if f.Open || (f.Status != "" && StatusOpen(f.Status)) {
 		list = ix.open
 	}
 	if after != "" {

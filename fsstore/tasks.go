@@ -65,6 +65,10 @@ type Task struct {
 	UpdatedAt       time.Time `json:"updatedAt"`
 }
 
+// StatusOpen is the one rule of an open task: one not done or cancelled
+// (the work may still happen).
+func StatusOpen(status string) bool { return status != StatusDone && status != StatusCancelled }
+
 // CheckStatus reports whether s is a task status.
 func CheckStatus(s string) error {
 	return CheckEnum("status", s, Statuses)
@@ -126,7 +130,7 @@ func (s *Store) CreateTask(ctx context.Context, cfg *Config, in NewTask) (Task, 
 	if err := CheckStatus(in.Status); err != nil {
 		return Task{}, err
 	}
-	if in.Status == StatusDone || in.Status == StatusCancelled || (in.NeedsApproval && in.Status == StatusInProgress) {
+	if !StatusOpen(in.Status) || (in.NeedsApproval && in.Status == StatusInProgress) {
 		return Task{}, fmt.Errorf("a new task cannot start as %s: create it, then change its status", in.Status)
 	}
 	if err := checkAgentRef(cfg, in.Assignee, "assignee"); err != nil {

@@ -186,109 +186,128 @@ func startFor(sc StreamCursor, session string) Cursor {
 // agent directory's lock, so concurrent readers of one cursor never get a
 // record twice. Its cost is proportional to what is new.
 func (s *Store) ReadUnread(ctx context.Context, agent, stream string, opt ReadOptions) (ReadResult, error) {
-	var res ReadResult
 	logPath, err := s.streamPath(agent, stream)
 	if err != nil {
-		return res, err
+		return ReadResult{}, err
 	}
 	cursorPath, err := s.ReadCursorPath(agent)
 	if err != nil {
-		return res, err
+		return ReadResult{}, err
 	}
-	var first Cursor // just before the first record returned
-	read := func(cur Cursor) (Cursor, error) {
-		rp, err := lockedfile.ReadPast(logPath, cur, lockedfile.ReadOptions{Limit: opt.Limit, Match: opt.Match, Check: opt.Check, Strict: opt.Strict})
-		res = ReadResult{Records: rp.Records, Redelivered: rp.Redelivered, More: rp.More, Bad: rp.Bad}
-		first = rp.First
-		for _, le := range res.Bad {
-			le.Path = s.Rel(logPath)
-		}
-		var le *LineError
-		if errors.As(err, &le) {
-			le.Path = s.Rel(logPath)
-			return cur, err
-		}
-		if err != nil {
-			return cur, fmt.Errorf("read %s: %w", s.Rel(logPath), err)
-		}
-		return rp.Next, nil
+	if opt.Peek {
+		return s.peekUnread(ctx, logPath, cursorPath, stream, opt)
 	}
-	if opt.Peek { // moves nothing (but for Advance), so needs no lock
-		if _, err := os.Stat(logPath); errors.Is(err, os.ErrNotExist) {
-			return res, nil // nothing written yet: the common case for notifications
-		}
-		cursors, err := s.readCursors(cursorPath)
-		if err != nil {
-			return res, err
-		}
-		start := startFor(streamCursor(cursors, stream), opt.Session)
-		from, key := start, ""
-		if opt.ScanKey != "" {
-			key = logPath + "\x00" + stream + "\x00" + opt.Session + "\x00" + opt.ScanKey
-			if scan, ok := s.caches.peeks.get(key); ok && equalCursor(scan.from, start) {
-				from = scan.to
-				from.RedeliverBefore = start.RedeliverBefore
-			}
-		}
-		next, err := read(from)
-		if err == nil && len(res.Bad) == 0 {
-			// Nothing for this reader lies between start and the first
-			// record found (or the end): the next peek starts there.
-			to := next
-			if len(res.Records) > 0 {
-				to = first
-			}
-			if key != "" {
-				s.caches.peeks.put(key, peekScan{from: start, to: to})
-			}
-			if opt.Advance && opt.Session == "" && passedOver(start, to) >= advanceAfter {
-				s.advanceCursor(ctx, cursorPath, stream, start, to)
-			}
-		}
-		return res, err
-	}
+	var res ReadResult
 	_, err = UpdateDoc(ctx, s, cursorPath, ModeFile, func(cursors *Cursors, _ bool) error {
 		if *cursors == nil {
 			*cursors = Cursors{}
 		}
 		sc := streamCursor(*cursors, stream)
-		before := sc
 		start := startFor(sc, opt.Session)
-		next, err := read(start)
-		if err != nil {
+		var next Cursor
+		var err error
+		if res, _, next, err = s.readPast(logPath, start, opt); err != nil {
 			return err
 		}
-		if sc.Pending != nil && sc.Pending.Session != opt.Session {
-			// Another session's batch was never acknowledged: remember, in the
-			// committed cursor, that it went out, whoever reads it next.
-			sc.RedeliverBefore = start.RedeliverBefore
+		after, changed := advanced(sc, start, next, opt.Session, len(res.Records) > 0)
+		if !changed {
+			return ErrNoChange // nothing handed out or moved: nothing to remember
 		}
-		switch {
-		case opt.Session == "":
-			sc.Cursor = next
-			if sc.Pending != nil && sc.Pending.To.Inode == next.Inode && sc.Pending.To.Offset <= next.Offset {
-				sc.Pending = nil // what that session held is past the cursor now
-			}
-		case len(res.Records) > 0:
-			if sc.Pending != nil && sc.Pending.Session == opt.Session {
-				sc.Cursor = sc.Pending.To // this call acknowledges the session's previous batch
-			}
-			sc.Pending = &PendingBatch{Session: opt.Session, To: next}
-		case sc.Pending != nil && sc.Pending.Session == opt.Session:
-			sc.Cursor, sc.Pending = sc.Pending.To, nil // nothing new; the previous batch is acknowledged
-		default:
-			return ErrNoChange // nothing handed out: nothing to remember
-		}
-		if equalStream(sc, before) {
-			return ErrNoChange
-		}
-		(*cursors)[stream] = sc
+		(*cursors)[stream] = after
 		return nil
 	})
 	if le := (*LineError)(nil); errors.As(err, &le) && le.Path == s.Rel(cursorPath) {
 		return res, fmt.Errorf("the read cursors are damaged (%w): run aipm doctor", err)
 	}
 	return res, err
+}
+
+// readPast reads logPath past cur as opt says, with bad lines named by
+// their path in the project. It returns the records, the cursor just
+// before the first record returned, and the cursor after the last one.
+func (s *Store) readPast(logPath string, cur Cursor, opt ReadOptions) (res ReadResult, first, next Cursor, err error) {
+	rp, err := lockedfile.ReadPast(logPath, cur, lockedfile.ReadOptions{Limit: opt.Limit, Match: opt.Match, Check: opt.Check, Strict: opt.Strict})
+	res = ReadResult{Records: rp.Records, Redelivered: rp.Redelivered, More: rp.More, Bad: rp.Bad}
+	for _, le := range res.Bad {
+		le.Path = s.Rel(logPath)
+	}
+	var le *LineError
+	switch {
+	case errors.As(err, &le):
+		le.Path = s.Rel(logPath)
+		return res, rp.First, cur, err
+	case err != nil:
+		return res, rp.First, cur, fmt.Errorf("read %s: %w", s.Rel(logPath), err)
+	}
+	return res, rp.First, rp.Next, nil
+}
+
+// peekUnread is ReadUnread with Peek: it moves nothing (but for Advance),
+// so it needs no lock. With a ScanKey it starts where the previous peek of
+// the same reader found nothing for it.
+func (s *Store) peekUnread(ctx context.Context, logPath, cursorPath, stream string, opt ReadOptions) (ReadResult, error) {
+	if _, err := os.Stat(logPath); errors.Is(err, os.ErrNotExist) {
+		return ReadResult{}, nil // nothing written yet: the common case for notifications
+	}
+	cursors, err := s.readCursors(cursorPath)
+	if err != nil {
+		return ReadResult{}, err
+	}
+	start := startFor(streamCursor(cursors, stream), opt.Session)
+	from, key := start, ""
+	if opt.ScanKey != "" {
+		key = logPath + "\x00" + stream + "\x00" + opt.Session + "\x00" + opt.ScanKey
+		if scan, ok := s.caches.peeks.get(key); ok && equalCursor(scan.from, start) {
+			from = scan.to
+			from.RedeliverBefore = start.RedeliverBefore
+		}
+	}
+	res, first, next, err := s.readPast(logPath, from, opt)
+	if err != nil || len(res.Bad) > 0 {
+		return res, err
+	}
+	// Nothing for this reader lies between start and the first record
+	// found (or the end): the next peek starts there.
+	to := next
+	if len(res.Records) > 0 {
+		to = first
+	}
+	if key != "" {
+		s.caches.peeks.put(key, peekScan{from: start, to: to})
+	}
+	if opt.Advance && opt.Session == "" && passedOver(start, to) >= advanceAfter {
+		s.advanceCursor(ctx, cursorPath, stream, start, to)
+	}
+	return res, nil
+}
+
+// advanced is sc after a read by session (none: a reader that commits at
+// once) from start to next that handed out records or not, and whether it
+// changed.
+func advanced(sc StreamCursor, start, next Cursor, session string, handed bool) (StreamCursor, bool) {
+	before := sc
+	if sc.Pending != nil && sc.Pending.Session != session {
+		// Another session's batch was never acknowledged: remember, in the
+		// committed cursor, that it went out, whoever reads it next.
+		sc.RedeliverBefore = start.RedeliverBefore
+	}
+	switch {
+	case session == "":
+		sc.Cursor = next
+		if sc.Pending != nil && sc.Pending.To.Inode == next.Inode && sc.Pending.To.Offset <= next.Offset {
+			sc.Pending = nil // what that session held is past the cursor now
+		}
+	case handed:
+		if sc.Pending != nil && sc.Pending.Session == session {
+			sc.Cursor = sc.Pending.To // this call acknowledges the session's previous batch
+		}
+		sc.Pending = &PendingBatch{Session: session, To: next}
+	case sc.Pending != nil && sc.Pending.Session == session:
+		sc.Cursor, sc.Pending = sc.Pending.To, nil // nothing new; the previous batch is acknowledged
+	default:
+		return sc, false // nothing handed out: nothing to remember
+	}
+	return sc, !equalStream(sc, before)
 }
 
 func equalStream(a, b StreamCursor) bool {

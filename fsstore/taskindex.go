@@ -260,37 +260,52 @@ func (s *Store) refreshTasks(ix *taskIndex) error {
 	if ix.entries == nil {
 		ix.entries = map[string]*taskEntry{}
 	}
-	stamp := stampOf(fi)
 	relisted := false
-	if !ix.built || stamp != ix.dir || ix.dirRacy {
-		// Stat before listing: a change during the listing stamps the
-		// directory later than this, and the next call lists again.
-		names, err := readDirInodes(dir)
-		if err != nil {
-			return fmt.Errorf("list tasks: %w", err)
+	if stamp := stampOf(fi); !ix.built || stamp != ix.dir || ix.dirRacy {
+		if err := s.relistTasks(ix, dir, stamp, dirty); err != nil {
+			return err
 		}
-		seen := make(map[string]bool, len(names))
-		for name, ino := range names {
-			id, ok := strings.CutSuffix(name, ".json")
-			if !ok || CheckID(PrefixTask, id) != nil {
-				continue
-			}
-			seen[id] = true
-			if e, ok := ix.entries[id]; !ok || e.stamp.ino != ino {
-				s.indexTask(ix, id) // new, or replaced by a rename
-				delete(dirty, id)
-			}
-		}
-		for id := range ix.entries {
-			if !seen[id] {
-				delete(ix.entries, id)
-				ix.order = nil
-			}
-		}
-		ix.dir, ix.dirRacy, ix.built, relisted = stamp, racy(stamp.mtime, time.Now()), true, true
+		relisted = true
 	}
-	// Edits in place: the ids the watcher named, or, without one (or
-	// after lost events), every file by its stamp.
+	s.recheckEdits(ix, dir, dirty, lost, relisted)
+	ix.derive()
+	return nil
+}
+
+// relistTasks lists tasks/ (stamped stamp, taken before the listing: a
+// change during it stamps the directory later, and the next call lists
+// again) and indexes the files that are new or were replaced by a rename;
+// those need no other look (they leave dirty).
+func (s *Store) relistTasks(ix *taskIndex, dir string, stamp fileStamp, dirty map[string]bool) error {
+	names, err := readDirInodes(dir)
+	if err != nil {
+		return fmt.Errorf("list tasks: %w", err)
+	}
+	seen := make(map[string]bool, len(names))
+	for name, ino := range names {
+		id, ok := strings.CutSuffix(name, ".json")
+		if !ok || CheckID(PrefixTask, id) != nil {
+			continue
+		}
+		seen[id] = true
+		if e, ok := ix.entries[id]; !ok || e.stamp.ino != ino {
+			s.indexTask(ix, id) // new, or replaced by a rename
+			delete(dirty, id)
+		}
+	}
+	for id := range ix.entries {
+		if !seen[id] {
+			delete(ix.entries, id)
+			ix.order = nil
+		}
+	}
+	ix.dir, ix.dirRacy, ix.built = stamp, racy(stamp.mtime, time.Now()), true
+	return nil
+}
+
+// recheckEdits looks again at files edited in place: the ids the watcher
+// named, or, without one (or after lost events), every file by its stamp.
+func (s *Store) recheckEdits(ix *taskIndex, dir string, dirty map[string]bool, lost, relisted bool) {
 	check := func(id string, e *taskEntry) {
 		if e.racy {
 			s.indexTask(ix, id)
@@ -305,15 +320,20 @@ func (s *Store) refreshTasks(ix *taskIndex) error {
 		for id, e := range ix.entries {
 			check(id, e)
 		}
-	} else {
-		for id := range dirty {
-			if e, ok := ix.entries[id]; ok {
-				check(id, e)
-			} else if !relisted && CheckID(PrefixTask, id) == nil {
-				s.indexTask(ix, id) // created: the listing above will agree
-			}
+		return
+	}
+	for id := range dirty {
+		if e, ok := ix.entries[id]; ok {
+			check(id, e)
+		} else if !relisted && CheckID(PrefixTask, id) == nil {
+			s.indexTask(ix, id) // created: the listing above will agree
 		}
 	}
+}
+
+// derive rebuilds what the index keeps beside its entries, when they
+// changed: the order (newest first), the open tasks and the problems.
+func (ix *taskIndex) derive() {
 	if ix.order == nil {
 		ix.order = make([]*taskEntry, 0, len(ix.entries))
 		for _, e := range ix.entries {
@@ -322,19 +342,19 @@ func (s *Store) refreshTasks(ix *taskIndex) error {
 		slices.SortFunc(ix.order, func(a, b *taskEntry) int { return strings.Compare(b.id, a.id) })
 		ix.derived = false
 	}
-	if !ix.derived {
-		ix.open, ix.bad = ix.open[:0], ix.bad[:0]
-		for _, e := range ix.order {
-			switch {
-			case e.err != nil:
-				ix.bad = append(ix.bad, e.err)
-			case StatusOpen(e.status):
-				ix.open = append(ix.open, e)
-			}
-		}
-		ix.derived = true
+	if ix.derived {
+		return
 	}
-	return nil
+	ix.open, ix.bad = ix.open[:0], ix.bad[:0]
+	for _, e := range ix.order {
+		switch {
+		case e.err != nil:
+			ix.bad = append(ix.bad, e.err)
+		case StatusOpen(e.status):
+			ix.open = append(ix.open, e)
+		}
+	}
+	ix.derived = true
 }
 
 // watchTasksDir (re)starts the watch of tasks/ when it is not watched yet

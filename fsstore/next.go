@@ -153,34 +153,15 @@ func (s *Store) chatWork(ctx context.Context, cfg *Config, agent string, ses *Se
 	if err != nil {
 		return Next{}, err
 	}
-	for i, c := range convs {
-		if c.OwesNews(agent) {
-			return Next{Action: ActConversationEnded, Conversation: &convs[i]}, nil
-		}
+	next, until, inConversation := conversationWork(cfg, agent, convs)
+	if next != nil {
+		return *next, nil
 	}
-	var until time.Time
-	inConversation := false // an open conversation is not idleness: it has its own timeouts
-	for i, c := range convs {
-		if c.State == ConvPending && c.Participant == agent {
-			return Next{Action: ActConversationRequest, Conversation: &convs[i]}, nil
-		}
-		inConversation = inConversation || c.Open()
-		if d := c.Deadline(cfg); !d.IsZero() && (until.IsZero() || d.Before(until)) {
-			until = d
-		}
-	}
-	dlgs, err := s.Delegations(DelegationFilter{Agent: agent, Open: true})
-	if err != nil {
+	if next, err = s.delegationWork(agent, ses); err != nil {
 		return Next{}, err
 	}
-	current := ""
-	if ses != nil {
-		current = ses.ID
-	}
-	for i, d := range dlgs {
-		if s.waitsForChat(d, current) {
-			return Next{Action: ActProcessDelegation, Delegation: &dlgs[i]}, nil
-		}
+	if next != nil {
+		return *next, nil
 	}
 	msgs, more, err := s.Unread(ctx, agent, 1, true)
 	if err != nil {
@@ -196,8 +177,7 @@ func (s *Store) chatWork(ctx context.Context, cfg *Config, agent string, ses *Se
 	if err != nil {
 		return Next{}, err
 	}
-	n := len(unread)
-	if n > 0 {
+	if n := len(unread); n > 0 {
 		return Next{Action: ActGetNotifications, Notifications: n}, nil
 	}
 	if inConversation {
@@ -207,6 +187,47 @@ func (s *Store) chatWork(ctx context.Context, cfg *Config, agent string, ses *Se
 		return Next{Action: ActLogout}, err
 	}
 	return Next{Action: ActWait, Until: until}, nil
+}
+
+// conversationWork is what agent's conversations ask of its chat session,
+// first the news of an end, then a request to it (nil: nothing), with the
+// earliest conversation deadline and whether one is open (an open
+// conversation is not idleness: it has its own timeouts).
+func conversationWork(cfg *Config, agent string, convs []Conversation) (next *Next, until time.Time, open bool) {
+	for i, c := range convs {
+		if c.OwesNews(agent) {
+			return &Next{Action: ActConversationEnded, Conversation: &convs[i]}, until, open
+		}
+	}
+	for i, c := range convs {
+		if c.State == ConvPending && c.Participant == agent {
+			return &Next{Action: ActConversationRequest, Conversation: &convs[i]}, until, open
+		}
+		open = open || c.Open()
+		if d := c.Deadline(cfg); !d.IsZero() && (until.IsZero() || d.Before(until)) {
+			until = d
+		}
+	}
+	return nil, until, open
+}
+
+// delegationWork is the open delegation of agent's that waits for its chat
+// session ses (nil: none, or no session yet), or nil.
+func (s *Store) delegationWork(agent string, ses *Session) (*Next, error) {
+	dlgs, err := s.Delegations(DelegationFilter{Agent: agent, Open: true})
+	if err != nil {
+		return nil, err
+	}
+	current := ""
+	if ses != nil {
+		current = ses.ID
+	}
+	for i, d := range dlgs {
+		if s.waitsForChat(d, current) {
+			return &Next{Action: ActProcessDelegation, Delegation: &dlgs[i]}, nil
+		}
+	}
+	return nil, nil
 }
 
 // chatIdle says whether a chat session has seen no message, in or out, for

@@ -133,36 +133,10 @@ var ErrNothingToDo = errors.New("nothing to do")
 // purpose the caller (or the process that started it) asks for. It returns
 // the session and its token, which is shown only here.
 func (s *Store) Authenticate(ctx context.Context, cfg *Config, agent, passkey, projectID, requested string) (Session, string, error) {
-	if err := CheckAgentID(agent); err != nil {
+	if err := checkAuthRequest(cfg, agent, projectID, requested); err != nil {
 		return Session{}, "", err
 	}
-	a, ok := cfg.Agent(agent)
-	if !ok {
-		return Session{}, "", kindf(ErrNotFound, "agent %q is not configured in this project: check the id, or ask a human to run aipm agent add", agent)
-	}
-	if a.Type != AgentAI {
-		return Session{}, "", kindf(ErrBadPasskey, "agent %q is a human: humans have no passkey and act through the aipm CLI, not MCP sessions", agent)
-	}
-	if projectID != "" && projectID != cfg.Project.ID {
-		return Session{}, "", fmt.Errorf("project_id %q is not this project (%s): you are connected to the wrong project's aipm", Clip(projectID, maxEchoedID), cfg.Project.ID)
-	}
-	if err := s.checkBackoff(agent, time.Now().UTC()); err != nil {
-		return Session{}, "", err
-	}
-	if requested != "" {
-		if err := CheckPurpose(requested); err != nil {
-			return Session{}, "", err
-		}
-	}
-	if err := s.CheckPasskey(agent, passkey); err != nil {
-		if errors.Is(err, ErrBadPasskey) {
-			if rerr := s.recordAuthFailure(ctx, agent, time.Now().UTC()); rerr != nil {
-				return Session{}, "", fmt.Errorf("%w (and the failure could not be counted: %v)", err, rerr)
-			}
-		}
-		return Session{}, "", err
-	}
-	if err := s.resetAuthFailures(ctx, agent); err != nil {
+	if err := s.checkCredential(ctx, agent, passkey); err != nil {
 		return Session{}, "", err
 	}
 	now := time.Now().UTC()
@@ -219,6 +193,45 @@ func (s *Store) Authenticate(ctx context.Context, cfg *Config, agent, passkey, p
 	}
 	s.sessionsEnded(ctx, replaced) // a replaced session hands its conversations on: nothing to fail
 	return ses, token, nil
+}
+
+// checkAuthRequest checks what authenticate is asked before any file is
+// read: an AI agent of this project, this project, a purpose.
+func checkAuthRequest(cfg *Config, agent, projectID, requested string) error {
+	if err := CheckAgentID(agent); err != nil {
+		return err
+	}
+	a, ok := cfg.Agent(agent)
+	if !ok {
+		return kindf(ErrNotFound, "agent %q is not configured in this project: check the id, or ask a human to run aipm agent add", agent)
+	}
+	if a.Type != AgentAI {
+		return kindf(ErrBadPasskey, "agent %q is a human: humans have no passkey and act through the aipm CLI, not MCP sessions", agent)
+	}
+	if projectID != "" && projectID != cfg.Project.ID {
+		return fmt.Errorf("project_id %q is not this project (%s): you are connected to the wrong project's aipm", Clip(projectID, maxEchoedID), cfg.Project.ID)
+	}
+	if requested != "" {
+		return CheckPurpose(requested)
+	}
+	return nil
+}
+
+// checkCredential checks agent's passkey, slowed per agent across
+// processes: a failure is counted, a success resets the count.
+func (s *Store) checkCredential(ctx context.Context, agent, passkey string) error {
+	if err := s.checkBackoff(agent, time.Now().UTC()); err != nil {
+		return err
+	}
+	if err := s.CheckPasskey(agent, passkey); err != nil {
+		if errors.Is(err, ErrBadPasskey) {
+			if rerr := s.recordAuthFailure(ctx, agent, time.Now().UTC()); rerr != nil {
+				return fmt.Errorf("%w (and the failure could not be counted: %v)", err, rerr)
+			}
+		}
+		return err
+	}
+	return s.resetAuthFailures(ctx, agent)
 }
 
 // sweepSessions ends the sessions that are over without anyone having
@@ -333,26 +346,32 @@ func zombie(pid int) bool {
 	return i >= 0 && i+2 < len(data) && data[i+2] == 'Z'
 }
 
+// requestedPurpose is choosePurpose for a purpose asked for: its trigger,
+// if any, is consumed; a task session needs a task.
+func (s *Store) requestedPurpose(ctx context.Context, agent, requested string) (string, string, error) {
+	t, _, err := s.takeTrigger(ctx, agent, requested)
+	if err != nil {
+		return "", "", err
+	}
+	if requested == PurposeChat {
+		return PurposeChat, "", nil
+	}
+	if t.TaskID == "" {
+		t.TaskID = s.taskInProgress(agent)
+	}
+	if t.TaskID == "" {
+		return "", "", fmt.Errorf("a task session was requested, but agent %s has no task in progress: %w", agent, ErrNothingToDo)
+	}
+	return PurposeTask, t.TaskID, nil
+}
+
 // choosePurpose picks the session's purpose (DESIGN section 5): the
 // requested one; else a pending trigger (consumed); else work found now; in
 // the last two, a purpose that already has a live session (live: the
 // agent's live sessions) is skipped.
 func (s *Store) choosePurpose(ctx context.Context, cfg *Config, agent, requested string, live []Session) (string, string, error) {
 	if requested != "" {
-		t, _, err := s.takeTrigger(ctx, agent, requested)
-		if err != nil {
-			return "", "", err
-		}
-		if requested == PurposeChat {
-			return PurposeChat, "", nil
-		}
-		if t.TaskID == "" {
-			t.TaskID = s.taskInProgress(agent)
-		}
-		if t.TaskID == "" {
-			return "", "", fmt.Errorf("a task session was requested, but agent %s has no task in progress: %w", agent, ErrNothingToDo)
-		}
-		return PurposeTask, t.TaskID, nil
+		return s.requestedPurpose(ctx, agent, requested)
 	}
 	busy := map[string]string{} // purpose -> live session id
 	for _, ses := range live {

@@ -44,84 +44,104 @@ type QuarantinedLine struct {
 	QuarantinedAt time.Time `json:"quarantinedAt"`
 }
 
+// configProblems is what is wrong with config.toml and the passkeys it
+// implies.
+func (s *Store) configProblems() []Problem {
+	cfg, err := s.LoadConfig()
+	if err == nil {
+		return s.passkeyProblems(cfg)
+	}
+	p := Problem{Path: s.Rel(s.ConfigPath()), Reason: err.Error()}
+	var le *LineError
+	if errors.As(err, &le) {
+		p.Line, p.Reason = le.Line, le.Err.Error()
+	}
+	return []Problem{p}
+}
+
+// checkDir is doctor's look at a directory: quarantine/ and logs/ are
+// skipped, and a directory under agents/ must be named by an agent id.
+func (s *Store) checkDir(path, name string) ([]Problem, error) {
+	if path != s.root && (name == "quarantine" || name == "logs") {
+		return nil, fs.SkipDir
+	}
+	if filepath.Dir(path) == s.AgentsDir() {
+		if err := CheckAgentID(name); err != nil {
+			return []Problem{{Path: s.Rel(path), Reason: "directory name is not an agent id: " + err.Error()}}, fs.SkipDir
+		}
+	}
+	return nil, nil
+}
+
+// checkFile is doctor's look at one file: a stale temp file, a JSONL log,
+// or a JSON document and its schema.
+func (s *Store) checkFile(ctx context.Context, path string, d fs.DirEntry, repair bool) ([]Problem, error) {
+	rel, name := s.Rel(path), d.Name()
+	switch {
+	case strings.HasPrefix(name, ".") && strings.Contains(name, ".tmp-"):
+		if !isStale(d) {
+			return nil, nil // a write in progress: its writer owns it
+		}
+		p := Problem{Path: rel, Reason: "stale temporary file left by an interrupted write"}
+		if repair {
+			p.Repaired = os.Remove(path) == nil
+		}
+		return []Problem{p}, nil
+	case strings.HasSuffix(name, ".jsonl"):
+		return s.checkJSONL(ctx, path, repair)
+	case strings.HasSuffix(name, ".json"):
+		return s.checkJSONDoc(path), nil
+	}
+	return nil, nil
+}
+
+// checkJSONDoc checks that a JSON document parses and, where its place
+// says what it is, that it holds what that kind of document must.
+func (s *Store) checkJSONDoc(path string) []Problem {
+	rel := s.Rel(path)
+	var v map[string]any
+	if err := s.ReadDoc(path, &v); err != nil {
+		var le *LineError
+		if errors.As(err, &le) {
+			return []Problem{{Path: rel, Line: le.Line, Reason: "invalid JSON document: " + le.Err.Error() + byHand}}
+		}
+		return []Problem{{Path: rel, Reason: err.Error()}}
+	}
+	check := s.schemaOf(path)
+	if check == nil {
+		return nil
+	}
+	data, err := os.ReadFile(path)
+	if err != nil {
+		return []Problem{{Path: rel, Reason: err.Error()}}
+	}
+	var problems []Problem
+	for _, kr := range check(data) {
+		problems = append(problems, Problem{Path: rel, Line: jsonKeyLine(data, kr[0]), Reason: kr[1] + byHand})
+	}
+	return problems
+}
+
 // Doctor reads every file of the layout and returns what is wrong. With
 // repair, torn tails and invalid JSONL lines move to quarantine/ (valid lines
 // are left byte for byte) and stale temp files are removed; damaged JSON
 // documents and config errors are only reported, because only a person knows
 // what they should say.
 func (s *Store) Doctor(ctx context.Context, repair bool) ([]Problem, error) {
-	var problems []Problem
-	report := func(p Problem) { problems = append(problems, p) }
-
-	cfg, err := s.LoadConfig()
-	if err == nil {
-		problems = append(problems, s.passkeyProblems(cfg)...)
-	} else {
-		p := Problem{Path: s.Rel(s.ConfigPath()), Reason: err.Error()}
-		var le *LineError
-		if errors.As(err, &le) {
-			p.Line, p.Reason = le.Line, le.Err.Error()
-		}
-		report(p)
-	}
-	err = filepath.WalkDir(s.root, func(path string, d fs.DirEntry, err error) error {
+	problems := s.configProblems()
+	err := filepath.WalkDir(s.root, func(path string, d fs.DirEntry, err error) error {
 		if err != nil {
-			report(Problem{Path: s.Rel(path), Reason: err.Error()})
+			problems = append(problems, Problem{Path: s.Rel(path), Reason: err.Error()})
 			return nil
 		}
-		rel := s.Rel(path)
-		name := d.Name()
 		if d.IsDir() {
-			if path != s.root && (name == "quarantine" || name == "logs") {
-				return fs.SkipDir
-			}
-			if filepath.Dir(path) == s.AgentsDir() {
-				if err := CheckAgentID(name); err != nil {
-					report(Problem{Path: rel, Reason: "directory name is not an agent id: " + err.Error()})
-					return fs.SkipDir
-				}
-			}
-			return nil
+			p, skip := s.checkDir(path, d.Name())
+			problems = append(problems, p...)
+			return skip
 		}
-		switch {
-		case strings.HasPrefix(name, ".") && strings.Contains(name, ".tmp-"):
-			if !isStale(d) {
-				return nil // a write in progress: its writer owns it
-			}
-			p := Problem{Path: rel, Reason: "stale temporary file left by an interrupted write"}
-			if repair {
-				p.Repaired = os.Remove(path) == nil
-			}
-			report(p)
-		case strings.HasSuffix(name, ".jsonl"):
-			ps, err := s.checkJSONL(ctx, path, repair)
-			if err != nil {
-				return err
-			}
-			problems = append(problems, ps...)
-		case strings.HasSuffix(name, ".json"):
-			var v map[string]any
-			if err := s.ReadDoc(path, &v); err != nil {
-				var le *LineError
-				if errors.As(err, &le) {
-					report(Problem{Path: rel, Line: le.Line, Reason: "invalid JSON document: " + le.Err.Error() + byHand})
-				} else {
-					report(Problem{Path: rel, Reason: err.Error()})
-				}
-				return nil
-			}
-			if check := s.schemaOf(path); check != nil {
-				data, err := os.ReadFile(path)
-				if err != nil {
-					report(Problem{Path: rel, Reason: err.Error()})
-					return nil
-				}
-				for _, kr := range check(data) {
-					report(Problem{Path: rel, Line: jsonKeyLine(data, kr[0]), Reason: kr[1] + byHand})
-				}
-			}
-		}
-		return nil
+		ps, err := s.checkFile(ctx, path, d, repair)
+		problems = append(problems, ps...)
+		return err
 	})
 	if err != nil {
 		return problems, fmt.Errorf("doctor: %w", err)

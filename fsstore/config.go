@@ -132,84 +132,129 @@ func ParseConfig(name string, data []byte) (*Config, error) {
 	var cfg Config
 	md, err := toml.Decode(string(data), &cfg)
 	if err != nil {
-		var pe toml.ParseError
-		if errors.As(err, &pe) {
-			msg := pe.Message
-			if pe.LastKey != "" && !strings.Contains(msg, pe.LastKey) {
-				msg = pe.LastKey + ": " + msg
-			}
-			return nil, &LineError{Path: name, Line: pe.Position.Line, Err: errors.New(msg)}
-		}
-		if m := tomlTypeError().FindStringSubmatch(err.Error()); m != nil {
-			line, _ := strconv.Atoi(m[1])
-			return nil, &LineError{Path: name, Line: line, Err: fmt.Errorf("%s: %s", m[2], m[3])}
-		}
-		return nil, fmt.Errorf("%s: %w", name, err)
+		return nil, tomlError(name, err)
 	}
-	// loc finds the line of a key; only an error needs one.
-	loc := sync.OnceValue(func() *locator { return newLocator(data) })
-	fail := func(line int, format string, args ...any) error {
-		return &LineError{Path: name, Line: line, Err: fmt.Errorf(format, args...)}
-	}
+	// The locator finds the line of a key; only an error needs one.
+	c := configCheck{name: name, loc: sync.OnceValue(func() *locator { return newLocator(data) })}
 	if undec := md.Undecoded(); len(undec) > 0 {
 		k := undec[0]
 		section, key := "", k[0]
 		if len(k) > 1 {
 			section, key = k[0], k[len(k)-1]
 		}
-		return nil, fail(loc().find(section, -1, key), "unknown key %q: see config.example.toml for the keys aipm reads", k.String())
+		return nil, c.fail(c.loc().find(section, -1, key), "unknown key %q: see config.example.toml for the keys aipm reads", k.String())
 	}
-	d := &cfg.Defaults
-	switch d.Durability {
-	case "", DurableFsync, DurableNone:
-	default:
-		return nil, fail(loc().find("defaults", -1, "durability"), "durability %q is invalid: use \"fsync\" or \"none\"", d.Durability)
-	}
-	if d.WaitSeconds < 0 || d.WaitSeconds > MaxWait {
-		return nil, fail(loc().find("defaults", -1, "wait_seconds"), "wait_seconds = %d is out of range: use 1 to %d", d.WaitSeconds, MaxWait)
-	}
-	if d.MaxConcurrent < 0 {
-		return nil, fail(loc().find("defaults", -1, "max_concurrent"), "max_concurrent = %d must be at least 1", d.MaxConcurrent)
-	}
-	seen := map[string]int{}
-	for i, a := range cfg.Agents {
-		if a.ID == "" {
-			return nil, fail(loc().section("agents", i), "agent entry %d has no id: add id = \"...\"", i+1)
-		}
-		if err := CheckAgentID(a.ID); err != nil {
-			return nil, fail(loc().find("agents", i, "id"), "%v", err)
-		}
-		if first, dup := seen[a.ID]; dup {
-			return nil, fail(loc().find("agents", i, "id"), "agent id %q is defined twice (first at line %d): ids must be unique", a.ID, loc().find("agents", first, "id"))
-		}
-		seen[a.ID] = i
-		switch a.Type {
-		case AgentAI, AgentHuman:
-		default:
-			return nil, fail(loc().find("agents", i, "type"), "agent %q: type %q is invalid: use \"ai\" or \"human\"", a.ID, a.Type)
-		}
-		switch a.Role {
-		case "", RoleWorker, RoleManager:
-		default:
-			return nil, fail(loc().find("agents", i, "role"), "agent %q: role %q is invalid: use \"worker\" or \"manager\"", a.ID, a.Role)
-		}
-		if a.Type == AgentHuman && len(a.Command) > 0 {
-			return nil, fail(loc().find("agents", i, "command"), "agent %q is a human and cannot have a command: remove it", a.ID)
-		}
-	}
-	for i, a := range cfg.Agents {
-		if a.Parent == "" {
-			continue
-		}
-		if a.Parent == a.ID {
-			return nil, fail(loc().find("agents", i, "parent"), "agent %q cannot be its own parent", a.ID)
-		}
-		if _, ok := seen[a.Parent]; !ok {
-			return nil, fail(loc().find("agents", i, "parent"), "agent %q: parent %q is not a configured agent: add it or fix the id", a.ID, a.Parent)
+	for _, check := range []func() error{
+		func() error { return c.defaults(&cfg.Defaults) },
+		func() error { return c.agents(cfg.Agents) },
+		func() error { return c.parents(cfg.Agents) },
+	} {
+		if err := check(); err != nil {
+			return nil, err // one thing at a time: the first wrong line
 		}
 	}
 	cfg.applyDefaults()
 	return &cfg, nil
+}
+
+// tomlError is a TOML decoding error as name:LINE: what.
+func tomlError(name string, err error) error {
+	var pe toml.ParseError
+	if errors.As(err, &pe) {
+		msg := pe.Message
+		if pe.LastKey != "" && !strings.Contains(msg, pe.LastKey) {
+			msg = pe.LastKey + ": " + msg
+		}
+		return &LineError{Path: name, Line: pe.Position.Line, Err: errors.New(msg)}
+	}
+	if m := tomlTypeError().FindStringSubmatch(err.Error()); m != nil {
+		line, _ := strconv.Atoi(m[1])
+		return &LineError{Path: name, Line: line, Err: fmt.Errorf("%s: %s", m[2], m[3])}
+	}
+	return fmt.Errorf("%s: %w", name, err)
+}
+
+// configCheck checks a decoded config, naming the line of what is wrong.
+type configCheck struct {
+	name string
+	loc  func() *locator
+}
+
+func (c configCheck) fail(line int, format string, args ...any) error {
+	return &LineError{Path: c.name, Line: line, Err: fmt.Errorf(format, args...)}
+}
+
+// defaults checks the [defaults] values that have a range.
+func (c configCheck) defaults(d *Defaults) error {
+	switch d.Durability {
+	case "", DurableFsync, DurableNone:
+	default:
+		return c.fail(c.loc().find("defaults", -1, "durability"), "durability %q is invalid: use \"fsync\" or \"none\"", d.Durability)
+	}
+	if d.WaitSeconds < 0 || d.WaitSeconds > MaxWait {
+		return c.fail(c.loc().find("defaults", -1, "wait_seconds"), "wait_seconds = %d is out of range: use 1 to %d", d.WaitSeconds, MaxWait)
+	}
+	if d.MaxConcurrent < 0 {
+		return c.fail(c.loc().find("defaults", -1, "max_concurrent"), "max_concurrent = %d must be at least 1", d.MaxConcurrent)
+	}
+	return nil
+}
+
+// agents checks each [[agents]] entry on its own and the ids' uniqueness.
+func (c configCheck) agents(agents []Agent) error {
+	seen := map[string]int{}
+	for i, a := range agents {
+		if a.ID == "" {
+			return c.fail(c.loc().section("agents", i), "agent entry %d has no id: add id = \"...\"", i+1)
+		}
+		if err := CheckAgentID(a.ID); err != nil {
+			return c.fail(c.loc().find("agents", i, "id"), "%v", err)
+		}
+		if first, dup := seen[a.ID]; dup {
+			return c.fail(c.loc().find("agents", i, "id"), "agent id %q is defined twice (first at line %d): ids must be unique", a.ID, c.loc().find("agents", first, "id"))
+		}
+		seen[a.ID] = i
+		if err := c.agent(i, a); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// agent checks the values of agent entry i.
+func (c configCheck) agent(i int, a Agent) error {
+	switch a.Type {
+	case AgentAI, AgentHuman:
+	default:
+		return c.fail(c.loc().find("agents", i, "type"), "agent %q: type %q is invalid: use \"ai\" or \"human\"", a.ID, a.Type)
+	}
+	switch a.Role {
+	case "", RoleWorker, RoleManager:
+	default:
+		return c.fail(c.loc().find("agents", i, "role"), "agent %q: role %q is invalid: use \"worker\" or \"manager\"", a.ID, a.Role)
+	}
+	if a.Type == AgentHuman && len(a.Command) > 0 {
+		return c.fail(c.loc().find("agents", i, "command"), "agent %q is a human and cannot have a command: remove it", a.ID)
+	}
+	return nil
+}
+
+// parents checks that every parent is another configured agent.
+func (c configCheck) parents(agents []Agent) error {
+	ids := map[string]bool{}
+	for _, a := range agents {
+		ids[a.ID] = true
+	}
+	for i, a := range agents {
+		switch {
+		case a.Parent == "":
+		case a.Parent == a.ID:
+			return c.fail(c.loc().find("agents", i, "parent"), "agent %q cannot be its own parent", a.ID)
+		case !ids[a.Parent]:
+			return c.fail(c.loc().find("agents", i, "parent"), "agent %q: parent %q is not a configured agent: add it or fix the id", a.ID, a.Parent)
+		}
+	}
+	return nil
 }
 
 func (c *Config) applyDefaults() {

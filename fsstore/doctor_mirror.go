@@ -30,38 +30,9 @@ type copyOf struct {
 // younger than inFlight may still be in a send and are left alone, as are
 // messages whose other party has no directory here (nothing to mirror to).
 func (s *Store) checkMirror(ctx context.Context, repair bool) ([]Problem, error) {
-	entries, err := os.ReadDir(s.AgentsDir())
-	if os.IsNotExist(err) {
-		return nil, nil
-	}
-	if err != nil {
-		return nil, fmt.Errorf("read %s: %w", s.Rel(s.AgentsDir()), err)
-	}
-	agents := map[string]bool{}
-	inbound := map[string]copyOf{}  // receiver's copies by id
-	outbound := map[string]copyOf{} // sender's copies by id
-	for _, e := range entries {
-		if !e.IsDir() || CheckAgentID(e.Name()) != nil {
-			continue
-		}
-		agents[e.Name()] = true
-		path, _ := s.ChatPath(e.Name())
-		recs, _, _, err := ReadAll(path)
-		if err != nil {
-			return nil, fmt.Errorf("read %s: %w", s.Rel(path), err)
-		}
-		for _, r := range recs {
-			var m Message
-			if json.Unmarshal(r.Data, &m) != nil || m.ID == "" || m.SenderID == "" {
-				continue // reported by the line check
-			}
-			c := copyOf{agent: e.Name(), line: r.Line, msg: m}
-			if m.ReceiverID == "" {
-				inbound[m.ID] = c
-			} else {
-				outbound[m.ID] = c
-			}
-		}
+	cs, err := s.chatCopies()
+	if err != nil || cs == nil {
+		return nil, err
 	}
 	var problems []Problem
 	now := time.Now()
@@ -69,18 +40,18 @@ func (s *Store) checkMirror(ctx context.Context, repair bool) ([]Problem, error)
 		t, err := time.Parse(time.RFC3339Nano, m.CreatedAt)
 		return err == nil && now.Sub(t) < inFlight
 	}
-	for _, id := range sortedKeys(inbound) {
-		c := inbound[id]
-		if _, ok := outbound[id]; ok || c.msg.SenderID == SystemSender || !agents[c.msg.SenderID] || young(c.msg) {
+	for _, id := range sortedKeys(cs.inbound) {
+		c := cs.inbound[id]
+		if _, ok := cs.outbound[id]; ok || c.msg.SenderID == SystemSender || !cs.agents[c.msg.SenderID] || young(c.msg) {
 			continue
 		}
 		sent := c.msg
 		sent.ReceiverID = c.agent
 		problems = append(problems, s.restoreCopy(ctx, repair, c, c.msg.SenderID, sent, "the sender's copy"))
 	}
-	for _, id := range sortedKeys(outbound) {
-		c := outbound[id]
-		if _, ok := inbound[id]; ok || !agents[c.msg.ReceiverID] || young(c.msg) {
+	for _, id := range sortedKeys(cs.outbound) {
+		c := cs.outbound[id]
+		if _, ok := cs.inbound[id]; ok || !cs.agents[c.msg.ReceiverID] || young(c.msg) {
 			continue
 		}
 		got := c.msg
@@ -88,6 +59,50 @@ func (s *Store) checkMirror(ctx context.Context, repair bool) ([]Problem, error)
 		problems = append(problems, s.restoreCopy(ctx, repair, c, c.msg.ReceiverID, got, "the receiver's copy"))
 	}
 	return problems, nil
+}
+
+// chatCopies are the copies of every message in the agents' chat logs.
+type chatCopies struct {
+	agents   map[string]bool   // agents with a directory here
+	inbound  map[string]copyOf // receiver's copies by id
+	outbound map[string]copyOf // sender's copies by id
+}
+
+// chatCopies reads every agent's chat log (nil without agents/); invalid
+// lines are left to the line check.
+func (s *Store) chatCopies() (*chatCopies, error) {
+	entries, err := os.ReadDir(s.AgentsDir())
+	if os.IsNotExist(err) {
+		return nil, nil
+	}
+	if err != nil {
+		return nil, fmt.Errorf("read %s: %w", s.Rel(s.AgentsDir()), err)
+	}
+	cs := &chatCopies{agents: map[string]bool{}, inbound: map[string]copyOf{}, outbound: map[string]copyOf{}}
+	for _, e := range entries {
+		if !e.IsDir() || CheckAgentID(e.Name()) != nil {
+			continue
+		}
+		cs.agents[e.Name()] = true
+		path, _ := s.ChatPath(e.Name())
+		recs, _, _, err := ReadAll(path)
+		if err != nil {
+			return nil, fmt.Errorf("read %s: %w", s.Rel(path), err)
+		}
+		for _, r := range recs {
+			m, err := DecodeMessage(r.Data)
+			if err != nil {
+				continue // reported by the line check
+			}
+			c := copyOf{agent: e.Name(), line: r.Line, msg: m}
+			if m.ReceiverID == "" {
+				cs.inbound[m.ID] = c
+			} else {
+				cs.outbound[m.ID] = c
+			}
+		}
+	}
+	return cs, nil
 }
 
 // restoreCopy reports a one-sided message and, with repair, appends the

@@ -120,15 +120,7 @@ func ReadPast(path string, cur Cursor, opt ReadOptions) (ReadResult, error) {
 		}
 		id := ""
 		if le == nil {
-			id = gjson.GetBytes(rec.Data, "id").String()
-			switch {
-			case id == "":
-				le = &LineError{Path: path, Line: rec.Line, Err: errors.New(`no "id"`)}
-			case opt.Check != nil:
-				if cerr := opt.Check(rec); cerr != nil {
-					le = &LineError{Path: path, Line: rec.Line, Err: cerr}
-				}
-			}
+			id, le = recordID(path, rec, opt.Check)
 		}
 		if le != nil {
 			if opt.Strict {
@@ -153,6 +145,21 @@ func ReadPast(path string, cur Cursor, opt ReadOptions) (ReadResult, error) {
 		res.Redelivered = append(res.Redelivered, rec.Offset < redeliverBefore)
 		next.advance(r.Pos(), id)
 	}
+}
+
+// recordID is the id of a complete, valid JSON line, or why the line is
+// not a record: no "id", or refused by check.
+func recordID(path string, rec Record, check func(Record) error) (string, *LineError) {
+	id := gjson.GetBytes(rec.Data, "id").String()
+	if id == "" {
+		return "", &LineError{Path: path, Line: rec.Line, Err: errors.New(`no "id"`)}
+	}
+	if check != nil {
+		if err := check(rec); err != nil {
+			return "", &LineError{Path: path, Line: rec.Line, Err: err}
+		}
+	}
+	return id, nil
 }
 
 func finish(res ReadResult, next Cursor) ReadResult {

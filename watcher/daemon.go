@@ -87,40 +87,8 @@ func (d *Daemon) Run(ctx context.Context) error {
 		d.log.Info("stopped")
 	}()
 
-	var (
-		burst    <-chan time.Time // armed by the first event of a burst
-		deadline *time.Timer
-		n        int
-	)
-	runPass := func() {
-		burst = nil
-		n++
-		due, err := d.pass(ctx)
-		if err != nil && ctx.Err() == nil {
-			d.log.Error("pass", "err", err)
-			due = time.Now().Add(time.Second) // try again
-		}
-		if deadline != nil {
-			deadline.Stop()
-			deadline = nil
-		}
-		if !due.IsZero() {
-			deadline = time.NewTimer(max(0, time.Until(due)) + time.Millisecond)
-		}
-		if d.Passes != nil {
-			select {
-			case d.Passes <- n:
-			default:
-			}
-		}
-	}
-	deadlineC := func() <-chan time.Time {
-		if deadline == nil {
-			return nil
-		}
-		return deadline.C
-	}
-	runPass()
+	l := &loop{d: d, ctx: ctx}
+	l.runPass()
 	for {
 		select {
 		case <-ctx.Done():
@@ -129,42 +97,97 @@ func (d *Daemon) Run(ctx context.Context) error {
 			if !ok {
 				return errors.New("fsnotify closed")
 			}
-			if !d.relevant(ev) {
-				continue
-			}
-			if ev.Has(fsnotify.Create) {
-				if fi, err := os.Lstat(ev.Name); err == nil && fi.IsDir() {
-					d.watchTree(fsw, ev.Name) // a new directory: watch it and what it already holds
-				}
-			}
-			if ev.Name == d.store.ConfigPath() {
-				d.reloadConfig()
-			}
-			if burst == nil {
-				burst = time.After(d.Coalesce)
-			}
+			l.event(fsw, ev)
 		case err, ok := <-fsw.Errors:
 			if !ok {
 				return errors.New("fsnotify closed")
 			}
-			if errors.Is(err, fsnotify.ErrEventOverflow) {
-				d.log.Warn("inotify queue overflowed: rescanning everything", "fix", "raise fs.inotify.max_queued_events")
-				d.watchTree(fsw, d.store.Root())
-				d.reloadConfig()
-				runPass()
-				continue
-			}
-			d.log.Error("fsnotify", "err", err)
-		case <-burst:
-			runPass()
-		case <-deadlineC():
-			deadline = nil
-			runPass()
+			l.watchError(fsw, err)
+		case <-l.burst:
+			l.runPass()
+		case <-l.deadlineC():
+			l.deadline = nil
+			l.runPass()
 		case note := <-d.starter.exited:
 			d.starter.finished(ctx, d.cfg, note)
-			runPass()
+			l.runPass()
 		}
 	}
+}
+
+// loop is the state of Run's event loop: a burst of events coalesces into
+// one pass, and the earliest deadline a pass asked for starts another.
+type loop struct {
+	d        *Daemon
+	ctx      context.Context
+	burst    <-chan time.Time // armed by the first event of a burst
+	deadline *time.Timer
+	n        int // passes run
+}
+
+// runPass runs every reaction once and arms the deadline it asks for.
+func (l *loop) runPass() {
+	l.burst = nil
+	l.n++
+	due, err := l.d.pass(l.ctx)
+	if err != nil && l.ctx.Err() == nil {
+		l.d.log.Error("pass", "err", err)
+		due = time.Now().Add(time.Second) // try again
+	}
+	if l.deadline != nil {
+		l.deadline.Stop()
+		l.deadline = nil
+	}
+	if !due.IsZero() {
+		l.deadline = time.NewTimer(max(0, time.Until(due)) + time.Millisecond)
+	}
+	if l.d.Passes != nil {
+		select {
+		case l.d.Passes <- l.n:
+		default:
+		}
+	}
+}
+
+func (l *loop) deadlineC() <-chan time.Time {
+	if l.deadline == nil {
+		return nil
+	}
+	return l.deadline.C
+}
+
+// event takes one file change: a new directory is watched, a config edit
+// reloads the config, and the burst's pass is armed.
+func (l *loop) event(fsw *fsnotify.Watcher, ev fsnotify.Event) {
+	d := l.d
+	if !d.relevant(ev) {
+		return
+	}
+	if ev.Has(fsnotify.Create) {
+		if fi, err := os.Lstat(ev.Name); err == nil && fi.IsDir() {
+			d.watchTree(fsw, ev.Name) // a new directory: watch it and what it already holds
+		}
+	}
+	if ev.Name == d.store.ConfigPath() {
+		d.reloadConfig()
+	}
+	if l.burst == nil {
+		l.burst = time.After(d.Coalesce)
+	}
+}
+
+// watchError takes an error of the fsnotify watcher: after lost events,
+// everything is looked at again.
+func (l *loop) watchError(fsw *fsnotify.Watcher, err error) {
+	d := l.d
+	if !errors.Is(err, fsnotify.ErrEventOverflow) {
+		d.log.Error("fsnotify", "err", err)
+		return
+	}
+	d.log.Warn("inotify queue overflowed: rescanning everything", "fix", "raise fs.inotify.max_queued_events")
+	d.watchTree(fsw, d.store.Root())
+	d.reloadConfig()
+	l.runPass()
 }
 
 // relevant filters out what never changes a reaction: the started

@@ -99,7 +99,6 @@ func (d *demo) aipm(argv ...string) (string, error) {
 }
 
 func demoRun(cmd *cobra.Command, o *demoOptions) error {
-	e := o.e
 	exe, err := selfExe()
 	if err != nil {
 		return err
@@ -113,26 +112,10 @@ func demoRun(cmd *cobra.Command, o *demoOptions) error {
 	}
 	ctx, cancel := context.WithCancel(cmd.Context())
 	defer cancel()
-	d := &demo{ctx: ctx, e: e, dir: dir}
-	sim := exe + " sim"
-	for _, argv := range [][]string{
-		{"init", "--name", "demo"},
-		{"agent", "add", "lead", "--type", "human", "--role", "manager", "--name", "Project Lead"},
-		{"agent", "add", "coder", "--type", "ai", "--parent", "lead", "--command", sim, "--save-passkey"},
-		{"agent", "add", "reviewer", "--type", "ai", "--parent", "lead", "--command", sim, "--save-passkey"},
-	} {
-		if _, err := d.aipm(argv...); err != nil {
-			return err
-		}
-	}
-	if d.store, err = fsstore.Open(dir); err != nil {
+	d := &demo{ctx: ctx, e: o.e, dir: dir}
+	if err := d.setUp(exe + " sim"); err != nil {
 		return err
 	}
-	// Short timeouts, so that idle agents exit within the demo.
-	if err := demoDefaults(ctx, d.store, "chat_idle_timeout = \"1s\"\nwait_seconds = 1\nspawn_cooldown = \"2s\"\n"); err != nil {
-		return err
-	}
-	d.printf("\n# config.toml [defaults]: chat_idle_timeout = \"1s\", wait_seconds = 1 (idle agents exit quickly)\n")
 
 	// The watcher, in this process, logging into the transcript.
 	w := watcher.New(d.store, slog.New(&demoLog{d: d}))
@@ -147,74 +130,110 @@ func demoRun(cmd *cobra.Command, o *demoOptions) error {
 	stopState := d.followState(ctx)
 	d.printf("\n# aipm watch is running (here in the demo's process)\n")
 
-	// 1. Seed 002: a task whose session delegates a shiritori conversation
-	// to the same agent's chat session.
-	out, err := d.aipm("task", "add", "Play shiritori with reviewer", "--assignee", "coder",
-		"--description", "delegate: reviewer: 6-round shiritori with reviewer, start with りんご")
-	if err != nil {
+	if err := d.delegatedShiritori(); err != nil {
 		return err
 	}
-	first := taskIDRE().FindString(out)
-	if first == "" {
-		return fmt.Errorf("demo: task add printed no task id: %q", out)
-	}
-	if _, err := d.aipm("task", "status", first, "in_progress"); err != nil {
-		return err
-	}
-	if err := d.until("the delegated shiritori to end, the task to be done and every agent to exit", func() bool {
-		t, err := d.store.Task(first)
-		runs, _ := d.store.Runs()
-		return err == nil && t.Status == fsstore.StatusDone && len(runs) == 0
-	}); err != nil {
-		return err
-	}
-
-	// 2. A task in progress starts coder's task session; a hand edit to
-	// blocked interrupts it.
-	out, err = d.aipm("task", "add", "Write the release notes", "--assignee", "coder", "--description", "A long job (sim-steps=100000).")
-	if err != nil {
-		return err
-	}
-	task := fsstore.Task{ID: taskIDRE().FindString(out)}
-	if task.ID == "" {
-		return fmt.Errorf("demo: task add printed no task id: %q", out)
-	}
-	if _, err := d.aipm("task", "status", task.ID, "in_progress"); err != nil {
-		return err
-	}
-	if err := d.until("coder's task session", func() bool {
-		live, _ := d.store.LiveSessions(time.Now())
-		for _, s := range live {
-			if s.Agent == "coder" && s.TaskID == task.ID {
-				return true
-			}
-		}
-		return false
-	}); err != nil {
-		return err
-	}
-	d.printf("\n# lead opens .ai-pm/tasks/%s.json in an editor, sets \"status\": \"blocked\" and saves (write a new file, rename it over the old)\n", task.ID)
-	if err := demoHandEdit(d.store, task.ID, fsstore.StatusBlocked); err != nil {
-		return err
-	}
-	if err := d.until("coder to report blocked and exit", func() bool {
-		t, err := d.store.Task(task.ID)
-		runs, _ := d.store.Runs()
-		return err == nil && t.Result == "blocked" && len(runs) == 0
-	}); err != nil {
+	if err := d.handEditInterrupts(); err != nil {
 		return err
 	}
 	stopChat()
 	stopState()
+	if err := d.summary(); err != nil {
+		return err
+	}
+	if o.Keep {
+		d.printf("\nthe demo project is in %s (%s holds its state)\n", dir, fsstore.DirName)
+	}
+	return nil
+}
 
-	// The summary.
+// setUp makes the demo's project: a human lead and two simulated agents
+// the watcher starts with simCommand, with short timeouts so that idle
+// agents exit within the demo.
+func (d *demo) setUp(simCommand string) error {
+	for _, argv := range [][]string{
+		{"init", "--name", "demo"},
+		{"agent", "add", "lead", "--type", "human", "--role", "manager", "--name", "Project Lead"},
+		{"agent", "add", "coder", "--type", "ai", "--parent", "lead", "--command", simCommand, "--save-passkey"},
+		{"agent", "add", "reviewer", "--type", "ai", "--parent", "lead", "--command", simCommand, "--save-passkey"},
+	} {
+		if _, err := d.aipm(argv...); err != nil {
+			return err
+		}
+	}
+	var err error
+	if d.store, err = fsstore.Open(d.dir); err != nil {
+		return err
+	}
+	if err := demoDefaults(d.ctx, d.store, "chat_idle_timeout = \"1s\"\nwait_seconds = 1\nspawn_cooldown = \"2s\"\n"); err != nil {
+		return err
+	}
+	d.printf("\n# config.toml [defaults]: chat_idle_timeout = \"1s\", wait_seconds = 1 (idle agents exit quickly)\n")
+	return nil
+}
+
+// startTask adds a task for coder and sets it in progress, returning its id.
+func (d *demo) startTask(title, description string) (string, error) {
+	out, err := d.aipm("task", "add", title, "--assignee", "coder", "--description", description)
+	if err != nil {
+		return "", err
+	}
+	id := taskIDRE().FindString(out)
+	if id == "" {
+		return "", fmt.Errorf("demo: task add printed no task id: %q", out)
+	}
+	_, err = d.aipm("task", "status", id, "in_progress")
+	return id, err
+}
+
+// delegatedShiritori is seed 002: a task whose session delegates a
+// shiritori conversation to the same agent's chat session.
+func (d *demo) delegatedShiritori() error {
+	id, err := d.startTask("Play shiritori with reviewer", "delegate: reviewer: 6-round shiritori with reviewer, start with りんご")
+	if err != nil {
+		return err
+	}
+	return d.until("the delegated shiritori to end, the task to be done and every agent to exit", func() bool {
+		t, err := d.store.Task(id)
+		runs, _ := d.store.Runs()
+		return err == nil && t.Status == fsstore.StatusDone && len(runs) == 0
+	})
+}
+
+// handEditInterrupts is seed 004: a task in progress starts coder's task
+// session; a hand edit of the task file to blocked interrupts it.
+func (d *demo) handEditInterrupts() error {
+	id, err := d.startTask("Write the release notes", "A long job (sim-steps=100000).")
+	if err != nil {
+		return err
+	}
+	if err := d.until("coder's task session", func() bool {
+		live, _ := d.store.LiveSessions(time.Now())
+		return slices.ContainsFunc(live, func(s fsstore.Session) bool { return s.Agent == "coder" && s.TaskID == id })
+	}); err != nil {
+		return err
+	}
+	d.printf("\n# lead opens .ai-pm/tasks/%s.json in an editor, sets \"status\": \"blocked\" and saves (write a new file, rename it over the old)\n", id)
+	if err := demoHandEdit(d.store, id, fsstore.StatusBlocked); err != nil {
+		return err
+	}
+	return d.until("coder to report blocked and exit", func() bool {
+		t, err := d.store.Task(id)
+		runs, _ := d.store.Runs()
+		return err == nil && t.Result == "blocked" && len(runs) == 0
+	})
+}
+
+// summary prints the state the demo left: status, tasks, delegations,
+// coder's chat log, the conversations and the files.
+func (d *demo) summary() error {
 	d.printf("\n# summary\n")
 	for _, argv := range [][]string{{"status"}, {"task", "list"}, {"delegations", "--all"}, {"log", "coder"}} {
 		if _, err := d.aipm(argv...); err != nil {
 			return err
 		}
 	}
-	convs, _ := d.store.ListConversations(ctx, mustConfig(d.store), true)
+	convs, _ := d.store.ListConversations(d.ctx, mustConfig(d.store), true)
 	for _, c := range convs {
 		d.printf("\nconversation %s: %s → %s, %s after %d turns (%s)\n", c.ID, c.Initiator, c.Participant, c.State, c.Turns, c.EndReason)
 	}
@@ -225,9 +244,6 @@ func demoRun(cmd *cobra.Command, o *demoOptions) error {
 		}
 		return nil
 	})
-	if o.Keep {
-		d.printf("\nthe demo project is in %s (%s holds its state)\n", dir, fsstore.DirName)
-	}
 	return nil
 }
 

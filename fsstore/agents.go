@@ -28,7 +28,7 @@ const EndRemoved = "agent_removed"
 // a clone of a project, or an agent added to config.toml by hand, gets a
 // credential: passkey hashes are never committed.
 func (s *Store) ReissuePasskey(ctx context.Context, agent string) (string, error) {
-	unlock, err := s.LockDir(ctx, s.root)
+	unlock, err := s.lockDir(ctx, s.root)
 	if err != nil {
 		return "", err
 	}

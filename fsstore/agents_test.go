@@ -12,7 +12,7 @@ import (
 func TestResolveID(t *testing.T) {
 	s := newTestStore(t)
 	for _, id := range []string{"tsk_01M7YZWACRA0328GMTHNDHB18Z", "tsk_01M7YZWACRA0328GMTHNDHB190", "tsk_01M7YZWACRA0328GMTHNDHC000"} {
-		if err := s.WriteDoc(filepath.Join(s.CollectionDir(Tasks), id+".json"), Task{ID: id}, ModeFile); err != nil {
+		if err := s.writeDoc(filepath.Join(s.CollectionDir(Tasks), id+".json"), Task{ID: id}, ModeFile); err != nil {
 			t.Fatal(err)
 		}
 	}
@@ -53,7 +53,7 @@ func TestResolveIDListsAtMostTen(t *testing.T) {
 	s := newTestStore(t)
 	for i := 0; i < 12; i++ {
 		id := NewID(PrefixTask)
-		if err := s.WriteDoc(filepath.Join(s.CollectionDir(Tasks), id+".json"), Task{ID: id}, ModeFile); err != nil {
+		if err := s.writeDoc(filepath.Join(s.CollectionDir(Tasks), id+".json"), Task{ID: id}, ModeFile); err != nil {
 			t.Fatal(err)
 		}
 	}
@@ -139,10 +139,10 @@ func TestReissuePasskey(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if err := s.CheckPasskey("coder", old); !errors.Is(err, ErrBadPasskey) {
+	if err := s.checkPasskey("coder", old); !errors.Is(err, ErrBadPasskey) {
 		t.Errorf("old passkey after reissue: %v, want ErrBadPasskey", err)
 	}
-	if err := s.CheckPasskey("coder", fresh); err != nil {
+	if err := s.checkPasskey("coder", fresh); err != nil {
 		t.Errorf("new passkey: %v", err)
 	}
 	if _, err := s.ReissuePasskey(ctx, "lead"); !errors.Is(err, ErrNotAI) {

@@ -64,7 +64,7 @@ func (s *Store) checkBackoff(agent string, now time.Time) error {
 		return err
 	}
 	var f authFailures
-	if err := s.ReadDoc(path, &f); err != nil {
+	if err := s.readDoc(path, &f); err != nil {
 		if errors.Is(err, ErrNotFound) {
 			return nil
 		}
@@ -100,7 +100,7 @@ func (s *Store) resetAuthFailures(ctx context.Context, agent string) error {
 	if _, err := os.Stat(path); errors.Is(err, os.ErrNotExist) {
 		return nil
 	}
-	unlock, err := s.LockDir(ctx, filepath.Dir(path))
+	unlock, err := s.lockDir(ctx, filepath.Dir(path))
 	if err != nil {
 		return err
 	}

@@ -43,7 +43,7 @@ func BenchmarkAppend(b *testing.B) {
 			path := filepath.Join(s.Root(), "agents", "a", "chat.jsonl")
 			ctx := context.Background()
 			for b.Loop() {
-				if err := s.AppendLine(ctx, path, line); err != nil {
+				if err := s.appendLine(ctx, path, line); err != nil {
 					b.Fatal(err)
 				}
 			}

@@ -202,7 +202,7 @@ func (s *Store) convIndexPath() string {
 // and the next change writes it back.
 func (s *Store) readConvIndex() (convIndex, error) {
 	var idx convIndex
-	err := s.ReadDoc(s.convIndexPath(), &idx)
+	err := s.readDoc(s.convIndexPath(), &idx)
 	var le *LineError
 	if errors.Is(err, ErrNotFound) || errors.As(err, &le) {
 		return s.rebuildConvIndex()
@@ -231,7 +231,7 @@ func (s *Store) writeConvIndex(idx convIndex) error {
 			delete(idx.Pairs, k)
 		}
 	}
-	return s.WriteDoc(s.convIndexPath(), idx, ModeFile)
+	return s.writeDoc(s.convIndexPath(), idx, ModeFile)
 }
 
 // eachConversation calls fn for every readable conversation document, in
@@ -251,7 +251,7 @@ func (s *Store) eachConversation(fn func(Conversation) error) error {
 			continue
 		}
 		var c Conversation
-		if err := s.ReadDoc(filepath.Join(dir, e.Name()), &c); err != nil {
+		if err := s.readDoc(filepath.Join(dir, e.Name()), &c); err != nil {
 			continue // doctor reports damaged documents
 		}
 		if err := fn(c); err != nil {
@@ -269,7 +269,7 @@ func (s *Store) readConversation(id string) (Conversation, string, error) {
 		return Conversation{}, "", codeErr(CodeConversationNotFound, "%v", err)
 	}
 	var c Conversation
-	if err := s.ReadDoc(path, &c); err != nil {
+	if err := s.readDoc(path, &c); err != nil {
 		if errors.Is(err, ErrNotFound) {
 			return Conversation{}, path, codeErr(CodeConversationNotFound, "conversation %s does not exist: check the id (get_next_action and send_message responses carry it)", id)
 		}
@@ -284,7 +284,7 @@ func (s *Store) readConversation(id string) (Conversation, string, error) {
 // a conversation that is closed leaves the index in the same critical
 // section. Every change of a conversation goes through here.
 func (s *Store) updateConversation(ctx context.Context, cfg *Config, id string, fn func(c *Conversation, now time.Time) error) (Conversation, error) {
-	unlock, err := s.LockDir(ctx, s.CollectionDir(Conversations))
+	unlock, err := s.lockDir(ctx, s.CollectionDir(Conversations))
 	if err != nil {
 		return Conversation{}, err
 	}
@@ -315,7 +315,7 @@ func (s *Store) updateConversationLocked(cfg *Config, id string, fn func(c *Conv
 }
 
 func (s *Store) writeConversationLocked(path string, c Conversation) error {
-	if err := s.WriteDoc(path, c, ModeFile); err != nil {
+	if err := s.writeDoc(path, c, ModeFile); err != nil {
 		return err
 	}
 	if !c.closed() {
@@ -410,7 +410,7 @@ func (s *Store) checkConversationParties(cfg *Config, from, to string) error {
 	if to == from {
 		return codeErr(CodeCannotConversationWithSelf, "you cannot start a conversation with yourself (%s): choose another AI agent", from)
 	}
-	if err := s.CheckRecipient(cfg, from, to); err != nil {
+	if err := s.checkRecipient(cfg, from, to); err != nil {
 		return err
 	}
 	target, _ := cfg.Agent(to)
@@ -424,7 +424,7 @@ func (s *Store) checkConversationParties(cfg *Config, from, to string) error {
 }
 
 func (s *Store) createConversation(ctx context.Context, cfg *Config, c Conversation) error {
-	unlock, err := s.LockDir(ctx, s.CollectionDir(Conversations))
+	unlock, err := s.lockDir(ctx, s.CollectionDir(Conversations))
 	if err != nil {
 		return err
 	}
@@ -462,7 +462,7 @@ func (s *Store) createConversation(ctx context.Context, cfg *Config, c Conversat
 		return err
 	}
 	path, _ := s.DocPath(Conversations, c.ID)
-	return s.WriteDoc(path, c, ModeFile)
+	return s.writeDoc(path, c, ModeFile)
 }
 
 // conversationsOf returns agent's conversations that are not closed, oldest
@@ -535,7 +535,7 @@ func (s *Store) partyConversation(ctx context.Context, cfg *Config, agent, id st
 	if id == "" {
 		return s.openConversation(ctx, cfg, agent, "")
 	}
-	c, err := s.Conversation(ctx, cfg, id)
+	c, err := s.conversation(ctx, cfg, id)
 	if err != nil {
 		return c, err
 	}
@@ -673,8 +673,8 @@ func (s *Store) endConversationsOf(ctx context.Context, cfg *Config, agent strin
 	return errors.Join(errs...)
 }
 
-// Conversation returns one conversation, with a due timeout applied.
-func (s *Store) Conversation(ctx context.Context, cfg *Config, id string) (Conversation, error) {
+// conversation returns one conversation, with a due timeout applied.
+func (s *Store) conversation(ctx context.Context, cfg *Config, id string) (Conversation, error) {
 	c, _, err := s.readConversation(id)
 	if err != nil {
 		return c, err
@@ -708,7 +708,7 @@ func (s *Store) ListConversations(ctx context.Context, cfg *Config, all bool) ([
 	sort.Strings(ids)
 	out := make([]Conversation, 0, len(ids))
 	for _, id := range ids {
-		c, err := s.Conversation(ctx, cfg, id)
+		c, err := s.conversation(ctx, cfg, id)
 		if err != nil {
 			var ce *CodeError
 			if errors.As(err, &ce) && ce.Code == CodeConversationNotFound {
@@ -741,7 +741,7 @@ func (s *Store) ConversationMessages(ctx context.Context, cfg *Config, agent, id
 // ConversationLog returns conversation id and all its messages as its
 // initiator's chat log holds them, oldest first, for a human's CLI.
 func (s *Store) ConversationLog(ctx context.Context, cfg *Config, id string) (Conversation, []Message, error) {
-	c, err := s.Conversation(ctx, cfg, id)
+	c, err := s.conversation(ctx, cfg, id)
 	if err != nil {
 		return c, nil, err
 	}

@@ -145,7 +145,7 @@ func TestWorkOrder(t *testing.T) {
 		t.Fatalf("%+v", n)
 	}
 	// Its logout ended the conversation it had taken, with session_expired.
-	if c, err := s.Conversation(ctx, cfg, req.ID); err != nil || c.State != ConvTerminating || c.EndReason != ReasonSessionExpired || c.OwesNews("b") || !c.OwesNews("a") {
+	if c, err := s.conversation(ctx, cfg, req.ID); err != nil || c.State != ConvTerminating || c.EndReason != ReasonSessionExpired || c.OwesNews("b") || !c.OwesNews("a") {
 		t.Fatalf("conversation after b's logout: %+v %v", c, err)
 	}
 }
@@ -191,7 +191,7 @@ func TestAuthenticatePurpose(t *testing.T) {
 	if err != nil || again.Purpose != PurposeTask {
 		t.Fatalf("requested task: %+v %v", again, err)
 	}
-	if old, _ := s.Session(task.ID); old.EndReason != EndReplaced {
+	if old, _ := s.session(task.ID); old.EndReason != EndReplaced {
 		t.Fatalf("replaced session: %+v", old)
 	}
 
@@ -212,7 +212,7 @@ func TestAuthenticatePurpose(t *testing.T) {
 	if err != nil || ses.Purpose != PurposeChat {
 		t.Fatalf("after the chat session's process died: %+v %v", ses, err)
 	}
-	c, err := s.Conversation(ctx, cfg, cnv.ID)
+	c, err := s.conversation(ctx, cfg, cnv.ID)
 	if err != nil || c.State != ConvTerminating || c.EndReason != ReasonSessionExpired || !c.OwesNews("a") || c.OwesNews("b") {
 		t.Fatalf("conversation of the dead session: %+v %v", c, err)
 	}
@@ -303,7 +303,7 @@ func TestStartConversationRaceProcesses(t *testing.T) {
 		if len(started) != 1 {
 			t.Fatalf("round %d: %d conversations started, want exactly 1", i, len(started))
 		}
-		c, err := s.Conversation(ctx, cfg, started[0])
+		c, err := s.conversation(ctx, cfg, started[0])
 		if err != nil {
 			t.Fatal(err)
 		}

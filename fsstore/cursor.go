@@ -146,7 +146,7 @@ type ReadResult struct {
 // says what to do, never "nothing read yet".
 func (s *Store) readCursors(path string) (Cursors, error) {
 	var cursors Cursors
-	if err := s.ReadDoc(path, &cursors); err != nil && !errors.Is(err, ErrNotFound) {
+	if err := s.readDoc(path, &cursors); err != nil && !errors.Is(err, ErrNotFound) {
 		return nil, fmt.Errorf("the read cursors are damaged (%w): run aipm doctor", err)
 	}
 	return cursors, nil
@@ -190,7 +190,7 @@ func (s *Store) ReadUnread(ctx context.Context, agent, stream string, opt ReadOp
 	if err != nil {
 		return ReadResult{}, err
 	}
-	cursorPath, err := s.ReadCursorPath(agent)
+	cursorPath, err := s.readCursorPath(agent)
 	if err != nil {
 		return ReadResult{}, err
 	}
@@ -328,7 +328,7 @@ func equalCursor(a, b Cursor) bool {
 // there is a batch. A call that is itself a read of a stream leaves that
 // stream out: the read acknowledges the previous batch in its own write.
 func (s *Store) Acknowledge(ctx context.Context, agent, session string, except ...string) error {
-	cursorPath, err := s.ReadCursorPath(agent)
+	cursorPath, err := s.readCursorPath(agent)
 	if err != nil {
 		return err
 	}

@@ -198,7 +198,7 @@ func TestUpdateDocConcurrent(t *testing.T) {
 	}
 	wg.Wait()
 	var c counter
-	if err := s.ReadDoc(path, &c); err != nil || c.N != 400 {
+	if err := s.readDoc(path, &c); err != nil || c.N != 400 {
 		t.Fatalf("counter = %d, err %v; want 400", c.N, err)
 	}
 	data, _ := os.ReadFile(path)
@@ -216,7 +216,7 @@ func TestModes(t *testing.T) {
 	chat, _ := s.ChatPath("bob")
 	writeIDs(t, s, chat, NewID(PrefixMessage))
 	ses, _ := s.DocPath(Sessions, NewID(PrefixSession))
-	if err := s.WriteDoc(ses, map[string]string{}, ModePrivateFile); err != nil {
+	if err := s.writeDoc(ses, map[string]string{}, ModePrivateFile); err != nil {
 		t.Fatal(err)
 	}
 	passkey, _ := s.PasskeyPath("bob")

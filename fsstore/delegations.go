@@ -79,7 +79,7 @@ func (s *Store) CreateDelegation(ctx context.Context, cfg *Config, in NewDelegat
 	if in.Target == in.Agent {
 		return Delegation{}, codeErr(CodeCannotMessageSelf, "you cannot delegate talking to yourself (%s): name the agent your chat session should talk to", in.Agent)
 	}
-	if err := s.CheckRecipient(cfg, in.Agent, in.Target); err != nil {
+	if err := s.checkRecipient(cfg, in.Agent, in.Target); err != nil {
 		return Delegation{}, err
 	}
 	if strings.TrimSpace(in.Purpose) == "" {
@@ -111,15 +111,15 @@ func (s *Store) CreateDelegation(ctx context.Context, cfg *Config, in NewDelegat
 	return d, err
 }
 
-// Delegation reads one delegation; a malformed or unknown id is
+// delegation reads one delegation; a malformed or unknown id is
 // delegation_not_found.
-func (s *Store) Delegation(id string) (Delegation, error) {
+func (s *Store) delegation(id string) (Delegation, error) {
 	path, err := s.DocPath(Delegations, id)
 	if err != nil {
 		return Delegation{}, codeErr(CodeDelegationNotFound, "%v", err)
 	}
 	var d Delegation
-	if err := s.ReadDoc(path, &d); err != nil {
+	if err := s.readDoc(path, &d); err != nil {
 		if errors.Is(err, ErrNotFound) {
 			return Delegation{}, codeErr(CodeDelegationNotFound, "delegation %s does not exist: check the id (process_delegation and pending_delegations carry it)", id)
 		}
@@ -161,7 +161,7 @@ func (s *Store) Delegations(f DelegationFilter) ([]Delegation, error) {
 			continue
 		}
 		var d Delegation
-		if err := s.ReadDoc(filepath.Join(dir, e.Name()), &d); err != nil {
+		if err := s.readDoc(filepath.Join(dir, e.Name()), &d); err != nil {
 			continue
 		}
 		if f.match(d) {
@@ -172,12 +172,12 @@ func (s *Store) Delegations(f DelegationFilter) ([]Delegation, error) {
 	return out, nil
 }
 
-// PendingDelegations lists the delegations of the project that wait for a
+// pendingDelegations lists the delegations of the project that wait for a
 // chat session, oldest first: pending ones, and processing ones whose chat
 // session has ended (the next chat session of the agent takes them over).
 // Each names the agent (Delegation.Agent) whose chat session must take it:
 // what the watcher turns into chat triggers.
-func (s *Store) PendingDelegations(ctx context.Context) ([]Delegation, error) {
+func (s *Store) pendingDelegations(ctx context.Context) ([]Delegation, error) {
 	open, err := s.Delegations(DelegationFilter{Open: true})
 	if err != nil {
 		return nil, err
@@ -201,13 +201,13 @@ func (s *Store) waitsForChat(d Delegation, current string) bool {
 	case d.Status != DlgProcessing || d.SessionID == current:
 		return false
 	}
-	ses, err := s.Session(d.SessionID)
+	ses, err := s.session(d.SessionID)
 	return err != nil || !ses.EndedAt.IsZero() || !ses.Live(time.Now())
 }
 
 // updateDelegation is the locked read-change-write of one delegation.
 func (s *Store) updateDelegation(ctx context.Context, id string, fn func(d *Delegation, now time.Time) error) (Delegation, error) {
-	if _, err := s.Delegation(id); err != nil {
+	if _, err := s.delegation(id); err != nil {
 		return Delegation{}, err
 	}
 	path, _ := s.DocPath(Delegations, id)
@@ -278,7 +278,7 @@ func (s *Store) CompleteDelegation(ctx context.Context, agent, id, status, resul
 // or agent's one processing delegation for target, if exactly one.
 func (s *Store) delegationFor(agent, target, id string) (*Delegation, error) {
 	if id != "" {
-		d, err := s.Delegation(id)
+		d, err := s.delegation(id)
 		if err != nil {
 			return nil, err
 		}
@@ -354,7 +354,7 @@ func (s *Store) TaskConversations(ctx context.Context, cfg *Config, id string) (
 		return out, err
 	}
 	for _, cid := range ids {
-		c, err := s.Conversation(ctx, cfg, cid)
+		c, err := s.conversation(ctx, cfg, cid)
 		if err != nil {
 			continue
 		}

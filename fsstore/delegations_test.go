@@ -22,7 +22,7 @@ func TestDelegationTakeOver(t *testing.T) {
 	}
 	pending := func(want int) {
 		t.Helper()
-		ds, err := s.PendingDelegations(ctx)
+		ds, err := s.pendingDelegations(ctx)
 		if err != nil || len(ds) != want {
 			t.Fatalf("PendingDelegations = %v, %v; want %d", ds, err, want)
 		}
@@ -105,7 +105,7 @@ func TestConversationTakesDelegationTask(t *testing.T) {
 	if err != nil || c.TaskID != task.ID {
 		t.Fatalf("%+v %v", c, err)
 	}
-	got, _ := s.Delegation(d.ID)
+	got, _ := s.delegation(d.ID)
 	if len(got.Conversations) != 1 || got.Conversations[0] != c.ID {
 		t.Fatalf("delegation lists %v", got.Conversations)
 	}

@@ -161,7 +161,7 @@ func TestDamagedReadCursors(t *testing.T) {
 	if _, err := s.Send(ctx, cfg, OutgoingMessage{From: "alice", To: "bob", Content: "hello"}); err != nil {
 		t.Fatal(err)
 	}
-	path, _ := s.ReadCursorPath("bob")
+	path, _ := s.readCursorPath("bob")
 	if err := os.WriteFile(path, []byte("{\"chat\": {\"offset\": \n"), 0o644); err != nil {
 		t.Fatal(err)
 	}

@@ -15,11 +15,11 @@ import (
 	"aipm/fsstore/lockedfile"
 )
 
-// LockDir takes dir/.lock, the lock of the collection of documents in dir
+// lockDir takes dir/.lock, the lock of the collection of documents in dir
 // (DESIGN section 4, rule 3), and returns the function that releases it.
 // The lock file is never removed (removing it would let two lockers hold
 // locks on different inodes).
-func (s *Store) LockDir(ctx context.Context, dir string) (unlock func(), err error) {
+func (s *Store) lockDir(ctx context.Context, dir string) (unlock func(), err error) {
 	if err := s.mkdirAll(dir); err != nil {
 		return nil, fmt.Errorf("lock %s: %w", s.Rel(dir), err)
 	}
@@ -64,9 +64,9 @@ func EncodeDoc(v any) ([]byte, error) {
 	return buf.Bytes(), nil
 }
 
-// WriteDoc replaces path with v atomically (DESIGN section 4, rule 3). The
+// writeDoc replaces path with v atomically (DESIGN section 4, rule 3). The
 // caller holds the collection's lock when the write depends on a read.
-func (s *Store) WriteDoc(path string, v any, perm os.FileMode) error {
+func (s *Store) writeDoc(path string, v any, perm os.FileMode) error {
 	data, err := EncodeDoc(v)
 	if err != nil {
 		return fmt.Errorf("write %s: encode: %w", s.Rel(path), err)
@@ -80,9 +80,9 @@ func (s *Store) WriteDoc(path string, v any, perm os.FileMode) error {
 	return nil
 }
 
-// ReadDoc decodes the JSON document at path into v. A missing file is
+// readDoc decodes the JSON document at path into v. A missing file is
 // ErrNotFound; invalid JSON is a *LineError naming the line.
-func (s *Store) ReadDoc(path string, v any) error {
+func (s *Store) readDoc(path string, v any) error {
 	data, err := lockedfile.ReadFile(path)
 	if errors.Is(err, os.ErrNotExist) {
 		return fmt.Errorf("read %s: %w", s.Rel(path), ErrNotFound)
@@ -128,7 +128,7 @@ var testHookBeforeWrite func(path string)
 // Returning ErrNoChange from fn skips the write.
 func UpdateDoc[T any](ctx context.Context, s *Store, path string, perm os.FileMode, fn func(doc *T, exists bool) error) (T, error) {
 	var doc T
-	unlock, err := s.LockDir(ctx, filepath.Dir(path))
+	unlock, err := s.lockDir(ctx, filepath.Dir(path))
 	if err != nil {
 		return doc, err
 	}

@@ -65,7 +65,7 @@ func (s *Store) checkDir(path, name string) ([]Problem, error) {
 	if path != s.root && (name == "quarantine" || name == "logs") {
 		return nil, fs.SkipDir
 	}
-	if filepath.Dir(path) == s.AgentsDir() {
+	if filepath.Dir(path) == s.agentsDir() {
 		if err := CheckAgentID(name); err != nil {
 			return []Problem{{Path: s.Rel(path), Reason: "directory name is not an agent id: " + err.Error()}}, fs.SkipDir
 		}
@@ -100,7 +100,7 @@ func (s *Store) checkFile(ctx context.Context, path string, d fs.DirEntry, repai
 func (s *Store) checkJSONDoc(path string) []Problem {
 	rel := s.Rel(path)
 	var v map[string]any
-	if err := s.ReadDoc(path, &v); err != nil {
+	if err := s.readDoc(path, &v); err != nil {
 		var le *LineError
 		if errors.As(err, &le) {
 			return []Problem{{Path: rel, Line: le.Line, Reason: "invalid JSON document: " + le.Err.Error() + byHand}}
@@ -213,10 +213,10 @@ func (s *Store) checkJSONL(ctx context.Context, path string, repair bool) ([]Pro
 		qbuf.Write(line)
 		qbuf.WriteByte('\n')
 	}
-	if err := s.mkdirAll(s.QuarantineDir()); err != nil {
+	if err := s.mkdirAll(s.quarantineDir()); err != nil {
 		return problems, fmt.Errorf("quarantine: %w", err)
 	}
-	if err := writeFileAtomic(filepath.Join(s.QuarantineDir(), qname), qbuf.Bytes(), ModeFile, true); err != nil {
+	if err := writeFileAtomic(filepath.Join(s.quarantineDir(), qname), qbuf.Bytes(), ModeFile, true); err != nil {
 		return problems, fmt.Errorf("quarantine %s: %w", rel, err)
 	}
 	if err := s.rewriteWithout(path, held, data, keep); err != nil {

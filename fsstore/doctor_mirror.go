@@ -71,12 +71,12 @@ type chatCopies struct {
 // chatCopies reads every agent's chat log (nil without agents/); invalid
 // lines are left to the line check.
 func (s *Store) chatCopies() (*chatCopies, error) {
-	entries, err := os.ReadDir(s.AgentsDir())
+	entries, err := os.ReadDir(s.agentsDir())
 	if os.IsNotExist(err) {
 		return nil, nil
 	}
 	if err != nil {
-		return nil, fmt.Errorf("read %s: %w", s.Rel(s.AgentsDir()), err)
+		return nil, fmt.Errorf("read %s: %w", s.Rel(s.agentsDir()), err)
 	}
 	cs := &chatCopies{agents: map[string]bool{}, inbound: map[string]copyOf{}, outbound: map[string]copyOf{}}
 	for _, e := range entries {

@@ -22,7 +22,7 @@ func (s *Store) schemaOf(path string) func(data []byte) [][2]string {
 		return func(data []byte) [][2]string { return checkTaskDoc(strings.TrimSuffix(name, ".json"), data) }
 	case dir == s.CollectionDir(Sessions) && strings.HasSuffix(name, ".json"):
 		return func(data []byte) [][2]string { return checkSessionDoc(strings.TrimSuffix(name, ".json"), data) }
-	case filepath.Dir(dir) == s.AgentsDir() && name == "read.json":
+	case filepath.Dir(dir) == s.agentsDir() && name == "read.json":
 		return checkCursorsDoc
 	}
 	return nil

@@ -26,11 +26,6 @@ type (
 	LineError = lockedfile.LineError
 )
 
-// OpenLines opens path for reading from pos. The caller closes it.
-func OpenLines(path string, pos Position) (*LineReader, error) {
-	return lockedfile.OpenLines(path, pos)
-}
-
 // ReadAll returns every valid complete line of path, the invalid lines as
 // errors, and the size of a torn tail. A missing file reads as empty.
 func ReadAll(path string) ([]Record, []*LineError, int64, error) { return lockedfile.ReadAll(path) }
@@ -47,7 +42,7 @@ func (s *Store) AppendJSONL(ctx context.Context, path string, rec any) error {
 	if err != nil {
 		return fmt.Errorf("append %s: encode: %w", s.Rel(path), err)
 	}
-	return s.AppendLine(ctx, path, line)
+	return s.appendLine(ctx, path, line)
 }
 
 // writeJSONL is the first half of AppendJSONL: see writeLine.
@@ -59,9 +54,9 @@ func (s *Store) writeJSONL(ctx context.Context, path string, rec any) (flush fun
 	return s.writeLine(ctx, path, line, nil)
 }
 
-// AppendLine appends one line (without its newline) to path. A write that
+// appendLine appends one line (without its newline) to path. A write that
 // failed for lack of room is a *CodeError disk_full, and leaves no fragment.
-func (s *Store) AppendLine(ctx context.Context, path string, line []byte) error {
+func (s *Store) appendLine(ctx context.Context, path string, line []byte) error {
 	return s.appendUnless(ctx, path, line, nil)
 }
 

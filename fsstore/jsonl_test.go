@@ -231,7 +231,7 @@ loop:
 func TestAppendRejectsNewline(t *testing.T) {
 	s := newTestStore(t)
 	path := filepath.Join(s.Root(), "x.jsonl")
-	if err := s.AppendLine(context.Background(), path, []byte("{}\n{}")); err == nil {
+	if err := s.appendLine(context.Background(), path, []byte("{}\n{}")); err == nil {
 		t.Fatal("a line with a newline was appended")
 	}
 	if _, err := os.Stat(path); !errors.Is(err, os.ErrNotExist) {

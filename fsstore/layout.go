@@ -122,9 +122,8 @@ var idPrefixOf = map[string]string{
 }
 
 func (s *Store) ConfigPath() string            { return filepath.Join(s.root, "config.toml") }
-func (s *Store) GitignorePath() string         { return filepath.Join(s.root, ".gitignore") }
-func (s *Store) QuarantineDir() string         { return filepath.Join(s.root, "quarantine") }
-func (s *Store) AgentsDir() string             { return filepath.Join(s.root, "agents") }
+func (s *Store) quarantineDir() string         { return filepath.Join(s.root, "quarantine") }
+func (s *Store) agentsDir() string             { return filepath.Join(s.root, "agents") }
 func (s *Store) CollectionDir(c string) string { return filepath.Join(s.root, c) }
 
 // AgentDir is agents/<agent>/; the id is checked first.
@@ -146,8 +145,8 @@ func (s *Store) agentFile(agent, name string) (string, error) {
 // ChatPath is the agent's chat log, inbox and outbox (DESIGN section 3).
 func (s *Store) ChatPath(agent string) (string, error) { return s.agentFile(agent, "chat.jsonl") }
 
-// ReadCursorPath holds the agent's read cursors into its own files.
-func (s *Store) ReadCursorPath(agent string) (string, error) { return s.agentFile(agent, "read.json") }
+// readCursorPath holds the agent's read cursors into its own files.
+func (s *Store) readCursorPath(agent string) (string, error) { return s.agentFile(agent, "read.json") }
 
 // NotificationsPath holds notifications addressed to the agent.
 func (s *Store) NotificationsPath(agent string) (string, error) {
@@ -200,9 +199,9 @@ func (s *Store) dirMode(dir string) os.FileMode {
 	return ModeDir
 }
 
-// EnsureAgentDir creates agents/<agent>/ if it is missing (an agent added to
+// ensureAgentDir creates agents/<agent>/ if it is missing (an agent added to
 // config.toml by hand has none until its first message).
-func (s *Store) EnsureAgentDir(agent string) error {
+func (s *Store) ensureAgentDir(agent string) error {
 	dir, err := s.AgentDir(agent)
 	if err != nil {
 		return err
@@ -222,7 +221,7 @@ func (s *Store) WatchedDirs() []string {
 		}
 		dir := filepath.Join(s.root, e.Name())
 		dirs = append(dirs, dir)
-		if dir == s.AgentsDir() {
+		if dir == s.agentsDir() {
 			agents, _ := os.ReadDir(dir)
 			for _, a := range agents {
 				if a.IsDir() {

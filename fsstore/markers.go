@@ -145,11 +145,11 @@ func (s *Store) WithMarker(ctx context.Context, agent string, m Marker, op func(
 	if err != nil {
 		return err
 	}
-	if err := s.EnsureAgentDir(agent); err != nil {
+	if err := s.ensureAgentDir(agent); err != nil {
 		return err
 	}
 	_, err = UpdateDoc(ctx, s, filepath.Join(dir, "markers.json"), ModeFile, func(log *markerLog, _ bool) error {
-		msg, err := s.LastReceived(agent)
+		msg, err := s.lastReceived(agent)
 		if err != nil {
 			return err
 		}
@@ -176,10 +176,10 @@ func (s *Store) WithMarker(ctx context.Context, agent string, m Marker, op func(
 	return err
 }
 
-// LastReceived returns the latest message in agent's chat log that someone
+// lastReceived returns the latest message in agent's chat log that someone
 // other than agent and the system sent to it, or nil. It reads backwards
 // from the end, a window at a time.
-func (s *Store) LastReceived(agent string) (*Message, error) {
+func (s *Store) lastReceived(agent string) (*Message, error) {
 	path, err := s.ChatPath(agent)
 	if err != nil {
 		return nil, err

@@ -132,7 +132,7 @@ func TestWithMarkerOnce(t *testing.T) {
 	if _, err := s.Send(ctx, cfg, OutgoingMessage{From: SystemSender, To: "coder", Content: "system note", Kind: KindSystem}); err != nil {
 		t.Fatal(err)
 	}
-	if m, err := s.LastReceived("coder"); err != nil || m == nil || m.Content != "@@タスク開始: go" {
+	if m, err := s.lastReceived("coder"); err != nil || m == nil || m.Content != "@@タスク開始: go" {
 		t.Fatalf("LastReceived: %+v %v", m, err)
 	}
 	if _, err := s.Send(ctx, cfg, OutgoingMessage{From: "lead", To: "coder", Content: "never mind"}); err != nil {

@@ -92,8 +92,8 @@ func CheckContent(content string) error {
 	return CheckText("content", content)
 }
 
-// CheckRecipient checks that `to` may receive a message from `from`.
-func (s *Store) CheckRecipient(cfg *Config, from, to string) error {
+// checkRecipient checks that `to` may receive a message from `from`.
+func (s *Store) checkRecipient(cfg *Config, from, to string) error {
 	if to == from {
 		return codeErr(CodeCannotMessageSelf, "you cannot send a message to yourself (%s): choose another agent", from)
 	}
@@ -131,7 +131,7 @@ func (s *Store) SendTurn(ctx context.Context, cfg *Config, m OutgoingMessage) (M
 	if err != nil || msg.ConversationID == "" {
 		return msg, nil, err
 	}
-	c, err := s.Conversation(ctx, cfg, msg.ConversationID)
+	c, err := s.conversation(ctx, cfg, msg.ConversationID)
 	if err != nil {
 		return msg, nil, nil // sent; only the report of the turn is missing
 	}
@@ -150,7 +150,7 @@ func (s *Store) Send(ctx context.Context, cfg *Config, m OutgoingMessage) (Messa
 			return Message{}, codeErr(CodeAgentNotFound, "sender %q is not an agent of this project", m.From)
 		}
 	}
-	if err := s.CheckRecipient(cfg, m.From, m.To); err != nil {
+	if err := s.checkRecipient(cfg, m.From, m.To); err != nil {
 		return Message{}, err
 	}
 	if m.RelatedTaskID != "" {
@@ -252,7 +252,7 @@ func (s *Store) Recent(agent, session string, n int) ([]Message, error) {
 	if err != nil {
 		return nil, err
 	}
-	cursorPath, _ := s.ReadCursorPath(agent)
+	cursorPath, _ := s.readCursorPath(agent)
 	cursors, err := s.readCursors(cursorPath)
 	if err != nil {
 		return nil, err
@@ -261,8 +261,8 @@ func (s *Store) Recent(agent, session string, n int) ([]Message, error) {
 	return s.tail(path, end, n)
 }
 
-// LastMessage returns the last complete message of agent's chat log, if any.
-func (s *Store) LastMessage(agent string) (*Message, error) {
+// lastMessage returns the last complete message of agent's chat log, if any.
+func (s *Store) lastMessage(agent string) (*Message, error) {
 	path, err := s.ChatPath(agent)
 	if err != nil {
 		return nil, err

@@ -86,7 +86,7 @@ func (n Next) StartsSession(purpose string) bool {
 // progress, if any.
 func (s *Store) Work(ctx context.Context, cfg *Config, agent, purpose string, ses *Session) (Next, error) {
 	if ses != nil {
-		cur, err := s.Session(ses.ID)
+		cur, err := s.session(ses.ID)
 		switch {
 		case errors.Is(err, ErrNotFound):
 			return Next{Action: ActExit, Reason: "session removed"}, nil
@@ -135,7 +135,7 @@ func (s *Store) taskWork(ctx context.Context, cfg *Config, agent string, ses *Se
 			}
 			waiting = true
 			for _, id := range d.Conversations {
-				if c, err := s.Conversation(ctx, cfg, id); err == nil {
+				if c, err := s.conversation(ctx, cfg, id); err == nil {
 					progress = append(progress, c)
 				}
 			}
@@ -235,7 +235,7 @@ func (s *Store) delegationWork(agent string, ses *Session) (*Next, error) {
 // session's start).
 func (s *Store) chatIdle(ses Session, cfg *Config) (bool, error) {
 	last := ses.CreatedAt
-	m, err := s.LastMessage(ses.Agent)
+	m, err := s.lastMessage(ses.Agent)
 	if err != nil {
 		return false, err
 	}
@@ -299,7 +299,7 @@ func (s *Store) WakeTargets(ses Session) ([]string, error) {
 	}
 	targets := []string{chat, notes, sesPath, s.CollectionDir(Delegations), s.CollectionDir(Conversations)}
 	dirs := []string{s.CollectionDir(Sessions), s.CollectionDir(Delegations), s.CollectionDir(Conversations)}
-	if err := s.EnsureAgentDir(ses.Agent); err != nil {
+	if err := s.ensureAgentDir(ses.Agent); err != nil {
 		return nil, err
 	}
 	if ses.Purpose == PurposeTask && ses.TaskID != "" {

@@ -212,7 +212,7 @@ func (s *Store) unreadStamps(agent string) ([]fileStamp, bool) {
 	if err != nil {
 		return nil, false
 	}
-	cursorPath, err := s.ReadCursorPath(agent)
+	cursorPath, err := s.readCursorPath(agent)
 	if err != nil {
 		return nil, false
 	}

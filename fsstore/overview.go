@@ -27,7 +27,7 @@ func (s *Store) PendingTriggers() ([]Trigger, error) {
 			continue
 		}
 		var t Trigger
-		if err := s.ReadDoc(filepath.Join(dir, e.Name()), &t); err != nil {
+		if err := s.readDoc(filepath.Join(dir, e.Name()), &t); err != nil {
 			continue
 		}
 		out = append(out, t)

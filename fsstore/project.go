@@ -119,7 +119,7 @@ const configRaces = 6
 // text: comments and layout survive. A config that is invalid before the
 // edit is refused.
 func (s *Store) EditConfig(ctx context.Context, edit func(text []byte, cfg *Config) ([]byte, error)) error {
-	unlock, err := s.LockDir(ctx, s.root)
+	unlock, err := s.lockDir(ctx, s.root)
 	if err != nil {
 		return err
 	}
@@ -249,7 +249,7 @@ func (s *Store) newPasskey(agent string) (string, error) {
 		Hash:      hashPasskey(salt[:16], passkey),
 		CreatedAt: time.Now().UTC(),
 	}
-	if err := s.WriteDoc(path, rec, ModePrivateFile); err != nil {
+	if err := s.writeDoc(path, rec, ModePrivateFile); err != nil {
 		return "", err
 	}
 	return passkey, nil
@@ -265,14 +265,14 @@ func hashPasskey(salt []byte, passkey string) string {
 // ErrBadPasskey says a passkey does not match.
 var ErrBadPasskey = errors.New("wrong passkey")
 
-// CheckPasskey compares passkey with the agent's stored hash in constant time.
-func (s *Store) CheckPasskey(agent, passkey string) error {
+// checkPasskey compares passkey with the agent's stored hash in constant time.
+func (s *Store) checkPasskey(agent, passkey string) error {
 	path, err := s.PasskeyPath(agent)
 	if err != nil {
 		return err
 	}
 	var rec passkeyRecord
-	if err := s.ReadDoc(path, &rec); err != nil {
+	if err := s.readDoc(path, &rec); err != nil {
 		if errors.Is(err, ErrNotFound) {
 			return kindf(ErrBadPasskey, "agent %q has no passkey (a clone of the project, or an agent added by hand): run aipm agent passkey %s", agent, agent)
 		}

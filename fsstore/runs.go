@@ -54,7 +54,7 @@ func (s *Store) SaveCredential(agent, passkey string) (string, error) {
 	if err != nil {
 		return "", err
 	}
-	if err := s.CheckPasskey(agent, passkey); err != nil {
+	if err := s.checkPasskey(agent, passkey); err != nil {
 		return "", err
 	}
 	dir := filepath.Dir(path)
@@ -128,13 +128,13 @@ func (s *Store) ReleaseRun(ctx context.Context, r Run) error {
 		return err
 	}
 	err = func() error {
-		unlock, err := s.LockDir(ctx, filepath.Dir(path))
+		unlock, err := s.lockDir(ctx, filepath.Dir(path))
 		if err != nil {
 			return err
 		}
 		defer unlock()
 		var cur Run
-		if err := s.ReadDoc(path, &cur); err != nil {
+		if err := s.readDoc(path, &cur); err != nil {
 			if errors.Is(err, ErrNotFound) {
 				return nil
 			}
@@ -172,7 +172,7 @@ func (s *Store) Runs() ([]Run, error) {
 	var out []Run
 	err := s.eachAgentPurposeDoc(Runs, func(path string) {
 		var r Run
-		if s.ReadDoc(path, &r) == nil {
+		if s.readDoc(path, &r) == nil {
 			out = append(out, r)
 		}
 	})
@@ -203,13 +203,13 @@ func (s *Store) ExpireTrigger(ctx context.Context, agent, purpose string, ttl ti
 	if err != nil {
 		return Trigger{}, false, err
 	}
-	unlock, err := s.LockDir(ctx, filepath.Dir(path))
+	unlock, err := s.lockDir(ctx, filepath.Dir(path))
 	if err != nil {
 		return Trigger{}, false, err
 	}
 	defer unlock()
 	var t Trigger
-	if err := s.ReadDoc(path, &t); err != nil {
+	if err := s.readDoc(path, &t); err != nil {
 		if errors.Is(err, ErrNotFound) {
 			return Trigger{}, false, nil
 		}
@@ -253,5 +253,5 @@ func (s *Store) TriggerUntaken(agent, purpose string, since time.Time) bool {
 		return false
 	}
 	var t Trigger
-	return s.ReadDoc(path, &t) == nil && t.CreatedAt.Before(since)
+	return s.readDoc(path, &t) == nil && t.CreatedAt.Before(since)
 }

@@ -69,7 +69,7 @@ func (s *Store) ensureSessionIndex() error {
 	}
 	for agent, ids := range byAgent {
 		slices.Sort(ids)
-		if err := s.WriteDoc(filepath.Join(tmp, agent+".json"), agentSessionIndex{Sessions: ids}, ModePrivateFile); err != nil {
+		if err := s.writeDoc(filepath.Join(tmp, agent+".json"), agentSessionIndex{Sessions: ids}, ModePrivateFile); err != nil {
 			return fmt.Errorf("session index: %w", err)
 		}
 	}
@@ -90,7 +90,7 @@ func (s *Store) agentSessionIDs(agent string) ([]string, error) {
 		return nil, err
 	}
 	var ix agentSessionIndex
-	if err := s.ReadDoc(path, &ix); err != nil && !errors.Is(err, ErrNotFound) {
+	if err := s.readDoc(path, &ix); err != nil && !errors.Is(err, ErrNotFound) {
 		return nil, err
 	}
 	return ix.Sessions, nil
@@ -109,7 +109,7 @@ func (s *Store) setAgentSessionIDs(agent string, ids []string) error {
 		}
 		return nil
 	}
-	return s.WriteDoc(path, agentSessionIndex{Sessions: ids}, ModePrivateFile)
+	return s.writeDoc(path, agentSessionIndex{Sessions: ids}, ModePrivateFile)
 }
 
 // dropIndexedSessions removes ids from their agents' index files (the
@@ -145,7 +145,7 @@ func sessionVerdict(ses Session, now time.Time) (remove bool, endReason string) 
 // with the index built first if it is missing, so that the change can keep
 // it.
 func (s *Store) lockSessions(ctx context.Context) (unlock func(), err error) {
-	unlock, err = s.LockDir(ctx, s.CollectionDir(Sessions))
+	unlock, err = s.lockDir(ctx, s.CollectionDir(Sessions))
 	if err != nil {
 		return nil, err
 	}
@@ -178,7 +178,7 @@ func (s *Store) sessionIndexProblems(ctx context.Context, repair bool) ([]Proble
 	if _, err := os.Stat(filepath.Join(s.CollectionDir(Sessions), sessionIndexDir)); err != nil {
 		return nil, nil // none yet: the next authenticate builds it from the documents
 	}
-	unlock, err := s.LockDir(ctx, s.CollectionDir(Sessions))
+	unlock, err := s.lockDir(ctx, s.CollectionDir(Sessions))
 	if err != nil {
 		return nil, err
 	}

@@ -133,7 +133,7 @@ func TestSessionIndexRebuilt(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if old, _ := s.Session(first.ID); old.EndReason != EndReplaced {
+	if old, _ := s.session(first.ID); old.EndReason != EndReplaced {
 		t.Fatalf("the session the rebuilt index should have found: %+v", old)
 	}
 	live, err := s.LiveSessions(time.Now())
@@ -170,7 +170,7 @@ func TestDoctorSessionIndex(t *testing.T) {
 	stray := live
 	stray.ID = NewID(PrefixSession)
 	path, _ := s.DocPath(Sessions, stray.ID)
-	if err := s.WriteDoc(path, stray, ModePrivateFile); err != nil {
+	if err := s.writeDoc(path, stray, ModePrivateFile); err != nil {
 		t.Fatal(err)
 	}
 	for _, repair := range []bool{false, true} {

@@ -107,13 +107,13 @@ func (s *Store) takeTrigger(ctx context.Context, agent, purpose string) (Trigger
 	if _, err := os.Stat(path); errors.Is(err, os.ErrNotExist) {
 		return Trigger{}, false, nil // the common case, without a lock
 	}
-	unlock, err := s.LockDir(ctx, filepath.Dir(path))
+	unlock, err := s.lockDir(ctx, filepath.Dir(path))
 	if err != nil {
 		return Trigger{}, false, err
 	}
 	defer unlock()
 	var t Trigger
-	if err := s.ReadDoc(path, &t); err != nil {
+	if err := s.readDoc(path, &t); err != nil {
 		if errors.Is(err, ErrNotFound) {
 			return Trigger{}, false, nil
 		}
@@ -170,7 +170,7 @@ func (s *Store) Authenticate(ctx context.Context, cfg *Config, agent, passkey, p
 				continue
 			}
 			var old Session
-			if s.ReadDoc(path, &old) != nil {
+			if s.readDoc(path, &old) != nil {
 				continue // gone, or damaged: doctor reports it
 			}
 			if old.Agent == agent && old.Purpose == purpose && old.EndedAt.IsZero() {
@@ -186,7 +186,7 @@ func (s *Store) Authenticate(ctx context.Context, cfg *Config, agent, passkey, p
 			return err
 		}
 		path, _ := s.DocPath(Sessions, ses.ID)
-		return s.WriteDoc(path, ses, ModePrivateFile)
+		return s.writeDoc(path, ses, ModePrivateFile)
 	})
 	if err != nil {
 		return Session{}, "", err
@@ -223,7 +223,7 @@ func (s *Store) checkCredential(ctx context.Context, agent, passkey string) erro
 	if err := s.checkBackoff(agent, time.Now().UTC()); err != nil {
 		return err
 	}
-	if err := s.CheckPasskey(agent, passkey); err != nil {
+	if err := s.checkPasskey(agent, passkey); err != nil {
 		if errors.Is(err, ErrBadPasskey) {
 			if rerr := s.recordAuthFailure(ctx, agent, time.Now().UTC()); rerr != nil {
 				return fmt.Errorf("%w (and the failure could not be counted: %v)", err, rerr)
@@ -289,7 +289,7 @@ func (s *Store) sweepAgent(sw *sweep, agent string) error {
 			continue
 		}
 		var ses Session
-		if err := s.ReadDoc(path, &ses); err != nil {
+		if err := s.readDoc(path, &ses); err != nil {
 			if errors.Is(err, ErrNotFound) {
 				sw.gone[agent] = append(sw.gone[agent], id)
 			}
@@ -440,7 +440,7 @@ func (s *Store) eachSession(fn func(path string, ses Session) error) error {
 		}
 		path := filepath.Join(dir, e.Name())
 		var ses Session
-		if err := s.ReadDoc(path, &ses); err != nil {
+		if err := s.readDoc(path, &ses); err != nil {
 			continue // doctor reports damaged documents
 		}
 		if err := fn(path, ses); err != nil {
@@ -467,7 +467,7 @@ func hashToken(token string) string {
 	return hex.EncodeToString(sum[:])
 }
 
-// Session errors, for callers that explain them.
+// session errors, for callers that explain them.
 var (
 	ErrBadToken       = errors.New("invalid session token")
 	ErrSessionEnded   = errors.New("session ended")
@@ -538,7 +538,7 @@ func (s *Store) readSession(path string) (Session, error) {
 		return ses, nil
 	}
 	var ses Session
-	if err := s.ReadDoc(path, &ses); err != nil {
+	if err := s.readDoc(path, &ses); err != nil {
 		return Session{}, err
 	}
 	s.caches.sessions.put(path, ses, stamp)
@@ -561,7 +561,7 @@ func (s *Store) EndSession(ctx context.Context, id, reason string) (Session, err
 			return err
 		}
 		defer unlock()
-		if err := s.ReadDoc(path, &ses); err != nil {
+		if err := s.readDoc(path, &ses); err != nil {
 			return fmt.Errorf("session %s: %w", id, err)
 		}
 		if !ses.EndedAt.IsZero() {
@@ -593,7 +593,7 @@ func (s *Store) endSession(path string, ses Session, reason string, now time.Tim
 		}
 		return ses, nil
 	}
-	return ses, s.WriteDoc(path, ses, ModePrivateFile)
+	return ses, s.writeDoc(path, ses, ModePrivateFile)
 }
 
 // sessionsEnded runs the end hook of sessions that ended under the
@@ -624,8 +624,8 @@ func (s *Store) sessionEnded(ctx context.Context, ses Session) error {
 	return nil
 }
 
-// Session reads a session document by id.
-func (s *Store) Session(id string) (Session, error) {
+// session reads a session document by id.
+func (s *Store) session(id string) (Session, error) {
 	path, err := s.DocPath(Sessions, id)
 	if err != nil {
 		return Session{}, err

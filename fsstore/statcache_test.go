@@ -178,7 +178,7 @@ func TestPeekAdvancesPastOwnCopies(t *testing.T) {
 	advanceAfter = 2 << 10
 	cursorOf := func() StreamCursor {
 		t.Helper()
-		path, _ := s.ReadCursorPath("b")
+		path, _ := s.readCursorPath("b")
 		cursors, err := s.readCursors(path)
 		if err != nil {
 			t.Fatal(err)

@@ -185,7 +185,7 @@ func (s *Store) Task(id string) (Task, error) {
 		return Task{}, err
 	}
 	var t Task
-	if err := s.ReadDoc(path, &t); err != nil {
+	if err := s.readDoc(path, &t); err != nil {
 		if errors.Is(err, ErrNotFound) {
 			return Task{}, kindf(ErrNotFound, "task %s does not exist: see list_tasks or aipm task list", id)
 		}

@@ -40,7 +40,7 @@ func (s *Store) LockWatcher() (release func(), err error) {
 		return nil, fmt.Errorf("%w on this project (%s): stop it first; aipm status shows it", ErrWatcherRunning, who)
 	}
 	info := WatcherInfo{PID: os.Getpid(), StartedAt: time.Now().UTC()}
-	if err := s.WriteDoc(s.watcherInfoPath(), info, ModeFile); err != nil {
+	if err := s.writeDoc(s.watcherInfoPath(), info, ModeFile); err != nil {
 		fl.Unlock()
 		return nil, fmt.Errorf("watcher lock: %w", err)
 	}
@@ -67,7 +67,7 @@ func (s *Store) RunningWatcher() (*WatcherInfo, error) {
 		return nil, nil
 	}
 	var info WatcherInfo
-	if s.ReadDoc(s.watcherInfoPath(), &info) != nil {
+	if s.readDoc(s.watcherInfoPath(), &info) != nil {
 		return &WatcherInfo{}, nil
 	}
 	return &info, nil

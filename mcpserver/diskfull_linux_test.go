@@ -102,7 +102,7 @@ func backdate(t *testing.T, p *project, token string, d time.Duration) {
 	id, _, _ := strings.Cut(token, ".")
 	path, _ := p.store.DocPath(fsstore.Sessions, id)
 	var ses fsstore.Session
-	if err := p.store.ReadDoc(path, &ses); err != nil {
+	if err := readDoc(path, &ses); err != nil {
 		t.Fatal(err)
 	}
 	ses.LastSeenAt = ses.LastSeenAt.Add(-d)

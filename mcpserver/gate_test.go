@@ -250,7 +250,7 @@ func ageSession(t *testing.T, p *project, token string) {
 	id, _, _ := strings.Cut(token, ".")
 	path, _ := p.store.DocPath(fsstore.Sessions, id)
 	var ses fsstore.Session
-	if err := p.store.ReadDoc(path, &ses); err != nil {
+	if err := readDoc(path, &ses); err != nil {
 		t.Fatal(err)
 	}
 	ses.LastSeenAt = ses.LastSeenAt.Add(-2 * ses.Idle.Duration)

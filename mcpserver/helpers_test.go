@@ -258,3 +258,25 @@ func envInt(name string, def int) int {
 	}
 	return def
 }
+
+// readDoc decodes the JSON document at path, as a person inspecting the
+// project would read it.
+func readDoc(path string, v any) error {
+	data, err := os.ReadFile(path)
+	if err != nil {
+		return err
+	}
+	return json.Unmarshal(data, v)
+}
+
+// doc reads the document of collection with id into v.
+func (p *project) doc(t testing.TB, collection, id string, v any) {
+	t.Helper()
+	path, err := p.store.DocPath(collection, id)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := readDoc(path, v); err != nil {
+		t.Fatal(err)
+	}
+}

@@ -4,6 +4,8 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"os"
+	"path/filepath"
 	"strings"
 	"sync"
 	"testing"
@@ -104,7 +106,7 @@ func TestMessagingBadInput(t *testing.T) {
 	p.taskInProgress("reviewer", "a task")
 	task := p.authenticate(cs, "reviewer", "task")
 	// A directory of an agent that was removed from the config.
-	p.store.EnsureAgentDir("former")
+	os.MkdirAll(filepath.Join(p.store.Root(), "agents", "former"), 0o755)
 	before := p.tree()
 	ok4000 := strings.Repeat("日本語テキスト", 4000/7) + strings.Repeat("あ", 4000%7)
 	for _, tc := range []struct {

@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"os"
+	"path/filepath"
 	"slices"
 	"strconv"
 	"strings"
@@ -439,8 +440,9 @@ func TestConversationEndsWithSession(t *testing.T) {
 		t.Fatalf("conversation: %+v", c)
 	}
 	id, _, _ := strings.Cut(ta, ".")
-	if ses, err := p.store.Session(id); err != nil || ses.EndReason != fsstore.EndExited {
-		t.Fatalf("A's session: %+v %v", ses, err)
+	var ses fsstore.Session
+	if p.doc(t, fsstore.Sessions, id, &ses); ses.EndReason != fsstore.EndExited {
+		t.Fatalf("A's session: %+v", ses)
 	}
 }
 
@@ -468,7 +470,7 @@ func TestWaitingNextActionExitsWhenReplaced(t *testing.T) {
 func TestConversationErrors(t *testing.T) {
 	p := newProject(t)
 	p.addAgent("tester", fsstore.AgentAI)
-	p.store.EnsureAgentDir("former") // an agent removed from the config
+	os.MkdirAll(filepath.Join(p.store.Root(), "agents", "former"), 0o755) // an agent removed from the config
 	a := p.connect("")
 	ta := p.authenticate(a, "coder", "chat")
 	tb := p.authenticate(a, "reviewer", "chat")
@@ -568,7 +570,7 @@ func readConversation(t *testing.T, p *project, id string) fsstore.Conversation 
 	t.Helper()
 	path, _ := p.store.DocPath(fsstore.Conversations, id)
 	var c fsstore.Conversation
-	if err := p.store.ReadDoc(path, &c); err != nil {
+	if err := readDoc(path, &c); err != nil {
 		t.Fatal(err)
 	}
 	return c

@@ -210,7 +210,8 @@ func (g *delegationGame) finish() {
 	if got, _ := g.p.store.Task(g.task.ID); got.Status != fsstore.StatusDone {
 		t.Fatalf("task is %s", got.Status)
 	}
-	if got, _ := g.p.store.Delegation(g.dlg); got.Status != fsstore.DlgCompleted || len(got.History) != 3 {
+	var got fsstore.Delegation
+	if g.p.doc(g.t, fsstore.Delegations, g.dlg, &got); got.Status != fsstore.DlgCompleted || len(got.History) != 3 {
 		t.Fatalf("delegation file: %+v", got)
 	}
 }

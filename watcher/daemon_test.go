@@ -443,7 +443,7 @@ func TestKilledAgentEndsSessions(t *testing.T) {
 	var run fsstore.Run
 	eventually(t, "coder's run and its conversation", func() bool {
 		convs, _ := p.store.ListConversations(ctx, p.cfg(), false)
-		if p.store.ReadDoc(p.path("runs/coder.chat.json"), &run) != nil || len(convs) != 1 {
+		if readDoc(p.path("runs/coder.chat.json"), &run) != nil || len(convs) != 1 {
 			return false
 		}
 		live, _ := p.store.LiveSessions(time.Now())
@@ -497,7 +497,7 @@ func TestRestartStartsNothingTwice(t *testing.T) {
 	var run fsstore.Run
 	eventually(t, "coder's task run with a session", func() bool {
 		live, _ := p.store.LiveSessions(time.Now())
-		return p.store.ReadDoc(p.path("runs/coder.task.json"), &run) == nil && len(live) == 1 && live[0].TaskID == task.ID
+		return readDoc(p.path("runs/coder.task.json"), &run) == nil && len(live) == 1 && live[0].TaskID == task.ID
 	})
 	first.Process.Kill()
 	first.Wait()
@@ -507,7 +507,7 @@ func TestRestartStartsNothingTwice(t *testing.T) {
 	eventually(t, "reviewer started by the second watcher", func() bool { return p.exists("runs/reviewer.chat.json") })
 	<-passes
 	var again fsstore.Run
-	if err := p.store.ReadDoc(p.path("runs/coder.task.json"), &again); err != nil || again.ID != run.ID {
+	if err := readDoc(p.path("runs/coder.task.json"), &again); err != nil || again.ID != run.ID {
 		t.Fatalf("coder's run after the restart: %+v, %v; want the adopted %s", again, err, run.ID)
 	}
 	if logs, _ := os.ReadDir(p.path("logs/coder")); len(logs) != 1 {
@@ -523,7 +523,7 @@ func TestRestartStartsNothingTwice(t *testing.T) {
 			}
 		}
 		var now fsstore.Run
-		return p.store.ReadDoc(p.path("runs/coder.task.json"), &now) != nil || now.ID != run.ID
+		return readDoc(p.path("runs/coder.task.json"), &now) != nil || now.ID != run.ID
 	})
 }
 
@@ -617,4 +617,14 @@ func TestDelegationTrigger(t *testing.T) {
 	if p.exists("pending/coder.chat.json") {
 		t.Errorf("a completed delegation wrote a chat trigger: %q", trigger())
 	}
+}
+
+// readDoc decodes the JSON document at path, as a person inspecting the
+// project would read it.
+func readDoc(path string, v any) error {
+	data, err := os.ReadFile(path)
+	if err != nil {
+		return err
+	}
+	return json.Unmarshal(data, v)
 }

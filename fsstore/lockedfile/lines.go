@@ -42,8 +42,8 @@ type LineReader struct {
 	tail  int64
 }
 
-// OpenLines opens path for reading from pos. The caller closes it.
-func OpenLines(path string, pos Position) (*LineReader, error) {
+// openLines opens path for reading from pos. The caller closes it.
+func openLines(path string, pos Position) (*LineReader, error) {
 	f, err := Open(path)
 	if err != nil {
 		return nil, err
@@ -66,9 +66,6 @@ func NewLineReader(f *os.File, path string, pos Position) (*LineReader, error) {
 	return &LineReader{path: path, f: f, br: bufio.NewReaderSize(f, 64<<10), pos: pos}, nil
 }
 
-// File is the open file, for Stat.
-func (r *LineReader) File() *os.File { return r.f }
-
 // Pos is the position after the last line Next consumed.
 func (r *LineReader) Pos() Position { return r.pos }
 
@@ -76,7 +73,7 @@ func (r *LineReader) Pos() Position { return r.pos }
 // unterminated last line: a write in progress, or a writer that died.
 func (r *LineReader) Tail() int64 { return r.tail }
 
-// Close closes the file if OpenLines opened it.
+// Close closes the file if openLines opened it.
 func (r *LineReader) Close() error {
 	if r.owned {
 		return r.f.Close()
@@ -127,7 +124,7 @@ func InvalidLine(b []byte) string {
 // ReadAll returns every valid complete line of path, the invalid lines as
 // errors, and the size of a torn tail. A missing file reads as empty.
 func ReadAll(path string) (recs []Record, bad []*LineError, tail int64, err error) {
-	r, err := OpenLines(path, Position{})
+	r, err := openLines(path, Position{})
 	if errors.Is(err, os.ErrNotExist) {
 		return nil, nil, 0, nil
 	}

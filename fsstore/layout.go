@@ -24,12 +24,20 @@ const (
 
 // Store is one project's .ai-pm/ directory. It holds no open files; every
 // operation opens, locks and closes what it needs, so a Store is safe for
-// concurrent use by many goroutines and processes.
+// concurrent use by many goroutines and processes. Its paths are its
+// Layout's.
 type Store struct {
-	project string      // the project directory (parent of .ai-pm)
-	root    string      // project/.ai-pm
+	Layout
 	durable atomic.Bool // fsync appends and documents: the config's durability, set by LoadConfig
 	caches  *caches
+}
+
+// Layout is where everything lives under a project's .ai-pm/ (DESIGN
+// section 3): path arithmetic only, no I/O. Every path aipm opens is built
+// here, and no request value becomes part of one without its id check.
+type Layout struct {
+	project string // the project directory (parent of .ai-pm)
+	root    string // project/.ai-pm
 }
 
 // caches holds what this process keeps between calls: what it read from
@@ -61,7 +69,7 @@ func Open(projectDir string) (*Store, error) {
 	if !fi.IsDir() {
 		return nil, fmt.Errorf("%s is not a directory", root)
 	}
-	st := &Store{project: abs, root: root, caches: &caches{}}
+	st := &Store{Layout: Layout{project: abs, root: root}, caches: &caches{}}
 	st.durable.Store(true)
 	return st, nil
 }
@@ -93,12 +101,12 @@ func (s *Store) setDurability(cfg *Config) {
 }
 
 // ProjectDir is the project directory; Root is its .ai-pm directory.
-func (s *Store) ProjectDir() string { return s.project }
-func (s *Store) Root() string       { return s.root }
+func (l Layout) ProjectDir() string { return l.project }
+func (l Layout) Root() string       { return l.root }
 
 // Rel returns path relative to the project directory, for messages.
-func (s *Store) Rel(path string) string {
-	if r, err := filepath.Rel(s.project, path); err == nil {
+func (l Layout) Rel(path string) string {
+	if r, err := filepath.Rel(l.project, path); err == nil {
 		return r
 	}
 	return path
@@ -121,21 +129,21 @@ var idPrefixOf = map[string]string{
 	Sessions:      PrefixSession,
 }
 
-func (s *Store) ConfigPath() string            { return filepath.Join(s.root, "config.toml") }
-func (s *Store) quarantineDir() string         { return filepath.Join(s.root, "quarantine") }
-func (s *Store) agentsDir() string             { return filepath.Join(s.root, "agents") }
-func (s *Store) CollectionDir(c string) string { return filepath.Join(s.root, c) }
+func (l Layout) ConfigPath() string            { return filepath.Join(l.root, "config.toml") }
+func (l Layout) quarantineDir() string         { return filepath.Join(l.root, "quarantine") }
+func (l Layout) agentsDir() string             { return filepath.Join(l.root, "agents") }
+func (l Layout) CollectionDir(c string) string { return filepath.Join(l.root, c) }
 
 // AgentDir is agents/<agent>/; the id is checked first.
-func (s *Store) AgentDir(agent string) (string, error) {
+func (l Layout) AgentDir(agent string) (string, error) {
 	if err := CheckAgentID(agent); err != nil {
 		return "", err
 	}
-	return filepath.Join(s.root, "agents", agent), nil
+	return filepath.Join(l.root, "agents", agent), nil
 }
 
-func (s *Store) agentFile(agent, name string) (string, error) {
-	dir, err := s.AgentDir(agent)
+func (l Layout) agentFile(agent, name string) (string, error) {
+	dir, err := l.AgentDir(agent)
 	if err != nil {
 		return "", err
 	}
@@ -143,21 +151,21 @@ func (s *Store) agentFile(agent, name string) (string, error) {
 }
 
 // ChatPath is the agent's chat log, inbox and outbox (DESIGN section 3).
-func (s *Store) ChatPath(agent string) (string, error) { return s.agentFile(agent, "chat.jsonl") }
+func (l Layout) ChatPath(agent string) (string, error) { return l.agentFile(agent, "chat.jsonl") }
 
 // readCursorPath holds the agent's read cursors into its own files.
-func (s *Store) readCursorPath(agent string) (string, error) { return s.agentFile(agent, "read.json") }
+func (l Layout) readCursorPath(agent string) (string, error) { return l.agentFile(agent, "read.json") }
 
 // NotificationsPath holds notifications addressed to the agent.
-func (s *Store) NotificationsPath(agent string) (string, error) {
-	return s.agentFile(agent, "notifications.jsonl")
+func (l Layout) NotificationsPath(agent string) (string, error) {
+	return l.agentFile(agent, "notifications.jsonl")
 }
 
 // PasskeyPath holds the salted hash of the agent's passkey (mode 0600).
-func (s *Store) PasskeyPath(agent string) (string, error) { return s.agentFile(agent, "passkey.json") }
+func (l Layout) PasskeyPath(agent string) (string, error) { return l.agentFile(agent, "passkey.json") }
 
 // DocPath is <collection>/<id>.json for an id of the collection's prefix.
-func (s *Store) DocPath(collection, id string) (string, error) {
+func (l Layout) DocPath(collection, id string) (string, error) {
 	prefix, ok := idPrefixOf[collection]
 	if !ok {
 		return "", fmt.Errorf("collection %q has no id documents", collection)
@@ -165,12 +173,12 @@ func (s *Store) DocPath(collection, id string) (string, error) {
 	if err := CheckID(prefix, id); err != nil {
 		return "", err
 	}
-	return filepath.Join(s.root, collection, id+".json"), nil
+	return filepath.Join(l.root, collection, id+".json"), nil
 }
 
 // TriggerPath is pending/<agent>.<purpose>.json (collection Pending) or
 // runs/<agent>.<purpose>.json (collection Runs).
-func (s *Store) TriggerPath(collection, agent, purpose string) (string, error) {
+func (l Layout) TriggerPath(collection, agent, purpose string) (string, error) {
 	if collection != Pending && collection != Runs {
 		return "", fmt.Errorf("collection %q has no agent.purpose documents", collection)
 	}
@@ -180,20 +188,30 @@ func (s *Store) TriggerPath(collection, agent, purpose string) (string, error) {
 	if err := CheckPurpose(purpose); err != nil {
 		return "", err
 	}
-	return filepath.Join(s.root, collection, agent+"."+purpose+".json"), nil
+	return filepath.Join(l.root, collection, agent+"."+purpose+".json"), nil
 }
 
 // LogDir is logs/<agent>/, where the watcher writes a started process's output.
-func (s *Store) LogDir(agent string) (string, error) {
+func (l Layout) LogDir(agent string) (string, error) {
 	if err := CheckAgentID(agent); err != nil {
 		return "", err
 	}
-	return filepath.Join(s.root, "logs", agent), nil
+	return filepath.Join(l.root, "logs", agent), nil
+}
+
+// CredentialPath is credentials/<agent>.passkey (mode 0600, kept out of
+// git): the passkey the watcher hands to the agent processes it starts, as
+// a file named by AIPM_PASSKEY_FILE, never in an argument.
+func (l Layout) CredentialPath(agent string) (string, error) {
+	if err := CheckAgentID(agent); err != nil {
+		return "", err
+	}
+	return filepath.Join(l.root, "credentials", agent+".passkey"), nil
 }
 
 // dirMode is the mode of a directory created under .ai-pm.
-func (s *Store) dirMode(dir string) os.FileMode {
-	if dir == s.CollectionDir(Sessions) || dir == filepath.Join(s.CollectionDir(Sessions), sessionIndexDir) {
+func (l Layout) dirMode(dir string) os.FileMode {
+	if dir == l.CollectionDir(Sessions) || dir == filepath.Join(l.CollectionDir(Sessions), sessionIndexDir) {
 		return ModePrivateDir
 	}
 	return ModeDir

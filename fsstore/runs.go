@@ -37,15 +37,6 @@ type Run struct {
 // Alive says whether the run's process still exists.
 func (r Run) Alive() bool { return r.PID > 0 && processAlive(r.PID) }
 
-// CredentialPath is credentials/<agent>.passkey (mode 0600, kept out of
-// git): the passkey the watcher hands to the agent processes it starts, as
-// a file named by AIPM_PASSKEY_FILE, never in an argument.
-func (s *Store) CredentialPath(agent string) (string, error) {
-	if err := CheckAgentID(agent); err != nil {
-		return "", err
-	}
-	return filepath.Join(s.root, "credentials", agent+".passkey"), nil
-}
 
 // SaveCredential writes agent's passkey to CredentialPath (0600, directory
 // 0700), so that aipm watch can start the agent.

@@ -37,7 +37,6 @@ type Run struct {
 // Alive says whether the run's process still exists.
 func (r Run) Alive() bool { return r.PID > 0 && processAlive(r.PID) }
 
-
 // SaveCredential writes agent's passkey to CredentialPath (0600, directory
 // 0700), so that aipm watch can start the agent.
 func (s *Store) SaveCredential(agent, passkey string) (string, error) {

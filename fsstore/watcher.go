@@ -7,7 +7,7 @@ import (
 	"path/filepath"
 	"time"
 
-	"github.com/gofrs/flock"
+	"aipm/fsstore/lockedfile"
 )
 
 // WatcherInfo is .ai-pm/watcher.json: who holds the project's watcher lock.
@@ -27,8 +27,7 @@ func (s *Store) watcherInfoPath() string { return filepath.Join(s.root, "watcher
 // gives both back. The lock is the flock of watcher.lock, held for the
 // watcher's life and dropped by the kernel when it dies.
 func (s *Store) LockWatcher() (release func(), err error) {
-	fl := flock.New(s.watcherLockPath(), flock.SetPermissions(ModeFile))
-	ok, err := fl.TryLock()
+	unlock, ok, err := lockedfile.TryLock(s.watcherLockPath(), ModeFile)
 	if err != nil {
 		return nil, fmt.Errorf("watcher lock: %w", err)
 	}
@@ -41,12 +40,12 @@ func (s *Store) LockWatcher() (release func(), err error) {
 	}
 	info := WatcherInfo{PID: os.Getpid(), StartedAt: time.Now().UTC()}
 	if err := s.writeDoc(s.watcherInfoPath(), info, ModeFile); err != nil {
-		fl.Unlock()
+		unlock()
 		return nil, fmt.Errorf("watcher lock: %w", err)
 	}
 	return func() {
 		os.Remove(s.watcherInfoPath())
-		fl.Unlock()
+		unlock()
 	}, nil
 }
 
@@ -54,17 +53,8 @@ func (s *Store) LockWatcher() (release func(), err error) {
 // holds the lock (an empty WatcherInfo when watcher.json cannot be read).
 // It only reads.
 func (s *Store) RunningWatcher() (*WatcherInfo, error) {
-	if _, err := os.Stat(s.watcherLockPath()); errors.Is(err, os.ErrNotExist) {
-		return nil, nil
-	}
-	fl := flock.New(s.watcherLockPath(), flock.SetPermissions(ModeFile))
-	ok, err := fl.TryRLock()
-	if err != nil {
+	if held, err := lockedfile.Held(s.watcherLockPath()); err != nil || !held {
 		return nil, err
-	}
-	if ok {
-		fl.Unlock()
-		return nil, nil
 	}
 	var info WatcherInfo
 	if s.readDoc(s.watcherInfoPath(), &info) != nil {

@@ -2,6 +2,7 @@ package lockedfile
 
 import (
 	"context"
+	"errors"
 	"os"
 
 	"github.com/gofrs/flock"
@@ -39,4 +40,33 @@ func Lock(ctx context.Context, path string, perm os.FileMode) (unlock func(), er
 		return nil, err
 	}
 	return func() { fl.Unlock() }, nil
+}
+
+// TryLock takes the flock of path (created with perm if needed) if no one
+// holds it, without waiting: ok false says another process does. The lock
+// is the process's until unlock, or until it dies.
+func TryLock(path string, perm os.FileMode) (unlock func(), ok bool, err error) {
+	fl := flock.New(path, flock.SetPermissions(perm))
+	if ok, err = fl.TryLock(); err != nil || !ok {
+		return nil, false, err
+	}
+	return func() { fl.Unlock() }, true, nil
+}
+
+// Held reports whether some process holds the flock of path (a missing
+// file: no one). It only looks: a shared lock taken to look is given back
+// at once.
+func Held(path string) (bool, error) {
+	if _, err := os.Stat(path); errors.Is(err, os.ErrNotExist) {
+		return false, nil
+	}
+	fl := flock.New(path)
+	ok, err := fl.TryRLock()
+	if err != nil {
+		return false, err
+	}
+	if ok {
+		fl.Unlock()
+	}
+	return !ok, nil
 }

@@ -789,7 +789,7 @@ func (b *bench) pendingLatency(name string, history int) ([]time.Duration, float
 		return nil, 0, err
 	}
 	path, _ := store.ChatPath("r")
-	if err := writeHistory(path, history); err != nil {
+	if err := writeHistory(store, path, history); err != nil {
 		return nil, 0, err
 	}
 	// r has read all of it: pass the cursor over every line once.
@@ -827,32 +827,10 @@ func (b *bench) pendingLatency(name string, history int) ([]time.Duration, float
 }
 
 // writeHistory writes n chat lines as other agents' messages.
-func writeHistory(path string, n int) error {
-	return writeLines(path, n, func(i int) any {
+func writeHistory(store *fsstore.Store, path string, n int) error {
+	return fsstore.FixturesOf(store).Lines(path, n, func(i int) any {
 		return fsstore.Message{ID: fsstore.NewID(fsstore.PrefixMessage), SenderID: "w", Content: fmt.Sprintf("history line %d: a message of ordinary length, about like this one", i), CreatedAt: "2026-11-21T12:00:00.000000Z"}
 	})
-}
-
-// writeLines appends n JSON lines, the i-th being line(i), to path.
-func writeLines(path string, n int, line func(i int) any) error {
-	if err := os.MkdirAll(filepath.Dir(path), 0o755); err != nil {
-		return err
-	}
-	f, err := os.OpenFile(path, os.O_CREATE|os.O_WRONLY|os.O_APPEND, 0o644)
-	if err != nil {
-		return err
-	}
-	w := bufio.NewWriterSize(f, 1<<20)
-	for i := 0; i < n; i++ {
-		data, err := json.Marshal(line(i))
-		if err != nil {
-			f.Close()
-			return err
-		}
-		w.Write(data)
-		w.WriteByte('\n')
-	}
-	return errors.Join(w.Flush(), f.Sync(), f.Close())
 }
 
 // peakRSS reads a process's peak resident set size (VmHWM) in MB.
@@ -978,7 +956,7 @@ func (b *bench) piledUp(id, what string, large int, fill func(store *fsstore.Sto
 func (b *bench) ownSent() ([]benchRow, error) {
 	return b.piledUp("P6a", "get_next_action over own sent copies", b.history, func(store *fsstore.Store, n int) error {
 		path, _ := store.ChatPath("r")
-		if err := writeLines(path, n, func(i int) any {
+		if err := fsstore.FixturesOf(store).Lines(path, n, func(i int) any {
 			return fsstore.Message{ID: fsstore.NewID(fsstore.PrefixMessage), SenderID: "r", ReceiverID: "w", Content: fmt.Sprintf("sent line %d: a message of ordinary length, about like this one", i), CreatedAt: "2026-11-21T12:00:00.000000Z"}
 		}); err != nil {
 			return err
@@ -1007,7 +985,7 @@ func (b *bench) unreadNotifications() ([]benchRow, error) {
 	return b.piledUp("P6b", "gated call (get_my_task) with unread notifications", n, func(store *fsstore.Store, n int) error {
 		path, _ := store.NotificationsPath("r")
 		created := time.Now().UTC()
-		return writeLines(path, n, func(i int) any {
+		return fsstore.FixturesOf(store).Lines(path, n, func(i int) any {
 			return fsstore.Notification{ID: fsstore.NewID(fsstore.PrefixNotification), Type: fsstore.NotifyInfo, Message: fmt.Sprintf("notification %d", i), CreatedAt: created}
 		})
 	}, func(s *server) error {
@@ -1081,7 +1059,7 @@ func (b *bench) authSessions() ([]benchRow, error) {
 func (b *bench) authOwnSent() ([]benchRow, error) {
 	return b.piledUp("P6g", "authenticate over own sent copies", b.history, func(store *fsstore.Store, n int) error {
 		path, _ := store.ChatPath("r")
-		return writeLines(path, n+1, func(i int) any {
+		return fsstore.FixturesOf(store).Lines(path, n+1, func(i int) any {
 			if i == n {
 				return fsstore.Message{ID: fsstore.NewID(fsstore.PrefixMessage), SenderID: "w", Content: "the one unread message", CreatedAt: "2026-11-21T12:00:00.000000Z"}
 			}
@@ -1120,10 +1098,6 @@ func (b *bench) logout(s *server) error {
 // involved): most are done; the newest four are open, two for r (one in
 // progress) and two for w.
 func writeTasks(store *fsstore.Store, n int) error {
-	dir := store.CollectionDir(fsstore.Tasks)
-	if err := os.MkdirAll(dir, 0o755); err != nil {
-		return err
-	}
 	now := time.Now().UTC()
 	for i := range n {
 		t := fsstore.Task{
@@ -1137,11 +1111,7 @@ func writeTasks(store *fsstore.Store, n int) error {
 		case 3, 2, 1:
 			t.Status = fsstore.StatusTodo
 		}
-		data, err := fsstore.EncodeDoc(t)
-		if err != nil {
-			return err
-		}
-		if err := os.WriteFile(filepath.Join(dir, t.ID+".json"), data, 0o644); err != nil {
+		if err := fsstore.FixturesOf(store).Doc(fsstore.Tasks, t.ID, t); err != nil {
 			return err
 		}
 	}
@@ -1152,10 +1122,6 @@ func writeTasks(store *fsstore.Store, n int) error {
 // this process) and half expired an hour ago, without the session index
 // (as an older aipm left them: the first authenticate builds it).
 func writeSessions(store *fsstore.Store, n int) error {
-	dir := store.CollectionDir(fsstore.Sessions)
-	if err := os.MkdirAll(dir, 0o700); err != nil {
-		return err
-	}
 	now := time.Now().UTC()
 	for i := range n {
 		ses := fsstore.Session{
@@ -1165,11 +1131,7 @@ func writeSessions(store *fsstore.Store, n int) error {
 		if i%2 == 1 {
 			ses.LastSeenAt = now.Add(-2 * time.Hour)
 		}
-		data, err := fsstore.EncodeDoc(ses)
-		if err != nil {
-			return err
-		}
-		if err := os.WriteFile(filepath.Join(dir, ses.ID+".json"), data, 0o600); err != nil {
+		if err := fsstore.FixturesOf(store).Doc(fsstore.Sessions, ses.ID, ses); err != nil {
 			return err
 		}
 	}

@@ -19,5 +19,10 @@
 //     an unparsable complete line as path:line: reason without changing it;
 //   - no request value becomes part of a path without passing the id checks
 //     in ids.go;
-//   - no code path holds two file locks at once.
+//   - no code path waits for a lock while it holds another: the locks of a
+//     dual write are taken one after the other, a collection's .lock is
+//     released before any append, and an end hook (sessionEnded) runs
+//     after the sessions lock is released. The one lock held across others
+//     is the watcher's watcher.lock, held for its life, which nothing waits
+//     for (a second watcher tries it and gives up).
 package fsstore

@@ -227,9 +227,9 @@ func (s *Store) unreadStamps(agent string) ([]fileStamp, bool) {
 	return []fileStamp{log, cur}, true
 }
 
-// Notify appends a notification for agent and returns it. A notification
-// with a Key already in the file is not written again (and is returned as
-// it was given, without id).
+// Notify appends a notification for agent and returns it, with its new id
+// and time. A notification with a Key already in the file is not written
+// again: what is returned then is in no file (its id names nothing).
 func (s *Store) Notify(ctx context.Context, agent string, n Notification) (Notification, error) {
 	path, err := s.NotificationsPath(agent)
 	if err != nil {

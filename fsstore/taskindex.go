@@ -94,7 +94,7 @@ type taskIndex struct {
 type taskEntry struct {
 	id                         string
 	stamp                      fileStamp
-	racy                       bool // read within racyWindow of its mtime
+	racy                       bool // read within racy's window of its mtime: look again
 	status, assignee, parentID string
 	err                        error // the document could not be read or decoded
 }

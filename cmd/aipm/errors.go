@@ -51,8 +51,10 @@ func failed(format string, args ...any) error {
 }
 
 // exitCode is the rule: 130 when a signal ended the command, else the code
-// an error carries, else 2 for what names a bad value (a malformed or
-// ambiguous id, a refused argument), else 1.
+// an error carries (usageError, failedError), else 2 for a store error that
+// refuses the request itself (a CodeError, ErrInvalid, ErrAmbiguous), else
+// 1. A store error of another kind (ErrNotFound, a transition refused by
+// the task's state, a disk error) is 1.
 func exitCode(err error, interrupted bool) int {
 	switch {
 	case interrupted:

@@ -215,7 +215,7 @@ func (s *Store) readConvIndex() (convIndex, error) {
 
 func (s *Store) rebuildConvIndex() (convIndex, error) {
 	idx := convIndex{Pairs: map[string][]string{}}
-	err := s.eachConversation(func(c Conversation) error {
+	err := eachDoc(s, Conversations, func(_ string, c Conversation) error {
 		if !c.closed() {
 			k := pairKey(c.Initiator, c.Participant)
 			idx.Pairs[k] = append(idx.Pairs[k], c.ID)
@@ -232,33 +232,6 @@ func (s *Store) writeConvIndex(idx convIndex) error {
 		}
 	}
 	return s.writeDoc(s.convIndexPath(), idx, ModeFile)
-}
-
-// eachConversation calls fn for every readable conversation document, in
-// id (creation) order.
-func (s *Store) eachConversation(fn func(Conversation) error) error {
-	dir := s.CollectionDir(Conversations)
-	entries, err := os.ReadDir(dir)
-	if errors.Is(err, os.ErrNotExist) {
-		return nil
-	}
-	if err != nil {
-		return fmt.Errorf("list conversations: %w", err)
-	}
-	for _, e := range entries {
-		id, ok := strings.CutSuffix(e.Name(), ".json")
-		if !ok || CheckID(PrefixConversation, id) != nil {
-			continue
-		}
-		var c Conversation
-		if err := s.readDoc(filepath.Join(dir, e.Name()), &c); err != nil {
-			continue // doctor reports damaged documents
-		}
-		if err := fn(c); err != nil {
-			return err
-		}
-	}
-	return nil
 }
 
 // readConversation reads one document; a malformed or unknown id is
@@ -690,7 +663,7 @@ func (s *Store) conversation(ctx context.Context, cfg *Config, id string) (Conve
 func (s *Store) ListConversations(ctx context.Context, cfg *Config, all bool) ([]Conversation, error) {
 	var ids []string
 	if all {
-		if err := s.eachConversation(func(c Conversation) error { ids = append(ids, c.ID); return nil }); err != nil {
+		if err := eachDoc(s, Conversations, func(_ string, c Conversation) error { ids = append(ids, c.ID); return nil }); err != nil {
 			return nil, err
 		}
 	} else {

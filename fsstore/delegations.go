@@ -4,10 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"os"
-	"path/filepath"
 	"slices"
-	"sort"
 	"strings"
 	"time"
 )
@@ -146,30 +143,14 @@ func (f DelegationFilter) match(d Delegation) bool {
 // Delegations lists the delegations that match f, oldest first. Unreadable
 // documents are skipped (doctor reports them).
 func (s *Store) Delegations(f DelegationFilter) ([]Delegation, error) {
-	dir := s.CollectionDir(Delegations)
-	entries, err := os.ReadDir(dir)
-	if errors.Is(err, os.ErrNotExist) {
-		return nil, nil
-	}
-	if err != nil {
-		return nil, fmt.Errorf("list delegations: %w", err)
-	}
 	var out []Delegation
-	for _, e := range entries {
-		id, ok := strings.CutSuffix(e.Name(), ".json")
-		if !ok || CheckID(PrefixDelegation, id) != nil {
-			continue
-		}
-		var d Delegation
-		if err := s.readDoc(filepath.Join(dir, e.Name()), &d); err != nil {
-			continue
-		}
+	err := eachDoc(s, Delegations, func(_ string, d Delegation) error {
 		if f.match(d) {
 			out = append(out, d)
 		}
-	}
-	sort.Slice(out, func(i, j int) bool { return out[i].ID < out[j].ID })
-	return out, nil
+		return nil
+	})
+	return out, err
 }
 
 // pendingDelegations lists the delegations of the project that wait for a
@@ -345,7 +326,7 @@ func (s *Store) TaskConversations(ctx context.Context, cfg *Config, id string) (
 	}
 	out.Delegations = append(out.Delegations, ds...)
 	var ids []string
-	if err := s.eachConversation(func(c Conversation) error {
+	if err := eachDoc(s, Conversations, func(_ string, c Conversation) error {
 		if slices.Contains(out.TaskIDs, c.TaskID) {
 			ids = append(ids, c.ID)
 		}

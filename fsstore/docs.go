@@ -261,3 +261,48 @@ func writeFileAtomic(path string, data []byte, perm os.FileMode, durable bool) e
 }
 
 func syncDir(dir string) error { return lockedfile.SyncDir(dir) }
+
+// eachDoc is the one listing of a collection: fn gets the path and the
+// decoded document of every readable document of collection, in name
+// order (for id documents, creation order). Names that are not the
+// collection's (a temp file, an editor's backup) are passed over, and a
+// damaged document is skipped (doctor reports it). A missing directory
+// holds none.
+func eachDoc[T any](s *Store, collection string, fn func(path string, doc T) error) error {
+	dir := s.CollectionDir(collection)
+	entries, err := os.ReadDir(dir)
+	if errors.Is(err, os.ErrNotExist) {
+		return nil
+	}
+	if err != nil {
+		return fmt.Errorf("list %s: %w", collection, err)
+	}
+	for _, e := range entries {
+		if !isDocName(collection, e.Name()) {
+			continue
+		}
+		path := filepath.Join(dir, e.Name())
+		var doc T
+		if err := s.readDoc(path, &doc); err != nil {
+			continue
+		}
+		if err := fn(path, doc); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// isDocName says whether name is one of collection's document names:
+// <id>.json with the collection's id prefix, or <agent>.<purpose>.json in
+// pending/ and runs/.
+func isDocName(collection, name string) bool {
+	base, ok := strings.CutSuffix(name, ".json")
+	if !ok || strings.HasPrefix(name, ".") {
+		return false
+	}
+	if prefix, ok := idPrefixOf[collection]; ok {
+		return CheckID(prefix, base) == nil
+	}
+	return true
+}

@@ -2,38 +2,16 @@ package fsstore
 
 import (
 	"context"
-	"errors"
-	"fmt"
-	"os"
-	"path/filepath"
 	"sort"
-	"strings"
 )
 
 // PendingTriggers lists pending/<agent>.<purpose>.json, oldest first.
 // Unreadable documents are skipped (doctor reports them).
 func (s *Store) PendingTriggers() ([]Trigger, error) {
-	dir := s.CollectionDir(Pending)
-	entries, err := os.ReadDir(dir)
-	if errors.Is(err, os.ErrNotExist) {
-		return nil, nil
-	}
-	if err != nil {
-		return nil, fmt.Errorf("list triggers: %w", err)
-	}
 	var out []Trigger
-	for _, e := range entries {
-		if strings.HasPrefix(e.Name(), ".") || !strings.HasSuffix(e.Name(), ".json") {
-			continue
-		}
-		var t Trigger
-		if err := s.readDoc(filepath.Join(dir, e.Name()), &t); err != nil {
-			continue
-		}
-		out = append(out, t)
-	}
+	err := eachDoc(s, Pending, func(_ string, t Trigger) error { out = append(out, t); return nil })
 	sort.Slice(out, func(i, j int) bool { return out[i].CreatedAt.Before(out[j].CreatedAt) })
-	return out, nil
+	return out, err
 }
 
 // UnreadCounts returns how many chat messages from others and how many

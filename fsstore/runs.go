@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"time"
 )
@@ -160,30 +161,9 @@ func (s *Store) EndRunSessions(ctx context.Context, id string) error {
 // Runs lists runs/, oldest first. Unreadable records are skipped.
 func (s *Store) Runs() ([]Run, error) {
 	var out []Run
-	err := s.eachAgentPurposeDoc(Runs, func(path string) {
-		var r Run
-		if s.readDoc(path, &r) == nil {
-			out = append(out, r)
-		}
-	})
+	err := eachDoc(s, Runs, func(_ string, r Run) error { out = append(out, r); return nil })
+	slices.SortFunc(out, func(a, b Run) int { return a.StartedAt.Compare(b.StartedAt) })
 	return out, err
-}
-
-func (s *Store) eachAgentPurposeDoc(collection string, fn func(path string)) error {
-	dir := s.CollectionDir(collection)
-	entries, err := os.ReadDir(dir)
-	if errors.Is(err, os.ErrNotExist) {
-		return nil
-	}
-	if err != nil {
-		return fmt.Errorf("list %s: %w", collection, err)
-	}
-	for _, e := range entries {
-		if !strings.HasPrefix(e.Name(), ".") && strings.HasSuffix(e.Name(), ".json") {
-			fn(filepath.Join(dir, e.Name()))
-		}
-	}
-	return nil
 }
 
 // ExpireTrigger removes agent's trigger for purpose if it is older than

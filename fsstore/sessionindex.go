@@ -47,7 +47,7 @@ func (s *Store) ensureSessionIndex() error {
 		return fmt.Errorf("session index: %w", err)
 	}
 	byAgent := map[string][]string{}
-	if err := s.eachSession(func(_ string, ses Session) error {
+	if err := eachDoc(s, Sessions, func(_ string, ses Session) error {
 		if CheckAgentID(ses.Agent) == nil {
 			byAgent[ses.Agent] = append(byAgent[ses.Agent], ses.ID)
 		}
@@ -185,7 +185,7 @@ func (s *Store) sessionIndexProblems(ctx context.Context, repair bool) ([]Proble
 	defer unlock()
 	indexed := map[string][]string{}
 	var problems []Problem
-	err = s.eachSession(func(path string, ses Session) error {
+	err = eachDoc(s, Sessions, func(path string, ses Session) error {
 		if CheckAgentID(ses.Agent) != nil {
 			return nil // doctor's schema check reports it
 		}

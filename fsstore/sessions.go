@@ -252,7 +252,7 @@ func (s *Store) sweepSessions(ctx context.Context, agent string, now time.Time) 
 		}
 		defer unlock()
 		if agent == "" {
-			err = s.eachSession(func(path string, ses Session) error { return s.sweepOne(sw, path, ses) })
+			err = eachDoc(s, Sessions, func(path string, ses Session) error { return s.sweepOne(sw, path, ses) })
 		} else {
 			err = s.sweepAgent(sw, agent)
 		}
@@ -424,36 +424,10 @@ func (s *Store) taskInProgress(agent string) string {
 	return tasks[len(tasks)-1].ID
 }
 
-func (s *Store) eachSession(fn func(path string, ses Session) error) error {
-	dir := s.CollectionDir(Sessions)
-	entries, err := os.ReadDir(dir)
-	if errors.Is(err, os.ErrNotExist) {
-		return nil
-	}
-	if err != nil {
-		return fmt.Errorf("list sessions: %w", err)
-	}
-	for _, e := range entries {
-		id, ok := strings.CutSuffix(e.Name(), ".json")
-		if !ok || CheckID(PrefixSession, id) != nil {
-			continue
-		}
-		path := filepath.Join(dir, e.Name())
-		var ses Session
-		if err := s.readDoc(path, &ses); err != nil {
-			continue // doctor reports damaged documents
-		}
-		if err := fn(path, ses); err != nil {
-			return err
-		}
-	}
-	return nil
-}
-
 // LiveSessions lists the sessions live at now.
 func (s *Store) LiveSessions(now time.Time) ([]Session, error) {
 	var out []Session
-	err := s.eachSession(func(_ string, ses Session) error {
+	err := eachDoc(s, Sessions, func(_ string, ses Session) error {
 		if ses.Live(now) {
 			out = append(out, ses)
 		}

@@ -53,7 +53,8 @@ type RequestedTask struct {
 // in the config, otherwise pending_approval, and the requester's human
 // ancestors (or, if it has none, the agent's) get a system chat message
 // saying how to approve or reject it.
-func (s *Store) RequestTask(ctx context.Context, cfg *Config, in TaskRequest) (RequestedTask, error) {
+func (ct ChatTasks) RequestTask(ctx context.Context, cfg *Config, in TaskRequest) (RequestedTask, error) {
+	s := ct.s
 	approved := slices.Contains(cfg.Ancestors(in.Agent), in.Requester)
 	t, err := s.CreateTask(ctx, cfg, NewTask{
 		Title: in.Title, Description: in.Description, Priority: in.Priority, ParentID: in.ParentID,
@@ -109,9 +110,10 @@ func (s *Store) checkChatTask(agent, id string) (Task, error) {
 	return t, checkApproved(t)
 }
 
-// UpdateTaskFromChat changes agent's task id on behalf of `by` (the sender
+// UpdateTask changes agent's task id on behalf of `by` (the sender
 // of the marked message), through UpdateTask's one transition check.
-func (s *Store) UpdateTaskFromChat(ctx context.Context, cfg *Config, agent, by, id string, description *string, status string) (Task, error) {
+func (ct ChatTasks) UpdateTask(ctx context.Context, cfg *Config, agent, by, id string, description *string, status string) (Task, error) {
+	s := ct.s
 	if _, err := s.checkChatTask(agent, id); err != nil {
 		return Task{}, err
 	}
@@ -127,8 +129,9 @@ func (s *Store) UpdateTaskFromChat(ctx context.Context, cfg *Config, agent, by, 
 	return t, transitionErr(err)
 }
 
-// StartTaskFromChat moves agent's task id to in_progress on behalf of by.
-func (s *Store) StartTaskFromChat(ctx context.Context, cfg *Config, agent, by, id string) (Task, error) {
+// StartTask moves agent's task id to in_progress on behalf of by.
+func (ct ChatTasks) StartTask(ctx context.Context, cfg *Config, agent, by, id string) (Task, error) {
+	s := ct.s
 	if _, err := s.checkChatTask(agent, id); err != nil {
 		return Task{}, err
 	}
@@ -138,7 +141,8 @@ func (s *Store) StartTaskFromChat(ctx context.Context, cfg *Config, agent, by, i
 
 // NotifyTaskSession leaves message for agent's task session (and only it)
 // about task id: related, or else the agent's task in progress.
-func (s *Store) NotifyTaskSession(ctx context.Context, agent, from, message, related string) (Notification, error) {
+func (ct ChatTasks) NotifyTaskSession(ctx context.Context, agent, from, message, related string) (Notification, error) {
+	s := ct.s
 	if strings.TrimSpace(message) == "" {
 		return Notification{}, codeErr(CodeMessageRequired, "message is empty: say what the task session should know")
 	}
@@ -167,3 +171,11 @@ func transitionErr(err error) error {
 	}
 	return codeErr(CodeInvalidTransition, "%v", err)
 }
+
+// ChatTasks are the task operations a chat session makes on behalf of the
+// sender of a marked message (DESIGN section 11): a request, an adjustment,
+// a start, a note to the task session.
+type ChatTasks struct{ s *Store }
+
+// FromChat is the project's task operations a chat session makes under a marker.
+func (s *Store) FromChat() ChatTasks { return ChatTasks{s: s} }

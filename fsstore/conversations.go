@@ -316,12 +316,13 @@ type NewConversation struct {
 	MaxTurns     int // 0: DefaultMaxTurns
 }
 
-// StartConversation checks and creates a pending conversation from From to
+// Start checks and creates a pending conversation from From to
 // To (DESIGN section 9) and sends the initial message, if any, as its first
 // turn. Refusals carry seed 001's codes and change nothing. Uniqueness of
 // an open conversation between the two, in either direction, is checked and
 // written under conversations/.lock, through the index.
-func (s *Store) StartConversation(ctx context.Context, cfg *Config, in NewConversation) (Conversation, *Message, error) {
+func (cb ConversationBook) Start(ctx context.Context, cfg *Config, in NewConversation) (Conversation, *Message, error) {
+	s := cb.s
 	if err := s.checkConversationParties(cfg, in.From, in.To); err != nil {
 		return Conversation{}, nil, err
 	}
@@ -518,11 +519,12 @@ func (s *Store) partyConversation(ctx context.Context, cfg *Config, agent, id st
 	return c, nil
 }
 
-// EndConversation ends agent's conversation id (or its one open
+// End ends agent's conversation id (or its one open
 // conversation): it becomes terminating with reason initiator_ended or
 // participant_ended, and each party's get_next_action will say
 // conversation_ended once. Ending one that already stopped changes nothing.
-func (s *Store) EndConversation(ctx context.Context, cfg *Config, agent, id string) (Conversation, error) {
+func (cb ConversationBook) End(ctx context.Context, cfg *Config, agent, id string) (Conversation, error) {
+	s := cb.s
 	c, err := s.partyConversation(ctx, cfg, agent, id)
 	if err != nil {
 		return c, err
@@ -658,9 +660,10 @@ func (s *Store) conversation(ctx context.Context, cfg *Config, id string) (Conve
 	return c, nil
 }
 
-// ListConversations returns the conversations not yet closed (from the
+// List returns the conversations not yet closed (from the
 // index), or all of them, oldest first, with due timeouts applied.
-func (s *Store) ListConversations(ctx context.Context, cfg *Config, all bool) ([]Conversation, error) {
+func (cb ConversationBook) List(ctx context.Context, cfg *Config, all bool) ([]Conversation, error) {
+	s := cb.s
 	var ids []string
 	if all {
 		if err := eachDoc(s, Conversations, func(_ string, c Conversation) error { ids = append(ids, c.ID); return nil }); err != nil {
@@ -696,10 +699,11 @@ func (s *Store) ListConversations(ctx context.Context, cfg *Config, all bool) ([
 	return out, nil
 }
 
-// ConversationMessages returns the conversation and up to limit messages of conversation id as
+// Messages returns the conversation and up to limit messages of conversation id as
 // agent's own chat log holds them (both directions), oldest first; the
 // newest when there are more. Only a party may read them.
-func (s *Store) ConversationMessages(ctx context.Context, cfg *Config, agent, id string, limit int) (Conversation, []Message, bool, error) {
+func (cb ConversationBook) Messages(ctx context.Context, cfg *Config, agent, id string, limit int) (Conversation, []Message, bool, error) {
+	s := cb.s
 	if id == "" {
 		return Conversation{}, nil, false, codeErr(CodeConversationNotFound, "conversation_id is empty: pass the cnv_ id of the conversation")
 	}
@@ -711,9 +715,10 @@ func (s *Store) ConversationMessages(ctx context.Context, cfg *Config, agent, id
 	return c, msgs, more, err
 }
 
-// ConversationLog returns conversation id and all its messages as its
+// Log returns conversation id and all its messages as its
 // initiator's chat log holds them, oldest first, for a human's CLI.
-func (s *Store) ConversationLog(ctx context.Context, cfg *Config, id string) (Conversation, []Message, error) {
+func (cb ConversationBook) Log(ctx context.Context, cfg *Config, id string) (Conversation, []Message, error) {
+	s := cb.s
 	c, err := s.conversation(ctx, cfg, id)
 	if err != nil {
 		return c, nil, err
@@ -750,9 +755,10 @@ func (s *Store) conversationLog(c Conversation, agent string, limit int) ([]Mess
 	return out, more, nil
 }
 
-// SendConversationMessage sends content from agent to the other party of
+// Send sends content from agent to the other party of
 // conversation id (or of agent's one open conversation) as a turn.
-func (s *Store) SendConversationMessage(ctx context.Context, cfg *Config, agent, id, content string) (Message, Conversation, error) {
+func (cb ConversationBook) Send(ctx context.Context, cfg *Config, agent, id, content string) (Message, Conversation, error) {
+	s := cb.s
 	if err := CheckContent(content); err != nil {
 		return Message{}, Conversation{}, err
 	}
@@ -766,3 +772,10 @@ func (s *Store) SendConversationMessage(ctx context.Context, cfg *Config, agent,
 	}
 	return msg, c, err
 }
+
+// ConversationBook is conversations/: turn-based conversations between
+// two AI agents (DESIGN section 9).
+type ConversationBook struct{ s *Store }
+
+// Conversations is the project's turn-based conversations between AI agents.
+func (s *Store) Conversations() ConversationBook { return ConversationBook{s: s} }

@@ -109,18 +109,18 @@ func TestWorkOrder(t *testing.T) {
 	if n := want(ActGetPendingMessages); n.From != "h" {
 		t.Fatalf("%+v", n)
 	}
-	req, _, err := s.StartConversation(ctx, cfg, NewConversation{From: "a", To: "b", Purpose: "talk"})
+	req, _, err := s.Conversations().Start(ctx, cfg, NewConversation{From: "a", To: "b", Purpose: "talk"})
 	if err != nil {
 		t.Fatal(err)
 	}
 	if n := want(ActConversationRequest); n.Conversation.ID != req.ID {
 		t.Fatalf("%+v", n)
 	}
-	other, _, err := s.StartConversation(ctx, cfg, NewConversation{From: "b", To: "c"})
+	other, _, err := s.Conversations().Start(ctx, cfg, NewConversation{From: "b", To: "c"})
 	if err != nil {
 		t.Fatal(err)
 	}
-	if _, err := s.EndConversation(ctx, cfg, "c", other.ID); err != nil {
+	if _, err := s.Conversations().End(ctx, cfg, "c", other.ID); err != nil {
 		t.Fatal(err)
 	}
 	if n := want(ActConversationEnded); n.Conversation.ID != other.ID || n.Conversation.EndReason != ReasonParticipantEnded {
@@ -196,7 +196,7 @@ func TestAuthenticatePurpose(t *testing.T) {
 	}
 
 	// b's chat session belongs to a process that has exited.
-	cnv, _, err := s.StartConversation(ctx, cfg, NewConversation{From: "b", To: "a"})
+	cnv, _, err := s.Conversations().Start(ctx, cfg, NewConversation{From: "b", To: "a"})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -221,7 +221,7 @@ func TestAuthenticatePurpose(t *testing.T) {
 		t.Fatalf("agent with a conversation end to hear: %+v %v", ses, err)
 	}
 	// c has nothing but a conversation request.
-	if _, _, err := s.StartConversation(ctx, cfg, NewConversation{From: "a", To: "c"}); err != nil {
+	if _, _, err := s.Conversations().Start(ctx, cfg, NewConversation{From: "a", To: "c"}); err != nil {
 		t.Fatal(err)
 	}
 	if ses, _, err := s.Authenticate(ctx, cfg, "c", mustPasskey(t, s, "c"), "", ""); err != nil || ses.Purpose != PurposeChat {
@@ -243,7 +243,7 @@ func TestConversationIndexRebuilt(t *testing.T) {
 func testIndexRebuilt(t *testing.T, damage func(string) error) {
 	s, cfg := newConvStore(t)
 	ctx := context.Background()
-	c, _, err := s.StartConversation(ctx, cfg, NewConversation{From: "a", To: "b"})
+	c, _, err := s.Conversations().Start(ctx, cfg, NewConversation{From: "a", To: "b"})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -251,10 +251,10 @@ func testIndexRebuilt(t *testing.T, damage func(string) error) {
 		t.Fatal(err)
 	}
 	var ce *CodeError
-	if _, _, err := s.StartConversation(ctx, cfg, NewConversation{From: "b", To: "a"}); !errors.As(err, &ce) || ce.Code != "conversation_already_active" {
+	if _, _, err := s.Conversations().Start(ctx, cfg, NewConversation{From: "b", To: "a"}); !errors.As(err, &ce) || ce.Code != "conversation_already_active" {
 		t.Fatalf("b->a with the index gone: %v", err)
 	}
-	open, err := s.ListConversations(ctx, cfg, false)
+	open, err := s.Conversations().List(ctx, cfg, false)
 	if err != nil || len(open) != 1 || open[0].ID != c.ID {
 		t.Fatalf("open conversations: %+v %v", open, err)
 	}
@@ -307,7 +307,7 @@ func TestStartConversationRaceProcesses(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		if _, err := s.EndConversation(ctx, cfg, c.Initiator, c.ID); err != nil {
+		if _, err := s.Conversations().End(ctx, cfg, c.Initiator, c.ID); err != nil {
 			t.Fatal(err)
 		}
 	}

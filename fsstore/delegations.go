@@ -70,9 +70,10 @@ type NewDelegation struct {
 	Agent, TaskID, Target, Purpose, Context string
 }
 
-// CreateDelegation checks and writes a pending delegation for agent's task.
+// Create checks and writes a pending delegation for agent's task.
 // The target must be an agent of the project other than agent.
-func (s *Store) CreateDelegation(ctx context.Context, cfg *Config, in NewDelegation) (Delegation, error) {
+func (db DelegationBook) Create(ctx context.Context, cfg *Config, in NewDelegation) (Delegation, error) {
+	s := db.s
 	if in.Target == in.Agent {
 		return Delegation{}, codeErr(CodeCannotMessageSelf, "you cannot delegate talking to yourself (%s): name the agent your chat session should talk to", in.Agent)
 	}
@@ -140,9 +141,10 @@ func (f DelegationFilter) match(d Delegation) bool {
 		(f.Status == "" || d.Status == f.Status)
 }
 
-// Delegations lists the delegations that match f, oldest first. Unreadable
+// List lists the delegations that match f, oldest first. Unreadable
 // documents are skipped (doctor reports them).
-func (s *Store) Delegations(f DelegationFilter) ([]Delegation, error) {
+func (db DelegationBook) List(f DelegationFilter) ([]Delegation, error) {
+	s := db.s
 	var out []Delegation
 	err := eachDoc(s, Delegations, func(_ string, d Delegation) error {
 		if f.match(d) {
@@ -159,7 +161,7 @@ func (s *Store) Delegations(f DelegationFilter) ([]Delegation, error) {
 // Each names the agent (Delegation.Agent) whose chat session must take it:
 // what the watcher turns into chat triggers.
 func (s *Store) pendingDelegations(ctx context.Context) ([]Delegation, error) {
-	open, err := s.Delegations(DelegationFilter{Open: true})
+	open, err := s.Delegations().List(DelegationFilter{Open: true})
 	if err != nil {
 		return nil, err
 	}
@@ -222,9 +224,10 @@ func (s *Store) takeDelegation(ctx context.Context, ses Session, id string) (Del
 	return d, took, err
 }
 
-// CompleteDelegation closes agent's delegation id with status (completed or
+// Complete closes agent's delegation id with status (completed or
 // failed) and result. Only its owner may; a pending one is taken first.
-func (s *Store) CompleteDelegation(ctx context.Context, agent, id, status, result string) (Delegation, error) {
+func (db DelegationBook) Complete(ctx context.Context, agent, id, status, result string) (Delegation, error) {
+	s := db.s
 	if status == "" {
 		status = DlgCompleted
 	}
@@ -273,7 +276,7 @@ func (s *Store) delegationFor(agent, target, id string) (*Delegation, error) {
 		}
 		return &d, nil
 	}
-	ds, err := s.Delegations(DelegationFilter{Agent: agent, Status: DlgProcessing})
+	ds, err := s.Delegations().List(DelegationFilter{Agent: agent, Status: DlgProcessing})
 	if err != nil {
 		return nil, err
 	}
@@ -311,7 +314,8 @@ type TaskConversations struct {
 
 // TaskConversations returns the delegations and conversations of task id
 // and of its parent, oldest first, with due conversation timeouts applied.
-func (s *Store) TaskConversations(ctx context.Context, cfg *Config, id string) (TaskConversations, error) {
+func (db DelegationBook) TaskConversations(ctx context.Context, cfg *Config, id string) (TaskConversations, error) {
+	s := db.s
 	t, err := s.Task(id)
 	if err != nil {
 		return TaskConversations{}, err
@@ -320,7 +324,7 @@ func (s *Store) TaskConversations(ctx context.Context, cfg *Config, id string) (
 	if t.ParentID != "" {
 		out.TaskIDs = append(out.TaskIDs, t.ParentID)
 	}
-	ds, err := s.Delegations(DelegationFilter{TaskIDs: out.TaskIDs})
+	ds, err := s.Delegations().List(DelegationFilter{TaskIDs: out.TaskIDs})
 	if err != nil {
 		return out, err
 	}
@@ -343,3 +347,11 @@ func (s *Store) TaskConversations(ctx context.Context, cfg *Config, id string) (
 	}
 	return out, nil
 }
+
+// DelegationBook is delegations/: what task sessions asked their agent's
+// chat session to do (DESIGN section 10), and the conversations that came
+// of it.
+type DelegationBook struct{ s *Store }
+
+// Delegations is the project's delegations from task sessions to chat sessions.
+func (s *Store) Delegations() DelegationBook { return DelegationBook{s: s} }

@@ -16,7 +16,7 @@ func TestDelegationTakeOver(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	d, err := s.CreateDelegation(ctx, cfg, NewDelegation{Agent: "a", TaskID: task.ID, Target: "b", Purpose: "ask b"})
+	d, err := s.Delegations().Create(ctx, cfg, NewDelegation{Agent: "a", TaskID: task.ID, Target: "b", Purpose: "ask b"})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -67,10 +67,10 @@ func TestDelegationTakeOver(t *testing.T) {
 		t.Fatalf("history: %+v", h)
 	}
 	// Only the owner reports it; then the task session works again.
-	if _, err := s.CompleteDelegation(ctx, "b", d.ID, DlgCompleted, "x"); err == nil {
+	if _, err := s.Delegations().Complete(ctx, "b", d.ID, DlgCompleted, "x"); err == nil {
 		t.Fatal("b closed a's delegation")
 	}
-	if _, err := s.CompleteDelegation(ctx, "a", d.ID, DlgFailed, "b did not answer"); err != nil {
+	if _, err := s.Delegations().Complete(ctx, "a", d.ID, DlgFailed, "b did not answer"); err != nil {
 		t.Fatal(err)
 	}
 	if n, err := s.taskWork(ctx, cfg, "a", &taskSes); err != nil || n.Action != ActWork || n.Delegations[0].Status != DlgFailed {
@@ -85,7 +85,7 @@ func TestConversationTakesDelegationTask(t *testing.T) {
 	s, cfg := newConvStore(t)
 	ctx := context.Background()
 	task, _ := s.CreateTask(ctx, cfg, NewTask{Title: "t", Assignee: "a", Requester: "h", Status: StatusInProgress})
-	d, err := s.CreateDelegation(ctx, cfg, NewDelegation{Agent: "a", TaskID: task.ID, Target: "b", Purpose: "ask b"})
+	d, err := s.Delegations().Create(ctx, cfg, NewDelegation{Agent: "a", TaskID: task.ID, Target: "b", Purpose: "ask b"})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -97,11 +97,11 @@ func TestConversationTakesDelegationTask(t *testing.T) {
 		t.Fatal(err)
 	}
 	// A conversation with someone else is not the delegation's.
-	other, _, err := s.StartConversation(ctx, cfg, NewConversation{From: "a", To: "c"})
+	other, _, err := s.Conversations().Start(ctx, cfg, NewConversation{From: "a", To: "c"})
 	if err != nil || other.TaskID != "" {
 		t.Fatalf("%+v %v", other, err)
 	}
-	c, _, err := s.StartConversation(ctx, cfg, NewConversation{From: "a", To: "b", Purpose: "ask"})
+	c, _, err := s.Conversations().Start(ctx, cfg, NewConversation{From: "a", To: "b", Purpose: "ask"})
 	if err != nil || c.TaskID != task.ID {
 		t.Fatalf("%+v %v", c, err)
 	}
@@ -109,7 +109,7 @@ func TestConversationTakesDelegationTask(t *testing.T) {
 	if len(got.Conversations) != 1 || got.Conversations[0] != c.ID {
 		t.Fatalf("delegation lists %v", got.Conversations)
 	}
-	tc, err := s.TaskConversations(ctx, cfg, task.ID)
+	tc, err := s.Delegations().TaskConversations(ctx, cfg, task.ID)
 	if err != nil || len(tc.Conversations) != 1 || len(tc.Delegations) != 1 {
 		t.Fatalf("TaskConversations: %+v %v", tc, err)
 	}

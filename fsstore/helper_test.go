@@ -155,7 +155,7 @@ func runHelper(role string, args []string) error {
 				}
 				time.Sleep(50 * time.Microsecond)
 			}
-			c, _, err := store.StartConversation(ctx, cfg, NewConversation{From: from, To: to})
+			c, _, err := store.Conversations().Start(ctx, cfg, NewConversation{From: from, To: to})
 			var ce *CodeError
 			switch {
 			case err == nil:

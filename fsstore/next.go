@@ -123,7 +123,7 @@ func (s *Store) taskWork(ctx context.Context, cfg *Config, agent string, ses *Se
 	case t.Assignee != agent || !StatusOpen(t.Status):
 		return Next{Action: ActExit, Reason: "task " + t.Status, Task: &t}, nil
 	case t.Status == StatusInProgress:
-		ds, err := s.Delegations(DelegationFilter{TaskIDs: []string{t.ID}})
+		ds, err := s.Delegations().List(DelegationFilter{TaskIDs: []string{t.ID}})
 		if err != nil {
 			return Next{}, err
 		}
@@ -214,7 +214,7 @@ func conversationWork(cfg *Config, agent string, convs []Conversation) (next *Ne
 // delegationWork is the open delegation of agent's that waits for its chat
 // session ses (nil: none, or no session yet), or nil.
 func (s *Store) delegationWork(agent string, ses *Session) (*Next, error) {
-	dlgs, err := s.Delegations(DelegationFilter{Agent: agent, Open: true})
+	dlgs, err := s.Delegations().List(DelegationFilter{Agent: agent, Open: true})
 	if err != nil {
 		return nil, err
 	}

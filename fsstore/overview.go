@@ -5,9 +5,10 @@ import (
 	"sort"
 )
 
-// PendingTriggers lists pending/<agent>.<purpose>.json, oldest first.
+// Pending lists pending/<agent>.<purpose>.json, oldest first.
 // Unreadable documents are skipped (doctor reports them).
-func (s *Store) PendingTriggers() ([]Trigger, error) {
+func (tq TriggerQueue) Pending() ([]Trigger, error) {
+	s := tq.s
 	var out []Trigger
 	err := eachDoc(s, Pending, func(_ string, t Trigger) error { out = append(out, t); return nil })
 	sort.Slice(out, func(i, j int) bool { return out[i].CreatedAt.Before(out[j].CreatedAt) })
@@ -27,3 +28,10 @@ func (s *Store) UnreadCounts(ctx context.Context, agent string) (messages, notif
 	}
 	return len(chat.Records), notes, nil
 }
+
+// TriggerQueue is pending/: the pending-purpose triggers, "start <agent>
+// for <purpose>", that authenticate takes and the watcher acts on.
+type TriggerQueue struct{ s *Store }
+
+// Triggers is the project's queue of pending-purpose triggers.
+func (s *Store) Triggers() TriggerQueue { return TriggerQueue{s: s} }

@@ -70,11 +70,12 @@ func ReadPasskeyFile(path string) (string, error) {
 	return strings.TrimSpace(string(data)), nil
 }
 
-// ClaimRun records r as runs/<agent>.<purpose>.json unless a live process
+// Claim records r as runs/<agent>.<purpose>.json unless a live process
 // already holds that slot: the claim, under the runs lock, that makes a
 // start happen once per agent and purpose. A record whose process is gone
 // is replaced (and returned as stale, so its sessions can be ended).
-func (s *Store) ClaimRun(ctx context.Context, r Run) (claimed bool, stale *Run, err error) {
+func (rt RunTable) Claim(ctx context.Context, r Run) (claimed bool, stale *Run, err error) {
+	s := rt.s
 	path, err := s.TriggerPath(Runs, r.Agent, r.Purpose)
 	if err != nil {
 		return false, nil, err
@@ -94,8 +95,9 @@ func (s *Store) ClaimRun(ctx context.Context, r Run) (claimed bool, stale *Run, 
 	return claimed, stale, err
 }
 
-// SetRunPID records the pid of a claimed run once its process started.
-func (s *Store) SetRunPID(ctx context.Context, r Run) error {
+// SetPID records the pid of a claimed run once its process started.
+func (rt RunTable) SetPID(ctx context.Context, r Run) error {
+	s := rt.s
 	path, err := s.TriggerPath(Runs, r.Agent, r.Purpose)
 	if err != nil {
 		return err
@@ -110,10 +112,11 @@ func (s *Store) SetRunPID(ctx context.Context, r Run) error {
 	return err
 }
 
-// ReleaseRun removes the run record of id (if it is still that run's) and
+// Release removes the run record of id (if it is still that run's) and
 // ends the sessions its process opened: their conversations end with
 // session_expired (EndSession's hook).
-func (s *Store) ReleaseRun(ctx context.Context, r Run) error {
+func (rt RunTable) Release(ctx context.Context, r Run) error {
+	s := rt.s
 	path, err := s.TriggerPath(Runs, r.Agent, r.Purpose)
 	if err != nil {
 		return err
@@ -139,11 +142,12 @@ func (s *Store) ReleaseRun(ctx context.Context, r Run) error {
 	if err != nil {
 		return fmt.Errorf("release run %s: %w", r.ID, err)
 	}
-	return s.EndRunSessions(ctx, r.ID)
+	return s.Runs().EndSessions(ctx, r.ID)
 }
 
-// EndRunSessions ends the live sessions opened by run id.
-func (s *Store) EndRunSessions(ctx context.Context, id string) error {
+// EndSessions ends the live sessions opened by run id.
+func (rt RunTable) EndSessions(ctx context.Context, id string) error {
+	s := rt.s
 	live, err := s.LiveSessions(time.Now())
 	if err != nil {
 		return err
@@ -158,17 +162,19 @@ func (s *Store) EndRunSessions(ctx context.Context, id string) error {
 	return nil
 }
 
-// Runs lists runs/, oldest first. Unreadable records are skipped.
-func (s *Store) Runs() ([]Run, error) {
+// List lists runs/, oldest first. Unreadable records are skipped.
+func (rt RunTable) List() ([]Run, error) {
+	s := rt.s
 	var out []Run
 	err := eachDoc(s, Runs, func(_ string, r Run) error { out = append(out, r); return nil })
 	slices.SortFunc(out, func(a, b Run) int { return a.StartedAt.Compare(b.StartedAt) })
 	return out, err
 }
 
-// ExpireTrigger removes agent's trigger for purpose if it is older than
+// Expire removes agent's trigger for purpose if it is older than
 // ttl at now, under the pending lock, and reports whether it did.
-func (s *Store) ExpireTrigger(ctx context.Context, agent, purpose string, ttl time.Duration, now time.Time) (Trigger, bool, error) {
+func (tq TriggerQueue) Expire(ctx context.Context, agent, purpose string, ttl time.Duration, now time.Time) (Trigger, bool, error) {
+	s := tq.s
 	path, err := s.TriggerPath(Pending, agent, purpose)
 	if err != nil {
 		return Trigger{}, false, err
@@ -201,10 +207,11 @@ func (s *Store) SweepSessions(ctx context.Context) error {
 	return err
 }
 
-// OpenRunLog opens run's log file (logs/<agent>/...) for appending,
+// OpenLog opens run's log file (logs/<agent>/...) for appending,
 // creating it and its directory: the started process writes its output
 // there.
-func (s *Store) OpenRunLog(run Run) (*os.File, error) {
+func (rt RunTable) OpenLog(run Run) (*os.File, error) {
+	s := rt.s
 	if err := s.mkdirAll(filepath.Dir(run.Log)); err != nil {
 		return nil, fmt.Errorf("run log %s: %w", s.Rel(run.Log), err)
 	}
@@ -215,9 +222,10 @@ func (s *Store) OpenRunLog(run Run) (*os.File, error) {
 	return f, nil
 }
 
-// TriggerUntaken says whether agent's trigger for purpose, written before
+// Untaken says whether agent's trigger for purpose, written before
 // since, still waits: a process started for it exited without taking it.
-func (s *Store) TriggerUntaken(agent, purpose string, since time.Time) bool {
+func (tq TriggerQueue) Untaken(agent, purpose string, since time.Time) bool {
+	s := tq.s
 	path, err := s.TriggerPath(Pending, agent, purpose)
 	if err != nil {
 		return false
@@ -225,3 +233,10 @@ func (s *Store) TriggerUntaken(agent, purpose string, since time.Time) bool {
 	var t Trigger
 	return s.readDoc(path, &t) == nil && t.CreatedAt.Before(since)
 }
+
+// RunTable is runs/: the processes aipm watch started, one per agent and
+// purpose, with their logs and what their end does to sessions.
+type RunTable struct{ s *Store }
+
+// Runs is the project's table of the processes the watcher started.
+func (s *Store) Runs() RunTable { return RunTable{s: s} }

@@ -70,16 +70,18 @@ type Trigger struct {
 	CreatedAt time.Time `json:"createdAt"`
 }
 
-// WriteTrigger records a pending-purpose trigger (the watcher's job; tests
+// Write records a pending-purpose trigger (the watcher's job; tests
 // and humans may do it too). An existing trigger is kept.
-func (s *Store) WriteTrigger(ctx context.Context, t Trigger) error {
-	_, err := s.AddTrigger(ctx, t)
+func (tq TriggerQueue) Write(ctx context.Context, t Trigger) error {
+	s := tq.s
+	_, err := s.Triggers().Add(ctx, t)
 	return err
 }
 
-// AddTrigger is WriteTrigger, saying whether it wrote (false: a trigger of
+// Add is WriteTrigger, saying whether it wrote (false: a trigger of
 // that agent and purpose was already pending).
-func (s *Store) AddTrigger(ctx context.Context, t Trigger) (bool, error) {
+func (tq TriggerQueue) Add(ctx context.Context, t Trigger) (bool, error) {
+	s := tq.s
 	path, err := s.TriggerPath(Pending, t.Agent, t.Purpose)
 	if err != nil {
 		return false, err

@@ -204,7 +204,7 @@ func call(t testing.TB, cs *mcp.ClientSession, tool string, args map[string]any)
 // does (AIPM_PURPOSE), and returns its token.
 func (p *project) authenticate(cs *mcp.ClientSession, agent, purpose string) string {
 	p.t.Helper()
-	if err := p.store.WriteTrigger(context.Background(), fsstore.Trigger{Agent: agent, Purpose: purpose, Reason: "test"}); err != nil {
+	if err := p.store.Triggers().Write(context.Background(), fsstore.Trigger{Agent: agent, Purpose: purpose, Reason: "test"}); err != nil {
 		p.t.Fatal(err)
 	}
 	r := call(p.t, cs, "authenticate", map[string]any{"agent_id": agent, "passkey": p.passkeys[agent], "purpose": purpose})

@@ -232,7 +232,7 @@ func delegationProgress(n fsstore.Next) string {
 // carrying out (those listing conversation cnv, when given): the task
 // session waits for report_delegation_completed.
 func (s *Server) delegationReminder(ses fsstore.Session, cnv string) string {
-	ds, err := s.store.Delegations(fsstore.DelegationFilter{Agent: ses.Agent, Status: fsstore.DlgProcessing})
+	ds, err := s.store.Delegations().List(fsstore.DelegationFilter{Agent: ses.Agent, Status: fsstore.DlgProcessing})
 	if err != nil {
 		return ""
 	}

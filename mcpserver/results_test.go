@@ -256,7 +256,7 @@ func TestNotificationLineInStructuredContent(t *testing.T) {
 		t.Helper()
 		for _, c := range calls {
 			if c.tool == "authenticate" {
-				if err := p.store.WriteTrigger(context.Background(), fsstore.Trigger{Agent: "coder", Purpose: "chat", Reason: "test"}); err != nil {
+				if err := p.store.Triggers().Write(context.Background(), fsstore.Trigger{Agent: "coder", Purpose: "chat", Reason: "test"}); err != nil {
 					t.Fatal(err)
 				}
 			}

@@ -66,7 +66,7 @@ func TestCredentialFromEnvironment(t *testing.T) {
 				}
 			})
 			cs := p.connectClient(client, "", env, os.Stderr)
-			if err := p.store.WriteTrigger(context.Background(), fsstore.Trigger{Agent: "coder", Purpose: "chat", Reason: "test"}); err != nil {
+			if err := p.store.Triggers().Write(context.Background(), fsstore.Trigger{Agent: "coder", Purpose: "chat", Reason: "test"}); err != nil {
 				t.Fatal(err)
 			}
 			r := call(t, cs, "authenticate", map[string]any{"agent_id": "coder"})

@@ -116,7 +116,7 @@ func addGetPendingMessages(srv *mcp.Server, s *Server, tool *mcp.Tool) {
 		if err != nil {
 			return nil, PendingMessagesOut{}, fromStore(err, "agent_not_found")
 		}
-		dlgs, err := s.store.Delegations(fsstore.DelegationFilter{Agent: ses.Agent, Open: true})
+		dlgs, err := s.store.Delegations().List(fsstore.DelegationFilter{Agent: ses.Agent, Open: true})
 		if err != nil {
 			return nil, PendingMessagesOut{}, fromStore(err, "delegation_not_found")
 		}

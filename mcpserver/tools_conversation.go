@@ -73,7 +73,7 @@ func addStartConversation(srv *mcp.Server, s *Server, tool *mcp.Tool) {
 		if err != nil {
 			return nil, ConversationOut{}, toolErr("config_invalid", err.Error())
 		}
-		c, msg, err := s.store.StartConversation(ctx, cfg, fsstore.NewConversation{
+		c, msg, err := s.store.Conversations().Start(ctx, cfg, fsstore.NewConversation{
 			From: ses.Agent, To: in.TargetAgentID, Purpose: in.Purpose, InitialMessage: in.InitialMessage, MaxTurns: in.MaxTurns,
 			DelegationID: in.DelegationID,
 		})
@@ -115,7 +115,7 @@ func addEndConversation(srv *mcp.Server, s *Server, tool *mcp.Tool) {
 		if err != nil {
 			return nil, ConversationOut{}, toolErr("config_invalid", err.Error())
 		}
-		c, err := s.store.EndConversation(ctx, cfg, ses.Agent, in.ConversationID)
+		c, err := s.store.Conversations().End(ctx, cfg, ses.Agent, in.ConversationID)
 		if err != nil {
 			return nil, ConversationOut{}, fromStore(err, "conversation_not_found")
 		}
@@ -160,7 +160,7 @@ func addSendConversationMessage(srv *mcp.Server, s *Server, tool *mcp.Tool) {
 		if err != nil {
 			return nil, ConversationOut{}, toolErr("config_invalid", err.Error())
 		}
-		msg, c, err := s.store.SendConversationMessage(ctx, cfg, ses.Agent, in.ConversationID, in.Content)
+		msg, c, err := s.store.Conversations().Send(ctx, cfg, ses.Agent, in.ConversationID, in.Content)
 		if err != nil {
 			return nil, ConversationOut{}, fromStore(err, "conversation_not_found")
 		}
@@ -213,7 +213,7 @@ func addGetConversationMessages(srv *mcp.Server, s *Server, tool *mcp.Tool) {
 		if err != nil {
 			return nil, ConversationMessagesOut{}, toolErr("config_invalid", err.Error())
 		}
-		c, msgs, more, err := s.store.ConversationMessages(ctx, cfg, ses.Agent, in.ConversationID, limit)
+		c, msgs, more, err := s.store.Conversations().Messages(ctx, cfg, ses.Agent, in.ConversationID, limit)
 		if err != nil {
 			return nil, ConversationMessagesOut{}, fromStore(err, "conversation_not_found")
 		}

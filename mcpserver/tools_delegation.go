@@ -44,7 +44,7 @@ func addDelegate(srv *mcp.Server, s *Server, tool *mcp.Tool) {
 		if err != nil {
 			return nil, DelegationOut{}, toolErr("config_invalid", err.Error())
 		}
-		d, err := s.store.CreateDelegation(ctx, cfg, fsstore.NewDelegation{
+		d, err := s.store.Delegations().Create(ctx, cfg, fsstore.NewDelegation{
 			Agent: ses.Agent, TaskID: ses.TaskID, Target: in.TargetAgentID, Purpose: in.Purpose, Context: in.Context,
 		})
 		if err != nil {
@@ -81,7 +81,7 @@ func reportDelegationTool() toolSpec {
 func addReportDelegation(srv *mcp.Server, s *Server, tool *mcp.Tool) {
 	addTool(s, srv, tool, func(ctx context.Context, _ *mcp.CallToolRequest, in ReportDelegationIn) (*mcp.CallToolResult, DelegationOut, error) {
 		ses := sessionFrom(ctx)
-		d, err := s.store.CompleteDelegation(ctx, ses.Agent, in.DelegationID, in.Status, in.Result)
+		d, err := s.store.Delegations().Complete(ctx, ses.Agent, in.DelegationID, in.Status, in.Result)
 		if err != nil {
 			return nil, DelegationOut{}, fromStore(err, "delegation_not_found")
 		}
@@ -123,7 +123,7 @@ func addGetTaskConversations(srv *mcp.Server, s *Server, tool *mcp.Tool) {
 		if err != nil {
 			return nil, TaskConversationsOut{}, toolErr("config_invalid", err.Error())
 		}
-		tc, err := s.store.TaskConversations(ctx, cfg, ses.TaskID)
+		tc, err := s.store.Delegations().TaskConversations(ctx, cfg, ses.TaskID)
 		if err != nil {
 			return nil, TaskConversationsOut{}, fromStore(err, "task_not_found")
 		}

@@ -56,7 +56,7 @@ func addRequestTask(srv *mcp.Server, s *Server, tool *mcp.Tool) {
 		var got fsstore.RequestedTask
 		var notice error // the task exists, but telling someone failed
 		create := func() (string, error) {
-			got, notice = s.store.RequestTask(ctx, cfg, req)
+			got, notice = s.store.FromChat().RequestTask(ctx, cfg, req)
 			if got.Task.ID == "" {
 				return "", notice
 			}
@@ -125,7 +125,7 @@ func addNotifyTaskSession(srv *mcp.Server, s *Server, tool *mcp.Tool) {
 				text = body
 			}
 			var err error
-			n, err = s.store.NotifyTaskSession(ctx, ses.Agent, msg.SenderID, text, in.RelatedTaskID)
+			n, err = s.store.FromChat().NotifyTaskSession(ctx, ses.Agent, msg.SenderID, text, in.RelatedTaskID)
 			return n.ID, err
 		})
 		if err != nil {
@@ -167,7 +167,7 @@ func addUpdateTaskFromChat(srv *mcp.Server, s *Server, tool *mcp.Tool) {
 		var t fsstore.Task
 		err = s.store.WithMarker(ctx, ses.Agent, fsstore.MarkerAdjust, func(msg fsstore.Message, _ string) (string, error) {
 			var err error
-			t, err = s.store.UpdateTaskFromChat(ctx, cfg, ses.Agent, msg.SenderID, in.TaskID, in.Description, in.Status)
+			t, err = s.store.FromChat().UpdateTask(ctx, cfg, ses.Agent, msg.SenderID, in.TaskID, in.Description, in.Status)
 			return t.ID, err
 		})
 		if err != nil {
@@ -204,7 +204,7 @@ func addStartTaskFromChat(srv *mcp.Server, s *Server, tool *mcp.Tool) {
 		var t fsstore.Task
 		err = s.store.WithMarker(ctx, ses.Agent, fsstore.MarkerStart, func(msg fsstore.Message, _ string) (string, error) {
 			var err error
-			t, err = s.store.StartTaskFromChat(ctx, cfg, ses.Agent, msg.SenderID, in.TaskID)
+			t, err = s.store.FromChat().StartTask(ctx, cfg, ses.Agent, msg.SenderID, in.TaskID)
 			return t.ID, err
 		})
 		if err != nil {

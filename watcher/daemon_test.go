@@ -75,7 +75,7 @@ func helper(role string) error {
 		}
 		if agent == "coder" && os.Getenv(fsstore.EnvPurpose) == fsstore.PurposeChat {
 			store.Unread(ctx, agent, 100, false)
-			if _, _, err := store.StartConversation(ctx, cfg, fsstore.NewConversation{From: agent, To: "reviewer", Purpose: "test"}); err != nil {
+			if _, _, err := store.Conversations().Start(ctx, cfg, fsstore.NewConversation{From: agent, To: "reviewer", Purpose: "test"}); err != nil {
 				return err
 			}
 		}
@@ -282,7 +282,7 @@ func TestOnceTriggers(t *testing.T) {
 	p := newProject(t, "", nil)
 	ctx := context.Background()
 	p.send("lead", "coder", "hello")
-	if _, _, err := p.store.StartConversation(ctx, p.cfg(), fsstore.NewConversation{From: "coder", To: "reviewer"}); err != nil {
+	if _, _, err := p.store.Conversations().Start(ctx, p.cfg(), fsstore.NewConversation{From: "coder", To: "reviewer"}); err != nil {
 		t.Fatal(err)
 	}
 	task := p.startedTask("reviewer")
@@ -400,7 +400,7 @@ func TestTriggerExpiry(t *testing.T) {
 	p := newProject(t, `trigger_ttl = "1s"`, nil)
 	ctx := context.Background()
 	old := time.Now().Add(-time.Hour).UTC()
-	if err := p.store.WriteTrigger(ctx, fsstore.Trigger{Agent: "coder", Purpose: fsstore.PurposeChat, Reason: "test", CreatedAt: old}); err != nil {
+	if err := p.store.Triggers().Write(ctx, fsstore.Trigger{Agent: "coder", Purpose: fsstore.PurposeChat, Reason: "test", CreatedAt: old}); err != nil {
 		t.Fatal(err)
 	}
 	for i := 0; i < 2; i++ {
@@ -442,7 +442,7 @@ func TestKilledAgentEndsSessions(t *testing.T) {
 	p.send("lead", "coder", "play with reviewer")
 	var run fsstore.Run
 	eventually(t, "coder's run and its conversation", func() bool {
-		convs, _ := p.store.ListConversations(ctx, p.cfg(), false)
+		convs, _ := p.store.Conversations().List(ctx, p.cfg(), false)
 		if readDoc(p.path("runs/coder.chat.json"), &run) != nil || len(convs) != 1 {
 			return false
 		}
@@ -453,7 +453,7 @@ func TestKilledAgentEndsSessions(t *testing.T) {
 		t.Fatal(err)
 	}
 	eventually(t, "the run released and the conversation ended", func() bool {
-		all, _ := p.store.ListConversations(ctx, p.cfg(), true)
+		all, _ := p.store.Conversations().List(ctx, p.cfg(), true)
 		return !p.exists("runs/coder.chat.json") && len(all) == 1 && all[0].EndReason == fsstore.ReasonSessionExpired
 	})
 	if live, _ := p.store.LiveSessions(time.Now()); len(live) != 0 {
@@ -558,7 +558,7 @@ func TestDelegationTrigger(t *testing.T) {
 	if taskSes.TaskID != task.ID {
 		t.Fatalf("task session on %q, want %s", taskSes.TaskID, task.ID)
 	}
-	dlg, err := p.store.CreateDelegation(ctx, p.cfg(), fsstore.NewDelegation{Agent: "coder", TaskID: task.ID, Target: "reviewer", Purpose: "6-round shiritori"})
+	dlg, err := p.store.Delegations().Create(ctx, p.cfg(), fsstore.NewDelegation{Agent: "coder", TaskID: task.ID, Target: "reviewer", Purpose: "6-round shiritori"})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -610,7 +610,7 @@ func TestDelegationTrigger(t *testing.T) {
 
 	// Closed, it starts nobody.
 	os.Remove(p.path("pending/coder.chat.json"))
-	if _, err := p.store.CompleteDelegation(ctx, "coder", dlg.ID, fsstore.DlgCompleted, "done"); err != nil {
+	if _, err := p.store.Delegations().Complete(ctx, "coder", dlg.ID, fsstore.DlgCompleted, "done"); err != nil {
 		t.Fatal(err)
 	}
 	once()

@@ -90,7 +90,7 @@ func reactSessions(d *Daemon, p *Pass) error {
 // without this watcher seeing them exit (started by a previous watcher):
 // their sessions end.
 func reactRuns(d *Daemon, p *Pass) error {
-	runs, err := d.store.Runs()
+	runs, err := d.store.Runs().List()
 	if err != nil {
 		return err
 	}
@@ -104,7 +104,7 @@ func reactRuns(d *Daemon, p *Pass) error {
 			continue
 		}
 		d.log.Info("agent process gone", "agent", r.Agent, "purpose", r.Purpose, "pid", r.PID, "run", r.ID)
-		if err := d.store.ReleaseRun(p.Ctx, r); err != nil {
+		if err := d.store.Runs().Release(p.Ctx, r); err != nil {
 			return err
 		}
 	}
@@ -118,7 +118,7 @@ const adoptedPoll = time.Second
 // reactConversations applies due conversation timeouts (listing does) and
 // asks for a pass at the next deadline.
 func reactConversations(d *Daemon, p *Pass) error {
-	convs, err := d.store.ListConversations(p.Ctx, p.Cfg, false)
+	convs, err := d.store.Conversations().List(p.Ctx, p.Cfg, false)
 	if err != nil {
 		return err
 	}
@@ -132,13 +132,13 @@ func reactConversations(d *Daemon, p *Pass) error {
 // so in a system message to the agent's parent (or, without one, to the
 // project's humans), so that the one who asked learns it.
 func reactTriggerTTL(d *Daemon, p *Pass) error {
-	triggers, err := d.store.PendingTriggers()
+	triggers, err := d.store.Triggers().Pending()
 	if err != nil {
 		return err
 	}
 	ttl := p.Cfg.Defaults.TriggerTTL.Duration
 	for _, t := range triggers {
-		expired, ok, err := d.store.ExpireTrigger(p.Ctx, t.Agent, t.Purpose, ttl, p.Now)
+		expired, ok, err := d.store.Triggers().Expire(p.Ctx, t.Agent, t.Purpose, ttl, p.Now)
 		if err != nil {
 			return err
 		}
@@ -199,7 +199,7 @@ func reactTriggers(d *Daemon, p *Pass) error {
 			if purpose == fsstore.PurposeTask {
 				t.TaskID, t.Reason = next.Task.ID, "task in progress"
 			}
-			wrote, err := d.store.AddTrigger(p.Ctx, t)
+			wrote, err := d.store.Triggers().Add(p.Ctx, t)
 			if err != nil {
 				return err
 			}
@@ -268,7 +268,7 @@ func reactStarts(d *Daemon, p *Pass) error {
 	if d.once {
 		return nil
 	}
-	triggers, err := d.store.PendingTriggers()
+	triggers, err := d.store.Triggers().Pending()
 	if err != nil {
 		return err
 	}

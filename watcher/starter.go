@@ -84,7 +84,7 @@ func (st *starter) start(ctx context.Context, cfg *fsstore.Config, a fsstore.Age
 		ID: fsstore.NewID("run_"), Agent: a.ID, Purpose: t.Purpose, Command: a.Command, Reason: t.Reason, StartedAt: now,
 		Log: filepath.Join(logDir, now.Format("20060102T150405.000000000Z")+"."+t.Purpose+".log"),
 	}
-	claimed, stale, err := st.store.ClaimRun(ctx, run)
+	claimed, stale, err := st.store.Runs().Claim(ctx, run)
 	if err != nil {
 		st.log.Error("claim run", "agent", a.ID, "purpose", t.Purpose, "err", err)
 		return time.Time{}
@@ -93,11 +93,11 @@ func (st *starter) start(ctx context.Context, cfg *fsstore.Config, a fsstore.Age
 		return time.Time{} // a live process holds it (a previous watcher's)
 	}
 	if stale != nil {
-		st.store.EndRunSessions(ctx, stale.ID)
+		st.store.Runs().EndSessions(ctx, stale.ID)
 	}
 	if err := st.spawn(cfg, a, t, &run, cred); err != nil {
 		st.log.Error("agent start failed", "agent", a.ID, "purpose", t.Purpose, "err", err, "cooldown", cfg.Defaults.SpawnCooldown.Duration)
-		st.store.ReleaseRun(ctx, run)
+		st.store.Runs().Release(ctx, run)
 		st.cooldown[k] = time.Now().Add(cfg.Defaults.SpawnCooldown.Duration)
 		return st.cooldown[k]
 	}
@@ -106,7 +106,7 @@ func (st *starter) start(ctx context.Context, cfg *fsstore.Config, a fsstore.Age
 }
 
 func (st *starter) spawn(cfg *fsstore.Config, a fsstore.Agent, t fsstore.Trigger, run *fsstore.Run, cred string) error {
-	out, err := st.store.OpenRunLog(*run)
+	out, err := st.store.Runs().OpenLog(*run)
 	if err != nil {
 		return err
 	}
@@ -142,7 +142,7 @@ func (st *starter) spawn(cfg *fsstore.Config, a fsstore.Agent, t fsstore.Trigger
 	run.PID = cmd.Process.Pid
 	p := &proc{run: *run, cmd: cmd, done: make(chan struct{})}
 	st.running[key(a.ID, t.Purpose)] = p
-	if err := st.store.SetRunPID(context.Background(), *run); err != nil {
+	if err := st.store.Runs().SetPID(context.Background(), *run); err != nil {
 		st.log.Error("record run pid", "run", run.ID, "err", err)
 	}
 	go func() {
@@ -162,7 +162,7 @@ func (st *starter) finished(ctx context.Context, cfg *fsstore.Config, n exitNote
 	if st.running[k] == n.p {
 		delete(st.running, k)
 	}
-	if err := st.store.ReleaseRun(ctx, r); err != nil {
+	if err := st.store.Runs().Release(ctx, r); err != nil {
 		st.log.Error("release run", "run", r.ID, "err", err)
 	}
 	failed := n.err != nil && !st.stopping
@@ -171,7 +171,7 @@ func (st *starter) finished(ctx context.Context, cfg *fsstore.Config, n exitNote
 		reason = n.err.Error()
 	}
 	if !failed {
-		if st.store.TriggerUntaken(r.Agent, r.Purpose, r.StartedAt) {
+		if st.store.Triggers().Untaken(r.Agent, r.Purpose, r.StartedAt) {
 			failed, reason = true, "exited without taking its trigger (did it authenticate?)"
 		}
 	}

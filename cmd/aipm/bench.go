@@ -209,7 +209,7 @@ func (b *bench) serve(store *fsstore.Store, agent, passkey string, stderr io.Wri
 	if err != nil {
 		return nil, fmt.Errorf("start aipm serve: %w", err)
 	}
-	if err := store.WriteTrigger(b.ctx, fsstore.Trigger{Agent: agent, Purpose: fsstore.PurposeChat, Reason: "bench"}); err != nil {
+	if err := store.Triggers().Write(b.ctx, fsstore.Trigger{Agent: agent, Purpose: fsstore.PurposeChat, Reason: "bench"}); err != nil {
 		return nil, err
 	}
 	var out struct {
@@ -866,7 +866,7 @@ func (b *bench) startup() ([]benchRow, error) {
 		}
 		floorLat = append(floorLat, time.Since(start))
 
-		if err := store.WriteTrigger(b.ctx, fsstore.Trigger{Agent: "a", Purpose: fsstore.PurposeChat, Reason: "bench"}); err != nil {
+		if err := store.Triggers().Write(b.ctx, fsstore.Trigger{Agent: "a", Purpose: fsstore.PurposeChat, Reason: "bench"}); err != nil {
 			return nil, err
 		}
 		start = time.Now()

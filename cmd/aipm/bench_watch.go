@@ -91,7 +91,7 @@ func (b *bench) watchBench() ([]benchRow, error) {
 		execFloor = append(execFloor, time.Since(start))
 		var ses fsstore.Session
 		lat, err := waitFor(ctx, hub, sessions, func() error {
-			return store.WriteTrigger(ctx, fsstore.Trigger{Agent: "coder", Purpose: fsstore.PurposeChat, Reason: "bench"})
+			return store.Triggers().Write(ctx, fsstore.Trigger{Agent: "coder", Purpose: fsstore.PurposeChat, Reason: "bench"})
 		}, func() bool {
 			live, _ := store.LiveSessions(time.Now())
 			if len(live) > 0 {
@@ -108,7 +108,7 @@ func (b *bench) watchBench() ([]benchRow, error) {
 		}
 		runs := store.CollectionDir(fsstore.Runs)
 		if _, err := waitFor(ctx, hub, runs, func() error { return nil }, func() bool {
-			r, _ := store.Runs()
+			r, _ := store.Runs().List()
 			return len(r) == 0
 		}); err != nil {
 			return nil, err

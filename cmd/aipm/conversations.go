@@ -43,7 +43,7 @@ func conversationsRun(ctx context.Context, o *conversationsOptions) error {
 	if err != nil {
 		return err
 	}
-	cs, err := store.ListConversations(ctx, cfg, o.All)
+	cs, err := store.Conversations().List(ctx, cfg, o.All)
 	if err != nil {
 		return fmt.Errorf("conversations: %w", err)
 	}
@@ -126,7 +126,7 @@ func conversationShowRun(ctx context.Context, o *conversationShowOptions) error 
 	if err != nil {
 		return asUsage(err)
 	}
-	c, msgs, err := store.ConversationLog(ctx, cfg, id)
+	c, msgs, err := store.Conversations().Log(ctx, cfg, id)
 	if err != nil {
 		return fmt.Errorf("conversation show: %w", err)
 	}
@@ -211,7 +211,7 @@ func delegationsRun(o *delegationsOptions) error {
 	if err != nil {
 		return err
 	}
-	ds, err := store.Delegations(fsstore.DelegationFilter{Open: !o.All})
+	ds, err := store.Delegations().List(fsstore.DelegationFilter{Open: !o.All})
 	if err != nil {
 		return fmt.Errorf("delegations: %w", err)
 	}

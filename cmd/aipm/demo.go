@@ -195,7 +195,7 @@ func (d *demo) delegatedShiritori() error {
 	}
 	return d.until("the delegated shiritori to end, the task to be done and every agent to exit", func() bool {
 		t, err := d.store.Task(id)
-		runs, _ := d.store.Runs()
+		runs, _ := d.store.Runs().List()
 		return err == nil && t.Status == fsstore.StatusDone && len(runs) == 0
 	})
 }
@@ -219,7 +219,7 @@ func (d *demo) handEditInterrupts() error {
 	}
 	return d.until("coder to report blocked and exit", func() bool {
 		t, err := d.store.Task(id)
-		runs, _ := d.store.Runs()
+		runs, _ := d.store.Runs().List()
 		return err == nil && t.Result == "blocked" && len(runs) == 0
 	})
 }
@@ -233,7 +233,7 @@ func (d *demo) summary() error {
 			return err
 		}
 	}
-	convs, _ := d.store.ListConversations(d.ctx, mustConfig(d.store), true)
+	convs, _ := d.store.Conversations().List(d.ctx, mustConfig(d.store), true)
 	for _, c := range convs {
 		d.printf("\nconversation %s: %s → %s, %s after %d turns (%s)\n", c.ID, c.Initiator, c.Participant, c.State, c.Turns, c.EndReason)
 	}
@@ -349,7 +349,7 @@ func (d *demo) followState(ctx context.Context) (stop func()) {
 			}
 			d.printf("  state | task %s (%s) is %s\n", t.ID, t.Assignee, t.Status)
 		}
-		dlgs, _ := d.store.Delegations(fsstore.DelegationFilter{})
+		dlgs, _ := d.store.Delegations().List(fsstore.DelegationFilter{})
 		for _, g := range dlgs {
 			if seen[g.ID] == g.Status {
 				continue

@@ -235,7 +235,7 @@ func printTasks(e *env, w io.Writer, r *statusReport) error {
 }
 
 func collectTriggers(ctx context.Context, store *fsstore.Store, cfg *fsstore.Config, r *statusReport) error {
-	ts, err := store.PendingTriggers()
+	ts, err := store.Triggers().Pending()
 	r.Triggers = append(r.Triggers, ts...)
 	return err
 }
@@ -253,7 +253,7 @@ func printTriggers(e *env, w io.Writer, r *statusReport) error {
 }
 
 func collectConversations(ctx context.Context, store *fsstore.Store, cfg *fsstore.Config, r *statusReport) error {
-	cs, err := store.ListConversations(ctx, cfg, false)
+	cs, err := store.Conversations().List(ctx, cfg, false)
 	r.Conversations = append(r.Conversations, cs...)
 	return err
 }
@@ -267,7 +267,7 @@ func printConversations(e *env, w io.Writer, r *statusReport) error {
 }
 
 func collectDelegations(ctx context.Context, store *fsstore.Store, cfg *fsstore.Config, r *statusReport) error {
-	ds, err := store.Delegations(fsstore.DelegationFilter{Open: true})
+	ds, err := store.Delegations().List(fsstore.DelegationFilter{Open: true})
 	r.Delegations = append(r.Delegations, ds...)
 	return err
 }

@@ -27,7 +27,7 @@ func collectWatch(_ context.Context, store *fsstore.Store, _ *fsstore.Config, r 
 	if info != nil {
 		w.Running, w.PID, w.StartedAt = true, info.PID, info.StartedAt
 	}
-	runs, err := store.Runs()
+	runs, err := store.Runs().List()
 	if err != nil {
 		return err
 	}

@@ -129,7 +129,7 @@ func removable(cfg *Config, agent, configName string) error {
 // agentInUse records agent's open tasks in out and returns its live
 // sessions.
 func (s *Store) agentInUse(agent string, out *RemovedAgent) ([]Session, error) {
-	tasks, _, err := s.Tasks(TaskFilter{Assignee: agent, Open: true})
+	tasks, _, _, err := s.Tasks(TaskFilter{Assignee: agent, Open: true})
 	if err != nil {
 		return nil, err
 	}

@@ -173,7 +173,7 @@ func (s *Store) chatWork(ctx context.Context, cfg *Config, agent string, ses *Se
 	if ses == nil {
 		return Next{Action: ActWait, Until: until}, nil
 	}
-	unread, err := s.SessionNotifications(ctx, *ses, true) // only those that concern this session (DESIGN section 6)
+	unread, _, err := s.SessionNotifications(ctx, *ses, true, 0) // only those that concern this session (DESIGN section 6)
 	if err != nil {
 		return Next{}, err
 	}

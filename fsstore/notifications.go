@@ -251,16 +251,10 @@ func (s *Store) Notify(ctx context.Context, agent string, n Notification) (Notif
 }
 
 // SessionNotifications returns the unread notifications that concern ses,
-// oldest first. Unless peek, they are handed to the session and marked read
-// when it makes its next call (Acknowledge).
-func (s *Store) SessionNotifications(ctx context.Context, ses Session, peek bool) ([]Notification, error) {
-	out, _, err := s.sessionNotifications(ctx, ses, peek, 0)
-	return out, err
-}
-
-// NotificationBatch is SessionNotifications for at most limit of them, the
-// oldest; more says others wait.
-func (s *Store) NotificationBatch(ctx context.Context, ses Session, peek bool, limit int) (ns []Notification, more bool, err error) {
+// the oldest first, at most limit of them (0: all); more says others wait.
+// Unless peek, they are handed to the session and marked read when it
+// makes its next call (Acknowledge).
+func (s *Store) SessionNotifications(ctx context.Context, ses Session, peek bool, limit int) (ns []Notification, more bool, err error) {
 	return s.sessionNotifications(ctx, ses, peek, limit)
 }
 

@@ -24,7 +24,7 @@ func TestUnreadCountsFollowTheSessions(t *testing.T) {
 	}
 	read := func(ses Session) {
 		t.Helper()
-		if _, err := s.SessionNotifications(ctx, ses, false); err != nil {
+		if _, _, err := s.SessionNotifications(ctx, ses, false, 0); err != nil {
 			t.Fatal(err)
 		}
 		if err := s.Acknowledge(ctx, ses.Agent, ses.ID); err != nil {

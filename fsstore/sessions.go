@@ -419,7 +419,7 @@ func (s *Store) choosePurpose(ctx context.Context, cfg *Config, agent, requested
 
 // taskInProgress returns the agent's oldest in-progress task, or "".
 func (s *Store) taskInProgress(agent string) string {
-	tasks, _, err := s.Tasks(TaskFilter{Status: StatusInProgress, Assignee: agent})
+	tasks, _, _, err := s.Tasks(TaskFilter{Status: StatusInProgress, Assignee: agent})
 	if err != nil || len(tasks) == 0 {
 		return ""
 	}

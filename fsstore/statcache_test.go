@@ -43,7 +43,7 @@ func TestCachesFollowOtherWriters(t *testing.T) {
 	if n, count, err := s.Interrupt(ctx, ses); err != nil || n == nil || count != 2 {
 		t.Fatalf("after an interrupt: %v, %d unread, %v; want the interrupt and 2", n, count, err)
 	}
-	if _, err := other.SessionNotifications(ctx, ses, false); err != nil {
+	if _, _, err := other.SessionNotifications(ctx, ses, false, 0); err != nil {
 		t.Fatal(err)
 	}
 	if err := other.Acknowledge(ctx, "b", ses.ID); err != nil {

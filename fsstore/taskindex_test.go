@@ -17,7 +17,7 @@ func (quiet) WatchDir(string, func(string)) (func(), error) { return func() {}, 
 // A listing whose index is stale about a task (edited in place, its event
 // not yet arrived) checks the document it read against the filter, passes
 // it over and looks further, so a page is still full and has_more true.
-func TestTasksPageLooksPastStaleEntries(t *testing.T) {
+func TestTasksLooksPastStaleEntries(t *testing.T) {
 	s, cfg := newConvStore(t)
 	ctx := context.Background()
 	s.WatchTasks(quiet{})
@@ -30,7 +30,7 @@ func TestTasksPageLooksPastStaleEntries(t *testing.T) {
 		ids = append(ids, task.ID)
 	}
 	slices.Reverse(ids) // newest first
-	if tasks, _, _, err := s.TasksPage(TaskFilter{Assignee: "a"}, 0); err != nil || len(tasks) != 4 {
+	if tasks, _, _, err := s.Tasks(TaskFilter{Assignee: "a"}); err != nil || len(tasks) != 4 {
 		t.Fatalf("before: %v %v", tasks, err)
 	}
 	// The two newest move to b in place; the index has not heard of it.
@@ -49,7 +49,7 @@ func TestTasksPageLooksPastStaleEntries(t *testing.T) {
 		want  []string
 		more  bool
 	}{{1, ids[2:3], true}, {2, ids[2:], false}, {0, ids[2:], false}} {
-		tasks, more, _, err := s.TasksPage(TaskFilter{Assignee: "a"}, tc.limit)
+		tasks, more, _, err := s.Tasks(TaskFilter{Assignee: "a", Limit: tc.limit})
 		var got []string
 		for _, task := range tasks {
 			got = append(got, task.ID)
@@ -60,7 +60,7 @@ func TestTasksPageLooksPastStaleEntries(t *testing.T) {
 	}
 	// What the listing read marks those tasks for a fresh look: the index
 	// now lists them under b.
-	if tasks, _, _, err := s.TasksPage(TaskFilter{Assignee: "b"}, 0); err != nil || len(tasks) != 2 {
+	if tasks, _, _, err := s.Tasks(TaskFilter{Assignee: "b"}); err != nil || len(tasks) != 2 {
 		t.Fatalf("under b: %v %v", tasks, err)
 	}
 }

@@ -199,22 +199,18 @@ type TaskFilter struct {
 	Status, Assignee, ParentID string
 	// Open keeps only tasks that are not done or cancelled.
 	Open bool
+	// Limit is how many to list at most (0: all).
+	Limit int
 }
 
 func (f TaskFilter) match(t Task) bool { return taskMatches(f, t.Status, t.Assignee, t.ParentID) }
 
-// Tasks lists the tasks that match f, newest first. Unreadable documents
-// are skipped and returned as problems.
-func (s *Store) Tasks(f TaskFilter) ([]Task, []error, error) {
-	tasks, _, bad, err := s.TasksPage(f, 0)
-	return tasks, bad, err
-}
-
-// TasksPage lists at most limit (0: all) of the tasks that match f, newest
+// Tasks lists at most f.Limit (0: all) of the tasks that match f, newest
 // first, and says whether more match. It reads only the documents it
 // returns: the task index (taskIndex) picks them, and each is read again
 // and checked against f. Unreadable documents are returned as problems.
-func (s *Store) TasksPage(f TaskFilter, limit int) ([]Task, bool, []error, error) {
+func (s *Store) Tasks(f TaskFilter) ([]Task, bool, []error, error) {
+	limit := f.Limit
 	if f.Status != "" {
 		if err := CheckStatus(f.Status); err != nil {
 			return nil, false, nil, err

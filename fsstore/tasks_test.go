@@ -74,7 +74,7 @@ func TestUpdateTaskWritesOneInterrupt(t *testing.T) {
 		t.Fatal(err) // blocked -> cancelled: the task was not in progress, no second interrupt
 	}
 	ses := Session{ID: NewID(PrefixSession), Agent: "coder", Purpose: PurposeTask, TaskID: task.ID}
-	ns, err := s.SessionNotifications(ctx, ses, true)
+	ns, _, err := s.SessionNotifications(ctx, ses, true, 0)
 	if err != nil || len(ns) != 1 || ns[0].Type != NotifyInterrupt || ns[0].TaskID != task.ID || !strings.Contains(ns[0].Message, "wait") {
 		t.Fatalf("notifications %+v, err %v; want one interrupt", ns, err)
 	}

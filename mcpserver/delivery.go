@@ -49,7 +49,7 @@ func (s *Server) deliver(ctx context.Context, call *mcp.CallToolRequest, spec to
 // unreadCount is the number of unread notifications that concern the
 // session, after what it was just handed; -1 if they cannot be read.
 func (s *Server) unreadCount(ctx context.Context, ses fsstore.Session) int {
-	unread, err := s.store.SessionNotifications(ctx, ses, true)
+	unread, _, err := s.store.SessionNotifications(ctx, ses, true, 0)
 	if err != nil {
 		s.log.Error("read notifications", "agent", ses.Agent, "err", err)
 		return -1

@@ -98,7 +98,7 @@ func (tc markerCase) run(t *testing.T, p *project, cs *mcp.ClientSession, token 
 // did: the tasks created, the task adjusted and started, the notes passed.
 func checkMarkerEffects(t *testing.T, p *project, approved, inProgress string) {
 	t.Helper()
-	tasks, _, _ := p.store.Tasks(fsstore.TaskFilter{Assignee: "coder"})
+	tasks, _, _, _ := p.store.Tasks(fsstore.TaskFilter{Assignee: "coder"})
 	titles := map[string]fsstore.Task{}
 	for _, tk := range tasks {
 		titles[tk.Title] = tk
@@ -231,7 +231,7 @@ func TestMarkerRaceProcesses(t *testing.T) {
 			t.Fatalf("round %d: %d created, %d refused as used: %s / %s", i, ok, used, r1.text, r2.text)
 		}
 	}
-	tasks, _, _ := p.store.Tasks(fsstore.TaskFilter{Assignee: "coder"})
+	tasks, _, _, _ := p.store.Tasks(fsstore.TaskFilter{Assignee: "coder"})
 	if len(tasks) != rounds {
 		t.Fatalf("%d tasks after %d rounds", len(tasks), rounds)
 	}

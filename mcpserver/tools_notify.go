@@ -43,7 +43,7 @@ func addGetNotifications(srv *mcp.Server, s *Server, tool *mcp.Tool) {
 		if err != nil {
 			return nil, GetNotificationsOut{}, err
 		}
-		unread, more, err := s.store.NotificationBatch(ctx, ses, peek, limit)
+		unread, more, err := s.store.SessionNotifications(ctx, ses, peek, limit)
 		if err != nil {
 			return nil, GetNotificationsOut{}, fromStore(err, "notification_not_found")
 		}

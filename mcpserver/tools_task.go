@@ -33,7 +33,7 @@ func getMyTaskTool() toolSpec {
 func addGetMyTask(srv *mcp.Server, s *Server, tool *mcp.Tool) {
 	addTool(s, srv, tool, func(ctx context.Context, _ *mcp.CallToolRequest, in Session) (*mcp.CallToolResult, MyTaskOut, error) {
 		ses := sessionFrom(ctx)
-		mine, _, err := s.store.Tasks(fsstore.TaskFilter{Assignee: ses.Agent, Open: true})
+		mine, _, _, err := s.store.Tasks(fsstore.TaskFilter{Assignee: ses.Agent, Open: true})
 		if err != nil {
 			return nil, MyTaskOut{}, fromStore(err, "task_not_found")
 		}
@@ -126,7 +126,7 @@ func addListTasks(srv *mcp.Server, s *Server, tool *mcp.Tool) {
 				return nil, ListTasksOut{}, toolErr("invalid_task_id", err.Error())
 			}
 		}
-		tasks, more, _, err := s.store.TasksPage(fsstore.TaskFilter{Status: in.Status, Assignee: in.Assignee, ParentID: in.ParentID}, limit)
+		tasks, more, _, err := s.store.Tasks(fsstore.TaskFilter{Status: in.Status, Assignee: in.Assignee, ParentID: in.ParentID, Limit: limit})
 		if err != nil {
 			return nil, ListTasksOut{}, fromStore(err, "task_not_found")
 		}

@@ -288,7 +288,7 @@ func reactStarts(d *Daemon, p *Pass) error {
 // (path:line: error) once per distinct error; an invalid file is ignored
 // as if it were not there, so a bad hand edit changes nothing.
 func (d *Daemon) loadTasks(p *Pass) error {
-	tasks, bad, err := d.store.Tasks(fsstore.TaskFilter{})
+	tasks, _, bad, err := d.store.Tasks(fsstore.TaskFilter{})
 	if err != nil {
 		return err
 	}

@@ -37,7 +37,7 @@ func TestTaskIndexSeesEdits(t *testing.T) {
 			}
 			listed := func(f fsstore.TaskFilter) (map[string]fsstore.Task, []error) {
 				t.Helper()
-				tasks, _, bad, err := reader.TasksPage(f, 0)
+				tasks, _, bad, err := reader.Tasks(f)
 				if err != nil {
 					t.Fatal(err)
 				}
@@ -150,9 +150,9 @@ func (p *project) handEditRaw(task fsstore.Task, t *testing.T) {
 	p.writeRename(p.path("tasks/"+task.ID+".json"), data)
 }
 
-// TasksPage returns the newest tasks first, at most limit of them, and
+// Tasks returns the newest tasks first, at most limit of them, and
 // says whether more match.
-func TestTasksPage(t *testing.T) {
+func TestTasksLimit(t *testing.T) {
 	p := newProject(t, "", nil)
 	var ids []string
 	for range 5 {
@@ -168,7 +168,7 @@ func TestTasksPage(t *testing.T) {
 		want  []string
 		more  bool
 	}{{2, ids[:2], true}, {5, ids, false}, {0, ids, false}, {9, ids, false}} {
-		tasks, more, _, err := p.store.TasksPage(fsstore.TaskFilter{Assignee: "coder"}, tc.limit)
+		tasks, more, _, err := p.store.Tasks(fsstore.TaskFilter{Assignee: "coder", Limit: tc.limit})
 		var got []string
 		for _, task := range tasks {
 			got = append(got, task.ID)
@@ -177,7 +177,7 @@ func TestTasksPage(t *testing.T) {
 			t.Errorf("limit %d: %v more=%v %v; want %v more=%v", tc.limit, got, more, err, tc.want, tc.more)
 		}
 	}
-	if _, _, _, err := p.store.TasksPage(fsstore.TaskFilter{Status: "doing"}, 1); err == nil || errors.Is(err, fsstore.ErrNotFound) {
+	if _, _, _, err := p.store.Tasks(fsstore.TaskFilter{Status: "doing", Limit: 1}); err == nil || errors.Is(err, fsstore.ErrNotFound) {
 		t.Errorf("unknown status: %v", err)
 	}
 }

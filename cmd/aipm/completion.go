@@ -45,7 +45,7 @@ func (e *env) taskIDs(toComplete string) []cobra.Completion {
 	if err != nil {
 		return nil
 	}
-	tasks, _, err := store.Tasks(fsstore.TaskFilter{})
+	tasks, _, _, err := store.Tasks(fsstore.TaskFilter{})
 	if err != nil {
 		return nil
 	}

@@ -337,7 +337,7 @@ func pollUntilStopped(ctx context.Context, poll func()) (stop func()) {
 func (d *demo) followState(ctx context.Context) (stop func()) {
 	seen := map[string]string{}
 	poll := func() {
-		tasks, _, _ := d.store.Tasks(fsstore.TaskFilter{})
+		tasks, _, _, _ := d.store.Tasks(fsstore.TaskFilter{})
 		for _, t := range tasks {
 			if seen[t.ID] == t.Status {
 				continue

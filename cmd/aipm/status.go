@@ -202,7 +202,7 @@ func printAgents(e *env, w io.Writer, r *statusReport) error {
 }
 
 func collectTasks(ctx context.Context, store *fsstore.Store, cfg *fsstore.Config, r *statusReport) error {
-	tasks, _, err := store.Tasks(fsstore.TaskFilter{})
+	tasks, _, _, err := store.Tasks(fsstore.TaskFilter{})
 	if err != nil {
 		return err
 	}

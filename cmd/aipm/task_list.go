@@ -47,7 +47,7 @@ func taskListRun(o *taskListOptions) error {
 	if err != nil {
 		return err
 	}
-	tasks, problems, err := store.Tasks(o.Filter)
+	tasks, _, problems, err := store.Tasks(o.Filter)
 	if err != nil {
 		return fmt.Errorf("task list: %w", err)
 	}

@@ -1,4 +1,4 @@
-package main
+package bench
 
 import (
 	"context"
@@ -23,7 +23,7 @@ import (
 // inotify wake of an fsync'd append; and a trigger -> the started agent's
 // first tool call (its authenticate, seen as its session document), beside
 // a bare fork/exec of aipm version.
-func (b *bench) watchBench() ([]benchRow, error) {
+func (b *bench) watchBench() ([]Row, error) {
 	samples := b.starts
 	b.progress("P7: %d trigger writes and %d agent starts by aipm watch", samples*3, samples)
 	store, keys, err := b.project("p7", "coder", "reader")
@@ -119,7 +119,7 @@ func (b *bench) watchBench() ([]benchRow, error) {
 	}
 	trig, fl := percentile(toTrigger, 50), percentile(floor, 50)
 	call, ex := percentile(toCall, 50), percentile(execFloor, 50)
-	return []benchRow{
+	return []Row{
 		{id: "P7a", what: "file change -> trigger written p50 (aipm watch)", aipm: ms(trig), floor: ms(fl) + " (inotify wake)",
 			compared: signedMs(trig - fl), target: "<= floor + 2 ms", met: trig <= fl+2*time.Millisecond},
 		{id: "P7b", what: "trigger -> agent started -> first tool call p50", aipm: ms(call), floor: ms(ex) + " (exec aipm version)",

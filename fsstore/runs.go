@@ -7,7 +7,6 @@ import (
 	"os"
 	"path/filepath"
 	"slices"
-	"strings"
 	"time"
 )
 
@@ -37,38 +36,6 @@ type Run struct {
 
 // Alive says whether the run's process still exists.
 func (r Run) Alive() bool { return r.PID > 0 && processAlive(r.PID) }
-
-// SaveCredential writes agent's passkey to CredentialPath (0600, directory
-// 0700), so that aipm watch can start the agent.
-func (s *Store) SaveCredential(agent, passkey string) (string, error) {
-	path, err := s.CredentialPath(agent)
-	if err != nil {
-		return "", err
-	}
-	if err := s.checkPasskey(agent, passkey); err != nil {
-		return "", err
-	}
-	dir := filepath.Dir(path)
-	if err := os.MkdirAll(dir, ModePrivateDir); err != nil {
-		return "", fmt.Errorf("save credential: %w", err)
-	}
-	if err := os.Chmod(dir, ModePrivateDir); err != nil {
-		return "", fmt.Errorf("save credential: %w", err)
-	}
-	if err := writeFileAtomic(path, []byte(passkey+"\n"), ModePrivateFile, s.durable.Load()); err != nil {
-		return "", fmt.Errorf("save credential: %w", err)
-	}
-	return path, nil
-}
-
-// ReadPasskeyFile reads a passkey file (AIPM_PASSKEY_FILE).
-func ReadPasskeyFile(path string) (string, error) {
-	data, err := os.ReadFile(path)
-	if err != nil {
-		return "", fmt.Errorf("read passkey file: %w", err)
-	}
-	return strings.TrimSpace(string(data)), nil
-}
 
 // Claim records r as runs/<agent>.<purpose>.json unless a live process
 // already holds that slot: the claim, under the runs lock, that makes a
@@ -171,42 +138,6 @@ func (rt RunTable) List() ([]Run, error) {
 	return out, err
 }
 
-// Expire removes agent's trigger for purpose if it is older than
-// ttl at now, under the pending lock, and reports whether it did.
-func (tq TriggerQueue) Expire(ctx context.Context, agent, purpose string, ttl time.Duration, now time.Time) (Trigger, bool, error) {
-	s := tq.s
-	path, err := s.TriggerPath(Pending, agent, purpose)
-	if err != nil {
-		return Trigger{}, false, err
-	}
-	unlock, err := s.lockDir(ctx, filepath.Dir(path))
-	if err != nil {
-		return Trigger{}, false, err
-	}
-	defer unlock()
-	var t Trigger
-	if err := s.readDoc(path, &t); err != nil {
-		if errors.Is(err, ErrNotFound) {
-			return Trigger{}, false, nil
-		}
-		return Trigger{}, false, err
-	}
-	if now.Sub(t.CreatedAt) < ttl {
-		return t, false, nil
-	}
-	if err := os.Remove(path); err != nil {
-		return Trigger{}, false, fmt.Errorf("expire trigger: %w", err)
-	}
-	return t, true, nil
-}
-
-// SweepSessions ends the sessions that expired or whose process is gone
-// (the watcher's session deadline).
-func (s *Store) SweepSessions(ctx context.Context) error {
-	_, err := s.sweepSessions(ctx, "", time.Now().UTC())
-	return err
-}
-
 // OpenLog opens run's log file (logs/<agent>/...) for appending,
 // creating it and its directory: the started process writes its output
 // there.
@@ -220,18 +151,6 @@ func (rt RunTable) OpenLog(run Run) (*os.File, error) {
 		return nil, fmt.Errorf("run log %s: %w", s.Rel(run.Log), err)
 	}
 	return f, nil
-}
-
-// Untaken says whether agent's trigger for purpose, written before
-// since, still waits: a process started for it exited without taking it.
-func (tq TriggerQueue) Untaken(agent, purpose string, since time.Time) bool {
-	s := tq.s
-	path, err := s.TriggerPath(Pending, agent, purpose)
-	if err != nil {
-		return false
-	}
-	var t Trigger
-	return s.readDoc(path, &t) == nil && t.CreatedAt.Before(since)
 }
 
 // RunTable is runs/: the processes aipm watch started, one per agent and

@@ -11,7 +11,6 @@ import (
 	"errors"
 	"fmt"
 	"os"
-	"path/filepath"
 	"strings"
 	"syscall"
 	"time"
@@ -59,72 +58,6 @@ type Session struct {
 // Live says whether the session can still be used at now.
 func (s Session) Live(now time.Time) bool {
 	return s.EndedAt.IsZero() && now.Before(s.LastSeenAt.Add(s.Idle.Duration))
-}
-
-// Trigger is pending/<agent>.<purpose>.json: "start agent for purpose".
-type Trigger struct {
-	Agent     string    `json:"agentId"`
-	Purpose   string    `json:"purpose"`
-	Reason    string    `json:"reason"`
-	TaskID    string    `json:"taskId,omitempty"`
-	CreatedAt time.Time `json:"createdAt"`
-}
-
-// Write records a pending-purpose trigger (the watcher's job; tests
-// and humans may do it too). An existing trigger is kept.
-func (tq TriggerQueue) Write(ctx context.Context, t Trigger) error {
-	s := tq.s
-	_, err := s.Triggers().Add(ctx, t)
-	return err
-}
-
-// Add is WriteTrigger, saying whether it wrote (false: a trigger of
-// that agent and purpose was already pending).
-func (tq TriggerQueue) Add(ctx context.Context, t Trigger) (bool, error) {
-	s := tq.s
-	path, err := s.TriggerPath(Pending, t.Agent, t.Purpose)
-	if err != nil {
-		return false, err
-	}
-	if t.CreatedAt.IsZero() {
-		t.CreatedAt = time.Now().UTC()
-	}
-	wrote := false
-	_, err = UpdateDoc(ctx, s, path, ModeFile, func(doc *Trigger, exists bool) error {
-		if exists {
-			return ErrNoChange
-		}
-		*doc, wrote = t, true
-		return nil
-	})
-	return wrote, err
-}
-
-// takeTrigger removes and returns agent's trigger for purpose, if any.
-func (s *Store) takeTrigger(ctx context.Context, agent, purpose string) (Trigger, bool, error) {
-	path, err := s.TriggerPath(Pending, agent, purpose)
-	if err != nil {
-		return Trigger{}, false, err
-	}
-	if _, err := os.Stat(path); errors.Is(err, os.ErrNotExist) {
-		return Trigger{}, false, nil // the common case, without a lock
-	}
-	unlock, err := s.lockDir(ctx, filepath.Dir(path))
-	if err != nil {
-		return Trigger{}, false, err
-	}
-	defer unlock()
-	var t Trigger
-	if err := s.readDoc(path, &t); err != nil {
-		if errors.Is(err, ErrNotFound) {
-			return Trigger{}, false, nil
-		}
-		return Trigger{}, false, err
-	}
-	if err := os.Remove(path); err != nil {
-		return Trigger{}, false, fmt.Errorf("consume trigger: %w", err)
-	}
-	return t, true, nil
 }
 
 // ErrNothingToDo says authenticate found no work for the agent.
@@ -625,5 +558,12 @@ func (s *Store) SetReplyTo(ctx context.Context, id, agent string) error {
 		ses.ReplyTo = agent
 		return nil
 	})
+	return err
+}
+
+// SweepSessions ends the sessions that expired or whose process is gone
+// (the watcher's session deadline).
+func (s *Store) SweepSessions(ctx context.Context) error {
+	_, err := s.sweepSessions(ctx, "", time.Now().UTC())
 	return err
 }

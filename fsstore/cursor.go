@@ -257,7 +257,7 @@ func (s *Store) peekUnread(ctx context.Context, logPath, cursorPath, stream stri
 	from, key := start, ""
 	if opt.ScanKey != "" {
 		key = logPath + "\x00" + stream + "\x00" + opt.Session + "\x00" + opt.ScanKey
-		if scan, ok := s.caches.peeks.get(key); ok && equalCursor(scan.from, start) {
+		if scan, ok := s.caches.peeks.Get(key); ok && equalCursor(scan.from, start) {
 			from = scan.to
 			from.RedeliverBefore = start.RedeliverBefore
 		}
@@ -273,7 +273,7 @@ func (s *Store) peekUnread(ctx context.Context, logPath, cursorPath, stream stri
 		to = first
 	}
 	if key != "" {
-		s.caches.peeks.put(key, peekScan{from: start, to: to})
+		s.caches.peeks.Put(key, peekScan{from: start, to: to})
 	}
 	if opt.Advance && opt.Session == "" && passedOver(start, to) >= advanceAfter {
 		s.advanceCursor(ctx, cursorPath, stream, start, to)

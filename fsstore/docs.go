@@ -8,8 +8,6 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
-	"reflect"
-	"sort"
 	"strings"
 
 	"aipm/fsstore/lockedfile"
@@ -50,24 +48,10 @@ func (s *Store) mkdirAll(dir string) error {
 	return nil
 }
 
-// EncodeDoc renders v the way every JSON document is stored: indented two
-// spaces, keys in struct order (maps sorted), a final newline, no HTML
-// escaping. Stable output keeps editors and git diff clean.
-func EncodeDoc(v any) ([]byte, error) {
-	var buf bytes.Buffer
-	enc := json.NewEncoder(&buf)
-	enc.SetEscapeHTML(false)
-	enc.SetIndent("", "  ")
-	if err := enc.Encode(v); err != nil {
-		return nil, err
-	}
-	return buf.Bytes(), nil
-}
-
 // writeDoc replaces path with v atomically (DESIGN section 4, rule 3). The
 // caller holds the collection's lock when the write depends on a read.
 func (s *Store) writeDoc(path string, v any, perm os.FileMode) error {
-	data, err := EncodeDoc(v)
+	data, err := lockedfile.EncodeDoc(v)
 	if err != nil {
 		return fmt.Errorf("write %s: encode: %w", s.Rel(path), err)
 	}
@@ -146,7 +130,7 @@ func UpdateDoc[T any](ctx context.Context, s *Store, path string, perm os.FileMo
 		if editErr = fn(&doc, exists); editErr != nil {
 			return nil, editErr
 		}
-		out, err := encodeKeeping(&doc, data)
+		out, err := lockedfile.EncodeKeeping(&doc, data)
 		if err != nil {
 			editErr = fmt.Errorf("write %s: encode: %w", s.Rel(path), err)
 			return nil, editErr
@@ -174,81 +158,6 @@ func UpdateDoc[T any](ctx context.Context, s *Store, path string, perm os.FileMo
 		return doc, fmt.Errorf("write %s: %w", s.Rel(path), err)
 	}
 	return doc, nil
-}
-
-// encodeKeeping encodes doc as EncodeDoc does, with the top-level keys of
-// the document it was read from (old) that doc's type does not know
-// appended after its own, in their order: hand-added keys survive.
-func encodeKeeping(doc any, old []byte) ([]byte, error) {
-	known := jsonKeys(reflect.TypeOf(doc))
-	var extra []string
-	var oldKeys map[string]json.RawMessage
-	if known != nil && len(old) > 0 && json.Unmarshal(old, &oldKeys) == nil {
-		for k := range oldKeys {
-			if !known[strings.ToLower(k)] { // encoding/json matches keys without case
-				extra = append(extra, k)
-			}
-		}
-	}
-	if len(extra) == 0 {
-		return EncodeDoc(doc)
-	}
-	sort.Strings(extra)
-	var buf bytes.Buffer
-	enc := json.NewEncoder(&buf)
-	enc.SetEscapeHTML(false)
-	if err := enc.Encode(doc); err != nil {
-		return nil, err
-	}
-	compact := bytes.TrimRight(buf.Bytes(), "\n")
-	if len(compact) < 2 || compact[len(compact)-1] != '}' {
-		return EncodeDoc(doc)
-	}
-	merged := append([]byte(nil), compact[:len(compact)-1]...)
-	for _, k := range extra {
-		if len(merged) > 1 {
-			merged = append(merged, ',')
-		}
-		key, _ := json.Marshal(k)
-		merged = append(append(append(merged, key...), ':'), oldKeys[k]...)
-	}
-	merged = append(merged, '}')
-	var out bytes.Buffer
-	if err := json.Indent(&out, merged, "", "  "); err != nil {
-		return nil, err
-	}
-	out.WriteByte('\n')
-	return out.Bytes(), nil
-}
-
-// jsonKeys is the set of JSON keys, in lower case, a struct type (or pointer to one)
-// encodes, embedded structs included; nil for other types (maps keep
-// every key anyway).
-func jsonKeys(t reflect.Type) map[string]bool {
-	for t.Kind() == reflect.Pointer {
-		t = t.Elem()
-	}
-	if t.Kind() != reflect.Struct {
-		return nil
-	}
-	keys := map[string]bool{}
-	for i := 0; i < t.NumField(); i++ {
-		f := t.Field(i)
-		name, _, _ := strings.Cut(f.Tag.Get("json"), ",")
-		switch {
-		case name == "-":
-		case f.Anonymous && name == "":
-			for k := range jsonKeys(f.Type) {
-				keys[k] = true // already lower case
-			}
-		case !f.IsExported():
-		case name == "":
-			keys[strings.ToLower(f.Name)] = true
-		default:
-			keys[strings.ToLower(name)] = true
-		}
-	}
-	return keys
 }
 
 // ErrNoChange, returned by an UpdateDoc function, leaves the document as it was.
@@ -306,3 +215,7 @@ func isDocName(collection, name string) bool {
 	}
 	return true
 }
+
+// EncodeDoc renders v the way every JSON document is stored
+// (lockedfile.EncodeDoc).
+func EncodeDoc(v any) ([]byte, error) { return lockedfile.EncodeDoc(v) }

@@ -1,6 +1,7 @@
 package fsstore
 
 import (
+	"aipm/fsstore/lockedfile"
 	"errors"
 	"fmt"
 	"os"
@@ -43,9 +44,9 @@ type Layout struct {
 // caches holds what this process keeps between calls: what it read from
 // files (revalidated by stat) and the descriptors it appends through.
 type caches struct {
-	sessions statCache[Session]
-	unread   statCache[unreadState]
-	peeks    statCache[peekScan] // by log, stream, session and ScanKey; no stamps
+	sessions lockedfile.StatCache[Session]
+	unread   lockedfile.StatCache[unreadState]
+	peeks    lockedfile.StatCache[peekScan] // by log, stream, session and ScanKey; no stamps
 	tasks    taskIndex
 
 	appenders appenders // open descriptors of the files this process appends to

@@ -1,6 +1,7 @@
 package fsstore
 
 import (
+	"aipm/fsstore/lockedfile"
 	"context"
 	"encoding/json"
 	"errors"
@@ -173,7 +174,7 @@ func (s *Store) Interrupt(ctx context.Context, ses Session) (*Notification, int,
 	stamps, cacheable := s.unreadStamps(ses.Agent)
 	key := ses.ID + "\x00" + ses.Purpose
 	if cacheable {
-		if st, ok := s.caches.unread.get(key, stamps...); ok {
+		if st, ok := s.caches.unread.Get(key, stamps...); ok {
 			return nil, st.count, nil
 		}
 	}
@@ -188,7 +189,7 @@ func (s *Store) Interrupt(ctx context.Context, ses Session) (*Notification, int,
 		return nil, 0, err
 	}
 	if cacheable && len(interrupts) == 0 {
-		s.caches.unread.put(key, unreadState{count: count}, stamps...)
+		s.caches.unread.Put(key, unreadState{count: count}, stamps...)
 	}
 	for i, n := range interrupts {
 		if n.TaskID == "" {
@@ -207,7 +208,7 @@ type unreadState struct{ count int }
 
 // unreadStamps stamps the two files a session's unread notifications
 // depend on: the agent's notifications and its read cursors.
-func (s *Store) unreadStamps(agent string) ([]fileStamp, bool) {
+func (s *Store) unreadStamps(agent string) ([]lockedfile.Stamp, bool) {
 	logPath, err := s.NotificationsPath(agent)
 	if err != nil {
 		return nil, false
@@ -216,15 +217,15 @@ func (s *Store) unreadStamps(agent string) ([]fileStamp, bool) {
 	if err != nil {
 		return nil, false
 	}
-	log, err := stampPath(logPath)
+	log, err := lockedfile.StampPath(logPath)
 	if err != nil {
 		return nil, false
 	}
-	cur, err := stampPath(cursorPath)
+	cur, err := lockedfile.StampPath(cursorPath)
 	if err != nil {
 		return nil, false
 	}
-	return []fileStamp{log, cur}, true
+	return []lockedfile.Stamp{log, cur}, true
 }
 
 // Notify appends a notification for agent and returns it, with its new id

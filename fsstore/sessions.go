@@ -1,6 +1,7 @@
 package fsstore
 
 import (
+	"aipm/fsstore/lockedfile"
 	"bytes"
 	"context"
 	"crypto/rand"
@@ -442,15 +443,15 @@ func (s *Store) readSession(path string) (Session, error) {
 		}
 		return Session{}, fmt.Errorf("read %s: %w", s.Rel(path), err)
 	}
-	stamp := stampOf(fi)
-	if ses, ok := s.caches.sessions.get(path, stamp); ok {
+	stamp := lockedfile.StampOf(fi)
+	if ses, ok := s.caches.sessions.Get(path, stamp); ok {
 		return ses, nil
 	}
 	var ses Session
 	if err := s.readDoc(path, &ses); err != nil {
 		return Session{}, err
 	}
-	s.caches.sessions.put(path, ses, stamp)
+	s.caches.sessions.Put(path, ses, stamp)
 	return ses, nil
 }
 

@@ -1,6 +1,7 @@
 package fsstore
 
 import (
+	"aipm/fsstore/lockedfile"
 	"bytes"
 	"errors"
 	"fmt"
@@ -74,8 +75,8 @@ func racy(mtime, readAt time.Time) bool {
 type taskIndex struct {
 	mu       sync.Mutex
 	built    bool
-	dir      fileStamp // of tasks/ when it was last listed
-	dirRacy  bool      // that stamp was too recent to prove the listing current
+	dir      lockedfile.Stamp // of tasks/ when it was last listed
+	dirRacy  bool             // that stamp was too recent to prove the listing current
 	entries  map[string]*taskEntry
 	order    []*taskEntry // newest first (ids sort by creation time); nil: rebuild
 	open     []*taskEntry // the entries of open tasks, newest first
@@ -93,7 +94,7 @@ type taskIndex struct {
 
 type taskEntry struct {
 	id                         string
-	stamp                      fileStamp
+	stamp                      lockedfile.Stamp
 	racy                       bool // read within racy's window of its mtime: look again
 	status, assignee, parentID string
 	err                        error // the document could not be read or decoded
@@ -135,24 +136,24 @@ func (ix *taskIndex) takeEvents() (map[string]bool, bool) {
 
 // readTask reads a task document and the stamp of the version read (taken
 // from the open file before reading, so a later change makes it differ).
-func (s *Store) readTask(path string, t *Task) (fileStamp, error) {
+func (s *Store) readTask(path string, t *Task) (lockedfile.Stamp, error) {
 	f, err := os.Open(path)
 	if errors.Is(err, os.ErrNotExist) {
-		return fileStamp{}, fmt.Errorf("read %s: %w", s.Rel(path), ErrNotFound)
+		return lockedfile.Stamp{}, fmt.Errorf("read %s: %w", s.Rel(path), ErrNotFound)
 	}
 	if err != nil {
-		return fileStamp{}, fmt.Errorf("read %s: %w", s.Rel(path), err)
+		return lockedfile.Stamp{}, fmt.Errorf("read %s: %w", s.Rel(path), err)
 	}
 	defer f.Close()
 	fi, err := f.Stat()
 	if err != nil {
-		return fileStamp{}, fmt.Errorf("read %s: %w", s.Rel(path), err)
+		return lockedfile.Stamp{}, fmt.Errorf("read %s: %w", s.Rel(path), err)
 	}
 	data, err := io.ReadAll(f)
 	if err != nil {
-		return fileStamp{}, fmt.Errorf("read %s: %w", s.Rel(path), err)
+		return lockedfile.Stamp{}, fmt.Errorf("read %s: %w", s.Rel(path), err)
 	}
-	return stampOf(fi), decodeDoc(s.Rel(path), data, t)
+	return lockedfile.StampOf(fi), decodeDoc(s.Rel(path), data, t)
 }
 
 // summarize reads the fields the filters need from a task document without
@@ -206,7 +207,7 @@ func (s *Store) indexTask(ix *taskIndex, id string) {
 		if err != nil {
 			return err
 		}
-		e.stamp = stampOf(fi)
+		e.stamp = lockedfile.StampOf(fi)
 		ix.buf.Reset()
 		if _, err := ix.buf.ReadFrom(f); err != nil {
 			return err
@@ -228,7 +229,7 @@ func (s *Store) indexTask(ix *taskIndex, id string) {
 	if ix.buf.Cap() > 1<<20 {
 		ix.buf = bytes.Buffer{} // one huge file: do not keep its buffer
 	}
-	e.racy = racy(e.stamp.mtime, time.Now())
+	e.racy = racy(e.stamp.MTime, time.Now())
 	if old, ok := ix.entries[id]; ok {
 		if old.status != e.status || old.err != e.err {
 			ix.derived = false
@@ -251,7 +252,7 @@ func (s *Store) refreshTasks(ix *taskIndex) error {
 	dirty, lost := ix.takeEvents()
 	fi, err := os.Stat(dir)
 	if errors.Is(err, os.ErrNotExist) {
-		ix.entries, ix.order, ix.dir, ix.built = map[string]*taskEntry{}, nil, fileStamp{}, true
+		ix.entries, ix.order, ix.dir, ix.built = map[string]*taskEntry{}, nil, lockedfile.Stamp{}, true
 		return nil
 	}
 	if err != nil {
@@ -261,7 +262,7 @@ func (s *Store) refreshTasks(ix *taskIndex) error {
 		ix.entries = map[string]*taskEntry{}
 	}
 	relisted := false
-	if stamp := stampOf(fi); !ix.built || stamp != ix.dir || ix.dirRacy {
+	if stamp := lockedfile.StampOf(fi); !ix.built || stamp != ix.dir || ix.dirRacy {
 		if err := s.relistTasks(ix, dir, stamp, dirty); err != nil {
 			return err
 		}
@@ -276,8 +277,8 @@ func (s *Store) refreshTasks(ix *taskIndex) error {
 // change during it stamps the directory later, and the next call lists
 // again) and indexes the files that are new or were replaced by a rename;
 // those need no other look (they leave dirty).
-func (s *Store) relistTasks(ix *taskIndex, dir string, stamp fileStamp, dirty map[string]bool) error {
-	names, err := readDirInodes(dir)
+func (s *Store) relistTasks(ix *taskIndex, dir string, stamp lockedfile.Stamp, dirty map[string]bool) error {
+	names, err := lockedfile.ReadDirInodes(dir)
 	if err != nil {
 		return fmt.Errorf("list tasks: %w", err)
 	}
@@ -288,7 +289,7 @@ func (s *Store) relistTasks(ix *taskIndex, dir string, stamp fileStamp, dirty ma
 			continue
 		}
 		seen[id] = true
-		if e, ok := ix.entries[id]; !ok || e.stamp.ino != ino {
+		if e, ok := ix.entries[id]; !ok || e.stamp.Ino != ino {
 			s.indexTask(ix, id) // new, or replaced by a rename
 			delete(dirty, id)
 		}
@@ -299,7 +300,7 @@ func (s *Store) relistTasks(ix *taskIndex, dir string, stamp fileStamp, dirty ma
 			ix.order = nil
 		}
 	}
-	ix.dir, ix.dirRacy, ix.built = stamp, racy(stamp.mtime, time.Now()), true
+	ix.dir, ix.dirRacy, ix.built = stamp, racy(stamp.MTime, time.Now()), true
 	return nil
 }
 
@@ -311,7 +312,7 @@ func (s *Store) recheckEdits(ix *taskIndex, dir string, dirty map[string]bool, l
 			s.indexTask(ix, id)
 			return
 		}
-		cur, err := stampPath(filepath.Join(dir, id+".json"))
+		cur, err := lockedfile.StampPath(filepath.Join(dir, id+".json"))
 		if err != nil || cur != e.stamp {
 			s.indexTask(ix, id)
 		}
@@ -368,7 +369,7 @@ func (s *Store) watchTasksDir(ix *taskIndex, dir string) error {
 	if err != nil {
 		return fmt.Errorf("list tasks: %w", err)
 	}
-	ino := stampOf(fi).ino
+	ino := lockedfile.StampOf(fi).Ino
 	if ix.stop != nil && ix.watching == ino {
 		return nil
 	}

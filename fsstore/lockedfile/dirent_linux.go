@@ -1,4 +1,4 @@
-package fsstore
+package lockedfile
 
 import (
 	"encoding/binary"
@@ -6,10 +6,10 @@ import (
 	"syscall"
 )
 
-// readDirInodes lists the names in dir with their inode numbers, as the
+// ReadDirInodes lists the names in dir with their inode numbers, as the
 // directory itself records them (getdents64): what tells a file replaced by
 // a rename from the same file, without a stat per name.
-func readDirInodes(dir string) (map[string]uint64, error) {
+func ReadDirInodes(dir string) (map[string]uint64, error) {
 	f, err := os.Open(dir)
 	if err != nil {
 		return nil, err

@@ -1,17 +1,15 @@
 //go:build !linux
 
-package fsstore
+package lockedfile
 
 import (
 	"os"
 	"path/filepath"
-
-	"aipm/fsstore/lockedfile"
 )
 
-// readDirInodes lists the names in dir with their inode numbers (a stat
+// ReadDirInodes lists the names in dir with their inode numbers (a stat
 // per name where the directory's own records are not read directly).
-func readDirInodes(dir string) (map[string]uint64, error) {
+func ReadDirInodes(dir string) (map[string]uint64, error) {
 	entries, err := os.ReadDir(dir)
 	if err != nil {
 		return nil, err
@@ -19,7 +17,7 @@ func readDirInodes(dir string) (map[string]uint64, error) {
 	out := make(map[string]uint64, len(entries))
 	for _, e := range entries {
 		if fi, err := os.Lstat(filepath.Join(dir, e.Name())); err == nil {
-			out[e.Name()] = lockedfile.Inode(fi)
+			out[e.Name()] = Inode(fi)
 		}
 	}
 	return out, nil

@@ -1,54 +1,54 @@
-package fsstore
+package lockedfile
 
 import (
 	"os"
 	"sync"
 	"time"
-
-	"aipm/fsstore/lockedfile"
 )
 
-// fileStamp identifies one version of a file well enough to reuse what was
+// Stamp identifies one version of a file well enough to reuse what was
 // read from it: a rename-replace gives a new inode, an edit in place a new
 // size or modification time.
-type fileStamp struct {
-	ino   uint64
-	size  int64
-	mtime time.Time
+type Stamp struct {
+	Ino   uint64
+	Size  int64
+	MTime time.Time
 }
 
-func stampOf(fi os.FileInfo) fileStamp {
-	return fileStamp{ino: lockedfile.Inode(fi), size: fi.Size(), mtime: fi.ModTime()}
+// StampOf is fi's stamp.
+func StampOf(fi os.FileInfo) Stamp {
+	return Stamp{Ino: Inode(fi), Size: fi.Size(), MTime: fi.ModTime()}
 }
 
-// stampPath stats path; a missing file has the zero stamp.
-func stampPath(path string) (fileStamp, error) {
+// StampPath stats path; a missing file has the zero stamp.
+func StampPath(path string) (Stamp, error) {
 	fi, err := os.Stat(path)
 	if os.IsNotExist(err) {
-		return fileStamp{}, nil
+		return Stamp{}, nil
 	}
 	if err != nil {
-		return fileStamp{}, err
+		return Stamp{}, err
 	}
-	return stampOf(fi), nil
+	return StampOf(fi), nil
 }
 
-// statCache keeps values decoded from files, each valid while the stamps it
+// StatCache keeps values decoded from files, each valid while the stamps it
 // was read under still describe the files: one stat per file revalidates
 // an entry instead of a read and a decode.
-type statCache[V any] struct {
+type StatCache[V any] struct {
 	mu sync.Mutex
 	m  map[string]stamped[V]
 }
 
 type stamped[V any] struct {
-	stamps []fileStamp
+	stamps []Stamp
 	v      V
 }
 
 const statCacheMax = 4096 // entries; past it the cache starts over
 
-func (c *statCache[V]) get(key string, stamps ...fileStamp) (V, bool) {
+// Get returns the value kept for key if stamps still describe its files.
+func (c *StatCache[V]) Get(key string, stamps ...Stamp) (V, bool) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	e, ok := c.m[key]
@@ -65,7 +65,8 @@ func (c *statCache[V]) get(key string, stamps ...fileStamp) (V, bool) {
 	return e.v, true
 }
 
-func (c *statCache[V]) put(key string, v V, stamps ...fileStamp) {
+// Put keeps v for key, valid while stamps describe its files.
+func (c *StatCache[V]) Put(key string, v V, stamps ...Stamp) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	if c.m == nil || len(c.m) >= statCacheMax {

@@ -13,8 +13,6 @@ import (
 	"strings"
 	"time"
 
-	"github.com/gofrs/flock"
-
 	"aipm/fsstore/lockedfile"
 )
 
@@ -173,15 +171,9 @@ func isStale(d fs.DirEntry) bool {
 // so a tail it sees is not a write in progress.
 func (s *Store) checkJSONL(ctx context.Context, path string, repair bool) ([]Problem, error) {
 	rel := s.Rel(path)
-	fl := flock.New(path, flock.SetPermissions(ModeFile))
-	if err := fl.Lock(); err != nil {
-		return nil, fmt.Errorf("lock %s: %w", rel, err)
-	}
-	data, err := os.ReadFile(path)
-	held, serr := fl.Stat()
-	fl.Unlock()
-	if err != nil || serr != nil {
-		return nil, fmt.Errorf("read %s: %w", rel, errors.Join(err, serr))
+	data, held, err := lockedfile.ReadLocked(ctx, path, ModeFile)
+	if err != nil {
+		return nil, fmt.Errorf("read %s: %w", rel, err)
 	}
 	validate := lockedfile.InvalidLine
 	switch filepath.Base(path) {
@@ -219,8 +211,11 @@ func (s *Store) checkJSONL(ctx context.Context, path string, repair bool) ([]Pro
 	if err := writeFileAtomic(filepath.Join(s.quarantineDir(), qname), qbuf.Bytes(), ModeFile, true); err != nil {
 		return problems, fmt.Errorf("quarantine %s: %w", rel, err)
 	}
-	if err := s.rewriteWithout(path, held, data, keep); err != nil {
-		return problems, err
+	switch err := lockedfile.RewriteKeeping(ctx, path, held, data, keep, true); {
+	case errors.Is(err, lockedfile.ErrChanged):
+		return problems, fmt.Errorf("repair %s: the file changed while doctor ran; run aipm doctor --repair again", rel)
+	case err != nil:
+		return problems, fmt.Errorf("repair %s: %w", rel, err)
 	}
 	for i := range problems {
 		problems[i].Repaired = true
@@ -238,44 +233,6 @@ func scanBad(rel string, data []byte, invalid func([]byte) string) ([]Quarantine
 		bad[i] = QuarantinedLine{Source: rel, Line: b.Line, Offset: b.Offset, Reason: b.Reason, Content: string(b.Content)}
 	}
 	return bad, keep
-}
-
-// rewriteWithout replaces path by its content without the bad lines, under
-// the file's lock, provided the file is still the inode that was checked and
-// still begins with the bytes that were checked; appenders blocked on the
-// lock see the new inode and retry (appendOnce).
-func (s *Store) rewriteWithout(path string, checked os.FileInfo, data []byte, keep [][2]int) error {
-	rel := s.Rel(path)
-	fl := flock.New(path, flock.SetPermissions(ModeFile))
-	if err := fl.Lock(); err != nil {
-		return fmt.Errorf("lock %s: %w", rel, err)
-	}
-	defer fl.Unlock()
-	held, err := fl.Stat()
-	if err != nil {
-		return err
-	}
-	now, err := os.ReadFile(path)
-	if err != nil {
-		return fmt.Errorf("read %s: %w", rel, err)
-	}
-	if !os.SameFile(held, checked) || !bytes.HasPrefix(now, data) {
-		return fmt.Errorf("repair %s: the file changed while doctor ran; run aipm doctor --repair again", rel)
-	}
-	var out bytes.Buffer
-	for _, k := range keep {
-		out.Write(data[k[0]:k[1]])
-	}
-	appended := now[len(data):] // lines appended since the check
-	if len(data) > 0 && data[len(data)-1] != '\n' {
-		// an appender ended the torn tail with a newline before its line
-		appended = bytes.TrimPrefix(appended, []byte("\n"))
-	}
-	out.Write(appended)
-	if err := writeFileAtomic(path, out.Bytes(), held.Mode().Perm(), true); err != nil {
-		return fmt.Errorf("repair %s: %w", rel, err)
-	}
-	return nil
 }
 
 // SortProblems orders problems by path and line, for stable output.

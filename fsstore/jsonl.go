@@ -7,7 +7,6 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
-	"sync"
 	"time"
 
 	"aipm/fsstore/lockedfile"
@@ -77,7 +76,7 @@ func (s *Store) appendUnless(ctx context.Context, path string, line, unless []by
 // directories are created.
 func (s *Store) writeLine(ctx context.Context, path string, line, unless []byte) (flush func() error, err error) {
 	opt := lockedfile.AppendOptions{Durable: s.durable.Load(), Unless: unless}
-	a := s.caches.appenders.get(path)
+	a := s.caches.appenders.Get(path, ModeFile)
 	deadline := time.Now().Add(replacedPatience)
 	for attempt := 0; ; attempt++ {
 		flush, err := a.Write(ctx, line, opt)
@@ -108,36 +107,6 @@ func (s *Store) writeLine(ctx context.Context, path string, line, unless []byte)
 		}
 		time.Sleep(min(time.Duration(attempt)*100*time.Microsecond, 2*time.Millisecond)) // let the replacer finish
 	}
-}
-
-// appenders keeps one lockedfile.Appender per file this process appends
-// to, so that an append reuses an open descriptor instead of opening the
-// file twice. Bounded: past appendersMax files it starts over (a closed
-// Appender in use elsewhere simply reopens its file).
-type appenders struct {
-	mu sync.Mutex
-	m  map[string]*lockedfile.Appender
-}
-
-const appendersMax = 64
-
-func (c *appenders) get(path string) *lockedfile.Appender {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	if a := c.m[path]; a != nil {
-		return a
-	}
-	if c.m == nil || len(c.m) >= appendersMax {
-		for _, a := range c.m {
-			// Not here: Close waits for an append in progress, which may
-			// wait for another process's lock; nobody else should.
-			go a.Close()
-		}
-		c.m = map[string]*lockedfile.Appender{}
-	}
-	a := lockedfile.NewAppender(path, ModeFile)
-	c.m[path] = a
-	return a
 }
 
 // diskFull is the one refusal for a write that found no room.

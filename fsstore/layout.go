@@ -49,7 +49,7 @@ type caches struct {
 	peeks    lockedfile.StatCache[peekScan] // by log, stream, session and ScanKey; no stamps
 	tasks    taskIndex
 
-	appenders appenders // open descriptors of the files this process appends to
+	appenders lockedfile.Appenders // open descriptors of the files this process appends to
 }
 
 // Open returns the store of the project directory dir, which must contain

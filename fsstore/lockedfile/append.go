@@ -272,3 +272,34 @@ func flockRetry(fd, how int) error {
 		}
 	}
 }
+
+// Appenders keeps one Appender per file a process appends to, so that an
+// append reuses an open descriptor instead of opening the file twice.
+// Bounded: past appendersMax files it starts over (a closed Appender in use
+// elsewhere simply reopens its file). The zero Appenders is ready to use.
+type Appenders struct {
+	mu sync.Mutex
+	m  map[string]*Appender
+}
+
+const appendersMax = 64
+
+// Get returns the Appender of path, creating it (files it creates get perm).
+func (c *Appenders) Get(path string, perm os.FileMode) *Appender {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if a := c.m[path]; a != nil {
+		return a
+	}
+	if c.m == nil || len(c.m) >= appendersMax {
+		for _, a := range c.m {
+			// Not here: Close waits for an append in progress, which may
+			// wait for another process's lock; nobody else should.
+			go a.Close()
+		}
+		c.m = map[string]*Appender{}
+	}
+	a := NewAppender(path, perm)
+	c.m[path] = a
+	return a
+}

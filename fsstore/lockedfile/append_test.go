@@ -267,3 +267,34 @@ func appendOnce(ctx context.Context, path string, line []byte, opt AppendOptions
 	}
 	return flush()
 }
+
+// Appenders hands one Appender per path and, past its bound, starts over
+// without breaking an Appender still held: that one reopens its file.
+func TestAppendersBounded(t *testing.T) {
+	dir := t.TempDir()
+	var c Appenders
+	first := filepath.Join(dir, "first.jsonl")
+	held := c.Get(first, 0o644)
+	if c.Get(first, 0o644) != held {
+		t.Fatal("a second Get of one path gave a second Appender")
+	}
+	if err := appendVia(held, `{"n":1}`); err != nil {
+		t.Fatal(err)
+	}
+	for i := 0; i < appendersMax; i++ {
+		c.Get(filepath.Join(dir, strconv.Itoa(i)+".jsonl"), 0o644)
+	}
+	if c.Get(first, 0o644) == held {
+		t.Fatal("past the bound, the cache still holds the first Appender")
+	}
+	if n := len(c.m); n > appendersMax {
+		t.Fatalf("cache holds %d appenders, bound %d", n, appendersMax)
+	}
+	time.Sleep(10 * time.Millisecond) // let the retired Appender's Close run
+	if err := appendVia(held, `{"n":2}`); err != nil {
+		t.Fatalf("append through a retired Appender: %v", err)
+	}
+	if recs, _, _, _ := ReadAll(first); len(recs) != 2 {
+		t.Fatalf("%d lines, want 2", len(recs))
+	}
+}

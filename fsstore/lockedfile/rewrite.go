@@ -1,0 +1,66 @@
+package lockedfile
+
+import (
+	"bytes"
+	"context"
+	"fmt"
+	"os"
+
+	"github.com/gofrs/flock"
+)
+
+// withLock runs fn holding the flock of the JSONL file at path (the file
+// itself is its lock, as for appends), with the file's FileInfo as the lock
+// saw it: the inode the lock is on.
+func withLock(ctx context.Context, path string, perm os.FileMode, fn func(held os.FileInfo) error) error {
+	fl := flock.New(path, flock.SetPermissions(perm))
+	if err := lock(ctx, fl); err != nil {
+		return fmt.Errorf("lock %s: %w", path, err)
+	}
+	defer fl.Unlock()
+	held, err := fl.Stat()
+	if err != nil {
+		return fmt.Errorf("stat %s: %w", path, err)
+	}
+	return fn(held)
+}
+
+// ReadLocked reads the whole JSONL file at path under its lock, so that a
+// torn tail it sees is not an append in progress. held names the inode
+// read, for RewriteKeeping.
+func ReadLocked(ctx context.Context, path string, perm os.FileMode) (data []byte, held os.FileInfo, err error) {
+	err = withLock(ctx, path, perm, func(fi os.FileInfo) error {
+		held = fi
+		data, err = os.ReadFile(path)
+		return err
+	})
+	return data, held, err
+}
+
+// RewriteKeeping replaces the JSONL file at path, under its lock, by the
+// byte ranges keep of data (what ReadLocked returned) followed by whatever
+// was appended since. It refuses with ErrChanged unless the file is still
+// the inode read and still begins with data. Appenders blocked on the lock
+// see the new inode and retry (ErrReplaced).
+func RewriteKeeping(ctx context.Context, path string, read os.FileInfo, data []byte, keep [][2]int, durable bool) error {
+	return withLock(ctx, path, read.Mode().Perm(), func(held os.FileInfo) error {
+		now, err := os.ReadFile(path)
+		if err != nil {
+			return err
+		}
+		if !os.SameFile(held, read) || !bytes.HasPrefix(now, data) {
+			return ErrChanged
+		}
+		var out bytes.Buffer
+		for _, k := range keep {
+			out.Write(data[k[0]:k[1]])
+		}
+		appended := now[len(data):]
+		if len(data) > 0 && data[len(data)-1] != '\n' {
+			// an appender ended the torn tail with a newline before its line
+			appended = bytes.TrimPrefix(appended, []byte("\n"))
+		}
+		out.Write(appended)
+		return WriteAtomic(path, out.Bytes(), held.Mode().Perm(), durable, nil)
+	})
+}

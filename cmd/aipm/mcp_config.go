@@ -36,13 +36,20 @@ var mcpClients = map[string]func(mcpServer) ([]byte, error){
 	"codex":  codexConfig,
 }
 
+type mcpConfigOptions struct {
+	e       *env
+	Client  string // claude or codex
+	Agent   string
+	KeyFile string
+}
+
 func newCmdMCPConfig(e *env) *cobra.Command {
 	names := make([]string, 0, len(mcpClients))
 	for name := range mcpClients {
 		names = append(names, name)
 	}
 	slices.Sort(names)
-	var agent, keyFile string
+	o := &mcpConfigOptions{e: e}
 	c := &cobra.Command{
 		Use:   "mcp-config claude|codex",
 		Short: "Print the MCP server entry that starts aipm serve for this project",
@@ -61,16 +68,20 @@ for the project's .codex/config.toml or ~/.codex/config.toml.`,
 			}
 			return nil
 		},
-		RunE: func(cmd *cobra.Command, args []string) error { return mcpConfigRun(e, args[0], agent, keyFile) },
+		RunE: func(cmd *cobra.Command, args []string) error {
+			o.Client = args[0]
+			return mcpConfigRun(o)
+		},
 	}
-	c.Flags().StringVar(&agent, "agent", "", "pin the server to this agent's credential (with --passkey-file)")
-	c.Flags().StringVar(&keyFile, "passkey-file", "", "with --agent: the 0600 file holding its passkey")
+	c.Flags().StringVar(&o.Agent, "agent", "", "pin the server to this agent's credential (with --passkey-file)")
+	c.Flags().StringVar(&o.KeyFile, "passkey-file", "", "with --agent: the 0600 file holding its passkey")
 	return c
 }
 
 // mcpConfigRun prints a ready MCP config that starts this binary as the
 // project's stdio server.
-func mcpConfigRun(e *env, client, agent, keyFile string) error {
+func mcpConfigRun(o *mcpConfigOptions) error {
+	e, client, agent, keyFile := o.e, o.Client, o.Agent, o.KeyFile
 	if (agent == "") != (keyFile == "") {
 		return usageError("mcp-config: --agent and --passkey-file go together: give both, or neither to take them from the client's environment")
 	}

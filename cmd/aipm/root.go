@@ -203,14 +203,16 @@ func newCmdVersion(e *env) *cobra.Command {
 		Long:    "Print the version aipm was built at (dev for a build from a clone) and the Go version; the same as aipm --version.",
 		Example: "  aipm version\n  aipm version --json",
 		Args:    argsNone,
-		RunE: func(cmd *cobra.Command, args []string) error {
-			if o.JSON {
-				return writeJSON(e.stdout, map[string]string{"version": version(), "go": runtime.Version()})
-			}
-			_, err := fmt.Fprintf(e.stdout, "aipm %s %s\n", version(), runtime.Version())
-			return err
-		},
+		RunE:    func(cmd *cobra.Command, args []string) error { return versionRun(o) },
 	}
 	c.Flags().BoolVar(&o.JSON, "json", false, "print {version, go} as JSON")
 	return c
+}
+
+func versionRun(o *versionOptions) error {
+	if o.JSON {
+		return writeJSON(o.e.stdout, map[string]string{"version": version(), "go": runtime.Version()})
+	}
+	_, err := fmt.Fprintf(o.e.stdout, "aipm %s %s\n", version(), runtime.Version())
+	return err
 }

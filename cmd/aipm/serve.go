@@ -16,7 +16,12 @@ import (
 	"aipm/mcpserver"
 )
 
+type serveOptions struct {
+	e *env
+}
+
 func newCmdServe(e *env) *cobra.Command {
+	o := &serveOptions{e: e}
 	return &cobra.Command{
 		Use:   "serve",
 		Short: "The stdio MCP server an agent's CLI starts (see aipm mcp-config)",
@@ -26,18 +31,20 @@ stderr (level from $AIPM_LOG: debug, info, warn, error). aipm mcp-config prints
 the entry that starts it. It ends when stdin closes or on Ctrl-C.`,
 		Example: "  aipm --dir /path/to/project serve",
 		Args:    argsNone,
-		RunE: func(cmd *cobra.Command, args []string) error {
-			dir, err := e.findProject()
-			if err != nil {
-				return err
-			}
-			store, err := fsstore.Open(dir)
-			if err != nil {
-				return asUsage(err)
-			}
-			return serveMCP(cmd.Context(), e, store)
-		},
+		RunE:    func(cmd *cobra.Command, args []string) error { return serveRun(cmd.Context(), o) },
 	}
+}
+
+func serveRun(ctx context.Context, o *serveOptions) error {
+	dir, err := o.e.findProject()
+	if err != nil {
+		return err
+	}
+	store, err := fsstore.Open(dir)
+	if err != nil {
+		return asUsage(err)
+	}
+	return serveMCP(ctx, o.e, store)
 }
 
 // serveMCP runs the MCP server for store over the process's stdio until

@@ -48,8 +48,8 @@ func TestPlainServe(t *testing.T) {
 		if !tc.plain {
 			continue
 		}
-		whole, wholeErr := serveRun(tc.args, newCmdRoot)
-		alone, aloneErr := serveRun(tc.args, func(e *env) *cobra.Command {
+		whole, wholeErr := recordServe(tc.args, newCmdRoot)
+		alone, aloneErr := recordServe(tc.args, func(e *env) *cobra.Command {
 			root := newRoot(e)
 			root.AddCommand(newCmdServe(e))
 			return root
@@ -63,9 +63,9 @@ func TestPlainServe(t *testing.T) {
 	}
 }
 
-// serveRun executes args on the tree that build makes, with serve's work
+// recordServe executes args on the tree that build makes, with serve's work
 // replaced by a record of what it would have run with.
-func serveRun(args []string, build func(*env) *cobra.Command) (string, error) {
+func recordServe(args []string, build func(*env) *cobra.Command) (string, error) {
 	e := newEnv(func(string) string { return "" }, strings.NewReader(""), io.Discard, io.Discard)
 	root := build(e)
 	var ran string

@@ -68,3 +68,32 @@ func (f Fixtures) Lines(path string, n int, line func(i int) any) error {
 	}
 	return errors.Join(w.Flush(), file.Sync(), file.Close())
 }
+
+// HandEdit changes collection's document id the way a human's editor saves
+// it: the file read, edit applied to its fields, and a new file renamed
+// over the old one, with no lock and no aipm rule. Unlike the other
+// fixtures it is meant for a live project: it is the hand edit that aipm
+// (the watcher, a compare-and-swap) must cope with, as aipm demo shows.
+func (f Fixtures) HandEdit(collection, id string, edit func(fields map[string]any)) error {
+	path, err := f.l.DocPath(collection, id)
+	if err != nil {
+		return err
+	}
+	data, err := os.ReadFile(path)
+	if err != nil {
+		return fmt.Errorf("hand edit %s: %w", f.l.Rel(path), err)
+	}
+	var fields map[string]any
+	if err := json.Unmarshal(data, &fields); err != nil {
+		return fmt.Errorf("hand edit %s: %w", f.l.Rel(path), err)
+	}
+	edit(fields)
+	if data, err = json.MarshalIndent(fields, "", "  "); err != nil {
+		return fmt.Errorf("hand edit %s: %w", f.l.Rel(path), err)
+	}
+	tmp := path + "~" // an editor's backup name: not a document of the collection
+	if err := os.WriteFile(tmp, append(data, '\n'), ModeFile); err != nil {
+		return fmt.Errorf("hand edit %s: %w", f.l.Rel(path), err)
+	}
+	return os.Rename(tmp, path)
+}

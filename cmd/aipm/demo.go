@@ -2,7 +2,6 @@ package main
 
 import (
 	"context"
-	"encoding/json"
 	"errors"
 	"fmt"
 	"log/slog"
@@ -378,25 +377,7 @@ func demoDefaults(ctx context.Context, s *fsstore.Store, keys string) error {
 // demoHandEdit changes a task's status the way a human's editor does:
 // a new file renamed over the old one, with no lock and no aipm.
 func demoHandEdit(s *fsstore.Store, id, status string) error {
-	path, err := s.DocPath(fsstore.Tasks, id)
-	if err != nil {
-		return err
-	}
-	data, err := os.ReadFile(path)
-	if err != nil {
-		return err
-	}
-	var doc map[string]any
-	if err := json.Unmarshal(data, &doc); err != nil {
-		return err
-	}
-	doc["status"] = status
-	data, _ = json.MarshalIndent(doc, "", "  ")
-	tmp := path + "~"
-	if err := os.WriteFile(tmp, append(data, '\n'), fsstore.ModeFile); err != nil {
-		return err
-	}
-	return os.Rename(tmp, path)
+	return fsstore.FixturesOf(s).HandEdit(fsstore.Tasks, id, func(fields map[string]any) { fields["status"] = status })
 }
 
 // demoLog prints the watcher's log lines into the transcript.

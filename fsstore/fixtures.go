@@ -14,10 +14,25 @@ import (
 // lock, no compare-and-swap and no fsync per write, and no index kept (a
 // session document written here is one an older aipm left). Never for a
 // live project: nothing else may be writing to it.
-type Fixtures struct{ l Layout }
+type Fixtures struct {
+	l Layout
+	s *Store
+}
 
 // FixturesOf returns the fixture writer of s's project.
-func FixturesOf(s *Store) Fixtures { return Fixtures{l: s.Layout} }
+func FixturesOf(s *Store) Fixtures { return Fixtures{l: s.Layout, s: s} }
+
+// Collections creates the directories of collections (with the layout's
+// modes) before anything is written to them, so that a watcher started
+// next watches them from its first pass.
+func (f Fixtures) Collections(collections ...string) error {
+	for _, c := range collections {
+		if err := f.s.mkdirAll(f.s.CollectionDir(c)); err != nil {
+			return fmt.Errorf("fixture %s: %w", c, err)
+		}
+	}
+	return nil
+}
 
 // Doc writes doc as collection's document id.
 func (f Fixtures) Doc(collection, id string, doc any) error {

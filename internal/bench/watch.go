@@ -40,10 +40,8 @@ func (b *bench) watchBench() ([]Row, error) {
 	if err != nil {
 		return nil, err
 	}
-	for _, c := range []string{fsstore.Pending, fsstore.Sessions, fsstore.Runs} {
-		if err := os.MkdirAll(store.CollectionDir(c), fsstore.ModePrivateDir); err != nil {
-			return nil, err
-		}
+	if err := fsstore.FixturesOf(store).Collections(fsstore.Pending, fsstore.Sessions, fsstore.Runs); err != nil {
+		return nil, err
 	}
 	ctx, cancel := context.WithCancel(b.ctx)
 	defer cancel()
@@ -67,7 +65,7 @@ func (b *bench) watchBench() ([]Row, error) {
 			return nil, err
 		}
 		toTrigger = append(toTrigger, lat)
-		if err := settle(ctx, store, trigger); err != nil {
+		if err := settle(ctx, store); err != nil {
 			return nil, err
 		}
 		probe := filepath.Join(b.root, "p7-floor.jsonl")
@@ -129,18 +127,23 @@ func (b *bench) watchBench() ([]Row, error) {
 
 // settle reads reader's messages and removes its trigger, until the
 // watcher leaves it removed: the next sample starts from nothing pending.
-func settle(ctx context.Context, store *fsstore.Store, trigger string) error {
+func settle(ctx context.Context, store *fsstore.Store) error {
 	if _, _, err := store.Unread(ctx, "reader", 1000, false); err != nil {
 		return err
 	}
-	for i := 0; fileExists(trigger); i++ {
-		os.Remove(trigger)
+	for i := 0; ; i++ {
+		_, removed, err := store.Triggers().Expire(ctx, "reader", fsstore.PurposeChat, 0, time.Now())
+		if err != nil {
+			return err
+		}
+		if !removed {
+			return nil
+		}
 		if i > 5000 {
 			return errors.New("bench: the watcher did not settle")
 		}
 		time.Sleep(2 * time.Millisecond) // a pass that read the message before it was read may rewrite it
 	}
-	return nil
 }
 
 // waitFor subscribes to target, runs act, and returns how long until done

@@ -158,8 +158,9 @@ func (db DelegationBook) List(f DelegationFilter) ([]Delegation, error) {
 // pendingDelegations lists the delegations of the project that wait for a
 // chat session, oldest first: pending ones, and processing ones whose chat
 // session has ended (the next chat session of the agent takes them over).
-// Each names the agent (Delegation.Agent) whose chat session must take it:
-// what the watcher turns into chat triggers.
+// Each names the agent (Delegation.Agent) whose chat session must take it.
+// The rule is waitsForChat, which Work's delegationWork applies per agent;
+// this project-wide view is for the tests.
 func (s *Store) pendingDelegations(ctx context.Context) ([]Delegation, error) {
 	open, err := s.Delegations().List(DelegationFilter{Open: true})
 	if err != nil {

@@ -11,18 +11,22 @@
 //     still names the locked inode, and fsyncs before returning (unless the
 //     project chose durability = "none");
 //   - a JSON document is replaced by temp file, fsync, rename, directory
-//     fsync, under its collection's <dir>/.lock, compare-and-swap against
-//     a lock-less editor, keeping keys aipm does not know;
+//     fsync, under its collection's <dir>/.lock; one a person may edit
+//     (UpdateDoc: tasks, config) with a compare-and-swap against a
+//     lock-less editor, keeping keys aipm does not know, and one only aipm
+//     writes (writeDoc: sessions, conversations, indexes, passkeys) whole;
 //   - a batch handed to a session is marked read only on that session's
 //     next call (Acknowledge); a crash makes it come again, marked;
 //   - a reader never returns a line without its trailing newline, and reports
 //     an unparsable complete line as path:line: reason without changing it;
 //   - no request value becomes part of a path without passing the id checks
 //     in ids.go;
-//   - no code path waits for a lock while it holds another: the locks of a
+//   - locks are taken in one order, so none can deadlock: the locks of a
 //     dual write are taken one after the other, a collection's .lock is
 //     released before any append, and an end hook (sessionEnded) runs
-//     after the sessions lock is released. The one lock held across others
-//     is the watcher's watcher.lock, held for its life, which nothing waits
-//     for (a second watcher tries it and gives up).
+//     after the sessions lock is released. Two locks are held across
+//     others: an agent's agents/<agent>/.lock around a marked operation
+//     (WithMarker: the task lock, then appends, inside it; it is always the
+//     outermost), and the watcher's watcher.lock, held for its life, which
+//     nothing waits for (a second watcher tries it and gives up).
 package fsstore

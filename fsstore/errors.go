@@ -47,6 +47,11 @@ type CodeError struct {
 func (e *CodeError) Error() string { return e.Msg }
 func (e *CodeError) Unwrap() error { return e.Err }
 
+// Refusal says the request itself was refused (a bad value, a missing
+// argument, the project's state), rather than a right request failing to
+// be written: no room on the disk, or a send delivered only in part.
+func (e *CodeError) Refusal() bool { return e.Code != CodeDiskFull && e.Code != CodeSentPartly }
+
 func codeErr(code, format string, args ...any) error {
 	return &CodeError{Code: code, Msg: fmt.Sprintf(format, args...)}
 }

@@ -29,7 +29,9 @@ const HandEdit = "a human (hand edit of the task file)"
 // changes (UpdateTask), the watcher's reaction to a hand edit, and `aipm
 // interrupt` all call it. An interrupt for a status change is keyed by the
 // change (InterruptKey), so the same change never interrupts twice. It
-// reports whether it wrote one.
+// reports false when UnlessSince found an interrupt already written (a
+// keyed interrupt whose key is in the file is not written again either,
+// but reports true).
 func (s *Store) WriteInterrupt(ctx context.Context, in Interruption) (Notification, bool, error) {
 	n := Notification{Type: NotifyInterrupt, From: in.By, Message: interruptText(in)}
 	if in.Task != nil {

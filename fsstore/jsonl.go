@@ -59,7 +59,7 @@ func (s *Store) appendLine(ctx context.Context, path string, line []byte) error 
 	return s.appendUnless(ctx, path, line, nil)
 }
 
-// appendUnless is AppendLine that writes nothing if the file already holds
+// appendUnless is appendLine that writes nothing if the file already holds
 // the bytes unless (nil: always write).
 func (s *Store) appendUnless(ctx context.Context, path string, line, unless []byte) error {
 	flush, err := s.writeLine(ctx, path, line, unless)

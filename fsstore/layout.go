@@ -23,7 +23,8 @@ const (
 	ModePrivateDir  os.FileMode = 0o700
 )
 
-// Store is one project's .ai-pm/ directory. It holds no open files; every
+// Store is one project's .ai-pm/ directory. Besides a bounded cache of
+// append descriptors (lockedfile.Appenders) it holds no open files; every
 // operation opens, locks and closes what it needs, so a Store is safe for
 // concurrent use by many goroutines and processes. Its paths are its
 // Layout's.

@@ -132,8 +132,8 @@ type MarkerUsed struct {
 // else (not the system) carries marker m and has not authorized an operation
 // before (DESIGN section 11); what the caller passes as arguments does not
 // count. The check, op and the record of the use happen under one lock
-// (agents/<agent>/.lock, taken by nothing else, and always the outermost
-// lock), so two calls cannot both use one message. op gets the marked
+// (agents/<agent>/.lock, which read.json and auth.json updates share, and
+// always the outermost lock), so two calls cannot both use one message. op gets the marked
 // message and the marker's body, and returns the id of what it made or
 // changed. A refusal changes nothing.
 func (s *Store) WithMarker(ctx context.Context, agent string, m Marker, op func(msg Message, body string) (string, error)) error {

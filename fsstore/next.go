@@ -66,8 +66,10 @@ func (n Next) StartsSession(purpose string) bool {
 // Work is the one rule of what agent should do next in a session of
 // purpose, in DESIGN section 8's order. ses is the session asking, or nil
 // for a look without a session (authenticate choosing a purpose, the
-// watcher deciding whom to start). Work only reads (and applies due
-// conversation timeouts); NextAction also takes what it finds.
+// watcher deciding whom to start). Work changes nothing but due
+// conversation timeouts and, past a long run of the agent's own sent
+// copies, its committed chat cursor (a peek that advances); NextAction
+// also takes what it finds.
 //
 // Chat: session ending -> exit; a conversation of mine ended that I have
 // not been told of -> conversation_ended; a pending conversation where I

@@ -67,7 +67,7 @@ func addGetNextAction(srv *mcp.Server, s *Server, tool *mcp.Tool) {
 func (s *Server) nextAction(ctx context.Context, ses fsstore.Session, waitSeconds int) (NextActionOut, error) {
 	cfg, err := s.config()
 	if err != nil {
-		return NextActionOut{}, toolErr("config_invalid", err.Error())
+		return NextActionOut{}, err
 	}
 	if waitSeconds < 0 || waitSeconds > fsstore.MaxWait {
 		return NextActionOut{}, toolErr("invalid_wait", fmt.Sprintf("wait_seconds %d is out of range: use 1 to %d (clients abandon calls after 60 s)", waitSeconds, fsstore.MaxWait))

@@ -15,8 +15,9 @@ import (
 )
 
 // Server holds what every tool needs. It keeps no state of its own beyond a
-// cached config and the ids of the sessions it opened: sessions, cursors
-// and tasks are in the files.
+// cached config, the ids of the sessions it opened, which of them hold no
+// unacknowledged batch, and the credential it was started with: sessions,
+// cursors and tasks are in the files.
 type Server struct {
 	store   *fsstore.Store
 	log     *slog.Logger
@@ -105,8 +106,17 @@ func (s *Server) Run(ctx context.Context, t mcp.Transport) error {
 	return err
 }
 
-// config returns the project's config, re-read when the file changed.
+// config returns the project's config, re-read when the file changed. Its
+// error is the tool error config_invalid, ready to return.
 func (s *Server) config() (*fsstore.Config, error) {
+	cfg, err := s.loadConfig()
+	if err != nil {
+		return nil, toolErr("config_invalid", err.Error()+": ask a human to fix it (aipm doctor shows what is wrong)")
+	}
+	return cfg, nil
+}
+
+func (s *Server) loadConfig() (*fsstore.Config, error) {
 	fi, err := os.Stat(s.store.ConfigPath())
 	if err != nil {
 		return nil, fmt.Errorf("read config: %w", err)

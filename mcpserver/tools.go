@@ -101,7 +101,8 @@ func lookupTool(name string) (toolSpec, bool) {
 // deletes anything the caller cannot see again (destructive false); Codex
 // runs tools that say both without asking.
 var (
-	// readOnly tools change no file.
+	// readOnly tools change nothing the caller asked for (they may apply
+	// a due conversation timeout, as any reader of a conversation does).
 	readOnly = annotations(true, true)
 	// mutating tools write, and a repeated call has a further effect (a
 	// second message, a cursor moved again).

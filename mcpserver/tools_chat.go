@@ -56,7 +56,7 @@ func addSendMessage(srv *mcp.Server, s *Server, tool *mcp.Tool) {
 func (s *Server) send(ctx context.Context, m fsstore.OutgoingMessage) (SentOut, error) {
 	cfg, err := s.config()
 	if err != nil {
-		return SentOut{}, toolErr("config_invalid", err.Error())
+		return SentOut{}, err
 	}
 	msg, c, err := s.store.SendTurn(ctx, cfg, m)
 	if err != nil {

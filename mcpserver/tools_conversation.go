@@ -71,7 +71,7 @@ func addStartConversation(srv *mcp.Server, s *Server, tool *mcp.Tool) {
 		ses := sessionFrom(ctx)
 		cfg, err := s.config()
 		if err != nil {
-			return nil, ConversationOut{}, toolErr("config_invalid", err.Error())
+			return nil, ConversationOut{}, err
 		}
 		c, msg, err := s.store.Conversations().Start(ctx, cfg, fsstore.NewConversation{
 			From: ses.Agent, To: in.TargetAgentID, Purpose: in.Purpose, InitialMessage: in.InitialMessage, MaxTurns: in.MaxTurns,
@@ -113,7 +113,7 @@ func addEndConversation(srv *mcp.Server, s *Server, tool *mcp.Tool) {
 		ses := sessionFrom(ctx)
 		cfg, err := s.config()
 		if err != nil {
-			return nil, ConversationOut{}, toolErr("config_invalid", err.Error())
+			return nil, ConversationOut{}, err
 		}
 		c, err := s.store.Conversations().End(ctx, cfg, ses.Agent, in.ConversationID)
 		if err != nil {
@@ -158,7 +158,7 @@ func addSendConversationMessage(srv *mcp.Server, s *Server, tool *mcp.Tool) {
 		ses := sessionFrom(ctx)
 		cfg, err := s.config()
 		if err != nil {
-			return nil, ConversationOut{}, toolErr("config_invalid", err.Error())
+			return nil, ConversationOut{}, err
 		}
 		msg, c, err := s.store.Conversations().Send(ctx, cfg, ses.Agent, in.ConversationID, in.Content)
 		if err != nil {
@@ -211,7 +211,7 @@ func addGetConversationMessages(srv *mcp.Server, s *Server, tool *mcp.Tool) {
 		}
 		cfg, err := s.config()
 		if err != nil {
-			return nil, ConversationMessagesOut{}, toolErr("config_invalid", err.Error())
+			return nil, ConversationMessagesOut{}, err
 		}
 		c, msgs, more, err := s.store.Conversations().Messages(ctx, cfg, ses.Agent, in.ConversationID, limit)
 		if err != nil {

@@ -42,7 +42,7 @@ func addDelegate(srv *mcp.Server, s *Server, tool *mcp.Tool) {
 		ses := sessionFrom(ctx)
 		cfg, err := s.config()
 		if err != nil {
-			return nil, DelegationOut{}, toolErr("config_invalid", err.Error())
+			return nil, DelegationOut{}, err
 		}
 		d, err := s.store.Delegations().Create(ctx, cfg, fsstore.NewDelegation{
 			Agent: ses.Agent, TaskID: ses.TaskID, Target: in.TargetAgentID, Purpose: in.Purpose, Context: in.Context,
@@ -121,7 +121,7 @@ func addGetTaskConversations(srv *mcp.Server, s *Server, tool *mcp.Tool) {
 		}
 		cfg, err := s.config()
 		if err != nil {
-			return nil, TaskConversationsOut{}, toolErr("config_invalid", err.Error())
+			return nil, TaskConversationsOut{}, err
 		}
 		tc, err := s.store.Delegations().TaskConversations(ctx, cfg, ses.TaskID)
 		if err != nil {

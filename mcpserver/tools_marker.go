@@ -50,7 +50,7 @@ func addRequestTask(srv *mcp.Server, s *Server, tool *mcp.Tool) {
 		ses := sessionFrom(ctx)
 		cfg, err := s.config()
 		if err != nil {
-			return nil, RequestTaskOut{}, toolErr("config_invalid", err.Error())
+			return nil, RequestTaskOut{}, err
 		}
 		req := fsstore.TaskRequest{Agent: ses.Agent, Requester: ses.Agent, Title: in.Title, Description: in.Description, Priority: in.Priority, ParentID: in.ParentTaskID}
 		var got fsstore.RequestedTask
@@ -162,7 +162,7 @@ func addUpdateTaskFromChat(srv *mcp.Server, s *Server, tool *mcp.Tool) {
 		ses := sessionFrom(ctx)
 		cfg, err := s.config()
 		if err != nil {
-			return nil, TaskOut{}, toolErr("config_invalid", err.Error())
+			return nil, TaskOut{}, err
 		}
 		var t fsstore.Task
 		err = s.store.WithMarker(ctx, ses.Agent, fsstore.MarkerAdjust, func(msg fsstore.Message, _ string) (string, error) {
@@ -199,7 +199,7 @@ func addStartTaskFromChat(srv *mcp.Server, s *Server, tool *mcp.Tool) {
 		ses := sessionFrom(ctx)
 		cfg, err := s.config()
 		if err != nil {
-			return nil, TaskOut{}, toolErr("config_invalid", err.Error())
+			return nil, TaskOut{}, err
 		}
 		var t fsstore.Task
 		err = s.store.WithMarker(ctx, ses.Agent, fsstore.MarkerStart, func(msg fsstore.Message, _ string) (string, error) {

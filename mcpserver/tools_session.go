@@ -44,7 +44,7 @@ func addAuthenticate(srv *mcp.Server, s *Server, tool *mcp.Tool) {
 	addTool(s, srv, tool, func(ctx context.Context, _ *mcp.CallToolRequest, in AuthenticateIn) (*mcp.CallToolResult, AuthenticateOut, error) {
 		cfg, err := s.config()
 		if err != nil {
-			return nil, AuthenticateOut{}, toolErr("config_invalid", err.Error()+": ask a human to fix it")
+			return nil, AuthenticateOut{}, err
 		}
 		purpose := in.Purpose
 		if purpose == "" {

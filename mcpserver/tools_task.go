@@ -167,7 +167,7 @@ func addUpdateTaskStatus(srv *mcp.Server, s *Server, tool *mcp.Tool) {
 		}
 		cfg, err := s.config()
 		if err != nil {
-			return nil, TaskOut{}, toolErr("config_invalid", err.Error())
+			return nil, TaskOut{}, err
 		}
 		after, err := s.store.UpdateTask(ctx, cfg, id, ses.Agent, fsstore.TaskChange{Status: in.Status, Reason: in.Reason, Owner: ses.Agent})
 		if err != nil {
@@ -215,7 +215,7 @@ func addReportCompleted(srv *mcp.Server, s *Server, tool *mcp.Tool) {
 		}
 		cfg, err := s.config()
 		if err != nil {
-			return nil, ReportCompletedOut{}, toolErr("config_invalid", err.Error())
+			return nil, ReportCompletedOut{}, err
 		}
 		after, err := s.store.UpdateTask(ctx, cfg, ses.TaskID, ses.Agent, ch)
 		if err != nil {

@@ -36,7 +36,7 @@ type Hub struct {
 // linger is how long a directory stays watched after its last subscriber.
 var linger = 30 * time.Second
 
-// NewWake returns a Hub; the fsnotify watcher starts at the first Subscribe.
+// New returns a Hub; the fsnotify watcher starts at the first Subscribe.
 func New() *Hub {
 	return &Hub{subs: map[string]map[*Subscription]bool{}, idle: map[string]time.Time{}}
 }

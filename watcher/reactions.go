@@ -176,8 +176,8 @@ func tellWhom(cfg *fsstore.Config, agent string) []string {
 // reactTriggers writes pending/<agent>.<purpose>.json for every AI agent
 // that has work of a purpose (the one rule, Store.Work, asked without a
 // session) and no live session or started process of that purpose.
-// Inbound chat, pending conversations, tasks set in progress and, once the
-// rule knows them, pending delegations all arrive here.
+// Inbound chat, pending conversations, tasks set in progress and pending
+// delegations all arrive here.
 func reactTriggers(d *Daemon, p *Pass) error {
 	for _, a := range p.Cfg.Agents {
 		if a.Type != fsstore.AgentAI {

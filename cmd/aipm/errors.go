@@ -51,10 +51,11 @@ func failed(format string, args ...any) error {
 }
 
 // exitCode is the rule: 130 when a signal ended the command, else the code
-// an error carries (usageError, failedError), else 2 for a store error that
-// refuses the request itself (a CodeError, ErrInvalid, ErrAmbiguous), else
-// 1. A store error of another kind (ErrNotFound, a transition refused by
-// the task's state, a disk error) is 1.
+// an error carries (usageError, asUsage, failed), else 2 for a store error
+// that refuses the request itself (a CodeError that is a Refusal,
+// ErrInvalid, ErrAmbiguous), else 1. A store error of another kind
+// (ErrNotFound, a transition refused by the task's state, a full disk, a
+// send delivered only in part) is 1.
 func exitCode(err error, interrupted bool) int {
 	switch {
 	case interrupted:
@@ -67,7 +68,7 @@ func exitCode(err error, interrupted bool) int {
 		return ee.code
 	}
 	var ce *fsstore.CodeError
-	if errors.As(err, &ce) || errors.Is(err, fsstore.ErrInvalid) || errors.Is(err, fsstore.ErrAmbiguous) {
+	if errors.As(err, &ce) && ce.Refusal() || errors.Is(err, fsstore.ErrInvalid) || errors.Is(err, fsstore.ErrAmbiguous) {
 		return exitUsage
 	}
 	return exitFailed

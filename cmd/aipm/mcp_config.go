@@ -27,7 +27,8 @@ type mcpServer struct {
 }
 
 // credentialVars are what aipm serve reads its agent's credential from
-// (AIPM_PASSKEY is what aipm's own process starter sets).
+// (aipm watch's starter sets AIPM_PASSKEY_FILE; AIPM_PASSKEY is accepted
+// for other launchers).
 var credentialVars = []string{fsstore.EnvAgentID, fsstore.EnvPasskeyFile, fsstore.EnvPasskey}
 
 // mcpClients renders a client's config for server, keyed by client name.

@@ -83,9 +83,9 @@ func taskDecideRun(cmd *cobra.Command, o *taskDecideOptions) error {
 	return nil
 }
 
-// notifyRejected tells the task's requester, if it is an AI agent other
-// than the one deciding, that its request was rejected and why; it returns
-// who was told.
+// notifyRejected tells the AI agent that would have done the work (the
+// assignee, else the requester), if it is not the one deciding, that the
+// request was rejected and why; it returns who was told.
 func notifyRejected(cmd *cobra.Command, store *fsstore.Store, cfg *fsstore.Config, t fsstore.Task, by, reason string) (string, error) {
 	// The AI agent that would have done the work: the assignee of a task
 	// requested through chat, or the AI that requested it for itself.

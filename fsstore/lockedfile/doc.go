@@ -2,7 +2,7 @@
 // on, and knows nothing of messages, tasks or sessions (cmd/go keeps its
 // internal/lockedfile apart from its users the same way):
 //
-//   - Append: one whole line, one write(2) on an O_APPEND descriptor, under
+//   - Appender.Write: one whole line, one write(2) on an O_APPEND descriptor, under
 //     the file's own flock, after checking that the path still names the
 //     locked inode; a failed or short write is truncated back under the lock,
 //     so a full disk leaves no fragment;
@@ -14,8 +14,10 @@
 //     is the record it remembers, found again by its remembered ids
 //     otherwise, and delivering again (marked) rather than skipping when none
 //     is left;
-//   - WriteAtomic, Snapshot and Lock: documents replaced by temp file, fsync,
-//     rename and directory fsync, with the identity of what was read for a
-//     compare-and-swap;
+//   - WriteAtomic, ReadDoc (Identity) and Update: documents replaced by temp
+//     file, fsync, rename and directory fsync, with the identity of what was
+//     read for a compare-and-swap; Lock, TryLock and Held: flocks;
+//   - ReadLocked and RewriteKeeping: a whole JSONL file read, and rewritten
+//     without some lines, under its lock (doctor's repair);
 //   - Scan: the low-level check of a whole file that doctor reports from.
 package lockedfile

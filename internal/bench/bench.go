@@ -88,8 +88,9 @@ func (r Row) JSON() map[string]any {
 
 // measures returns the measurements of the targets named in only (all of
 // them when only is empty), in the order they run. A target is named by its
-// DESIGN id; a measurement that also yields another row (P3 gives P5, P1
-// gives P1r, P2 gives P2rpc) runs when either is named.
+// DESIGN id; a measurement that also yields another row runs when the
+// targets listed beside it are named: P3 gives P5 and runs for either,
+// P1 also gives P1r and P2 gives P2rpc (named as P1 and P2).
 func (b *bench) measures(only []string) ([]func() ([]Row, error), error) {
 	all := []struct {
 		targets []string

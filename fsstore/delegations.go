@@ -155,26 +155,6 @@ func (db DelegationBook) List(f DelegationFilter) ([]Delegation, error) {
 	return out, err
 }
 
-// pendingDelegations lists the delegations of the project that wait for a
-// chat session, oldest first: pending ones, and processing ones whose chat
-// session has ended (the next chat session of the agent takes them over).
-// Each names the agent (Delegation.Agent) whose chat session must take it.
-// The rule is waitsForChat, which Work's delegationWork applies per agent;
-// this project-wide view is for the tests.
-func (s *Store) pendingDelegations(ctx context.Context) ([]Delegation, error) {
-	open, err := s.Delegations().List(DelegationFilter{Open: true})
-	if err != nil {
-		return nil, err
-	}
-	var out []Delegation
-	for _, d := range open {
-		if s.waitsForChat(d, "") {
-			out = append(out, d)
-		}
-	}
-	return out, nil
-}
-
 // waitsForChat says whether a chat session (other than the one with id
 // current) should take d: it is pending, or processing by a session that
 // is no longer live.

@@ -20,14 +20,47 @@ func TestDelegationTakeOver(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	pending := func(want int) {
-		t.Helper()
-		ds, err := s.pendingDelegations(ctx)
-		if err != nil || len(ds) != want {
-			t.Fatalf("PendingDelegations = %v, %v; want %d", ds, err, want)
-		}
+	wantPendingDelegations(t, s, 1)
+	first := wantChatSessionTakesDelegation(t, s, cfg)
+	wantPendingDelegations(t, s, 0)
+	// The task session waits while it is open.
+	taskSes := Session{ID: "ses_x", Agent: "a", Purpose: PurposeTask, TaskID: task.ID}
+	if n, err := s.taskWork(ctx, cfg, "a", &taskSes); err != nil || n.Action != ActWait || len(n.Delegations) != 1 {
+		t.Fatalf("task session: %+v %v", n, err)
 	}
-	pending(1)
+	if _, err := s.EndSession(ctx, first.ID, EndLogout); err != nil {
+		t.Fatal(err)
+	}
+	wantPendingDelegations(t, s, 1)
+	wantDelegationTakenOver(t, s, cfg, first)
+	// Only the owner reports it; then the task session works again.
+	if _, err := s.Delegations().Complete(ctx, "b", d.ID, DlgCompleted, "x"); err == nil {
+		t.Fatal("b closed a's delegation")
+	}
+	if _, err := s.Delegations().Complete(ctx, "a", d.ID, DlgFailed, "b did not answer"); err != nil {
+		t.Fatal(err)
+	}
+	if n, err := s.taskWork(ctx, cfg, "a", &taskSes); err != nil || n.Action != ActWork || n.Delegations[0].Status != DlgFailed {
+		t.Fatalf("task session after the report: %+v %v", n, err)
+	}
+	wantPendingDelegations(t, s, 0)
+}
+
+// wantPendingDelegations checks the watcher's list of pending delegations
+// has want of them.
+func wantPendingDelegations(t *testing.T, s *Store, want int) {
+	t.Helper()
+	ds, err := s.pendingDelegations(context.Background())
+	if err != nil || len(ds) != want {
+		t.Fatalf("PendingDelegations = %v, %v; want %d", ds, err, want)
+	}
+}
+
+// wantChatSessionTakesDelegation: a's pending delegation is chat work; the
+// chat session a authenticates is given it, once. It returns that session.
+func wantChatSessionTakesDelegation(t *testing.T, s *Store, cfg *Config) Session {
+	t.Helper()
+	ctx := context.Background()
 	// Without a session, a delegation is chat work: authenticate picks chat
 	// (the task session is not live yet, so it comes first: request chat).
 	if n, err := s.Work(ctx, cfg, "a", PurposeChat, nil); err != nil || n.Action != ActProcessDelegation {
@@ -44,21 +77,19 @@ func TestDelegationTakeOver(t *testing.T) {
 	if n, _ := s.NextAction(ctx, cfg, first); n.Action == ActProcessDelegation {
 		t.Fatalf("the same session was given its delegation twice")
 	}
-	pending(0)
-	// The task session waits while it is open.
-	taskSes := Session{ID: "ses_x", Agent: "a", Purpose: PurposeTask, TaskID: task.ID}
-	if n, err := s.taskWork(ctx, cfg, "a", &taskSes); err != nil || n.Action != ActWait || len(n.Delegations) != 1 {
-		t.Fatalf("task session: %+v %v", n, err)
-	}
-	if _, err := s.EndSession(ctx, first.ID, EndLogout); err != nil {
-		t.Fatal(err)
-	}
-	pending(1)
+	return first
+}
+
+// wantDelegationTakenOver: after first ended, a's next chat session takes
+// its delegation over, and the delegation's history says so.
+func wantDelegationTakenOver(t *testing.T, s *Store, cfg *Config, first Session) {
+	t.Helper()
+	ctx := context.Background()
 	second, _, err := s.Authenticate(ctx, cfg, "a", mustPasskey(t, s, "a"), "", PurposeChat)
 	if err != nil {
 		t.Fatal(err)
 	}
-	n, err = s.NextAction(ctx, cfg, second)
+	n, err := s.NextAction(ctx, cfg, second)
 	if err != nil || n.Action != ActProcessDelegation || n.Delegation.SessionID != second.ID {
 		t.Fatalf("second chat session: %+v %v", n, err)
 	}
@@ -66,17 +97,6 @@ func TestDelegationTakeOver(t *testing.T) {
 	if last := h[len(h)-1]; last.State != DlgProcessing || !strings.Contains(last.Reason, "taken over from "+first.ID) {
 		t.Fatalf("history: %+v", h)
 	}
-	// Only the owner reports it; then the task session works again.
-	if _, err := s.Delegations().Complete(ctx, "b", d.ID, DlgCompleted, "x"); err == nil {
-		t.Fatal("b closed a's delegation")
-	}
-	if _, err := s.Delegations().Complete(ctx, "a", d.ID, DlgFailed, "b did not answer"); err != nil {
-		t.Fatal(err)
-	}
-	if n, err := s.taskWork(ctx, cfg, "a", &taskSes); err != nil || n.Action != ActWork || n.Delegations[0].Status != DlgFailed {
-		t.Fatalf("task session after the report: %+v %v", n, err)
-	}
-	pending(0)
 }
 
 // A conversation started while a delegation to its participant is in
@@ -113,4 +133,39 @@ func TestConversationTakesDelegationTask(t *testing.T) {
 	if err != nil || len(tc.Conversations) != 1 || len(tc.Delegations) != 1 {
 		t.Fatalf("TaskConversations: %+v %v", tc, err)
 	}
+}
+
+func TestDelegationTransitions(t *testing.T) {
+	states := []string{DlgPending, DlgProcessing, DlgCompleted, DlgFailed}
+	allowed := map[[2]string]bool{
+		{DlgPending, DlgProcessing}: true, {DlgProcessing, DlgCompleted}: true, {DlgProcessing, DlgFailed}: true,
+	}
+	for _, from := range states {
+		for _, to := range states {
+			d := Delegation{ID: "dlg_x", Status: from}
+			err := d.move(to, "coder", d.CreatedAt)
+			if (err == nil) != allowed[[2]string{from, to}] {
+				t.Errorf("%s -> %s: %v", from, to, err)
+			}
+		}
+	}
+}
+
+// pendingDelegations lists the delegations of the project that wait for a
+// chat session, oldest first: pending ones, and processing ones whose chat
+// session has ended (the next chat session of the agent takes them over).
+// Each names the agent (Delegation.Agent) whose chat session must take it.
+// The rule is waitsForChat, which Work's delegationWork applies per agent.
+func (s *Store) pendingDelegations(ctx context.Context) ([]Delegation, error) {
+	open, err := s.Delegations().List(DelegationFilter{Open: true})
+	if err != nil {
+		return nil, err
+	}
+	var out []Delegation
+	for _, d := range open {
+		if s.waitsForChat(d, "") {
+			out = append(out, d)
+		}
+	}
+	return out, nil
 }

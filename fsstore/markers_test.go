@@ -78,10 +78,33 @@ func TestWithMarkerOnce(t *testing.T) {
 	if _, err := s.Send(ctx, cfg, OutgoingMessage{From: "lead", To: "coder", Content: "@@タスク作成: one task"}); err != nil {
 		t.Fatal(err)
 	}
+	if ran, used := raceWithMarker(t, s, 8); ran != 1 || used != 7 {
+		t.Fatalf("op ran %d times, %d refused as used; want 1 and 7", ran, used)
+	}
+	// A failed operation does not use the message.
+	if _, err := s.Send(ctx, cfg, OutgoingMessage{From: "lead", To: "coder", Content: "@@タスク通知: note"}); err != nil {
+		t.Fatal(err)
+	}
+	boom := errors.New("boom")
+	if err := s.WithMarker(ctx, "coder", MarkerNotify, func(Message, string) (string, error) { return "", boom }); !errors.Is(err, boom) {
+		t.Fatal(err)
+	}
+	if err := s.WithMarker(ctx, "coder", MarkerNotify, func(Message, string) (string, error) { return "ntf_x", nil }); err != nil {
+		t.Fatalf("after a failed operation: %v", err)
+	}
+	wantLatestReceivedMarks(t, s, cfg)
+}
+
+// raceWithMarker has callers goroutines race to use coder's latest
+// message, "@@タスク作成: one task" from lead, for one operation each. It
+// returns how many operations ran and how many callers were refused
+// because the message was used.
+func raceWithMarker(t *testing.T, s *Store, callers int) (ran, used int) {
+	t.Helper()
+	ctx := context.Background()
 	var mu sync.Mutex
-	ran, used := 0, 0
 	var wg sync.WaitGroup
-	for range 8 {
+	for range callers {
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
@@ -107,22 +130,15 @@ func TestWithMarkerOnce(t *testing.T) {
 		}()
 	}
 	wg.Wait()
-	if ran != 1 || used != 7 {
-		t.Fatalf("op ran %d times, %d refused as used; want 1 and 7", ran, used)
-	}
-	// A failed operation does not use the message.
-	if _, err := s.Send(ctx, cfg, OutgoingMessage{From: "lead", To: "coder", Content: "@@タスク通知: note"}); err != nil {
-		t.Fatal(err)
-	}
-	boom := errors.New("boom")
-	if err := s.WithMarker(ctx, "coder", MarkerNotify, func(Message, string) (string, error) { return "", boom }); !errors.Is(err, boom) {
-		t.Fatal(err)
-	}
-	if err := s.WithMarker(ctx, "coder", MarkerNotify, func(Message, string) (string, error) { return "ntf_x", nil }); err != nil {
-		t.Fatalf("after a failed operation: %v", err)
-	}
-	// The agent's own later messages and system messages do not hide the
-	// latest message received; a newer message from someone else does.
+	return ran, used
+}
+
+// wantLatestReceivedMarks: the agent's own later messages and system
+// messages do not hide the latest message received; a newer message from
+// someone else does.
+func wantLatestReceivedMarks(t *testing.T, s *Store, cfg *Config) {
+	t.Helper()
+	ctx := context.Background()
 	if _, err := s.Send(ctx, cfg, OutgoingMessage{From: "lead", To: "coder", Content: "@@タスク開始: go"}); err != nil {
 		t.Fatal(err)
 	}
@@ -141,32 +157,6 @@ func TestWithMarkerOnce(t *testing.T) {
 	var ce *CodeError
 	if err := s.WithMarker(ctx, "coder", MarkerStart, func(Message, string) (string, error) { return "", nil }); !errors.As(err, &ce) || ce.Code != "task_start_marker_required" {
 		t.Fatalf("after an unmarked message: %v", err)
-	}
-}
-
-func TestDelegationTransitions(t *testing.T) {
-	states := []string{DlgPending, DlgProcessing, DlgCompleted, DlgFailed}
-	allowed := map[[2]string]bool{
-		{DlgPending, DlgProcessing}: true, {DlgProcessing, DlgCompleted}: true, {DlgProcessing, DlgFailed}: true,
-	}
-	for _, from := range states {
-		for _, to := range states {
-			d := Delegation{ID: "dlg_x", Status: from}
-			err := d.move(to, "coder", d.CreatedAt)
-			if (err == nil) != allowed[[2]string{from, to}] {
-				t.Errorf("%s -> %s: %v", from, to, err)
-			}
-		}
-	}
-}
-
-func TestAncestors(t *testing.T) {
-	_, cfg := testStoreWith(t)
-	if got := cfg.Ancestors("coder"); len(got) != 1 || got[0] != "lead" {
-		t.Fatalf("Ancestors(coder) = %v", got)
-	}
-	if got := cfg.Ancestors("lead"); len(got) != 0 {
-		t.Fatalf("Ancestors(lead) = %v", got)
 	}
 }
 

@@ -2,6 +2,8 @@ package fsstore
 
 import (
 	"context"
+	"errors"
+	"os"
 	"testing"
 	"time"
 )
@@ -72,5 +74,78 @@ func TestAgentInterruptStopsOnlyLiveSessions(t *testing.T) {
 	}
 	if n, count, err := s.Interrupt(ctx, later); err != nil || n != nil || count != 0 {
 		t.Fatalf("later session: interrupt %v (%d unread), err %v; want none", n, count, err)
+	}
+}
+
+// What one process caches (a session, an unread count) follows what another
+// process writes: each Store stands for one process with its own caches.
+func TestCachesFollowOtherWriters(t *testing.T) {
+	s, cfg := newConvStore(t)
+	ctx := context.Background()
+	other, err := Open(s.ProjectDir())
+	if err != nil {
+		t.Fatal(err)
+	}
+	ses, token, err := s.Authenticate(ctx, cfg, "b", mustPasskey(t, s, "b"), "", PurposeChat)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for range 2 { // the second call is served from the caches
+		if _, err := s.CheckSession(ctx, token); err != nil {
+			t.Fatal(err)
+		}
+		if n, count, err := s.Interrupt(ctx, ses); err != nil || n != nil || count != 0 {
+			t.Fatalf("Interrupt = %v, %d, %v; want none", n, count, err)
+		}
+	}
+	wantUnreadFollowsOther(t, s, other, ses)
+	wantSessionFollowsOther(t, s, other, ses, token)
+}
+
+// wantUnreadFollowsOther: s's unread count and interrupt for ses follow
+// the notifications other writes and reads.
+func wantUnreadFollowsOther(t *testing.T, s, other *Store, ses Session) {
+	t.Helper()
+	ctx := context.Background()
+	if _, err := other.Notify(ctx, "b", Notification{Message: "one"}); err != nil {
+		t.Fatal(err)
+	}
+	if _, count, err := s.Interrupt(ctx, ses); err != nil || count != 1 {
+		t.Fatalf("after another process's notification: %d unread, %v; want 1", count, err)
+	}
+	if _, err := other.Notify(ctx, "b", Notification{Type: NotifyInterrupt, Message: "stop"}); err != nil {
+		t.Fatal(err)
+	}
+	if n, count, err := s.Interrupt(ctx, ses); err != nil || n == nil || count != 2 {
+		t.Fatalf("after an interrupt: %v, %d unread, %v; want the interrupt and 2", n, count, err)
+	}
+	if _, _, err := other.SessionNotifications(ctx, ses, false, 0); err != nil {
+		t.Fatal(err)
+	}
+	if err := other.Acknowledge(ctx, "b", ses.ID); err != nil {
+		t.Fatal(err)
+	}
+	if n, count, err := s.Interrupt(ctx, ses); err != nil || n != nil || count != 0 {
+		t.Fatalf("after another process read them: %v, %d unread, %v; want none", n, count, err)
+	}
+}
+
+// wantSessionFollowsOther: s's check of the session ses (by its token)
+// follows other ending it and the session file's removal.
+func wantSessionFollowsOther(t *testing.T, s, other *Store, ses Session, token string) {
+	t.Helper()
+	ctx := context.Background()
+	if _, err := other.EndSession(ctx, ses.ID, "logout"); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := s.CheckSession(ctx, token); !errors.Is(err, ErrSessionEnded) {
+		t.Fatalf("after another process ended the session: %v, want ErrSessionEnded", err)
+	}
+	path, _ := s.DocPath(Sessions, ses.ID)
+	if err := os.Remove(path); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := s.CheckSession(ctx, token); !errors.Is(err, ErrBadToken) {
+		t.Fatalf("after the session file was removed: %v, want ErrBadToken", err)
 	}
 }

@@ -18,57 +18,101 @@ import (
 // full sweep, and the agent's own expired session is swept.
 func TestAuthenticateReadsOnlyOwnSessions(t *testing.T) {
 	s, cfg := newConvStore(t)
-	ctx := context.Background()
 	keyA, keyB := mustPasskey(t, s, "a"), mustPasskey(t, s, "b")
-	auth := func(agent, key, purpose string) Session {
-		t.Helper()
-		ses, _, err := s.Authenticate(ctx, cfg, agent, key, "", purpose)
-		if err != nil {
-			t.Fatalf("authenticate %s: %v", agent, err)
-		}
-		return ses
-	}
-	expire := func(ses Session) {
-		t.Helper()
-		path, _ := s.DocPath(Sessions, ses.ID)
-		if _, err := UpdateDoc(ctx, s, path, ModePrivateFile, func(doc *Session, _ bool) error {
-			doc.LastSeenAt = doc.LastSeenAt.Add(-2 * doc.Idle.Duration)
-			return nil
-		}); err != nil {
-			t.Fatal(err)
-		}
-	}
-	exists := func(ses Session) bool {
-		path, _ := s.DocPath(Sessions, ses.ID)
-		_, err := os.Stat(path)
-		return err == nil
-	}
 
-	staleB := auth("b", keyB, PurposeChat)
-	expire(staleB)
-	staleA := auth("a", keyA, PurposeChat)
-	expire(staleA)
+	staleB := mustAuthenticate(t, s, cfg, "b", keyB, PurposeChat)
+	expireSession(t, s, staleB)
+	staleA := mustAuthenticate(t, s, cfg, "a", keyA, PurposeChat)
+	expireSession(t, s, staleA)
 
 	// b's index names two more documents: one that blocks any reader, one damaged.
+	fifoPath, damaged, damagedPath := addBlockingAndDamagedSessions(t, s, "b")
+
+	ses := authenticateUnblocked(t, s, cfg, "a", keyA, fifoPath)
+	if ses.Agent != "a" || ses.Purpose != PurposeChat {
+		t.Fatalf("session: %+v", ses)
+	}
+	if sessionExists(s, staleA) {
+		t.Error("a's own expired session was not swept")
+	}
+	if got, _ := s.agentSessionIDs("a"); !slices.Equal(got, []string{ses.ID}) {
+		t.Errorf("a's index: %v, want only %s", got, ses.ID)
+	}
+	if data, err := os.ReadFile(damagedPath); err != nil || string(data) != "{ damaged" {
+		t.Errorf("another agent's damaged session file was touched: %q %v", data, err)
+	}
+	if !sessionExists(s, staleB) {
+		t.Error("authenticate of a swept b's expired session: that is the full sweep's job")
+	}
+
+	// The full sweep (the watcher's pass) ends everyone's stale sessions
+	// and drops them from their agents' indexes.
+	if err := os.Remove(fifoPath); err != nil {
+		t.Fatal(err)
+	}
+	wantFullSweep(t, s, staleB, damaged)
+}
+
+// mustAuthenticate authenticates agent for purpose.
+func mustAuthenticate(t *testing.T, s *Store, cfg *Config, agent, key, purpose string) Session {
+	t.Helper()
+	ses, _, err := s.Authenticate(context.Background(), cfg, agent, key, "", purpose)
+	if err != nil {
+		t.Fatalf("authenticate %s: %v", agent, err)
+	}
+	return ses
+}
+
+// expireSession makes ses's document say it was last seen two idle
+// timeouts ago.
+func expireSession(t *testing.T, s *Store, ses Session) {
+	t.Helper()
+	path, _ := s.DocPath(Sessions, ses.ID)
+	if _, err := UpdateDoc(context.Background(), s, path, ModePrivateFile, func(doc *Session, _ bool) error {
+		doc.LastSeenAt = doc.LastSeenAt.Add(-2 * doc.Idle.Duration)
+		return nil
+	}); err != nil {
+		t.Fatal(err)
+	}
+}
+
+// sessionExists says whether ses's document is there.
+func sessionExists(s *Store, ses Session) bool {
+	path, _ := s.DocPath(Sessions, ses.ID)
+	_, err := os.Stat(path)
+	return err == nil
+}
+
+// addBlockingAndDamagedSessions adds two session documents to agent's
+// index: a FIFO (whoever opens it blocks) and a damaged one. It returns
+// the FIFO's path and the damaged document's id and path.
+func addBlockingAndDamagedSessions(t *testing.T, s *Store, agent string) (fifoPath, damaged, damagedPath string) {
+	t.Helper()
 	fifo, damaged := NewID(PrefixSession), NewID(PrefixSession)
-	fifoPath, _ := s.DocPath(Sessions, fifo)
-	damagedPath, _ := s.DocPath(Sessions, damaged)
+	fifoPath, _ = s.DocPath(Sessions, fifo)
+	damagedPath, _ = s.DocPath(Sessions, damaged)
 	if err := syscall.Mkfifo(fifoPath, 0o600); err != nil {
 		testenv.SkipMissing(t, "FIFOs (mkfifo: "+err.Error()+")")
 	}
 	if err := os.WriteFile(damagedPath, []byte("{ damaged"), 0o600); err != nil {
 		t.Fatal(err)
 	}
-	ids, err := s.agentSessionIDs("b")
+	ids, err := s.agentSessionIDs(agent)
 	if err != nil {
 		t.Fatal(err)
 	}
-	if err := s.setAgentSessionIDs("b", append(ids, fifo, damaged)); err != nil {
+	if err := s.setAgentSessionIDs(agent, append(ids, fifo, damaged)); err != nil {
 		t.Fatal(err)
 	}
+	return fifoPath, damaged, damagedPath
+}
 
+// authenticateUnblocked authenticates agent, failing if that takes a
+// minute: it opened the FIFO at fifoPath (which it then unblocks).
+func authenticateUnblocked(t *testing.T, s *Store, cfg *Config, agent, key, fifoPath string) Session {
+	t.Helper()
 	done := make(chan Session, 1)
-	go func() { done <- auth("a", keyA, PurposeChat) }()
+	go func() { done <- mustAuthenticate(t, s, cfg, agent, key, PurposeChat) }()
 	var ses Session
 	select {
 	case ses = <-done:
@@ -80,31 +124,17 @@ func TestAuthenticateReadsOnlyOwnSessions(t *testing.T) {
 		<-done
 		t.Fatal("authenticate opened another agent's session file")
 	}
-	if ses.Agent != "a" || ses.Purpose != PurposeChat {
-		t.Fatalf("session: %+v", ses)
-	}
-	if exists(staleA) {
-		t.Error("a's own expired session was not swept")
-	}
-	if got, _ := s.agentSessionIDs("a"); !slices.Equal(got, []string{ses.ID}) {
-		t.Errorf("a's index: %v, want only %s", got, ses.ID)
-	}
-	if data, err := os.ReadFile(damagedPath); err != nil || string(data) != "{ damaged" {
-		t.Errorf("another agent's damaged session file was touched: %q %v", data, err)
-	}
-	if !exists(staleB) {
-		t.Error("authenticate of a swept b's expired session: that is the full sweep's job")
-	}
+	return ses
+}
 
-	// The full sweep (the watcher's pass) ends everyone's stale sessions
-	// and drops them from their agents' indexes.
-	if err := os.Remove(fifoPath); err != nil {
+// wantFullSweep runs the full sweep: it ends b's expired session staleB
+// and drops it from b's index, where the damaged id stays (for doctor).
+func wantFullSweep(t *testing.T, s *Store, staleB Session, damaged string) {
+	t.Helper()
+	if err := s.SweepSessions(context.Background()); err != nil {
 		t.Fatal(err)
 	}
-	if err := s.SweepSessions(ctx); err != nil {
-		t.Fatal(err)
-	}
-	if exists(staleB) {
+	if sessionExists(s, staleB) {
 		t.Error("the full sweep left b's expired session")
 	}
 	if got, _ := s.agentSessionIDs("b"); slices.Contains(got, staleB.ID) || !slices.Contains(got, damaged) {

@@ -4,9 +4,11 @@ import (
 	"bytes"
 	"context"
 	"fmt"
+	"io"
 	"os"
 	"os/exec"
 	"path/filepath"
+	"strings"
 	"sync/atomic"
 	"testing"
 	"time"
@@ -142,4 +144,35 @@ func commentAtTop(path, tag string) error {
 		return err
 	}
 	return os.Rename(tmp, path)
+}
+
+// The constructor only parses flags into options: checked with a runF
+// that records them, without a project.
+func TestAgentRemoveFlags(t *testing.T) {
+	e := newEnv(func(string) string { return "" }, strings.NewReader(""), io.Discard, io.Discard)
+	for _, tc := range []struct {
+		args  []string
+		agent string
+		force bool
+		code  int
+	}{
+		{args: []string{"coder"}, agent: "coder"},
+		{args: []string{"--force", "coder", "--json"}, agent: "coder", force: true},
+		{args: []string{}, code: exitUsage},
+		{args: []string{"a", "b"}, code: exitUsage},
+	} {
+		var got *agentRemoveOptions
+		cmd := newCmdAgentRemove(e, func(o *agentRemoveOptions) error { got = o; return nil })
+		cmd.SetArgs(tc.args)
+		cmd.SetOut(io.Discard)
+		cmd.SetErr(io.Discard)
+		err := cmd.Execute()
+		if code := exitCode(err, false); code != tc.code {
+			t.Errorf("agent remove %q: exit %d (%v), want %d", tc.args, code, err, tc.code)
+			continue
+		}
+		if tc.code == 0 && (got == nil || got.Agent != tc.agent || got.Force != tc.force) {
+			t.Errorf("agent remove %q: options %+v", tc.args, got)
+		}
+	}
 }

@@ -161,46 +161,84 @@ func TestCursorInodeReuse(t *testing.T) {
 func TestCursorUnderReplacingEditor(t *testing.T) {
 	path := filepath.Join(t.TempDir(), "log.jsonl")
 	const n = 1500
-	ctx := context.Background()
 	var wg sync.WaitGroup
 	stop := make(chan struct{})
 	wg.Add(2)
 	go func() { // the writer
 		defer wg.Done()
 		defer close(stop)
-		for i := 0; i < n; i++ {
-			for {
-				err := appendOnce(ctx, path, []byte(line(fmt.Sprintf("w%05d", i))), AppendOptions{})
-				if err == nil {
-					break
-				}
-				if err != ErrReplaced {
-					t.Error(err)
-					return
-				}
-			}
-		}
+		appendNumbered(t, path, n)
 	}()
 	go func() { // the editor: copy, rename over, under the lock
 		defer wg.Done()
-		for k := 0; ; k++ {
-			select {
-			case <-stop:
-				return
-			default:
+		replaceUntil(t, path, stop)
+	}()
+	seen, cur := readUntil(t, path, stop)
+	wg.Wait()
+	rest, _ := readAll(t, path, cur, 0)
+	for _, d := range rest {
+		seen[d.id]++
+	}
+	var missing []string
+	for i := 0; i < n; i++ {
+		if id := fmt.Sprintf("w%05d", i); seen[id] == 0 {
+			missing = append(missing, id)
+		}
+	}
+	if len(missing) > 0 {
+		t.Fatalf("%d lines never returned, first %v", len(missing), missing[:min(5, len(missing))])
+	}
+}
+
+// appendNumbered appends lines w00000 up to n-1 to path, each again while
+// the file was replaced under it. It reports other errors with t.Error and
+// stops.
+func appendNumbered(t *testing.T, path string, n int) {
+	ctx := context.Background()
+	for i := 0; i < n; i++ {
+		for {
+			err := appendOnce(ctx, path, []byte(line(fmt.Sprintf("w%05d", i))), AppendOptions{})
+			if err == nil {
+				break
 			}
-			unlock, err := Lock(ctx, path, 0o644)
-			if err != nil {
+			if err != ErrReplaced {
 				t.Error(err)
 				return
 			}
-			data, _ := os.ReadFile(path)
-			tmp := fmt.Sprintf("%s.edit%d", path, k%2)
-			os.WriteFile(tmp, data, 0o644)
-			os.Rename(tmp, path)
-			unlock()
 		}
-	}()
+	}
+}
+
+// replaceUntil replaces path by a copy renamed over it, under its lock,
+// again and again until stop is closed. It reports errors with t.Error and
+// stops.
+func replaceUntil(t *testing.T, path string, stop <-chan struct{}) {
+	ctx := context.Background()
+	for k := 0; ; k++ {
+		select {
+		case <-stop:
+			return
+		default:
+		}
+		unlock, err := Lock(ctx, path, 0o644)
+		if err != nil {
+			t.Error(err)
+			return
+		}
+		data, _ := os.ReadFile(path)
+		tmp := fmt.Sprintf("%s.edit%d", path, k%2)
+		os.WriteFile(tmp, data, 0o644)
+		os.Rename(tmp, path)
+		unlock()
+	}
+}
+
+// readUntil reads path in batches of varying size until stop is closed
+// and nothing more is there, checking that no read starts mid-line and
+// every repeat is marked redelivered. It returns how many times each id
+// was returned, and the cursor after the last read.
+func readUntil(t *testing.T, path string, stop <-chan struct{}) (map[string]int, Cursor) {
+	t.Helper()
 	seen := map[string]int{}
 	var cur Cursor
 	reads := 0
@@ -229,20 +267,7 @@ func TestCursorUnderReplacingEditor(t *testing.T) {
 			done = false
 		}
 	}
-	wg.Wait()
-	rest, _ := readAll(t, path, cur, 0)
-	for _, d := range rest {
-		seen[d.id]++
-	}
-	var missing []string
-	for i := 0; i < n; i++ {
-		if id := fmt.Sprintf("w%05d", i); seen[id] == 0 {
-			missing = append(missing, id)
-		}
-	}
-	if len(missing) > 0 {
-		t.Fatalf("%d lines never returned, first %v", len(missing), missing[:min(5, len(missing))])
-	}
+	return seen, cur
 }
 
 // The remembered ids are bounded and in order.

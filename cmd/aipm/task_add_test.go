@@ -8,7 +8,7 @@ import (
 	"aipm/fsstore"
 )
 
-// The constructors only parse flags into options: checked here with a
+// The constructor only parses flags into options: checked here with a
 // runF that records them, without a project.
 func TestTaskAddFlags(t *testing.T) {
 	e := newEnv(func(string) string { return "" }, strings.NewReader(""), io.Discard, io.Discard)
@@ -48,55 +48,6 @@ func TestTaskAddFlags(t *testing.T) {
 		}
 		if got == nil || got.Task != tc.want || got.As != tc.as {
 			t.Errorf("task add %q: options %+v, want %+v as %q", tc.args, got, tc.want, tc.as)
-		}
-	}
-}
-
-func TestAgentRemoveFlags(t *testing.T) {
-	e := newEnv(func(string) string { return "" }, strings.NewReader(""), io.Discard, io.Discard)
-	for _, tc := range []struct {
-		args  []string
-		agent string
-		force bool
-		code  int
-	}{
-		{args: []string{"coder"}, agent: "coder"},
-		{args: []string{"--force", "coder", "--json"}, agent: "coder", force: true},
-		{args: []string{}, code: exitUsage},
-		{args: []string{"a", "b"}, code: exitUsage},
-	} {
-		var got *agentRemoveOptions
-		cmd := newCmdAgentRemove(e, func(o *agentRemoveOptions) error { got = o; return nil })
-		cmd.SetArgs(tc.args)
-		cmd.SetOut(io.Discard)
-		cmd.SetErr(io.Discard)
-		err := cmd.Execute()
-		if code := exitCode(err, false); code != tc.code {
-			t.Errorf("agent remove %q: exit %d (%v), want %d", tc.args, code, err, tc.code)
-			continue
-		}
-		if tc.code == 0 && (got == nil || got.Agent != tc.agent || got.Force != tc.force) {
-			t.Errorf("agent remove %q: options %+v", tc.args, got)
-		}
-	}
-}
-
-func TestExitCode(t *testing.T) {
-	for _, tc := range []struct {
-		err         error
-		interrupted bool
-		want        int
-	}{
-		{nil, false, 0},
-		{io.EOF, false, 1},
-		{usageError("x"), false, 2},
-		{failed("x"), false, 1},
-		{&fsstore.CodeError{Code: "content_too_long"}, false, 2},
-		{nil, true, 130},
-		{io.EOF, true, 130},
-	} {
-		if got := exitCode(tc.err, tc.interrupted); got != tc.want {
-			t.Errorf("exitCode(%v, %v) = %d, want %d", tc.err, tc.interrupted, got, tc.want)
 		}
 	}
 }

@@ -3,7 +3,6 @@ package fsstore
 import (
 	"bufio"
 	"context"
-	"errors"
 	"math/rand/v2"
 	"os"
 	"path/filepath"
@@ -140,37 +139,5 @@ func TestSendFullDisk(t *testing.T) {
 		if err != nil || len(bad) > 0 || tail != 0 || len(recs) != 4 {
 			t.Fatalf("%s after the full disk: %d lines, bad %v, torn tail %d, err %v; want the 4 sent, whole", p, len(recs), bad, tail, err)
 		}
-	}
-}
-
-// A damaged read.json is reported, never read as "nothing unread":
-// authenticate says so instead of nothing_to_do, and reading fails with the
-// path and what to do.
-func TestDamagedReadCursors(t *testing.T) {
-	s := newTestStore(t)
-	ctx := context.Background()
-	keys := map[string]string{}
-	for _, a := range []NewAgent{{ID: "alice", Type: AgentHuman}, {ID: "bob", Type: AgentAI}} {
-		key, err := s.AddAgent(ctx, a)
-		if err != nil {
-			t.Fatal(err)
-		}
-		keys[a.ID] = key
-	}
-	cfg, _ := s.LoadConfig()
-	if _, err := s.Send(ctx, cfg, OutgoingMessage{From: "alice", To: "bob", Content: "hello"}); err != nil {
-		t.Fatal(err)
-	}
-	path, _ := s.readCursorPath("bob")
-	if err := os.WriteFile(path, []byte("{\"chat\": {\"offset\": \n"), 0o644); err != nil {
-		t.Fatal(err)
-	}
-	_, _, err := s.Authenticate(ctx, cfg, "bob", keys["bob"], "", "")
-	if err == nil || errors.Is(err, ErrNothingToDo) || !strings.Contains(err.Error(), "read.json:") || !strings.Contains(err.Error(), "aipm doctor") {
-		t.Fatalf("authenticate with a damaged read.json: %v", err)
-	}
-	ses := Session{ID: NewID(PrefixSession), Agent: "bob", Purpose: PurposeChat}
-	if _, _, err := s.Deliver(ctx, ses, 10); err == nil || !strings.Contains(err.Error(), "read.json:") {
-		t.Fatalf("Deliver with a damaged read.json: %v", err)
 	}
 }

@@ -1,0 +1,112 @@
+package fsstore
+
+import (
+	"context"
+	"errors"
+	"os/exec"
+	"testing"
+)
+
+func mustPasskey(t *testing.T, s *Store, agent string) string {
+	t.Helper()
+	key, err := s.newPasskey(agent)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return key
+}
+
+// authenticate's purpose: a purpose with a live session is skipped, a
+// requested purpose is honoured (replacing the live one), and a session
+// whose aipm serve process is gone is ended, with its conversations.
+func TestAuthenticatePurpose(t *testing.T) {
+	s, cfg := newConvStore(t)
+	ctx := context.Background()
+	key := mustPasskey(t, s, "b")
+	if _, err := s.CreateTask(ctx, cfg, NewTask{Title: "work", Assignee: "b", Status: StatusInProgress}); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := s.Send(ctx, cfg, OutgoingMessage{From: "h", To: "b", Content: "hi"}); err != nil {
+		t.Fatal(err)
+	}
+	purpose := func(requested string) (Session, error) {
+		ses, _, err := s.Authenticate(ctx, cfg, "b", key, "", requested)
+		return ses, err
+	}
+	chat := wantPurposesInTurn(t, s, purpose)
+	wantDeadSessionEnded(t, s, cfg, chat, purpose)
+	wantChatForConversationWork(t, s, cfg)
+}
+
+// wantPurposesInTurn authenticates b (who has a task in progress and an
+// unread message) through purpose: the task first, then chat, then
+// nothing; a requested task replaces the live task session. It returns
+// the chat session.
+func wantPurposesInTurn(t *testing.T, s *Store, purpose func(requested string) (Session, error)) Session {
+	t.Helper()
+	task, err := purpose("")
+	if err != nil || task.Purpose != PurposeTask {
+		t.Fatalf("first: %+v %v", task, err)
+	}
+	chat, err := purpose("")
+	if err != nil || chat.Purpose != PurposeChat {
+		t.Fatalf("second, with a live task session: %+v %v", chat, err)
+	}
+	if _, err := purpose(""); !errors.Is(err, ErrNothingToDo) {
+		t.Fatalf("third, both purposes live: %v", err)
+	}
+	again, err := purpose(PurposeTask)
+	if err != nil || again.Purpose != PurposeTask {
+		t.Fatalf("requested task: %+v %v", again, err)
+	}
+	if old, _ := s.session(task.ID); old.EndReason != EndReplaced {
+		t.Fatalf("replaced session: %+v", old)
+	}
+	return chat
+}
+
+// wantDeadSessionEnded makes b's chat session belong to a process that has
+// exited: authenticating through purpose then ends it, and the
+// conversation it had, and gives chat again.
+func wantDeadSessionEnded(t *testing.T, s *Store, cfg *Config, chat Session, purpose func(requested string) (Session, error)) {
+	t.Helper()
+	ctx := context.Background()
+	cnv, _, err := s.Conversations().Start(ctx, cfg, NewConversation{From: "b", To: "a"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	dead := exec.Command("true")
+	if err := dead.Run(); err != nil {
+		t.Fatal(err)
+	}
+	path, _ := s.DocPath(Sessions, chat.ID)
+	if _, err := UpdateDoc(ctx, s, path, ModePrivateFile, func(ses *Session, _ bool) error { ses.PID = dead.Process.Pid; return nil }); err != nil {
+		t.Fatal(err)
+	}
+	ses, err := purpose("")
+	if err != nil || ses.Purpose != PurposeChat {
+		t.Fatalf("after the chat session's process died: %+v %v", ses, err)
+	}
+	c, err := s.conversation(ctx, cfg, cnv.ID)
+	if err != nil || c.State != ConvTerminating || c.EndReason != ReasonSessionExpired || !c.OwesNews("a") || c.OwesNews("b") {
+		t.Fatalf("conversation of the dead session: %+v %v", c, err)
+	}
+}
+
+// wantChatForConversationWork: an agent whose only work is a conversation
+// (the news of its end, or a request) is given a chat session.
+func wantChatForConversationWork(t *testing.T, s *Store, cfg *Config) {
+	t.Helper()
+	ctx := context.Background()
+	// a has nothing but the news of that end: a chat session is its work.
+	if ses, _, err := s.Authenticate(ctx, cfg, "a", mustPasskey(t, s, "a"), "", ""); err != nil || ses.Purpose != PurposeChat {
+		t.Fatalf("agent with a conversation end to hear: %+v %v", ses, err)
+	}
+	// c has nothing but a conversation request.
+	if _, _, err := s.Conversations().Start(ctx, cfg, NewConversation{From: "a", To: "c"}); err != nil {
+		t.Fatal(err)
+	}
+	if ses, _, err := s.Authenticate(ctx, cfg, "c", mustPasskey(t, s, "c"), "", ""); err != nil || ses.Purpose != PurposeChat {
+		t.Fatalf("agent with a conversation request: %+v %v", ses, err)
+	}
+}

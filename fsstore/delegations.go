@@ -19,7 +19,7 @@ const (
 
 // dlgTransitions is the one table of delegation state changes.
 var dlgTransitions = map[string][]string{
-	DlgPending:    {DlgProcessing},
+	DlgPending:    {DlgProcessing, DlgFailed}, // failed: ended with its task (endTaskDelegations)
 	DlgProcessing: {DlgCompleted, DlgFailed},
 }
 
@@ -157,8 +157,12 @@ func (db DelegationBook) List(f DelegationFilter) ([]Delegation, error) {
 
 // waitsForChat says whether a chat session (other than the one with id
 // current) should take d: it is pending, or processing by a session that
-// is no longer live.
+// is no longer live. Only while its task is in progress: the delegation
+// of a task since stopped waits (or was ended with it).
 func (s *Store) waitsForChat(d Delegation, current string) bool {
+	if t, err := s.Task(d.TaskID); err != nil || t.Status != StatusInProgress {
+		return false
+	}
 	switch {
 	case d.Status == DlgPending:
 		return true
@@ -167,6 +171,40 @@ func (s *Store) waitsForChat(d Delegation, current string) bool {
 	}
 	ses, err := s.session(d.SessionID)
 	return err != nil || !ses.EndedAt.IsZero() || !ses.Live(time.Now())
+}
+
+// endTaskDelegations ends the open delegations of task, which was just
+// interrupted (WriteInterrupt): each becomes failed, its result saying
+// why, so that no chat session carries out work for a task that stopped.
+// The agent's chat session that had taken one is told to stop.
+func (s *Store) endTaskDelegations(ctx context.Context, task Task, by, why string) error {
+	open, err := s.Delegations().List(DelegationFilter{TaskIDs: []string{task.ID}, Open: true})
+	if err != nil {
+		return err
+	}
+	for _, d := range open {
+		var taken bool
+		ended, err := s.updateDelegation(ctx, d.ID, func(d *Delegation, now time.Time) error {
+			if !d.Open() {
+				return ErrNoChange
+			}
+			taken = d.Status == DlgProcessing
+			d.Result = "ended with its task: " + why
+			return d.move(DlgFailed, by, now)
+		})
+		if err != nil {
+			return fmt.Errorf("end delegation %s: %w", d.ID, err)
+		}
+		if !taken || ended.Status != DlgFailed {
+			continue
+		}
+		n := Notification{Type: NotifyInfo, From: by, Key: "delegation-ended:" + ended.ID, Message: fmt.Sprintf(
+			"Delegation %s (to %s, for task %s) ended with its task: %s Stop carrying it out; there is nothing to report.", ended.ID, ended.Target, task.ID, why)}
+		if _, err := s.Notify(ctx, ended.Agent, n); err != nil {
+			return fmt.Errorf("end delegation %s: %w", ended.ID, err)
+		}
+	}
+	return nil
 }
 
 // updateDelegation is the locked read-change-write of one delegation.

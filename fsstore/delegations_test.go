@@ -138,7 +138,7 @@ func TestConversationTakesDelegationTask(t *testing.T) {
 func TestDelegationTransitions(t *testing.T) {
 	states := []string{DlgPending, DlgProcessing, DlgCompleted, DlgFailed}
 	allowed := map[[2]string]bool{
-		{DlgPending, DlgProcessing}: true, {DlgProcessing, DlgCompleted}: true, {DlgProcessing, DlgFailed}: true,
+		{DlgPending, DlgProcessing}: true, {DlgPending, DlgFailed}: true, {DlgProcessing, DlgCompleted}: true, {DlgProcessing, DlgFailed}: true,
 	}
 	for _, from := range states {
 		for _, to := range states {

@@ -1,6 +1,7 @@
 package fsstore
 
 import (
+	"cmp"
 	"context"
 	"encoding/json"
 	"fmt"
@@ -27,8 +28,10 @@ const HandEdit = "a human (hand edit of the task file)"
 
 // WriteInterrupt is the one writer of interrupt notifications: task status
 // changes (UpdateTask), the watcher's reaction to a hand edit, and `aipm
-// interrupt` all call it. An interrupt for a status change is keyed by the
-// change (InterruptKey), so the same change never interrupts twice. It
+// interrupt` all call it. An interrupt about a task also ends the task's
+// open delegations (endTaskDelegations). An interrupt for a status change
+// is keyed by the change (InterruptKey), so the same change never
+// interrupts twice. It
 // reports false when UnlessSince found an interrupt already written (a
 // keyed interrupt whose key is in the file is not written again either,
 // but reports true).
@@ -42,20 +45,35 @@ func (s *Store) WriteInterrupt(ctx context.Context, in Interruption) (Notificati
 		// edit keeps the old one, so its key could match an earlier change.
 		n.Key = InterruptKey(*in.Task)
 	}
+	wrote := true
 	if !in.UnlessSince.IsZero() && in.Task != nil {
 		done, err := s.hasInterruptSince(in.Agent, in.Task.ID, in.UnlessSince)
-		if err != nil || done {
+		if err != nil {
 			return Notification{}, false, err
 		}
+		wrote = !done
 	}
-	n, err := s.Notify(ctx, in.Agent, n)
-	if err != nil {
-		return n, false, fmt.Errorf("interrupt %s: %w", in.Agent, err)
+	if wrote {
+		var err error
+		if n, err = s.Notify(ctx, in.Agent, n); err != nil {
+			return n, false, fmt.Errorf("interrupt %s: %w", in.Agent, err)
+		}
+	}
+	if in.Task != nil {
+		// The task stopped: so does the talk its session delegated.
+		if err := s.endTaskDelegations(ctx, *in.Task, cmp.Or(in.By, HandEdit), n.Message); err != nil {
+			return n, wrote, fmt.Errorf("interrupt %s: %w", in.Agent, err)
+		}
+	}
+	if !wrote {
+		return Notification{}, false, nil
 	}
 	return n, true, nil
 }
 
-// interruptText is the one text of each kind of interrupt.
+// interruptText is the one text of each kind of interrupt: what happened,
+// and no more. What to do about it depends on the session that reads it,
+// and is said there (mcpserver's interruptInstruction).
 func interruptText(in Interruption) string {
 	by := in.By
 	if by == "" {
@@ -67,11 +85,11 @@ func interruptText(in Interruption) string {
 	}
 	switch {
 	case in.Task != nil && in.StatusChange:
-		return fmt.Sprintf("%s set your task %s (%q) to %s%s. Stop working on it and call report_completed(result=\"blocked\").", by, in.Task.ID, in.Task.Title, in.Task.Status, reason)
+		return fmt.Sprintf("%s set your task %s (%q) to %s%s.", by, in.Task.ID, in.Task.Title, in.Task.Status, reason)
 	case in.Task != nil:
-		return fmt.Sprintf("%s interrupted your task %s (%q)%s. Stop working on it and call report_completed(result=\"blocked\").", by, in.Task.ID, in.Task.Title, reason)
+		return fmt.Sprintf("%s interrupted your task %s (%q)%s.", by, in.Task.ID, in.Task.Title, reason)
 	}
-	return fmt.Sprintf("%s interrupted you%s. Stop what you are doing: in a task session call report_completed(result=\"blocked\"), otherwise call logout.", by, reason)
+	return fmt.Sprintf("%s interrupted you%s.", by, reason)
 }
 
 // hasInterruptSince says whether agent's notifications hold an interrupt

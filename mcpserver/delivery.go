@@ -15,13 +15,13 @@ import (
 // handed on its previous call (read means received: a session that dies
 // before its next call leaves that batch unread, to be delivered again and
 // marked redelivered). Then it counts the notifications that concern this
-// session and looks for an interrupt that stops it. It returns that count,
-// and a result that replaces the call when the call must not run: an
+// session and looks for an interrupt that stops it. It returns a result
+// that replaces the call when the call must not run: an
 // interrupt (except for the tools that let the agent comply), or
 // notifications that cannot be read (fail closed: the call is refused with
 // path:line, nothing is marked read; logout still runs). What each tool
 // lets through is in its spec (toolSpec).
-func (s *Server) deliver(ctx context.Context, call *mcp.CallToolRequest, spec toolSpec, ses fsstore.Session) (unread int, stop *mcp.CallToolResult) {
+func (s *Server) deliver(ctx context.Context, call *mcp.CallToolRequest, spec toolSpec, ses fsstore.Session) (stop *mcp.CallToolResult) {
 	tool := call.Params.Name
 	if !s.acks.clear(ses.ID) {
 		if err := s.store.Acknowledge(ctx, ses.Agent, ses.ID, spec.readStreams()...); err != nil {
@@ -33,28 +33,37 @@ func (s *Server) deliver(ctx context.Context, call *mcp.CallToolRequest, spec to
 	if spec.handsBatch {
 		s.acks.set(ses.ID, false) // it may hand the session a batch now
 	}
-	intr, unread, err := s.store.Interrupt(ctx, ses)
+	intr, _, err := s.store.Interrupt(ctx, ses)
 	switch {
 	case err != nil && spec.passesUnreadable:
-		return -1, nil
+		return nil
 	case err != nil:
 		s.log.Error("read notifications", "agent", ses.Agent, "err", err)
-		return 0, refusal(call, toolErr("notifications_unreadable", fmt.Sprintf("%s did not run: your notifications cannot be read, and one of them may be an interrupt: %v. Ask a human to run aipm doctor --repair, then call again.", tool, err)))
+		return refusal(call, toolErr("notifications_unreadable", fmt.Sprintf("%s did not run: your notifications cannot be read, and one of them may be an interrupt: %v. Ask a human to run aipm doctor --repair, then call again.", tool, err)))
 	case intr != nil && !spec.passesInterrupt:
-		return unread, interruptNotice(call, intr)
+		return interruptNotice(call, ses, intr)
 	}
-	return unread, nil
+	return nil
 }
 
-// unreadCount is the number of unread notifications that concern the
-// session, after what it was just handed; -1 if they cannot be read.
-func (s *Server) unreadCount(ctx context.Context, ses fsstore.Session) int {
-	unread, _, err := s.store.SessionNotifications(ctx, ses, true, 0)
+// unreadAfter is the number of unread notifications that concern the
+// session once the tool ran (after what a marksRead tool just handed it);
+// -1 if they cannot be read. It is the count of the notification line.
+func (s *Server) unreadAfter(ctx context.Context, ses fsstore.Session, spec toolSpec) int {
+	var unread int
+	var err error
+	if spec.marksRead {
+		var ns []fsstore.Notification
+		ns, _, err = s.store.SessionNotifications(ctx, ses, true, 0)
+		unread = len(ns)
+	} else {
+		_, unread, err = s.store.Interrupt(ctx, ses) // cached while nothing changed
+	}
 	if err != nil {
 		s.log.Error("read notifications", "agent", ses.Agent, "err", err)
 		return -1
 	}
-	return len(unread)
+	return unread
 }
 
 // readStreams lists the stream the tool reads as the session, which the

@@ -43,19 +43,40 @@ func (s *Server) gate() mcp.Middleware {
 			if refused != nil {
 				return refused, nil
 			}
-			unread, stop := s.deliver(ctx, call, spec, ses)
-			if stop != nil {
+			if stop := s.deliver(ctx, call, spec, ses); stop != nil {
 				return stop, nil
 			}
-			res, err := explained(name)(next(withSession(ctx, ses), method, req))
+			ctx, ended := withWaitEnd(withSession(ctx, ses))
+			res, err := explained(name)(next(ctx, method, req))
+			if ended.by != nil {
+				return interruptNotice(call, ses, ended.by), nil
+			}
 			if r, ok := res.(*mcp.CallToolResult); ok && err == nil {
-				if spec.marksRead {
-					unread = s.unreadCount(ctx, ses)
-				}
-				withNotification(r, notificationLine(unread))
+				// Counted last: what arrived while the tool ran (a wait
+				// that a notice ended) is in the line.
+				withNotification(r, notificationLine(s.unreadAfter(ctx, ses, spec)))
 			}
 			return res, err
 		}
+	}
+}
+
+// waitEnd is where a waiting tool leaves the interrupt that ended its
+// wait, for the gate to answer with (the wait took nothing: the tool did
+// not run, as for an interrupt found before the call).
+type waitEnd struct{ by *fsstore.Notification }
+
+type waitEndKey struct{}
+
+func withWaitEnd(ctx context.Context) (context.Context, *waitEnd) {
+	w := &waitEnd{}
+	return context.WithValue(ctx, waitEndKey{}, w), w
+}
+
+// endWait records that intr ended the wait of the call ctx belongs to.
+func endWait(ctx context.Context, intr *fsstore.Notification) {
+	if w, ok := ctx.Value(waitEndKey{}).(*waitEnd); ok {
+		w.by = intr
 	}
 }
 
@@ -128,12 +149,7 @@ func (s *Server) noticeForNewSession(ctx context.Context, call *mcp.CallToolRequ
 	if err != nil && !errors.Is(err, fsstore.ErrExpiryNotSaved) {
 		return
 	}
-	_, unread, err := s.store.Interrupt(ctx, ses)
-	if err != nil {
-		s.log.Error("read notifications", "agent", ses.Agent, "err", err)
-		unread = -1
-	}
-	withNotification(r, notificationLine(unread))
+	withNotification(r, notificationLine(s.unreadAfter(ctx, ses, toolSpec{})))
 }
 
 // notificationLine is the line every authenticated response carries; a

@@ -63,7 +63,9 @@ func addGetNextAction(srv *mcp.Server, s *Server, tool *mcp.Tool) {
 // fsnotify the moment any file that concerns the session changes
 // (fsstore.Store.WakeTargets) or a conversation deadline passes, and asks
 // again, up to waitSeconds. The same loop serves task and chat sessions. It
-// never debounces, and it ends at once when the client cancels the call.
+// never debounces, and it ends at once when the client cancels the call,
+// or when an interrupt for the session arrives: then it takes nothing and
+// the gate answers with the interrupt (endWait).
 func (s *Server) nextAction(ctx context.Context, ses fsstore.Session, waitSeconds int) (NextActionOut, error) {
 	cfg, err := s.config()
 	if err != nil {
@@ -86,28 +88,108 @@ func (s *Server) nextAction(ctx context.Context, ses fsstore.Session, waitSecond
 		return NextActionOut{}, toolErr("wait_unavailable", err.Error())
 	}
 	defer sub.Close()
-	deadline := time.Now().Add(time.Duration(waitSeconds) * time.Second)
+	w := waiting{deadline: time.Now().Add(time.Duration(waitSeconds) * time.Second)}
 	for {
-		next, err := s.store.NextAction(ctx, cfg, ses)
+		next, err := s.look(ctx, cfg, ses)
 		if err != nil {
-			return NextActionOut{}, fromStore(err, "conversation_not_found")
+			return NextActionOut{}, err
 		}
-		if next.Action != fsstore.ActWait {
+		pause, answer := w.pause(ses, next)
+		if answer {
 			return s.explain(cfg, ses, next), nil
 		}
-		remaining := time.Until(deadline)
-		if remaining <= 0 {
-			return s.explain(cfg, ses, next), nil
-		}
-		if !next.Until.IsZero() {
-			remaining = max(0, min(remaining, time.Until(next.Until)))
-		}
-		s.log.Debug("waiting", "agent", ses.Agent, "session", ses.ID, "for", remaining.Round(time.Millisecond))
-		if _, err := sub.Wait(ctx, remaining); err != nil {
+		s.log.Debug("waiting", "agent", ses.Agent, "session", ses.ID, "for", pause.Round(time.Millisecond))
+		if _, err := sub.Wait(ctx, pause); err != nil {
 			return NextActionOut{}, err // the client cancelled the call, or the server is stopping
 		}
+		w.woke = true
 	}
 }
+
+// look asks the rule once. An unread interrupt ends the wait instead,
+// whether it was there before the look (nothing is taken) or is what a
+// get_notifications answer found.
+func (s *Server) look(ctx context.Context, cfg *fsstore.Config, ses fsstore.Session) (fsstore.Next, error) {
+	if err := s.endOnInterrupt(ctx, ses); err != nil {
+		return fsstore.Next{}, err
+	}
+	next, err := s.store.NextAction(ctx, cfg, ses)
+	if err != nil {
+		return next, fromStore(err, "conversation_not_found")
+	}
+	if next.Action == fsstore.ActGetNotifications {
+		// What arrived may be an interrupt that landed after the first
+		// check: answer with it (nothing was taken).
+		if err := s.endOnInterrupt(ctx, ses); err != nil {
+			return next, err
+		}
+	}
+	return next, nil
+}
+
+// waiting is the clock of one get_next_action's wait.
+type waiting struct {
+	deadline   time.Time // of the whole call (wait_seconds)
+	graceUntil time.Time // of the wait for a stopped task's interrupt
+	woke       bool      // the call has waited at least once
+}
+
+// pause says how long to wait before looking again, or that next is the
+// answer. A wait ends at the call's deadline, and is cut short by a
+// conversation deadline (next.Until). An exit because the task was
+// stopped, seen after a wake, waits a moment for the interrupt: whoever
+// stopped the task writes the task file, then the interrupt, and the wait
+// should be answered with the interrupt.
+func (w *waiting) pause(ses fsstore.Session, next fsstore.Next) (time.Duration, bool) {
+	if next.Action != fsstore.ActWait {
+		if !w.woke || !taskStopped(ses, next) {
+			return 0, true
+		}
+		if w.graceUntil.IsZero() {
+			w.graceUntil = time.Now().Add(interruptGrace)
+		}
+		grace := time.Until(w.graceUntil)
+		return grace, grace <= 0
+	}
+	remaining := time.Until(w.deadline)
+	if remaining <= 0 {
+		return 0, true
+	}
+	if !next.Until.IsZero() {
+		remaining = max(0, min(remaining, time.Until(next.Until)))
+	}
+	return remaining, false
+}
+
+// interruptGrace is how long a wait that saw its task stopped waits for
+// the interrupt its writer appends next (the watcher's, for a hand edit,
+// comes within tens of milliseconds).
+const interruptGrace = 500 * time.Millisecond
+
+// taskStopped says the answer for a task session is to exit because its
+// task was set to blocked or cancelled: an interrupt may be on its way.
+func taskStopped(ses fsstore.Session, next fsstore.Next) bool {
+	return ses.Purpose == fsstore.PurposeTask && next.Action == fsstore.ActExit && next.Task != nil &&
+		(next.Task.Status == fsstore.StatusBlocked || next.Task.Status == fsstore.StatusCancelled)
+}
+
+// endOnInterrupt ends the call's wait if the session has an unread
+// interrupt: the gate then answers with it (endWait).
+func (s *Server) endOnInterrupt(ctx context.Context, ses fsstore.Session) error {
+	intr, _, err := s.store.Interrupt(ctx, ses)
+	if err != nil {
+		return fromStore(err, "notification_not_found")
+	}
+	if intr != nil {
+		endWait(ctx, intr)
+		return errWaitInterrupted
+	}
+	return nil
+}
+
+// errWaitInterrupted is what get_next_action returns when an interrupt
+// ended its wait; the gate answers with the interrupt instead.
+var errWaitInterrupted = toolErr("interrupted", "an interrupt arrived for this session: call get_notifications")
 
 // explain turns the rule's answer into the response: the action, an
 // instruction naming the exact next call, and the data it needs.

@@ -63,15 +63,27 @@ func refusal(req *mcp.CallToolRequest, err error) *mcp.CallToolResult {
 	return complete(req, &res)
 }
 
-// interruptNotice replaces the response of a tool that did not run because
-// the caller has an unread interrupt. The text leads with the interrupt.
-func interruptNotice(req *mcp.CallToolRequest, n *fsstore.Notification) *mcp.CallToolResult {
+// interruptNotice replaces the response of a tool that did not run (or a
+// wait that took nothing) because the caller's session has an unread
+// interrupt. The text leads with the interrupt, then what ses must do.
+func interruptNotice(req *mcp.CallToolRequest, ses fsstore.Session, n *fsstore.Notification) *mcp.CallToolResult {
 	return complete(req, &mcp.CallToolResult{
 		IsError: true,
 		Content: []mcp.Content{&mcp.TextContent{Text: fmt.Sprintf(
-			"INTERRUPT (%s did not run): %s Call get_notifications to read it, then report_completed(result=\"blocked\", summary=...) and exit.",
-			req.Params.Name, n.Message)}},
+			"INTERRUPT (%s did not run): %s %s",
+			req.Params.Name, n.Message, interruptInstruction(ses.Purpose))}},
 	})
+}
+
+// interruptInstruction is what a session of purpose must do about an
+// interrupt, naming only calls that session may make: a task session
+// reports its task blocked, a chat session logs out. The interrupt's own
+// message (fsstore's) says only what happened.
+func interruptInstruction(purpose string) string {
+	if purpose == fsstore.PurposeTask {
+		return `Stop working now: call report_completed(result="blocked", summary=what you did and what is left), then exit.`
+	}
+	return "Stop what you are doing: call logout, then exit."
 }
 
 // resultTypeSince is the first protocol revision whose results must say

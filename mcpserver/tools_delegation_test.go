@@ -299,3 +299,70 @@ func TestDelegationErrors(t *testing.T) {
 		}
 	}
 }
+
+// An interrupted task ends its open delegations: the one a chat session
+// took and the one still pending both become failed, saying why; the chat
+// session that had taken one is told to stop; neither is handed out again.
+// A task stopped by its own agent (no interrupt) keeps its delegations,
+// but none is handed to a chat session while the task is not in progress.
+func TestInterruptEndsDelegations(t *testing.T) {
+	for _, rev := range revisions {
+		t.Run(rev, func(t *testing.T) {
+			p := newProject(t)
+			task := p.taskInProgress("coder", "survey the API")
+			cs := p.connect(rev)
+			tt := p.authenticate(cs, "coder", fsstore.PurposeTask)
+			ta := p.authenticate(cs, "coder", fsstore.PurposeChat)
+			taken := delegate(t, cs, tt, "ask about v1")
+			if r := call(t, cs, "get_next_action", map[string]any{"session_token": ta}); r.str("action") != "process_delegation" {
+				t.Fatalf("chat session's get_next_action: %s", r.text)
+			}
+			pending := delegate(t, cs, tt, "ask about v2")
+
+			p.aipm(t, "task", "status", task.ID, "blocked", "--reason", "the API is frozen", "--as", "lead")
+
+			for _, id := range []string{taken, pending} {
+				var d fsstore.Delegation
+				p.doc(t, fsstore.Delegations, id, &d)
+				if d.Status != fsstore.DlgFailed || !strings.Contains(d.Result, "the API is frozen") {
+					t.Fatalf("delegation %s after the interrupt: %s, %q", id, d.Status, d.Result)
+				}
+			}
+			r := call(t, cs, "get_next_action", map[string]any{"session_token": ta, "wait_seconds": 1})
+			if r.str("action") != "get_notifications" {
+				t.Fatalf("chat session after the interrupt: %s", r.text)
+			}
+			notes := call(t, cs, "get_notifications", map[string]any{"session_token": ta})
+			if !strings.Contains(notes.text, "Delegation "+taken) || strings.Contains(notes.text, pending) {
+				t.Fatalf("chat session's notifications: %s", notes.text)
+			}
+		})
+	}
+	t.Run("stopped by its own agent", func(t *testing.T) {
+		p := newProject(t)
+		task := p.taskInProgress("coder", "survey the API")
+		cs := p.connect("")
+		tt := p.authenticate(cs, "coder", fsstore.PurposeTask)
+		id := delegate(t, cs, tt, "ask about v1")
+		p.aipm(t, "task", "status", task.ID, "blocked", "--reason", "waiting for a decision", "--as", "coder")
+		ta := p.authenticate(cs, "coder", fsstore.PurposeChat)
+		if r := call(t, cs, "get_next_action", map[string]any{"session_token": ta, "wait_seconds": 1}); r.str("action") == "process_delegation" {
+			t.Fatalf("a delegation of a blocked task was handed out: %s", r.text)
+		}
+		var d fsstore.Delegation
+		p.doc(t, fsstore.Delegations, id, &d)
+		if d.Status != fsstore.DlgPending {
+			t.Fatalf("the delegation of a task its agent blocked: %s", d.Status)
+		}
+	})
+}
+
+// delegate makes a delegation to reviewer from task session tt.
+func delegate(t *testing.T, cs *mcp.ClientSession, tt, purpose string) string {
+	t.Helper()
+	r := call(t, cs, "delegate_to_chat_session", map[string]any{"session_token": tt, "target_agent_id": "reviewer", "purpose": purpose})
+	if r.isError {
+		t.Fatalf("delegate_to_chat_session: %s", r.text)
+	}
+	return r.str("delegation_id")
+}

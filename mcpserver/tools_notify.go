@@ -47,6 +47,6 @@ func addGetNotifications(srv *mcp.Server, s *Server, tool *mcp.Tool) {
 		if err != nil {
 			return nil, GetNotificationsOut{}, fromStore(err, "notification_not_found")
 		}
-		return nil, GetNotificationsOut{Notifications: notificationViews(fsstore.NewestFirst(unread)), HasMore: more}, nil
+		return nil, GetNotificationsOut{Notifications: notificationViews(fsstore.NewestFirst(unread), ses.Purpose), HasMore: more}, nil
 	})
 }

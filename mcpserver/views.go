@@ -94,17 +94,14 @@ type NotificationView struct {
 	Redelivered bool      `json:"redelivered,omitempty" jsonschema:"true on a notification that may have reached an earlier session that ended before its next call"`
 }
 
-func notificationViews(ns []fsstore.Notification) []NotificationView {
+func notificationViews(ns []fsstore.Notification, purpose string) []NotificationView {
 	out := make([]NotificationView, 0, len(ns))
 	for _, n := range ns {
 		v := NotificationView{ID: n.ID, Type: n.Type, Message: n.Message, TaskID: n.TaskID, From: n.From, CreatedAt: n.CreatedAt, Redelivered: n.Redelivered,
 			Action: "read", Instruction: "Nothing to do beyond reading it; carry on."}
 		if n.Type == fsstore.NotifyInterrupt {
 			v.Action = "stop"
-			v.Instruction = `Stop working now: call report_completed(result="blocked", summary=what you did and what is left), then exit.`
-			if n.TaskID == "" {
-				v.Instruction = "Stop working now: call logout, then exit."
-			}
+			v.Instruction = interruptInstruction(purpose)
 		}
 		out = append(out, v)
 	}

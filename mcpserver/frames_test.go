@@ -15,14 +15,24 @@ import (
 // rawServer is `aipm serve` driven by hand, one JSON-RPC line at a time,
 // for what no SDK client would send.
 type rawServer struct {
-	t     *testing.T
-	cmd   *exec.Cmd
-	in    io.WriteCloser
-	out   *bufio.Reader
-	lines chan string
+	t       *testing.T
+	cmd     *exec.Cmd
+	in      io.WriteCloser
+	out     *bufio.Reader
+	lines   chan string
+	version string // the protocol revision it was started at
 }
 
 func (p *project) startRaw(env ...string) *rawServer {
+	p.t.Helper()
+	return p.startRawAt("2025-06-18", env...)
+}
+
+// startRawAt starts aipm serve for a client of the protocol revision
+// version: before 2026-07-28 the session is initialized; from 2026-07-28
+// there is no initialize, and each call carries its revision in _meta (see
+// rawServer.call).
+func (p *project) startRawAt(version string, env ...string) *rawServer {
 	t := p.t.(*testing.T)
 	t.Helper()
 	cmd := exec.Command(aipmBin, "--dir", p.store.ProjectDir(), "serve")
@@ -39,7 +49,7 @@ func (p *project) startRaw(env ...string) *rawServer {
 	if err := cmd.Start(); err != nil {
 		t.Fatal(err)
 	}
-	rs := &rawServer{t: t, cmd: cmd, in: in, out: bufio.NewReaderSize(out, 1<<20), lines: make(chan string, 64)}
+	rs := &rawServer{t: t, cmd: cmd, in: in, out: bufio.NewReaderSize(out, 1<<20), lines: make(chan string, 64), version: version}
 	go func() {
 		defer close(rs.lines)
 		for {
@@ -53,12 +63,37 @@ func (p *project) startRaw(env ...string) *rawServer {
 		}
 	}()
 	t.Cleanup(func() { in.Close(); cmd.Process.Kill(); cmd.Wait() })
-	rs.send(`{"jsonrpc":"2.0","id":"init","method":"initialize","params":{"protocolVersion":"2025-06-18","capabilities":{},"clientInfo":{"name":"raw","version":"1"}}}`)
+	if version >= "2026-07-28" {
+		return rs
+	}
+	rs.send(`{"jsonrpc":"2.0","id":"init","method":"initialize","params":{"protocolVersion":"` + version + `","capabilities":{},"clientInfo":{"name":"raw","version":"1"}}}`)
 	if r := rs.until(`"init"`); r["error"] != nil {
 		t.Fatalf("initialize: %v", r)
 	}
 	rs.send(`{"jsonrpc":"2.0","method":"notifications/initialized"}`)
 	return rs
+}
+
+// call sends the request id (raw JSON) for method with params, which from
+// 2026-07-28 carry the revision, the client and its capabilities in _meta,
+// as every request of that revision does.
+func (rs *rawServer) call(id, method string, params map[string]any) {
+	rs.t.Helper()
+	if params == nil {
+		params = map[string]any{}
+	}
+	if rs.version >= "2026-07-28" {
+		params["_meta"] = map[string]any{
+			"io.modelcontextprotocol/protocolVersion":    rs.version,
+			"io.modelcontextprotocol/clientInfo":         map[string]any{"name": "raw", "version": "1"},
+			"io.modelcontextprotocol/clientCapabilities": map[string]any{},
+		}
+	}
+	data, err := json.Marshal(map[string]any{"jsonrpc": "2.0", "id": json.RawMessage(id), "method": method, "params": params})
+	if err != nil {
+		rs.t.Fatal(err)
+	}
+	rs.send(string(data))
 }
 
 func (rs *rawServer) send(line string) {

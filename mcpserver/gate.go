@@ -16,14 +16,28 @@ import (
 // refused, the session is resolved and its level checked, an unread
 // interrupt replaces the response of every tool but the few that let the
 // agent comply, and every authenticated response carries the notification
-// line. How results are built is in results.go.
+// line. How results are built is in results.go. A call the client
+// cancelled ends with the cancellation, never with a result.
 func (s *Server) gate() mcp.Middleware {
 	return func(next mcp.MethodHandler) mcp.MethodHandler {
-		return func(ctx context.Context, method string, req mcp.Request) (mcp.Result, error) {
+		return func(ctx context.Context, method string, req mcp.Request) (res mcp.Result, err error) {
 			call, ok := req.(*mcp.CallToolRequest)
 			if !ok {
 				return next(ctx, method, req)
 			}
+			// The call's context ends when the client cancels the call
+			// (notifications/cancelled, also sent on a client's timeout) or
+			// the connection ends. The tool's ctx.Err() would otherwise
+			// become an error result, with the notification line added
+			// below: a cancellation is not the tool's failure, and the client
+			// wants no answer. The SDK sends none for a call the client
+			// cancelled, whatever is returned here (CancelFromPeer in
+			// third_party/go-sdk/internal/jsonrpc2/conn.go).
+			defer func() {
+				if cerr := ctx.Err(); cerr != nil {
+					res, err = nil, cerr
+				}
+			}()
 			name := call.Params.Name
 			spec, known := lookupTool(name)
 			if !known {
@@ -33,7 +47,7 @@ func (s *Server) gate() mcp.Middleware {
 				return refusal(call, err), nil
 			}
 			if spec.level == None {
-				res, err := explained(name)(next(ctx, method, req))
+				res, err = explained(name)(next(ctx, method, req))
 				if r, ok := res.(*mcp.CallToolResult); ok && err == nil && !r.IsError {
 					s.noticeForNewSession(ctx, call, r)
 				}
@@ -46,8 +60,8 @@ func (s *Server) gate() mcp.Middleware {
 			if stop := s.deliver(ctx, call, spec, ses); stop != nil {
 				return stop, nil
 			}
-			ctx, ended := withWaitEnd(withSession(ctx, ses))
-			res, err := explained(name)(next(ctx, method, req))
+			callCtx, ended := withWaitEnd(withSession(ctx, ses))
+			res, err = explained(name)(next(callCtx, method, req))
 			if ended.by != nil {
 				return interruptNotice(call, ses, ended.by), nil
 			}

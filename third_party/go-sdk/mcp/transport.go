@@ -266,7 +266,9 @@ func (c *canceller) Preempt(ctx context.Context, req *jsonrpc.Request) (result a
 		if err != nil {
 			return nil, err
 		}
-		go c.conn.Cancel(id)
+		// aipm: CancelFromPeer, not Cancel: the cancelled request gets no
+		// response (see jsonrpc2.Connection.CancelFromPeer).
+		go c.conn.CancelFromPeer(id)
 	}
 	return nil, jsonrpc2.ErrNotHandled
 }

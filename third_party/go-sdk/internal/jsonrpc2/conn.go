@@ -173,6 +173,10 @@ type incomingRequest struct {
 	*Request // the request being processed
 	ctx      context.Context
 	cancel   context.CancelCauseFunc
+
+	// aipm: fromPeer is set (under the Connection's stateMu) by CancelFromPeer:
+	// the peer cancelled this call, so processResult writes no response for it.
+	fromPeer bool
 }
 
 // Reader abstracts the transport mechanics from the JSON RPC protocol.
@@ -462,6 +466,28 @@ func (c *Connection) Cancel(id ID) {
 	}
 }
 
+// aipm: CancelFromPeer is Cancel for a call the peer itself cancelled (an
+// MCP notifications/cancelled): the call's Context is cancelled as by Cancel,
+// and no response is written for it, whatever its handler returns (a result,
+// an error, the Context's error). The MCP cancellation utility says the
+// receiver of a cancellation should not answer the cancelled request, and
+// clients that have forgotten the id report a response to it as one for an
+// unknown id (both TypeScript SDKs do). Cancel keeps its meaning, for the
+// SDK's own uses (ServerSession.Close unblocking subscriptions/listen
+// handlers), which still answer.
+func (c *Connection) CancelFromPeer(id ID) {
+	var req *incomingRequest
+	c.updateInFlight(func(s *inFlightState) {
+		req = s.incomingByID[id]
+		if req != nil {
+			req.fromPeer = true
+		}
+	})
+	if req != nil {
+		req.cancel(nil)
+	}
+}
+
 // Wait blocks until the connection is fully closed, but does not close it.
 func (c *Connection) Wait() error {
 	return c.wait(true)
@@ -711,15 +737,22 @@ func (c *Connection) processResult(from any, req *incomingRequest, result any, e
 		// The caller could theoretically reuse the request's ID as soon as we've
 		// sent the response, so ensure that it is removed from the incoming map
 		// before sending.
+		var fromPeer bool
 		c.updateInFlight(func(s *inFlightState) {
 			delete(s.incomingByID, req.ID)
+			fromPeer = req.fromPeer
 		})
-		if respErr == nil {
+		switch {
+		case fromPeer:
+			// aipm: the peer cancelled this call (CancelFromPeer): send no
+			// response. A cancellation that arrives once the call is out of
+			// incomingByID finds nothing to mark, and the response is sent.
+		case respErr == nil:
 			writeErr := c.write(notDone{req.ctx}, response)
 			if err == nil {
 				err = writeErr
 			}
-		} else {
+		default:
 			err = c.internalErrorf("%#v returned a malformed result for %q: %w", from, req.Method, respErr)
 		}
 	} else { // req is a notification

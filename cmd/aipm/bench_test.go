@@ -28,6 +28,7 @@ func TestBenchQuick(t *testing.T) {
 	for _, row := range []string{
 		`(?m)^P1 +delivery p50/p99: send issued -> receiver returns, \d+ samples +-?[\d.]+ ms / -?[\d.]+ ms +-?[\d.]+ ms / -?[\d.]+ ms +p99 [+-][\d.]+ ms +p99 <= floor \+ 1 ms +(yes|NO) +\d+% of a core$`,
 		`(?m)^P1r +delivery p50/p99: send returns -> receiver returns, \d+ samples +-?[\d.]+ ms / -?[\d.]+ ms`,
+		`(?m)^P1i +interrupt p50/p99: written -> receiver's wait returns, \d+ samples +-?[\d.]+ ms / -?[\d.]+ ms +-?[\d.]+ ms / -?[\d.]+ ms +p99 [+-][\d.]+ ms +p99 <= floor \+ 1 ms +(yes|NO) `,
 		`(?m)^P2 +send_message throughput, 8 servers, fsync, \d+ sends +\d+ msg/s +\d+ msg/s +\d+% of floor +>= 60% of floor +(yes|NO) +\d+% of a core$`,
 		`(?m)^P3 +get_pending_messages p50, 100000 lines vs 100 +[\d.]+ ms +[\d.]+ ms \(100 lines\) +[\d.]+x`,
 		`(?m)^P4 +aipm serve start -> first authenticate p50 +[\d.]+ ms`,

@@ -294,9 +294,11 @@ func (c *lineCounter) count() int {
 // returns, two server processes; beside a bare append+fsync in this process
 // waking an inotify reader in another, one floor sample after each aipm
 // sample so that both see the same machine. P1r times from the send's
-// return instead (B often returns first: negative latencies).
+// return instead (B often returns first: negative latencies). P1i is the
+// same wake for an interrupt: written (as aipm interrupt does) -> B's
+// waiting get_next_action answers with it.
 func (b *bench) delivery() ([]Row, error) {
-	b.progress("P1: %d deliveries between two aipm serve processes, interleaved with the floor", b.deliveries)
+	b.progress("P1: %d deliveries and %d interrupts between two aipm serve processes, interleaved with the floor", b.deliveries, b.deliveries)
 	store, keys, err := b.project("p1", "a", "b")
 	if err != nil {
 		return nil, err
@@ -317,36 +319,30 @@ func (b *bench) delivery() ([]Row, error) {
 		return nil, err
 	}
 	defer floor.close()
-	var fromStart, fromReturn, floorStart, floorReturn []time.Duration
+	var fromStart, fromReturn, interrupts, floorStart, floorReturn []time.Duration
 	var usage cpuUsage
 	for i := 0; i < b.deliveries; i++ {
-		before := waiting.count()
-		woke := make(chan time.Time, 1)
-		errc := make(chan error, 1)
 		usage.start()
-		go func() {
-			var out struct{ Action string }
-			err := sb.call(b.ctx, "get_next_action", map[string]any{"wait_seconds": 50}, &out)
-			woke <- time.Now()
-			if err == nil && out.Action != "get_pending_messages" {
-				err = fmt.Errorf("get_next_action answered %q", out.Action)
-			}
-			errc <- err
-		}()
-		waiting.waitPast(before) // B's server is in its wait
-		sent := time.Now()
-		if err := sa.call(b.ctx, "send_message", map[string]any{"target_agent_id": "b", "content": "ping " + strconv.Itoa(i)}, nil); err != nil {
-			return nil, err
-		}
-		returned := time.Now()
-		t := <-woke
-		if err := <-errc; err != nil {
-			return nil, err
-		}
+		sent, returned, err := b.wake(sb, waiting, "get_pending_messages", func() error {
+			return sa.call(b.ctx, "send_message", map[string]any{"target_agent_id": "b", "content": "ping " + strconv.Itoa(i)}, nil)
+		})
 		usage.stop()
-		fromStart = append(fromStart, t.Sub(sent))
-		fromReturn = append(fromReturn, t.Sub(returned))
+		if err != nil {
+			return nil, err
+		}
+		fromStart, fromReturn = append(fromStart, sent), append(fromReturn, returned)
 		if err := sb.call(b.ctx, "get_pending_messages", map[string]any{}, nil); err != nil {
+			return nil, err
+		}
+		interrupted, _, err := b.wake(sb, waiting, "INTERRUPT", func() error {
+			_, _, err := store.WriteInterrupt(b.ctx, fsstore.Interruption{Agent: "b", By: "a", Reason: "sample " + strconv.Itoa(i)})
+			return err
+		})
+		if err != nil {
+			return nil, err
+		}
+		interrupts = append(interrupts, interrupted)
+		if err := sb.call(b.ctx, "get_notifications", map[string]any{}, nil); err != nil {
 			return nil, err
 		}
 		fs, fr, err := floor.sample()
@@ -370,7 +366,41 @@ func (b *bench) delivery() ([]Row, error) {
 	return []Row{
 		row("P1", "delivery p50/p99: send issued -> receiver returns", fromStart, floorStart),
 		row("P1r", "delivery p50/p99: send returns -> receiver returns", fromReturn, floorReturn),
+		row("P1i", "interrupt p50/p99: written -> receiver's wait returns", interrupts, floorStart),
 	}, nil
+}
+
+// wake times one wake of sb's waiting get_next_action: cause runs once
+// sb's server logs that it waits; the times are from cause's start and
+// from its return to the moment the wait answered. The answer must name
+// want: the action, or the text of an error result (an interrupt).
+func (b *bench) wake(sb *server, waiting *lineCounter, want string, cause func() error) (fromStart, fromReturn time.Duration, err error) {
+	before := waiting.count()
+	woke := make(chan time.Time, 1)
+	errc := make(chan error, 1)
+	go func() {
+		var out struct{ Action string }
+		err := sb.call(b.ctx, "get_next_action", map[string]any{"wait_seconds": 50}, &out)
+		woke <- time.Now()
+		switch {
+		case err != nil && strings.Contains(err.Error(), want):
+			err = nil
+		case err == nil && out.Action != want:
+			err = fmt.Errorf("get_next_action answered %q, want %s", out.Action, want)
+		}
+		errc <- err
+	}()
+	waiting.waitPast(before) // B's server is in its wait
+	started := time.Now()
+	if err := cause(); err != nil {
+		return 0, 0, err
+	}
+	returned := time.Now()
+	t := <-woke
+	if err := <-errc; err != nil {
+		return 0, 0, err
+	}
+	return t.Sub(started), t.Sub(returned), nil
 }
 
 // deliveryFloor appends+fsyncs in this process and times how long a reader

@@ -65,14 +65,15 @@ func hex4(b []byte) (rune, bool) {
 	return r, true
 }
 
-// inputSchema is In's inferred schema with the allowed values of its enum
-// fields listed, so that a model sees them and the SDK refuses any other
-// value, the empty string too.
+// inputSchema is In's inferred schema, tidied, with the allowed values of
+// its enum fields listed, so that a model sees them and the SDK refuses any
+// other value, the empty string too.
 func inputSchema[In any](e enums) *jsonschema.Schema {
 	schema, err := jsonschema.For[In](nil)
 	if err != nil {
 		panic(err)
 	}
+	tidy(schema)
 	for field, allowed := range e {
 		p := schema.Properties[field]
 		if p == nil {

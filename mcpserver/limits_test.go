@@ -75,8 +75,8 @@ var textField = map[string]string{
 
 // TestStatedLimits: every number an input schema's description states is
 // the limit the code enforces: a text argument's "at most N characters" is
-// its CheckText limit (fsstore/limits.go), a listing's "(default D, at most
-// M)" its page limit, wait_seconds' and max_turns' bounds fsstore's. A
+// its CheckText limit (fsstore/limits.go), a listing's "default D, at most
+// M" its page limit, wait_seconds' and max_turns' bounds fsstore's. A
 // number the test cannot account for fails it, so a new stated limit comes
 // with its check here.
 func TestStatedLimits(t *testing.T) {
@@ -121,9 +121,9 @@ func statedLimit(t *testing.T, name, desc string, page [2]int) string {
 	t.Helper()
 	switch {
 	case name == "limit":
-		return fmt.Sprintf("(default %d, at most %d)", page[0], page[1])
+		return fmt.Sprintf("default %d, at most %d", page[0], page[1])
 	case name == "wait_seconds":
-		return fmt.Sprintf("at most %d)", fsstore.MaxWait)
+		return fmt.Sprintf("at most %d", fsstore.MaxWait)
 	case name == "max_turns":
 		return fmt.Sprintf("%d to %d (default %d)", fsstore.MinMaxTurns, fsstore.MaxMaxTurns, fsstore.DefaultMaxTurns)
 	case strings.Contains(desc, "characters"):

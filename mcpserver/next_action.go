@@ -14,7 +14,7 @@ import (
 
 type NextActionIn struct {
 	Session
-	WaitSeconds int `json:"wait_seconds,omitempty" jsonschema:"how long to wait for something to happen when there is nothing to do now (default from the project config, at most 50)"`
+	WaitSeconds int `json:"wait_seconds,omitempty" jsonschema:"how long to wait while idle: at most 50"`
 }
 
 type NextActionOut struct {
@@ -43,7 +43,7 @@ func getNextActionTool() toolSpec {
 	return toolSpec{
 		tool: mcp.Tool{
 			Name:        "get_next_action",
-			Description: "What to do next. Call it after authenticate and after finishing each step; follow its instruction. When there is nothing to do it waits (up to wait_seconds) for something to happen.",
+			Description: "The aipm agent loop: what to do next; call it after authenticate and after each step. Waits while idle.",
 			Annotations: mutating,
 		},
 		level: Authenticated,
@@ -218,7 +218,7 @@ func (s *Server) explain(cfg *fsstore.Config, ses fsstore.Session, n fsstore.Nex
 		if n.More {
 			what = "messages"
 		}
-		out.Instruction = fmt.Sprintf("You have %s from %s. Call get_pending_messages, answer with respond_chat or send_message (send_conversation_message within a conversation), then call get_next_action. %s", what, n.From, markerHelp)
+		out.Instruction = fmt.Sprintf("You have %s from %s. Call get_pending_messages, answer with respond_chat or send_message (send_conversation_message within a conversation), then call get_next_action.", what, n.From)
 	case fsstore.ActGetNotifications:
 		out.Instruction = "A notification arrived. Call get_notifications and act on it, then call get_next_action."
 	case fsstore.ActLogout:
@@ -256,7 +256,7 @@ func (s *Server) explainWait(out *NextActionOut, ses fsstore.Session, n fsstore.
 		out.Instruction = fmt.Sprintf("Task %s is %s; nothing to do until someone moves it back to in_progress. Call get_next_action again now.", n.Task.ID, n.Task.Status)
 	default:
 		out.Action = "wait_for_messages"
-		out.Instruction = "Nothing new yet. " + s.delegationReminder(ses, "") + "Call get_next_action again now. " + markerHelp
+		out.Instruction = "Nothing new yet. " + s.delegationReminder(ses, "") + "Call get_next_action again now."
 	}
 }
 

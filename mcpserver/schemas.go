@@ -5,6 +5,9 @@ import (
 	"embed"
 	"encoding/json"
 	"fmt"
+	"slices"
+
+	"github.com/google/jsonschema-go/jsonschema"
 )
 
 // schemaFiles holds the input and output schema of every tool as aipm
@@ -33,4 +36,29 @@ func servedSchemas(tool string) (in, out json.RawMessage) {
 		return bytes.TrimSpace(data)
 	}
 	return read("input"), read("output")
+}
+
+// tidy rewrites an inferred schema, in place, into the plain form every
+// client reads the same way, and returns it. Inference types a Go slice or
+// pointer as ["null", T]; a type array is legal JSON Schema, but some
+// clients read type as one string and reject the tool or drop the
+// constraint, and no aipm result holds null (a nil pointer or slice field
+// is omitted, or an empty list is [], as TestResultsNeverNull checks), so
+// the type is T alone. TestSchemaLint holds every served schema to this.
+func tidy(s *jsonschema.Schema) *jsonschema.Schema {
+	if s == nil {
+		return nil
+	}
+	if types := slices.DeleteFunc(slices.Clone(s.Types), func(t string) bool { return t == "null" }); len(types) == 1 {
+		s.Type, s.Types = types[0], nil
+	}
+	for _, sub := range s.Properties {
+		tidy(sub)
+	}
+	for _, sub := range s.Defs {
+		tidy(sub)
+	}
+	tidy(s.Items)
+	tidy(s.AdditionalProperties)
+	return s
 }

@@ -33,7 +33,7 @@ func TestServedSchemas(t *testing.T) {
 	log := slog.New(slog.NewTextHandler(io.Discard, nil))
 	inferring := mcpserver.New(p.store, log, "test")
 	inferring.SDKTools()
-	want := listToolsWire(t, inferring.MCP())
+	want := listToolsWire(t, inferring.MCP(), "")
 	dir := filepath.Join("schemas")
 	files := map[string][]byte{}
 	for _, tool := range gjson.Get(want, "result.tools").Array() {
@@ -71,7 +71,7 @@ func TestServedSchemas(t *testing.T) {
 			t.Errorf("schemas/%s belongs to no tool: remove it", e.Name())
 		}
 	}
-	got := listToolsWire(t, mcpserver.New(p.store, log, "test").MCP())
+	got := listToolsWire(t, mcpserver.New(p.store, log, "test").MCP(), "")
 	if got != want {
 		t.Errorf("tools/list served from schemas/ differs from the inferred one:\nserved:   %s\ninferred: %s", got, want)
 	}
@@ -87,8 +87,9 @@ func indented(t *testing.T, raw string) []byte {
 	return append(b.Bytes(), '\n')
 }
 
-// listToolsWire returns the line srv writes in answer to tools/list.
-func listToolsWire(t *testing.T, srv *mcp.Server) string {
+// listToolsWire returns the line srv writes in answer to tools/list, asked
+// by the SDK's client at protocol revision protocol ("" for its newest).
+func listToolsWire(t *testing.T, srv *mcp.Server, protocol string) string {
 	t.Helper()
 	ctx := context.Background()
 	st, ct := mcp.NewInMemoryTransports()
@@ -104,7 +105,7 @@ func listToolsWire(t *testing.T, srv *mcp.Server) string {
 		t.Fatal(err)
 	}
 	defer ss.Close()
-	cs, err := mcp.NewClient(&mcp.Implementation{Name: "schemas"}, nil).Connect(ctx, ct, nil)
+	cs, err := mcp.NewClient(&mcp.Implementation{Name: "schemas"}, nil).Connect(ctx, ct, &mcp.ClientSessionOptions{ProtocolVersion: protocol})
 	if err != nil {
 		t.Fatal(err)
 	}

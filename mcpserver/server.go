@@ -71,7 +71,13 @@ func (c Credential) LogValue() slog.Value { return slog.StringValue(c.Agent + " 
 // agent_id is c.Agent.
 func (s *Server) HoldCredential(c Credential) { s.cred = &c }
 
-const instructions = `aipm coordinates the agents of this project. Call authenticate(agent_id) first (add passkey only if authenticate asks for it), then loop: get_next_action, do what its instruction says, get_next_action again. Every response ends with a notification line; when it says you have notifications, call get_notifications.`
+// instructions are the server instructions: what every tool shares, said
+// once, so that no tool description repeats it (TestSize holds the tools'
+// definitions to their size). They name authenticate and get_next_action
+// and a search that finds both, for a client that shows the model only the
+// tools' names until it searches (Claude Code's tool search).
+const instructions = `aipm coordinates the agents of this project. Call authenticate(agent_id) first (add passkey only if it asks), then loop: get_next_action, do what its instruction says, get_next_action again, until it says exit. If your tools must be searched for before use, one search finds both: "aipm authenticate get_next_action".
+Pass the session_token authenticate returns to every other tool. Every answer carries a notification line: "notifications: none", or how many wait: then call get_notifications. A session is a task session (work on one task) or a chat session (messages, conversations); a tool whose description ends in (task) or (chat) works only in that kind. Chat command markers (@@タスク作成: and others) are explained by help.`
 
 // MCP builds the MCP server with every tool registered behind the gate.
 func (s *Server) MCP() *mcp.Server {

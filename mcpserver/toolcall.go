@@ -30,7 +30,8 @@ import (
 
 // EnvCheckSchemas, when "1", makes aipm serve check what the fast path
 // skips: every argument set it admits is also validated against the input
-// schema, and every structured result against the output schema; a miss is
+// schema, and every structured result against the output schema with every
+// shared record spelled out (fullOutputSchema, tools.go); a miss is
 // an internal error. The tests run every server this way.
 const EnvCheckSchemas = "AIPM_CHECK_SCHEMAS"
 

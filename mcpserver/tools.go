@@ -2,6 +2,7 @@ package mcpserver
 
 import (
 	"fmt"
+	"reflect"
 	"sync"
 
 	"github.com/google/jsonschema-go/jsonschema"
@@ -125,7 +126,7 @@ const notificationField = "notification"
 // allowed values of some fields listed when t.InputSchema holds enums; its
 // output schema is Out's, plus the notification line the gate adds to every
 // authenticated result, so that a client validating structured content
-// against the schema accepts it.
+// against the schema accepts it. Both are tidied (see tidy).
 //
 // Both schemas are listed from schemas/ (see servedSchemas), which
 // TestServedSchemas keeps byte for byte equal to what inference from In and
@@ -143,10 +144,7 @@ func addTool[In, Out any](s *Server, srv *mcp.Server, t *mcp.Tool, h mcp.ToolHan
 		panic(fmt.Sprintf("tool %s: InputSchema may only hold enums", t.Name))
 	}
 	if s.sdkTools {
-		t.InputSchema, t.OutputSchema = nil, outputSchema[Out]() // the SDK infers the input schema from In
-		if e != nil {
-			t.InputSchema = inputSchema[In](e)
-		}
+		t.InputSchema, t.OutputSchema = inputSchema[In](e), outputSchema[Out](t.Name)
 		mcp.AddTool(srv, t, h)
 		return
 	}
@@ -156,32 +154,61 @@ func addTool[In, Out any](s *Server, srv *mcp.Server, t *mcp.Tool, h mcp.ToolHan
 		name:   t.Name,
 		listed: in,
 		input:  func() *jsonschema.Schema { return inputSchema[In](e) },
-		output: outputSchema[Out],
+		output: fullOutputSchema[Out],
 		check:  s.checkSchemas,
 	}, h))
 }
 
-// outputSchema is Out's inferred schema with the notification line.
-func outputSchema[Out any]() *jsonschema.Schema {
-	schema, err := jsonschema.For[Out](nil)
+// outputSchema is the output schema tool lists: Out's inferred schema,
+// tidied, with the notification line (which the server instructions
+// explain, once), and the records several tools share spelled out only in
+// their home tool's schema (see sharedViews).
+func outputSchema[Out any](tool string) *jsonschema.Schema {
+	opts := &jsonschema.ForOptions{TypeSchemas: map[reflect.Type]*jsonschema.Schema{}}
+	for _, v := range sharedViews {
+		if v.home != tool {
+			opts.TypeSchemas[v.typ] = &jsonschema.Schema{Type: "object", Title: v.title}
+		}
+	}
+	schema, err := jsonschema.For[Out](opts)
 	if err != nil {
 		panic(fmt.Sprintf("output schema of %T: %v", *new(Out), err))
 	}
 	if schema.Properties == nil {
 		schema.Properties = map[string]*jsonschema.Schema{}
 	}
-	schema.Properties[notificationField] = &jsonschema.Schema{
-		Type:        "string",
-		Description: `"notifications: none", or how many notifications wait for you: then call get_notifications`,
-	}
-	return schema
+	schema.Properties[notificationField] = &jsonschema.Schema{Type: "string"}
+	return tidy(schema)
+}
+
+// fullOutputSchema is Out's output schema with every shared record spelled
+// out: what a call's result is checked against when EnvCheckSchemas is set.
+// It accepts less than the listed schema, never more.
+func fullOutputSchema[Out any]() *jsonschema.Schema { return outputSchema[Out]("") }
+
+// sharedViews are the records that several tools return. Each is spelled
+// out, field by field, in the output schema of one tool, its home; in every
+// other tool's output schema it is an object titled with its home, so that
+// tools/list states each shape once (TestSize). No client shows output
+// schemas to the model; clients validate structured content against them
+// (and Codex keeps them as host metadata), which the titled objects serve
+// as well.
+var sharedViews = []struct {
+	typ         reflect.Type
+	home, title string
+}{
+	{reflect.TypeFor[TaskView](), "get_task", "task: fields as in get_task"},
+	{reflect.TypeFor[DelegationView](), "get_task_conversations", "delegation: fields as in get_task_conversations"},
+	{reflect.TypeFor[ConversationView](), "get_task_conversations", "conversation: fields as in get_task_conversations"},
+	{reflect.TypeFor[MessageView](), "get_conversation_messages", "message: fields as in get_conversation_messages"},
 }
 
 // enums lists the allowed values of some input fields of a tool. Set as its
 // InputSchema, it asks addTool for In's schema with those values listed.
 type enums map[string][]string
 
-// Session is the argument every authenticated tool takes.
+// Session is the argument every authenticated tool takes. What it is, the
+// server instructions say once, for every tool.
 type Session struct {
-	SessionToken string `json:"session_token" jsonschema:"the token authenticate returned"`
+	SessionToken string `json:"session_token"`
 }

@@ -11,10 +11,10 @@ import (
 
 type SendMessageIn struct {
 	Session
-	TargetAgentID  string `json:"target_agent_id" jsonschema:"id of a configured agent of this project; not yourself"`
-	Content        string `json:"content" jsonschema:"the message text, at most 4000 characters"`
-	RelatedTaskID  string `json:"related_task_id,omitempty" jsonschema:"tsk_ id of the task the message is about"`
-	ConversationID string `json:"conversation_id,omitempty" jsonschema:"cnv_ id of the conversation the message belongs to"`
+	TargetAgentID  string `json:"target_agent_id" jsonschema:"an agent or human, not you"`
+	Content        string `json:"content"`
+	RelatedTaskID  string `json:"related_task_id,omitempty"`
+	ConversationID string `json:"conversation_id,omitempty"`
 }
 
 // SentOut is seed 000's answer to send_message: success, message_id and
@@ -35,7 +35,7 @@ func sendMessageTool() toolSpec {
 	return toolSpec{
 		tool: mcp.Tool{
 			Name:        "send_message",
-			Description: "Send a chat message to another agent or human of this project. Chat sessions only; from a task session use delegate_to_chat_session.",
+			Description: "Send a chat message to an agent or human. (chat)",
 			Annotations: mutating,
 		},
 		level: ChatOnly,
@@ -72,14 +72,14 @@ func (s *Server) send(ctx context.Context, m fsstore.OutgoingMessage) (SentOut, 
 
 type GetPendingMessagesIn struct {
 	Session
-	Limit int `json:"limit,omitempty" jsonschema:"at most this many messages (default 20, at most 100)"`
+	Limit int `json:"limit,omitempty" jsonschema:"default 20, at most 100"`
 }
 
 type PendingMessagesOut struct {
-	PendingMessages    []MessageView    `json:"pending_messages" jsonschema:"unread messages sent to you, oldest first; they count as read from your next call on; redelivered: true on one that may have reached an earlier session"`
+	PendingMessages    []MessageView    `json:"pending_messages" jsonschema:"unread messages, oldest first"`
 	HasMore            bool             `json:"has_more" jsonschema:"more unread messages wait: call get_pending_messages again"`
-	Context            []MessageView    `json:"context" jsonschema:"the last messages you had already seen, oldest first"`
-	PendingDelegations []DelegationView `json:"pending_delegations" jsonschema:"delegations from your own task sessions that are not done yet (pending or processing): carry each out and close it with report_delegation_completed"`
+	Context            []MessageView    `json:"context" jsonschema:"messages you had already seen, oldest first"`
+	PendingDelegations []DelegationView `json:"pending_delegations" jsonschema:"open delegations from your task session: close each with report_delegation_completed"`
 	Instruction        string           `json:"instruction"`
 }
 
@@ -90,7 +90,7 @@ func getPendingMessagesTool() toolSpec {
 	return toolSpec{
 		tool: mcp.Tool{
 			Name:        "get_pending_messages",
-			Description: "Your unread chat messages, oldest first, with a few earlier messages for context. The returned messages count as read from your next call on; respond_chat then answers the sender of the last one.",
+			Description: "Your unread chat messages, oldest first, with some context; read from your next call on. (chat)",
 			Annotations: mutating,
 		},
 		level:       ChatOnly,
@@ -145,21 +145,23 @@ func addGetPendingMessages(srv *mcp.Server, s *Server, tool *mcp.Tool) {
 		if len(dlgs) > 0 {
 			out.Instruction += fmt.Sprintf(" You also have %d open delegation(s) from your task session (pending_delegations): carry each out and close it with report_delegation_completed.", len(dlgs))
 		}
-		out.Instruction += " " + markerHelp
+		if carriesMarker(msgs) {
+			out.Instruction += " " + markerHelp
+		}
 		return nil, out, nil
 	})
 }
 
 type RespondChatIn struct {
 	Session
-	Content string `json:"content" jsonschema:"your answer, at most 4000 characters"`
+	Content string `json:"content"`
 }
 
 func respondChatTool() toolSpec {
 	return toolSpec{
 		tool: mcp.Tool{
 			Name:        "respond_chat",
-			Description: "Answer the sender of the last message get_pending_messages returned in this session.",
+			Description: "Answer the sender of the last message get_pending_messages returned. (chat)",
 			Annotations: mutating,
 		},
 		level: ChatOnly,

@@ -47,18 +47,18 @@ func turnNote(c fsstore.Conversation, me string) string {
 
 type StartConversationIn struct {
 	Session
-	TargetAgentID  string `json:"target_agent_id" jsonschema:"the AI agent of this project to talk with; not yourself, not a human"`
-	Purpose        string `json:"purpose,omitempty" jsonschema:"what the conversation is for (shown to the other agent), at most 500 characters"`
-	InitialMessage string `json:"initial_message,omitempty" jsonschema:"the first message, sent with the request (at most 4000 characters)"`
-	MaxTurns       int    `json:"max_turns,omitempty" jsonschema:"messages the conversation may hold, both directions together: 2 to 40 (default 20)"`
-	DelegationID   string `json:"delegation_id,omitempty" jsonschema:"the dlg_ id of the delegation this conversation carries out; default: your one delegation in progress to this agent, if any"`
+	TargetAgentID  string `json:"target_agent_id" jsonschema:"an AI agent, not you"`
+	Purpose        string `json:"purpose,omitempty" jsonschema:"shown to them"`
+	InitialMessage string `json:"initial_message,omitempty"`
+	MaxTurns       int    `json:"max_turns,omitempty" jsonschema:"2 to 40 (default 20), both ways together"`
+	DelegationID   string `json:"delegation_id,omitempty" jsonschema:"default: your open delegation to this agent"`
 }
 
 func startConversationTool() toolSpec {
 	return toolSpec{
 		tool: mcp.Tool{
 			Name:        "start_conversation",
-			Description: "Start a turn-based conversation with another AI agent of this project. It is pending until the other agent takes it; send turns with send_conversation_message and finish with end_conversation. Chat sessions only.",
+			Description: "Start a turn-based conversation with another AI agent. (chat)",
 			Annotations: mutating,
 		},
 		level: ChatOnly,
@@ -93,14 +93,14 @@ func addStartConversation(srv *mcp.Server, s *Server, tool *mcp.Tool) {
 
 type ConversationIDIn struct {
 	Session
-	ConversationID string `json:"conversation_id,omitempty" jsonschema:"the cnv_ id; default: your one pending or active conversation"`
+	ConversationID string `json:"conversation_id,omitempty" jsonschema:"default: your open one"`
 }
 
 func endConversationTool() toolSpec {
 	return toolSpec{
 		tool: mcp.Tool{
 			Name:        "end_conversation",
-			Description: "End a conversation you are part of. Both parties then get conversation_ended from get_next_action. Chat sessions only.",
+			Description: "End a conversation you are in. (chat)",
 			Annotations: mutating,
 		},
 		level: ChatOnly,
@@ -127,53 +127,75 @@ func addEndConversation(srv *mcp.Server, s *Server, tool *mcp.Tool) {
 
 type SendConversationMessageIn struct {
 	Session
-	ConversationID string `json:"conversation_id,omitempty" jsonschema:"the cnv_ id; default: your one pending or active conversation"`
-	Content        string `json:"content" jsonschema:"your turn, at most 4000 characters"`
+	ConversationID string `json:"conversation_id,omitempty" jsonschema:"default: your open one"`
+	Content        string `json:"content"`
+}
+
+// RespondConversationMessageIn is SendConversationMessageIn without the
+// descriptions: the alias is listed as a name and a line, and the model
+// reads the arguments once, in send_conversation_message.
+type RespondConversationMessageIn struct {
+	Session
+	ConversationID string `json:"conversation_id,omitempty"`
+	Content        string `json:"content"`
 }
 
 // sendConversationMessageTool and respondConversationMessageTool are one
 // tool under two names: a turn in a conversation, whoever started it.
 func sendConversationMessageTool() toolSpec {
-	return conversationTurnTool("send_conversation_message")
-}
-
-func respondConversationMessageTool() toolSpec {
-	return conversationTurnTool("respond_conversation_message")
-}
-
-func conversationTurnTool(name string) toolSpec {
 	return toolSpec{
 		tool: mcp.Tool{
-			Name:        name,
-			Description: "Send your turn in a conversation to the other party. Each message counts as one turn; at max_turns the conversation ends. Chat sessions only.",
+			Name:        "send_conversation_message",
+			Description: "Send your turn in a conversation; at max_turns it ends. (chat)",
 			Annotations: mutating,
 		},
 		level: ChatOnly,
-		add:   addSendConversationMessage,
+		add: func(srv *mcp.Server, s *Server, tool *mcp.Tool) {
+			addTool(s, srv, tool, func(ctx context.Context, _ *mcp.CallToolRequest, in SendConversationMessageIn) (*mcp.CallToolResult, ConversationOut, error) {
+				out, err := s.sendTurn(ctx, in)
+				return nil, out, err
+			})
+		},
 	}
 }
 
-func addSendConversationMessage(srv *mcp.Server, s *Server, tool *mcp.Tool) {
-	addTool(s, srv, tool, func(ctx context.Context, _ *mcp.CallToolRequest, in SendConversationMessageIn) (*mcp.CallToolResult, ConversationOut, error) {
-		ses := sessionFrom(ctx)
-		cfg, err := s.config()
-		if err != nil {
-			return nil, ConversationOut{}, err
-		}
-		msg, c, err := s.store.Conversations().Send(ctx, cfg, ses.Agent, in.ConversationID, in.Content)
-		if err != nil {
-			return nil, ConversationOut{}, fromStore(err, "conversation_not_found")
-		}
-		out := conversationOut(c, ses.Agent)
-		out.MessageID, out.Instruction = msg.ID, turnNote(c, ses.Agent)
-		return nil, out, nil
-	})
+func respondConversationMessageTool() toolSpec {
+	return toolSpec{
+		tool: mcp.Tool{
+			Name:        "respond_conversation_message",
+			Description: "Same as send_conversation_message. (chat)",
+			Annotations: mutating,
+		},
+		level: ChatOnly,
+		add: func(srv *mcp.Server, s *Server, tool *mcp.Tool) {
+			addTool(s, srv, tool, func(ctx context.Context, _ *mcp.CallToolRequest, in RespondConversationMessageIn) (*mcp.CallToolResult, ConversationOut, error) {
+				out, err := s.sendTurn(ctx, SendConversationMessageIn(in))
+				return nil, out, err
+			})
+		},
+	}
+}
+
+// sendTurn sends the caller's turn in a conversation.
+func (s *Server) sendTurn(ctx context.Context, in SendConversationMessageIn) (ConversationOut, error) {
+	ses := sessionFrom(ctx)
+	cfg, err := s.config()
+	if err != nil {
+		return ConversationOut{}, err
+	}
+	msg, c, err := s.store.Conversations().Send(ctx, cfg, ses.Agent, in.ConversationID, in.Content)
+	if err != nil {
+		return ConversationOut{}, fromStore(err, "conversation_not_found")
+	}
+	out := conversationOut(c, ses.Agent)
+	out.MessageID, out.Instruction = msg.ID, turnNote(c, ses.Agent)
+	return out, nil
 }
 
 type GetConversationMessagesIn struct {
 	Session
-	ConversationID string `json:"conversation_id" jsonschema:"the cnv_ id of a conversation you took part in"`
-	Limit          int    `json:"limit,omitempty" jsonschema:"at most this many messages, the newest (default 50, at most 200)"`
+	ConversationID string `json:"conversation_id"`
+	Limit          int    `json:"limit,omitempty" jsonschema:"default 50, at most 200"`
 }
 
 type ConversationMessagesOut struct {
@@ -193,7 +215,7 @@ func getConversationMessagesTool() toolSpec {
 	return toolSpec{
 		tool: mcp.Tool{
 			Name:        "get_conversation_messages",
-			Description: "The messages of a conversation you took part in (your chat session held it), oldest first. Task sessions: use it after delegating the talking.",
+			Description: "Messages of a conversation your chat session held. (task)",
 			Annotations: readOnly,
 		},
 		level: TaskOnly,

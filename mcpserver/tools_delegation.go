@@ -11,9 +11,9 @@ import (
 
 type DelegateIn struct {
 	Session
-	TargetAgentID string `json:"target_agent_id" jsonschema:"the agent (AI or human) your chat session should talk to; not yourself"`
-	Purpose       string `json:"purpose" jsonschema:"what to tell or ask them, and what you need back (at most 500 characters)"`
-	Context       string `json:"context,omitempty" jsonschema:"anything else your chat session needs to know (at most 8000 characters)"`
+	TargetAgentID string `json:"target_agent_id" jsonschema:"an agent or human, not you"`
+	Purpose       string `json:"purpose" jsonschema:"what to tell or ask, and what you need back"`
+	Context       string `json:"context,omitempty"`
 }
 
 type DelegationOut struct {
@@ -27,9 +27,8 @@ type DelegationOut struct {
 func delegateTool() toolSpec {
 	return toolSpec{
 		tool: mcp.Tool{
-			Name: "delegate_to_chat_session",
-			Description: "Ask your own chat session to talk to another agent for this task: a task session cannot send messages or hold conversations. " +
-				"Returns at once; your chat session decides between one message and a conversation, and reports the result. Task sessions only.",
+			Name:        "delegate_to_chat_session",
+			Description: "Ask your chat session to talk to someone for this task; get_next_action brings the result. (task)",
 			Annotations: mutating,
 		},
 		level: TaskOnly,
@@ -61,8 +60,8 @@ func addDelegate(srv *mcp.Server, s *Server, tool *mcp.Tool) {
 
 type ReportDelegationIn struct {
 	Session
-	DelegationID string `json:"delegation_id" jsonschema:"the dlg_ id from process_delegation"`
-	Result       string `json:"result" jsonschema:"what came of it: the answer, or why it failed (at most 8000 characters); your task session reads it"`
+	DelegationID string `json:"delegation_id"`
+	Result       string `json:"result" jsonschema:"the answer, or why it failed"`
 	Status       string `json:"status,omitempty" jsonschema:"completed (default) or failed"`
 }
 
@@ -70,7 +69,7 @@ func reportDelegationTool() toolSpec {
 	return toolSpec{
 		tool: mcp.Tool{
 			Name:        "report_delegation_completed",
-			Description: "Close a delegation your task session gave you, with its result (status completed or failed). Chat sessions only.",
+			Description: "Close a delegation your task session gave you, with its result. (chat)",
 			Annotations: mutating,
 		},
 		level: ChatOnly,
@@ -105,7 +104,7 @@ func getTaskConversationsTool() toolSpec {
 	return toolSpec{
 		tool: mcp.Tool{
 			Name:        "get_task_conversations",
-			Description: "The delegations and conversations of your task and its parent task: states, turns and results. Read a conversation's messages with get_conversation_messages. Task sessions only.",
+			Description: "Delegations and conversations of your task and its parent. (task)",
 			Annotations: readOnly,
 		},
 		level: TaskOnly,
@@ -127,7 +126,7 @@ func addGetTaskConversations(srv *mcp.Server, s *Server, tool *mcp.Tool) {
 		if err != nil {
 			return nil, TaskConversationsOut{}, fromStore(err, "task_not_found")
 		}
-		out := TaskConversationsOut{TaskIDs: tc.TaskIDs, Delegations: delegationViews(tc.Delegations), Conversations: conversationViews(tc.Conversations), Instruction: "Read a conversation's messages with get_conversation_messages(conversation_id). Call get_next_action to go on."}
+		out := TaskConversationsOut{TaskIDs: nonNil(tc.TaskIDs), Delegations: delegationViews(tc.Delegations), Conversations: conversationViews(tc.Conversations), Instruction: "Read a conversation's messages with get_conversation_messages(conversation_id). Call get_next_action to go on."}
 		return nil, out, nil
 	})
 }

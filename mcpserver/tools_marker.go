@@ -9,19 +9,34 @@ import (
 	"aipm/fsstore"
 )
 
-// markerHelp is the few lines every chat instruction carries about the
-// chat command markers (DESIGN section 11, seed 003).
+// markerHelp explains the chat command markers (DESIGN section 11, seed
+// 003). A chat session reads it once, in authenticate's answer, then again
+// only in a get_pending_messages answer holding a marked message; help
+// always shows it. Idle answers never carry it: repeated in every
+// get_next_action wait, it cost a chat session's model about 26k tokens an
+// hour.
 const markerHelp = "Chat commands: a message with @@タスク作成: asks you to create a task (request_task); @@タスク通知: to pass a note to your task session (notify_task_session); " +
 	"@@タスク調整: to change a task (update_task_from_chat); @@タスク開始: to start one (start_task_from_chat); @ may be half- or full-width. " +
 	"Those tools work only when the latest message you received carries the marker, once per message. " +
 	"If a message looks like a work request but has no marker, answer normally and ask the human to resend it with the marker (e.g. \"@@タスク作成: title\"); do not create tasks on your own."
 
+// carriesMarker reports whether a message someone else sent holds a chat
+// command marker.
+func carriesMarker(msgs []fsstore.Message) bool {
+	for _, m := range msgs {
+		if m.Kind != fsstore.KindSystem && len(fsstore.ParseMarkers(m.Content)) > 0 {
+			return true
+		}
+	}
+	return false
+}
+
 type RequestTaskIn struct {
 	Session
-	Title        string `json:"title,omitempty" jsonschema:"a short title (at most 200 characters); default: the text after the marker"`
-	Description  string `json:"description,omitempty" jsonschema:"details of the work"`
+	Title        string `json:"title,omitempty" jsonschema:"default: text after the marker"`
+	Description  string `json:"description,omitempty"`
 	Priority     string `json:"priority,omitempty" jsonschema:"low, normal (default), high or urgent"`
-	ParentTaskID string `json:"parent_task_id,omitempty" jsonschema:"the tsk_ id this task is a subtask of"`
+	ParentTaskID string `json:"parent_task_id,omitempty"`
 }
 
 type RequestTaskOut struct {
@@ -35,9 +50,8 @@ type RequestTaskOut struct {
 func requestTaskTool() toolSpec {
 	return toolSpec{
 		tool: mcp.Tool{
-			Name: "request_task",
-			Description: "Create a task assigned to you, in backlog. In a chat session it needs the marker @@タスク作成: in the latest message you received, and the requester is its sender; " +
-				"a requester who is not one of your ancestors (config parent) makes it pending_approval until a human approves it.",
+			Name:        "request_task",
+			Description: "Create a task assigned to you, in backlog; in a chat session it needs the @@タスク作成: marker.",
 			Annotations: mutating,
 		},
 		level: Authenticated,
@@ -77,7 +91,7 @@ func addRequestTask(srv *mcp.Server, s *Server, tool *mcp.Tool) {
 			return nil, RequestTaskOut{}, fromStore(err, "task_not_found")
 		}
 		t := got.Task
-		out := RequestTaskOut{Success: true, Task: taskRef(&t), ApprovalStatus: t.ApprovalStatus, AskedToApprove: got.AskedToApprove}
+		out := RequestTaskOut{Success: true, Task: taskRef(&t), ApprovalStatus: t.ApprovalStatus, AskedToApprove: nonNil(got.AskedToApprove)}
 		if t.ApprovalStatus == fsstore.ApprovalApproved {
 			out.Instruction = fmt.Sprintf("Task %s is created in backlog, assigned to you. Tell %s, then call get_next_action.", t.ID, req.Requester)
 		} else {
@@ -92,8 +106,8 @@ func addRequestTask(srv *mcp.Server, s *Server, tool *mcp.Tool) {
 
 type NotifyTaskSessionIn struct {
 	Session
-	Message       string `json:"message,omitempty" jsonschema:"what your task session should know (at most 4000 characters); default: the text after the marker"`
-	RelatedTaskID string `json:"related_task_id,omitempty" jsonschema:"the tsk_ id of your task it is about; default: your task in progress"`
+	Message       string `json:"message,omitempty" jsonschema:"default: text after the marker"`
+	RelatedTaskID string `json:"related_task_id,omitempty" jsonschema:"default: your task in progress"`
 }
 
 type NotifyTaskSessionOut struct {
@@ -107,7 +121,7 @@ func notifyTaskSessionTool() toolSpec {
 	return toolSpec{
 		tool: mcp.Tool{
 			Name:        "notify_task_session",
-			Description: "Pass a note to your own task session (only it sees it). Needs the marker @@タスク通知: in the latest message you received. Chat sessions only.",
+			Description: "Pass a note to your own task session. Needs the @@タスク通知: marker. (chat)",
 			Annotations: mutating,
 		},
 		level: ChatOnly,
@@ -140,16 +154,16 @@ func addNotifyTaskSession(srv *mcp.Server, s *Server, tool *mcp.Tool) {
 
 type UpdateTaskFromChatIn struct {
 	Session
-	TaskID      string  `json:"task_id" jsonschema:"the tsk_ id of your task to change"`
-	Description *string `json:"description,omitempty" jsonschema:"the new description"`
-	Status      string  `json:"status,omitempty" jsonschema:"the new status: backlog, todo, in_progress, blocked, done or cancelled (the usual transitions apply)"`
+	TaskID      string  `json:"task_id"`
+	Description *string `json:"description,omitempty"`
+	Status      string  `json:"status,omitempty" jsonschema:"backlog, todo, in_progress, blocked, done or cancelled"`
 }
 
 func updateTaskFromChatTool() toolSpec {
 	return toolSpec{
 		tool: mcp.Tool{
 			Name:        "update_task_from_chat",
-			Description: "Change the description or status of one of your tasks as a human asked. Needs the marker @@タスク調整: in the latest message you received. Chat sessions only.",
+			Description: "Change the description or status of one of your tasks. Needs the @@タスク調整: marker. (chat)",
 			Annotations: mutating,
 		},
 		level: ChatOnly,
@@ -179,14 +193,14 @@ func addUpdateTaskFromChat(srv *mcp.Server, s *Server, tool *mcp.Tool) {
 
 type StartTaskFromChatIn struct {
 	Session
-	TaskID string `json:"task_id" jsonschema:"the tsk_ id of your task to start"`
+	TaskID string `json:"task_id"`
 }
 
 func startTaskFromChatTool() toolSpec {
 	return toolSpec{
 		tool: mcp.Tool{
 			Name:        "start_task_from_chat",
-			Description: "Start one of your tasks (in_progress) as a human asked; aipm then starts your task session. Needs the marker @@タスク開始: in the latest message you received. Chat sessions only.",
+			Description: "Start one of your tasks (in_progress). Needs the @@タスク開始: marker. (chat)",
 			Annotations: mutating,
 		},
 		level: ChatOnly,

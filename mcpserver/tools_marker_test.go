@@ -255,3 +255,43 @@ func notificationLines(t *testing.T, p *project, agent string) []fsstore.Notific
 	}
 	return out
 }
+
+// TestMarkerHelpOnlyWhenNeeded: the chat markers are explained to a chat
+// session once, in authenticate's answer, then only in a get_pending_messages
+// answer that returns a marked message (and always in help); never in an
+// idle get_next_action answer, which a waiting session reads every 25
+// seconds, nor to a task session.
+func TestMarkerHelpOnlyWhenNeeded(t *testing.T) {
+	const help = "Chat commands:"
+	p := newProject(t)
+	p.taskInProgress("coder", "marker help")
+	cs := p.connect("")
+	has := func(r result) bool { return strings.Contains(r.str("instruction"), help) }
+
+	r := call(t, cs, "authenticate", map[string]any{"agent_id": "reviewer", "passkey": p.passkeys["reviewer"], "purpose": "chat"})
+	if !has(r) || strings.Count(r.text, help) != 1 {
+		t.Errorf("chat authenticate: marker help missing or repeated: %s", r.text)
+	}
+	chat := r.str("session_token")
+	r = call(t, cs, "authenticate", map[string]any{"agent_id": "coder", "passkey": p.passkeys["coder"], "purpose": "task"})
+	if has(r) {
+		t.Errorf("task authenticate carries marker help: %s", r.text)
+	}
+	if r = call(t, cs, "get_next_action", map[string]any{"session_token": chat, "wait_seconds": 1}); r.str("action") != "wait_for_messages" || has(r) {
+		t.Errorf("idle get_next_action: %s", r.text)
+	}
+	p.send("lead", "reviewer", "please look at the parser")
+	if r = call(t, cs, "get_next_action", map[string]any{"session_token": chat}); r.str("action") != "get_pending_messages" || has(r) {
+		t.Errorf("get_next_action with a message waiting: %s", r.text)
+	}
+	if r = call(t, cs, "get_pending_messages", map[string]any{"session_token": chat}); has(r) {
+		t.Errorf("get_pending_messages with no marked message carries marker help: %s", r.text)
+	}
+	p.send("lead", "reviewer", "＠＠タスク作成: review the parser")
+	if r = call(t, cs, "get_pending_messages", map[string]any{"session_token": chat}); !has(r) {
+		t.Errorf("get_pending_messages with a marked message lacks marker help: %s", r.text)
+	}
+	if r = call(t, cs, "help", map[string]any{"session_token": chat}); !strings.Contains(r.str("markers"), help) {
+		t.Errorf("help lacks the markers: %s", r.text)
+	}
+}

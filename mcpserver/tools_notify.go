@@ -10,12 +10,12 @@ import (
 
 type GetNotificationsIn struct {
 	Session
-	MarkAsRead *bool `json:"mark_as_read,omitempty" jsonschema:"mark the returned notifications read (default true)"`
-	Limit      int   `json:"limit,omitempty" jsonschema:"at most this many notifications, the oldest unread (default 50, at most 500)"`
+	MarkAsRead *bool `json:"mark_as_read,omitempty" jsonschema:"default true"`
+	Limit      int   `json:"limit,omitempty" jsonschema:"default 50, at most 500"`
 }
 
 type GetNotificationsOut struct {
-	Notifications []NotificationView `json:"notifications" jsonschema:"unread notifications, newest first; redelivered: true on one that may have reached an earlier session that ended before acknowledging it"`
+	Notifications []NotificationView `json:"notifications" jsonschema:"newest first"`
 	HasMore       bool               `json:"has_more" jsonschema:"more unread notifications wait: call get_notifications again"`
 }
 
@@ -23,7 +23,7 @@ func getNotificationsTool() toolSpec {
 	return toolSpec{
 		tool: mcp.Tool{
 			Name:        "get_notifications",
-			Description: "Your unread notifications (the oldest, up to limit; has_more says more wait), newest first; they count as read from your next call on, unless mark_as_read is false. An interrupt means: stop, then report_completed(result=\"blocked\").",
+			Description: "Your unread notifications, newest first; read from your next call on unless mark_as_read is false.",
 			Annotations: mutating,
 		},
 		level:           Authenticated,

@@ -12,10 +12,10 @@ import (
 )
 
 type AuthenticateIn struct {
-	AgentID   string `json:"agent_id" jsonschema:"your agent id, as configured in the project (AIPM_AGENT_ID)"`
-	Passkey   string `json:"passkey,omitempty" jsonschema:"your passkey; leave it out when aipm serve holds it (AIPM_AGENT_ID with AIPM_PASSKEY or AIPM_PASSKEY_FILE in its environment)"`
-	ProjectID string `json:"project_id,omitempty" jsonschema:"the project id, to make sure you reached the right project; optional"`
-	Purpose   string `json:"purpose,omitempty" jsonschema:"task or chat: ask for this kind of session, replacing a live one of yours; default: chosen from your work (or AIPM_PURPOSE when aipm started you)"`
+	AgentID   string `json:"agent_id"`
+	Passkey   string `json:"passkey,omitempty" jsonschema:"only if asked for"`
+	ProjectID string `json:"project_id,omitempty"`
+	Purpose   string `json:"purpose,omitempty" jsonschema:"task or chat; default: from your work"`
 }
 
 type AuthenticateOut struct {
@@ -32,7 +32,7 @@ func authenticateTool() toolSpec {
 	return toolSpec{
 		tool: mcp.Tool{
 			Name:        "authenticate",
-			Description: "Start a session. Returns a session_token that every other tool needs, and the session's purpose (task or chat), chosen from the work waiting for you. Pass only agent_id when aipm serve holds your passkey.",
+			Description: "Start your aipm session; call it first. Returns the session_token and the purpose: task or chat.",
 			Annotations: mutating,
 		},
 		level: None,
@@ -71,16 +71,20 @@ func addAuthenticate(srv *mcp.Server, s *Server, tool *mcp.Tool) {
 			return nil, AuthenticateOut{}, toolErr("authentication_failed", err.Error())
 		}
 		s.opened(ses.ID)
-		return nil, AuthenticateOut{
+		out := AuthenticateOut{
 			SessionToken: token, SessionID: ses.ID, AgentID: ses.Agent, Purpose: ses.Purpose, TaskID: ses.TaskID,
 			IdleTimeout: ses.Idle.String(),
 			Instruction: fmt.Sprintf("You are in a %s session. Call get_next_action(session_token) now and follow its instruction.", ses.Purpose),
-		}, nil
+		}
+		if ses.Purpose == fsstore.PurposeChat {
+			out.Instruction += " " + markerHelp // once per chat session (see markerHelp)
+		}
+		return nil, out, nil
 	})
 }
 
 type HelpIn struct {
-	SessionToken string `json:"session_token,omitempty" jsonschema:"your session token, to see what you may call now; optional"`
+	SessionToken string `json:"session_token,omitempty"`
 }
 
 type ToolHelp struct {
@@ -94,13 +98,14 @@ type HelpOut struct {
 	Purpose string     `json:"purpose,omitempty"`
 	Tools   []ToolHelp `json:"tools"`
 	Loop    string     `json:"loop"`
+	Markers string     `json:"markers" jsonschema:"the chat command markers"`
 }
 
 func helpTool() toolSpec {
 	return toolSpec{
 		tool: mcp.Tool{
 			Name:        "help",
-			Description: "List the tools you may call now, and why the others are unavailable. Pass session_token if you have one.",
+			Description: "Which tools you may call now and why, and the chat markers.",
 			Annotations: readOnly,
 		},
 		level: None,
@@ -110,7 +115,7 @@ func helpTool() toolSpec {
 
 func addHelp(srv *mcp.Server, s *Server, tool *mcp.Tool) {
 	addTool(s, srv, tool, func(ctx context.Context, _ *mcp.CallToolRequest, in HelpIn) (*mcp.CallToolResult, HelpOut, error) {
-		out := HelpOut{Loop: "authenticate, then repeat: get_next_action and do what its instruction says."}
+		out := HelpOut{Loop: "authenticate, then repeat: get_next_action and do what its instruction says.", Markers: markerHelp}
 		var ses *fsstore.Session
 		var sesErr error
 		if in.SessionToken != "" {
@@ -154,7 +159,7 @@ func logoutTool() toolSpec {
 	return toolSpec{
 		tool: mcp.Tool{
 			Name:        "logout",
-			Description: "End your session. Call it when get_next_action says logout or exit.",
+			Description: "End your session; call it when get_next_action says logout or exit.",
 			Annotations: idempotent,
 		},
 		level:            Authenticated,

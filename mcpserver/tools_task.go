@@ -14,7 +14,7 @@ type TaskOut struct {
 }
 
 type MyTaskOut struct {
-	Task     *TaskView  `json:"task" jsonschema:"the task this session works on, or your task in progress; null if none"`
+	Task     *TaskView  `json:"task,omitempty" jsonschema:"the task this session works on, or your task in progress; absent if none"`
 	Assigned []TaskView `json:"assigned" jsonschema:"your other open tasks"`
 }
 
@@ -22,7 +22,7 @@ func getMyTaskTool() toolSpec {
 	return toolSpec{
 		tool: mcp.Tool{
 			Name:        "get_my_task",
-			Description: "Your current task (the one this task session works on, or your task in progress) and your other open tasks.",
+			Description: "Your current task and your other open tasks.",
 			Annotations: readOnly,
 		},
 		level: Authenticated,
@@ -58,14 +58,14 @@ func addGetMyTask(srv *mcp.Server, s *Server, tool *mcp.Tool) {
 
 type GetTaskIn struct {
 	Session
-	TaskID string `json:"task_id" jsonschema:"the tsk_ id of the task"`
+	TaskID string `json:"task_id"`
 }
 
 func getTaskTool() toolSpec {
 	return toolSpec{
 		tool: mcp.Tool{
 			Name:        "get_task",
-			Description: "One task of this project, by id.",
+			Description: "One task, by id.",
 			Annotations: readOnly,
 		},
 		level: Authenticated,
@@ -85,10 +85,10 @@ func addGetTask(srv *mcp.Server, s *Server, tool *mcp.Tool) {
 
 type ListTasksIn struct {
 	Session
-	Status   string `json:"status,omitempty" jsonschema:"only tasks with this status: backlog, todo, in_progress, blocked, done or cancelled"`
-	Assignee string `json:"assignee,omitempty" jsonschema:"only tasks assigned to this agent id"`
-	ParentID string `json:"parent_id,omitempty" jsonschema:"only subtasks of this tsk_ id"`
-	Limit    int    `json:"limit,omitempty" jsonschema:"at most this many tasks, newest first (default 50, at most 500)"`
+	Status   string `json:"status,omitempty"`
+	Assignee string `json:"assignee,omitempty"`
+	ParentID string `json:"parent_id,omitempty"`
+	Limit    int    `json:"limit,omitempty" jsonschema:"default 50, at most 500"`
 }
 
 type ListTasksOut struct {
@@ -100,7 +100,7 @@ func listTasksTool() toolSpec {
 	return toolSpec{
 		tool: mcp.Tool{
 			Name:        "list_tasks",
-			Description: "Tasks of this project, newest first, optionally filtered by status, assignee or parent.",
+			Description: "Tasks of this project, newest first, optionally filtered.",
 			InputSchema: enums{"status": fsstore.Statuses},
 			Annotations: readOnly,
 		},
@@ -136,16 +136,16 @@ func addListTasks(srv *mcp.Server, s *Server, tool *mcp.Tool) {
 
 type UpdateTaskStatusIn struct {
 	Session
-	Status string `json:"status" jsonschema:"the new status: backlog, todo, in_progress, blocked, done or cancelled"`
+	Status string `json:"status"`
 	Reason string `json:"reason,omitempty" jsonschema:"why; required for blocked"`
-	TaskID string `json:"task_id,omitempty" jsonschema:"the task; default: this session's task"`
+	TaskID string `json:"task_id,omitempty" jsonschema:"default: this session's task"`
 }
 
 func updateTaskStatusTool() toolSpec {
 	return toolSpec{
 		tool: mcp.Tool{
 			Name:        "update_task_status",
-			Description: "Change the status of your task (one assigned to you). To finish the task, call report_completed instead.",
+			Description: "Change your task's status; to finish it, use report_completed. (task)",
 			InputSchema: enums{"status": fsstore.Statuses},
 			Annotations: idempotent,
 		},
@@ -179,8 +179,8 @@ func addUpdateTaskStatus(srv *mcp.Server, s *Server, tool *mcp.Tool) {
 
 type ReportCompletedIn struct {
 	Session
-	Result  string `json:"result" jsonschema:"success, failed or blocked"`
-	Summary string `json:"summary" jsonschema:"what you did, what is left, and why if it failed or is blocked"`
+	Result  string `json:"result"`
+	Summary string `json:"summary" jsonschema:"what you did and what is left"`
 }
 
 type ReportCompletedOut struct {
@@ -193,7 +193,7 @@ func reportCompletedTool() toolSpec {
 	return toolSpec{
 		tool: mcp.Tool{
 			Name:        "report_completed",
-			Description: "Finish your task: success (done), failed or blocked (both set it to blocked for a person to look at). Ends this session.",
+			Description: "Finish your task and end this session: success sets it done, failed or blocked set it blocked. (task)",
 			InputSchema: enums{"result": fsstore.ReportResults},
 			Annotations: idempotent,
 		},

@@ -8,7 +8,17 @@ import (
 
 // Every tool argument and result uses one naming style: snake_case. The
 // files under .ai-pm keep their own format (camelCase, seed 000); these are
-// the views of their records that tool results carry. Lists are never null.
+// the views of their records that tool results carry. Lists are never null
+// (their schemas say "array", not ["null", "array"]: see tidy).
+
+// nonNil is list, or an empty list for nil: a list field without omitempty
+// is [] in JSON, never null.
+func nonNil[T any](list []T) []T {
+	if list == nil {
+		return []T{}
+	}
+	return list
+}
 
 // TaskView is a task as tools show it.
 type TaskView struct {

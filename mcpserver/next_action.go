@@ -243,8 +243,11 @@ func explainWork(out *NextActionOut, n fsstore.Next) {
 }
 
 // explainWait names what the session waits for: its delegation, its task
-// moving back to in_progress, or messages.
+// moving back to in_progress, or messages. A wait is answered again and
+// again, so it carries no task record (the instruction names the task;
+// get_my_task shows it).
 func (s *Server) explainWait(out *NextActionOut, ses fsstore.Session, n fsstore.Next) {
+	out.Task = nil
 	switch {
 	case ses.Purpose == fsstore.PurposeTask && len(n.Delegations) > 0:
 		out.Action = "wait_for_delegation"
@@ -253,7 +256,7 @@ func (s *Server) explainWait(out *NextActionOut, ses fsstore.Session, n fsstore.
 		out.Tools = []string{"get_task_conversations", "get_conversation_messages"}
 	case ses.Purpose == fsstore.PurposeTask:
 		out.Action = "wait_for_task"
-		out.Instruction = fmt.Sprintf("Task %s is %s; nothing to do until someone moves it back to in_progress. Call get_next_action again now.", n.Task.ID, n.Task.Status)
+		out.Instruction = fmt.Sprintf("Task %s is %s: wait for it to be in progress again. Call get_next_action again now.", n.Task.ID, n.Task.Status)
 	default:
 		out.Action = "wait_for_messages"
 		out.Instruction = "Nothing new yet. " + s.delegationReminder(ses, "") + "Call get_next_action again now."

@@ -18,6 +18,7 @@ import (
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 	"github.com/tidwall/gjson"
 
+	"aipm/fsstore"
 	"aipm/mcpserver"
 )
 
@@ -96,7 +97,7 @@ func TestSize(t *testing.T) {
 		{"tools/list answer", len(wire), maxToolsList},
 		{"tool definitions, Claude Code", claude, maxDefinitions},
 		{"tool definitions, Codex", codex, maxDefinitions + codexEnvelope*len(tools)},
-		{"idle get_next_action answer", idle, maxIdleAnswer},
+		{"idle get_next_action answer", idle, maxIdleAnswer}, // a chat session's, or a task session's wait for its task
 		{"server instructions", len(instructions), maxInstructions},
 		{"nullable type arrays (count)", nullable, maxNullableTypes},
 	}
@@ -192,8 +193,34 @@ func idleAnswerBytes(t *testing.T, p *project) int {
 		t.Logf("idle answer at %s: %s", rev, raw)
 		most = max(most, len(raw))
 		call(t, cs, "logout", map[string]any{"session_token": token})
+		most = max(most, taskWaitBytes(t, p, cs, rev))
 	}
 	return most
+}
+
+// taskWaitBytes is the size of a task session's wait for its task: the task
+// was blocked by its own agent (no interrupt), so get_next_action waits for
+// it to move back to in_progress, answered again and again.
+func taskWaitBytes(t *testing.T, p *project, cs *mcp.ClientSession, rev string) int {
+	t.Helper()
+	task := p.taskInProgress("coder", "a task that waits")
+	token := p.authenticate(cs, "coder", "task")
+	if _, err := p.store.UpdateTask(context.Background(), p.cfg, task.ID, "coder", fsstore.TaskChange{Status: fsstore.StatusBlocked, Reason: "waiting"}); err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	res, err := cs.CallTool(ctx, &mcp.CallToolParams{Name: "get_next_action", Arguments: map[string]any{"session_token": token, "wait_seconds": 1}})
+	if err != nil || res.IsError {
+		t.Fatalf("task session's get_next_action at %s: %v %+v", rev, err, res)
+	}
+	raw := structuredJSON(t, res)
+	if got := gjson.GetBytes(raw, "action").Str; got != "wait_for_task" {
+		t.Fatalf("task session's get_next_action at %s: %s, want a wait", rev, raw)
+	}
+	t.Logf("task wait answer at %s: %s", rev, raw)
+	call(t, cs, "logout", map[string]any{"session_token": token})
+	return len(raw)
 }
 
 // structuredJSON is a result's structured content exactly as the server

@@ -106,111 +106,141 @@ func TestSchemaLintFinds(t *testing.T) {
 //     are not empty;
 //   - no other keyword appears.
 func lintSchema(where string, schema gjson.Result, input bool, outputs map[string]gjson.Result) []string {
-	var findings []string
-	add := func(path, format string, args ...any) {
-		findings = append(findings, path+": "+fmt.Sprintf(format, args...))
-	}
+	l := &schemaLint{input: input, outputs: outputs}
 	if !schema.IsObject() || schema.Get("type").Str != "object" {
-		add(where, "root is not an object schema: %.100s", schema.Raw)
+		l.add(where, "root is not an object schema: %.100s", schema.Raw)
 	}
-	known := []string{"type", "properties", "required", "additionalProperties", "items", "enum", "description", "title"}
-	var walk func(path string, s gjson.Result)
-	walk = func(path string, s gjson.Result) {
-		if !s.IsObject() {
-			add(path, "not an object schema but %s", s.Raw)
-			return
+	l.walk(where, schema)
+	return l.findings
+}
+
+// schemaLint is one run of lintSchema: what it was told, and what it found.
+type schemaLint struct {
+	input    bool
+	outputs  map[string]gjson.Result
+	findings []string
+}
+
+// knownKeywords are the keywords whose rules the lint knows.
+var knownKeywords = []string{"type", "properties", "required", "additionalProperties", "items", "enum", "description", "title"}
+
+func (l *schemaLint) add(path, format string, args ...any) {
+	l.findings = append(l.findings, path+": "+fmt.Sprintf(format, args...))
+}
+
+// walk checks the schema s at path and every schema under it.
+func (l *schemaLint) walk(path string, s gjson.Result) {
+	if !s.IsObject() {
+		l.add(path, "not an object schema but %s", s.Raw)
+		return
+	}
+	s.ForEach(func(k, _ gjson.Result) bool {
+		if !slices.Contains(knownKeywords, k.Str) {
+			l.add(path, "keyword %s is not one the lint knows the rules of", k.Str)
 		}
-		s.ForEach(func(k, _ gjson.Result) bool {
-			if !slices.Contains(known, k.Str) {
-				add(path, "keyword %s is not one the lint knows the rules of", k.Str)
+		return true
+	})
+	types := l.checkType(path, s)
+	l.checkWords(path, s)
+	if slices.Contains(types, "array") {
+		if !s.Get("items").Exists() {
+			l.add(path, "array without items")
+		} else {
+			l.walk(path+"[]", s.Get("items"))
+		}
+	} else if s.Get("items").Exists() {
+		l.add(path, "items on a schema of type %s", s.Get("type").Raw)
+	}
+	if !slices.Contains(types, "object") {
+		for _, k := range []string{"properties", "required", "additionalProperties"} {
+			if s.Get(k).Exists() {
+				l.add(path, "%s on a schema of type %s", k, s.Get("type").Raw)
 			}
+		}
+		return
+	}
+	l.checkObject(path, s)
+	if props := s.Get("properties"); props.IsObject() {
+		props.ForEach(func(name, p gjson.Result) bool {
+			l.walk(path+"."+name.Str, p)
 			return true
 		})
-		ty := s.Get("type")
-		types := []string{ty.Str} // the types the schema admits, to walk it by
-		switch {
-		case !ty.Exists():
-			add(path, "no type")
-		case ty.IsArray():
-			add(path, "type is not one string: %s", ty.Raw)
-			types = nil
-			for _, t := range ty.Array() {
-				types = append(types, t.Str)
-			}
-		case ty.Type != gjson.String:
-			add(path, "type is not one string: %s", ty.Raw)
-		case !slices.Contains([]string{"object", "array", "string", "integer", "number", "boolean"}, ty.Str):
-			add(path, "type %q", ty.Str)
+	}
+}
+
+// checkType checks s's type and returns the types it admits, to walk it by.
+func (l *schemaLint) checkType(path string, s gjson.Result) []string {
+	ty := s.Get("type")
+	switch {
+	case !ty.Exists():
+		l.add(path, "no type")
+	case ty.IsArray():
+		l.add(path, "type is not one string: %s", ty.Raw)
+		var types []string
+		for _, t := range ty.Array() {
+			types = append(types, t.Str)
 		}
-		for _, k := range []string{"description", "title"} {
-			if v := s.Get(k); v.Exists() && (v.Type != gjson.String || strings.TrimSpace(v.Str) == "") {
-				add(path, "empty %s", k)
-			}
-		}
-		if enum := s.Get("enum"); enum.Exists() {
-			if !enum.IsArray() || len(enum.Array()) == 0 {
-				add(path, "enum is not a list of values")
-			}
-			for _, v := range enum.Array() {
-				if ty.Str != "string" || v.Type != gjson.String {
-					add(path, "enum value %s is not of type %s", v.Raw, ty.Raw)
-				}
-			}
-		}
-		if slices.Contains(types, "array") {
-			if !s.Get("items").Exists() {
-				add(path, "array without items")
-			} else {
-				walk(path+"[]", s.Get("items"))
-			}
-		} else if s.Get("items").Exists() {
-			add(path, "items on a schema of type %s", ty.Raw)
-		}
-		props := s.Get("properties")
-		if !slices.Contains(types, "object") {
-			for _, k := range []string{"properties", "required", "additionalProperties"} {
-				if s.Get(k).Exists() {
-					add(path, "%s on a schema of type %s", k, ty.Raw)
-				}
-			}
-		} else {
-			switch {
-			case props.Exists() && !props.IsObject():
-				add(path, "properties is not an object")
-			case props.Exists():
-				if ap := s.Get("additionalProperties"); ap.Type != gjson.False {
-					add(path, "additionalProperties is not false: %s", ap.Raw)
-				}
-			case input:
-				add(path, "an input object with no properties")
-			default:
-				title := s.Get("title").Str
-				_, home, _ := strings.Cut(title, "fields as in ")
-				if title == "" {
-					add(path, "an object without properties needs a title naming the tool whose output schema spells it out")
-				} else if _, ok := outputs[home]; !ok {
-					add(path, "title %q names no tool", title)
-				}
-			}
-			req := s.Get("required")
-			if req.Exists() && !req.IsArray() {
-				add(path, "required is not a list")
-			}
-			for _, r := range req.Array() {
-				if !props.Get(gjson.Escape(r.Str)).Exists() {
-					add(path, "required names no property: %s", r.Raw)
-				}
-			}
-		}
-		if props.IsObject() {
-			props.ForEach(func(name, p gjson.Result) bool {
-				walk(path+"."+name.Str, p)
-				return true
-			})
+		return types
+	case ty.Type != gjson.String:
+		l.add(path, "type is not one string: %s", ty.Raw)
+	case !slices.Contains([]string{"object", "array", "string", "integer", "number", "boolean"}, ty.Str):
+		l.add(path, "type %q", ty.Str)
+	}
+	return []string{ty.Str}
+}
+
+// checkWords checks s's description, title and enum.
+func (l *schemaLint) checkWords(path string, s gjson.Result) {
+	for _, k := range []string{"description", "title"} {
+		if v := s.Get(k); v.Exists() && (v.Type != gjson.String || strings.TrimSpace(v.Str) == "") {
+			l.add(path, "empty %s", k)
 		}
 	}
-	walk(where, schema)
-	return findings
+	enum := s.Get("enum")
+	if !enum.Exists() {
+		return
+	}
+	if !enum.IsArray() || len(enum.Array()) == 0 {
+		l.add(path, "enum is not a list of values")
+	}
+	ty := s.Get("type")
+	for _, v := range enum.Array() {
+		if ty.Str != "string" || v.Type != gjson.String {
+			l.add(path, "enum value %s is not of type %s", v.Raw, ty.Raw)
+		}
+	}
+}
+
+// checkObject checks an object schema's properties, closure and required.
+func (l *schemaLint) checkObject(path string, s gjson.Result) {
+	props := s.Get("properties")
+	switch {
+	case props.Exists() && !props.IsObject():
+		l.add(path, "properties is not an object")
+	case props.Exists():
+		if ap := s.Get("additionalProperties"); ap.Type != gjson.False {
+			l.add(path, "additionalProperties is not false: %s", ap.Raw)
+		}
+	case l.input:
+		l.add(path, "an input object with no properties")
+	default:
+		title := s.Get("title").Str
+		_, home, _ := strings.Cut(title, "fields as in ")
+		if title == "" {
+			l.add(path, "an object without properties needs a title naming the tool whose output schema spells it out")
+		} else if _, ok := l.outputs[home]; !ok {
+			l.add(path, "title %q names no tool", title)
+		}
+	}
+	req := s.Get("required")
+	if req.Exists() && !req.IsArray() {
+		l.add(path, "required is not a list")
+	}
+	for _, r := range req.Array() {
+		if !props.Get(gjson.Escape(r.Str)).Exists() {
+			l.add(path, "required names no property: %s", r.Raw)
+		}
+	}
 }
 
 // TestResultsNeverNull: no result holds null, at any depth, so that the

@@ -39,9 +39,10 @@ type Options struct {
 }
 
 type agent struct {
-	o     Options
-	cs    *mcp.ClientSession
-	token string
+	o       Options
+	cs      *mcp.ClientSession
+	token   string
+	purpose string // of the session authenticate opened
 	// used holds the shiritori words of each conversation.
 	used map[string]map[string]bool
 	// chain holds the words of each conversation in the order played.
@@ -114,18 +115,27 @@ func (a *agent) call(ctx context.Context, tool string, args map[string]any) (res
 	return r, nil
 }
 
-// obey is the reaction to an interrupt: read it, report blocked, stop.
+// obey is the reaction to an interrupt, as the notice tells a session of
+// its purpose: read it; a task session reports its task blocked, a chat
+// session logs out; then stop.
 func (a *agent) obey(ctx context.Context, notice string) error {
 	a.say("interrupted: %s", firstSentence(notice))
 	a.call(ctx, "get_notifications", map[string]any{})
-	r, err := a.call(ctx, "report_completed", map[string]any{"result": "blocked", "summary": "stopped on an interrupt"})
+	tool, args, done := "logout", map[string]any{}, "logged out"
+	if a.purpose == "task" {
+		tool, args, done = "report_completed", map[string]any{"result": "blocked", "summary": "stopped on an interrupt"}, "reported blocked"
+	}
+	if !strings.Contains(notice, tool) {
+		return fmt.Errorf("the interrupt notice of a %s session does not name %s: %s", a.purpose, tool, notice)
+	}
+	r, err := a.call(ctx, tool, args)
 	if err != nil {
 		return err
 	}
 	if r.isError {
-		return fmt.Errorf("report_completed: %s", r.text)
+		return fmt.Errorf("%s: %s", tool, r.text)
 	}
-	a.say("reported blocked")
+	a.say("%s", done)
 	return errInterrupt
 }
 
@@ -159,8 +169,8 @@ func (a *agent) loop(ctx context.Context) error {
 	if r.isError {
 		return fmt.Errorf("authenticate: %s", r.text)
 	}
-	a.token = r.str("session_token")
-	a.say("authenticated (%s session)", r.str("purpose"))
+	a.token, a.purpose = r.str("session_token"), r.str("purpose")
+	a.say("authenticated (%s session)", a.purpose)
 	for {
 		r, err := a.call(ctx, "get_next_action", map[string]any{})
 		if errors.Is(err, errInterrupt) {

@@ -63,9 +63,17 @@ func (n Notification) forPurpose(purpose string) bool {
 }
 
 // unreadNotifications counts agent's notifications that no session has
-// read (what aipm status shows; nothing is marked read): one about a task
-// until a task session read it, any other until some session did.
+// read (what aipm status shows; nothing is marked read).
 func (s *Store) unreadNotifications(ctx context.Context, agent string) (int, error) {
+	ids, err := s.UnreadNotificationIDs(ctx, agent)
+	return len(ids), err
+}
+
+// UnreadNotificationIDs returns the ids of agent's notifications that no
+// session has read (those aipm status counts), peeking: nothing is marked
+// read. One about a task is unread until a task session read it, any other
+// until some session did.
+func (s *Store) UnreadNotificationIDs(ctx context.Context, agent string) (map[string]bool, error) {
 	unreadBy := map[string]int{} // id -> how many purposes have not read it
 	need := map[string]int{}     // id -> how many must not have, for it to count
 	for _, purpose := range []string{PurposeTask, PurposeChat} {
@@ -85,16 +93,46 @@ func (s *Store) unreadNotifications(ctx context.Context, agent string) (int, err
 			},
 		})
 		if err != nil {
-			return 0, err
+			return nil, err
 		}
 	}
-	n := 0
+	out := map[string]bool{}
 	for id, c := range unreadBy {
 		if c >= need[id] {
-			n++
+			out[id] = true
 		}
 	}
-	return n, nil
+	return out, nil
+}
+
+// FollowNotifications reads agent's notifications past cur without a lock
+// and without saving a cursor (aipm notifications, and its --follow): the
+// notifications past cur, oldest first, the cursor after them, and the
+// lines that are not notifications. A replaced or truncated file is handled
+// as ReadUnread handles it.
+func (s *Store) FollowNotifications(agent string, cur Cursor) ([]Notification, Cursor, []*LineError, error) {
+	path, err := s.NotificationsPath(agent)
+	if err != nil {
+		return nil, cur, nil, err
+	}
+	res, err := lockedfile.ReadPast(path, cur, lockedfile.ReadOptions{})
+	if err != nil {
+		return nil, cur, nil, fmt.Errorf("read %s: %w", s.Rel(path), err)
+	}
+	bad := res.Bad
+	out := make([]Notification, 0, len(res.Records))
+	for _, r := range res.Records {
+		n, err := decodeNotification(r)
+		if err != nil {
+			bad = append(bad, &LineError{Line: r.Line, Err: err})
+			continue
+		}
+		out = append(out, n)
+	}
+	for _, le := range bad {
+		le.Path = s.Rel(path)
+	}
+	return out, res.Next, bad, nil
 }
 
 // checkNotification is the schema of a notifications line.

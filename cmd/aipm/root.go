@@ -28,6 +28,7 @@ func newCmdRoot(e *env) *cobra.Command {
 		{"work", newCmdSend(e, nil)},
 		{"work", newCmdInbox(e, nil)},
 		{"work", newCmdLog(e, nil)},
+		{"work", newCmdNotifications(e, nil)},
 		{"work", newCmdConversations(e, nil)},
 		{"work", newCmdConversation(e)},
 		{"work", newCmdDelegations(e, nil)},

@@ -300,7 +300,10 @@ type TaskChange struct {
 	Result   string
 	Summary  string
 	Approval string // ApprovalApproved or ApprovalRejected
-	// Description, when set, replaces the description.
+	// Title, Priority and Description, when set, replace the task's (a
+	// title is trimmed of surrounding spaces; aipm task edit).
+	Title       *string
+	Priority    *string
 	Description *string
 	// RequireApproved refuses the change while the task waits for approval
 	// (changes that come from chat).
@@ -319,6 +322,9 @@ func (ch TaskChange) check(cfg *Config) error {
 	if err := errors.Join(CheckText("reason", ch.Reason), CheckText("summary", ch.Summary)); err != nil {
 		return err
 	}
+	if err := ch.checkFields(); err != nil {
+		return err
+	}
 	if ch.Status != "" {
 		if err := CheckStatus(ch.Status); err != nil {
 			return err
@@ -329,6 +335,27 @@ func (ch TaskChange) check(cfg *Config) error {
 	}
 	if ch.Assignee != nil {
 		return checkAgentRef(cfg, *ch.Assignee, "assignee")
+	}
+	return nil
+}
+
+// checkFields checks a new title, priority and description with the
+// limits a new task has (CreateTask).
+func (ch TaskChange) checkFields() error {
+	if ch.Title != nil {
+		title := strings.TrimSpace(*ch.Title)
+		if title == "" {
+			return kindf(ErrInvalid, "the title is empty: say in a few words what the work is")
+		}
+		if err := CheckText("title", title); err != nil {
+			return err
+		}
+	}
+	if ch.Priority != nil && !slices.Contains(Priorities, *ch.Priority) {
+		return kindf(ErrInvalid, "priority %q is invalid: use one of %s", Clip(*ch.Priority, maxEchoedID), strings.Join(Priorities, ", "))
+	}
+	if ch.Description != nil {
+		return CheckText("description", *ch.Description)
 	}
 	return nil
 }
@@ -379,9 +406,7 @@ func applyTaskChange(t *Task, by string, ch TaskChange, now time.Time) error {
 			return err
 		}
 	}
-	if ch.Description != nil {
-		t.Description = *ch.Description
-	}
+	applyFields(t, ch)
 	status := ch.Status
 	if ch.Report && t.Status != StatusInProgress {
 		status = "" // someone else already stopped it (an interrupt)
@@ -413,6 +438,19 @@ func applyTaskChange(t *Task, by string, ch TaskChange, now time.Time) error {
 	}
 	t.UpdatedAt = now
 	return nil
+}
+
+// applyFields sets the title, priority and description ch replaces.
+func applyFields(t *Task, ch TaskChange) {
+	if ch.Title != nil {
+		t.Title = strings.TrimSpace(*ch.Title)
+	}
+	if ch.Priority != nil {
+		t.Priority = *ch.Priority
+	}
+	if ch.Description != nil {
+		t.Description = *ch.Description
+	}
 }
 
 // checkOwner is the one check that agent may change task t: it must be

@@ -19,10 +19,12 @@ Changes are credited to --as ID, else $AIPM_AS, else the project's only human.`,
 		`  aipm task add "Fix the login form" --assignee coder --priority high
   aipm task list --status in_progress
   aipm task show 01KAQ7
+  aipm task edit 01KAQ7 --priority urgent
   aipm task status 01KAQ7 blocked --reason "the API is changing"`,
 		newCmdTaskAdd(e, nil),
 		newCmdTaskList(e, nil),
 		newCmdTaskShow(e, nil),
+		newCmdTaskEdit(e, nil),
 		newCmdTaskAssign(e, nil),
 		newCmdTaskStatus(e, nil),
 		newCmdTaskDecide(e, fsstore.ApprovalApproved, nil),

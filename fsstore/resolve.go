@@ -49,18 +49,16 @@ func (s *Store) ResolveID(collection, arg string) (string, error) {
 			return want, nil
 		}
 	}
-	entries, err := os.ReadDir(s.CollectionDir(collection))
-	if err != nil && !errors.Is(err, os.ErrNotExist) {
-		return "", fmt.Errorf("list %s: %w", collection, err)
+	ids, err := s.IDs(collection)
+	if err != nil {
+		return "", err
 	}
 	var matches []string
-	for _, e := range entries {
-		id, ok := strings.CutSuffix(e.Name(), ".json")
-		if ok && strings.HasPrefix(id, want) && CheckID(prefix, id) == nil {
+	for _, id := range ids {
+		if strings.HasPrefix(id, want) {
 			matches = append(matches, id)
 		}
 	}
-	slices.Sort(matches)
 	switch {
 	case len(matches) == 1:
 		return matches[0], nil
@@ -78,4 +76,26 @@ func (s *Store) ResolveID(collection, arg string) (string, error) {
 
 func (s *Store) docPathUnchecked(collection, id string) string {
 	return s.CollectionDir(collection) + string(os.PathSeparator) + id + ".json"
+}
+
+// IDs lists the ids of collection's documents, sorted (so oldest first:
+// ids are time-sortable). A collection not created yet has none.
+func (s *Store) IDs(collection string) ([]string, error) {
+	prefix, ok := idPrefixOf[collection]
+	if !ok {
+		return nil, fmt.Errorf("collection %q has no id documents", collection)
+	}
+	entries, err := os.ReadDir(s.CollectionDir(collection))
+	if err != nil && !errors.Is(err, os.ErrNotExist) {
+		return nil, fmt.Errorf("list %s: %w", collection, err)
+	}
+	var ids []string
+	for _, e := range entries {
+		id, ok := strings.CutSuffix(e.Name(), ".json")
+		if ok && CheckID(prefix, id) == nil {
+			ids = append(ids, id)
+		}
+	}
+	slices.Sort(ids)
+	return ids, nil
 }

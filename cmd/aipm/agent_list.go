@@ -10,8 +10,9 @@ import (
 )
 
 type agentListOptions struct {
-	e    *env
-	JSON bool
+	e     *env
+	JSON  bool
+	Quiet bool
 }
 
 func newCmdAgentList(e *env, runF func(*agentListOptions) error) *cobra.Command {
@@ -19,10 +20,13 @@ func newCmdAgentList(e *env, runF func(*agentListOptions) error) *cobra.Command 
 	c := &cobra.Command{
 		Use:     "list",
 		Short:   "List the project's agents",
-		Long:    "List the agents of .ai-pm/config.toml: id, type, role, parent, name, and whether an AI agent has a passkey.",
-		Example: "  aipm agent list\n  aipm agent list --json",
+		Long:    "List the agents of .ai-pm/config.toml: id, type, role, parent, name, and whether an AI agent has a passkey. --quiet prints the ids only, one a line.",
+		Example: "  aipm agent list\n  aipm agent list --json\n  aipm agent list -q",
 		Args:    argsNone,
 		RunE: func(cmd *cobra.Command, args []string) error {
+			if err := quietJSON("agent list", o.Quiet, o.JSON); err != nil {
+				return err
+			}
 			if runF != nil {
 				return runF(o)
 			}
@@ -30,6 +34,7 @@ func newCmdAgentList(e *env, runF func(*agentListOptions) error) *cobra.Command 
 		},
 	}
 	c.Flags().BoolVar(&o.JSON, "json", false, "print the agents as a JSON array")
+	c.Flags().BoolVarP(&o.Quiet, "quiet", "q", false, "print only the agent ids, one a line")
 	return c
 }
 
@@ -63,6 +68,13 @@ func agentListRun(o *agentListOptions) error {
 	if o.JSON {
 		return writeJSON(o.e.stdout, list)
 	}
+	if o.Quiet {
+		ids := make([]string, len(list))
+		for i, a := range list {
+			ids[i] = a.ID
+		}
+		return printIDs(o.e.stdout, ids)
+	}
 	if len(list) == 0 {
 		_, err := fmt.Fprintln(o.e.stdout, "no agents: add one with aipm agent add ID --type ai|human")
 		return err
@@ -81,5 +93,5 @@ func agentListRun(o *agentListOptions) error {
 		}
 		return ""
 	}
-	return t.print(o.e.stdout, o.e.colour)
+	return t.print(o.e.stdout, o.e.colour, o.e.width)
 }

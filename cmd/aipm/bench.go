@@ -65,7 +65,7 @@ func benchRun(ctx context.Context, o *benchOptions) error {
 	for _, r := range rows {
 		t.add(r.Cells()...)
 	}
-	return t.print(o.e.stdout, o.e.colour)
+	return t.print(o.e.stdout, o.e.colour, o.e.width)
 }
 
 // newBenchFloorCmds are the floors' helper processes (hidden).

@@ -9,7 +9,8 @@ import (
 )
 
 // Dynamic shell completion: agent ids from the config, task ids from the
-// project (with their titles as descriptions). Errors complete nothing.
+// project (with their titles as descriptions), whole or without "tsk_" as
+// typed. Errors complete nothing.
 
 // completeAgents completes the agent argument at position pos (the flag's
 // value when pos < 0), of type kind ("" for any).
@@ -51,9 +52,23 @@ func (e *env) taskIDs(toComplete string) []cobra.Completion {
 	}
 	var out []cobra.Completion
 	for _, t := range tasks {
-		if strings.HasPrefix(t.ID, toComplete) {
-			out = append(out, cobra.CompletionWithDesc(t.ID, t.Status+": "+t.Title))
+		if id, ok := completeID(t.ID, toComplete); ok {
+			out = append(out, cobra.CompletionWithDesc(id, t.Status+": "+t.Title))
 		}
 	}
 	return out
+}
+
+// completeID is id as a completion of toComplete, which may start the
+// whole id or, like a short id without "tsk_", its time-sortable part, in
+// either case (as fsstore.Store.ResolveID takes it): the typed characters
+// and then the rest of the id. ok is false when toComplete starts neither.
+func completeID(id, toComplete string) (string, bool) {
+	body := id[strings.IndexByte(id, '_')+1:]
+	for _, s := range []string{id, body} {
+		if len(toComplete) <= len(s) && strings.EqualFold(toComplete, s[:len(toComplete)]) {
+			return toComplete + s[len(toComplete):], true
+		}
+	}
+	return "", false
 }

@@ -11,9 +11,10 @@ import (
 )
 
 type conversationsOptions struct {
-	e    *env
-	All  bool
-	JSON bool
+	e     *env
+	All   bool
+	JSON  bool
+	Quiet bool
 }
 
 func newCmdConversations(e *env, runF func(context.Context, *conversationsOptions) error) *cobra.Command {
@@ -23,10 +24,15 @@ func newCmdConversations(e *env, runF func(context.Context, *conversationsOption
 		Short: "List open conversations between AI agents",
 		Long: `List the conversations that are not closed yet (pending, active, or ended
 but not yet told to both parties), oldest first; --all lists every
-conversation. A conversation past its timeout is moved on as it is read.`,
-		Example: "  aipm conversations\n  aipm conversations --all --json",
+conversation. A conversation past its timeout is moved on as it is read.
+The table shows ids by their shortest unique start; --json prints the whole
+documents, --quiet the whole ids, one a line.`,
+		Example: "  aipm conversations\n  aipm conversations --all --json\n  aipm conversations -q",
 		Args:    argsNone,
 		RunE: func(cmd *cobra.Command, args []string) error {
+			if err := quietJSON("conversations", o.Quiet, o.JSON); err != nil {
+				return err
+			}
 			if runF != nil {
 				return runF(cmd.Context(), o)
 			}
@@ -35,6 +41,7 @@ conversation. A conversation past its timeout is moved on as it is read.`,
 	}
 	c.Flags().BoolVar(&o.All, "all", false, "list closed conversations too")
 	c.Flags().BoolVar(&o.JSON, "json", false, "print the conversations as a JSON array")
+	c.Flags().BoolVarP(&o.Quiet, "quiet", "q", false, "print only the whole conversation ids, one a line")
 	return c
 }
 
@@ -50,6 +57,12 @@ func conversationsRun(ctx context.Context, o *conversationsOptions) error {
 	switch {
 	case o.JSON:
 		return writeJSON(o.e.stdout, cs)
+	case o.Quiet:
+		ids := make([]string, len(cs))
+		for i, c := range cs {
+			ids[i] = c.ID
+		}
+		return printIDs(o.e.stdout, ids)
 	case len(cs) == 0 && o.All:
 		_, err := fmt.Fprintln(o.e.stdout, "no conversations")
 		return err
@@ -57,18 +70,23 @@ func conversationsRun(ctx context.Context, o *conversationsOptions) error {
 		_, err := fmt.Fprintln(o.e.stdout, "no open conversations (aipm conversations --all lists closed ones)")
 		return err
 	}
-	return conversationTable(cs).print(o.e.stdout, o.e.colour)
+	short, err := idShortener(store, fsstore.Conversations, fsstore.Tasks)
+	if err != nil {
+		return fmt.Errorf("conversations: %w", err)
+	}
+	return conversationTable(cs, short).print(o.e.stdout, o.e.colour, o.e.width)
 }
 
-// conversationTable is the one table of conversations (conversations and status).
-func conversationTable(cs []fsstore.Conversation) *table {
-	t := &table{header: []string{"CONVERSATION", "STATE", "INITIATOR", "PARTICIPANT", "TURNS", "TASK", "PURPOSE"}}
+// conversationTable is the one table of conversations (conversations and
+// status); short shows conversation and task ids (idShortener).
+func conversationTable(cs []fsstore.Conversation, short func(string) string) *table {
+	t := &table{header: []string{"CONVERSATION", "STATE", "INITIATOR", "PARTICIPANT", "TURNS", "TASK", "PURPOSE"}, cut: 6}
 	for _, c := range cs {
 		state := c.State
 		if c.EndReason != "" {
 			state += " (" + c.EndReason + ")"
 		}
-		t.add(c.ID, state, c.Initiator, c.Participant, fmt.Sprintf("%d/%d", c.Turns, c.MaxTurns), dash(c.TaskID), visible(oneLine(c.Purpose)))
+		t.add(short(c.ID), state, c.Initiator, c.Participant, fmt.Sprintf("%d/%d", c.Turns, c.MaxTurns), dash(short(c.TaskID)), visible(oneLine(c.Purpose)))
 	}
 	return t
 }
@@ -179,9 +197,10 @@ func conversationShowRun(ctx context.Context, o *conversationShowOptions) error 
 }
 
 type delegationsOptions struct {
-	e    *env
-	All  bool
-	JSON bool
+	e     *env
+	All   bool
+	JSON  bool
+	Quiet bool
 }
 
 func newCmdDelegations(e *env, runF func(*delegationsOptions) error) *cobra.Command {
@@ -191,10 +210,15 @@ func newCmdDelegations(e *env, runF func(*delegationsOptions) error) *cobra.Comm
 		Short: "List open delegations from task sessions to chat sessions",
 		Long: `List the delegations still open (pending or processing), oldest first: a
 task session asked its agent's chat session to talk to someone. --all lists
-completed and failed ones too, with their results.`,
-		Example: "  aipm delegations\n  aipm delegations --all --json",
+completed and failed ones too, with their results. The table shows ids by
+their shortest unique start; --json prints the whole documents, --quiet the
+whole ids, one a line.`,
+		Example: "  aipm delegations\n  aipm delegations --all --json\n  aipm delegations -q",
 		Args:    argsNone,
 		RunE: func(cmd *cobra.Command, args []string) error {
+			if err := quietJSON("delegations", o.Quiet, o.JSON); err != nil {
+				return err
+			}
 			if runF != nil {
 				return runF(o)
 			}
@@ -203,6 +227,7 @@ completed and failed ones too, with their results.`,
 	}
 	c.Flags().BoolVar(&o.All, "all", false, "list completed and failed delegations too")
 	c.Flags().BoolVar(&o.JSON, "json", false, "print the delegations as a JSON array")
+	c.Flags().BoolVarP(&o.Quiet, "quiet", "q", false, "print only the whole delegation ids, one a line")
 	return c
 }
 
@@ -218,6 +243,12 @@ func delegationsRun(o *delegationsOptions) error {
 	switch {
 	case o.JSON:
 		return writeJSON(o.e.stdout, ds)
+	case o.Quiet:
+		ids := make([]string, len(ds))
+		for i, d := range ds {
+			ids[i] = d.ID
+		}
+		return printIDs(o.e.stdout, ids)
 	case len(ds) == 0 && o.All:
 		_, err := fmt.Fprintln(o.e.stdout, "no delegations")
 		return err
@@ -225,17 +256,23 @@ func delegationsRun(o *delegationsOptions) error {
 		_, err := fmt.Fprintln(o.e.stdout, "no open delegations (aipm delegations --all lists closed ones)")
 		return err
 	}
-	return delegationTable(ds, o.All).print(o.e.stdout, o.e.colour)
+	short, err := idShortener(store, fsstore.Delegations, fsstore.Tasks)
+	if err != nil {
+		return fmt.Errorf("delegations: %w", err)
+	}
+	return delegationTable(ds, o.All, short).print(o.e.stdout, o.e.colour, o.e.width)
 }
 
-// delegationTable is the one table of delegations (delegations and status).
-func delegationTable(ds []fsstore.Delegation, results bool) *table {
-	t := &table{header: []string{"DELEGATION", "STATUS", "AGENT", "TO", "TASK", "PURPOSE"}}
+// delegationTable is the one table of delegations (delegations and status);
+// short shows delegation and task ids (idShortener).
+func delegationTable(ds []fsstore.Delegation, results bool, short func(string) string) *table {
+	t := &table{header: []string{"DELEGATION", "STATUS", "AGENT", "TO", "TASK", "PURPOSE"}, cut: 5}
 	if results {
 		t.header = append(t.header, "RESULT")
+		t.cut = 6
 	}
 	for _, d := range ds {
-		row := []string{d.ID, d.Status, d.Agent, d.Target, d.TaskID, visible(oneLine(d.Purpose))}
+		row := []string{short(d.ID), d.Status, d.Agent, d.Target, dash(short(d.TaskID)), visible(oneLine(d.Purpose))}
 		if results {
 			row = append(row, dash(visible(oneLine(d.Result))))
 		}

@@ -18,11 +18,12 @@ type env struct {
 	dir    string // --dir
 	utc    bool   // --utc
 	colour bool   // stdout is a terminal and NO_COLOR is unset
+	width  int    // how wide a table may be (outputWidth), 0 for no limit
 }
 
 func newEnv(getenv func(string) string, stdin io.Reader, stdout, stderr io.Writer) *env {
 	return &env{getenv: getenv, stdin: stdin, stdout: stdout, stderr: stderr,
-		colour: isTerminal(stdout) && getenv("NO_COLOR") == ""}
+		colour: isTerminal(stdout) && getenv("NO_COLOR") == "", width: outputWidth(getenv, stdout)}
 }
 
 // isTerminal says whether w is a character device (a terminal).

@@ -18,10 +18,10 @@ func TestTableColour(t *testing.T) {
 	tab.add("a", "blocked", "one")
 	tab.add("bb", "todo", "two")
 	var plain, coloured strings.Builder
-	if err := tab.print(&plain, false); err != nil {
+	if err := tab.print(&plain, false, 0); err != nil {
 		t.Fatal(err)
 	}
-	if err := tab.print(&coloured, true); err != nil {
+	if err := tab.print(&coloured, true, 0); err != nil {
 		t.Fatal(err)
 	}
 	want := "ID  STATUS   TITLE\na   blocked  one\nbb  todo     two\n"

@@ -60,6 +60,8 @@ type statusReport struct {
 	Conversations []fsstore.Conversation `json:"openConversations"`
 	Delegations   []fsstore.Delegation   `json:"openDelegations"`
 	Watch         *watchStatus           `json:"watcher"` // status_watch.go
+	// short shows ids in the tables (idShortener); not in the JSON.
+	short func(string) string
 }
 
 type agentStatus struct {
@@ -142,6 +144,9 @@ func (o *statusOptions) draw(ctx context.Context, store *fsstore.Store) error {
 	case o.JSON:
 		return writeJSON(e.stdout, r)
 	}
+	if r.short, err = idShortener(store, fsstore.Tasks, fsstore.Conversations, fsstore.Delegations); err != nil {
+		return fmt.Errorf("status: %w", err)
+	}
 	var b strings.Builder
 	if o.Watch && isTerminal(e.stdout) {
 		b.WriteString("\x1b[H\x1b[2J")
@@ -187,7 +192,7 @@ func printAgents(e *env, w io.Writer, r *statusReport) error {
 		var ses []string
 		for _, s := range a.Sessions {
 			if s.TaskID != "" {
-				ses = append(ses, s.Purpose+" ("+s.TaskID+")")
+				ses = append(ses, s.Purpose+" ("+r.short(s.TaskID)+")")
 			} else {
 				ses = append(ses, s.Purpose)
 			}
@@ -198,7 +203,7 @@ func printAgents(e *env, w io.Writer, r *statusReport) error {
 		}
 		t.add(a.ID, a.Type, dash(strings.Join(ses, ", ")), fmt.Sprint(a.UnreadMessages), notes)
 	}
-	return t.print(w, e.colour)
+	return t.print(w, e.colour, e.width)
 }
 
 func collectTasks(ctx context.Context, store *fsstore.Store, cfg *fsstore.Config, r *statusReport) error {
@@ -231,7 +236,7 @@ func printTasks(e *env, w io.Writer, r *statusReport) error {
 	if r.Pending > 0 {
 		t.add("pending approval", fmt.Sprint(r.Pending))
 	}
-	return t.print(w, e.colour)
+	return t.print(w, e.colour, e.width)
 }
 
 func collectTriggers(ctx context.Context, store *fsstore.Store, cfg *fsstore.Config, r *statusReport) error {
@@ -245,11 +250,11 @@ func printTriggers(e *env, w io.Writer, r *statusReport) error {
 		_, err := fmt.Fprintln(w, "no pending triggers")
 		return err
 	}
-	t := &table{header: []string{"PENDING TRIGGER", "TASK", "SINCE", "REASON"}}
+	t := &table{header: []string{"PENDING TRIGGER", "TASK", "SINCE", "REASON"}, cut: 3}
 	for _, tr := range r.Triggers {
-		t.add(tr.Agent+"."+tr.Purpose, dash(tr.TaskID), e.timeText(tr.CreatedAt), visible(tr.Reason))
+		t.add(tr.Agent+"."+tr.Purpose, dash(r.short(tr.TaskID)), e.age(tr.CreatedAt), visible(tr.Reason))
 	}
-	return t.print(w, e.colour)
+	return t.print(w, e.colour, e.width)
 }
 
 func collectConversations(ctx context.Context, store *fsstore.Store, cfg *fsstore.Config, r *statusReport) error {
@@ -263,7 +268,7 @@ func printConversations(e *env, w io.Writer, r *statusReport) error {
 		_, err := fmt.Fprintln(w, "no open conversations")
 		return err
 	}
-	return conversationTable(r.Conversations).print(w, e.colour)
+	return conversationTable(r.Conversations, r.short).print(w, e.colour, e.width)
 }
 
 func collectDelegations(ctx context.Context, store *fsstore.Store, cfg *fsstore.Config, r *statusReport) error {
@@ -277,5 +282,5 @@ func printDelegations(e *env, w io.Writer, r *statusReport) error {
 		_, err := fmt.Fprintln(w, "no open delegations")
 		return err
 	}
-	return delegationTable(r.Delegations, false).print(w, e.colour)
+	return delegationTable(r.Delegations, false, r.short).print(w, e.colour, e.width)
 }

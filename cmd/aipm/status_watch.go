@@ -52,9 +52,9 @@ func printWatch(e *env, w io.Writer, r *statusReport) error {
 		fmt.Fprintln(w, "no agent processes running")
 		return nil
 	}
-	t := &table{header: []string{"AGENT PROCESS", "PID", "STARTED", "REASON"}}
+	t := &table{header: []string{"AGENT PROCESS", "PID", "STARTED", "REASON"}, cut: 3}
 	for _, run := range s.Processes {
-		t.add(run.Agent+"."+run.Purpose, fmt.Sprint(run.PID), e.timeText(run.StartedAt), visible(run.Reason))
+		t.add(run.Agent+"."+run.Purpose, fmt.Sprint(run.PID), e.age(run.StartedAt), visible(run.Reason))
 	}
-	return t.print(w, e.colour)
+	return t.print(w, e.colour, e.width)
 }

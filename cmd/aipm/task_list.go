@@ -2,7 +2,6 @@ package main
 
 import (
 	"fmt"
-	"strings"
 
 	"github.com/spf13/cobra"
 
@@ -13,17 +12,26 @@ type taskListOptions struct {
 	e      *env
 	Filter fsstore.TaskFilter
 	JSON   bool
+	Quiet  bool
 }
 
 func newCmdTaskList(e *env, runF func(*taskListOptions) error) *cobra.Command {
 	o := &taskListOptions{e: e}
 	c := &cobra.Command{
-		Use:     "list [--status S] [--assignee AGENT]",
-		Short:   "List tasks, newest first",
-		Long:    "List the project's tasks, newest first, optionally only those with a status or an assignee. A task document that cannot be read is skipped with a warning.",
-		Example: "  aipm task list\n  aipm task list --status in_progress --assignee coder\n  aipm task list --json",
+		Use:   "list [--status S] [--assignee AGENT]",
+		Short: "List tasks, newest first",
+		Long: `List the project's tasks, newest first, optionally only those with a status
+or an assignee. The table shows each id by its shortest unique start (any
+command takes it), when the task last changed, and titles cut to the
+terminal's width ($COLUMNS if set); --json prints the whole documents, and
+--quiet the whole ids, one a line. A task document that cannot be read is
+skipped with a warning.`,
+		Example: "  aipm task list\n  aipm task list --status in_progress --assignee coder\n  aipm task list --json\n  aipm task list --status blocked -q",
 		Args:    argsNone,
 		RunE: func(cmd *cobra.Command, args []string) error {
+			if err := quietJSON("task list", o.Quiet, o.JSON); err != nil {
+				return err
+			}
 			if o.Filter.Status != "" {
 				if err := fsstore.CheckStatus(o.Filter.Status); err != nil {
 					return usageError("task list: %v", err)
@@ -38,6 +46,7 @@ func newCmdTaskList(e *env, runF func(*taskListOptions) error) *cobra.Command {
 	c.Flags().StringVar(&o.Filter.Status, "status", "", "only tasks with this status")
 	c.Flags().StringVar(&o.Filter.Assignee, "assignee", "", "only tasks assigned to this agent")
 	c.Flags().BoolVar(&o.JSON, "json", false, "print the tasks as a JSON array")
+	c.Flags().BoolVarP(&o.Quiet, "quiet", "q", false, "print only the whole task ids, one a line")
 	c.RegisterFlagCompletionFunc("status", completeStatuses)
 	return c
 }
@@ -60,6 +69,12 @@ func taskListRun(o *taskListOptions) error {
 			tasks = []fsstore.Task{}
 		}
 		return writeJSON(o.e.stdout, tasks)
+	case o.Quiet:
+		ids := make([]string, len(tasks))
+		for i, t := range tasks {
+			ids[i] = t.ID
+		}
+		return printIDs(o.e.stdout, ids)
 	case len(tasks) == 0 && o.Filter == fsstore.TaskFilter{}:
 		_, err := fmt.Fprintln(o.e.stdout, "no tasks: add one with aipm task add TITLE")
 		return err
@@ -67,9 +82,13 @@ func taskListRun(o *taskListOptions) error {
 		_, err := fmt.Fprintln(o.e.stdout, "no matching tasks")
 		return err
 	}
-	t := &table{header: []string{"ID", "STATUS", "PRIORITY", "ASSIGNEE", "TITLE"}}
+	short, err := idShortener(store, fsstore.Tasks)
+	if err != nil {
+		return fmt.Errorf("task list: %w", err)
+	}
+	t := &table{header: []string{"ID", "STATUS", "PRIORITY", "ASSIGNEE", "UPDATED", "TITLE"}, cut: 5}
 	for _, task := range tasks {
-		t.add(task.ID, statusText(task), task.Priority, dash(task.Assignee), visible(strings.Join(strings.Fields(task.Title), " ")))
+		t.add(short(task.ID), statusText(task), task.Priority, dash(task.Assignee), o.e.age(task.UpdatedAt), visible(oneLine(task.Title)))
 	}
 	t.style = func(col int, cell string) string {
 		if col == 1 {
@@ -77,7 +96,7 @@ func taskListRun(o *taskListOptions) error {
 		}
 		return ""
 	}
-	return t.print(o.e.stdout, o.e.colour)
+	return t.print(o.e.stdout, o.e.colour, o.e.width)
 }
 
 // statusText is the status, with the approval state when it is not approved.

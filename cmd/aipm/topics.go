@@ -32,13 +32,20 @@ or without "tsk_", in either case:
 
 A start that matches several tasks is refused (exit 2) with the list of
 matches; type more of the id. Shell completion (aipm completion) offers the
-ids with their status and title.`),
+ids with their status and title, after "tsk_" or after a bare start (01KAQ7).
+
+Tables (task list, conversations, delegations, status) print each id by its
+shortest start that no other id of its kind shares, at least 8 characters
+after the prefix, so the id as printed can be typed back. --json, and
+--quiet (-q) on the list commands, print the whole ids.`),
 		topic("environment", "Environment variables aipm reads", `AIPM_DIR      the project directory, when --dir is not given (else the
               nearest directory upwards that holds .ai-pm/)
 AIPM_AS       who CLI changes are credited to, when --as is not given (else
               the project's only human)
 AIPM_LOG      aipm serve's log level on stderr: debug, info, warn, error
 NO_COLOR      any value turns colour off (colour is only used on a terminal)
+COLUMNS       how wide tables may be: long titles are cut to fit (default
+              the terminal's width; no cut when output is not a terminal)
 TZ            the local time zone of displayed times (--utc shows UTC)`),
 	}
 }

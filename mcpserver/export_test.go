@@ -16,3 +16,23 @@ func PageLimits() map[string][2]int {
 	}
 	return m
 }
+
+// ToolGate returns, by tool name, the level the tool requires of the
+// caller's session and whether it runs while an interrupt is unread: what
+// docs/tools.md says of each tool beside its listing.
+func ToolGate() map[string]struct {
+	Level           string
+	PassesInterrupt bool
+} {
+	m := map[string]struct {
+		Level           string
+		PassesInterrupt bool
+	}{}
+	for _, t := range tools() {
+		m[t.tool.Name] = struct {
+			Level           string
+			PassesInterrupt bool
+		}{t.level.String(), t.passesInterrupt}
+	}
+	return m
+}

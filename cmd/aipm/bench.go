@@ -24,10 +24,11 @@ func newCmdBench(e *env) *cobra.Command {
 	c := &cobra.Command{
 		Use:   "bench [--quick] [--only P4,...]",
 		Short: "Measure the performance targets against their raw floors",
-		Long: `Measure DESIGN's performance targets, each beside its raw floor measured in the
-same run, in throw-away projects with fsync on: real aipm serve processes
-driven by the MCP SDK's client over stdio. Takes minutes; --quick is a smoke run,
---only measures the targets named (P1 to P7, or one P6 row: P6a to P6g) and no others.`,
+		Long: `Measure aipm's performance targets (docs/operations.md lists them), each
+beside its raw floor measured in the same run, in throw-away projects with
+fsync on: real aipm serve processes driven by the MCP SDK's client over stdio.
+Takes minutes; --quick is a smoke run, --only measures the targets named (P1 to
+P7, or one P6 row: P6a to P6g) and no others.`,
 		Example: "  aipm bench --quick\n  aipm bench --only P4\n  aipm bench --only P6c,P6d\n  aipm bench --json",
 		Args:    argsNone,
 		RunE: func(cmd *cobra.Command, args []string) error {

@@ -1,6 +1,13 @@
 package main
 
-import "github.com/spf13/cobra"
+import (
+	"fmt"
+
+	"github.com/spf13/cobra"
+
+	"aipm/fsstore"
+	"aipm/mcpserver"
+)
 
 // Help topics: pages of aipm help that are not commands ("aipm help ids").
 // Cobra lists them under "Additional help topics".
@@ -38,14 +45,46 @@ Tables (task list, conversations, delegations, status) print each id by its
 shortest start that no other id of its kind shares, at least 8 characters
 after the prefix, so the id as printed can be typed back. --json, and
 --quiet (-q) on the list commands, print the whole ids.`),
-		topic("environment", "Environment variables aipm reads", `AIPM_DIR      the project directory, when --dir is not given (else the
-              nearest directory upwards that holds .ai-pm/)
-AIPM_AS       who CLI changes are credited to, when --as is not given (else
-              the project's only human)
-AIPM_LOG      aipm serve's log level on stderr: debug, info, warn, error
-NO_COLOR      any value turns colour off (colour is only used on a terminal)
-COLUMNS       how wide tables may be: long titles are cut to fit (default
-              the terminal's width; no cut when output is not a terminal)
-TZ            the local time zone of displayed times (--utc shows UTC)`),
+		topic("environment", "Environment variables aipm reads", environmentHelp()),
 	}
+}
+
+// environmentHelp is aipm help environment: every variable aipm reads, the
+// names taken from where they are defined.
+func environmentHelp() string {
+	return fmt.Sprintf(`For every command:
+
+AIPM_DIR           the project directory, when --dir is not given (else the
+                   nearest directory upwards that holds .ai-pm/)
+AIPM_AS            who CLI changes are credited to, when --as is not given
+                   (else the project's only human)
+NO_COLOR           any value turns colour off (colour is only used on a
+                   terminal)
+COLUMNS            how wide tables may be: long titles are cut to fit
+                   (default the terminal's width; no cut when output is
+                   not a terminal)
+TZ                 the local time zone of displayed times (--utc shows UTC)
+
+For aipm serve (and aipm sim), the agent's credential, so that the passkey
+never passes through the model; aipm watch sets them for the agents it starts:
+
+%-18s the agent the server holds a credential for: authenticate
+                   then needs no passkey
+%-18s a file holding that agent's passkey, mode 0600 (any other
+                   mode is refused at start)
+%-18s the passkey itself (instead of %s)
+%-18s task or chat: the purpose of the session authenticate opens
+                   (else chosen from the agent's work)
+%-18s the project directory of an agent aipm watch started
+%-18s the run that started the process: its sessions record it
+                   and end when the process exits
+
+For aipm serve and aipm watch:
+
+AIPM_LOG           the log level on stderr: debug, info, warn, error
+GOMAXPROCS         aipm serve runs with 1 unless this is set
+%-18s 1: also check every tool call and result against the tool's
+                   schemas (the tests set it)`,
+		fsstore.EnvAgentID, fsstore.EnvPasskeyFile, fsstore.EnvPasskey, fsstore.EnvPasskeyFile,
+		fsstore.EnvPurpose, fsstore.EnvProjectDir, fsstore.EnvRunID, mcpserver.EnvCheckSchemas)
 }

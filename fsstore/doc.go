@@ -28,5 +28,7 @@
 //     others: an agent's agents/<agent>/.lock around a marked operation
 //     (WithMarker: the task lock, then appends, inside it; it is always the
 //     outermost), and the watcher's watcher.lock, held for its life, which
-//     nothing waits for (a second watcher tries it and gives up).
+//     nothing waits for (a second watcher tries it and gives up). Open
+//     takes local.lock only to settle a checkout without its marker (a
+//     clone: checkout.go), outermost, before any other lock.
 package fsstore

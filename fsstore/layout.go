@@ -73,6 +73,9 @@ func Open(projectDir string) (*Store, error) {
 	}
 	st := &Store{Layout: Layout{project: abs, root: root}, caches: &caches{}}
 	st.durable.Store(true)
+	if err := st.openCheckout(fi); err != nil {
+		return nil, err
+	}
 	return st, nil
 }
 

@@ -57,17 +57,21 @@ var helperRoles = map[string]func(h *helperProc) error{
 	"deliver":            helperDeliver,
 	"send-full":          helperSendFull,
 	"start-conversation": helperStartConversation,
+	"open":               helperOpen,
 }
 
 // runHelper args: project dir, path or agent, count.
 func runHelper(role string, args []string) error {
+	out := bufio.NewWriter(os.Stdout)
+	defer out.Flush()
+	if role == "open" {
+		testHookCloneReset = func() { fmt.Fprintln(out, "reset") }
+	}
 	store, err := Open(args[0])
 	if err != nil {
 		return err
 	}
 	n, _ := strconv.Atoi(args[2])
-	out := bufio.NewWriter(os.Stdout)
-	defer out.Flush()
 	play, ok := helperRoles[role]
 	if !ok {
 		return fmt.Errorf("unknown role %q", role)
@@ -230,6 +234,13 @@ func helperStartConversation(h *helperProc) error {
 		}
 		h.out.Flush()
 	}
+	return nil
+}
+
+// helperOpen opened the project (runHelper did, printing "reset" if it
+// moved a clone's cursors) and prints "opened".
+func helperOpen(h *helperProc) error {
+	fmt.Fprintln(h.out, "opened")
 	return nil
 }
 

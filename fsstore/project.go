@@ -31,6 +31,8 @@ quarantine/
 agents/*/read.json
 agents/*/passkey.json
 agents/*/auth.json
+local.json
+local.lock
 .lock
 watcher.lock
 watcher.json
@@ -80,6 +82,10 @@ func Init(projectDir, name string) (*Store, error) {
 		}
 	}
 	if err := os.Mkdir(filepath.Join(tmp, "agents"), ModeDir); err != nil {
+		return nil, fmt.Errorf("init: %w", err)
+	}
+	// This checkout's marker: nothing sent from now on is history of a clone.
+	if err := writeInitMarker(tmp); err != nil {
 		return nil, fmt.Errorf("init: %w", err)
 	}
 	// Rename fails if root appeared meanwhile (it is then a non-empty directory).

@@ -51,6 +51,8 @@ func TestShiritoriPlan(t *testing.T) {
 		{"shiritori with reviewer in English", 8, "apple"},
 		{"6-round shiritori with reviewer, start with りんご", 12, "りんご"},
 		{"3 round shiritori, start with tiger.", 6, "tiger"},
+		{"6-round word chain with reviewer", 12, "apple"},
+		{"6-round word chain with reviewer, start with lemon", 12, "lemon"},
 		{"shiritori with reviewer, start with ごりら 4 turns", 4, "ごりら"},
 	} {
 		turns, first := shiritoriPlan(tc.request)

@@ -1,6 +1,6 @@
 // Package sim is a simulated agent: a real MCP client of aipm serve that
 // follows get_next_action mechanically (aipm sim). It answers messages,
-// plays shiritori in kana and in English, accepts conversations, delegates
+// plays shiritori in kana and a word chain in English, accepts conversations, delegates
 // talk from a task session and carries delegations out in a chat session,
 // obeys interrupts, reports task work done, and exits when told. The demo and the
 // end-to-end tests use it to run the whole system without a model.
@@ -337,7 +337,7 @@ func (a *agent) workByDelegation(ctx context.Context, task, target, purpose stri
 }
 
 // processDelegation carries out a delegation in the chat session: a
-// purpose that asks for shiritori starts a conversation with the target
+// purpose that asks for the word game (shiritori, word chain) starts a conversation with the target
 // (reported completed when it ends); anything else is one message to the
 // target, reported completed at once.
 func (a *agent) processDelegation(ctx context.Context, d map[string]any) error {
@@ -346,7 +346,7 @@ func (a *agent) processDelegation(ctx context.Context, d map[string]any) error {
 	purpose, _ := d["purpose"].(string)
 	dctx, _ := d["context"].(string)
 	a.say("carrying out %s: %s (with %s)", id, purpose, target)
-	if strings.Contains(strings.ToLower(purpose), "shiritori") {
+	if isWordGame(purpose) {
 		conv, err := a.openShiritori(ctx, target, purpose, id)
 		if err != nil {
 			return err
@@ -391,7 +391,16 @@ func (a *agent) reportDelegation(ctx context.Context, id, status, result string)
 	return nil
 }
 
-var shiritoriRE = sync.OnceValue(func() *regexp.Regexp { return regexp.MustCompile(`(?i)shiritori with ([A-Za-z0-9][A-Za-z0-9_-]*)`) })
+var shiritoriRE = sync.OnceValue(func() *regexp.Regexp {
+	return regexp.MustCompile(`(?i)(?:shiritori|word chain) with ([A-Za-z0-9][A-Za-z0-9_-]*)`)
+})
+
+// isWordGame says whether a request asks for the word game: "shiritori"
+// (kana, or English when it says so) or "word chain" (English).
+func isWordGame(request string) bool {
+	r := strings.ToLower(request)
+	return strings.Contains(r, "shiritori") || strings.Contains(r, "word chain")
+}
 
 // readMessages reads the unread messages and answers each: a turn of a
 // conversation gets the next shiritori word (or the end of the
@@ -452,7 +461,7 @@ func (a *agent) startShiritori(ctx context.Context, from, content string) error 
 	if err != nil || conv == "" {
 		return err
 	}
-	_, err = a.send(ctx, "send_message", map[string]any{"target_agent_id": from, "content": fmt.Sprintf("Playing shiritori with %s (%s).", target, conv)})
+	_, err = a.send(ctx, "send_message", map[string]any{"target_agent_id": from, "content": fmt.Sprintf("Playing with %s (%s).", target, conv)})
 	return err
 }
 
@@ -462,9 +471,9 @@ var (
 	firstRE  = sync.OnceValue(func() *regexp.Regexp { return regexp.MustCompile(`(?i)start with (\S+?)[.,;]?(?:\s|$)`) })
 )
 
-// shiritoriPlan reads a request for shiritori: "N turns" or "N-round"
-// (two turns a round; default 8 turns), "start with WORD" (default
-// しりとり, or apple when it says English).
+// shiritoriPlan reads a request for shiritori or a word chain: "N turns"
+// or "N-round" (two turns a round; default 8 turns), "start with WORD"
+// (default しりとり, or apple when it says English or word chain).
 func shiritoriPlan(request string) (turns int, first string) {
 	turns = 8
 	if m := turnsRE().FindStringSubmatch(request); m != nil {
@@ -474,7 +483,7 @@ func shiritoriPlan(request string) (turns int, first string) {
 		turns = 2 * n
 	}
 	first = "しりとり"
-	if strings.Contains(strings.ToLower(request), "english") {
+	if r := strings.ToLower(request); strings.Contains(r, "english") || strings.Contains(r, "word chain") {
 		first = "apple"
 	}
 	if m := firstRE().FindStringSubmatch(request); m != nil {
@@ -488,7 +497,11 @@ func shiritoriPlan(request string) (turns int, first string) {
 // It returns the conversation's id, or "" when it was refused.
 func (a *agent) openShiritori(ctx context.Context, target, request, delegation string) (string, error) {
 	turns, first := shiritoriPlan(request)
-	args := map[string]any{"target_agent_id": target, "purpose": "shiritori", "initial_message": first, "max_turns": turns}
+	game := "word chain"
+	if isKana(first) {
+		game = "shiritori"
+	}
+	args := map[string]any{"target_agent_id": target, "purpose": game, "initial_message": first, "max_turns": turns}
 	if delegation != "" {
 		args["delegation_id"] = delegation
 	}
@@ -499,7 +512,7 @@ func (a *agent) openShiritori(ctx context.Context, target, request, delegation s
 	conv := r.str("conversation_id")
 	a.words(conv)[first] = true
 	a.chain[conv] = append(a.chain[conv], first)
-	a.say("started shiritori %s with %s (%d turns): %s", conv, target, turns, first)
+	a.say("started %s %s with %s (%d turns): %s", game, conv, target, turns, first)
 	return conv, nil
 }
 

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"io"
 	"log/slog"
 	"os"
 	"os/exec"
@@ -23,31 +24,39 @@ import (
 type demoOptions struct {
 	e    *env
 	Keep bool
+	Lang string
 }
 
 func newCmdDemo(e *env, runF func(*demoOptions) error) *cobra.Command {
 	o := &demoOptions{e: e}
 	c := &cobra.Command{
-		Use:   "demo [--keep]",
+		Use:   "demo [--keep] [--lang en|ja]",
 		Short: "Run the whole system on a throw-away project: a human, two simulated agents, the watcher",
 		Long: `Create a project in a temporary directory with a human (lead) and two
 simulated AI agents (coder and reviewer, whose command is aipm sim), start the
 watcher, and drive a scenario while printing a live transcript:
   1. lead sets a task in progress for coder whose description delegates
-     "6-round shiritori with reviewer, start with りんご": the watcher starts
+     "6-round word chain with reviewer, start with apple": the watcher starts
      coder's task session, which delegates the talk to coder's chat session
      and waits; the watcher starts coder's chat session, which starts a
-     conversation with reviewer (started by the watcher too); they play in
-     kana until max_turns; coder's chat session reports the delegation
+     conversation with reviewer (started by the watcher too); they play
+     until max_turns; coder's chat session reports the delegation
      completed; the task session wakes and reports the task done;
   2. lead sets a long task in progress: the watcher starts coder's task
      session; lead then edits the task file by hand (an editor-style rename)
      to blocked: the watcher interrupts coder, which reports blocked.
+The game is a word chain in English (each word starts with the last letter
+of the one before); --lang ja plays shiritori, its Japanese original, in kana.
 Every aipm command is printed as a line that pastes into a shell; "watch |"
 lines are the watcher's log, "chat |" lines the messages as they are
-written, "state |" lines each change of a task's or delegation's state. A summary of the files ends it. --keep leaves the project to explore.
-No model and no network are involved; it takes a few seconds.`,
-		Example: "  aipm demo\n  aipm demo --keep",
+written, "state |" lines each change of a task's or delegation's state; each
+idea is explained in one line the first time it appears. A summary of the
+files ends it. --keep leaves the project to explore. Passkeys are never
+printed. No model and no network are involved; it takes a few seconds.
+
+The agents' command is "aipm sim": the demo runs them with this aipm binary;
+a project kept with --keep runs them with the aipm on your PATH.`,
+		Example: "  aipm demo\n  aipm demo --lang ja\n  aipm demo --keep",
 		Args:    argsNone,
 		RunE: func(cmd *cobra.Command, args []string) error {
 			if runF != nil {
@@ -57,6 +66,7 @@ No model and no network are involved; it takes a few seconds.`,
 		},
 	}
 	c.Flags().BoolVar(&o.Keep, "keep", false, "keep the demo project and print its path")
+	c.Flags().StringVar(&o.Lang, "lang", "en", "the language of the agents' word game: en (a word chain) or ja (shiritori, in kana)")
 	return c
 }
 
@@ -68,14 +78,77 @@ type demo struct {
 	ctx   context.Context
 	e     *env
 	dir   string
+	game  demoGame
 	mu    sync.Mutex // serialises output lines
 	store *fsstore.Store
+	told  map[string]bool // the ideas explained so far
 }
 
+// demoGame is the word game the agents play, in one language.
+type demoGame struct {
+	title, purpose, rules string
+}
+
+var demoGames = map[string]demoGame{
+	"en": {
+		title:   "Play a word chain with reviewer",
+		purpose: "6-round word chain with reviewer, start with apple",
+		rules:   "the game: a word chain, each word starting with the last letter of the one before, no word twice",
+	},
+	"ja": {
+		title:   "Play shiritori with reviewer",
+		purpose: "6-round shiritori with reviewer, start with りんご",
+		rules:   "the game: shiritori (しりとり), the Japanese word chain in kana: each word starts with the last kana of the one before; a word ending in ん loses",
+	},
+}
+
+// passkeyRE finds a passkey in what the demo is about to print.
+var passkeyRE = sync.OnceValue(func() *regexp.Regexp { return regexp.MustCompile(`aipk_[A-Za-z0-9_-]+`) })
+
+// printf prints to the transcript; a passkey never reaches it.
 func (d *demo) printf(format string, args ...any) {
 	d.mu.Lock()
 	defer d.mu.Unlock()
-	fmt.Fprintf(d.e.stdout, format, args...)
+	io.WriteString(d.e.stdout, passkeyRE().ReplaceAllString(fmt.Sprintf(format, args...), "aipk_… (not shown)"))
+}
+
+// paint wraps s in an ANSI SGR code when colour is on.
+func (d *demo) paint(code, s string) string {
+	if !d.e.colour || code == "" {
+		return s
+	}
+	return "\x1b[" + code + "m" + s + "\x1b[0m"
+}
+
+// demoIdeas are the one-line explanations of what the transcript shows,
+// each printed the first time it appears.
+var demoIdeas = map[string]string{
+	"watcher":      "the watcher (aipm watch) follows .ai-pm/ and starts an agent's command (config.toml) when the agent has work; here it runs inside the demo's process",
+	"task session": "a task session is an agent process started for one task in progress: it works on that task, reports it done or blocked, and exits",
+	"chat session": "a chat session is an agent process started to talk: it reads and answers messages and carries out delegations, and exits when idle",
+	"delegation":   "a delegation is a task session asking its own agent's chat session to do some talking for it; the task session waits for its result",
+	"conversation": "a conversation is a bounded exchange of turns between two AI agents: one starts it, the other is started to answer, and it ends at max_turns",
+	"interrupt":    "an interrupt is a stop order: the agent's next tool call is answered with it instead, and the agent stops and reports",
+	"notification": "a notification is a line in an agent's notifications log, read at its next call (an interrupt arrives as one)",
+}
+
+// explain prints the explanation of an idea the first time it is named;
+// the caller holds no lock.
+func (d *demo) explain(ideas ...string) {
+	for _, idea := range ideas {
+		d.mu.Lock()
+		told := d.told[idea]
+		d.told[idea] = true
+		d.mu.Unlock()
+		if !told {
+			d.printf("%s\n", d.paint("36", "# "+demoIdeas[idea]))
+		}
+	}
+}
+
+// note prints a comment line of the transcript.
+func (d *demo) note(format string, args ...any) {
+	d.printf("\n%s\n", d.paint("2", "# "+fmt.Sprintf(format, args...)))
 }
 
 // aipm runs one CLI command on the demo project, printed first as a line
@@ -93,26 +166,37 @@ func (d *demo) aipm(argv ...string) (string, error) {
 		return d.e.getenv(k)
 	}
 	err := run(d.ctx, append([]string{"--dir", d.dir}, argv...), getenv, nil, &out, d.e.stderr)
-	d.printf("\n$ aipm %s\n%s", strings.Join(quoted, " "), out.String())
+	d.printf("\n%s\n%s", d.paint("1", "$ aipm "+strings.Join(quoted, " ")), out.String())
 	return out.String(), err
 }
 
-func demoRun(cmd *cobra.Command, o *demoOptions) error {
+func demoRun(cmd *cobra.Command, o *demoOptions) (err error) {
+	game, ok := demoGames[o.Lang]
+	if !ok {
+		return usageError("demo: --lang must be en or ja, not %q", o.Lang)
+	}
 	exe, err := selfExe()
 	if err != nil {
 		return err
 	}
+	onPath, restore, err := aipmOnPath(exe)
+	if err != nil {
+		return err
+	}
+	defer restore()
 	dir, err := os.MkdirTemp("", "aipm-demo-*")
 	if err != nil {
 		return fmt.Errorf("demo: %w", err)
 	}
-	if !o.Keep {
-		defer os.RemoveAll(dir)
-	}
+	defer func() {
+		if !o.Keep && err == nil {
+			os.RemoveAll(dir) // a failed demo stays, for its logs
+		}
+	}()
 	ctx, cancel := context.WithCancel(cmd.Context())
 	defer cancel()
-	d := &demo{ctx: ctx, e: o.e, dir: dir}
-	if err := d.setUp(exe + " sim"); err != nil {
+	d := &demo{ctx: ctx, e: o.e, dir: dir, game: game, told: map[string]bool{}}
+	if err := d.setUp("aipm sim"); err != nil {
 		return err
 	}
 
@@ -127,7 +211,8 @@ func demoRun(cmd *cobra.Command, o *demoOptions) error {
 	}()
 	stopChat := d.followChat(ctx)
 	stopState := d.followState(ctx)
-	d.printf("\n# aipm watch is running (here in the demo's process)\n")
+	d.note("aipm watch is running")
+	d.explain("watcher")
 
 	if err := d.delegatedShiritori(); err != nil {
 		return err
@@ -142,8 +227,67 @@ func demoRun(cmd *cobra.Command, o *demoOptions) error {
 	}
 	if o.Keep {
 		d.printf("\nthe demo project is in %s (%s holds its state)\n", dir, fsstore.DirName)
+		if !onPath {
+			d.printf("its agents' command is aipm sim, and no aipm is on your PATH (go run's is a temporary build): install aipm (go install ./cmd/aipm in aipm's source) before aipm watch starts them there\n")
+		}
 	}
+	d.tryNext(dir, o.Keep)
 	return nil
+}
+
+// tryNext is the closing block: where to go from the demo.
+func (d *demo) tryNext(dir string, kept bool) {
+	keep := "aipm demo --keep          keep the project; then cd into it and run aipm status --watch"
+	if kept {
+		keep = "cd " + shellQuote(dir) + " && aipm status --watch    the project the demo kept"
+	}
+	d.printf("\n%s\n", d.paint("1", "try next"))
+	for _, line := range []string{
+		"• real agents instead of aipm sim, in your own project:",
+		"    aipm init",
+		"    aipm agent add lead --type human --role manager",
+		"    aipm agent add coder --type ai --parent lead --save-passkey",
+		"    aipm mcp-config claude --write      (or codex) writes the MCP entry that starts aipm serve",
+		"  then give coder a Claude Code or Codex command in .ai-pm/config.toml (see \"Real agents as commands\" in the docs) and run aipm watch",
+		"• aipm inbox                the messages the agents sent you, the human",
+		"• " + keep,
+	} {
+		d.printf("  %s\n", line)
+	}
+}
+
+// aipmOnPath makes "aipm" on this process's PATH name exe, the binary
+// running the demo: the watcher resolves an agent's command with it and
+// passes it on, so the agents' command is "aipm sim", not the path of a
+// build that go run deletes when it exits. It says whether an aipm was on
+// the PATH before (a project kept with --keep runs that one).
+func aipmOnPath(exe string) (onPath bool, restore func(), err error) {
+	path := os.Getenv("PATH")
+	restore = func() { os.Setenv("PATH", path) }
+	found, lerr := exec.LookPath("aipm")
+	if lerr == nil && sameFile(found, exe) {
+		return true, restore, nil
+	}
+	dir := filepath.Dir(exe)
+	if filepath.Base(exe) != "aipm" {
+		tmp, err := os.MkdirTemp("", "aipm-demo-bin-*")
+		if err != nil {
+			return false, nil, fmt.Errorf("demo: %w", err)
+		}
+		if err := os.Symlink(exe, filepath.Join(tmp, "aipm")); err != nil {
+			os.RemoveAll(tmp)
+			return false, nil, fmt.Errorf("demo: %w", err)
+		}
+		dir, restore = tmp, func() { os.Setenv("PATH", path); os.RemoveAll(tmp) }
+	}
+	os.Setenv("PATH", dir+string(os.PathListSeparator)+path)
+	return lerr == nil, restore, nil
+}
+
+func sameFile(a, b string) bool {
+	fa, err1 := os.Stat(a)
+	fb, err2 := os.Stat(b)
+	return err1 == nil && err2 == nil && os.SameFile(fa, fb)
 }
 
 // setUp makes the demo's project: a human lead and two simulated agents
@@ -167,7 +311,7 @@ func (d *demo) setUp(simCommand string) error {
 	if err := demoDefaults(d.ctx, d.store, "chat_idle_timeout = \"1s\"\nwait_seconds = 1\nspawn_cooldown = \"2s\"\n"); err != nil {
 		return err
 	}
-	d.printf("\n# config.toml [defaults]: chat_idle_timeout = \"1s\", wait_seconds = 1 (idle agents exit quickly)\n")
+	d.note("config.toml [defaults]: chat_idle_timeout = \"1s\", wait_seconds = 1 (idle agents exit quickly)")
 	return nil
 }
 
@@ -186,13 +330,14 @@ func (d *demo) startTask(title, description string) (string, error) {
 }
 
 // delegatedShiritori is seed 002: a task whose session delegates a
-// shiritori conversation to the same agent's chat session.
+// word game conversation to the same agent's chat session.
 func (d *demo) delegatedShiritori() error {
-	id, err := d.startTask("Play shiritori with reviewer", "delegate: reviewer: 6-round shiritori with reviewer, start with りんご")
+	d.note("%s", d.game.rules)
+	id, err := d.startTask(d.game.title, "delegate: reviewer: "+d.game.purpose)
 	if err != nil {
 		return err
 	}
-	return d.until("the delegated shiritori to end, the task to be done and every agent to exit", func() bool {
+	return d.until("the delegated word game to end, the task to be done and every agent to exit", func() bool {
 		t, err := d.store.Task(id)
 		runs, _ := d.store.Runs().List()
 		return err == nil && t.Status == fsstore.StatusDone && len(runs) == 0
@@ -212,7 +357,7 @@ func (d *demo) handEditInterrupts() error {
 	}); err != nil {
 		return err
 	}
-	d.printf("\n# lead opens .ai-pm/tasks/%s.json in an editor, sets \"status\": \"blocked\" and saves (write a new file, rename it over the old)\n", id)
+	d.note("lead opens .ai-pm/tasks/%s.json in an editor, sets \"status\": \"blocked\" and saves (write a new file, rename it over the old)", id)
 	if err := demoHandEdit(d.store, id, fsstore.StatusBlocked); err != nil {
 		return err
 	}
@@ -226,7 +371,7 @@ func (d *demo) handEditInterrupts() error {
 // summary prints the state the demo left: status, tasks, delegations,
 // coder's chat log, the conversations and the files.
 func (d *demo) summary() error {
-	d.printf("\n# summary\n")
+	d.note("summary")
 	for _, argv := range [][]string{{"status"}, {"task", "list"}, {"delegations", "--all"}, {"log", "coder"}} {
 		if _, err := d.aipm(argv...); err != nil {
 			return err
@@ -262,7 +407,7 @@ func (d *demo) until(what string, cond func() bool) error {
 	deadline := time.Now().Add(demoWait)
 	for !cond() {
 		if time.Now().After(deadline) {
-			return fmt.Errorf("demo: gave up waiting for %s after %s: see %s/logs/", what, demoWait, d.store.Root())
+			return fmt.Errorf("demo: gave up waiting for %s after %s: the agents' logs are in %s (the demo project, kept)", what, demoWait, filepath.Join(d.store.Root(), "logs"))
 		}
 		select {
 		case <-d.ctx.Done():
@@ -301,7 +446,7 @@ func (d *demo) followChat(ctx context.Context) (stop func()) {
 		// In the order written, whoever received them.
 		slices.SortStableFunc(lines, func(x, y line) int { return x.at.Compare(y.at) })
 		for _, l := range lines {
-			d.printf("  chat  | %s → %s: %s\n", l.from, l.to, l.content)
+			d.printf("  %s %s → %s: %s\n", d.paint("32", "chat  |"), l.from, l.to, l.content)
 		}
 	}
 	return pollUntilStopped(ctx, poll)
@@ -343,10 +488,10 @@ func (d *demo) followState(ctx context.Context) (stop func()) {
 			}
 			seen[t.ID] = t.Status
 			if t.Status == fsstore.StatusDone && t.Summary != "" {
-				d.printf("  state | task %s (%s) is done: %s\n", t.ID, t.Assignee, t.Summary)
+				d.state("task %s (%s) is done: %s\n", t.ID, t.Assignee, t.Summary)
 				continue
 			}
-			d.printf("  state | task %s (%s) is %s\n", t.ID, t.Assignee, t.Status)
+			d.state("task %s (%s) is %s\n", t.ID, t.Assignee, t.Status)
 		}
 		dlgs, _ := d.store.Delegations().List(fsstore.DelegationFilter{})
 		for _, g := range dlgs {
@@ -354,17 +499,23 @@ func (d *demo) followState(ctx context.Context) (stop func()) {
 				continue
 			}
 			seen[g.ID] = g.Status
+			d.explain("delegation")
 			switch g.Status {
 			case fsstore.DlgPending:
-				d.printf("  state | delegation %s is pending: %s's task session asks its chat session: %q with %s\n", g.ID, g.Agent, g.Purpose, g.Target)
+				d.state("delegation %s is pending: %s's task session asks its chat session: %q with %s\n", g.ID, g.Agent, g.Purpose, g.Target)
 			case fsstore.DlgProcessing:
-				d.printf("  state | delegation %s is processing (%s's chat session took it)\n", g.ID, g.Agent)
+				d.state("delegation %s is processing (%s's chat session took it)\n", g.ID, g.Agent)
 			default:
-				d.printf("  state | delegation %s is %s: %s\n", g.ID, g.Status, g.Result)
+				d.state("delegation %s is %s: %s\n", g.ID, g.Status, g.Result)
 			}
 		}
 	}
 	return pollUntilStopped(ctx, poll)
+}
+
+// state prints a "state |" line: a change of a task's or delegation's state.
+func (d *demo) state(format string, args ...any) {
+	d.printf("  %s %s", d.paint("35", "state |"), fmt.Sprintf(format, args...))
 }
 
 // demoDefaults adds keys to the [defaults] table of the demo's config.
@@ -395,6 +546,7 @@ func (h *demoLog) Handle(_ context.Context, r slog.Record) error {
 	if r.Message == "watching" || r.Message == "stopped" {
 		return nil
 	}
+	h.explainRecord(r)
 	var b strings.Builder
 	b.WriteString(r.Message)
 	r.Attrs(func(a slog.Attr) bool {
@@ -407,8 +559,25 @@ func (h *demoLog) Handle(_ context.Context, r slog.Record) error {
 		fmt.Fprintf(&b, " %s=%v", a.Key, a.Value)
 		return true
 	})
-	h.d.printf("  watch | %s\n", b.String())
+	h.d.printf("  %s %s\n", h.d.paint("34", "watch |"), b.String())
 	return nil
+}
+
+// explainRecord explains, before the watcher's line that first shows it,
+// the idea the line is about.
+func (h *demoLog) explainRecord(r slog.Record) {
+	r.Attrs(func(a slog.Attr) bool {
+		switch v := a.Value.String(); {
+		case r.Message == "agent started" && a.Key == "purpose":
+			h.d.explain(v + " session")
+		case a.Key == "reason" && v == "conversation_request":
+			h.d.explain("conversation")
+		}
+		return true
+	})
+	if r.Message == "interrupt written" {
+		h.d.explain("interrupt", "notification")
+	}
 }
 
 // selfExe is the path of this aipm binary, for the agents' command: argv[0]

@@ -19,8 +19,9 @@ func newCmdSim(e *env) *cobra.Command {
 		Short: "A simulated agent: an MCP client of aipm serve that follows get_next_action",
 		Long: `Run a simulated AI agent, for trying aipm without a model and for tests: it
 starts aipm serve, authenticates and does what get_next_action says. It
-answers messages, plays shiritori (kana or English) when a message asks for
-"shiritori with AGENT [in english] [N turns]", accepts conversation requests,
+answers messages, plays a word chain (English: "word chain with AGENT") or
+shiritori (kana: "shiritori with AGENT"; [N turns], [start with WORD]) when a
+message or a delegation asks for it, accepts conversation requests,
 works through a task (sim-steps=N in its description sets the steps), reports
 blocked on an interrupt, and exits when told.
 

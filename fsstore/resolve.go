@@ -23,6 +23,14 @@ var nounOf = map[string]string{
 	Sessions:      "session",
 }
 
+// listCommandOf is the aipm command that lists a collection's ids.
+var listCommandOf = map[string]string{
+	Conversations: "aipm conversations",
+	Delegations:   "aipm delegations",
+	Tasks:         "aipm task list",
+	Sessions:      "aipm status",
+}
+
 // maxListed is how many matches an ambiguous prefix lists.
 const maxListed = 10
 
@@ -41,7 +49,7 @@ func (s *Store) ResolveID(collection, arg string) (string, error) {
 		body = b
 	}
 	if len(body) == 0 || len(body) > 26 || !isCrockford(body) { // ^[0-9A-HJKMNP-TV-Z]{1,26}$
-		return "", kindf(ErrInvalid, "%q is not a %s id: give the id aipm printed (%s followed by 26 characters), or any unique start of it", arg, noun, prefix)
+		return "", kindf(ErrInvalid, "%q is not a %s id: give the id aipm printed (%s followed by 26 characters), or any unique start of it (see %s)", arg, noun, prefix, listCommandOf[collection])
 	}
 	want := prefix + body
 	if len(body) == 26 {
@@ -63,9 +71,9 @@ func (s *Store) ResolveID(collection, arg string) (string, error) {
 	case len(matches) == 1:
 		return matches[0], nil
 	case len(matches) == 0 && len(body) == 26:
-		return "", kindf(ErrNotFound, "%s %s does not exist: see aipm %s list", noun, want, noun)
+		return "", kindf(ErrNotFound, "%s %s does not exist: see %s", noun, want, listCommandOf[collection])
 	case len(matches) == 0:
-		return "", kindf(ErrNotFound, "no %s id starts with %q: see aipm %s list", noun, arg, noun)
+		return "", kindf(ErrNotFound, "no %s id starts with %q: see %s", noun, arg, listCommandOf[collection])
 	}
 	listed := matches
 	if len(listed) > maxListed {

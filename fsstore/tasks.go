@@ -85,6 +85,9 @@ func CheckTransition(t Task, to string) error {
 	if to == StatusInProgress && t.ApprovalStatus != ApprovalApproved {
 		return fmt.Errorf("task %s is %s and cannot start: approve it first with aipm task approve %s", t.ID, t.ApprovalStatus, t.ID)
 	}
+	if !slices.Contains(Statuses, t.Status) {
+		return fmt.Errorf("task %s has the status %q, which is not one aipm knows (%s): set its \"status\" in %s/%s/%s.json by hand to one of them (aipm doctor lists the problem)", t.ID, Clip(t.Status, maxEchoedID), strings.Join(Statuses, ", "), DirName, Tasks, t.ID)
+	}
 	if !slices.Contains(transitions[t.Status], to) {
 		return fmt.Errorf("task %s cannot go from %s to %s: from %s it can go to %s", t.ID, t.Status, to, t.Status, strings.Join(transitions[t.Status], ", "))
 	}

@@ -3,8 +3,11 @@ package main
 import (
 	"errors"
 	"fmt"
+	"io"
+	"strings"
 
 	"github.com/spf13/cobra"
+	"github.com/spf13/pflag"
 
 	"aipm/fsstore"
 )
@@ -74,8 +77,81 @@ func exitCode(err error, interrupted bool) int {
 	return exitFailed
 }
 
-// flagError turns pflag's parse errors into usage errors that say where
-// the flags are described.
+// flagError turns pflag's parse errors into one sentence that names the
+// flag and what it takes, and where the flags are described.
 func flagError(cmd *cobra.Command, err error) error {
-	return usageError("%v: see %s --help", err, cmd.CommandPath())
+	help := cmd.CommandPath() + " --help"
+	var (
+		invalid  *pflag.InvalidValueError
+		required *pflag.ValueRequiredError
+		unknown  *pflag.NotExistError
+	)
+	switch {
+	case errors.As(err, &invalid):
+		f := invalid.GetFlag()
+		return usageError("--%s takes %s, not %q: see %s", f.Name, flagValueKind(f), invalid.GetValue(), help)
+	case errors.As(err, &required):
+		f := required.GetFlag()
+		return usageError("--%s needs a value, %s: see %s", f.Name, flagValueKind(f), help)
+	case errors.As(err, &unknown):
+		name := "--" + unknown.GetSpecifiedName()
+		if short := unknown.GetSpecifiedShortnames(); short != "" {
+			name = "-" + unknown.GetSpecifiedName()[:1]
+		}
+		return usageError("%s has no flag %s: see %s", cmd.CommandPath(), name, help)
+	}
+	return usageError("%v: see %s", err, help)
+}
+
+// flagValueKind says in words what a flag's value must be.
+func flagValueKind(f *pflag.Flag) string {
+	switch f.Value.Type() {
+	case "int", "int64", "int32", "uint", "uint64", "uint32":
+		return "a whole number"
+	case "bool":
+		return "true or false"
+	case "duration":
+		return "a duration such as 30s or 5m"
+	case "float64", "float32":
+		return "a number"
+	case "stringSlice", "stringArray":
+		return "a comma-separated list"
+	}
+	return "a value"
+}
+
+// cliSentences are the CLI's words for the store refusals whose message
+// is written for a model (it names tool arguments or other tools). The
+// commands check what they can first, with the value in their message;
+// these are the rest.
+var cliSentences = map[string]string{
+	fsstore.CodeAgentNotFound:           "that agent is not one of this project's: see aipm agent list",
+	fsstore.CodeTargetAgentNotInProject: "that agent is no longer in this project's config.toml: see aipm agent list",
+	fsstore.CodeContentEmpty:            "the message is empty: give its text, or - to read it from stdin",
+}
+
+// cliMessage is the one line the CLI prints for err: its text, with a
+// store refusal written for a model put in the CLI's words.
+func cliMessage(err error) string {
+	msg := err.Error()
+	var ce *fsstore.CodeError
+	if errors.As(err, &ce) {
+		if s, ok := cliSentences[ce.Code]; ok && ce.Msg != "" {
+			msg = strings.Replace(msg, ce.Msg, s, 1)
+		}
+	}
+	return msg
+}
+
+// report prints err on stderr as "aipm: " and one sentence (nothing for
+// an interrupted command, or an error with no message) and returns the
+// exit code.
+func report(stderr io.Writer, err error, interrupted bool) int {
+	code := exitCode(err, interrupted)
+	if err != nil && code != exitInterrupted {
+		if msg := cliMessage(err); msg != "" {
+			fmt.Fprintln(stderr, "aipm:", msg)
+		}
+	}
+	return code
 }

@@ -9,7 +9,6 @@ package main
 
 import (
 	"context"
-	"fmt"
 	"io"
 	"os"
 	"os/signal"
@@ -40,13 +39,7 @@ func mainExit() int {
 		}
 	}()
 	err := run(ctx, os.Args[1:], os.Getenv, os.Stdin, os.Stdout, os.Stderr)
-	code := exitCode(err, interrupted.Load())
-	if err != nil && code != exitInterrupted {
-		if msg := err.Error(); msg != "" {
-			fmt.Fprintln(os.Stderr, "aipm:", msg)
-		}
-	}
-	return code
+	return report(os.Stderr, err, interrupted.Load())
 }
 
 // run builds the command tree and executes args: everything testable lives

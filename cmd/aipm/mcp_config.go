@@ -2,7 +2,9 @@ package main
 
 import (
 	"bytes"
+	"errors"
 	"fmt"
+	"io"
 	"os"
 	"path/filepath"
 	"slices"
@@ -26,15 +28,34 @@ type mcpServer struct {
 	ApprovalMode string `json:"-" toml:"default_tools_approval_mode"`
 }
 
+// serverName is the name of aipm's entry in every client's config; Claude
+// Code names its tools mcp__aipm__<tool>.
+const serverName = "aipm"
+
+// serveArgs start the server with no --dir: clients start it in the
+// project (or one of its directories), and aipm serve finds the project
+// like every aipm command, so the entry holds no path and survives a
+// clone or a move.
+var serveArgs = []string{"serve"}
+
 // credentialVars are what aipm serve reads its agent's credential from
 // (aipm watch's starter sets AIPM_PASSKEY_FILE; AIPM_PASSKEY is accepted
 // for other launchers).
 var credentialVars = []string{fsstore.EnvAgentID, fsstore.EnvPasskeyFile, fsstore.EnvPasskey}
 
-// mcpClients renders a client's config for server, keyed by client name.
-var mcpClients = map[string]func(mcpServer) ([]byte, error){
-	"claude": claudeConfig,
-	"codex":  codexConfig,
+// mcpClient is what mcp-config knows of one client: the one document it
+// prints, what it says about it on stderr, and how --write merges the
+// entry into the project's files.
+type mcpClient struct {
+	doc   func(mcpServer) ([]byte, error)
+	note  func(mcpServer) string
+	write func(project string, s mcpServer) ([]fileChange, error)
+}
+
+// mcpClients are the clients mcp-config knows, by name.
+var mcpClients = map[string]mcpClient{
+	"claude": {doc: claudeConfig, note: claudeNote, write: claudeWrite},
+	"codex":  {doc: codexConfig, note: codexNote, write: codexWrite},
 }
 
 type mcpConfigOptions struct {
@@ -42,6 +63,7 @@ type mcpConfigOptions struct {
 	Client  string // claude or codex
 	Agent   string
 	KeyFile string
+	Write   bool
 }
 
 func newCmdMCPConfig(e *env) *cobra.Command {
@@ -52,13 +74,26 @@ func newCmdMCPConfig(e *env) *cobra.Command {
 	slices.Sort(names)
 	o := &mcpConfigOptions{e: e}
 	c := &cobra.Command{
-		Use:   "mcp-config claude|codex",
-		Short: "Print the MCP server entry that starts aipm serve for this project",
-		Long: `Print a ready MCP server entry for an agent's CLI: the absolute path of this
-aipm binary and the project's --dir. claude prints a .mcp.json document to
-merge into the project's .mcp.json; codex prints a [mcp_servers.aipm] table
-for the project's .codex/config.toml or ~/.codex/config.toml.`,
-		Example:   "  aipm mcp-config claude > .mcp.json\n  aipm mcp-config codex",
+		Use:   "mcp-config claude|codex [--write]",
+		Short: "Write or print the MCP server entry that starts aipm serve for this project",
+		Long: `Set up an agent's CLI to start aipm serve for this project.
+
+With --write, merge the entry into the project's own files, keeping what
+else they hold: for claude, the aipm server in .mcp.json, and in
+.claude/settings.json the server enabled (enabledMcpjsonServers) and its
+tools allowed (permissions.allow: mcp__aipm); for codex, the
+[mcp_servers.aipm] table in .codex/config.toml (Codex reads it in a trusted
+project). A second --write changes nothing and says so.
+
+Without --write, print the one document (JSON for claude, TOML for codex)
+on stdout and what to do with it on stderr.
+
+The entry runs "aipm serve" with no path: "aipm" when the aipm on PATH is
+found (else this binary's absolute path, with a warning), and no --dir, since
+clients start the server in the project and aipm serve finds it from there.
+The agent's credential comes from AIPM_AGENT_ID and AIPM_PASSKEY_FILE in the
+client's environment, unless --agent and --passkey-file pin one.`,
+		Example:   "  aipm mcp-config claude --write\n  aipm mcp-config codex --write\n  aipm mcp-config claude > .mcp.json",
 		ValidArgs: names,
 		Args: func(cmd *cobra.Command, args []string) error {
 			if len(args) != 1 {
@@ -74,101 +109,271 @@ for the project's .codex/config.toml or ~/.codex/config.toml.`,
 			return mcpConfigRun(o)
 		},
 	}
-	c.Flags().StringVar(&o.Agent, "agent", "", "pin the server to this agent's credential (with --passkey-file)")
+	c.Flags().BoolVar(&o.Write, "write", false, "merge the entry into the project's config files instead of printing it")
+	c.Flags().StringVar(&o.Agent, "agent", "", "pin the server to this AI agent's credential (with --passkey-file)")
 	c.Flags().StringVar(&o.KeyFile, "passkey-file", "", "with --agent: the 0600 file holding its passkey")
 	return c
 }
 
-// mcpConfigRun prints a ready MCP config that starts this binary as the
-// project's stdio server.
+// mcpConfigRun prints or writes the MCP config that starts aipm serve for
+// the project.
 func mcpConfigRun(o *mcpConfigOptions) error {
-	e, client, agent, keyFile := o.e, o.Client, o.Agent, o.KeyFile
-	if (agent == "") != (keyFile == "") {
-		return usageError("mcp-config: --agent and --passkey-file go together: give both, or neither to take them from the client's environment")
+	e := o.e
+	if (o.Agent == "") != (o.KeyFile == "") {
+		return usageError("mcp-config: --agent and --passkey-file go together: give both, or neither to take the credential from the client's environment (see aipm mcp-config --help)")
 	}
-	store, _, err := e.open()
+	store, cfg, err := e.open()
 	if err != nil {
 		return err
 	}
-	exe, err := os.Executable()
-	if err != nil {
-		return fmt.Errorf("mcp-config: find the aipm binary: %w", err)
-	}
-	if resolved, err := filepath.EvalSymlinks(exe); err == nil {
-		exe = resolved
-	}
-	if strings.Contains(exe, string(filepath.Separator)+"go-build") {
-		fmt.Fprintf(e.stderr, "aipm: warning: %s is a temporary build (go run): install aipm with go install and run mcp-config again\n", exe)
-	}
-	srv := mcpServer{Command: exe, Args: []string{"--dir", store.ProjectDir(), "serve"}, ToolTimeoutSec: 60, ApprovalMode: "approve"}
-	if agent != "" {
-		if err := fsstore.CheckAgentID(agent); err != nil {
-			return usageError("mcp-config: --agent: %v", err)
+	var pinned map[string]string
+	if o.Agent != "" {
+		if pinned, err = pinnedCredential(cfg, o.Agent, o.KeyFile); err != nil {
+			return err
 		}
-		abs, err := filepath.Abs(keyFile)
+	}
+	srv := mcpServer{Command: serverCommand(e), Args: serveArgs, Env: pinned, ToolTimeoutSec: 60, ApprovalMode: "approve"}
+	client := mcpClients[o.Client]
+	if !o.Write {
+		out, err := client.doc(srv)
 		if err != nil {
-			return fmt.Errorf("mcp-config: --passkey-file: %w", err)
+			return fmt.Errorf("mcp-config %s: %w", o.Client, err)
 		}
-		srv.Env = map[string]string{fsstore.EnvAgentID: agent, fsstore.EnvPasskeyFile: abs}
+		fmt.Fprint(e.stderr, client.note(srv))
+		_, err = e.stdout.Write(out)
+		return err
 	}
-	out, err := mcpClients[client](srv)
+	changes, err := client.write(store.ProjectDir(), srv)
 	if err != nil {
-		return fmt.Errorf("mcp-config %s: %w", client, err)
+		return fmt.Errorf("mcp-config %s --write: %w", o.Client, err)
 	}
-	_, err = e.stdout.Write(out)
-	return err
+	return printChanges(e, store.ProjectDir(), changes)
 }
 
-// claudeConfig is the .mcp.json document for Claude Code, then the
-// settings that let it start the server and call its tools unasked.
-func claudeConfig(s mcpServer) ([]byte, error) {
-	var buf bytes.Buffer
+// pinnedCredential is the environment that pins the server to agent: it
+// must be an AI agent of the project and keyFile must exist.
+func pinnedCredential(cfg *fsstore.Config, agent, keyFile string) (map[string]string, error) {
+	if err := fsstore.CheckAgentID(agent); err != nil {
+		return nil, usageError("mcp-config: --agent: %v", err)
+	}
+	if err := agentRef(cfg, agent, "--agent"); err != nil {
+		return nil, err
+	}
+	if err := aiAgent(cfg, agent, "humans need no MCP server; they use the aipm commands with --as "+agent); err != nil {
+		return nil, err
+	}
+	abs, err := filepath.Abs(keyFile)
+	if err != nil {
+		return nil, fmt.Errorf("mcp-config: --passkey-file: %w", err)
+	}
+	if fi, err := os.Stat(abs); err != nil || fi.IsDir() {
+		return nil, usageError("mcp-config: --passkey-file %s is not a file: save %s's passkey there first (aipm agent passkey %s prints a new one)", keyFile, agent, agent)
+	}
+	return map[string]string{fsstore.EnvAgentID: agent, fsstore.EnvPasskeyFile: abs}, nil
+}
+
+// serverCommand is the command the entry starts: "aipm" when an aipm is on
+// PATH, so that the entry holds no path of this machine (warning when that
+// aipm is not this binary: the client will start the one on PATH); else
+// this binary's absolute path, with a warning.
+func serverCommand(e *env) string {
+	exe, err := os.Executable()
+	if err == nil {
+		if resolved, err := filepath.EvalSymlinks(exe); err == nil {
+			exe = resolved
+		}
+	}
+	onPath := lookPath(e.getenv("PATH"), serverName)
+	switch {
+	case onPath != "" && exe != "" && !sameFile(onPath, exe):
+		fmt.Fprintf(e.stderr, "aipm: warning: the entry starts the aipm on PATH, %s, which is not this binary (%s)\n", onPath, exe)
+		return serverName
+	case onPath != "":
+		return serverName
+	case exe == "":
+		fmt.Fprintf(e.stderr, "aipm: warning: aipm is not on PATH and this binary's path is unknown (%v): put aipm on PATH\n", err)
+		return serverName
+	case strings.Contains(exe, string(filepath.Separator)+"go-build"):
+		fmt.Fprintf(e.stderr, "aipm: warning: %s is a temporary build (go run): install aipm with go install and run mcp-config again\n", exe)
+	default:
+		fmt.Fprintf(e.stderr, "aipm: warning: aipm is not on PATH, so the entry names %s, which breaks if the binary moves: put aipm on PATH and run mcp-config again\n", exe)
+	}
+	return exe
+}
+
+// lookPath is exec.LookPath over the given PATH value: the first regular,
+// executable file called name.
+func lookPath(path, name string) string {
+	for _, dir := range filepath.SplitList(path) {
+		if dir == "" {
+			continue
+		}
+		p := filepath.Join(dir, name)
+		if fi, err := os.Stat(p); err == nil && fi.Mode().IsRegular() && fi.Mode()&0o111 != 0 {
+			return p
+		}
+	}
+	return ""
+}
+
+func sameFile(a, b string) bool {
+	fa, err := os.Stat(a)
+	if err != nil {
+		return false
+	}
+	fb, err := os.Stat(b)
+	return err == nil && os.SameFile(fa, fb)
+}
+
+// claudeServer is the entry for Claude Code: without a pinned credential,
+// the credential variables expanded from Claude Code's environment
+// (${VAR:-} is empty when unset).
+func claudeServer(s mcpServer) mcpServer {
 	if s.Env == nil {
-		// Claude Code expands ${VAR:-} from its own environment.
 		s.Env = map[string]string{}
 		for _, v := range credentialVars {
 			s.Env[v] = "${" + v + ":-}"
 		}
-		buf.WriteString("# .mcp.json at the project root. aipm serve takes the agent's credential from\n" +
-			"# AIPM_AGENT_ID and AIPM_PASSKEY_FILE in Claude Code's environment, so the passkey\n" +
-			"# never reaches the model: AIPM_AGENT_ID=coder AIPM_PASSKEY_FILE=$HOME/.config/aipm/coder.key claude\n")
-	} else {
-		buf.WriteString("# .mcp.json at the project root (or a file for claude --mcp-config), for agent " + s.Env["AIPM_AGENT_ID"] + " only\n")
 	}
-	if err := writeJSON(&buf, map[string]map[string]mcpServer{"mcpServers": {"aipm": s}}); err != nil {
-		return nil, err
-	}
-	buf.WriteString("# .claude/settings.json (or .claude/settings.local.json): start the project's aipm\n" +
-		"# server without asking, and let claude -p call its tools\n")
-	err := writeJSON(&buf, map[string]any{
-		"enabledMcpjsonServers": []string{"aipm"},
-		"permissions":           map[string][]string{"allow": {"mcp__aipm"}},
-	})
+	return s
+}
+
+// claudeConfig is the .mcp.json document for Claude Code.
+func claudeConfig(s mcpServer) ([]byte, error) {
+	var buf bytes.Buffer
+	err := writeJSON(&buf, map[string]map[string]mcpServer{"mcpServers": {serverName: claudeServer(s)}})
 	return buf.Bytes(), err
 }
 
-// codexConfig is a table for Codex CLI's config.toml.
-func codexConfig(s mcpServer) ([]byte, error) {
+// claudeSettings are the .claude/settings.json keys that let Claude Code
+// start the project's server without asking and claude -p call its tools.
+const claudeSettingsDoc = `{"enabledMcpjsonServers": ["aipm"], "permissions": {"allow": ["mcp__aipm"]}}`
+
+func claudeNote(s mcpServer) string {
+	var b strings.Builder
+	b.WriteString("aipm: stdout is the .mcp.json document for the project root; aipm mcp-config claude --write merges it\n" +
+		"into .mcp.json and enables the server in .claude/settings.json, keeping what else they hold.\n" +
+		"The settings .claude/settings.json needs (claude -p asks nothing): " + claudeSettingsDoc + "\n")
+	if s.Env == nil {
+		b.WriteString("aipm serve takes the agent's credential from Claude Code's environment, so the passkey never\n" +
+			"reaches the model: AIPM_AGENT_ID=coder AIPM_PASSKEY_FILE=$HOME/.config/aipm/coder.key claude\n")
+	} else {
+		b.WriteString("This entry is for agent " + s.Env[fsstore.EnvAgentID] + " only: use it as .mcp.json or with claude --mcp-config FILE.\n")
+	}
+	return b.String()
+}
+
+// codexTable is the [mcp_servers.aipm] table (and its env subtable) for
+// Codex CLI's config.toml.
+func codexTable(s mcpServer) ([]byte, error) {
 	var buf bytes.Buffer
-	buf.WriteString("# aipm's MCP server for this project: add it to the project's .codex/config.toml\n# (a trusted project) or to ~/.codex/config.toml.\n")
 	if s.Env == nil {
 		s.EnvVars = credentialVars
-		buf.WriteString("# Codex passes AIPM_AGENT_ID and AIPM_PASSKEY_FILE from its environment to aipm serve,\n" +
-			"# so the passkey never reaches the model: AIPM_AGENT_ID=coder AIPM_PASSKEY_FILE=$HOME/.config/aipm/coder.key codex\n")
-	} else {
-		buf.WriteString("# For agent " + s.Env["AIPM_AGENT_ID"] + " only.\n")
 	}
 	env := s.Env
 	s.Env = nil
-	buf.WriteString("[mcp_servers.aipm]\n")
+	buf.WriteString("[mcp_servers." + serverName + "]\n")
 	if err := toml.NewEncoder(&buf).Encode(s); err != nil {
 		return nil, err
 	}
 	if env != nil {
-		buf.WriteString("\n[mcp_servers.aipm.env]\n")
+		buf.WriteString("\n[mcp_servers." + serverName + ".env]\n")
 		if err := toml.NewEncoder(&buf).Encode(env); err != nil {
 			return nil, err
 		}
 	}
 	return buf.Bytes(), nil
+}
+
+// codexConfig is the TOML document for Codex: the table alone.
+func codexConfig(s mcpServer) ([]byte, error) { return codexTable(s) }
+
+func codexNote(s mcpServer) string {
+	var b strings.Builder
+	b.WriteString("aipm: stdout is aipm's table for the project's .codex/config.toml (Codex reads it in a trusted\n" +
+		"project) or ~/.codex/config.toml; aipm mcp-config codex --write merges it into .codex/config.toml.\n")
+	if s.Env == nil {
+		b.WriteString("Codex passes AIPM_AGENT_ID and AIPM_PASSKEY_FILE from its environment to aipm serve, so the\n" +
+			"passkey never reaches the model: AIPM_AGENT_ID=coder AIPM_PASSKEY_FILE=$HOME/.config/aipm/coder.key codex\n")
+	} else {
+		b.WriteString("This entry is for agent " + s.Env[fsstore.EnvAgentID] + " only.\n")
+	}
+	return b.String()
+}
+
+// fileChange is what --write did to one file: its path and a sentence, or
+// an empty what when the file already held the entry.
+type fileChange struct {
+	path    string
+	created bool
+	what    string
+}
+
+// printChanges says what --write changed, file by file, with paths
+// relative to the working directory when they are below it.
+func printChanges(e *env, project string, changes []fileChange) error {
+	wd, _ := os.Getwd()
+	var out bytes.Buffer
+	changed := false
+	for _, c := range changes {
+		path := c.path
+		if rel, err := filepath.Rel(wd, path); err == nil && !strings.HasPrefix(rel, "..") {
+			path = rel
+		}
+		switch {
+		case c.what == "":
+			fmt.Fprintf(&out, "unchanged %s: it already holds aipm's entry\n", path)
+		case c.created:
+			changed = true
+			fmt.Fprintf(&out, "created %s: %s\n", path, c.what)
+		default:
+			changed = true
+			fmt.Fprintf(&out, "updated %s: %s\n", path, c.what)
+		}
+	}
+	if !changed {
+		fmt.Fprintf(&out, "nothing to change: %s is already set up\n", filepath.Base(project))
+	}
+	_, err := io.Copy(e.stdout, &out)
+	return err
+}
+
+// readOptional reads path; a missing file is empty.
+func readOptional(path string) ([]byte, bool, error) {
+	data, err := os.ReadFile(path)
+	if errors.Is(err, os.ErrNotExist) {
+		return nil, false, nil
+	}
+	return data, err == nil, err
+}
+
+// writeAtomic replaces path with data (a temporary file renamed over it),
+// keeping its mode, creating its directory.
+func writeAtomic(path string, data []byte) error {
+	mode := os.FileMode(0o644)
+	if fi, err := os.Stat(path); err == nil {
+		mode = fi.Mode().Perm()
+	}
+	if err := os.MkdirAll(filepath.Dir(path), 0o755); err != nil {
+		return err
+	}
+	f, err := os.CreateTemp(filepath.Dir(path), "."+filepath.Base(path)+".*")
+	if err != nil {
+		return err
+	}
+	defer os.Remove(f.Name())
+	_, err = f.Write(data)
+	if err == nil {
+		err = f.Chmod(mode)
+	}
+	if err == nil {
+		err = f.Sync()
+	}
+	if cerr := f.Close(); err == nil {
+		err = cerr
+	}
+	if err != nil {
+		return fmt.Errorf("write %s: %w", path, err)
+	}
+	return os.Rename(f.Name(), path)
 }

@@ -1,9 +1,11 @@
 package main
 
 import (
-	"bufio"
 	"bytes"
 	"encoding/json"
+	"io"
+	"os"
+	"path/filepath"
 	"reflect"
 	"strings"
 	"testing"
@@ -13,7 +15,7 @@ import (
 
 // TestMCPConfigRoundTrip: each client's config decodes back to the same
 // command, args and credential environment, even for paths that need
-// quoting; Claude's output is its .mcp.json document, then its settings.
+// quoting; each is one document.
 func TestMCPConfigRoundTrip(t *testing.T) {
 	base := mcpServer{Command: `/opt/a "b"\c/aipm`, Args: []string{"--dir", "/home/x/プロジェクト \\ 'q'\n", "serve"}, ToolTimeoutSec: 60, ApprovalMode: "approve"}
 	pinned := base
@@ -31,26 +33,19 @@ func TestMCPConfigRoundTrip(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			dec := json.NewDecoder(strings.NewReader(uncomment(claude)))
+			dec := json.NewDecoder(bytes.NewReader(claude))
 			var doc struct {
 				MCPServers map[string]mcpServer `json:"mcpServers"`
-			}
-			var settings struct {
-				Enabled     []string            `json:"enabledMcpjsonServers"`
-				Permissions map[string][]string `json:"permissions"`
 			}
 			if err := dec.Decode(&doc); err != nil {
 				t.Fatalf("claude's .mcp.json is not JSON: %v\n%s", err, claude)
 			}
-			if err := dec.Decode(&settings); err != nil {
-				t.Fatalf("claude's settings are not JSON: %v\n%s", err, claude)
+			if dec.More() {
+				t.Fatalf("claude's output holds more than one JSON document:\n%s", claude)
 			}
 			got := doc.MCPServers["aipm"]
 			if got.Command != tc.in.Command || !reflect.DeepEqual(got.Args, tc.in.Args) || !reflect.DeepEqual(got.Env, tc.claudeEnv) {
 				t.Errorf("claude config decodes to %+v, want %+v with env %v", got, tc.in, tc.claudeEnv)
-			}
-			if !reflect.DeepEqual(settings.Enabled, []string{"aipm"}) || !reflect.DeepEqual(settings.Permissions["allow"], []string{"mcp__aipm"}) {
-				t.Errorf("claude settings = %+v", settings)
 			}
 
 			codex, err := codexConfig(tc.in)
@@ -75,14 +70,59 @@ func withEnvVars(s mcpServer) mcpServer {
 	return s
 }
 
-// uncomment drops the # lines between the documents of Claude's output.
-func uncomment(b []byte) string {
-	var out strings.Builder
-	sc := bufio.NewScanner(bytes.NewReader(b))
-	for sc.Scan() {
-		if !strings.HasPrefix(sc.Text(), "#") {
-			out.WriteString(sc.Text() + "\n")
+// TestClaudeSettingsMerge: the settings keys are added once, to what the
+// file holds, in its order.
+func TestClaudeSettingsMerge(t *testing.T) {
+	root, err := parseObject([]byte(`{"b": 1, "permissions": {"deny": ["Bash"]}, "a": [2]}`))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if what, err := mergeClaudeSettings(&root); err != nil || what == "" {
+		t.Fatalf("first merge: %q, %v", what, err)
+	}
+	out, err := json.Marshal(root)
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := `{"b":1,"permissions":{"deny":["Bash"],"allow":["mcp__aipm"]},"a":[2],"enabledMcpjsonServers":["aipm"]}`
+	if string(out) != want {
+		t.Errorf("merged settings = %s, want %s", out, want)
+	}
+	if what, err := mergeClaudeSettings(&root); err != nil || what != "" {
+		t.Errorf("second merge: %q, %v; want no change", what, err)
+	}
+	for _, bad := range []string{`[1]`, `{"permissions": []}`, `{"enabledMcpjsonServers": "aipm"}`, `{} {}`} {
+		root, err := parseObject([]byte(bad))
+		if err == nil {
+			_, err = mergeClaudeSettings(&root)
+		}
+		if err == nil {
+			t.Errorf("settings %s merged without an error", bad)
 		}
 	}
-	return out.String()
+}
+
+// TestServerCommand: "aipm" when an aipm is on PATH, whichever it is;
+// else this binary's absolute path, with a warning.
+func TestServerCommand(t *testing.T) {
+	dir := t.TempDir()
+	if err := os.WriteFile(filepath.Join(dir, "aipm"), []byte("#!/bin/sh\n"), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	var stderr bytes.Buffer
+	e := newEnv(func(k string) string { return map[string]string{"PATH": dir}[k] }, nil, io.Discard, &stderr)
+	if got := serverCommand(e); got != "aipm" {
+		t.Errorf("with an aipm on PATH: command %q, want aipm", got)
+	}
+	if !strings.Contains(stderr.String(), "is not this binary") {
+		t.Errorf("another aipm on PATH: no warning in %q", stderr.String())
+	}
+	stderr.Reset()
+	e = newEnv(func(string) string { return "" }, nil, io.Discard, &stderr)
+	if got := serverCommand(e); !filepath.IsAbs(got) {
+		t.Errorf("with no aipm on PATH: command %q, want this binary's absolute path", got)
+	}
+	if !strings.Contains(stderr.String(), "aipm: warning: ") {
+		t.Errorf("no aipm on PATH: no warning in %q", stderr.String())
+	}
 }

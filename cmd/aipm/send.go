@@ -1,7 +1,6 @@
 package main
 
 import (
-	"errors"
 	"fmt"
 	"io"
 	"strings"
@@ -68,9 +67,12 @@ func sendRun(cmd *cobra.Command, o *sendOptions) error {
 	if err != nil {
 		return err
 	}
+	if err := agentRef(cfg, o.To, "--to"); err != nil {
+		return err
+	}
 	msg, err := store.Send(cmd.Context(), cfg, fsstore.OutgoingMessage{From: from, To: o.To, Content: o.Text})
 	if err != nil {
-		return withCode(err, "send to "+o.To)
+		return fmt.Errorf("send to %s: %w", o.To, err)
 	}
 	if o.JSON {
 		return writeJSON(o.e.stdout, msg)
@@ -93,14 +95,4 @@ func messageText(e *env, arg string) (string, error) {
 		return "", fmt.Errorf("send: read stdin: %w", err)
 	}
 	return strings.TrimRight(string(data), "\r\n"), nil
-}
-
-// withCode puts a refusal's stable code in front of its message
-// ("content_too_long: …"); other errors get what as context.
-func withCode(err error, what string) error {
-	var ce *fsstore.CodeError
-	if errors.As(err, &ce) {
-		return fmt.Errorf("%s: %w", ce.Code, err)
-	}
-	return fmt.Errorf("%s: %w", what, err)
 }

@@ -28,6 +28,8 @@ func newCmdTaskAssign(e *env, runF func(*taskAssignOptions) error) *cobra.Comman
 			switch {
 			case o.None && len(args) == 2:
 				return usageError("task assign: give an agent or --none, not both")
+			case len(args) == 2 && args[1] == "":
+				return usageError("task assign: the agent is empty: give an agent id (see aipm agent list), or --none to remove the assignee")
 			case len(args) == 2 || (o.None && len(args) == 1):
 				return nil
 			}

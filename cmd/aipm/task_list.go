@@ -52,13 +52,20 @@ skipped with a warning.`,
 }
 
 func taskListRun(o *taskListOptions) error {
-	store, _, err := o.e.open()
+	store, cfg, err := o.e.open()
 	if err != nil {
 		return err
 	}
 	tasks, _, problems, err := store.Tasks(o.Filter)
 	if err != nil {
 		return fmt.Errorf("task list: %w", err)
+	}
+	if len(tasks) == 0 {
+		// An agent removed with --force keeps its tasks, so only an
+		// assignee that names no agent and no task is a mistake.
+		if err := agentRef(cfg, o.Filter.Assignee, "--assignee"); err != nil {
+			return err
+		}
 	}
 	for _, p := range problems {
 		fmt.Fprintf(o.e.stderr, "aipm: warning: skipped %v: fix it by hand (aipm doctor lists every problem)\n", p)

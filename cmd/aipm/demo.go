@@ -264,8 +264,8 @@ func (d *demo) tryNext(dir string, kept bool) {
 func aipmOnPath(exe string) (onPath bool, restore func(), err error) {
 	path := os.Getenv("PATH")
 	restore = func() { os.Setenv("PATH", path) }
-	found, lerr := exec.LookPath("aipm")
-	if lerr == nil && sameFile(found, exe) {
+	found := lookPath(path, "aipm")
+	if found != "" && sameFile(found, exe) {
 		return true, restore, nil
 	}
 	dir := filepath.Dir(exe)
@@ -281,13 +281,7 @@ func aipmOnPath(exe string) (onPath bool, restore func(), err error) {
 		dir, restore = tmp, func() { os.Setenv("PATH", path); os.RemoveAll(tmp) }
 	}
 	os.Setenv("PATH", dir+string(os.PathListSeparator)+path)
-	return lerr == nil, restore, nil
-}
-
-func sameFile(a, b string) bool {
-	fa, err1 := os.Stat(a)
-	fb, err2 := os.Stat(b)
-	return err1 == nil && err2 == nil && os.SameFile(fa, fb)
+	return found != "", restore, nil
 }
 
 // setUp makes the demo's project: a human lead and two simulated agents

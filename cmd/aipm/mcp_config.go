@@ -201,30 +201,6 @@ func serverCommand(e *env) string {
 	return exe
 }
 
-// lookPath is exec.LookPath over the given PATH value: the first regular,
-// executable file called name.
-func lookPath(path, name string) string {
-	for _, dir := range filepath.SplitList(path) {
-		if dir == "" {
-			continue
-		}
-		p := filepath.Join(dir, name)
-		if fi, err := os.Stat(p); err == nil && fi.Mode().IsRegular() && fi.Mode()&0o111 != 0 {
-			return p
-		}
-	}
-	return ""
-}
-
-func sameFile(a, b string) bool {
-	fa, err := os.Stat(a)
-	if err != nil {
-		return false
-	}
-	fb, err := os.Stat(b)
-	return err == nil && os.SameFile(fa, fb)
-}
-
 // claudeServer is the entry for Claude Code: without a pinned credential,
 // the credential variables expanded from Claude Code's environment
 // (${VAR:-} is empty when unset).

@@ -36,13 +36,9 @@ the entry that starts it. It ends when stdin closes or on Ctrl-C.`,
 }
 
 func serveRun(ctx context.Context, o *serveOptions) error {
-	dir, err := o.e.findProject()
+	store, err := o.e.openStore()
 	if err != nil {
 		return err
-	}
-	store, err := fsstore.Open(dir)
-	if err != nil {
-		return asUsage(err)
 	}
 	return serveMCP(ctx, o.e, store)
 }

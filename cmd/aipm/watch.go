@@ -5,7 +5,6 @@ import (
 
 	"github.com/spf13/cobra"
 
-	"aipm/fsstore"
 	"aipm/watcher"
 )
 
@@ -52,13 +51,9 @@ aipm agent passkey ID --save.`,
 }
 
 func watchRun(cmd *cobra.Command, o *watchOptions) error {
-	dir, err := o.e.findProject()
+	store, err := o.e.openStore()
 	if err != nil {
 		return err
-	}
-	store, err := fsstore.Open(dir)
-	if err != nil {
-		return asUsage(err)
 	}
 	hopts := &slog.HandlerOptions{Level: logLevel(o.e.getenv("AIPM_LOG"))}
 	var h slog.Handler = slog.NewTextHandler(o.e.stderr, hopts)

@@ -150,7 +150,9 @@ func (r *taskReader) steps() []taskStep {
 		{"edited in place, same size", func() { r.setStatusInPlace("todo", "done") }, fsstore.TaskFilter{Status: fsstore.StatusDone}, fsstore.StatusDone, true},
 		{"open filter after the edit", func() {}, fsstore.TaskFilter{Assignee: "coder", Open: true}, "", true},
 		{"rename-saved by an editor", func() {
-			p.handEdit(r.id, func(doc map[string]any) { doc["status"], doc["aipmStatus"] = fsstore.StatusCancelled, fsstore.StatusCancelled })
+			p.handEdit(r.id, func(doc map[string]any) {
+				doc["status"], doc["aipmStatus"] = fsstore.StatusCancelled, fsstore.StatusCancelled
+			})
 		}, fsstore.TaskFilter{Status: fsstore.StatusCancelled}, fsstore.StatusCancelled, false},
 		{"rename-saved back", func() {
 			p.handEdit(r.id, func(doc map[string]any) { doc["status"], doc["aipmStatus"] = fsstore.StatusTodo, fsstore.StatusTodo })

@@ -90,6 +90,9 @@ func decodeDoc(path string, data []byte, v any) error {
 		}
 		return &LineError{Path: path, Line: line, Err: err}
 	}
+	if t, ok := v.(*Task); ok {
+		t.settle() // a status edited by hand is judged in this one place
+	}
 	return nil
 }
 

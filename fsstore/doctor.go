@@ -144,6 +144,11 @@ func (s *Store) Doctor(ctx context.Context, repair bool) ([]Problem, error) {
 	if err != nil {
 		return problems, fmt.Errorf("doctor: %w", err)
 	}
+	rules, err := s.taskRuleProblems()
+	problems = append(problems, rules...)
+	if err != nil {
+		return problems, fmt.Errorf("doctor: %w", err)
+	}
 	indexed, err := s.sessionIndexProblems(ctx, repair)
 	problems = append(problems, indexed...)
 	if err != nil {

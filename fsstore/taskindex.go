@@ -161,13 +161,16 @@ func (s *Store) readTask(path string, t *Task) (lockedfile.Stamp, error) {
 // those fields of the wrong type, is reported as decodeDoc reports it.
 func summarize(rel string, data []byte, e *taskEntry) error {
 	if gjson.ValidBytes(data) && gjson.ParseBytes(data).IsObject() {
-		f := gjson.GetManyBytes(data, "status", "assignee", "parentId")
+		f := gjson.GetManyBytes(data, "status", "assignee", "parentId", "aipmStatus", "approvalStatus")
 		ok := true
 		for _, r := range f {
 			ok = ok && (!r.Exists() || r.Type == gjson.String || r.Type == gjson.Null)
 		}
 		if ok {
 			e.status, e.assignee, e.parentID = intern(f[0].Str), intern(f[1].Str), f[2].Str
+			if !HandEditAllowed(f[0].Str, f[3].Str, f[4].Str) {
+				e.status = intern(f[3].Str) // as Task.settle: the last valid status
+			}
 			return nil
 		}
 	}

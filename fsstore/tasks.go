@@ -46,16 +46,24 @@ var Priorities = []string{"low", "normal", "high", "urgent"}
 
 // Task is tasks/<id>.json.
 type Task struct {
-	ID              string    `json:"id"`
-	Title           string    `json:"title"`
-	Description     string    `json:"description,omitempty"`
-	Status          string    `json:"status"`
-	Priority        string    `json:"priority"`
-	Assignee        string    `json:"assignee,omitempty"`
-	ParentID        string    `json:"parentId,omitempty"`
-	Requester       string    `json:"requester,omitempty"`
-	ApprovalStatus  string    `json:"approvalStatus"`
-	StatusChangedBy string    `json:"statusChangedBy,omitempty"`
+	ID              string `json:"id"`
+	Title           string `json:"title"`
+	Description     string `json:"description,omitempty"`
+	Status          string `json:"status"`
+	Priority        string `json:"priority"`
+	Assignee        string `json:"assignee,omitempty"`
+	ParentID        string `json:"parentId,omitempty"`
+	Requester       string `json:"requester,omitempty"`
+	ApprovalStatus  string `json:"approvalStatus"`
+	StatusChangedBy string `json:"statusChangedBy,omitempty"`
+	// AipmStatus is the status aipm last wrote. A status edited by hand is
+	// judged against it (settle): one that aipm would not allow from it is
+	// not taken.
+	AipmStatus string `json:"aipmStatus,omitempty"`
+	// HandStatus, set when reading, is the status the file says when it was
+	// edited by hand to one aipm does not allow; Status is then AipmStatus,
+	// the task's last valid status. Never written.
+	HandStatus      string    `json:"-"`
 	StatusChangedAt time.Time `json:"statusChangedAt"`
 	BlockedReason   string    `json:"blockedReason,omitempty"`
 	Result          string    `json:"result,omitempty"`
@@ -92,6 +100,44 @@ func CheckTransition(t Task, to string) error {
 		return fmt.Errorf("task %s cannot go from %s to %s: from %s it can go to %s", t.ID, t.Status, to, t.Status, strings.Join(transitions[t.Status], ", "))
 	}
 	return nil
+}
+
+// HandEditAllowed is the one rule of a status edited by hand (the file's
+// status differs from the status aipm last wrote, aipm): it is taken if it
+// is a transition CheckTransition allows from aipm for a task of that
+// approval state. A status that is not one (an invalid task, which
+// aipm shows as such and ignores), or a task aipm has not recorded a
+// status for (written before aipm recorded one), is left as it is.
+func HandEditAllowed(status, aipm, approval string) bool {
+	if aipm == "" || status == aipm || !slices.Contains(Statuses, status) || !slices.Contains(Statuses, aipm) {
+		return true
+	}
+	return CheckTransition(Task{Status: aipm, ApprovalStatus: approval}, status) == nil
+}
+
+// settle applies HandEditAllowed to a task as read: a status edited by
+// hand that aipm does not allow is kept in HandStatus, and the task's
+// status is its last valid one. Every read of a task document goes
+// through it (decodeDoc), the task index through the same rule.
+func (t *Task) settle() {
+	t.HandStatus = ""
+	if !HandEditAllowed(t.Status, t.AipmStatus, t.ApprovalStatus) {
+		t.HandStatus, t.Status = t.Status, t.AipmStatus
+	}
+}
+
+// IllegalEdit explains a status edited by hand that aipm does not take,
+// or is "" when there is none.
+func (t Task) IllegalEdit() string {
+	if t.HandStatus == "" {
+		return ""
+	}
+	err := CheckTransition(Task{ID: t.ID, Status: t.Status, ApprovalStatus: t.ApprovalStatus}, t.HandStatus)
+	why := fmt.Sprintf("from %s it can go to %s", t.Status, strings.Join(transitions[t.Status], ", "))
+	if slices.Contains(transitions[t.Status], t.HandStatus) && err != nil {
+		why = fmt.Sprintf("the task is %s: a human approves it first (aipm task approve %s)", t.ApprovalStatus, t.ID)
+	}
+	return fmt.Sprintf("%s -> %s by hand is not allowed (%s); aipm treats the task as %s: change it with aipm task status %s STATUS, or set it back by hand", t.Status, t.HandStatus, why, t.Status, t.ID)
 }
 
 // Interrupts reports whether a status change made by `by` must interrupt
@@ -151,7 +197,7 @@ func (s *Store) CreateTask(ctx context.Context, cfg *Config, in NewTask) (Task, 
 	t := Task{
 		ID: NewID(PrefixTask), Title: title, Description: in.Description, Status: in.Status,
 		Priority: in.Priority, Assignee: in.Assignee, ParentID: in.ParentID, Requester: in.Requester,
-		ApprovalStatus: ApprovalApproved, StatusChangedBy: in.Requester, StatusChangedAt: now,
+		ApprovalStatus: ApprovalApproved, StatusChangedBy: in.Requester, StatusChangedAt: now, AipmStatus: in.Status,
 		SourceMessageID: in.SourceMessageID, CreatedAt: now, UpdatedAt: now,
 	}
 	if in.NeedsApproval {
@@ -381,7 +427,10 @@ func (s *Store) UpdateTask(ctx context.Context, cfg *Config, id, by string, ch T
 			return kindf(ErrNotFound, "task %s does not exist: see list_tasks or aipm task list", id)
 		}
 		before = *t
-		return applyTaskChange(t, by, ch, time.Now().UTC())
+		if err := applyTaskChange(t, by, ch, time.Now().UTC()); err != nil {
+			return err
+		}
+		return checkStart(cfg, before, *t)
 	})
 	if err != nil {
 		return Task{}, err
@@ -393,6 +442,19 @@ func (s *Store) UpdateTask(ctx context.Context, cfg *Config, id, by string, ch T
 		}
 	}
 	return after, nil
+}
+
+// checkStart refuses to set a task in progress (from before to after) for
+// an assignee that is not an agent of the project (removed from
+// config.toml): nobody would start, and nobody would say so.
+func checkStart(cfg *Config, before, after Task) error {
+	if after.Status != StatusInProgress || before.Status == StatusInProgress || after.Assignee == "" {
+		return nil
+	}
+	if _, ok := cfg.Agent(after.Assignee); !ok {
+		return fmt.Errorf("task %s is assigned to %q, who is not an agent of this project: assign it to one first (aipm task assign %s AGENT)", after.ID, Clip(after.Assignee, maxEchoedID), after.ID)
+	}
+	return nil
 }
 
 // applyTaskChange applies ch, made by `by` at now, to t as read under the
@@ -439,6 +501,7 @@ func applyTaskChange(t *Task, by string, ch TaskChange, now time.Time) error {
 	if ch.Summary != "" {
 		t.Summary = ch.Summary
 	}
+	t.AipmStatus = t.Status // what aipm writes it has checked (a hand edit it allows included)
 	t.UpdatedAt = now
 	return nil
 }

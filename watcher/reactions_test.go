@@ -99,6 +99,9 @@ func (r *taskReader) setStatusInPlace(from, to string) {
 		r.t.Fatal(err)
 	}
 	data = bytes.Replace(data, []byte(`"status": "`+from+`"`), []byte(`"status": "`+to+`"`), 1)
+	// aipmStatus too, as aipm writes it: what is tested is the index seeing
+	// the edit, not the rule for a status edited by hand (HandEditAllowed)
+	data = bytes.Replace(data, []byte(`"aipmStatus": "`+from+`"`), []byte(`"aipmStatus": "`+to+`"`), 1)
 	f, err := os.OpenFile(r.path(), os.O_WRONLY|os.O_TRUNC, 0) // the same inode: no rename
 	if err != nil {
 		r.t.Fatal(err)
@@ -147,10 +150,12 @@ func (r *taskReader) steps() []taskStep {
 		{"edited in place, same size", func() { r.setStatusInPlace("todo", "done") }, fsstore.TaskFilter{Status: fsstore.StatusDone}, fsstore.StatusDone, true},
 		{"open filter after the edit", func() {}, fsstore.TaskFilter{Assignee: "coder", Open: true}, "", true},
 		{"rename-saved by an editor", func() {
-			p.handEdit(r.id, func(doc map[string]any) { doc["status"] = fsstore.StatusCancelled })
+			p.handEdit(r.id, func(doc map[string]any) {
+				doc["status"], doc["aipmStatus"] = fsstore.StatusCancelled, fsstore.StatusCancelled
+			})
 		}, fsstore.TaskFilter{Status: fsstore.StatusCancelled}, fsstore.StatusCancelled, false},
 		{"rename-saved back", func() {
-			p.handEdit(r.id, func(doc map[string]any) { doc["status"] = fsstore.StatusTodo })
+			p.handEdit(r.id, func(doc map[string]any) { doc["status"], doc["aipmStatus"] = fsstore.StatusTodo, fsstore.StatusTodo })
 		}, fsstore.TaskFilter{Status: fsstore.StatusCancelled}, "", false},
 		{"removed", func() {
 			if err := os.Remove(r.path()); err != nil {

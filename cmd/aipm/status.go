@@ -4,6 +4,8 @@ import (
 	"context"
 	"fmt"
 	"io"
+	"maps"
+	"slices"
 	"strings"
 	"time"
 
@@ -51,11 +53,14 @@ report per line.`,
 
 // statusReport is what status shows; its JSON is status --json.
 type statusReport struct {
-	Project  string            `json:"project"`
-	Agents   []agentStatus     `json:"agents"`
-	Tasks    map[string]int    `json:"tasks"` // count by status, every status present
-	Pending  int               `json:"tasksPendingApproval"`
-	Triggers []fsstore.Trigger `json:"pendingTriggers"`
+	Project string         `json:"project"`
+	Agents  []agentStatus  `json:"agents"`
+	Tasks   map[string]int `json:"tasks"` // count by status, every status present
+	Pending int            `json:"tasksPendingApproval"`
+	// HandEdits counts the tasks whose status was edited by hand to one
+	// aipm does not allow (counted under their last valid status).
+	HandEdits int               `json:"tasksEditedByHand,omitempty"`
+	Triggers  []fsstore.Trigger `json:"pendingTriggers"`
 	// Conversations and Delegations are the open ones.
 	Conversations []fsstore.Conversation `json:"openConversations"`
 	Delegations   []fsstore.Delegation   `json:"openDelegations"`
@@ -216,6 +221,9 @@ func collectTasks(ctx context.Context, store *fsstore.Store, cfg *fsstore.Config
 	}
 	for _, t := range tasks {
 		r.Tasks[t.Status]++
+		if t.HandStatus != "" {
+			r.HandEdits++
+		}
 		if t.ApprovalStatus == fsstore.ApprovalPending {
 			r.Pending++
 		}
@@ -232,6 +240,14 @@ func printTasks(e *env, w io.Writer, r *statusReport) error {
 	}}
 	for _, s := range fsstore.Statuses {
 		t.add(s, fmt.Sprint(r.Tasks[s]))
+	}
+	for _, s := range slices.Sorted(maps.Keys(r.Tasks)) {
+		if fsstore.CheckStatus(s) != nil {
+			t.add(s+" (invalid: not a status, see aipm doctor)", fmt.Sprint(r.Tasks[s]))
+		}
+	}
+	if r.HandEdits > 0 {
+		t.add("status edited by hand, not allowed (see aipm doctor)", fmt.Sprint(r.HandEdits))
 	}
 	if r.Pending > 0 {
 		t.add("pending approval", fmt.Sprint(r.Pending))

@@ -106,10 +106,23 @@ func taskListRun(o *taskListOptions) error {
 	return t.print(o.e.stdout, o.e.colour, o.e.width)
 }
 
-// statusText is the status, with the approval state when it is not approved.
+// statusText is the status (statusNote), with the approval state when it
+// is not approved.
 func statusText(t fsstore.Task) string {
 	if t.ApprovalStatus == fsstore.ApprovalApproved || t.ApprovalStatus == "" {
-		return t.Status
+		return statusNote(t)
 	}
-	return t.Status + " (" + t.ApprovalStatus + ")"
+	return statusNote(t) + " (" + t.ApprovalStatus + ")"
+}
+
+// statusNote is the status, saying when the file holds one aipm does not
+// take: a status that is not one, or a hand edit it does not allow.
+func statusNote(t fsstore.Task) string {
+	switch {
+	case fsstore.CheckStatus(t.Status) != nil:
+		return t.Status + " (invalid: not a status, see aipm doctor)"
+	case t.HandStatus != "":
+		return t.Status + " (" + t.HandStatus + " by hand: not allowed, see aipm doctor)"
+	}
+	return t.Status
 }

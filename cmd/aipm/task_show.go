@@ -56,7 +56,7 @@ func taskShowRun(o *taskShowOptions) error {
 	fields := []struct{ label, value string }{
 		{"id", t.ID},
 		{"title", t.Title},
-		{"status", t.Status},
+		{"status", statusNote(t)},
 		{"approval", t.ApprovalStatus},
 		{"priority", t.Priority},
 		{"assignee", t.Assignee},

@@ -2,6 +2,7 @@ package lockedfile
 
 import (
 	"bytes"
+	"context"
 	"crypto/sha256"
 	"errors"
 	"fmt"
@@ -170,25 +171,25 @@ func Inode(fi os.FileInfo) uint64 {
 // Update is the compare-and-swap read-modify-write of a document (DESIGN
 // section 4, rule 8), the one loop behind every document aipm changes. The
 // caller holds the document's lock against aipm's other writers; Update
-// guards against the lock-less ones (a human's editor). It reads path (nil
-// and exists false when there is none), calls edit, and writes what edit
-// returns (nil: nothing to write) with WriteAtomic's check of what was
-// read. When someone saved path in between, it reads again and re-applies
-// edit; after attempts such races it returns ErrChanged, having written
-// nothing, so that neither change is lost silently. It returns how many
-// races it saw.
+// guards against the others (a human's editor). It takes the flock of the
+// file itself for the whole read-modify-write (lockDoc: an editor that
+// takes it too is never overwritten), reads path (nil and exists false
+// when there is none), calls edit, and writes what edit returns (nil:
+// nothing to write) with WriteAtomic's check of what was read (for an
+// editor that takes no lock). When someone saved path in between, it reads
+// again and re-applies edit; after attempts such races it returns
+// ErrChanged, having written nothing, so that neither change is lost
+// silently. It returns how many races it saw. It waits for an editor's
+// lock as long as it is held: UpdateContext bounds the wait.
 func Update(path string, perm os.FileMode, durable bool, attempts int, edit func(data []byte, exists bool) ([]byte, error)) (races int, err error) {
+	return UpdateContext(context.Background(), path, perm, durable, attempts, edit)
+}
+
+// UpdateContext is Update, waiting for the file's flock no longer than ctx
+// allows.
+func UpdateContext(ctx context.Context, path string, perm os.FileMode, durable bool, attempts int, edit func(data []byte, exists bool) ([]byte, error)) (races int, err error) {
 	for {
-		data, id, err := ReadDoc(path)
-		exists := err == nil
-		if err != nil && !errors.Is(err, os.ErrNotExist) {
-			return races, err
-		}
-		out, err := edit(data, exists)
-		if err != nil || out == nil {
-			return races, err
-		}
-		err = WriteAtomic(path, out, perm, durable, &id)
+		err := updateOnce(ctx, path, perm, durable, edit)
 		if !errors.Is(err, ErrChanged) {
 			return races, err
 		}
@@ -196,4 +197,26 @@ func Update(path string, perm os.FileMode, durable bool, attempts int, edit func
 			return races, ErrChanged
 		}
 	}
+}
+
+// updateOnce is one pass of UpdateContext, under the file's flock.
+func updateOnce(ctx context.Context, path string, perm os.FileMode, durable bool, edit func(data []byte, exists bool) ([]byte, error)) error {
+	ino, unlock, err := lockDoc(ctx, path)
+	if err != nil {
+		return err
+	}
+	defer unlock()
+	data, id, err := ReadDoc(path)
+	exists := err == nil
+	if err != nil && !errors.Is(err, os.ErrNotExist) {
+		return err
+	}
+	if id.Ino != ino { // replaced (or created) between the lock and the read: lock what is there now
+		return ErrChanged
+	}
+	out, err := edit(data, exists)
+	if err != nil || out == nil {
+		return err
+	}
+	return WriteAtomic(path, out, perm, durable, &id)
 }

@@ -1,0 +1,76 @@
+package lockedfile
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"os"
+	"syscall"
+)
+
+// lockDoc takes the exclusive flock of the file path names, the lock an
+// editor can see and take too (docs/files.md, "What a human may edit"):
+// while aipm holds it, an editor that takes it before its own
+// read-modify-write cannot save. It opens path, locks the descriptor, and
+// checks that path still names the file it locked (a save by rename while
+// it waited replaces the file: then it locks the new one). A missing file
+// needs no lock (unlock does nothing): there is nothing an editor could
+// hold. ino is the inode locked, 0 for none.
+func lockDoc(ctx context.Context, path string) (ino uint64, unlock func(), err error) {
+	for {
+		f, err := Open(path)
+		if errors.Is(err, os.ErrNotExist) {
+			return 0, func() {}, nil
+		}
+		if err != nil {
+			return 0, nil, err
+		}
+		if err := flockCtx(ctx, f); err != nil {
+			return 0, nil, fmt.Errorf("lock %s: %w", path, err)
+		}
+		held, herr := f.Stat()
+		now, nerr := os.Stat(path)
+		if herr == nil && nerr == nil && os.SameFile(held, now) {
+			return Inode(held), func() { f.Close() }, nil // closing the last descriptor lets go of the flock
+		}
+		f.Close()
+		if herr != nil {
+			return 0, nil, herr
+		}
+		if nerr != nil && !errors.Is(nerr, os.ErrNotExist) {
+			return 0, nil, nerr
+		}
+	}
+}
+
+// flockCtx takes the exclusive flock of f, waiting no longer than ctx
+// allows. On an error f is closed: when ctx ended first, only once the
+// pending request is answered (and a late lock given back), so the
+// descriptor is never reused under a blocked flock(2).
+func flockCtx(ctx context.Context, f *os.File) error {
+	fd := int(f.Fd())
+	err := flockRetry(fd, syscall.LOCK_EX|syscall.LOCK_NB)
+	if !errors.Is(err, syscall.EWOULDBLOCK) {
+		if err != nil {
+			f.Close()
+		}
+		return err
+	}
+	done := make(chan error, 1)
+	go func() { done <- flockRetry(fd, syscall.LOCK_EX) }()
+	select {
+	case err := <-done:
+		if err != nil {
+			f.Close()
+		}
+		return err
+	case <-ctx.Done():
+		go func() {
+			if <-done == nil {
+				flockRetry(fd, syscall.LOCK_UN)
+			}
+			f.Close()
+		}()
+		return ctx.Err()
+	}
+}

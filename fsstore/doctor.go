@@ -86,9 +86,10 @@ func (s *Store) checkFile(ctx context.Context, path string, d fs.DirEntry, repai
 		}
 		return []Problem{p}, nil
 	case strings.HasSuffix(name, ".jsonl"):
-		return s.checkJSONL(ctx, path, repair)
+		ps, err := s.checkJSONL(ctx, path, repair)
+		return append(ps, s.longFieldProblems(path)...), err
 	case strings.HasSuffix(name, ".json"):
-		return s.checkJSONDoc(path), nil
+		return append(s.checkJSONDoc(path), s.longFieldProblems(path)...), nil
 	}
 	return nil, nil
 }

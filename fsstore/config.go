@@ -3,7 +3,6 @@ package fsstore
 import (
 	"errors"
 	"fmt"
-	"os"
 	"regexp"
 	"strconv"
 	"strings"
@@ -11,8 +10,6 @@ import (
 	"time"
 
 	"github.com/BurntSushi/toml"
-
-	"aipm/fsstore/lockedfile"
 )
 
 // Config is .ai-pm/config.toml: the project, its defaults and its agents.
@@ -105,14 +102,7 @@ func (c *Config) Agent(id string) (Agent, bool) {
 
 // LoadConfig reads and checks the project's config.toml.
 func (s *Store) LoadConfig() (*Config, error) {
-	data, err := lockedfile.ReadFile(s.ConfigPath())
-	if errors.Is(err, os.ErrNotExist) {
-		return nil, kindf(ErrNotFound, "%s is missing: run aipm init, or restore it", s.Rel(s.ConfigPath()))
-	}
-	if err != nil {
-		return nil, fmt.Errorf("read config: %w", err)
-	}
-	cfg, err := ParseConfig(s.Rel(s.ConfigPath()), data)
+	cfg, err := s.loadSettledConfig()
 	if err != nil {
 		return nil, err
 	}
@@ -129,6 +119,9 @@ var tomlTypeError = sync.OnceValue(func() *regexp.Regexp {
 
 // ParseConfig parses and checks a config; every error reads name:LINE: what.
 func ParseConfig(name string, data []byte) (*Config, error) {
+	if emptyConfig(data) {
+		return nil, errEmptyConfig(name)
+	}
 	var cfg Config
 	md, err := toml.Decode(string(data), &cfg)
 	if err != nil {

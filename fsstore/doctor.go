@@ -46,6 +46,9 @@ type QuarantinedLine struct {
 // implies.
 func (s *Store) configProblems() []Problem {
 	cfg, err := s.LoadConfig()
+	if err == nil && len(cfg.Agents) == 0 {
+		return []Problem{{Path: s.Rel(s.ConfigPath()), Reason: "the config names no agents, so no message can be sent and no agent started: add one with aipm agent add (aipm config example shows the [[agents]] entries)"}}
+	}
 	if err == nil {
 		return s.passkeyProblems(cfg)
 	}

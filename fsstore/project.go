@@ -159,6 +159,9 @@ func editConfigText(name string, old []byte, exists bool, edit func(text []byte,
 	if err != nil {
 		return nil, err
 	}
+	if updated == nil {
+		return nil, nil // nothing to write
+	}
 	if _, err := ParseConfig(name, updated); err != nil {
 		return nil, kindf(ErrInvalid, "the change would leave an invalid config: %v", err)
 	}

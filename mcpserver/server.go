@@ -134,6 +134,9 @@ func (s *Server) loadConfig() (*fsstore.Config, error) {
 		return s.cfg, nil
 	}
 	cfg, err := s.store.LoadConfig()
+	if err == nil {
+		err = fsstore.Adopt(s.cfg, cfg)
+	}
 	if err != nil {
 		if s.cfg != nil {
 			s.log.Warn("config is invalid; keeping the previous one", "err", err)

@@ -64,7 +64,7 @@ func Init(projectDir, name string) (*Store, error) {
 		return nil, fmt.Errorf("init: %w", err)
 	}
 	var cfg bytes.Buffer
-	fmt.Fprintf(&cfg, "# aipm project configuration; config.example.toml documents every key.\n\n")
+	fmt.Fprintf(&cfg, "# aipm project configuration; aipm config example prints every key.\n\n")
 	fmt.Fprintf(&cfg, "[project]\n")
 	if err := toml.NewEncoder(&cfg).Encode(ProjectConfig{Name: name, ID: NewID("prj_")}); err != nil {
 		return nil, fmt.Errorf("init: encode config: %w", err)

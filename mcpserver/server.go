@@ -144,6 +144,9 @@ func (s *Server) loadConfig() (*fsstore.Config, error) {
 		}
 		return nil, err
 	}
+	for _, w := range cfg.Warnings {
+		s.log.Warn("config: " + w.Error())
+	}
 	s.cfg, s.cfgStamp = cfg, stamp
 	return cfg, nil
 }

@@ -3,16 +3,14 @@ package fsstore
 import (
 	"errors"
 	"fmt"
-	"os"
 	"regexp"
+	"slices"
 	"strconv"
 	"strings"
 	"sync"
 	"time"
 
 	"github.com/BurntSushi/toml"
-
-	"aipm/fsstore/lockedfile"
 )
 
 // Config is .ai-pm/config.toml: the project, its defaults and its agents.
@@ -20,6 +18,9 @@ type Config struct {
 	Project  ProjectConfig `toml:"project"`
 	Defaults Defaults      `toml:"defaults"`
 	Agents   []Agent       `toml:"agents"`
+	// Warnings name what the config holds that aipm ignores (unknown
+	// keys), each as name:LINE: what; commands print the first.
+	Warnings []error `toml:"-" json:"-"`
 }
 
 // ProjectConfig names the project.
@@ -105,14 +106,7 @@ func (c *Config) Agent(id string) (Agent, bool) {
 
 // LoadConfig reads and checks the project's config.toml.
 func (s *Store) LoadConfig() (*Config, error) {
-	data, err := lockedfile.ReadFile(s.ConfigPath())
-	if errors.Is(err, os.ErrNotExist) {
-		return nil, kindf(ErrNotFound, "%s is missing: run aipm init, or restore it", s.Rel(s.ConfigPath()))
-	}
-	if err != nil {
-		return nil, fmt.Errorf("read config: %w", err)
-	}
-	cfg, err := ParseConfig(s.Rel(s.ConfigPath()), data)
+	cfg, err := s.loadSettledConfig()
 	if err != nil {
 		return nil, err
 	}
@@ -127,34 +121,62 @@ var tomlTypeError = sync.OnceValue(func() *regexp.Regexp {
 	return regexp.MustCompile(`^toml: line (\d+) \(last key "([^"]*)"\): (.*)$`)
 })
 
-// ParseConfig parses and checks a config; every error reads name:LINE: what.
+// ParseConfig parses and checks a config; every error reads name:LINE: what,
+// and the first is returned. An unknown key is not an error: the config
+// works without it, and cfg.Warnings names each (a typo, most often).
 func ParseConfig(name string, data []byte) (*Config, error) {
+	cfg, errs := CheckConfig(name, data)
+	if len(errs) > 0 {
+		return nil, errs[0]
+	}
+	return cfg, nil
+}
+
+// CheckConfig parses and checks a config and returns every error at once
+// (doctor lists them all), in line order; the config is nil when there is
+// one.
+func CheckConfig(name string, data []byte) (*Config, []error) {
+	if emptyConfig(data) {
+		return nil, []error{errEmptyConfig(name)}
+	}
 	var cfg Config
 	md, err := toml.Decode(string(data), &cfg)
 	if err != nil {
-		return nil, tomlError(name, err)
+		return nil, []error{tomlError(name, err)}
 	}
 	// The locator finds the line of a key; only an error needs one.
-	c := configCheck{name: name, loc: sync.OnceValue(func() *locator { return newLocator(data) })}
-	if undec := md.Undecoded(); len(undec) > 0 {
-		k := undec[0]
+	c := &configCheck{name: name, loc: sync.OnceValue(func() *locator { return newLocator(data) })}
+	unknown := map[string]bool{}
+	for _, k := range md.Undecoded() {
+		if len(k) > 1 && unknown[k[:len(k)-1].String()] {
+			unknown[k.String()] = true
+			continue // under an unknown table, said once
+		}
+		unknown[k.String()] = true
 		section, key := "", k[0]
 		if len(k) > 1 {
 			section, key = k[0], k[len(k)-1]
 		}
-		return nil, c.fail(c.loc().find(section, -1, key), "unknown key %q: see config.example.toml for the keys aipm reads", k.String())
+		cfg.Warnings = append(cfg.Warnings, c.line(c.loc().find(section, -1, key), "unknown key %q is ignored: fix or remove it (aipm config example prints every key aipm reads)", k.String()))
 	}
-	for _, check := range []func() error{
-		func() error { return c.defaults(&cfg.Defaults) },
-		func() error { return c.agents(cfg.Agents) },
-		func() error { return c.parents(cfg.Agents) },
-	} {
-		if err := check(); err != nil {
-			return nil, err // one thing at a time: the first wrong line
-		}
+	c.defaults(&cfg.Defaults)
+	c.agents(cfg.Agents)
+	c.parents(cfg.Agents)
+	if len(c.errs) > 0 {
+		slices.SortStableFunc(c.errs, func(a, b error) int { return errLine(a) - errLine(b) })
+		return nil, c.errs
 	}
 	cfg.applyDefaults()
 	return &cfg, nil
+}
+
+// errLine is the line a config error names (0: none).
+func errLine(err error) int {
+	var le *LineError
+	if errors.As(err, &le) {
+		return le.Line
+	}
+	return 0
 }
 
 // tomlError is a TOML decoding error as name:LINE: what.
@@ -178,69 +200,70 @@ func tomlError(name string, err error) error {
 type configCheck struct {
 	name string
 	loc  func() *locator
+	errs []error // every error found, in the order found
 }
 
-func (c configCheck) fail(line int, format string, args ...any) error {
+// line is an error at line of the config.
+func (c *configCheck) line(line int, format string, args ...any) error {
 	return &LineError{Path: c.name, Line: line, Err: fmt.Errorf(format, args...)}
 }
 
+// fail records an error at line of the config.
+func (c *configCheck) fail(line int, format string, args ...any) {
+	c.errs = append(c.errs, c.line(line, format, args...))
+}
+
 // defaults checks the [defaults] values that have a range.
-func (c configCheck) defaults(d *Defaults) error {
+func (c *configCheck) defaults(d *Defaults) {
 	switch d.Durability {
 	case "", DurableFsync, DurableNone:
 	default:
-		return c.fail(c.loc().find("defaults", -1, "durability"), "durability %q is invalid: use \"fsync\" or \"none\"", d.Durability)
+		c.fail(c.loc().find("defaults", -1, "durability"), "durability %q is invalid: use \"fsync\" or \"none\"", d.Durability)
 	}
 	if d.WaitSeconds < 0 || d.WaitSeconds > MaxWait {
-		return c.fail(c.loc().find("defaults", -1, "wait_seconds"), "wait_seconds = %d is out of range: use 1 to %d", d.WaitSeconds, MaxWait)
+		c.fail(c.loc().find("defaults", -1, "wait_seconds"), "wait_seconds = %d is out of range: use 1 to %d", d.WaitSeconds, MaxWait)
 	}
 	if d.MaxConcurrent < 0 {
-		return c.fail(c.loc().find("defaults", -1, "max_concurrent"), "max_concurrent = %d must be at least 1", d.MaxConcurrent)
+		c.fail(c.loc().find("defaults", -1, "max_concurrent"), "max_concurrent = %d must be at least 1", d.MaxConcurrent)
 	}
-	return nil
 }
 
 // agents checks each [[agents]] entry on its own and the ids' uniqueness.
-func (c configCheck) agents(agents []Agent) error {
+func (c *configCheck) agents(agents []Agent) {
 	seen := map[string]int{}
 	for i, a := range agents {
 		if a.ID == "" {
-			return c.fail(c.loc().section("agents", i), "agent entry %d has no id: add id = \"...\"", i+1)
+			c.fail(c.loc().section("agents", i), "agent entry %d has no id: add id = \"...\"", i+1)
+		} else if err := CheckAgentID(a.ID); err != nil {
+			c.fail(c.loc().find("agents", i, "id"), "%v", err)
+		} else if first, dup := seen[a.ID]; dup {
+			c.fail(c.loc().find("agents", i, "id"), "agent id %q is defined twice (first at line %d): ids must be unique", a.ID, c.loc().find("agents", first, "id"))
+		} else {
+			seen[a.ID] = i
 		}
-		if err := CheckAgentID(a.ID); err != nil {
-			return c.fail(c.loc().find("agents", i, "id"), "%v", err)
-		}
-		if first, dup := seen[a.ID]; dup {
-			return c.fail(c.loc().find("agents", i, "id"), "agent id %q is defined twice (first at line %d): ids must be unique", a.ID, c.loc().find("agents", first, "id"))
-		}
-		seen[a.ID] = i
-		if err := c.agent(i, a); err != nil {
-			return err
-		}
+		c.agent(i, a)
 	}
-	return nil
 }
 
 // agent checks the values of agent entry i.
-func (c configCheck) agent(i int, a Agent) error {
+func (c *configCheck) agent(i int, a Agent) {
 	switch a.Type {
 	case AgentAI, AgentHuman:
 	default:
-		return c.fail(c.loc().find("agents", i, "type"), "agent %q: type %q is invalid: use \"ai\" or \"human\"", a.ID, a.Type)
+		c.fail(c.loc().find("agents", i, "type"), "agent %q: type %q is invalid: use \"ai\" or \"human\"", a.ID, a.Type)
 	}
 	switch a.Role {
 	case "", RoleWorker, RoleManager:
 	default:
-		return c.fail(c.loc().find("agents", i, "role"), "agent %q: role %q is invalid: use \"worker\" or \"manager\"", a.ID, a.Role)
+		c.fail(c.loc().find("agents", i, "role"), "agent %q: role %q is invalid: use \"worker\" or \"manager\"", a.ID, a.Role)
 	}
 	if a.Type == AgentHuman && len(a.Command) > 0 {
-		return c.fail(c.loc().find("agents", i, "command"), "agent %q is a human and cannot have a command: remove it", a.ID)
+		c.fail(c.loc().find("agents", i, "command"), "agent %q is a human and cannot have a command: remove it", a.ID)
 	}
-	return nil
 }
 
 // parents checks that every parent is another configured agent.
-func (c configCheck) parents(agents []Agent) error {
+func (c *configCheck) parents(agents []Agent) {
 	ids := map[string]bool{}
 	for _, a := range agents {
 		ids[a.ID] = true
@@ -249,12 +272,11 @@ func (c configCheck) parents(agents []Agent) error {
 		switch {
 		case a.Parent == "":
 		case a.Parent == a.ID:
-			return c.fail(c.loc().find("agents", i, "parent"), "agent %q cannot be its own parent", a.ID)
+			c.fail(c.loc().find("agents", i, "parent"), "agent %q cannot be its own parent", a.ID)
 		case !ids[a.Parent]:
-			return c.fail(c.loc().find("agents", i, "parent"), "agent %q: parent %q is not a configured agent: add it or fix the id", a.ID, a.Parent)
+			c.fail(c.loc().find("agents", i, "parent"), "agent %q: parent %q is not a configured agent: add it or fix the id", a.ID, a.Parent)
 		}
 	}
-	return nil
 }
 
 func (c *Config) applyDefaults() {

@@ -30,14 +30,53 @@ func TestExampleConfigLoads(t *testing.T) {
 	}
 }
 
+// TestConfigUnknownKeysWarn: an unknown key is a warning naming its line,
+// not an error: the config works without it.
+func TestConfigUnknownKeysWarn(t *testing.T) {
+	for _, tc := range []struct {
+		name, toml, want string
+	}{
+		{"unknown top key", "[project]\nname = \"x\"\n\ncolour = 1\n", "config.toml:4: unknown key \"project.colour\" is ignored"},
+		{"unknown table", "[bogus]\nx = 1\n", "config.toml:1: unknown key \"bogus"},
+		{"unknown agent key", "[[agents]]\nid = \"a\"\ntype = \"ai\"\nmood = \"ok\"\n", "config.toml:4: unknown key \"agents.mood\" is ignored"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			cfg, err := ParseConfig("config.toml", []byte(tc.toml))
+			if err != nil {
+				t.Fatal(err)
+			}
+			if len(cfg.Warnings) != 1 || !strings.HasPrefix(cfg.Warnings[0].Error(), tc.want) {
+				t.Errorf("warnings %q\n want one with prefix %q", cfg.Warnings, tc.want)
+			}
+		})
+	}
+}
+
+// TestCheckConfigEvery: every error of a config at once, in line order.
+func TestCheckConfigEvery(t *testing.T) {
+	data := "[defaults]\ndurability = \"maybe\"\nwait_seconds = 90\n\n[[agents]]\nid = \"a\"\ntype = \"robot\"\nparent = \"ghost\"\n\n[[agents]]\ntype = \"ai\"\n"
+	_, errs := CheckConfig("config.toml", []byte(data))
+	var got []string
+	for _, err := range errs {
+		got = append(got, err.Error())
+	}
+	want := []string{"config.toml:2: durability", "config.toml:3: wait_seconds", "config.toml:7: agent \"a\": type", "config.toml:8: agent \"a\": parent", "config.toml:10: agent entry 2 has no id"}
+	if len(got) != len(want) {
+		t.Fatalf("errors:\n%s\nwant %d", strings.Join(got, "\n"), len(want))
+	}
+	for i := range want {
+		if !strings.HasPrefix(got[i], want[i]) {
+			t.Errorf("error %d = %q, want prefix %q", i, got[i], want[i])
+		}
+	}
+}
+
 func TestParseConfigErrors(t *testing.T) {
 	for _, tc := range []struct {
 		name, toml, want string
 	}{
 		{"syntax", "[project]\nname = \n", "config.toml:2: "},
-		{"unknown top key", "[project]\nname = \"x\"\n\ncolour = 1\n", "config.toml:4: unknown key \"project.colour\""},
-		{"unknown table", "[bogus]\nx = 1\n", "config.toml:1: unknown key \"bogus"},
-		{"unknown agent key", "[[agents]]\nid = \"a\"\ntype = \"ai\"\nmood = \"ok\"\n", "config.toml:4: unknown key \"agents.mood\""},
+		{"empty", "\n# nothing\n", "config.toml:1: the config is empty"},
 		{"bad id", "[[agents]]\ntype = \"ai\"\nid = \"../x\"\n", "config.toml:3: agent id \"../x\" is invalid"},
 		{"reserved id", "[[agents]]\nid = \"system\"\ntype = \"ai\"\n", "config.toml:2: agent id \"system\" is reserved"},
 		{"missing id", "[[agents]]\ntype = \"ai\"\n", "config.toml:1: agent entry 1 has no id"},

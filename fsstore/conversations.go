@@ -650,14 +650,14 @@ func (s *Store) endConversationsOf(ctx context.Context, cfg *Config, agent strin
 
 // conversation returns one conversation, with a due timeout applied.
 func (s *Store) conversation(ctx context.Context, cfg *Config, id string) (Conversation, error) {
-	c, _, err := s.readConversation(id)
+	c, path, err := s.readConversation(id)
 	if err != nil {
 		return c, err
 	}
 	if d := c.Deadline(cfg); !d.IsZero() && !time.Now().Before(d) {
-		return s.updateConversation(ctx, cfg, id, func(*Conversation, time.Time) error { return ErrNoChange })
+		c, err = s.updateConversation(ctx, cfg, id, func(*Conversation, time.Time) error { return ErrNoChange })
 	}
-	return c, nil
+	return c.served(s.Rel(path)), err
 }
 
 // List returns the conversations not yet closed (from the
@@ -745,7 +745,7 @@ func (s *Store) conversationLog(c Conversation, agent string, limit int) ([]Mess
 		}
 		var m Message
 		if json.Unmarshal(r.Data, &m) == nil && m.ConversationID == c.ID {
-			out = append(out, m)
+			out = append(out, m.served(lineOf(s.Rel(path), r.Line)))
 		}
 	}
 	more := limit > 0 && len(out) > limit

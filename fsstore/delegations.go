@@ -123,7 +123,7 @@ func (s *Store) delegation(id string) (Delegation, error) {
 		}
 		return Delegation{}, err
 	}
-	return d, nil
+	return d.served(s.Rel(path)), nil
 }
 
 // DelegationFilter selects delegations; empty fields match everything.
@@ -146,9 +146,9 @@ func (f DelegationFilter) match(d Delegation) bool {
 func (db DelegationBook) List(f DelegationFilter) ([]Delegation, error) {
 	s := db.s
 	var out []Delegation
-	err := eachDoc(s, Delegations, func(_ string, d Delegation) error {
+	err := eachDoc(s, Delegations, func(path string, d Delegation) error {
 		if f.match(d) {
-			out = append(out, d)
+			out = append(out, d.served(s.Rel(path)))
 		}
 		return nil
 	})

@@ -45,16 +45,36 @@ type QuarantinedLine struct {
 // configProblems is what is wrong with config.toml and the passkeys it
 // implies.
 func (s *Store) configProblems() []Problem {
+	rel := s.Rel(s.ConfigPath())
 	cfg, err := s.LoadConfig()
-	if err == nil {
-		return s.passkeyProblems(cfg)
+	if err != nil {
+		errs := []error{err}
+		if data, rerr := os.ReadFile(s.ConfigPath()); rerr == nil {
+			if _, all := CheckConfig(rel, data); len(all) > 0 {
+				errs = all // every error at once, not the first alone
+			}
+		}
+		return configErrorProblems(rel, errs)
 	}
-	p := Problem{Path: s.Rel(s.ConfigPath()), Reason: err.Error()}
-	var le *LineError
-	if errors.As(err, &le) {
-		p.Line, p.Reason = le.Line, le.Err.Error()
+	problems := configErrorProblems(rel, cfg.Warnings)
+	if len(cfg.Agents) == 0 {
+		problems = append(problems, Problem{Path: rel, Reason: "the config names no agents, so no message can be sent and no agent started: add one with aipm agent add (aipm config example shows the [[agents]] entries)"})
 	}
-	return []Problem{p}
+	return append(problems, s.passkeyProblems(cfg)...)
+}
+
+// configErrorProblems turns config errors (rel:LINE: what) into problems.
+func configErrorProblems(rel string, errs []error) []Problem {
+	var out []Problem
+	for _, err := range errs {
+		p := Problem{Path: rel, Reason: err.Error()}
+		var le *LineError
+		if errors.As(err, &le) {
+			p.Line, p.Reason = le.Line, le.Err.Error()
+		}
+		out = append(out, p)
+	}
+	return out
 }
 
 // checkDir is doctor's look at a directory: quarantine/ and logs/ are
@@ -86,9 +106,10 @@ func (s *Store) checkFile(ctx context.Context, path string, d fs.DirEntry, repai
 		}
 		return []Problem{p}, nil
 	case strings.HasSuffix(name, ".jsonl"):
-		return s.checkJSONL(ctx, path, repair)
+		ps, err := s.checkJSONL(ctx, path, repair)
+		return append(ps, s.longFieldProblems(path)...), err
 	case strings.HasSuffix(name, ".json"):
-		return s.checkJSONDoc(path), nil
+		return append(s.checkJSONDoc(path), s.longFieldProblems(path)...), nil
 	}
 	return nil, nil
 }

@@ -210,7 +210,7 @@ func (s *Store) Unread(ctx context.Context, agent string, limit int, peek bool) 
 	if err != nil {
 		return nil, false, err
 	}
-	msgs, err := decodeMessages(res)
+	msgs, err := s.decodeMessages(agent, res)
 	return msgs, res.More, err
 }
 
@@ -223,11 +223,12 @@ func (s *Store) Deliver(ctx context.Context, ses Session, limit int) ([]Message,
 	if err != nil {
 		return nil, false, err
 	}
-	msgs, err := decodeMessages(res)
+	msgs, err := s.decodeMessages(ses.Agent, res)
 	return msgs, res.More, err
 }
 
-func decodeMessages(res ReadResult) ([]Message, error) {
+func (s *Store) decodeMessages(agent string, res ReadResult) ([]Message, error) {
+	path, _ := s.ChatPath(agent)
 	out := make([]Message, 0, len(res.Records))
 	for i, r := range res.Records {
 		var m Message
@@ -235,7 +236,7 @@ func decodeMessages(res ReadResult) ([]Message, error) {
 			return nil, fmt.Errorf("chat line %d: %w", r.Line, err)
 		}
 		m.Redelivered = res.Redelivered[i]
-		out = append(out, m)
+		out = append(out, m.served(lineOf(s.Rel(path), r.Line)))
 	}
 	return out, nil
 }
@@ -303,7 +304,7 @@ func (s *Store) tail(path string, end int64, n int) ([]Message, error) {
 		if _, err := f.ReadAt(buf, start); err != nil && !errors.Is(err, io.EOF) {
 			return nil, fmt.Errorf("read %s: %w", s.Rel(path), err)
 		}
-		out := lastMessages(buf, start > 0, n)
+		out := lastMessages(buf, start > 0, n, s.Rel(path))
 		if len(out) == n || start == 0 || window == contextWindow {
 			return out, nil
 		}
@@ -312,7 +313,7 @@ func (s *Store) tail(path string, end int64, n int) ([]Message, error) {
 
 // lastMessages decodes up to n messages from the end of buf, oldest first;
 // partial says buf's first line may be cut.
-func lastMessages(buf []byte, partial bool, n int) []Message {
+func lastMessages(buf []byte, partial bool, n int, rel string) []Message {
 	lines := strings.Split(strings.TrimSuffix(string(buf), "\n"), "\n")
 	if partial {
 		lines = lines[1:]
@@ -320,7 +321,7 @@ func lastMessages(buf []byte, partial bool, n int) []Message {
 	var out []Message
 	for i := len(lines) - 1; i >= 0 && len(out) < n; i-- {
 		if m, err := DecodeMessage([]byte(lines[i])); err == nil {
-			out = append(out, m)
+			out = append(out, m.served(rel))
 		}
 	}
 	slices.Reverse(out)
@@ -359,7 +360,7 @@ func (s *Store) decodeLog(path string, recs []Record) ([]Message, []*LineError) 
 			bad = append(bad, &LineError{Path: s.Rel(path), Line: r.Line, Err: err})
 			continue
 		}
-		out = append(out, m)
+		out = append(out, m.served(lineOf(s.Rel(path), r.Line)))
 	}
 	return out, bad
 }

@@ -127,7 +127,7 @@ func (s *Store) FollowNotifications(agent string, cur Cursor) ([]Notification, C
 			bad = append(bad, &LineError{Line: r.Line, Err: err})
 			continue
 		}
-		out = append(out, n)
+		out = append(out, n.served(lineOf(s.Rel(path), r.Line)))
 	}
 	for _, le := range bad {
 		le.Path = s.Rel(path)
@@ -195,6 +195,9 @@ func (s *Store) readNotifications(ctx context.Context, ses Session, opt ReadOpti
 			return nil, false, fmt.Errorf("notification at line %d: %w", r.Line, err)
 		}
 		out[i].Redelivered = res.Redelivered[i]
+		if path, err := s.NotificationsPath(ses.Agent); err == nil {
+			out[i] = out[i].served(lineOf(s.Rel(path), r.Line))
+		}
 	}
 	return out, res.More, nil
 }

@@ -64,7 +64,7 @@ func Init(projectDir, name string) (*Store, error) {
 		return nil, fmt.Errorf("init: %w", err)
 	}
 	var cfg bytes.Buffer
-	fmt.Fprintf(&cfg, "# aipm project configuration; config.example.toml documents every key.\n\n")
+	fmt.Fprintf(&cfg, "# aipm project configuration; aipm config example prints every key.\n\n")
 	fmt.Fprintf(&cfg, "[project]\n")
 	if err := toml.NewEncoder(&cfg).Encode(ProjectConfig{Name: name, ID: NewID("prj_")}); err != nil {
 		return nil, fmt.Errorf("init: encode config: %w", err)
@@ -158,6 +158,9 @@ func editConfigText(name string, old []byte, exists bool, edit func(text []byte,
 	updated, err := edit(old, cfg)
 	if err != nil {
 		return nil, err
+	}
+	if updated == nil {
+		return nil, nil // nothing to write
 	}
 	if _, err := ParseConfig(name, updated); err != nil {
 		return nil, kindf(ErrInvalid, "the change would leave an invalid config: %v", err)

@@ -240,7 +240,7 @@ func (s *Store) Task(id string) (Task, error) {
 		}
 		return Task{}, err
 	}
-	return t, nil
+	return t.served(s.Rel(path)), nil
 }
 
 // TaskFilter selects tasks; empty fields match everything.
@@ -299,7 +299,7 @@ func (s *Store) Tasks(f TaskFilter) ([]Task, bool, []error, error) {
 				s.recheckTask(id) // edited in place since the index looked
 				continue
 			}
-			out = append(out, t)
+			out = append(out, t.served(s.Rel(filepath.Join(dir, id+".json"))))
 		}
 		if want == 0 || len(ids) < want {
 			return out, false, bad, nil
@@ -438,10 +438,10 @@ func (s *Store) UpdateTask(ctx context.Context, cfg *Config, id, by string, ch T
 	if Interrupts(before, after, by) {
 		in := Interruption{Agent: after.Assignee, By: by, Reason: ch.Reason, Task: &after, StatusChange: true}
 		if _, _, err := s.WriteInterrupt(ctx, in); err != nil {
-			return after, fmt.Errorf("task %s changed, but the interrupt for %s was not written: %w", id, after.Assignee, err)
+			return after.served(s.Rel(path)), fmt.Errorf("task %s changed, but the interrupt for %s was not written: %w", id, after.Assignee, err)
 		}
 	}
-	return after, nil
+	return after.served(s.Rel(path)), nil
 }
 
 // checkStart refuses to set a task in progress (from before to after) for

@@ -134,12 +134,18 @@ func (s *Server) loadConfig() (*fsstore.Config, error) {
 		return s.cfg, nil
 	}
 	cfg, err := s.store.LoadConfig()
+	if err == nil {
+		err = fsstore.Adopt(s.cfg, cfg)
+	}
 	if err != nil {
 		if s.cfg != nil {
 			s.log.Warn("config is invalid; keeping the previous one", "err", err)
 			return s.cfg, nil
 		}
 		return nil, err
+	}
+	for _, w := range cfg.Warnings {
+		s.log.Warn("config: " + w.Error())
 	}
 	s.cfg, s.cfgStamp = cfg, stamp
 	return cfg, nil

@@ -234,6 +234,9 @@ func (d *Daemon) loadConfig() error {
 // force and is logged as config.toml:LINE: error.
 func (d *Daemon) reloadConfig() {
 	cfg, err := d.store.LoadConfig()
+	if err == nil {
+		err = fsstore.Adopt(d.cfg, cfg)
+	}
 	if err != nil {
 		d.log.Error("config not reloaded; keeping the previous one", "err", err)
 		return

@@ -89,6 +89,7 @@ func (e *env) open() (*fsstore.Store, *fsstore.Config, error) {
 	if err != nil {
 		return store, nil, err
 	}
+	e.warnConfig(cfg)
 	return store, cfg, nil
 }
 
@@ -163,4 +164,17 @@ func aiAgent(cfg *fsstore.Config, id, why string) error {
 		return usageError("agent %q is a human: %s", id, why)
 	}
 	return nil
+}
+
+// warnConfig prints, in one line on stderr, what the config holds that aipm
+// ignores (an unknown key: a typo, most often); the command goes on.
+func (e *env) warnConfig(cfg *fsstore.Config) {
+	if len(cfg.Warnings) == 0 {
+		return
+	}
+	more := ""
+	if n := len(cfg.Warnings) - 1; n > 0 {
+		more = fmt.Sprintf(" (and %d more: aipm doctor lists them)", n)
+	}
+	fmt.Fprintf(e.stderr, "aipm: warning: %v%s\n", cfg.Warnings[0], more)
 }

@@ -350,10 +350,14 @@ func cmdWaitFor(ts *testscript.TestScript, neg bool, args []string) {
 }
 
 // handedit FILE KEY VALUE sets a top-level string field of a JSON document
-// the way an editor saves: a new file renamed over the old one.
+// the way an editor saves: a new file renamed over the old one. A VALUE
+// of @PATH is the content of the file PATH (a long text).
 func cmdHandEdit(ts *testscript.TestScript, neg bool, args []string) {
 	if neg || len(args) != 3 {
 		ts.Fatalf("usage: handedit FILE KEY VALUE")
+	}
+	if name, ok := strings.CutPrefix(args[2], "@"); ok {
+		args[2] = ts.ReadFile(name)
 	}
 	path := ts.MkAbs(args[0])
 	data, err := os.ReadFile(path)

@@ -154,20 +154,10 @@ func checkAuthRequest(cfg *Config, agent, projectID, requested string) error {
 }
 
 // checkCredential checks agent's passkey, slowed per agent across
-// processes: a failure is counted, a success resets the count.
+// processes (guardCredential): a failure is counted, a success resets the
+// count.
 func (s *Store) checkCredential(ctx context.Context, agent, passkey string) error {
-	if err := s.checkBackoff(agent, time.Now().UTC()); err != nil {
-		return err
-	}
-	if err := s.checkPasskey(agent, passkey); err != nil {
-		if errors.Is(err, ErrBadPasskey) {
-			if rerr := s.recordAuthFailure(ctx, agent, time.Now().UTC()); rerr != nil {
-				return fmt.Errorf("%w (and the failure could not be counted: %v)", err, rerr)
-			}
-		}
-		return err
-	}
-	return s.resetAuthFailures(ctx, agent)
+	return s.guardCredential(ctx, agent, func() error { return s.checkPasskey(agent, passkey) })
 }
 
 // sweepSessions ends the sessions that are over without anyone having

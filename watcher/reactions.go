@@ -96,7 +96,7 @@ func reactRuns(d *Daemon, p *Pass) error {
 	}
 	p.Runs = p.Runs[:0]
 	for _, r := range runs {
-		if d.starter.owns(r) || r.Alive() {
+		if d.starter.owns(r) || d.store.Runs().Live(r) {
 			p.Runs = append(p.Runs, r)
 			if !d.starter.owns(r) {
 				p.Due(p.Now.Add(adoptedPoll)) // nobody waits on it: look again

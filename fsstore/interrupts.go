@@ -4,6 +4,7 @@ import (
 	"cmp"
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"time"
 )
@@ -23,12 +24,17 @@ type Interruption struct {
 	UnlessSince time.Time
 }
 
+// ErrNobodyToInterrupt says an interrupt about no task found no live
+// session of its agent to read it.
+var ErrNobodyToInterrupt = errors.New("nobody to interrupt")
+
 // HandEdit is who changed a task file by hand, as far as anyone knows.
 const HandEdit = "a human (hand edit of the task file)"
 
 // WriteInterrupt is the one writer of interrupt notifications: task status
 // changes (UpdateTask), the watcher's reaction to a hand edit, and `aipm
-// interrupt` all call it. An interrupt about a task also ends the task's
+// interrupt` all call it. An interrupt about no task needs a live session
+// of its agent (ErrNobodyToInterrupt). An interrupt about a task also ends the task's
 // open delegations (endTaskDelegations). An interrupt for a status change
 // is keyed by the change (InterruptKey), so the same change never
 // interrupts twice. It
@@ -36,6 +42,10 @@ const HandEdit = "a human (hand edit of the task file)"
 // keyed interrupt whose key is in the file is not written again either,
 // but reports true).
 func (s *Store) WriteInterrupt(ctx context.Context, in Interruption) (Notification, bool, error) {
+	if in.Task == nil && !s.hasLiveSession(in.Agent, "") {
+		// Only a session live now reads it: one started later never would.
+		return Notification{}, false, kindf(ErrNobodyToInterrupt, "nobody to interrupt: %s has no live session (an interrupt about no task is only for a session live now)", in.Agent)
+	}
 	n := Notification{Type: NotifyInterrupt, From: in.By, Message: interruptText(in)}
 	if in.Task != nil {
 		n.TaskID = in.Task.ID

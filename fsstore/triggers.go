@@ -153,8 +153,9 @@ func (tq TriggerQueue) Untaken(agent, purpose string, since time.Time) bool {
 	return s.readDoc(path, &t) == nil && t.CreatedAt.Before(since)
 }
 
-// hasLiveSession says whether agent has a live session of purpose; it
-// reads the agent's session index and documents, without a lock.
+// hasLiveSession says whether agent has a live session (one a sweep would
+// keep) of purpose, or of any purpose when purpose is ""; it reads the
+// agent's session index and documents, without a lock.
 func (s *Store) hasLiveSession(agent, purpose string) bool {
 	ids, err := s.agentSessionIDs(agent)
 	if err != nil {
@@ -163,7 +164,10 @@ func (s *Store) hasLiveSession(agent, purpose string) bool {
 	now := time.Now()
 	for _, id := range ids {
 		ses, err := s.session(id)
-		if err == nil && ses.Agent == agent && ses.Purpose == purpose && ses.Live(now) {
+		if err != nil || ses.Agent != agent || purpose != "" && ses.Purpose != purpose {
+			continue
+		}
+		if over, _ := sessionVerdict(ses, now); !over {
 			return true
 		}
 	}

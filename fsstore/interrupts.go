@@ -3,9 +3,12 @@ package fsstore
 import (
 	"cmp"
 	"context"
+	"crypto/sha256"
+	"encoding/hex"
 	"encoding/json"
 	"errors"
 	"fmt"
+	"os"
 	"time"
 )
 
@@ -20,8 +23,13 @@ type Interruption struct {
 	// set to blocked or cancelled (rather than an explicit aipm interrupt).
 	StatusChange bool
 	// UnlessSince, when set, writes nothing if an interrupt about Task was
-	// written at or after it (the watcher: one per task session).
+	// written at or after it (a restarted watcher, which cannot tell a
+	// hand edit made while it was away from a change through aipm).
 	UnlessSince time.Time
+	// HandEdit says Task's status was changed by a hand edit of its file:
+	// the interrupt is keyed by that change (HandEditKey), so each edit
+	// that warrants one interrupts once, however often it is seen.
+	HandEdit bool
 }
 
 // ErrNobodyToInterrupt says an interrupt about no task found no live
@@ -50,7 +58,14 @@ func (s *Store) WriteInterrupt(ctx context.Context, in Interruption) (Notificati
 	if in.Task != nil {
 		n.TaskID = in.Task.ID
 	}
-	if in.StatusChange && in.Task != nil && in.UnlessSince.IsZero() {
+	switch {
+	case in.HandEdit && in.Task != nil:
+		key, err := s.HandEditKey(*in.Task)
+		if err != nil {
+			return Notification{}, false, fmt.Errorf("interrupt %s: %w", in.Agent, err)
+		}
+		n.Key = key
+	case in.StatusChange && in.Task != nil && in.UnlessSince.IsZero():
 		// A change made through aipm has a fresh statusChangedAt; a hand
 		// edit keeps the old one, so its key could match an earlier change.
 		n.Key = InterruptKey(*in.Task)
@@ -79,6 +94,23 @@ func (s *Store) WriteInterrupt(ctx context.Context, in Interruption) (Notificati
 		return Notification{}, false, nil
 	}
 	return n, true, nil
+}
+
+// HandEditKey is the key of the interrupt caused by a hand edit of task
+// t's file: its status and a hash of the file's content, since a hand edit
+// keeps the old statusChangedAt. The same save seen again has the same key;
+// a later edit (blocked, in_progress, then cancelled) a new one.
+func (s *Store) HandEditKey(t Task) (string, error) {
+	path, err := s.DocPath(Tasks, t.ID)
+	if err != nil {
+		return "", err
+	}
+	data, err := os.ReadFile(path)
+	if err != nil {
+		return "", fmt.Errorf("read %s: %w", s.Rel(path), err)
+	}
+	sum := sha256.Sum256(data)
+	return "interrupt:" + t.ID + ":" + t.Status + ":edit:" + hex.EncodeToString(sum[:12]), nil
 }
 
 // interruptText is the one text of each kind of interrupt: what happened,

@@ -36,6 +36,10 @@ type Interruption struct {
 // session of its agent to read it.
 var ErrNobodyToInterrupt = errors.New("nobody to interrupt")
 
+// interruptKind is the kind of the interrupt a status change to the key
+// causes.
+var interruptKind = map[string]string{StatusBlocked: InterruptPause, StatusCancelled: InterruptCancel}
+
 // HandEdit is who changed a task file by hand, as far as anyone knows.
 const HandEdit = "a human (hand edit of the task file)"
 
@@ -57,6 +61,9 @@ func (s *Store) WriteInterrupt(ctx context.Context, in Interruption) (Notificati
 	n := Notification{Type: NotifyInterrupt, From: in.By, Message: interruptText(in)}
 	if in.Task != nil {
 		n.TaskID = in.Task.ID
+		if in.StatusChange {
+			n.Kind = interruptKind[in.Task.Status]
+		}
 	}
 	switch {
 	case in.HandEdit && in.Task != nil:

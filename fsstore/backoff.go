@@ -57,56 +57,49 @@ func backoffAfter(failures int) time.Duration {
 
 func (s *Store) authPath(agent string) (string, error) { return s.agentFile(agent, "auth.json") }
 
-// checkBackoff refuses an attempt made before the agent's back-off ends.
-func (s *Store) checkBackoff(agent string, now time.Time) error {
+// guardCredential runs check (the passkey's comparison) slowed per agent
+// across processes: under the agent directory's lock it refuses an attempt
+// made before the back-off ends, runs check, and counts a failure
+// (ErrBadPasskey) or forgets the failures after a success. One lock for
+// the three, so that guessers at once are as slow as one guesser in turn.
+func (s *Store) guardCredential(ctx context.Context, agent string, check func() error) error {
 	path, err := s.authPath(agent)
 	if err != nil {
 		return err
-	}
-	var f authFailures
-	if err := s.readDoc(path, &f); err != nil {
-		if errors.Is(err, ErrNotFound) {
-			return nil
-		}
-		return err
-	}
-	if now.Before(f.NotBefore) {
-		return &BackoffError{Agent: agent, Failures: f.Failures, Until: f.NotBefore, Now: now}
-	}
-	return nil
-}
-
-// recordAuthFailure counts one more failure and sets the next wait.
-func (s *Store) recordAuthFailure(ctx context.Context, agent string, now time.Time) error {
-	path, err := s.authPath(agent)
-	if err != nil {
-		return err
-	}
-	_, err = UpdateDoc(ctx, s, path, ModePrivateFile, func(f *authFailures, _ bool) error {
-		f.Failures++
-		f.LastFailureAt = now
-		f.NotBefore = now.Add(backoffAfter(f.Failures))
-		return nil
-	})
-	return err
-}
-
-// resetAuthFailures forgets the failures after a success.
-func (s *Store) resetAuthFailures(ctx context.Context, agent string) error {
-	path, err := s.authPath(agent)
-	if err != nil {
-		return err
-	}
-	if _, err := os.Stat(path); errors.Is(err, os.ErrNotExist) {
-		return nil
 	}
 	unlock, err := s.lockDir(ctx, filepath.Dir(path))
 	if err != nil {
 		return err
 	}
 	defer unlock()
-	if err := os.Remove(path); err != nil && !errors.Is(err, os.ErrNotExist) {
-		return fmt.Errorf("reset failed authenticates: %w", err)
+	now := testHookAuthNow().UTC()
+	var f authFailures
+	exists := true
+	if err := s.readDoc(path, &f); err != nil {
+		if !errors.Is(err, ErrNotFound) {
+			return err
+		}
+		exists = false
 	}
-	return nil
+	if now.Before(f.NotBefore) {
+		return &BackoffError{Agent: agent, Failures: f.Failures, Until: f.NotBefore, Now: now}
+	}
+	err = check()
+	switch {
+	case err == nil && exists:
+		if rerr := os.Remove(path); rerr != nil && !errors.Is(rerr, os.ErrNotExist) {
+			return fmt.Errorf("reset failed authenticates: %w", rerr)
+		}
+	case errors.Is(err, ErrBadPasskey):
+		f.Failures++
+		f.LastFailureAt = now
+		f.NotBefore = now.Add(backoffAfter(f.Failures))
+		if rerr := s.writeDoc(path, f, ModePrivateFile); rerr != nil {
+			return fmt.Errorf("%w (and the failure could not be counted: %v)", err, rerr)
+		}
+	}
+	return err
 }
+
+// testHookAuthNow, in tests, is the clock of guardCredential.
+var testHookAuthNow = time.Now

@@ -3,8 +3,12 @@ package fsstore
 import (
 	"cmp"
 	"context"
+	"crypto/sha256"
+	"encoding/hex"
 	"encoding/json"
+	"errors"
 	"fmt"
+	"os"
 	"time"
 )
 
@@ -19,16 +23,30 @@ type Interruption struct {
 	// set to blocked or cancelled (rather than an explicit aipm interrupt).
 	StatusChange bool
 	// UnlessSince, when set, writes nothing if an interrupt about Task was
-	// written at or after it (the watcher: one per task session).
+	// written at or after it (a restarted watcher, which cannot tell a
+	// hand edit made while it was away from a change through aipm).
 	UnlessSince time.Time
+	// HandEdit says Task's status was changed by a hand edit of its file:
+	// the interrupt is keyed by that change (HandEditKey), so each edit
+	// that warrants one interrupts once, however often it is seen.
+	HandEdit bool
 }
+
+// ErrNobodyToInterrupt says an interrupt about no task found no live
+// session of its agent to read it.
+var ErrNobodyToInterrupt = errors.New("nobody to interrupt")
+
+// interruptKind is the kind of the interrupt a status change to the key
+// causes.
+var interruptKind = map[string]string{StatusBlocked: InterruptPause, StatusCancelled: InterruptCancel}
 
 // HandEdit is who changed a task file by hand, as far as anyone knows.
 const HandEdit = "a human (hand edit of the task file)"
 
 // WriteInterrupt is the one writer of interrupt notifications: task status
 // changes (UpdateTask), the watcher's reaction to a hand edit, and `aipm
-// interrupt` all call it. An interrupt about a task also ends the task's
+// interrupt` all call it. An interrupt about no task needs a live session
+// of its agent (ErrNobodyToInterrupt). An interrupt about a task also ends the task's
 // open delegations (endTaskDelegations). An interrupt for a status change
 // is keyed by the change (InterruptKey), so the same change never
 // interrupts twice. It
@@ -36,11 +54,25 @@ const HandEdit = "a human (hand edit of the task file)"
 // keyed interrupt whose key is in the file is not written again either,
 // but reports true).
 func (s *Store) WriteInterrupt(ctx context.Context, in Interruption) (Notification, bool, error) {
+	if in.Task == nil && !s.hasLiveSession(in.Agent, "") {
+		// Only a session live now reads it: one started later never would.
+		return Notification{}, false, kindf(ErrNobodyToInterrupt, "nobody to interrupt: %s has no live session (an interrupt about no task is only for a session live now)", in.Agent)
+	}
 	n := Notification{Type: NotifyInterrupt, From: in.By, Message: interruptText(in)}
 	if in.Task != nil {
 		n.TaskID = in.Task.ID
+		if in.StatusChange {
+			n.Kind = interruptKind[in.Task.Status]
+		}
 	}
-	if in.StatusChange && in.Task != nil && in.UnlessSince.IsZero() {
+	switch {
+	case in.HandEdit && in.Task != nil:
+		key, err := s.HandEditKey(*in.Task)
+		if err != nil {
+			return Notification{}, false, fmt.Errorf("interrupt %s: %w", in.Agent, err)
+		}
+		n.Key = key
+	case in.StatusChange && in.Task != nil && in.UnlessSince.IsZero():
 		// A change made through aipm has a fresh statusChangedAt; a hand
 		// edit keeps the old one, so its key could match an earlier change.
 		n.Key = InterruptKey(*in.Task)
@@ -69,6 +101,23 @@ func (s *Store) WriteInterrupt(ctx context.Context, in Interruption) (Notificati
 		return Notification{}, false, nil
 	}
 	return n, true, nil
+}
+
+// HandEditKey is the key of the interrupt caused by a hand edit of task
+// t's file: its status and a hash of the file's content, since a hand edit
+// keeps the old statusChangedAt. The same save seen again has the same key;
+// a later edit (blocked, in_progress, then cancelled) a new one.
+func (s *Store) HandEditKey(t Task) (string, error) {
+	path, err := s.DocPath(Tasks, t.ID)
+	if err != nil {
+		return "", err
+	}
+	data, err := os.ReadFile(path)
+	if err != nil {
+		return "", fmt.Errorf("read %s: %w", s.Rel(path), err)
+	}
+	sum := sha256.Sum256(data)
+	return "interrupt:" + t.ID + ":" + t.Status + ":edit:" + hex.EncodeToString(sum[:12]), nil
 }
 
 // interruptText is the one text of each kind of interrupt: what happened,

@@ -28,10 +28,21 @@ type Notification struct {
 	// with the same key (an interrupt's key is derived from the task state
 	// that caused it, so whoever notices the change first writes it once).
 	Key string `json:"key,omitempty"`
+	// Kind is an interrupt's kind (DESIGN section 11, seed 004): pause
+	// (its task was blocked: stop, report, wait), cancel (its task was
+	// cancelled: stop, drop the work); empty for a plain stop (aipm
+	// interrupt). WriteInterrupt sets it.
+	Kind string `json:"kind,omitempty"`
 	// Redelivered is set on delivery (never stored) when the notification
 	// may have reached a client before: a session died before acknowledging it.
 	Redelivered bool `json:"redelivered,omitempty"`
 }
+
+// Interrupt kinds (Notification.Kind).
+const (
+	InterruptPause  = "pause"
+	InterruptCancel = "cancel"
+)
 
 // InterruptKey is the key of the interrupt caused by task t's current
 // status change.

@@ -1,12 +1,14 @@
 package fsstore
 
 import (
+	"aipm/fsstore/lockedfile"
 	"context"
 	"errors"
 	"fmt"
 	"os"
 	"path/filepath"
 	"slices"
+	"strings"
 	"time"
 )
 
@@ -41,13 +43,30 @@ func (r Run) Alive() bool { return r.PID > 0 && processAlive(r.PID) }
 // already holds that slot: the claim, under the runs lock, that makes a
 // start happen once per agent and purpose. A record whose process is gone
 // is replaced (and returned as stale, so its sessions can be ended).
-func (rt RunTable) Claim(ctx context.Context, r Run) (claimed bool, stale *Run, err error) {
+//
+// A claimed slot comes with slot, the open file holding the flock of
+// runs/.<agent>.<purpose>.lock: the caller hands it to the process it
+// starts (exec.Cmd.ExtraFiles), which holds the lock for as long as it and
+// its children live, then closes its own copy. A slot whose lock is held
+// is never claimed, even when its record has no pid yet (a watcher killed
+// between starting the process and recording its pid) or no record at all.
+func (rt RunTable) Claim(ctx context.Context, r Run) (claimed bool, stale *Run, slot *os.File, err error) {
 	s := rt.s
 	path, err := s.TriggerPath(Runs, r.Agent, r.Purpose)
 	if err != nil {
-		return false, nil, err
+		return false, nil, nil, err
+	}
+	if err := s.mkdirAll(filepath.Dir(path)); err != nil {
+		return false, nil, nil, fmt.Errorf("claim run: %w", err)
+	}
+	// Taken without waiting, so holding it while UpdateDoc waits for the
+	// runs lock cannot deadlock.
+	slot, ok, err := lockedfile.TryLockFile(slotLockPath(path), ModeFile)
+	if err != nil || !ok {
+		return false, nil, nil, wrapErr("claim run", err)
 	}
 	_, err = UpdateDoc(ctx, s, path, ModeFile, func(doc *Run, exists bool) error {
+		stale, claimed = nil, false
 		if exists && doc.Alive() {
 			return ErrNoChange
 		}
@@ -59,7 +78,38 @@ func (rt RunTable) Claim(ctx context.Context, r Run) (claimed bool, stale *Run, 
 		claimed = true
 		return nil
 	})
-	return claimed, stale, err
+	if err != nil || !claimed {
+		slot.Close()
+		return false, nil, nil, err
+	}
+	return true, stale, slot, nil
+}
+
+// slotLockPath is runs/.<agent>.<purpose>.lock beside the run record path.
+func slotLockPath(path string) string {
+	return filepath.Join(filepath.Dir(path), "."+strings.TrimSuffix(filepath.Base(path), ".json")+".lock")
+}
+
+// Live says whether r's process still runs: its pid is alive, or the
+// run's slot lock (which the process inherited) is held.
+func (rt RunTable) Live(r Run) bool {
+	if r.Alive() {
+		return true
+	}
+	path, err := rt.s.TriggerPath(Runs, r.Agent, r.Purpose)
+	if err != nil {
+		return false
+	}
+	held, err := lockedfile.Held(slotLockPath(path))
+	return err == nil && held
+}
+
+// wrapErr adds what to err, or returns nil.
+func wrapErr(what string, err error) error {
+	if err == nil {
+		return nil
+	}
+	return fmt.Errorf("%s: %w", what, err)
 }
 
 // SetPID records the pid of a claimed run once its process started.

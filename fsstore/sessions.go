@@ -61,6 +61,10 @@ func (s Session) Live(now time.Time) bool {
 	return s.EndedAt.IsZero() && now.Before(s.LastSeenAt.Add(s.Idle.Duration))
 }
 
+// testHookAuthChosen, in tests, runs when authenticate has chosen the
+// purpose and has not written the session yet: where a watcher pass races.
+var testHookAuthChosen func(agent, purpose string)
+
 // ErrNothingToDo says authenticate found no work for the agent.
 var ErrNothingToDo = errors.New("nothing to do")
 
@@ -83,6 +87,9 @@ func (s *Store) Authenticate(ctx context.Context, cfg *Config, agent, passkey, p
 	purpose, taskID, err := s.choosePurpose(ctx, cfg, agent, requested, live)
 	if err != nil {
 		return Session{}, "", err
+	}
+	if testHookAuthChosen != nil {
+		testHookAuthChosen(agent, purpose)
 	}
 	var secret [24]byte
 	if _, err := rand.Read(secret[:]); err != nil {
@@ -128,6 +135,12 @@ func (s *Store) Authenticate(ctx context.Context, cfg *Config, agent, passkey, p
 		return Session{}, "", err
 	}
 	s.sessionsEnded(ctx, replaced) // a replaced session hands its conversations on: nothing to fail
+	// The trigger is taken only now that the session exists: a watcher
+	// that looks in between sees the trigger or the session, never
+	// neither (it writes no trigger for a live session: TriggerQueue.Add).
+	if _, _, err := s.takeTrigger(ctx, agent, purpose); err != nil {
+		return Session{}, "", fmt.Errorf("session %s was created, but its trigger could not be taken: %w", ses.ID, err)
+	}
 	return ses, token, nil
 }
 
@@ -154,20 +167,10 @@ func checkAuthRequest(cfg *Config, agent, projectID, requested string) error {
 }
 
 // checkCredential checks agent's passkey, slowed per agent across
-// processes: a failure is counted, a success resets the count.
+// processes (guardCredential): a failure is counted, a success resets the
+// count.
 func (s *Store) checkCredential(ctx context.Context, agent, passkey string) error {
-	if err := s.checkBackoff(agent, time.Now().UTC()); err != nil {
-		return err
-	}
-	if err := s.checkPasskey(agent, passkey); err != nil {
-		if errors.Is(err, ErrBadPasskey) {
-			if rerr := s.recordAuthFailure(ctx, agent, time.Now().UTC()); rerr != nil {
-				return fmt.Errorf("%w (and the failure could not be counted: %v)", err, rerr)
-			}
-		}
-		return err
-	}
-	return s.resetAuthFailures(ctx, agent)
+	return s.guardCredential(ctx, agent, func() error { return s.checkPasskey(agent, passkey) })
 }
 
 // sweepSessions ends the sessions that are over without anyone having
@@ -283,9 +286,10 @@ func zombie(pid int) bool {
 }
 
 // requestedPurpose is choosePurpose for a purpose asked for: its trigger,
-// if any, is consumed; a task session needs a task.
+// if any, names the task (Authenticate takes it once the session exists);
+// a task session needs a task.
 func (s *Store) requestedPurpose(ctx context.Context, agent, requested string) (string, string, error) {
-	t, _, err := s.takeTrigger(ctx, agent, requested)
+	t, _, err := s.peekTrigger(agent, requested)
 	if err != nil {
 		return "", "", err
 	}
@@ -302,7 +306,8 @@ func (s *Store) requestedPurpose(ctx context.Context, agent, requested string) (
 }
 
 // choosePurpose picks the session's purpose (DESIGN section 5): the
-// requested one; else a pending trigger (consumed); else work found now; in
+// requested one; else a pending trigger (which Authenticate takes once the
+// session exists); else work found now; in
 // the last two, a purpose that already has a live session (live: the
 // agent's live sessions) is skipped.
 func (s *Store) choosePurpose(ctx context.Context, cfg *Config, agent, requested string, live []Session) (string, string, error) {
@@ -319,7 +324,7 @@ func (s *Store) choosePurpose(ctx context.Context, cfg *Config, agent, requested
 		if busy[p] != "" {
 			continue // its trigger stays for when that session is gone
 		}
-		t, ok, err := s.takeTrigger(ctx, agent, p)
+		t, ok, err := s.peekTrigger(agent, p)
 		if err != nil {
 			return "", "", err
 		}

@@ -310,12 +310,13 @@ func (s *Store) Tasks(f TaskFilter) ([]Task, bool, []error, error) {
 
 // Report results (report_completed) and the status each sets. A failed
 // task is blocked: a person has to look at it.
-var ReportResults = []string{"success", "failed", "blocked"}
+var ReportResults = []string{"success", "failed", "blocked", "cancelled"}
 
 var reportStatus = map[string]string{
-	"success": StatusDone,
-	"failed":  StatusBlocked,
-	"blocked": StatusBlocked,
+	"success":   StatusDone,
+	"failed":    StatusBlocked,
+	"blocked":   StatusBlocked,
+	"cancelled": StatusCancelled, // the report of a task cancelled under it (a cancel interrupt)
 }
 
 // ReportChange is the change an assignee's report of its task makes

@@ -33,8 +33,9 @@ func (tq TriggerQueue) Write(ctx context.Context, t Trigger) error {
 	return err
 }
 
-// Add is Write, saying whether it wrote (false: a trigger of
-// that agent and purpose was already pending).
+// Add is Write, saying whether it wrote (false: a trigger of that agent
+// and purpose was already pending, or the agent has a live session of that
+// purpose).
 func (tq TriggerQueue) Add(ctx context.Context, t Trigger) (bool, error) {
 	s := tq.s
 	path, err := s.TriggerPath(Pending, t.Agent, t.Purpose)
@@ -46,7 +47,10 @@ func (tq TriggerQueue) Add(ctx context.Context, t Trigger) (bool, error) {
 	}
 	wrote := false
 	_, err = UpdateDoc(ctx, s, path, ModeFile, func(doc *Trigger, exists bool) error {
-		if exists {
+		// Under the pending lock, which Authenticate's take of a trigger
+		// waits for after it wrote its session: a live session of that
+		// agent and purpose needs no trigger.
+		if exists || s.hasLiveSession(t.Agent, t.Purpose) {
 			return ErrNoChange
 		}
 		*doc, wrote = t, true
@@ -63,6 +67,22 @@ func (tq TriggerQueue) Pending() ([]Trigger, error) {
 	err := eachDoc(s, Pending, func(_ string, t Trigger) error { out = append(out, t); return nil })
 	sort.Slice(out, func(i, j int) bool { return out[i].CreatedAt.Before(out[j].CreatedAt) })
 	return out, err
+}
+
+// peekTrigger returns agent's trigger for purpose, if any, leaving it.
+func (s *Store) peekTrigger(agent, purpose string) (Trigger, bool, error) {
+	path, err := s.TriggerPath(Pending, agent, purpose)
+	if err != nil {
+		return Trigger{}, false, err
+	}
+	var t Trigger
+	if err := s.readDoc(path, &t); err != nil {
+		if errors.Is(err, ErrNotFound) {
+			return Trigger{}, false, nil
+		}
+		return Trigger{}, false, err
+	}
+	return t, true, nil
 }
 
 // takeTrigger removes and returns agent's trigger for purpose, if any.
@@ -131,4 +151,25 @@ func (tq TriggerQueue) Untaken(agent, purpose string, since time.Time) bool {
 	}
 	var t Trigger
 	return s.readDoc(path, &t) == nil && t.CreatedAt.Before(since)
+}
+
+// hasLiveSession says whether agent has a live session (one a sweep would
+// keep) of purpose, or of any purpose when purpose is ""; it reads the
+// agent's session index and documents, without a lock.
+func (s *Store) hasLiveSession(agent, purpose string) bool {
+	ids, err := s.agentSessionIDs(agent)
+	if err != nil {
+		return false
+	}
+	now := time.Now()
+	for _, id := range ids {
+		ses, err := s.session(id)
+		if err != nil || ses.Agent != agent || purpose != "" && ses.Purpose != purpose {
+			continue
+		}
+		if over, _ := sessionVerdict(ses, now); !over {
+			return true
+		}
+	}
+	return false
 }

@@ -320,7 +320,7 @@ func TestSeedResponseShapes(t *testing.T) {
 		t.Fatalf("get_notifications: %v", r.data)
 	}
 	n := notes[0].(map[string]any)
-	if n["type"] != "interrupt" || n["action"] != "stop" || !strings.Contains(n["instruction"].(string), "report_completed") || n["task_id"] != task.ID {
+	if n["type"] != "interrupt" || n["action"] != "pause" || !strings.Contains(n["instruction"].(string), "report_completed") || n["task_id"] != task.ID {
 		t.Errorf("interrupt notification: %v", n)
 	}
 }

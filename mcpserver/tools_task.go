@@ -193,7 +193,7 @@ func reportCompletedTool() toolSpec {
 	return toolSpec{
 		tool: mcp.Tool{
 			Name:        "report_completed",
-			Description: "Finish your task and end this session: success sets it done, failed or blocked set it blocked. (task)",
+			Description: "Finish your task and end this session: success sets it done, failed or blocked set it blocked, cancelled answers a cancel interrupt. (task)",
 			InputSchema: enums{"result": fsstore.ReportResults},
 			Annotations: idempotent,
 		},

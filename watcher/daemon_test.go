@@ -81,6 +81,9 @@ func helper(role string) error {
 		}
 		select {}
 	}
+	if play := helperRoles[role]; play != nil {
+		return play()
+	}
 	return fmt.Errorf("unknown role %q", role)
 }
 

@@ -96,7 +96,7 @@ func reactRuns(d *Daemon, p *Pass) error {
 	}
 	p.Runs = p.Runs[:0]
 	for _, r := range runs {
-		if d.starter.owns(r) || r.Alive() {
+		if d.starter.owns(r) || d.store.Runs().Live(r) {
 			p.Runs = append(p.Runs, r)
 			if !d.starter.owns(r) {
 				p.Due(p.Now.Add(adoptedPoll)) // nobody waits on it: look again
@@ -216,8 +216,10 @@ func reactTriggers(d *Daemon, p *Pass) error {
 // session on that task). A change made through aipm (UpdateTask) wrote its
 // interrupt itself; the watcher adds one for a hand edit of the task file,
 // which it recognises by the status having changed without
-// statusChangedAt. It writes at most one per session: an interrupt about
-// the task written since the session began means it was done.
+// statusChangedAt: one per such edit (keyed by the edit, HandEditKey). A
+// change it sees first (a restarted watcher) may have been made through
+// aipm: then an interrupt about the task written since the session began
+// means it was done.
 func reactInterrupts(d *Daemon, p *Pass) error {
 	for _, t := range p.Tasks {
 		if t.Status != fsstore.StatusBlocked && t.Status != fsstore.StatusCancelled {
@@ -229,10 +231,12 @@ func reactInterrupts(d *Daemon, p *Pass) error {
 		}
 		by := t.StatusChangedBy
 		prev, seen := d.tasks[t.ID]
+		unlessSince := time.Time{}
 		switch {
 		case !seen:
 			// First look (a restarted watcher): the change may be a hand
-			// edit made while no watcher ran.
+			// edit made while no watcher ran, or a change through aipm.
+			unlessSince = ses.CreatedAt
 		case prev.Status == t.Status:
 			continue // no change since the last pass
 		case prev.StatusChangedAt.Equal(t.StatusChangedAt):
@@ -249,7 +253,7 @@ func reactInterrupts(d *Daemon, p *Pass) error {
 		if by == handEdit {
 			from = "" // nobody known: the file was edited by hand
 		}
-		in := fsstore.Interruption{Agent: t.Assignee, By: from, Task: &t, StatusChange: true, UnlessSince: ses.CreatedAt}
+		in := fsstore.Interruption{Agent: t.Assignee, By: from, Task: &t, StatusChange: true, UnlessSince: unlessSince, HandEdit: true}
 		if _, wrote, err := d.store.WriteInterrupt(p.Ctx, in); err != nil {
 			return err
 		} else if !wrote {

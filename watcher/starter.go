@@ -84,7 +84,7 @@ func (st *starter) start(ctx context.Context, cfg *fsstore.Config, a fsstore.Age
 		ID: fsstore.NewID("run_"), Agent: a.ID, Purpose: t.Purpose, Command: a.Command, Reason: t.Reason, StartedAt: now,
 		Log: filepath.Join(logDir, now.Format("20060102T150405.000000000Z")+"."+t.Purpose+".log"),
 	}
-	claimed, stale, err := st.store.Runs().Claim(ctx, run)
+	claimed, stale, slot, err := st.store.Runs().Claim(ctx, run)
 	if err != nil {
 		st.log.Error("claim run", "agent", a.ID, "purpose", t.Purpose, "err", err)
 		return time.Time{}
@@ -92,10 +92,11 @@ func (st *starter) start(ctx context.Context, cfg *fsstore.Config, a fsstore.Age
 	if !claimed {
 		return time.Time{} // a live process holds it (a previous watcher's)
 	}
+	defer slot.Close() // the started process holds its own copy
 	if stale != nil {
 		st.store.Runs().EndSessions(ctx, stale.ID)
 	}
-	if err := st.spawn(cfg, a, t, &run, cred); err != nil {
+	if err := st.spawn(cfg, a, t, &run, cred, slot); err != nil {
 		st.log.Error("agent start failed", "agent", a.ID, "purpose", t.Purpose, "err", err, "cooldown", cfg.Defaults.SpawnCooldown.Duration)
 		st.store.Runs().Release(ctx, run)
 		st.cooldown[k] = time.Now().Add(cfg.Defaults.SpawnCooldown.Duration)
@@ -105,7 +106,9 @@ func (st *starter) start(ctx context.Context, cfg *fsstore.Config, a fsstore.Age
 	return time.Time{}
 }
 
-func (st *starter) spawn(cfg *fsstore.Config, a fsstore.Agent, t fsstore.Trigger, run *fsstore.Run, cred string) error {
+// spawn starts a's command; the process inherits slot, the run's lock
+// (fsstore RunTable.Claim), as its file descriptor 3.
+func (st *starter) spawn(cfg *fsstore.Config, a fsstore.Agent, t fsstore.Trigger, run *fsstore.Run, cred string, slot *os.File) error {
 	out, err := st.store.Runs().OpenLog(*run)
 	if err != nil {
 		return err
@@ -114,6 +117,7 @@ func (st *starter) spawn(cfg *fsstore.Config, a fsstore.Agent, t fsstore.Trigger
 	cmd := exec.Command(a.Command[0], a.Command[1:]...)
 	cmd.Dir = st.store.ProjectDir()
 	cmd.Stdout, cmd.Stderr = out, out
+	cmd.ExtraFiles = []*os.File{slot}
 	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true} // its children are stopped with it
 	// The watcher's own credential and identity never leak into an agent.
 	var env []string
@@ -139,6 +143,7 @@ func (st *starter) spawn(cfg *fsstore.Config, a fsstore.Agent, t fsstore.Trigger
 	if err := cmd.Start(); err != nil {
 		return fmt.Errorf("start %q: %w", a.Command[0], err)
 	}
+	failpoint("after-start")
 	run.PID = cmd.Process.Pid
 	p := &proc{run: *run, cmd: cmd, done: make(chan struct{})}
 	st.running[key(a.ID, t.Purpose)] = p
@@ -204,5 +209,15 @@ func (st *starter) stopAll(ctx context.Context, cfg *fsstore.Config, bound time.
 			}
 			deadline = nil
 		}
+	}
+}
+
+// failpoint kills this watcher with SIGKILL at the point named name when
+// the environment variable AIPM_TEST_FAILPOINT, which only tests set, names
+// it: a crash at the worst moment, on demand.
+func failpoint(name string) {
+	if os.Getenv("AIPM_TEST_FAILPOINT") == name {
+		syscall.Kill(os.Getpid(), syscall.SIGKILL)
+		select {}
 	}
 }

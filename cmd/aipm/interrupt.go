@@ -26,7 +26,8 @@ func newCmdInterrupt(e *env, runF func(*interruptOptions) error) *cobra.Command 
 		Long: `Queue an interrupt for an AI agent: the answer to its next tool call is replaced
 by the interrupt (the tool does not run), telling it to stop and report. With
 --task only the agent's task session on that task is stopped; without it any
-of its sessions. The agent sees it at its next call, not before.`,
+of its live sessions, and with none it is refused (nobody would read it). The
+agent sees it at its next call, not before.`,
 		Example: `  aipm interrupt coder "stop and wait for the new plan"
   aipm interrupt coder "wrong approach" --task 01KAQ7`,
 		Args: argsExactly(2, "an agent and a reason"),

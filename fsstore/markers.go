@@ -114,13 +114,29 @@ func markerAt(s string) (Marker, int) {
 	return "", 0
 }
 
-// markerLog is agents/<agent>/markers.json: the marked messages that have
-// already authorized an operation, so that one message authorizes one.
+// markerLog is agents/<agent>/markers.json: the markers of messages that
+// have already authorized an operation, keyed by message id and marker, so
+// that one marker authorizes one operation.
 type markerLog struct {
 	Used map[string]MarkerUsed `json:"used"`
 }
 
-// MarkerUsed records what a marked message was used for.
+// markerKey is the key of one marker of one message in markerLog.Used: a
+// message with two different markers authorizes one operation for each.
+func markerKey(msgID string, m Marker) string { return msgID + " " + m.String() }
+
+// used is the record of marker m of message msgID, if it was used; a
+// record written before markers were counted one by one is keyed by the
+// message alone and names its marker.
+func (l *markerLog) used(msgID string, m Marker) (MarkerUsed, bool) {
+	if u, ok := l.Used[markerKey(msgID, m)]; ok {
+		return u, true
+	}
+	u, ok := l.Used[msgID]
+	return u, ok && u.Marker == m.String()
+}
+
+// MarkerUsed records what a marker of a message was used for.
 type MarkerUsed struct {
 	Marker string    `json:"marker"`
 	Tool   string    `json:"tool"`
@@ -160,8 +176,9 @@ func (s *Store) WithMarker(ctx context.Context, agent string, m Marker, op func(
 		if !ok {
 			return codeErr(info.code, "%s needs the marker %s in the latest message someone sent you (%s from %s has none; a marker in your arguments does not count): ask %s to send %s followed by what they want if they want you to %s", info.tool, m, msg.ID, msg.SenderID, msg.SenderID, m, info.what)
 		}
-		if u, used := log.Used[msg.ID]; used {
-			return codeErr(CodeMarkerAlreadyUsed, "message %s from %s already authorized %s (%s): one marked message authorizes one operation; ask %s to send a new %s message for another", msg.ID, msg.SenderID, u.Tool, u.Result, msg.SenderID, m)
+		key := markerKey(msg.ID, m)
+		if u, used := log.used(msg.ID, m); used {
+			return codeErr(CodeMarkerAlreadyUsed, "the marker %s in message %s from %s already authorized %s (%s): one marker authorizes one operation; ask %s to send a new %s message for another", m, msg.ID, msg.SenderID, u.Tool, u.Result, msg.SenderID, m)
 		}
 		result, err := op(*msg, use.Body)
 		if err != nil {
@@ -170,7 +187,7 @@ func (s *Store) WithMarker(ctx context.Context, agent string, m Marker, op func(
 		if log.Used == nil {
 			log.Used = map[string]MarkerUsed{}
 		}
-		log.Used[msg.ID] = MarkerUsed{Marker: m.String(), Tool: info.tool, Result: result, At: time.Now().UTC()}
+		log.Used[key] = MarkerUsed{Marker: m.String(), Tool: info.tool, Result: result, At: time.Now().UTC()}
 		return nil
 	})
 	return err

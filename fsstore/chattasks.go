@@ -125,8 +125,18 @@ func (ct ChatTasks) UpdateTask(ctx context.Context, cfg *Config, agent, by, id s
 			return Task{}, err
 		}
 	}
-	t, err := s.UpdateTask(ctx, cfg, id, by, TaskChange{Status: status, Description: description, Owner: agent, RequireApproved: true})
+	t, err := s.UpdateTask(ctx, cfg, id, by, TaskChange{Status: status, Description: description, Owner: agent, RequireApproved: true, Planned: true})
 	return t, transitionErr(err)
+}
+
+// checkPlanned is the one check that @@タスク調整 may change task t (seed
+// 003): only while it is backlog or todo, so that chat never rewrites work
+// under way (its task session would not be told), ends it, or reopens it.
+func checkPlanned(t Task) error {
+	if t.Status != StatusBacklog && t.Status != StatusTodo {
+		return codeErr(CodeTaskNotAdjustable, "task %s is %s: @@タスク調整 changes only backlog or todo tasks; ask a human to change it with aipm task status %s (or aipm interrupt for work in progress)", t.ID, t.Status, t.ID)
+	}
+	return nil
 }
 
 // StartTask moves agent's task id to in_progress on behalf of by.

@@ -91,5 +91,6 @@ const (
 	CodeTargetAgentNotInProject          = "target_agent_not_in_project"
 	CodeTaskNotFound                     = "task_not_found"
 	CodeTaskPendingApproval              = "task_pending_approval"
+	CodeTaskNotAdjustable                = "task_not_adjustable"
 	CodeTaskRequired                     = "task_required"
 )

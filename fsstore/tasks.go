@@ -317,6 +317,9 @@ type TaskChange struct {
 	// Report makes Status apply only while the task is in progress: a
 	// report after an interrupt records the result and changes no status.
 	Report bool
+	// Planned refuses the change unless the task is backlog or todo
+	// (@@タスク調整, seed 003: checkPlanned).
+	Planned bool
 }
 
 // check is what a change must satisfy whatever the task: its texts within
@@ -406,6 +409,11 @@ func applyTaskChange(t *Task, by string, ch TaskChange, now time.Time) error {
 	}
 	if ch.RequireApproved {
 		if err := checkApproved(*t); err != nil {
+			return err
+		}
+	}
+	if ch.Planned {
+		if err := checkPlanned(*t); err != nil {
 			return err
 		}
 	}

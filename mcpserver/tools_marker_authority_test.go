@@ -1,6 +1,7 @@
 package mcpserver_test
 
 import (
+	"context"
 	"testing"
 
 	"github.com/modelcontextprotocol/go-sdk/mcp"
@@ -9,12 +10,15 @@ import (
 )
 
 // deliver sends a message to coder and hands it to coder's chat session
-// through get_pending_messages, as a running agent receives it.
+// through get_pending_messages, as a running agent receives it; a second
+// call (list_tasks) acknowledges it, so that read.json then stays as it is.
 func (p *project) deliver(cs *mcp.ClientSession, token, from, content string) {
 	p.t.Helper()
 	p.send(from, "coder", content)
-	if r := call(p.t, cs, "get_pending_messages", map[string]any{"session_token": token}); r.isError {
-		p.t.Fatalf("get_pending_messages: %s", r.text)
+	for _, tool := range []string{"get_pending_messages", "list_tasks"} {
+		if r := call(p.t, cs, tool, map[string]any{"session_token": token}); r.isError {
+			p.t.Fatalf("%s: %s", tool, r.text)
+		}
 	}
 }
 
@@ -44,5 +48,52 @@ func TestTwoMarkersOneMessage(t *testing.T) {
 	tasks, _, _, _ := p.store.Tasks(fsstore.TaskFilter{Assignee: "coder"})
 	if len(tasks) != 2 {
 		t.Fatalf("coder has %d tasks, want 2", len(tasks))
+	}
+}
+
+// @@タスク調整 changes only backlog and todo tasks (seed 003): not a task
+// in progress (its description, or marked done), blocked, done (reopened)
+// or cancelled; a refusal changes nothing. A todo task still changes.
+func TestAdjustOnlyPlannedTasks(t *testing.T) {
+	p := newProject(t)
+	ctx := context.Background()
+	cs := p.connect("")
+	token := p.authenticate(cs, "coder", "chat")
+	running := p.taskInProgress("coder", "running")
+	done := p.taskInProgress("coder", "finished")
+	if _, err := p.store.UpdateTask(ctx, p.cfg, done.ID, "coder", fsstore.TaskChange{Status: fsstore.StatusDone}); err != nil {
+		t.Fatal(err)
+	}
+	desc := "rewritten"
+	for _, tc := range []struct {
+		id   string
+		args map[string]any
+	}{
+		{running.ID, map[string]any{"description": desc}},
+		{running.ID, map[string]any{"status": "done"}},
+		{running.ID, map[string]any{"status": "cancelled"}},
+		{done.ID, map[string]any{"status": "todo"}},
+		{done.ID, map[string]any{"description": desc}},
+	} {
+		p.deliver(cs, token, "lead", "@@タスク調整: change it")
+		before := p.tree()
+		args := map[string]any{"session_token": token, "task_id": tc.id}
+		for k, v := range tc.args {
+			args[k] = v
+		}
+		if r := call(t, cs, "update_task_from_chat", args); r.code() != "task_not_adjustable" {
+			t.Fatalf("update_task_from_chat %v: %s", tc.args, r.text)
+		}
+		if p.tree() != before {
+			t.Fatalf("refused update_task_from_chat %v changed files", tc.args)
+		}
+	}
+	todo, err := p.store.CreateTask(ctx, p.cfg, fsstore.NewTask{Title: "planned", Assignee: "coder", Requester: "lead", Status: fsstore.StatusTodo})
+	if err != nil {
+		t.Fatal(err)
+	}
+	p.deliver(cs, token, "lead", "@@タスク調整: change it")
+	if r := call(t, cs, "update_task_from_chat", map[string]any{"session_token": token, "task_id": todo.ID, "description": desc}); r.isError {
+		t.Fatalf("adjust a todo task: %s", r.text)
 	}
 }

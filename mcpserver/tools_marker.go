@@ -77,7 +77,7 @@ func addRequestTask(srv *mcp.Server, s *Server, tool *mcp.Tool) {
 			return got.Task.ID, nil // created: the marker is used even if a notice failed
 		}
 		if ses.Purpose == fsstore.PurposeChat {
-			err = s.store.WithMarker(ctx, ses.Agent, fsstore.MarkerCreate, func(msg fsstore.Message, body string) (string, error) {
+			err = s.store.WithMarker(ctx, ses, fsstore.MarkerCreate, func(msg fsstore.Message, body string) (string, error) {
 				req.Requester, req.SourceMessageID = msg.SenderID, msg.ID
 				if req.Title == "" {
 					req.Title = body
@@ -133,7 +133,7 @@ func addNotifyTaskSession(srv *mcp.Server, s *Server, tool *mcp.Tool) {
 	addTool(s, srv, tool, func(ctx context.Context, _ *mcp.CallToolRequest, in NotifyTaskSessionIn) (*mcp.CallToolResult, NotifyTaskSessionOut, error) {
 		ses := sessionFrom(ctx)
 		var n fsstore.Notification
-		err := s.store.WithMarker(ctx, ses.Agent, fsstore.MarkerNotify, func(msg fsstore.Message, body string) (string, error) {
+		err := s.store.WithMarker(ctx, ses, fsstore.MarkerNotify, func(msg fsstore.Message, body string) (string, error) {
 			text := in.Message
 			if text == "" {
 				text = body
@@ -179,7 +179,7 @@ func addUpdateTaskFromChat(srv *mcp.Server, s *Server, tool *mcp.Tool) {
 			return nil, TaskOut{}, err
 		}
 		var t fsstore.Task
-		err = s.store.WithMarker(ctx, ses.Agent, fsstore.MarkerAdjust, func(msg fsstore.Message, _ string) (string, error) {
+		err = s.store.WithMarker(ctx, ses, fsstore.MarkerAdjust, func(msg fsstore.Message, _ string) (string, error) {
 			var err error
 			t, err = s.store.FromChat().UpdateTask(ctx, cfg, ses.Agent, msg.SenderID, in.TaskID, in.Description, in.Status)
 			return t.ID, err
@@ -216,7 +216,7 @@ func addStartTaskFromChat(srv *mcp.Server, s *Server, tool *mcp.Tool) {
 			return nil, TaskOut{}, err
 		}
 		var t fsstore.Task
-		err = s.store.WithMarker(ctx, ses.Agent, fsstore.MarkerStart, func(msg fsstore.Message, _ string) (string, error) {
+		err = s.store.WithMarker(ctx, ses, fsstore.MarkerStart, func(msg fsstore.Message, _ string) (string, error) {
 			var err error
 			t, err = s.store.FromChat().StartTask(ctx, cfg, ses.Agent, msg.SenderID, in.TaskID)
 			return t.ID, err

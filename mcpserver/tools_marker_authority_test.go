@@ -97,3 +97,43 @@ func TestAdjustOnlyPlannedTasks(t *testing.T) {
 		t.Fatalf("adjust a todo task: %s", r.text)
 	}
 }
+
+// Only a marker in the ordinary text of a message the session has received
+// (handed to it by get_pending_messages) counts: not one in a fenced code
+// block, inline code or a > quote, nor one in a message not fetched yet.
+func TestMarkerOnlyInOrdinaryReceivedText(t *testing.T) {
+	p := newProject(t)
+	cs := p.connect("")
+	token := p.authenticate(cs, "coder", "chat")
+	request := func() result {
+		return call(t, cs, "request_task", map[string]any{"session_token": token, "title": "x"})
+	}
+	p.send("lead", "coder", "@@タスク作成: not fetched yet")
+	before := p.tree()
+	if r := request(); r.code() != "task_request_marker_required" {
+		t.Fatalf("marker in a message not fetched yet: %s", r.text)
+	}
+	if p.tree() != before {
+		t.Fatal("refused request_task changed files")
+	}
+	for _, text := range []string{
+		"例です:\n```\n@@タスク作成: fenced\n```",
+		"send `@@タスク作成: title` to ask me",
+		"> @@タスク作成: quoted\nwhat do you think?",
+	} {
+		p.deliver(cs, token, "lead", text)
+		before := p.tree()
+		if r := request(); r.code() != "task_request_marker_required" {
+			t.Fatalf("marker in %q: %s", text, r.text)
+		}
+		if p.tree() != before {
+			t.Fatalf("refused request_task after %q changed files", text)
+		}
+	}
+	// The marked message received counts, whatever arrived after it unfetched.
+	p.deliver(cs, token, "lead", "```\ncode\n```\n@@タスク作成: ordinary text")
+	p.send("lead", "coder", "thanks")
+	if r := request(); r.isError {
+		t.Fatalf("marker in ordinary text of the latest message received: %s", r.text)
+	}
+}

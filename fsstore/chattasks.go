@@ -68,15 +68,8 @@ func (ct ChatTasks) RequestTask(ctx context.Context, cfg *Config, in TaskRequest
 	if approved {
 		return out, nil
 	}
-	deciders := cfg.humanAncestors(in.Requester)
-	if len(deciders) == 0 {
-		deciders = cfg.humanAncestors(in.Agent)
-	}
 	var failed []string
-	for _, h := range deciders {
-		if h == in.Requester {
-			continue
-		}
+	for _, h := range cfg.askedToApprove(in.Requester, in.Agent) {
 		msg := fmt.Sprintf("%s asked %s for a task, which waits for your approval: %s %q. Approve it with `aipm task approve %s`, or reject it with `aipm task reject %s --reason \"...\"`.",
 			in.Requester, in.Agent, t.ID, t.Title, t.ID, t.ID)
 		if _, err := s.Send(ctx, cfg, OutgoingMessage{From: SystemSender, To: h, Content: msg, RelatedTaskID: t.ID, Kind: KindSystem}); err != nil {

@@ -384,6 +384,11 @@ func (s *Store) UpdateTask(ctx context.Context, cfg *Config, id, by string, ch T
 			return kindf(ErrNotFound, "task %s does not exist: see list_tasks or aipm task list", id)
 		}
 		before = *t
+		if ch.Approval != "" {
+			if err := cfg.checkApprover(*t, by); err != nil {
+				return err
+			}
+		}
 		return applyTaskChange(t, by, ch, time.Now().UTC())
 	})
 	if err != nil {

@@ -63,6 +63,10 @@ type Task struct {
 	Summary         string    `json:"summary,omitempty"`
 	CreatedAt       time.Time `json:"createdAt"`
 	UpdatedAt       time.Time `json:"updatedAt"`
+
+	// PendingChange is a change asked through chat that waits for a
+	// human's decision (ChangeRequest).
+	PendingChange *ChangeRequest `json:"pendingChange,omitempty"`
 }
 
 // StatusOpen is the one rule of an open task: one not done or cancelled
@@ -384,10 +388,8 @@ func (s *Store) UpdateTask(ctx context.Context, cfg *Config, id, by string, ch T
 			return kindf(ErrNotFound, "task %s does not exist: see list_tasks or aipm task list", id)
 		}
 		before = *t
-		if ch.Approval != "" {
-			if err := cfg.checkApprover(*t, by); err != nil {
-				return err
-			}
+		if done, err := cfg.applyDecision(t, by, ch, time.Now().UTC()); done || err != nil {
+			return err
 		}
 		return applyTaskChange(t, by, ch, time.Now().UTC())
 	})

@@ -2,6 +2,7 @@ package mcpserver_test
 
 import (
 	"context"
+	"strings"
 	"testing"
 
 	"github.com/modelcontextprotocol/go-sdk/mcp"
@@ -135,5 +136,81 @@ func TestMarkerOnlyInOrdinaryReceivedText(t *testing.T) {
 	p.send("lead", "coder", "thanks")
 	if r := request(); r.isError {
 		t.Fatalf("marker in ordinary text of the latest message received: %s", r.text)
+	}
+}
+
+// A marker is the sender's instruction, so the sender's authority counts
+// (DESIGN section 11): an AI peer or a human who is neither the task's
+// creator, an ancestor of its assignee nor a manager only asks for the
+// change, which waits for approval (the sender is told, the approvers get
+// a system message) and changes nothing until a human who may decide
+// approves it; the task's ancestor changes it at once.
+func TestChatChangeAuthority(t *testing.T) {
+	p := newProject(t)
+	ctx := context.Background()
+	addBossAndGuest(t, p)
+	cs := p.connect("")
+	token := p.authenticate(cs, "coder", "chat")
+	planned, err := p.store.CreateTask(ctx, p.cfg, fsstore.NewTask{Title: "planned", Assignee: "coder", Requester: "lead", Status: fsstore.StatusTodo})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, c := range []struct{ from, tool, message string }{
+		{"reviewer", "update_task_from_chat", "@@タスク調整: cancel it"},
+		{"guest", "update_task_from_chat", "@@タスク調整: cancel it"},
+		{"reviewer", "start_task_from_chat", "@@タスク開始: start it"},
+	} {
+		p.deliver(cs, token, c.from, c.message)
+		args := map[string]any{"session_token": token, "task_id": planned.ID}
+		if c.tool == "update_task_from_chat" {
+			args["status"] = "cancelled"
+		}
+		r := call(t, cs, c.tool, args)
+		if r.isError || r.str("change_status") != "pending_approval" || !strings.Contains(r.str("instruction"), "Tell "+c.from) {
+			t.Fatalf("%s from %s: %s", c.tool, c.from, r.text)
+		}
+		if got, _ := p.store.Task(planned.ID); got.Status != fsstore.StatusTodo || got.PendingChange == nil || got.PendingChange.By != c.from {
+			t.Fatalf("after %s's %s: %+v", c.from, c.tool, got)
+		}
+	}
+	checkChangeDecision(t, p, planned.ID)
+	checkChangeAtOnce(t, p, cs, token)
+}
+
+// checkChangeDecision: lead was asked to decide reviewer's request to start
+// task id; reviewer (an AI, who asked) and guest (a human not above coder)
+// may not decide it; lead, coder's parent, approves, and the task starts.
+func checkChangeDecision(t *testing.T, p *project, id string) {
+	t.Helper()
+	ctx := context.Background()
+	planned := fsstore.Task{ID: id}
+	msgs := chatLines(t, p, "lead")
+	if len(msgs) < 3 || msgs[len(msgs)-1].Kind != fsstore.KindSystem || !strings.Contains(msgs[len(msgs)-1].Content, "aipm task approve "+planned.ID) {
+		t.Fatalf("lead was not asked: %+v", msgs)
+	}
+	for _, who := range []string{"reviewer", "guest"} {
+		if _, err := p.store.UpdateTask(ctx, p.cfg, planned.ID, who, fsstore.TaskChange{Approval: fsstore.ApprovalApproved}); err == nil || !strings.Contains(err.Error(), "may not approve") {
+			t.Fatalf("%s approved: %v", who, err)
+		}
+	}
+	if got, err := p.store.UpdateTask(ctx, p.cfg, planned.ID, "lead", fsstore.TaskChange{Approval: fsstore.ApprovalApproved}); err != nil || got.Status != fsstore.StatusInProgress || got.PendingChange != nil {
+		t.Fatalf("lead's approval: %+v %v", got, err)
+	}
+}
+
+// checkChangeAtOnce: the task's creator (guest) and the assignee's parent
+// (lead) change a task at once.
+func checkChangeAtOnce(t *testing.T, p *project, cs *mcp.ClientSession, token string) {
+	t.Helper()
+	other, err := p.store.CreateTask(context.Background(), p.cfg, fsstore.NewTask{Title: "guest's", Assignee: "coder", Requester: "guest", Status: fsstore.StatusTodo})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, from := range []string{"guest", "lead"} {
+		p.deliver(cs, token, from, "@@タスク調整: new description")
+		r := call(t, cs, "update_task_from_chat", map[string]any{"session_token": token, "task_id": other.ID, "description": "by " + from})
+		if r.isError || r.str("change_status") != "applied" || r.data["task"].(map[string]any)["description"] != "by "+from {
+			t.Fatalf("%s's change: %s", from, r.text)
+		}
 	}
 }

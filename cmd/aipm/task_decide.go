@@ -63,12 +63,15 @@ func taskDecideRun(cmd *cobra.Command, o *taskDecideOptions) error {
 	if err != nil {
 		return err
 	}
+	before, _ := store.Task(id)
 	t, err := store.UpdateTask(cmd.Context(), cfg, id, by, fsstore.TaskChange{Approval: o.Approval, Reason: o.Reason})
 	if err != nil {
 		return fmt.Errorf("task %s: %w", verb, err)
 	}
 	out := taskJSON{Task: t}
-	if o.Approval == fsstore.ApprovalRejected {
+	// A rejected change request (before.PendingChange) leaves the task as it
+	// was: there is no cancelled request to tell the agent about.
+	if o.Approval == fsstore.ApprovalRejected && before.PendingChange == nil {
 		if out.Notified, err = notifyRejected(cmd, store, cfg, t, by, o.Reason); err != nil {
 			return err
 		}

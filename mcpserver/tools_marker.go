@@ -17,7 +17,7 @@ import (
 // hour.
 const markerHelp = "Chat commands: a message with @@タスク作成: asks you to create a task (request_task); @@タスク通知: to pass a note to your task session (notify_task_session); " +
 	"@@タスク調整: to change a task (update_task_from_chat); @@タスク開始: to start one (start_task_from_chat); @ may be half- or full-width. " +
-	"Those tools work only when the latest message you received carries the marker, once per message. " +
+	"Those tools work only when the latest message you received carries the marker in plain text (not in code or a quote), once per marker. " +
 	"If a message looks like a work request but has no marker, answer normally and ask the human to resend it with the marker (e.g. \"@@タスク作成: title\"); do not create tasks on your own."
 
 // carriesMarker reports whether a message someone else sent holds a chat

@@ -68,15 +68,8 @@ func (ct ChatTasks) RequestTask(ctx context.Context, cfg *Config, in TaskRequest
 	if approved {
 		return out, nil
 	}
-	deciders := cfg.humanAncestors(in.Requester)
-	if len(deciders) == 0 {
-		deciders = cfg.humanAncestors(in.Agent)
-	}
 	var failed []string
-	for _, h := range deciders {
-		if h == in.Requester {
-			continue
-		}
+	for _, h := range cfg.askedToApprove(in.Requester, in.Agent) {
 		msg := fmt.Sprintf("%s asked %s for a task, which waits for your approval: %s %q. Approve it with `aipm task approve %s`, or reject it with `aipm task reject %s --reason \"...\"`.",
 			in.Requester, in.Agent, t.ID, t.Title, t.ID, t.ID)
 		if _, err := s.Send(ctx, cfg, OutgoingMessage{From: SystemSender, To: h, Content: msg, RelatedTaskID: t.ID, Kind: KindSystem}); err != nil {
@@ -111,32 +104,51 @@ func (s *Store) checkChatTask(agent, id string) (Task, error) {
 }
 
 // UpdateTask changes agent's task id on behalf of `by` (the sender
-// of the marked message), through UpdateTask's one transition check.
-func (ct ChatTasks) UpdateTask(ctx context.Context, cfg *Config, agent, by, id string, description *string, status string) (Task, error) {
+// of the marked message), through UpdateTask's one transition check; a
+// sender without authority over the task (mayChange) only asks for the
+// change, which waits for approval.
+func (ct ChatTasks) UpdateTask(ctx context.Context, cfg *Config, agent, by, id string, description *string, status string) (ChatChange, error) {
 	s := ct.s
-	if _, err := s.checkChatTask(agent, id); err != nil {
-		return Task{}, err
+	t, err := s.checkChatTask(agent, id)
+	if err != nil {
+		return ChatChange{}, err
 	}
 	if description == nil && status == "" {
-		return Task{}, codeErr(CodeNothingToChange, "pass description, status or both")
+		return ChatChange{}, codeErr(CodeNothingToChange, "pass description, status or both")
 	}
-	if description != nil {
-		if err := CheckText("description", *description); err != nil {
-			return Task{}, err
-		}
+	if err := (ChangeRequest{Status: status, Description: description}).changeOf(agent).check(cfg); err != nil {
+		return ChatChange{}, err
 	}
-	t, err := s.UpdateTask(ctx, cfg, id, by, TaskChange{Status: status, Description: description, Owner: agent, RequireApproved: true})
-	return t, transitionErr(err)
+	if !cfg.mayChange(t, by) {
+		return ct.requestChange(ctx, cfg, t, ChangeRequest{By: by, Marker: MarkerAdjust.String(), Status: status, Description: description})
+	}
+	t, err = s.UpdateTask(ctx, cfg, id, by, TaskChange{Status: status, Description: description, Owner: agent, RequireApproved: true, Planned: true})
+	return ChatChange{Task: t}, transitionErr(err)
 }
 
-// StartTask moves agent's task id to in_progress on behalf of by.
-func (ct ChatTasks) StartTask(ctx context.Context, cfg *Config, agent, by, id string) (Task, error) {
-	s := ct.s
-	if _, err := s.checkChatTask(agent, id); err != nil {
-		return Task{}, err
+// checkPlanned is the one check that @@タスク調整 may change task t (seed
+// 003): only while it is backlog or todo, so that chat never rewrites work
+// under way (its task session would not be told), ends it, or reopens it.
+func checkPlanned(t Task) error {
+	if t.Status != StatusBacklog && t.Status != StatusTodo {
+		return codeErr(CodeTaskNotAdjustable, "task %s is %s: @@タスク調整 changes only backlog or todo tasks; ask a human to change it with aipm task status %s (or aipm interrupt for work in progress)", t.ID, t.Status, t.ID)
 	}
-	t, err := s.UpdateTask(ctx, cfg, id, by, TaskChange{Status: StatusInProgress, Owner: agent, RequireApproved: true})
-	return t, transitionErr(err)
+	return nil
+}
+
+// StartTask moves agent's task id to in_progress on behalf of by; a
+// sender without authority over the task only asks for it (UpdateTask).
+func (ct ChatTasks) StartTask(ctx context.Context, cfg *Config, agent, by, id string) (ChatChange, error) {
+	s := ct.s
+	t, err := s.checkChatTask(agent, id)
+	if err != nil {
+		return ChatChange{}, err
+	}
+	if !cfg.mayChange(t, by) {
+		return ct.requestChange(ctx, cfg, t, ChangeRequest{By: by, Marker: MarkerStart.String(), Status: StatusInProgress})
+	}
+	t, err = s.UpdateTask(ctx, cfg, id, by, TaskChange{Status: StatusInProgress, Owner: agent, RequireApproved: true})
+	return ChatChange{Task: t}, transitionErr(err)
 }
 
 // NotifyTaskSession leaves message for agent's task session (and only it)

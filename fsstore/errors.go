@@ -81,6 +81,7 @@ const (
 	CodeMessageRequired                  = "message_required"
 	CodeNoActiveConversation             = "no_active_conversation"
 	CodeNotConversationParticipant       = "not_conversation_participant"
+	CodeNotApprover                      = "not_approver"
 	CodeNotDelegationOwner               = "not_delegation_owner"
 	CodeNotTaskAssignee                  = "not_task_assignee"
 	CodeNothingToChange                  = "nothing_to_change"
@@ -91,5 +92,6 @@ const (
 	CodeTargetAgentNotInProject          = "target_agent_not_in_project"
 	CodeTaskNotFound                     = "task_not_found"
 	CodeTaskPendingApproval              = "task_pending_approval"
+	CodeTaskNotAdjustable                = "task_not_adjustable"
 	CodeTaskRequired                     = "task_required"
 )

@@ -9,6 +9,8 @@ import (
 	"strings"
 	"time"
 	"unicode/utf8"
+
+	"aipm/fsstore/lockedfile"
 )
 
 // Marker is a chat command marker (DESIGN section 11, seed 003): a human
@@ -49,15 +51,17 @@ type MarkerUse struct {
 }
 
 // ParseMarkers is the one parser of chat command markers: it returns every
-// marker in text, in order. A marker is two at signs, each half-width (@)
-// or full-width (＠), the command word, then a colon, half-width (:) or
-// full-width (：). Anything else (one @, an unknown word, no colon) is
-// ordinary text.
+// marker in the ordinary text of text, in order. A marker is two at signs,
+// each half-width (@) or full-width (＠), the command word, then a colon,
+// half-width (:) or full-width (：). Anything else (one @, an unknown word,
+// no colon) is ordinary text; a marker in a fenced code block, inline code
+// or a `>` quote does not count (ordinaryText).
 func ParseMarkers(text string) []MarkerUse {
 	var out []MarkerUse
+	ordinary := ordinaryText(text)
 	bodyStart := -1
 	for i := 0; i < len(text); {
-		m, n := markerAt(text[i:])
+		m, n := markerAt(ordinary[i:])
 		if n == 0 {
 			_, size := utf8.DecodeRuneInString(text[i:])
 			i += size
@@ -114,13 +118,29 @@ func markerAt(s string) (Marker, int) {
 	return "", 0
 }
 
-// markerLog is agents/<agent>/markers.json: the marked messages that have
-// already authorized an operation, so that one message authorizes one.
+// markerLog is agents/<agent>/markers.json: the markers of messages that
+// have already authorized an operation, keyed by message id and marker, so
+// that one marker authorizes one operation.
 type markerLog struct {
 	Used map[string]MarkerUsed `json:"used"`
 }
 
-// MarkerUsed records what a marked message was used for.
+// markerKey is the key of one marker of one message in markerLog.Used: a
+// message with two different markers authorizes one operation for each.
+func markerKey(msgID string, m Marker) string { return msgID + " " + m.String() }
+
+// used is the record of marker m of message msgID, if it was used; a
+// record written before markers were counted one by one is keyed by the
+// message alone and names its marker.
+func (l *markerLog) used(msgID string, m Marker) (MarkerUsed, bool) {
+	if u, ok := l.Used[markerKey(msgID, m)]; ok {
+		return u, true
+	}
+	u, ok := l.Used[msgID]
+	return u, ok && u.Marker == m.String()
+}
+
+// MarkerUsed records what a marker of a message was used for.
 type MarkerUsed struct {
 	Marker string    `json:"marker"`
 	Tool   string    `json:"tool"`
@@ -128,15 +148,18 @@ type MarkerUsed struct {
 	At     time.Time `json:"at"`
 }
 
-// WithMarker runs op only if the latest message agent received from someone
-// else (not the system) carries marker m and has not authorized an operation
-// before (DESIGN section 11); what the caller passes as arguments does not
-// count. The check, op and the record of the use happen under one lock
+// WithMarker runs op only if the latest message ses's agent received from
+// someone else (not the system) carries marker m and that marker has not
+// authorized an operation before (DESIGN section 11); what the caller passes
+// as arguments does not count. Received means handed to the agent: up to
+// its read cursor or the end of the batch ses holds (get_pending_messages),
+// never a message still waiting to be fetched. The check, op and the record of the use happen under one lock
 // (agents/<agent>/.lock, which read.json and auth.json updates share, and
 // always the outermost lock), so two calls cannot both use one message. op gets the marked
 // message and the marker's body, and returns the id of what it made or
 // changed. A refusal changes nothing.
-func (s *Store) WithMarker(ctx context.Context, agent string, m Marker, op func(msg Message, body string) (string, error)) error {
+func (s *Store) WithMarker(ctx context.Context, ses Session, m Marker, op func(msg Message, body string) (string, error)) error {
+	agent := ses.Agent
 	info, ok := markerInfo[m]
 	if !ok {
 		return fmt.Errorf("unknown marker %q", string(m))
@@ -149,19 +172,20 @@ func (s *Store) WithMarker(ctx context.Context, agent string, m Marker, op func(
 		return err
 	}
 	_, err = UpdateDoc(ctx, s, filepath.Join(dir, "markers.json"), ModeFile, func(log *markerLog, _ bool) error {
-		msg, err := s.lastReceived(agent)
+		msg, err := s.lastReceived(agent, ses.ID)
 		if err != nil {
 			return err
 		}
 		if msg == nil {
-			return codeErr(info.code, "%s needs the marker %s in the latest message someone sent you, and you have received none: ask the human to send %s followed by what they want, then call %s again", info.tool, m, m, info.tool)
+			return codeErr(info.code, "%s needs the marker %s in the latest message someone sent you, and you have received none (call get_pending_messages first if one is waiting): ask the human to send %s followed by what they want, then call %s again", info.tool, m, m, info.tool)
 		}
 		use, ok := FindMarker(msg.Content, m)
 		if !ok {
-			return codeErr(info.code, "%s needs the marker %s in the latest message someone sent you (%s from %s has none; a marker in your arguments does not count): ask %s to send %s followed by what they want if they want you to %s", info.tool, m, msg.ID, msg.SenderID, msg.SenderID, m, info.what)
+			return codeErr(info.code, "%s needs the marker %s in the ordinary text of the latest message someone sent you (%s from %s has none; a marker in code, in a quote or in your arguments does not count, and a message you have not fetched with get_pending_messages is not received yet): ask %s to send %s followed by what they want if they want you to %s", info.tool, m, msg.ID, msg.SenderID, msg.SenderID, m, info.what)
 		}
-		if u, used := log.Used[msg.ID]; used {
-			return codeErr(CodeMarkerAlreadyUsed, "message %s from %s already authorized %s (%s): one marked message authorizes one operation; ask %s to send a new %s message for another", msg.ID, msg.SenderID, u.Tool, u.Result, msg.SenderID, m)
+		key := markerKey(msg.ID, m)
+		if u, used := log.used(msg.ID, m); used {
+			return codeErr(CodeMarkerAlreadyUsed, "the marker %s in message %s from %s already authorized %s (%s): one marker authorizes one operation; ask %s to send a new %s message for another", m, msg.ID, msg.SenderID, u.Tool, u.Result, msg.SenderID, m)
 		}
 		result, err := op(*msg, use.Body)
 		if err != nil {
@@ -170,21 +194,22 @@ func (s *Store) WithMarker(ctx context.Context, agent string, m Marker, op func(
 		if log.Used == nil {
 			log.Used = map[string]MarkerUsed{}
 		}
-		log.Used[msg.ID] = MarkerUsed{Marker: m.String(), Tool: info.tool, Result: result, At: time.Now().UTC()}
+		log.Used[key] = MarkerUsed{Marker: m.String(), Tool: info.tool, Result: result, At: time.Now().UTC()}
 		return nil
 	})
 	return err
 }
 
 // lastReceived returns the latest message in agent's chat log that someone
-// other than agent and the system sent to it, or nil. It reads backwards
-// from the end, a window at a time.
-func (s *Store) lastReceived(agent string) (*Message, error) {
+// other than agent and the system sent to it and session has received (up
+// to the end of the batch session holds, or the read cursor), or nil. It
+// reads backwards from there, a window at a time.
+func (s *Store) lastReceived(agent, session string) (*Message, error) {
 	path, err := s.ChatPath(agent)
 	if err != nil {
 		return nil, err
 	}
-	end, err := fileSize(path)
+	end, err := s.receivedEnd(agent, session, path)
 	if err != nil || end == 0 {
 		return nil, err
 	}
@@ -204,14 +229,28 @@ func (s *Store) lastReceived(agent string) (*Message, error) {
 	}
 }
 
-// fileSize is the size of path, 0 if it does not exist.
-func fileSize(path string) (int64, error) {
+// receivedEnd is the offset in agent's chat log at path up to which session
+// has received messages: the end of the batch it holds, or else the read
+// cursor (a cursor of a replaced file counts for nothing).
+func (s *Store) receivedEnd(agent, session, path string) (int64, error) {
+	cursorPath, err := s.readCursorPath(agent)
+	if err != nil {
+		return 0, err
+	}
+	cursors, err := s.readCursors(cursorPath)
+	if err != nil {
+		return 0, err
+	}
+	cur := startFor(streamCursor(cursors, StreamChat), session)
 	fi, err := os.Stat(path)
 	if errors.Is(err, os.ErrNotExist) {
 		return 0, nil
 	}
 	if err != nil {
-		return 0, err
+		return 0, fmt.Errorf("read %s: %w", s.Rel(path), err)
 	}
-	return fi.Size(), nil
+	if cur.Inode != 0 && cur.Inode != lockedfile.Inode(fi) {
+		return 0, nil // the log was replaced: nothing in it was handed out yet
+	}
+	return min(cur.Offset, fi.Size()), nil
 }

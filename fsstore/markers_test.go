@@ -30,6 +30,18 @@ func TestParseMarkers(t *testing.T) {
 		{"＠＠ タスク作成: space", nil},
 		{"@@", nil},
 		{"", nil},
+		// Only ordinary text counts: not code, inline code or a quote.
+		{"例:\n```\n@@タスク作成: in a fence\n```\n", nil},
+		{"~~~~\n@@タスク作成: tilde fence\n~~~\nstill code", nil},
+		{"```\nunclosed fence\n@@タスク作成: x", nil},
+		{"use `@@タスク作成: x` to ask", nil},
+		{"use ``a ` @@タスク作成: x`` to ask", nil},
+		{"> @@タスク作成: quoted\nok", nil},
+		{"  >@@タスク開始: quoted", nil},
+		{"```\ncode\n```\n@@タスク作成: after the fence", []MarkerUse{{MarkerCreate, "after the fence"}}},
+		{"`code` @@タスク作成: after `x`", []MarkerUse{{MarkerCreate, "after `x`"}}},
+		{"a ` lone backtick @@タスク作成: x", []MarkerUse{{MarkerCreate, "x"}}},
+		{"a > b @@タスク作成: x", []MarkerUse{{MarkerCreate, "x"}}},
 	} {
 		got := ParseMarkers(tc.text)
 		if len(got) != len(tc.want) {
@@ -61,9 +73,10 @@ func FuzzParseMarkers(f *testing.F) {
 				t.Fatalf("body longer than the text")
 			}
 		}
-		// A text with a marker in it still has it with text around it.
+		// A text with a marker in it still has it with text after it (text
+		// before it could open a fence or make a quote ordinary).
 		if len(uses) > 0 {
-			if again := ParseMarkers("x " + s + " y"); len(again) < len(uses) {
+			if again := ParseMarkers(s + " y"); len(again) < len(uses) {
 				t.Fatalf("%q: %d markers, with text around it %d", s, len(uses), len(again))
 			}
 		}
@@ -78,6 +91,7 @@ func TestWithMarkerOnce(t *testing.T) {
 	if _, err := s.Send(ctx, cfg, OutgoingMessage{From: "lead", To: "coder", Content: "@@タスク作成: one task"}); err != nil {
 		t.Fatal(err)
 	}
+	receive(t, s)
 	if ran, used := raceWithMarker(t, s, 8); ran != 1 || used != 7 {
 		t.Fatalf("op ran %d times, %d refused as used; want 1 and 7", ran, used)
 	}
@@ -85,11 +99,12 @@ func TestWithMarkerOnce(t *testing.T) {
 	if _, err := s.Send(ctx, cfg, OutgoingMessage{From: "lead", To: "coder", Content: "@@タスク通知: note"}); err != nil {
 		t.Fatal(err)
 	}
+	receive(t, s)
 	boom := errors.New("boom")
-	if err := s.WithMarker(ctx, "coder", MarkerNotify, func(Message, string) (string, error) { return "", boom }); !errors.Is(err, boom) {
+	if err := s.WithMarker(ctx, coderSes, MarkerNotify, func(Message, string) (string, error) { return "", boom }); !errors.Is(err, boom) {
 		t.Fatal(err)
 	}
-	if err := s.WithMarker(ctx, "coder", MarkerNotify, func(Message, string) (string, error) { return "ntf_x", nil }); err != nil {
+	if err := s.WithMarker(ctx, coderSes, MarkerNotify, func(Message, string) (string, error) { return "ntf_x", nil }); err != nil {
 		t.Fatalf("after a failed operation: %v", err)
 	}
 	wantLatestReceivedMarks(t, s, cfg)
@@ -108,7 +123,7 @@ func raceWithMarker(t *testing.T, s *Store, callers int) (ran, used int) {
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
-			err := s.WithMarker(ctx, "coder", MarkerCreate, func(msg Message, body string) (string, error) {
+			err := s.WithMarker(ctx, coderSes, MarkerCreate, func(msg Message, body string) (string, error) {
 				mu.Lock()
 				ran++
 				mu.Unlock()
@@ -148,15 +163,30 @@ func wantLatestReceivedMarks(t *testing.T, s *Store, cfg *Config) {
 	if _, err := s.Send(ctx, cfg, OutgoingMessage{From: SystemSender, To: "coder", Content: "system note", Kind: KindSystem}); err != nil {
 		t.Fatal(err)
 	}
-	if m, err := s.lastReceived("coder"); err != nil || m == nil || m.Content != "@@タスク開始: go" {
+	receive(t, s)
+	if m, err := s.lastReceived("coder", ""); err != nil || m == nil || m.Content != "@@タスク開始: go" {
 		t.Fatalf("LastReceived: %+v %v", m, err)
 	}
 	if _, err := s.Send(ctx, cfg, OutgoingMessage{From: "lead", To: "coder", Content: "never mind"}); err != nil {
 		t.Fatal(err)
 	}
+	receive(t, s)
 	var ce *CodeError
-	if err := s.WithMarker(ctx, "coder", MarkerStart, func(Message, string) (string, error) { return "", nil }); !errors.As(err, &ce) || ce.Code != "task_start_marker_required" {
+	if err := s.WithMarker(ctx, coderSes, MarkerStart, func(Message, string) (string, error) { return "", nil }); !errors.As(err, &ce) || ce.Code != "task_start_marker_required" {
 		t.Fatalf("after an unmarked message: %v", err)
+	}
+}
+
+// coderSes is a session of coder with no batch of its own: what it has
+// received is what coder's read cursor is past.
+var coderSes = Session{Agent: "coder"}
+
+// receive marks everything sent to coder so far as received (the read
+// cursor moves past it), as a session's get_pending_messages does.
+func receive(t *testing.T, s *Store) {
+	t.Helper()
+	if _, _, err := s.Unread(context.Background(), "coder", 0, false); err != nil {
+		t.Fatal(err)
 	}
 }
 

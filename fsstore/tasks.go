@@ -71,6 +71,10 @@ type Task struct {
 	Summary         string    `json:"summary,omitempty"`
 	CreatedAt       time.Time `json:"createdAt"`
 	UpdatedAt       time.Time `json:"updatedAt"`
+
+	// PendingChange is a change asked through chat that waits for a
+	// human's decision (ChangeRequest).
+	PendingChange *ChangeRequest `json:"pendingChange,omitempty"`
 }
 
 // StatusOpen is the one rule of an open task: one not done or cancelled
@@ -364,6 +368,9 @@ type TaskChange struct {
 	// Report makes Status apply only while the task is in progress: a
 	// report after an interrupt records the result and changes no status.
 	Report bool
+	// Planned refuses the change unless the task is backlog or todo
+	// (@@タスク調整, seed 003: checkPlanned).
+	Planned bool
 }
 
 // check is what a change must satisfy whatever the task: its texts within
@@ -428,8 +435,15 @@ func (s *Store) UpdateTask(ctx context.Context, cfg *Config, id, by string, ch T
 			return kindf(ErrNotFound, "task %s does not exist: see list_tasks or aipm task list", id)
 		}
 		before = *t
-		if err := applyTaskChange(t, by, ch, time.Now().UTC()); err != nil {
+		now := time.Now().UTC()
+		done, err := cfg.applyDecision(t, by, ch, now)
+		if err != nil {
 			return err
+		}
+		if !done {
+			if err := applyTaskChange(t, by, ch, now); err != nil {
+				return err
+			}
 		}
 		return checkStart(cfg, before, *t)
 	})
@@ -469,6 +483,11 @@ func applyTaskChange(t *Task, by string, ch TaskChange, now time.Time) error {
 	}
 	if ch.RequireApproved {
 		if err := checkApproved(*t); err != nil {
+			return err
+		}
+	}
+	if ch.Planned {
+		if err := checkPlanned(*t); err != nil {
 			return err
 		}
 	}

@@ -236,7 +236,7 @@ func TestDelegationErrors(t *testing.T) {
 	}
 	other, _ := p.store.CreateTask(ctx, p.cfg, fsstore.NewTask{Title: "reviewer's", Assignee: "reviewer", Requester: "lead", Status: fsstore.StatusTodo})
 	long := strings.Repeat("あ", max(fsstore.MaxContext, fsstore.MaxResult)+1)
-	p.send("lead", "coder", "@@タスク通知:")
+	p.deliver(cs, tc, "lead", "@@タスク通知:")
 
 	for _, c := range []struct {
 		name, tool, token string
@@ -285,7 +285,7 @@ func TestDelegationErrors(t *testing.T) {
 		{"@@タスク調整: nothing", "update_task_from_chat", "nothing_to_change"},
 		{"@@タスク調整: someone else's", "update_task_from_chat", "not_task_assignee"},
 	} {
-		p.send("lead", "coder", c.message)
+		p.deliver(cs, tc, "lead", c.message)
 		before := p.tree()
 		args := map[string]any{"session_token": tc, "task_id": task.ID}
 		if c.code == "not_task_assignee" {

@@ -17,7 +17,7 @@ import (
 // hour.
 const markerHelp = "Chat commands: a message with @@タスク作成: asks you to create a task (request_task); @@タスク通知: to pass a note to your task session (notify_task_session); " +
 	"@@タスク調整: to change a task (update_task_from_chat); @@タスク開始: to start one (start_task_from_chat); @ may be half- or full-width. " +
-	"Those tools work only when the latest message you received carries the marker, once per message. " +
+	"Those tools work only when the latest message you received carries the marker in plain text (not in code or a quote), once per marker. " +
 	"If a message looks like a work request but has no marker, answer normally and ask the human to resend it with the marker (e.g. \"@@タスク作成: title\"); do not create tasks on your own."
 
 // carriesMarker reports whether a message someone else sent holds a chat
@@ -77,7 +77,7 @@ func addRequestTask(srv *mcp.Server, s *Server, tool *mcp.Tool) {
 			return got.Task.ID, nil // created: the marker is used even if a notice failed
 		}
 		if ses.Purpose == fsstore.PurposeChat {
-			err = s.store.WithMarker(ctx, ses.Agent, fsstore.MarkerCreate, func(msg fsstore.Message, body string) (string, error) {
+			err = s.store.WithMarker(ctx, ses, fsstore.MarkerCreate, func(msg fsstore.Message, body string) (string, error) {
 				req.Requester, req.SourceMessageID = msg.SenderID, msg.ID
 				if req.Title == "" {
 					req.Title = body
@@ -133,7 +133,7 @@ func addNotifyTaskSession(srv *mcp.Server, s *Server, tool *mcp.Tool) {
 	addTool(s, srv, tool, func(ctx context.Context, _ *mcp.CallToolRequest, in NotifyTaskSessionIn) (*mcp.CallToolResult, NotifyTaskSessionOut, error) {
 		ses := sessionFrom(ctx)
 		var n fsstore.Notification
-		err := s.store.WithMarker(ctx, ses.Agent, fsstore.MarkerNotify, func(msg fsstore.Message, body string) (string, error) {
+		err := s.store.WithMarker(ctx, ses, fsstore.MarkerNotify, func(msg fsstore.Message, body string) (string, error) {
 			text := in.Message
 			if text == "" {
 				text = body
@@ -171,23 +171,61 @@ func updateTaskFromChatTool() toolSpec {
 	}
 }
 
+// ChatTaskOut is the answer of the chat tools that change a task: the
+// change is applied, or, asked by someone without authority over the task,
+// waits for a human's approval.
+type ChatTaskOut struct {
+	Task           *TaskView `json:"task"`
+	ChangeStatus   string    `json:"change_status" jsonschema:"applied, or pending_approval when a human must approve the change first"`
+	AskedToApprove []string  `json:"asked_to_approve,omitempty"`
+	Instruction    string    `json:"instruction,omitempty"`
+}
+
+// changed is what a marker operation returns for change c: a change
+// request that was recorded uses the marker even if asking someone failed
+// (notice).
+func changed(c fsstore.ChatChange, err error, notice *error) (string, error) {
+	if c.Pending {
+		*notice = err
+		return c.Task.ID, nil
+	}
+	return c.Task.ID, err
+}
+
+// chatTaskOut is the answer for change c asked by sender.
+func chatTaskOut(c fsstore.ChatChange, sender string, notice error) ChatTaskOut {
+	out := ChatTaskOut{Task: taskRef(&c.Task), ChangeStatus: "applied"}
+	if c.Pending {
+		out.ChangeStatus, out.AskedToApprove = fsstore.ApprovalPending, c.AskedToApprove
+		out.Instruction = fmt.Sprintf("%s may not change task %s at once (only its creator, the assignee's ancestors or a manager may): the change waits for approval by %v. Tell %s, then call get_next_action.",
+			sender, c.Task.ID, c.AskedToApprove, sender)
+	}
+	if notice != nil {
+		out.Instruction += " Note: " + notice.Error()
+	}
+	return out
+}
+
 func addUpdateTaskFromChat(srv *mcp.Server, s *Server, tool *mcp.Tool) {
-	addTool(s, srv, tool, func(ctx context.Context, _ *mcp.CallToolRequest, in UpdateTaskFromChatIn) (*mcp.CallToolResult, TaskOut, error) {
+	addTool(s, srv, tool, func(ctx context.Context, _ *mcp.CallToolRequest, in UpdateTaskFromChatIn) (*mcp.CallToolResult, ChatTaskOut, error) {
 		ses := sessionFrom(ctx)
 		cfg, err := s.config()
 		if err != nil {
-			return nil, TaskOut{}, err
+			return nil, ChatTaskOut{}, err
 		}
-		var t fsstore.Task
-		err = s.store.WithMarker(ctx, ses.Agent, fsstore.MarkerAdjust, func(msg fsstore.Message, _ string) (string, error) {
+		var c fsstore.ChatChange
+		var sender string
+		var notice error // the change waits for approval, but asking someone failed
+		err = s.store.WithMarker(ctx, ses, fsstore.MarkerAdjust, func(msg fsstore.Message, _ string) (string, error) {
 			var err error
-			t, err = s.store.FromChat().UpdateTask(ctx, cfg, ses.Agent, msg.SenderID, in.TaskID, in.Description, in.Status)
-			return t.ID, err
+			sender = msg.SenderID
+			c, err = s.store.FromChat().UpdateTask(ctx, cfg, ses.Agent, msg.SenderID, in.TaskID, in.Description, in.Status)
+			return changed(c, err, &notice)
 		})
 		if err != nil {
-			return nil, TaskOut{}, fromStore(err, "task_not_found")
+			return nil, ChatTaskOut{}, fromStore(err, "task_not_found")
 		}
-		return nil, TaskOut{Task: taskRef(&t)}, nil
+		return nil, chatTaskOut(c, sender, notice), nil
 	})
 }
 
@@ -209,21 +247,24 @@ func startTaskFromChatTool() toolSpec {
 }
 
 func addStartTaskFromChat(srv *mcp.Server, s *Server, tool *mcp.Tool) {
-	addTool(s, srv, tool, func(ctx context.Context, _ *mcp.CallToolRequest, in StartTaskFromChatIn) (*mcp.CallToolResult, TaskOut, error) {
+	addTool(s, srv, tool, func(ctx context.Context, _ *mcp.CallToolRequest, in StartTaskFromChatIn) (*mcp.CallToolResult, ChatTaskOut, error) {
 		ses := sessionFrom(ctx)
 		cfg, err := s.config()
 		if err != nil {
-			return nil, TaskOut{}, err
+			return nil, ChatTaskOut{}, err
 		}
-		var t fsstore.Task
-		err = s.store.WithMarker(ctx, ses.Agent, fsstore.MarkerStart, func(msg fsstore.Message, _ string) (string, error) {
+		var c fsstore.ChatChange
+		var sender string
+		var notice error // the change waits for approval, but asking someone failed
+		err = s.store.WithMarker(ctx, ses, fsstore.MarkerStart, func(msg fsstore.Message, _ string) (string, error) {
 			var err error
-			t, err = s.store.FromChat().StartTask(ctx, cfg, ses.Agent, msg.SenderID, in.TaskID)
-			return t.ID, err
+			sender = msg.SenderID
+			c, err = s.store.FromChat().StartTask(ctx, cfg, ses.Agent, msg.SenderID, in.TaskID)
+			return changed(c, err, &notice)
 		})
 		if err != nil {
-			return nil, TaskOut{}, fromStore(err, "task_not_found")
+			return nil, ChatTaskOut{}, fromStore(err, "task_not_found")
 		}
-		return nil, TaskOut{Task: taskRef(&t)}, nil
+		return nil, chatTaskOut(c, sender, notice), nil
 	})
 }

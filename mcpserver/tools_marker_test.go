@@ -69,9 +69,7 @@ type markerCase struct {
 // run sends the message, calls the tool, and checks that a refusal changed
 // nothing and that a success cannot be repeated with the same message.
 func (tc markerCase) run(t *testing.T, p *project, cs *mcp.ClientSession, token string) {
-	if _, err := p.store.Send(context.Background(), p.cfg, fsstore.OutgoingMessage{From: tc.from, To: "coder", Content: tc.message}); err != nil {
-		t.Fatal(err)
-	}
+	p.deliver(cs, token, tc.from, tc.message)
 	before := p.tree()
 	args := map[string]any{"session_token": token}
 	for k, v := range tc.args {
@@ -132,7 +130,7 @@ func TestRequestTaskApproval(t *testing.T) {
 	cs := p.connect("")
 	token := p.authenticate(cs, "coder", "chat")
 
-	send := func(from, content string) { p.send(from, "coder", content) }
+	send := func(from, content string) { p.deliver(cs, token, from, content) }
 	send("lead", "@@タスク作成: from my parent")
 	r := call(t, cs, "request_task", map[string]any{"session_token": token})
 	if r.isError || r.str("approval_status") != "approved" {
@@ -205,7 +203,7 @@ func TestMarkerRaceProcesses(t *testing.T) {
 	token := p.authenticate(a, "coder", "chat")
 	rounds := envInt("MARKER_RACES", 10)
 	for i := range rounds {
-		p.send("lead", "coder", fmt.Sprintf("@@タスク作成: round %d", i))
+		p.deliver(a, token, "lead", fmt.Sprintf("@@タスク作成: round %d", i))
 		start := make(chan struct{})
 		results := make(chan result, 2)
 		for _, cs := range []*mcp.ClientSession{a, b} {

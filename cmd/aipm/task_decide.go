@@ -25,7 +25,9 @@ func newCmdTaskDecide(e *env, approval string, runF func(*taskDecideOptions) err
 		Use:   "approve ID",
 		Short: "Approve a task waiting for approval",
 		Long: `Approve a task waiting for approval (pending_approval): a task an agent created
-at the request of a human who is not its parent. It can then be started.`,
+at the request of a human who is not its parent. It can then be started.
+Only the humans the request asked, the assignee's human ancestors or a
+manager (--role manager) may decide; never the requester itself.`,
 		Example: "  aipm task approve 01KAQ7",
 		Args:    argsExactly(1, "exactly one task id"),
 		RunE: func(cmd *cobra.Command, args []string) error {
@@ -39,7 +41,9 @@ at the request of a human who is not its parent. It can then be started.`,
 	if approval == fsstore.ApprovalRejected {
 		c.Use, c.Short = "reject ID [--reason TEXT]", "Reject a task waiting for approval (it is cancelled)"
 		c.Long = `Reject a task waiting for approval: it is cancelled, and the AI agent that
-requested it is told why (--reason).`
+requested it is told why (--reason). Only the humans the request asked, the
+assignee's human ancestors or a manager (--role manager) may decide; never
+the requester itself.`
 		c.Example = `  aipm task reject 01KAQ7 --reason "out of scope"`
 		c.Flags().StringVar(&o.Reason, "reason", "", "why, told to the requester")
 	}
@@ -59,12 +63,15 @@ func taskDecideRun(cmd *cobra.Command, o *taskDecideOptions) error {
 	if err != nil {
 		return err
 	}
+	before, _ := store.Task(id)
 	t, err := store.UpdateTask(cmd.Context(), cfg, id, by, fsstore.TaskChange{Approval: o.Approval, Reason: o.Reason})
 	if err != nil {
 		return fmt.Errorf("task %s: %w", verb, err)
 	}
 	out := taskJSON{Task: t}
-	if o.Approval == fsstore.ApprovalRejected {
+	// A rejected change request (before.PendingChange) leaves the task as it
+	// was: there is no cancelled request to tell the agent about.
+	if o.Approval == fsstore.ApprovalRejected && before.PendingChange == nil {
 		if out.Notified, err = notifyRejected(cmd, store, cfg, t, by, o.Reason); err != nil {
 			return err
 		}

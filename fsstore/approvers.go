@@ -1,0 +1,68 @@
+package fsstore
+
+import (
+	"fmt"
+	"slices"
+	"strings"
+)
+
+// askedToApprove are the humans a task request by requester for agent asks
+// for approval: the requester's human ancestors, or, if it has none, the
+// agent's (RequestTask tells them), never the requester itself.
+func (c *Config) askedToApprove(requester, agent string) []string {
+	asked := c.humanAncestors(requester)
+	if len(asked) == 0 {
+		asked = c.humanAncestors(agent)
+	}
+	return slices.DeleteFunc(asked, func(h string) bool { return h == requester })
+}
+
+// Approvers are the humans who may approve or reject task t while it
+// waits for approval (DESIGN section 11): the humans its request asked,
+// the human ancestors of its assignee, and the config's approvers (humans
+// with the role manager); never its requester. A task nobody of those
+// could decide (no human above anyone, no manager) may be decided by any
+// human but the requester.
+func (c *Config) Approvers(t Task) []string {
+	out := c.askedToApprove(t.Requester, t.Assignee)
+	out = append(out, c.humanAncestors(t.Assignee)...)
+	for _, a := range c.Agents {
+		if a.Type == AgentHuman && a.Role == RoleManager {
+			out = append(out, a.ID)
+		}
+	}
+	if len(out) == 0 {
+		for _, a := range c.Agents {
+			if a.Type == AgentHuman {
+				out = append(out, a.ID)
+			}
+		}
+	}
+	out = slices.DeleteFunc(out, func(h string) bool { return h == t.Requester })
+	slices.Sort(out)
+	return slices.Compact(out)
+}
+
+// checkApprover is the one check that `by` may approve or reject task t,
+// which must be waiting for approval (otherwise applyApproval says so).
+func (c *Config) checkApprover(t Task, by string) error {
+	if t.ApprovalStatus != ApprovalPending {
+		return nil
+	}
+	approvers := c.Approvers(t)
+	if slices.Contains(approvers, by) {
+		return nil
+	}
+	why := "it is not one of the humans asked to decide it"
+	switch a, _ := c.Agent(by); {
+	case by == t.Requester:
+		why = "a requester never decides its own request"
+	case a.Type != AgentHuman:
+		why = "only a human decides a task request"
+	}
+	who := "nobody can decide it: add a human with --role manager (aipm agent set ID --role manager)"
+	if len(approvers) > 0 {
+		who = fmt.Sprintf("ask %s to decide it (aipm task approve %s --as %s, or aipm task reject)", strings.Join(approvers, " or "), t.ID, approvers[0])
+	}
+	return codeErr(CodeNotApprover, "%s may not approve or reject task %s: %s; %s", by, t.ID, why, who)
+}

@@ -117,3 +117,28 @@ func TestConfinedWritesStayInside(t *testing.T) {
 		t.Errorf("WriteAtomic through real directories = %v", err)
 	}
 }
+
+// A JSONL line longer than MaxLine is reported and passed over, and the
+// lines around it still read; a regular file's size bounds nothing else.
+func TestLineReaderBoundsALine(t *testing.T) {
+	path := filepath.Join(t.TempDir(), "chat.jsonl")
+	data := []byte("{\"id\":\"a\"}\n{\"x\":\"")
+	data = append(data, make([]byte, MaxLine)...)
+	data = append(data, "\"}\n{\"id\":\"b\"}\n"...)
+	if err := os.WriteFile(path, data, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	recs, bad, tail, err := ReadAll(path)
+	if err != nil || tail != 0 {
+		t.Fatalf("ReadAll = %v, tail %d", err, tail)
+	}
+	if len(recs) != 2 || string(recs[1].Data) != `{"id":"b"}` || recs[1].Line != 3 || recs[1].Offset != int64(len(data)-11) {
+		t.Errorf("records = %+v", recs)
+	}
+	if len(bad) != 1 || bad[0].Line != 2 || !errors.Is(bad[0], ErrLineTooLong) {
+		t.Errorf("bad = %v, want line 2 too long", bad)
+	}
+	if found, keep := Scan(data, InvalidLine); len(found) != 1 || found[0].Line != 2 || len(keep) != 2 {
+		t.Errorf("Scan: %d bad, %d kept; want line 2 bad, 2 kept", len(found), len(keep))
+	}
+}

@@ -31,6 +31,18 @@ var ErrLink = errors.New("a symbolic link (aipm never follows links inside .ai-p
 // ErrTooLarge says a document is larger than MaxDocument.
 var ErrTooLarge = fmt.Errorf("larger than %d MiB, the most aipm reads of a document", MaxDocument>>20)
 
+// RefusedError is the refusal of an entry the opener never opens: Path
+// and why (ErrLink or ErrNotRegular), with what to do about it.
+type RefusedError struct {
+	Path string
+	Err  error
+}
+
+func (e *RefusedError) Error() string {
+	return e.Path + ": " + e.Err.Error() + "; remove it or put a real file or directory in its place (aipm doctor lists every such entry)"
+}
+func (e *RefusedError) Unwrap() error { return e.Err }
+
 // roots are the confined directories (Confine): below one, every
 // directory between it and a file aipm opens must be a real directory.
 var roots sync.Map // string -> struct{}
@@ -78,7 +90,7 @@ func CheckDirs(path string) error {
 		case err != nil:
 			return err
 		case fi.Mode()&os.ModeSymlink != 0:
-			return &os.PathError{Op: "open", Path: dir, Err: ErrLink}
+			return &RefusedError{Path: dir, Err: ErrLink}
 		case !fi.IsDir():
 			return &os.PathError{Op: "open", Path: dir, Err: syscall.ENOTDIR}
 		}
@@ -99,10 +111,11 @@ func openRegular(path string, flag int, perm os.FileMode) (*os.File, error) {
 			continue
 		}
 		if errors.Is(err, syscall.ELOOP) || errors.Is(err, syscall.EMLINK) {
-			err = ErrLink
+			return nil, &RefusedError{Path: path, Err: ErrLink}
 		}
 		if errors.Is(err, syscall.EISDIR) || errors.Is(err, syscall.ENXIO) {
-			err = ErrNotRegular // a directory opened for writing; a FIFO with no reader
+			// a directory opened for writing; a FIFO with no reader
+			return nil, &RefusedError{Path: path, Err: ErrNotRegular}
 		}
 		if err != nil {
 			return nil, &os.PathError{Op: "open", Path: path, Err: err}
@@ -114,7 +127,7 @@ func openRegular(path string, flag int, perm os.FileMode) (*os.File, error) {
 		}
 		if st.Mode&syscall.S_IFMT != syscall.S_IFREG {
 			syscall.Close(fd)
-			return nil, &os.PathError{Op: "open", Path: path, Err: ErrNotRegular}
+			return nil, &RefusedError{Path: path, Err: ErrNotRegular}
 		}
 		// Back to blocking (a regular file never blocks anyway), or
 		// os.NewFile would try to register it with the network poller.

@@ -1,6 +1,7 @@
 package fsstore
 
 import (
+	"aipm/fsstore/lockedfile"
 	"fmt"
 	"os"
 	"path/filepath"
@@ -18,6 +19,9 @@ func (s *Store) SaveCredential(agent, passkey string) (string, error) {
 		return "", err
 	}
 	dir := filepath.Dir(path)
+	if err := lockedfile.CheckDir(dir); err != nil {
+		return "", fmt.Errorf("save credential: %w", err)
+	}
 	if err := os.MkdirAll(dir, ModePrivateDir); err != nil {
 		return "", fmt.Errorf("save credential: %w", err)
 	}

@@ -30,6 +30,9 @@ func (s *Store) lockDir(ctx context.Context, dir string) (unlock func(), err err
 
 // mkdirAll creates dir and its missing parents with the layout's modes.
 func (s *Store) mkdirAll(dir string) error {
+	if err := lockedfile.CheckDir(dir); err != nil {
+		return err
+	}
 	if fi, err := os.Stat(dir); err == nil && fi.IsDir() {
 		return nil
 	}

@@ -130,7 +130,7 @@ func (s *Store) checkJSONDoc(path string) []Problem {
 	if check == nil {
 		return nil
 	}
-	data, err := os.ReadFile(path)
+	data, err := lockedfile.ReadFile(path)
 	if err != nil {
 		return []Problem{{Path: rel, Reason: err.Error()}}
 	}
@@ -151,6 +151,10 @@ func (s *Store) Doctor(ctx context.Context, repair bool) ([]Problem, error) {
 	err := filepath.WalkDir(s.root, func(path string, d fs.DirEntry, err error) error {
 		if err != nil {
 			problems = append(problems, Problem{Path: s.Rel(path), Reason: err.Error()})
+			return nil
+		}
+		if p := notRegular(s.Rel(path), d); p != nil {
+			problems = append(problems, *p)
 			return nil
 		}
 		if d.IsDir() {
@@ -181,6 +185,19 @@ func (s *Store) Doctor(ctx context.Context, repair bool) ([]Problem, error) {
 		return problems, fmt.Errorf("doctor: %w", err)
 	}
 	return problems, nil
+}
+
+// notRegular is the problem of an entry aipm never opens: a symbolic link
+// (a link to a directory is not walked into) or anything but a regular file
+// or a directory (a FIFO, a device, a socket). Everyone else skips them.
+func notRegular(rel string, d fs.DirEntry) *Problem {
+	switch t := d.Type(); {
+	case t&fs.ModeSymlink != 0:
+		return &Problem{Path: rel, Reason: lockedfile.ErrLink.Error() + ": remove it"}
+	case !t.IsRegular() && !t.IsDir():
+		return &Problem{Path: rel, Reason: lockedfile.ErrNotRegular.Error() + ": remove it"}
+	}
+	return nil
 }
 
 // byHand ends the reason of a problem repair cannot fix.

@@ -71,6 +71,7 @@ func Open(projectDir string) (*Store, error) {
 	if !fi.IsDir() {
 		return nil, fmt.Errorf("%s is not a directory", root)
 	}
+	lockedfile.Confine(root)
 	st := &Store{Layout: Layout{project: abs, root: root}, caches: &caches{}}
 	st.durable.Store(true)
 	if err := st.openCheckout(fi); err != nil {

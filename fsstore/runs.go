@@ -10,6 +10,8 @@ import (
 	"slices"
 	"strings"
 	"time"
+
+	"aipm/fsstore/lockedfile"
 )
 
 // Environment of a process the watcher starts (DESIGN section 12).
@@ -196,7 +198,7 @@ func (rt RunTable) OpenLog(run Run) (*os.File, error) {
 	if err := s.mkdirAll(filepath.Dir(run.Log)); err != nil {
 		return nil, fmt.Errorf("run log %s: %w", s.Rel(run.Log), err)
 	}
-	f, err := os.OpenFile(run.Log, os.O_WRONLY|os.O_CREATE|os.O_APPEND, ModeFile)
+	f, err := lockedfile.OpenFile(run.Log, os.O_WRONLY|os.O_CREATE|os.O_APPEND, ModeFile)
 	if err != nil {
 		return nil, fmt.Errorf("run log %s: %w", s.Rel(run.Log), err)
 	}

@@ -5,7 +5,7 @@ import (
 	"bytes"
 	"errors"
 	"fmt"
-	"io"
+
 	"os"
 	"path/filepath"
 	"slices"
@@ -137,7 +137,7 @@ func (ix *taskIndex) takeEvents() (map[string]bool, bool) {
 // readTask reads a task document and the stamp of the version read (taken
 // from the open file before reading, so a later change makes it differ).
 func (s *Store) readTask(path string, t *Task) (lockedfile.Stamp, error) {
-	f, err := os.Open(path)
+	f, err := lockedfile.Open(path)
 	if errors.Is(err, os.ErrNotExist) {
 		return lockedfile.Stamp{}, fmt.Errorf("read %s: %w", s.Rel(path), ErrNotFound)
 	}
@@ -149,11 +149,11 @@ func (s *Store) readTask(path string, t *Task) (lockedfile.Stamp, error) {
 	if err != nil {
 		return lockedfile.Stamp{}, fmt.Errorf("read %s: %w", s.Rel(path), err)
 	}
-	data, err := io.ReadAll(f)
-	if err != nil {
+	var data bytes.Buffer
+	if err := lockedfile.ReadBounded(f, &data); err != nil {
 		return lockedfile.Stamp{}, fmt.Errorf("read %s: %w", s.Rel(path), err)
 	}
-	return lockedfile.StampOf(fi), decodeDoc(s.Rel(path), data, t)
+	return lockedfile.StampOf(fi), decodeDoc(s.Rel(path), data.Bytes(), t)
 }
 
 // summarize reads the fields the filters need from a task document without
@@ -201,7 +201,7 @@ func (s *Store) indexTask(ix *taskIndex, id string) {
 	path := filepath.Join(s.CollectionDir(Tasks), id+".json")
 	e := &taskEntry{id: id}
 	err := func() error {
-		f, err := os.Open(path)
+		f, err := lockedfile.Open(path)
 		if err != nil {
 			return err
 		}
@@ -212,7 +212,7 @@ func (s *Store) indexTask(ix *taskIndex, id string) {
 		}
 		e.stamp = lockedfile.StampOf(fi)
 		ix.buf.Reset()
-		if _, err := ix.buf.ReadFrom(f); err != nil {
+		if err := lockedfile.ReadBounded(f, &ix.buf); err != nil {
 			return err
 		}
 		return nil

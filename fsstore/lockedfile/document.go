@@ -24,7 +24,8 @@ type Identity struct {
 }
 
 // ReadDoc reads the whole file at path on one descriptor and returns its
-// bytes and identity. A missing file is an error wrapping os.ErrNotExist.
+// bytes and identity. A missing file is an error wrapping os.ErrNotExist;
+// one larger than MaxDocument, ErrTooLarge.
 func ReadDoc(path string) ([]byte, Identity, error) {
 	f, err := Open(path)
 	if err != nil {
@@ -36,8 +37,8 @@ func ReadDoc(path string) ([]byte, Identity, error) {
 		return nil, Identity{}, err
 	}
 	var buf bytes.Buffer
-	buf.Grow(int(fi.Size()) + 1)
-	if _, err := buf.ReadFrom(f); err != nil {
+	buf.Grow(int(min(fi.Size(), MaxDocument)) + 1)
+	if err := readBounded(f, path, &buf); err != nil {
 		return nil, Identity{}, err
 	}
 	return buf.Bytes(), Identity{Exists: true, Ino: Inode(fi), Sum: sha256.Sum256(buf.Bytes())}, nil
@@ -63,6 +64,9 @@ func Current(path string, id Identity) (bool, error) {
 // system call wide instead of a whole read-modify-write.
 func WriteAtomic(path string, data []byte, perm os.FileMode, durable bool, expect *Identity) error {
 	dir := filepath.Dir(path)
+	if err := CheckDirs(path); err != nil {
+		return err
+	}
 	tmp, err := os.CreateTemp(dir, "."+filepath.Base(path)+".tmp-*") // dot: watchers skip it
 	if err != nil {
 		return noRoom(err)

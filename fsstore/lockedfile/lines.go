@@ -84,16 +84,20 @@ func (r *LineReader) Close() error {
 // Next returns the next complete line. Blank lines are skipped.
 func (r *LineReader) Next() (Record, error) {
 	for {
-		data, err := r.br.ReadBytes('\n')
+		data, n, long, err := r.readLine()
 		if err != nil {
 			if errors.Is(err, io.EOF) {
-				r.tail = int64(len(data))
+				r.tail = n
 				return Record{}, io.EOF
 			}
 			return Record{}, fmt.Errorf("read %s: %w", r.path, err)
 		}
-		rec := Record{Line: r.pos.Line + 1, Offset: r.pos.Offset, Data: data[:len(data)-1]}
-		r.pos = Position{Offset: r.pos.Offset + int64(len(data)), Line: rec.Line}
+		rec := Record{Line: r.pos.Line + 1, Offset: r.pos.Offset}
+		r.pos = Position{Offset: r.pos.Offset + n, Line: rec.Line}
+		if long {
+			return rec, &LineError{Path: r.path, Line: rec.Line, Err: ErrLineTooLong}
+		}
+		rec.Data = data[:len(data)-1]
 		trimmed := bytes.TrimSpace(rec.Data)
 		if len(trimmed) == 0 {
 			continue
@@ -102,6 +106,33 @@ func (r *LineReader) Next() (Record, error) {
 			return rec, &LineError{Path: r.path, Line: rec.Line, Err: errors.New(reason)}
 		}
 		return rec, nil
+	}
+}
+
+// MaxLine is the most a reader keeps of one JSONL line, newline included:
+// a longer one (no line aipm writes comes near) is consumed and reported
+// as ErrLineTooLong, never held in memory whole.
+const MaxLine = MaxDocument
+
+// ErrLineTooLong says a JSONL line is longer than MaxLine.
+var ErrLineTooLong = fmt.Errorf("line longer than %d MiB, the most aipm reads of one line", MaxLine>>20)
+
+// readLine reads the next line as bufio's ReadBytes does (data ends with
+// its newline unless err), keeping at most MaxLine bytes of it: long says
+// it was longer (data is then nil). n is its whole length.
+func (r *LineReader) readLine() (data []byte, n int64, long bool, err error) {
+	for {
+		chunk, err := r.br.ReadSlice('\n')
+		n += int64(len(chunk))
+		if !long && len(data)+len(chunk) > MaxLine {
+			long, data = true, nil
+		}
+		if !long {
+			data = append(data, chunk...)
+		}
+		if !errors.Is(err, bufio.ErrBufferFull) {
+			return data, n, long, err
+		}
 	}
 }
 

@@ -3,31 +3,47 @@ package lockedfile
 import (
 	"context"
 	"errors"
+	"fmt"
 	"os"
-
-	"github.com/gofrs/flock"
+	"syscall"
 )
 
-// lock takes fl, waiting as long as the holder needs but no longer than ctx
-// allows. The common, uncontended case is one non-blocking flock(2); a
-// contended one blocks in flock(2) (no polling, so it wakes the moment the
-// holder lets go) in a goroutine that releases the lock if ctx ended first.
-func lock(ctx context.Context, fl *flock.Flock) error {
-	if ok, err := fl.TryLock(); err != nil || ok {
-		return err
+// lockFile opens path (creating it with perm if needed) through OpenFile,
+// so a lock file is a regular file reached without a symbolic link, and
+// takes its flock (how: LOCK_EX or LOCK_SH), waiting as long as the holder
+// needs but no longer than ctx allows. The common, uncontended case is one
+// non-blocking flock(2); a contended one blocks in flock(2) (no polling, so
+// it wakes the moment the holder lets go) in a goroutine that releases the
+// lock if ctx ended first. Closing the file releases the lock.
+func lockFile(ctx context.Context, path string, perm os.FileMode, how int) (*os.File, error) {
+	f, err := OpenFile(path, os.O_RDONLY|os.O_CREATE, perm)
+	if err != nil {
+		return nil, err
+	}
+	fd := int(f.Fd())
+	err = flockRetry(fd, how|syscall.LOCK_NB)
+	if err == nil {
+		return f, nil
+	}
+	if !errors.Is(err, syscall.EWOULDBLOCK) {
+		f.Close()
+		return nil, fmt.Errorf("lock %s: %w", path, err)
 	}
 	done := make(chan error, 1)
-	go func() { done <- fl.Lock() }()
+	go func() { done <- flockRetry(fd, how) }()
 	select {
 	case err := <-done:
-		return err
+		if err != nil {
+			f.Close()
+			return nil, fmt.Errorf("lock %s: %w", path, err)
+		}
+		return f, nil
 	case <-ctx.Done():
 		go func() {
-			if <-done == nil {
-				fl.Unlock()
-			}
+			<-done
+			f.Close() // releases a lock granted late
 		}()
-		return ctx.Err()
+		return nil, ctx.Err()
 	}
 }
 
@@ -35,38 +51,50 @@ func lock(ctx context.Context, fl *flock.Flock) error {
 // returns the function that releases it. The lock file is never removed:
 // removing it would let two lockers hold locks on different inodes.
 func Lock(ctx context.Context, path string, perm os.FileMode) (unlock func(), err error) {
-	fl := flock.New(path, flock.SetPermissions(perm))
-	if err := lock(ctx, fl); err != nil {
+	f, err := lockFile(ctx, path, perm, syscall.LOCK_EX)
+	if err != nil {
 		return nil, err
 	}
-	return func() { fl.Unlock() }, nil
+	return func() { f.Close() }, nil
 }
 
 // TryLock takes the flock of path (created with perm if needed) if no one
 // holds it, without waiting: ok false says another process does. The lock
 // is the process's until unlock, or until it dies.
 func TryLock(path string, perm os.FileMode) (unlock func(), ok bool, err error) {
-	fl := flock.New(path, flock.SetPermissions(perm))
-	if ok, err = fl.TryLock(); err != nil || !ok {
+	f, err := OpenFile(path, os.O_RDONLY|os.O_CREATE, perm)
+	if err != nil {
 		return nil, false, err
 	}
-	return func() { fl.Unlock() }, true, nil
+	err = flockRetry(int(f.Fd()), syscall.LOCK_EX|syscall.LOCK_NB)
+	if err != nil {
+		f.Close()
+		if errors.Is(err, syscall.EWOULDBLOCK) {
+			return nil, false, nil
+		}
+		return nil, false, fmt.Errorf("lock %s: %w", path, err)
+	}
+	return func() { f.Close() }, true, nil
 }
 
 // Held reports whether some process holds the flock of path (a missing
 // file: no one). It only looks: a shared lock taken to look is given back
 // at once.
 func Held(path string) (bool, error) {
-	if _, err := os.Stat(path); errors.Is(err, os.ErrNotExist) {
+	f, err := Open(path)
+	if errors.Is(err, os.ErrNotExist) {
 		return false, nil
 	}
-	fl := flock.New(path)
-	ok, err := fl.TryRLock()
 	if err != nil {
 		return false, err
 	}
-	if ok {
-		fl.Unlock()
+	defer f.Close()
+	err = flockRetry(int(f.Fd()), syscall.LOCK_SH|syscall.LOCK_NB)
+	if errors.Is(err, syscall.EWOULDBLOCK) {
+		return true, nil
 	}
-	return !ok, nil
+	if err != nil {
+		return false, fmt.Errorf("lock %s: %w", path, err)
+	}
+	return false, nil
 }

@@ -1,9 +1,7 @@
 package lockedfile
 
 import (
-	"errors"
 	"os"
-	"syscall"
 )
 
 // OpenFile is os.OpenFile for regular files, without the runtime's attempt
@@ -11,17 +9,12 @@ import (
 // four fcntl(2) calls and a failing epoll_ctl(2) on every regular file it
 // opens, more than the read that follows on a tool call's hot path. The
 // descriptor is close-on-exec; errors are *os.PathError, as os.OpenFile's.
+// It is the one opener of files aipm reads, writes or locks: it opens
+// only a regular file (anything else, a FIFO or a device, is
+// ErrNotRegular, without blocking), never follows a symbolic link in the
+// last component, nor one in a directory below a confined root (ErrLink).
 func OpenFile(path string, flag int, perm os.FileMode) (*os.File, error) {
-	for {
-		fd, err := syscall.Open(path, flag|syscall.O_CLOEXEC, uint32(perm.Perm()))
-		if errors.Is(err, syscall.EINTR) {
-			continue
-		}
-		if err != nil {
-			return nil, &os.PathError{Op: "open", Path: path, Err: err}
-		}
-		return os.NewFile(uintptr(fd), path), nil
-	}
+	return openRegular(path, flag, perm)
 }
 
 // Open opens path for reading, as OpenFile.

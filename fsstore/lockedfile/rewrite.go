@@ -5,20 +5,19 @@ import (
 	"context"
 	"fmt"
 	"os"
-
-	"github.com/gofrs/flock"
+	"syscall"
 )
 
 // withLock runs fn holding the flock of the JSONL file at path (the file
 // itself is its lock, as for appends), with the file's FileInfo as the lock
 // saw it: the inode the lock is on.
 func withLock(ctx context.Context, path string, perm os.FileMode, fn func(held os.FileInfo) error) error {
-	fl := flock.New(path, flock.SetPermissions(perm))
-	if err := lock(ctx, fl); err != nil {
+	f, err := lockFile(ctx, path, perm, syscall.LOCK_EX)
+	if err != nil {
 		return fmt.Errorf("lock %s: %w", path, err)
 	}
-	defer fl.Unlock()
-	held, err := fl.Stat()
+	defer f.Close()
+	held, err := f.Stat()
 	if err != nil {
 		return fmt.Errorf("stat %s: %w", path, err)
 	}
@@ -31,7 +30,7 @@ func withLock(ctx context.Context, path string, perm os.FileMode, fn func(held o
 func ReadLocked(ctx context.Context, path string, perm os.FileMode) (data []byte, held os.FileInfo, err error) {
 	err = withLock(ctx, path, perm, func(fi os.FileInfo) error {
 		held = fi
-		data, err = os.ReadFile(path)
+		data, err = readAllFile(path)
 		return err
 	})
 	return data, held, err
@@ -44,7 +43,7 @@ func ReadLocked(ctx context.Context, path string, perm os.FileMode) (data []byte
 // see the new inode and retry (ErrReplaced).
 func RewriteKeeping(ctx context.Context, path string, read os.FileInfo, data []byte, keep [][2]int, durable bool) error {
 	return withLock(ctx, path, read.Mode().Perm(), func(held os.FileInfo) error {
-		now, err := os.ReadFile(path)
+		now, err := readAllFile(path)
 		if err != nil {
 			return err
 		}
@@ -63,4 +62,22 @@ func RewriteKeeping(ctx context.Context, path string, read os.FileInfo, data []b
 		out.Write(appended)
 		return WriteAtomic(path, out.Bytes(), held.Mode().Perm(), durable, nil)
 	})
+}
+
+// readAllFile reads the whole of a JSONL file, opened as OpenFile opens:
+// unbounded (a log grows), but only ever a regular file.
+func readAllFile(path string) ([]byte, error) {
+	f, err := Open(path)
+	if err != nil {
+		return nil, err
+	}
+	defer f.Close()
+	var buf bytes.Buffer
+	if fi, err := f.Stat(); err == nil {
+		buf.Grow(int(fi.Size()) + 1)
+	}
+	if _, err := buf.ReadFrom(f); err != nil {
+		return nil, fmt.Errorf("read %s: %w", path, err)
+	}
+	return buf.Bytes(), nil
 }

@@ -30,7 +30,13 @@ func Scan(data []byte, invalid func([]byte) string) (bad []BadLine, keep [][2]in
 		}
 		raw := data[off : off+end]
 		if t := bytes.TrimSpace(raw); len(t) > 0 {
-			if reason := invalid(t); reason != "" {
+			reason := ""
+			if end+1 > MaxLine { // as the line reader sees it
+				reason = ErrLineTooLong.Error()
+			} else {
+				reason = invalid(t)
+			}
+			if reason != "" {
 				bad = append(bad, BadLine{Line: line, Offset: int64(off), Reason: reason, Content: raw})
 				off += end + 1
 				continue

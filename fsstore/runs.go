@@ -1,7 +1,6 @@
 package fsstore
 
 import (
-	"aipm/fsstore/lockedfile"
 	"context"
 	"errors"
 	"fmt"

@@ -49,7 +49,7 @@ func (s *Store) configProblems() []Problem {
 	cfg, err := s.LoadConfig()
 	if err != nil {
 		errs := []error{err}
-		if data, rerr := os.ReadFile(s.ConfigPath()); rerr == nil {
+		if data, rerr := lockedfile.ReadFile(s.ConfigPath()); rerr == nil {
 			if _, all := CheckConfig(rel, data); len(all) > 0 {
 				errs = all // every error at once, not the first alone
 			}
@@ -106,10 +106,9 @@ func (s *Store) checkFile(ctx context.Context, path string, d fs.DirEntry, repai
 		}
 		return []Problem{p}, nil
 	case strings.HasSuffix(name, ".jsonl"):
-		ps, err := s.checkJSONL(ctx, path, repair)
-		return append(ps, s.longFieldProblems(path)...), err
+		return s.checkJSONL(ctx, path, repair)
 	case strings.HasSuffix(name, ".json"):
-		return append(s.checkJSONDoc(path), s.longFieldProblems(path)...), nil
+		return s.checkJSONDoc(path), nil
 	}
 	return nil, nil
 }
@@ -118,23 +117,23 @@ func (s *Store) checkFile(ctx context.Context, path string, d fs.DirEntry, repai
 // says what it is, that it holds what that kind of document must.
 func (s *Store) checkJSONDoc(path string) []Problem {
 	rel := s.Rel(path)
+	data, err := lockedfile.ReadFile(path)
+	if err != nil {
+		return []Problem{{Path: rel, Reason: fmt.Sprintf("read %s: %v", rel, err)}}
+	}
 	var v map[string]any
-	if err := s.readDoc(path, &v); err != nil {
+	if err := decodeDoc(rel, data, &v); err != nil {
 		var le *LineError
 		if errors.As(err, &le) {
 			return []Problem{{Path: rel, Line: le.Line, Reason: "invalid JSON document: " + le.Err.Error() + byHand}}
 		}
 		return []Problem{{Path: rel, Reason: err.Error()}}
 	}
+	problems := s.longFieldProblems(path, data)
 	check := s.schemaOf(path)
 	if check == nil {
-		return nil
+		return problems
 	}
-	data, err := lockedfile.ReadFile(path)
-	if err != nil {
-		return []Problem{{Path: rel, Reason: err.Error()}}
-	}
-	var problems []Problem
 	for _, kr := range check(data) {
 		problems = append(problems, Problem{Path: rel, Line: jsonKeyLine(data, kr[0]), Reason: kr[1] + byHand})
 	}
@@ -218,6 +217,15 @@ func (s *Store) checkJSONL(ctx context.Context, path string, repair bool) ([]Pro
 	if err != nil {
 		return nil, fmt.Errorf("read %s: %w", rel, err)
 	}
+	problems, err := s.quarantineBad(ctx, path, held, data, repair)
+	return append(problems, s.longFieldProblems(path, data)...), err
+}
+
+// quarantineBad reports the invalid lines and torn tail of the JSONL file
+// at path, read as data from the inode held, and with repair moves them
+// to quarantine.
+func (s *Store) quarantineBad(ctx context.Context, path string, held os.FileInfo, data []byte, repair bool) ([]Problem, error) {
+	rel := s.Rel(path)
 	validate := lockedfile.InvalidLine
 	switch filepath.Base(path) {
 	case "chat.jsonl":

@@ -3,13 +3,13 @@ package fsstore
 import (
 	"cmp"
 	"context"
-	"crypto/sha256"
 	"encoding/hex"
 	"encoding/json"
 	"errors"
 	"fmt"
-	"os"
 	"time"
+
+	"aipm/fsstore/lockedfile"
 )
 
 // Interruption is one interrupt to write (DESIGN section 6): Agent is told
@@ -46,13 +46,12 @@ const HandEdit = "a human (hand edit of the task file)"
 // WriteInterrupt is the one writer of interrupt notifications: task status
 // changes (UpdateTask), the watcher's reaction to a hand edit, and `aipm
 // interrupt` all call it. An interrupt about no task needs a live session
-// of its agent (ErrNobodyToInterrupt). An interrupt about a task also ends the task's
-// open delegations (endTaskDelegations). An interrupt for a status change
-// is keyed by the change (InterruptKey), so the same change never
-// interrupts twice. It
-// reports false when UnlessSince found an interrupt already written (a
-// keyed interrupt whose key is in the file is not written again either,
-// but reports true).
+// of its agent (ErrNobodyToInterrupt). An interrupt about a task also ends
+// the task's open delegations (endTaskDelegations). An interrupt for a
+// status change is keyed by the change (InterruptKey, or HandEditKey for a
+// hand edit), so the same change never interrupts twice. It reports false
+// when UnlessSince found an interrupt already written (a keyed interrupt
+// whose key is in the file is not written again either, but reports true).
 func (s *Store) WriteInterrupt(ctx context.Context, in Interruption) (Notification, bool, error) {
 	if in.Task == nil && !s.hasLiveSession(in.Agent, "") {
 		// Only a session live now reads it: one started later never would.
@@ -112,12 +111,11 @@ func (s *Store) HandEditKey(t Task) (string, error) {
 	if err != nil {
 		return "", err
 	}
-	data, err := os.ReadFile(path)
+	_, id, err := lockedfile.ReadDoc(path)
 	if err != nil {
 		return "", fmt.Errorf("read %s: %w", s.Rel(path), err)
 	}
-	sum := sha256.Sum256(data)
-	return "interrupt:" + t.ID + ":" + t.Status + ":edit:" + hex.EncodeToString(sum[:12]), nil
+	return "interrupt:" + t.ID + ":" + t.Status + ":edit:" + hex.EncodeToString(id.Sum[:12]), nil
 }
 
 // interruptText is the one text of each kind of interrupt: what happened,

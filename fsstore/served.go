@@ -3,7 +3,6 @@ package fsstore
 import (
 	"bytes"
 	"fmt"
-	"os"
 	"path/filepath"
 	"strconv"
 	"strings"
@@ -137,7 +136,7 @@ func longFields(kind string, data []byte) [][2]string {
 
 // longFieldProblems is doctor's check of the served fields of one file:
 // a JSONL log line by line, or a document of a collection.
-func (s *Store) longFieldProblems(path string) []Problem {
+func (s *Store) longFieldProblems(path string, data []byte) []Problem {
 	kind := filepath.Base(path)
 	if !strings.HasSuffix(kind, ".jsonl") {
 		kind = filepath.Base(filepath.Dir(path))
@@ -147,10 +146,6 @@ func (s *Store) longFieldProblems(path string) []Problem {
 	}
 	if servedKeys[kind] == nil {
 		return nil
-	}
-	data, err := os.ReadFile(path)
-	if err != nil {
-		return nil // the other checks report an unreadable file
 	}
 	rel := s.Rel(path)
 	var out []Problem

@@ -15,7 +15,7 @@ import (
 // keeps it after the caller closes its copy, until the child and every
 // process that inherited it are gone.
 func TryLockFile(path string, perm os.FileMode) (f *os.File, ok bool, err error) {
-	f, err = os.OpenFile(path, os.O_RDWR|os.O_CREATE, perm)
+	f, err = OpenFile(path, os.O_RDWR|os.O_CREATE, perm)
 	if err != nil {
 		return nil, false, err
 	}

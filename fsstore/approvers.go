@@ -1,6 +1,7 @@
 package fsstore
 
 import (
+	"context"
 	"fmt"
 	"slices"
 	"strings"
@@ -65,4 +66,20 @@ func (c *Config) checkApprover(t Task, by string) error {
 		who = fmt.Sprintf("ask %s to decide it (aipm task approve %s --as %s, or aipm task reject)", strings.Join(approvers, " or "), t.ID, approvers[0])
 	}
 	return codeErr(CodeNotApprover, "%s may not approve or reject task %s: %s; %s", by, t.ID, why, who)
+}
+
+// askToApprove sends each of humans a system message about task id: what
+// (a sentence) and how to decide it. It returns the humans it reached
+// (never nil) and, for each it did not, "id (why)".
+func (s *Store) askToApprove(ctx context.Context, cfg *Config, humans []string, id, what string) (asked, failed []string) {
+	asked = []string{}
+	msg := fmt.Sprintf("%s Approve it with `aipm task approve %s`, or reject it with `aipm task reject %s --reason \"...\"`.", what, id, id)
+	for _, h := range humans {
+		if _, err := s.Send(ctx, cfg, OutgoingMessage{From: SystemSender, To: h, Content: msg, RelatedTaskID: id, Kind: KindSystem}); err != nil {
+			failed = append(failed, fmt.Sprintf("%s (%v)", h, err))
+			continue
+		}
+		asked = append(asked, h)
+	}
+	return asked, failed
 }

@@ -97,16 +97,9 @@ func (ct ChatTasks) requestChange(ctx context.Context, cfg *Config, t Task, req 
 	}
 	out := ChatChange{Task: after, Pending: true, AskedToApprove: []string{}}
 	what := describeChange(req)
+	msg := fmt.Sprintf("%s asked %s through chat to %s task %s %q, which waits for your approval.", req.By, after.Assignee, what, after.ID, after.Title)
 	var failed []string
-	for _, h := range cfg.changeApprovers(after, req.By) {
-		msg := fmt.Sprintf("%s asked %s through chat to %s task %s %q, which waits for your approval. Approve it with `aipm task approve %s`, or reject it with `aipm task reject %s --reason \"...\"`.",
-			req.By, after.Assignee, what, after.ID, after.Title, after.ID, after.ID)
-		if _, err := s.Send(ctx, cfg, OutgoingMessage{From: SystemSender, To: h, Content: msg, RelatedTaskID: after.ID, Kind: KindSystem}); err != nil {
-			failed = append(failed, fmt.Sprintf("%s (%v)", h, err))
-			continue
-		}
-		out.AskedToApprove = append(out.AskedToApprove, h)
-	}
+	out.AskedToApprove, failed = s.askToApprove(ctx, cfg, cfg.changeApprovers(after, req.By), after.ID, msg)
 	if len(failed) > 0 {
 		return out, fmt.Errorf("the change to task %s waits for approval, but the request did not reach %s", after.ID, strings.Join(failed, ", "))
 	}

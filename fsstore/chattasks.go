@@ -68,16 +68,9 @@ func (ct ChatTasks) RequestTask(ctx context.Context, cfg *Config, in TaskRequest
 	if approved {
 		return out, nil
 	}
+	msg := fmt.Sprintf("%s asked %s for a task, which waits for your approval: %s %q.", in.Requester, in.Agent, t.ID, t.Title)
 	var failed []string
-	for _, h := range cfg.askedToApprove(in.Requester, in.Agent) {
-		msg := fmt.Sprintf("%s asked %s for a task, which waits for your approval: %s %q. Approve it with `aipm task approve %s`, or reject it with `aipm task reject %s --reason \"...\"`.",
-			in.Requester, in.Agent, t.ID, t.Title, t.ID, t.ID)
-		if _, err := s.Send(ctx, cfg, OutgoingMessage{From: SystemSender, To: h, Content: msg, RelatedTaskID: t.ID, Kind: KindSystem}); err != nil {
-			failed = append(failed, fmt.Sprintf("%s (%v)", h, err))
-			continue
-		}
-		out.AskedToApprove = append(out.AskedToApprove, h)
-	}
+	out.AskedToApprove, failed = s.askToApprove(ctx, cfg, cfg.askedToApprove(in.Requester, in.Agent), t.ID, msg)
 	if len(failed) > 0 {
 		return out, fmt.Errorf("task %s was created (pending_approval), but the request for approval did not reach %s", t.ID, strings.Join(failed, ", "))
 	}

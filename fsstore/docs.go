@@ -125,7 +125,7 @@ func UpdateDoc[T any](ctx context.Context, s *Store, path string, perm os.FileMo
 	defer unlock()
 	var editErr error // an error of the edit itself, returned as it is
 	edits := 0
-	races, err := lockedfile.UpdateContext(ctx, path, perm, s.durable.Load(), casAttempts, func(data []byte, exists bool) ([]byte, error) {
+	races, err := lockedfile.Update(ctx, path, perm, s.durable.Load(), casAttempts, func(data []byte, exists bool) ([]byte, error) {
 		edits++
 		doc = *new(T)
 		if exists {

@@ -132,7 +132,7 @@ func (s *Store) EditConfig(ctx context.Context, edit func(text []byte, cfg *Conf
 	defer unlock()
 	path := s.ConfigPath()
 	var editErr error
-	races, err := lockedfile.Update(path, ModeFile, s.durable.Load(), configRaces, func(old []byte, exists bool) ([]byte, error) {
+	races, err := lockedfile.Update(ctx, path, ModeFile, s.durable.Load(), configRaces, func(old []byte, exists bool) ([]byte, error) {
 		updated, err := editConfigText(s.Rel(path), old, exists, edit)
 		editErr = err
 		return updated, err

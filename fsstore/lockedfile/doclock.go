@@ -25,7 +25,7 @@ func lockDoc(ctx context.Context, path string) (ino uint64, unlock func(), err e
 		if err != nil {
 			return 0, nil, err
 		}
-		if err := flockCtx(ctx, f); err != nil {
+		if err := flockCtx(ctx, f, syscall.LOCK_EX); err != nil {
 			return 0, nil, fmt.Errorf("lock %s: %w", path, err)
 		}
 		held, herr := f.Stat()
@@ -43,13 +43,15 @@ func lockDoc(ctx context.Context, path string) (ino uint64, unlock func(), err e
 	}
 }
 
-// flockCtx takes the exclusive flock of f, waiting no longer than ctx
-// allows. On an error f is closed: when ctx ended first, only once the
+// flockCtx takes the flock how (LOCK_EX or LOCK_SH) of f, waiting no
+// longer than ctx allows: the common, uncontended case is one
+// non-blocking flock(2); a contended one blocks in flock(2) (no polling)
+// in a goroutine. On an error f is closed: when ctx ended first, only once the
 // pending request is answered (and a late lock given back), so the
 // descriptor is never reused under a blocked flock(2).
-func flockCtx(ctx context.Context, f *os.File) error {
+func flockCtx(ctx context.Context, f *os.File, how int) error {
 	fd := int(f.Fd())
-	err := flockRetry(fd, syscall.LOCK_EX|syscall.LOCK_NB)
+	err := flockRetry(fd, how|syscall.LOCK_NB)
 	if !errors.Is(err, syscall.EWOULDBLOCK) {
 		if err != nil {
 			f.Close()
@@ -57,7 +59,7 @@ func flockCtx(ctx context.Context, f *os.File) error {
 		return err
 	}
 	done := make(chan error, 1)
-	go func() { done <- flockRetry(fd, syscall.LOCK_EX) }()
+	go func() { done <- flockRetry(fd, how) }()
 	select {
 	case err := <-done:
 		if err != nil {

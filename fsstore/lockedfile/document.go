@@ -184,14 +184,8 @@ func Inode(fi os.FileInfo) uint64 {
 // again and re-applies edit; after attempts such races it returns
 // ErrChanged, having written nothing, so that neither change is lost
 // silently. It returns how many races it saw. It waits for an editor's
-// lock as long as it is held: UpdateContext bounds the wait.
-func Update(path string, perm os.FileMode, durable bool, attempts int, edit func(data []byte, exists bool) ([]byte, error)) (races int, err error) {
-	return UpdateContext(context.Background(), path, perm, durable, attempts, edit)
-}
-
-// UpdateContext is Update, waiting for the file's flock no longer than ctx
-// allows.
-func UpdateContext(ctx context.Context, path string, perm os.FileMode, durable bool, attempts int, edit func(data []byte, exists bool) ([]byte, error)) (races int, err error) {
+// lock no longer than ctx allows.
+func Update(ctx context.Context, path string, perm os.FileMode, durable bool, attempts int, edit func(data []byte, exists bool) ([]byte, error)) (races int, err error) {
 	for {
 		err := updateOnce(ctx, path, perm, durable, edit)
 		if !errors.Is(err, ErrChanged) {
@@ -203,7 +197,7 @@ func UpdateContext(ctx context.Context, path string, perm os.FileMode, durable b
 	}
 }
 
-// updateOnce is one pass of UpdateContext, under the file's flock.
+// updateOnce is one pass of Update, under the file's flock.
 func updateOnce(ctx context.Context, path string, perm os.FileMode, durable bool, edit func(data []byte, exists bool) ([]byte, error)) error {
 	ino, unlock, err := lockDoc(ctx, path)
 	if err != nil {

@@ -2,6 +2,7 @@ package lockedfile
 
 import (
 	"bytes"
+	"context"
 	"errors"
 	"os"
 	"path/filepath"
@@ -31,7 +32,7 @@ func TestUpdateReappliesAfterASave(t *testing.T) {
 				t.Fatal(err)
 			}
 			calls := 0
-			races, err := Update(path, 0o644, false, 3, func(data []byte, exists bool) ([]byte, error) {
+			races, err := Update(context.Background(), path, 0o644, false, 3, func(data []byte, exists bool) ([]byte, error) {
 				calls++
 				if calls == 1 { // a human saves while aipm edits
 					if err := tc.save(path, append(bytes.Clone(data), "human\n"...)); err != nil {
@@ -47,7 +48,7 @@ func TestUpdateReappliesAfterASave(t *testing.T) {
 				t.Fatalf("document %q: a change was lost", got)
 			}
 
-			races, err = Update(path, 0o644, false, 2, func(data []byte, exists bool) ([]byte, error) {
+			races, err = Update(context.Background(), path, 0o644, false, 2, func(data []byte, exists bool) ([]byte, error) {
 				if err := tc.save(path, append(bytes.Clone(data), "again\n"...)); err != nil {
 					return nil, err
 				}

@@ -11,40 +11,20 @@ import (
 // lockFile opens path (creating it with perm if needed) through OpenFile,
 // so a lock file is a regular file reached without a symbolic link, and
 // takes its flock (how: LOCK_EX or LOCK_SH), waiting as long as the holder
-// needs but no longer than ctx allows. The common, uncontended case is one
-// non-blocking flock(2); a contended one blocks in flock(2) (no polling, so
-// it wakes the moment the holder lets go) in a goroutine that releases the
-// lock if ctx ended first. Closing the file releases the lock.
+// needs but no longer than ctx allows (flockCtx). Closing the file releases
+// the lock.
 func lockFile(ctx context.Context, path string, perm os.FileMode, how int) (*os.File, error) {
 	f, err := OpenFile(path, os.O_RDONLY|os.O_CREATE, perm)
 	if err != nil {
 		return nil, err
 	}
-	fd := int(f.Fd())
-	err = flockRetry(fd, how|syscall.LOCK_NB)
-	if err == nil {
-		return f, nil
-	}
-	if !errors.Is(err, syscall.EWOULDBLOCK) {
-		f.Close()
+	if err := flockCtx(ctx, f, how); err != nil {
+		if ctx.Err() != nil {
+			return nil, err
+		}
 		return nil, fmt.Errorf("lock %s: %w", path, err)
 	}
-	done := make(chan error, 1)
-	go func() { done <- flockRetry(fd, how) }()
-	select {
-	case err := <-done:
-		if err != nil {
-			f.Close()
-			return nil, fmt.Errorf("lock %s: %w", path, err)
-		}
-		return f, nil
-	case <-ctx.Done():
-		go func() {
-			<-done
-			f.Close() // releases a lock granted late
-		}()
-		return nil, ctx.Err()
-	}
+	return f, nil
 }
 
 // Lock takes the flock of path (creating the file with perm if needed) and

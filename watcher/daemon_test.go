@@ -141,6 +141,32 @@ func (p *project) daemon() *Daemon {
 	return New(p.store, slog.New(slog.NewTextHandler(p.log, nil)))
 }
 
+// loaded is a daemon with the project's config loaded, as a watcher is
+// after its start, for tests that run its passes one by one.
+func (p *project) loaded() *Daemon {
+	d := p.daemon()
+	d.loadConfig()
+	return d
+}
+
+// passOnce runs one pass of d.
+func (p *project) passOnce(d *Daemon) {
+	p.t.Helper()
+	if _, err := d.pass(context.Background()); err != nil {
+		p.t.Fatal(err)
+	}
+}
+
+// workingTask starts a task for coder and opens coder's task session on it.
+func (p *project) workingTask() fsstore.Task {
+	p.t.Helper()
+	task := p.startedTask("coder")
+	if _, _, err := p.store.Authenticate(context.Background(), p.cfg(), "coder", p.passkeys["coder"], "", fsstore.PurposeTask); err != nil {
+		p.t.Fatal(err)
+	}
+	return task
+}
+
 // run starts a watcher and returns the channel of its finished passes; it
 // is stopped when the test ends.
 func (p *project) run() (*Daemon, <-chan int) {
@@ -337,19 +363,9 @@ func TestOnceTriggers(t *testing.T) {
 // an invalid hand edit is reported with its path and changes nothing.
 func TestHandEditInterrupt(t *testing.T) {
 	p := newProject(t, "", nil)
-	ctx := context.Background()
-	task := p.startedTask("coder")
-	if _, _, err := p.store.Authenticate(ctx, p.cfg(), "coder", p.passkeys["coder"], "", fsstore.PurposeTask); err != nil {
-		t.Fatal(err)
-	}
-	d := p.daemon()
-	d.loadConfig()
-	pass := func(d *Daemon) {
-		t.Helper()
-		if _, err := d.pass(ctx); err != nil {
-			t.Fatal(err)
-		}
-	}
+	task := p.workingTask()
+	d := p.loaded()
+	pass := p.passOnce
 	pass(d)
 	if n := p.interrupts("coder"); n != 0 {
 		t.Fatalf("%d interrupts before any edit", n)
@@ -362,9 +378,7 @@ func TestHandEditInterrupt(t *testing.T) {
 	}
 	p.handEdit(task.ID, block) // the same save again
 	pass(d)
-	fresh := p.daemon() // a restarted watcher, with no view
-	fresh.loadConfig()
-	pass(fresh)
+	pass(p.loaded()) // a restarted watcher, with no view
 	if n := p.interrupts("coder"); n != 1 {
 		t.Fatalf("%d interrupts after the same edit was seen again, want 1", n)
 	}

@@ -1,11 +1,6 @@
 package watcher
 
-import (
-	"context"
-	"testing"
-
-	"aipm/fsstore"
-)
+import "testing"
 
 // One interrupt per hand edit that warrants one, not one per session:
 // blocked, then in_progress, then cancelled by hand while one session works
@@ -14,19 +9,9 @@ import (
 // (issue 21, item 16).
 func TestHandEditsInterruptEachChange(t *testing.T) {
 	p := newProject(t, "", nil)
-	ctx := context.Background()
-	task := p.startedTask("coder")
-	if _, _, err := p.store.Authenticate(ctx, p.cfg(), "coder", p.passkeys["coder"], "", fsstore.PurposeTask); err != nil {
-		t.Fatal(err)
-	}
-	d := p.daemon()
-	d.loadConfig()
-	pass := func(d *Daemon) {
-		t.Helper()
-		if _, err := d.pass(ctx); err != nil {
-			t.Fatal(err)
-		}
-	}
+	task := p.workingTask()
+	d := p.loaded()
+	pass := p.passOnce
 	pass(d)
 	for _, status := range []string{"blocked", "in_progress", "cancelled"} {
 		p.handEdit(task.ID, func(doc map[string]any) { doc["status"] = status })
@@ -37,9 +22,7 @@ func TestHandEditsInterruptEachChange(t *testing.T) {
 	}
 	p.handEdit(task.ID, func(doc map[string]any) { doc["status"] = "cancelled" }) // the same save again
 	pass(d)
-	fresh := p.daemon()
-	fresh.loadConfig()
-	pass(fresh)
+	pass(p.loaded()) // a restarted watcher
 	if n := p.interrupts("coder"); n != 2 {
 		t.Fatalf("%d interrupts after the same save was seen again, want 2", n)
 	}

@@ -31,47 +31,69 @@ func (b *lockedBuffer) String() string {
 	return b.buf.String()
 }
 
+// background is a command run until the test cancels it: log --follow,
+// status --watch, notifications --follow.
+type background struct {
+	stdout, stderr lockedBuffer
+	cancel         context.CancelFunc
+	done           chan error
+}
+
+// runInBackground runs aipm with args in a goroutine.
+func runInBackground(t *testing.T, args ...string) *background {
+	t.Helper()
+	ctx, cancel := context.WithCancel(context.Background())
+	t.Cleanup(cancel)
+	b := &background{cancel: cancel, done: make(chan error, 1)}
+	go func() {
+		getenv := func(string) string { return "" }
+		b.done <- run(ctx, args, getenv, strings.NewReader(""), &b.stdout, &b.stderr)
+	}()
+	return b
+}
+
+// stop cancels the command and checks that it returned nil, soon, with
+// nothing on stderr.
+func (b *background) stop(t *testing.T) {
+	t.Helper()
+	b.cancel()
+	select {
+	case err := <-b.done:
+		if err != nil {
+			t.Errorf("run returned %v after cancel; want nil", err)
+		}
+	case <-time.After(10 * time.Second):
+		t.Fatal("the command did not return after its context was cancelled")
+	}
+	if b.stderr.String() != "" {
+		t.Errorf("stderr: %s", b.stderr.String())
+	}
+}
+
 // TestLogFollow: aipm log --follow prints each new message once, also
 // after an editor replaced the chat file by rename, and ends cleanly when
 // its context is cancelled.
 func TestLogFollow(t *testing.T) {
 	dir := t.TempDir()
 	store, cfg := newChatProject(t, dir)
-	ctx, cancel := context.WithCancel(context.Background())
-	defer cancel()
-	var stdout, stderr lockedBuffer
-	done := make(chan error, 1)
-	go func() {
-		getenv := func(string) string { return "" }
-		done <- run(ctx, []string{"--dir", dir, "log", "bob", "--follow"}, getenv, strings.NewReader(""), &stdout, &stderr)
-	}()
+	cmd := runInBackground(t, "--dir", dir, "log", "bob", "--follow")
+	stdout := &cmd.stdout
 
 	sendToBob(t, store, cfg, "first message")
-	waitPrinted(t, &stdout, "alice → bob: first message")
+	waitPrinted(t, stdout, "alice → bob: first message")
 
 	replaceByRename(t, filepath.Join(dir, fsstore.DirName, "agents", "bob", "chat.jsonl"))
 	sendToBob(t, store, cfg, "second message")
-	waitPrinted(t, &stdout, "alice → bob: second message")
+	waitPrinted(t, stdout, "alice → bob: second message")
 	sendToBob(t, store, cfg, "third message") // anything printed twice comes before it
-	waitPrinted(t, &stdout, "alice → bob: third message")
+	waitPrinted(t, stdout, "alice → bob: third message")
 
 	for _, text := range []string{"first message", "second message", "third message"} {
 		if n := strings.Count(stdout.String(), text); n != 1 {
 			t.Errorf("%q printed %d times; want once. stdout:\n%s", text, n, stdout.String())
 		}
 	}
-	cancel()
-	select {
-	case err := <-done:
-		if err != nil {
-			t.Errorf("run returned %v after cancel; want nil", err)
-		}
-	case <-time.After(10 * time.Second):
-		t.Fatal("log --follow did not return after its context was cancelled")
-	}
-	if stderr.String() != "" {
-		t.Errorf("stderr: %s", stderr.String())
-	}
+	cmd.stop(t)
 }
 
 func newChatProject(t *testing.T, dir string) (*fsstore.Store, *fsstore.Config) {

@@ -6,7 +6,6 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
-	"time"
 
 	"aipm/fsstore"
 )
@@ -27,22 +26,16 @@ func TestNotificationsFollow(t *testing.T) {
 		t.Run(tc.name, func(t *testing.T) {
 			dir := t.TempDir()
 			store, _ := newChatProject(t, dir)
-			ctx, cancel := context.WithCancel(context.Background())
-			defer cancel()
-			var stdout, stderr lockedBuffer
-			done := make(chan error, 1)
-			go func() {
-				getenv := func(string) string { return "" }
-				done <- run(ctx, append([]string{"--dir", dir}, tc.args...), getenv, strings.NewReader(""), &stdout, &stderr)
-			}()
+			cmd := runInBackground(t, append([]string{"--dir", dir}, tc.args...)...)
+			stdout := &cmd.stdout
 
 			notifyBob(t, store, "first notice")
-			waitPrinted(t, &stdout, tc.want("first notice"))
+			waitPrinted(t, stdout, tc.want("first notice"))
 			replaceByRename(t, filepath.Join(dir, fsstore.DirName, "agents", "bob", "notifications.jsonl"))
 			notifyBob(t, store, "second notice")
-			waitPrinted(t, &stdout, tc.want("second notice"))
+			waitPrinted(t, stdout, tc.want("second notice"))
 			notifyBob(t, store, "third notice") // anything printed twice comes before it
-			waitPrinted(t, &stdout, tc.want("third notice"))
+			waitPrinted(t, stdout, tc.want("third notice"))
 
 			for _, text := range []string{"first notice", "second notice", "third notice"} {
 				if n := strings.Count(stdout.String(), text); n != 1 {
@@ -56,18 +49,7 @@ func TestNotificationsFollow(t *testing.T) {
 					}
 				}
 			}
-			cancel()
-			select {
-			case err := <-done:
-				if err != nil {
-					t.Errorf("run returned %v after cancel; want nil", err)
-				}
-			case <-time.After(10 * time.Second):
-				t.Fatal("notifications --follow did not return after its context was cancelled")
-			}
-			if stderr.String() != "" {
-				t.Errorf("stderr: %s", stderr.String())
-			}
+			cmd.stop(t)
 			// A look is a peek: the three are still unread.
 			if ids, err := store.UnreadNotificationIDs(context.Background(), "bob"); err != nil || len(ids) != 3 {
 				t.Errorf("after --follow bob has %d unread notifications (%v); want 3", len(ids), err)

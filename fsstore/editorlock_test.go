@@ -131,14 +131,8 @@ func TestEditorSavesRacingUpdateTask(t *testing.T) {
 // editorRace runs one editor (role) against two UpdateTask processes and
 // returns how many of the editor's saves are missing at the end.
 func editorRace(t *testing.T, role string, saves int) int {
-	s := newTestStore(t)
+	s, cfg := leadAndCoder(t)
 	ctx := context.Background()
-	for _, a := range []NewAgent{{ID: "lead", Type: AgentHuman}, {ID: "coder", Type: AgentAI}} {
-		if _, err := s.AddAgent(ctx, a); err != nil {
-			t.Fatal(err)
-		}
-	}
-	cfg, _ := s.LoadConfig()
 	task, err := s.CreateTask(ctx, cfg, NewTask{Title: "t", Assignee: "coder"})
 	if err != nil {
 		t.Fatal(err)

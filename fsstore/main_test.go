@@ -262,3 +262,20 @@ func newTestStore(t *testing.T) *Store {
 	}
 	return s
 }
+
+// leadAndCoder is a test store with a human, lead, and an AI agent, coder,
+// and its config.
+func leadAndCoder(t *testing.T) (*Store, *Config) {
+	t.Helper()
+	s := newTestStore(t)
+	for _, a := range []NewAgent{{ID: "lead", Type: AgentHuman}, {ID: "coder", Type: AgentAI}} {
+		if _, err := s.AddAgent(context.Background(), a); err != nil {
+			t.Fatal(err)
+		}
+	}
+	cfg, err := s.LoadConfig()
+	if err != nil {
+		t.Fatal(err)
+	}
+	return s, cfg
+}

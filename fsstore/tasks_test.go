@@ -57,14 +57,8 @@ func TestInterrupts(t *testing.T) {
 }
 
 func TestUpdateTaskWritesOneInterrupt(t *testing.T) {
-	s := newTestStore(t)
+	s, cfg := leadAndCoder(t)
 	ctx := context.Background()
-	for _, a := range []NewAgent{{ID: "lead", Type: AgentHuman}, {ID: "coder", Type: AgentAI}} {
-		if _, err := s.AddAgent(ctx, a); err != nil {
-			t.Fatal(err)
-		}
-	}
-	cfg, _ := s.LoadConfig()
 	task, err := s.CreateTask(ctx, cfg, NewTask{Title: "t", Assignee: "coder", Status: StatusInProgress})
 	if err != nil {
 		t.Fatal(err)
@@ -86,14 +80,8 @@ func TestUpdateTaskWritesOneInterrupt(t *testing.T) {
 // notices (compare-and-swap), re-reads and re-applies, so both changes are
 // kept; and keys aipm does not know survive every rewrite.
 func TestUpdateTaskRacingAnEditor(t *testing.T) {
-	s := newTestStore(t)
+	s, cfg := leadAndCoder(t)
 	ctx := context.Background()
-	for _, a := range []NewAgent{{ID: "lead", Type: AgentHuman}, {ID: "coder", Type: AgentAI}} {
-		if _, err := s.AddAgent(ctx, a); err != nil {
-			t.Fatal(err)
-		}
-	}
-	cfg, _ := s.LoadConfig()
 	task, err := s.CreateTask(ctx, cfg, NewTask{Title: "first title", Assignee: "coder"})
 	if err != nil {
 		t.Fatal(err)

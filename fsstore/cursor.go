@@ -140,6 +140,9 @@ type ReadResult struct {
 	More bool
 	// Bad lists invalid complete lines that were passed over.
 	Bad []*LineError
+	// Next is the place just past what the read went through (its inode
+	// names the file read): where a Mark of what was seen goes.
+	Next Cursor
 }
 
 // readCursors reads an agent's read.json; a damaged one is an error that
@@ -227,7 +230,7 @@ func (s *Store) ReadUnread(ctx context.Context, agent, stream string, opt ReadOp
 // before the first record returned, and the cursor after the last one.
 func (s *Store) readPast(logPath string, cur Cursor, opt ReadOptions) (res ReadResult, first, next Cursor, err error) {
 	rp, err := lockedfile.ReadPast(logPath, cur, lockedfile.ReadOptions{Limit: opt.Limit, Match: opt.Match, Check: opt.Check, Strict: opt.Strict})
-	res = ReadResult{Records: rp.Records, Redelivered: rp.Redelivered, More: rp.More, Bad: rp.Bad}
+	res = ReadResult{Records: rp.Records, Redelivered: rp.Redelivered, More: rp.More, Bad: rp.Bad, Next: rp.Next}
 	for _, le := range res.Bad {
 		le.Path = s.Rel(logPath)
 	}

@@ -120,7 +120,7 @@ func (s *Store) HandEditKey(t Task) (string, error) {
 
 // interruptText is the one text of each kind of interrupt: what happened,
 // and no more. What to do about it depends on the session that reads it,
-// and is said there (mcpserver's interruptInstruction).
+// and is said there (InterruptInstruction).
 func interruptText(in Interruption) string {
 	by := in.By
 	if by == "" {
@@ -161,4 +161,22 @@ func (s *Store) hasInterruptSince(agent, taskID string, since time.Time) (bool, 
 		}
 	}
 	return false, nil
+}
+
+// InterruptInstruction is what a session of purpose must do about an
+// interrupt of kind (Notification.Kind), naming only calls that
+// session may make: a task session reports its task cancelled and drops
+// the work (cancel), or reports it blocked (pause, or a plain stop); a
+// chat session logs out. The interrupt's own message (fsstore's) says only
+// what happened.
+func InterruptInstruction(purpose, kind string) string {
+	switch {
+	case purpose != PurposeTask:
+		return "Stop what you are doing: call logout, then exit."
+	case kind == InterruptCancel:
+		return `Stop working now and drop the work (the task was cancelled): call report_completed(result="cancelled", summary=what you did), then exit.`
+	case kind == InterruptPause:
+		return `Stop working now: call report_completed(result="blocked", summary=what you did and what is left), then exit; the task waits until it is moved back to in_progress.`
+	}
+	return `Stop working now: call report_completed(result="blocked", summary=what you did and what is left), then exit.`
 }

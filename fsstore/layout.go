@@ -46,7 +46,7 @@ type Layout struct {
 // files (revalidated by stat) and the descriptors it appends through.
 type caches struct {
 	sessions lockedfile.StatCache[Session]
-	unread   lockedfile.StatCache[unreadState]
+	unread   lockedfile.StatCache[Unread]
 	peeks    lockedfile.StatCache[peekScan] // by log, stream, session and ScanKey; no stamps
 	tasks    taskIndex
 

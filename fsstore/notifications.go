@@ -188,6 +188,17 @@ func (s *Store) sessionNotifications(ctx context.Context, ses Session, peek bool
 // keep, if not nil, sees each notification that concerns ses and says
 // whether to return it (those it refuses are still consumed unless Peek).
 func (s *Store) readNotifications(ctx context.Context, ses Session, opt ReadOptions, keep func(Notification) bool) ([]Notification, bool, error) {
+	var match func(Record, Notification) bool
+	if keep != nil {
+		match = func(_ Record, n Notification) bool { return keep(n) }
+	}
+	out, res, err := s.readNotificationRecords(ctx, ses, opt, match)
+	return out, res.More, err
+}
+
+// readNotificationRecords is readNotifications with the records: match,
+// if not nil, sees each record that concerns ses with its notification.
+func (s *Store) readNotificationRecords(ctx context.Context, ses Session, opt ReadOptions, match func(Record, Notification) bool) ([]Notification, ReadResult, error) {
 	var last Notification // decoded once by Check, used by Match
 	opt.Session, opt.Strict = ses.ID, true
 	opt.Check = func(r Record) error {
@@ -195,68 +206,90 @@ func (s *Store) readNotifications(ctx context.Context, ses Session, opt ReadOpti
 		last, err = decodeNotification(r)
 		return err
 	}
-	opt.Match = func(Record) bool { return last.Concerns(ses) && (keep == nil || keep(last)) }
+	opt.Match = func(r Record) bool { return last.Concerns(ses) && (match == nil || match(r, last)) }
 	res, err := s.ReadUnread(ctx, ses.Agent, NotificationStream(ses.Purpose), opt)
 	if err != nil {
-		return nil, false, fmt.Errorf("%w: %w; run aipm doctor (--repair moves a bad line to quarantine/)", ErrNotificationsUnreadable, err)
+		return nil, res, fmt.Errorf("%w: %w; run aipm doctor (--repair moves a bad line to quarantine/)", ErrNotificationsUnreadable, err)
 	}
 	out := make([]Notification, len(res.Records))
 	for i, r := range res.Records {
 		if err := json.Unmarshal(r.Data, &out[i]); err != nil {
-			return nil, false, fmt.Errorf("notification at line %d: %w", r.Line, err)
+			return nil, res, fmt.Errorf("notification at line %d: %w", r.Line, err)
 		}
 		out[i].Redelivered = res.Redelivered[i]
 		if path, err := s.NotificationsPath(ses.Agent); err == nil {
 			out[i] = out[i].served(lineOf(s.Rel(path), r.Line))
 		}
 	}
-	return out, res.More, nil
+	return out, res, nil
+}
+
+// Unread is what Interrupt finds among a session's unread notifications.
+type Unread struct {
+	// Interrupt is the first unread interrupt that stops the session.
+	Interrupt *Notification
+	// Count is the number of unread notifications that concern the
+	// session; New, of them, those its model was not told of (past
+	// Surfaced.Notifications).
+	Count, New int
+	// Through is the mark just past the notifications counted.
+	Through Mark
 }
 
 // Interrupt returns the first unread interrupt that stops ses (DESIGN
-// section 6), and the number of unread notifications that concern ses. An
-// interrupt about a task stops it only while the task is still blocked or
-// cancelled (a task resumed since makes it moot). An undecodable line is an
-// error wrapping ErrNotificationsUnreadable.
+// section 6), and the number of unread notifications that concern ses,
+// and of them those not told yet. An interrupt about a task stops it only
+// while the task is still blocked or cancelled (a task resumed since makes
+// it moot). An undecodable line is an error wrapping
+// ErrNotificationsUnreadable.
 //
 // While neither the notifications file nor read.json changed since this
 // process last found no interrupt among ses's unread notifications, the
-// count is reused after two stats instead of read again.
-func (s *Store) Interrupt(ctx context.Context, ses Session) (*Notification, int, error) {
+// counts are reused after two stats instead of read again.
+func (s *Store) Interrupt(ctx context.Context, ses Session) (Unread, error) {
 	stamps, cacheable := s.unreadStamps(ses.Agent)
-	key := ses.ID + "\x00" + ses.Purpose
+	mark := ses.Surfaced.Notifications
+	key := fmt.Sprintf("%s\x00%s\x00%d\x00%d", ses.ID, ses.Purpose, mark.Inode, mark.Offset)
 	if cacheable {
 		if st, ok := s.caches.unread.Get(key, stamps...); ok {
-			return nil, st.count, nil
+			return st, nil
 		}
 	}
 	// Count what concerns ses, keeping only the interrupts: a pile of
-	// unread notifications costs a read, not memory.
-	count := 0
-	interrupts, _, err := s.readNotifications(ctx, ses, ReadOptions{Peek: true}, func(n Notification) bool {
-		count++
+	// unread notifications costs a read, not memory. Told ones are those
+	// before the mark, in the file it was measured in (known after the read).
+	var u Unread
+	told := 0
+	interrupts, res, err := s.readNotificationRecords(ctx, ses, ReadOptions{Peek: true}, func(r Record, n Notification) bool {
+		u.Count++
+		if r.Offset < mark.Offset {
+			told++
+		}
 		return n.Type == NotifyInterrupt
 	})
 	if err != nil {
-		return nil, 0, err
+		return Unread{}, err
 	}
+	u.New = u.Count
+	if res.Next.Inode == mark.Inode {
+		u.New -= told
+	}
+	u.Through = Mark{Inode: res.Next.Inode, Offset: max(res.Next.Offset, endOf(res))}
 	if cacheable && len(interrupts) == 0 {
-		s.caches.unread.Put(key, unreadState{count: count}, stamps...)
+		s.caches.unread.Put(key, u, stamps...)
 	}
 	for i, n := range interrupts {
 		if n.TaskID == "" {
-			return &interrupts[i], count, nil
+			u.Interrupt = &interrupts[i]
+			return u, nil
 		}
 		if t, err := s.Task(n.TaskID); err == nil && (t.Status == StatusBlocked || t.Status == StatusCancelled) {
-			return &interrupts[i], count, nil
+			u.Interrupt = &interrupts[i]
+			return u, nil
 		}
 	}
-	return nil, count, nil
+	return u, nil
 }
-
-// unreadState is what Interrupt remembers of a session's unread
-// notifications when none of them is an interrupt.
-type unreadState struct{ count int }
 
 // unreadStamps stamps the two files a session's unread notifications
 // depend on: the agent's notifications and its read cursors.

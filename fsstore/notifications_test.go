@@ -69,11 +69,11 @@ func TestAgentInterruptStopsOnlyLiveSessions(t *testing.T) {
 		t.Fatal(err)
 	}
 	later := Session{ID: NewID(PrefixSession), Agent: "coder", Purpose: PurposeTask, TaskID: NewID(PrefixTask), CreatedAt: time.Now().UTC()}
-	if n, _, err := s.Interrupt(ctx, old); err != nil || n == nil {
-		t.Fatalf("live session: interrupt %v, err %v", n, err)
+	if u, err := s.Interrupt(ctx, old); err != nil || u.Interrupt == nil {
+		t.Fatalf("live session: interrupt %v, err %v", u.Interrupt, err)
 	}
-	if n, count, err := s.Interrupt(ctx, later); err != nil || n != nil || count != 0 {
-		t.Fatalf("later session: interrupt %v (%d unread), err %v; want none", n, count, err)
+	if u, err := s.Interrupt(ctx, later); err != nil || u.Interrupt != nil || u.Count != 0 {
+		t.Fatalf("later session: interrupt %v (%d unread), err %v; want none", u.Interrupt, u.Count, err)
 	}
 }
 
@@ -94,8 +94,8 @@ func TestCachesFollowOtherWriters(t *testing.T) {
 		if _, err := s.CheckSession(ctx, token); err != nil {
 			t.Fatal(err)
 		}
-		if n, count, err := s.Interrupt(ctx, ses); err != nil || n != nil || count != 0 {
-			t.Fatalf("Interrupt = %v, %d, %v; want none", n, count, err)
+		if u, err := s.Interrupt(ctx, ses); err != nil || u.Interrupt != nil || u.Count != 0 {
+			t.Fatalf("Interrupt = %v, %d, %v; want none", u.Interrupt, u.Count, err)
 		}
 	}
 	wantUnreadFollowsOther(t, s, other, ses)
@@ -110,14 +110,14 @@ func wantUnreadFollowsOther(t *testing.T, s, other *Store, ses Session) {
 	if _, err := other.Notify(ctx, "b", Notification{Message: "one"}); err != nil {
 		t.Fatal(err)
 	}
-	if _, count, err := s.Interrupt(ctx, ses); err != nil || count != 1 {
-		t.Fatalf("after another process's notification: %d unread, %v; want 1", count, err)
+	if u, err := s.Interrupt(ctx, ses); err != nil || u.Count != 1 {
+		t.Fatalf("after another process's notification: %d unread, %v; want 1", u.Count, err)
 	}
 	if _, err := other.Notify(ctx, "b", Notification{Type: NotifyInterrupt, Message: "stop"}); err != nil {
 		t.Fatal(err)
 	}
-	if n, count, err := s.Interrupt(ctx, ses); err != nil || n == nil || count != 2 {
-		t.Fatalf("after an interrupt: %v, %d unread, %v; want the interrupt and 2", n, count, err)
+	if u, err := s.Interrupt(ctx, ses); err != nil || u.Interrupt == nil || u.Count != 2 {
+		t.Fatalf("after an interrupt: %v, %d unread, %v; want the interrupt and 2", u.Interrupt, u.Count, err)
 	}
 	if _, _, err := other.SessionNotifications(ctx, ses, false, 0); err != nil {
 		t.Fatal(err)
@@ -125,8 +125,8 @@ func wantUnreadFollowsOther(t *testing.T, s, other *Store, ses Session) {
 	if err := other.Acknowledge(ctx, "b", ses.ID); err != nil {
 		t.Fatal(err)
 	}
-	if n, count, err := s.Interrupt(ctx, ses); err != nil || n != nil || count != 0 {
-		t.Fatalf("after another process read them: %v, %d unread, %v; want none", n, count, err)
+	if u, err := s.Interrupt(ctx, ses); err != nil || u.Interrupt != nil || u.Count != 0 {
+		t.Fatalf("after another process read them: %v, %d unread, %v; want none", u.Interrupt, u.Count, err)
 	}
 }
 

@@ -300,3 +300,8 @@ func (s *Store) checkPasskey(agent, passkey string) error {
 	}
 	return nil
 }
+
+// VerifyPasskey checks agent's passkey without the per-agent slowing of
+// authenticate (a client hook proves who it runs for on every tool call;
+// it opens no session and reveals nothing a reader of .ai-pm/ cannot read).
+func (s *Store) VerifyPasskey(agent, passkey string) error { return s.checkPasskey(agent, passkey) }

@@ -54,6 +54,8 @@ type Session struct {
 	// opened the session, from AIPM_RUN_ID; when that process exits, the
 	// watcher ends the session.
 	RunID string `json:"runId,omitempty"`
+	// Surfaced is what the session's model has been told of (Store.Surface).
+	Surfaced Surfaced `json:"surfaced,omitzero"`
 }
 
 // Live says whether the session can still be used at now.
@@ -506,6 +508,7 @@ func (s *Store) endSession(path string, ses Session, reason string, now time.Tim
 		if err := os.Remove(path); err != nil && !errors.Is(err, os.ErrNotExist) {
 			return ses, fmt.Errorf("remove session %s: %w", ses.ID, err)
 		}
+		os.Remove(s.wakeLockPath(ses.ID)) // a hook still waiting sees its session gone and exits
 		return ses, nil
 	}
 	return ses, s.writeDoc(path, ses, ModePrivateFile)

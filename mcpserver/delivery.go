@@ -33,7 +33,8 @@ func (s *Server) deliver(ctx context.Context, call *mcp.CallToolRequest, spec to
 	if spec.handsBatch {
 		s.acks.set(ses.ID, false) // it may hand the session a batch now
 	}
-	intr, _, err := s.store.Interrupt(ctx, ses)
+	unread, err := s.store.Interrupt(ctx, ses)
+	intr := unread.Interrupt
 	switch {
 	case err != nil && spec.passesUnreadable:
 		return nil
@@ -46,24 +47,39 @@ func (s *Server) deliver(ctx context.Context, call *mcp.CallToolRequest, spec to
 	return nil
 }
 
-// unreadAfter is the number of unread notifications that concern the
-// session once the tool ran (after what a marksRead tool just handed it);
-// -1 if they cannot be read. It is the count of the notification line.
-func (s *Server) unreadAfter(ctx context.Context, ses fsstore.Session, spec toolSpec) int {
-	var unread int
-	var err error
+// unreadAfter is what the notification line counts once the tool ran
+// (after what a marksRead tool just handed the session): the unread
+// notifications that concern the session and, of them, those its model was
+// not told of; a Count of -1 if they cannot be read.
+func (s *Server) unreadAfter(ctx context.Context, ses fsstore.Session, spec toolSpec) fsstore.Unread {
 	if spec.marksRead {
-		var ns []fsstore.Notification
-		ns, _, err = s.store.SessionNotifications(ctx, ses, true, 0)
-		unread = len(ns)
-	} else {
-		_, unread, err = s.store.Interrupt(ctx, ses) // cached while nothing changed
+		ns, _, err := s.store.SessionNotifications(ctx, ses, true, 0)
+		if err != nil {
+			s.log.Error("read notifications", "agent", ses.Agent, "err", err)
+			return fsstore.Unread{Count: -1}
+		}
+		return fsstore.Unread{Count: len(ns), New: len(ns)}
 	}
+	u, err := s.store.Interrupt(ctx, ses) // cached while nothing changed
 	if err != nil {
 		s.log.Error("read notifications", "agent", ses.Agent, "err", err)
-		return -1
+		return fsstore.Unread{Count: -1}
 	}
-	return unread
+	return u
+}
+
+// tellLine records that the notification line told ses's model of the
+// notifications u counts (DESIGN section 15), so that a client hook does
+// not tell them again; the next lines say they were told.
+func (s *Server) tellLine(ctx context.Context, ses fsstore.Session, u fsstore.Unread) {
+	if u.New <= 0 || u.Through == (fsstore.Mark{}) {
+		return
+	}
+	n := fsstore.Notices{From: ses.Surfaced, To: ses.Surfaced}
+	n.To.Notifications = u.Through
+	if _, err := s.store.Surface(ctx, ses, n, nil); err != nil {
+		s.log.Warn("record what the notification line told", "session", ses.ID, "err", err)
+	}
 }
 
 // readStreams lists the stream the tool reads as the session, which the

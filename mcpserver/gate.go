@@ -68,7 +68,9 @@ func (s *Server) gate() mcp.Middleware {
 			if r, ok := res.(*mcp.CallToolResult); ok && err == nil {
 				// Counted last: what arrived while the tool ran (a wait
 				// that a notice ended) is in the line.
-				withNotification(r, notificationLine(s.unreadAfter(ctx, ses, spec)))
+				unread := s.unreadAfter(ctx, ses, spec)
+				withNotification(r, notificationLine(unread))
+				s.tellLine(ctx, ses, unread)
 			}
 			return res, err
 		}
@@ -163,19 +165,25 @@ func (s *Server) noticeForNewSession(ctx context.Context, call *mcp.CallToolRequ
 	if err != nil && !errors.Is(err, fsstore.ErrExpiryNotSaved) {
 		return
 	}
-	withNotification(r, notificationLine(s.unreadAfter(ctx, ses, toolSpec{})))
+	unread := s.unreadAfter(ctx, ses, toolSpec{})
+	withNotification(r, notificationLine(unread))
+	s.tellLine(ctx, ses, unread)
 }
 
-// notificationLine is the line every authenticated response carries; a
-// negative count means the notifications could not be read.
-func notificationLine(unread int) string {
+// notificationLine is the line every authenticated response carries: how
+// many unread notifications concern the session, announced once (DESIGN
+// section 15); later lines say they were told. A negative count means the
+// notifications could not be read.
+func notificationLine(u fsstore.Unread) string {
 	switch {
-	case unread < 0:
+	case u.Count < 0:
 		return "notifications: unavailable (see the aipm serve log); call get_notifications"
-	case unread == 0:
+	case u.Count == 0:
 		return "notifications: none"
-	case unread == 1:
+	case u.New == 0:
+		return fmt.Sprintf("notifications: none new (%d unread, told before)", u.Count)
+	case u.Count == 1:
 		return "notifications: you have 1 notification: call get_notifications"
 	}
-	return fmt.Sprintf("notifications: you have %d notifications: call get_notifications", unread)
+	return fmt.Sprintf("notifications: you have %d notifications: call get_notifications", u.Count)
 }

@@ -176,11 +176,11 @@ func taskStopped(ses fsstore.Session, next fsstore.Next) bool {
 // endOnInterrupt ends the call's wait if the session has an unread
 // interrupt: the gate then answers with it (endWait).
 func (s *Server) endOnInterrupt(ctx context.Context, ses fsstore.Session) error {
-	intr, _, err := s.store.Interrupt(ctx, ses)
+	unread, err := s.store.Interrupt(ctx, ses)
 	if err != nil {
 		return fromStore(err, "notification_not_found")
 	}
-	if intr != nil {
+	if intr := unread.Interrupt; intr != nil {
 		endWait(ctx, intr)
 		return errWaitInterrupted
 	}

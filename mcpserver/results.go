@@ -71,26 +71,8 @@ func interruptNotice(req *mcp.CallToolRequest, ses fsstore.Session, n *fsstore.N
 		IsError: true,
 		Content: []mcp.Content{&mcp.TextContent{Text: fmt.Sprintf(
 			"INTERRUPT (%s did not run): %s %s",
-			req.Params.Name, n.Message, interruptInstruction(ses.Purpose, n.Kind))}},
+			req.Params.Name, n.Message, fsstore.InterruptInstruction(ses.Purpose, n.Kind))}},
 	})
-}
-
-// interruptInstruction is what a session of purpose must do about an
-// interrupt of kind (fsstore.Notification.Kind), naming only calls that
-// session may make: a task session reports its task cancelled and drops
-// the work (cancel), or reports it blocked (pause, or a plain stop); a
-// chat session logs out. The interrupt's own message (fsstore's) says only
-// what happened.
-func interruptInstruction(purpose, kind string) string {
-	switch {
-	case purpose != fsstore.PurposeTask:
-		return "Stop what you are doing: call logout, then exit."
-	case kind == fsstore.InterruptCancel:
-		return `Stop working now and drop the work (the task was cancelled): call report_completed(result="cancelled", summary=what you did), then exit.`
-	case kind == fsstore.InterruptPause:
-		return `Stop working now: call report_completed(result="blocked", summary=what you did and what is left), then exit; the task waits until it is moved back to in_progress.`
-	}
-	return `Stop working now: call report_completed(result="blocked", summary=what you did and what is left), then exit.`
 }
 
 // interruptAction is the action word of an interrupt of kind: pause,

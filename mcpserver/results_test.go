@@ -252,9 +252,20 @@ func TestNotificationLineInStructuredContent(t *testing.T) {
 		{"send_message", map[string]any{"session_token": chat, "target_agent_id": "coder", "content": "hi"}},
 		{"respond_chat", map[string]any{"session_token": chat, "content": "hi"}},
 	}
-	check := func(want string) {
+	// check calls every tool; once is the line of a session's first
+	// response after the notifications came and of get_notifications (it
+	// shows them), again the line of the session's later responses (the
+	// notifications were told: DESIGN section 15).
+	check := func(once, again string) {
 		t.Helper()
+		told := map[any]bool{}
 		for _, c := range calls {
+			want := once
+			if key := c.args["session_token"]; key != nil && told[key] && c.tool != "get_notifications" {
+				want = again
+			} else if key != nil {
+				told[key] = true
+			}
 			if c.tool == "authenticate" {
 				if err := p.store.Triggers().Write(context.Background(), fsstore.Trigger{Agent: "coder", Purpose: "chat", Reason: "test"}); err != nil {
 					t.Fatal(err)
@@ -280,7 +291,7 @@ func TestNotificationLineInStructuredContent(t *testing.T) {
 			}
 		}
 	}
-	check("notifications: none")
+	check("notifications: none", "notifications: none")
 	// authenticate (a chat session for coder, replaced each time) and help
 	// carry it too, once there is a session
 	calls = append(calls,
@@ -293,7 +304,7 @@ func TestNotificationLineInStructuredContent(t *testing.T) {
 			args map[string]any
 		}{"help", map[string]any{"session_token": chat}},
 	)
-	check("notifications: none")
+	check("notifications: none", "notifications: none")
 	for range 3 {
 		if _, err := p.store.Notify(context.Background(), "coder", fsstore.Notification{Message: "look"}); err != nil {
 			t.Fatal(err)
@@ -302,5 +313,5 @@ func TestNotificationLineInStructuredContent(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
-	check("notifications: you have 3 notifications: call get_notifications")
+	check("notifications: you have 3 notifications: call get_notifications", "notifications: none new (3 unread, told before)")
 }

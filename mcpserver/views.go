@@ -111,7 +111,7 @@ func notificationViews(ns []fsstore.Notification, purpose string) []Notification
 			Action: "read", Instruction: "Nothing to do beyond reading it; carry on."}
 		if n.Type == fsstore.NotifyInterrupt {
 			v.Action = interruptAction(n.Kind)
-			v.Instruction = interruptInstruction(purpose, n.Kind)
+			v.Instruction = fsstore.InterruptInstruction(purpose, n.Kind)
 		}
 		out = append(out, v)
 	}

@@ -36,6 +36,7 @@ func newCmdRoot(e *env) *cobra.Command {
 		{"work", newCmdInterrupt(e, nil)},
 		{"agents", newCmdServe(e)},
 		{"agents", newCmdMCPConfig(e)},
+		{"agents", newCmdHook(e)},
 		{"agents", newCmdSim(e)},
 		{"", newCmdBench(e)},
 		{"", newCmdVersion(e)},

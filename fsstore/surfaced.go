@@ -1,0 +1,273 @@
+package fsstore
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"os"
+	"path/filepath"
+	"slices"
+	"time"
+
+	"aipm/fsstore/lockedfile"
+)
+
+// Mark is a place in one of an agent's logs: the records that start before
+// it, in the file it was measured in, have been told to a session's model.
+// A file replaced since (a doctor repair) starts again from nothing: its
+// records may be told once more, never lost.
+type Mark struct {
+	Inode  uint64 `json:"inode"`
+	Offset int64  `json:"offset"`
+}
+
+// covers says whether the record starting at offset of the file with
+// inode lies before m.
+func (m Mark) covers(inode uint64, offset int64) bool {
+	return m.Inode == inode && offset < m.Offset
+}
+
+// Surfaced is what a session's model has been told of (DESIGN section 15),
+// by a client hook or by a tool response, so that neither tells it again:
+// the messages and notifications before its marks, the conversations and
+// delegations it names while they still wait, and the Stop hook's own
+// record. It lives in the session's document and ends with it.
+type Surfaced struct {
+	Chat          Mark     `json:"chat,omitzero"`
+	Notifications Mark     `json:"notifications,omitzero"`
+	Items         []string `json:"items,omitempty"`
+	// StopInterrupt is the interrupt a Stop hook last kept the model
+	// working for: it does so once per interrupt.
+	StopInterrupt string `json:"stopInterrupt,omitempty"`
+	// StopBlocks counts the Stop hook's blocks since the model last used a
+	// tool: past MaxStopBlocks it lets the turn end, whatever waits.
+	StopBlocks int `json:"stopBlocks,omitempty"`
+}
+
+// MaxStopBlocks is how many times in a row a Stop hook may keep a model
+// working before the model uses a tool (the clients' own limit is higher:
+// Claude Code ends the turn after 8).
+const MaxStopBlocks = 2
+
+func (a Surfaced) equal(b Surfaced) bool {
+	return a.Chat == b.Chat && a.Notifications == b.Notifications && slices.Equal(a.Items, b.Items) &&
+		a.StopInterrupt == b.StopInterrupt && a.StopBlocks == b.StopBlocks
+}
+
+// Notices is what waits for a session that its model has not been told of
+// (Store.Notices): each kind only for the sessions whose tools act on it.
+type Notices struct {
+	// Interrupt is the unread interrupt that stops the session, told or not
+	// (a client hook refuses every other tool while it waits).
+	Interrupt *Notification
+	// Notifications are those that concern the session, unread and untold
+	// (interrupts included), oldest first.
+	Notifications []Notification
+	// Messages (chat sessions) are received messages, unread and untold,
+	// oldest first; never handed out (reading stays get_pending_messages').
+	Messages []Message
+	// Requests (chat sessions) are conversations that wait for the agent
+	// to accept them; Ended, conversations whose end it has not heard.
+	Requests []Conversation
+	Ended    []Conversation
+	// Delegations (chat sessions) wait for the session to process them.
+	Delegations []Delegation
+
+	// From is the record they were read against; To, the record once
+	// they are told (Store.Surface).
+	From, To Surfaced
+}
+
+// Empty says whether there is nothing untold.
+func (n Notices) Empty() bool {
+	return len(n.Notifications) == 0 && len(n.Messages) == 0 && len(n.Requests) == 0 &&
+		len(n.Ended) == 0 && len(n.Delegations) == 0
+}
+
+// Notices reads, without taking or consuming anything, what waits for ses
+// that its model has not been told of (DESIGN section 15). The interrupt
+// is read whether told or not.
+func (s *Store) Notices(ctx context.Context, cfg *Config, ses Session) (Notices, error) {
+	n := Notices{From: ses.Surfaced, To: ses.Surfaced}
+	n.To.Items = nil
+	unread, err := s.Interrupt(ctx, ses)
+	if err != nil {
+		return n, err
+	}
+	n.Interrupt = unread.Interrupt
+	if unread.New > 0 {
+		if n.Notifications, n.To.Notifications, err = s.untoldNotifications(ctx, ses); err != nil {
+			return n, err
+		}
+	}
+	if ses.Purpose != PurposeChat {
+		return n, nil
+	}
+	if n.Messages, n.To.Chat, err = s.untoldMessages(ctx, ses); err != nil {
+		return n, err
+	}
+	return n, s.untoldWork(ctx, cfg, ses, &n)
+}
+
+// untoldNotifications reads the unread notifications that concern ses
+// past its mark, and the mark past them.
+func (s *Store) untoldNotifications(ctx context.Context, ses Session) ([]Notification, Mark, error) {
+	mark := ses.Surfaced.Notifications
+	ns, res, err := s.readNotificationRecords(ctx, ses, ReadOptions{Peek: true}, nil)
+	if err != nil {
+		return nil, mark, err
+	}
+	var out []Notification
+	for i, r := range res.Records {
+		if !mark.covers(res.Next.Inode, r.Offset) {
+			out = append(out, ns[i])
+		}
+	}
+	return out, Mark{Inode: res.Next.Inode, Offset: max(res.Next.Offset, endOf(res))}, nil
+}
+
+// untoldMessages reads the messages others sent to ses's agent that it
+// has not received (nor holds in a batch) and was not told of.
+func (s *Store) untoldMessages(ctx context.Context, ses Session) ([]Message, Mark, error) {
+	mark := ses.Surfaced.Chat
+	res, err := s.ReadUnread(ctx, ses.Agent, StreamChat, ReadOptions{Match: FromOthers(ses.Agent), Peek: true, Session: ses.ID})
+	if err != nil {
+		return nil, mark, err
+	}
+	through := Mark{Inode: res.Next.Inode, Offset: max(res.Next.Offset, endOf(res))}
+	kept := res
+	kept.Records, kept.Redelivered = nil, nil
+	for i, r := range res.Records {
+		if !mark.covers(res.Next.Inode, r.Offset) {
+			kept.Records = append(kept.Records, r)
+			kept.Redelivered = append(kept.Redelivered, res.Redelivered[i])
+		}
+	}
+	msgs, err := s.decodeMessages(ses.Agent, kept)
+	return msgs, through, err
+}
+
+// endOf is the offset just past the last record of res (0 if none).
+func endOf(res ReadResult) int64 {
+	if len(res.Records) == 0 {
+		return 0
+	}
+	return res.Records[len(res.Records)-1].End().Offset
+}
+
+// untoldWork adds to n the conversations and delegations that wait for
+// chat session ses and were not told, and records in n.To those that
+// still wait (a told item that no longer waits is forgotten).
+func (s *Store) untoldWork(ctx context.Context, cfg *Config, ses Session, n *Notices) error {
+	told := func(key string) bool {
+		n.To.Items = append(n.To.Items, key)
+		return slices.Contains(ses.Surfaced.Items, key)
+	}
+	convs, err := s.conversationsOf(ctx, cfg, ses.Agent)
+	if err != nil {
+		return err
+	}
+	for _, c := range convs {
+		switch {
+		case c.OwesNews(ses.Agent):
+			if !told("end:" + c.ID) {
+				n.Ended = append(n.Ended, c)
+			}
+		case c.State == ConvPending && c.Participant == ses.Agent:
+			if !told("req:" + c.ID) {
+				n.Requests = append(n.Requests, c)
+			}
+		}
+	}
+	dlgs, err := s.Delegations().List(DelegationFilter{Agent: ses.Agent, Open: true})
+	if err != nil {
+		return err
+	}
+	for _, d := range dlgs {
+		if s.waitsForChat(d, ses.ID) && !told("dlg:"+d.ID) {
+			n.Delegations = append(n.Delegations, d)
+		}
+	}
+	return nil
+}
+
+// Surface records that the session's model was told n (Store.Notices),
+// with edit applied to the record (the Stop hook's counters), unless
+// another process told it something since n was read: then nothing is
+// written and told is false, and the caller reads again rather than tell
+// the same thing twice. A session that ended is not written to.
+func (s *Store) Surface(ctx context.Context, ses Session, n Notices, edit func(*Surfaced)) (told bool, err error) {
+	to := n.To
+	if edit != nil {
+		edit(&to)
+	}
+	if to.equal(n.From) {
+		return true, nil
+	}
+	path, err := s.DocPath(Sessions, ses.ID)
+	if err != nil {
+		return false, err
+	}
+	_, err = UpdateDoc(ctx, s, path, ModePrivateFile, func(cur *Session, exists bool) error {
+		if !exists || !cur.EndedAt.IsZero() {
+			return fmt.Errorf("session %s: %w", ses.ID, ErrSessionEnded)
+		}
+		if !cur.Surfaced.equal(n.From) {
+			return errTold
+		}
+		cur.Surfaced = to
+		return nil
+	})
+	switch {
+	case errors.Is(err, errTold):
+		return false, nil
+	case err != nil:
+		return false, err
+	}
+	return true, nil
+}
+
+// errTold says another process told the session something first.
+var errTold = errors.New("told by another process")
+
+// LiveSessionsOf returns agent's sessions that are live at now and whose
+// aipm serve process runs, read without a lock or a sweep.
+func (s *Store) LiveSessionsOf(agent string, now time.Time) ([]Session, error) {
+	ids, err := s.agentSessionIDs(agent)
+	if err != nil {
+		return nil, err
+	}
+	var live []Session
+	for _, id := range ids {
+		ses, err := s.session(id)
+		if err != nil {
+			continue // gone, or damaged: doctor reports it
+		}
+		if remove, _ := sessionVerdict(ses, now); !remove && ses.Agent == agent {
+			live = append(live, ses)
+		}
+	}
+	return live, nil
+}
+
+// Session returns the session document id names.
+func (s *Store) Session(id string) (Session, error) { return s.session(id) }
+
+// wakeLockPath is the lock a client's idle-wake hook holds while it waits
+// for session id (sessions/.<id>.wake): one waits per session.
+func (s *Store) wakeLockPath(id string) string {
+	return filepath.Join(s.CollectionDir(Sessions), "."+id+".wake")
+}
+
+// TryWakeLock takes session ses's idle-wake lock without waiting; ok is
+// false when another hook holds it. The caller closes f to release it.
+func (s *Store) TryWakeLock(ses Session) (f *os.File, ok bool, err error) {
+	if err := CheckID(PrefixSession, ses.ID); err != nil {
+		return nil, false, err
+	}
+	f, ok, err = lockedfile.TryLockFile(s.wakeLockPath(ses.ID), ModePrivateFile)
+	if err != nil {
+		return nil, false, fmt.Errorf("wake lock of %s: %w", ses.ID, err)
+	}
+	return f, ok, nil
+}

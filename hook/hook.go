@@ -1,0 +1,248 @@
+// Package hook is `aipm hook`: what Claude Code and Codex run at turn
+// boundaries (DESIGN section 15), so that an agent hears of an interrupt
+// or of new work while it is not calling aipm's tools. Each event reads
+// what waits for the agent's aipm session that its model was not told of
+// (fsstore.Store.Notices), answers in the client's documented JSON, and
+// records what it told (fsstore.Store.Surface): a notice is told once per
+// session, by a hook or by a tool response, and nothing new means no
+// output at all.
+package hook
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"strings"
+	"time"
+
+	"aipm/fsstore"
+)
+
+// Clients.
+const (
+	Claude = "claude"
+	Codex  = "codex"
+)
+
+// Events aipm answers; any other prints nothing.
+const (
+	SessionStart     = "SessionStart"
+	UserPromptSubmit = "UserPromptSubmit"
+	PreToolUse       = "PreToolUse"
+	PostToolUse      = "PostToolUse"
+	Stop             = "Stop"
+)
+
+// OwnToolPrefix starts the names the clients give aipm's own MCP tools
+// (mcp__<server>__<tool>, the server named aipm by aipm mcp-config): their
+// responses carry aipm's notices already.
+const OwnToolPrefix = "mcp__aipm__"
+
+// Input is the part of the client's stdin JSON aipm reads (both clients
+// send these fields; unknown ones are ignored).
+type Input struct {
+	SessionID      string `json:"session_id"`
+	Event          string `json:"hook_event_name"`
+	ToolName       string `json:"tool_name"`
+	StopHookActive bool   `json:"stop_hook_active"`
+	Cwd            string `json:"cwd"`
+}
+
+// DecodeInput decodes the client's stdin.
+func DecodeInput(data []byte) (Input, error) {
+	var in Input
+	if err := json.Unmarshal(data, &in); err != nil {
+		return in, fmt.Errorf("hook input is not the client's JSON: %w", err)
+	}
+	return in, nil
+}
+
+// Hook answers one client event for one agent.
+type Hook struct {
+	Store  *fsstore.Store
+	Config *fsstore.Config
+	Agent  string
+	// Purpose is the purpose the agent's process was started for
+	// (AIPM_PURPOSE), or "".
+	Purpose string
+	// Ancestors are the hook process's ancestors, nearest first: how the
+	// hook finds the aipm session of its own client when the agent has
+	// two (see Session).
+	Ancestors []int
+}
+
+// Result is what the hook process prints and its exit code.
+type Result struct {
+	Stdout []byte
+	Stderr string
+	Exit   int
+}
+
+// Run answers in for the client. A missing session, or nothing new,
+// prints nothing.
+func (h *Hook) Run(ctx context.Context, in Input) (Result, error) {
+	if in.Event == SessionStart {
+		return h.sessionStart(ctx)
+	}
+	switch in.Event {
+	case PreToolUse, PostToolUse, UserPromptSubmit, Stop:
+	default:
+		return Result{}, nil
+	}
+	ses, ok, err := h.Session(time.Now())
+	if err != nil || !ok {
+		return Result{}, err
+	}
+	own := strings.HasPrefix(in.ToolName, OwnToolPrefix)
+	switch in.Event {
+	case PreToolUse:
+		return h.preToolUse(ctx, ses, own)
+	case PostToolUse:
+		if own { // the tool's response carries aipm's notices
+			return Result{}, h.toolUsed(ctx, ses)
+		}
+		return h.tell(ctx, ses, PostToolUse)
+	case UserPromptSubmit:
+		return h.tell(ctx, ses, UserPromptSubmit)
+	}
+	return h.stop(ctx, ses, in.StopHookActive)
+}
+
+// preToolUse refuses every tool but aipm's own while an interrupt waits
+// for the session: no file is edited and no command runs after a human
+// stopped the task. The reason carries the interrupt and whatever else
+// the model was not told of.
+func (h *Hook) preToolUse(ctx context.Context, ses fsstore.Session, own bool) (Result, error) {
+	if own {
+		return Result{}, nil
+	}
+	for range tellAttempts {
+		n, err := h.Store.Notices(ctx, h.Config, ses)
+		if err != nil {
+			return Result{}, err
+		}
+		if n.Interrupt == nil {
+			return Result{}, h.toolUsed(ctx, ses)
+		}
+		reason := interruptText(ses, n.Interrupt) + untoldText(without(n, n.Interrupt))
+		told, err := h.Store.Surface(ctx, ses, n, func(s *fsstore.Surfaced) { s.StopBlocks = 0 })
+		if err != nil || told {
+			return deny(reason), err
+		}
+		ses = h.reread(ses)
+	}
+	return Result{}, nil
+}
+
+// tell adds what the model was not told of to its context (PostToolUse,
+// UserPromptSubmit), once.
+func (h *Hook) tell(ctx context.Context, ses fsstore.Session, event string) (Result, error) {
+	for range tellAttempts {
+		n, err := h.Store.Notices(ctx, h.Config, ses)
+		if err != nil {
+			return Result{}, err
+		}
+		resetStops := event == PostToolUse && ses.Surfaced.StopBlocks > 0
+		if n.Empty() && !resetStops {
+			return Result{}, nil
+		}
+		told, err := h.Store.Surface(ctx, ses, n, func(s *fsstore.Surfaced) {
+			if event == PostToolUse {
+				s.StopBlocks = 0
+			}
+		})
+		if err != nil {
+			return Result{}, err
+		}
+		if told {
+			if n.Empty() {
+				return Result{}, nil
+			}
+			return context_(event, strings.TrimSpace(untoldText(n))), nil
+		}
+		ses = h.reread(ses)
+	}
+	return Result{}, nil
+}
+
+// toolUsed notes that the model used a tool: the Stop hook's count of
+// blocks in a row starts again. Nothing is written when it is zero.
+func (h *Hook) toolUsed(ctx context.Context, ses fsstore.Session) error {
+	if ses.Surfaced.StopBlocks == 0 {
+		return nil
+	}
+	n := fsstore.Notices{From: ses.Surfaced, To: ses.Surfaced}
+	_, err := h.Store.Surface(ctx, ses, n, func(s *fsstore.Surfaced) { s.StopBlocks = 0 })
+	return err
+}
+
+// stop keeps the model working, once per notice, when an interrupt or
+// something it was not told of waits as its turn ends; never when the
+// client says a Stop hook already kept it going (stop_hook_active), and
+// never more than fsstore.MaxStopBlocks times before it uses a tool.
+func (h *Hook) stop(ctx context.Context, ses fsstore.Session, active bool) (Result, error) {
+	if active {
+		return Result{}, nil
+	}
+	for range tellAttempts {
+		if ses.Surfaced.StopBlocks >= fsstore.MaxStopBlocks {
+			return Result{}, nil
+		}
+		n, err := h.Store.Notices(ctx, h.Config, ses)
+		if err != nil {
+			return Result{}, err
+		}
+		intr := n.Interrupt
+		if intr != nil && intr.ID == ses.Surfaced.StopInterrupt {
+			intr = nil // this Stop hook kept the model working for it already
+		}
+		if intr == nil && n.Empty() {
+			return Result{}, nil
+		}
+		var reason string
+		if intr != nil {
+			reason = interruptText(ses, intr) + untoldText(without(n, intr))
+		} else {
+			reason = strings.TrimSpace(untoldText(n)) + " " + nextCall
+		}
+		told, err := h.Store.Surface(ctx, ses, n, func(s *fsstore.Surfaced) {
+			s.StopBlocks++
+			if intr != nil {
+				s.StopInterrupt = intr.ID
+			}
+		})
+		if err != nil {
+			return Result{}, err
+		}
+		if told {
+			return block(reason), nil
+		}
+		ses = h.reread(ses)
+	}
+	return Result{}, nil
+}
+
+// tellAttempts bounds how often a hook reads again because another
+// process told the session something between its read and its record.
+const tellAttempts = 3
+
+// reread is ses as its document holds it now (after another process
+// recorded what it told).
+func (h *Hook) reread(ses fsstore.Session) fsstore.Session {
+	if cur, err := h.Store.Session(ses.ID); err == nil {
+		return cur
+	}
+	return ses
+}
+
+// without is n less the notification intr (said on its own).
+func without(n fsstore.Notices, intr *fsstore.Notification) fsstore.Notices {
+	var rest []fsstore.Notification
+	for _, x := range n.Notifications {
+		if x.ID != intr.ID {
+			rest = append(rest, x)
+		}
+	}
+	n.Notifications = rest
+	return n
+}

@@ -26,7 +26,13 @@ path:line: what is wrong, and what to do. Exit 1 while problems are left.
 are kept byte for byte) and removes stale temporary files. Damaged JSON
 documents and config errors are only reported: only a person knows what they
 should say. An AI agent without a passkey (a clone of the project: passkeys
-are not kept in git) is reported with the command that issues one.`,
+are not kept in git) is reported with the command that issues one.
+
+When the project's .codex/hooks.json holds aipm's hooks and the user's Codex
+config ($CODEX_HOME/config.toml, default ~/.codex/config.toml) does not trust
+the project or those hooks, doctor warns on stderr that Codex will skip them
+silently (open codex in the project and trust them with /hooks); a warning
+does not make doctor fail.`,
 		Example: "  aipm doctor\n  aipm doctor --repair\n  aipm doctor --json",
 		Args:    argsNone,
 		RunE: func(cmd *cobra.Command, args []string) error {
@@ -78,6 +84,7 @@ func doctorRun(cmd *cobra.Command, o *doctorOptions) error {
 			return err
 		}
 	}
+	warnCodexHooks(o.e, store.ProjectDir())
 	if err != nil {
 		return err
 	}

@@ -50,12 +50,14 @@ type mcpClient struct {
 	doc   func(mcpServer) ([]byte, error)
 	note  func(mcpServer) string
 	write func(project string, s mcpServer) ([]fileChange, error)
+	// written, when set, runs after write (what the user must still do).
+	written func(e *env, project string)
 }
 
 // mcpClients are the clients mcp-config knows, by name.
 var mcpClients = map[string]mcpClient{
 	"claude": {doc: claudeConfig, note: claudeNote, write: claudeWrite},
-	"codex":  {doc: codexConfig, note: codexNote, write: codexWrite},
+	"codex":  {doc: codexConfig, note: codexNote, write: codexWrite, written: warnCodexHooks},
 }
 
 type mcpConfigOptions struct {
@@ -76,23 +78,30 @@ func newCmdMCPConfig(e *env) *cobra.Command {
 	c := &cobra.Command{
 		Use:   "mcp-config claude|codex [--write]",
 		Short: "Write or print the MCP server entry that starts aipm serve for this project",
-		Long: `Set up an agent's CLI to start aipm serve for this project.
+		Long: `Set up an agent's CLI to start aipm serve for this project and run aipm's
+hooks.
 
-With --write, merge the entry into the project's own files, keeping what
+With --write, merge the entries into the project's own files, keeping what
 else they hold: for claude, the aipm server in .mcp.json, and in
-.claude/settings.json the server enabled (enabledMcpjsonServers) and its
-tools allowed (permissions.allow: mcp__aipm); for codex, the
-[mcp_servers.aipm] table in .codex/config.toml (Codex reads it in a trusted
-project). A second --write changes nothing and says so.
+.claude/settings.json the server enabled (enabledMcpjsonServers), its tools
+allowed (permissions.allow: mcp__aipm) and aipm's hooks (hooks: aipm hook on
+SessionStart, UserPromptSubmit, PreToolUse, PostToolUse and Stop); for codex,
+the [mcp_servers.aipm] table in .codex/config.toml and aipm's hooks in
+.codex/hooks.json (Codex reads both only in a trusted project, and runs a
+project's hooks only once each is trusted with /hooks in codex: it skips
+untrusted hooks silently; aipm doctor says whether they are trusted). Other
+hooks stay; aipm's own (a command "aipm hook ...") are replaced where they
+stand. A second --write changes nothing and says so.
 
-Without --write, print the one document (JSON for claude, TOML for codex)
-on stdout and what to do with it on stderr.
+Without --write, print the one document (the .mcp.json JSON for claude, the
+TOML table for codex) on stdout and what to do with it on stderr.
 
-The entry runs "aipm serve" with no path: "aipm" when the aipm on PATH is
-found (else this binary's absolute path, with a warning), and no --dir, since
-clients start the server in the project and aipm serve finds it from there.
-The agent's credential comes from AIPM_AGENT_ID and AIPM_PASSKEY_FILE in the
-client's environment, unless --agent and --passkey-file pin one.`,
+The entries run "aipm serve" and "aipm hook" with no path: "aipm" when the
+aipm on PATH is found (else this binary's absolute path, with a warning), and
+no --dir, since clients start them in the project and aipm finds it from
+there. The agent's credential comes from AIPM_AGENT_ID and AIPM_PASSKEY_FILE
+in the client's environment, unless --agent and --passkey-file pin one for
+the server (the hooks always take it from the client's environment).`,
 		Example:   "  aipm mcp-config claude --write\n  aipm mcp-config codex --write\n  aipm mcp-config claude > .mcp.json",
 		ValidArgs: names,
 		Args: func(cmd *cobra.Command, args []string) error {
@@ -132,7 +141,7 @@ func mcpConfigRun(o *mcpConfigOptions) error {
 			return err
 		}
 	}
-	srv := mcpServer{Command: serverCommand(e), Args: serveArgs, Env: pinned, ToolTimeoutSec: 60, ApprovalMode: "approve"}
+	srv := mcpServer{Command: aipmCommand(e), Args: serveArgs, Env: pinned, ToolTimeoutSec: 60, ApprovalMode: "approve"}
 	client := mcpClients[o.Client]
 	if !o.Write {
 		out, err := client.doc(srv)
@@ -147,7 +156,13 @@ func mcpConfigRun(o *mcpConfigOptions) error {
 	if err != nil {
 		return fmt.Errorf("mcp-config %s --write: %w", o.Client, err)
 	}
-	return printChanges(e, store.ProjectDir(), changes)
+	if err := printChanges(e, store.ProjectDir(), changes); err != nil {
+		return err
+	}
+	if client.written != nil {
+		client.written(e, store.ProjectDir())
+	}
+	return nil
 }
 
 // pinnedCredential is the environment that pins the server to agent: it
@@ -172,11 +187,12 @@ func pinnedCredential(cfg *fsstore.Config, agent, keyFile string) (map[string]st
 	return map[string]string{fsstore.EnvAgentID: agent, fsstore.EnvPasskeyFile: abs}, nil
 }
 
-// serverCommand is the command the entry starts: "aipm" when an aipm is on
-// PATH, so that the entry holds no path of this machine (warning when that
-// aipm is not this binary: the client will start the one on PATH); else
-// this binary's absolute path, with a warning.
-func serverCommand(e *env) string {
+// aipmCommand is the command word of the entries mcp-config makes (the
+// server's command and the hooks' "<word> hook ..."): "aipm" when an aipm
+// is on PATH, so that the entries hold no path of this machine (warning
+// when that aipm is not this binary: the client will start the one on
+// PATH); else this binary's absolute path, with a warning.
+func aipmCommand(e *env) string {
 	exe, err := os.Executable()
 	if err == nil {
 		if resolved, err := filepath.EvalSymlinks(exe); err == nil {
@@ -186,7 +202,7 @@ func serverCommand(e *env) string {
 	onPath := lookPath(e.getenv("PATH"), serverName)
 	switch {
 	case onPath != "" && exe != "" && !sameFile(onPath, exe):
-		fmt.Fprintf(e.stderr, "aipm: warning: the entry starts the aipm on PATH, %s, which is not this binary (%s)\n", onPath, exe)
+		fmt.Fprintf(e.stderr, "aipm: warning: the entries start the aipm on PATH, %s, which is not this binary (%s)\n", onPath, exe)
 		return serverName
 	case onPath != "":
 		return serverName
@@ -196,7 +212,7 @@ func serverCommand(e *env) string {
 	case strings.Contains(exe, string(filepath.Separator)+"go-build"):
 		fmt.Fprintf(e.stderr, "aipm: warning: %s is a temporary build (go run): install aipm with go install and run mcp-config again\n", exe)
 	default:
-		fmt.Fprintf(e.stderr, "aipm: warning: aipm is not on PATH, so the entry names %s, which breaks if the binary moves: put aipm on PATH and run mcp-config again\n", exe)
+		fmt.Fprintf(e.stderr, "aipm: warning: aipm is not on PATH, so the entries name %s, which break if the binary moves: put aipm on PATH and run mcp-config again\n", exe)
 	}
 	return exe
 }
@@ -229,7 +245,9 @@ func claudeNote(s mcpServer) string {
 	var b strings.Builder
 	b.WriteString("aipm: stdout is the .mcp.json document for the project root; aipm mcp-config claude --write merges it\n" +
 		"into .mcp.json and enables the server in .claude/settings.json, keeping what else they hold.\n" +
-		"The settings .claude/settings.json needs (claude -p asks nothing): " + claudeSettingsDoc + "\n")
+		"The settings .claude/settings.json needs (claude -p asks nothing): " + claudeSettingsDoc + "\n" +
+		"--write also merges aipm's hooks (" + hookCommand(s.Command, "claude") + " on " + hookEventNames(claudeHookEvents(s.Command)) + ")\n" +
+		"into .claude/settings.json's \"hooks\", so that an interrupt reaches a model that is not calling aipm.\n")
 	if s.Env == nil {
 		b.WriteString("aipm serve takes the agent's credential from Claude Code's environment, so the passkey never\n" +
 			"reaches the model: AIPM_AGENT_ID=coder AIPM_PASSKEY_FILE=$HOME/.config/aipm/coder.key claude\n")
@@ -267,7 +285,10 @@ func codexConfig(s mcpServer) ([]byte, error) { return codexTable(s) }
 func codexNote(s mcpServer) string {
 	var b strings.Builder
 	b.WriteString("aipm: stdout is aipm's table for the project's .codex/config.toml (Codex reads it in a trusted\n" +
-		"project) or ~/.codex/config.toml; aipm mcp-config codex --write merges it into .codex/config.toml.\n")
+		"project) or ~/.codex/config.toml; aipm mcp-config codex --write merges it into .codex/config.toml,\n" +
+		"and aipm's hooks (" + hookCommand(s.Command, "codex") + " on " + hookEventNames(codexHookEvents(s.Command)) + ")\n" +
+		"into .codex/hooks.json. Codex runs a project's hooks only once trusted (/hooks in codex), else\n" +
+		"skips them silently; aipm doctor says whether they are.\n")
 	if s.Env == nil {
 		b.WriteString("Codex passes AIPM_AGENT_ID and AIPM_PASSKEY_FILE from its environment to aipm serve, so the\n" +
 			"passkey never reaches the model: AIPM_AGENT_ID=coder AIPM_PASSKEY_FILE=$HOME/.config/aipm/coder.key codex\n")

@@ -77,24 +77,28 @@ func TestClaudeSettingsMerge(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if what, err := mergeClaudeSettings(&root); err != nil || what == "" {
+	if what, err := mergeClaudeSettings(&root, "aipm"); err != nil || what == "" {
 		t.Fatalf("first merge: %q, %v", what, err)
 	}
 	out, err := json.Marshal(root)
 	if err != nil {
 		t.Fatal(err)
 	}
-	want := `{"b":1,"permissions":{"deny":["Bash"],"allow":["mcp__aipm"]},"a":[2],"enabledMcpjsonServers":["aipm"]}`
+	hooks, err := hooksDocument(claudeHookEvents("aipm"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := `{"b":1,"permissions":{"deny":["Bash"],"allow":["mcp__aipm"]},"a":[2],"enabledMcpjsonServers":["aipm"],` + string(hooks[1:])
 	if string(out) != want {
 		t.Errorf("merged settings = %s, want %s", out, want)
 	}
-	if what, err := mergeClaudeSettings(&root); err != nil || what != "" {
+	if what, err := mergeClaudeSettings(&root, "aipm"); err != nil || what != "" {
 		t.Errorf("second merge: %q, %v; want no change", what, err)
 	}
-	for _, bad := range []string{`[1]`, `{"permissions": []}`, `{"enabledMcpjsonServers": "aipm"}`, `{} {}`} {
+	for _, bad := range []string{`[1]`, `{"permissions": []}`, `{"enabledMcpjsonServers": "aipm"}`, `{} {}`, `{"hooks": []}`, `{"hooks": {"Stop": {}}}`} {
 		root, err := parseObject([]byte(bad))
 		if err == nil {
-			_, err = mergeClaudeSettings(&root)
+			_, err = mergeClaudeSettings(&root, "aipm")
 		}
 		if err == nil {
 			t.Errorf("settings %s merged without an error", bad)
@@ -102,16 +106,16 @@ func TestClaudeSettingsMerge(t *testing.T) {
 	}
 }
 
-// TestServerCommand: "aipm" when an aipm is on PATH, whichever it is;
+// TestAipmCommand: "aipm" when an aipm is on PATH, whichever it is;
 // else this binary's absolute path, with a warning.
-func TestServerCommand(t *testing.T) {
+func TestAipmCommand(t *testing.T) {
 	dir := t.TempDir()
 	if err := os.WriteFile(filepath.Join(dir, "aipm"), []byte("#!/bin/sh\n"), 0o755); err != nil {
 		t.Fatal(err)
 	}
 	var stderr bytes.Buffer
 	e := newEnv(func(k string) string { return map[string]string{"PATH": dir}[k] }, nil, io.Discard, &stderr)
-	if got := serverCommand(e); got != "aipm" {
+	if got := aipmCommand(e); got != "aipm" {
 		t.Errorf("with an aipm on PATH: command %q, want aipm", got)
 	}
 	if !strings.Contains(stderr.String(), "is not this binary") {
@@ -119,7 +123,7 @@ func TestServerCommand(t *testing.T) {
 	}
 	stderr.Reset()
 	e = newEnv(func(string) string { return "" }, nil, io.Discard, &stderr)
-	if got := serverCommand(e); !filepath.IsAbs(got) {
+	if got := aipmCommand(e); !filepath.IsAbs(got) {
 		t.Errorf("with no aipm on PATH: command %q, want this binary's absolute path", got)
 	}
 	if !strings.Contains(stderr.String(), "aipm: warning: ") {

@@ -186,13 +186,16 @@ func claudeWrite(project string, s mcpServer) ([]fileChange, error) {
 	if err != nil {
 		return nil, err
 	}
-	settings, err := mergeJSONFile(project, claudeSettingsFile, mergeClaudeSettings)
+	settings, err := mergeJSONFile(project, claudeSettingsFile, func(root *jsonObject) (string, error) {
+		return mergeClaudeSettings(root, s.Command)
+	})
 	return []fileChange{mcp, settings}, err
 }
 
-// mergeClaudeSettings adds "aipm" to enabledMcpjsonServers and
-// "mcp__aipm" to permissions.allow, keeping everything else.
-func mergeClaudeSettings(root *jsonObject) (string, error) {
+// mergeClaudeSettings adds "aipm" to enabledMcpjsonServers,
+// "mcp__aipm" to permissions.allow and aipm's hooks (run by command) to
+// hooks, keeping everything else.
+func mergeClaudeSettings(root *jsonObject, command string) (string, error) {
 	var done []string
 	added, err := addToList(root, "enabledMcpjsonServers", serverName)
 	if err != nil {
@@ -217,7 +220,22 @@ func mergeClaudeSettings(root *jsonObject) (string, error) {
 		root.set("permissions", raw)
 		done = append(done, "allowed its tools (permissions.allow: mcp__aipm)")
 	}
-	return strings.Join(done, " and "), nil
+	what, err := mergeHooks(root, claudeHookEvents(command))
+	if err != nil {
+		return "", err
+	}
+	if what != "" {
+		done = append(done, what)
+	}
+	return joinAnd(done), nil
+}
+
+// joinAnd joins clauses as "a, b and c".
+func joinAnd(clauses []string) string {
+	if len(clauses) < 2 {
+		return strings.Join(clauses, "")
+	}
+	return strings.Join(clauses[:len(clauses)-1], ", ") + " and " + clauses[len(clauses)-1]
 }
 
 // addToList appends item to the string array at key unless it holds it.
@@ -240,42 +258,67 @@ func addToList(o *jsonObject, key, item string) (bool, error) {
 var codexHeader = regexp.MustCompile(`^\s*\[\[?\s*([^\]]*?)\s*\]\]?\s*(#.*)?$`)
 
 // codexWrite merges the [mcp_servers.aipm] table into the project's
-// .codex/config.toml: aipm's own tables are replaced where they stand,
-// every other line (tables, keys, comments) stays as it is.
+// .codex/config.toml and aipm's hooks into its .codex/hooks.json.
 func codexWrite(project string, s mcpServer) ([]fileChange, error) {
-	path := filepath.Join(project, codexConfigFile)
-	data, exists, err := readOptional(path)
+	config, err := codexWriteConfig(project, s)
 	if err != nil {
 		return nil, err
 	}
-	table, err := codexTable(s)
+	hooks, err := codexWriteHooks(project, s.Command)
 	if err != nil {
 		return nil, err
+	}
+	return []fileChange{config, hooks}, nil
+}
+
+// codexWriteConfig merges the [mcp_servers.aipm] table into the project's
+// .codex/config.toml: aipm's own tables are replaced where they stand,
+// every other line (tables, keys, comments) stays as it is.
+func codexWriteConfig(project string, s mcpServer) (fileChange, error) {
+	path := filepath.Join(project, codexConfigFile)
+	data, exists, err := readOptional(path)
+	if err != nil {
+		return fileChange{}, err
+	}
+	table, err := codexTable(s)
+	if err != nil {
+		return fileChange{}, err
 	}
 	var have, want struct {
 		Servers map[string]any `toml:"mcp_servers"`
 	}
 	if _, err := toml.Decode(string(data), &have); err != nil {
-		return nil, fmt.Errorf("%s is not valid TOML (%v): fix it by hand, then run mcp-config again", codexConfigFile, err)
+		return fileChange{}, fmt.Errorf("%s is not valid TOML (%v): fix it by hand, then run mcp-config again", codexConfigFile, err)
 	}
 	if _, err := toml.Decode(string(table), &want); err != nil {
-		return nil, err
+		return fileChange{}, err
 	}
 	old, had := have.Servers[serverName]
 	c := fileChange{path: path, created: !exists}
 	if had && reflect.DeepEqual(old, want.Servers[serverName]) {
-		return []fileChange{c}, nil
+		return c, nil
 	}
 	out := spliceCodexTable(string(data), string(table))
 	var check map[string]any
 	if _, err := toml.Decode(out, &check); err != nil {
-		return nil, fmt.Errorf("%s defines the aipm server in a form mcp-config cannot replace (%v): remove its mcp_servers.aipm entry by hand and run mcp-config again", codexConfigFile, err)
+		return fileChange{}, fmt.Errorf("%s defines the aipm server in a form mcp-config cannot replace (%v): remove its mcp_servers.aipm entry by hand and run mcp-config again", codexConfigFile, err)
 	}
 	c.what = "added the [mcp_servers.aipm] table"
 	if had {
 		c.what = "replaced the [mcp_servers.aipm] table"
 	}
-	return []fileChange{c}, writeAtomic(path, []byte(out))
+	return c, writeAtomic(path, []byte(out))
+}
+
+// codexWriteHooks merges aipm's hooks into the project's .codex/hooks.json.
+func codexWriteHooks(project, command string) (fileChange, error) {
+	c, err := mergeJSONFile(project, codexHooksFile, func(root *jsonObject) (string, error) {
+		return mergeHooks(root, codexHookEvents(command))
+	})
+	if c.what != "" {
+		c.what += ", which Codex runs only once trusted (/hooks in codex) and else skips silently"
+	}
+	return c, err
 }
 
 // spliceCodexTable replaces the tables [mcp_servers.aipm] and

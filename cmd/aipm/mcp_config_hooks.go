@@ -1,0 +1,249 @@
+package main
+
+import (
+	"encoding/json"
+	"fmt"
+	"path/filepath"
+	"regexp"
+	"strings"
+)
+
+// codexHooksFile is where Codex reads a project's hooks (in a trusted
+// project, each hook trusted with /hooks).
+var codexHooksFile = filepath.Join(".codex", "hooks.json")
+
+// hookHandler is one command a client runs at a hook event.
+type hookHandler struct {
+	Type        string `json:"type"`
+	Command     string `json:"command"`
+	Async       bool   `json:"async,omitempty"`
+	AsyncRewake bool   `json:"asyncRewake,omitempty"`
+	Timeout     int    `json:"timeout"`
+}
+
+// hookGroup is one entry of an event's list: the handlers run for the
+// tools (or sources) its matcher selects.
+type hookGroup struct {
+	Matcher string        `json:"matcher,omitempty"`
+	Hooks   []hookHandler `json:"hooks"`
+}
+
+// hookEvent is aipm's group for one event.
+type hookEvent struct {
+	name  string
+	group hookGroup
+}
+
+// hookTimeout is how long (seconds) a client lets aipm hook answer.
+const hookTimeout = 10
+
+// shellSafe is a command word that needs no quoting in a hook's command,
+// which clients run through a shell.
+var shellSafe = regexp.MustCompile(`^[A-Za-z0-9_./+@%=:,-]+$`)
+
+// hookCommand is the shell command of aipm's hook for client: command is
+// the word aipmCommand chose ("aipm", or this binary's absolute path,
+// quoted when it needs it).
+func hookCommand(command, client string) string {
+	if !shellSafe.MatchString(command) {
+		command = "'" + strings.ReplaceAll(command, "'", `'\''`) + "'"
+	}
+	return command + " hook --client " + client
+}
+
+// claudeHookEvents are aipm's hooks for Claude Code's .claude/settings.json
+// (and the watcher's --settings), as the hook contract lists them.
+func claudeHookEvents(command string) []hookEvent {
+	run := hookCommand(command, "claude")
+	one := []hookHandler{{Type: "command", Command: run, Timeout: hookTimeout}}
+	wake := hookHandler{Type: "command", Command: run + " --wake", Async: true, AsyncRewake: true, Timeout: 86400}
+	return []hookEvent{
+		{"SessionStart", hookGroup{Hooks: one}},
+		{"UserPromptSubmit", hookGroup{Hooks: one}},
+		{"PreToolUse", hookGroup{Matcher: "*", Hooks: one}},
+		{"PostToolUse", hookGroup{Matcher: "*", Hooks: one}},
+		{"Stop", hookGroup{Hooks: append(one[:1:1], wake)}},
+	}
+}
+
+// codexHookEvents are aipm's hooks for the project's .codex/hooks.json.
+func codexHookEvents(command string) []hookEvent {
+	one := []hookHandler{{Type: "command", Command: hookCommand(command, "codex"), Timeout: hookTimeout}}
+	return []hookEvent{
+		{"SessionStart", hookGroup{Matcher: "startup|resume|clear", Hooks: one}},
+		{"UserPromptSubmit", hookGroup{Hooks: one}},
+		{"PreToolUse", hookGroup{Matcher: "*", Hooks: one}},
+		{"PostToolUse", hookGroup{Matcher: "*", Hooks: one}},
+		{"Stop", hookGroup{Hooks: one}},
+	}
+}
+
+// hooksDocument is {"hooks": {...}} holding events, in their order.
+func hooksDocument(events []hookEvent) ([]byte, error) {
+	var hooks jsonObject
+	for _, ev := range events {
+		raw, err := json.Marshal([]hookGroup{ev.group})
+		if err != nil {
+			return nil, err
+		}
+		hooks.set(ev.name, raw)
+	}
+	raw, err := json.Marshal(hooks)
+	if err != nil {
+		return nil, err
+	}
+	return json.Marshal(jsonObject{{key: "hooks", value: raw}})
+}
+
+// hookEventNames are the events' names, for a sentence.
+func hookEventNames(events []hookEvent) string {
+	names := make([]string, len(events))
+	for i, ev := range events {
+		names[i] = ev.name
+	}
+	return strings.Join(names, ", ")
+}
+
+// firstShellWord splits a shell command into its first word (unquoted)
+// and the rest (leading blanks trimmed). It knows '…', "…" and \x, which
+// is all a hook's command word needs.
+func firstShellWord(s string) (string, string) {
+	s = strings.TrimLeft(s, " \t")
+	var w strings.Builder
+	for i := 0; i < len(s); i++ {
+		switch c := s[i]; c {
+		case ' ', '\t':
+			return w.String(), strings.TrimLeft(s[i:], " \t")
+		case '\'', '"':
+			end := strings.IndexByte(s[i+1:], c)
+			if end < 0 {
+				return w.String() + s[i+1:], ""
+			}
+			w.WriteString(s[i+1 : i+1+end])
+			i += end + 1
+		case '\\':
+			if i+1 < len(s) {
+				i++
+				w.WriteByte(s[i])
+			}
+		default:
+			w.WriteByte(c)
+		}
+	}
+	return w.String(), ""
+}
+
+// isAipmHook says whether a hook's command is aipm's own: "aipm hook …",
+// or an absolute path ending in /aipm followed by " hook".
+func isAipmHook(command string) bool {
+	word, rest := firstShellWord(command)
+	if word != serverName && (!filepath.IsAbs(word) || filepath.Base(word) != serverName) {
+		return false
+	}
+	return rest == "hook" || strings.HasPrefix(rest, "hook ")
+}
+
+// mergeHooks merges events into root's "hooks" object: in each event's
+// list, the first group holding an aipm hook is replaced by aipm's group,
+// aipm's hooks elsewhere in the list are removed (a group left with only
+// other hooks keeps them), and everything else stays as it is; an event
+// without aipm's hooks gets aipm's group appended. It says what it did,
+// or "" when root already held exactly aipm's hooks.
+func mergeHooks(root *jsonObject, events []hookEvent) (string, error) {
+	hooks, err := subObject(*root, "hooks")
+	if err != nil {
+		return "", err
+	}
+	changed, replaced := false, false
+	for _, ev := range events {
+		old, had := hooks.get(ev.name)
+		var groups []json.RawMessage
+		if had {
+			if err := json.Unmarshal(old, &groups); err != nil {
+				return "", fmt.Errorf("its hooks.%s is not a list", ev.name)
+			}
+		}
+		merged, found, err := mergeHookGroups(groups, ev.group)
+		if err != nil {
+			return "", err
+		}
+		replaced = replaced || found
+		if had && sameJSON(old, merged) {
+			continue
+		}
+		hooks.set(ev.name, merged)
+		changed = true
+	}
+	if !changed {
+		return "", nil
+	}
+	raw, err := json.Marshal(hooks)
+	if err != nil {
+		return "", err
+	}
+	root.set("hooks", raw)
+	if replaced {
+		return "rewrote aipm's hooks (" + hookEventNames(events) + ")", nil
+	}
+	return "added aipm's hooks (" + hookEventNames(events) + ")", nil
+}
+
+// mergeHookGroups puts want in groups where the first aipm hook stood
+// (or at the end), and drops aipm's hooks from the other groups. found
+// says whether groups held an aipm hook.
+func mergeHookGroups(groups []json.RawMessage, want hookGroup) (json.RawMessage, bool, error) {
+	wantRaw, err := json.Marshal(want)
+	if err != nil {
+		return nil, false, err
+	}
+	var out []json.RawMessage
+	found := false
+	for _, g := range groups {
+		obj, err := parseObject(g)
+		var handlers []json.RawMessage
+		if err == nil {
+			raw, _ := obj.get("hooks")
+			err = json.Unmarshal(raw, &handlers)
+		}
+		others := withoutAipmHooks(handlers)
+		if err != nil || len(others) == len(handlers) {
+			out = append(out, g) // not a group aipm can read, or none of aipm's hooks: kept as is
+			continue
+		}
+		if !found {
+			out = append(out, wantRaw)
+			found = true
+		}
+		if len(others) > 0 {
+			raw, err := json.Marshal(others)
+			if err != nil {
+				return nil, false, err
+			}
+			obj.set("hooks", raw)
+			if g, err = json.Marshal(obj); err != nil {
+				return nil, false, err
+			}
+			out = append(out, g)
+		}
+	}
+	if !found {
+		out = append(out, wantRaw)
+	}
+	merged, err := json.Marshal(out)
+	return merged, found, err
+}
+
+// withoutAipmHooks is handlers without aipm's own.
+func withoutAipmHooks(handlers []json.RawMessage) []json.RawMessage {
+	others := []json.RawMessage{}
+	for _, h := range handlers {
+		var c struct {
+			Command string `json:"command"`
+		}
+		if json.Unmarshal(h, &c) == nil && isAipmHook(c.Command) {
+			continue
+		}
+		others = append(others, h)
+	}
+	return others
+}

@@ -203,7 +203,7 @@ func (h *Hook) stop(ctx context.Context, ses fsstore.Session, active bool) (Resu
 		if intr != nil {
 			reason = interruptText(ses, intr) + untoldText(without(n, intr))
 		} else {
-			reason = strings.TrimSpace(untoldText(n)) + " " + nextCall
+			reason = strings.TrimSpace(untoldText(n))
 		}
 		told, err := h.Store.Surface(ctx, ses, n, func(s *fsstore.Surfaced) {
 			s.StopBlocks++

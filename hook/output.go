@@ -29,9 +29,6 @@ type output struct {
 // the clients' 10,000 characters.
 const MaxContext = 4000
 
-// nextCall names the call that acts on what a hook tells.
-const nextCall = "aipm's get_next_action hands it out."
-
 func encode(o output) Result {
 	data, _ := json.Marshal(o) // strings and structs only: cannot fail
 	return Result{Stdout: append(data, '\n')}

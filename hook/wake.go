@@ -71,7 +71,7 @@ func (h *Hook) wakeOnce(ctx context.Context, ses fsstore.Session) (string, bool,
 	if intr == nil && n.Empty() {
 		return "", false, nil
 	}
-	text := strings.TrimSpace(untoldText(n)) + " " + nextCall
+	text := strings.TrimSpace(untoldText(n))
 	if intr != nil {
 		text = interruptText(ses, intr) + untoldText(without(n, intr))
 	}

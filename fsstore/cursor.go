@@ -8,6 +8,8 @@ import (
 	"slices"
 	"strings"
 
+	"github.com/tidwall/gjson"
+
 	"aipm/fsstore/lockedfile"
 )
 
@@ -30,6 +32,9 @@ type StreamCursor struct {
 type PendingBatch struct {
 	Session string `json:"session"`
 	To      Cursor `json:"to"`
+	// MessageIDs, in the chat stream, are the messages of the batch: the
+	// read receipt names them when the batch is committed.
+	MessageIDs []string `json:"messageIds,omitempty"`
 }
 
 // Cursors is the content of an agent's read.json: one cursor per stream.
@@ -201,11 +206,16 @@ func (s *Store) ReadUnread(ctx context.Context, agent, stream string, opt ReadOp
 		return s.peekUnread(ctx, logPath, cursorPath, stream, opt)
 	}
 	var res ReadResult
+	var read []string // the previous batch, which a read by its session commits
 	_, err = UpdateDoc(ctx, s, cursorPath, ModeFile, func(cursors *Cursors, _ bool) error {
 		if *cursors == nil {
 			*cursors = Cursors{}
 		}
 		sc := streamCursor(*cursors, stream)
+		read = nil
+		if sc.Pending != nil && opt.Session != "" && sc.Pending.Session == opt.Session {
+			read = sc.Pending.MessageIDs
+		}
 		start := startFor(sc, opt.Session)
 		var next Cursor
 		var err error
@@ -216,11 +226,17 @@ func (s *Store) ReadUnread(ctx context.Context, agent, stream string, opt ReadOp
 		if !changed {
 			return ErrNoChange // nothing handed out or moved: nothing to remember
 		}
+		if stream == StreamChat && after.Pending != nil && len(res.Records) > 0 {
+			after.Pending.MessageIDs = recordIDs(res.Records)
+		}
 		(*cursors)[stream] = after
 		return nil
 	})
 	if le := (*LineError)(nil); errors.As(err, &le) && le.Path == s.Rel(cursorPath) {
 		return res, fmt.Errorf("the read cursors are damaged (%w): run aipm doctor", err)
+	}
+	if err == nil {
+		s.receipt(ctx, agent, ReceiptRead, opt.Session, "next call", read)
 	}
 	return res, err
 }
@@ -342,12 +358,17 @@ func (s *Store) Acknowledge(ctx context.Context, agent, session string, except .
 	if !holdsBatch(cursors, session, except) {
 		return nil
 	}
+	var read []string // the chat messages the session received
 	_, err = UpdateDoc(ctx, s, cursorPath, ModeFile, func(cursors *Cursors, _ bool) error {
 		if !holdsBatch(*cursors, session, except) {
 			return ErrNoChange
 		}
+		read = nil
 		for stream, sc := range *cursors {
 			if sc.Pending != nil && sc.Pending.Session == session && !slices.Contains(except, stream) {
+				if stream == StreamChat {
+					read = sc.Pending.MessageIDs
+				}
 				sc.Cursor, sc.Pending = sc.Pending.To, nil
 				(*cursors)[stream] = sc
 			}
@@ -357,7 +378,17 @@ func (s *Store) Acknowledge(ctx context.Context, agent, session string, except .
 	if err != nil {
 		return fmt.Errorf("acknowledge what session %s received: %w", session, err)
 	}
+	s.receipt(ctx, agent, ReceiptRead, session, "next call", read)
 	return nil
+}
+
+// recordIDs are the ids of recs (JSON objects with an id: ReadPast's rule).
+func recordIDs(recs []Record) []string {
+	ids := make([]string, 0, len(recs))
+	for _, r := range recs {
+		ids = append(ids, gjson.GetBytes(r.Data, "id").String())
+	}
+	return ids
 }
 
 func holdsBatch(cursors Cursors, session string, except []string) bool {

@@ -224,6 +224,9 @@ func (s *Store) Deliver(ctx context.Context, ses Session, limit int) ([]Message,
 		return nil, false, err
 	}
 	msgs, err := s.decodeMessages(ses.Agent, res)
+	if err == nil {
+		s.receipt(ctx, ses.Agent, ReceiptSurfaced, ses.ID, "get_pending_messages", messageIDs(msgs))
+	}
 	return msgs, res.More, err
 }
 

@@ -31,6 +31,7 @@ quarantine/
 agents/*/read.json
 agents/*/passkey.json
 agents/*/auth.json
+agents/*/receipts.jsonl
 local.json
 local.lock
 .lock

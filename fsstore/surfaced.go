@@ -191,12 +191,13 @@ func (s *Store) untoldWork(ctx context.Context, cfg *Config, ses Session, n *Not
 	return nil
 }
 
-// Surface records that the session's model was told n (Store.Notices),
-// with edit applied to the record (the Stop hook's counters), unless
+// Surface records that the session's model was told n (Store.Notices) by
+// via (a hook event, say), with edit applied to the record (the Stop
+// hook's counters), and the messages' receipts; unless
 // another process told it something since n was read: then nothing is
 // written and told is false, and the caller reads again rather than tell
 // the same thing twice. A session that ended is not written to.
-func (s *Store) Surface(ctx context.Context, ses Session, n Notices, edit func(*Surfaced)) (told bool, err error) {
+func (s *Store) Surface(ctx context.Context, ses Session, n Notices, via string, edit func(*Surfaced)) (told bool, err error) {
 	to := n.To
 	if edit != nil {
 		edit(&to)
@@ -224,6 +225,7 @@ func (s *Store) Surface(ctx context.Context, ses Session, n Notices, edit func(*
 	case err != nil:
 		return false, err
 	}
+	s.receipt(ctx, ses.Agent, ReceiptSurfaced, ses.ID, via, messageIDs(n.Messages))
 	return true, nil
 }
 

@@ -125,7 +125,7 @@ func (h *Hook) preToolUse(ctx context.Context, ses fsstore.Session, own bool) (R
 			return Result{}, h.toolUsed(ctx, ses)
 		}
 		reason := interruptText(ses, n.Interrupt) + untoldText(without(n, n.Interrupt))
-		told, err := h.Store.Surface(ctx, ses, n, func(s *fsstore.Surfaced) { s.StopBlocks = 0 })
+		told, err := h.Store.Surface(ctx, ses, n, "hook "+PreToolUse, func(s *fsstore.Surfaced) { s.StopBlocks = 0 })
 		if err != nil || told {
 			return deny(reason), err
 		}
@@ -146,7 +146,7 @@ func (h *Hook) tell(ctx context.Context, ses fsstore.Session, event string) (Res
 		if n.Empty() && !resetStops {
 			return Result{}, nil
 		}
-		told, err := h.Store.Surface(ctx, ses, n, func(s *fsstore.Surfaced) {
+		told, err := h.Store.Surface(ctx, ses, n, "hook "+event, func(s *fsstore.Surfaced) {
 			if event == PostToolUse {
 				s.StopBlocks = 0
 			}
@@ -172,7 +172,7 @@ func (h *Hook) toolUsed(ctx context.Context, ses fsstore.Session) error {
 		return nil
 	}
 	n := fsstore.Notices{From: ses.Surfaced, To: ses.Surfaced}
-	_, err := h.Store.Surface(ctx, ses, n, func(s *fsstore.Surfaced) { s.StopBlocks = 0 })
+	_, err := h.Store.Surface(ctx, ses, n, "", func(s *fsstore.Surfaced) { s.StopBlocks = 0 })
 	return err
 }
 
@@ -205,7 +205,7 @@ func (h *Hook) stop(ctx context.Context, ses fsstore.Session, active bool) (Resu
 		} else {
 			reason = strings.TrimSpace(untoldText(n))
 		}
-		told, err := h.Store.Surface(ctx, ses, n, func(s *fsstore.Surfaced) {
+		told, err := h.Store.Surface(ctx, ses, n, "hook "+Stop, func(s *fsstore.Surfaced) {
 			s.StopBlocks++
 			if intr != nil {
 				s.StopInterrupt = intr.ID

@@ -75,7 +75,7 @@ func (h *Hook) wakeOnce(ctx context.Context, ses fsstore.Session) (string, bool,
 	if intr != nil {
 		text = interruptText(ses, intr) + untoldText(without(n, intr))
 	}
-	told, err := h.Store.Surface(ctx, ses, n, func(s *fsstore.Surfaced) {
+	told, err := h.Store.Surface(ctx, ses, n, "hook wake", func(s *fsstore.Surfaced) {
 		if intr != nil {
 			s.StopInterrupt = intr.ID
 		}

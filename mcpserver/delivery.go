@@ -77,7 +77,7 @@ func (s *Server) tellLine(ctx context.Context, ses fsstore.Session, u fsstore.Un
 	}
 	n := fsstore.Notices{From: ses.Surfaced, To: ses.Surfaced}
 	n.To.Notifications = u.Through
-	if _, err := s.store.Surface(ctx, ses, n, nil); err != nil {
+	if _, err := s.store.Surface(ctx, ses, n, "notification line", nil); err != nil {
 		s.log.Warn("record what the notification line told", "session", ses.ID, "err", err)
 	}
 }

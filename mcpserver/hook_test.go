@@ -3,10 +3,12 @@ package mcpserver_test
 import (
 	"bytes"
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"os"
 	"os/exec"
+	"reflect"
 	"strings"
 	"testing"
 	"time"
@@ -50,7 +52,7 @@ func TestHooksAndToolResponsesTellOnce(t *testing.T) {
 			post := func() string { return p.runHook(client, "coder", "chat", hook.PostToolUse, "Bash") }
 			prompt := func() string { return p.runHook(client, "coder", "chat", hook.UserPromptSubmit, "") }
 			stop := func() string { return p.runHook(client, "coder", "chat", hook.Stop, "") }
-			line := func() string { return call(t, cs, "help", map[string]any{"session_token": token}).str("notification") }
+			line := func() string { return call(t, cs, "list_tasks", map[string]any{"session_token": token}).str("notification") }
 			if got := post() + prompt() + stop(); got != "" {
 				t.Fatalf("nothing new: hooks printed %q", got)
 			}
@@ -99,7 +101,40 @@ func TestHooksAndToolResponsesTellOnce(t *testing.T) {
 			if got := stop() + post(); got != "" {
 				t.Fatalf("Stop told it already: %q", got)
 			}
+			p.wantSeen("coder", map[string]string{"first": "hook PostToolUse, read", "second": "hook PostToolUse, read", "third": "hook Stop, unread"})
 		})
+	}
+}
+
+// wantSeen checks what aipm log --json says of the messages agent
+// received: content -> "VIA, read" or "VIA, unread".
+func (p *project) wantSeen(agent string, want map[string]string) {
+	p.t.Helper()
+	out, err := exec.Command(aipmBin, "--dir", p.store.ProjectDir(), "log", agent, "--json").Output()
+	if err != nil {
+		p.t.Fatalf("aipm log: %v", err)
+	}
+	var logged []struct {
+		Content     string    `json:"content"`
+		SurfacedVia string    `json:"surfacedVia"`
+		SurfacedAt  time.Time `json:"surfacedAt"`
+		ReadAt      time.Time `json:"readAt"`
+	}
+	if err := json.Unmarshal(out, &logged); err != nil {
+		p.t.Fatal(err)
+	}
+	got := map[string]string{}
+	for _, m := range logged {
+		state := "unread"
+		if !m.ReadAt.IsZero() {
+			state = "read"
+		}
+		if !m.SurfacedAt.IsZero() || state == "read" {
+			got[m.Content] = m.SurfacedVia + ", " + state
+		}
+	}
+	if !reflect.DeepEqual(got, want) {
+		p.t.Fatalf("aipm log %s: surfaced and read %v; want %v", agent, got, want)
 	}
 }
 

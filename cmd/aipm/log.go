@@ -125,33 +125,64 @@ func (l *chatLog) show(ctx context.Context, last int, follow bool) error {
 	}
 }
 
+// loggedMessage is a message as log shows it: with, for a message the
+// agent received, when it was surfaced to its sessions and when read.
+type loggedMessage struct {
+	fsstore.Message
+	fsstore.Seen
+}
+
 // print writes messages to stdout and invalid lines to stderr as warnings.
 func (l *chatLog) print(msgs []fsstore.Message, bad []*fsstore.LineError) error {
 	for _, le := range bad {
 		fmt.Fprintf(l.e.stderr, "aipm: warning: skipped %v\n", le)
 	}
+	seen, err := l.store.Receipts(l.agent)
+	if err != nil {
+		fmt.Fprintf(l.e.stderr, "aipm: warning: receipts unreadable, surfaced and read times left out: %v\n", err)
+	}
+	logged := make([]loggedMessage, len(msgs))
+	for i, m := range msgs {
+		logged[i].Message = m
+		if m.ReceiverID == "" { // the receiver's copy: a message the agent received
+			logged[i].Seen = seen[m.ID]
+		}
+	}
 	switch {
 	case l.json && !l.stream:
-		if msgs == nil {
-			msgs = []fsstore.Message{}
-		}
-		return writeJSON(l.e.stdout, msgs)
+		return writeJSON(l.e.stdout, logged)
 	case l.json:
-		for _, m := range msgs {
+		for _, m := range logged {
 			if err := writeJSONLine(l.e.stdout, m); err != nil {
 				return err
 			}
 		}
 		return nil
 	}
-	for _, m := range msgs {
+	for _, m := range logged {
 		to := m.ReceiverID
 		if to == "" {
 			to = l.agent
 		}
-		l.e.writeMessage(m, m.SenderID+" → "+to)
+		l.e.writeMessage(m.Message, m.SenderID+" → "+to)
+		l.e.writeSeen(m.Seen)
 	}
 	return nil
+}
+
+// writeSeen prints, under a received message, when it was surfaced to
+// the agent's sessions (and how) and when read; nothing before either.
+func (e *env) writeSeen(s fsstore.Seen) {
+	var parts []string
+	if !s.SurfacedAt.IsZero() {
+		parts = append(parts, fmt.Sprintf("surfaced %s (%s)", e.timeText(s.SurfacedAt), visible(s.SurfacedVia)))
+	}
+	if !s.ReadAt.IsZero() {
+		parts = append(parts, "read "+e.timeText(s.ReadAt))
+	}
+	if len(parts) > 0 {
+		fmt.Fprintf(e.stdout, "    ↳ %s\n", strings.Join(parts, ", "))
+	}
 }
 
 // writeMessage prints "TIME  WHO: TEXT", continuation lines of the text

@@ -11,6 +11,7 @@ package hook
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"strings"
 	"time"
@@ -118,6 +119,10 @@ func (h *Hook) preToolUse(ctx context.Context, ses fsstore.Session, own bool) (R
 	}
 	for range tellAttempts {
 		n, err := h.Store.Notices(ctx, h.Config, ses)
+		if errors.Is(err, fsstore.ErrNotificationsUnreadable) {
+			// Fail closed, as aipm's own tools do: one of them may be an interrupt.
+			return deny(fmt.Sprintf("aipm: %s's notifications cannot be read, and one of them may be an interrupt: %v. A human runs aipm doctor --repair; until then only aipm's own tools run.", ses.Agent, err)), nil
+		}
 		if err != nil {
 			return Result{}, err
 		}

@@ -52,7 +52,9 @@ func TestHooksAndToolResponsesTellOnce(t *testing.T) {
 			post := func() string { return p.runHook(client, "coder", "chat", hook.PostToolUse, "Bash") }
 			prompt := func() string { return p.runHook(client, "coder", "chat", hook.UserPromptSubmit, "") }
 			stop := func() string { return p.runHook(client, "coder", "chat", hook.Stop, "") }
-			line := func() string { return call(t, cs, "list_tasks", map[string]any{"session_token": token}).str("notification") }
+			line := func() string {
+				return call(t, cs, "list_tasks", map[string]any{"session_token": token}).str("notification")
+			}
 			if got := post() + prompt() + stop(); got != "" {
 				t.Fatalf("nothing new: hooks printed %q", got)
 			}

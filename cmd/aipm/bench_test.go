@@ -35,6 +35,8 @@ func TestBenchQuick(t *testing.T) {
 		`(?m)^P5 +aipm serve resident memory \(peak\), 100000 lines +[\d.]+ MB`,
 		`(?m)^P7a +file change -> trigger written p50 \(aipm watch\) +[\d.]+ ms +[\d.]+ ms \(inotify wake\)`,
 		`(?m)^P7b +trigger -> agent started -> first tool call p50 +[\d.]+ ms +[\d.]+ ms \(exec aipm version\)`,
+		`(?m)^P8a +hook wall time p50/p99: PostToolUse, nothing new, \d+ runs +[\d.]+ ms / [\d.]+ ms +[\d.]+ ms / [\d.]+ ms \((hello-world Go binary|aipm version: [^)]*)\) +p99 [+-][\d.]+ ms, 0 bytes out +p99 <= floor \+ 3 ms, 0 bytes +(yes|NO) `,
+		`(?m)^P8b +append -> asyncRewake hook exits p50/p99, \d+ samples +[\d.]+ ms / [\d.]+ ms +[\d.]+ ms / [\d.]+ ms \(inotify wake\) +p99 [+-][\d.]+ ms +p50 <= 50 ms, p99 <= 200 ms +(yes|NO) `,
 		`(?m)^P6a +get_next_action over own sent copies p50, 100000 vs 100 .* +[\d.]+x, RSS [\d.]+ MB +<= 1.5x, RSS <= 30 MB +(yes|NO) `,
 		`(?m)^P6b +gated call \(get_my_task\) with unread notifications p50, 10000 vs 100 .* +[\d.]+x, RSS [\d.]+ MB +<= 1.5x, RSS <= 30 MB +(yes|NO) `,
 		`(?m)^P6c +list_tasks \(default args\) among tasks p50, 1000 vs 100 .* +[\d.]+x, RSS [\d.]+ MB +<= 1.5x, RSS <= 30 MB +(yes|NO) `,
@@ -95,7 +97,7 @@ func TestBenchOnly(t *testing.T) {
 	if !errors.As(err, &exit) || exit.ExitCode() != 2 {
 		t.Fatalf("--only P4,P9: err = %v, want exit code 2\n%s", err, out)
 	}
-	if want := `aipm: --only "P9": no such target; name some of P1 to P7, or a P6 row (P6a to P6g)`; !strings.Contains(stderr.String(), want) {
+	if want := `aipm: --only "P9": no such target; name some of P1 to P8, or a P6 or P8 row (P6a to P6g, P8a, P8b)`; !strings.Contains(stderr.String(), want) {
 		t.Errorf("--only P4,P9: stderr %q, want %q", stderr.String(), want)
 	}
 	if strings.Contains(stderr.String(), "P4:") {

@@ -32,7 +32,7 @@ import (
 // Options are what one run measures, and with what.
 type Options struct {
 	Quick bool      // fewer iterations and a 100,000-line history (a smoke run)
-	Only  []string  // the targets to measure (P1 to P7, or a P6 row); all when empty
+	Only  []string  // the targets to measure (P1 to P8, or a P6 or P8 row); all when empty
 	Self  string    // the aipm binary: every process the bench starts is one
 	Log   io.Writer // progress lines
 }
@@ -43,9 +43,9 @@ var ErrUnknownTarget = errors.New("no such target")
 // Run measures the performance targets of DESIGN section 13, each beside
 // its raw floor measured in the same run, and returns the rows in id order.
 func Run(ctx context.Context, opt Options) ([]Row, error) {
-	b := &bench{ctx: ctx, log: opt.Log, self: opt.Self, deliveries: 2000, sends: 400, reads: 200, history: 1_000_000, starts: 30}
+	b := &bench{ctx: ctx, log: opt.Log, self: opt.Self, deliveries: 2000, sends: 400, reads: 200, history: 1_000_000, starts: 30, hooks: 300}
 	if opt.Quick {
-		b.deliveries, b.sends, b.reads, b.history, b.starts = 40, 50, 40, 100_000, 10
+		b.deliveries, b.sends, b.reads, b.history, b.starts, b.hooks = 40, 50, 40, 100_000, 10, 8
 	}
 	measures, err := b.measures(opt.Only)
 	if err != nil {
@@ -108,6 +108,8 @@ func (b *bench) measures(only []string) ([]func() ([]Row, error), error) {
 		{[]string{"P6", "P6F"}, b.authSessions},
 		{[]string{"P6", "P6G"}, b.authOwnSent},
 		{[]string{"P7"}, b.watchBench},
+		{[]string{"P8", "P8A"}, b.hookWallTime},
+		{[]string{"P8", "P8B"}, b.hookWake},
 	}
 	want := map[string]bool{}
 	for _, id := range only {
@@ -117,7 +119,7 @@ func (b *bench) measures(only []string) ([]func() ([]Row, error), error) {
 			known = known || slices.Contains(m.targets, id)
 		}
 		if !known {
-			return nil, fmt.Errorf("--only %q: %w; name some of P1 to P7, or a P6 row (P6a to P6g)", id, ErrUnknownTarget)
+			return nil, fmt.Errorf("--only %q: %w; name some of P1 to P8, or a P6 or P8 row (P6a to P6g, P8a, P8b)", id, ErrUnknownTarget)
 		}
 		want[id] = true
 	}
@@ -143,6 +145,7 @@ type bench struct {
 	log        io.Writer
 
 	deliveries, sends, reads, history, starts int
+	hooks                                     int // P8's samples of each row
 }
 
 func (b *bench) progress(format string, args ...any) {
@@ -314,7 +317,7 @@ func (b *bench) delivery() ([]Row, error) {
 		return nil, err
 	}
 	defer sb.close()
-	floor, err := b.newDeliveryFloor()
+	floor, err := b.newDeliveryFloor("p1-floor")
 	if err != nil {
 		return nil, err
 	}
@@ -412,8 +415,8 @@ type deliveryFloor struct {
 	f     *os.File
 }
 
-func (b *bench) newDeliveryFloor() (*deliveryFloor, error) {
-	dir := filepath.Join(b.root, "p1-floor")
+func (b *bench) newDeliveryFloor(name string) (*deliveryFloor, error) {
+	dir := filepath.Join(b.root, name)
 	if err := os.Mkdir(dir, 0o755); err != nil {
 		return nil, err
 	}

@@ -66,10 +66,10 @@ type Hook struct {
 	// Purpose is the purpose the agent's process was started for
 	// (AIPM_PURPOSE), or "".
 	Purpose string
-	// Ancestors are the hook process's ancestors, nearest first: how the
-	// hook finds the aipm session of its own client when the agent has
-	// two (see Session).
-	Ancestors []int
+	// Parent is the hook process's parent: its ancestors are how the hook
+	// finds the aipm session of its own client when the agent has two
+	// (see Session).
+	Parent int
 }
 
 // Result is what the hook process prints and its exit code.

@@ -4,6 +4,7 @@ import (
 	"testing"
 
 	"aipm/fsstore"
+	"aipm/internal/hookschema"
 )
 
 const schemaDir = "../testdata/hooks"
@@ -23,7 +24,7 @@ func TestHookOutputsMatchClientSchemas(t *testing.T) {
 	}
 	for _, client := range []string{Claude, Codex} {
 		for _, o := range outputs {
-			if err := CheckOutput(schemaDir, client, o.event, o.res.Stdout); err != nil {
+			if err := hookschema.Check(schemaDir, client, o.event, o.res.Stdout); err != nil {
 				t.Error(err)
 			}
 		}
@@ -36,7 +37,7 @@ func TestHookOutputsMatchClientSchemas(t *testing.T) {
 		{Stop, `{"decision":"block"}`},
 		{SessionStart, `{"hookSpecificOutput":{"hookEventName":"Stop"}}`},
 	} {
-		if err := CheckOutput(schemaDir, Codex, bad.event, []byte(bad.out)); err == nil {
+		if err := hookschema.Check(schemaDir, Codex, bad.event, []byte(bad.out)); err == nil {
 			t.Errorf("codex %s accepted %s", bad.event, bad.out)
 		}
 	}
@@ -54,7 +55,7 @@ func TestUntoldTextIsBounded(t *testing.T) {
 	if len(res.Stdout) > 2*MaxContext {
 		t.Fatalf("%d bytes out", len(res.Stdout))
 	}
-	if err := CheckOutput(schemaDir, Codex, PostToolUse, res.Stdout); err != nil {
+	if err := hookschema.Check(schemaDir, Codex, PostToolUse, res.Stdout); err != nil {
 		t.Fatal(err)
 	}
 }

@@ -31,9 +31,10 @@ func (h *Hook) Session(now time.Time) (ses fsstore.Session, ok bool, err error) 
 	case 1:
 		return live[0], true, nil
 	}
-	best, bestAt, tie := -1, len(h.Ancestors), false
+	mine := Ancestors(h.Parent, maxDepth)
+	best, bestAt, tie := -1, len(mine), false
 	for i, s := range live {
-		at := nearestCommon(h.Ancestors, Ancestors(s.PID, maxDepth))
+		at := nearestCommon(mine, Ancestors(s.PID, maxDepth))
 		switch {
 		case at < bestAt:
 			best, bestAt, tie = i, at, false

@@ -30,27 +30,78 @@ func (h *Hook) Wake(ctx context.Context, hub *wake.Hub) (Result, error) {
 	if err != nil {
 		return Result{}, err
 	}
-	sub, err := hub.Subscribe(targets...)
-	if err != nil {
-		return Result{}, err
-	}
-	defer sub.Close()
+	w := &watch{hub: hub, targets: targets}
+	defer w.close()
 	parent := os.Getppid()
 	for {
+		if err := w.subscribe(); err != nil {
+			return Result{}, err
+		}
 		ses, err = h.Store.Session(ses.ID)
 		if err != nil || !ses.Live(time.Now()) || os.Getppid() != parent {
 			return Result{}, nil // the session or its client is gone
 		}
-		text, told, err := h.wakeOnce(ctx, ses)
+		text, told, err := h.wakeOnce(ctx, ses, w)
 		switch {
 		case err != nil:
 			return Result{}, err
 		case told:
 			return Result{Stderr: text + "\n", Exit: 2}, nil
 		}
-		if _, err := sub.Wait(ctx, lookEvery); err != nil {
-			return Result{}, nil
+		if w.sub != nil {
+			if _, err := w.sub.Wait(ctx, lookEvery); err != nil {
+				return Result{}, nil
+			}
 		}
+	}
+}
+
+// watch is the wake hook's fsnotify subscription, closed (with its hub)
+// as soon as there is something to tell: the process exits right after,
+// and the kernel's teardown of the watches then overlaps the write that
+// records what it told instead of delaying the exit. If another process
+// told it first, the hook subscribes again before it looks again.
+type watch struct {
+	hub     *wake.Hub
+	targets []string
+	sub     *wake.Subscription
+	closing chan struct{}
+}
+
+func (w *watch) subscribe() error {
+	if w.sub != nil {
+		return nil
+	}
+	if w.closing != nil {
+		<-w.closing
+		w.hub, w.closing = wake.New(), nil
+	}
+	sub, err := w.hub.Subscribe(w.targets...)
+	if err != nil {
+		return err
+	}
+	w.sub = sub
+	return nil
+}
+
+// release starts closing the subscription and its hub in the background.
+func (w *watch) release() {
+	if w.sub == nil {
+		return
+	}
+	w.sub.Close()
+	w.sub, w.closing = nil, make(chan struct{})
+	go func(hub *wake.Hub, done chan struct{}) {
+		hub.Close()
+		close(done)
+	}(w.hub, w.closing)
+}
+
+// close waits for a release to finish (or releases now).
+func (w *watch) close() {
+	w.release()
+	if w.closing != nil {
+		<-w.closing
 	}
 }
 
@@ -58,8 +109,9 @@ func (h *Hook) Wake(ctx context.Context, hub *wake.Hub) (Result, error) {
 // the hook notices that its session or client is gone.
 const lookEvery = 2 * time.Second
 
-// wakeOnce tells what waits untold, if anything (told false: nothing).
-func (h *Hook) wakeOnce(ctx context.Context, ses fsstore.Session) (string, bool, error) {
+// wakeOnce tells what waits untold, if anything (told false: nothing),
+// releasing w's watches first when there is something.
+func (h *Hook) wakeOnce(ctx context.Context, ses fsstore.Session, w *watch) (string, bool, error) {
 	n, err := h.Store.Notices(ctx, h.Config, ses)
 	if err != nil {
 		return "", false, err
@@ -71,6 +123,7 @@ func (h *Hook) wakeOnce(ctx context.Context, ses fsstore.Session) (string, bool,
 	if intr == nil && n.Empty() {
 		return "", false, nil
 	}
+	w.release()
 	text := strings.TrimSpace(untoldText(n))
 	if intr != nil {
 		text = interruptText(ses, intr) + untoldText(without(n, intr))

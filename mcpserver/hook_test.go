@@ -15,6 +15,7 @@ import (
 
 	"aipm/fsstore"
 	"aipm/hook"
+	"aipm/internal/hookschema"
 )
 
 // runHook runs `aipm hook` as agent's client would, with event's stdin,
@@ -31,7 +32,7 @@ func (p *project) runHook(client, agent, purpose, event, tool string) string {
 	if err := cmd.Run(); err != nil {
 		p.t.Fatalf("aipm hook %s %s: %v: %s", client, event, err, errb.String())
 	}
-	if err := hook.CheckOutput("../testdata/hooks", client, event, out.Bytes()); err != nil {
+	if err := hookschema.Check("../testdata/hooks", client, event, out.Bytes()); err != nil {
 		p.t.Error(err)
 	}
 	return out.String()

@@ -159,6 +159,24 @@ func (s *Subscription) signal() {
 	}
 }
 
+// Close ends the hub's fsnotify watcher, and with it every watch and
+// subscription, for a process about to exit: the kernel's teardown of
+// live watches then runs while the process still has work to overlap it
+// with, instead of in its exit. The hub is not used afterwards.
+func (w *Hub) Close() error {
+	w.mu.Lock()
+	fsw := w.fsw
+	w.fsw, w.err = nil, errors.New("closed")
+	if w.reap != nil {
+		w.reap.Stop()
+	}
+	w.mu.Unlock()
+	if fsw == nil {
+		return nil
+	}
+	return fsw.Close()
+}
+
 // Close stops the subscription; directories nobody watches any more are
 // removed from the watcher after linger.
 func (s *Subscription) Close() {

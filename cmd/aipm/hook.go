@@ -39,7 +39,9 @@ notifications), in the client's documented JSON:
   Stop              keeps the model working once per notice (never when
                     stop_hook_active, never more than twice in a row)
 
-Nothing new, no credential, or no aipm session: no output, exit 0.
+Nothing new, no credential, or no aipm session: no output, exit 0. A hook
+set up or called wrongly (a bad flag, stdin that is not JSON) exits 1, never
+2: the clients read 2 as "block this tool call".
 
 --wake (Claude Code only) is the asyncRewake Stop hook: it waits until
 something new arrives for the session, writes it on stderr and exits 2,
@@ -49,29 +51,41 @@ once), and it exits 0 when the session ends.`,
 		Args:    argsNone,
 		RunE:    func(cmd *cobra.Command, args []string) error { return hookRun(cmd.Context(), o) },
 	}
+	c.SetFlagErrorFunc(func(_ *cobra.Command, err error) error {
+		return hookError("hook: %v: see aipm hook --help", err)
+	})
 	c.Flags().StringVar(&o.Client, "client", hook.Claude, "the client that runs the hook: claude or codex")
 	c.Flags().BoolVar(&o.Wake, "wake", false, "Claude Code's asyncRewake Stop hook: wait for something new, then wake the session")
 	return c
 }
 
-// maxHookInput bounds what is read of the client's stdin.
-const maxHookInput = 1 << 20
+// maxHookInput bounds what is read of the client's stdin (a tool's
+// whole input: a large file written by the model).
+const maxHookInput = 64 << 20
+
+// hookError is a mistake in how the hook was set up or called. It exits
+// 1, never 2: both clients read exit code 2 from a hook as "block", and a
+// misconfigured hook must not refuse every tool call. Both show the
+// message without blocking.
+func hookError(format string, args ...any) error {
+	return &exitError{code: exitFailed, err: fmt.Errorf(format, args...)}
+}
 
 func hookRun(ctx context.Context, o *hookOptions) error {
 	e := o.e
 	switch {
 	case o.Client != hook.Claude && o.Client != hook.Codex:
-		return usageError("hook: unknown client %q: use --client claude or --client codex", o.Client)
+		return hookError("hook: unknown client %q: use --client claude or --client codex", o.Client)
 	case o.Wake && o.Client != hook.Claude:
-		return usageError("hook: --wake is for Claude Code's asyncRewake Stop hook; Codex has no idle event, so leave --wake out with --client codex")
+		return hookError("hook: --wake is for Claude Code's asyncRewake Stop hook; Codex has no idle event, so leave --wake out with --client codex")
 	}
 	data, err := io.ReadAll(io.LimitReader(e.stdin, maxHookInput))
 	if err != nil {
-		return fmt.Errorf("hook: read stdin: %w", err)
+		return hookError("hook: read stdin: %v", err)
 	}
 	in, err := hook.DecodeInput(data)
 	if err != nil && !o.Wake {
-		return usageError("hook: %v (the client writes one JSON object on stdin)", err)
+		return hookError("hook: %v (the client writes one JSON object on stdin, at most %d MiB)", err, maxHookInput>>20)
 	}
 	h := hookFor(e)
 	if h == nil {
@@ -118,5 +132,5 @@ func hookFor(e *env) *hook.Hook {
 		purpose = ""
 	}
 	return &hook.Hook{Store: store, Config: cfg, Agent: cred.Agent, Purpose: purpose,
-		Ancestors: hook.Ancestors(os.Getppid(), 8)}
+		Parent: os.Getppid()}
 }

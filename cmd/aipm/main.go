@@ -47,16 +47,39 @@ func mainExit() int {
 func run(ctx context.Context, args []string, getenv func(string) string, stdin io.Reader, stdout, stderr io.Writer) error {
 	e := newEnv(getenv, stdin, stdout, stderr)
 	var root *cobra.Command
-	if isPlainServe(args) {
+	switch {
+	case isPlainServe(args):
 		// An agent's CLI starts aipm serve and waits for its first answer
 		// (DESIGN section 13, P4): the other commands are not built.
 		root = newRoot(e)
 		root.AddCommand(newCmdServe(e))
-	} else {
+	case isHook(args):
+		// A client runs aipm hook around every tool call (P8): the same.
+		root = newRoot(e)
+		root.AddCommand(newCmdHook(e))
+	default:
 		root = newCmdRoot(e)
 	}
 	root.SetArgs(args)
 	return root.ExecuteContext(ctx)
+}
+
+// isHook reports whether args run aipm hook, after nothing but the global
+// flags --dir and --utc: the tree with hook alone parses the rest (the
+// hook's flags) as the whole tree would.
+func isHook(args []string) bool {
+	for i := 0; i < len(args); i++ {
+		switch a := args[i]; {
+		case a == "hook":
+			return true
+		case a == "--dir" && i+1 < len(args):
+			i++
+		case strings.HasPrefix(a, "--dir="), a == "--utc", a == "--utc=true", a == "--utc=false":
+		default:
+			return false
+		}
+	}
+	return false
 }
 
 // isPlainServe reports whether args run aipm serve with nothing but the

@@ -1,4 +1,7 @@
-package hook
+// Package hookschema checks what aipm hook prints against the clients'
+// documented output shapes (testdata/hooks), for the tests of the hook and
+// of its callers.
+package hookschema
 
 import (
 	"encoding/json"
@@ -9,12 +12,11 @@ import (
 	"github.com/google/jsonschema-go/jsonschema"
 )
 
-// CheckOutput checks out, what aipm hook printed for client at event,
-// against that client's documented output shape in schemaDir
-// (testdata/hooks: <client>-<event>.schema.json). Zero bytes always pass:
-// both clients take no output as "nothing to say". The tests of this
-// package and of the hook's callers use it.
-func CheckOutput(schemaDir, client, event string, out []byte) error {
+// Check checks out, what aipm hook printed for client at event, against
+// that client's documented output shape in schemaDir (testdata/hooks:
+// <client>-<event>.schema.json). Zero bytes always pass: both clients take
+// no output as "nothing to say".
+func Check(schemaDir, client, event string, out []byte) error {
 	if len(out) == 0 {
 		return nil
 	}

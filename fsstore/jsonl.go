@@ -75,7 +75,22 @@ func (s *Store) appendUnless(ctx context.Context, path string, line, unless []by
 // neither copy waits for the other's fsync to be written. Missing parent
 // directories are created.
 func (s *Store) writeLine(ctx context.Context, path string, line, unless []byte) (flush func() error, err error) {
-	opt := lockedfile.AppendOptions{Durable: s.durable.Load(), Unless: unless}
+	return s.writeLineWith(ctx, path, line, lockedfile.AppendOptions{Durable: s.durable.Load(), Unless: unless})
+}
+
+// appendRecord appends line without waiting for the disk: for a record
+// kept for humans, never a promise made to a caller (receipts). A crash
+// may lose it; nothing tears it.
+func (s *Store) appendRecord(ctx context.Context, path string, line []byte) error {
+	flush, err := s.writeLineWith(ctx, path, line, lockedfile.AppendOptions{})
+	if err != nil {
+		return err
+	}
+	return flush()
+}
+
+// writeLineWith is writeLine with its append options.
+func (s *Store) writeLineWith(ctx context.Context, path string, line []byte, opt lockedfile.AppendOptions) (flush func() error, err error) {
 	a := s.caches.appenders.Get(path, ModeFile)
 	deadline := time.Now().Add(replacedPatience)
 	for attempt := 0; ; attempt++ {

@@ -257,7 +257,8 @@ func (s *Store) Interrupt(ctx context.Context, ses Session) (Unread, error) {
 	}
 	// Count what concerns ses, keeping only the interrupts: a pile of
 	// unread notifications costs a read, not memory. Told ones are those
-	// before the mark, in the file it was measured in (known after the read).
+	// the mark covers; the file read is known only after the read, so they
+	// are counted by offset and dropped if it is not the mark's.
 	var u Unread
 	told := 0
 	interrupts, res, err := s.readNotificationRecords(ctx, ses, ReadOptions{Peek: true}, func(r Record, n Notification) bool {
@@ -274,7 +275,7 @@ func (s *Store) Interrupt(ctx context.Context, ses Session) (Unread, error) {
 	if res.Next.Inode == mark.Inode {
 		u.New -= told
 	}
-	u.Through = Mark{Inode: res.Next.Inode, Offset: max(res.Next.Offset, endOf(res))}
+	u.Through = markAfter(res)
 	if cacheable && len(interrupts) == 0 {
 		s.caches.unread.Put(key, u, stamps...)
 	}

@@ -20,8 +20,9 @@ const (
 
 // Receipt is one line of agents/<agent>/receipts.jsonl: what happened to
 // messages the agent received, for the humans who ask when a message was
-// seen (aipm log). Receipts are a record, never a rule: a receipt that
-// could not be written (a full disk) loses the record, not a message.
+// seen (aipm log). Receipts are a record, never a rule: they are appended
+// without an fsync, and a receipt that could not be written (a full disk,
+// a crash) loses the record, not a message.
 type Receipt struct {
 	ID         string    `json:"id"`
 	Event      string    `json:"event"`
@@ -46,7 +47,9 @@ func (s *Store) receipt(ctx context.Context, agent, event, session, via string, 
 		return
 	}
 	r := Receipt{ID: NewID(PrefixReceipt), Event: event, SessionID: session, Via: via, MessageIDs: ids, At: time.Now().UTC()}
-	_ = s.AppendJSONL(ctx, path, r)
+	if line, err := json.Marshal(r); err == nil {
+		_ = s.appendRecord(ctx, path, line) // a record: not fsynced, and its loss changes nothing
+	}
 }
 
 // messageIDs are the ids of msgs.

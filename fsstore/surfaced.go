@@ -123,7 +123,7 @@ func (s *Store) untoldNotifications(ctx context.Context, ses Session) ([]Notific
 			out = append(out, ns[i])
 		}
 	}
-	return out, Mark{Inode: res.Next.Inode, Offset: max(res.Next.Offset, endOf(res))}, nil
+	return out, markAfter(res), nil
 }
 
 // untoldMessages reads the messages others sent to ses's agent that it
@@ -134,7 +134,7 @@ func (s *Store) untoldMessages(ctx context.Context, ses Session) ([]Message, Mar
 	if err != nil {
 		return nil, mark, err
 	}
-	through := Mark{Inode: res.Next.Inode, Offset: max(res.Next.Offset, endOf(res))}
+	through := markAfter(res)
 	kept := res
 	kept.Records, kept.Redelivered = nil, nil
 	for i, r := range res.Records {
@@ -147,12 +147,14 @@ func (s *Store) untoldMessages(ctx context.Context, ses Session) ([]Message, Mar
 	return msgs, through, err
 }
 
-// endOf is the offset just past the last record of res (0 if none).
-func endOf(res ReadResult) int64 {
-	if len(res.Records) == 0 {
-		return 0
+// markAfter is the mark just past everything read: what a reader that
+// saw res has seen.
+func markAfter(res ReadResult) Mark {
+	end := res.Next.Offset
+	if n := len(res.Records); n > 0 {
+		end = max(end, res.Records[n-1].End().Offset)
 	}
-	return res.Records[len(res.Records)-1].End().Offset
+	return Mark{Inode: res.Next.Inode, Offset: end}
 }
 
 // untoldWork adds to n the conversations and delegations that wait for
@@ -188,6 +190,7 @@ func (s *Store) untoldWork(ctx context.Context, cfg *Config, ses Session, n *Not
 			n.Delegations = append(n.Delegations, d)
 		}
 	}
+	slices.Sort(n.To.Items) // conversations come in no fixed order: a record, not a list
 	return nil
 }
 
@@ -196,7 +199,8 @@ func (s *Store) untoldWork(ctx context.Context, cfg *Config, ses Session, n *Not
 // hook's counters), and the messages' receipts; unless
 // another process told it something since n was read: then nothing is
 // written and told is false, and the caller reads again rather than tell
-// the same thing twice. A session that ended is not written to.
+// the same thing twice. A session that ended is not written to (told is
+// false).
 func (s *Store) Surface(ctx context.Context, ses Session, n Notices, via string, edit func(*Surfaced)) (told bool, err error) {
 	to := n.To
 	if edit != nil {
@@ -211,7 +215,7 @@ func (s *Store) Surface(ctx context.Context, ses Session, n Notices, via string,
 	}
 	_, err = UpdateDoc(ctx, s, path, ModePrivateFile, func(cur *Session, exists bool) error {
 		if !exists || !cur.EndedAt.IsZero() {
-			return fmt.Errorf("session %s: %w", ses.ID, ErrSessionEnded)
+			return errTold // an ended session is told nothing more
 		}
 		if !cur.Surfaced.equal(n.From) {
 			return errTold
@@ -245,11 +249,18 @@ func (s *Store) LiveSessionsOf(agent string, now time.Time) ([]Session, error) {
 		if err != nil {
 			continue // gone, or damaged: doctor reports it
 		}
-		if remove, _ := sessionVerdict(ses, now); !remove && ses.Agent == agent {
+		if ses.Alive(now) && ses.Agent == agent {
 			live = append(live, ses)
 		}
 	}
 	return live, nil
+}
+
+// Alive says whether the session is live at now and its aipm serve
+// process runs (what a sweep keeps).
+func (s Session) Alive(now time.Time) bool {
+	remove, _ := sessionVerdict(s, now)
+	return !remove
 }
 
 // Session returns the session document id names.

@@ -111,32 +111,41 @@ func (h *Hook) Run(ctx context.Context, in Input) (Result, error) {
 
 // preToolUse refuses every tool but aipm's own while an interrupt waits
 // for the session: no file is edited and no command runs after a human
-// stopped the task. The reason carries the interrupt and whatever else
-// the model was not told of.
+// stopped the task. The refusal never depends on recording it: the reason
+// carries the interrupt, and whatever else the model was not told of when
+// that could be recorded as told.
 func (h *Hook) preToolUse(ctx context.Context, ses fsstore.Session, own bool) (Result, error) {
 	if own {
 		return Result{}, nil
 	}
+	unread, err := h.Store.Interrupt(ctx, ses)
+	if errors.Is(err, fsstore.ErrNotificationsUnreadable) {
+		// Fail closed, as aipm's own tools do: one of them may be an interrupt.
+		return deny(fmt.Sprintf("aipm: %s's notifications cannot be read, and one of them may be an interrupt: %v. A human runs aipm doctor --repair; until then only aipm's own tools run.", ses.Agent, err)), nil
+	}
+	if err != nil {
+		return Result{}, err
+	}
+	if unread.Interrupt == nil {
+		return Result{}, h.toolUsed(ctx, ses)
+	}
+	reason := interruptText(ses, unread.Interrupt)
 	for range tellAttempts {
 		n, err := h.Store.Notices(ctx, h.Config, ses)
-		if errors.Is(err, fsstore.ErrNotificationsUnreadable) {
-			// Fail closed, as aipm's own tools do: one of them may be an interrupt.
-			return deny(fmt.Sprintf("aipm: %s's notifications cannot be read, and one of them may be an interrupt: %v. A human runs aipm doctor --repair; until then only aipm's own tools run.", ses.Agent, err)), nil
+		if err != nil || n.Interrupt == nil {
+			break
 		}
-		if err != nil {
-			return Result{}, err
-		}
-		if n.Interrupt == nil {
-			return Result{}, h.toolUsed(ctx, ses)
-		}
-		reason := interruptText(ses, n.Interrupt) + untoldText(without(n, n.Interrupt))
 		told, err := h.Store.Surface(ctx, ses, n, "hook "+PreToolUse, func(s *fsstore.Surfaced) { s.StopBlocks = 0 })
-		if err != nil || told {
-			return deny(reason), err
+		if err != nil {
+			break
+		}
+		if told {
+			reason = interruptText(ses, n.Interrupt) + untoldText(without(n, n.Interrupt))
+			break
 		}
 		ses = h.reread(ses)
 	}
-	return Result{}, nil
+	return deny(reason), nil
 }
 
 // tell adds what the model was not told of to its context (PostToolUse,
@@ -193,38 +202,50 @@ func (h *Hook) stop(ctx context.Context, ses fsstore.Session, active bool) (Resu
 		if ses.Surfaced.StopBlocks >= fsstore.MaxStopBlocks {
 			return Result{}, nil
 		}
-		n, err := h.Store.Notices(ctx, h.Config, ses)
-		if err != nil {
+		reason, told, err := h.tellTurnEnd(ctx, ses, Stop, func(s *fsstore.Surfaced) { s.StopBlocks++ })
+		switch {
+		case err != nil:
 			return Result{}, err
-		}
-		intr := n.Interrupt
-		if intr != nil && intr.ID == ses.Surfaced.StopInterrupt {
-			intr = nil // this Stop hook kept the model working for it already
-		}
-		if intr == nil && n.Empty() {
-			return Result{}, nil
-		}
-		var reason string
-		if intr != nil {
-			reason = interruptText(ses, intr) + untoldText(without(n, intr))
-		} else {
-			reason = strings.TrimSpace(untoldText(n))
-		}
-		told, err := h.Store.Surface(ctx, ses, n, "hook "+Stop, func(s *fsstore.Surfaced) {
-			s.StopBlocks++
-			if intr != nil {
-				s.StopInterrupt = intr.ID
-			}
-		})
-		if err != nil {
-			return Result{}, err
-		}
-		if told {
+		case told:
 			return block(reason), nil
+		case reason == "":
+			return Result{}, nil
 		}
 		ses = h.reread(ses)
 	}
 	return Result{}, nil
+}
+
+// tellTurnEnd is what the Stop hook and the idle wake tell as a turn ends:
+// an interrupt not yet told at a turn's end (once each), and what else
+// the model was not told of. told is false when there is nothing (reason
+// "") or another process told it first (reason set: read again); edit
+// changes the record with it.
+func (h *Hook) tellTurnEnd(ctx context.Context, ses fsstore.Session, via string, edit func(*fsstore.Surfaced)) (reason string, told bool, err error) {
+	n, err := h.Store.Notices(ctx, h.Config, ses)
+	if err != nil {
+		return "", false, err
+	}
+	intr := n.Interrupt
+	if intr != nil && intr.ID == ses.Surfaced.StopInterrupt {
+		intr = nil // told at a turn's end already
+	}
+	if intr == nil && n.Empty() {
+		return "", false, nil
+	}
+	reason = strings.TrimSpace(untoldText(n))
+	if intr != nil {
+		reason = interruptText(ses, intr) + untoldText(without(n, intr))
+	}
+	told, err = h.Store.Surface(ctx, ses, n, "hook "+via, func(s *fsstore.Surfaced) {
+		if intr != nil {
+			s.StopInterrupt = intr.ID
+		}
+		if edit != nil {
+			edit(s)
+		}
+	})
+	return reason, told, err
 }
 
 // tellAttempts bounds how often a hook reads again because another

@@ -3,7 +3,6 @@ package hook
 import (
 	"context"
 	"os"
-	"strings"
 	"time"
 
 	"aipm/fsstore"
@@ -38,8 +37,8 @@ func (h *Hook) Wake(ctx context.Context, hub *wake.Hub) (Result, error) {
 			return Result{}, err
 		}
 		ses, err = h.Store.Session(ses.ID)
-		if err != nil || !ses.Live(time.Now()) || os.Getppid() != parent {
-			return Result{}, nil // the session or its client is gone
+		if err != nil || !ses.Alive(time.Now()) || os.Getppid() != parent {
+			return Result{}, nil // the session, its aipm serve or its client is gone
 		}
 		text, told, err := h.wakeOnce(ctx, ses, w)
 		switch {
@@ -109,32 +108,13 @@ func (w *watch) close() {
 // the hook notices that its session or client is gone.
 const lookEvery = 2 * time.Second
 
-// wakeOnce tells what waits untold, if anything (told false: nothing),
-// releasing w's watches first when there is something.
+// wakeOnce tells what waits untold, if anything (told false: nothing, or
+// another process told it first), releasing w's watches first when there
+// is something.
 func (h *Hook) wakeOnce(ctx context.Context, ses fsstore.Session, w *watch) (string, bool, error) {
-	n, err := h.Store.Notices(ctx, h.Config, ses)
-	if err != nil {
-		return "", false, err
-	}
-	intr := n.Interrupt
-	if intr != nil && intr.ID == ses.Surfaced.StopInterrupt {
-		intr = nil
-	}
-	if intr == nil && n.Empty() {
-		return "", false, nil
-	}
-	w.release()
-	text := strings.TrimSpace(untoldText(n))
-	if intr != nil {
-		text = interruptText(ses, intr) + untoldText(without(n, intr))
-	}
-	told, err := h.Store.Surface(ctx, ses, n, "hook wake", func(s *fsstore.Surfaced) {
-		if intr != nil {
-			s.StopInterrupt = intr.ID
-		}
-	})
+	reason, told, err := h.tellTurnEnd(ctx, ses, "wake", func(*fsstore.Surfaced) { w.release() })
 	if err != nil || !told {
 		return "", false, err
 	}
-	return fsstore.Clip(text, MaxContext), true, nil
+	return fsstore.Clip(reason, MaxContext), true, nil
 }

@@ -68,18 +68,31 @@ func (s *Server) unreadAfter(ctx context.Context, ses fsstore.Session, spec tool
 	return u
 }
 
-// tellLine records that the notification line told ses's model of the
-// notifications u counts (DESIGN section 15), so that a client hook does
-// not tell them again; the next lines say they were told.
-func (s *Server) tellLine(ctx context.Context, ses fsstore.Session, u fsstore.Unread) {
-	if u.New <= 0 || u.Through == (fsstore.Mark{}) {
-		return
+// lineFor is the notification line of a response to session ses once
+// the tool ran (DESIGN sections 6 and 15): unread notifications it was not
+// told of are announced, and recorded as told first, so that neither a
+// client hook nor a later line announces them again; if another process
+// told them in between, the line says they were told. A response the
+// client will never see (it cancelled the call) records nothing.
+func (s *Server) lineFor(ctx context.Context, ses fsstore.Session, spec toolSpec) string {
+	if cur, err := s.store.Session(ses.ID); err == nil {
+		ses = cur // what hooks told while the tool ran (a wait) counts
+	}
+	u := s.unreadAfter(ctx, ses, spec)
+	if u.New <= 0 || u.Through == (fsstore.Mark{}) || ctx.Err() != nil {
+		return notificationLine(u)
 	}
 	n := fsstore.Notices{From: ses.Surfaced, To: ses.Surfaced}
 	n.To.Notifications = u.Through
-	if _, err := s.store.Surface(ctx, ses, n, "notification line", nil); err != nil {
+	told, err := s.store.Surface(ctx, ses, n, "notification line", nil)
+	switch {
+	case err != nil:
+		// Not recorded: announced anyway, better twice than never.
 		s.log.Warn("record what the notification line told", "session", ses.ID, "err", err)
+	case !told:
+		u.New = 0
 	}
+	return notificationLine(u)
 }
 
 // readStreams lists the stream the tool reads as the session, which the

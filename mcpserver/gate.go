@@ -68,9 +68,7 @@ func (s *Server) gate() mcp.Middleware {
 			if r, ok := res.(*mcp.CallToolResult); ok && err == nil {
 				// Counted last: what arrived while the tool ran (a wait
 				// that a notice ended) is in the line.
-				unread := s.unreadAfter(ctx, ses, spec)
-				withNotification(r, notificationLine(unread))
-				s.tellLine(ctx, ses, unread)
+				withNotification(r, s.lineFor(ctx, ses, spec))
 			}
 			return res, err
 		}
@@ -165,9 +163,7 @@ func (s *Server) noticeForNewSession(ctx context.Context, call *mcp.CallToolRequ
 	if err != nil && !errors.Is(err, fsstore.ErrExpiryNotSaved) {
 		return
 	}
-	unread := s.unreadAfter(ctx, ses, toolSpec{})
-	withNotification(r, notificationLine(unread))
-	s.tellLine(ctx, ses, unread)
+	withNotification(r, s.lineFor(ctx, ses, toolSpec{}))
 }
 
 // notificationLine is the line every authenticated response carries: how

@@ -10,6 +10,7 @@ import (
 	"os/exec"
 	"reflect"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
@@ -22,6 +23,15 @@ import (
 // and returns its stdout, checked against the client's documented shape.
 func (p *project) runHook(client, agent, purpose, event, tool string) string {
 	p.t.Helper()
+	out, err := p.hook(client, agent, purpose, event, tool)
+	if err != nil {
+		p.t.Fatal(err)
+	}
+	return out
+}
+
+// hook is runHook for any goroutine: the failure is returned.
+func (p *project) hook(client, agent, purpose, event, tool string) (string, error) {
 	stdin := fmt.Sprintf(`{"session_id":"cs-1","transcript_path":"/tmp/t.jsonl","cwd":%q,"hook_event_name":%q,"tool_name":%q,"tool_input":{},"stop_hook_active":false,"turn_id":"t1"}`,
 		p.store.ProjectDir(), event, tool)
 	cmd := exec.Command(aipmBin, "--dir", p.store.ProjectDir(), "hook", "--client", client)
@@ -30,12 +40,12 @@ func (p *project) runHook(client, agent, purpose, event, tool string) string {
 	var out, errb bytes.Buffer
 	cmd.Stdout, cmd.Stderr = &out, &errb
 	if err := cmd.Run(); err != nil {
-		p.t.Fatalf("aipm hook %s %s: %v: %s", client, event, err, errb.String())
+		return "", fmt.Errorf("aipm hook %s %s: %v: %s", client, event, err, errb.String())
 	}
-	if err := hookschema.Check("../testdata/hooks", client, event, out.Bytes()); err != nil {
-		p.t.Error(err)
+	if errb.Len() > 0 {
+		return "", fmt.Errorf("aipm hook %s %s wrote on stderr: %s", client, event, errb.String())
 	}
-	return out.String()
+	return out.String(), hookschema.Check("../testdata/hooks", client, event, out.Bytes())
 }
 
 // A notice is told once per session, whoever tells it first: a client
@@ -264,5 +274,42 @@ func TestHookWakesIdleSession(t *testing.T) {
 	}
 	if code := exitCode(t, third); code != 0 {
 		t.Fatalf("wake hook exited %d when its session ended; want 0", code)
+	}
+}
+
+// Hooks at the same instant (Claude Code runs matching hooks in parallel;
+// Stop and the idle wake race at every turn's end) tell a notice once.
+func TestConcurrentHooksTellOnce(t *testing.T) {
+	p := newProject(t)
+	cs := p.connect("2025-11-25")
+	p.authenticate(cs, "coder", "chat")
+	for round := range 3 {
+		p.send("lead", "coder", fmt.Sprintf("round %d", round))
+		outs := make([]string, 8)
+		errs := make([]error, 8)
+		var wg sync.WaitGroup
+		for i := range outs {
+			wg.Add(1)
+			go func() {
+				defer wg.Done()
+				event := []string{hook.PostToolUse, hook.UserPromptSubmit, hook.Stop}[i%3]
+				outs[i], errs[i] = p.hook(hook.Claude, "coder", "chat", event, "Bash")
+			}()
+		}
+		wg.Wait()
+		if err := errors.Join(errs...); err != nil {
+			t.Fatal(err)
+		}
+		told := 0
+		for _, out := range outs {
+			if strings.Contains(out, "1 new message for you (1 from lead)") {
+				told++
+			} else if out != "" {
+				t.Fatalf("round %d: unexpected output %q", round, out)
+			}
+		}
+		if told != 1 {
+			t.Fatalf("round %d: %d of 8 concurrent hooks told the message; want exactly 1", round, told)
+		}
 	}
 }

@@ -17,9 +17,10 @@ import (
 // TestBadInputMessages walks every visible command of the tree and gives
 // it bad input against a fresh project: an unknown flag, and, for a
 // command that takes ids or agents, a bogus one (as an argument or as the
-// value of an id or agent flag). Each must exit 2 with one line on
-// stderr: "aipm: ", a sentence in the CLI's words (no MCP tool name, no
-// tool error code), ending with a period or the command that helps.
+// value of an id or agent flag). Each must exit 2 (aipm hook: 1, since the
+// clients read a hook's 2 as "block") with one line on stderr: "aipm: ",
+// a sentence in the CLI's words (no MCP tool name, no tool error code),
+// ending with a period or the command that helps.
 func TestBadInputMessages(t *testing.T) {
 	dir := t.TempDir()
 	valid := maps.Clone(validArgs)
@@ -44,7 +45,11 @@ func TestBadInputMessages(t *testing.T) {
 			t.Logf("aipm %s", strings.Join(args, " "))
 			cases++
 			code, _, stderr := runCLI(t, dir, args...)
-			if msg := badMessage(stderr, tools); msg != "" || code != exitUsage {
+			want := exitUsage
+			if c.Name() == "hook" {
+				want = exitFailed
+			}
+			if msg := badMessage(stderr, tools); msg != "" || code != want {
 				t.Errorf("aipm %s: exit %d, stderr %q: %s", strings.Join(args, " "), code, stderr, msg)
 			}
 		}

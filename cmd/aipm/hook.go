@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"io"
 	"os"
+	"time"
 
 	"github.com/spf13/cobra"
 
@@ -48,8 +49,13 @@ something new arrives for the session, writes it on stderr and exits 2,
 which wakes the idle session; one waits per session (a second exits at
 once), and it exits 0 when the session ends.`,
 		Example: "  echo '{\"hook_event_name\":\"PreToolUse\",\"tool_name\":\"Bash\"}' | aipm hook --client claude",
-		Args:    argsNone,
-		RunE:    func(cmd *cobra.Command, args []string) error { return hookRun(cmd.Context(), o) },
+		Args: func(_ *cobra.Command, args []string) error {
+			if len(args) > 0 {
+				return hookError("hook takes no arguments, got %q: the event comes from stdin; the client is --client claude or --client codex", args[0])
+			}
+			return nil
+		},
+		RunE: func(cmd *cobra.Command, args []string) error { return hookRun(cmd.Context(), o) },
 	}
 	c.SetFlagErrorFunc(func(_ *cobra.Command, err error) error {
 		return hookError("hook: %v: see aipm hook --help", err)
@@ -71,8 +77,19 @@ func hookError(format string, args ...any) error {
 	return &exitError{code: exitFailed, err: fmt.Errorf(format, args...)}
 }
 
-func hookRun(ctx context.Context, o *hookOptions) error {
+// hookWorkLimit bounds one hook's work, well inside the clients' own
+// timeouts (aipm's entries give 10 s): a hook the client kills counts as
+// no answer, which for PreToolUse would let the tool run.
+const hookWorkLimit = 3 * time.Second
+
+func hookRun(ctx context.Context, o *hookOptions) (err error) {
 	e := o.e
+	defer func() {
+		// A panic would exit 2, which the clients read as "block".
+		if p := recover(); p != nil {
+			err = hookError("hook: internal error: %v", p)
+		}
+	}()
 	switch {
 	case o.Client != hook.Claude && o.Client != hook.Codex:
 		return hookError("hook: unknown client %q: use --client claude or --client codex", o.Client)
@@ -95,6 +112,8 @@ func hookRun(ctx context.Context, o *hookOptions) error {
 	if o.Wake {
 		res, err = h.Wake(ctx, wake.New())
 	} else {
+		ctx, cancel := context.WithTimeout(ctx, hookWorkLimit)
+		defer cancel()
 		res, err = h.Run(ctx, in)
 	}
 	if err != nil {

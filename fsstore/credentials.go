@@ -2,7 +2,9 @@ package fsstore
 
 import (
 	"aipm/fsstore/lockedfile"
+	"errors"
 	"fmt"
+	"log/slog"
 	"os"
 	"path/filepath"
 	"strings"
@@ -41,4 +43,52 @@ func ReadPasskeyFile(path string) (string, error) {
 		return "", fmt.Errorf("read passkey file: %w", err)
 	}
 	return strings.TrimSpace(string(data)), nil
+}
+
+// Credential is an agent's id and passkey, as a process holds them from
+// its environment.
+type Credential struct {
+	Agent   string
+	Passkey string
+}
+
+// LogValue keeps the passkey out of every log line.
+func (c Credential) LogValue() slog.Value { return slog.StringValue(c.Agent + " (passkey redacted)") }
+
+// CredentialFromEnv reads the agent credential that aipm serve holds and
+// aipm hook acts for, from the process environment: AIPM_AGENT_ID with AIPM_PASSKEY, or with AIPM_PASSKEY_FILE
+// naming a file only its owner can read (0600). None set: no credential.
+func CredentialFromEnv(getenv func(string) string) (*Credential, error) {
+	agent, key, file := getenv(EnvAgentID), getenv(EnvPasskey), getenv(EnvPasskeyFile)
+	switch {
+	case agent == "" && key == "" && file == "":
+		return nil, nil
+	case agent == "":
+		return nil, errors.New("AIPM_PASSKEY or AIPM_PASSKEY_FILE is set without AIPM_AGENT_ID: set the agent id too")
+	case key != "" && file != "":
+		return nil, errors.New("both AIPM_PASSKEY and AIPM_PASSKEY_FILE are set: keep one (AIPM_PASSKEY_FILE is safer)")
+	case key == "" && file == "":
+		return nil, errors.New("AIPM_AGENT_ID is set without AIPM_PASSKEY_FILE or AIPM_PASSKEY: set one, or unset AIPM_AGENT_ID")
+	}
+	if err := CheckAgentID(agent); err != nil {
+		return nil, fmt.Errorf("AIPM_AGENT_ID: %w", err)
+	}
+	if file != "" {
+		fi, err := os.Stat(file)
+		if err != nil {
+			return nil, fmt.Errorf("AIPM_PASSKEY_FILE: %w", err)
+		}
+		if !fi.Mode().IsRegular() || fi.Mode().Perm()&0o077 != 0 {
+			return nil, fmt.Errorf("AIPM_PASSKEY_FILE %s has mode %v: others can read it; run chmod 600 %s", file, fi.Mode(), file)
+		}
+		data, err := os.ReadFile(file)
+		if err != nil {
+			return nil, fmt.Errorf("AIPM_PASSKEY_FILE: %w", err)
+		}
+		key = strings.TrimRight(string(data), "\r\n") // the file's line end, nothing else
+		if key == "" {
+			return nil, fmt.Errorf("AIPM_PASSKEY_FILE %s is empty: write the passkey aipm agent add printed into it", file)
+		}
+	}
+	return &Credential{Agent: agent, Passkey: key}, nil
 }

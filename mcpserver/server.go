@@ -59,13 +59,7 @@ func (s *Server) opened(id string) {
 // Credential is an agent's id and passkey, given to aipm serve by its
 // environment so that the passkey never passes through the model (DESIGN
 // section 5).
-type Credential struct {
-	Agent   string
-	Passkey string
-}
-
-// LogValue keeps the passkey out of every log line.
-func (c Credential) LogValue() slog.Value { return slog.StringValue(c.Agent + " (passkey redacted)") }
+type Credential = fsstore.Credential
 
 // HoldCredential makes authenticate(agent_id) without a passkey use c when
 // agent_id is c.Agent.

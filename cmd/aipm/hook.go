@@ -3,15 +3,10 @@ package main
 import (
 	"context"
 	"fmt"
-	"io"
-	"os"
-	"time"
 
 	"github.com/spf13/cobra"
 
-	"aipm/fsstore"
 	"aipm/hook"
-	"aipm/wake"
 )
 
 type hookOptions struct {
@@ -47,7 +42,11 @@ set up or called wrongly (a bad flag, stdin that is not JSON) exits 1, never
 --wake (Claude Code only) is the asyncRewake Stop hook: it waits until
 something new arrives for the session, writes it on stderr and exits 2,
 which wakes the idle session; one waits per session (a second exits at
-once), and it exits 0 when the session ends.`,
+once), and it exits 0 when the session ends.
+
+aipm-hook (go install ./cmd/...) is the same hook in a binary of its own,
+which starts in a third of aipm's time; aipm mcp-config --write names it
+when it is installed.`,
 		Example: "  echo '{\"hook_event_name\":\"PreToolUse\",\"tool_name\":\"Bash\"}' | aipm hook --client claude",
 		Args: func(_ *cobra.Command, args []string) error {
 			if len(args) > 0 {
@@ -65,91 +64,20 @@ once), and it exits 0 when the session ends.`,
 	return c
 }
 
-// maxHookInput bounds what is read of the client's stdin (a tool's
-// whole input: a large file written by the model).
-const maxHookInput = 64 << 20
-
-// hookError is a mistake in how the hook was set up or called. It exits
-// 1, never 2: both clients read exit code 2 from a hook as "block", and a
-// misconfigured hook must not refuse every tool call. Both show the
-// message without blocking.
+// hookError is a mistake in how the hook was called that cobra finds (a
+// flag, an argument): exit 1, never 2, as hook.Main says why.
 func hookError(format string, args ...any) error {
 	return &exitError{code: exitFailed, err: fmt.Errorf(format, args...)}
 }
 
-// hookWorkLimit bounds one hook's work, well inside the clients' own
-// timeouts (aipm's entries give 10 s): a hook the client kills counts as
-// no answer, which for PreToolUse would let the tool run.
-const hookWorkLimit = 3 * time.Second
-
-func hookRun(ctx context.Context, o *hookOptions) (err error) {
+// hookRun is the hook process (hook.Main, which aipm-hook runs too); its
+// messages are printed already.
+func hookRun(ctx context.Context, o *hookOptions) error {
 	e := o.e
-	defer func() {
-		// A panic would exit 2, which the clients read as "block".
-		if p := recover(); p != nil {
-			err = hookError("hook: internal error: %v", p)
-		}
-	}()
-	switch {
-	case o.Client != hook.Claude && o.Client != hook.Codex:
-		return hookError("hook: unknown client %q: use --client claude or --client codex", o.Client)
-	case o.Wake && o.Client != hook.Claude:
-		return hookError("hook: --wake is for Claude Code's asyncRewake Stop hook; Codex has no idle event, so leave --wake out with --client codex")
-	}
-	data, err := io.ReadAll(io.LimitReader(e.stdin, maxHookInput))
-	if err != nil {
-		return hookError("hook: read stdin: %v", err)
-	}
-	in, err := hook.DecodeInput(data)
-	if err != nil && !o.Wake {
-		return hookError("hook: %v (the client writes one JSON object on stdin, at most %d MiB)", err, maxHookInput>>20)
-	}
-	h := hookFor(e)
-	if h == nil {
-		return nil // not aipm's agent: say nothing
-	}
-	var res hook.Result
-	if o.Wake {
-		res, err = h.Wake(ctx, wake.New())
-	} else {
-		ctx, cancel := context.WithTimeout(ctx, hookWorkLimit)
-		defer cancel()
-		res, err = h.Run(ctx, in)
-	}
-	if err != nil {
-		// A hook never breaks the client: say why on stderr, exit 0.
-		fmt.Fprintf(e.stderr, "aipm hook: %v\n", err)
-		return nil
-	}
-	if _, err := e.stdout.Write(res.Stdout); err != nil {
-		return err
-	}
-	fmt.Fprint(e.stderr, res.Stderr)
-	if res.Exit != 0 {
-		return &exitError{code: res.Exit}
+	code := hook.Main(ctx, hook.Options{Client: o.Client, Wake: o.Wake, Dir: e.dir},
+		hook.Env{Getenv: e.getenv, Stdin: e.stdin, Stdout: e.stdout, Stderr: e.stderr})
+	if code != 0 {
+		return &exitError{code: code}
 	}
 	return nil
-}
-
-// hookFor is the hook of the agent whose credential the environment holds,
-// in the project found as every command finds it; nil when there is no
-// credential, no project, or the credential is not the agent's.
-func hookFor(e *env) *hook.Hook {
-	cred, err := serveCredential(e.getenv)
-	if err != nil || cred == nil {
-		return nil
-	}
-	store, cfg, err := e.open()
-	if err != nil {
-		return nil
-	}
-	if err := store.VerifyPasskey(cred.Agent, cred.Passkey); err != nil {
-		return nil
-	}
-	purpose := e.getenv(fsstore.EnvPurpose)
-	if purpose != fsstore.PurposeTask && purpose != fsstore.PurposeChat {
-		purpose = ""
-	}
-	return &hook.Hook{Store: store, Config: cfg, Agent: cred.Agent, Purpose: purpose,
-		Parent: os.Getppid()}
 }

@@ -22,6 +22,7 @@ import (
 	"github.com/tidwall/gjson"
 
 	"aipm/fsstore"
+	"aipm/hook"
 	"aipm/mcpserver"
 )
 
@@ -29,7 +30,13 @@ func TestMain(m *testing.M) {
 	// Every aipm serve these tests start checks what its calls' fast path
 	// skips (mcpserver/toolcall.go).
 	os.Setenv(mcpserver.EnvCheckSchemas, "1")
-	testscript.Main(m, map[string]func(){"aipm": func() { os.Exit(mainExit()) }})
+	testscript.Main(m, map[string]func(){
+		"aipm": func() { os.Exit(mainExit()) },
+		// aipm-hook is cmd/aipm-hook's main: the same hook.Command.
+		"aipm-hook": func() {
+			os.Exit(hook.Command(context.Background(), os.Args[1:], hook.Env{Getenv: os.Getenv, Stdin: os.Stdin, Stdout: os.Stdout, Stderr: os.Stderr}))
+		},
+	})
 }
 
 // TestScripts runs testdata/script/*.txtar: the CLI's behaviour, one

@@ -26,6 +26,8 @@ type mcpServer struct {
 	// ApprovalMode "approve": Codex runs aipm's tools without asking, which
 	// `codex exec` (approval policy never) needs to call any tool that writes.
 	ApprovalMode string `json:"-" toml:"default_tools_approval_mode"`
+	// HookCommand is the command word of aipm's client hooks (hookWord).
+	HookCommand string `json:"-" toml:"-"`
 }
 
 // serverName is the name of aipm's entry in every client's config; Claude
@@ -142,6 +144,7 @@ func mcpConfigRun(o *mcpConfigOptions) error {
 		}
 	}
 	srv := mcpServer{Command: aipmCommand(e), Args: serveArgs, Env: pinned, ToolTimeoutSec: 60, ApprovalMode: "approve"}
+	srv.HookCommand = hookWord(e, srv.Command)
 	client := mcpClients[o.Client]
 	if !o.Write {
 		out, err := client.doc(srv)
@@ -246,7 +249,7 @@ func claudeNote(s mcpServer) string {
 	b.WriteString("aipm: stdout is the .mcp.json document for the project root; aipm mcp-config claude --write merges it\n" +
 		"into .mcp.json and enables the server in .claude/settings.json, keeping what else they hold.\n" +
 		"The settings .claude/settings.json needs (claude -p asks nothing): " + claudeSettingsDoc + "\n" +
-		"--write also merges aipm's hooks (" + hookCommand(s.Command, "claude") + " on " + hookEventNames(claudeHookEvents(s.Command)) + ")\n" +
+		"--write also merges aipm's hooks (" + hookCommand(s.HookCommand, "claude") + " on " + hookEventNames(claudeHookEvents(s.HookCommand)) + ")\n" +
 		"into .claude/settings.json's \"hooks\", so that an interrupt reaches a model that is not calling aipm.\n")
 	if s.Env == nil {
 		b.WriteString("aipm serve takes the agent's credential from Claude Code's environment, so the passkey never\n" +
@@ -286,7 +289,7 @@ func codexNote(s mcpServer) string {
 	var b strings.Builder
 	b.WriteString("aipm: stdout is aipm's table for the project's .codex/config.toml (Codex reads it in a trusted\n" +
 		"project) or ~/.codex/config.toml; aipm mcp-config codex --write merges it into .codex/config.toml,\n" +
-		"and aipm's hooks (" + hookCommand(s.Command, "codex") + " on " + hookEventNames(codexHookEvents(s.Command)) + ")\n" +
+		"and aipm's hooks (" + hookCommand(s.HookCommand, "codex") + " on " + hookEventNames(codexHookEvents(s.HookCommand)) + ")\n" +
 		"into .codex/hooks.json. Codex runs a project's hooks only once trusted (/hooks in codex), else\n" +
 		"skips them silently; aipm doctor says whether they are.\n")
 	if s.Env == nil {

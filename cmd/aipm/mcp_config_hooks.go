@@ -3,6 +3,7 @@ package main
 import (
 	"encoding/json"
 	"fmt"
+	"os"
 	"path/filepath"
 	"regexp"
 	"strings"
@@ -41,14 +42,38 @@ const hookTimeout = 10
 // which clients run through a shell.
 var shellSafe = regexp.MustCompile(`^[A-Za-z0-9_./+@%=:,-]+$`)
 
+// hookBinary is the lighter binary that runs aipm's hooks (cmd/aipm-hook).
+const hookBinary = "aipm-hook"
+
+// hookWord is the command word of aipm's hooks: aipm-hook, which starts
+// in about a third of aipm's time, when it is on PATH or beside aipm
+// (command, the word aipmCommand chose, when it is a path); else command
+// itself, which runs them as "aipm hook".
+func hookWord(e *env, command string) string {
+	if lookPath(e.getenv("PATH"), hookBinary) != "" {
+		return hookBinary
+	}
+	if filepath.IsAbs(command) {
+		beside := filepath.Join(filepath.Dir(command), hookBinary)
+		if fi, err := os.Stat(beside); err == nil && fi.Mode().IsRegular() && fi.Mode().Perm()&0o111 != 0 {
+			return beside
+		}
+	}
+	return command
+}
+
 // hookCommand is the shell command of aipm's hook for client: command is
-// the word aipmCommand chose ("aipm", or this binary's absolute path,
-// quoted when it needs it).
+// the word hookWord chose ("aipm-hook" or "aipm", or a binary's absolute
+// path, quoted when it needs it).
 func hookCommand(command, client string) string {
+	sub := " hook"
+	if filepath.Base(command) == hookBinary {
+		sub = ""
+	}
 	if !shellSafe.MatchString(command) {
 		command = "'" + strings.ReplaceAll(command, "'", `'\''`) + "'"
 	}
-	return command + " hook --client " + client
+	return command + sub + " --client " + client
 }
 
 // claudeHookEvents are aipm's hooks for Claude Code's .claude/settings.json
@@ -133,14 +158,22 @@ func firstShellWord(s string) (string, string) {
 	return w.String(), ""
 }
 
-// isAipmHook says whether a hook's command is aipm's own: "aipm hook …",
-// or an absolute path ending in /aipm followed by " hook".
+// isAipmHook says whether a hook's command is aipm's own: "aipm hook …"
+// or "aipm-hook …", the command word plain or an absolute path.
 func isAipmHook(command string) bool {
 	word, rest := firstShellWord(command)
-	if word != serverName && (!filepath.IsAbs(word) || filepath.Base(word) != serverName) {
+	if filepath.IsAbs(word) {
+		word = filepath.Base(word)
+	} else if strings.Contains(word, "/") {
 		return false
 	}
-	return rest == "hook" || strings.HasPrefix(rest, "hook ")
+	switch word {
+	case hookBinary:
+		return true
+	case serverName:
+		return rest == "hook" || strings.HasPrefix(rest, "hook ")
+	}
+	return false
 }
 
 // mergeHooks merges events into root's "hooks" object: in each event's

@@ -1,6 +1,7 @@
 package main
 
 import (
+	"io"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -29,6 +30,11 @@ func TestAipmHookRecognised(t *testing.T) {
 		"/usr/bin/notaipm hook":                   false,
 		"echo aipm hook":                          false,
 		"":                                        false,
+		"aipm-hook --client claude":               true,
+		"aipm-hook --client claude --wake":        true,
+		"/opt/bin/aipm-hook --client codex":       true,
+		"bin/aipm-hook --client codex":            false,
+		"aipm-hooks --client codex":               false,
 	} {
 		if got := isAipmHook(cmd); got != want {
 			t.Errorf("isAipmHook(%q) = %v, want %v", cmd, got, want)
@@ -44,6 +50,8 @@ func TestHookCommandQuoted(t *testing.T) {
 		"/usr/local/bin/aipm": "/usr/local/bin/aipm hook --client claude",
 		"/opt/it's here/aipm": `'/opt/it'\''s here/aipm' hook --client claude`,
 		"/home/x/プロジェクト/aipm": "'/home/x/プロジェクト/aipm' hook --client claude",
+		"aipm-hook":           "aipm-hook --client claude",
+		"/opt/bin/aipm-hook":  "/opt/bin/aipm-hook --client claude",
 	} {
 		got := hookCommand(word, "claude")
 		if got != want {
@@ -101,5 +109,43 @@ func TestExampleCommandsHooks(t *testing.T) {
 		if strings.HasPrefix(line, "command = ") && strings.Contains(line, "exec claude ") && !strings.Contains(string(ops), line) {
 			t.Errorf("docs/operations.md does not show config.example.toml's claude command:\n%s", line)
 		}
+	}
+}
+
+// TestHookWord: aipm's hooks run aipm-hook when it is on PATH or beside
+// the aipm the entries name, else aipm hook.
+func TestHookWord(t *testing.T) {
+	dir := t.TempDir()
+	aipmPath := filepath.Join(dir, "aipm")
+	if err := os.WriteFile(aipmPath, []byte("#!/bin/sh\n"), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	e := newEnv(func(k string) string {
+		if k == "PATH" {
+			return t.TempDir() // nothing there
+		}
+		return ""
+	}, nil, io.Discard, io.Discard)
+	if got := hookWord(e, aipmPath); got != aipmPath {
+		t.Errorf("no aipm-hook: hookWord = %q, want %q", got, aipmPath)
+	}
+	if got := hookWord(e, "aipm"); got != "aipm" {
+		t.Errorf("no aipm-hook: hookWord = %q, want aipm", got)
+	}
+	beside := filepath.Join(dir, "aipm-hook")
+	if err := os.WriteFile(beside, []byte("#!/bin/sh\n"), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	if got := hookWord(e, aipmPath); got != beside {
+		t.Errorf("aipm-hook beside aipm: hookWord = %q, want %q", got, beside)
+	}
+	onPath := newEnv(func(k string) string {
+		if k == "PATH" {
+			return dir
+		}
+		return ""
+	}, nil, io.Discard, io.Discard)
+	if got := hookWord(onPath, "aipm"); got != "aipm-hook" {
+		t.Errorf("aipm-hook on PATH: hookWord = %q, want aipm-hook", got)
 	}
 }

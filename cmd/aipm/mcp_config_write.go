@@ -187,7 +187,7 @@ func claudeWrite(project string, s mcpServer) ([]fileChange, error) {
 		return nil, err
 	}
 	settings, err := mergeJSONFile(project, claudeSettingsFile, func(root *jsonObject) (string, error) {
-		return mergeClaudeSettings(root, s.Command)
+		return mergeClaudeSettings(root, s.HookCommand)
 	})
 	return []fileChange{mcp, settings}, err
 }
@@ -264,7 +264,7 @@ func codexWrite(project string, s mcpServer) ([]fileChange, error) {
 	if err != nil {
 		return nil, err
 	}
-	hooks, err := codexWriteHooks(project, s.Command)
+	hooks, err := codexWriteHooks(project, s.HookCommand)
 	if err != nil {
 		return nil, err
 	}

@@ -3,7 +3,6 @@ package main
 import (
 	"context"
 	"errors"
-	"fmt"
 	"io"
 	"log/slog"
 	"os"
@@ -87,40 +86,8 @@ func logLevel(s string) slog.Level {
 	return slog.LevelInfo
 }
 
-// serveCredential reads the agent credential aipm serve may hold from its
-// environment: AIPM_AGENT_ID with AIPM_PASSKEY, or with AIPM_PASSKEY_FILE
-// naming a file only its owner can read (0600). None set: no credential.
+// serveCredential is the agent credential aipm serve may hold from its
+// environment (fsstore.CredentialFromEnv).
 func serveCredential(getenv func(string) string) (*mcpserver.Credential, error) {
-	agent, key, file := getenv(fsstore.EnvAgentID), getenv(fsstore.EnvPasskey), getenv(fsstore.EnvPasskeyFile)
-	switch {
-	case agent == "" && key == "" && file == "":
-		return nil, nil
-	case agent == "":
-		return nil, errors.New("AIPM_PASSKEY or AIPM_PASSKEY_FILE is set without AIPM_AGENT_ID: set the agent id too")
-	case key != "" && file != "":
-		return nil, errors.New("both AIPM_PASSKEY and AIPM_PASSKEY_FILE are set: keep one (AIPM_PASSKEY_FILE is safer)")
-	case key == "" && file == "":
-		return nil, errors.New("AIPM_AGENT_ID is set without AIPM_PASSKEY_FILE or AIPM_PASSKEY: set one, or unset AIPM_AGENT_ID")
-	}
-	if err := fsstore.CheckAgentID(agent); err != nil {
-		return nil, fmt.Errorf("AIPM_AGENT_ID: %w", err)
-	}
-	if file != "" {
-		fi, err := os.Stat(file)
-		if err != nil {
-			return nil, fmt.Errorf("AIPM_PASSKEY_FILE: %w", err)
-		}
-		if !fi.Mode().IsRegular() || fi.Mode().Perm()&0o077 != 0 {
-			return nil, fmt.Errorf("AIPM_PASSKEY_FILE %s has mode %v: others can read it; run chmod 600 %s", file, fi.Mode(), file)
-		}
-		data, err := os.ReadFile(file)
-		if err != nil {
-			return nil, fmt.Errorf("AIPM_PASSKEY_FILE: %w", err)
-		}
-		key = strings.TrimRight(string(data), "\r\n") // the file's line end, nothing else
-		if key == "" {
-			return nil, fmt.Errorf("AIPM_PASSKEY_FILE %s is empty: write the passkey aipm agent add printed into it", file)
-		}
-	}
-	return &mcpserver.Credential{Agent: agent, Passkey: key}, nil
+	return fsstore.CredentialFromEnv(getenv)
 }

@@ -1,0 +1,151 @@
+package hook
+
+import (
+	"context"
+	"flag"
+	"fmt"
+	"io"
+	"os"
+	"time"
+
+	"aipm/fsstore"
+	"aipm/wake"
+)
+
+// Options are what a hook is called with (flags of aipm hook and of the
+// lighter aipm-hook binary).
+type Options struct {
+	Client string // Claude or Codex
+	Wake   bool   // the idle wake (Claude Code's asyncRewake Stop hook)
+	Dir    string // the project; "" finds it as every aipm command does
+}
+
+// Env is the hook process's environment and streams.
+type Env struct {
+	Getenv func(string) string
+	Stdin  io.Reader
+	Stdout io.Writer
+	Stderr io.Writer
+}
+
+// MaxInput bounds what is read of the client's stdin (a tool's whole
+// input: a large file written by the model).
+const MaxInput = 64 << 20
+
+// WorkLimit bounds one hook's work, well inside the clients' own timeouts
+// (aipm's entries give 10 s): a hook the client kills counts as no answer,
+// which for PreToolUse would let the tool run.
+const WorkLimit = 3 * time.Second
+
+// Main is a whole hook process: it reads the event on stdin, answers it
+// for the agent whose credential env holds, and returns the exit code.
+// A mistake in how the hook was set up or called (an unknown client,
+// stdin that is not JSON) is a line "aipm: hook: ..." on stderr and exit 1,
+// never 2: both clients read a hook's 2 as "block", and a misconfigured
+// hook must not refuse every tool call. Exit 2 is only the idle wake's
+// news. No credential, no project, a wrong passkey, or no session: no
+// output, exit 0.
+func Main(ctx context.Context, o Options, env Env) (code int) {
+	defer func() {
+		if p := recover(); p != nil { // a panic would exit 2
+			fmt.Fprintf(env.Stderr, "aipm: hook: internal error: %v\n", p)
+			code = 1
+		}
+	}()
+	switch {
+	case o.Client != Claude && o.Client != Codex:
+		return mistake(env, "unknown client %q: use --client claude or --client codex", o.Client)
+	case o.Wake && o.Client != Claude:
+		return mistake(env, "--wake is for Claude Code's asyncRewake Stop hook; Codex has no idle event, so leave --wake out with --client codex")
+	}
+	data, err := io.ReadAll(io.LimitReader(env.Stdin, MaxInput))
+	if err != nil {
+		return mistake(env, "read stdin: %v", err)
+	}
+	in, err := DecodeInput(data)
+	if err != nil && !o.Wake {
+		return mistake(env, "%v (the client writes one JSON object on stdin, at most %d MiB)", err, MaxInput>>20)
+	}
+	h := forAgent(o.Dir, env.Getenv)
+	if h == nil {
+		return 0 // not aipm's agent: say nothing
+	}
+	var res Result
+	if o.Wake {
+		res, err = h.Wake(ctx, wake.New())
+	} else {
+		ctx, cancel := context.WithTimeout(ctx, WorkLimit)
+		defer cancel()
+		res, err = h.Run(ctx, in)
+	}
+	if err != nil {
+		// A hook never breaks the client: say why on stderr, exit 0.
+		fmt.Fprintf(env.Stderr, "aipm hook: %v\n", err)
+		return 0
+	}
+	if _, err := env.Stdout.Write(res.Stdout); err != nil {
+		return 1
+	}
+	fmt.Fprint(env.Stderr, res.Stderr)
+	return res.Exit
+}
+
+// Command is the aipm-hook binary: its flags (--client, --wake, --dir,
+// as aipm hook takes them) parsed from args, then Main.
+func Command(ctx context.Context, args []string, env Env) int {
+	var o Options
+	fs := flag.NewFlagSet("aipm-hook", flag.ContinueOnError)
+	fs.SetOutput(io.Discard)
+	fs.StringVar(&o.Client, "client", Claude, "the client that runs the hook: claude or codex")
+	fs.BoolVar(&o.Wake, "wake", false, "Claude Code's asyncRewake Stop hook")
+	fs.StringVar(&o.Dir, "dir", "", "the project directory")
+	if err := fs.Parse(args); err != nil || fs.NArg() > 0 {
+		if err == nil {
+			err = fmt.Errorf("no arguments are taken, got %q: the event comes from stdin", fs.Arg(0))
+		}
+		return mistake(env, "%v: aipm-hook takes --client claude|codex, --wake and --dir (see aipm hook --help)", err)
+	}
+	return Main(ctx, o, env)
+}
+
+func mistake(env Env, format string, args ...any) int {
+	fmt.Fprintf(env.Stderr, "aipm: hook: "+format+"\n", args...)
+	return 1
+}
+
+// forAgent is the hook of the agent whose credential the environment
+// holds, in the project dir names (else AIPM_DIR, else the nearest
+// directory upwards from the working directory that holds .ai-pm/); nil
+// when there is no credential, no project, or the credential is not the
+// agent's.
+func forAgent(dir string, getenv func(string) string) *Hook {
+	cred, err := fsstore.CredentialFromEnv(getenv)
+	if err != nil || cred == nil {
+		return nil
+	}
+	if dir == "" {
+		dir = getenv("AIPM_DIR")
+	}
+	if dir == "" {
+		wd, err := os.Getwd()
+		if err != nil {
+			return nil
+		}
+		if dir, err = fsstore.FindProject(wd); err != nil {
+			return nil
+		}
+	}
+	store, err := fsstore.Open(dir)
+	if err != nil {
+		return nil
+	}
+	cfg, err := store.LoadConfig()
+	if err != nil || store.VerifyPasskey(cred.Agent, cred.Passkey) != nil {
+		return nil
+	}
+	purpose := getenv(fsstore.EnvPurpose)
+	if purpose != fsstore.PurposeTask && purpose != fsstore.PurposeChat {
+		purpose = ""
+	}
+	return &Hook{Store: store, Config: cfg, Agent: cred.Agent, Purpose: purpose, Parent: os.Getppid()}
+}

@@ -22,4 +22,3 @@ func main() {
 	stop()
 	os.Exit(code)
 }
-

@@ -172,7 +172,7 @@ func (h *Hook) tell(ctx context.Context, ses fsstore.Session, event string) (Res
 			if n.Empty() {
 				return Result{}, nil
 			}
-			return context_(event, strings.TrimSpace(untoldText(n))), nil
+			return addContext(event, strings.TrimSpace(untoldText(n))), nil
 		}
 		ses = h.reread(ses)
 	}

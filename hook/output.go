@@ -35,7 +35,7 @@ func encode(o output) Result {
 }
 
 // context_ adds text to the model's context at event.
-func context_(event, text string) Result {
+func addContext(event, text string) Result {
 	return encode(output{HookSpecificOutput: &specificOutput{HookEventName: event, AdditionalContext: fsstore.Clip(text, MaxContext)}})
 }
 

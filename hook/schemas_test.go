@@ -16,9 +16,9 @@ func TestHookOutputsMatchClientSchemas(t *testing.T) {
 		event string
 		res   Result
 	}{
-		{SessionStart, context_(SessionStart, "aipm: you are agent coder")},
-		{UserPromptSubmit, context_(UserPromptSubmit, "aipm: 1 new message")},
-		{PostToolUse, context_(PostToolUse, "aipm: 1 new message")},
+		{SessionStart, addContext(SessionStart, "aipm: you are agent coder")},
+		{UserPromptSubmit, addContext(UserPromptSubmit, "aipm: 1 new message")},
+		{PostToolUse, addContext(PostToolUse, "aipm: 1 new message")},
 		{PreToolUse, deny("aipm interrupt for coder: stop")},
 		{Stop, block("aipm: 1 new message")},
 	}
@@ -51,7 +51,7 @@ func TestUntoldTextIsBounded(t *testing.T) {
 		n.Notifications = append(n.Notifications, fsstore.Notification{Message: "x"})
 		n.Requests = append(n.Requests, fsstore.Conversation{ID: "cnv_x", Initiator: "lead"})
 	}
-	res := context_(PostToolUse, untoldText(n))
+	res := addContext(PostToolUse, untoldText(n))
 	if len(res.Stdout) > 2*MaxContext {
 		t.Fatalf("%d bytes out", len(res.Stdout))
 	}

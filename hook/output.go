@@ -34,7 +34,7 @@ func encode(o output) Result {
 	return Result{Stdout: append(data, '\n')}
 }
 
-// context_ adds text to the model's context at event.
+// addContext adds text to the model's context at event.
 func addContext(event, text string) Result {
 	return encode(output{HookSpecificOutput: &specificOutput{HookEventName: event, AdditionalContext: fsstore.Clip(text, MaxContext)}})
 }

@@ -293,7 +293,8 @@ type snapshot struct {
 type stateFeed struct {
 	store *fsstore.Store
 	hub   *wake.Hub
-	mu    sync.Mutex
+	build sync.Mutex // one rebuild at a time: ids follow the states
+	mu    sync.Mutex // guards last and subs
 	last  snapshot
 	subs  map[chan snapshot]bool
 }
@@ -328,6 +329,8 @@ func (f *stateFeed) run(ctx context.Context) {
 // rebuild reads the State and, if it changed, publishes it under the next
 // event id.
 func (f *stateFeed) rebuild(ctx context.Context) {
+	f.build.Lock()
+	defer f.build.Unlock()
 	f.mu.Lock()
 	next := f.last.id + 1
 	f.mu.Unlock()

@@ -56,7 +56,8 @@
     if (d.toDateString() === n.toDateString()) return hm;
     return MONTHS[d.getMonth()] + ' ' + d.getDate() + ' ' + hm;
   }
-  const fullTime = (s) => { const t = parseT(s); return t ? new Date(t).toLocaleString() : ''; };
+  const DTF = new Intl.DateTimeFormat(undefined, { dateStyle: 'medium', timeStyle: 'medium' });
+  const fullTime = (s) => { const t = parseT(s); return t ? DTF.format(t) : ''; };
 
   // ---- state kept across renders ----
   let state = null;
@@ -106,40 +107,43 @@
       parseT(a.statusChangedAt) - parseT(b.statusChangedAt));
   }
 
+  // A card is a clone of this template with its text filled in (much
+  // faster than building 500 cards element by element).
+  const cardTemplate = el('article.card', null,
+    el('div.card-head', null, el('span.priority'), el('span.age')),
+    el('div.title'),
+    el('div.meta', null, el('span.assignee'), el('span.tid')),
+    el('div.card-actions', null, statusTemplate,
+      el('input.reason', { type: 'text', placeholder: 'reason', ariaLabel: 'Reason' }),
+      el('button.apply-status', { type: 'button', text: 'Set' })));
+
   function card(t) {
     const id = str(t.id);
-    const c = el('article.card', { dataset: { taskId: id } });
+    const c = cardTemplate.cloneNode(true);
+    const [head, title, meta, actions] = c.children;
+    c.dataset.taskId = id;
     c.classList.add('prio-' + (str(t.priority) || 'none'));
-    const head = el('div.card-head',
-      null,
-      el('span.priority', { text: str(t.priority) || '—' }),
-      el('span.age', { text: age(t.statusChangedAt), title: 'in this status since ' + fullTime(t.statusChangedAt) }));
-    c.append(head, el('div.title', { text: str(t.title), title: str(t.description) || str(t.title) }));
-    const meta = el('div.meta', null,
-      el('span.assignee', { text: str(t.assignee) || 'unassigned' }),
-      el('span.tid', { text: id }));
-    c.append(meta);
+    head.firstChild.textContent = str(t.priority) || '—';
+    head.lastChild.textContent = age(t.statusChangedAt);
+    head.lastChild.title = 'in this status since ' + str(t.statusChangedAt);
+    title.textContent = str(t.title);
+    title.title = str(t.description) || str(t.title);
+    meta.firstChild.textContent = str(t.assignee) || 'unassigned';
+    meta.lastChild.textContent = id;
     if (t.approvalStatus === 'pending_approval' || t.approvalStatus === 'pending' || t.pendingChange) {
-      c.append(el('div.badge.warn', { text: t.pendingChange ? 'change awaits approval' : 'awaits approval' }));
+      c.insertBefore(el('div.badge.warn', { text: t.pendingChange ? 'change awaits approval' : 'awaits approval' }), actions);
     } else if (t.approvalStatus === 'rejected') {
-      c.append(el('div.badge.bad', { text: 'rejected' }));
+      c.insertBefore(el('div.badge.bad', { text: 'rejected' }), actions);
     }
-    if (t.status === 'blocked' && t.blockedReason) c.append(el('div.reason', { text: str(t.blockedReason) }));
+    if (t.status === 'blocked' && t.blockedReason) c.insertBefore(el('div.reason', { text: str(t.blockedReason) }), actions);
     const d = drafts.get(id);
-    const sel = statusTemplate.cloneNode(true);
-    sel.value = d ? d.status : str(t.status);
-    const reason = el('input.reason', { type: 'text', placeholder: 'reason', value: d ? d.reason : '', ariaLabel: 'Reason' });
-    c.append(el('div.card-actions', null, sel, reason, el('button.apply-status', { type: 'button', text: 'Set' })));
+    actions.firstChild.value = d ? d.status : str(t.status);
+    if (d) actions.children[1].value = d.reason;
     return c;
   }
 
   function renderBoard(s) {
     const board = $('#board');
-    const scroll = {};
-    for (const col of board.querySelectorAll('.column')) {
-      const body = col.querySelector('.cards');
-      if (body) scroll[col.dataset.status] = body.scrollTop;
-    }
     const by = {};
     for (const st of STATUSES) by[st] = [];
     const seen = new Set();
@@ -162,10 +166,6 @@
         cards));
     }
     board.replaceChildren(f);
-    for (const col of board.querySelectorAll('.column')) {
-      const v = scroll[col.dataset.status];
-      if (v) col.querySelector('.cards').scrollTop = v;
-    }
     $('#n-tasks').textContent = String(tasks.length);
   }
 
@@ -240,13 +240,22 @@
   }
 
   // ---- chats ----
+  // Scroll positions are read before any section is rebuilt (reading them
+  // later would force a layout of the whole page) and written back only
+  // where the user scrolled away from the default.
+  function readScroll() {
+    const board = {}, chats = {};
+    for (const b of document.querySelectorAll('#board .column > .cards')) if (b.scrollTop) board[b.parentNode.dataset.status] = b.scrollTop;
+    for (const m of document.querySelectorAll('#chats .chat > .msgs')) if (m.scrollTop) chats[m.parentNode.dataset.pair] = m.scrollTop;
+    return { board, chats };
+  }
+  function writeScroll(sc) {
+    for (const st in sc.board) { const b = document.querySelector('#board .column[data-status="' + CSS.escape(st) + '"] > .cards'); if (b) b.scrollTop = sc.board[st]; }
+    for (const p in sc.chats) { const m = document.querySelector('#chats .chat[data-pair="' + CSS.escape(p) + '"] > .msgs'); if (m) m.scrollTop = sc.chats[p]; }
+  }
+
   function renderChats(s) {
     const box = $('#chats');
-    const keep = {};
-    for (const m of box.querySelectorAll('.chat .msgs')) {
-      const atBottom = m.scrollHeight - m.scrollTop - m.clientHeight < 8;
-      keep[m.parentNode.dataset.pair] = atBottom ? -1 : m.scrollTop;
-    }
     const chats = arr(s.chats).filter((c) => c && arr(c.agents).length).map((c) => {
       const msgs = arr(c.messages);
       const last = msgs.length ? parseT(msgs[msgs.length - 1].createdAt) : 0;
@@ -255,8 +264,12 @@
     const f = document.createDocumentFragment();
     for (const { c, msgs } of chats) {
       const pair = arr(c.agents).map(str).sort();
-      const other = pair.find((p) => !humans.includes(p)) || pair.find((p) => p !== $('#act-as').value) || pair[0];
-      const list = el('div.msgs');
+      // Reply goes to the non-human party (of two, the last sender).
+      const bots = pair.filter((p) => !humans.includes(p));
+      const lastFrom = msgs.length ? str(msgs[msgs.length - 1].senderId) : '';
+      const other = (bots.length > 1 && bots.includes(lastFrom) ? lastFrom : bots[0]) ||
+        pair.find((p) => p !== $('#act-as').value) || pair[0];
+      const list = el('div.msgs-in');
       for (const m of msgs) {
         if (!m) continue;
         const from = str(m.senderId);
@@ -276,14 +289,10 @@
           el('span.count', { text: String(msgs.length) }),
           el('span.grow'),
           el('button.reply', { type: 'button', text: 'Reply', dataset: { to: other } })),
-        list));
+        el('div.msgs', null, list)));
     }
     if (!chats.length) f.append(el('div.empty', { text: 'No messages yet.' }));
     box.replaceChildren(f);
-    for (const m of box.querySelectorAll('.chat .msgs')) {
-      const v = keep[m.parentNode.dataset.pair];
-      m.scrollTop = v === undefined || v === -1 ? m.scrollHeight : v;
-    }
     $('#n-chats').textContent = String(chats.length);
   }
 
@@ -400,6 +409,7 @@
       }
     }
 
+    const scroll = readScroll();
     fillSelects(s);
     renderBoard(s);
     renderApprovals(s);
@@ -409,6 +419,7 @@
     renderDelegations(s);
     renderTriggers(s);
     renderTimeline(s);
+    writeScroll(scroll);
 
     if (focus && focus.cls) {
       const n = document.querySelector('#' + focus.sec + ' [data-task-id="' + CSS.escape(focus.id) + '"] .' + CSS.escape(focus.cls));

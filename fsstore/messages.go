@@ -265,6 +265,24 @@ func (s *Store) Recent(agent, session string, n int) ([]Message, error) {
 	return s.tail(path, end, n)
 }
 
+// Tail returns up to n of the last messages of agent's chat log, read or
+// not, oldest first; like Recent it reads at most the last 64 KiB, so its
+// cost does not grow with the history (aipm web).
+func (s *Store) Tail(agent string, n int) ([]Message, error) {
+	path, err := s.ChatPath(agent)
+	if err != nil {
+		return nil, err
+	}
+	fi, err := os.Stat(path)
+	if errors.Is(err, os.ErrNotExist) {
+		return nil, nil
+	}
+	if err != nil {
+		return nil, err
+	}
+	return s.tail(path, fi.Size(), n)
+}
+
 // lastMessage returns the last complete message of agent's chat log, if any.
 func (s *Store) lastMessage(agent string) (*Message, error) {
 	path, err := s.ChatPath(agent)

@@ -210,3 +210,40 @@ type RunTable struct{ s *Store }
 
 // Runs is the project's table of the processes the watcher started.
 func (s *Store) Runs() RunTable { return RunTable{s: s} }
+
+// Started is one process the watcher started, as its log file names it.
+type Started struct {
+	Agent   string    `json:"agentId"`
+	Purpose string    `json:"purpose"`
+	At      time.Time `json:"at"`
+}
+
+// History lists the processes the watcher started for agents, newest
+// first, at most limit of them, from the names of their log files
+// (logs/<agent>/<time>.<purpose>.log): a start's record outlives its run.
+func (rt RunTable) History(agents []string, limit int) ([]Started, error) {
+	var out []Started
+	for _, agent := range agents {
+		dir, err := rt.s.LogDir(agent)
+		if err != nil {
+			continue
+		}
+		entries, err := os.ReadDir(dir)
+		if err != nil {
+			continue // none yet
+		}
+		for _, e := range entries {
+			stamp, purpose, ok := strings.Cut(strings.TrimSuffix(e.Name(), ".log"), ".")
+			at, err := time.Parse("20060102T150405.000000000Z", stamp)
+			if !ok || err != nil || !strings.HasSuffix(e.Name(), ".log") {
+				continue
+			}
+			out = append(out, Started{Agent: agent, Purpose: purpose, At: at})
+		}
+	}
+	slices.SortFunc(out, func(a, b Started) int { return b.At.Compare(a.At) })
+	if len(out) > limit {
+		out = out[:limit]
+	}
+	return out, nil
+}

@@ -19,18 +19,20 @@ import (
 
 	"aipm/fsstore"
 	"aipm/watcher"
+	"aipm/web"
 )
 
 type demoOptions struct {
 	e    *env
 	Keep bool
 	Lang string
+	Web  bool
 }
 
 func newCmdDemo(e *env, runF func(*demoOptions) error) *cobra.Command {
 	o := &demoOptions{e: e}
 	c := &cobra.Command{
-		Use:   "demo [--keep] [--lang en|ja]",
+		Use:   "demo [--keep] [--lang en|ja] [--web]",
 		Short: "Run the whole system on a throw-away project: a human, two simulated agents, the watcher",
 		Long: `Create a project in a temporary directory with a human (lead) and two
 simulated AI agents (coder and reviewer, whose command is aipm sim), start the
@@ -55,8 +57,11 @@ files ends it. --keep leaves the project to explore. Passkeys are never
 printed. No model and no network are involved; it takes a few seconds.
 
 The agents' command is "aipm sim": the demo runs them with this aipm binary;
-a project kept with --keep runs them with the aipm on your PATH.`,
-		Example: "  aipm demo\n  aipm demo --lang ja\n  aipm demo --keep",
+a project kept with --keep runs them with the aipm on your PATH.
+
+--web serves the live board of the demo project (aipm web) while it runs and
+prints its URL first; the board stays up after the demo until Ctrl-C.`,
+		Example: "  aipm demo\n  aipm demo --lang ja\n  aipm demo --keep\n  aipm demo --web",
 		Args:    argsNone,
 		RunE: func(cmd *cobra.Command, args []string) error {
 			if runF != nil {
@@ -67,6 +72,7 @@ a project kept with --keep runs them with the aipm on your PATH.`,
 	}
 	c.Flags().BoolVar(&o.Keep, "keep", false, "keep the demo project and print its path")
 	c.Flags().StringVar(&o.Lang, "lang", "en", "the language of the agents' word game: en (a word chain) or ja (shiritori, in kana)")
+	c.Flags().BoolVar(&o.Web, "web", false, "serve the demo project's live board (aipm web) beside the transcript, until Ctrl-C")
 	return c
 }
 
@@ -199,6 +205,13 @@ func demoRun(cmd *cobra.Command, o *demoOptions) (err error) {
 	if err := d.setUp("aipm sim"); err != nil {
 		return err
 	}
+	var board *web.Server
+	if o.Web {
+		if board, err = web.Start(ctx, d.store, web.Options{}); err != nil {
+			return err
+		}
+		d.printf("the live board of this demo: %s\n", board.URL())
+	}
 
 	// The watcher, in this process, logging into the transcript.
 	w := watcher.New(d.store, slog.New(&demoLog{d: d}))
@@ -232,6 +245,11 @@ func demoRun(cmd *cobra.Command, o *demoOptions) (err error) {
 		}
 	}
 	d.tryNext(dir, o.Keep)
+	if board != nil {
+		d.printf("\nthe board stays at %s until Ctrl-C\n", board.URL())
+		<-ctx.Done()
+		board.Wait()
+	}
 	return nil
 }
 

@@ -25,6 +25,7 @@ func newCmdRoot(e *env) *cobra.Command {
 		{"project", newCmdConfig(e)},
 		{"project", newCmdDemo(e, nil)},
 		{"project", newCmdWatch(e, nil)},
+		{"project", newCmdWeb(e)},
 		{"work", newCmdTask(e)},
 		{"work", newCmdSend(e, nil)},
 		{"work", newCmdInbox(e, nil)},

@@ -1,0 +1,250 @@
+package web
+
+import (
+	"context"
+	"encoding/json"
+	"slices"
+	"time"
+
+	"aipm/fsstore"
+)
+
+// State is what the page shows: the whole project as the files say, with
+// chat history read from the tail of each log (its cost does not grow
+// with the history). Field order matters to sameBody: what changes on
+// every rebuild comes before Agents.
+type State struct {
+	Project       string                 `json:"project"`
+	EventID       int64                  `json:"eventId"`
+	Now           time.Time              `json:"now"`
+	Agents        []AgentView            `json:"agents"`
+	Humans        []string               `json:"humans"`
+	Tasks         []fsstore.Task         `json:"tasks"`
+	Chats         []Chat                 `json:"chats"`
+	Conversations []fsstore.Conversation `json:"conversations"`
+	Delegations   []fsstore.Delegation   `json:"delegations"`
+	Approvals     []fsstore.Task         `json:"approvals"`
+	Triggers      []fsstore.Trigger      `json:"triggers"`
+	Timeline      []Event                `json:"timeline"`
+	Problems      []string               `json:"problems,omitempty"`
+}
+
+// AgentView is one agent with its live sessions, running processes and
+// unread counts.
+type AgentView struct {
+	ID                  string        `json:"id"`
+	Type                string        `json:"type"`
+	Role                string        `json:"role,omitempty"`
+	Parent              string        `json:"parent,omitempty"`
+	Sessions            []SessionView `json:"sessions"`
+	Runs                []RunView     `json:"runs"`
+	UnreadMessages      int           `json:"unreadMessages"`
+	UnreadNotifications int           `json:"unreadNotifications"`
+}
+
+// SessionView is a live session, without its token hash.
+type SessionView struct {
+	ID         string    `json:"id"`
+	Purpose    string    `json:"purpose"`
+	TaskID     string    `json:"taskId,omitempty"`
+	CreatedAt  time.Time `json:"createdAt"`
+	LastSeenAt time.Time `json:"lastSeenAt"`
+}
+
+// RunView is a process the watcher started that still runs.
+type RunView struct {
+	Purpose   string    `json:"purpose"`
+	PID       int       `json:"pid"`
+	StartedAt time.Time `json:"startedAt"`
+	Reason    string    `json:"reason,omitempty"`
+}
+
+// Chat is the last messages between two agents, oldest first.
+type Chat struct {
+	Agents   [2]string         `json:"agents"`
+	Messages []fsstore.Message `json:"messages"`
+}
+
+// Event is one line of the timeline: the watcher started a process, or a
+// trigger waits for it to.
+type Event struct {
+	At      time.Time `json:"at"`
+	Agent   string    `json:"agentId"`
+	Purpose string    `json:"purpose"`
+	What    string    `json:"what"` // started, waiting
+	Reason  string    `json:"reason,omitempty"`
+	PID     int       `json:"pid,omitempty"`
+}
+
+// Bounds on what one State carries.
+const (
+	maxTasks        = 500
+	messagesPerChat = 50
+	maxTimeline     = 50
+)
+
+// buildState reads the State, as event id.
+func buildState(ctx context.Context, store *fsstore.Store, id int64) ([]byte, error) {
+	cfg, err := store.LoadConfig()
+	if err != nil {
+		return nil, err
+	}
+	st := State{Project: cfg.Project.Name, EventID: id, Now: time.Now().UTC()}
+	for _, part := range []func(context.Context, *fsstore.Store, *fsstore.Config, *State) error{
+		readAgents, readTasks, readChats, readWork, readTimeline,
+	} {
+		if err := part(ctx, store, cfg, &st); err != nil {
+			st.Problems = append(st.Problems, err.Error())
+		}
+	}
+	return json.Marshal(st)
+}
+
+// errorState is the State when the project cannot be read at all.
+func errorState(id int64, err error) []byte {
+	data, _ := json.Marshal(State{EventID: id, Now: time.Now().UTC(), Problems: []string{err.Error()}})
+	return data
+}
+
+func readAgents(ctx context.Context, store *fsstore.Store, cfg *fsstore.Config, st *State) error {
+	now := time.Now()
+	sessions, err := store.LiveSessions(now)
+	if err != nil {
+		return err
+	}
+	runs, err := store.Runs().List()
+	if err != nil {
+		return err
+	}
+	for _, a := range cfg.Agents {
+		v := AgentView{ID: a.ID, Type: a.Type, Role: a.Role, Parent: a.Parent, Sessions: []SessionView{}, Runs: []RunView{}}
+		if a.Type == fsstore.AgentHuman {
+			st.Humans = append(st.Humans, a.ID)
+		}
+		for _, s := range sessions {
+			if s.Agent == a.ID && s.Alive(now) {
+				v.Sessions = append(v.Sessions, SessionView{ID: s.ID, Purpose: s.Purpose, TaskID: s.TaskID, CreatedAt: s.CreatedAt, LastSeenAt: s.LastSeenAt})
+			}
+		}
+		for _, r := range runs {
+			if r.Agent == a.ID && r.Alive() {
+				v.Runs = append(v.Runs, RunView{Purpose: r.Purpose, PID: r.PID, StartedAt: r.StartedAt, Reason: r.Reason})
+			}
+		}
+		if v.UnreadMessages, v.UnreadNotifications, err = store.UnreadCounts(ctx, a.ID); err != nil {
+			return err
+		}
+		st.Agents = append(st.Agents, v)
+	}
+	return nil
+}
+
+func readTasks(_ context.Context, store *fsstore.Store, _ *fsstore.Config, st *State) error {
+	tasks, _, problems, err := store.Tasks(fsstore.TaskFilter{Limit: maxTasks})
+	if err != nil {
+		return err
+	}
+	for _, p := range problems {
+		st.Problems = append(st.Problems, p.Error())
+	}
+	st.Tasks = tasks
+	for _, t := range tasks {
+		if t.ApprovalStatus == fsstore.ApprovalPending || t.PendingChange != nil {
+			st.Approvals = append(st.Approvals, t)
+		}
+	}
+	return nil
+}
+
+// readChats reads the tail of every agent's log and groups the messages
+// by pair (each message is in two logs: counted once).
+func readChats(_ context.Context, store *fsstore.Store, cfg *fsstore.Config, st *State) error {
+	seen := map[string]bool{}
+	pairs := map[[2]string][]fsstore.Message{}
+	for _, a := range cfg.Agents {
+		msgs, err := store.Tail(a.ID, messagesPerChat)
+		if err != nil {
+			return err
+		}
+		for _, m := range msgs {
+			if seen[m.ID] {
+				continue
+			}
+			seen[m.ID] = true
+			other := m.ReceiverID
+			if other == "" {
+				other = a.ID
+			}
+			pair := [2]string{m.SenderID, other}
+			if pair[0] > pair[1] {
+				pair[0], pair[1] = pair[1], pair[0]
+			}
+			pairs[pair] = append(pairs[pair], m)
+		}
+	}
+	for pair, msgs := range pairs {
+		slices.SortStableFunc(msgs, func(a, b fsstore.Message) int { return compareTime(a.CreatedAt, b.CreatedAt) })
+		if len(msgs) > messagesPerChat {
+			msgs = msgs[len(msgs)-messagesPerChat:]
+		}
+		st.Chats = append(st.Chats, Chat{Agents: pair, Messages: msgs})
+	}
+	// The most recently active first.
+	slices.SortFunc(st.Chats, func(a, b Chat) int {
+		return -compareTime(a.Messages[len(a.Messages)-1].CreatedAt, b.Messages[len(b.Messages)-1].CreatedAt)
+	})
+	return nil
+}
+
+func compareTime(a, b string) int {
+	ta, _ := time.Parse(time.RFC3339Nano, a)
+	tb, _ := time.Parse(time.RFC3339Nano, b)
+	return ta.Compare(tb)
+}
+
+func readWork(ctx context.Context, store *fsstore.Store, cfg *fsstore.Config, st *State) error {
+	convs, err := store.Conversations().List(ctx, cfg, false)
+	if err != nil {
+		return err
+	}
+	st.Conversations = convs
+	dlgs, err := store.Delegations().List(fsstore.DelegationFilter{})
+	if err != nil {
+		return err
+	}
+	slices.SortFunc(dlgs, func(a, b fsstore.Delegation) int { return b.CreatedAt.Compare(a.CreatedAt) })
+	st.Delegations = dlgs
+	st.Triggers, err = store.Triggers().Pending()
+	return err
+}
+
+// readTimeline is what the watcher started (from its logs) and the
+// triggers that wait for it, newest first.
+func readTimeline(_ context.Context, store *fsstore.Store, cfg *fsstore.Config, st *State) error {
+	ids := make([]string, 0, len(cfg.Agents))
+	for _, a := range cfg.Agents {
+		ids = append(ids, a.ID)
+	}
+	started, err := store.Runs().History(ids, maxTimeline)
+	if err != nil {
+		return err
+	}
+	runs, _ := store.Runs().List()
+	for _, s := range started {
+		e := Event{At: s.At, Agent: s.Agent, Purpose: s.Purpose, What: "started"}
+		for _, r := range runs { // the reason survives while the run does
+			if r.Agent == s.Agent && r.Purpose == s.Purpose && r.StartedAt.Sub(s.At).Abs() < time.Second {
+				e.Reason, e.PID = r.Reason, r.PID
+			}
+		}
+		st.Timeline = append(st.Timeline, e)
+	}
+	for _, t := range st.Triggers {
+		st.Timeline = append(st.Timeline, Event{At: t.CreatedAt, Agent: t.Agent, Purpose: t.Purpose, What: "waiting", Reason: t.Reason})
+	}
+	slices.SortFunc(st.Timeline, func(a, b Event) int { return b.At.Compare(a.At) })
+	if len(st.Timeline) > maxTimeline {
+		st.Timeline = st.Timeline[:maxTimeline]
+	}
+	return nil
+}

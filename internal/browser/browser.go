@@ -16,6 +16,7 @@ import (
 	"sync"
 
 	"github.com/chromedp/cdproto/network"
+	"github.com/chromedp/cdproto/page"
 	"github.com/chromedp/chromedp"
 )
 
@@ -97,12 +98,13 @@ type Tab struct {
 	requests []string
 }
 
-// NewTab opens a tab (in its own window, so that it gets animation frames)
+// NewTab opens a tab (in its own window, so that it gets animation frames,
+// and its own browser context: cookies are not shared with other tabs)
 // that closes when ctx ends or with Close. Every request its pages make is
 // logged from the start (Requests).
 func (b *Browser) NewTab(ctx context.Context) (*Tab, error) {
 	t := &Tab{}
-	t.ctx, t.cancel = chromedp.NewContext(b.ctx, chromedp.WithListener(t.listen))
+	t.ctx, t.cancel = chromedp.NewContext(b.ctx, chromedp.WithNewBrowserContext(), chromedp.WithListener(t.listen))
 	stop := context.AfterFunc(ctx, t.cancel)
 	t.cancel = func() { stop(); chromedpCancel(t.ctx) }
 	if _, err := chromedp.Call(t.ctx, network.Enable, network.EnableParams{}); err != nil {
@@ -214,4 +216,15 @@ func (t *Tab) Screenshot(ctx context.Context, width, height int64) ([]byte, erro
 		return nil, fmt.Errorf("screenshot: %w", err)
 	}
 	return png, nil
+}
+
+// OnNewDocument makes js run in every document the tab loads from now on,
+// before the page's own scripts (the page's CSP does not apply to it).
+func (t *Tab) OnNewDocument(ctx context.Context, js string) error {
+	tctx, cancel := t.with(ctx)
+	defer cancel()
+	if _, err := chromedp.Call(tctx, page.AddScriptToEvaluateOnNewDocument, page.AddScriptToEvaluateOnNewDocumentParams{Source: js}); err != nil {
+		return fmt.Errorf("script for new documents: %w", err)
+	}
+	return nil
 }

@@ -45,6 +45,9 @@ type Options struct {
 // ErrRemote refuses a non-loopback address without AllowRemote.
 var ErrRemote = errors.New("not a loopback address")
 
+// ErrAddr refuses an address that is not host:port.
+var ErrAddr = errors.New("not host:port")
+
 // Server is a running aipm web.
 type Server struct {
 	store  *fsstore.Store
@@ -112,7 +115,7 @@ func Start(ctx context.Context, store *fsstore.Store, o Options) (*Server, error
 func checkAddr(addr string, allowRemote bool) error {
 	host, _, err := net.SplitHostPort(addr)
 	if err != nil {
-		return fmt.Errorf("web: address %q: %w: give host:port, such as 127.0.0.1:8080", addr, err)
+		return fmt.Errorf("web: address %q is %w: give host:port, such as 127.0.0.1:8080", addr, ErrAddr)
 	}
 	if host == "localhost" {
 		return nil
@@ -290,7 +293,8 @@ type snapshot struct {
 type stateFeed struct {
 	store *fsstore.Store
 	hub   *wake.Hub
-	mu    sync.Mutex
+	build sync.Mutex // one rebuild at a time: ids follow the states
+	mu    sync.Mutex // guards last and subs
 	last  snapshot
 	subs  map[chan snapshot]bool
 }
@@ -325,6 +329,8 @@ func (f *stateFeed) run(ctx context.Context) {
 // rebuild reads the State and, if it changed, publishes it under the next
 // event id.
 func (f *stateFeed) rebuild(ctx context.Context) {
+	f.build.Lock()
+	defer f.build.Unlock()
 	f.mu.Lock()
 	next := f.last.id + 1
 	f.mu.Unlock()

@@ -55,7 +55,7 @@ func webRun(ctx context.Context, o *webOptions) error {
 		return err
 	}
 	srv, err := web.Start(ctx, store, web.Options{Addr: o.Addr, AllowRemote: o.AllowRemote})
-	if errors.Is(err, web.ErrRemote) {
+	if errors.Is(err, web.ErrRemote) || errors.Is(err, web.ErrAddr) {
 		return asUsage(err)
 	}
 	if err != nil {

@@ -235,6 +235,13 @@ func eval[T any](t *testing.T, ctx context.Context, tab *browser.Tab, js string)
 // q quotes s as a JavaScript string (JSON is one).
 func q(s string) string { return strconv.Quote(s) }
 
+// attr is a CSS attribute selector for a value without quotes (an id, a
+// status).
+func attr(name, value string) string { return "[" + name + "='" + value + "']" }
+
+// has is the JavaScript test that sel matches an element.
+func has(sel string) string { return "document.querySelector(" + q(sel) + ")" }
+
 // TestBoardColumns: each task's card is in its status's column, a blocked
 // card says why.
 func TestBoardColumns(t *testing.T) {
@@ -257,16 +264,16 @@ func TestBoardColumns(t *testing.T) {
 		{done.ID, fsstore.StatusDone, done.Title},
 		{cancelled.ID, fsstore.StatusCancelled, cancelled.Title},
 	} {
-		card := `#board .column[data-status=` + q(c.status) + `] .card[data-task-id=` + q(c.id) + `]`
+		card := "#board .column" + attr("data-status", c.status) + " .card" + attr("data-task-id", c.id)
 		got := eval[string](t, ctx, tab, `(() => { const c = document.querySelector(`+q(card)+`); return c ? c.querySelector(".title").textContent : "(no card)"; })()`)
 		if got != c.title {
 			t.Errorf("%s in column %s: title %q, want %q", c.id, c.status, got, c.title)
 		}
-		if n := eval[int](t, ctx, tab, `document.querySelectorAll(".card[data-task-id=`+q(c.id)+`]").length`); n != 1 {
+		if n := eval[int](t, ctx, tab, `document.querySelectorAll(`+q(".card"+attr("data-task-id", c.id))+`).length`); n != 1 {
 			t.Errorf("%s has %d cards, want 1", c.id, n)
 		}
 	}
-	reason := eval[string](t, ctx, tab, `document.querySelector(".card[data-task-id=`+q(blocked.ID)+`] .reason").textContent`)
+	reason := eval[string](t, ctx, tab, `document.querySelector(`+q(".card"+attr("data-task-id", blocked.ID)+" .reason")+`).textContent`)
 	if !strings.Contains(reason, "waiting for the keys") {
 		t.Errorf("blocked card's reason %q, want it to say waiting for the keys", reason)
 	}
@@ -294,8 +301,8 @@ func TestSendFromAnotherProcess(t *testing.T) {
 	if id == "" {
 		t.Fatalf("aipm send printed no message id: %s", out)
 	}
-	msg := `#chats .chat[data-pair="coder|lead"] .msg[data-msg-id=` + q(id) + `]`
-	until(t, ctx, tab, `document.querySelector(`+q(msg)+`)`)
+	msg := "#chats .chat" + attr("data-pair", "coder|lead") + " .msg" + attr("data-msg-id", id)
+	until(t, ctx, tab, has(msg))
 	if got := eval[string](t, ctx, tab, `document.querySelector(`+q(msg+" .content")+`).textContent`); got != "please start with the parser" {
 		t.Errorf("message content %q", got)
 	}
@@ -314,13 +321,13 @@ func TestHandEditMovesCard(t *testing.T) {
 	p := newProject(t, ctx)
 	task := p.task(fsstore.NewTask{Title: "Rename the flag", Assignee: "coder"})
 	tab := openBoard(t, ctx, p.serve())
-	card := `.card[data-task-id=` + q(task.ID) + `]`
-	until(t, ctx, tab, `document.querySelector(".column[data-status=todo] `+card+`")`)
+	card := ".card" + attr("data-task-id", task.ID)
+	until(t, ctx, tab, has(".column"+attr("data-status", fsstore.StatusTodo)+" "+card))
 
 	if err := fsstore.FixturesOf(p.store).HandEdit(fsstore.Tasks, task.ID, func(f map[string]any) { f["status"] = fsstore.StatusCancelled }); err != nil {
 		t.Fatal(err)
 	}
-	until(t, ctx, tab, `document.querySelector(".column[data-status=cancelled] `+card+`")`)
+	until(t, ctx, tab, has(".column"+attr("data-status", fsstore.StatusCancelled)+" "+card))
 	if n := eval[int](t, ctx, tab, `document.querySelectorAll(`+q(card)+`).length`); n != 1 {
 		t.Errorf("%d cards for the task after the edit, want 1", n)
 	}
@@ -335,11 +342,11 @@ func TestApproveAndReply(t *testing.T) {
 	asked := p.send("coder", "lead", "may I refactor the store?")
 	tab := openBoard(t, ctx, p.serve())
 
-	approval := `#approvals .approval[data-task-id=` + q(task.ID) + `]`
+	approval := "#approvals .approval" + attr("data-task-id", task.ID)
 	if err := tab.Click(ctx, approval+" button.approve"); err != nil {
 		t.Fatal(err)
 	}
-	until(t, ctx, tab, `!document.querySelector(`+q(approval)+`)`)
+	until(t, ctx, tab, "!"+has(approval))
 	got, err := p.store.Task(task.ID)
 	if err != nil {
 		t.Fatal(err)
@@ -348,8 +355,8 @@ func TestApproveAndReply(t *testing.T) {
 		t.Errorf("after approve, the task file's approvalStatus is %q, want %s", got.ApprovalStatus, fsstore.ApprovalApproved)
 	}
 
-	chat := `#chats .chat[data-pair="coder|lead"]`
-	until(t, ctx, tab, `document.querySelector(`+q(chat+` .msg[data-msg-id="`+asked.ID+`"]`)+`)`)
+	chat := "#chats .chat" + attr("data-pair", "coder|lead")
+	until(t, ctx, tab, has(chat+" .msg"+attr("data-msg-id", asked.ID)))
 	if err := tab.Click(ctx, chat+" button.reply"); err != nil {
 		t.Fatal(err)
 	}
@@ -382,8 +389,8 @@ func TestMessageIsText(t *testing.T) {
 	const raw = `<script>window.__xss = 1</script><img src="/x.png" onerror="window.__xss = 2"><b>bold</b>`
 	msg := p.send("coder", "lead", raw)
 	tab := openBoard(t, ctx, p.serve())
-	content := `.msg[data-msg-id=` + q(msg.ID) + `] .content`
-	until(t, ctx, tab, `document.querySelector(`+q(content)+`)`)
+	content := ".msg" + attr("data-msg-id", msg.ID) + " .content"
+	until(t, ctx, tab, has(content))
 	if got := eval[string](t, ctx, tab, `document.querySelector(`+q(content)+`).textContent`); got != raw {
 		t.Errorf(".content text %q, want the raw message %q", got, raw)
 	}

@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"net/http"
 	"net/http/httptest"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -15,12 +16,15 @@ import (
 
 // TestTab: a page loads, its script's effects are seen through a selector
 // and an evaluation (a promise awaited), and the request log holds the
-// page and its script.
+// page, its script and its image from another host.
 func TestTab(t *testing.T) {
+	other := httptest.NewServer(http.NotFoundHandler())
+	defer other.Close()
+	otherURL := strings.Replace(other.URL, "127.0.0.1", "localhost", 1) + "/pixel.png"
 	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		switch r.URL.Path {
 		case "/":
-			fmt.Fprint(w, `<!doctype html><title>t</title><body><script src="/app.js"></script></body>`)
+			fmt.Fprintf(w, `<!doctype html><title>t</title><body><img src="%s"><script src="/app.js"></script></body>`, otherURL)
 		case "/app.js":
 			w.Header().Set("Content-Type", "text/javascript")
 			fmt.Fprint(w, `setTimeout(() => { const p = document.createElement("p"); p.id = "late"; p.textContent = "hello"; document.body.append(p); }, 20);`)
@@ -46,8 +50,10 @@ func TestTab(t *testing.T) {
 	if err != nil || n != 42 {
 		t.Fatalf("awaited %d, %v; want 42", n, err)
 	}
-	got := strings.Join(tab.Requests(), " ")
-	if want := srv.URL + "/ " + srv.URL + "/app.js"; !strings.HasPrefix(got, want) {
-		t.Errorf("requests %q, want them to start with %q", got, want)
+	got := tab.Requests()
+	for _, want := range []string{srv.URL + "/", srv.URL + "/app.js", otherURL} {
+		if !slices.Contains(got, want) {
+			t.Errorf("requests %q lack %s", got, want)
+		}
 	}
 }

@@ -211,6 +211,19 @@ type RunTable struct{ s *Store }
 // Runs is the project's table of the processes the watcher started.
 func (s *Store) Runs() RunTable { return RunTable{s: s} }
 
+// logStamp is the time at the start of a run log's name.
+const logStamp = "20060102T150405.000000000Z"
+
+// LogPath is the log of agent's process for purpose started at:
+// logs/<agent>/<time>.<purpose>.log (History reads the names back).
+func (rt RunTable) LogPath(agent, purpose string, at time.Time) (string, error) {
+	dir, err := rt.s.LogDir(agent)
+	if err != nil {
+		return "", err
+	}
+	return filepath.Join(dir, at.UTC().Format(logStamp)+"."+purpose+".log"), nil
+}
+
 // Started is one process the watcher started, as its log file names it.
 type Started struct {
 	Agent   string    `json:"agentId"`
@@ -233,12 +246,16 @@ func (rt RunTable) History(agents []string, limit int) ([]Started, error) {
 			continue // none yet
 		}
 		for _, e := range entries {
-			stamp, purpose, ok := strings.Cut(strings.TrimSuffix(e.Name(), ".log"), ".")
-			at, err := time.Parse("20060102T150405.000000000Z", stamp)
-			if !ok || err != nil || !strings.HasSuffix(e.Name(), ".log") {
+			name, ok := strings.CutSuffix(e.Name(), ".log")
+			i := strings.LastIndexByte(name, '.')
+			if !ok || i < 0 {
 				continue
 			}
-			out = append(out, Started{Agent: agent, Purpose: purpose, At: at})
+			at, err := time.Parse(logStamp, name[:i])
+			if err != nil {
+				continue
+			}
+			out = append(out, Started{Agent: agent, Purpose: name[i+1:], At: at})
 		}
 	}
 	slices.SortFunc(out, func(a, b Started) int { return b.At.Compare(a.At) })

@@ -6,7 +6,6 @@ import (
 	"log/slog"
 	"os"
 	"os/exec"
-	"path/filepath"
 	"strings"
 	"syscall"
 	"time"
@@ -79,10 +78,10 @@ func (st *starter) start(ctx context.Context, cfg *fsstore.Config, a fsstore.Age
 	}
 	delete(st.missing, a.ID)
 	now := time.Now().UTC()
-	logDir, _ := st.store.LogDir(a.ID)
+	logPath, _ := st.store.Runs().LogPath(a.ID, t.Purpose, now)
 	run := fsstore.Run{
 		ID: fsstore.NewID("run_"), Agent: a.ID, Purpose: t.Purpose, Command: a.Command, Reason: t.Reason, StartedAt: now,
-		Log: filepath.Join(logDir, now.Format("20060102T150405.000000000Z")+"."+t.Purpose+".log"),
+		Log: logPath,
 	}
 	claimed, stale, slot, err := st.store.Runs().Claim(ctx, run)
 	if err != nil {

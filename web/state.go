@@ -81,6 +81,8 @@ const (
 	maxTasks        = 500
 	messagesPerChat = 50
 	maxTimeline     = 50
+	// maxConversations bounds the conversations shown, open or ended, newest first.
+	maxConversations = 30
 )
 
 // buildState reads the State, as event id.
@@ -203,9 +205,13 @@ func compareTime(a, b string) int {
 }
 
 func readWork(ctx context.Context, store *fsstore.Store, cfg *fsstore.Config, st *State) error {
-	convs, err := store.Conversations().List(ctx, cfg, false)
+	convs, err := store.Conversations().List(ctx, cfg, true)
 	if err != nil {
 		return err
+	}
+	slices.SortFunc(convs, func(a, b fsstore.Conversation) int { return b.CreatedAt.Compare(a.CreatedAt) })
+	if len(convs) > maxConversations {
+		convs = convs[:maxConversations]
 	}
 	st.Conversations = convs
 	dlgs, err := store.Delegations().List(fsstore.DelegationFilter{})

@@ -1,1 +1,580 @@
-// placeholder
+// aipm web: renders the State sent on /api/events and posts the actions.
+// Every value from the State goes through textContent (never innerHTML).
+'use strict';
+(() => {
+  const STATUSES = ['backlog', 'todo', 'in_progress', 'blocked', 'done', 'cancelled'];
+  const STATUS_LABEL = {
+    backlog: 'Backlog', todo: 'To do', in_progress: 'In progress',
+    blocked: 'Blocked', done: 'Done', cancelled: 'Cancelled',
+  };
+  const PRIO_RANK = { urgent: 4, high: 3, normal: 2, medium: 2, low: 1 };
+  const $ = (sel, root = document) => root.querySelector(sel);
+
+  // el('div.card.x', {dataset: {...}, text: '...', ...props}, ...children)
+  function el(spec, props, ...kids) {
+    const parts = spec.split('.');
+    const n = document.createElement(parts[0] || 'div');
+    if (parts.length > 1) n.className = parts.slice(1).join(' ');
+    if (props) {
+      for (const k in props) {
+        const v = props[k];
+        if (v === undefined || v === null) continue;
+        if (k === 'text') n.textContent = String(v);
+        else if (k === 'dataset') Object.assign(n.dataset, v);
+        else if (k === 'title') n.title = String(v);
+        else if (k === 'ariaLabel') n.setAttribute('aria-label', String(v));
+        else n[k] = v;
+      }
+    }
+    for (const c of kids) if (c !== null && c !== undefined && c !== false) n.append(c);
+    return n;
+  }
+  const str = (v) => (v === undefined || v === null ? '' : String(v));
+  const arr = (v) => (Array.isArray(v) ? v : []);
+
+  // ---- time ----
+  let nowMs = Date.now();
+  const parseT = (s) => { const t = Date.parse(s); return Number.isNaN(t) ? 0 : t; };
+  function age(s) {
+    const t = parseT(s);
+    if (!t) return '';
+    let d = Math.max(0, Math.round((nowMs - t) / 1000));
+    if (d < 60) return d + 's';
+    d = Math.floor(d / 60);
+    if (d < 60) return d + 'm';
+    d = Math.floor(d / 60);
+    if (d < 48) return d + 'h';
+    return Math.floor(d / 24) + 'd';
+  }
+  const pad = (n) => (n < 10 ? '0' : '') + n;
+  const MONTHS = 'Jan Feb Mar Apr May Jun Jul Aug Sep Oct Nov Dec'.split(' ');
+  function clock(s) {
+    const t = parseT(s);
+    if (!t) return '';
+    const d = new Date(t), n = new Date(nowMs);
+    const hm = pad(d.getHours()) + ':' + pad(d.getMinutes());
+    if (d.toDateString() === n.toDateString()) return hm;
+    return MONTHS[d.getMonth()] + ' ' + d.getDate() + ' ' + hm;
+  }
+  const DTF = new Intl.DateTimeFormat(undefined, { dateStyle: 'medium', timeStyle: 'medium' });
+  const fullTime = (s) => { const t = parseT(s); return t ? DTF.format(t) : ''; };
+
+  // ---- state kept across renders ----
+  let state = null;
+  let humans = [];
+  const drafts = new Map(); // taskId -> {status, reason} typed on a board card
+  const approvalDrafts = new Map(); // taskId -> reason typed on an approval
+  const agentType = new Map();
+  const taskTitle = new Map();
+
+  // ---- selects: refilled only when their options change, keeping the choice ----
+  function fillSelect(sel, items, fallback) {
+    const key = items.map((i) => i[0] + '\u0000' + i[1]).join('\u0001');
+    if (sel.dataset.key === key) return;
+    const prev = sel.value;
+    const f = document.createDocumentFragment();
+    for (const [v, label] of items) f.append(el('option', { value: v, text: label }));
+    sel.replaceChildren(f);
+    sel.dataset.key = key;
+    const vals = items.map((i) => i[0]);
+    if (prev && vals.includes(prev)) sel.value = prev;
+    else if (fallback !== undefined && vals.includes(fallback)) sel.value = fallback;
+  }
+
+  function fillSelects(s) {
+    const ids = [];
+    for (const a of arr(s.agents)) if (a && a.id && !ids.includes(a.id)) ids.push(a.id);
+    for (const h of humans) if (!ids.includes(h)) ids.push(h);
+    const ais = ids.filter((id) => !humans.includes(id));
+    fillSelect($('#act-as'), humans.map((h) => [h, h]), humans[0]);
+    const withType = (id) => [id, humans.includes(id) ? id + ' (human)' : id];
+    fillSelect($('#send-form select[name=to]'), ais.concat(ids.filter((i) => humans.includes(i))).map(withType), ais[0]);
+    fillSelect($('#task-form select[name=assignee]'), ais.concat(ids.filter((i) => humans.includes(i))).map(withType), ais[0]);
+  }
+
+  // ---- board ----
+  const statusTemplate = (() => {
+    const s = el('select.set-status', { ariaLabel: 'New status' });
+    for (const st of STATUSES) s.append(el('option', { value: st, text: STATUS_LABEL[st] }));
+    return s;
+  })();
+
+  function sortTasks(list, status) {
+    if (status === 'done' || status === 'cancelled') {
+      return list.sort((a, b) => parseT(b.statusChangedAt) - parseT(a.statusChangedAt));
+    }
+    return list.sort((a, b) => (PRIO_RANK[b.priority] || 0) - (PRIO_RANK[a.priority] || 0) ||
+      parseT(a.statusChangedAt) - parseT(b.statusChangedAt));
+  }
+
+  // A card is a clone of this template with its text filled in (much
+  // faster than building 500 cards element by element).
+  const cardTemplate = el('article.card', null,
+    el('div.card-head', null, el('span.priority'), el('span.age')),
+    el('div.title'),
+    el('div.meta', null, el('span.assignee'), el('span.tid')),
+    el('div.card-actions', null, statusTemplate,
+      el('input.reason', { type: 'text', placeholder: 'reason', ariaLabel: 'Reason' }),
+      el('button.apply-status', { type: 'button', text: 'Set' })));
+
+  function card(t) {
+    const id = str(t.id);
+    const c = cardTemplate.cloneNode(true);
+    const [head, title, meta, actions] = c.children;
+    c.dataset.taskId = id;
+    c.classList.add('prio-' + (str(t.priority) || 'none'));
+    head.firstChild.textContent = str(t.priority) || '—';
+    head.lastChild.textContent = age(t.statusChangedAt);
+    head.lastChild.title = 'in this status since ' + str(t.statusChangedAt);
+    title.textContent = str(t.title);
+    title.title = str(t.description) || str(t.title);
+    meta.firstChild.textContent = str(t.assignee) || 'unassigned';
+    meta.lastChild.textContent = id;
+    if (t.approvalStatus === 'pending_approval' || t.approvalStatus === 'pending' || t.pendingChange) {
+      c.insertBefore(el('div.badge.warn', { text: t.pendingChange ? 'change awaits approval' : 'awaits approval' }), actions);
+    } else if (t.approvalStatus === 'rejected') {
+      c.insertBefore(el('div.badge.bad', { text: 'rejected' }), actions);
+    }
+    if (t.status === 'blocked' && t.blockedReason) c.insertBefore(el('div.reason', { text: str(t.blockedReason) }), actions);
+    const d = drafts.get(id);
+    actions.firstChild.value = d ? d.status : str(t.status);
+    if (d) actions.children[1].value = d.reason;
+    return c;
+  }
+
+  function renderBoard(s) {
+    const board = $('#board');
+    const by = {};
+    for (const st of STATUSES) by[st] = [];
+    const seen = new Set();
+    const tasks = arr(s.tasks);
+    for (const t of tasks) {
+      if (!t) continue;
+      seen.add(str(t.id));
+      (by[t.status] || (by[t.status] = [])).push(t);
+    }
+    for (const id of drafts.keys()) if (!seen.has(id)) drafts.delete(id);
+    const f = document.createDocumentFragment();
+    const cols = STATUSES.concat(Object.keys(by).filter((k) => !STATUSES.includes(k)));
+    for (const st of cols) {
+      const list = sortTasks(by[st], st);
+      const cards = el('div.cards');
+      for (const t of list) cards.append(card(t));
+      if (!list.length) cards.append(el('div.empty', { text: 'nothing' }));
+      f.append(el('div.column', { dataset: { status: st } },
+        el('h3', null, el('span', { text: STATUS_LABEL[st] || st }), el('span.count', { text: String(list.length) })),
+        cards));
+    }
+    board.replaceChildren(f);
+    $('#n-tasks').textContent = String(tasks.length);
+  }
+
+  // ---- approvals ----
+  function renderApprovals(s) {
+    const f = document.createDocumentFragment();
+    const list = arr(s.approvals);
+    for (const t of list) {
+      if (!t) continue;
+      const id = str(t.id);
+      let what;
+      const pc = t.pendingChange;
+      if (pc) {
+        const bits = [];
+        if (pc.status) bits.push('status → ' + (STATUS_LABEL[pc.status] || pc.status));
+        if (pc.description !== undefined && pc.description !== null) bits.push('new description');
+        what = (str(pc.by) || 'someone') + ' asks: ' + (bits.join(', ') || 'a change');
+      } else {
+        what = 'new task' + (t.requester ? ' from ' + t.requester : '') + (t.assignee ? ' for ' + t.assignee : '');
+      }
+      const reason = el('input.reason', { type: 'text', placeholder: 'reason (optional)', value: approvalDrafts.get(id) || '', ariaLabel: 'Reason' });
+      f.append(el('div.item.approval', { dataset: { taskId: id } },
+        el('div.row', null, el('span.title', { text: str(t.title) }), el('span.priority.pill', { text: str(t.priority) })),
+        el('div.sub', { text: what }),
+        t.description && !pc ? el('div.desc', { text: str(t.description) }) : null,
+        el('div.actions', null, reason,
+          el('button.approve', { type: 'button', text: 'Approve' }),
+          el('button.reject', { type: 'button', text: 'Reject' }))));
+    }
+    if (!list.length) f.append(el('div.empty', { text: 'Nothing waits for a decision.' }));
+    $('#approvals').replaceChildren(f);
+    $('#n-approvals').textContent = list.length ? String(list.length) : '';
+    $('#n-approvals').classList.toggle('hot', list.length > 0);
+  }
+
+  // ---- agents ----
+  function renderAgents(s) {
+    const f = document.createDocumentFragment();
+    const list = arr(s.agents);
+    for (const a of list) {
+      if (!a) continue;
+      const ses = arr(a.sessions), runs = arr(a.runs);
+      const human = a.type === 'human' || humans.includes(a.id);
+      const live = ses.length > 0 || runs.length > 0;
+      const sesText = ses.length
+        ? ses.map((x) => str(x.purpose) + (x.taskId ? ' ' + x.taskId : '')).join(', ')
+        : 'no session';
+      const runText = runs.length
+        ? runs.map((r) => str(r.purpose) + ' pid ' + str(r.pid) + (r.startedAt ? ' · ' + age(r.startedAt) : '')).join(', ')
+        : 'no process';
+      const um = Number(a.unreadMessages) || 0, un = Number(a.unreadNotifications) || 0;
+      const unread = el('span.unread', { text: um + ' unread' + (un ? ' · ' + un + ' notif' : ''), title: um + ' unread messages, ' + un + ' unread notifications' });
+      if (um || un) unread.classList.add('hot');
+      const item = el('div.item.agent', { dataset: { agentId: str(a.id) } },
+        el('div.row', null,
+          el('span.dot' + (live ? '.on' : ''), { title: live ? 'live' : 'idle' }),
+          el('span.name', { text: str(a.id) }),
+          el('span.pill' + (human ? '.human' : '.ai'), { text: human ? 'human' : str(a.type) || 'ai' }),
+          a.role ? el('span.role', { text: str(a.role) }) : null,
+          el('span.grow'),
+          unread),
+        el('div.sub', null,
+          el('span.sessions', { text: sesText, title: ses.map((x) => str(x.id) + ' seen ' + age(x.lastSeenAt) + ' ago').join('\n') }),
+          el('span.runs', { text: runText, title: runs.map((r) => str(r.reason)).join('\n') })),
+        a.parent ? el('div.parent', { text: 'reports to ' + a.parent }) : null);
+      if (!live) item.classList.add('idle');
+      f.append(item);
+    }
+    if (!list.length) f.append(el('div.empty', { text: 'No agents.' }));
+    $('#agents').replaceChildren(f);
+    $('#n-agents').textContent = String(list.length);
+  }
+
+  // ---- chats ----
+  // Scroll positions are read before any section is rebuilt (reading them
+  // later would force a layout of the whole page) and written back only
+  // where the user scrolled away from the default.
+  function readScroll() {
+    const board = {}, chats = {};
+    for (const b of document.querySelectorAll('#board .column > .cards')) if (b.scrollTop) board[b.parentNode.dataset.status] = b.scrollTop;
+    for (const m of document.querySelectorAll('#chats .chat > .msgs')) if (m.scrollTop) chats[m.parentNode.dataset.pair] = m.scrollTop;
+    return { board, chats };
+  }
+  function writeScroll(sc) {
+    for (const st in sc.board) { const b = document.querySelector('#board .column[data-status="' + CSS.escape(st) + '"] > .cards'); if (b) b.scrollTop = sc.board[st]; }
+    for (const p in sc.chats) { const m = document.querySelector('#chats .chat[data-pair="' + CSS.escape(p) + '"] > .msgs'); if (m) m.scrollTop = sc.chats[p]; }
+  }
+
+  function renderChats(s) {
+    const box = $('#chats');
+    const chats = arr(s.chats).filter((c) => c && arr(c.agents).length).map((c) => {
+      const msgs = arr(c.messages);
+      const last = msgs.length ? parseT(msgs[msgs.length - 1].createdAt) : 0;
+      return { c, msgs, last };
+    }).sort((a, b) => b.last - a.last);
+    const f = document.createDocumentFragment();
+    for (const { c, msgs } of chats) {
+      const pair = arr(c.agents).map(str).sort();
+      // Reply goes to the non-human party (of two, the last sender).
+      const bots = pair.filter((p) => !humans.includes(p));
+      const lastFrom = msgs.length ? str(msgs[msgs.length - 1].senderId) : '';
+      const other = (bots.length > 1 && bots.includes(lastFrom) ? lastFrom : bots[0]) ||
+        pair.find((p) => p !== $('#act-as').value) || pair[0];
+      const list = el('div.msgs-in');
+      for (const m of msgs) {
+        if (!m) continue;
+        const from = str(m.senderId);
+        const msg = el('div.msg', { dataset: { msgId: str(m.id) } },
+          el('div.msg-head', null,
+            el('span.from', { text: from }),
+            m.conversationId ? el('span.tag', { text: 'conversation', title: str(m.conversationId) }) : null,
+            m.kind ? el('span.tag', { text: str(m.kind) }) : null,
+            el('span.time', { text: clock(m.createdAt), title: fullTime(m.createdAt) })),
+          el('div.content', { text: str(m.content) }));
+        msg.classList.add(humans.includes(from) ? 'by-human' : from === 'system' ? 'by-system' : 'by-ai');
+        list.append(msg);
+      }
+      f.append(el('div.chat', { dataset: { pair: pair.join('|') } },
+        el('div.chat-head', null,
+          el('span.pair', { text: pair.join(' ↔ ') }),
+          el('span.count', { text: String(msgs.length) }),
+          el('span.grow'),
+          el('button.reply', { type: 'button', text: 'Reply', dataset: { to: other } })),
+        el('div.msgs', null, list)));
+    }
+    if (!chats.length) f.append(el('div.empty', { text: 'No messages yet.' }));
+    box.replaceChildren(f);
+    $('#n-chats').textContent = String(chats.length);
+  }
+
+  // ---- conversations, delegations, triggers, timeline ----
+  const OPEN_CONV = { pending: 1, active: 2, terminating: 1 };
+  function renderConversations(s) {
+    const list = arr(s.conversations).filter(Boolean).slice()
+      .sort((a, b) => (OPEN_CONV[b.state] || 0) - (OPEN_CONV[a.state] || 0) || parseT(b.createdAt) - parseT(a.createdAt));
+    const f = document.createDocumentFragment();
+    for (const c of list) {
+      const max = Number(c.maxTurns) || 0, turns = Number(c.turns) || 0;
+      const bar = el('span.bar', null, el('span.fill'));
+      bar.firstChild.style.width = (max ? Math.min(100, Math.round(100 * turns / max)) : 0) + '%';
+      f.append(el('div.item.conversation', { dataset: { conversationId: str(c.id) } },
+        el('div.row', null,
+          el('span.parties', { text: str(c.initiatorId) + ' → ' + str(c.participantId) }),
+          el('span.state.st-' + (str(c.state) || 'unknown'), { text: str(c.state) }),
+          el('span.grow'),
+          el('span.turns', { text: turns + '/' + max, title: 'turns / max turns' }), bar),
+        el('div.sub', { text: str(c.purpose) || '(no purpose)' }),
+        el('div.meta', null,
+          el('span', { text: str(c.id) }),
+          c.taskId ? el('span', { text: 'task ' + (taskTitle.get(c.taskId) || c.taskId) }) : null,
+          el('span', { text: age(c.createdAt) + ' ago' }),
+          c.endReason ? el('span', { text: 'ended: ' + c.endReason }) : null)));
+    }
+    if (!list.length) f.append(el('div.empty', { text: 'No conversations.' }));
+    $('#conversations').replaceChildren(f);
+    $('#n-conversations').textContent = String(list.length);
+  }
+
+  function renderDelegations(s) {
+    const conv = new Map(arr(s.conversations).filter(Boolean).map((c) => [c.id, c]));
+    const list = arr(s.delegations).filter(Boolean).slice()
+      .sort((a, b) => parseT(b.createdAt) - parseT(a.createdAt));
+    const f = document.createDocumentFragment();
+    for (const d of list) {
+      const ids = arr(d.conversationIds).length ? arr(d.conversationIds) : arr(d.conversations);
+      const convs = el('div.convs');
+      for (const id of ids) {
+        const c = conv.get(id);
+        convs.append(el('span.conv-ref', {
+          text: c ? str(c.participantId || id) + ' · ' + str(c.state) + ' ' + str(c.turns) + '/' + str(c.maxTurns) : str(id),
+          title: str(id),
+        }));
+      }
+      if (!ids.length) convs.append(el('span.muted', { text: 'no conversation yet' }));
+      f.append(el('div.item.delegation', { dataset: { delegationId: str(d.id) } },
+        el('div.row', null,
+          el('span.task', { text: taskTitle.get(d.taskId) || str(d.taskId), title: str(d.taskId) }),
+          el('span.state.st-' + (str(d.status) || 'unknown'), { text: str(d.status) })),
+        el('div.sub', { text: str(d.agentId) + (d.targetAgentId ? ' → ' + d.targetAgentId : '') + (d.purpose ? ': ' + d.purpose : '') }),
+        el('div.row', null, el('span.arrow', { text: '⇢' }), convs)));
+    }
+    if (!list.length) f.append(el('div.empty', { text: 'No delegations.' }));
+    $('#delegations').replaceChildren(f);
+    $('#n-delegations').textContent = String(list.length);
+  }
+
+  function renderTriggers(s) {
+    const list = arr(s.triggers).filter(Boolean);
+    const f = document.createDocumentFragment();
+    for (const t of list) {
+      f.append(el('div.item.trigger', null,
+        el('div.row', null,
+          el('span.name', { text: str(t.agentId) }),
+          el('span.pill', { text: str(t.purpose) }),
+          el('span.grow'),
+          el('span.age', { text: age(t.createdAt), title: fullTime(t.createdAt) })),
+        t.reason || t.taskId ? el('div.sub', { text: str(t.reason) + (t.taskId ? ' · ' + (taskTitle.get(t.taskId) || t.taskId) : '') }) : null));
+    }
+    if (!list.length) f.append(el('div.empty', { text: 'No pending triggers.' }));
+    $('#triggers').replaceChildren(f);
+    $('#n-triggers').textContent = String(list.length);
+  }
+
+  function renderTimeline(s) {
+    const list = arr(s.timeline).filter(Boolean).slice(0, 300);
+    const f = document.createDocumentFragment();
+    for (const e of list) {
+      const li = el('li.event', null,
+        el('span.time', { text: clock(e.at), title: fullTime(e.at) }),
+        el('span.what.w-' + (str(e.what) || 'x'), { text: str(e.what) }),
+        el('span.name', { text: str(e.agentId) }),
+        el('span.pill', { text: str(e.purpose) }),
+        e.pid ? el('span.pid', { text: 'pid ' + e.pid }) : null,
+        e.reason ? el('span.why', { text: str(e.reason) }) : null);
+      f.append(li);
+    }
+    if (!list.length) f.append(el('li.empty', { text: 'Nothing happened yet.' }));
+    $('#timeline').replaceChildren(f);
+    $('#n-timeline').textContent = String(arr(s.timeline).length);
+  }
+
+  // ---- render ----
+  function render(s) {
+    if (!s || typeof s !== 'object') return;
+    state = s;
+    nowMs = parseT(s.now) || Date.now();
+    humans = arr(s.humans).map(str);
+    agentType.clear();
+    for (const a of arr(s.agents)) if (a) agentType.set(a.id, a.type);
+    taskTitle.clear();
+    for (const t of arr(s.tasks)) if (t) taskTitle.set(t.id, t.title);
+
+    // Remember a focused input inside a rebuilt section to restore it after.
+    const act = document.activeElement;
+    let focus = null;
+    if (act && act !== document.body) {
+      const holder = act.closest('[data-task-id]');
+      const sec = act.closest('#board, #approvals');
+      if (holder && sec) {
+        focus = { sec: sec.id, id: holder.dataset.taskId, cls: act.classList[0], start: act.selectionStart, end: act.selectionEnd };
+      }
+    }
+
+    const scroll = readScroll();
+    fillSelects(s);
+    renderBoard(s);
+    renderApprovals(s);
+    renderAgents(s);
+    renderChats(s);
+    renderConversations(s);
+    renderDelegations(s);
+    renderTriggers(s);
+    renderTimeline(s);
+    writeScroll(scroll);
+
+    if (focus && focus.cls) {
+      const n = document.querySelector('#' + focus.sec + ' [data-task-id="' + CSS.escape(focus.id) + '"] .' + CSS.escape(focus.cls));
+      if (n) {
+        n.focus({ preventScroll: true });
+        if (typeof focus.start === 'number' && n.setSelectionRange) {
+          try { n.setSelectionRange(focus.start, focus.end); } catch (_) { /* not a text input */ }
+        }
+      }
+    }
+    if (s.project) $('#project').textContent = str(s.project);
+    document.body.dataset.eventId = str(s.eventId);
+    document.body.dataset.renderedAt = String(performance.now());
+  }
+
+  // ---- actions ----
+  const csrf = () => { const m = $('meta[name="csrf-token"]'); return m ? m.content : ''; };
+  function showError(msg) {
+    const e = $('#error');
+    e.textContent = msg;
+    e.classList.toggle('shown', !!msg);
+  }
+  async function post(path, body, btn) {
+    body.as = $('#act-as').value;
+    if (btn) btn.disabled = true;
+    try {
+      const r = await fetch(path, {
+        method: 'POST',
+        credentials: 'same-origin',
+        headers: { 'Content-Type': 'application/json', 'X-CSRF-Token': csrf() },
+        body: JSON.stringify(body),
+      });
+      let j = null;
+      try { j = await r.json(); } catch (_) { j = null; }
+      if (!r.ok || !j || j.error) {
+        showError((j && j.error) || 'request failed: HTTP ' + r.status);
+        return null;
+      }
+      showError('');
+      return j;
+    } catch (err) {
+      showError('request failed: ' + (err && err.message ? err.message : err));
+      return null;
+    } finally {
+      if (btn) btn.disabled = false;
+    }
+  }
+
+  function wire() {
+    const board = $('#board');
+    const draftOf = (cardEl) => {
+      const id = cardEl.dataset.taskId;
+      drafts.set(id, { status: cardEl.querySelector('select.set-status').value, reason: cardEl.querySelector('input.reason').value });
+    };
+    board.addEventListener('input', (e) => { const c = e.target.closest('.card'); if (c) draftOf(c); });
+    board.addEventListener('change', (e) => { const c = e.target.closest('.card'); if (c) draftOf(c); });
+    board.addEventListener('keydown', (e) => {
+      if (e.key === 'Enter' && e.target.matches('input.reason')) {
+        e.preventDefault();
+        const b = e.target.closest('.card').querySelector('button.apply-status');
+        if (b) b.click();
+      }
+    });
+    board.addEventListener('click', async (e) => {
+      const b = e.target.closest('button.apply-status');
+      if (!b) return;
+      const c = b.closest('.card');
+      const id = c.dataset.taskId;
+      const status = c.querySelector('select.set-status').value;
+      const reason = c.querySelector('input.reason').value;
+      const ok = await post('/api/tasks/status', { taskId: id, status, reason }, b);
+      if (ok) {
+        drafts.delete(id);
+        const cur = board.querySelector('.card[data-task-id="' + CSS.escape(id) + '"] input.reason');
+        if (cur) cur.value = '';
+      }
+    });
+
+    const appr = $('#approvals');
+    appr.addEventListener('input', (e) => {
+      const a = e.target.closest('.approval');
+      if (a && e.target.matches('input.reason')) approvalDrafts.set(a.dataset.taskId, e.target.value);
+    });
+    appr.addEventListener('click', async (e) => {
+      const b = e.target.closest('button.approve, button.reject');
+      if (!b) return;
+      const a = b.closest('.approval');
+      const id = a.dataset.taskId;
+      const r = a.querySelector('input.reason');
+      const ok = await post('/api/tasks/decision', {
+        taskId: id, approval: b.classList.contains('approve') ? 'approved' : 'rejected', reason: r ? r.value : '',
+      }, b);
+      if (ok) approvalDrafts.delete(id);
+    });
+
+    const send = $('#send-form');
+    send.addEventListener('submit', async (e) => {
+      e.preventDefault();
+      const content = send.elements.content.value;
+      if (!content.trim()) return;
+      const ok = await post('/api/send', { to: send.elements.to.value, content }, send.querySelector('button[type=submit]'));
+      if (ok) send.elements.content.value = '';
+    });
+    send.elements.content.addEventListener('keydown', (e) => {
+      if (e.key === 'Enter' && (e.ctrlKey || e.metaKey)) { e.preventDefault(); send.requestSubmit(); }
+    });
+    $('#chats').addEventListener('click', (e) => {
+      const b = e.target.closest('button.reply');
+      if (!b) return;
+      const to = send.elements.to;
+      const v = b.dataset.to;
+      if (![...to.options].some((o) => o.value === v)) to.append(el('option', { value: v, text: v }));
+      to.value = v;
+      send.elements.content.focus();
+    });
+
+    const tf = $('#task-form');
+    tf.addEventListener('submit', async (e) => {
+      e.preventDefault();
+      const title = tf.elements.title.value.trim();
+      if (!title) return;
+      const ok = await post('/api/tasks', {
+        title, assignee: tf.elements.assignee.value, priority: tf.elements.priority.value, description: '',
+      }, tf.querySelector('button[type=submit]'));
+      if (ok) tf.elements.title.value = '';
+    });
+  }
+
+  // ---- live updates ----
+  function setStatus(txt) {
+    const s = $('#status');
+    if (s.textContent !== txt) s.textContent = txt;
+    s.classList.toggle('live', txt === 'live');
+  }
+  let es = null;
+  function connect() {
+    if (typeof EventSource === 'undefined') return;
+    es = new EventSource('/api/events');
+    es.addEventListener('open', () => setStatus('live'));
+    es.addEventListener('error', () => {
+      setStatus('reconnecting');
+      // EventSource retries by itself unless the server refused it: then start over.
+      if (es.readyState === 2) { es.close(); setTimeout(connect, 3000); }
+    });
+    es.addEventListener('state', (e) => {
+      let s;
+      try { s = JSON.parse(e.data); } catch (_) { return; }
+      render(s);
+      setStatus('live');
+    });
+  }
+
+  window.aipmRender = render;
+  window.aipmState = () => state;
+  const start = () => { wire(); connect(); };
+  if (document.readyState === 'loading') document.addEventListener('DOMContentLoaded', start);
+  else start();
+})();

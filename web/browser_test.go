@@ -79,7 +79,12 @@ type project struct {
 
 func newProject(t *testing.T, ctx context.Context) *project {
 	t.Helper()
-	store, err := fsstore.Init(t.TempDir(), "webtest")
+	return newNamedProject(t, ctx, "webtest")
+}
+
+func newNamedProject(t *testing.T, ctx context.Context, name string) *project {
+	t.Helper()
+	store, err := fsstore.Init(t.TempDir(), name)
 	if err != nil {
 		t.Fatal(err)
 	}

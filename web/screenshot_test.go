@@ -14,7 +14,7 @@ import (
 // 1400x1000, to docs/board.png.
 func TestBoardScreenshot(t *testing.T) {
 	ctx := testCtx(t)
-	p := newProject(t, ctx)
+	p := newNamedProject(t, ctx, "demo")
 	if _, err := p.store.AddAgent(ctx, fsstore.NewAgent{ID: "tester", Type: fsstore.AgentAI, Parent: "lead"}); err != nil {
 		t.Fatal(err)
 	}

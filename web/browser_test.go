@@ -159,7 +159,7 @@ func (p *project) serve() *web.Server {
 // testCtx bounds a test: a hang fails it instead of the whole run (no
 // assertion is on time).
 func testCtx(t *testing.T) context.Context {
-	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	t.Cleanup(cancel)
 	return ctx
 }
@@ -172,7 +172,7 @@ func openBoard(t *testing.T, ctx context.Context, srv *web.Server) *browser.Tab 
 	if shared == nil {
 		testenv.SkipMissing(t, "chromium (or chromium-browser, google-chrome) on PATH")
 	}
-	tab, err := shared.NewTab(ctx)
+	tab, err := shared.NewTab(context.Background()) // closed by the cleanup: open after ctx ends, for a failure's report
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -224,7 +224,10 @@ func until(t *testing.T, ctx context.Context, tab *browser.Tab, cond string) {
 		const tick = setInterval(done, 50);
 	})`
 	if _, err := browser.Await[bool](ctx, tab, js); err != nil {
-		t.Fatalf("waiting in the page for %s: %v", cond, err)
+		dctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+		defer cancel()
+		page, derr := browser.Eval[string](dctx, tab, `JSON.stringify({error: document.getElementById("error")?.textContent, eventId: document.body.dataset.eventId, status: document.getElementById("status")?.textContent, to: document.querySelector("#send-form select[name=to]")?.value, content: document.querySelector("#send-form textarea[name=content]")?.value})`)
+		t.Fatalf("waiting in the page for %s: %v\npage: %s %v", cond, err, page, derr)
 	}
 }
 

@@ -90,18 +90,18 @@ func TestBenchOnly(t *testing.T) {
 	}
 
 	stderr.Reset()
-	cmd = exec.Command(bin, "bench", "--only", "P4,P9")
+	cmd = exec.Command(bin, "bench", "--only", "P4,P10")
 	cmd.Stderr = &stderr
 	out, err = cmd.Output()
 	var exit *exec.ExitError
 	if !errors.As(err, &exit) || exit.ExitCode() != 2 {
-		t.Fatalf("--only P4,P9: err = %v, want exit code 2\n%s", err, out)
+		t.Fatalf("--only P4,P10: err = %v, want exit code 2\n%s", err, out)
 	}
-	if want := `aipm: --only "P9": no such target; name some of P1 to P8, or a P6 or P8 row (P6a to P6g, P8a, P8b)`; !strings.Contains(stderr.String(), want) {
-		t.Errorf("--only P4,P9: stderr %q, want %q", stderr.String(), want)
+	if want := `aipm: --only "P10": no such target; name some of P1 to P9, or a P6, P8 or P9 row (P6a to P6g, P8a, P8b, P9a to P9c)`; !strings.Contains(stderr.String(), want) {
+		t.Errorf("--only P4,P10: stderr %q, want %q", stderr.String(), want)
 	}
 	if strings.Contains(stderr.String(), "P4:") {
-		t.Errorf("--only P4,P9 measured before refusing:\n%s", stderr.String())
+		t.Errorf("--only P4,P10 measured before refusing:\n%s", stderr.String())
 	}
 }
 

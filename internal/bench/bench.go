@@ -32,7 +32,7 @@ import (
 // Options are what one run measures, and with what.
 type Options struct {
 	Quick bool      // fewer iterations and a 100,000-line history (a smoke run)
-	Only  []string  // the targets to measure (P1 to P8, or a P6 or P8 row); all when empty
+	Only  []string  // the targets to measure (P1 to P9, or a P6, P8 or P9 row); all when empty
 	Self  string    // the aipm binary: every process the bench starts is one
 	Log   io.Writer // progress lines
 }
@@ -43,9 +43,9 @@ var ErrUnknownTarget = errors.New("no such target")
 // Run measures the performance targets of DESIGN section 13, each beside
 // its raw floor measured in the same run, and returns the rows in id order.
 func Run(ctx context.Context, opt Options) ([]Row, error) {
-	b := &bench{ctx: ctx, log: opt.Log, self: opt.Self, deliveries: 2000, sends: 400, reads: 200, history: 1_000_000, starts: 30, hooks: 300}
+	b := &bench{ctx: ctx, log: opt.Log, self: opt.Self, deliveries: 2000, sends: 400, reads: 200, history: 1_000_000, starts: 30, hooks: 300, webSamples: 1000, renders: 20}
 	if opt.Quick {
-		b.deliveries, b.sends, b.reads, b.history, b.starts, b.hooks = 40, 50, 40, 100_000, 10, 8
+		b.deliveries, b.sends, b.reads, b.history, b.starts, b.hooks, b.webSamples, b.renders = 40, 50, 40, 100_000, 10, 8, 10, 5
 	}
 	measures, err := b.measures(opt.Only)
 	if err != nil {
@@ -110,6 +110,9 @@ func (b *bench) measures(only []string) ([]func() ([]Row, error), error) {
 		{[]string{"P7"}, b.watchBench},
 		{[]string{"P8", "P8A"}, b.hookWallTime},
 		{[]string{"P8", "P8B"}, b.hookWake},
+		{[]string{"P9", "P9A"}, b.webLive},
+		{[]string{"P9", "P9B"}, b.webFirstRender},
+		{[]string{"P9", "P9C"}, b.webWeight},
 	}
 	want := map[string]bool{}
 	for _, id := range only {
@@ -119,7 +122,7 @@ func (b *bench) measures(only []string) ([]func() ([]Row, error), error) {
 			known = known || slices.Contains(m.targets, id)
 		}
 		if !known {
-			return nil, fmt.Errorf("--only %q: %w; name some of P1 to P8, or a P6 or P8 row (P6a to P6g, P8a, P8b)", id, ErrUnknownTarget)
+			return nil, fmt.Errorf("--only %q: %w; name some of P1 to P9, or a P6, P8 or P9 row (P6a to P6g, P8a, P8b, P9a to P9c)", id, ErrUnknownTarget)
 		}
 		want[id] = true
 	}
@@ -146,6 +149,7 @@ type bench struct {
 
 	deliveries, sends, reads, history, starts int
 	hooks                                     int // P8's samples of each row
+	webSamples, renders                       int // P9a's samples, P9b's navigations of each project
 }
 
 func (b *bench) progress(format string, args ...any) {

@@ -307,3 +307,33 @@ func waitEvent(t *testing.T, events <-chan event, want string) event {
 		}
 	}
 }
+
+// An empty project's lists are [], never null: the page iterates them.
+func TestEmptyProjectState(t *testing.T) {
+	store, err := fsstore.Init(t.TempDir(), "empty")
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	srv, err := web.Start(ctx, store, web.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer func() { cancel(); srv.Wait() }()
+	v := visit(t, srv)
+	resp, err := v.c.Get(srv.Origin() + "/api/state")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer resp.Body.Close()
+	var st map[string]any
+	if err := json.NewDecoder(resp.Body).Decode(&st); err != nil {
+		t.Fatal(err)
+	}
+	for _, key := range []string{"agents", "humans", "tasks", "chats", "conversations", "delegations", "approvals", "triggers", "timeline"} {
+		if _, ok := st[key].([]any); !ok {
+			t.Errorf("%s is %v, want a list", key, st[key])
+		}
+	}
+}

@@ -91,7 +91,10 @@ func buildState(ctx context.Context, store *fsstore.Store, id int64) ([]byte, er
 	if err != nil {
 		return nil, err
 	}
-	st := State{Project: cfg.Project.Name, EventID: id, Now: time.Now().UTC()}
+	st := State{Project: cfg.Project.Name, EventID: id, Now: time.Now().UTC(),
+		// Lists are [] when empty, never null: the page iterates them.
+		Agents: []AgentView{}, Humans: []string{}, Tasks: []fsstore.Task{}, Chats: []Chat{}, Conversations: []fsstore.Conversation{},
+		Delegations: []fsstore.Delegation{}, Approvals: []fsstore.Task{}, Triggers: []fsstore.Trigger{}, Timeline: []Event{}}
 	for _, part := range []func(context.Context, *fsstore.Store, *fsstore.Config, *State) error{
 		readAgents, readTasks, readChats, readWork, readTimeline,
 	} {
@@ -149,7 +152,7 @@ func readTasks(_ context.Context, store *fsstore.Store, _ *fsstore.Config, st *S
 	for _, p := range problems {
 		st.Problems = append(st.Problems, p.Error())
 	}
-	st.Tasks = tasks
+	st.Tasks = append(st.Tasks, tasks...)
 	for _, t := range tasks {
 		if t.ApprovalStatus == fsstore.ApprovalPending || t.PendingChange != nil {
 			st.Approvals = append(st.Approvals, t)
@@ -213,14 +216,15 @@ func readWork(ctx context.Context, store *fsstore.Store, cfg *fsstore.Config, st
 	if len(convs) > maxConversations {
 		convs = convs[:maxConversations]
 	}
-	st.Conversations = convs
+	st.Conversations = append(st.Conversations, convs...)
 	dlgs, err := store.Delegations().List(fsstore.DelegationFilter{})
 	if err != nil {
 		return err
 	}
 	slices.SortFunc(dlgs, func(a, b fsstore.Delegation) int { return b.CreatedAt.Compare(a.CreatedAt) })
-	st.Delegations = dlgs
-	st.Triggers, err = store.Triggers().Pending()
+	st.Delegations = append(st.Delegations, dlgs...)
+	triggers, err := store.Triggers().Pending()
+	st.Triggers = append(st.Triggers, triggers...)
 	return err
 }
 

@@ -83,3 +83,49 @@ func (s *Store) askToApprove(ctx context.Context, cfg *Config, humans []string, 
 	}
 	return asked, failed
 }
+
+// Decide approves or rejects the task id asks for (or its pending change)
+// as human by (aipm task approve|reject, aipm web): the task is updated
+// and, when a requested task is rejected, the AI agent that would have
+// done the work (the assignee, else the requester), if it is not the one
+// deciding, is told not to start it; notified names it. A rejected change
+// request leaves the task as it was: there is no request to call off.
+func (s *Store) Decide(ctx context.Context, cfg *Config, id, by, approval, reason string) (t Task, notified string, err error) {
+	if approval != ApprovalApproved && approval != ApprovalRejected {
+		return Task{}, "", fmt.Errorf("approval %q is neither %s nor %s: %w", Clip(approval, 40), ApprovalApproved, ApprovalRejected, ErrInvalid)
+	}
+	before, _ := s.Task(id)
+	if t, err = s.UpdateTask(ctx, cfg, id, by, TaskChange{Approval: approval, Reason: reason}); err != nil {
+		return t, "", err
+	}
+	if approval != ApprovalRejected || before.PendingChange != nil {
+		return t, "", nil
+	}
+	var a Agent
+	for _, id := range []string{t.Assignee, t.Requester} {
+		if c, ok := cfg.Agent(id); ok && c.Type == AgentAI && c.ID != by {
+			a = c
+			break
+		}
+	}
+	if a.ID == "" {
+		return t, "", nil
+	}
+	if reason == "" {
+		reason = "no reason given"
+	}
+	msg := fmt.Sprintf("%s rejected your task request %s (%q): %s. Do not start it; ask %s in chat if you disagree.", by, t.ID, t.Title, reason, by)
+	if _, err := s.Notify(ctx, a.ID, Notification{Type: NotifyInfo, TaskID: t.ID, From: by, Message: msg}); err != nil {
+		return t, "", fmt.Errorf("task %s rejected, but %s was not told: %w", t.ID, a.ID, err)
+	}
+	return t, a.ID, nil
+}
+
+// CheckStatusReason is the rule of a status change's reason: it goes with
+// blocked or cancelled only (aipm task status, aipm web).
+func CheckStatusReason(status, reason string) error {
+	if reason != "" && status != StatusBlocked && status != StatusCancelled {
+		return fmt.Errorf("a reason goes with blocked or cancelled, not %s: %w", status, ErrInvalid)
+	}
+	return nil
+}

@@ -46,6 +46,9 @@ var actions = map[string]act{
 		return t.ID, err
 	},
 	"/api/tasks/status": func(ctx context.Context, store *fsstore.Store, cfg *fsstore.Config, by string, r request) (string, error) {
+		if err := errors.Join(fsstore.CheckStatus(r.Status), fsstore.CheckStatusReason(r.Status, r.Reason)); err != nil {
+			return "", err
+		}
 		id, err := store.ResolveID(fsstore.Tasks, r.TaskID)
 		if err != nil {
 			return "", err
@@ -58,7 +61,7 @@ var actions = map[string]act{
 		if err != nil {
 			return "", err
 		}
-		t, err := store.UpdateTask(ctx, cfg, id, by, fsstore.TaskChange{Approval: r.Approval, Reason: r.Reason})
+		t, _, err := store.Decide(ctx, cfg, id, by, r.Approval, r.Reason)
 		return t.ID, err
 	},
 }
@@ -77,7 +80,11 @@ func (s *Server) action(a act) http.HandlerFunc {
 		var req request
 		dec := json.NewDecoder(io.LimitReader(r.Body, maxBody))
 		dec.DisallowUnknownFields()
-		if err := dec.Decode(&req); err != nil {
+		err := dec.Decode(&req)
+		if err == nil && dec.More() {
+			err = errors.New("more than one JSON value")
+		}
+		if err != nil {
 			refuse(w, http.StatusBadRequest, "the request is not the JSON this action takes ("+fsstore.Clip(err.Error(), 120)+")")
 			return
 		}
@@ -96,7 +103,7 @@ func (s *Server) action(a act) http.HandlerFunc {
 			refuse(w, statusOf(err), fsstore.Clip(err.Error(), 500))
 			return
 		}
-		s.states.rebuild(r.Context()) // the page sees its own action at once
+		s.states.rebuild(context.WithoutCancel(r.Context())) // the page sees its own action at once, even if the client left
 		w.Header().Set("Content-Type", "application/json")
 		fmt.Fprintf(w, "{\"ok\":true,\"id\":%s}\n", strconv.Quote(id))
 	}

@@ -15,6 +15,7 @@ import (
 	"crypto/subtle"
 	"embed"
 	"encoding/base64"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"html/template"
@@ -50,19 +51,24 @@ var ErrAddr = errors.New("not host:port")
 
 // Server is a running aipm web.
 type Server struct {
-	store  *fsstore.Store
-	token  string
-	csrf   string
-	origin string
-	hosts  map[string]bool
-	page   *template.Template
-	srv    *http.Server
-	done   chan error
-	states *stateFeed
+	store   *fsstore.Store
+	token   string
+	csrf    string
+	origin  string
+	port    string
+	hosts   map[string]bool
+	anyHost bool // bound to every interface with AllowRemote: any Host naming the port
+	cookie  string
+	page    *template.Template
+	srv     *http.Server
+	done    chan error
+	states  *stateFeed
 }
 
-// cookieName holds the token after the first visit.
-const cookieName = "aipm_token"
+// cookiePrefix names the cookie that holds the token after the first
+// visit; the port follows, since a browser sends a host's cookies to all
+// its ports (two boards open at once keep their own).
+const cookiePrefix = "aipm_token_"
 
 // Start listens on o.Addr and serves the project of store until ctx ends.
 func Start(ctx context.Context, store *fsstore.Store, o Options) (*Server, error) {
@@ -83,22 +89,34 @@ func Start(ctx context.Context, store *fsstore.Store, o Options) (*Server, error
 	}
 	port := strconv.Itoa(ln.Addr().(*net.TCPAddr).Port)
 	host, _, _ := net.SplitHostPort(addr)
-	if host == "" || host == "0.0.0.0" || host == "::" {
+	wildcard := host == "" || host == "0.0.0.0" || host == "::"
+	if wildcard {
 		host = "127.0.0.1"
 	}
 	s := &Server{
 		store: store, token: randomToken(), csrf: randomToken(), page: page, done: make(chan error, 1),
-		origin: "http://" + net.JoinHostPort(host, port),
-		hosts:  map[string]bool{net.JoinHostPort(host, port): true, "localhost:" + port: true, "127.0.0.1:" + port: true},
+		origin: "http://" + net.JoinHostPort(host, port), port: port, cookie: cookiePrefix + port,
+		hosts:   map[string]bool{net.JoinHostPort(host, port): true, "localhost:" + port: true, "127.0.0.1:" + port: true},
+		anyHost: wildcard && o.AllowRemote,
 	}
 	s.states = newStateFeed(store, wake.New())
-	s.srv = &http.Server{Handler: s.routes(), ReadHeaderTimeout: 10 * time.Second}
-	go s.states.run(ctx)
+	s.srv = &http.Server{
+		Handler: s.routes(), ReadHeaderTimeout: 10 * time.Second, IdleTimeout: 2 * time.Minute,
+		// Every request ends with ctx: event streams too, so that shutting
+		// down does not wait on them.
+		BaseContext: func(net.Listener) context.Context { return ctx },
+	}
+	fed := make(chan struct{})
+	go func() {
+		s.states.run(ctx)
+		close(fed)
+	}()
 	go func() {
 		err := s.srv.Serve(ln)
 		if errors.Is(err, http.ErrServerClosed) {
 			err = nil
 		}
+		<-fed // nothing reads the project once Wait returns
 		s.done <- err
 	}()
 	go func() {
@@ -106,7 +124,7 @@ func Start(ctx context.Context, store *fsstore.Store, o Options) (*Server, error
 		shut, cancel := context.WithTimeout(context.Background(), 2*time.Second)
 		defer cancel()
 		s.srv.Shutdown(shut)
-		s.srv.Close() // event streams do not end by themselves
+		s.srv.Close()
 	}()
 	return s, nil
 }
@@ -181,11 +199,11 @@ func (s *Server) guard(next http.Handler) http.Handler {
 		for k, v := range securityHeaders {
 			w.Header().Set(k, v)
 		}
-		if !s.hosts[r.Host] {
+		if !s.hostOK(r.Host) {
 			refuse(w, http.StatusForbidden, "this server answers only to "+s.origin+" (Host "+fsstore.Clip(r.Host, 80)+" refused)")
 			return
 		}
-		if origin := r.Header.Get("Origin"); origin != "" && origin != s.origin {
+		if origin := r.Header.Get("Origin"); origin != "" && origin != "http://"+r.Host {
 			refuse(w, http.StatusForbidden, "requests from another origin are refused")
 			return
 		}
@@ -193,13 +211,24 @@ func (s *Server) guard(next http.Handler) http.Handler {
 			s.welcome(w, r)
 			return
 		}
-		c, err := r.Cookie(cookieName)
+		c, err := r.Cookie(s.cookie)
 		if err != nil || !s.tokenOK(c.Value) {
 			refuse(w, http.StatusUnauthorized, "open the URL aipm web printed (it carries the token)")
 			return
 		}
 		next.ServeHTTP(w, r)
 	})
+}
+
+// hostOK says whether host names this server: its address, localhost or
+// 127.0.0.1 with its port, or (bound to every interface with AllowRemote)
+// any name with its port.
+func (s *Server) hostOK(host string) bool {
+	if s.hosts[host] {
+		return true
+	}
+	_, port, err := net.SplitHostPort(host)
+	return s.anyHost && err == nil && port == s.port
 }
 
 func (s *Server) tokenOK(t string) bool {
@@ -213,15 +242,16 @@ func (s *Server) welcome(w http.ResponseWriter, r *http.Request) {
 		refuse(w, http.StatusUnauthorized, "wrong token: open the URL aipm web printed")
 		return
 	}
-	http.SetCookie(w, &http.Cookie{Name: cookieName, Value: s.token, Path: "/", HttpOnly: true, SameSite: http.SameSiteStrictMode})
+	http.SetCookie(w, &http.Cookie{Name: s.cookie, Value: s.token, Path: "/", HttpOnly: true, SameSite: http.SameSiteStrictMode})
 	http.Redirect(w, r, "/", http.StatusSeeOther)
 }
 
 // refuse answers with a one-sentence JSON error.
 func refuse(w http.ResponseWriter, code int, msg string) {
+	body, _ := json.Marshal(map[string]string{"error": msg})
 	w.Header().Set("Content-Type", "application/json")
 	w.WriteHeader(code)
-	fmt.Fprintf(w, "{\"error\":%s}\n", strconv.Quote(msg))
+	w.Write(append(body, '\n'))
 }
 
 // index is the page, with the project's name and the CSRF token.
@@ -256,6 +286,7 @@ func (s *Server) events(w http.ResponseWriter, r *http.Request) {
 	w.Header().Set("X-Accel-Buffering", "no")
 	ch, cancel := s.states.subscribe()
 	defer cancel()
+	rc := http.NewResponseController(w)
 	ping := time.NewTicker(15 * time.Second)
 	defer ping.Stop()
 	sent := int64(-1)
@@ -264,6 +295,7 @@ func (s *Server) events(w http.ResponseWriter, r *http.Request) {
 		case <-r.Context().Done():
 			return
 		case <-ping.C:
+			rc.SetWriteDeadline(time.Now().Add(writeLimit))
 			if _, err := fmt.Fprint(w, ": ping\n\n"); err != nil {
 				return
 			}
@@ -272,6 +304,7 @@ func (s *Server) events(w http.ResponseWriter, r *http.Request) {
 			if st.id == sent {
 				continue
 			}
+			rc.SetWriteDeadline(time.Now().Add(writeLimit))
 			if _, err := fmt.Fprintf(w, "id: %d\nevent: state\ndata: %s\n\n", st.id, st.json); err != nil {
 				return
 			}
@@ -280,6 +313,10 @@ func (s *Server) events(w http.ResponseWriter, r *http.Request) {
 		}
 	}
 }
+
+// writeLimit bounds one write to an event stream: a client that stops
+// reading is dropped instead of holding its goroutine.
+const writeLimit = 30 * time.Second
 
 // snapshot is one State, encoded once for every client.
 type snapshot struct {
@@ -312,17 +349,23 @@ const recheck = 5 * time.Second
 func (f *stateFeed) run(ctx context.Context) {
 	defer f.hub.Close()
 	for ctx.Err() == nil {
+		// Watch before reading: a change made while the state is read
+		// wakes the next round instead of waiting for the recheck.
 		sub, err := f.hub.Subscribe(f.store.WatchedDirs()...)
 		if err != nil {
-			time.Sleep(recheck)
+			select {
+			case <-ctx.Done():
+			case <-time.After(recheck):
+			}
+			f.rebuild(ctx)
 			continue
 		}
+		f.rebuild(ctx)
 		_, err = sub.Wait(ctx, recheck)
 		sub.Close()
 		if err != nil {
 			return
 		}
-		f.rebuild(ctx)
 	}
 }
 

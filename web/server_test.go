@@ -337,3 +337,53 @@ func TestEmptyProjectState(t *testing.T) {
 		}
 	}
 }
+
+// The review's findings, each a test: a page opened at localhost can act;
+// a rejection from the page tells the agent not to start (as aipm task
+// reject does); a status needs a status, and a reason goes with blocked or
+// cancelled only; trailing garbage after the JSON is refused.
+func TestBoardActsLikeTheCLI(t *testing.T) {
+	srv, store, _ := newBoard(t)
+	v := visit(t, srv)
+	ctx := context.Background()
+	cfg, _ := store.LoadConfig()
+	asked, err := store.CreateTask(ctx, cfg, fsstore.NewTask{Title: "Refactor", Assignee: "coder", Requester: "coder", NeedsApproval: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	local := strings.Replace(srv.Origin(), "127.0.0.1", "localhost", 1)
+	req, _ := http.NewRequest("POST", local+"/api/tasks/decision", strings.NewReader(`{"taskId":"`+asked.ID+`","approval":"rejected","reason":"not now"}`))
+	req.Header.Set("Origin", local)
+	req.Header.Set("X-CSRF-Token", v.csrf)
+	req.AddCookie(&http.Cookie{Name: "aipm_token_" + srv.Origin()[strings.LastIndex(srv.Origin(), ":")+1:], Value: srv.Token()})
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	body, _ := io.ReadAll(resp.Body)
+	resp.Body.Close()
+	if resp.StatusCode != 200 {
+		t.Fatalf("reject from a page at localhost: %d %s", resp.StatusCode, body)
+	}
+	notes, _ := store.NotificationsPath("coder")
+	recs, _, _, _ := fsstore.ReadAll(notes)
+	if len(recs) != 1 || !strings.Contains(string(recs[0].Data), "Do not start it") {
+		t.Fatalf("coder was not told of the rejection: %d notifications", len(recs))
+	}
+	for _, c := range []struct{ body, want string }{
+		{`{"taskId":"` + asked.ID + `","status":""}`, "status"},
+		{`{"taskId":"` + asked.ID + `","status":"done","reason":"why"}`, "reason goes with blocked or cancelled"},
+		{`{"taskId":"` + asked.ID + `","approval":""}`, "approval"},
+		{`{"to":"coder","content":"x"} {"more":1}`, "more than one JSON value"},
+	} {
+		path := "/api/tasks/status"
+		if strings.Contains(c.body, "approval") {
+			path = "/api/tasks/decision"
+		} else if strings.Contains(c.body, "content") {
+			path = "/api/send"
+		}
+		if code, body := v.post(t, path, c.body, nil); code != 400 || !strings.Contains(body, c.want) {
+			t.Errorf("%s %s: %d %s; want 400 saying %q", path, c.body, code, body, c.want)
+		}
+	}
+}

@@ -63,19 +63,11 @@ func taskDecideRun(cmd *cobra.Command, o *taskDecideOptions) error {
 	if err != nil {
 		return err
 	}
-	before, _ := store.Task(id)
-	t, err := store.UpdateTask(cmd.Context(), cfg, id, by, fsstore.TaskChange{Approval: o.Approval, Reason: o.Reason})
+	t, notified, err := store.Decide(cmd.Context(), cfg, id, by, o.Approval, o.Reason)
 	if err != nil {
 		return fmt.Errorf("task %s: %w", verb, err)
 	}
-	out := taskJSON{Task: t}
-	// A rejected change request (before.PendingChange) leaves the task as it
-	// was: there is no cancelled request to tell the agent about.
-	if o.Approval == fsstore.ApprovalRejected && before.PendingChange == nil {
-		if out.Notified, err = notifyRejected(cmd, store, cfg, t, by, o.Reason); err != nil {
-			return err
-		}
-	}
+	out := taskJSON{Task: t, Notified: notified}
 	if o.JSON {
 		return writeJSON(o.e.stdout, out)
 	}
@@ -88,30 +80,4 @@ func taskDecideRun(cmd *cobra.Command, o *taskDecideOptions) error {
 		fmt.Fprintf(o.e.stdout, "notified %s\n", out.Notified)
 	}
 	return nil
-}
-
-// notifyRejected tells the AI agent that would have done the work (the
-// assignee, else the requester), if it is not the one deciding, that the
-// request was rejected and why; it returns who was told.
-func notifyRejected(cmd *cobra.Command, store *fsstore.Store, cfg *fsstore.Config, t fsstore.Task, by, reason string) (string, error) {
-	// The AI agent that would have done the work: the assignee of a task
-	// requested through chat, or the AI that requested it for itself.
-	var a fsstore.Agent
-	for _, id := range []string{t.Assignee, t.Requester} {
-		if c, ok := cfg.Agent(id); ok && c.Type == fsstore.AgentAI && c.ID != by {
-			a = c
-			break
-		}
-	}
-	if a.ID == "" {
-		return "", nil
-	}
-	if reason == "" {
-		reason = "no reason given"
-	}
-	msg := fmt.Sprintf("%s rejected your task request %s (%q): %s. Do not start it; ask %s in chat if you disagree.", by, t.ID, t.Title, reason, by)
-	if _, err := store.Notify(cmd.Context(), a.ID, fsstore.Notification{Type: fsstore.NotifyInfo, TaskID: t.ID, From: by, Message: msg}); err != nil {
-		return "", fmt.Errorf("task %s rejected, but %s was not told: %w", t.ID, a.ID, err)
-	}
-	return a.ID, nil
 }

@@ -36,7 +36,7 @@ its next tool call is answered with the interrupt instead of running.`,
 			if err := fsstore.CheckStatus(o.Status); err != nil {
 				return usageError("task status: %v", err)
 			}
-			if o.Reason != "" && o.Status != fsstore.StatusBlocked && o.Status != fsstore.StatusCancelled {
+			if fsstore.CheckStatusReason(o.Status, o.Reason) != nil {
 				return usageError("task status: --reason goes with blocked or cancelled, not %s", o.Status)
 			}
 			if runF != nil {

@@ -268,6 +268,7 @@ func (d *demo) tryNext(dir string, kept bool) {
 		"    aipm mcp-config claude --write      (or codex) writes the MCP entry that starts aipm serve",
 		"  then give coder a Claude Code or Codex command in .ai-pm/config.toml (see \"Real agents as commands\" in the docs) and run aipm watch",
 		"• aipm inbox                the messages the agents sent you, the human",
+		"• aipm demo --web           the same demo with its live board in your browser (aipm web)",
 		"• " + keep,
 	} {
 		d.printf("  %s\n", line)

@@ -285,18 +285,7 @@ func (s *Store) Tail(agent string, n int) ([]Message, error) {
 
 // lastMessage returns the last complete message of agent's chat log, if any.
 func (s *Store) lastMessage(agent string) (*Message, error) {
-	path, err := s.ChatPath(agent)
-	if err != nil {
-		return nil, err
-	}
-	fi, err := os.Stat(path)
-	if errors.Is(err, os.ErrNotExist) {
-		return nil, nil
-	}
-	if err != nil {
-		return nil, err
-	}
-	msgs, err := s.tail(path, fi.Size(), 1)
+	msgs, err := s.Tail(agent, 1)
 	if err != nil || len(msgs) == 0 {
 		return nil, err
 	}

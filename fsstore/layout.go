@@ -83,6 +83,28 @@ func Open(projectDir string) (*Store, error) {
 // FindProject returns the project directory the way git finds a repository:
 // start, then each parent, until one holds a .ai-pm directory.
 func FindProject(start string) (string, error) {
+	return findProject(start)
+}
+
+// LocateProject is the one rule of where a command's project is, as git
+// finds its repository: dir (--dir), else envDir ($AIPM_DIR), both as
+// given, else the nearest directory upwards from the working directory
+// that holds .ai-pm/ (FindProject).
+func LocateProject(dir, envDir string) (string, error) {
+	switch {
+	case dir != "":
+		return dir, nil
+	case envDir != "":
+		return envDir, nil
+	}
+	wd, err := os.Getwd()
+	if err != nil {
+		return "", fmt.Errorf("working directory: %w", err)
+	}
+	return findProject(wd)
+}
+
+func findProject(start string) (string, error) {
 	dir, err := filepath.Abs(start)
 	if err != nil {
 		return "", fmt.Errorf("find project from %s: %w", start, err)

@@ -114,8 +114,7 @@ func mistake(env Env, format string, args ...any) int {
 }
 
 // forAgent is the hook of the agent whose credential the environment
-// holds, in the project dir names (else AIPM_DIR, else the nearest
-// directory upwards from the working directory that holds .ai-pm/); nil
+// holds, in the project fsstore.LocateProject finds (dir is --dir); nil
 // when there is no credential, no project, or the credential is not the
 // agent's.
 func forAgent(dir string, getenv func(string) string) *Hook {
@@ -123,17 +122,9 @@ func forAgent(dir string, getenv func(string) string) *Hook {
 	if err != nil || cred == nil {
 		return nil
 	}
-	if dir == "" {
-		dir = getenv("AIPM_DIR")
-	}
-	if dir == "" {
-		wd, err := os.Getwd()
-		if err != nil {
-			return nil
-		}
-		if dir, err = fsstore.FindProject(wd); err != nil {
-			return nil
-		}
+	dir, err = fsstore.LocateProject(dir, getenv("AIPM_DIR"))
+	if err != nil {
+		return nil
 	}
 	store, err := fsstore.Open(dir)
 	if err != nil {

@@ -56,14 +56,7 @@ func (e *env) projectDir() (string, error) {
 // AIPM_DIR as given, else the nearest directory upwards that holds .ai-pm/.
 // No project is a usage mistake (exit 2).
 func (e *env) findProject() (string, error) {
-	start, err := e.projectDir()
-	if err != nil {
-		return "", err
-	}
-	if e.dir != "" || e.getenv("AIPM_DIR") != "" {
-		return start, nil
-	}
-	dir, err := fsstore.FindProject(start)
+	dir, err := fsstore.LocateProject(e.dir, e.getenv("AIPM_DIR"))
 	return dir, asUsage(err)
 }
 

@@ -10,6 +10,7 @@
 package web
 
 import (
+	"bytes"
 	"context"
 	"crypto/rand"
 	"crypto/subtle"
@@ -24,7 +25,6 @@ import (
 	"net/http"
 	"net/url"
 	"strconv"
-	"strings"
 	"sync"
 	"time"
 
@@ -331,6 +331,7 @@ type stateFeed struct {
 	store *fsstore.Store
 	hub   *wake.Hub
 	build sync.Mutex // one rebuild at a time: ids follow the states
+	body  []byte     // the last state published, without its id and time (under build)
 	mu    sync.Mutex // guards last and subs
 	last  snapshot
 	subs  map[chan snapshot]bool
@@ -374,19 +375,17 @@ func (f *stateFeed) run(ctx context.Context) {
 func (f *stateFeed) rebuild(ctx context.Context) {
 	f.build.Lock()
 	defer f.build.Unlock()
-	f.mu.Lock()
-	next := f.last.id + 1
-	f.mu.Unlock()
-	data, err := buildState(ctx, f.store, next)
-	if err != nil {
-		data = errorState(next, err)
-	}
-	f.mu.Lock()
-	defer f.mu.Unlock()
-	if f.last.json != nil && sameBody(f.last.json, data) {
+	st := buildState(ctx, f.store)
+	body, _ := json.Marshal(st) // without id and time: what a change changes
+	if f.body != nil && bytes.Equal(body, f.body) {
 		return
 	}
-	f.last = snapshot{id: next, json: data}
+	f.body = body
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	st.EventID, st.Now = f.last.id+1, time.Now().UTC()
+	data, _ := json.Marshal(st)
+	f.last = snapshot{id: st.EventID, json: data}
 	for ch := range f.subs {
 		select {
 		case <-ch: // drop the older one: the newest replaces it
@@ -415,17 +414,4 @@ func (f *stateFeed) subscribe() (<-chan snapshot, func()) {
 		delete(f.subs, ch)
 		f.mu.Unlock()
 	}
-}
-
-// sameBody compares two encoded states but for their event id and time.
-func sameBody(a, b []byte) bool {
-	return stripVolatile(a) == stripVolatile(b)
-}
-
-func stripVolatile(b []byte) string {
-	s := string(b)
-	if i := strings.Index(s, `"agents":`); i >= 0 {
-		return s[i:]
-	}
-	return s
 }

@@ -2,7 +2,6 @@ package web
 
 import (
 	"context"
-	"encoding/json"
 	"slices"
 	"time"
 
@@ -11,8 +10,7 @@ import (
 
 // State is what the page shows: the whole project as the files say, with
 // chat history read from the tail of each log (its cost does not grow
-// with the history). Field order matters to sameBody: what changes on
-// every rebuild comes before Agents.
+// with the history).
 type State struct {
 	Project       string                 `json:"project"`
 	EventID       int64                  `json:"eventId"`
@@ -85,16 +83,19 @@ const (
 	maxConversations = 30
 )
 
-// buildState reads the State, as event id.
-func buildState(ctx context.Context, store *fsstore.Store, id int64) ([]byte, error) {
+// buildState reads the State, without its event id and time (the feed
+// sets them when it publishes a state that changed). A project that
+// cannot be read at all is a State with the problem.
+func buildState(ctx context.Context, store *fsstore.Store) State {
+	// Lists are [] when empty, never null: the page iterates them.
+	st := State{Agents: []AgentView{}, Humans: []string{}, Tasks: []fsstore.Task{}, Chats: []Chat{}, Conversations: []fsstore.Conversation{},
+		Delegations: []fsstore.Delegation{}, Approvals: []fsstore.Task{}, Triggers: []fsstore.Trigger{}, Timeline: []Event{}}
 	cfg, err := store.LoadConfig()
 	if err != nil {
-		return nil, err
+		st.Problems = []string{err.Error()}
+		return st
 	}
-	st := State{Project: cfg.Project.Name, EventID: id, Now: time.Now().UTC(),
-		// Lists are [] when empty, never null: the page iterates them.
-		Agents: []AgentView{}, Humans: []string{}, Tasks: []fsstore.Task{}, Chats: []Chat{}, Conversations: []fsstore.Conversation{},
-		Delegations: []fsstore.Delegation{}, Approvals: []fsstore.Task{}, Triggers: []fsstore.Trigger{}, Timeline: []Event{}}
+	st.Project = cfg.Project.Name
 	for _, part := range []func(context.Context, *fsstore.Store, *fsstore.Config, *State) error{
 		readAgents, readTasks, readChats, readWork, readTimeline,
 	} {
@@ -102,13 +103,7 @@ func buildState(ctx context.Context, store *fsstore.Store, id int64) ([]byte, er
 			st.Problems = append(st.Problems, err.Error())
 		}
 	}
-	return json.Marshal(st)
-}
-
-// errorState is the State when the project cannot be read at all.
-func errorState(id int64, err error) []byte {
-	data, _ := json.Marshal(State{EventID: id, Now: time.Now().UTC(), Problems: []string{err.Error()}})
-	return data
+	return st
 }
 
 func readAgents(ctx context.Context, store *fsstore.Store, cfg *fsstore.Config, st *State) error {

@@ -1,0 +1,68 @@
+package fsstore
+
+import (
+	"fmt"
+	"time"
+)
+
+// Receiver states: what will happen to a message just sent (send_message's
+// receiver_state). No silent success: a message nobody will take is said
+// to be queued, with what would take it.
+const (
+	// ReceiverLive: a chat session of the receiver runs (its aipm serve
+	// process is alive); it gets the message at its next get_next_action.
+	ReceiverLive = "live"
+	// ReceiverStarting: no chat session runs, but the running watcher
+	// starts the receiver's configured command for it (or has started it).
+	ReceiverStarting = "starting"
+	// ReceiverQueued: nobody will take the message until someone acts;
+	// Note says who could.
+	ReceiverQueued = "queued"
+)
+
+// ReceiverState is what will happen to a message for one receiver.
+type ReceiverState struct {
+	Agent string `json:"agent_id"`
+	State string `json:"receiver_state" jsonschema:"live (its chat session runs), starting (aipm watch is starting it) or queued (nobody will take it yet: see note)"`
+	// Note is one sentence: why, and for queued what would take it.
+	Note string `json:"note"`
+}
+
+// ReceiverStateOf says what will happen to a message for agent now: the
+// one rule behind send_message's receiver_state. A session counts only
+// when it is a chat session (messages are read by chat sessions) that is
+// live and whose aipm serve process runs; a watcher start counts only when
+// the agent has a command and a watcher holds the project's lock.
+func (s *Store) ReceiverStateOf(cfg *Config, agent string, now time.Time) ReceiverState {
+	st := ReceiverState{Agent: agent}
+	a, ok := cfg.Agent(agent)
+	if !ok {
+		st.State, st.Note = ReceiverQueued, fmt.Sprintf("%s is not configured in this project", agent)
+		return st
+	}
+	if live, err := s.LiveSessionsOf(agent, now); err == nil {
+		for _, ses := range live {
+			if ses.Purpose == PurposeChat {
+				st.State, st.Note = ReceiverLive, fmt.Sprintf("%s's chat session is running and gets it at its next get_next_action", agent)
+				return st
+			}
+		}
+	}
+	switch {
+	case a.Type == AgentHuman:
+		st.State, st.Note = ReceiverQueued, fmt.Sprintf("%s is a human: it waits until they read it (aipm inbox --as %s, or aipm web)", agent, agent)
+	case len(a.Command) == 0:
+		st.State, st.Note = ReceiverQueued, fmt.Sprintf("%s has no chat session and no command in config.toml: it waits until %s authenticates (configure a command and run aipm watch to start it)", agent, agent)
+	case !s.watcherHeld():
+		st.State, st.Note = ReceiverQueued, fmt.Sprintf("%s has no chat session and aipm watch is not running: it waits until someone runs aipm watch (which starts %s's command) or %s authenticates", agent, agent, agent)
+	default:
+		st.State, st.Note = ReceiverStarting, fmt.Sprintf("aipm watch is starting %s's command for it", agent)
+	}
+	return st
+}
+
+// watcherHeld says whether a watcher holds the project's lock now.
+func (s *Store) watcherHeld() bool {
+	info, err := s.RunningWatcher()
+	return err == nil && info != nil
+}

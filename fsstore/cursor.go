@@ -1,6 +1,7 @@
 package fsstore
 
 import (
+	"cmp"
 	"context"
 	"errors"
 	"fmt"
@@ -93,6 +94,9 @@ type ReadOptions struct {
 	// process does not pass over them again. Only for a Match that every
 	// reader of the stream uses.
 	Advance bool
+	// Via names the call that reads, for the read receipt of the batch
+	// the read acknowledges (default "next call").
+	Via string
 }
 
 // advanceAfter is how much a peek must pass over before it moves the
@@ -236,7 +240,7 @@ func (s *Store) ReadUnread(ctx context.Context, agent, stream string, opt ReadOp
 		return res, fmt.Errorf("the read cursors are damaged (%w): run aipm doctor", err)
 	}
 	if err == nil {
-		s.receipt(ctx, agent, ReceiptRead, opt.Session, "next call", read)
+		s.receipt(ctx, agent, ReceiptRead, opt.Session, cmp.Or(opt.Via, viaNextCall), read)
 	}
 	return res, err
 }
@@ -341,12 +345,23 @@ func equalCursor(a, b Cursor) bool {
 		a.RedeliverBefore == b.RedeliverBefore && strings.Join(a.Earlier, "\n") == strings.Join(b.Earlier, "\n")
 }
 
+// viaNextCall is how a read receipt names an acknowledgement whose call
+// is not known.
+const viaNextCall = "next call"
+
 // Acknowledge commits every batch handed to session in agent's streams but
 // those in except: the session made its next call (or logged out), so it
 // received them. It reads read.json without a lock and writes only when
 // there is a batch. A call that is itself a read of a stream leaves that
 // stream out: the read acknowledges the previous batch in its own write.
 func (s *Store) Acknowledge(ctx context.Context, agent, session string, except ...string) error {
+	return s.AcknowledgeVia(ctx, agent, session, viaNextCall, except...)
+}
+
+// AcknowledgeVia is Acknowledge by the call via (a tool's name: the read
+// receipt says which call read the messages, respond_chat or mark_read,
+// say).
+func (s *Store) AcknowledgeVia(ctx context.Context, agent, session, via string, except ...string) error {
 	cursorPath, err := s.readCursorPath(agent)
 	if err != nil {
 		return err
@@ -378,7 +393,7 @@ func (s *Store) Acknowledge(ctx context.Context, agent, session string, except .
 	if err != nil {
 		return fmt.Errorf("acknowledge what session %s received: %w", session, err)
 	}
-	s.receipt(ctx, agent, ReceiptRead, session, "next call", read)
+	s.receipt(ctx, agent, ReceiptRead, session, via, read)
 	return nil
 }
 

@@ -78,6 +78,8 @@ const (
 	CodeInvalidStatus                    = "invalid_status"
 	CodeInvalidTransition                = "invalid_transition"
 	CodeMarkerAlreadyUsed                = "marker_already_used"
+	CodeMessageNotFound                  = "message_not_found"
+	CodeMessageNotHanded                 = "message_not_handed"
 	CodeMessageRequired                  = "message_required"
 	CodeNoActiveConversation             = "no_active_conversation"
 	CodeNotConversationParticipant       = "not_conversation_participant"

@@ -47,8 +47,10 @@ type Layout struct {
 type caches struct {
 	sessions lockedfile.StatCache[Session]
 	unread   lockedfile.StatCache[Unread]
-	peeks    lockedfile.StatCache[peekScan] // by log, stream, session and ScanKey; no stamps
-	tasks    taskIndex
+	// quietChat: chat sessions found with no new message (NewMessagesFor).
+	quietChat lockedfile.StatCache[struct{}]
+	peeks     lockedfile.StatCache[peekScan] // by log, stream, session and ScanKey; no stamps
+	tasks     taskIndex
 
 	appenders lockedfile.Appenders // open descriptors of the files this process appends to
 }

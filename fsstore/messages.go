@@ -219,7 +219,7 @@ func (s *Store) Unread(ctx context.Context, agent string, limit int, peek bool) 
 // next call (Acknowledge); a message that may have reached an earlier
 // session comes back with Redelivered set.
 func (s *Store) Deliver(ctx context.Context, ses Session, limit int) ([]Message, bool, error) {
-	res, err := s.ReadUnread(ctx, ses.Agent, StreamChat, ReadOptions{Limit: limit, Match: FromOthers(ses.Agent), Session: ses.ID})
+	res, err := s.ReadUnread(ctx, ses.Agent, StreamChat, ReadOptions{Limit: limit, Match: FromOthers(ses.Agent), Session: ses.ID, Via: "get_pending_messages"})
 	if err != nil {
 		return nil, false, err
 	}

@@ -295,7 +295,13 @@ func (s *Store) Interrupt(ctx context.Context, ses Session) (Unread, error) {
 // unreadStamps stamps the two files a session's unread notifications
 // depend on: the agent's notifications and its read cursors.
 func (s *Store) unreadStamps(agent string) ([]lockedfile.Stamp, bool) {
-	logPath, err := s.NotificationsPath(agent)
+	return s.streamStamps(agent, StreamNotifications)
+}
+
+// streamStamps stamps the two files what is unread in one of agent's
+// streams depends on: its log and the agent's read cursors.
+func (s *Store) streamStamps(agent, stream string) ([]lockedfile.Stamp, bool) {
+	logPath, err := s.streamPath(agent, stream)
 	if err != nil {
 		return nil, false
 	}

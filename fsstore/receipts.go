@@ -67,6 +67,7 @@ type Seen struct {
 	SurfacedAt  time.Time `json:"surfacedAt,omitzero"`
 	SurfacedVia string    `json:"surfacedVia,omitempty"`
 	ReadAt      time.Time `json:"readAt,omitzero"`
+	ReadVia     string    `json:"readVia,omitempty"`
 }
 
 // Receipts reads agent's receipts into what each message id went
@@ -93,7 +94,7 @@ func (s *Store) Receipts(agent string) (map[string]Seen, error) {
 			case r.Event == ReceiptSurfaced && x.SurfacedAt.IsZero():
 				x.SurfacedAt, x.SurfacedVia = r.At, r.Via
 			case r.Event == ReceiptRead && x.ReadAt.IsZero():
-				x.ReadAt = r.At
+				x.ReadAt, x.ReadVia = r.At, r.Via
 			}
 			seen[id] = x
 		}

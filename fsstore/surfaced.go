@@ -130,7 +130,7 @@ func (s *Store) untoldNotifications(ctx context.Context, ses Session) ([]Notific
 // has not received (nor holds in a batch) and was not told of.
 func (s *Store) untoldMessages(ctx context.Context, ses Session) ([]Message, Mark, error) {
 	mark := ses.Surfaced.Chat
-	res, err := s.ReadUnread(ctx, ses.Agent, StreamChat, ReadOptions{Match: FromOthers(ses.Agent), Peek: true, Session: ses.ID})
+	res, err := s.ReadUnread(ctx, ses.Agent, StreamChat, ReadOptions{Match: FromOthers(ses.Agent), Peek: true, Session: ses.ID, ScanKey: "from-others"})
 	if err != nil {
 		return nil, mark, err
 	}

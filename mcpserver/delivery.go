@@ -24,7 +24,7 @@ import (
 func (s *Server) deliver(ctx context.Context, call *mcp.CallToolRequest, spec toolSpec, ses fsstore.Session) (stop *mcp.CallToolResult) {
 	tool := call.Params.Name
 	if !s.acks.clear(ses.ID) {
-		if err := s.store.Acknowledge(ctx, ses.Agent, ses.ID, spec.readStreams()...); err != nil {
+		if err := s.store.AcknowledgeVia(ctx, ses.Agent, ses.ID, tool, spec.readStreams()...); err != nil {
 			s.log.Error("acknowledge", "agent", ses.Agent, "session", ses.ID, "err", err)
 		} else if !spec.handsBatch {
 			s.acks.set(ses.ID, true)
@@ -73,26 +73,51 @@ func (s *Server) unreadAfter(ctx context.Context, ses fsstore.Session, spec tool
 // told of are announced, and recorded as told first, so that neither a
 // client hook nor a later line announces them again; if another process
 // told them in between, the line says they were told. A response the
-// client will never see (it cancelled the call) records nothing.
-func (s *Server) lineFor(ctx context.Context, ses fsstore.Session, spec toolSpec) string {
+// client will never see (it cancelled the call) records nothing. New
+// messages (the new_message notice) ride only on a call that was not
+// refused: a refused call changes nothing, not even what was told.
+func (s *Server) lineFor(ctx context.Context, ses fsstore.Session, spec toolSpec, refused bool) string {
 	if cur, err := s.store.Session(ses.ID); err == nil {
 		ses = cur // what hooks told while the tool ran (a wait) counts
 	}
 	u := s.unreadAfter(ctx, ses, spec)
-	if u.New <= 0 || u.Through == (fsstore.Mark{}) || ctx.Err() != nil {
-		return notificationLine(u)
+	var msgs fsstore.NewMessages
+	if !refused { // a refused call changes nothing, not even what was told
+		msgs = s.newMessagesAfter(ctx, ses, spec)
+	}
+	if ctx.Err() != nil {
+		return notificationLine(u, fsstore.NewMessages{})
 	}
 	n := fsstore.Notices{From: ses.Surfaced, To: ses.Surfaced}
-	n.To.Notifications = u.Through
+	if u.New > 0 && u.Through != (fsstore.Mark{}) {
+		n.To.Notifications = u.Through
+	}
+	if msgs.Count() > 0 {
+		n.Messages, n.To.Chat = msgs.Messages, msgs.Through
+	}
 	told, err := s.store.Surface(ctx, ses, n, "notification line", nil)
 	switch {
 	case err != nil:
 		// Not recorded: announced anyway, better twice than never.
 		s.log.Warn("record what the notification line told", "session", ses.ID, "err", err)
 	case !told:
-		u.New = 0
+		u.New, msgs = 0, fsstore.NewMessages{}
 	}
-	return notificationLine(u)
+	return notificationLine(u, msgs)
+}
+
+// newMessagesAfter is the new_message notice of the response (DESIGN
+// section 6): the chat session's unread messages it was not told of, unless
+// the tool's own answer speaks of them (toldOfMessages).
+func (s *Server) newMessagesAfter(ctx context.Context, ses fsstore.Session, spec toolSpec) fsstore.NewMessages {
+	if spec.toldOfMessages {
+		return fsstore.NewMessages{}
+	}
+	msgs, err := s.store.NewMessagesFor(ctx, ses)
+	if err != nil {
+		s.log.Error("read new messages", "agent", ses.Agent, "err", err)
+	}
+	return msgs
 }
 
 // readStreams lists the stream the tool reads as the session, which the

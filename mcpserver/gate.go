@@ -68,7 +68,7 @@ func (s *Server) gate() mcp.Middleware {
 			if r, ok := res.(*mcp.CallToolResult); ok && err == nil {
 				// Counted last: what arrived while the tool ran (a wait
 				// that a notice ended) is in the line.
-				withNotification(r, s.lineFor(ctx, ses, spec))
+				withNotification(r, s.lineFor(ctx, ses, spec, r.IsError))
 			}
 			return res, err
 		}
@@ -163,14 +163,23 @@ func (s *Server) noticeForNewSession(ctx context.Context, call *mcp.CallToolRequ
 	if err != nil && !errors.Is(err, fsstore.ErrExpiryNotSaved) {
 		return
 	}
-	withNotification(r, s.lineFor(ctx, ses, toolSpec{}))
+	withNotification(r, s.lineFor(ctx, ses, toolSpec{toldOfMessages: true}, r.IsError)) // its instruction leads to get_next_action
 }
 
 // notificationLine is the line every authenticated response carries: how
 // many unread notifications concern the session, announced once (DESIGN
 // section 15); later lines say they were told. A negative count means the
-// notifications could not be read.
-func notificationLine(u fsstore.Unread) string {
+// notifications could not be read. New messages a chat session was not told
+// of follow, by sender (the new_message notice, DESIGN section 6).
+func notificationLine(u fsstore.Unread, msgs fsstore.NewMessages) string {
+	line := notificationCount(u)
+	if msgs.Count() > 0 {
+		line += "; " + msgs.Text() + ": call get_pending_messages when you are ready"
+	}
+	return line
+}
+
+func notificationCount(u fsstore.Unread) string {
 	switch {
 	case u.Count < 0:
 		return "notifications: unavailable (see the aipm serve log); call get_notifications"

@@ -122,6 +122,8 @@ func statedLimit(t *testing.T, name, desc string, page [2]int) string {
 	switch {
 	case name == "limit":
 		return fmt.Sprintf("default %d, at most %d", page[0], page[1])
+	case name == "message_ids":
+		return fmt.Sprintf("at most %d", fsstore.MaxMarkRead)
 	case name == "wait_seconds":
 		return fmt.Sprintf("at most %d", fsstore.MaxWait)
 	case name == "max_turns":

@@ -46,8 +46,9 @@ func getNextActionTool() toolSpec {
 			Description: "The aipm agent loop: what to do next; call it after authenticate and after each step. Waits while idle.",
 			Annotations: mutating,
 		},
-		level: Authenticated,
-		add:   addGetNextAction,
+		toldOfMessages: true,
+		level:          Authenticated,
+		add:            addGetNextAction,
 	}
 }
 

@@ -198,7 +198,7 @@ func validateJSON(schema *jsonschema.Resolved, raw []byte) error {
 //
 // objectShape is an input schema that is an object of named properties,
 // some required, no others allowed, each a string (perhaps one of an enum),
-// an integer, a boolean, or null. That is every aipm tool's input schema
+// an integer, a boolean, null, or an array of strings. That is every aipm tool's input schema
 // today; any other schema, or a property with any other keyword, has no
 // shape and its tool's calls all take the slow path. admits is sound, not
 // complete: what it admits the schema accepts (TestFastCheckIsSound), and
@@ -221,6 +221,7 @@ const (
 	kindInteger
 	kindBoolean
 	kindNull
+	kindStrings // an array of strings
 )
 
 // shapeOf returns the shape of the input schema whose JSON is schema, or
@@ -261,8 +262,11 @@ func shapeOf(schema []byte) *objectShape {
 
 // valueShapeOf returns the shape of a property's schema p.
 func valueShapeOf(p gjson.Result) (valueShape, bool) {
-	if !p.IsObject() || !onlyKeys(p, "type", "enum", "description", "title") {
+	if !p.IsObject() || !onlyKeys(p, "type", "enum", "items", "description", "title") {
 		return valueShape{}, false
+	}
+	if items := p.Get("items"); items.Exists() && (!onlyKeys(items, "type") || items.Get("type").Str != "string" || p.Get("type").Str != "array") {
+		return valueShape{}, false // only an array of strings
 	}
 	var v valueShape
 	types := p.Get("type")
@@ -283,6 +287,11 @@ func valueShapeOf(p gjson.Result) (valueShape, bool) {
 			v.types |= kindBoolean
 		case "null":
 			v.types |= kindNull
+		case "array":
+			if !p.Get("items").Exists() {
+				return valueShape{}, false
+			}
+			v.types |= kindStrings
 		default:
 			return valueShape{}, false
 		}
@@ -343,8 +352,20 @@ func (v valueShape) admits(value gjson.Result) bool {
 		return v.types&kindNull != 0
 	case gjson.Number:
 		return v.types&kindInteger != 0 && isSmallInteger(value.Raw)
+	case gjson.JSON:
+		return v.types&kindStrings != 0 && value.IsArray() && allStrings(value)
 	}
 	return false
+}
+
+// allStrings reports whether every element of the JSON array a is a string.
+func allStrings(a gjson.Result) bool {
+	ok := true
+	a.ForEach(func(_, e gjson.Result) bool {
+		ok = e.Type == gjson.String
+		return ok
+	})
+	return ok
 }
 
 // isSmallInteger reports whether a JSON number is written as an integer of

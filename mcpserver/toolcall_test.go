@@ -206,6 +206,8 @@ func validValue(p gjson.Result) any {
 	}
 	types := p.Get("type")
 	switch {
+	case strings.Contains(types.Raw, "array"):
+		return []any{"x"}
 	case strings.Contains(types.Raw, "string"):
 		return "x"
 	case strings.Contains(types.Raw, "integer"):
@@ -220,7 +222,10 @@ func validValue(p gjson.Result) any {
 func wrongValues(p gjson.Result) []any {
 	types := p.Get("type").Raw
 	wrong := []any{[]any{"x"}, map[string]any{"x": 1}}
-	if !strings.Contains(types, "string") {
+	if strings.Contains(types, "array") { // of strings: one that is not
+		wrong = []any{[]any{7}, []any{"x", nil}, map[string]any{"x": 1}, "x"}
+	}
+	if !strings.Contains(types, "string") && !strings.Contains(types, "array") {
 		wrong = append(wrong, "7")
 	}
 	if !strings.Contains(types, "integer") {

@@ -42,6 +42,10 @@ type toolSpec struct {
 	// marksRead: the tool marks notifications read, so the notification
 	// line is counted after it ran.
 	marksRead bool
+	// toldOfMessages: the tool's own answer tells a chat session of its
+	// unread messages (get_next_action, get_pending_messages), so the
+	// notification line does not add the new_message notice.
+	toldOfMessages bool
 	// page is the page limit of a listing tool (its limit argument).
 	page pageLimit
 	// add registers the tool's handler for tool, a copy of the field.
@@ -64,6 +68,7 @@ func tools() []toolSpec {
 		sendMessageTool(),
 		getPendingMessagesTool(),
 		respondChatTool(),
+		markReadTool(),
 		startConversationTool(),
 		endConversationTool(),
 		sendConversationMessageTool(),

@@ -3,6 +3,7 @@ package mcpserver
 import (
 	"context"
 	"fmt"
+	"time"
 
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
@@ -28,7 +29,11 @@ type SentOut struct {
 	// agents with an open conversation).
 	ConversationID string `json:"conversation_id,omitempty"`
 	TurnsLeft      *int   `json:"turns_left,omitempty"`
-	Instruction    string `json:"instruction,omitempty"`
+	// ReceiverState and ReceiverNote say truthfully what will happen to
+	// the message (fsstore.ReceiverStateOf): no silent success.
+	ReceiverState string `json:"receiver_state" jsonschema:"live (its chat session runs), starting (aipm watch is starting it) or queued (nobody will take it yet: see receiver_note)"`
+	ReceiverNote  string `json:"receiver_note"`
+	Instruction   string `json:"instruction,omitempty"`
 }
 
 func sendMessageTool() toolSpec {
@@ -62,7 +67,8 @@ func (s *Server) send(ctx context.Context, m fsstore.OutgoingMessage) (SentOut, 
 	if err != nil {
 		return SentOut{}, fromStore(err, "agent_not_found")
 	}
-	out := SentOut{Success: true, MessageID: msg.ID, TargetAgentID: m.To, CreatedAt: msg.CreatedAt}
+	rs := s.store.ReceiverStateOf(cfg, m.To, time.Now())
+	out := SentOut{Success: true, MessageID: msg.ID, TargetAgentID: m.To, CreatedAt: msg.CreatedAt, ReceiverState: rs.State, ReceiverNote: rs.Note}
 	if c != nil {
 		left := c.TurnsLeft()
 		out.ConversationID, out.TurnsLeft, out.Instruction = c.ID, &left, turnNote(*c, m.From)
@@ -93,11 +99,12 @@ func getPendingMessagesTool() toolSpec {
 			Description: "Your unread chat messages, oldest first, with some context; read from your next call on. (chat)",
 			Annotations: mutating,
 		},
-		level:       ChatOnly,
-		handsBatch:  true,
-		readsStream: fsstore.StreamChat,
-		page:        pendingMessagePage,
-		add:         addGetPendingMessages,
+		toldOfMessages: true,
+		level:          ChatOnly,
+		handsBatch:     true,
+		readsStream:    fsstore.StreamChat,
+		page:           pendingMessagePage,
+		add:            addGetPendingMessages,
 	}
 }
 
@@ -177,5 +184,36 @@ func addRespondChat(srv *mcp.Server, s *Server, tool *mcp.Tool) {
 		}
 		out, err := s.send(ctx, fsstore.OutgoingMessage{From: ses.Agent, To: ses.ReplyTo, Content: in.Content})
 		return nil, out, err
+	})
+}
+
+type MarkReadIn struct {
+	Session
+	MessageIDs []string `json:"message_ids" jsonschema:"ids of messages get_pending_messages returned, at most 100"`
+}
+
+type MarkReadOut struct {
+	Read []fsstore.MarkedRead `json:"read" jsonschema:"each message and when it was read"`
+}
+
+func markReadTool() toolSpec {
+	return toolSpec{
+		tool: mcp.Tool{
+			Name:        "mark_read",
+			Description: "Mark messages get_pending_messages returned as read now (any next call does it too); says when each was read. (chat)",
+			Annotations: mutating,
+		},
+		level: ChatOnly,
+		add:   addMarkRead,
+	}
+}
+
+func addMarkRead(srv *mcp.Server, s *Server, tool *mcp.Tool) {
+	addTool(s, srv, tool, func(ctx context.Context, _ *mcp.CallToolRequest, in MarkReadIn) (*mcp.CallToolResult, MarkReadOut, error) {
+		read, err := s.store.MarkRead(ctx, sessionFrom(ctx), in.MessageIDs)
+		if err != nil {
+			return nil, MarkReadOut{}, fromStore(err, "message_not_found")
+		}
+		return nil, MarkReadOut{Read: read}, nil
 	})
 }

@@ -1,6 +1,7 @@
 package main
 
 import (
+	"cmp"
 	"context"
 	"fmt"
 	"os"
@@ -137,16 +138,13 @@ func (l *chatLog) print(msgs []fsstore.Message, bad []*fsstore.LineError) error 
 	for _, le := range bad {
 		fmt.Fprintf(l.e.stderr, "aipm: warning: skipped %v\n", le)
 	}
-	seen, err := l.store.Receipts(l.agent)
-	if err != nil {
-		fmt.Fprintf(l.e.stderr, "aipm: warning: receipts unreadable, surfaced and read times left out: %v\n", err)
-	}
+	receipts := l.receiptsOf()
 	logged := make([]loggedMessage, len(msgs))
 	for i, m := range msgs {
 		logged[i].Message = m
-		if m.ReceiverID == "" { // the receiver's copy: a message the agent received
-			logged[i].Seen = seen[m.ID]
-		}
+		// The receiver's receipts say when it saw the message: the agent's
+		// own for what it received, the receiver's for what it sent.
+		logged[i].Seen = receipts(cmp.Or(m.ReceiverID, l.agent))[m.ID]
 	}
 	switch {
 	case l.json && !l.stream:
@@ -170,6 +168,24 @@ func (l *chatLog) print(msgs []fsstore.Message, bad []*fsstore.LineError) error 
 	return nil
 }
 
+// receiptsOf reads each agent's receipts once, when first asked: what
+// the agents of the printed messages saw of them. An unreadable file is
+// warned of once and leaves its times out.
+func (l *chatLog) receiptsOf() func(agent string) map[string]fsstore.Seen {
+	read := map[string]map[string]fsstore.Seen{}
+	return func(agent string) map[string]fsstore.Seen {
+		if seen, ok := read[agent]; ok {
+			return seen
+		}
+		seen, err := l.store.Receipts(agent)
+		if err != nil {
+			fmt.Fprintf(l.e.stderr, "aipm: warning: receipts of %s unreadable, surfaced and read times left out: %v\n", agent, err)
+		}
+		read[agent] = seen
+		return seen
+	}
+}
+
 // writeSeen prints, under a received message, when it was surfaced to
 // the agent's sessions (and how) and when read; nothing before either.
 func (e *env) writeSeen(s fsstore.Seen) {
@@ -178,7 +194,7 @@ func (e *env) writeSeen(s fsstore.Seen) {
 		parts = append(parts, fmt.Sprintf("surfaced %s (%s)", e.timeText(s.SurfacedAt), visible(s.SurfacedVia)))
 	}
 	if !s.ReadAt.IsZero() {
-		parts = append(parts, "read "+e.timeText(s.ReadAt))
+		parts = append(parts, fmt.Sprintf("read %s (%s)", e.timeText(s.ReadAt), visible(s.ReadVia)))
 	}
 	if len(parts) > 0 {
 		fmt.Fprintf(e.stdout, "    ↳ %s\n", strings.Join(parts, ", "))

@@ -40,6 +40,9 @@ type Defaults struct {
 	MaxConcurrent              int      `toml:"max_concurrent"`
 	SpawnCooldown              Duration `toml:"spawn_cooldown"`
 	TriggerTTL                 Duration `toml:"trigger_ttl"`
+	// UnsurfacedAfter is how long a message may wait unseen (neither
+	// handed to a session nor told by a notice) before aipm status flags it.
+	UnsurfacedAfter Duration `toml:"unsurfaced_after"`
 }
 
 // Agent is one [[agents]] entry.
@@ -75,6 +78,7 @@ var DefaultDefaults = Defaults{
 	MaxConcurrent:              4,
 	SpawnCooldown:              Duration{30 * time.Second},
 	TriggerTTL:                 Duration{10 * time.Minute},
+	UnsurfacedAfter:            Duration{10 * time.Minute},
 }
 
 // Duration is a TOML string such as "90s" or "1h".
@@ -291,6 +295,7 @@ func (c *Config) applyDefaults() {
 		{&d.ConversationActiveTimeout, &def.ConversationActiveTimeout},
 		{&d.SpawnCooldown, &def.SpawnCooldown},
 		{&d.TriggerTTL, &def.TriggerTTL},
+		{&d.UnsurfacedAfter, &def.UnsurfacedAfter},
 	} {
 		if p.v.Duration == 0 {
 			*p.v = *p.def

@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"io"
 	"strings"
+	"time"
 
 	"github.com/spf13/cobra"
 
@@ -74,11 +75,20 @@ func sendRun(cmd *cobra.Command, o *sendOptions) error {
 	if err != nil {
 		return fmt.Errorf("send to %s: %w", o.To, err)
 	}
+	rs := store.ReceiverStateOf(cfg, o.To, time.Now())
 	if o.JSON {
-		return writeJSON(o.e.stdout, msg)
+		return writeJSON(o.e.stdout, sentMessage{Message: msg, ReceiverState: rs.State, ReceiverNote: rs.Note})
 	}
-	_, err = fmt.Fprintf(o.e.stdout, "sent %s to %s\n", msg.ID, o.To)
+	_, err = fmt.Fprintf(o.e.stdout, "sent %s to %s\n%s: %s\n", msg.ID, o.To, rs.State, rs.Note)
 	return err
+}
+
+// sentMessage is what aipm send --json prints: the message, and what will
+// happen to it (fsstore.ReceiverStateOf), as send_message answers.
+type sentMessage struct {
+	fsstore.Message
+	ReceiverState string `json:"receiverState"`
+	ReceiverNote  string `json:"receiverNote"`
 }
 
 // messageText is the text argument, or stdin for "-" without its trailing

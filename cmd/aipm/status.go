@@ -75,6 +75,14 @@ type agentStatus struct {
 	Sessions            []sessionStatus `json:"sessions"`
 	UnreadMessages      int             `json:"unreadMessages"`
 	UnreadNotifications int             `json:"unreadNotifications"`
+	// Unseen flags messages that waited past unsurfaced_after without
+	// reaching the agent, with what will happen to them (ReceiverStateOf).
+	Unseen *unseenStatus `json:"unseenMessages,omitempty"`
+}
+
+type unseenStatus struct {
+	fsstore.Unseen
+	fsstore.ReceiverState
 }
 
 type sessionStatus struct {
@@ -182,6 +190,15 @@ func collectAgents(ctx context.Context, store *fsstore.Store, cfg *fsstore.Confi
 		if st.UnreadMessages, st.UnreadNotifications, err = store.UnreadCounts(ctx, a.ID); err != nil {
 			return fmt.Errorf("unread of %s: %w", a.ID, err)
 		}
+		if st.UnreadMessages > 0 {
+			unseen, err := store.UnseenMessages(ctx, a.ID, time.Now().Add(-cfg.Defaults.UnsurfacedAfter.Duration))
+			if err != nil {
+				return fmt.Errorf("unseen messages of %s: %w", a.ID, err)
+			}
+			if unseen.Count > 0 {
+				st.Unseen = &unseenStatus{Unseen: unseen, ReceiverState: store.ReceiverStateOf(cfg, a.ID, time.Now())}
+			}
+		}
 		r.Agents = append(r.Agents, st)
 	}
 	return nil
@@ -208,7 +225,33 @@ func printAgents(e *env, w io.Writer, r *statusReport) error {
 		}
 		t.add(a.ID, a.Type, dash(strings.Join(ses, ", ")), fmt.Sprint(a.UnreadMessages), notes)
 	}
-	return t.print(w, e.colour, e.width)
+	if err := t.print(w, e.colour, e.width); err != nil {
+		return err
+	}
+	return printUnseen(e, w, r)
+}
+
+// printUnseen flags the messages that waited unseen past unsurfaced_after,
+// and says why (the receiver's state).
+func printUnseen(e *env, w io.Writer, r *statusReport) error {
+	for _, a := range r.Agents {
+		u := a.Unseen
+		if u == nil {
+			continue
+		}
+		noun := "messages"
+		if u.Count == 1 {
+			noun = "message"
+		}
+		oldest := ""
+		if at, err := time.Parse(time.RFC3339Nano, u.Oldest.CreatedAt); err == nil {
+			oldest = fmt.Sprintf(" (oldest from %s, %s)", u.Oldest.SenderID, e.age(at))
+		}
+		if _, err := fmt.Fprintf(w, "! %d %s to %s not seen%s: %s\n", u.Count, noun, a.ID, oldest, u.Note); err != nil {
+			return err
+		}
+	}
+	return nil
 }
 
 func collectTasks(ctx context.Context, store *fsstore.Store, cfg *fsstore.Config, r *statusReport) error {

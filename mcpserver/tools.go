@@ -76,6 +76,8 @@ func tools() []toolSpec {
 		notifyTaskSessionTool(),
 		updateTaskFromChatTool(),
 		startTaskFromChatTool(),
+		reportBlockFromChatTool(),
+		reportCompletionFromChatTool(),
 	}
 }
 

@@ -99,12 +99,20 @@ func (ct ChatTasks) ReportCompletion(ctx context.Context, cfg *Config, agent, by
 // completionNotice is the one writer of a completion report: a
 // notification about task t for its assignee, which only a task session
 // sees (Concerns), keyed by the marked message so that it is written once.
-// It says what happened and what to decide.
+// It says what happened; what to do about it is CompletionDecision.
 func (s *Store) completionNotice(ctx context.Context, t Task, req ChangeRequest) (Notification, error) {
 	summary := cmp.Or(strings.TrimSpace(req.Summary), "no summary given")
-	msg := fmt.Sprintf("%s reports your task %s (%q) complete (@@完了報告): %s. Decide: if the work is done, call report_completed(result=\"success\", summary=what you did); if it is not, keep working.",
-		req.By, t.ID, t.Title, summary)
+	msg := fmt.Sprintf("%s reports your task %s (%q) complete (@@完了報告): %s", req.By, t.ID, t.Title, summary)
 	return s.Notify(ctx, t.Assignee, Notification{Type: NotifyInfo, TaskID: t.ID, From: req.By, Key: completionKeyPrefix + t.ID + ":" + cmp.Or(req.SourceMessageID, NewID(PrefixNotification)), Message: msg})
+}
+
+// CompletionDecision is what a task session is told to do about a
+// completion report (get_notifications, get_next_action's work answer).
+const CompletionDecision = `Decide: if the work is done, call report_completed(result="success", summary=what you did); if it is not, keep working.`
+
+// IsCompletionReport says whether n is a completion report (completionNotice).
+func IsCompletionReport(n Notification) bool {
+	return n.Type == NotifyInfo && n.TaskID != "" && strings.HasPrefix(n.Key, completionKeyPrefix)
 }
 
 // CompletionReports are the unread completion reports (completionNotice)
@@ -112,7 +120,7 @@ func (s *Store) completionNotice(ctx context.Context, t Task, req ChangeRequest)
 // tells the task session to decide on them.
 func (s *Store) CompletionReports(ctx context.Context, ses Session, task string) ([]Notification, error) {
 	out, _, err := s.readNotifications(ctx, ses, ReadOptions{Peek: true}, func(n Notification) bool {
-		return n.TaskID == task && strings.HasPrefix(n.Key, completionKeyPrefix)
+		return n.TaskID == task && IsCompletionReport(n)
 	})
 	return out, err
 }

@@ -241,7 +241,7 @@ func explainWork(out *NextActionOut, n fsstore.Next) {
 	}
 	for _, r := range n.Reports {
 		// A completion report (@@完了報告) is the task session's to decide on.
-		out.Instruction = "First, decide on a completion report: " + r.Message + " (get_notifications marks it read.) " + out.Instruction
+		out.Instruction = "First, decide on a completion report: " + r.Message + ". " + fsstore.CompletionDecision + " (get_notifications marks it read.) " + out.Instruction
 	}
 	out.Tools = []string{"get_task", "update_task_status", "delegate_to_chat_session", "get_task_conversations", "get_conversation_messages", "report_completed", "get_notifications"}
 }

@@ -42,7 +42,7 @@ func markerCall(sender string, u fsstore.MarkerUse) string {
 		return fmt.Sprintf("%s asks for the state of your tasks with %s%s: call list_tasks(assignee=your agent id), then answer %s with respond_chat, giving each open task's id, title and status.",
 			sender, u.Marker, question, sender)
 	}
-	return fmt.Sprintf("%s's message carries %s: call %s.", sender, u.Marker, u.Marker.Tool())
+	return fmt.Sprintf("%s's message carries the marker %s, so call %s.", sender, u.Marker, u.Marker.Tool())
 }
 
 type ReportBlockFromChatIn struct {

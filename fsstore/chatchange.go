@@ -9,14 +9,20 @@ import (
 )
 
 // ChangeRequest is a change to a task asked through chat (@@タスク調整,
-// @@タスク開始) by a sender without authority over the task (DESIGN
-// section 11): it waits on the task (Task.PendingChange) for a human's
-// aipm task approve or reject, like a task request.
+// @@タスク開始, @@ブロック報告, @@完了報告) by a sender without authority
+// over the task (DESIGN section 11): it waits on the task
+// (Task.PendingChange) for a human's aipm task approve or reject, like a
+// task request. A completion report (@@完了報告) changes nothing on the
+// task: approved, it reaches the task session (completionNotice).
 type ChangeRequest struct {
-	By              string    `json:"by"`
-	Marker          string    `json:"marker"`
-	Status          string    `json:"status,omitempty"`
-	Description     *string   `json:"description,omitempty"`
+	By          string  `json:"by"`
+	Marker      string  `json:"marker"`
+	Status      string  `json:"status,omitempty"`
+	Description *string `json:"description,omitempty"`
+	// Reason is why the task is blocked (@@ブロック報告).
+	Reason string `json:"reason,omitempty"`
+	// Summary is what the sender reports done (@@完了報告).
+	Summary         string    `json:"summary,omitempty"`
 	SourceMessageID string    `json:"sourceMessageId,omitempty"`
 	At              time.Time `json:"at"`
 }
@@ -68,7 +74,8 @@ func (c *Config) changeApprovers(t Task, by string) []string {
 
 // changeOf is the TaskChange a change request makes.
 func (r ChangeRequest) changeOf(owner string) TaskChange {
-	return TaskChange{Status: r.Status, Description: r.Description, Owner: owner, RequireApproved: true, Planned: r.Marker == MarkerAdjust.String()}
+	return TaskChange{Status: r.Status, Reason: r.Reason, Description: r.Description, Owner: owner, RequireApproved: true,
+		Planned: r.Marker == MarkerAdjust.String(), InProgress: r.Marker == MarkerComplete.String()}
 }
 
 // requestChange records req on task t, checked now as it would be applied
@@ -96,7 +103,7 @@ func (ct ChatTasks) requestChange(ctx context.Context, cfg *Config, t Task, req 
 		return ChatChange{}, err
 	}
 	out := ChatChange{Task: after, Pending: true, AskedToApprove: []string{}}
-	what := describeChange(req)
+	what := req.Describe()
 	msg := fmt.Sprintf("%s asked %s through chat to %s task %s %q, which waits for your approval.", req.By, after.Assignee, what, after.ID, after.Title)
 	var failed []string
 	out.AskedToApprove, failed = s.askToApprove(ctx, cfg, cfg.changeApprovers(after, req.By), after.ID, msg)
@@ -106,10 +113,16 @@ func (ct ChatTasks) requestChange(ctx context.Context, cfg *Config, t Task, req 
 	return out, nil
 }
 
-// describeChange says what a change request asks, for the approvers.
-func describeChange(r ChangeRequest) string {
+// Describe says what a change request asks, for the approvers (their
+// system message, aipm task show).
+func (r ChangeRequest) Describe() string {
 	var parts []string
-	if r.Status != "" {
+	switch {
+	case r.Marker == MarkerComplete.String():
+		parts = append(parts, fmt.Sprintf("pass a completion report (summary %q) to the task session of", Clip(r.Summary, 200)))
+	case r.Status == StatusBlocked:
+		parts = append(parts, fmt.Sprintf("block (reason %q)", Clip(r.Reason, 200)))
+	case r.Status != "":
 		parts = append(parts, "set the status to "+r.Status)
 	}
 	if r.Description != nil {

@@ -95,5 +95,6 @@ const (
 	CodeTaskNotFound                     = "task_not_found"
 	CodeTaskPendingApproval              = "task_pending_approval"
 	CodeTaskNotAdjustable                = "task_not_adjustable"
+	CodeTaskNotInProgress                = "task_not_in_progress"
 	CodeTaskRequired                     = "task_required"
 )

@@ -8,6 +8,7 @@ import (
 	"path/filepath"
 	"strings"
 	"time"
+	"unicode"
 	"unicode/utf8"
 
 	"aipm/fsstore/lockedfile"
@@ -17,28 +18,46 @@ import (
 // writes it in a message to turn chat into one operation on tasks.
 type Marker string
 
-// The four markers, by the command word that follows "@@".
+// The markers, by the command word that follows "@@".
 const (
-	MarkerCreate Marker = "タスク作成" // request_task
-	MarkerNotify Marker = "タスク通知" // notify_task_session
-	MarkerAdjust Marker = "タスク調整" // update_task_from_chat
-	MarkerStart  Marker = "タスク開始" // start_task_from_chat
+	MarkerCreate   Marker = "タスク作成"  // request_task
+	MarkerNotify   Marker = "タスク通知"  // notify_task_session
+	MarkerAdjust   Marker = "タスク調整"  // update_task_from_chat
+	MarkerStart    Marker = "タスク開始"  // start_task_from_chat
+	MarkerCheck    Marker = "タスク確認"  // list_tasks, answered with respond_chat (no operation)
+	MarkerBlock    Marker = "ブロック報告" // report_block_from_chat
+	MarkerComplete Marker = "完了報告"   // report_completion_from_chat
 )
 
 // Markers lists the markers in the order the instructions explain them.
-var Markers = []Marker{MarkerCreate, MarkerNotify, MarkerAdjust, MarkerStart}
+var Markers = []Marker{MarkerCreate, MarkerNotify, MarkerAdjust, MarkerStart, MarkerCheck, MarkerBlock, MarkerComplete}
 
 // markerInfo is the one table of what each marker authorizes and the code
-// of the refusal when it is missing.
-var markerInfo = map[Marker]struct{ tool, code, what string }{
-	MarkerCreate: {"request_task", "task_request_marker_required", "create a task"},
-	MarkerNotify: {"notify_task_session", "task_notify_marker_required", "notify your task session"},
-	MarkerAdjust: {"update_task_from_chat", "task_adjust_marker_required", "change a task"},
-	MarkerStart:  {"start_task_from_chat", "task_start_marker_required", "start a task"},
+// of the refusal when it is missing. A bare marker needs no colon (seed
+// 003 writes @@タスク確認 and @@完了報告 without one): the command word
+// ends it, followed by a colon (taken with it), a space, a punctuation
+// mark or the end, never by a letter or digit.
+var markerInfo = map[Marker]struct {
+	tool, code, what string
+	bare             bool
+}{
+	MarkerCreate:   {"request_task", "task_request_marker_required", "create a task", false},
+	MarkerNotify:   {"notify_task_session", "task_notify_marker_required", "notify your task session", false},
+	MarkerAdjust:   {"update_task_from_chat", "task_adjust_marker_required", "change a task", false},
+	MarkerStart:    {"start_task_from_chat", "task_start_marker_required", "start a task", false},
+	MarkerCheck:    {"list_tasks", "", "report your tasks", true},
+	MarkerBlock:    {"report_block_from_chat", "task_block_marker_required", "block a task", false},
+	MarkerComplete: {"report_completion_from_chat", "task_completion_marker_required", "report a task complete", true},
 }
 
-// String is the marker as a human types it, with half-width @ and colon.
-func (m Marker) String() string { return "@@" + string(m) + ":" }
+// String is the marker as a human types it, with half-width @ and colon
+// (a bare marker without the colon it does not need).
+func (m Marker) String() string {
+	if markerInfo[m].bare {
+		return "@@" + string(m)
+	}
+	return "@@" + string(m) + ":"
+}
 
 // Tool is the tool the marker authorizes.
 func (m Marker) Tool() string { return markerInfo[m].tool }
@@ -53,8 +72,9 @@ type MarkerUse struct {
 // ParseMarkers is the one parser of chat command markers: it returns every
 // marker in the ordinary text of text, in order. A marker is two at signs,
 // each half-width (@) or full-width (＠), the command word, then a colon,
-// half-width (:) or full-width (：). Anything else (one @, an unknown word,
-// no colon) is ordinary text; a marker in a fenced code block, inline code
+// half-width (:) or full-width (：); a bare marker's colon is optional
+// (markerInfo). Anything else (one @, an unknown word, no colon) is
+// ordinary text; a marker in a fenced code block, inline code
 // or a `>` quote does not count (ordinaryText).
 func ParseMarkers(text string) []MarkerUse {
 	var out []MarkerUse
@@ -113,9 +133,19 @@ func markerAt(s string) (Marker, int) {
 			return m, len(s) - len(rest) + 1
 		case strings.HasPrefix(rest, "："):
 			return m, len(s) - len(rest) + len("：")
+		case markerInfo[m].bare && wordEnds(rest):
+			return m, len(s) - len(rest)
 		}
 	}
 	return "", 0
+}
+
+// wordEnds reports whether a bare marker's command word ends where rest
+// begins: at the end of the text or before anything but a letter or digit
+// (@@完了報告書 is a word, not the marker).
+func wordEnds(rest string) bool {
+	r, size := utf8.DecodeRuneInString(rest)
+	return size == 0 || !(unicode.IsLetter(r) || unicode.IsNumber(r))
 }
 
 // markerLog is agents/<agent>/markers.json: the markers of messages that
@@ -161,8 +191,8 @@ type MarkerUsed struct {
 func (s *Store) WithMarker(ctx context.Context, ses Session, m Marker, op func(msg Message, body string) (string, error)) error {
 	agent := ses.Agent
 	info, ok := markerInfo[m]
-	if !ok {
-		return fmt.Errorf("unknown marker %q", string(m))
+	if !ok || info.code == "" {
+		return fmt.Errorf("marker %q authorizes no operation", string(m))
 	}
 	dir, err := s.AgentDir(agent)
 	if err != nil {

@@ -42,6 +42,23 @@ func TestParseMarkers(t *testing.T) {
 		{"`code` @@タスク作成: after `x`", []MarkerUse{{MarkerCreate, "after `x`"}}},
 		{"a ` lone backtick @@タスク作成: x", []MarkerUse{{MarkerCreate, "x"}}},
 		{"a > b @@タスク作成: x", []MarkerUse{{MarkerCreate, "x"}}},
+		// The three later markers (seed 003 将来拡張): @@タスク確認 and
+		// @@完了報告 need no colon, but their word must end there.
+		{"@@タスク確認", []MarkerUse{{MarkerCheck, ""}}},
+		{"＠＠タスク確認：blocked only", []MarkerUse{{MarkerCheck, "blocked only"}}},
+		{"@@タスク確認 お願いします", []MarkerUse{{MarkerCheck, "お願いします"}}},
+		{"@@タスク確認。", []MarkerUse{{MarkerCheck, "。"}}},
+		{"@@タスク確認済み", nil},
+		{"@@ブロック報告: API キー待ち", []MarkerUse{{MarkerBlock, "API キー待ち"}}},
+		{"@@ブロック報告 no colon", nil},
+		{"@@完了報告", []MarkerUse{{MarkerComplete, ""}}},
+		{"@@完了報告: テスト通過", []MarkerUse{{MarkerComplete, "テスト通過"}}},
+		{"＠@完了報告\n全部終わりました", []MarkerUse{{MarkerComplete, "全部終わりました"}}},
+		{"@@完了報告書を書いた", nil},
+		{"@@完了報告2", nil},
+		{"`@@完了報告` と書いてね", nil},
+		{"> @@ブロック報告: quoted", nil},
+		{"@@タスク確認 @@完了報告 done", []MarkerUse{{MarkerCheck, ""}, {MarkerComplete, "done"}}},
 	} {
 		got := ParseMarkers(tc.text)
 		if len(got) != len(tc.want) {
@@ -57,7 +74,7 @@ func TestParseMarkers(t *testing.T) {
 }
 
 func FuzzParseMarkers(f *testing.F) {
-	for _, s := range []string{"@@タスク作成: x", "＠＠タスク通知：y", "@＠タスク調整:", "@@@@タスク開始:@@タスク作成:", "\xff@@", "＠"} {
+	for _, s := range []string{"@@タスク作成: x", "＠＠タスク通知：y", "@＠タスク調整:", "@@@@タスク開始:@@タスク作成:", "\xff@@", "＠", "@@タスク確認", "@@完了報告書", "@@ブロック報告：x"} {
 		f.Add(s)
 	}
 	f.Fuzz(func(t *testing.T, s string) {

@@ -41,6 +41,9 @@ type Next struct {
 	// Progress, in a task session waiting on a delegation, are the
 	// conversations carrying out its open delegations.
 	Progress []Conversation
+	// Reports, in a task session at work, are the unread completion
+	// reports about its task (@@完了報告): it decides on them.
+	Reports []Notification
 	// Until, when waiting, is the earliest moment the answer can change
 	// without any file changing (a conversation deadline); zero if none.
 	Until time.Time
@@ -145,7 +148,13 @@ func (s *Store) taskWork(ctx context.Context, cfg *Config, agent string, ses *Se
 		if waiting {
 			return Next{Action: ActWait, Task: &t, Delegations: ds, Progress: progress}, nil
 		}
-		return Next{Action: ActWork, Task: &t, Delegations: ds}, nil
+		var reports []Notification
+		if ses != nil {
+			if reports, err = s.CompletionReports(ctx, *ses, t.ID); err != nil {
+				return Next{}, err
+			}
+		}
+		return Next{Action: ActWork, Task: &t, Delegations: ds, Reports: reports}, nil
 	}
 	return Next{Action: ActWait, Task: &t}, nil
 }

@@ -1,6 +1,7 @@
 package fsstore
 
 import (
+	"cmp"
 	"context"
 	"errors"
 	"fmt"
@@ -371,6 +372,10 @@ type TaskChange struct {
 	// Planned refuses the change unless the task is backlog or todo
 	// (@@タスク調整, seed 003: checkPlanned).
 	Planned bool
+	// InProgress refuses the change unless the task is in progress
+	// (@@完了報告: only a task session at work can decide on it,
+	// checkWorking).
+	InProgress bool
 }
 
 // check is what a change must satisfy whatever the task: its texts within
@@ -451,9 +456,16 @@ func (s *Store) UpdateTask(ctx context.Context, cfg *Config, id, by string, ch T
 		return Task{}, err
 	}
 	if Interrupts(before, after, by) {
-		in := Interruption{Agent: after.Assignee, By: by, Reason: ch.Reason, Task: &after, StatusChange: true}
+		// An approved @@ブロック報告 carries its reason in the request.
+		in := Interruption{Agent: after.Assignee, By: by, Reason: cmp.Or(ch.Reason, after.BlockedReason), Task: &after, StatusChange: true}
 		if _, _, err := s.WriteInterrupt(ctx, in); err != nil {
 			return after.served(s.Rel(path)), fmt.Errorf("task %s changed, but the interrupt for %s was not written: %w", id, after.Assignee, err)
+		}
+	}
+	if req := before.PendingChange; req != nil && after.PendingChange == nil && ch.Approval == ApprovalApproved && req.Marker == MarkerComplete.String() {
+		// An approved @@完了報告 changes nothing on the task: it goes to the task session.
+		if _, err := s.completionNotice(ctx, after, *req); err != nil {
+			return after.served(s.Rel(path)), fmt.Errorf("task %s: the completion report was approved, but it did not reach %s's task session: %w", id, after.Assignee, err)
 		}
 	}
 	return after.served(s.Rel(path)), nil
@@ -476,20 +488,8 @@ func checkStart(cfg *Config, before, after Task) error {
 // tasks lock. It may run more than once (a compare-and-swap retry), so it
 // changes nothing but t.
 func applyTaskChange(t *Task, by string, ch TaskChange, now time.Time) error {
-	if ch.Owner != "" {
-		if err := checkOwner(*t, ch.Owner); err != nil {
-			return err
-		}
-	}
-	if ch.RequireApproved {
-		if err := checkApproved(*t); err != nil {
-			return err
-		}
-	}
-	if ch.Planned {
-		if err := checkPlanned(*t); err != nil {
-			return err
-		}
+	if err := ch.checkTask(*t); err != nil {
+		return err
 	}
 	applyFields(t, ch)
 	status := ch.Status
@@ -523,6 +523,30 @@ func applyTaskChange(t *Task, by string, ch TaskChange, now time.Time) error {
 	}
 	t.AipmStatus = t.Status // what aipm writes it has checked (a hand edit it allows included)
 	t.UpdatedAt = now
+	return nil
+}
+
+// checkTask is what ch asks of the task it changes, as read under the
+// tasks lock: its owner, its approval, a planned task (Planned), one in
+// progress (InProgress).
+func (ch TaskChange) checkTask(t Task) error {
+	checks := []struct {
+		on    bool
+		check func(Task) error
+	}{
+		{ch.Owner != "", func(t Task) error { return checkOwner(t, ch.Owner) }},
+		{ch.RequireApproved, checkApproved},
+		{ch.Planned, checkPlanned},
+		{ch.InProgress, checkWorking},
+	}
+	for _, c := range checks {
+		if !c.on {
+			continue
+		}
+		if err := c.check(t); err != nil {
+			return err
+		}
+	}
 	return nil
 }
 

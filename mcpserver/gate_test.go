@@ -38,6 +38,8 @@ func TestAuthorizationMatrix(t *testing.T) {
 		"notify_task_session":          {"message": "matrix"},
 		"update_task_from_chat":        {"task_id": task.ID, "description": "matrix"},
 		"start_task_from_chat":         {"task_id": task.ID},
+		"report_block_from_chat":       {"task_id": task.ID, "reason": "matrix"},
+		"report_completion_from_chat":  {"task_id": task.ID, "summary": "matrix"},
 	}
 	for _, tool := range builtTools(t, cs) {
 		level := toolLevel(t, cs, tool)

@@ -53,7 +53,7 @@ func (p *project) hook(client, agent, purpose, event, tool string) (string, erro
 // Real aipm serve and aipm hook processes, for both clients, at the three
 // protocol revisions the clients speak.
 func TestHooksAndToolResponsesTellOnce(t *testing.T) {
-	for i, proto := range []string{"2025-06-18", "2025-11-25", "2026-07-28"} {
+	for i, proto := range revisions {
 		client := []string{hook.Claude, hook.Codex}[i%2]
 		t.Run(proto+"/"+client, func(t *testing.T) {
 			p := newProject(t)

@@ -240,6 +240,10 @@ func explainWork(out *NextActionOut, n fsstore.Next) {
 		d := n.Delegations[len(n.Delegations)-1]
 		out.Instruction = fmt.Sprintf("Your delegation %s is %s: %s. Read the details with get_task_conversations and get_conversation_messages. ", d.ID, d.Status, d.Result) + out.Instruction
 	}
+	for _, r := range n.Reports {
+		// A completion report (@@完了報告) is the task session's to decide on.
+		out.Instruction = "First, decide on a completion report: " + r.Message + ". " + fsstore.CompletionDecision + " (get_notifications marks it read.) " + out.Instruction
+	}
 	out.Tools = []string{"get_task", "update_task_status", "delegate_to_chat_session", "get_task_conversations", "get_conversation_messages", "report_completed", "get_notifications"}
 }
 

@@ -15,9 +15,6 @@ import (
 	"aipm/fsstore"
 )
 
-// protocols are the protocol versions the real clients negotiate: Codex,
-// the TypeScript SDK, Claude Code.
-var protocols = []string{"2025-06-18", "2025-11-25", "2026-07-28"}
 
 // withBuilder adds to p an AI agent with a command, which only a running
 // watcher starts.
@@ -98,7 +95,7 @@ func (p *project) seen(agent string) map[string]fsstore.Seen {
 // message's surfaced and read times are what the receiver actually got.
 // The chaos case of issue 25, at each client's protocol.
 func TestSendSaysWhatWillHappen(t *testing.T) {
-	for _, proto := range protocols {
+	for _, proto := range revisions {
 		t.Run(proto, func(t *testing.T) {
 			p := newProject(t)
 			p.withBuilder()
@@ -215,7 +212,7 @@ func (p *project) killServerOf(agent string) {
 // coalesced by sender and told once; never on a refused call, never by
 // the tools whose answer speaks of messages, never to a task session.
 func TestNewMessageNotice(t *testing.T) {
-	for _, proto := range protocols {
+	for _, proto := range revisions {
 		t.Run(proto, func(t *testing.T) {
 			p := newProject(t)
 			p.taskInProgress("coder", "Fix login")
@@ -273,7 +270,7 @@ func TestNewMessageNotice(t *testing.T) {
 // and says when; what was not handed, or is not the agent's, is refused
 // with what to do, and changes nothing.
 func TestMarkRead(t *testing.T) {
-	for _, proto := range protocols {
+	for _, proto := range revisions {
 		t.Run(proto, func(t *testing.T) {
 			p := newProject(t)
 			cs := p.connect(proto)

@@ -17,7 +17,7 @@ import (
 
 // Both protocol generations, through the real binary over stdio.
 func TestServeProtocolVersions(t *testing.T) {
-	for _, version := range []string{"2025-06-18", "2025-11-25", "2026-07-28"} {
+	for _, version := range revisions {
 		t.Run(version, func(t *testing.T) {
 			p := newProject(t)
 			task := p.taskInProgress("coder", "write the parser")

@@ -28,8 +28,8 @@ import (
 // an idle chat session reads one get_next_action answer per wait (25 s by
 // default), all hour long. Output schemas go to the client only.
 const (
-	maxToolsList     = 30_000 // the tools/list answer, as the server writes it
-	maxDefinitions   = 10_000 // the tool definitions Claude Code hands the model
+	maxToolsList     = 31_000 // the tools/list answer, as the server writes it (30,000 before issue 25's two marker tools)
+	maxDefinitions   = 10_800 // the tool definitions Claude Code hands the model (10,000 before issue 25's two marker tools)
 	maxIdleAnswer    = 200    // an idle get_next_action answer's structured content
 	maxInstructions  = 1_000  // the server instructions
 	maxNullableTypes = 0      // type arrays holding "null", in every schema

@@ -81,6 +81,8 @@ func tools() []toolSpec {
 		notifyTaskSessionTool(),
 		updateTaskFromChatTool(),
 		startTaskFromChatTool(),
+		reportBlockFromChatTool(),
+		reportCompletionFromChatTool(),
 	}
 }
 

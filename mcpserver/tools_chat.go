@@ -153,7 +153,7 @@ func addGetPendingMessages(srv *mcp.Server, s *Server, tool *mcp.Tool) {
 			out.Instruction += fmt.Sprintf(" You also have %d open delegation(s) from your task session (pending_delegations): carry each out and close it with report_delegation_completed.", len(dlgs))
 		}
 		if carriesMarker(msgs) {
-			out.Instruction += " " + markerHelp
+			out.Instruction += " " + markerInstruction(msgs)
 		}
 		return nil, out, nil
 	})

@@ -16,7 +16,8 @@ import (
 // get_next_action wait, it cost a chat session's model about 26k tokens an
 // hour.
 const markerHelp = "Chat commands: a message with @@タスク作成: asks you to create a task (request_task); @@タスク通知: to pass a note to your task session (notify_task_session); " +
-	"@@タスク調整: to change a task (update_task_from_chat); @@タスク開始: to start one (start_task_from_chat); @ may be half- or full-width. " +
+	"@@タスク調整: to change a task (update_task_from_chat); @@タスク開始: to start one (start_task_from_chat); @@ブロック報告: reason, to block one (report_block_from_chat); " +
+	"@@完了報告, to pass a completion report to your task session (report_completion_from_chat); @@タスク確認, to tell the sender your tasks' state (list_tasks, then respond_chat); @ may be half- or full-width. " +
 	"Those tools work only when the latest message you received carries the marker in plain text (not in code or a quote), once per marker. " +
 	"If a message looks like a work request but has no marker, answer normally and ask the human to resend it with the marker (e.g. \"@@タスク作成: title\"); do not create tasks on your own."
 
@@ -182,10 +183,11 @@ type ChatTaskOut struct {
 }
 
 // changed is what a marker operation returns for change c: a change
-// request that was recorded uses the marker even if asking someone failed
-// (notice).
+// request that was recorded, or a change that was made, uses the marker
+// even if telling someone failed (notice: asking the approvers, the
+// interrupt of a blocked task's session).
 func changed(c fsstore.ChatChange, err error, notice *error) (string, error) {
-	if c.Pending {
+	if c.Pending || (err != nil && c.Task.ID != "") {
 		*notice = err
 		return c.Task.ID, nil
 	}

@@ -95,7 +95,7 @@ func messageViews(ms []fsstore.Message) []MessageView {
 type NotificationView struct {
 	ID          string    `json:"id"`
 	Type        string    `json:"type" jsonschema:"interrupt or info"`
-	Action      string    `json:"action" jsonschema:"an interrupt: pause (your task was blocked), cancel (it was cancelled) or stop; read: information"`
+	Action      string    `json:"action" jsonschema:"an interrupt: pause (your task was blocked), cancel (it was cancelled) or stop; decide: a completion report on your task; read: information"`
 	Message     string    `json:"message"`
 	Instruction string    `json:"instruction" jsonschema:"what to do now, naming the exact next tool call"`
 	TaskID      string    `json:"task_id,omitempty"`
@@ -109,9 +109,12 @@ func notificationViews(ns []fsstore.Notification, purpose string) []Notification
 	for _, n := range ns {
 		v := NotificationView{ID: n.ID, Type: n.Type, Message: n.Message, TaskID: n.TaskID, From: n.From, CreatedAt: n.CreatedAt, Redelivered: n.Redelivered,
 			Action: "read", Instruction: "Nothing to do beyond reading it; carry on."}
-		if n.Type == fsstore.NotifyInterrupt {
+		switch {
+		case n.Type == fsstore.NotifyInterrupt:
 			v.Action = interruptAction(n.Kind)
 			v.Instruction = fsstore.InterruptInstruction(purpose, n.Kind)
+		case fsstore.IsCompletionReport(n):
+			v.Action, v.Instruction = "decide", fsstore.CompletionDecision
 		}
 		out = append(out, v)
 	}

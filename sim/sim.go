@@ -234,6 +234,9 @@ func (a *agent) act(ctx context.Context, r result) error {
 		_, err := a.call(ctx, "get_notifications", map[string]any{})
 		return err
 	case "work":
+		if decided, err := a.decideReport(ctx, r); decided || err != nil {
+			return err
+		}
 		task, _ := r.data["task"].(map[string]any)
 		dlgs, _ := r.data["delegations"].([]any)
 		return a.work(ctx, task, dlgs)
@@ -266,7 +269,11 @@ func (a *agent) work(ctx context.Context, task map[string]any, dlgs []any) error
 	}
 	a.say("working on %s %q (%d steps)", id, title, steps)
 	for i := 0; i < steps; i++ {
-		if _, err := a.call(ctx, "get_task", map[string]any{"task_id": id}); err != nil {
+		r, err := a.call(ctx, "get_task", map[string]any{"task_id": id})
+		if err != nil {
+			return err
+		}
+		if done, err := a.checkReports(ctx, r); done || err != nil {
 			return err
 		}
 		select {
@@ -437,7 +444,7 @@ func (a *agent) readMessages(ctx context.Context) error {
 			return err
 		}
 	}
-	return nil
+	return a.obeyMarkers(ctx, r.str("instruction"))
 }
 
 func (a *agent) send(ctx context.Context, tool string, args map[string]any) (result, error) {

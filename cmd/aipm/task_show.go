@@ -70,6 +70,7 @@ func taskShowRun(o *taskShowOptions) error {
 		{"created", e.timeText(t.CreatedAt)},
 		{"updated", e.timeText(t.UpdatedAt)},
 		{"description", t.Description},
+		{"pending change", pendingChangeText(t)},
 	}
 	width := len("status changed by:")
 	var b strings.Builder
@@ -83,6 +84,16 @@ func taskShowRun(o *taskShowOptions) error {
 	}
 	_, err = fmt.Fprint(e.stdout, b.String())
 	return err
+}
+
+// pendingChangeText says what a change asked through chat that waits for
+// approval asks, who asked, and how to decide it ("" if none).
+func pendingChangeText(t fsstore.Task) string {
+	r := t.PendingChange
+	if r == nil {
+		return ""
+	}
+	return fmt.Sprintf("%s asked with %s to %s this task; decide with aipm task approve %s or aipm task reject %s", r.By, r.Marker, r.Describe(), t.ID, t.ID)
 }
 
 // taskJSON is what task commands that change a task print with --json.

@@ -211,6 +211,12 @@ func (s *Store) Unread(ctx context.Context, agent string, limit int, peek bool) 
 		return nil, false, err
 	}
 	msgs, err := s.decodeMessages(agent, res)
+	if err == nil && !peek {
+		// Read at once (a human's aipm inbox): surfaced and read together.
+		ids := messageIDs(msgs)
+		s.receipt(ctx, agent, ReceiptSurfaced, "", "aipm inbox", ids)
+		s.receipt(ctx, agent, ReceiptRead, "", "aipm inbox", ids)
+	}
 	return msgs, res.More, err
 }
 

@@ -316,6 +316,16 @@ func TestSendFromAnotherProcess(t *testing.T) {
 	if after := eval[int](t, ctx, tab, `+document.body.dataset.eventId`); after <= before {
 		t.Errorf("data-event-id %d after the send, was %d: want it to grow", after, before)
 	}
+
+	// what the receiver saw of a message: not seen, then read by the human's inbox
+	seen := "#chats .chat" + attr("data-pair", "coder|lead") + " .msg .seen"
+	if got := eval[string](t, ctx, tab, `document.querySelector(`+q(seen)+`).textContent`); got != "not seen yet" {
+		t.Errorf("a message nobody read: %q", got)
+	}
+	if out, err := exec.CommandContext(ctx, aipmBin, "--dir", p.store.ProjectDir(), "inbox", "--as", "lead").CombinedOutput(); err != nil {
+		t.Fatalf("aipm inbox: %v\n%s", err, out)
+	}
+	until(t, ctx, tab, `document.querySelector(`+q(seen)+`).textContent.includes("read ") && document.querySelector(`+q(seen)+`).textContent.includes("(aipm inbox)")`)
 }
 
 // TestHandEditMovesCard: a task file saved by an editor (a new file

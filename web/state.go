@@ -59,8 +59,15 @@ type RunView struct {
 
 // Chat is the last messages between two agents, oldest first.
 type Chat struct {
-	Agents   [2]string         `json:"agents"`
-	Messages []fsstore.Message `json:"messages"`
+	Agents   [2]string     `json:"agents"`
+	Messages []ChatMessage `json:"messages"`
+}
+
+// ChatMessage is a message with what its receiver saw of it: when it was
+// surfaced (handed to a session or told by a notice) and when read.
+type ChatMessage struct {
+	fsstore.Message
+	fsstore.Seen
 }
 
 // Event is one line of the timeline: the watcher started a process, or a
@@ -160,7 +167,8 @@ func readTasks(_ context.Context, store *fsstore.Store, _ *fsstore.Config, st *S
 // by pair (each message is in two logs: counted once).
 func readChats(_ context.Context, store *fsstore.Store, cfg *fsstore.Config, st *State) error {
 	seen := map[string]bool{}
-	pairs := map[[2]string][]fsstore.Message{}
+	pairs := map[[2]string][]ChatMessage{}
+	receipts := map[string]map[string]fsstore.Seen{} // by receiver, read once each
 	for _, a := range cfg.Agents {
 		msgs, err := store.Tail(a.ID, messagesPerChat)
 		if err != nil {
@@ -179,11 +187,14 @@ func readChats(_ context.Context, store *fsstore.Store, cfg *fsstore.Config, st 
 			if pair[0] > pair[1] {
 				pair[0], pair[1] = pair[1], pair[0]
 			}
-			pairs[pair] = append(pairs[pair], m)
+			if _, ok := receipts[other]; !ok {
+				receipts[other], _ = store.Receipts(other) // unreadable: shown without times
+			}
+			pairs[pair] = append(pairs[pair], ChatMessage{Message: m, Seen: receipts[other][m.ID]})
 		}
 	}
 	for pair, msgs := range pairs {
-		slices.SortStableFunc(msgs, func(a, b fsstore.Message) int { return compareTime(a.CreatedAt, b.CreatedAt) })
+		slices.SortStableFunc(msgs, func(a, b ChatMessage) int { return compareTime(a.CreatedAt, b.CreatedAt) })
 		if len(msgs) > messagesPerChat {
 			msgs = msgs[len(msgs)-messagesPerChat:]
 		}

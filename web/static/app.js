@@ -254,6 +254,16 @@
     for (const p in sc.chats) { const m = document.querySelector('#chats .chat[data-pair="' + CSS.escape(p) + '"] > .msgs'); if (m) m.scrollTop = sc.chats[p]; }
   }
 
+  // seenLine says when the receiver saw a message: surfaced (handed to a
+  // session or told by a notice) and read, each with how.
+  function seenLine(m) {
+    const parts = [];
+    if (m.surfacedAt) parts.push('surfaced ' + clock(m.surfacedAt) + ' (' + str(m.surfacedVia) + ')');
+    if (m.readAt) parts.push('read ' + clock(m.readAt) + ' (' + str(m.readVia) + ')');
+    if (!parts.length) return el('div.seen.unseen', { text: 'not seen yet' });
+    return el('div.seen', { text: '↳ ' + parts.join(', ') });
+  }
+
   function renderChats(s) {
     const box = $('#chats');
     const chats = arr(s.chats).filter((c) => c && arr(c.agents).length).map((c) => {
@@ -279,7 +289,8 @@
             m.conversationId ? el('span.tag', { text: 'conversation', title: str(m.conversationId) }) : null,
             m.kind ? el('span.tag', { text: str(m.kind) }) : null,
             el('span.time', { text: clock(m.createdAt), title: fullTime(m.createdAt) })),
-          el('div.content', { text: str(m.content) }));
+          el('div.content', { text: str(m.content) }),
+          seenLine(m));
         msg.classList.add(humans.includes(from) ? 'by-human' : from === 'system' ? 'by-system' : 'by-ai');
         list.append(msg);
       }

@@ -28,8 +28,8 @@ import (
 // an idle chat session reads one get_next_action answer per wait (25 s by
 // default), all hour long. Output schemas go to the client only.
 const (
-	maxToolsList     = 30_000 // the tools/list answer, as the server writes it
-	maxDefinitions   = 10_000 // the tool definitions Claude Code hands the model
+	maxToolsList     = 30_300 // the tools/list answer, as the server writes it (+300: issue 25's group sends and conversations)
+	maxDefinitions   = 10_100 // the tool definitions Claude Code hands the model (+100: target_agent_ids, target_group, auto_start_conversation, participant_agent_ids)
 	maxIdleAnswer    = 200    // an idle get_next_action answer's structured content
 	maxInstructions  = 1_000  // the server instructions
 	maxNullableTypes = 0      // type arrays holding "null", in every schema

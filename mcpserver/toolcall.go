@@ -198,7 +198,7 @@ func validateJSON(schema *jsonschema.Resolved, raw []byte) error {
 //
 // objectShape is an input schema that is an object of named properties,
 // some required, no others allowed, each a string (perhaps one of an enum),
-// an integer, a boolean, or null. That is every aipm tool's input schema
+// an integer, a boolean, null, or an array of strings. That is every aipm tool's input schema
 // today; any other schema, or a property with any other keyword, has no
 // shape and its tool's calls all take the slow path. admits is sound, not
 // complete: what it admits the schema accepts (TestFastCheckIsSound), and
@@ -221,6 +221,7 @@ const (
 	kindInteger
 	kindBoolean
 	kindNull
+	kindStrings // an array of strings
 )
 
 // shapeOf returns the shape of the input schema whose JSON is schema, or
@@ -261,6 +262,11 @@ func shapeOf(schema []byte) *objectShape {
 
 // valueShapeOf returns the shape of a property's schema p.
 func valueShapeOf(p gjson.Result) (valueShape, bool) {
+	if p.IsObject() && p.Get("type").Str == "array" {
+		items := p.Get("items")
+		ok := onlyKeys(p, "type", "items", "description", "title") && items.IsObject() && onlyKeys(items, "type") && items.Get("type").Str == "string"
+		return valueShape{types: kindStrings}, ok
+	}
 	if !p.IsObject() || !onlyKeys(p, "type", "enum", "description", "title") {
 		return valueShape{}, false
 	}
@@ -344,7 +350,15 @@ func (v valueShape) admits(value gjson.Result) bool {
 	case gjson.Number:
 		return v.types&kindInteger != 0 && isSmallInteger(value.Raw)
 	}
-	return false
+	if v.types&kindStrings == 0 || !value.IsArray() {
+		return false
+	}
+	ok := true
+	value.ForEach(func(_, e gjson.Result) bool {
+		ok = e.Type == gjson.String
+		return ok
+	})
+	return ok
 }
 
 // isSmallInteger reports whether a JSON number is written as an integer of

@@ -220,6 +220,9 @@ func validValue(p gjson.Result) any {
 func wrongValues(p gjson.Result) []any {
 	types := p.Get("type").Raw
 	wrong := []any{[]any{"x"}, map[string]any{"x": 1}}
+	if strings.Contains(types, "array") { // of strings: an array of another kind
+		wrong = []any{[]any{7}, []any{"x", nil}, map[string]any{"x": 1}}
+	}
 	if !strings.Contains(types, "string") {
 		wrong = append(wrong, "7")
 	}

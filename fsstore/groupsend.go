@@ -36,7 +36,7 @@ func (s *Store) receiversOf(cfg *Config, m OutgoingMessage) ([]string, error) {
 	if m.Group != "" {
 		members, ok := cfg.Group(m.Group)
 		if !ok {
-			return nil, codeErr(CodeGroupNotFound, "there is no group %q in config.toml: define it under [groups] (e.g. reviewers = [\"a1\", \"a2\"]), or name the agents with target_agent_ids", Clip(m.Group, maxEchoedID))
+			return nil, codeErr(CodeGroupNotFound, "there is no group %q in config.toml: define it under [groups] (e.g. reviewers = [\"a1\", \"a2\"]), or name the agents one by one", Clip(m.Group, maxEchoedID))
 		}
 		list = slices.DeleteFunc(slices.Clone(members), func(a string) bool { return a == m.From })
 		if len(list) == 0 {
@@ -55,7 +55,7 @@ func (s *Store) receiversOf(cfg *Config, m OutgoingMessage) ([]string, error) {
 			return nil, err
 		}
 		if seen[to] {
-			return nil, codeErr(CodeDuplicateReceiver, "target_agent_ids names %s twice: name each receiver once", to)
+			return nil, codeErr(CodeDuplicateReceiver, "the receivers name %s twice: name each receiver once", to)
 		}
 		seen[to] = true
 	}
@@ -152,4 +152,26 @@ func (s *Store) checkRelatedTask(id string) error {
 		return codeErr(CodeTaskNotFound, "related_task_id: %v", err)
 	}
 	return nil
+}
+
+// ReceivedBy says whether this copy, found in owner's chat log, is one
+// owner received (not one it sent): the line for a two-party message
+// without receiverId, every copy of a group message but the sender's.
+func (m Message) ReceivedBy(owner string) bool {
+	return m.ReceiverID == "" && m.SenderID != owner
+}
+
+// Audience names whom the message went to, as a copy in owner's chat log
+// shows it: its receiverId, a group message's receivers (and group), or
+// owner itself for a two-party message it received.
+func (m Message) Audience(owner string) string {
+	switch {
+	case m.ReceiverID != "":
+		return m.ReceiverID
+	case m.ReceiverIDs != nil && m.TargetGroup != "":
+		return m.TargetGroup + " (" + strings.Join(m.ReceiverIDs, ", ") + ")"
+	case m.ReceiverIDs != nil:
+		return strings.Join(m.ReceiverIDs, ", ")
+	}
+	return owner
 }

@@ -450,7 +450,7 @@ func (d *demo) followChat(ctx context.Context) (stop func()) {
 			}
 			cursors[a] = cur
 			for _, m := range msgs {
-				if m.ReceiverID == "" { // the receiver's copy
+				if m.ReceivedBy(a) { // the receiver's copy
 					at, _ := time.Parse(time.RFC3339Nano, m.CreatedAt)
 					lines = append(lines, line{at, m.SenderID, a, m.Content})
 				}

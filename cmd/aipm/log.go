@@ -144,7 +144,7 @@ func (l *chatLog) print(msgs []fsstore.Message, bad []*fsstore.LineError) error 
 	logged := make([]loggedMessage, len(msgs))
 	for i, m := range msgs {
 		logged[i].Message = m
-		if m.ReceiverID == "" { // the receiver's copy: a message the agent received
+		if m.ReceivedBy(l.agent) { // the receiver's copy: a message the agent received
 			logged[i].Seen = seen[m.ID]
 		}
 	}
@@ -160,11 +160,7 @@ func (l *chatLog) print(msgs []fsstore.Message, bad []*fsstore.LineError) error 
 		return nil
 	}
 	for _, m := range logged {
-		to := m.ReceiverID
-		if to == "" {
-			to = l.agent
-		}
-		l.e.writeMessage(m.Message, m.SenderID+" → "+to)
+		l.e.writeMessage(m.Message, m.SenderID+" → "+m.Audience(l.agent))
 		l.e.writeSeen(m.Seen)
 	}
 	return nil

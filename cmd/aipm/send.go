@@ -26,7 +26,7 @@ type sendOptions struct {
 func newCmdSend(e *env, runF func(*sendOptions) error) *cobra.Command {
 	o := &sendOptions{e: e}
 	c := &cobra.Command{
-		Use:   "send --to AGENT[,AGENT...]|--group GROUP TEXT|-",
+		Use:   "send --to AGENT TEXT|-",
 		Short: "Send a human's message to an agent, several, or a group",
 		Long: `Send a chat message from a human (--as, $AIPM_AS, or the project's only human)
 to an agent of the project. "-" reads the text from stdin (without its

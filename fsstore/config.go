@@ -18,6 +18,7 @@ type Config struct {
 	Project  ProjectConfig `toml:"project"`
 	Defaults Defaults      `toml:"defaults"`
 	Agents   []Agent       `toml:"agents"`
+	Groups   Groups        `toml:"groups"`
 	// Warnings name what the config holds that aipm ignores (unknown
 	// keys), each as name:LINE: what; commands print the first.
 	Warnings []error `toml:"-" json:"-"`
@@ -166,6 +167,7 @@ func CheckConfig(name string, data []byte) (*Config, []error) {
 	c.defaults(&cfg.Defaults)
 	c.agents(cfg.Agents)
 	c.parents(cfg.Agents)
+	c.groups(cfg.Groups, cfg.Agents)
 	if len(c.errs) > 0 {
 		slices.SortStableFunc(c.errs, func(a, b error) int { return errLine(a) - errLine(b) })
 		return nil, c.errs

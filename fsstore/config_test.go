@@ -24,6 +24,9 @@ func TestExampleConfigLoads(t *testing.T) {
 	if len(cfg.Agents) != 2 || cfg.Defaults.WaitSeconds != 25 || cfg.Defaults.SessionIdleTimeout.Duration != time.Hour {
 		t.Errorf("unexpected config: %+v", cfg)
 	}
+	if team, ok := cfg.Group("team"); !ok || len(team) != 2 {
+		t.Errorf("[groups] team = %v", team)
+	}
 	coder, _ := cfg.Agent("coder")
 	if len(coder.Command) == 0 || coder.Parent != "lead" || coder.Env["CLAUDE_CODE_MAX_OUTPUT_TOKENS"] != "16000" {
 		t.Errorf("coder = %+v", coder)

@@ -58,15 +58,21 @@ type Transition struct {
 }
 
 // Conversation is conversations/<id>.json: a turn-based exchange between
-// two AI agents (seed 001).
+// two AI agents (seed 001), or among three or more (a group conversation:
+// Participants instead of Participant, turns in a fixed order).
 type Conversation struct {
 	ID          string `json:"id"`
 	Initiator   string `json:"initiatorId"`
-	Participant string `json:"participantId"`
-	Purpose     string `json:"purpose,omitempty"`
-	State       string `json:"state"`
-	MaxTurns    int    `json:"maxTurns"`
-	Turns       int    `json:"turns"`
+	Participant string `json:"participantId,omitempty"`
+	// Participants, in a group conversation, are the others in turn order
+	// (the initiator takes the first turn); Accepted are those of them
+	// whose get_next_action has taken the request.
+	Participants []string `json:"participantIds,omitempty"`
+	Accepted     []string `json:"acceptedBy,omitempty"`
+	Purpose      string   `json:"purpose,omitempty"`
+	State        string   `json:"state"`
+	MaxTurns     int      `json:"maxTurns"`
+	Turns        int      `json:"turns"`
 	// TaskID is set when the conversation was started for a task's delegation.
 	TaskID    string    `json:"taskId,omitempty"`
 	CreatedAt time.Time `json:"createdAt"`
@@ -82,17 +88,61 @@ type Conversation struct {
 	History []Transition `json:"history"`
 }
 
-// HasParty says whether agent is one of the two parties.
-func (c *Conversation) HasParty(agent string) bool {
-	return agent == c.Initiator || agent == c.Participant
+// between names the parties for a sentence: "between a and b", or "among
+// a, b, c" for a group.
+func (c *Conversation) between() string {
+	if c.IsGroup() {
+		return "among " + strings.Join(c.Parties(), ", ")
+	}
+	return "between " + c.Initiator + " and " + c.Participant
 }
 
-// Other is the party that is not agent.
-func (c *Conversation) Other(agent string) string {
-	if agent == c.Initiator {
-		return c.Participant
+// IsGroup says whether the conversation has more than two parties.
+func (c *Conversation) IsGroup() bool { return len(c.Participants) > 0 }
+
+// Parties are the initiator and the participants, in turn order.
+func (c *Conversation) Parties() []string {
+	if c.IsGroup() {
+		return append([]string{c.Initiator}, c.Participants...)
 	}
-	return c.Initiator
+	return []string{c.Initiator, c.Participant}
+}
+
+// HasParty says whether agent is one of the parties.
+func (c *Conversation) HasParty(agent string) bool {
+	return slices.Contains(c.Parties(), agent)
+}
+
+// Others are the parties that are not agent, in turn order.
+func (c *Conversation) Others(agent string) []string {
+	return slices.DeleteFunc(c.Parties(), func(a string) bool { return a == agent })
+}
+
+// Other is the party that is not agent; in a group conversation, the
+// others joined by ", " (for the texts that name them).
+func (c *Conversation) Other(agent string) string {
+	return strings.Join(c.Others(agent), ", ")
+}
+
+// NextSpeaker is whose turn it is in a group conversation: the initiator,
+// then each participant in order, round-robin ("" in a two-party one,
+// where either may speak).
+func (c *Conversation) NextSpeaker() string {
+	if !c.IsGroup() {
+		return ""
+	}
+	p := c.Parties()
+	return p[c.Turns%len(p)]
+}
+
+// AwaitsAcceptance says whether agent is a participant that has not taken
+// the request yet: the participant of a pending two-party conversation, a
+// participant of an open group conversation not among Accepted.
+func (c *Conversation) AwaitsAcceptance(agent string) bool {
+	if !c.IsGroup() {
+		return c.State == ConvPending && c.Participant == agent
+	}
+	return c.Open() && slices.Contains(c.Participants, agent) && !slices.Contains(c.Accepted, agent)
 }
 
 // Open says whether turns may still be taken (pending or active).
@@ -145,7 +195,7 @@ func (c *Conversation) tell(agent string, now time.Time) {
 		return
 	}
 	c.Told = append(c.Told, agent)
-	if c.State == ConvTerminating && !c.OwesNews(c.Initiator) && !c.OwesNews(c.Participant) {
+	if c.State == ConvTerminating && !slices.ContainsFunc(c.Parties(), c.OwesNews) {
 		c.move(ConvEnded, agent, "", now) // terminating -> ended is always allowed
 	}
 }
@@ -178,20 +228,24 @@ func (c *Conversation) applyTimeout(cfg *Config, now time.Time) bool {
 }
 
 // convIndex is conversations/index.json: the conversations that are not
-// closed yet, by pair of agents (the two ids sorted, joined by "|"), so that
-// uniqueness in both directions is one lookup and an agent finds its open
+// closed yet, by set of parties (the ids sorted, joined by "|": a pair for
+// a two-party conversation), so that uniqueness in both directions (and in
+// any order of a group) is one lookup and an agent finds its open
 // conversations without reading the whole directory. The conversation
 // documents are the truth; the index only says which ones to read.
 type convIndex struct {
 	Pairs map[string][]string `json:"pairs"`
 }
 
-func pairKey(a, b string) string {
-	if a > b {
-		a, b = b, a
-	}
-	return a + "|" + b
+// partyKey is the index key of a set of parties.
+func partyKey(parties []string) string {
+	p := slices.Clone(parties)
+	slices.Sort(p)
+	return strings.Join(p, "|")
 }
+
+// key is c's index key.
+func (c *Conversation) key() string { return partyKey(c.Parties()) }
 
 func (s *Store) convIndexPath() string {
 	return filepath.Join(s.CollectionDir(Conversations), "index.json")
@@ -217,7 +271,7 @@ func (s *Store) rebuildConvIndex() (convIndex, error) {
 	idx := convIndex{Pairs: map[string][]string{}}
 	err := eachDoc(s, Conversations, func(_ string, c Conversation) error {
 		if !c.closed() {
-			k := pairKey(c.Initiator, c.Participant)
+			k := c.key()
 			idx.Pairs[k] = append(idx.Pairs[k], c.ID)
 		}
 		return nil
@@ -298,7 +352,7 @@ func (s *Store) writeConversationLocked(path string, c Conversation) error {
 	if err != nil {
 		return err
 	}
-	k := pairKey(c.Initiator, c.Participant)
+	k := c.key()
 	if i := slices.Index(idx.Pairs[k], c.ID); i >= 0 {
 		idx.Pairs[k] = slices.Delete(idx.Pairs[k], i, i+1)
 		return s.writeConvIndex(idx)
@@ -309,6 +363,9 @@ func (s *Store) writeConversationLocked(path string, c Conversation) error {
 // NewConversation is what start_conversation asks for.
 type NewConversation struct {
 	From, To, Purpose, InitialMessage, TaskID string
+	// Participants, instead of To, start a group conversation: two or
+	// more other AI agents, in turn order after From.
+	Participants []string
 	// DelegationID is the delegation the conversation carries out; when
 	// empty, From's one processing delegation for To, if there is exactly
 	// one. The conversation takes the delegation's task id.
@@ -323,7 +380,7 @@ type NewConversation struct {
 // written under conversations/.lock, through the index.
 func (cb ConversationBook) Start(ctx context.Context, cfg *Config, in NewConversation) (Conversation, *Message, error) {
 	s := cb.s
-	if err := s.checkConversationParties(cfg, in.From, in.To); err != nil {
+	if err := s.checkStartParties(cfg, in); err != nil {
 		return Conversation{}, nil, err
 	}
 	if in.MaxTurns == 0 {
@@ -340,7 +397,7 @@ func (cb ConversationBook) Start(ctx context.Context, cfg *Config, in NewConvers
 			return Conversation{}, nil, err
 		}
 	}
-	dlg, err := s.delegationFor(in.From, in.To, in.DelegationID)
+	dlg, err := s.startDelegation(in)
 	if err != nil {
 		return Conversation{}, nil, err
 	}
@@ -354,7 +411,7 @@ func (cb ConversationBook) Start(ctx context.Context, cfg *Config, in NewConvers
 	}
 	now := time.Now().UTC()
 	c := Conversation{
-		ID: NewID(PrefixConversation), Initiator: in.From, Participant: in.To, Purpose: in.Purpose,
+		ID: NewID(PrefixConversation), Initiator: in.From, Participant: in.To, Participants: in.Participants, Purpose: in.Purpose,
 		State: ConvPending, MaxTurns: in.MaxTurns, TaskID: in.TaskID, CreatedAt: now, LastActivityAt: now,
 		History: []Transition{{State: ConvPending, At: now, By: in.From}},
 	}
@@ -369,7 +426,7 @@ func (cb ConversationBook) Start(ctx context.Context, cfg *Config, in NewConvers
 	if in.InitialMessage == "" {
 		return c, nil, nil
 	}
-	msg, after, err := s.SendTurn(ctx, cfg, OutgoingMessage{From: in.From, To: in.To, Content: in.InitialMessage, ConversationID: c.ID})
+	msg, after, err := s.SendTurn(ctx, cfg, turnMessage(c, in.From, in.InitialMessage))
 	if err != nil {
 		return c, nil, fmt.Errorf("conversation %s started, but its initial message was not sent (send it with send_conversation_message): %w", c.ID, err)
 	}
@@ -377,6 +434,50 @@ func (cb ConversationBook) Start(ctx context.Context, cfg *Config, in NewConvers
 		c = *after
 	}
 	return c, &msg, nil
+}
+
+// checkStartParties checks whom a new conversation is with: exactly one of
+// To and Participants.
+func (s *Store) checkStartParties(cfg *Config, in NewConversation) error {
+	switch {
+	case in.To != "" && in.Participants != nil:
+		return codeErr(CodeTooManyTargets, "give target_agent_id (a conversation with one agent) or participant_agent_ids (a group conversation), not both")
+	case in.Participants != nil:
+		return s.checkGroupParties(cfg, in.From, in.Participants)
+	}
+	return s.checkConversationParties(cfg, in.From, in.To)
+}
+
+// startDelegation is the delegation a new conversation carries out: for a
+// group conversation only one named by id, whose target must be a
+// participant.
+func (s *Store) startDelegation(in NewConversation) (*Delegation, error) {
+	if in.Participants == nil {
+		return s.delegationFor(in.From, in.To, in.DelegationID)
+	}
+	if in.DelegationID == "" {
+		return nil, nil
+	}
+	d, err := s.delegation(in.DelegationID)
+	if err != nil {
+		return nil, err
+	}
+	if !slices.Contains(in.Participants, d.Target) {
+		return nil, codeErr(CodeDelegationTargetMismatch, "delegation %s is to talk to %s, who is not among participant_agent_ids", d.ID, d.Target)
+	}
+	return s.delegationFor(in.From, d.Target, in.DelegationID)
+}
+
+// turnMessage is agent's turn in c: to the other party, or in a group
+// conversation to every other party at once.
+func turnMessage(c Conversation, agent, content string) OutgoingMessage {
+	m := OutgoingMessage{From: agent, Content: content, ConversationID: c.ID}
+	if c.IsGroup() {
+		m.Receivers = c.Others(agent)
+	} else {
+		m.To = c.Other(agent)
+	}
+	return m
 }
 
 // checkConversationParties is seed 001's order of refusals.
@@ -407,7 +508,7 @@ func (s *Store) createConversation(ctx context.Context, cfg *Config, c Conversat
 	if err != nil {
 		return err
 	}
-	k := pairKey(c.Initiator, c.Participant)
+	k := c.key()
 	kept := idx.Pairs[k][:0:0]
 	for _, id := range idx.Pairs[k] {
 		other, err := s.updateConversationLocked(cfg, id, func(*Conversation, time.Time) error { return ErrNoChange })
@@ -419,7 +520,7 @@ func (s *Store) createConversation(ctx context.Context, cfg *Config, c Conversat
 			return err
 		}
 		if other.Open() {
-			return codeErr(CodeConversationAlreadyActive, "a conversation between %s and %s is already %s (%s, started by %s): continue it with send_conversation_message, or end it with end_conversation first", c.Initiator, c.Participant, other.State, other.ID, other.Initiator)
+			return codeErr(CodeConversationAlreadyActive, "a conversation %s is already %s (%s, started by %s): continue it with send_conversation_message, or end it with end_conversation first", c.between(), other.State, other.ID, other.Initiator)
 		}
 		if !other.closed() {
 			kept = append(kept, id)
@@ -455,8 +556,7 @@ func (s *Store) conversationsOf(ctx context.Context, cfg *Config, agent string) 
 	var out []Conversation
 	now := time.Now().UTC()
 	for k, ids := range idx.Pairs {
-		a, b, _ := strings.Cut(k, "|")
-		if a != agent && b != agent {
+		if !slices.Contains(strings.Split(k, "|"), agent) {
 			continue
 		}
 		for _, id := range ids {
@@ -487,7 +587,7 @@ func (s *Store) openConversation(ctx context.Context, cfg *Config, agent, with s
 	}
 	var open []Conversation
 	for _, c := range all {
-		if c.Open() && (with == "" || c.Other(agent) == with) {
+		if c.Open() && (with == "" || !c.IsGroup() && c.Other(agent) == with) {
 			open = append(open, c)
 		}
 	}
@@ -514,7 +614,7 @@ func (s *Store) partyConversation(ctx context.Context, cfg *Config, agent, id st
 		return c, err
 	}
 	if !c.HasParty(agent) {
-		return Conversation{}, codeErr(CodeNotConversationParticipant, "conversation %s is between %s and %s, not you: you can act only on your own conversations", id, c.Initiator, c.Participant)
+		return Conversation{}, codeErr(CodeNotConversationParticipant, "conversation %s is %s, not you: you can act only on your own conversations", id, c.between())
 	}
 	return c, nil
 }
@@ -568,6 +668,9 @@ func (s *Store) conversationForTurn(ctx context.Context, cfg *Config, m Outgoing
 		return nil, err
 	}
 	c, err := s.updateConversation(ctx, cfg, id, func(c *Conversation, now time.Time) error {
+		if c.IsGroup() {
+			return codeErr(CodeNotConversationParticipant, "conversation %s is a group conversation (%s): send your turn with send_conversation_message, which goes to every party", c.ID, strings.Join(c.Parties(), ", "))
+		}
 		if c.Other(m.From) != m.To {
 			return codeErr(CodeNotConversationParticipant, "conversation %s is between %s and %s: send to %s, or leave conversation_id out", c.ID, c.Initiator, c.Participant, c.Other(m.From))
 		}
@@ -607,11 +710,17 @@ func (s *Store) tellEnded(ctx context.Context, cfg *Config, agent, id string) (C
 func (s *Store) accept(ctx context.Context, cfg *Config, agent, id string) (Conversation, bool, error) {
 	ok := false
 	c, err := s.updateConversation(ctx, cfg, id, func(c *Conversation, now time.Time) error {
-		if c.State != ConvPending || c.Participant != agent {
+		if !c.AwaitsAcceptance(agent) {
 			return ErrNoChange
 		}
 		ok = true
 		c.LastActivityAt = now
+		if c.IsGroup() {
+			c.Accepted = append(c.Accepted, agent)
+			if c.State != ConvPending {
+				return nil
+			}
+		}
 		return c.move(ConvActive, agent, "", now)
 	})
 	return c, ok, err
@@ -628,7 +737,7 @@ func (s *Store) endConversationsOf(ctx context.Context, cfg *Config, agent strin
 	}
 	var errs []error
 	for _, c := range mine {
-		if c.State == ConvPending && c.Participant == agent {
+		if c.AwaitsAcceptance(agent) {
 			continue
 		}
 		_, err := s.updateConversation(ctx, cfg, c.ID, func(c *Conversation, now time.Time) error {
@@ -766,7 +875,7 @@ func (cb ConversationBook) Send(ctx context.Context, cfg *Config, agent, id, con
 	if err != nil {
 		return Message{}, c, err
 	}
-	msg, after, err := s.SendTurn(ctx, cfg, OutgoingMessage{From: agent, To: c.Other(agent), Content: content, ConversationID: c.ID})
+	msg, after, err := s.SendTurn(ctx, cfg, turnMessage(c, agent, content))
 	if after != nil {
 		c = *after
 	}

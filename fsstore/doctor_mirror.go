@@ -11,8 +11,8 @@ import (
 )
 
 // inFlight is how young a message may be and still be a send between its
-// two writes: doctor leaves it alone.
-const inFlight = time.Minute
+// two writes: doctor leaves it alone. (A variable for the kill tests.)
+var inFlight = time.Minute
 
 // copyOf is one copy of a message: whose chat.jsonl holds it, at which line.
 type copyOf struct {
@@ -29,6 +29,8 @@ type copyOf struct {
 // file's lock and only if that id is not there yet: never twice. Messages
 // younger than inFlight may still be in a send and are left alone, as are
 // messages whose other party has no directory here (nothing to mirror to).
+// A group message (receiverIds) is the same line in the sender's log and in
+// each receiver's: every one missing is restored from any copy.
 func (s *Store) checkMirror(ctx context.Context, repair bool) ([]Problem, error) {
 	cs, err := s.chatCopies()
 	if err != nil || cs == nil {
@@ -58,7 +60,58 @@ func (s *Store) checkMirror(ctx context.Context, repair bool) ([]Problem, error)
 		got.ReceiverID = ""
 		problems = append(problems, s.restoreCopy(ctx, repair, c, c.msg.ReceiverID, got, "the receiver's copy"))
 	}
+	cfg, _ := s.LoadConfig() // nil when broken: the config check reports it
+	configured := func(a string) bool {
+		if cfg == nil {
+			return false
+		}
+		_, ok := cfg.Agent(a)
+		return ok
+	}
+	for _, id := range sortedGroupKeys(cs.group) {
+		g := cs.group[id]
+		if young(g.have.msg) {
+			continue
+		}
+		problems = append(problems, s.restoreGroup(ctx, repair, cs, g, configured)...)
+	}
 	return problems, nil
+}
+
+// groupCopies are the copies of one group message: every copy is the same
+// line (naming all receivers), so any one restores the others.
+type groupCopies struct {
+	have    copyOf          // the first copy found
+	holders map[string]bool // agents whose chat log holds it
+}
+
+// restoreGroup reports each party (the sender, each receiver) of a group
+// message whose chat log lacks it and, with repair, appends it there: a
+// group send killed after its first copy is rolled forward to every copy.
+// A party with no directory yet gets its copy when it is a configured
+// agent (configured): its first message may be the one a kill cut off.
+func (s *Store) restoreGroup(ctx context.Context, repair bool, cs *chatCopies, g *groupCopies, configured func(string) bool) []Problem {
+	var out []Problem
+	for i, party := range append([]string{g.have.msg.SenderID}, g.have.msg.ReceiverIDs...) {
+		if g.holders[party] || !cs.agents[party] && !configured(party) {
+			continue
+		}
+		what := "a receiver's copy"
+		if i == 0 {
+			what = "the sender's copy"
+		}
+		out = append(out, s.restoreCopy(ctx, repair, g.have, party, g.have.msg, what))
+	}
+	return out
+}
+
+func sortedGroupKeys(m map[string]*groupCopies) []string {
+	out := make([]string, 0, len(m))
+	for k := range m {
+		out = append(out, k)
+	}
+	sort.Strings(out)
+	return out
 }
 
 // chatCopies are the copies of every message in the agents' chat logs.
@@ -66,6 +119,7 @@ type chatCopies struct {
 	agents   map[string]bool   // agents with a directory here
 	inbound  map[string]copyOf // receiver's copies by id
 	outbound map[string]copyOf // sender's copies by id
+	group    map[string]*groupCopies
 }
 
 // chatCopies reads every agent's chat log (nil without agents/); invalid
@@ -78,7 +132,7 @@ func (s *Store) chatCopies() (*chatCopies, error) {
 	if err != nil {
 		return nil, fmt.Errorf("read %s: %w", s.Rel(s.agentsDir()), err)
 	}
-	cs := &chatCopies{agents: map[string]bool{}, inbound: map[string]copyOf{}, outbound: map[string]copyOf{}}
+	cs := &chatCopies{agents: map[string]bool{}, inbound: map[string]copyOf{}, outbound: map[string]copyOf{}, group: map[string]*groupCopies{}}
 	for _, e := range entries {
 		if !e.IsDir() || CheckAgentID(e.Name()) != nil {
 			continue
@@ -95,9 +149,12 @@ func (s *Store) chatCopies() (*chatCopies, error) {
 				continue // reported by the line check
 			}
 			c := copyOf{agent: e.Name(), line: r.Line, msg: m}
-			if m.ReceiverID == "" {
+			switch {
+			case m.ReceiverIDs != nil:
+				cs.addGroupCopy(c)
+			case m.ReceiverID == "":
 				cs.inbound[m.ID] = c
-			} else {
+			default:
 				cs.outbound[m.ID] = c
 			}
 		}
@@ -135,4 +192,13 @@ func sortedKeys(m map[string]copyOf) []string {
 	}
 	sort.Strings(out)
 	return out
+}
+
+func (cs *chatCopies) addGroupCopy(c copyOf) {
+	g := cs.group[c.msg.ID]
+	if g == nil {
+		g = &groupCopies{have: c, holders: map[string]bool{}}
+		cs.group[c.msg.ID] = g
+	}
+	g.holders[c.agent] = true
 }

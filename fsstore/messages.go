@@ -23,14 +23,20 @@ const KindSystem = "system"
 // has no receiverId (its own file says who received it); the sender's copy
 // has it.
 type Message struct {
-	ID             string `json:"id"`
-	SenderID       string `json:"senderId"`
-	ReceiverID     string `json:"receiverId,omitempty"`
-	Content        string `json:"content"`
-	CreatedAt      string `json:"createdAt"`
-	ConversationID string `json:"conversationId,omitempty"`
-	RelatedTaskID  string `json:"relatedTaskId,omitempty"`
-	Kind           string `json:"kind,omitempty"`
+	ID         string `json:"id"`
+	SenderID   string `json:"senderId"`
+	ReceiverID string `json:"receiverId,omitempty"`
+	// ReceiverIDs and TargetGroup are set on every copy of a group message
+	// (groupsend.go): all its receivers, in order, and the config group it
+	// was sent to, if any. Such a line never has receiverId; the sender's
+	// copy is the one in the sender's own chat log.
+	ReceiverIDs    []string `json:"receiverIds,omitempty"`
+	TargetGroup    string   `json:"targetGroup,omitempty"`
+	Content        string   `json:"content"`
+	CreatedAt      string   `json:"createdAt"`
+	ConversationID string   `json:"conversationId,omitempty"`
+	RelatedTaskID  string   `json:"relatedTaskId,omitempty"`
+	Kind           string   `json:"kind,omitempty"`
 	// Redelivered is set on delivery, never stored: the message may have
 	// reached a client before (a session that ended before acknowledging
 	// it, or a chat log edited under the reader).
@@ -60,6 +66,16 @@ func DecodeMessage(line []byte) (Message, error) {
 	if _, err := time.Parse(time.RFC3339Nano, m.CreatedAt); err != nil {
 		return m, fmt.Errorf("not a chat message: createdAt %q is not an RFC 3339 time", Clip(m.CreatedAt, maxEchoedID))
 	}
+	if m.ReceiverIDs != nil {
+		if m.ReceiverID != "" {
+			return m, errors.New("not a chat message: a line has receiverId or receiverIds, not both")
+		}
+		for _, r := range m.ReceiverIDs {
+			if CheckAgentID(r) != nil || r == m.SenderID {
+				return m, fmt.Errorf("not a chat message: receiverIds holds %q, which is not an agent id other than the sender", Clip(r, maxEchoedID))
+			}
+		}
+	}
 	return m, nil
 }
 
@@ -79,9 +95,13 @@ func FromOthers(agent string) func(Record) bool {
 	}
 }
 
-// OutgoingMessage is what a sender asks to send.
+// OutgoingMessage is what a sender asks to send: to one receiver (To), or
+// to several (Receivers, or the config group Group): exactly one of the
+// three (CheckTargets).
 type OutgoingMessage struct {
 	From, To, Content, RelatedTaskID, ConversationID, Kind string
+	Receivers                                              []string
+	Group                                                  string
 }
 
 // CheckContent is the one check of a message's text.
@@ -140,7 +160,8 @@ func (s *Store) SendTurn(ctx context.Context, cfg *Config, m OutgoingMessage) (M
 
 // Send checks and writes a message with the dual write of DESIGN section 4
 // rule 4: the receiver's copy first, then the sender's, each under its own
-// file lock, never both at once. Success means both lines are on disk.
+// file lock, never both at once. Success means both lines are on disk. A
+// message to several receivers (m.Receivers or m.Group) is sendGroup's.
 func (s *Store) Send(ctx context.Context, cfg *Config, m OutgoingMessage) (Message, error) {
 	if err := CheckContent(m.Content); err != nil {
 		return Message{}, err
@@ -150,16 +171,17 @@ func (s *Store) Send(ctx context.Context, cfg *Config, m OutgoingMessage) (Messa
 			return Message{}, codeErr(CodeAgentNotFound, "sender %q is not an agent of this project", m.From)
 		}
 	}
+	if err := CheckTargets(m.To, m.Receivers, m.Group); err != nil {
+		return Message{}, err
+	}
+	if m.To == "" {
+		return s.sendGroup(ctx, cfg, m)
+	}
 	if err := s.checkRecipient(cfg, m.From, m.To); err != nil {
 		return Message{}, err
 	}
-	if m.RelatedTaskID != "" {
-		if err := CheckID(PrefixTask, m.RelatedTaskID); err != nil {
-			return Message{}, codeErr(CodeTaskNotFound, "related_task_id: %v", err)
-		}
-		if _, err := s.Task(m.RelatedTaskID); err != nil {
-			return Message{}, codeErr(CodeTaskNotFound, "related_task_id: %v", err)
-		}
+	if err := s.checkRelatedTask(m.RelatedTaskID); err != nil {
+		return Message{}, err
 	}
 	cnv, err := s.conversationFor(ctx, cfg, m)
 	if err != nil {

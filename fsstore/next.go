@@ -211,7 +211,7 @@ func conversationWork(cfg *Config, agent string, convs []Conversation) (next *Ne
 		}
 	}
 	for i, c := range convs {
-		if c.State == ConvPending && c.Participant == agent {
+		if c.AwaitsAcceptance(agent) {
 			return &Next{Action: ActConversationRequest, Conversation: &convs[i]}, until, open
 		}
 		open = open || c.Open()

@@ -175,7 +175,7 @@ func (s *Store) untoldWork(ctx context.Context, cfg *Config, ses Session, n *Not
 			if !told("end:" + c.ID) {
 				n.Ended = append(n.Ended, c)
 			}
-		case c.State == ConvPending && c.Participant == ses.Agent:
+		case c.AwaitsAcceptance(ses.Agent):
 			if !told("req:" + c.ID) {
 				n.Requests = append(n.Requests, c)
 			}

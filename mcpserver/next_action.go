@@ -31,6 +31,9 @@ type NextActionOut struct {
 	State          string `json:"state,omitempty" jsonschema:"the conversation's state"`
 	EndedBy        string `json:"ended_by,omitempty" jsonschema:"who ended the conversation (system for a timeout)"`
 	Reason         string `json:"reason,omitempty" jsonschema:"why the conversation ended: initiator_ended, participant_ended, max_turns, timeout, session_expired or expired"`
+	// Parties, for a group conversation: everyone in turn order.
+	Parties  []string `json:"parties,omitempty"`
+	NextTurn string   `json:"next_turn,omitempty"`
 	// Delegation (seed 002): the one to carry out (process_delegation).
 	Delegation *DelegationView `json:"delegation,omitempty" jsonschema:"the delegation to carry out"`
 	// In a task session: the delegations of its task, and the
@@ -282,6 +285,12 @@ func explainConversationRequest(out *NextActionOut, cfg *fsstore.Config, c fssto
 	}
 	out.Instruction = fmt.Sprintf("%s started conversation %s with you%s (at most %d turns). Call get_pending_messages to read its messages, "+
 		"answer each with send_conversation_message(content); when it is done, call end_conversation. Then call get_next_action.", c.Initiator, c.ID, purpose, c.MaxTurns)
+	if c.IsGroup() {
+		out.Parties, out.NextTurn = c.Parties(), c.NextSpeaker()
+		out.Instruction = fmt.Sprintf("%s started group conversation %s with %s%s (at most %d turns in all). Turns go in this order, round-robin: %s; it is %s's turn now. "+
+			"Read the turns with get_pending_messages; when it is your turn, send it with send_conversation_message(content) (it reaches every party); anyone may call end_conversation, which ends it for all. Then call get_next_action.",
+			c.Initiator, c.ID, strings.Join(c.Participants, ", "), purpose, c.MaxTurns, strings.Join(c.Parties(), ", "), c.NextSpeaker())
+	}
 	out.Tools = []string{"get_pending_messages", "send_conversation_message", "end_conversation"}
 }
 

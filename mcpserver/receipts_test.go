@@ -15,7 +15,6 @@ import (
 	"aipm/fsstore"
 )
 
-
 // withBuilder adds to p an AI agent with a command, which only a running
 // watcher starts.
 func (p *project) withBuilder() {

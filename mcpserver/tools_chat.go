@@ -3,6 +3,7 @@ package mcpserver
 import (
 	"context"
 	"fmt"
+	"strings"
 	"time"
 
 	"github.com/modelcontextprotocol/go-sdk/mcp"
@@ -12,10 +13,16 @@ import (
 
 type SendMessageIn struct {
 	Session
-	TargetAgentID  string `json:"target_agent_id" jsonschema:"an agent or human, not you"`
-	Content        string `json:"content"`
-	RelatedTaskID  string `json:"related_task_id,omitempty"`
-	ConversationID string `json:"conversation_id,omitempty"`
+	TargetAgentID  string   `json:"target_agent_id,omitempty" jsonschema:"an agent or human, not you"`
+	TargetAgentIDs []string `json:"target_agent_ids,omitempty"`
+	TargetGroup    string   `json:"target_group,omitempty"`
+	Content        string   `json:"content"`
+	RelatedTaskID  string   `json:"related_task_id,omitempty"`
+	ConversationID string   `json:"conversation_id,omitempty"`
+	// AutoStartConversation: to an AI agent with no live chat session and
+	// no open conversation with you, start one with this message as its
+	// first turn.
+	AutoStartConversation bool `json:"auto_start_conversation,omitempty" jsonschema:"if no chat session: start a conversation"`
 }
 
 // SentOut is seed 000's answer to send_message: success, message_id and
@@ -31,9 +38,15 @@ type SentOut struct {
 	TurnsLeft      *int   `json:"turns_left,omitempty"`
 	// ReceiverState and ReceiverNote say truthfully what will happen to
 	// the message (fsstore.ReceiverStateOf): no silent success.
-	ReceiverState string `json:"receiver_state" jsonschema:"live (its chat session runs), starting (aipm watch is starting it) or queued (nobody will take it yet: see receiver_note)"`
-	ReceiverNote  string `json:"receiver_note"`
+	ReceiverState string `json:"receiver_state,omitempty" jsonschema:"live (its chat session runs), starting (aipm watch is starting it) or queued (nobody will take it yet: see receiver_note)"`
+	ReceiverNote  string `json:"receiver_note,omitempty"`
 	Instruction   string `json:"instruction,omitempty"`
+	// A message to several receivers (target_agent_ids, target_group):
+	// what will happen to it for each.
+	Receivers   []fsstore.ReceiverState `json:"receivers,omitempty"`
+	TargetGroup string                  `json:"target_group,omitempty"`
+	// AutoStart says what auto_start_conversation did.
+	AutoStart string `json:"auto_start,omitempty"`
 }
 
 func sendMessageTool() toolSpec {
@@ -50,10 +63,15 @@ func sendMessageTool() toolSpec {
 
 func addSendMessage(srv *mcp.Server, s *Server, tool *mcp.Tool) {
 	addTool(s, srv, tool, func(ctx context.Context, _ *mcp.CallToolRequest, in SendMessageIn) (*mcp.CallToolResult, SentOut, error) {
-		out, err := s.send(ctx, fsstore.OutgoingMessage{
-			From: sessionFrom(ctx).Agent, To: in.TargetAgentID, Content: in.Content,
-			RelatedTaskID: in.RelatedTaskID, ConversationID: in.ConversationID,
-		})
+		m := fsstore.OutgoingMessage{
+			From: sessionFrom(ctx).Agent, To: in.TargetAgentID, Receivers: in.TargetAgentIDs, Group: in.TargetGroup,
+			Content: in.Content, RelatedTaskID: in.RelatedTaskID, ConversationID: in.ConversationID,
+		}
+		if in.AutoStartConversation {
+			out, err := s.autoStart(ctx, m)
+			return nil, out, err
+		}
+		out, err := s.send(ctx, m)
 		return nil, out, err
 	})
 }
@@ -67,11 +85,53 @@ func (s *Server) send(ctx context.Context, m fsstore.OutgoingMessage) (SentOut, 
 	if err != nil {
 		return SentOut{}, fromStore(err, "agent_not_found")
 	}
-	rs := s.store.ReceiverStateOf(cfg, m.To, time.Now())
-	out := SentOut{Success: true, MessageID: msg.ID, TargetAgentID: m.To, CreatedAt: msg.CreatedAt, ReceiverState: rs.State, ReceiverNote: rs.Note}
+	return s.sent(cfg, m, msg, c), nil
+}
+
+// sent is send_message's answer for a message sent (msg) and the
+// conversation it is a turn of (c, or nil).
+func (s *Server) sent(cfg *fsstore.Config, m fsstore.OutgoingMessage, msg fsstore.Message, c *fsstore.Conversation) SentOut {
+	out := SentOut{Success: true, MessageID: msg.ID, TargetAgentID: m.To, CreatedAt: msg.CreatedAt}
 	if c != nil {
 		left := c.TurnsLeft()
 		out.ConversationID, out.TurnsLeft, out.Instruction = c.ID, &left, turnNote(*c, m.From)
+	}
+	if msg.ReceiverIDs == nil {
+		rs := s.store.ReceiverStateOf(cfg, m.To, time.Now())
+		out.ReceiverState, out.ReceiverNote = rs.State, rs.Note
+	} else {
+		now := time.Now()
+		out.TargetGroup = msg.TargetGroup
+		for _, r := range msg.ReceiverIDs {
+			out.Receivers = append(out.Receivers, s.store.ReceiverStateOf(cfg, r, now))
+		}
+		if c == nil {
+			out.Instruction = fmt.Sprintf("Sent to %s; each answers you alone. Call get_next_action.", strings.Join(msg.ReceiverIDs, ", "))
+		}
+	}
+	return out
+}
+
+// autoStart is send_message with auto_start_conversation
+// (fsstore.Store.AutoStart): the answer says what happened.
+func (s *Server) autoStart(ctx context.Context, m fsstore.OutgoingMessage) (SentOut, error) {
+	cfg, err := s.config()
+	if err != nil {
+		return SentOut{}, err
+	}
+	msg, c, outcome, err := s.store.AutoStart(ctx, cfg, m)
+	if err != nil {
+		return SentOut{}, fromStore(err, "agent_not_found")
+	}
+	out := s.sent(cfg, m, msg, c)
+	out.AutoStart = outcome
+	switch outcome {
+	case fsstore.AutoStarted:
+		out.Instruction = fmt.Sprintf("Started conversation %s with %s; your message is its first turn, and %s gets it from its get_next_action. Call get_next_action to wait for the answer; answer with send_conversation_message, and call end_conversation when you are done.", c.ID, m.To, m.To)
+	case fsstore.AutoExisting:
+		out.Instruction = fmt.Sprintf("You and %s already have an open conversation: the message is a turn of it, no new one was started. %s", m.To, out.Instruction)
+	case fsstore.AutoLiveSession:
+		out.Instruction = fmt.Sprintf("%s's chat session is running: the message was sent as it is, and no conversation was started (use start_conversation for one). Call get_next_action.", m.To)
 	}
 	return out, nil
 }
@@ -155,8 +215,38 @@ func addGetPendingMessages(srv *mcp.Server, s *Server, tool *mcp.Tool) {
 		if carriesMarker(msgs) {
 			out.Instruction += " " + markerInstruction(msgs)
 		}
+		out.Instruction += s.groupTurns(ctx, ses.Agent, msgs)
 		return nil, out, nil
 	})
+}
+
+// groupTurns says, for each group conversation the messages are turns of,
+// whose turn it is now ("" when none is).
+func (s *Server) groupTurns(ctx context.Context, agent string, msgs []fsstore.Message) string {
+	cfg, err := s.config()
+	if err != nil {
+		return ""
+	}
+	var b strings.Builder
+	seen := map[string]bool{}
+	for _, m := range msgs {
+		if m.ConversationID == "" || m.ReceiverIDs == nil || seen[m.ConversationID] {
+			continue
+		}
+		seen[m.ConversationID] = true
+		c, err := s.store.Conversations().Get(ctx, cfg, agent, m.ConversationID)
+		if err != nil || !c.IsGroup() || !c.Open() {
+			continue
+		}
+		who := c.NextSpeaker()
+		if who == agent {
+			who = "your"
+		} else {
+			who += "'s"
+		}
+		fmt.Fprintf(&b, " Group conversation %s: it is %s turn (order: %s); a turn is send_conversation_message(conversation_id=%q, content), not respond_chat.", c.ID, who, strings.Join(c.Parties(), ", "), c.ID)
+	}
+	return b.String()
 }
 
 type RespondChatIn struct {

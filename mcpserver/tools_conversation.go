@@ -3,6 +3,7 @@ package mcpserver
 import (
 	"context"
 	"fmt"
+	"strings"
 
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
@@ -20,14 +21,24 @@ type ConversationOut struct {
 	TurnsLeft      int    `json:"turns_left"`
 	Reason         string `json:"reason,omitempty" jsonschema:"why it ended, once it has"`
 	MessageID      string `json:"message_id,omitempty" jsonschema:"the message this call sent"`
-	Instruction    string `json:"instruction"`
+	// A group conversation: every party in turn order, and whose turn it is.
+	Parties     []string `json:"parties,omitempty"`
+	NextTurn    string   `json:"next_turn,omitempty"`
+	Instruction string   `json:"instruction"`
 }
 
 func conversationOut(c fsstore.Conversation, me string) ConversationOut {
-	return ConversationOut{
+	out := ConversationOut{
 		Success: true, ConversationID: c.ID, Status: c.State, TargetAgentID: c.Other(me),
 		Turns: c.Turns, MaxTurns: c.MaxTurns, TurnsLeft: c.TurnsLeft(), Reason: c.EndReason,
 	}
+	if c.IsGroup() {
+		out.Parties = c.Parties()
+		if c.Open() {
+			out.NextTurn = c.NextSpeaker()
+		}
+	}
+	return out
 }
 
 // turnNote is the one place that tells an agent where a conversation stands
@@ -41,17 +52,21 @@ func turnNote(c fsstore.Conversation, me string) string {
 		return fmt.Sprintf("Conversation %s is %s (%s). Call get_next_action.", c.ID, c.State, c.EndReason)
 	case c.TurnsLeft() <= max(2, c.MaxTurns/5):
 		return fmt.Sprintf("Only %d of %d turns left in conversation %s: wrap up, and call end_conversation when you are done. Then call get_next_action.", c.TurnsLeft(), c.MaxTurns, c.ID)
+	case c.IsGroup():
+		return fmt.Sprintf("It is %s's turn in conversation %s (order: %s). Call get_next_action to wait for the next turns.", c.NextSpeaker(), c.ID, strings.Join(c.Parties(), ", "))
 	}
 	return "Call get_next_action to wait for the answer."
 }
 
 type StartConversationIn struct {
 	Session
-	TargetAgentID  string `json:"target_agent_id" jsonschema:"an AI agent, not you"`
-	Purpose        string `json:"purpose,omitempty" jsonschema:"shown to them"`
-	InitialMessage string `json:"initial_message,omitempty"`
-	MaxTurns       int    `json:"max_turns,omitempty" jsonschema:"2 to 40 (default 20), both ways together"`
-	DelegationID   string `json:"delegation_id,omitempty" jsonschema:"default: your open delegation to this agent"`
+	TargetAgentID string `json:"target_agent_id,omitempty" jsonschema:"an AI agent, not you"`
+	// ParticipantAgentIDs start a group conversation instead.
+	ParticipantAgentIDs []string `json:"participant_agent_ids,omitempty" jsonschema:"other AI agents; turns in this order"`
+	Purpose             string   `json:"purpose,omitempty" jsonschema:"shown to them"`
+	InitialMessage      string   `json:"initial_message,omitempty"`
+	MaxTurns            int      `json:"max_turns,omitempty" jsonschema:"2 to 40 (default 20), all turns"`
+	DelegationID        string   `json:"delegation_id,omitempty" jsonschema:"default: your open delegation to this agent"`
 }
 
 func startConversationTool() toolSpec {
@@ -74,18 +89,21 @@ func addStartConversation(srv *mcp.Server, s *Server, tool *mcp.Tool) {
 			return nil, ConversationOut{}, err
 		}
 		c, msg, err := s.store.Conversations().Start(ctx, cfg, fsstore.NewConversation{
-			From: ses.Agent, To: in.TargetAgentID, Purpose: in.Purpose, InitialMessage: in.InitialMessage, MaxTurns: in.MaxTurns,
+			From: ses.Agent, To: in.TargetAgentID, Participants: in.ParticipantAgentIDs, Purpose: in.Purpose, InitialMessage: in.InitialMessage, MaxTurns: in.MaxTurns,
 			DelegationID: in.DelegationID,
 		})
 		if err != nil {
 			return nil, ConversationOut{}, fromStore(err, "conversation_not_found")
 		}
 		out := conversationOut(c, ses.Agent)
-		out.Instruction = fmt.Sprintf("Conversation %s requested; %s will get it from its get_next_action. Call get_next_action to wait for the answer; answer with send_conversation_message(content), and call end_conversation when you are done.", c.ID, c.Participant)
+		out.Instruction = fmt.Sprintf("Conversation %s requested; %s will get it from its get_next_action. Call get_next_action to wait for the answer; answer with send_conversation_message(content), and call end_conversation when you are done.", c.ID, c.Other(ses.Agent))
 		if msg != nil {
 			out.MessageID = msg.ID
 		} else {
 			out.Instruction = fmt.Sprintf("Conversation %s requested. Send the first message with send_conversation_message(content), then call get_next_action to wait for the answer; call end_conversation when you are done.", c.ID)
+		}
+		if c.IsGroup() {
+			out.Instruction += fmt.Sprintf(" Turns go in this order: %s; each turn reaches every party.", strings.Join(c.Parties(), ", "))
 		}
 		return nil, out, nil
 	})
@@ -203,6 +221,7 @@ type ConversationMessagesOut struct {
 	Status         string        `json:"status"`
 	Initiator      string        `json:"initiator_id"`
 	Participant    string        `json:"participant_id"`
+	Participants   []string      `json:"participant_ids,omitempty"`
 	Purpose        string        `json:"purpose,omitempty"`
 	Turns          int           `json:"turns"`
 	MaxTurns       int           `json:"max_turns"`
@@ -240,7 +259,7 @@ func addGetConversationMessages(srv *mcp.Server, s *Server, tool *mcp.Tool) {
 			return nil, ConversationMessagesOut{}, fromStore(err, "conversation_not_found")
 		}
 		return nil, ConversationMessagesOut{
-			ConversationID: c.ID, Status: c.State, Initiator: c.Initiator, Participant: c.Participant, Purpose: c.Purpose,
+			ConversationID: c.ID, Status: c.State, Initiator: c.Initiator, Participant: c.Participant, Participants: c.Participants, Purpose: c.Purpose,
 			Turns: c.Turns, MaxTurns: c.MaxTurns, Reason: c.EndReason, Messages: messageViews(msgs), HasMore: more,
 		}, nil
 	})

@@ -10,7 +10,6 @@ import (
 	"aipm/fsstore"
 )
 
-
 // refusedMarker delivers each message to coder's chat session and checks
 // that tool, called with args, is refused with code and changes nothing:
 // the marker only in the arguments, in a fenced block, in inline code, in

@@ -68,22 +68,25 @@ func taskViews(ts []fsstore.Task) []TaskView {
 
 // MessageView is a chat message as tools show it.
 type MessageView struct {
-	ID             string `json:"id"`
-	SenderID       string `json:"sender_id"`
-	ReceiverID     string `json:"receiver_id,omitempty"`
-	Content        string `json:"content"`
-	CreatedAt      string `json:"created_at"`
-	ConversationID string `json:"conversation_id,omitempty"`
-	RelatedTaskID  string `json:"related_task_id,omitempty"`
-	Kind           string `json:"kind,omitempty" jsonschema:"system for messages aipm itself wrote; empty otherwise"`
-	Redelivered    bool   `json:"redelivered,omitempty" jsonschema:"true on a message that may have reached an earlier session that ended before its next call"`
+	ID         string `json:"id"`
+	SenderID   string `json:"sender_id"`
+	ReceiverID string `json:"receiver_id,omitempty"`
+	// ReceiverIDs and TargetGroup: a message to several receivers.
+	ReceiverIDs    []string `json:"receiver_ids,omitempty"`
+	TargetGroup    string   `json:"target_group,omitempty"`
+	Content        string   `json:"content"`
+	CreatedAt      string   `json:"created_at"`
+	ConversationID string   `json:"conversation_id,omitempty"`
+	RelatedTaskID  string   `json:"related_task_id,omitempty"`
+	Kind           string   `json:"kind,omitempty" jsonschema:"system for messages aipm itself wrote; empty otherwise"`
+	Redelivered    bool     `json:"redelivered,omitempty" jsonschema:"true on a message that may have reached an earlier session that ended before its next call"`
 }
 
 func messageViews(ms []fsstore.Message) []MessageView {
 	out := make([]MessageView, 0, len(ms))
 	for _, m := range ms {
 		out = append(out, MessageView{
-			ID: m.ID, SenderID: m.SenderID, ReceiverID: m.ReceiverID, Content: m.Content, CreatedAt: m.CreatedAt,
+			ID: m.ID, SenderID: m.SenderID, ReceiverID: m.ReceiverID, ReceiverIDs: m.ReceiverIDs, TargetGroup: m.TargetGroup, Content: m.Content, CreatedAt: m.CreatedAt,
 			ConversationID: m.ConversationID, RelatedTaskID: m.RelatedTaskID, Kind: m.Kind, Redelivered: m.Redelivered,
 		})
 	}
@@ -153,25 +156,27 @@ func delegationViews(ds []fsstore.Delegation) []DelegationView {
 
 // ConversationView is a conversation as tools show it.
 type ConversationView struct {
-	ID            string    `json:"id"`
-	InitiatorID   string    `json:"initiator_id"`
-	ParticipantID string    `json:"participant_id"`
-	Purpose       string    `json:"purpose,omitempty"`
-	State         string    `json:"state" jsonschema:"pending, active, terminating, ended or expired"`
-	Turns         int       `json:"turns"`
-	MaxTurns      int       `json:"max_turns"`
-	TaskID        string    `json:"task_id,omitempty"`
-	EndReason     string    `json:"end_reason,omitempty"`
-	EndedBy       string    `json:"ended_by,omitempty"`
-	CreatedAt     time.Time `json:"created_at"`
-	EndedAt       time.Time `json:"ended_at,omitzero"`
+	ID            string `json:"id"`
+	InitiatorID   string `json:"initiator_id"`
+	ParticipantID string `json:"participant_id"`
+	// ParticipantIDs: a group conversation's participants, in turn order.
+	ParticipantIDs []string  `json:"participant_ids,omitempty"`
+	Purpose        string    `json:"purpose,omitempty"`
+	State          string    `json:"state" jsonschema:"pending, active, terminating, ended or expired"`
+	Turns          int       `json:"turns"`
+	MaxTurns       int       `json:"max_turns"`
+	TaskID         string    `json:"task_id,omitempty"`
+	EndReason      string    `json:"end_reason,omitempty"`
+	EndedBy        string    `json:"ended_by,omitempty"`
+	CreatedAt      time.Time `json:"created_at"`
+	EndedAt        time.Time `json:"ended_at,omitzero"`
 }
 
 func conversationViews(cs []fsstore.Conversation) []ConversationView {
 	out := make([]ConversationView, 0, len(cs))
 	for _, c := range cs {
 		out = append(out, ConversationView{
-			ID: c.ID, InitiatorID: c.Initiator, ParticipantID: c.Participant, Purpose: c.Purpose, State: c.State,
+			ID: c.ID, InitiatorID: c.Initiator, ParticipantID: c.Participant, ParticipantIDs: c.Participants, Purpose: c.Purpose, State: c.State,
 			Turns: c.Turns, MaxTurns: c.MaxTurns, TaskID: c.TaskID, EndReason: c.EndReason, EndedBy: c.EndedBy,
 			CreatedAt: c.CreatedAt, EndedAt: c.EndedAt,
 		})

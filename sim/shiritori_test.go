@@ -1,6 +1,9 @@
 package sim
 
-import "testing"
+import (
+	"fmt"
+	"testing"
+)
 
 func TestLastSound(t *testing.T) {
 	for _, c := range []struct{ word, want string }{
@@ -79,6 +82,18 @@ func TestDelegateLine(t *testing.T) {
 		}
 		if target != tc.target || purpose != tc.purpose {
 			t.Errorf("%q: delegate %q: %q; want %q: %q", tc.desc, target, purpose, tc.target, tc.purpose)
+		}
+	}
+}
+
+func TestGroupTargets(t *testing.T) {
+	for in, want := range map[string]string{
+		"9-turn word chain with reviewer and tester, start with apple": "[reviewer tester]",
+		"shiritori with a, b and c":                                    "[a b c]",
+		"word chain with reviewer, start with apple":                   "[]",
+	} {
+		if got := fmt.Sprint(groupTargets(in)); got != want {
+			t.Errorf("groupTargets(%q) = %s, want %s", in, got, want)
 		}
 	}
 }

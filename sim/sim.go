@@ -51,6 +51,8 @@ type agent struct {
 	carries map[string]string
 	// ended holds the conversations this agent was told have ended.
 	ended map[string]bool
+	// order holds the turn order of each group conversation (groups.go).
+	order map[string][]string
 }
 
 // ErrInterrupted is returned when the agent stopped on an interrupt.
@@ -74,7 +76,7 @@ func Run(ctx context.Context, o Options) error {
 		return fmt.Errorf("sim %s: connect to aipm serve: %w", o.Agent, err)
 	}
 	defer cs.Close()
-	a := &agent{o: o, cs: cs, used: map[string]map[string]bool{}, carries: map[string]string{}, chain: map[string][]string{}, ended: map[string]bool{}}
+	a := &agent{o: o, cs: cs, used: map[string]map[string]bool{}, carries: map[string]string{}, chain: map[string][]string{}, ended: map[string]bool{}, order: map[string][]string{}}
 	return a.loop(ctx)
 }
 
@@ -227,6 +229,7 @@ func (a *agent) act(ctx context.Context, r result) error {
 		return a.processDelegation(ctx, d)
 	case "conversation_request":
 		a.say("accepted conversation %s from %s (%s)", r.str("conversation_id"), r.str("from_agent_id"), r.str("purpose"))
+		a.rememberOrder(r.str("conversation_id"), r)
 		return a.readMessages(ctx)
 	case "get_pending_messages":
 		return a.readMessages(ctx)
@@ -432,8 +435,12 @@ func (a *agent) readMessages(ctx context.Context) error {
 			continue
 		}
 		switch {
+		case conv != "" && !a.myTurnAfter(conv, from):
+			a.heard(conv, content) // another party's turn to answer it
 		case conv != "":
 			err = a.playTurn(ctx, conv, from, content)
+		case groupTargets(content) != nil:
+			err = a.startGroupGame(ctx, from, content, groupTargets(content))
 		case shiritoriRE().MatchString(content):
 			err = a.startShiritori(ctx, from, content)
 		default:
@@ -449,7 +456,7 @@ func (a *agent) readMessages(ctx context.Context) error {
 
 func (a *agent) send(ctx context.Context, tool string, args map[string]any) (result, error) {
 	r, err := a.call(ctx, tool, args)
-	if err == nil && r.isError && !strings.HasPrefix(r.text, "conversation_not_active") {
+	if err == nil && r.isError && !strings.HasPrefix(r.text, "conversation_not_active") && !strings.HasPrefix(r.text, "not_your_turn") {
 		a.say("%s refused: %s", tool, r.text)
 	}
 	return r, err
@@ -523,11 +530,17 @@ func (a *agent) openShiritori(ctx context.Context, target, request, delegation s
 	return conv, nil
 }
 
+// heard records a word played in conv without answering it.
+func (a *agent) heard(conv, word string) {
+	word = strings.TrimSpace(word)
+	a.words(conv)[word] = true
+	a.chain[conv] = append(a.chain[conv], word)
+}
+
 func (a *agent) playTurn(ctx context.Context, conv, from, word string) error {
 	used := a.words(conv)
 	word = strings.TrimSpace(word)
-	used[word] = true
-	a.chain[conv] = append(a.chain[conv], word)
+	a.heard(conv, word)
 	if a.ended[conv] {
 		return nil // a last turn read after the end: nothing to answer
 	}
@@ -542,6 +555,7 @@ func (a *agent) playTurn(ctx context.Context, conv, from, word string) error {
 	if err != nil || r.isError {
 		return err
 	}
+	a.rememberOrder(conv, r)
 	a.chain[conv] = append(a.chain[conv], next)
 	a.say("%s → %s", word, next)
 	return nil

@@ -86,7 +86,7 @@ func conversationTable(cs []fsstore.Conversation, short func(string) string) *ta
 		if c.EndReason != "" {
 			state += " (" + c.EndReason + ")"
 		}
-		t.add(short(c.ID), state, c.Initiator, c.Participant, fmt.Sprintf("%d/%d", c.Turns, c.MaxTurns), dash(short(c.TaskID)), visible(oneLine(c.Purpose)))
+		t.add(short(c.ID), state, c.Initiator, strings.Join(c.Others(c.Initiator), ", "), fmt.Sprintf("%d/%d", c.Turns, c.MaxTurns), dash(short(c.TaskID)), visible(oneLine(c.Purpose)))
 	}
 	return t
 }
@@ -156,7 +156,7 @@ func conversationShowRun(ctx context.Context, o *conversationShowOptions) error 
 		{"id", c.ID},
 		{"state", c.State},
 		{"initiator", c.Initiator},
-		{"participant", c.Participant},
+		{"participant", strings.Join(c.Others(c.Initiator), ", ")},
 		{"purpose", c.Purpose},
 		{"turns", fmt.Sprintf("%d of %d", c.Turns, c.MaxTurns)},
 		{"task", c.TaskID},
@@ -187,11 +187,7 @@ func conversationShowRun(ctx context.Context, o *conversationShowOptions) error 
 	}
 	fmt.Fprintln(e.stdout, "messages:")
 	for _, m := range msgs {
-		to := m.ReceiverID
-		if to == "" {
-			to = c.Initiator
-		}
-		e.writeMessage(m, m.SenderID+" → "+to)
+		e.writeMessage(m, m.SenderID+" → "+m.Audience(c.Initiator))
 	}
 	return nil
 }

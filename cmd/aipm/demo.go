@@ -23,16 +23,17 @@ import (
 )
 
 type demoOptions struct {
-	e    *env
-	Keep bool
-	Lang string
-	Web  bool
+	e        *env
+	Keep     bool
+	Lang     string
+	Web      bool
+	Scenario string
 }
 
 func newCmdDemo(e *env, runF func(*demoOptions) error) *cobra.Command {
 	o := &demoOptions{e: e}
 	c := &cobra.Command{
-		Use:   "demo [--keep] [--lang en|ja] [--web]",
+		Use:   "demo [--keep] [--lang en|ja] [--web] [--scenario default|group]",
 		Short: "Run the whole system on a throw-away project: a human, two simulated agents, the watcher",
 		Long: `Create a project in a temporary directory with a human (lead) and two
 simulated AI agents (coder and reviewer, whose command is aipm sim), start the
@@ -56,12 +57,19 @@ idea is explained in one line the first time it appears. A summary of the
 files ends it. --keep leaves the project to explore. Passkeys are never
 printed. No model and no network are involved; it takes a few seconds.
 
+--scenario group runs another scenario instead: lead asks coder for a
+9-turn word game with reviewer and tester; coder starts a group conversation
+(turns go coder, reviewer, tester, round-robin; each turn reaches both others),
+the watcher starts the other two, and all three are told of its end once;
+then lead sends one message to the group "team" ([groups] in config.toml),
+and each member answers lead alone.
+
 The agents' command is "aipm sim": the demo runs them with this aipm binary;
 a project kept with --keep runs them with the aipm on your PATH.
 
 --web serves the live board of the demo project (aipm web) while it runs and
 prints its URL first; the board stays up after the demo until Ctrl-C.`,
-		Example: "  aipm demo\n  aipm demo --lang ja\n  aipm demo --keep\n  aipm demo --web",
+		Example: "  aipm demo\n  aipm demo --lang ja\n  aipm demo --keep\n  aipm demo --web\n  aipm demo --scenario group",
 		Args:    argsNone,
 		RunE: func(cmd *cobra.Command, args []string) error {
 			if runF != nil {
@@ -72,6 +80,7 @@ prints its URL first; the board stays up after the demo until Ctrl-C.`,
 	}
 	c.Flags().BoolVar(&o.Keep, "keep", false, "keep the demo project and print its path")
 	c.Flags().StringVar(&o.Lang, "lang", "en", "the language of the agents' word game: en (a word chain) or ja (shiritori, in kana)")
+	c.Flags().StringVar(&o.Scenario, "scenario", "default", "default (a delegated word game, then an interrupt) or group (a three-agent conversation and a broadcast)")
 	c.Flags().BoolVar(&o.Web, "web", false, "serve the demo project's live board (aipm web) beside the transcript, until Ctrl-C")
 	return c
 }
@@ -84,6 +93,7 @@ type demo struct {
 	ctx   context.Context
 	e     *env
 	dir   string
+	lang  string
 	game  demoGame
 	mu    sync.Mutex // serialises output lines
 	store *fsstore.Store
@@ -181,6 +191,10 @@ func demoRun(cmd *cobra.Command, o *demoOptions) (err error) {
 	if !ok {
 		return usageError("demo: --lang must be en or ja, not %q", o.Lang)
 	}
+	scenario, ok := demoScenario(o.Scenario)
+	if !ok {
+		return usageError("demo: --scenario must be default or group, not %q", o.Scenario)
+	}
 	exe, err := selfExe()
 	if err != nil {
 		return err
@@ -201,9 +215,14 @@ func demoRun(cmd *cobra.Command, o *demoOptions) (err error) {
 	}()
 	ctx, cancel := context.WithCancel(cmd.Context())
 	defer cancel()
-	d := &demo{ctx: ctx, e: o.e, dir: dir, game: game, told: map[string]bool{}}
+	d := &demo{ctx: ctx, e: o.e, dir: dir, lang: o.Lang, game: game, told: map[string]bool{}}
 	if err := d.setUp("aipm sim"); err != nil {
 		return err
+	}
+	if o.Scenario == "group" {
+		if err := d.groupSetUp(); err != nil {
+			return err
+		}
 	}
 	var board *web.Server
 	if o.Web {
@@ -227,10 +246,7 @@ func demoRun(cmd *cobra.Command, o *demoOptions) (err error) {
 	d.note("aipm watch is running")
 	d.explain("watcher")
 
-	if err := d.delegatedShiritori(); err != nil {
-		return err
-	}
-	if err := d.handEditInterrupts(); err != nil {
+	if err := scenario(d); err != nil {
 		return err
 	}
 	stopChat()
@@ -392,7 +408,7 @@ func (d *demo) summary() error {
 	}
 	convs, _ := d.store.Conversations().List(d.ctx, mustConfig(d.store), true)
 	for _, c := range convs {
-		d.printf("\nconversation %s: %s → %s, %s after %d turns (%s)\n", c.ID, c.Initiator, c.Participant, c.State, c.Turns, c.EndReason)
+		d.printf("\nconversation %s: %s → %s, %s after %d turns (%s)\n", c.ID, c.Initiator, c.Other(c.Initiator), c.State, c.Turns, c.EndReason)
 	}
 	d.printf("\nfiles under %s:\n", fsstore.DirName)
 	filepath.WalkDir(d.store.Root(), func(path string, de os.DirEntry, err error) error {
@@ -432,9 +448,10 @@ func (d *demo) until(what string, cond func() bool) error {
 }
 
 // followChat prints every message as it is written (each once: from its
-// receiver's copy), until the returned function is called.
+// receiver's copy, or a group message's from its sender's, naming every
+// receiver), until the returned function is called.
 func (d *demo) followChat(ctx context.Context) (stop func()) {
-	agents := []string{"lead", "coder", "reviewer"}
+	agents := []string{"lead", "coder", "reviewer", "tester"} // tester: --scenario group
 	cursors := map[string]fsstore.Cursor{}
 	type line struct {
 		at       time.Time
@@ -450,9 +467,10 @@ func (d *demo) followChat(ctx context.Context) (stop func()) {
 			}
 			cursors[a] = cur
 			for _, m := range msgs {
-				if m.ReceiverID == "" { // the receiver's copy
+				group := m.ReceiverIDs != nil
+				if group && m.SenderID == a || !group && m.ReceivedBy(a) {
 					at, _ := time.Parse(time.RFC3339Nano, m.CreatedAt)
-					lines = append(lines, line{at, m.SenderID, a, m.Content})
+					lines = append(lines, line{at, m.SenderID, m.Audience(a), m.Content})
 				}
 			}
 		}

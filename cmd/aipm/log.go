@@ -1,10 +1,11 @@
 package main
 
 import (
-	"cmp"
 	"context"
 	"fmt"
+	"maps"
 	"os"
+	"slices"
 	"strings"
 	"time"
 
@@ -131,6 +132,9 @@ func (l *chatLog) show(ctx context.Context, last int, follow bool) error {
 type loggedMessage struct {
 	fsstore.Message
 	fsstore.Seen
+	// SeenBy is, for a group message the agent sent, what each receiver
+	// saw of it.
+	SeenBy map[string]fsstore.Seen `json:"seenBy,omitempty"`
 }
 
 // print writes messages to stdout and invalid lines to stderr as warnings.
@@ -143,8 +147,20 @@ func (l *chatLog) print(msgs []fsstore.Message, bad []*fsstore.LineError) error 
 	for i, m := range msgs {
 		logged[i].Message = m
 		// The receiver's receipts say when it saw the message: the agent's
-		// own for what it received, the receiver's for what it sent.
-		logged[i].Seen = receipts(cmp.Or(m.ReceiverID, l.agent))[m.ID]
+		// own for what it received, each receiver's for what it sent.
+		switch {
+		case m.ReceivedBy(l.agent):
+			logged[i].Seen = receipts(l.agent)[m.ID]
+		case m.ReceiverID != "":
+			logged[i].Seen = receipts(m.ReceiverID)[m.ID]
+		case len(m.ReceiverIDs) > 0:
+			logged[i].SeenBy = map[string]fsstore.Seen{}
+			for _, r := range m.ReceiverIDs {
+				if r != l.agent {
+					logged[i].SeenBy[r] = receipts(r)[m.ID]
+				}
+			}
+		}
 	}
 	switch {
 	case l.json && !l.stream:
@@ -158,12 +174,11 @@ func (l *chatLog) print(msgs []fsstore.Message, bad []*fsstore.LineError) error 
 		return nil
 	}
 	for _, m := range logged {
-		to := m.ReceiverID
-		if to == "" {
-			to = l.agent
+		l.e.writeMessage(m.Message, m.SenderID+" → "+m.Audience(l.agent))
+		l.e.writeSeen("", m.Seen)
+		for _, r := range slices.Sorted(maps.Keys(m.SeenBy)) {
+			l.e.writeSeen(r+": ", m.SeenBy[r])
 		}
-		l.e.writeMessage(m.Message, m.SenderID+" → "+to)
-		l.e.writeSeen(m.Seen)
 	}
 	return nil
 }
@@ -188,7 +203,7 @@ func (l *chatLog) receiptsOf() func(agent string) map[string]fsstore.Seen {
 
 // writeSeen prints, under a received message, when it was surfaced to
 // the agent's sessions (and how) and when read; nothing before either.
-func (e *env) writeSeen(s fsstore.Seen) {
+func (e *env) writeSeen(who string, s fsstore.Seen) {
 	var parts []string
 	if !s.SurfacedAt.IsZero() {
 		parts = append(parts, fmt.Sprintf("surfaced %s (%s)", e.timeText(s.SurfacedAt), visible(s.SurfacedVia)))
@@ -197,7 +212,7 @@ func (e *env) writeSeen(s fsstore.Seen) {
 		parts = append(parts, fmt.Sprintf("read %s (%s)", e.timeText(s.ReadAt), visible(s.ReadVia)))
 	}
 	if len(parts) > 0 {
-		fmt.Fprintf(e.stdout, "    ↳ %s\n", strings.Join(parts, ", "))
+		fmt.Fprintf(e.stdout, "    ↳ %s%s\n", who, strings.Join(parts, ", "))
 	}
 }
 

@@ -1,0 +1,84 @@
+package fsstore
+
+import (
+	"context"
+	"slices"
+	"strings"
+	"time"
+)
+
+// Group conversations (docs/concepts.md): the initiator and two or more
+// participants take turns in a fixed order (initiator, then participants
+// as given, round-robin); each turn is one group message to every other
+// party. It becomes active when the first participant takes the request
+// (each participant still gets its own conversation_request); any party
+// ending it, its timeout, or a party's chat session ending ends it for all,
+// and every party is told once.
+
+// checkGroupParties checks start_conversation's participant_agent_ids:
+// two or more AI agents, not the caller, none twice, at most MaxReceivers.
+func (s *Store) checkGroupParties(cfg *Config, from string, participants []string) error {
+	if len(participants) < 2 {
+		return codeErr(CodeAgentNotFound, "participant_agent_ids names %d agent(s): a group conversation needs two or more others; for one, use target_agent_id", len(participants))
+	}
+	if len(participants) > MaxReceivers {
+		return codeErr(CodeTooManyReceivers, "%d participants is too many: at most %d", len(participants), MaxReceivers)
+	}
+	seen := map[string]bool{}
+	for _, p := range participants {
+		if err := s.checkConversationParties(cfg, from, p); err != nil {
+			return err
+		}
+		if seen[p] {
+			return codeErr(CodeDuplicateReceiver, "participant_agent_ids names %s twice: name each participant once", p)
+		}
+		seen[p] = true
+	}
+	return nil
+}
+
+// conversationForGroupTurn checks and counts from's turn in group
+// conversation id, whose other parties must be exactly receivers: the
+// conversation must be open and it must be from's turn (else
+// not_your_turn, naming whose it is). The turn that reaches max_turns
+// moves it to terminating (reason max_turns).
+func (s *Store) conversationForGroupTurn(ctx context.Context, cfg *Config, from, id string, receivers []string) error {
+	if _, err := s.partyConversation(ctx, cfg, from, id); err != nil {
+		return err
+	}
+	_, err := s.updateConversation(ctx, cfg, id, func(c *Conversation, now time.Time) error {
+		others := c.Others(from)
+		if !c.IsGroup() || !sameSet(others, receivers) {
+			return codeErr(CodeNotConversationParticipant, "conversation %s is among %s: a turn goes to %s; send it with send_conversation_message", c.ID, strings.Join(c.Parties(), ", "), strings.Join(others, ", "))
+		}
+		if !c.Open() {
+			return codeErr(CodeConversationNotActive, "conversation %s is %s (%s): it takes no more turns; start a new one with start_conversation if you need to", c.ID, c.State, c.EndReason)
+		}
+		if next := c.NextSpeaker(); next != from {
+			return codeErr(CodeNotYourTurn, "it is %s's turn in conversation %s (order: %s; turn %d of %d): wait for %s's message (get_next_action brings it), then send yours", next, c.ID, strings.Join(c.Parties(), ", "), c.Turns+1, c.MaxTurns, next)
+		}
+		c.Turns++
+		c.LastActivityAt = now
+		if c.Turns >= c.MaxTurns {
+			return c.move(ConvTerminating, from, ReasonMaxTurns, now)
+		}
+		return nil
+	})
+	return err
+}
+
+func sameSet(a, b []string) bool {
+	if len(a) != len(b) {
+		return false
+	}
+	x, y := slices.Clone(a), slices.Clone(b)
+	slices.Sort(x)
+	slices.Sort(y)
+	return slices.Equal(x, y)
+}
+
+// Get returns conversation id, with a due timeout applied, for one of its
+// parties (not_conversation_participant for anyone else).
+func (cb ConversationBook) Get(ctx context.Context, cfg *Config, agent, id string) (Conversation, error) {
+	return cb.s.partyConversation(ctx, cfg, agent, id)
+}

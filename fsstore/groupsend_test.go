@@ -1,0 +1,272 @@
+package fsstore
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"os"
+	"strconv"
+	"strings"
+	"syscall"
+	"testing"
+	"time"
+)
+
+func init() {
+	helperRoles["group-send"] = helperGroupSend
+}
+
+// helperGroupSend sends group messages alice -> bob, carol, dave. With n
+// >= 0 it sends one and stops for good at instant n of the send (0: before
+// any copy, k: after k copies, -1: all flushed), printing "at n" there;
+// with n < -1 it sends -n messages, printing "acked ID" for each.
+func helperGroupSend(h *helperProc) error {
+	cfg, err := h.store.LoadConfig()
+	if err != nil {
+		return err
+	}
+	stopAt, _ := strconv.Atoi(h.arg)
+	count := 1
+	if stopAt < -1 {
+		count = -stopAt
+	} else {
+		testHookGroupWrote = func(n int) {
+			if n == stopAt {
+				fmt.Fprintln(h.out, "at", n)
+				h.out.Flush()
+				time.Sleep(time.Hour) // until killed
+			}
+		}
+	}
+	for i := 0; i < count; i++ {
+		m, err := h.store.Send(h.ctx, cfg, OutgoingMessage{From: "alice", Receivers: []string{"bob", "carol", "dave"}, Content: fmt.Sprintf("broadcast %d", i)})
+		if err != nil {
+			return err
+		}
+		fmt.Fprintln(h.out, "acked", m.ID)
+		h.out.Flush()
+	}
+	return nil
+}
+
+func groupStore(t *testing.T) (*Store, *Config) {
+	t.Helper()
+	s := newTestStore(t)
+	for _, a := range []NewAgent{{ID: "alice", Type: AgentAI}, {ID: "bob", Type: AgentAI}, {ID: "carol", Type: AgentAI}, {ID: "dave", Type: AgentHuman}} {
+		if _, err := s.AddAgent(context.Background(), a); err != nil {
+			t.Fatal(err)
+		}
+	}
+	cfg, err := s.LoadConfig()
+	if err != nil {
+		t.Fatal(err)
+	}
+	return s, cfg
+}
+
+// copiesOf counts, per message id, the chat logs holding it (each log at
+// most once, or the test fails).
+func copiesOf(t *testing.T, s *Store, agents ...string) map[string]int {
+	t.Helper()
+	out := map[string]int{}
+	for _, a := range agents {
+		path, _ := s.ChatPath(a)
+		recs, _, _, err := ReadAll(path)
+		if err != nil && !errors.Is(err, os.ErrNotExist) {
+			t.Fatal(err)
+		}
+		seen := map[string]bool{}
+		for _, r := range recs {
+			m, err := DecodeMessage(r.Data)
+			if err != nil {
+				t.Fatalf("%s: %v", a, err)
+			}
+			if seen[m.ID] {
+				t.Errorf("%s holds %s twice", a, m.ID)
+			}
+			seen[m.ID] = true
+			out[m.ID]++
+		}
+	}
+	return out
+}
+
+// TestGroupSendKilled: a group send SIGKILLed at each instant inside it
+// leaves, after doctor --repair, every copy (the sender's copy was
+// written) or none (killed before it). A second repair changes nothing.
+func TestGroupSendKilled(t *testing.T) {
+	defer func(d time.Duration) { inFlight = d }(inFlight)
+	inFlight = 0
+	for _, stopAt := range []int{0, 1, 2, 3, 4, -1} {
+		t.Run(fmt.Sprintf("at%d", stopAt), func(t *testing.T) {
+			s, _ := groupStore(t)
+			cmd := helper(t, "group-send", s.ProjectDir(), strconv.Itoa(stopAt), "0")
+			stdout, _ := cmd.StdoutPipe()
+			if err := cmd.Start(); err != nil {
+				t.Fatal(err)
+			}
+			buf := make([]byte, 64)
+			n, _ := stdout.Read(buf) // "at N": the send is stopped there
+			if got := strings.TrimSpace(string(buf[:n])); got != fmt.Sprintf("at %d", stopAt) {
+				t.Fatalf("helper said %q", got)
+			}
+			cmd.Process.Signal(syscall.SIGKILL)
+			cmd.Wait()
+			before := copiesOf(t, s, "alice", "bob", "carol", "dave")
+			if len(before) > 1 {
+				t.Fatalf("copies before repair: %v", before)
+			}
+			if _, err := s.Doctor(context.Background(), true); err != nil {
+				t.Fatal(err)
+			}
+			after := copiesOf(t, s, "alice", "bob", "carol", "dave")
+			want := 4
+			if stopAt == 0 {
+				want = 0
+			}
+			total := 0
+			for id, c := range after {
+				if c != 4 {
+					t.Errorf("after repair, %s is in %d of 4 chat logs (before: %v)", id, c, before)
+				}
+				total += c
+			}
+			if total != want {
+				t.Errorf("after repair %d copies, want %d (before: %v)", total, want, before)
+			}
+			probs, err := s.Doctor(context.Background(), true)
+			if err != nil {
+				t.Fatal(err)
+			}
+			for _, p := range probs {
+				if p.Repaired {
+					t.Errorf("second repair repaired %v", p)
+				}
+			}
+		})
+	}
+}
+
+// TestGroupSendKilledAtRandom: group sends killed at random instants;
+// after repair every message is in all four chat logs or none, and every
+// acknowledged one in all four.
+func TestGroupSendKilledAtRandom(t *testing.T) {
+	defer func(d time.Duration) { inFlight = d }(inFlight)
+	inFlight = 0
+	s, _ := groupStore(t)
+	acked := map[string]bool{}
+	for round := 0; round < 6; round++ {
+		runKillable(t, helper(t, "group-send", s.ProjectDir(), "-1000", "0"), true, 60*time.Millisecond, func(l string) {
+			if id, ok := strings.CutPrefix(l, "acked "); ok {
+				acked[id] = true
+			}
+		})
+	}
+	if _, err := s.Doctor(context.Background(), true); err != nil {
+		t.Fatal(err)
+	}
+	after := copiesOf(t, s, "alice", "bob", "carol", "dave")
+	for id, c := range after {
+		if c != 4 {
+			t.Errorf("%s is in %d of 4 chat logs", id, c)
+		}
+	}
+	for id := range acked {
+		if after[id] != 4 {
+			t.Errorf("acknowledged %s is in %d of 4 chat logs", id, after[id])
+		}
+	}
+	t.Logf("%d acknowledged, %d messages", len(acked), len(after))
+}
+
+// TestGroupSendRefusals: each bad target list gets its code, and nothing
+// is written.
+func TestGroupSendRefusals(t *testing.T) {
+	s, cfg := groupStore(t)
+	cfg.Groups = Groups{"all": {"alice", "bob", "carol"}, "me": {"alice"}}
+	many := make([]string, MaxReceivers+1)
+	for i := range many {
+		many[i] = fmt.Sprintf("a%d", i)
+	}
+	for _, tc := range []struct {
+		name string
+		m    OutgoingMessage
+		code string
+	}{
+		{"none", OutgoingMessage{}, CodeAgentNotFound},
+		{"two ways", OutgoingMessage{To: "bob", Receivers: []string{"carol"}}, CodeTooManyTargets},
+		{"list and group", OutgoingMessage{Group: "all", Receivers: []string{"carol"}}, CodeTooManyTargets},
+		{"empty list", OutgoingMessage{Receivers: []string{}}, CodeAgentNotFound},
+		{"self in list", OutgoingMessage{Receivers: []string{"bob", "alice"}}, CodeCannotMessageSelf},
+		{"duplicate", OutgoingMessage{Receivers: []string{"bob", "carol", "bob"}}, CodeDuplicateReceiver},
+		{"unknown", OutgoingMessage{Receivers: []string{"bob", "zed"}}, CodeAgentNotFound},
+		{"bad id", OutgoingMessage{Receivers: []string{"../x"}}, CodeAgentNotFound},
+		{"too many", OutgoingMessage{Receivers: many}, CodeTooManyReceivers},
+		{"no group", OutgoingMessage{Group: "nobody"}, CodeGroupNotFound},
+		{"only me", OutgoingMessage{Group: "me"}, CodeCannotMessageSelf},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			tc.m.From, tc.m.Content = "alice", "hi"
+			_, err := s.Send(context.Background(), cfg, tc.m)
+			var ce *CodeError
+			if !errors.As(err, &ce) || ce.Code != tc.code {
+				t.Fatalf("err = %v, want code %s", err, tc.code)
+			}
+		})
+	}
+	if got := copiesOf(t, s, "alice", "bob", "carol", "dave"); len(got) != 0 {
+		t.Errorf("refused sends wrote %v", got)
+	}
+}
+
+// TestGroupSendByGroup: a group that contains the sender sends to the
+// others; every copy names all receivers and the group; each receiver
+// reads it as unread, the sender does not.
+func TestGroupSendByGroup(t *testing.T) {
+	s, cfg := groupStore(t)
+	cfg.Groups = Groups{"team": {"bob", "alice", "carol"}}
+	ctx := context.Background()
+	m, err := s.Send(ctx, cfg, OutgoingMessage{From: "alice", Group: "team", Content: "standup"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if strings.Join(m.ReceiverIDs, ",") != "bob,carol" || m.TargetGroup != "team" || m.ConversationID != "" {
+		t.Errorf("sent %+v", m)
+	}
+	for _, a := range []string{"bob", "carol"} {
+		got, _, err := s.Unread(ctx, a, 10, false)
+		if err != nil || len(got) != 1 || got[0].ID != m.ID || strings.Join(got[0].ReceiverIDs, ",") != "bob,carol" {
+			t.Errorf("%s unread = %+v, %v", a, got, err)
+		}
+	}
+	if got, _, _ := s.Unread(ctx, "alice", 10, false); len(got) != 0 {
+		t.Errorf("the sender reads its own broadcast: %+v", got)
+	}
+	if got := copiesOf(t, s, "alice", "bob", "carol", "dave"); got[m.ID] != 3 {
+		t.Errorf("copies %v, want 3", got)
+	}
+}
+
+// TestConfigGroups: [groups] is checked at load.
+func TestConfigGroups(t *testing.T) {
+	base := "[[agents]]\nid = \"a1\"\ntype = \"ai\"\n\n[[agents]]\nid = \"a2\"\ntype = \"ai\"\n\n[groups]\n"
+	cfg, err := ParseConfig("config.toml", []byte(base+"reviewers = [\"a1\", \"a2\"]\n"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if m, ok := cfg.Group("reviewers"); !ok || strings.Join(m, ",") != "a1,a2" {
+		t.Errorf("reviewers = %v", m)
+	}
+	for _, tc := range []struct{ line, want string }{
+		{"reviewers = []", "config.toml:10: group \"reviewers\" is empty"},
+		{"reviewers = [\"a1\", \"ghost\"]", "config.toml:10: group \"reviewers\": member \"ghost\" is not a configured agent"},
+		{"reviewers = [\"a1\", \"a1\"]", "config.toml:10: group \"reviewers\" names \"a1\" twice"},
+		{"system = [\"a1\"]", "config.toml:10: group name \"system\" is invalid"},
+		{"\"bad name\" = [\"a1\"]", "group name \"bad name\" is invalid"},
+	} {
+		_, err := ParseConfig("config.toml", []byte(base+tc.line+"\n"))
+		if err == nil || !strings.Contains(err.Error(), tc.want) {
+			t.Errorf("%s: err = %v, want %q", tc.line, err, tc.want)
+		}
+	}
+}

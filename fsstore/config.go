@@ -18,6 +18,10 @@ type Config struct {
 	Project  ProjectConfig `toml:"project"`
 	Defaults Defaults      `toml:"defaults"`
 	Agents   []Agent       `toml:"agents"`
+	// Notifications is [notifications] (config_notifications.go).
+	Notifications NotificationsConfig `toml:"notifications"`
+	// Retain is [retention] (config_retention.go; Retention fills defaults).
+	Retain RetentionConfig `toml:"retention"`
 	// Warnings name what the config holds that aipm ignores (unknown
 	// keys), each as name:LINE: what; commands print the first.
 	Warnings []error `toml:"-" json:"-"`
@@ -111,6 +115,7 @@ func (s *Store) LoadConfig() (*Config, error) {
 		return nil, err
 	}
 	s.setDurability(cfg)
+	s.setNotificationTTLs(cfg)
 	return cfg, nil
 }
 
@@ -162,6 +167,7 @@ func CheckConfig(name string, data []byte) (*Config, []error) {
 	c.defaults(&cfg.Defaults)
 	c.agents(cfg.Agents)
 	c.parents(cfg.Agents)
+	c.retention(cfg.Retain)
 	if len(c.errs) > 0 {
 		slices.SortStableFunc(c.errs, func(a, b error) int { return errLine(a) - errLine(b) })
 		return nil, c.errs

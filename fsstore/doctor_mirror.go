@@ -28,7 +28,8 @@ type copyOf struct {
 // with repair its missing copy is appended, from the other one, under the
 // file's lock and only if that id is not there yet: never twice. Messages
 // younger than inFlight may still be in a send and are left alone, as are
-// messages whose other party has no directory here (nothing to mirror to).
+// messages whose other party has no directory here (nothing to mirror to),
+// and messages compaction dropped from the other file (compactedAway).
 func (s *Store) checkMirror(ctx context.Context, repair bool) ([]Problem, error) {
 	cs, err := s.chatCopies()
 	if err != nil || cs == nil {
@@ -42,7 +43,7 @@ func (s *Store) checkMirror(ctx context.Context, repair bool) ([]Problem, error)
 	}
 	for _, id := range sortedKeys(cs.inbound) {
 		c := cs.inbound[id]
-		if _, ok := cs.outbound[id]; ok || c.msg.SenderID == SystemSender || !cs.agents[c.msg.SenderID] || young(c.msg) {
+		if _, ok := cs.outbound[id]; ok || c.msg.SenderID == SystemSender || !cs.agents[c.msg.SenderID] || young(c.msg) || s.compactedAway(c.msg.SenderID, c.msg) {
 			continue
 		}
 		sent := c.msg
@@ -51,7 +52,7 @@ func (s *Store) checkMirror(ctx context.Context, repair bool) ([]Problem, error)
 	}
 	for _, id := range sortedKeys(cs.outbound) {
 		c := cs.outbound[id]
-		if _, ok := cs.inbound[id]; ok || !cs.agents[c.msg.ReceiverID] || young(c.msg) {
+		if _, ok := cs.inbound[id]; ok || !cs.agents[c.msg.ReceiverID] || young(c.msg) || s.compactedAway(c.msg.ReceiverID, c.msg) {
 			continue
 		}
 		got := c.msg

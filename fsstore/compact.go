@@ -238,14 +238,12 @@ func (s *Store) planCut(f *os.File, path string, size int64, inode uint64, lr lo
 }
 
 // cursorsCut lowers cut to the start of the line each of the log's cursors
-// last consumed (0 for a cursor that lost its place, or when the chat log
-// has no cursor: nothing was read), and notes the cursors whose offset
+// last consumed (0 for a cursor that lost its place; a chat log without a
+// cursor, never read, to its first received message), and notes the cursors whose offset
 // was trusted as it is (those translateCursors moves).
 func (s *Store) cursorsCut(f *os.File, path string, size int64, inode uint64, lr logRetention, cursors Cursors, cut int64, plan *compactPlan) (int64, error) {
-	if lr.name == chatLog {
-		if _, ok := cursors[StreamChat]; !ok {
-			return 0, nil
-		}
+	if _, ok := cursors[StreamChat]; !ok && lr.name == chatLog {
+		return firstInbound(f, path, cut)
 	}
 	for key, sc := range cursors {
 		if !lr.stream(key) {
@@ -274,6 +272,36 @@ func (s *Store) cursorsCut(f *os.File, path string, size int64, inode uint64, lr
 	return cut, nil
 }
 
+// firstInbound lowers cut to the first message before it that the
+// agent received (not its own sent copy): a chat log without a cursor was
+// never read, and only what others sent is for a reader.
+func firstInbound(f *os.File, path string, cut int64) (int64, error) {
+	agent := filepath.Base(filepath.Dir(path))
+	r, err := lockedfile.NewLineReader(f, path, lockedfile.Position{})
+	if err != nil {
+		return 0, err
+	}
+	for {
+		before := r.Pos().Offset
+		rec, err := r.Next()
+		var le *LineError
+		switch {
+		case errors.Is(err, io.EOF):
+			return cut, nil
+		case errors.As(err, &le):
+			return min(cut, before), nil // not understood: kept for doctor, with what follows
+		case err != nil:
+			return 0, err
+		}
+		if rec.Offset >= cut {
+			return cut, nil
+		}
+		if gjson.GetBytes(rec.Data, "senderId").String() != agent {
+			return rec.Offset, nil
+		}
+	}
+}
+
 // unreadNotificationsCut lowers cut to the first notification before it
 // that is unread (as aipm status counts: one about a task until a task
 // session read it, any other until some session did) and has not expired.
@@ -294,13 +322,14 @@ func (s *Store) unreadNotificationsCut(f *os.File, path string, size int64, inod
 	}
 	now := time.Now()
 	for {
+		before := r.Pos().Offset
 		rec, err := r.Next()
 		var le *LineError
 		switch {
 		case errors.Is(err, io.EOF):
 			return cut, nil
 		case errors.As(err, &le):
-			continue
+			return min(cut, before), nil // not understood: kept for doctor, with what follows
 		case err != nil:
 			return 0, err
 		}
@@ -308,8 +337,11 @@ func (s *Store) unreadNotificationsCut(f *os.File, path string, size int64, inod
 			return cut, nil
 		}
 		n, err := decodeNotification(rec)
-		if err != nil || s.expired(n, now) {
-			continue // an undecodable line no session will ever get; an expired one no session is given
+		if err != nil {
+			return rec.Offset, nil
+		}
+		if s.expired(n, now) {
+			continue // no session is given it
 		}
 		if !has[PurposeTask] && (n.TaskID != "" || !has[PurposeChat]) {
 			return rec.Offset, nil

@@ -7,6 +7,7 @@ import (
 	"math/rand/v2"
 	"os"
 	"path/filepath"
+	"slices"
 	"strconv"
 	"strings"
 	"sync"
@@ -81,113 +82,149 @@ func TestCompactUnderLoad(t *testing.T) {
 	}
 }
 
+// loadRun is one compaction-under-load run: what was sent and delivered.
+type loadRun struct {
+	t         *testing.T
+	dir       string
+	mu        sync.Mutex
+	sent      map[string]string // id -> receiver
+	got       map[string][]bool // id -> redelivered flag of each delivery
+	compacted atomic.Int64      // bytes the compactor dropped
+	kills     atomic.Int64
+}
+
 func compactUnderLoad(t *testing.T, kill bool) {
 	perSender := 150
 	if os.Getenv("AIPM_LONG") != "" {
 		perSender = 5000
 	}
 	senders, receivers := []string{"h1", "h2", "h3", "h4"}, []string{"r1", "r2", "r3"}
-	s := newTestStore(t)
-	ctx := context.Background()
-	for _, id := range senders {
-		if _, err := s.AddAgent(ctx, NewAgent{ID: id, Type: AgentHuman}); err != nil {
-			t.Fatal(err)
-		}
-	}
-	for _, id := range receivers {
-		if _, err := s.AddAgent(ctx, NewAgent{ID: id, Type: AgentAI}); err != nil {
-			t.Fatal(err)
-		}
-	}
-	f, _ := os.OpenFile(s.ConfigPath(), os.O_APPEND|os.O_WRONLY, 0)
-	fmt.Fprint(f, "\n[retention]\nchat_lines = 10\nreceipt_lines = 10\n")
-	f.Close()
-
-	var compacted atomic.Int64
-	compactor := helper(t, "compact", s.ProjectDir(), "-", "0")
-	cout, _ := compactor.StdoutPipe()
-	if err := compactor.Start(); err != nil {
-		t.Fatal(err)
-	}
-	cdone := make(chan struct{})
-	go func() {
-		sc := bufio.NewScanner(cout)
-		for sc.Scan() {
-			n, _ := strconv.ParseInt(sc.Text(), 10, 64)
-			compacted.Add(n)
-		}
-		close(cdone)
-	}()
-
-	var mu sync.Mutex
-	sent := map[string]string{} // id -> receiver
-	got := map[string][]bool{}  // id -> redelivered flag of each delivery
-	var sending sync.WaitGroup
+	s := loadProject(t, senders, receivers)
+	run := &loadRun{t: t, dir: s.ProjectDir(), sent: map[string]string{}, got: map[string][]bool{}}
+	compactor := run.startCompactor()
+	var sending, reading sync.WaitGroup
 	for _, from := range senders {
-		cmd := helper(t, "send-to", s.ProjectDir(), from+":"+strings.Join(receivers, ","), strconv.Itoa(perSender))
-		out, _ := cmd.StdoutPipe()
-		if err := cmd.Start(); err != nil {
-			t.Fatal(err)
-		}
-		sending.Add(1)
-		go func() {
-			defer sending.Done()
-			sc := bufio.NewScanner(out)
-			for sc.Scan() {
-				id, r, _ := strings.Cut(sc.Text(), " ")
-				mu.Lock()
-				sent[id] = r
-				mu.Unlock()
-			}
-			if err := cmd.Wait(); err != nil {
-				t.Errorf("sender: %v", err)
-			}
-		}()
+		run.startSender(&sending, from, receivers, perSender)
 	}
-
 	var done atomic.Bool
-	var reading sync.WaitGroup
-	kills := atomic.Int64{}
 	for _, r := range receivers {
 		reading.Add(1)
 		go func() {
 			defer reading.Done()
-			for n := 0; ; n++ {
-				last := done.Load() || !kill
-				out, err := runReader(t, s.ProjectDir(), r, n, !last)
-				mu.Lock()
-				for _, l := range strings.Split(string(out), "\n") {
-					id, flag, ok := strings.Cut(l, " ")
-					if ok && (flag == "true" || flag == "false") {
-						got[id] = append(got[id], flag == "true")
-					}
-				}
-				mu.Unlock()
-				if last {
-					if err != nil {
-						t.Errorf("reader of %s: %v", r, err)
-					}
-					return
-				}
-				kills.Add(1)
-			}
+			run.readUntilDone(r, kill, &done)
 		}()
 	}
 	sending.Wait()
 	os.WriteFile(filepath.Join(s.ProjectDir(), "stop"), nil, 0o644)
 	done.Store(true)
 	reading.Wait()
-	<-cdone
-	if err := compactor.Wait(); err != nil {
+	if err := compactor(); err != nil {
 		t.Fatalf("compactor: %v", err)
 	}
-
-	if len(sent) != len(senders)*perSender {
-		t.Fatalf("%d sends returned, want %d", len(sent), len(senders)*perSender)
+	if len(run.sent) != len(senders)*perSender {
+		t.Fatalf("%d sends returned, want %d", len(run.sent), len(senders)*perSender)
 	}
-	lost, repeats := 0, 0
-	for id := range sent {
-		flags := got[id]
+	repeats := run.check(kill)
+	run.checkRetention(s, receivers)
+	t.Logf("%d messages, 0 lost, %d marked repeats, %d readers killed, %d bytes compacted away", len(run.sent), repeats, run.kills.Load(), run.compacted.Load())
+}
+
+// loadProject is a project with human senders and AI receivers, and a
+// retention of 10 chat and receipt lines.
+func loadProject(t *testing.T, senders, receivers []string) *Store {
+	s := newTestStore(t)
+	for _, id := range append(slices.Clone(senders), receivers...) {
+		typ := AgentAI
+		if slices.Contains(senders, id) {
+			typ = AgentHuman
+		}
+		if _, err := s.AddAgent(context.Background(), NewAgent{ID: id, Type: typ}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	f, err := os.OpenFile(s.ConfigPath(), os.O_APPEND|os.O_WRONLY, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	fmt.Fprint(f, "\n[retention]\nchat_lines = 10\nreceipt_lines = 10\n")
+	f.Close()
+	return s
+}
+
+// startCompactor starts the compacting process; the function returned
+// waits for it (it ends at the stop file).
+func (run *loadRun) startCompactor() func() error {
+	cmd := helper(run.t, "compact", run.dir, "-", "0")
+	out, _ := cmd.StdoutPipe()
+	if err := cmd.Start(); err != nil {
+		run.t.Fatal(err)
+	}
+	done := make(chan struct{})
+	go func() {
+		sc := bufio.NewScanner(out)
+		for sc.Scan() {
+			n, _ := strconv.ParseInt(sc.Text(), 10, 64)
+			run.compacted.Add(n)
+		}
+		close(done)
+	}()
+	return func() error { <-done; return cmd.Wait() }
+}
+
+// startSender starts a process sending n messages from `from`.
+func (run *loadRun) startSender(wg *sync.WaitGroup, from string, receivers []string, n int) {
+	cmd := helper(run.t, "send-to", run.dir, from+":"+strings.Join(receivers, ","), strconv.Itoa(n))
+	out, _ := cmd.StdoutPipe()
+	if err := cmd.Start(); err != nil {
+		run.t.Fatal(err)
+	}
+	wg.Add(1)
+	go func() {
+		defer wg.Done()
+		sc := bufio.NewScanner(out)
+		for sc.Scan() {
+			id, r, _ := strings.Cut(sc.Text(), " ")
+			run.mu.Lock()
+			run.sent[id] = r
+			run.mu.Unlock()
+		}
+		if err := cmd.Wait(); err != nil {
+			run.t.Errorf("sender: %v", err)
+		}
+	}()
+}
+
+// readUntilDone runs chat sessions of agent r one after the other (each
+// killed, with kill, until done), then one that reads everything left.
+func (run *loadRun) readUntilDone(r string, kill bool, done *atomic.Bool) {
+	for n := 0; ; n++ {
+		last := done.Load() || !kill
+		out, err := runReader(run.t, run.dir, r, n, !last)
+		run.mu.Lock()
+		for _, l := range strings.Split(string(out), "\n") {
+			id, flag, ok := strings.Cut(l, " ")
+			if ok && (flag == "true" || flag == "false") {
+				run.got[id] = append(run.got[id], flag == "true")
+			}
+		}
+		run.mu.Unlock()
+		if last {
+			if err != nil {
+				run.t.Errorf("reader of %s: %v", r, err)
+			}
+			return
+		}
+		run.kills.Add(1)
+	}
+}
+
+// check fails on a message lost, a repeat not marked, or (without kills)
+// any repeat, and returns the marked repeats.
+func (run *loadRun) check(kill bool) (repeats int) {
+	t := run.t
+	lost := 0
+	for id := range run.sent {
+		flags := run.got[id]
 		if len(flags) == 0 {
 			lost++
 			continue
@@ -200,20 +237,26 @@ func compactUnderLoad(t *testing.T, kill bool) {
 		}
 	}
 	if lost > 0 {
-		t.Fatalf("%d of %d messages never reached their receiver", lost, len(sent))
+		t.Fatalf("%d of %d messages never reached their receiver", lost, len(run.sent))
 	}
 	if !kill && repeats > 0 {
 		t.Fatalf("%d messages came twice with no reader killed", repeats)
 	}
-	if compacted.Load() == 0 {
+	if run.compacted.Load() == 0 {
 		t.Fatal("the compactor never dropped anything: the test tested nothing")
 	}
-	// Everything read: one more compaction leaves the retention.
+	return repeats
+}
+
+// checkRetention compacts once more, everything read: the receivers'
+// logs hold the retention.
+func (run *loadRun) checkRetention(s *Store, receivers []string) {
+	t := run.t
 	cfg, err := s.LoadConfig()
 	if err != nil {
 		t.Fatal(err)
 	}
-	if _, err := s.Compact(ctx, cfg, CompactOptions{}); err != nil {
+	if _, err := s.Compact(context.Background(), cfg, CompactOptions{}); err != nil {
 		t.Fatal(err)
 	}
 	for _, r := range receivers {
@@ -222,7 +265,6 @@ func compactUnderLoad(t *testing.T, kill bool) {
 			t.Errorf("%s's chat holds %d lines after compaction with everything read, want 10", r, n)
 		}
 	}
-	t.Logf("%d messages, 0 lost, %d marked repeats, %d readers killed, %d bytes compacted away", len(sent), repeats, kills.Load(), compacted.Load())
 }
 
 // runReader runs one chat session n of agent (helperDeliver) and returns

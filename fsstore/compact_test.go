@@ -374,3 +374,30 @@ func TestCompactNotifications(t *testing.T) {
 		t.Fatalf("delivered %d after compaction, want 2", len(ns))
 	}
 }
+
+// A torn last line (a writer killed mid-line) is kept as it is, for
+// doctor; a temporary file a killed compaction left is removed.
+func TestCompactTornTailAndLeftovers(t *testing.T) {
+	s, cfg := leadAndCoder(t)
+	ctx := context.Background()
+	cfg.Retain.ChatLines = 2
+	sendN(t, s, cfg, 6)
+	s.ReadUnread(ctx, "coder", StreamChat, ReadOptions{})
+	chat, _ := s.ChatPath("coder")
+	torn := []byte(`{"id":"msg_torn","senderId":"lead","cont`)
+	f, _ := os.OpenFile(chat, os.O_APPEND|os.O_WRONLY, 0)
+	f.Write(torn)
+	f.Close()
+	leftover := filepath.Join(filepath.Dir(chat), ".chat.jsonl.tmp-compact-123")
+	os.WriteFile(leftover, []byte("half a copy"), ModeFile)
+	if _, err := s.Compact(ctx, cfg, CompactOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	data, _ := os.ReadFile(chat)
+	if !bytes.HasSuffix(data, torn) || len(logIDs(t, chat)) != 2 {
+		t.Fatalf("after compaction: %q; want the newest 2 lines and the torn tail", data)
+	}
+	if _, err := os.Stat(leftover); err == nil {
+		t.Fatal("the leftover temporary file is still there")
+	}
+}

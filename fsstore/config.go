@@ -19,6 +19,10 @@ type Config struct {
 	Defaults Defaults      `toml:"defaults"`
 	Agents   []Agent       `toml:"agents"`
 	Groups   Groups        `toml:"groups"`
+	// Notifications is [notifications] (config_notifications.go).
+	Notifications NotificationsConfig `toml:"notifications"`
+	// Retain is [retention] (config_retention.go; Retention fills defaults).
+	Retain RetentionConfig `toml:"retention"`
 	// Warnings name what the config holds that aipm ignores (unknown
 	// keys), each as name:LINE: what; commands print the first.
 	Warnings []error `toml:"-" json:"-"`
@@ -116,6 +120,7 @@ func (s *Store) LoadConfig() (*Config, error) {
 		return nil, err
 	}
 	s.setDurability(cfg)
+	s.setNotificationTTLs(cfg)
 	return cfg, nil
 }
 
@@ -168,6 +173,7 @@ func CheckConfig(name string, data []byte) (*Config, []error) {
 	c.agents(cfg.Agents)
 	c.parents(cfg.Agents)
 	c.groups(cfg.Groups, cfg.Agents)
+	c.retention(cfg.Retain)
 	if len(c.errs) > 0 {
 		slices.SortStableFunc(c.errs, func(a, b error) int { return errLine(a) - errLine(b) })
 		return nil, c.errs

@@ -117,12 +117,19 @@ var testHookBeforeWrite func(path string)
 // it refuses. Keys of the document that T does not know are kept.
 // Returning ErrNoChange from fn skips the write.
 func UpdateDoc[T any](ctx context.Context, s *Store, path string, perm os.FileMode, fn func(doc *T, exists bool) error) (T, error) {
-	var doc T
 	unlock, err := s.lockDir(ctx, filepath.Dir(path))
 	if err != nil {
+		var doc T
 		return doc, err
 	}
 	defer unlock()
+	return updateDocHeld(ctx, s, path, perm, fn)
+}
+
+// updateDocHeld is UpdateDoc for a caller that holds the directory's lock
+// already (compaction, which holds it across a log's replacement).
+func updateDocHeld[T any](ctx context.Context, s *Store, path string, perm os.FileMode, fn func(doc *T, exists bool) error) (T, error) {
+	var doc T
 	var editErr error // an error of the edit itself, returned as it is
 	edits := 0
 	races, err := lockedfile.Update(ctx, path, perm, s.durable.Load(), casAttempts, func(data []byte, exists bool) ([]byte, error) {

@@ -28,7 +28,8 @@ type copyOf struct {
 // with repair its missing copy is appended, from the other one, under the
 // file's lock and only if that id is not there yet: never twice. Messages
 // younger than inFlight may still be in a send and are left alone, as are
-// messages whose other party has no directory here (nothing to mirror to).
+// messages whose other party has no directory here (nothing to mirror to),
+// and messages compaction dropped from the other file (compactedAway).
 // A group message (receiverIds) is the same line in the sender's log and in
 // each receiver's: every one missing is restored from any copy.
 func (s *Store) checkMirror(ctx context.Context, repair bool) ([]Problem, error) {
@@ -44,7 +45,7 @@ func (s *Store) checkMirror(ctx context.Context, repair bool) ([]Problem, error)
 	}
 	for _, id := range sortedKeys(cs.inbound) {
 		c := cs.inbound[id]
-		if _, ok := cs.outbound[id]; ok || c.msg.SenderID == SystemSender || !cs.agents[c.msg.SenderID] || young(c.msg) {
+		if _, ok := cs.outbound[id]; ok || c.msg.SenderID == SystemSender || !cs.agents[c.msg.SenderID] || young(c.msg) || s.compactedAway(c.msg.SenderID, c.msg) {
 			continue
 		}
 		sent := c.msg
@@ -53,7 +54,7 @@ func (s *Store) checkMirror(ctx context.Context, repair bool) ([]Problem, error)
 	}
 	for _, id := range sortedKeys(cs.outbound) {
 		c := cs.outbound[id]
-		if _, ok := cs.inbound[id]; ok || !cs.agents[c.msg.ReceiverID] || young(c.msg) {
+		if _, ok := cs.inbound[id]; ok || !cs.agents[c.msg.ReceiverID] || young(c.msg) || s.compactedAway(c.msg.ReceiverID, c.msg) {
 			continue
 		}
 		got := c.msg
@@ -93,7 +94,7 @@ type groupCopies struct {
 func (s *Store) restoreGroup(ctx context.Context, repair bool, cs *chatCopies, g *groupCopies, configured func(string) bool) []Problem {
 	var out []Problem
 	for i, party := range append([]string{g.have.msg.SenderID}, g.have.msg.ReceiverIDs...) {
-		if g.holders[party] || !cs.agents[party] && !configured(party) {
+		if g.holders[party] || !cs.agents[party] && !configured(party) || s.compactedAway(party, g.have.msg) {
 			continue
 		}
 		what := "a receiver's copy"

@@ -30,7 +30,8 @@ const (
 // Layout's.
 type Store struct {
 	Layout
-	durable atomic.Bool // fsync appends and documents: the config's durability, set by LoadConfig
+	durable atomic.Bool                      // fsync appends and documents: the config's durability, set by LoadConfig
+	ttls    atomic.Pointer[NotificationTTLs] // the config's [notifications.ttl], set by LoadConfig (nil: defaults)
 	caches  *caches
 }
 

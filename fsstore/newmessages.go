@@ -6,14 +6,16 @@ import (
 	"strings"
 )
 
-// NotifyNewMessage is the new_message notice (seeds 000 and 004, "通知タイプ
+// The new_message notice (NotifyNewMessage; seeds 000 and 004, "通知タイプ
 // の拡張"): a chat session is told, on the response of whatever tool it
 // calls, that messages wait for it, by sender. It is not a line of
 // notifications.jsonl: it is read from the chat log itself (the received
 // messages past the session's cursor that its model was not told of), so
 // a send writes nothing more, the notice ends when the message is read,
-// and notices of one sender coalesce by construction.
-const NotifyNewMessage = "new_message"
+// and notices of one sender coalesce by construction. Its time to live
+// ([notifications.ttl] new_message) bounds how old a message may be and
+// still be announced; an older one stays unread, and is delivered, but is
+// not announced.
 
 // NewMessages is the new_message notice of a chat session: the received
 // messages it was not told of, unread, counted by sender.

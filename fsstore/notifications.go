@@ -14,6 +14,7 @@ import (
 const (
 	NotifyInterrupt = "interrupt"
 	NotifyInfo      = "info"
+	// NotifyNewMessage is in config_notifications.go.
 )
 
 // Notification is one line of agents/<agent>/notifications.jsonl.
@@ -36,6 +37,10 @@ type Notification struct {
 	// Redelivered is set on delivery (never stored) when the notification
 	// may have reached a client before: a session died before acknowledging it.
 	Redelivered bool `json:"redelivered,omitempty"`
+	// Expired is set (never stored) on a notification shown to a human
+	// (aipm notifications) that outlived its time to live: no session
+	// will be given it.
+	Expired bool `json:"expired,omitempty"`
 }
 
 // Interrupt kinds (Notification.Kind).
@@ -87,12 +92,16 @@ func (s *Store) unreadNotifications(ctx context.Context, agent string) (int, err
 func (s *Store) UnreadNotificationIDs(ctx context.Context, agent string) (map[string]bool, error) {
 	unreadBy := map[string]int{} // id -> how many purposes have not read it
 	need := map[string]int{}     // id -> how many must not have, for it to count
+	now := time.Now()
 	for _, purpose := range []string{PurposeTask, PurposeChat} {
 		var last Notification
 		_, err := s.ReadUnread(ctx, agent, NotificationStream(purpose), ReadOptions{
 			Peek:  true,
 			Check: func(r Record) (err error) { last, err = decodeNotification(r); return err },
 			Match: func(Record) bool {
+				if s.expired(last, now) {
+					return false // never counted
+				}
 				if last.forPurpose(purpose) {
 					unreadBy[last.ID]++
 				}
@@ -132,12 +141,14 @@ func (s *Store) FollowNotifications(agent string, cur Cursor) ([]Notification, C
 	}
 	bad := res.Bad
 	out := make([]Notification, 0, len(res.Records))
+	now := time.Now()
 	for _, r := range res.Records {
 		n, err := decodeNotification(r)
 		if err != nil {
 			bad = append(bad, &LineError{Line: r.Line, Err: err})
 			continue
 		}
+		n.Expired = s.expired(n, now)
 		out = append(out, n.served(lineOf(s.Rel(path), r.Line)))
 	}
 	for _, le := range bad {
@@ -198,6 +209,8 @@ func (s *Store) readNotifications(ctx context.Context, ses Session, opt ReadOpti
 
 // readNotificationRecords is readNotifications with the records: match,
 // if not nil, sees each record that concerns ses with its notification.
+// An expired notification concerns no one: it is passed over, and a read
+// that is not a peek consumes it without returning it.
 func (s *Store) readNotificationRecords(ctx context.Context, ses Session, opt ReadOptions, match func(Record, Notification) bool) ([]Notification, ReadResult, error) {
 	var last Notification // decoded once by Check, used by Match
 	opt.Session, opt.Strict = ses.ID, true
@@ -206,7 +219,10 @@ func (s *Store) readNotificationRecords(ctx context.Context, ses Session, opt Re
 		last, err = decodeNotification(r)
 		return err
 	}
-	opt.Match = func(r Record) bool { return last.Concerns(ses) && (match == nil || match(r, last)) }
+	now := time.Now()
+	opt.Match = func(r Record) bool {
+		return last.Concerns(ses) && !s.expired(last, now) && (match == nil || match(r, last))
+	}
 	res, err := s.ReadUnread(ctx, ses.Agent, NotificationStream(ses.Purpose), opt)
 	if err != nil {
 		return nil, res, fmt.Errorf("%w: %w; run aipm doctor (--repair moves a bad line to quarantine/)", ErrNotificationsUnreadable, err)
@@ -234,6 +250,9 @@ type Unread struct {
 	Count, New int
 	// Through is the mark just past the notifications counted.
 	Through Mark
+	// expires is when the first of those counted expires (zero: none
+	// does): the counts cached past it are stale.
+	expires time.Time
 }
 
 // Interrupt returns the first unread interrupt that stops ses (DESIGN
@@ -251,7 +270,7 @@ func (s *Store) Interrupt(ctx context.Context, ses Session) (Unread, error) {
 	mark := ses.Surfaced.Notifications
 	key := fmt.Sprintf("%s\x00%s\x00%d\x00%d", ses.ID, ses.Purpose, mark.Inode, mark.Offset)
 	if cacheable {
-		if st, ok := s.caches.unread.Get(key, stamps...); ok {
+		if st, ok := s.caches.unread.Get(key, stamps...); ok && (st.expires.IsZero() || time.Now().Before(st.expires)) {
 			return st, nil
 		}
 	}
@@ -263,6 +282,9 @@ func (s *Store) Interrupt(ctx context.Context, ses Session) (Unread, error) {
 	told := 0
 	interrupts, res, err := s.readNotificationRecords(ctx, ses, ReadOptions{Peek: true}, func(r Record, n Notification) bool {
 		u.Count++
+		if at := s.expiresAt(n); !at.IsZero() && (u.expires.IsZero() || at.Before(u.expires)) {
+			u.expires = at
+		}
 		if r.Offset < mark.Offset {
 			told++
 		}

@@ -37,6 +37,7 @@ local.lock
 .lock
 watcher.lock
 watcher.json
+compact.lock
 .*.tmp-*
 `
 

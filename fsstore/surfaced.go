@@ -9,6 +9,8 @@ import (
 	"slices"
 	"time"
 
+	"github.com/tidwall/gjson"
+
 	"aipm/fsstore/lockedfile"
 )
 
@@ -137,14 +139,23 @@ func (s *Store) untoldMessages(ctx context.Context, ses Session) ([]Message, Mar
 	through := markAfter(res)
 	kept := res
 	kept.Records, kept.Redelivered = nil, nil
+	now := time.Now()
 	for i, r := range res.Records {
-		if !mark.covers(res.Next.Inode, r.Offset) {
+		if !mark.covers(res.Next.Inode, r.Offset) && !s.expiredNotice(r, now) {
 			kept.Records = append(kept.Records, r)
 			kept.Redelivered = append(kept.Redelivered, res.Redelivered[i])
 		}
 	}
 	msgs, err := s.decodeMessages(ses.Agent, kept)
 	return msgs, through, err
+}
+
+// expiredNotice says whether the received message r is too old to be
+// announced as new (the new_message notice's time to live, by the one rule
+// of expiry): it stays unread and is delivered, but not announced.
+func (s *Store) expiredNotice(r Record, now time.Time) bool {
+	at, err := time.Parse(time.RFC3339Nano, gjson.GetBytes(r.Data, "createdAt").Str)
+	return err == nil && s.expired(Notification{Type: NotifyNewMessage, CreatedAt: at}, now)
 }
 
 // markAfter is the mark just past everything read: what a reader that

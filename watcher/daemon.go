@@ -28,6 +28,8 @@ type Daemon struct {
 	// holds the invalid files already reported.
 	tasks map[string]fsstore.Task
 	bad   map[string]string
+	// compacted is when reactCompaction last compacted (watcher/compact.go).
+	compacted time.Time
 	// Coalesce is how long a pass waits after the first event of a burst
 	// for the rest of it.
 	Coalesce time.Duration

@@ -67,6 +67,7 @@ var reactions = []Reaction{
 	{"triggers", reactTriggers},
 	{"interrupts", reactInterrupts},
 	{"starts", reactStarts},
+	{"compaction", reactCompaction},
 }
 
 // reactSessions ends sessions that expired or whose process is gone, and

@@ -28,7 +28,7 @@ func newCmdBench(e *env) *cobra.Command {
 beside its raw floor measured in the same run, in throw-away projects with
 fsync on: real aipm serve processes driven by the MCP SDK's client over stdio.
 Takes minutes; --quick is a smoke run, --only measures the targets named (P1 to
-P9, or one row: P6a to P6g, P8a, P8b, P9a to P9c) and no others. P9 drives aipm
+P9, or one row: P3c, P3s, P6a to P6h, P8a, P8b, P9a to P9c) and no others. P9 drives aipm
 web's page in a headless Chromium (chromium on PATH; without it, P9a and P9b
 say so and are not met).`,
 		Example: "  aipm bench --quick\n  aipm bench --only P4\n  aipm bench --only P6c,P6d\n  aipm bench --quick --only P9\n  aipm bench --json",

@@ -31,6 +31,8 @@ func TestBenchQuick(t *testing.T) {
 		`(?m)^P1i +interrupt p50/p99: written -> receiver's wait returns, \d+ samples +-?[\d.]+ ms / -?[\d.]+ ms +-?[\d.]+ ms / -?[\d.]+ ms +p99 [+-][\d.]+ ms +p99 <= floor \+ 1 ms +(yes|NO) `,
 		`(?m)^P2 +send_message throughput, 8 servers, fsync, \d+ sends +\d+ msg/s +\d+ msg/s +\d+% of floor +>= 60% of floor +(yes|NO) +\d+% of a core$`,
 		`(?m)^P3 +get_pending_messages p50, 100000 lines vs 100 +[\d.]+ ms +[\d.]+ ms \(100 lines\) +[\d.]+x`,
+		`(?m)^P3c +get_pending_messages p50 after compaction, 10000 lines kept of 100000 vs 100 +[\d.]+ ms +[\d.]+ ms \(100 lines\) +[\d.]+x +<= 1.5x \(P3's\) +(yes|NO) `,
+		`(?m)^P3s +\.ai-pm/ size, 100000 messages, chat_lines = 10000 \(compaction took [\d.]+m?s\) +[\d.]+ MB +[\d.]+ MB \(not compacted\) +[\d.]+% of it `,
 		`(?m)^P4 +aipm serve start -> first authenticate p50 +[\d.]+ ms`,
 		`(?m)^P5 +aipm serve resident memory \(peak\), 100000 lines +[\d.]+ MB`,
 		`(?m)^P7a +file change -> trigger written p50 \(aipm watch\) +[\d.]+ ms +[\d.]+ ms \(inotify wake\)`,
@@ -44,6 +46,7 @@ func TestBenchQuick(t *testing.T) {
 		`(?m)^P6e +authenticate among tasks p50, 1000 vs 100 .* +[\d.]+x, RSS [\d.]+ MB +<= 1.5x, RSS <= 30 MB +(yes|NO) `,
 		`(?m)^P6f +authenticate among other agents' sessions p50, 1000 vs 100 .* +[\d.]+x, RSS [\d.]+ MB +<= 1.5x, RSS <= 30 MB +(yes|NO) `,
 		`(?m)^P6g +authenticate over own sent copies p50, 100000 vs 100 .* +[\d.]+x, RSS [\d.]+ MB +<= 1.5x, RSS <= 30 MB +(yes|NO) `,
+		`(?m)^P6h +get_next_action over own sent copies, compacted to 10000 p50, 100000 vs 100 .* +[\d.]+x, RSS [\d.]+ MB +<= 1.5x, RSS <= 30 MB +(yes|NO) `,
 	} {
 		if !regexp.MustCompile(row).Match(out) {
 			t.Errorf("no row matching %s in:\n%s", row, out)
@@ -97,7 +100,7 @@ func TestBenchOnly(t *testing.T) {
 	if !errors.As(err, &exit) || exit.ExitCode() != 2 {
 		t.Fatalf("--only P4,P10: err = %v, want exit code 2\n%s", err, out)
 	}
-	if want := `aipm: --only "P10": no such target; name some of P1 to P9, or a P6, P8 or P9 row (P6a to P6g, P8a, P8b, P9a to P9c)`; !strings.Contains(stderr.String(), want) {
+	if want := `aipm: --only "P10": no such target; name some of P1 to P9, or a P3, P6, P8 or P9 row (P3c, P3s, P6a to P6h, P8a, P8b, P9a to P9c)`; !strings.Contains(stderr.String(), want) {
 		t.Errorf("--only P4,P10: stderr %q, want %q", stderr.String(), want)
 	}
 	if strings.Contains(stderr.String(), "P4:") {

@@ -30,7 +30,9 @@ or to every agent of the project, oldest first:
 TIME  AGENT  TYPE  STATE  from WHO  TASK: MESSAGE.
 TYPE is interrupt or info. STATE is unread while no session that may see it
 has received it (the NOTIFICATIONS count of aipm status; one about a task only
-counts as read once the agent's task session got it), else read.
+counts as read once the agent's task session got it), expired once it outlived
+its type's time to live ([notifications.ttl] in config.toml: no session will
+get it), else read.
 
 Looking is a peek: nothing is marked read, so the agents' sessions still get
 every notification. --unread shows only the unread ones; --follow keeps
@@ -216,7 +218,10 @@ func (f *notificationFeed) print(ns []agentNotification, whole bool) error {
 // the sender and the task only when there are, control characters escaped.
 func (e *env) writeNotification(n agentNotification) {
 	state := "unread"
-	if n.Read {
+	switch {
+	case n.Expired:
+		state = "expired" // past its time to live: no session will get it
+	case n.Read:
 		state = "read"
 	}
 	head := fmt.Sprintf("%s  %s  %-9s  %-6s", e.timeText(n.CreatedAt), n.Agent, n.Type, state)

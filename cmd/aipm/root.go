@@ -22,6 +22,7 @@ func newCmdRoot(e *env) *cobra.Command {
 		{"project", newCmdAgent(e)},
 		{"project", newCmdStatus(e, nil)},
 		{"project", newCmdDoctor(e, nil)},
+		{"project", newCmdCompact(e, nil)},
 		{"project", newCmdConfig(e)},
 		{"project", newCmdDemo(e, nil)},
 		{"project", newCmdWatch(e, nil)},

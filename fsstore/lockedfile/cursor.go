@@ -228,7 +228,7 @@ func lastNewline(b []byte) int {
 
 // refind scans the whole file for the newest remembered id and resumes just
 // past it, passing over records with remembered ids after it (they were
-// consumed). When no remembered id is left it starts at the beginning and
+// consumed); a range marked as delivered before moves with the last id. When no remembered id is left it starts at the beginning and
 // marks everything now in the file as possibly delivered before.
 func refind(f *os.File, path string, next *Cursor, cur Cursor) (Position, map[string]bool, error) {
 	ordered := slices.Clone(cur.Earlier)
@@ -268,6 +268,13 @@ func refind(f *os.File, path string, next *Cursor, cur Cursor) (Position, map[st
 			skip[id] = true
 		}
 		next.Offset, next.Line, next.RedeliverBefore = found.Offset, found.Line, 0
+		if best == len(ordered) && cur.RedeliverBefore > cur.Offset {
+			// The last record consumed ends at found here and at cur.Offset
+			// in the file measured: what followed it moved with it (a
+			// compaction dropped the head), and so does the range marked
+			// as delivered before.
+			next.RedeliverBefore = cur.RedeliverBefore + found.Offset - cur.Offset
+		}
 		next.LastID, next.Earlier = ordered[best-1], ordered[:best-1]
 		return found, skip, nil
 	}

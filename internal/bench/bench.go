@@ -99,6 +99,7 @@ func (b *bench) measures(only []string) ([]func() ([]Row, error), error) {
 		{[]string{"P1"}, b.delivery},
 		{[]string{"P2"}, b.throughput},
 		{[]string{"P3", "P5"}, b.history1M},
+		{[]string{"P3", "P3C", "P3S"}, b.compacted},
 		{[]string{"P4"}, b.startup},
 		{[]string{"P6", "P6A"}, b.ownSent},
 		{[]string{"P6", "P6B"}, b.unreadNotifications},
@@ -107,6 +108,7 @@ func (b *bench) measures(only []string) ([]func() ([]Row, error), error) {
 		{[]string{"P6", "P6E"}, b.authTasks},
 		{[]string{"P6", "P6F"}, b.authSessions},
 		{[]string{"P6", "P6G"}, b.authOwnSent},
+		{[]string{"P6", "P6H"}, b.ownSentCompacted},
 		{[]string{"P7"}, b.watchBench},
 		{[]string{"P8", "P8A"}, b.hookWallTime},
 		{[]string{"P8", "P8B"}, b.hookWake},
@@ -122,7 +124,7 @@ func (b *bench) measures(only []string) ([]func() ([]Row, error), error) {
 			known = known || slices.Contains(m.targets, id)
 		}
 		if !known {
-			return nil, fmt.Errorf("--only %q: %w; name some of P1 to P9, or a P6, P8 or P9 row (P6a to P6g, P8a, P8b, P9a to P9c)", id, ErrUnknownTarget)
+			return nil, fmt.Errorf("--only %q: %w; name some of P1 to P9, or a P3, P6, P8 or P9 row (P3c, P3s, P6a to P6h, P8a, P8b, P9a to P9c)", id, ErrUnknownTarget)
 		}
 		want[id] = true
 	}
@@ -810,6 +812,13 @@ func (b *bench) pendingLatency(name string, history int) ([]time.Duration, float
 	if _, err := store.ReadUnread(b.ctx, "r", fsstore.StreamChat, fsstore.ReadOptions{Match: func(fsstore.Record) bool { return false }}); err != nil {
 		return nil, 0, err
 	}
+	return b.timePending(store, keys)
+}
+
+// timePending times get_pending_messages in r's chat session, each after
+// one new message from w; it returns the latencies and the server's peak
+// resident memory in MB.
+func (b *bench) timePending(store *fsstore.Store, keys map[string]string) ([]time.Duration, float64, error) {
 	cfg, err := store.LoadConfig()
 	if err != nil {
 		return nil, 0, err
@@ -968,25 +977,33 @@ func (b *bench) piledUp(id, what string, large int, fill func(store *fsstore.Sto
 // copies past its cursor and nothing unread but one notification (so the
 // call answers at once, after the chat-work check has looked past them).
 func (b *bench) ownSent() ([]Row, error) {
-	return b.piledUp("P6a", "get_next_action over own sent copies", b.history, func(store *fsstore.Store, n int) error {
-		path, _ := store.ChatPath("r")
-		if err := fsstore.FixturesOf(store).Lines(path, n, func(i int) any {
-			return fsstore.Message{ID: fsstore.NewID(fsstore.PrefixMessage), SenderID: "r", ReceiverID: "w", Content: fmt.Sprintf("sent line %d: a message of ordinary length, about like this one", i), CreatedAt: "2026-11-21T12:00:00.000000Z"}
-		}); err != nil {
-			return err
-		}
-		_, err := store.Notify(b.ctx, "r", fsstore.Notification{Message: "keeps get_next_action from waiting"})
+	return b.piledUp("P6a", "get_next_action over own sent copies", b.history, b.fillOwnSent, b.nextActionNotified, nil)
+}
+
+// fillOwnSent writes n of r's own sent copies to r's chat log, and one
+// notification.
+func (b *bench) fillOwnSent(store *fsstore.Store, n int) error {
+	path, _ := store.ChatPath("r")
+	if err := fsstore.FixturesOf(store).Lines(path, n, func(i int) any {
+		return fsstore.Message{ID: fsstore.NewID(fsstore.PrefixMessage), SenderID: "r", ReceiverID: "w", Content: fmt.Sprintf("sent line %d: a message of ordinary length, about like this one", i), CreatedAt: "2026-11-21T12:00:00.000000Z"}
+	}); err != nil {
 		return err
-	}, func(s *server) error {
-		var out struct{ Action string }
-		if err := s.call(b.ctx, "get_next_action", map[string]any{}, &out); err != nil {
-			return err
-		}
-		if out.Action != fsstore.ActGetNotifications {
-			return fmt.Errorf("get_next_action answered %q, want %s", out.Action, fsstore.ActGetNotifications)
-		}
-		return nil
-	}, nil)
+	}
+	_, err := store.Notify(b.ctx, "r", fsstore.Notification{Message: "keeps get_next_action from waiting"})
+	return err
+}
+
+// nextActionNotified calls get_next_action, which answers
+// get_notifications at once.
+func (b *bench) nextActionNotified(s *server) error {
+	var out struct{ Action string }
+	if err := s.call(b.ctx, "get_next_action", map[string]any{}, &out); err != nil {
+		return err
+	}
+	if out.Action != fsstore.ActGetNotifications {
+		return fmt.Errorf("get_next_action answered %q, want %s", out.Action, fsstore.ActGetNotifications)
+	}
+	return nil
 }
 
 // unreadNotifications is P6b: a gated call (get_my_task) when r has n

@@ -1,0 +1,489 @@
+package fsstore
+
+import (
+	"bytes"
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"path/filepath"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/tidwall/gjson"
+
+	"aipm/fsstore/lockedfile"
+)
+
+// The logs compaction shortens, each with its retention and the read.json
+// streams that read it (none: no reader keeps a place in it).
+const (
+	chatLog          = "chat.jsonl"
+	notificationsLog = "notifications.jsonl"
+	receiptsLog      = "receipts.jsonl"
+)
+
+// CompactionPath is the record of what compaction dropped from the
+// agent's chat log (agents/<agent>/compacted.json): doctor's mirror check
+// does not restore what was dropped on purpose.
+func (l Layout) CompactionPath(agent string) (string, error) {
+	return l.agentFile(agent, "compacted.json")
+}
+
+// compactLockPath is held by the compaction that runs: one at a time.
+func (l Layout) compactLockPath() string { return filepath.Join(l.root, "compact.lock") }
+
+// Compaction is agents/<agent>/compacted.json.
+type Compaction struct {
+	// ChatThrough: every line compaction dropped from the agent's chat.jsonl
+	// was created at or before it (a horizon: a message older than it may
+	// be missing from this file on purpose).
+	ChatThrough time.Time `json:"chatThrough,omitzero"`
+	// At is when compaction last dropped lines from the chat log.
+	At time.Time `json:"at,omitzero"`
+}
+
+// CompactOptions shape one Store.Compact.
+type CompactOptions struct {
+	// DryRun says what would be dropped, and drops nothing.
+	DryRun bool
+	// Wait waits for a compaction that runs (as long as ctx allows)
+	// instead of skipping.
+	Wait bool
+}
+
+// CompactResult is what one Store.Compact did.
+type CompactResult struct {
+	// Skipped says another compaction was running: nothing was done.
+	Skipped bool            `json:"skipped,omitempty"`
+	Files   []CompactedFile `json:"files"`
+}
+
+// CompactedFile is one log's compaction (or, on a dry run, what it would be).
+type CompactedFile struct {
+	Path         string `json:"path"`
+	DroppedLines int    `json:"droppedLines"`
+	DroppedBytes int64  `json:"droppedBytes"`
+	KeptBytes    int64  `json:"keptBytes"`
+	// Unread says the retention would have dropped more, but lines a
+	// reader has not consumed (or unread notifications that have not
+	// expired) are kept.
+	Unread bool `json:"unread,omitempty"`
+}
+
+// logRetention is one log of an agent as compaction sees it.
+type logRetention struct {
+	name   string
+	retain int
+	// stream says which read.json streams read it.
+	stream func(key string) bool
+}
+
+func (c *Config) logRetentions() []logRetention {
+	r := c.Retention()
+	return []logRetention{
+		{chatLog, r.ChatLines, func(k string) bool { return k == StreamChat }},
+		{notificationsLog, r.NotificationLines, func(k string) bool { return k == StreamNotifications || strings.HasPrefix(k, StreamNotifications+".") }},
+		{receiptsLog, r.ReceiptLines, nil},
+	}
+}
+
+// Compact shortens every agent's chat, notifications and receipts logs to
+// the config's retention (the newest lines), keeping every line a reader
+// has not consumed: nothing at or past a read cursor (committed or handed
+// out in a batch), the line each cursor remembers as its last id (so that
+// a cursor still on the old file finds its place by id), and every unread
+// notification that has not expired. What is dropped is gone (docs/files.md).
+// One compaction runs at a time: another one waits (opt.Wait) or skips.
+// Each log is replaced under its flock and its agent directory's lock
+// (DropPrefix), and the cursors and the sessions' marks into it are moved
+// to the new file; a cursor or mark left on the old one finds its place by
+// id, as after any replacement.
+func (s *Store) Compact(ctx context.Context, cfg *Config, opt CompactOptions) (CompactResult, error) {
+	var res CompactResult
+	unlock, ok, err := s.compactLock(ctx, opt.Wait)
+	if err != nil || !ok {
+		res.Skipped = !ok
+		return res, err
+	}
+	defer unlock()
+	entries, err := os.ReadDir(s.agentsDir())
+	if errors.Is(err, os.ErrNotExist) {
+		return res, nil
+	}
+	if err != nil {
+		return res, fmt.Errorf("compact: read %s: %w", s.Rel(s.agentsDir()), err)
+	}
+	var errs []error
+	for _, e := range entries {
+		if !e.IsDir() || CheckAgentID(e.Name()) != nil {
+			continue
+		}
+		dir := filepath.Join(s.agentsDir(), e.Name())
+		if err := lockedfile.RemoveStaleCompactions(dir); err != nil {
+			errs = append(errs, fmt.Errorf("compact: clean %s: %w", s.Rel(dir), err))
+		}
+		for _, lr := range cfg.logRetentions() {
+			f, err := s.compactLog(ctx, e.Name(), lr, opt.DryRun)
+			if err != nil {
+				errs = append(errs, err)
+				continue
+			}
+			if f.DroppedBytes > 0 || f.Unread {
+				res.Files = append(res.Files, f)
+			}
+		}
+	}
+	return res, errors.Join(errs...)
+}
+
+// compactLock takes the compaction lock, waiting for it or not.
+func (s *Store) compactLock(ctx context.Context, wait bool) (unlock func(), ok bool, err error) {
+	path := s.compactLockPath()
+	if wait {
+		unlock, err = lockedfile.Lock(ctx, path, ModePrivateFile)
+		ok = err == nil
+	} else {
+		unlock, ok, err = lockedfile.TryLock(path, ModePrivateFile)
+	}
+	if err != nil {
+		return nil, false, fmt.Errorf("compact: lock %s: %w", s.Rel(path), err)
+	}
+	return unlock, ok, nil
+}
+
+// compactPlan is what planning one log found.
+type compactPlan struct {
+	lines   int       // complete lines before the cut
+	through time.Time // the newest createdAt before the cut (chat)
+	unread  bool      // the retention alone would cut further
+	trusted map[string]bool
+}
+
+// compactLog compacts one log of agent, holding the agent directory's
+// lock (read.json cannot move) from the plan to the cursors' translation.
+func (s *Store) compactLog(ctx context.Context, agent string, lr logRetention, dry bool) (CompactedFile, error) {
+	dir, err := s.AgentDir(agent)
+	if err != nil {
+		return CompactedFile{}, err
+	}
+	path := filepath.Join(dir, lr.name)
+	out := CompactedFile{Path: s.Rel(path)}
+	held, err := s.lockDir(ctx, dir)
+	if err != nil {
+		return out, err
+	}
+	unlock := sync.OnceFunc(held)
+	defer unlock()
+	cursorPath, _ := s.readCursorPath(agent)
+	var cursors Cursors
+	if lr.stream != nil {
+		if cursors, err = s.readCursors(cursorPath); err != nil {
+			return out, fmt.Errorf("compact %s: %w", out.Path, err)
+		}
+	}
+	plan := compactPlan{trusted: map[string]bool{}}
+	d, err := lockedfile.DropPrefix(ctx, path, lockedfile.DropOptions{Durable: s.durable.Load(), DryRun: dry},
+		func(f *os.File, size int64, inode uint64) (int64, error) {
+			return s.planCut(f, path, size, inode, lr, cursors, &plan)
+		},
+		func(d lockedfile.Dropped) error {
+			if lr.name != chatLog {
+				return nil
+			}
+			return s.recordHorizon(ctx, agent, plan.through)
+		})
+	if err != nil {
+		return out, fmt.Errorf("compact %s: %w", out.Path, err)
+	}
+	out.DroppedLines, out.DroppedBytes, out.KeptBytes, out.Unread = plan.lines, d.Cut, d.Size-d.Cut, plan.unread
+	if d.New == 0 || lr.stream == nil {
+		return out, nil
+	}
+	// An optimisation: a cursor left on the old inode finds its place by id.
+	if err := s.translateCursors(ctx, cursorPath, lr, d, plan); err != nil {
+		return out, fmt.Errorf("compact %s: the log is compacted; its cursors will find their place by id: %w", out.Path, err)
+	}
+	unlock()
+	s.translateMarks(ctx, agent, lr.name, d)
+	return out, nil
+}
+
+// planCut is where the log at path (locked, of size bytes) may be cut:
+// before its newest lr.retain lines, and before nothing a reader still
+// needs (see Compact). It fills plan.
+func (s *Store) planCut(f *os.File, path string, size int64, inode uint64, lr logRetention, cursors Cursors, plan *compactPlan) (int64, error) {
+	cut, err := lockedfile.NewestLinesStart(f, size, lr.retain)
+	if err != nil || cut == 0 {
+		return 0, err
+	}
+	retained := cut
+	if lr.stream != nil {
+		if cut, err = s.cursorsCut(f, path, size, inode, lr, cursors, cut, plan); err != nil {
+			return 0, err
+		}
+	}
+	if cut > 0 && lr.name == notificationsLog {
+		if cut, err = s.unreadNotificationsCut(f, path, size, inode, cursors, cut); err != nil {
+			return 0, err
+		}
+	}
+	plan.unread = cut < retained
+	if cut > 0 {
+		plan.lines, plan.through, err = scanDropped(f, path, cut, lr.name == chatLog)
+	}
+	return cut, err
+}
+
+// cursorsCut lowers cut to the start of the line each of the log's cursors
+// last consumed (0 for a cursor that lost its place; a chat log without a
+// cursor, never read, to its first received message), and notes the cursors whose offset
+// was trusted as it is (those translateCursors moves).
+func (s *Store) cursorsCut(f *os.File, path string, size int64, inode uint64, lr logRetention, cursors Cursors, cut int64, plan *compactPlan) (int64, error) {
+	if _, ok := cursors[StreamChat]; !ok && lr.name == chatLog {
+		return firstInbound(f, path, cut)
+	}
+	for key, sc := range cursors {
+		if !lr.stream(key) {
+			continue
+		}
+		places := map[string]Cursor{key: sc.Cursor}
+		if sc.Pending != nil {
+			places[key+"\x00pending"] = sc.Pending.To
+		}
+		for name, c := range places {
+			pos, trusted, lost, err := lockedfile.Resolve(f, path, inode, size, c)
+			if err != nil {
+				return 0, err
+			}
+			if lost {
+				return 0, nil
+			}
+			plan.trusted[name] = trusted
+			start, err := lockedfile.LineStart(f, pos)
+			if err != nil {
+				return 0, err
+			}
+			cut = min(cut, start)
+		}
+	}
+	return cut, nil
+}
+
+// firstInbound lowers cut to the first message before it that the
+// agent received (not its own sent copy): a chat log without a cursor was
+// never read, and only what others sent is for a reader.
+func firstInbound(f *os.File, path string, cut int64) (int64, error) {
+	agent := filepath.Base(filepath.Dir(path))
+	r, err := lockedfile.NewLineReader(f, path, lockedfile.Position{})
+	if err != nil {
+		return 0, err
+	}
+	for {
+		before := r.Pos().Offset
+		rec, err := r.Next()
+		var le *LineError
+		switch {
+		case errors.Is(err, io.EOF):
+			return cut, nil
+		case errors.As(err, &le):
+			return min(cut, before), nil // not understood: kept for doctor, with what follows
+		case err != nil:
+			return 0, err
+		}
+		if rec.Offset >= cut {
+			return cut, nil
+		}
+		if gjson.GetBytes(rec.Data, "senderId").String() != agent {
+			return rec.Offset, nil
+		}
+	}
+}
+
+// unreadNotificationsCut lowers cut to the first notification before it
+// that is unread (as aipm status counts: one about a task until a task
+// session read it, any other until some session did) and has not expired.
+// Only a session purpose without a cursor can leave one there: the cut is
+// before every cursor already.
+func (s *Store) unreadNotificationsCut(f *os.File, path string, size int64, inode uint64, cursors Cursors, cut int64) (int64, error) {
+	has := map[string]bool{}
+	for _, p := range []string{PurposeTask, PurposeChat} {
+		sc := streamCursor(cursors, NotificationStream(p))
+		has[p] = sc.Offset > 0 || sc.LastID != ""
+	}
+	if has[PurposeTask] && has[PurposeChat] {
+		return cut, nil
+	}
+	r, err := lockedfile.NewLineReader(f, path, lockedfile.Position{})
+	if err != nil {
+		return 0, err
+	}
+	now := time.Now()
+	for {
+		before := r.Pos().Offset
+		rec, err := r.Next()
+		var le *LineError
+		switch {
+		case errors.Is(err, io.EOF):
+			return cut, nil
+		case errors.As(err, &le):
+			return min(cut, before), nil // not understood: kept for doctor, with what follows
+		case err != nil:
+			return 0, err
+		}
+		if rec.Offset >= cut {
+			return cut, nil
+		}
+		n, err := decodeNotification(rec)
+		if err != nil {
+			return rec.Offset, nil
+		}
+		if s.expired(n, now) {
+			continue // no session is given it
+		}
+		if !has[PurposeTask] && (n.TaskID != "" || !has[PurposeChat]) {
+			return rec.Offset, nil
+		}
+	}
+}
+
+// scanDropped counts the complete lines before cut and, for a chat log,
+// finds the newest createdAt among them.
+func scanDropped(f *os.File, path string, cut int64, chat bool) (lines int, through time.Time, err error) {
+	buf := make([]byte, 64<<10)
+	sr := io.NewSectionReader(f, 0, cut)
+	for {
+		n, err := sr.Read(buf)
+		lines += bytes.Count(buf[:n], []byte{'\n'})
+		if errors.Is(err, io.EOF) {
+			break
+		}
+		if err != nil {
+			return 0, through, fmt.Errorf("read %s: %w", path, err)
+		}
+	}
+	if !chat {
+		return lines, through, nil
+	}
+	r, err := lockedfile.NewLineReader(f, path, lockedfile.Position{})
+	if err != nil {
+		return 0, through, err
+	}
+	for {
+		rec, err := r.Next()
+		var le *LineError
+		switch {
+		case errors.Is(err, io.EOF):
+			return lines, through, nil
+		case errors.As(err, &le):
+			continue
+		case err != nil:
+			return 0, through, err
+		}
+		if rec.Offset >= cut {
+			return lines, through, nil
+		}
+		if t, err := time.Parse(time.RFC3339Nano, gjson.GetBytes(rec.Data, "createdAt").String()); err == nil && t.After(through) {
+			through = t
+		}
+	}
+}
+
+// recordHorizon raises agent's chat horizon to through (never lowers it),
+// before the lines are dropped: a compaction killed after it dropped
+// nothing, and doctor only skips checks of lines that are still there.
+// The caller holds the agent directory's lock.
+func (s *Store) recordHorizon(ctx context.Context, agent string, through time.Time) error {
+	path, err := s.CompactionPath(agent)
+	if err != nil {
+		return err
+	}
+	_, err = updateDocHeld(ctx, s, path, ModeFile, func(c *Compaction, _ bool) error {
+		if through.After(c.ChatThrough) {
+			c.ChatThrough = through.UTC()
+		}
+		c.At = time.Now().UTC()
+		return nil
+	})
+	return err
+}
+
+// compactedAway says whether message m may be missing from agent's chat
+// log because compaction dropped it: it is not newer than the log's
+// horizon. Doctor's mirror check restores no such copy.
+func (s *Store) compactedAway(agent string, m Message) bool {
+	path, err := s.CompactionPath(agent)
+	if err != nil {
+		return false
+	}
+	var c Compaction
+	if err := s.readDoc(path, &c); err != nil || c.ChatThrough.IsZero() {
+		return false
+	}
+	t, err := time.Parse(time.RFC3339Nano, m.CreatedAt)
+	return err == nil && !t.After(c.ChatThrough)
+}
+
+// translateCursors moves the log's cursors (and batches) that were
+// trusted on the old inode to the same records in the new one. The caller
+// holds the agent directory's lock, so they are those planCut saw.
+func (s *Store) translateCursors(ctx context.Context, cursorPath string, lr logRetention, d lockedfile.Dropped, plan compactPlan) error {
+	shift := func(c Cursor, trusted bool) Cursor {
+		if !trusted || c.Inode != d.Old || c.Offset < d.Cut {
+			return c
+		}
+		c.Inode, c.Offset, c.Line = d.New, c.Offset-d.Cut, max(0, c.Line-plan.lines)
+		if c.RedeliverBefore > 0 {
+			c.RedeliverBefore = max(0, c.RedeliverBefore-d.Cut)
+		}
+		return c
+	}
+	_, err := updateDocHeld(ctx, s, cursorPath, ModeFile, func(cursors *Cursors, exists bool) error {
+		if !exists {
+			return ErrNoChange
+		}
+		for key, sc := range *cursors {
+			if !lr.stream(key) {
+				continue
+			}
+			sc.Cursor = shift(sc.Cursor, plan.trusted[key])
+			if sc.Pending != nil {
+				p := *sc.Pending
+				p.To = shift(p.To, plan.trusted[key+"\x00pending"])
+				sc.Pending = &p
+			}
+			(*cursors)[key] = sc
+		}
+		return nil
+	})
+	return err
+}
+
+// translateMarks moves the agent's sessions' marks into the compacted log
+// to the new inode, best effort: a mark left on the old one starts again
+// from nothing (a notice may be told twice, never lost).
+func (s *Store) translateMarks(ctx context.Context, agent, log string, d lockedfile.Dropped) {
+	ids, err := s.agentSessionIDs(agent)
+	if err != nil {
+		return
+	}
+	for _, id := range ids {
+		path, err := s.DocPath(Sessions, id)
+		if err != nil {
+			continue
+		}
+		UpdateDoc(ctx, s, path, ModePrivateFile, func(ses *Session, exists bool) error {
+			m := &ses.Surfaced.Notifications
+			if log == chatLog {
+				m = &ses.Surfaced.Chat
+			}
+			if !exists || ses.Agent != agent || m.Inode != d.Old || log == receiptsLog {
+				return ErrNoChange
+			}
+			m.Inode, m.Offset = d.New, max(0, m.Offset-d.Cut)
+			return nil
+		})
+	}
+}

@@ -387,3 +387,52 @@ func TestBoardActsLikeTheCLI(t *testing.T) {
 		}
 	}
 }
+
+// TestGroupMessageIsOneChat: a message to several agents is one chat of
+// all its parties, shown once, with what each receiver saw of it.
+func TestGroupMessageIsOneChat(t *testing.T) {
+	store, err := fsstore.Init(t.TempDir(), "group")
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	for _, a := range []fsstore.NewAgent{{ID: "lead", Type: fsstore.AgentHuman}, {ID: "a1", Type: fsstore.AgentAI}, {ID: "a2", Type: fsstore.AgentAI}} {
+		if _, err := store.AddAgent(ctx, a); err != nil {
+			t.Fatal(err)
+		}
+	}
+	cfg, err := store.LoadConfig()
+	if err != nil {
+		t.Fatal(err)
+	}
+	msg, err := store.Send(ctx, cfg, fsstore.OutgoingMessage{From: "lead", Receivers: []string{"a1", "a2"}, Content: "standup"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, _, err := store.Unread(ctx, "a1", 10, false); err != nil { // a1 reads it
+		t.Fatal(err)
+	}
+	srv, err := web.Start(ctx, store, web.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer func() { cancel(); srv.Wait() }()
+	v := visit(t, srv)
+	resp, err := v.c.Get(srv.Origin() + "/api/state")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer resp.Body.Close()
+	var st web.State
+	if err := json.NewDecoder(resp.Body).Decode(&st); err != nil {
+		t.Fatal(err)
+	}
+	if len(st.Chats) != 1 || strings.Join(st.Chats[0].Agents, "|") != "a1|a2|lead" || len(st.Chats[0].Messages) != 1 {
+		t.Fatalf("chats: %+v; want one chat of a1, a2 and lead holding the message once", st.Chats)
+	}
+	m := st.Chats[0].Messages[0]
+	if m.ID != msg.ID || m.SeenBy["a1"].ReadAt.IsZero() || !m.SeenBy["a2"].ReadAt.IsZero() {
+		t.Errorf("the message as shown: %+v; want read by a1, not by a2", m)
+	}
+}

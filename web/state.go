@@ -1,8 +1,10 @@
 package web
 
 import (
+	"cmp"
 	"context"
 	"slices"
+	"strings"
 	"time"
 
 	"aipm/fsstore"
@@ -57,17 +59,20 @@ type RunView struct {
 	Reason    string    `json:"reason,omitempty"`
 }
 
-// Chat is the last messages between two agents, oldest first.
+// Chat is the last messages among its agents (two, or a group message's
+// sender and receivers), oldest first.
 type Chat struct {
-	Agents   [2]string     `json:"agents"`
+	Agents   []string      `json:"agents"`
 	Messages []ChatMessage `json:"messages"`
 }
 
 // ChatMessage is a message with what its receiver saw of it: when it was
-// surfaced (handed to a session or told by a notice) and when read.
+// surfaced (handed to a session or told by a notice) and when read; for a
+// group message, each receiver's in SeenBy.
 type ChatMessage struct {
 	fsstore.Message
 	fsstore.Seen
+	SeenBy map[string]fsstore.Seen `json:"seenBy,omitempty"`
 }
 
 // Event is one line of the timeline: the watcher started a process, or a
@@ -164,11 +169,18 @@ func readTasks(_ context.Context, store *fsstore.Store, _ *fsstore.Config, st *S
 }
 
 // readChats reads the tail of every agent's log and groups the messages
-// by pair (each message is in two logs: counted once).
+// by the agents they are between (each message is in two logs, a group
+// message in each party's: counted once).
 func readChats(_ context.Context, store *fsstore.Store, cfg *fsstore.Config, st *State) error {
 	seen := map[string]bool{}
-	pairs := map[[2]string][]ChatMessage{}
-	receipts := map[string]map[string]fsstore.Seen{} // by receiver, read once each
+	chats := map[string][]ChatMessage{} // by the parties, joined
+	receipts := map[string]map[string]fsstore.Seen{}
+	seenBy := func(agent, id string) fsstore.Seen {
+		if _, ok := receipts[agent]; !ok {
+			receipts[agent], _ = store.Receipts(agent) // unreadable: shown without times
+		}
+		return receipts[agent][id]
+	}
 	for _, a := range cfg.Agents {
 		msgs, err := store.Tail(a.ID, messagesPerChat)
 		if err != nil {
@@ -179,26 +191,29 @@ func readChats(_ context.Context, store *fsstore.Store, cfg *fsstore.Config, st 
 				continue
 			}
 			seen[m.ID] = true
-			other := m.ReceiverID
-			if other == "" {
-				other = a.ID
+			cm := ChatMessage{Message: m}
+			receivers := m.ReceiverIDs
+			if receivers == nil {
+				receivers = []string{cmp.Or(m.ReceiverID, a.ID)}
+				cm.Seen = seenBy(receivers[0], m.ID)
+			} else {
+				cm.SeenBy = map[string]fsstore.Seen{}
+				for _, r := range receivers {
+					cm.SeenBy[r] = seenBy(r, m.ID)
+				}
 			}
-			pair := [2]string{m.SenderID, other}
-			if pair[0] > pair[1] {
-				pair[0], pair[1] = pair[1], pair[0]
-			}
-			if _, ok := receipts[other]; !ok {
-				receipts[other], _ = store.Receipts(other) // unreadable: shown without times
-			}
-			pairs[pair] = append(pairs[pair], ChatMessage{Message: m, Seen: receipts[other][m.ID]})
+			parties := append([]string{m.SenderID}, receivers...)
+			slices.Sort(parties)
+			key := strings.Join(slices.Compact(parties), "|")
+			chats[key] = append(chats[key], cm)
 		}
 	}
-	for pair, msgs := range pairs {
+	for key, msgs := range chats {
 		slices.SortStableFunc(msgs, func(a, b ChatMessage) int { return compareTime(a.CreatedAt, b.CreatedAt) })
 		if len(msgs) > messagesPerChat {
 			msgs = msgs[len(msgs)-messagesPerChat:]
 		}
-		st.Chats = append(st.Chats, Chat{Agents: pair, Messages: msgs})
+		st.Chats = append(st.Chats, Chat{Agents: strings.Split(key, "|"), Messages: msgs})
 	}
 	// The most recently active first.
 	slices.SortFunc(st.Chats, func(a, b Chat) int {

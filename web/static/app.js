@@ -257,6 +257,13 @@
   // seenLine says when the receiver saw a message: surfaced (handed to a
   // session or told by a notice) and read, each with how.
   function seenLine(m) {
+    if (m.seenBy) {
+      const who = Object.keys(m.seenBy).sort();
+      return el('div.seen', { text: '↳ ' + who.map((r) => {
+        const s = m.seenBy[r] || {};
+        return r + ': ' + (s.readAt ? 'read ' + clock(s.readAt) : s.surfacedAt ? 'surfaced ' + clock(s.surfacedAt) : 'not seen yet');
+      }).join(' · ') });
+    }
     const parts = [];
     if (m.surfacedAt) parts.push('surfaced ' + clock(m.surfacedAt) + ' (' + str(m.surfacedVia) + ')');
     if (m.readAt) parts.push('read ' + clock(m.readAt) + ' (' + str(m.readVia) + ')');
@@ -296,7 +303,7 @@
       }
       f.append(el('div.chat', { dataset: { pair: pair.join('|') } },
         el('div.chat-head', null,
-          el('span.pair', { text: pair.join(' ↔ ') }),
+          el('span.pair', { text: pair.join(pair.length > 2 ? ', ' : ' ↔ ') }),
           el('span.count', { text: String(msgs.length) }),
           el('span.grow'),
           el('button.reply', { type: 'button', text: 'Reply', dataset: { to: other } })),

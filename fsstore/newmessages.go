@@ -48,7 +48,7 @@ func (n NewMessages) Text() string {
 		parts[i] = fmt.Sprintf("%d from %s", c.Count, c.Sender)
 	}
 	noun := "new messages"
-	if n.Count() == 1 {
+	if n.Senders[0].Count == 1 {
 		noun = "new message"
 	}
 	parts[0] = fmt.Sprintf("%d %s from %s", n.Senders[0].Count, noun, n.Senders[0].Sender)

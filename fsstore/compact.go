@@ -59,6 +59,9 @@ type CompactResult struct {
 	// Skipped says another compaction was running: nothing was done.
 	Skipped bool            `json:"skipped,omitempty"`
 	Files   []CompactedFile `json:"files"`
+	// Restored counts the missing copies of messages (a send killed
+	// midway) written before cutting, as doctor --repair writes them.
+	Restored int `json:"restored,omitempty"`
 }
 
 // CompactedFile is one log's compaction (or, on a dry run, what it would be).
@@ -117,6 +120,20 @@ func (s *Store) Compact(ctx context.Context, cfg *Config, opt CompactOptions) (C
 		return res, fmt.Errorf("compact: read %s: %w", s.Rel(s.agentsDir()), err)
 	}
 	var errs []error
+	if !opt.DryRun {
+		// Roll forward what a killed send left one-sided first: once a
+		// log is cut past a message, its horizon excuses the message's
+		// absence, and doctor would no longer restore a copy never written.
+		restored, err := s.checkMirror(ctx, true)
+		if err != nil {
+			errs = append(errs, fmt.Errorf("compact: restore one-sided messages first: %w", err))
+		}
+		for _, p := range restored {
+			if p.Repaired {
+				res.Restored++
+			}
+		}
+	}
 	for _, e := range entries {
 		if !e.IsDir() || CheckAgentID(e.Name()) != nil {
 			continue
@@ -160,6 +177,9 @@ type compactPlan struct {
 	through time.Time // the newest createdAt before the cut (chat)
 	unread  bool      // the retention alone would cut further
 	trusted map[string]bool
+	// unreadIDs (receipts) are the messages the agent has not read: their
+	// receipts stay, so that what was surfaced and not read is still known.
+	unreadIDs map[string]bool
 }
 
 // compactLog compacts one log of agent, holding the agent directory's
@@ -185,6 +205,11 @@ func (s *Store) compactLog(ctx context.Context, agent string, lr logRetention, d
 		}
 	}
 	plan := compactPlan{trusted: map[string]bool{}}
+	if lr.name == receiptsLog {
+		if plan.unreadIDs, err = s.unreadMessageIDs(ctx, agent); err != nil {
+			return out, fmt.Errorf("compact %s: %w", out.Path, err)
+		}
+	}
 	d, err := lockedfile.DropPrefix(ctx, path, lockedfile.DropOptions{Durable: s.durable.Load(), DryRun: dry},
 		func(f *os.File, size int64, inode uint64) (int64, error) {
 			return s.planCut(f, path, size, inode, lr, cursors, &plan)
@@ -227,6 +252,11 @@ func (s *Store) planCut(f *os.File, path string, size int64, inode uint64, lr lo
 	}
 	if cut > 0 && lr.name == notificationsLog {
 		if cut, err = s.unreadNotificationsCut(f, path, size, inode, cursors, cut); err != nil {
+			return 0, err
+		}
+	}
+	if cut > 0 && len(plan.unreadIDs) > 0 {
+		if cut, err = unreadReceiptsCut(f, path, cut, plan.unreadIDs); err != nil {
 			return 0, err
 		}
 	}
@@ -345,6 +375,50 @@ func (s *Store) unreadNotificationsCut(f *os.File, path string, size int64, inod
 		}
 		if !has[PurposeTask] && (n.TaskID != "" || !has[PurposeChat]) {
 			return rec.Offset, nil
+		}
+	}
+}
+
+// unreadMessageIDs are the messages others sent to agent that it has not
+// read (past its committed chat cursor).
+func (s *Store) unreadMessageIDs(ctx context.Context, agent string) (map[string]bool, error) {
+	res, err := s.ReadUnread(ctx, agent, StreamChat, ReadOptions{Peek: true, Match: FromOthers(agent)})
+	if err != nil {
+		return nil, err
+	}
+	ids := map[string]bool{}
+	for _, id := range recordIDs(res.Records) {
+		ids[id] = true
+	}
+	return ids, nil
+}
+
+// unreadReceiptsCut lowers cut to the first receipt before it that names
+// a message in unread: what a message still waiting went through (surfaced
+// by a hook, say) is kept while it waits (aipm status, aipm log).
+func unreadReceiptsCut(f *os.File, path string, cut int64, unread map[string]bool) (int64, error) {
+	r, err := lockedfile.NewLineReader(f, path, lockedfile.Position{})
+	if err != nil {
+		return 0, err
+	}
+	for {
+		rec, err := r.Next()
+		var le *LineError
+		switch {
+		case errors.Is(err, io.EOF):
+			return cut, nil
+		case errors.As(err, &le):
+			continue
+		case err != nil:
+			return 0, err
+		}
+		if rec.Offset >= cut {
+			return cut, nil
+		}
+		for _, id := range gjson.GetBytes(rec.Data, "messageIds").Array() {
+			if unread[id.Str] {
+				return rec.Offset, nil
+			}
 		}
 	}
 }

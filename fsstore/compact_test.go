@@ -324,6 +324,7 @@ func TestNotificationTTLConfig(t *testing.T) {
 		{"[notifications.ttl]\ninfo = \"soon\"\n", `config.toml:2: `},
 		{"[notifications.ttl]\ninfo = \"0s\"\n", `must be positive`},
 		{"[retention]\nchat_lines = -1\n", `config.toml:2: chat_lines = -1 must be at least 1`},
+		{"[retention]\n\nreceipt_lines = 0\n", `config.toml:3: receipt_lines = 0 must be at least 1`},
 		{"[retention]\nevery = \"never\"\nchat_lines = 5\n", ""},
 	} {
 		cfg, err := ParseConfig("config.toml", []byte(tc.toml))
@@ -399,5 +400,74 @@ func TestCompactTornTailAndLeftovers(t *testing.T) {
 	}
 	if _, err := os.Stat(leftover); err == nil {
 		t.Fatal("the leftover temporary file is still there")
+	}
+}
+
+// TestCompactRollsGroupSendsForward: a group send killed after the
+// sender's copy is completed before any log is cut: the cut's horizon
+// would otherwise excuse the missing copy, and doctor never write it.
+func TestCompactRollsGroupSendsForward(t *testing.T) {
+	s, cfg := groupStore(t)
+	ctx := context.Background()
+	cfg.Retain.ChatLines = 1
+	old := time.Now().Add(-2 * inFlight).UTC().Format(timeFormat)
+	lost := Message{ID: NewID(PrefixMessage), SenderID: "alice", ReceiverIDs: []string{"bob", "carol"}, Content: "killed midway", CreatedAt: old}
+	for _, agent := range []string{"alice", "bob"} { // carol's copy was never written
+		path, _ := s.ChatPath(agent)
+		if err := s.AppendJSONL(ctx, path, lost); err != nil {
+			t.Fatal(err)
+		}
+	}
+	for i := 0; i < 4; i++ {
+		if _, err := s.Send(ctx, cfg, OutgoingMessage{From: "dave", To: "carol", Content: fmt.Sprint("note ", i)}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if _, _, err := s.Unread(ctx, "carol", 0, false); err != nil {
+		t.Fatal(err)
+	}
+	res, err := s.Compact(ctx, cfg, CompactOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got := copiesOf(t, s, "alice", "bob", "carol")[lost.ID]; got != 3 || res.Restored != 1 {
+		t.Fatalf("after compaction the message is in %d logs (restored %d); want all 3", got, res.Restored)
+	}
+	if problems, err := s.Doctor(ctx, false); err != nil || len(problems) != 0 {
+		t.Fatalf("doctor after compaction: %v %v", problems, err)
+	}
+}
+
+// TestCompactKeepsUnreadReceipts: what a message still waiting went
+// through stays, whatever the receipts' retention: aipm status would flag a
+// message told by a hook as never seen.
+func TestCompactKeepsUnreadReceipts(t *testing.T) {
+	s, cfg := leadAndCoder(t)
+	ctx := context.Background()
+	cfg.Retain.ReceiptLines = 1
+	var ids []string
+	for i := 0; i < 2; i++ {
+		m, err := s.Send(ctx, cfg, OutgoingMessage{From: "lead", To: "coder", Content: fmt.Sprint("waiting ", i)})
+		if err != nil {
+			t.Fatal(err)
+		}
+		ids = append(ids, m.ID)
+		s.receipt(ctx, "coder", ReceiptSurfaced, "ses_x", "hook PostToolUse", []string{m.ID})
+	}
+	before := time.Now().Add(time.Hour)
+	if u, _ := s.UnseenMessages(ctx, "coder", before); u.Count != 0 {
+		t.Fatalf("unseen before compaction: %d", u.Count)
+	}
+	if _, err := s.Compact(ctx, cfg, CompactOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	if u, _ := s.UnseenMessages(ctx, "coder", before); u.Count != 0 {
+		t.Fatalf("after compaction %d surfaced messages count as never seen", u.Count)
+	}
+	seen, _ := s.Receipts("coder")
+	for _, id := range ids {
+		if seen[id].SurfacedAt.IsZero() {
+			t.Errorf("the receipt of %s, unread, was dropped", id)
+		}
 	}
 }

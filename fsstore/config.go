@@ -371,6 +371,12 @@ func newLocator(data []byte) *locator {
 
 // find returns the line of key in section (entry index of an array of
 // tables, or -1), falling back to the section header, then to line 1.
+// has says whether the config sets key in section (entry index).
+func (l *locator) has(section string, index int, key string) bool {
+	_, ok := l.keys[section+"\x00"+strconv.Itoa(index)+"\x00"+key]
+	return ok
+}
+
 func (l *locator) find(section string, index int, key string) int {
 	if n, ok := l.keys[section+"\x00"+strconv.Itoa(index)+"\x00"+key]; ok {
 		return n

@@ -43,13 +43,14 @@ func (c *Config) Retention() RetentionConfig {
 	return r
 }
 
-// retention checks [retention]: the counts are positive.
+// retention checks [retention]: the counts are positive (0 is the
+// default only when the key is left out).
 func (c *configCheck) retention(r RetentionConfig) {
 	for _, k := range []struct {
 		key string
 		v   int
 	}{{"chat_lines", r.ChatLines}, {"notification_lines", r.NotificationLines}, {"receipt_lines", r.ReceiptLines}} {
-		if k.v < 0 {
+		if k.v < 0 || k.v == 0 && c.loc().has("retention", -1, k.key) {
 			c.fail(c.loc().find("retention", -1, k.key), "%s = %d must be at least 1: it is how many of the newest lines compaction keeps", k.key, k.v)
 		}
 	}

@@ -2,6 +2,7 @@ package fsstore
 
 import (
 	"context"
+	"errors"
 	"slices"
 	"strings"
 	"time"
@@ -37,15 +38,19 @@ func (s *Store) checkGroupParties(cfg *Config, from string, participants []strin
 	return nil
 }
 
-// conversationForGroupTurn checks and counts from's turn in group
-// conversation id, whose other parties must be exactly receivers: the
-// conversation must be open and it must be from's turn (else
-// not_your_turn, naming whose it is). The turn that reaches max_turns
-// moves it to terminating (reason max_turns).
-func (s *Store) conversationForGroupTurn(ctx context.Context, cfg *Config, from, id string, receivers []string) error {
+// groupTurn checks from's turn in group conversation id, whose other
+// parties must be exactly receivers, writes it (write) and counts it, all
+// under the conversations' lock: the conversation must be open and it
+// must be from's turn (else not_your_turn, naming whose it is). A turn
+// that could not be written at all is not counted (the sender may send it
+// again); one written in part (sent_partly) is, since doctor --repair
+// completes it. The turn that reaches max_turns moves the conversation to
+// terminating (reason max_turns).
+func (s *Store) groupTurn(ctx context.Context, cfg *Config, from, id string, receivers []string, write func() error) error {
 	if _, err := s.partyConversation(ctx, cfg, from, id); err != nil {
 		return err
 	}
+	var written error // a sent_partly, returned once the turn is counted
 	_, err := s.updateConversation(ctx, cfg, id, func(c *Conversation, now time.Time) error {
 		others := c.Others(from)
 		if !c.IsGroup() || !sameSet(others, receivers) {
@@ -57,6 +62,10 @@ func (s *Store) conversationForGroupTurn(ctx context.Context, cfg *Config, from,
 		if next := c.NextSpeaker(); next != from {
 			return codeErr(CodeNotYourTurn, "it is %s's turn in conversation %s (order: %s; turn %d of %d): wait for %s's message (get_next_action brings it), then send yours", next, c.ID, strings.Join(c.Parties(), ", "), c.Turns+1, c.MaxTurns, next)
 		}
+		var ce *CodeError
+		if written = write(); written != nil && !(errors.As(written, &ce) && ce.Code == CodeSentPartly) {
+			return written // nothing written: the turn is still from's
+		}
 		c.Turns++
 		c.LastActivityAt = now
 		if c.Turns >= c.MaxTurns {
@@ -64,6 +73,9 @@ func (s *Store) conversationForGroupTurn(ctx context.Context, cfg *Config, from,
 		}
 		return nil
 	})
+	if err == nil {
+		err = written
+	}
 	return err
 }
 

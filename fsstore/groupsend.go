@@ -76,7 +76,7 @@ var testHookGroupWrote func(n int)
 // flushed. Success means every copy is on disk.
 //
 // Without conversation_id a group message is not a conversation turn; with
-// one, it is a turn of that group conversation (conversationForGroupTurn).
+// one, it is a turn of that group conversation (groupTurn).
 func (s *Store) sendGroup(ctx context.Context, cfg *Config, m OutgoingMessage) (Message, error) {
 	receivers, err := s.receiversOf(cfg, m)
 	if err != nil {
@@ -85,17 +85,16 @@ func (s *Store) sendGroup(ctx context.Context, cfg *Config, m OutgoingMessage) (
 	if err := s.checkRelatedTask(m.RelatedTaskID); err != nil {
 		return Message{}, err
 	}
-	if m.ConversationID != "" {
-		if err := s.conversationForGroupTurn(ctx, cfg, m.From, m.ConversationID, receivers); err != nil {
-			return Message{}, err
-		}
-	}
 	msg := Message{
 		ID: NewID(PrefixMessage), SenderID: m.From, ReceiverIDs: receivers, TargetGroup: m.Group, Content: m.Content,
 		CreatedAt: time.Now().UTC().Format(timeFormat), ConversationID: m.ConversationID,
 		RelatedTaskID: m.RelatedTaskID, Kind: m.Kind,
 	}
-	return msg, s.writeCopies(ctx, msg, append([]string{m.From}, receivers...))
+	write := func() error { return s.writeCopies(ctx, msg, append([]string{m.From}, receivers...)) }
+	if m.ConversationID != "" {
+		return msg, s.groupTurn(ctx, cfg, m.From, m.ConversationID, receivers, write)
+	}
+	return msg, write()
 }
 
 // writeCopies writes msg to each agent's chat log in order, then flushes

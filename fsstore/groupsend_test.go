@@ -270,3 +270,37 @@ func TestConfigGroups(t *testing.T) {
 		}
 	}
 }
+
+// TestGroupTurnNotWrittenNotCounted: a turn that could not be written at
+// all (the sender's log is a symbolic link aipm refuses) is not counted:
+// the sender sends it again, and the turn order stays where it was.
+func TestGroupTurnNotWrittenNotCounted(t *testing.T) {
+	s, cfg := groupStore(t)
+	ctx := context.Background()
+	c, _, err := s.Conversations().Start(ctx, cfg, NewConversation{From: "alice", Participants: []string{"bob", "carol"}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	path, _ := s.ChatPath("alice")
+	os.MkdirAll(strings.TrimSuffix(path, "/chat.jsonl"), 0o755)
+	target := path + ".elsewhere"
+	if err := os.WriteFile(target, nil, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.Symlink(target, path); err != nil {
+		t.Fatal(err)
+	}
+	if _, _, err := s.Conversations().Send(ctx, cfg, "alice", c.ID, "first turn"); err == nil {
+		t.Fatal("a turn into a symbolic link was written")
+	}
+	if got, _ := s.conversation(ctx, cfg, c.ID); got.Turns != 0 {
+		t.Fatalf("the unwritten turn was counted: %d turns", got.Turns)
+	}
+	os.Remove(path)
+	if _, after, err := s.Conversations().Send(ctx, cfg, "alice", c.ID, "first turn"); err != nil || after.Turns != 1 {
+		t.Fatalf("the turn sent again: %v, %d turns", err, after.Turns)
+	}
+	if _, _, err := s.Conversations().Send(ctx, cfg, "bob", c.ID, "second turn"); err != nil {
+		t.Fatalf("bob's turn after it: %v", err)
+	}
+}

@@ -142,10 +142,11 @@ func markerAt(s string) (Marker, int) {
 
 // wordEnds reports whether a bare marker's command word ends where rest
 // begins: at the end of the text or before anything but a letter or digit
-// (@@完了報告書 is a word, not the marker).
+// (@@完了報告書 is a word, not the marker). Hiragana may follow: Japanese puts
+// no space after a word (@@完了報告します, @@タスク確認をお願いします).
 func wordEnds(rest string) bool {
 	r, size := utf8.DecodeRuneInString(rest)
-	return size == 0 || !(unicode.IsLetter(r) || unicode.IsNumber(r))
+	return size == 0 || unicode.Is(unicode.Hiragana, r) || !(unicode.IsLetter(r) || unicode.IsNumber(r))
 }
 
 // markerLog is agents/<agent>/markers.json: the markers of messages that

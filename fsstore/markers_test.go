@@ -55,6 +55,8 @@ func TestParseMarkers(t *testing.T) {
 		{"@@完了報告: テスト通過", []MarkerUse{{MarkerComplete, "テスト通過"}}},
 		{"＠@完了報告\n全部終わりました", []MarkerUse{{MarkerComplete, "全部終わりました"}}},
 		{"@@完了報告書を書いた", nil},
+		{"@@完了報告します", []MarkerUse{{MarkerComplete, "します"}}},
+		{"@@タスク確認をお願いします", []MarkerUse{{MarkerCheck, "をお願いします"}}},
 		{"@@完了報告2", nil},
 		{"`@@完了報告` と書いてね", nil},
 		{"> @@ブロック報告: quoted", nil},

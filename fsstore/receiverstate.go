@@ -2,6 +2,7 @@ package fsstore
 
 import (
 	"fmt"
+	"os"
 	"time"
 )
 
@@ -53,12 +54,37 @@ func (s *Store) ReceiverStateOf(cfg *Config, agent string, now time.Time) Receiv
 		st.State, st.Note = ReceiverQueued, fmt.Sprintf("%s is a human: it waits until they read it (aipm inbox --as %s, or aipm web)", agent, agent)
 	case len(a.Command) == 0:
 		st.State, st.Note = ReceiverQueued, fmt.Sprintf("%s has no chat session and no command in config.toml: it waits until %s authenticates (configure a command and run aipm watch to start it)", agent, agent)
+	case s.startable(a) != nil:
+		st.State, st.Note = ReceiverQueued, fmt.Sprintf("%s has no chat session and aipm watch cannot start it: %v", agent, s.startable(a))
 	case !s.watcherHeld():
 		st.State, st.Note = ReceiverQueued, fmt.Sprintf("%s has no chat session and aipm watch is not running: it waits until someone runs aipm watch (which starts %s's command) or %s authenticates", agent, agent, agent)
 	default:
 		st.State, st.Note = ReceiverStarting, fmt.Sprintf("aipm watch is starting %s's command for it", agent)
 	}
 	return st
+}
+
+// Startable says whether aipm watch can start agent a's command, and
+// returns the passkey file it hands the process: the agent needs a command
+// and a saved passkey. The error says what is missing and what to run. The
+// one rule of the watcher's starter and of ReceiverStateOf.
+func (s *Store) Startable(a Agent) (cred string, err error) {
+	if len(a.Command) == 0 {
+		return "", fmt.Errorf("%s has no command in config.toml", a.ID)
+	}
+	cred, err = s.CredentialPath(a.ID)
+	if err != nil {
+		return "", err
+	}
+	if _, err := os.Stat(cred); err != nil {
+		return "", fmt.Errorf("%s has no saved passkey (run aipm agent passkey %s --save)", a.ID, a.ID)
+	}
+	return cred, nil
+}
+
+func (s *Store) startable(a Agent) error {
+	_, err := s.Startable(a)
+	return err
 }
 
 // watcherHeld says whether a watcher holds the project's lock now.

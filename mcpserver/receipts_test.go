@@ -24,6 +24,9 @@ func (p *project) withBuilder() {
 		p.t.Fatal(err)
 	}
 	p.passkeys["builder"] = key
+	if _, err := p.store.SaveCredential("builder", key); err != nil { // what the watcher hands the process
+		p.t.Fatal(err)
+	}
 	if p.cfg, err = p.store.LoadConfig(); err != nil {
 		p.t.Fatal(err)
 	}
@@ -132,6 +135,15 @@ func TestSendSaysWhatWillHappen(t *testing.T) {
 				}
 			}
 
+			// without a saved passkey the watcher cannot start reviewer2: queued, saying why
+			key, err := p.store.AddAgent(context.Background(), fsstore.NewAgent{ID: "reviewer2", Type: fsstore.AgentAI, Command: []string{"sleep", "30"}})
+			if err != nil || key == "" {
+				t.Fatal(err)
+			}
+			if r := sent(t, coder, ctok, "reviewer2", "r1"); r.str("receiver_state") != fsstore.ReceiverQueued || !strings.Contains(r.str("receiver_note"), "no saved passkey") {
+				t.Errorf("r1 to an agent without a saved passkey: %s (%s)", r.str("receiver_state"), r.str("receiver_note"))
+			}
+
 			// the watcher starts builder's command: starting; stopped, queued again
 			stop := p.startWatcher()
 			if got := state("builder", "b2"); got != fsstore.ReceiverStarting {
@@ -139,6 +151,9 @@ func TestSendSaysWhatWillHappen(t *testing.T) {
 			}
 			if got := state("reviewer", "m4"); got != fsstore.ReceiverQueued {
 				t.Errorf("m4 to reviewer, with no command, watcher running: %s", got)
+			}
+			if r := sent(t, coder, ctok, "reviewer2", "r2"); r.str("receiver_state") != fsstore.ReceiverQueued {
+				t.Errorf("r2 to an agent the running watcher cannot start: %s (%s)", r.str("receiver_state"), r.str("receiver_note"))
 			}
 			stop()
 			if got := state("builder", "b3"); got != fsstore.ReceiverQueued {

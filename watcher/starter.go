@@ -65,14 +65,11 @@ func (st *starter) start(ctx context.Context, cfg *fsstore.Config, a fsstore.Age
 	if len(st.running) >= cfg.Defaults.MaxConcurrent {
 		return time.Time{} // an exit brings the next pass
 	}
-	cred, err := st.store.CredentialPath(a.ID)
+	cred, err := st.store.Startable(a)
 	if err != nil {
-		return time.Time{}
-	}
-	if _, err := os.Stat(cred); err != nil {
 		if !st.missing[a.ID] {
 			st.missing[a.ID] = true
-			st.log.Error("cannot start agent: no saved passkey", "agent", a.ID, "fix", "aipm agent passkey "+a.ID+" --save")
+			st.log.Error("cannot start agent", "agent", a.ID, "err", err)
 		}
 		return time.Time{}
 	}

@@ -200,6 +200,18 @@ func (c *Conversation) tell(agent string, now time.Time) {
 	}
 }
 
+// countTurn counts a turn by from at now, in a conversation of two or of a
+// group: the turn that reaches max_turns moves it to terminating (reason
+// max_turns).
+func (c *Conversation) countTurn(from string, now time.Time) error {
+	c.Turns++
+	c.LastActivityAt = now
+	if c.Turns >= c.MaxTurns {
+		return c.move(ConvTerminating, from, ReasonMaxTurns, now)
+	}
+	return nil
+}
+
 // Deadline is when the conversation times out if nothing happens (zero
 // when no timeout applies): pending until taken, active until the next turn.
 func (c *Conversation) Deadline(cfg *Config) time.Time {
@@ -677,12 +689,7 @@ func (s *Store) conversationForTurn(ctx context.Context, cfg *Config, m Outgoing
 		if !c.Open() {
 			return codeErr(CodeConversationNotActive, "conversation %s is %s (%s): it takes no more turns; start a new one with start_conversation if you need to", c.ID, c.State, c.EndReason)
 		}
-		c.Turns++
-		c.LastActivityAt = now
-		if c.Turns >= c.MaxTurns {
-			return c.move(ConvTerminating, m.From, ReasonMaxTurns, now)
-		}
-		return nil
+		return c.countTurn(m.From, now)
 	})
 	if err != nil {
 		return nil, err

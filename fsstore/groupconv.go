@@ -66,12 +66,7 @@ func (s *Store) groupTurn(ctx context.Context, cfg *Config, from, id string, rec
 		if written = write(); written != nil && !(errors.As(written, &ce) && ce.Code == CodeSentPartly) {
 			return written // nothing written: the turn is still from's
 		}
-		c.Turns++
-		c.LastActivityAt = now
-		if c.Turns >= c.MaxTurns {
-			return c.move(ConvTerminating, from, ReasonMaxTurns, now)
-		}
-		return nil
+		return c.countTurn(from, now)
 	})
 	if err == nil {
 		err = written

@@ -91,7 +91,7 @@ func FromOthers(agent string) func(Record) bool {
 			return false
 		}
 		m, err := DecodeMessage(r.Data)
-		return err == nil && m.SenderID != agent && m.ReceiverID == ""
+		return err == nil && m.ReceivedBy(agent)
 	}
 }
 

@@ -232,7 +232,7 @@ func (s *Store) compactLog(ctx context.Context, agent string, lr logRetention, d
 		return out, fmt.Errorf("compact %s: the log is compacted; its cursors will find their place by id: %w", out.Path, err)
 	}
 	unlock()
-	s.translateMarks(ctx, agent, lr.name, d)
+	s.translateMarks(ctx, agent, lr.name, d, plan.lines)
 	return out, nil
 }
 
@@ -538,7 +538,7 @@ func (s *Store) translateCursors(ctx context.Context, cursorPath string, lr logR
 // translateMarks moves the agent's sessions' marks into the compacted log
 // to the new inode, best effort: a mark left on the old one starts again
 // from nothing (a notice may be told twice, never lost).
-func (s *Store) translateMarks(ctx context.Context, agent, log string, d lockedfile.Dropped) {
+func (s *Store) translateMarks(ctx context.Context, agent, log string, d lockedfile.Dropped, lines int) {
 	ids, err := s.agentSessionIDs(agent)
 	if err != nil {
 		return
@@ -556,7 +556,7 @@ func (s *Store) translateMarks(ctx context.Context, agent, log string, d lockedf
 			if !exists || ses.Agent != agent || m.Inode != d.Old || log == receiptsLog {
 				return ErrNoChange
 			}
-			m.Inode, m.Offset = d.New, max(0, m.Offset-d.Cut)
+			m.Inode, m.Offset, m.Line = d.New, max(0, m.Offset-d.Cut), max(0, m.Line-lines)
 			return nil
 		})
 	}

@@ -97,6 +97,12 @@ type ReadOptions struct {
 	// Via names the call that reads, for the read receipt of the batch
 	// the read acknowledges (default "next call").
 	Via string
+	// SkipTo, on a peek, starts at this place of the log instead of the
+	// cursor when it lies past it in the same file: the records before it
+	// are neither read nor returned (what a session was already told of,
+	// its Surfaced mark), so that a reader of what is new pays for what is
+	// new, not for the backlog.
+	SkipTo Mark
 }
 
 // advanceAfter is how much a peek must pass over before it moves the
@@ -285,6 +291,10 @@ func (s *Store) peekUnread(ctx context.Context, logPath, cursorPath, stream stri
 			from.RedeliverBefore = start.RedeliverBefore
 		}
 	}
+	skipped := false
+	if from, skipped = skipTo(logPath, from, opt.SkipTo); skipped {
+		key = "" // what lies before the mark was not looked at: nothing to remember
+	}
 	res, first, next, err := s.readPast(logPath, from, opt)
 	if err != nil || len(res.Bad) > 0 {
 		return res, err
@@ -302,6 +312,26 @@ func (s *Store) peekUnread(ctx context.Context, logPath, cursorPath, stream stri
 		s.advanceCursor(ctx, cursorPath, stream, start, to)
 	}
 	return res, nil
+}
+
+// skipTo is where a peek from `from` starts given opt.SkipTo: the mark,
+// when it lies past from in the file at logPath as it is now.
+func skipTo(logPath string, from Cursor, mark Mark) (Cursor, bool) {
+	if mark.Offset == 0 {
+		return from, false
+	}
+	inode := from.Inode
+	if inode == 0 { // a reader that never read: the file's inode now
+		fi, err := os.Stat(logPath)
+		if err != nil {
+			return from, false
+		}
+		inode = lockedfile.Inode(fi)
+	}
+	if mark.Inode != inode || mark.Offset <= from.Offset {
+		return from, false
+	}
+	return Cursor{Offset: mark.Offset, Line: mark.Line, Inode: inode, RedeliverBefore: from.RedeliverBefore}, true
 }
 
 // advanced is sc after a read by session (none: a reader that commits at

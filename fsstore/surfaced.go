@@ -21,6 +21,9 @@ import (
 type Mark struct {
 	Inode  uint64 `json:"inode"`
 	Offset int64  `json:"offset"`
+	// Line is the number of lines before Offset: a reader that starts at
+	// the mark names the lines after it rightly (served texts' path:line).
+	Line int `json:"line,omitempty"`
 }
 
 // covers says whether the record starting at offset of the file with
@@ -132,7 +135,13 @@ func (s *Store) untoldNotifications(ctx context.Context, ses Session) ([]Notific
 // has not received (nor holds in a batch) and was not told of.
 func (s *Store) untoldMessages(ctx context.Context, ses Session) ([]Message, Mark, error) {
 	mark := ses.Surfaced.Chat
-	res, err := s.ReadUnread(ctx, ses.Agent, StreamChat, ReadOptions{Match: FromOthers(ses.Agent), Peek: true, Session: ses.ID, ScanKey: "from-others"})
+	opt := ReadOptions{Match: FromOthers(ses.Agent), Peek: true, Session: ses.ID, ScanKey: "from-others", SkipTo: mark}
+	res, err := s.ReadUnread(ctx, ses.Agent, StreamChat, opt)
+	if err == nil && mark.Offset > 0 && res.Next.Inode != mark.Inode {
+		// The log was replaced since the mark: read it whole, as a reader would.
+		opt.SkipTo = Mark{}
+		res, err = s.ReadUnread(ctx, ses.Agent, StreamChat, opt)
+	}
 	if err != nil {
 		return nil, mark, err
 	}
@@ -161,11 +170,12 @@ func (s *Store) expiredNotice(r Record, now time.Time) bool {
 // markAfter is the mark just past everything read: what a reader that
 // saw res has seen.
 func markAfter(res ReadResult) Mark {
-	end := res.Next.Offset
-	if n := len(res.Records); n > 0 {
-		end = max(end, res.Records[n-1].End().Offset)
+	m := Mark{Inode: res.Next.Inode, Offset: res.Next.Offset, Line: res.Next.Line}
+	if n := len(res.Records); n > 0 && res.Records[n-1].End().Offset > m.Offset {
+		end := res.Records[n-1].End()
+		m.Offset, m.Line = end.Offset, end.Line
 	}
-	return Mark{Inode: res.Next.Inode, Offset: end}
+	return m
 }
 
 // untoldWork adds to n the conversations and delegations that wait for
@@ -224,7 +234,7 @@ func (s *Store) Surface(ctx context.Context, ses Session, n Notices, via string,
 	if err != nil {
 		return false, err
 	}
-	_, err = UpdateDoc(ctx, s, path, ModePrivateFile, func(cur *Session, exists bool) error {
+	_, err = updateRecord(ctx, s, path, ModePrivateFile, func(cur *Session, exists bool) error {
 		if !exists || !cur.EndedAt.IsZero() {
 			return errTold // an ended session is told nothing more
 		}

@@ -3,6 +3,7 @@ package fsstore
 import (
 	"bytes"
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
@@ -539,25 +540,32 @@ func (s *Store) translateCursors(ctx context.Context, cursorPath string, lr logR
 // to the new inode, best effort: a mark left on the old one starts again
 // from nothing (a notice may be told twice, never lost).
 func (s *Store) translateMarks(ctx context.Context, agent, log string, d lockedfile.Dropped, lines int) {
+	if log == receiptsLog {
+		return
+	}
 	ids, err := s.agentSessionIDs(agent)
 	if err != nil {
 		return
 	}
 	for _, id := range ids {
-		path, err := s.DocPath(Sessions, id)
+		path, err := s.toldPath(id)
 		if err != nil {
 			continue
 		}
-		UpdateDoc(ctx, s, path, ModePrivateFile, func(ses *Session, exists bool) error {
-			m := &ses.Surfaced.Notifications
+		if _, err := os.Stat(path); err != nil {
+			continue // told nothing yet
+		}
+		lockedfile.SwapRecord(ctx, path, ModePrivateFile, func(old []byte) ([]byte, error) {
+			t := decodeTold(old)
+			m := &t.Notifications
 			if log == chatLog {
-				m = &ses.Surfaced.Chat
+				m = &t.Chat
 			}
-			if !exists || ses.Agent != agent || m.Inode != d.Old || log == receiptsLog {
-				return ErrNoChange
+			if m.Inode != d.Old {
+				return old, nil
 			}
 			m.Inode, m.Offset, m.Line = d.New, max(0, m.Offset-d.Cut), max(0, m.Line-lines)
-			return nil
+			return json.Marshal(t)
 		})
 	}
 }

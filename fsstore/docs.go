@@ -126,31 +126,13 @@ func UpdateDoc[T any](ctx context.Context, s *Store, path string, perm os.FileMo
 	return updateDocHeld(ctx, s, path, perm, fn)
 }
 
-// updateRecord is UpdateDoc for a record whose loss in a power cut costs
-// nothing that matters (what a session's model was told: a session does
-// not outlive its process, and no process outlives a power cut): it is not
-// fsynced, whatever the durability. The compare-and-swap is the same.
-func updateRecord[T any](ctx context.Context, s *Store, path string, perm os.FileMode, fn func(doc *T, exists bool) error) (T, error) {
-	unlock, err := s.lockDir(ctx, filepath.Dir(path))
-	if err != nil {
-		var doc T
-		return doc, err
-	}
-	defer unlock()
-	return updateDocDurable(ctx, s, path, perm, false, fn)
-}
-
 // updateDocHeld is UpdateDoc for a caller that holds the directory's lock
 // already (compaction, which holds it across a log's replacement).
 func updateDocHeld[T any](ctx context.Context, s *Store, path string, perm os.FileMode, fn func(doc *T, exists bool) error) (T, error) {
-	return updateDocDurable(ctx, s, path, perm, s.durable.Load(), fn)
-}
-
-func updateDocDurable[T any](ctx context.Context, s *Store, path string, perm os.FileMode, durable bool, fn func(doc *T, exists bool) error) (T, error) {
 	var doc T
 	var editErr error // an error of the edit itself, returned as it is
 	edits := 0
-	races, err := lockedfile.Update(ctx, path, perm, durable, casAttempts, func(data []byte, exists bool) ([]byte, error) {
+	races, err := lockedfile.Update(ctx, path, perm, s.durable.Load(), casAttempts, func(data []byte, exists bool) ([]byte, error) {
 		edits++
 		doc = *new(T)
 		if exists {

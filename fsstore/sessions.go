@@ -54,8 +54,10 @@ type Session struct {
 	// opened the session, from AIPM_RUN_ID; when that process exits, the
 	// watcher ends the session.
 	RunID string `json:"runId,omitempty"`
-	// Surfaced is what the session's model has been told of (Store.Surface).
-	Surfaced Surfaced `json:"surfaced,omitzero"`
+	// Surfaced is what the session's model has been told of
+	// (Store.Surface): not in the session's document but in its told file,
+	// filled by Store.Session and LiveSessionsOf.
+	Surfaced Surfaced `json:"-"`
 }
 
 // Live says whether the session can still be used at now.
@@ -509,6 +511,9 @@ func (s *Store) endSession(path string, ses Session, reason string, now time.Tim
 			return ses, fmt.Errorf("remove session %s: %w", ses.ID, err)
 		}
 		os.Remove(s.wakeLockPath(ses.ID)) // a hook still waiting sees its session gone and exits
+		if told, err := s.toldPath(ses.ID); err == nil {
+			os.Remove(told)
+		}
 		return ses, nil
 	}
 	return ses, s.writeDoc(path, ses, ModePrivateFile)

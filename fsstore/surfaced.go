@@ -2,6 +2,7 @@ package fsstore
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"os"
@@ -69,7 +70,8 @@ type Notices struct {
 	// (interrupts included), oldest first.
 	Notifications []Notification
 	// Messages (chat sessions) are received messages, unread and untold,
-	// oldest first; never handed out (reading stays get_pending_messages').
+	// oldest first, with their id, sender and time only (a notice never
+	// shows a text); never handed out (reading stays get_pending_messages').
 	Messages []Message
 	// Requests (chat sessions) are conversations that wait for the agent
 	// to accept them; Ended, conversations whose end it has not heard.
@@ -145,25 +147,25 @@ func (s *Store) untoldMessages(ctx context.Context, ses Session) ([]Message, Mar
 	if err != nil {
 		return nil, mark, err
 	}
-	through := markAfter(res)
-	kept := res
-	kept.Records, kept.Redelivered = nil, nil
+	// A notice names messages by id and sender, never by their text: the
+	// fields it needs are read without decoding the whole line.
+	var msgs []Message
 	now := time.Now()
-	for i, r := range res.Records {
-		if !mark.covers(res.Next.Inode, r.Offset) && !s.expiredNotice(r, now) {
-			kept.Records = append(kept.Records, r)
-			kept.Redelivered = append(kept.Redelivered, res.Redelivered[i])
+	for _, r := range res.Records {
+		f := gjson.GetManyBytes(r.Data, "id", "senderId", "createdAt")
+		m := Message{ID: f[0].Str, SenderID: f[1].Str, CreatedAt: f[2].Str}
+		if !mark.covers(res.Next.Inode, r.Offset) && !s.expiredNotice(m, now) {
+			msgs = append(msgs, m)
 		}
 	}
-	msgs, err := s.decodeMessages(ses.Agent, kept)
-	return msgs, through, err
+	return msgs, markAfter(res), nil
 }
 
-// expiredNotice says whether the received message r is too old to be
+// expiredNotice says whether the received message m is too old to be
 // announced as new (the new_message notice's time to live, by the one rule
 // of expiry): it stays unread and is delivered, but not announced.
-func (s *Store) expiredNotice(r Record, now time.Time) bool {
-	at, err := time.Parse(time.RFC3339Nano, gjson.GetBytes(r.Data, "createdAt").Str)
+func (s *Store) expiredNotice(m Message, now time.Time) bool {
+	at, err := time.Parse(time.RFC3339Nano, m.CreatedAt)
 	return err == nil && s.expired(Notification{Type: NotifyNewMessage, CreatedAt: at}, now)
 }
 
@@ -221,7 +223,8 @@ func (s *Store) untoldWork(ctx context.Context, cfg *Config, ses Session, n *Not
 // another process told it something since n was read: then nothing is
 // written and told is false, and the caller reads again rather than tell
 // the same thing twice. A session that ended is not written to (told is
-// false).
+// false). The record is the session's told file (toldPath), rewritten in
+// place: it is written at nearly every tool call, so it costs no rename.
 func (s *Store) Surface(ctx context.Context, ses Session, n Notices, via string, edit func(*Surfaced)) (told bool, err error) {
 	to := n.To
 	if edit != nil {
@@ -230,28 +233,55 @@ func (s *Store) Surface(ctx context.Context, ses Session, n Notices, via string,
 	if to.equal(n.From) {
 		return true, nil
 	}
-	path, err := s.DocPath(Sessions, ses.ID)
+	if cur, err := s.session(ses.ID); err != nil || !cur.EndedAt.IsZero() {
+		return false, nil // an ended session is told nothing more
+	}
+	path, err := s.toldPath(ses.ID)
 	if err != nil {
 		return false, err
 	}
-	_, err = updateRecord(ctx, s, path, ModePrivateFile, func(cur *Session, exists bool) error {
-		if !exists || !cur.EndedAt.IsZero() {
-			return errTold // an ended session is told nothing more
+	err = lockedfile.SwapRecord(ctx, path, ModePrivateFile, func(old []byte) ([]byte, error) {
+		if !decodeTold(old).equal(n.From) {
+			return nil, errTold
 		}
-		if !cur.Surfaced.equal(n.From) {
-			return errTold
-		}
-		cur.Surfaced = to
-		return nil
+		return json.Marshal(to)
 	})
 	switch {
 	case errors.Is(err, errTold):
 		return false, nil
 	case err != nil:
-		return false, err
+		return false, fmt.Errorf("record what session %s was told: %w", ses.ID, err)
 	}
 	s.receipt(ctx, ses.Agent, ReceiptSurfaced, ses.ID, via, messageIDs(n.Messages))
 	return true, nil
+}
+
+// toldPath is the record of what session id's model was told
+// (sessions/.<id>.told), removed with the session.
+func (s *Store) toldPath(id string) (string, error) {
+	if err := CheckID(PrefixSession, id); err != nil {
+		return "", err
+	}
+	return filepath.Join(s.CollectionDir(Sessions), "."+id+".told"), nil
+}
+
+// decodeTold decodes a told record; none, or one a power cut tore, is
+// nothing told (the notices may be told once more, never lost).
+func decodeTold(data []byte) Surfaced {
+	var t Surfaced
+	if len(data) > 0 && json.Unmarshal(data, &t) != nil {
+		return Surfaced{}
+	}
+	return t
+}
+
+// withTold fills ses.Surfaced from its told record.
+func (s *Store) withTold(ses Session) Session {
+	if path, err := s.toldPath(ses.ID); err == nil {
+		data, _ := lockedfile.ReadRecord(path) // unreadable: nothing told
+		ses.Surfaced = decodeTold(data)
+	}
+	return ses
 }
 
 // errTold says another process told the session something first.
@@ -271,7 +301,7 @@ func (s *Store) LiveSessionsOf(agent string, now time.Time) ([]Session, error) {
 			continue // gone, or damaged: doctor reports it
 		}
 		if ses.Alive(now) && ses.Agent == agent {
-			live = append(live, ses)
+			live = append(live, s.withTold(ses))
 		}
 	}
 	return live, nil
@@ -284,8 +314,15 @@ func (s Session) Alive(now time.Time) bool {
 	return !remove
 }
 
-// Session returns the session document id names.
-func (s *Store) Session(id string) (Session, error) { return s.session(id) }
+// Session returns the session document id names, with what its model
+// was told (Surfaced).
+func (s *Store) Session(id string) (Session, error) {
+	ses, err := s.session(id)
+	if err != nil {
+		return ses, err
+	}
+	return s.withTold(ses), nil
+}
 
 // wakeLockPath is the lock a client's idle-wake hook holds while it waits
 // for session id (sessions/.<id>.wake): one waits per session.

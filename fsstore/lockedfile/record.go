@@ -1,0 +1,65 @@
+package lockedfile
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"syscall"
+)
+
+// A record file is a small file rewritten in place under its flock: no
+// temporary file, no rename, no fsync. It suits what is cheap to lose and
+// written often (what a session's model was told, at every tool call):
+// unlike a document's rename it adds no directory change to the journal
+// that other processes' fsyncs must write. A power cut may leave it torn;
+// its reader then sees no record.
+
+// ReadRecord returns the content of the record file at path, read under
+// its shared flock; nil when there is none.
+func ReadRecord(path string) ([]byte, error) {
+	f, err := Open(path)
+	if errors.Is(err, os.ErrNotExist) {
+		return nil, nil
+	}
+	if err != nil {
+		return nil, err
+	}
+	defer f.Close()
+	if err := flockRetry(int(f.Fd()), syscall.LOCK_SH); err != nil {
+		return nil, fmt.Errorf("flock %s: %w", path, err)
+	}
+	return io.ReadAll(f)
+}
+
+// SwapRecord rewrites the record file at path (created with perm) under its
+// exclusive flock: edit gets the content (nil for none) and returns the
+// new one; an error from edit writes nothing and is returned.
+func SwapRecord(ctx context.Context, path string, perm os.FileMode, edit func(old []byte) ([]byte, error)) error {
+	f, err := OpenFile(path, os.O_RDWR|os.O_CREATE, perm)
+	if err != nil {
+		return err
+	}
+	defer f.Close()
+	if err := flockCtx(ctx, f, syscall.LOCK_EX); err != nil {
+		return fmt.Errorf("flock %s: %w", path, err)
+	}
+	old, err := io.ReadAll(f)
+	if err != nil {
+		return fmt.Errorf("read %s: %w", path, err)
+	}
+	out, err := edit(old)
+	if err != nil {
+		return err
+	}
+	if _, err := f.WriteAt(out, 0); err != nil {
+		return fmt.Errorf("write %s: %w", path, err)
+	}
+	if len(out) < len(old) {
+		if err := f.Truncate(int64(len(out))); err != nil {
+			return fmt.Errorf("write %s: %w", path, err)
+		}
+	}
+	return nil
+}

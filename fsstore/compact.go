@@ -308,6 +308,14 @@ func (s *Store) cursorsCut(f *os.File, path string, size int64, inode uint64, lr
 // never read, and only what others sent is for a reader.
 func firstInbound(f *os.File, path string, cut int64) (int64, error) {
 	agent := filepath.Base(filepath.Dir(path))
+	return firstKept(f, path, cut, func(rec Record) bool {
+		return gjson.GetBytes(rec.Data, "senderId").String() != agent
+	})
+}
+
+// firstKept lowers cut to the first line before it that keep wants, or
+// that is not understood (kept for doctor, with what follows).
+func firstKept(f *os.File, path string, cut int64, keep func(Record) bool) (int64, error) {
 	r, err := lockedfile.NewLineReader(f, path, lockedfile.Position{})
 	if err != nil {
 		return 0, err
@@ -320,14 +328,14 @@ func firstInbound(f *os.File, path string, cut int64) (int64, error) {
 		case errors.Is(err, io.EOF):
 			return cut, nil
 		case errors.As(err, &le):
-			return min(cut, before), nil // not understood: kept for doctor, with what follows
+			return min(cut, before), nil
 		case err != nil:
 			return 0, err
 		}
 		if rec.Offset >= cut {
 			return cut, nil
 		}
-		if gjson.GetBytes(rec.Data, "senderId").String() != agent {
+		if keep(rec) {
 			return rec.Offset, nil
 		}
 	}
@@ -347,37 +355,17 @@ func (s *Store) unreadNotificationsCut(f *os.File, path string, size int64, inod
 	if has[PurposeTask] && has[PurposeChat] {
 		return cut, nil
 	}
-	r, err := lockedfile.NewLineReader(f, path, lockedfile.Position{})
-	if err != nil {
-		return 0, err
-	}
 	now := time.Now()
-	for {
-		before := r.Pos().Offset
-		rec, err := r.Next()
-		var le *LineError
-		switch {
-		case errors.Is(err, io.EOF):
-			return cut, nil
-		case errors.As(err, &le):
-			return min(cut, before), nil // not understood: kept for doctor, with what follows
-		case err != nil:
-			return 0, err
-		}
-		if rec.Offset >= cut {
-			return cut, nil
-		}
+	return firstKept(f, path, cut, func(rec Record) bool {
 		n, err := decodeNotification(rec)
-		if err != nil {
-			return rec.Offset, nil
+		switch {
+		case err != nil:
+			return true // not understood: kept for doctor
+		case s.expired(n, now):
+			return false // no session is given it
 		}
-		if s.expired(n, now) {
-			continue // no session is given it
-		}
-		if !has[PurposeTask] && (n.TaskID != "" || !has[PurposeChat]) {
-			return rec.Offset, nil
-		}
-	}
+		return !has[PurposeTask] && (n.TaskID != "" || !has[PurposeChat])
+	})
 }
 
 // unreadMessageIDs are the messages others sent to agent that it has not
@@ -398,30 +386,14 @@ func (s *Store) unreadMessageIDs(ctx context.Context, agent string) (map[string]
 // a message in unread: what a message still waiting went through (surfaced
 // by a hook, say) is kept while it waits (aipm status, aipm log).
 func unreadReceiptsCut(f *os.File, path string, cut int64, unread map[string]bool) (int64, error) {
-	r, err := lockedfile.NewLineReader(f, path, lockedfile.Position{})
-	if err != nil {
-		return 0, err
-	}
-	for {
-		rec, err := r.Next()
-		var le *LineError
-		switch {
-		case errors.Is(err, io.EOF):
-			return cut, nil
-		case errors.As(err, &le):
-			continue
-		case err != nil:
-			return 0, err
-		}
-		if rec.Offset >= cut {
-			return cut, nil
-		}
+	return firstKept(f, path, cut, func(rec Record) bool {
 		for _, id := range gjson.GetBytes(rec.Data, "messageIds").Array() {
 			if unread[id.Str] {
-				return rec.Offset, nil
+				return true
 			}
 		}
-	}
+		return false
+	})
 }
 
 // scanDropped counts the complete lines before cut and, for a chat log,

@@ -60,8 +60,9 @@ type CompactResult struct {
 	// Skipped says another compaction was running: nothing was done.
 	Skipped bool            `json:"skipped,omitempty"`
 	Files   []CompactedFile `json:"files"`
-	// Restored counts the missing copies of messages (a send killed
-	// midway) written before cutting, as doctor --repair writes them.
+	// Restored counts the missing copies of group messages (a send
+	// killed midway) written before cutting, as doctor --repair writes
+	// them.
 	Restored int `json:"restored,omitempty"`
 }
 
@@ -122,12 +123,9 @@ func (s *Store) Compact(ctx context.Context, cfg *Config, opt CompactOptions) (C
 	}
 	var errs []error
 	if !opt.DryRun {
-		// Roll forward what a killed send left one-sided first: once a
-		// log is cut past a message, its horizon excuses the message's
-		// absence, and doctor would no longer restore a copy never written.
-		restored, err := s.checkMirror(ctx, true)
+		restored, err := s.rollGroupsForward(ctx)
 		if err != nil {
-			errs = append(errs, fmt.Errorf("compact: restore one-sided messages first: %w", err))
+			errs = append(errs, fmt.Errorf("compact: complete killed group sends first: %w", err))
 		}
 		for _, p := range restored {
 			if p.Repaired {

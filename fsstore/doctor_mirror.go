@@ -37,12 +37,35 @@ func (s *Store) checkMirror(ctx context.Context, repair bool) ([]Problem, error)
 	if err != nil || cs == nil {
 		return nil, err
 	}
+	problems := s.checkTwoParty(ctx, repair, cs)
+	return append(problems, s.checkGroups(ctx, repair, cs)...), nil
+}
+
+// rollGroupsForward writes the copies a killed group send left unwritten
+// (checkGroups with repair), before compaction cuts a log: a log cut past a
+// message excuses its absence (compactedAway), and a receiver would never
+// get it. A two-party send needs none: its receiver's copy is written
+// first.
+func (s *Store) rollGroupsForward(ctx context.Context) ([]Problem, error) {
+	cs, err := s.chatCopies()
+	if err != nil || cs == nil {
+		return nil, err
+	}
+	return s.checkGroups(ctx, true, cs), nil
+}
+
+// youngMessage says whether m may still be in a send (younger than
+// inFlight): the mirror checks leave it alone.
+func youngMessage(m Message, now time.Time) bool {
+	t, err := time.Parse(time.RFC3339Nano, m.CreatedAt)
+	return err == nil && now.Sub(t) < inFlight
+}
+
+// checkTwoParty checks the copies of two-party messages.
+func (s *Store) checkTwoParty(ctx context.Context, repair bool, cs *chatCopies) []Problem {
 	var problems []Problem
 	now := time.Now()
-	young := func(m Message) bool {
-		t, err := time.Parse(time.RFC3339Nano, m.CreatedAt)
-		return err == nil && now.Sub(t) < inFlight
-	}
+	young := func(m Message) bool { return youngMessage(m, now) }
 	for _, id := range sortedKeys(cs.inbound) {
 		c := cs.inbound[id]
 		if _, ok := cs.outbound[id]; ok || c.msg.SenderID == SystemSender || !cs.agents[c.msg.SenderID] || young(c.msg) || s.compactedAway(c.msg.SenderID, c.msg) {
@@ -61,6 +84,14 @@ func (s *Store) checkMirror(ctx context.Context, repair bool) ([]Problem, error)
 		got.ReceiverID = ""
 		problems = append(problems, s.restoreCopy(ctx, repair, c, c.msg.ReceiverID, got, "the receiver's copy"))
 	}
+	return problems
+}
+
+// checkGroups checks the copies of group messages: every party's log
+// holds it.
+func (s *Store) checkGroups(ctx context.Context, repair bool, cs *chatCopies) []Problem {
+	var problems []Problem
+	now := time.Now()
 	cfg, _ := s.LoadConfig() // nil when broken: the config check reports it
 	configured := func(a string) bool {
 		if cfg == nil {
@@ -71,12 +102,12 @@ func (s *Store) checkMirror(ctx context.Context, repair bool) ([]Problem, error)
 	}
 	for _, id := range sortedGroupKeys(cs.group) {
 		g := cs.group[id]
-		if young(g.have.msg) {
+		if youngMessage(g.have.msg, now) {
 			continue
 		}
 		problems = append(problems, s.restoreGroup(ctx, repair, cs, g, configured)...)
 	}
-	return problems, nil
+	return problems
 }
 
 // groupCopies are the copies of one group message: every copy is the same

@@ -27,9 +27,11 @@ type Next struct {
 	// Reason says why a session must exit (its end reason, or the task's state).
 	Reason       string
 	Conversation *Conversation
-	// From and More describe the unread messages (get_pending_messages).
-	From string
-	More bool
+	// From and More describe the unread messages (get_pending_messages);
+	// First is the oldest of them (its chat command markers are named).
+	From  string
+	More  bool
+	First *Message
 	// Notifications is the number of unread notifications for the session.
 	Notifications int
 	Task          *Task
@@ -179,7 +181,7 @@ func (s *Store) chatWork(ctx context.Context, cfg *Config, agent string, ses *Se
 		return Next{}, err
 	}
 	if len(msgs) > 0 {
-		return Next{Action: ActGetPendingMessages, From: msgs[0].SenderID, More: more}, nil
+		return Next{Action: ActGetPendingMessages, From: msgs[0].SenderID, More: more, First: &msgs[0]}, nil
 	}
 	if ses == nil {
 		return Next{Action: ActWait, Until: until}, nil

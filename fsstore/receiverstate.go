@@ -33,7 +33,8 @@ type ReceiverState struct {
 // one rule behind send_message's receiver_state. A session counts only
 // when it is a chat session (messages are read by chat sessions) that is
 // live and whose aipm serve process runs; a watcher start counts only when
-// the agent has a command and a watcher holds the project's lock.
+// the watcher can start the agent (Startable: a command and a saved
+// passkey) and a watcher holds the project's lock.
 func (s *Store) ReceiverStateOf(cfg *Config, agent string, now time.Time) ReceiverState {
 	st := ReceiverState{Agent: agent}
 	a, ok := cfg.Agent(agent)
@@ -49,13 +50,14 @@ func (s *Store) ReceiverStateOf(cfg *Config, agent string, now time.Time) Receiv
 			}
 		}
 	}
+	unstartable := s.startable(a)
 	switch {
 	case a.Type == AgentHuman:
 		st.State, st.Note = ReceiverQueued, fmt.Sprintf("%s is a human: it waits until they read it (aipm inbox --as %s, or aipm web)", agent, agent)
 	case len(a.Command) == 0:
 		st.State, st.Note = ReceiverQueued, fmt.Sprintf("%s has no chat session and no command in config.toml: it waits until %s authenticates (configure a command and run aipm watch to start it)", agent, agent)
-	case s.startable(a) != nil:
-		st.State, st.Note = ReceiverQueued, fmt.Sprintf("%s has no chat session and aipm watch cannot start it: %v", agent, s.startable(a))
+	case unstartable != nil:
+		st.State, st.Note = ReceiverQueued, fmt.Sprintf("%s has no chat session and aipm watch cannot start it: %v", agent, unstartable)
 	case !s.watcherHeld():
 		st.State, st.Note = ReceiverQueued, fmt.Sprintf("%s has no chat session and aipm watch is not running: it waits until someone runs aipm watch (which starts %s's command) or %s authenticates", agent, agent, agent)
 	default:

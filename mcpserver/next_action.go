@@ -223,6 +223,11 @@ func (s *Server) explain(cfg *fsstore.Config, ses fsstore.Session, n fsstore.Nex
 			what = "messages"
 		}
 		out.Instruction = fmt.Sprintf("You have %s from %s. Call get_pending_messages, answer with respond_chat or send_message (send_conversation_message within a conversation), then call get_next_action.", what, n.From)
+		if m := n.First; m != nil && m.Kind != fsstore.KindSystem {
+			for _, u := range fsstore.ParseMarkers(m.Content) { // named here, explained by get_pending_messages
+				out.Instruction += " " + markerCall(m.SenderID, u)
+			}
+		}
 	case fsstore.ActGetNotifications:
 		out.Instruction = "A notification arrived. Call get_notifications and act on it, then call get_next_action."
 	case fsstore.ActLogout:

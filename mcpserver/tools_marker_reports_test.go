@@ -261,6 +261,10 @@ func TestTaskCheckMarker(t *testing.T) {
 		{"lead", "@@タスク確認済み", false},
 	} {
 		p.send(c.from, "coder", c.text)
+		// get_next_action names the marker; get_pending_messages explains it
+		if in := call(t, cs, "get_next_action", map[string]any{"session_token": chat}).str("instruction"); strings.Contains(in, asks) != c.want {
+			t.Fatalf("%q: get_next_action's instruction %q", c.text, in)
+		}
 		r := call(t, cs, "get_pending_messages", map[string]any{"session_token": chat})
 		in := r.str("instruction")
 		if got := strings.Contains(in, asks); got != c.want {
@@ -275,6 +279,9 @@ func TestTaskCheckMarker(t *testing.T) {
 	}
 	// Every other marker's message names its tool.
 	p.send("lead", "coder", "@@ブロック報告: x @@完了報告")
+	if in := call(t, cs, "get_next_action", map[string]any{"session_token": chat}).str("instruction"); !strings.Contains(in, "call report_block_from_chat") || !strings.Contains(in, "call report_completion_from_chat") {
+		t.Fatalf("get_next_action's instruction for two markers: %q", in)
+	}
 	r := call(t, cs, "get_pending_messages", map[string]any{"session_token": chat})
 	if in := r.str("instruction"); !strings.Contains(in, "call report_block_from_chat") || !strings.Contains(in, "call report_completion_from_chat") {
 		t.Fatalf("instruction for two markers: %q", in)

@@ -99,102 +99,128 @@ func (p *project) seen(agent string) map[string]fsstore.Seen {
 func TestSendSaysWhatWillHappen(t *testing.T) {
 	for _, proto := range revisions {
 		t.Run(proto, func(t *testing.T) {
-			p := newProject(t)
-			p.withBuilder()
-			coder := p.connect(proto)
-			ctok := p.authenticate(coder, "coder", "chat")
-			state := func(target, content string) string {
-				return sent(t, coder, ctok, target, content).str("receiver_state")
-			}
-
-			// a live chat session gets m1 and reads it
-			reviewer := p.connect(proto)
-			rtok := p.authenticate(reviewer, "reviewer", "chat")
-			if got := state("reviewer", "m1"); got != fsstore.ReceiverLive {
-				t.Fatalf("to a live chat session: %s", got)
-			}
-			if r := call(t, reviewer, "get_pending_messages", map[string]any{"session_token": rtok}); !strings.Contains(r.text, "m1") {
-				t.Fatalf("reviewer did not get m1: %s", r.text)
-			}
-			call(t, reviewer, "list_tasks", map[string]any{"session_token": rtok}) // its next call: m1 read
-
-			// m2 is handed out, then the receiver's server is killed before its next call
-			if got := state("reviewer", "m2"); got != fsstore.ReceiverLive {
-				t.Fatalf("m2: %s", got)
-			}
-			if r := call(t, reviewer, "get_pending_messages", map[string]any{"session_token": rtok}); !strings.Contains(r.text, "m2") {
-				t.Fatalf("reviewer did not get m2: %s", r.text)
-			}
-			p.killServerOf("reviewer")
-
-			// nobody will take these: none may claim live or starting
-			for target, content := range map[string]string{"reviewer": "m3", "builder": "b1", "lead": "h1"} {
-				r := sent(t, coder, ctok, target, content)
-				if r.str("receiver_state") != fsstore.ReceiverQueued {
-					t.Errorf("%s to %s, whom nobody will start: %s (%s)", content, target, r.str("receiver_state"), r.str("receiver_note"))
-				}
-			}
-
-			// without a saved passkey the watcher cannot start reviewer2: queued, saying why
-			key, err := p.store.AddAgent(context.Background(), fsstore.NewAgent{ID: "reviewer2", Type: fsstore.AgentAI, Command: []string{"sleep", "30"}})
-			if err != nil || key == "" {
-				t.Fatal(err)
-			}
-			if r := sent(t, coder, ctok, "reviewer2", "r1"); r.str("receiver_state") != fsstore.ReceiverQueued || !strings.Contains(r.str("receiver_note"), "no saved passkey") {
-				t.Errorf("r1 to an agent without a saved passkey: %s (%s)", r.str("receiver_state"), r.str("receiver_note"))
-			}
-
-			// the watcher starts builder's command: starting; stopped, queued again
-			stop := p.startWatcher()
-			if got := state("builder", "b2"); got != fsstore.ReceiverStarting {
-				t.Errorf("b2 with the watcher running: %s", got)
-			}
-			if got := state("reviewer", "m4"); got != fsstore.ReceiverQueued {
-				t.Errorf("m4 to reviewer, with no command, watcher running: %s", got)
-			}
-			if r := sent(t, coder, ctok, "reviewer2", "r2"); r.str("receiver_state") != fsstore.ReceiverQueued {
-				t.Errorf("r2 to an agent the running watcher cannot start: %s (%s)", r.str("receiver_state"), r.str("receiver_note"))
-			}
-			stop()
-			if got := state("builder", "b3"); got != fsstore.ReceiverQueued {
-				t.Errorf("b3 with the watcher stopped: %s", got)
-			}
-
-			// a new reviewer session gets m2 again (redelivered), m3 and m4, and reads them
-			again := p.connect(proto)
-			rtok2 := p.authenticate(again, "reviewer", "chat")
-			r := call(t, again, "get_pending_messages", map[string]any{"session_token": rtok2})
-			for _, m := range []string{"m2", "m3", "m4"} {
-				if !strings.Contains(r.text, m) {
-					t.Fatalf("the new session did not get %s: %s", m, r.text)
-				}
-			}
-			call(t, again, "respond_chat", map[string]any{"session_token": rtok2, "content": "thanks"})
-
-			got := p.seen("reviewer")
-			for m, via := range map[string]string{"m1": "list_tasks", "m2": "respond_chat", "m3": "respond_chat", "m4": "respond_chat"} {
-				s := got[m]
-				if s.SurfacedVia != "get_pending_messages" || s.SurfacedAt.IsZero() || s.ReadAt.Before(s.SurfacedAt) || s.ReadVia != via {
-					t.Errorf("%s: %+v; want surfaced by get_pending_messages, then read via %s", m, s, via)
-				}
-			}
-			if m2, m3 := got["m2"], got["m3"]; !m2.SurfacedAt.Before(m3.SurfacedAt) {
-				t.Errorf("m2 was surfaced to the killed session, before m3: %v, %v", m2.SurfacedAt, m3.SurfacedAt)
-			}
-			for agent, msgs := range map[string][]string{"builder": {"b1", "b2", "b3"}, "lead": {"h1"}} {
-				got := p.seen(agent)
-				for _, m := range msgs {
-					if s := got[m]; !s.SurfacedAt.IsZero() || !s.ReadAt.IsZero() {
-						t.Errorf("%s, never taken by %s: %+v", m, agent, s)
-					}
-				}
-			}
-			// the sender sees the receiver's receipts on its own copies
-			sentSeen := p.seen("coder")
-			if s := sentSeen["m1"]; s.ReadAt.IsZero() || s.ReadVia != "list_tasks" {
-				t.Errorf("aipm log coder: m1 as the sender sees it: %+v", s)
-			}
+			c := newChaos(t, proto)
+			c.liveThenKilled()
+			c.nobodyWillTake()
+			c.watcherOnAndOff()
+			c.newSessionReads()
+			c.receiptsMatch()
 		})
+	}
+}
+
+// chaos is TestSendSaysWhatWillHappen's project: coder's chat session
+// sends; reviewer's is killed; builder has a command; lead is a human.
+type chaos struct {
+	t     *testing.T
+	p     *project
+	proto string
+	coder *mcp.ClientSession
+	ctok  string
+	sent  map[string]string // content -> the receiver_state it was sent with
+}
+
+func newChaos(t *testing.T, proto string) *chaos {
+	p := newProject(t)
+	p.withBuilder()
+	c := &chaos{t: t, p: p, proto: proto}
+	c.coder = p.connect(proto)
+	c.ctok = p.authenticate(c.coder, "coder", "chat")
+	return c
+}
+
+// send sends content to target and checks the receiver_state it answers.
+func (c *chaos) send(target, content, want string) {
+	c.t.Helper()
+	r := sent(c.t, c.coder, c.ctok, target, content)
+	if got := r.str("receiver_state"); got != want {
+		c.t.Errorf("%s to %s: %s (%s); want %s", content, target, got, r.str("receiver_note"), want)
+	}
+}
+
+// liveThenKilled: a live chat session gets m1 and reads it; m2 is handed
+// out, then its server is SIGKILLed before its next call.
+func (c *chaos) liveThenKilled() {
+	t, p := c.t, c.p
+	reviewer := p.connect(c.proto)
+	rtok := p.authenticate(reviewer, "reviewer", "chat")
+	for i, m := range []string{"m1", "m2"} {
+		c.send("reviewer", m, fsstore.ReceiverLive)
+		if r := call(t, reviewer, "get_pending_messages", map[string]any{"session_token": rtok}); !strings.Contains(r.text, m) {
+			t.Fatalf("reviewer did not get %s: %s", m, r.text)
+		}
+		if i == 0 {
+			call(t, reviewer, "list_tasks", map[string]any{"session_token": rtok}) // its next call: m1 read
+		}
+	}
+	p.killServerOf("reviewer")
+}
+
+// nobodyWillTake: none of these may claim live or starting.
+func (c *chaos) nobodyWillTake() {
+	c.send("reviewer", "m3", fsstore.ReceiverQueued) // its session's process is dead
+	c.send("builder", "b1", fsstore.ReceiverQueued)  // a command, no watcher
+	c.send("lead", "h1", fsstore.ReceiverQueued)     // a human
+	// without a saved passkey the watcher cannot start reviewer2
+	if _, err := c.p.store.AddAgent(context.Background(), fsstore.NewAgent{ID: "reviewer2", Type: fsstore.AgentAI, Command: []string{"sleep", "30"}}); err != nil {
+		c.t.Fatal(err)
+	}
+	if r := sent(c.t, c.coder, c.ctok, "reviewer2", "r1"); r.str("receiver_state") != fsstore.ReceiverQueued || !strings.Contains(r.str("receiver_note"), "no saved passkey") {
+		c.t.Errorf("r1 to an agent without a saved passkey: %s (%s)", r.str("receiver_state"), r.str("receiver_note"))
+	}
+}
+
+// watcherOnAndOff: the running watcher starts builder's command
+// (starting), not reviewer (no command) nor reviewer2 (no passkey); once
+// stopped, builder is queued again.
+func (c *chaos) watcherOnAndOff() {
+	stop := c.p.startWatcher()
+	c.send("builder", "b2", fsstore.ReceiverStarting)
+	c.send("reviewer", "m4", fsstore.ReceiverQueued)
+	c.send("reviewer2", "r2", fsstore.ReceiverQueued)
+	stop()
+	c.send("builder", "b3", fsstore.ReceiverQueued)
+}
+
+// newSessionReads: a new reviewer session gets m2 again (redelivered), m3
+// and m4, and reads them by answering.
+func (c *chaos) newSessionReads() {
+	t, p := c.t, c.p
+	again := p.connect(c.proto)
+	rtok := p.authenticate(again, "reviewer", "chat")
+	r := call(t, again, "get_pending_messages", map[string]any{"session_token": rtok})
+	for _, m := range []string{"m2", "m3", "m4"} {
+		if !strings.Contains(r.text, m) {
+			t.Fatalf("the new session did not get %s: %s", m, r.text)
+		}
+	}
+	call(t, again, "respond_chat", map[string]any{"session_token": rtok, "content": "thanks"})
+}
+
+// receiptsMatch: each message's surfaced and read times are what its
+// receiver got; what nobody took has neither; the sender sees them.
+func (c *chaos) receiptsMatch() {
+	t, p := c.t, c.p
+	got := p.seen("reviewer")
+	for m, via := range map[string]string{"m1": "list_tasks", "m2": "respond_chat", "m3": "respond_chat", "m4": "respond_chat"} {
+		s := got[m]
+		if s.SurfacedVia != "get_pending_messages" || s.SurfacedAt.IsZero() || s.ReadAt.Before(s.SurfacedAt) || s.ReadVia != via {
+			t.Errorf("%s: %+v; want surfaced by get_pending_messages, then read via %s", m, s, via)
+		}
+	}
+	if m2, m3 := got["m2"], got["m3"]; !m2.SurfacedAt.Before(m3.SurfacedAt) {
+		t.Errorf("m2 was surfaced to the killed session, before m3: %v, %v", m2.SurfacedAt, m3.SurfacedAt)
+	}
+	for agent, msgs := range map[string][]string{"builder": {"b1", "b2", "b3"}, "lead": {"h1"}, "reviewer2": {"r1", "r2"}} {
+		got := p.seen(agent)
+		for _, m := range msgs {
+			if s := got[m]; !s.SurfacedAt.IsZero() || !s.ReadAt.IsZero() {
+				t.Errorf("%s, never taken by %s: %+v", m, agent, s)
+			}
+		}
+	}
+	if s := p.seen("coder")["m1"]; s.ReadAt.IsZero() || s.ReadVia != "list_tasks" {
+		t.Errorf("aipm log coder: m1 as the sender sees it: %+v", s)
 	}
 }
 

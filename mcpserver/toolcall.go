@@ -260,6 +260,39 @@ func shapeOf(schema []byte) *objectShape {
 	return shape
 }
 
+// kindsOf returns the kinds a property's schema p names in its type (one
+// or a list); ok is false for any other type.
+func kindsOf(p gjson.Result) (k kinds, ok bool) {
+	types := p.Get("type")
+	names := []gjson.Result{types}
+	if types.IsArray() {
+		names = types.Array()
+	}
+	for _, name := range names {
+		if name.Type != gjson.String {
+			return 0, false
+		}
+		switch name.Str {
+		case "string":
+			k |= kindString
+		case "integer":
+			k |= kindInteger
+		case "boolean":
+			k |= kindBoolean
+		case "null":
+			k |= kindNull
+		case "array":
+			if !p.Get("items").Exists() {
+				return 0, false
+			}
+			k |= kindStrings
+		default:
+			return 0, false
+		}
+	}
+	return k, true
+}
+
 // valueShapeOf returns the shape of a property's schema p.
 func valueShapeOf(p gjson.Result) (valueShape, bool) {
 	if !p.IsObject() || !onlyKeys(p, "type", "enum", "items", "description", "title") {
@@ -269,32 +302,9 @@ func valueShapeOf(p gjson.Result) (valueShape, bool) {
 		return valueShape{}, false // only an array of strings
 	}
 	var v valueShape
-	types := p.Get("type")
-	names := []gjson.Result{types}
-	if types.IsArray() {
-		names = types.Array()
-	}
-	for _, name := range names {
-		if name.Type != gjson.String {
-			return valueShape{}, false
-		}
-		switch name.Str {
-		case "string":
-			v.types |= kindString
-		case "integer":
-			v.types |= kindInteger
-		case "boolean":
-			v.types |= kindBoolean
-		case "null":
-			v.types |= kindNull
-		case "array":
-			if !p.Get("items").Exists() {
-				return valueShape{}, false
-			}
-			v.types |= kindStrings
-		default:
-			return valueShape{}, false
-		}
+	var ok bool
+	if v.types, ok = kindsOf(p); !ok {
+		return valueShape{}, false
 	}
 	if enum := p.Get("enum"); enum.Exists() {
 		if v.types != kindString || !enum.IsArray() {

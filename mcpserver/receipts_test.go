@@ -117,7 +117,6 @@ type chaos struct {
 	proto string
 	coder *mcp.ClientSession
 	ctok  string
-	sent  map[string]string // content -> the receiver_state it was sent with
 }
 
 func newChaos(t *testing.T, proto string) *chaos {

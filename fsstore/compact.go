@@ -522,10 +522,7 @@ func (s *Store) translateMarks(ctx context.Context, agent, log string, d lockedf
 		if err != nil {
 			continue
 		}
-		if _, err := os.Stat(path); err != nil {
-			continue // told nothing yet
-		}
-		lockedfile.SwapRecord(ctx, path, ModePrivateFile, func(old []byte) ([]byte, error) {
+		lockedfile.SwapRecord(ctx, path, ModePrivateFile, false, func(old []byte) ([]byte, error) { // none: told nothing yet
 			t := decodeTold(old)
 			m := &t.Notifications
 			if log == chatLog {

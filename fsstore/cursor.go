@@ -158,6 +158,8 @@ type ReadResult struct {
 	// Next is the place just past what the read went through (its inode
 	// names the file read): where a Mark of what was seen goes.
 	Next Cursor
+	// Skipped says a peek started at ReadOptions.SkipTo.
+	Skipped bool
 }
 
 // readCursors reads an agent's read.json; a damaged one is an error that
@@ -296,6 +298,7 @@ func (s *Store) peekUnread(ctx context.Context, logPath, cursorPath, stream stri
 		key = "" // what lies before the mark was not looked at: nothing to remember
 	}
 	res, first, next, err := s.readPast(logPath, from, opt)
+	res.Skipped = skipped
 	if err != nil || len(res.Bad) > 0 {
 		return res, err
 	}
@@ -328,10 +331,15 @@ func skipTo(logPath string, from Cursor, mark Mark) (Cursor, bool) {
 		}
 		inode = lockedfile.Inode(fi)
 	}
-	if mark.Inode != inode || mark.Offset <= from.Offset {
+	if mark.Inode != inode || mark.Offset <= from.Offset || mark.ID == "" {
 		return from, false
 	}
-	return Cursor{Offset: mark.Offset, Line: mark.Line, Inode: inode, RedeliverBefore: from.RedeliverBefore}, true
+	// The record the mark follows must still end there: a file that reuses
+	// the inode number (a later compaction) holds other records.
+	if id, ok, err := lockedfile.IDEndingAt(logPath, mark.Offset); err != nil || !ok || id != mark.ID {
+		return from, false
+	}
+	return Cursor{Offset: mark.Offset, Line: mark.Line, Inode: inode, LastID: mark.ID, RedeliverBefore: from.RedeliverBefore}, true
 }
 
 // advanced is sc after a read by session (none: a reader that commits at

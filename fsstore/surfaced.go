@@ -25,6 +25,10 @@ type Mark struct {
 	// Line is the number of lines before Offset: a reader that starts at
 	// the mark names the lines after it rightly (served texts' path:line).
 	Line int `json:"line,omitempty"`
+	// ID is the id of the record that ends at Offset: a reader starts at the
+	// mark only when that record is still there (ReadOptions.SkipTo), not
+	// in a file that merely reuses the inode number.
+	ID string `json:"id,omitempty"`
 }
 
 // covers says whether the record starting at offset of the file with
@@ -147,6 +151,9 @@ func (s *Store) untoldMessages(ctx context.Context, ses Session) ([]Message, Mar
 	if err != nil {
 		return nil, mark, err
 	}
+	if !res.Skipped {
+		mark = Mark{} // not found where it says (or behind the read): it covers nothing read here
+	}
 	// A notice names messages by id and sender, never by their text: the
 	// fields it needs are read without decoding the whole line.
 	var msgs []Message
@@ -172,10 +179,10 @@ func (s *Store) expiredNotice(m Message, now time.Time) bool {
 // markAfter is the mark just past everything read: what a reader that
 // saw res has seen.
 func markAfter(res ReadResult) Mark {
-	m := Mark{Inode: res.Next.Inode, Offset: res.Next.Offset, Line: res.Next.Line}
+	m := Mark{Inode: res.Next.Inode, Offset: res.Next.Offset, Line: res.Next.Line, ID: res.Next.LastID}
 	if n := len(res.Records); n > 0 && res.Records[n-1].End().Offset > m.Offset {
-		end := res.Records[n-1].End()
-		m.Offset, m.Line = end.Offset, end.Line
+		last := res.Records[n-1]
+		m.Offset, m.Line, m.ID = last.End().Offset, last.End().Line, gjson.GetBytes(last.Data, "id").Str
 	}
 	return m
 }
@@ -240,7 +247,7 @@ func (s *Store) Surface(ctx context.Context, ses Session, n Notices, via string,
 	if err != nil {
 		return false, err
 	}
-	err = lockedfile.SwapRecord(ctx, path, ModePrivateFile, func(old []byte) ([]byte, error) {
+	err = lockedfile.SwapRecord(ctx, path, ModePrivateFile, true, func(old []byte) ([]byte, error) {
 		if !decodeTold(old).equal(n.From) {
 			return nil, errTold
 		}
@@ -251,6 +258,10 @@ func (s *Store) Surface(ctx context.Context, ses Session, n Notices, via string,
 		return false, nil
 	case err != nil:
 		return false, fmt.Errorf("record what session %s was told: %w", ses.ID, err)
+	}
+	if _, err := s.session(ses.ID); errors.Is(err, ErrNotFound) {
+		os.Remove(path) // the session was removed meanwhile: no record outlives it
+		return false, nil
 	}
 	s.receipt(ctx, ses.Agent, ReceiptSurfaced, ses.ID, via, messageIDs(n.Messages))
 	return true, nil

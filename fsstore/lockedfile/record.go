@@ -33,18 +33,26 @@ func ReadRecord(path string) ([]byte, error) {
 	return io.ReadAll(f)
 }
 
-// SwapRecord rewrites the record file at path (created with perm) under its
-// exclusive flock: edit gets the content (nil for none) and returns the
-// new one; an error from edit writes nothing and is returned.
-func SwapRecord(ctx context.Context, path string, perm os.FileMode, edit func(old []byte) ([]byte, error)) error {
-	f, err := OpenFile(path, os.O_RDWR|os.O_CREATE, perm)
+// SwapRecord rewrites the record file at path under its exclusive flock:
+// edit gets the content (nil for none) and returns the new one; an error
+// from edit writes nothing and is returned. With create, a missing file is
+// created with perm; without, a missing file is os.ErrNotExist.
+func SwapRecord(ctx context.Context, path string, perm os.FileMode, create bool, edit func(old []byte) ([]byte, error)) error {
+	flag := os.O_RDWR
+	if create {
+		flag |= os.O_CREATE
+	}
+	f, err := OpenFile(path, flag, perm)
 	if err != nil {
 		return err
 	}
-	defer f.Close()
+	// On an error flockCtx closes f itself, once a flock(2) still pending
+	// is answered: closing it here too would let the descriptor be reused
+	// under that late lock.
 	if err := flockCtx(ctx, f, syscall.LOCK_EX); err != nil {
 		return fmt.Errorf("flock %s: %w", path, err)
 	}
+	defer f.Close()
 	old, err := io.ReadAll(f)
 	if err != nil {
 		return fmt.Errorf("read %s: %w", path, err)
@@ -62,4 +70,23 @@ func SwapRecord(ctx context.Context, path string, perm os.FileMode, edit func(ol
 		}
 	}
 	return nil
+}
+
+// IDEndingAt returns the id of the record that ends (with its newline)
+// just before offset off of the file at path; ok is false when no record
+// ends there (or there is no such file).
+func IDEndingAt(path string, off int64) (id string, ok bool, err error) {
+	f, err := Open(path)
+	if errors.Is(err, os.ErrNotExist) {
+		return "", false, nil
+	}
+	if err != nil {
+		return "", false, err
+	}
+	defer f.Close()
+	fi, err := f.Stat()
+	if err != nil || off > fi.Size() {
+		return "", false, err
+	}
+	return idEndingAt(f, off)
 }

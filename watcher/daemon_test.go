@@ -79,7 +79,11 @@ func helper(role string) error {
 				return err
 			}
 		}
-		select {}
+		// Not select{}: with no other goroutine left the runtime would
+		// find a deadlock and end the process, and a watcher restarted
+		// meanwhile would rightly see the agent gone.
+		time.Sleep(time.Hour)
+		return nil
 	}
 	if play := helperRoles[role]; play != nil {
 		return play()

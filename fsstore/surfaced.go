@@ -143,16 +143,13 @@ func (s *Store) untoldMessages(ctx context.Context, ses Session) ([]Message, Mar
 	mark := ses.Surfaced.Chat
 	opt := ReadOptions{Match: FromOthers(ses.Agent), Peek: true, Session: ses.ID, ScanKey: "from-others", SkipTo: mark}
 	res, err := s.ReadUnread(ctx, ses.Agent, StreamChat, opt)
-	if err == nil && mark.Offset > 0 && res.Next.Inode != mark.Inode {
-		// The log was replaced since the mark: read it whole, as a reader would.
-		opt.SkipTo = Mark{}
-		res, err = s.ReadUnread(ctx, ses.Agent, StreamChat, opt)
-	}
 	if err != nil {
 		return nil, mark, err
 	}
 	if !res.Skipped {
-		mark = Mark{} // not found where it says (or behind the read): it covers nothing read here
+		// Not found where it says (a log replaced since, or a record gone),
+		// or behind the read: it covers nothing read here.
+		mark = Mark{}
 	}
 	// A notice names messages by id and sender, never by their text: the
 	// fields it needs are read without decoding the whole line.

@@ -208,24 +208,35 @@ func chatTaskOut(c fsstore.ChatChange, sender string, notice error) ChatTaskOut 
 	return out
 }
 
+// markedChange is the one shape of the chat tools that change a task under
+// a marker: change runs under marker m of the latest message the session
+// received (fsstore.WithMarker), from its sender; sender is who to tell,
+// notice a change made (or waiting for approval) whose telling failed.
+func (s *Server) markedChange(ctx context.Context, m fsstore.Marker, change func(cfg *fsstore.Config, ses fsstore.Session, msg fsstore.Message, body string) (fsstore.ChatChange, error)) (c fsstore.ChatChange, sender string, notice, err error) {
+	ses := sessionFrom(ctx)
+	cfg, err := s.config()
+	if err != nil {
+		return c, "", nil, err
+	}
+	err = s.store.WithMarker(ctx, ses, m, func(msg fsstore.Message, body string) (string, error) {
+		sender = msg.SenderID
+		var err error
+		c, err = change(cfg, ses, msg, body)
+		return changed(c, err, &notice)
+	})
+	if err != nil {
+		return c, sender, notice, fromStore(err, "task_not_found")
+	}
+	return c, sender, notice, nil
+}
+
 func addUpdateTaskFromChat(srv *mcp.Server, s *Server, tool *mcp.Tool) {
 	addTool(s, srv, tool, func(ctx context.Context, _ *mcp.CallToolRequest, in UpdateTaskFromChatIn) (*mcp.CallToolResult, ChatTaskOut, error) {
-		ses := sessionFrom(ctx)
-		cfg, err := s.config()
-		if err != nil {
-			return nil, ChatTaskOut{}, err
-		}
-		var c fsstore.ChatChange
-		var sender string
-		var notice error // the change waits for approval, but asking someone failed
-		err = s.store.WithMarker(ctx, ses, fsstore.MarkerAdjust, func(msg fsstore.Message, _ string) (string, error) {
-			var err error
-			sender = msg.SenderID
-			c, err = s.store.FromChat().UpdateTask(ctx, cfg, ses.Agent, msg.SenderID, in.TaskID, in.Description, in.Status)
-			return changed(c, err, &notice)
+		c, sender, notice, err := s.markedChange(ctx, fsstore.MarkerAdjust, func(cfg *fsstore.Config, ses fsstore.Session, msg fsstore.Message, _ string) (fsstore.ChatChange, error) {
+			return s.store.FromChat().UpdateTask(ctx, cfg, ses.Agent, msg.SenderID, in.TaskID, in.Description, in.Status)
 		})
 		if err != nil {
-			return nil, ChatTaskOut{}, fromStore(err, "task_not_found")
+			return nil, ChatTaskOut{}, err
 		}
 		return nil, chatTaskOut(c, sender, notice), nil
 	})
@@ -250,22 +261,11 @@ func startTaskFromChatTool() toolSpec {
 
 func addStartTaskFromChat(srv *mcp.Server, s *Server, tool *mcp.Tool) {
 	addTool(s, srv, tool, func(ctx context.Context, _ *mcp.CallToolRequest, in StartTaskFromChatIn) (*mcp.CallToolResult, ChatTaskOut, error) {
-		ses := sessionFrom(ctx)
-		cfg, err := s.config()
-		if err != nil {
-			return nil, ChatTaskOut{}, err
-		}
-		var c fsstore.ChatChange
-		var sender string
-		var notice error // the change waits for approval, but asking someone failed
-		err = s.store.WithMarker(ctx, ses, fsstore.MarkerStart, func(msg fsstore.Message, _ string) (string, error) {
-			var err error
-			sender = msg.SenderID
-			c, err = s.store.FromChat().StartTask(ctx, cfg, ses.Agent, msg.SenderID, in.TaskID)
-			return changed(c, err, &notice)
+		c, sender, notice, err := s.markedChange(ctx, fsstore.MarkerStart, func(cfg *fsstore.Config, ses fsstore.Session, msg fsstore.Message, _ string) (fsstore.ChatChange, error) {
+			return s.store.FromChat().StartTask(ctx, cfg, ses.Agent, msg.SenderID, in.TaskID)
 		})
 		if err != nil {
-			return nil, ChatTaskOut{}, fromStore(err, "task_not_found")
+			return nil, ChatTaskOut{}, err
 		}
 		return nil, chatTaskOut(c, sender, notice), nil
 	})

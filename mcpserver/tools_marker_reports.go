@@ -1,6 +1,7 @@
 package mcpserver
 
 import (
+	"cmp"
 	"context"
 	"fmt"
 	"strings"
@@ -65,26 +66,11 @@ func reportBlockFromChatTool() toolSpec {
 
 func addReportBlockFromChat(srv *mcp.Server, s *Server, tool *mcp.Tool) {
 	addTool(s, srv, tool, func(ctx context.Context, _ *mcp.CallToolRequest, in ReportBlockFromChatIn) (*mcp.CallToolResult, ChatTaskOut, error) {
-		ses := sessionFrom(ctx)
-		cfg, err := s.config()
-		if err != nil {
-			return nil, ChatTaskOut{}, err
-		}
-		var c fsstore.ChatChange
-		var sender string
-		var notice error // the change is made or waits for approval, but telling someone failed
-		err = s.store.WithMarker(ctx, ses, fsstore.MarkerBlock, func(msg fsstore.Message, body string) (string, error) {
-			reason := in.Reason
-			if reason == "" {
-				reason = body
-			}
-			var err error
-			sender = msg.SenderID
-			c, err = s.store.FromChat().BlockTask(ctx, cfg, ses.Agent, msg.SenderID, in.TaskID, reason, msg.ID)
-			return changed(c, err, &notice)
+		c, sender, notice, err := s.markedChange(ctx, fsstore.MarkerBlock, func(cfg *fsstore.Config, ses fsstore.Session, msg fsstore.Message, body string) (fsstore.ChatChange, error) {
+			return s.store.FromChat().BlockTask(ctx, cfg, ses.Agent, msg.SenderID, in.TaskID, cmp.Or(in.Reason, body), msg.ID)
 		})
 		if err != nil {
-			return nil, ChatTaskOut{}, fromStore(err, "task_not_found")
+			return nil, ChatTaskOut{}, err
 		}
 		out := chatTaskOut(c, sender, notice)
 		if !c.Pending {

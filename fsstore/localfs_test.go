@@ -151,3 +151,14 @@ func TestPretendFilesystem(t *testing.T) {
 		t.Error("PretendFilesystem(ext5) accepted")
 	}
 }
+
+// TestNetworkAdviceAnchor: the page the refusal points to has the section.
+func TestNetworkAdviceAnchor(t *testing.T) {
+	data, err := os.ReadFile(filepath.Join("..", "docs", "operations.md"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !strings.Contains(networkAdvice, "docs/operations.md#more-than-one-machine") || !strings.Contains(string(data), "\n## More than one machine\n") {
+		t.Error("the refusal points to docs/operations.md#more-than-one-machine, which has no such section")
+	}
+}

@@ -144,9 +144,12 @@ func (s *Store) checkJSONDoc(path string) []Problem {
 // repair, torn tails and invalid JSONL lines move to quarantine/ (valid lines
 // are left byte for byte) and stale temp files are removed; damaged JSON
 // documents and config errors are only reported, because only a person knows
-// what they should say.
+// what they should say. On a network filesystem it reports that first and
+// repairs nothing (another host may be writing the lines it would move).
 func (s *Store) Doctor(ctx context.Context, repair bool) ([]Problem, error) {
-	problems := s.configProblems()
+	problems, remote := s.filesystemProblems()
+	repair = repair && !remote
+	problems = append(problems, s.configProblems()...)
 	err := filepath.WalkDir(s.root, func(path string, d fs.DirEntry, err error) error {
 		if err != nil {
 			problems = append(problems, Problem{Path: s.Rel(path), Reason: err.Error()})

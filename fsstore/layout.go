@@ -57,8 +57,21 @@ type caches struct {
 }
 
 // Open returns the store of the project directory dir, which must contain
-// .ai-pm/. Appends fsync until a loaded config says durability = "none".
+// .ai-pm/ on a local filesystem (a network filesystem is refused:
+// ErrNetworkFilesystem). Appends fsync until a loaded config says
+// durability = "none".
 func Open(projectDir string) (*Store, error) {
+	return open(projectDir, true)
+}
+
+// OpenToCheck opens the store as Open does, on any filesystem: for aipm
+// doctor, which reports a network filesystem as a problem (Doctor) instead
+// of refusing to look.
+func OpenToCheck(projectDir string) (*Store, error) {
+	return open(projectDir, false)
+}
+
+func open(projectDir string, refuseNetwork bool) (*Store, error) {
 	abs, err := filepath.Abs(projectDir)
 	if err != nil {
 		return nil, fmt.Errorf("open project %s: %w", projectDir, err)
@@ -73,6 +86,11 @@ func Open(projectDir string) (*Store, error) {
 	}
 	if !fi.IsDir() {
 		return nil, fmt.Errorf("%s is not a directory", root)
+	}
+	if refuseNetwork {
+		if err := checkLocal(root); err != nil {
+			return nil, err
+		}
 	}
 	lockedfile.Confine(root)
 	st := &Store{Layout: Layout{project: abs, root: root}, caches: &caches{}}

@@ -55,6 +55,9 @@ func Init(projectDir, name string) (*Store, error) {
 	if _, err := os.Lstat(root); err == nil {
 		return nil, kindf(ErrExists, "%s already exists: this is an aipm project already (use aipm doctor to check it)", DirName)
 	}
+	if err := checkLocalProject(abs); err != nil {
+		return nil, err
+	}
 	// Build the new tree beside, then rename it into place, so a failed or
 	// concurrent init never leaves half a project.
 	tmp, err := os.MkdirTemp(abs, "."+DirName+".init-*")

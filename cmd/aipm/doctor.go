@@ -25,7 +25,9 @@ path:line: what is wrong, and what to do. Exit 1 while problems are left.
 --repair moves torn and invalid JSONL lines to .ai-pm/quarantine/ (valid lines
 are kept byte for byte) and removes stale temporary files. Damaged JSON
 documents and config errors are only reported: only a person knows what they
-should say. An AI agent without a passkey (a clone of the project: passkeys
+should say. A .ai-pm/ on a network filesystem (NFS, SMB/CIFS, FUSE, 9p, ...),
+which every other command refuses, is reported, and --repair then repairs
+nothing. An AI agent without a passkey (a clone of the project: passkeys
 are not kept in git) is reported with the command that issues one.
 
 When the project's .codex/hooks.json holds aipm's hooks and the user's Codex
@@ -56,7 +58,7 @@ type doctorProblem struct {
 }
 
 func doctorRun(cmd *cobra.Command, o *doctorOptions) error {
-	store, _, err := o.e.open()
+	store, _, err := o.e.openBy(fsstore.OpenToCheck)
 	if store == nil {
 		return err
 	}

@@ -1,6 +1,7 @@
 package main
 
 import (
+	"errors"
 	"fmt"
 	"io"
 	"os"
@@ -60,13 +61,22 @@ func (e *env) findProject() (string, error) {
 	return dir, asUsage(err)
 }
 
-// openStore opens the project's store without reading its config.
+// openStore opens the project's store without reading its config. A
+// project on a network filesystem is refused with exit 1, not as a usage
+// mistake.
 func (e *env) openStore() (*fsstore.Store, error) {
+	return e.openStoreBy(fsstore.Open)
+}
+
+func (e *env) openStoreBy(open func(string) (*fsstore.Store, error)) (*fsstore.Store, error) {
 	dir, err := e.findProject()
 	if err != nil {
 		return nil, err
 	}
-	store, err := fsstore.Open(dir)
+	store, err := open(dir)
+	if errors.Is(err, fsstore.ErrNetworkFilesystem) {
+		return nil, err
+	}
 	return store, asUsage(err)
 }
 
@@ -74,7 +84,13 @@ func (e *env) openStore() (*fsstore.Store, error) {
 // applies to every write. A store without a valid config is returned with
 // the config's error (doctor reports it).
 func (e *env) open() (*fsstore.Store, *fsstore.Config, error) {
-	store, err := e.openStore()
+	return e.openBy(fsstore.Open)
+}
+
+// openBy is open with the store opened by open: fsstore.OpenToCheck for
+// doctor, which reports a network filesystem rather than refusing it.
+func (e *env) openBy(open func(string) (*fsstore.Store, error)) (*fsstore.Store, *fsstore.Config, error) {
+	store, err := e.openStoreBy(open)
 	if err != nil {
 		return nil, nil, err
 	}

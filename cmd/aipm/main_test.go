@@ -31,12 +31,31 @@ func TestMain(m *testing.M) {
 	// skips (mcpserver/toolcall.go).
 	os.Setenv(mcpserver.EnvCheckSchemas, "1")
 	testscript.Main(m, map[string]func(){
-		"aipm": func() { os.Exit(mainExit()) },
+		"aipm": func() {
+			pretendFilesystem()
+			os.Exit(mainExit())
+		},
 		// aipm-hook is cmd/aipm-hook's main: the same hook.Command.
 		"aipm-hook": func() {
 			os.Exit(hook.Command(context.Background(), os.Args[1:], hook.Env{Getenv: os.Getenv, Stdin: os.Stdin, Stdout: os.Stdout, Stderr: os.Stderr}))
 		},
 	})
+}
+
+// envTestFSType, in a script's environment, names the filesystem the aipm
+// it runs takes every directory to be on (fsstore.PretendFilesystem): nfs,
+// smb2, fuse, 9p, ..., or local. Only this test binary reads it.
+const envTestFSType = "AIPM_TEST_FSTYPE"
+
+func pretendFilesystem() {
+	name := os.Getenv(envTestFSType)
+	if name == "" {
+		return
+	}
+	if err := fsstore.PretendFilesystem(name); err != nil {
+		fmt.Fprintf(os.Stderr, "%s: %v\n", envTestFSType, err)
+		os.Exit(2)
+	}
 }
 
 // TestScripts runs testdata/script/*.txtar: the CLI's behaviour, one

@@ -172,3 +172,11 @@ func (s *Store) filesystemProblems() ([]Problem, bool) {
 	}
 	return []Problem{{Path: DirName, Reason: fmt.Sprintf("on a network filesystem (%s), so aipm refuses it and doctor --repair repairs nothing: %s", name, networkAdvice)}}, true
 }
+
+// OnNetworkFilesystem returns the name of the network filesystem .ai-pm/
+// is on, or "" when it is on a local one (or statfs fails: doctor reports
+// that as a problem of its own).
+func (s *Store) OnNetworkFilesystem() string {
+	name, _ := networkFilesystemOf(s.root)
+	return name
+}

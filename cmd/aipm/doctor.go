@@ -93,7 +93,10 @@ func doctorRun(cmd *cobra.Command, o *doctorOptions) error {
 	switch {
 	case unrepaired > 0:
 		hint := "run aipm doctor --repair to quarantine torn and invalid lines; fix the rest as each line says"
-		if o.Repair {
+		switch {
+		case store.OnNetworkFilesystem() != "":
+			hint = "move the project to a local disk first (doctor repairs nothing on a network filesystem), then run aipm doctor again"
+		case o.Repair:
 			hint = "fix them as each line says"
 		}
 		return failed("%s left: %s", plural(unrepaired, "problem"), hint)

@@ -145,11 +145,7 @@ func (h *HTTP) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 			continue
 		}
 		// The response that handed ses a batch did not reach the client.
-		if err := h.store.Unhand(context.WithoutCancel(r.Context()), ses.Agent, ses.ID); err != nil {
-			h.log.Error("take back a batch the client never got", "session", ses.ID, "err", err)
-		} else {
-			h.log.Info("the client went away mid-call: its batch comes again, marked redelivered", "session", ses.ID)
-		}
+		unhand(r.Context(), h.store, h.log, ses)
 	}
 }
 
@@ -354,10 +350,18 @@ func (s *Server) handedOver(ctx context.Context, l *link, ses fsstore.Session) {
 	}
 	l.mu.Unlock()
 	if done || ctx.Err() != nil {
-		if err := s.store.Unhand(context.WithoutCancel(ctx), ses.Agent, ses.ID); err != nil {
-			s.log.Error("take back a batch the client never got", "session", ses.ID, "err", err)
-		}
+		unhand(ctx, s.store, s.log, ses)
 	}
+}
+
+// unhand takes back what ses was handed in a response that never reached
+// its client.
+func unhand(ctx context.Context, store *fsstore.Store, log *slog.Logger, ses fsstore.Session) {
+	if err := store.Unhand(context.WithoutCancel(ctx), ses.Agent, ses.ID); err != nil {
+		log.Error("take back a batch the client never got", "session", ses.ID, "err", err)
+		return
+	}
+	log.Info("the client went away mid-call: its batch comes again, marked redelivered", "session", ses.ID)
 }
 
 // linkWriter remembers whether writing the response failed (the client

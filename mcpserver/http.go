@@ -135,17 +135,19 @@ func (h *HTTP) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		http.Error(w, "no bearer token: send Authorization: Bearer <the agent's passkey, as aipm agent add printed it>", http.StatusUnauthorized)
 		return
 	}
-	id, l := h.links.add(r.Context())
-	r.Header.Set(linkHeader, id)
 	rw := &linkWriter{ResponseWriter: w}
+	id, l := h.links.add(r.Context(), rw)
+	r.Header.Set(linkHeader, id)
 	h.handler.ServeHTTP(rw, r)
-	delivered := !rw.failed.Load() && r.Context().Err() == nil
-	for _, ses := range h.links.finish(id, l) {
-		if delivered {
+	for _, hd := range h.links.finish(id, l) {
+		// Written means the answer went out after the batch was handed
+		// and every write and flush succeeded: the client's TCP stack has
+		// it. (A client's context ends as soon as it has read the answer,
+		// so the request's context says nothing here.)
+		if !rw.failed.Load() && rw.written.Load() > hd.mark {
 			continue
 		}
-		// The response that handed ses a batch did not reach the client.
-		unhand(r.Context(), h.store, h.log, ses)
+		unhand(r.Context(), h.store, h.log, hd.ses)
 	}
 }
 
@@ -283,19 +285,27 @@ type links struct {
 type link struct {
 	ctx    context.Context // ends when the request ends (the client went away, or it was answered)
 	cancel context.CancelFunc
+	w      *linkWriter
 	mu     sync.Mutex
 	done   bool
-	handed []fsstore.Session // sessions a call of this request handed a batch
+	handed []handed // sessions a call of this request handed a batch
 }
 
-func (ls *links) add(parent context.Context) (string, *link) {
+// handed is a session handed a batch, and how much of the response was
+// written by then.
+type handed struct {
+	ses  fsstore.Session
+	mark int64
+}
+
+func (ls *links) add(parent context.Context, w *linkWriter) (string, *link) {
 	var b [12]byte
 	if _, err := rand.Read(b[:]); err != nil {
 		panic(err) // crypto/rand does not fail on Linux
 	}
 	id := hex.EncodeToString(b[:])
 	ctx, cancel := context.WithCancel(parent)
-	l := &link{ctx: ctx, cancel: cancel}
+	l := &link{ctx: ctx, cancel: cancel, w: w}
 	ls.mu.Lock()
 	ls.m[id] = l
 	ls.mu.Unlock()
@@ -305,7 +315,7 @@ func (ls *links) add(parent context.Context) (string, *link) {
 // finish ends the request id: calls still running in it are cancelled
 // (their response can no longer be part of it). It returns the sessions
 // its calls handed a batch.
-func (ls *links) finish(id string, l *link) []fsstore.Session {
+func (ls *links) finish(id string, l *link) []handed {
 	ls.mu.Lock()
 	delete(ls.m, id)
 	ls.mu.Unlock()
@@ -346,7 +356,7 @@ func (s *Server) handedOver(ctx context.Context, l *link, ses fsstore.Session) {
 	l.mu.Lock()
 	done := l.done
 	if !done {
-		l.handed = append(l.handed, ses)
+		l.handed = append(l.handed, handed{ses: ses, mark: l.w.written.Load()})
 	}
 	l.mu.Unlock()
 	if done || ctx.Err() != nil {
@@ -368,11 +378,13 @@ func unhand(ctx context.Context, store *fsstore.Store, log *slog.Logger, ses fss
 // went away while it was written).
 type linkWriter struct {
 	http.ResponseWriter
-	failed atomic.Bool
+	failed  atomic.Bool
+	written atomic.Int64 // bytes of the response body written
 }
 
 func (w *linkWriter) Write(b []byte) (int, error) {
 	n, err := w.ResponseWriter.Write(b)
+	w.written.Add(int64(n))
 	if err != nil {
 		w.failed.Store(true)
 	}
@@ -387,9 +399,17 @@ func (w *linkWriter) WriteHeader(code int) {
 }
 
 func (w *linkWriter) Flush() {
-	if f, ok := w.ResponseWriter.(http.Flusher); ok {
-		f.Flush()
+	if err := http.NewResponseController(w.ResponseWriter).Flush(); err != nil {
+		w.failed.Store(true)
 	}
+}
+
+func (w *linkWriter) FlushError() error {
+	err := http.NewResponseController(w.ResponseWriter).Flush()
+	if err != nil {
+		w.failed.Store(true)
+	}
+	return err
 }
 
 func (w *linkWriter) Unwrap() http.ResponseWriter { return w.ResponseWriter }

@@ -87,35 +87,42 @@ func TestHTTPDurability(t *testing.T) {
 				t.Fatalf("%s got message %d of %s %d times", id, k, from, c)
 			}
 		}
-		// Its file: n sent, n received, each once, every line whole.
-		path, err := p.store.ChatPath(id)
-		if err != nil {
-			t.Fatal(err)
+		checkChatFile(t, p, id, 2*n)
+	}
+}
+
+// checkChatFile checks that id's chat file holds want distinct messages,
+// each once, every line whole.
+func checkChatFile(t *testing.T, p *project, id string, want int) {
+	t.Helper()
+	// Its file: n sent, n received, each once, every line whole.
+	path, err := p.store.ChatPath(id)
+	if err != nil {
+		t.Fatal(err)
+	}
+	seen := map[string]int{}
+	f, err := os.Open(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	sc := bufio.NewScanner(f)
+	sc.Buffer(nil, 1<<20)
+	for sc.Scan() {
+		var m struct {
+			Content string `json:"content"`
 		}
-		seen := map[string]int{}
-		f, err := os.Open(path)
-		if err != nil {
-			t.Fatal(err)
+		if err := json.Unmarshal(sc.Bytes(), &m); err != nil {
+			t.Fatalf("%s: a torn line: %q", path, sc.Text())
 		}
-		sc := bufio.NewScanner(f)
-		sc.Buffer(nil, 1<<20)
-		for sc.Scan() {
-			var m struct {
-				Content string `json:"content"`
-			}
-			if err := json.Unmarshal(sc.Bytes(), &m); err != nil {
-				t.Fatalf("%s: a torn line: %q", path, sc.Text())
-			}
-			seen[m.Content]++
-		}
-		f.Close()
-		if len(seen) != 2*n {
-			t.Fatalf("%s holds %d distinct messages, want %d", path, len(seen), 2*n)
-		}
-		for c, times := range seen {
-			if times != 1 {
-				t.Fatalf("%s holds %q %d times", path, c, times)
-			}
+		seen[m.Content]++
+	}
+	f.Close()
+	if len(seen) != want {
+		t.Fatalf("%s holds %d distinct messages, want %d", path, len(seen), want)
+	}
+	for c, times := range seen {
+		if times != 1 {
+			t.Fatalf("%s holds %q %d times", path, c, times)
 		}
 	}
 }

@@ -47,8 +47,11 @@ func (e *BackoffError) Error() string {
 
 func (e *BackoffError) Unwrap() error { return ErrBackoff }
 
-// backoffAfter is the wait after the given number of failures in a row.
-func backoffAfter(failures int) time.Duration {
+// BackoffAfter is the wait after the given number of failed attempts in a
+// row: nothing for the first few, then doubling up to a cap. It is the one
+// schedule of every credential check (authenticate here, an HTTP bearer
+// token per client in mcpserver).
+func BackoffAfter(failures int) time.Duration {
 	if failures <= freeFailures {
 		return 0
 	}
@@ -93,7 +96,7 @@ func (s *Store) guardCredential(ctx context.Context, agent string, check func() 
 	case errors.Is(err, ErrBadPasskey):
 		f.Failures++
 		f.LastFailureAt = now
-		f.NotBefore = now.Add(backoffAfter(f.Failures))
+		f.NotBefore = now.Add(BackoffAfter(f.Failures))
 		if rerr := s.writeDoc(path, f, ModePrivateFile); rerr != nil {
 			return fmt.Errorf("%w (and the failure could not be counted: %v)", err, rerr)
 		}

@@ -12,8 +12,8 @@ func TestBackoffAfter(t *testing.T) {
 		1: 0, 3: 0, 4: time.Second, 5: 2 * time.Second, 6: 4 * time.Second,
 		12: 256 * time.Second, 13: 5 * time.Minute, 1000: 5 * time.Minute,
 	} {
-		if got := backoffAfter(n); got != want {
-			t.Errorf("backoffAfter(%d) = %v, want %v", n, got, want)
+		if got := BackoffAfter(n); got != want {
+			t.Errorf("BackoffAfter(%d) = %v, want %v", n, got, want)
 		}
 	}
 }

@@ -52,6 +52,7 @@ type caches struct {
 	quietChat lockedfile.StatCache[struct{}]
 	peeks     lockedfile.StatCache[peekScan] // by log, stream, session and ScanKey; no stamps
 	tasks     taskIndex
+	bearers   bearerCache // HTTP bearer tokens found to be agents' passkeys (AgentOfPasskey)
 
 	appenders lockedfile.Appenders // open descriptors of the files this process appends to
 }

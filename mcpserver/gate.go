@@ -25,6 +25,10 @@ func (s *Server) gate() mcp.Middleware {
 			if !ok {
 				return next(ctx, method, req)
 			}
+			// Over HTTP the call ends when its request does (the client
+			// went away); over stdio link is nil.
+			ctx, link, unlink := s.links.join(ctx, call)
+			defer unlink()
 			// The call's context ends when the client cancels the call
 			// (notifications/cancelled, also sent on a client's timeout) or
 			// the connection ends. The tool's ctx.Err() would otherwise
@@ -62,6 +66,9 @@ func (s *Server) gate() mcp.Middleware {
 			}
 			callCtx, ended := withWaitEnd(withSession(ctx, ses))
 			res, err = explained(name)(next(callCtx, method, req))
+			if spec.handsBatch {
+				s.handedOver(ctx, link, ses)
+			}
 			if ended.by != nil {
 				return interruptNotice(call, ses, ended.by), nil
 			}
@@ -110,6 +117,9 @@ func (s *Server) callerSession(ctx context.Context, call *mcp.CallToolRequest, l
 	}
 	if err != nil {
 		return ses, refusal(call, sessionError(name, err))
+	}
+	if s.locked && ses.Agent != s.cred.Agent {
+		return ses, refusal(call, toolErr("wrong_agent", fmt.Sprintf("%s refused: the session_token is %q's and this connection is authorized as %q by its bearer token: pass a session_token authenticate returned on this connection", name, ses.Agent, s.cred.Agent)))
 	}
 	if !level.allows(ses.Purpose) {
 		return ses, refusal(call, toolErr("wrong_session_purpose", fmt.Sprintf("%s needs a %s session (level %s) and this is a %s session: %s", name, purposeOf(level), level, ses.Purpose, level.instead(name))))

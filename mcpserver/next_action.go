@@ -104,6 +104,7 @@ func (s *Server) nextAction(ctx context.Context, ses fsstore.Session, waitSecond
 		}
 		s.log.Debug("waiting", "agent", ses.Agent, "session", ses.ID, "for", pause.Round(time.Millisecond))
 		if _, err := sub.Wait(ctx, pause); err != nil {
+			s.log.Debug("wait ended", "agent", ses.Agent, "session", ses.ID, "why", err)
 			return NextActionOut{}, err // the client cancelled the call, or the server is stopping
 		}
 		w.woke = true

@@ -28,6 +28,12 @@ type Server struct {
 	purpose string
 	acks    acks        // sessions known to hold no unacknowledged batch
 	cred    *Credential // the agent credential aipm serve holds, if any
+	// locked: the server acts for cred.Agent alone (aipm serve --http, where
+	// the credential is the request's bearer token): authenticate refuses
+	// another agent_id, the gate another agent's session_token.
+	locked bool
+	links  *links      // the HTTP requests in flight (aipm serve --http); nil over stdio
+	mcp    *mcp.Server // built once for aipm serve --http (agentServer)
 	// sdkTools makes MCP register the tools through the SDK's mcp.AddTool,
 	// their schemas inferred from their Go types, instead of serving
 	// schemas/ and running calls through typedHandler (see addTool).
@@ -93,17 +99,22 @@ func (s *Server) Run(ctx context.Context, t mcp.Transport) error {
 	s.store.WatchTasks(s.wake)
 	defer s.store.WatchTasks(nil)
 	err := s.MCP().Run(ctx, t)
+	s.endOpened(context.WithoutCancel(ctx))
+	return err
+}
+
+// endOpened ends the sessions this server opened (reason process_exited).
+func (s *Server) endOpened(ctx context.Context) {
 	s.mu.Lock()
 	ids := s.sessions
 	s.sessions = nil
 	s.mu.Unlock()
 	for _, id := range ids {
 		// A session already swept away (ended, then removed) needs nothing.
-		if _, endErr := s.store.EndSession(context.WithoutCancel(ctx), id, fsstore.EndExited); endErr != nil && !errors.Is(endErr, fsstore.ErrNotFound) {
+		if _, endErr := s.store.EndSession(ctx, id, fsstore.EndExited); endErr != nil && !errors.Is(endErr, fsstore.ErrNotFound) {
 			s.log.Warn("end session at exit", "session", id, "err", endErr)
 		}
 	}
-	return err
 }
 
 // config returns the project's config, re-read when the file changed. Its

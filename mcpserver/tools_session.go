@@ -50,6 +50,9 @@ func addAuthenticate(srv *mcp.Server, s *Server, tool *mcp.Tool) {
 		if purpose == "" {
 			purpose = s.purpose
 		}
+		if s.locked && in.AgentID != s.cred.Agent {
+			return nil, AuthenticateOut{}, toolErr("wrong_agent", fmt.Sprintf("this connection is authorized as %q by its bearer token, not as %q: authenticate as %s, or connect with %s's passkey as the bearer token", s.cred.Agent, fsstore.Clip(in.AgentID, 64), s.cred.Agent, fsstore.Clip(in.AgentID, 64)))
+		}
 		passkey := in.Passkey
 		if passkey == "" {
 			if s.cred == nil || s.cred.Agent != in.AgentID {

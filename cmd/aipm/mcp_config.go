@@ -68,6 +68,7 @@ type mcpConfigOptions struct {
 	Agent   string
 	KeyFile string
 	Write   bool
+	URL     string // an aipm serve --http endpoint (mcp_config_url.go)
 }
 
 func newCmdMCPConfig(e *env) *cobra.Command {
@@ -123,6 +124,7 @@ the server (the hooks always take it from the client's environment).`,
 	c.Flags().BoolVar(&o.Write, "write", false, "merge the entry into the project's config files instead of printing it")
 	c.Flags().StringVar(&o.Agent, "agent", "", "pin the server to this AI agent's credential (with --passkey-file)")
 	c.Flags().StringVar(&o.KeyFile, "passkey-file", "", "with --agent: the 0600 file holding its passkey")
+	c.Flags().StringVar(&o.URL, "url", "", "print the entry for aipm serve --http at this URL (the passkey from the client's $AIPM_PASSKEY)")
 	return c
 }
 
@@ -130,6 +132,9 @@ the server (the hooks always take it from the client's environment).`,
 // the project.
 func mcpConfigRun(o *mcpConfigOptions) error {
 	e := o.e
+	if o.URL != "" {
+		return mcpConfigURL(o)
+	}
 	if (o.Agent == "") != (o.KeyFile == "") {
 		return usageError("mcp-config: --agent and --passkey-file go together: give both, or neither to take the credential from the client's environment (see aipm mcp-config --help)")
 	}
@@ -376,4 +381,24 @@ func writeAtomic(path string, data []byte) error {
 		return fmt.Errorf("write %s: %w", path, err)
 	}
 	return os.Rename(f.Name(), path)
+}
+
+// mcpConfigURL prints the entry for an aipm serve --http endpoint.
+func mcpConfigURL(o *mcpConfigOptions) error {
+	switch {
+	case o.Agent != "" || o.KeyFile != "":
+		return usageError("mcp-config: --url takes the agent from the bearer token: leave out --agent and --passkey-file")
+	case o.Write:
+		return usageError("mcp-config: --url prints the entry only: save it into the client's config yourself (--write is for the stdio entry)")
+	}
+	if err := checkURL(o.URL); err != nil {
+		return err
+	}
+	out, note, err := urlDoc(o.Client, o.URL)
+	if err != nil {
+		return fmt.Errorf("mcp-config %s --url: %w", o.Client, err)
+	}
+	fmt.Fprint(o.e.stderr, note)
+	_, err = o.e.stdout.Write(out)
+	return err
 }

@@ -17,27 +17,53 @@ import (
 
 type serveOptions struct {
 	e *env
+	// aipm serve --http (serve_http.go)
+	http            string
+	tlsCert, tlsKey string
+	unsafePlaintext bool
 }
 
 func newCmdServe(e *env) *cobra.Command {
 	o := &serveOptions{e: e}
-	return &cobra.Command{
+	cmd := &cobra.Command{
 		Use:   "serve",
 		Short: "The stdio MCP server an agent's CLI starts (see aipm mcp-config)",
 		Long: `Serve the project's MCP tools over stdin and stdout, for one agent's CLI
 (Claude Code, Codex, ...). stdout carries only protocol messages; logs go to
 stderr (level from $AIPM_LOG: debug, info, warn, error). aipm mcp-config prints
-the entry that starts it. It ends when stdin closes or on Ctrl-C.`,
-		Example: "  aipm --dir /path/to/project serve",
-		Args:    argsNone,
-		RunE:    func(cmd *cobra.Command, args []string) error { return serveRun(cmd.Context(), o) },
+the entry that starts it. It ends when stdin closes or on Ctrl-C.
+
+With --http ADDR it serves MCP's streamable HTTP transport instead, for
+agents on other machines: it prints the endpoint URL on stdout (one line) and
+serves until Ctrl-C or SIGTERM. Each request carries an AI agent's passkey as
+its bearer token (Authorization: Bearer aipk_...), and acts as that agent.
+ADDR is loopback unless TLS is given (--tls-cert, --tls-key) or
+--unsafe-plaintext says passkeys may cross the network in clear text.
+aipm mcp-config --url prints the clients' entry.`,
+		Example: `  aipm --dir /path/to/project serve
+  aipm serve --http 127.0.0.1:0
+  aipm serve --http 0.0.0.0:8443 --tls-cert cert.pem --tls-key key.pem`,
+		Args: argsNone,
+		RunE: func(cmd *cobra.Command, args []string) error { return serveRun(cmd.Context(), o) },
 	}
+	f := cmd.Flags()
+	f.StringVar(&o.http, "http", "", "serve MCP over streamable HTTP at ADDR (host:port; port 0 picks a free one) instead of stdio")
+	f.StringVar(&o.tlsCert, "tls-cert", "", "with --http: serve HTTPS with this certificate (PEM)")
+	f.StringVar(&o.tlsKey, "tls-key", "", "with --http: the certificate's private key (PEM)")
+	f.BoolVar(&o.unsafePlaintext, "unsafe-plaintext", false, "with --http: allow a non-loopback ADDR without TLS (passkeys cross the network in clear text)")
+	return cmd
 }
 
 func serveRun(ctx context.Context, o *serveOptions) error {
+	if err := o.checkHTTP(); err != nil {
+		return err
+	}
 	store, err := o.e.openStore()
 	if err != nil {
 		return err
+	}
+	if o.http != "" {
+		return serveHTTP(ctx, o, store)
 	}
 	return serveMCP(ctx, o.e, store)
 }

@@ -1,0 +1,49 @@
+package main
+
+import (
+	"bytes"
+	"fmt"
+	"net/url"
+
+	"github.com/BurntSushi/toml"
+)
+
+// The entries for aipm serve --http: the client connects to URL with the
+// agent's passkey as its bearer token, taken from the client's environment
+// (AIPM_PASSKEY), never written into the file. No hooks: aipm hook runs
+// where the client runs and needs the project's .ai-pm/, which is on the
+// home machine.
+
+// urlEnvVar is the client's environment variable holding the passkey.
+const urlEnvVar = "AIPM_PASSKEY"
+
+// checkURL refuses what is not an http(s) URL.
+func checkURL(raw string) error {
+	u, err := url.Parse(raw)
+	if err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" {
+		return usageError("mcp-config: --url %q is not an http(s) URL: use the line aipm serve --http printed, e.g. http://127.0.0.1:43121/mcp", raw)
+	}
+	return nil
+}
+
+// urlDoc is the one document for client at raw (claude: .mcp.json; codex:
+// the config.toml table), and the note for stderr.
+func urlDoc(client, raw string) ([]byte, string, error) {
+	var buf bytes.Buffer
+	switch client {
+	case "claude":
+		entry := map[string]any{"type": "http", "url": raw, "headers": map[string]string{"Authorization": "Bearer ${" + urlEnvVar + "}"}}
+		if err := writeJSON(&buf, map[string]map[string]any{"mcpServers": {serverName: entry}}); err != nil {
+			return nil, "", err
+		}
+	default:
+		entry := map[string]any{"url": raw, "bearer_token_env_var": urlEnvVar, "tool_timeout_sec": 60, "default_tools_approval_mode": "approve"}
+		if err := toml.NewEncoder(&buf).Encode(map[string]map[string]any{"mcp_servers": {serverName: entry}}); err != nil {
+			return nil, "", err
+		}
+	}
+	note := fmt.Sprintf("aipm: stdout is the %s entry for aipm serve --http at %s; the agent is whoever's passkey the client sends:\n"+
+		"start the client with %s set to the passkey aipm agent add printed (it is never written into the file).\n"+
+		"No hooks: aipm hook runs beside the client and needs the project's .ai-pm/, which is on the home machine.\n", client, raw, urlEnvVar)
+	return buf.Bytes(), note, nil
+}

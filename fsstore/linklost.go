@@ -1,0 +1,51 @@
+package fsstore
+
+import (
+	"context"
+	"fmt"
+)
+
+// Unhand takes back every batch handed to session in agent's streams and
+// not acknowledged yet: the response that carried it never reached the
+// client (an HTTP connection that went away mid-call). Nothing is
+// committed; the batch goes back behind the committed cursor, marked for
+// redelivery, so the session's next read (or any later reader's) gets it
+// again, marked redelivered. A batch the session acknowledged already is
+// past the cursor and stays received. When the session was handed a later
+// batch in between, that one is taken back too: it comes again, marked,
+// never lost.
+func (s *Store) Unhand(ctx context.Context, agent, session string) error {
+	cursorPath, err := s.readCursorPath(agent)
+	if err != nil {
+		return err
+	}
+	cursors, err := s.readCursors(cursorPath)
+	if err != nil {
+		return err
+	}
+	if !holdsBatch(cursors, session, nil) {
+		return nil
+	}
+	_, err = UpdateDoc(ctx, s, cursorPath, ModeFile, func(cursors *Cursors, _ bool) error {
+		if !holdsBatch(*cursors, session, nil) {
+			return ErrNoChange
+		}
+		for stream, sc := range *cursors {
+			if sc.Pending == nil || sc.Pending.Session != session {
+				continue
+			}
+			// startFor's rule for another session's batch, made now.
+			p := sc.Pending
+			if (sc.Cursor.Inode == 0 || p.To.Inode == sc.Cursor.Inode) && p.To.Offset > sc.Cursor.RedeliverBefore {
+				sc.Cursor.RedeliverBefore = p.To.Offset
+			}
+			sc.Pending = nil
+			(*cursors)[stream] = sc
+		}
+		return nil
+	})
+	if err != nil {
+		return fmt.Errorf("take back what session %s was handed: %w", session, err)
+	}
+	return nil
+}

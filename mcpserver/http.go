@@ -1,0 +1,415 @@
+package mcpserver
+
+import (
+	"context"
+	"crypto/rand"
+	"crypto/sha256"
+	"encoding/hex"
+	"errors"
+	"fmt"
+	"log/slog"
+	"math"
+	"net"
+	"net/http"
+	"strconv"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/modelcontextprotocol/go-sdk/auth"
+	"github.com/modelcontextprotocol/go-sdk/mcp"
+
+	"aipm/fsstore"
+	"aipm/wake"
+)
+
+// HTTP serves MCP over the streamable HTTP transport (aipm serve --http):
+// the go-sdk's handler behind aipm's guards. Every request carries an AI
+// agent's passkey as its bearer token; the agent is whoever the token is
+// the passkey of (fsstore.AgentOfPasskey), never what the model says. Each
+// agent's requests go to a Server of its own, locked to that credential,
+// built once and shared by its MCP sessions; all of them share one
+// fsnotify watcher. The gate is the stdio one: sessions (session_token),
+// waits, interrupts and the notification line work as over stdio.
+//
+// What is refused, in order: a request whose Origin header is not the
+// server's own (403: a web page; CLIs send none), any request from a
+// client address in back-off after failed tokens (429 with Retry-After),
+// a missing or wrong token (401, WWW-Authenticate: Bearer; counted per
+// client address on fsstore.BackoffAfter's schedule), and then what the
+// SDK refuses: a Host that is not loopback on a loopback listener (DNS
+// rebinding), an MCP session of another agent (403), a body past MaxFrame
+// (413).
+type HTTP struct {
+	store   *fsstore.Store
+	log     *slog.Logger
+	version string
+	origin  string
+	wake    *wake.Hub
+	links   *links
+	config  *Server // reads the config for the token check (no tools)
+	handler http.Handler
+
+	mu       sync.Mutex
+	servers  map[[32]byte]*Server // by the SHA-256 of the bearer token
+	failures map[string]*clientFailures
+	now      func() time.Time
+}
+
+// HTTPOptions configure NewHTTP.
+type HTTPOptions struct {
+	// Origin is the server's own origin (scheme://host:port), the one
+	// Origin header a request may carry.
+	Origin string
+	// Now is the clock of the back-off (nil: time.Now); tests set it.
+	Now func() time.Time
+}
+
+// clientFailures are one client address's failed tokens in a row.
+type clientFailures struct {
+	n         int
+	notBefore time.Time
+}
+
+// NewHTTP returns the handler of aipm serve --http for store. The MCP
+// sessions it keeps end after the config's session idle timeout without a
+// request.
+func NewHTTP(store *fsstore.Store, log *slog.Logger, version string, opts HTTPOptions) (*HTTP, error) {
+	h := &HTTP{store: store, log: log, version: version, origin: opts.Origin, wake: wake.New(), links: &links{m: map[string]*link{}},
+		servers: map[[32]byte]*Server{}, failures: map[string]*clientFailures{}, now: opts.Now}
+	if h.now == nil {
+		h.now = time.Now
+	}
+	h.config = New(store, log, version)
+	cfg, err := h.config.loadConfig()
+	if err != nil {
+		return nil, err
+	}
+	sdkOpts := mcp.StreamableHTTPOptions{
+		Logger:              log,
+		SessionTimeout:      cfg.Defaults.SessionIdleTimeout.Duration,
+		MaxRequestBodyBytes: MaxFrame,
+	}
+	stateful := mcp.NewStreamableHTTPHandler(h.serverOf, &sdkOpts)
+	// Protocol 2026-07-28 is sessionless over HTTP: the SDK serves it only
+	// in its stateless mode, each request an MCP session of its own, ended
+	// (and its call cancelled) with the request. aipm's sessions are in
+	// session_token, so nothing is lost by that.
+	statelessOpts := sdkOpts
+	statelessOpts.Stateless, statelessOpts.PropagateRequestCancellation = true, true
+	stateless := mcp.NewStreamableHTTPHandler(h.serverOf, &statelessOpts)
+	route := http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if r.Header.Get("Mcp-Protocol-Version") >= sessionlessProtocol {
+			stateless.ServeHTTP(w, r)
+			return
+		}
+		stateful.ServeHTTP(w, r)
+	})
+	h.handler = auth.RequireBearerToken(h.verify, &auth.RequireBearerTokenOptions{AllowMissingExpiration: true})(route)
+	store.WatchTasks(h.wake)
+	return h, nil
+}
+
+// sessionlessProtocol is the first protocol revision the SDK serves only
+// without MCP sessions over HTTP (SEP-2575).
+const sessionlessProtocol = "2026-07-28"
+
+// linkHeader carries, from the handler to the gate, which request in
+// flight a call arrived in. A client's own value is replaced.
+const linkHeader = "Aipm-Link"
+
+func (h *HTTP) ServeHTTP(w http.ResponseWriter, r *http.Request) {
+	if o := r.Header.Get("Origin"); o != "" && o != h.origin {
+		http.Error(w, fmt.Sprintf("requests from a web page (Origin %.100s) are refused: an MCP client sends no Origin header", o), http.StatusForbidden)
+		return
+	}
+	client := clientAddr(r)
+	if wait := h.backingOff(client); wait > 0 {
+		w.Header().Set("Retry-After", strconv.Itoa(int(math.Ceil(wait.Seconds()))))
+		http.Error(w, fmt.Sprintf("too many requests with a wrong or missing bearer token from %s: try again in %s with the passkey aipm agent add printed", client, wait.Round(time.Second)), http.StatusTooManyRequests)
+		return
+	}
+	if r.Header.Get("Authorization") == "" {
+		h.failed(client)
+		w.Header().Set("WWW-Authenticate", `Bearer realm="aipm"`)
+		http.Error(w, "no bearer token: send Authorization: Bearer <the agent's passkey, as aipm agent add printed it>", http.StatusUnauthorized)
+		return
+	}
+	rw := &linkWriter{ResponseWriter: w}
+	id, l := h.links.add(r.Context(), rw)
+	r.Header.Set(linkHeader, id)
+	h.handler.ServeHTTP(rw, r)
+	for _, hd := range h.links.finish(id, l) {
+		// Written means the answer went out after the batch was handed
+		// and every write and flush succeeded: the client's TCP stack has
+		// it. (A client's context ends as soon as it has read the answer,
+		// so the request's context says nothing here.)
+		if !rw.failed.Load() && rw.written.Load() > hd.mark {
+			continue
+		}
+		unhand(r.Context(), h.store, h.log, hd.ses)
+	}
+}
+
+// verify is the bearer token check (auth.RequireBearerToken): the agent
+// whose passkey the token is. A failure is counted for the client.
+func (h *HTTP) verify(_ context.Context, token string, r *http.Request) (*auth.TokenInfo, error) {
+	cfg, err := h.config.loadConfig()
+	if err != nil {
+		return nil, fmt.Errorf("read config: %w", err) // 500: not the client's fault
+	}
+	agent, err := h.store.AgentOfPasskey(cfg, token)
+	if errors.Is(err, fsstore.ErrBadPasskey) {
+		h.failed(clientAddr(r))
+		return nil, fmt.Errorf("%w: the bearer token is no AI agent's passkey here: send Authorization: Bearer <the passkey aipm agent add printed>", auth.ErrInvalidToken)
+	}
+	if err != nil {
+		return nil, err
+	}
+	h.succeeded(clientAddr(r))
+	key := sha256.Sum256([]byte(token))
+	h.mu.Lock()
+	if h.servers[key] == nil {
+		h.servers[key] = h.agentServer(fsstore.Credential{Agent: agent, Passkey: token})
+	}
+	h.mu.Unlock()
+	return &auth.TokenInfo{UserID: agent, Extra: map[string]any{serverKey: key}}, nil
+}
+
+const serverKey = "aipm.server"
+
+// agentServer is the Server of one agent's credential.
+func (h *HTTP) agentServer(c Credential) *Server {
+	s := New(h.store, h.log, h.version)
+	s.wake, s.links, s.cred, s.locked = h.wake, h.links, &c, true
+	s.purpose = ""  // AIPM_PURPOSE names no agent here
+	s.mcp = s.MCP() // built once: getServer runs on every request
+	return s
+}
+
+// serverOf is the SDK's getServer: the verified agent's Server, cached.
+func (h *HTTP) serverOf(r *http.Request) *mcp.Server {
+	ti := auth.TokenInfoFromContext(r.Context())
+	if ti == nil {
+		return nil
+	}
+	key, _ := ti.Extra[serverKey].([32]byte)
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	if s := h.servers[key]; s != nil {
+		return s.mcp
+	}
+	return nil
+}
+
+// Close ends the aipm sessions opened through h (reason process_exited)
+// and stops following the task files.
+func (h *HTTP) Close(ctx context.Context) {
+	h.store.WatchTasks(nil)
+	h.mu.Lock()
+	servers := make([]*Server, 0, len(h.servers))
+	for _, s := range h.servers {
+		servers = append(servers, s)
+	}
+	h.mu.Unlock()
+	for _, s := range servers {
+		s.endOpened(ctx)
+	}
+}
+
+// clientAddr is the client's IP address, the unit of the back-off.
+func clientAddr(r *http.Request) string {
+	host, _, err := net.SplitHostPort(r.RemoteAddr)
+	if err != nil {
+		return r.RemoteAddr
+	}
+	return host
+}
+
+// backingOff is how long client must wait before its next request counts.
+func (h *HTTP) backingOff(client string) time.Duration {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	f := h.failures[client]
+	if f == nil {
+		return 0
+	}
+	return max(f.notBefore.Sub(h.now()), 0)
+}
+
+// failed counts a wrong or missing token from client, on the schedule of
+// a wrong passkey.
+func (h *HTTP) failed(client string) {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	f := h.failures[client]
+	if f == nil {
+		if len(h.failures) >= maxClients {
+			h.forgetExpired()
+		}
+		f = &clientFailures{}
+		h.failures[client] = f
+	}
+	f.n++
+	f.notBefore = h.now().Add(fsstore.BackoffAfter(f.n))
+}
+
+// maxClients bounds the failure table; past it, entries whose back-off
+// ended are forgotten.
+const maxClients = 4096
+
+func (h *HTTP) forgetExpired() {
+	now := h.now()
+	for c, f := range h.failures {
+		if !now.Before(f.notBefore) {
+			delete(h.failures, c)
+		}
+	}
+}
+
+// succeeded forgets client's failures, as a right passkey does.
+func (h *HTTP) succeeded(client string) {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	delete(h.failures, client)
+}
+
+// links are the HTTP requests in flight, by the id the handler put in
+// linkHeader: a call's context ends when its request does, and a batch
+// handed in a response that never reached the client is taken back.
+type links struct {
+	mu sync.Mutex
+	m  map[string]*link
+}
+
+type link struct {
+	ctx    context.Context // ends when the request ends (the client went away, or it was answered)
+	cancel context.CancelFunc
+	w      *linkWriter
+	mu     sync.Mutex
+	done   bool
+	handed []handed // sessions a call of this request handed a batch
+}
+
+// handed is a session handed a batch, and how much of the response was
+// written by then.
+type handed struct {
+	ses  fsstore.Session
+	mark int64
+}
+
+func (ls *links) add(parent context.Context, w *linkWriter) (string, *link) {
+	var b [12]byte
+	if _, err := rand.Read(b[:]); err != nil {
+		panic(err) // crypto/rand does not fail on Linux
+	}
+	id := hex.EncodeToString(b[:])
+	ctx, cancel := context.WithCancel(parent)
+	l := &link{ctx: ctx, cancel: cancel, w: w}
+	ls.mu.Lock()
+	ls.m[id] = l
+	ls.mu.Unlock()
+	return id, l
+}
+
+// finish ends the request id: calls still running in it are cancelled
+// (their response can no longer be part of it). It returns the sessions
+// its calls handed a batch.
+func (ls *links) finish(id string, l *link) []handed {
+	ls.mu.Lock()
+	delete(ls.m, id)
+	ls.mu.Unlock()
+	l.cancel()
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	l.done = true
+	return l.handed
+}
+
+// join is ctx ended also when the HTTP request call came in ends, and that
+// request's link (nil over stdio, or nil with a ctx already ended when the
+// request is over).
+func (ls *links) join(ctx context.Context, call *mcp.CallToolRequest) (context.Context, *link, func()) {
+	if ls == nil || call.Extra == nil || call.Extra.Header == nil {
+		return ctx, nil, func() {}
+	}
+	id := call.Extra.Header.Get(linkHeader)
+	ls.mu.Lock()
+	l := ls.m[id]
+	ls.mu.Unlock()
+	ctx, cancel := context.WithCancel(ctx)
+	if l == nil {
+		cancel() // the request is over: nobody can get the answer
+		return ctx, nil, cancel
+	}
+	stop := context.AfterFunc(l.ctx, cancel)
+	return ctx, l, func() { stop(); cancel() }
+}
+
+// handedOver records that a call of ses's that may have handed it a batch
+// ran in link's request. If the request is over, or the call was cancelled,
+// the answer will not reach the client: the batch is taken back now.
+func (s *Server) handedOver(ctx context.Context, l *link, ses fsstore.Session) {
+	if l == nil {
+		return
+	}
+	l.mu.Lock()
+	done := l.done
+	if !done {
+		l.handed = append(l.handed, handed{ses: ses, mark: l.w.written.Load()})
+	}
+	l.mu.Unlock()
+	if done || ctx.Err() != nil {
+		unhand(ctx, s.store, s.log, ses)
+	}
+}
+
+// unhand takes back what ses was handed in a response that never reached
+// its client.
+func unhand(ctx context.Context, store *fsstore.Store, log *slog.Logger, ses fsstore.Session) {
+	if err := store.Unhand(context.WithoutCancel(ctx), ses.Agent, ses.ID); err != nil {
+		log.Error("take back a batch the client never got", "session", ses.ID, "err", err)
+		return
+	}
+	log.Info("the client went away mid-call: its batch comes again, marked redelivered", "session", ses.ID)
+}
+
+// linkWriter remembers whether writing the response failed (the client
+// went away while it was written).
+type linkWriter struct {
+	http.ResponseWriter
+	failed  atomic.Bool
+	written atomic.Int64 // bytes of the response body written
+}
+
+func (w *linkWriter) Write(b []byte) (int, error) {
+	n, err := w.ResponseWriter.Write(b)
+	w.written.Add(int64(n))
+	if err != nil {
+		w.failed.Store(true)
+	}
+	return n, err
+}
+
+func (w *linkWriter) WriteHeader(code int) {
+	if code == http.StatusUnauthorized {
+		w.Header().Set("WWW-Authenticate", `Bearer realm="aipm"`)
+	}
+	w.ResponseWriter.WriteHeader(code)
+}
+
+func (w *linkWriter) Flush() {
+	if err := http.NewResponseController(w.ResponseWriter).Flush(); err != nil {
+		w.failed.Store(true)
+	}
+}
+
+func (w *linkWriter) FlushError() error {
+	err := http.NewResponseController(w.ResponseWriter).Flush()
+	if err != nil {
+		w.failed.Store(true)
+	}
+	return err
+}
+
+func (w *linkWriter) Unwrap() http.ResponseWriter { return w.ResponseWriter }

@@ -17,21 +17,30 @@ import (
 
 type serveOptions struct {
 	e *env
+	// agent, from --agent, holds that agent's credential saved on this
+	// machine (ssh entries: the client's entry carries no secret).
+	agent string
 }
 
 func newCmdServe(e *env) *cobra.Command {
 	o := &serveOptions{e: e}
-	return &cobra.Command{
+	c := &cobra.Command{
 		Use:   "serve",
 		Short: "The stdio MCP server an agent's CLI starts (see aipm mcp-config)",
 		Long: `Serve the project's MCP tools over stdin and stdout, for one agent's CLI
 (Claude Code, Codex, ...). stdout carries only protocol messages; logs go to
 stderr (level from $AIPM_LOG: debug, info, warn, error). aipm mcp-config prints
-the entry that starts it. It ends when stdin closes or on Ctrl-C.`,
-		Example: "  aipm --dir /path/to/project serve",
+the entry that starts it. It ends when stdin closes or on Ctrl-C.
+
+Over ssh (an agent on another machine): ssh -T home aipm --dir PATH serve
+--agent ID, where --agent holds the agent's passkey saved on this machine by
+aipm agent passkey ID --save, so that the remote entry carries no secret.`,
+		Example: "  aipm --dir /path/to/project serve\n  ssh -T home aipm --dir /path/to/project serve --agent coder",
 		Args:    argsNone,
 		RunE:    func(cmd *cobra.Command, args []string) error { return serveRun(cmd.Context(), o) },
 	}
+	c.Flags().StringVar(&o.agent, "agent", "", "hold this agent's passkey saved on this machine (aipm agent passkey ID --save), as for ssh")
+	return c
 }
 
 func serveRun(ctx context.Context, o *serveOptions) error {
@@ -39,21 +48,44 @@ func serveRun(ctx context.Context, o *serveOptions) error {
 	if err != nil {
 		return err
 	}
-	return serveMCP(ctx, o.e, store)
+	var saved *mcpserver.Credential
+	if o.agent != "" {
+		if saved, err = serveSavedCredential(o.e, store, o.agent); err != nil {
+			return asUsage(err)
+		}
+	}
+	return serveMCP(ctx, o.e, store, saved)
+}
+
+// serveSavedCredential is the credential serve --agent holds: the one
+// saved on this machine, never beside one from the environment.
+func serveSavedCredential(e *env, store *fsstore.Store, agent string) (*mcpserver.Credential, error) {
+	if env, err := serveCredential(e.getenv); err != nil || env != nil {
+		return nil, errors.New("serve --agent and AIPM_AGENT_ID are both set: keep one (--agent reads the passkey saved on this machine)")
+	}
+	return store.SavedCredential(agent)
 }
 
 // serveMCP runs the MCP server for store over the process's stdio until
-// the client goes away or ctx ends.
-func serveMCP(ctx context.Context, e *env, store *fsstore.Store) error {
+// the client goes away or ctx ends. saved, when not nil, is the credential
+// it holds (serve --agent); else the environment's, if any.
+func serveMCP(ctx context.Context, e *env, store *fsstore.Store, saved *mcpserver.Credential) error {
 	log := slog.New(slog.NewTextHandler(e.stderr, &slog.HandlerOptions{Level: logLevel(e.getenv("AIPM_LOG"))}))
 	cred, err := serveCredential(e.getenv)
 	if err != nil {
 		return asUsage(err)
 	}
+	if saved != nil {
+		cred = saved
+	}
 	srv := mcpserver.New(store, log, version())
 	if cred != nil {
+		from := "the environment"
+		if saved != nil {
+			from = "its saved passkey file"
+		}
 		srv.HoldCredential(*cred)
-		log.Info("holding the agent's credential from the environment", "agent", *cred) // its LogValue redacts the passkey
+		log.Info("holding the agent's credential from "+from, "agent", *cred) // its LogValue redacts the passkey
 	}
 	stdin := e.stdin
 	if f, ok := stdin.(*os.File); ok {

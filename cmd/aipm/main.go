@@ -46,6 +46,12 @@ func mainExit() int {
 // here, with no global state.
 func run(ctx context.Context, args []string, getenv func(string) string, stdin io.Reader, stdout, stderr io.Writer) error {
 	e := newEnv(getenv, stdin, stdout, stderr)
+	if remote, rest, ok, err := remoteSplit(args); err != nil {
+		return err
+	} else if ok {
+		// aipm --remote HOST[:PATH] COMMAND: the command runs there.
+		return runRemote(ctx, e, remote, rest)
+	}
 	var root *cobra.Command
 	switch {
 	case isPlainServe(args):

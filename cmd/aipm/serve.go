@@ -6,8 +6,10 @@ import (
 	"io"
 	"log/slog"
 	"os"
+	"os/signal"
 	"runtime"
 	"strings"
+	"syscall"
 
 	"github.com/spf13/cobra"
 
@@ -87,6 +89,10 @@ func serveMCP(ctx context.Context, e *env, store *fsstore.Store, saved *mcpserve
 		srv.HoldCredential(*cred)
 		log.Info("holding the agent's credential from "+from, "agent", *cred) // its LogValue redacts the passkey
 	}
+	// A client gone mid-answer (ssh's link cut: sshd closes the pipe) is
+	// a write error that ends the server and its sessions, not a SIGPIPE
+	// that kills it before it ends them.
+	signal.Ignore(syscall.SIGPIPE)
 	stdin := e.stdin
 	if f, ok := stdin.(*os.File); ok {
 		r, done := pollable(f)

@@ -8,6 +8,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"regexp"
 	"strings"
 	"sync"
 	"syscall"
@@ -122,6 +123,10 @@ func TestSSHServe(t *testing.T) {
 			rtok := p.authenticateHeld(reviewer, "reviewer", "chat")
 			if ses := p.session(rtok); !strings.HasPrefix(ses.SSHClient, "127.0.0.1:") || ses.RunID != "" {
 				t.Fatalf("a session opened over ssh records sshClient %q, runId %q", ses.SSHClient, ses.RunID)
+			}
+			status, err := exec.Command(aipmBin, "--dir", p.store.ProjectDir(), "status").CombinedOutput()
+			if err != nil || !regexp.MustCompile(`(?m)^reviewer +ai +chat via ssh from 127\.0\.0\.1:\d+ `).Match(status) {
+				t.Fatalf("aipm status does not show the remote session: %v\n%s", err, status)
 			}
 			woken := make(chan result, 1)
 			go func() {

@@ -19,6 +19,7 @@ import (
 
 	"aipm/fsstore"
 	"aipm/internal/sshtest"
+	"aipm/internal/testenv"
 	"aipm/mcpserver"
 )
 
@@ -28,7 +29,7 @@ import (
 func startSSHD(t *testing.T) *sshtest.Server {
 	t.Helper()
 	if why := sshtest.Missing(); why != "" {
-		t.Skip(why)
+		testenv.SkipMissing(t, why)
 	}
 	srv, err := sshtest.Start(context.Background(), t.TempDir(), mcpserver.EnvCheckSchemas+"=1")
 	if err != nil {

@@ -71,13 +71,6 @@ func TestScripts(t *testing.T) {
 			e.Setenv(mcpserver.EnvCheckSchemas, "1")
 			return nil
 		},
-		// [sshd]: a loopback sshd can run here (the sshd command).
-		Condition: func(cond string) (bool, error) {
-			if cond == "sshd" {
-				return sshtest.Missing() == "", nil
-			}
-			return false, fmt.Errorf("unknown condition %q", cond)
-		},
 		Cmds: map[string]func(ts *testscript.TestScript, neg bool, args []string){
 			"tear":               cmdTear,
 			"jsonl-count":        cmdJSONLCount,
@@ -410,13 +403,13 @@ func cmdHandEdit(ts *testscript.TestScript, neg bool, args []string) {
 // script, whose hosts home and hostB run this script's aipm (its PATH),
 // and sets VAR to the ssh command that reaches them (for
 // AIPM_SSH_COMMAND). The script is skipped when the ssh programs are
-// missing ([!sshd] skip).
+// missing ([!exec:...] skip for ssh, ssh-keygen and /usr/sbin/sshd).
 func cmdSSHD(ts *testscript.TestScript, neg bool, args []string) {
 	if neg || len(args) != 1 {
 		ts.Fatalf("usage: sshd VAR")
 	}
 	if why := sshtest.Missing(); why != "" {
-		ts.Fatalf("%s (guard the script with [!sshd] skip)", why)
+		ts.Fatalf("this machine lacks %s: guard the script with [!exec:PROGRAM] skip", why)
 	}
 	srv, err := sshtest.Start(context.Background(), ts.MkAbs(".sshd"), "PATH="+ts.Getenv("PATH"))
 	ts.Check(err)

@@ -30,8 +30,8 @@ const Sshd = "/usr/sbin/sshd"
 // Hosts are the host names the client config defines.
 var Hosts = []string{"home", "hostB"}
 
-// Missing says why no server can be started here ("" when one can): the
-// reason a test skips with.
+// Missing names what this machine lacks to start a server ("" when
+// nothing): what a test skips for (testenv.SkipMissing).
 func Missing() string {
 	var gone []string
 	if _, err := os.Stat(Sshd); err != nil {
@@ -45,7 +45,7 @@ func Missing() string {
 	if len(gone) == 0 {
 		return ""
 	}
-	return "no loopback sshd: missing " + strings.Join(gone, ", ")
+	return strings.Join(gone, ", ")
 }
 
 // ErrMissing wraps Missing's reason in Start's error.
@@ -75,7 +75,7 @@ type Server struct {
 // 20 seconds or when ctx ends.
 func Start(ctx context.Context, dir string, env ...string) (*Server, error) {
 	if why := Missing(); why != "" {
-		return nil, fmt.Errorf("%w: %s", ErrMissing, why)
+		return nil, fmt.Errorf("%w: no %s", ErrMissing, why)
 	}
 	ctx, cancel := context.WithTimeout(ctx, 20*time.Second)
 	defer cancel()

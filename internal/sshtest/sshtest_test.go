@@ -6,13 +6,15 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"aipm/internal/testenv"
 )
 
 // TestServer: both hosts run a command with the session environment the
 // server was given, and Close ends sshd and a session still running.
 func TestServer(t *testing.T) {
 	if why := Missing(); why != "" {
-		t.Skip(why)
+		testenv.SkipMissing(t, why)
 	}
 	s, err := Start(context.Background(), t.TempDir(), "SSHTEST_MARK=here")
 	if err != nil {

@@ -28,7 +28,7 @@ func remoteServer(e *env, t remoteTarget, agent string) mcpServer {
 	args := append(append(append([]string{}, ssh[1:]...), "-T"), remoteKeepAlive...)
 	args = append(args, t.host, "--", "aipm")
 	if t.dir != "" {
-		args = append(args, "--dir", shellQuote(t.dir))
+		args = append(args, "--dir", remotePath(t.dir))
 	}
 	args = append(args, "serve", "--agent", agent)
 	return mcpServer{Command: ssh[0], Args: args, Remote: true, EnvVars: remoteEnvVars, ToolTimeoutSec: 60, ApprovalMode: "approve"}

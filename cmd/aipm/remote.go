@@ -102,6 +102,15 @@ func sshArgv(getenv func(string) string, tty bool, host string, remote []string)
 	return append(append(argv, host, "--"), remote...)
 }
 
+// remotePath quotes dir for the remote shell, leaving a leading ~/ to it
+// (home:~/project is the project in the remote user's home).
+func remotePath(dir string) string {
+	if rest, ok := strings.CutPrefix(dir, "~/"); ok {
+		return "~/" + shellQuote(rest)
+	}
+	return shellQuote(dir)
+}
+
 // sshProgram is $AIPM_SSH_COMMAND split on spaces, or ssh.
 func sshProgram(getenv func(string) string) []string {
 	if argv := strings.Fields(getenv(envSSHCommand)); len(argv) > 0 {
@@ -120,7 +129,7 @@ func remoteCommand(getenv func(string) string, t remoteTarget, args []string) []
 	}
 	words = append(words, "aipm")
 	if t.dir != "" {
-		words = append(words, "--dir", shellQuote(t.dir))
+		words = append(words, "--dir", remotePath(t.dir))
 	}
 	for _, a := range args {
 		words = append(words, shellQuote(a))

@@ -32,7 +32,7 @@ func (s *Store) SavedCredential(agent string) (*Credential, error) {
 		return nil, err
 	}
 	if _, err := os.Stat(path); errors.Is(err, os.ErrNotExist) {
-		return nil, fmt.Errorf("%s has no saved passkey in %s: run aipm agent passkey %s --save on this machine first", agent, s.Rel(path), agent)
+		return nil, fmt.Errorf("%s has no saved passkey on this machine (%s): save one with aipm agent passkey %s --save", agent, s.Rel(path), agent)
 	}
 	return CredentialFromEnv(func(k string) string {
 		switch k {

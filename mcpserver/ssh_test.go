@@ -165,7 +165,7 @@ func TestSSHServeWithoutSavedPasskey(t *testing.T) {
 	argv := srv.Command("home", aipmBin, "--dir", p.store.ProjectDir(), "serve", "--agent", "coder")
 	out, err := exec.Command(argv[0], argv[1:]...).CombinedOutput()
 	var ee *exec.ExitError
-	if !errors.As(err, &ee) || ee.ExitCode() != 2 || !strings.Contains(string(out), "run aipm agent passkey coder --save on this machine first") {
+	if !errors.As(err, &ee) || ee.ExitCode() != 2 || !strings.Contains(string(out), "coder has no saved passkey on this machine (.ai-pm/credentials/coder.passkey): save one with aipm agent passkey coder --save") {
 		t.Fatalf("serve --agent without a saved passkey: %v\n%s", err, out)
 	}
 }

@@ -53,7 +53,7 @@ func serveRun(ctx context.Context, o *serveOptions) error {
 	var saved *mcpserver.Credential
 	if o.agent != "" {
 		if saved, err = serveSavedCredential(o.e, store, o.agent); err != nil {
-			return asUsage(err)
+			return err
 		}
 	}
 	return serveMCP(ctx, o.e, store, saved)
@@ -63,9 +63,20 @@ func serveRun(ctx context.Context, o *serveOptions) error {
 // saved on this machine, never beside one from the environment.
 func serveSavedCredential(e *env, store *fsstore.Store, agent string) (*mcpserver.Credential, error) {
 	if env, err := serveCredential(e.getenv); err != nil || env != nil {
-		return nil, errors.New("serve --agent and AIPM_AGENT_ID are both set: keep one (--agent reads the passkey saved on this machine)")
+		return nil, usageError("serve --agent and AIPM_AGENT_ID are both set: keep one (--agent reads the passkey saved on this machine)")
 	}
-	return store.SavedCredential(agent)
+	cfg, err := store.LoadConfig()
+	if err != nil {
+		return nil, err
+	}
+	if err := agentRef(cfg, agent, "--agent"); err != nil {
+		return nil, err
+	}
+	if err := aiAgent(cfg, agent, "only an AI agent's CLI starts aipm serve"); err != nil {
+		return nil, err
+	}
+	cred, err := store.SavedCredential(agent)
+	return cred, asUsage(err)
 }
 
 // serveMCP runs the MCP server for store over the process's stdio until

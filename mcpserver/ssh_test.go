@@ -363,7 +363,10 @@ func TestSSHWatcherStartedRemoteAgent(t *testing.T) {
 		}
 	}
 	home := strings.Join(srv.Command("home", aipmBin, "--dir", p.store.ProjectDir(), "serve", "--agent", "coder"), " ")
-	script := fmt.Sprintf(`(cat %[1]s/init.jsonl; until grep -q '"id":1' %[2]s; do sleep 0.05; done; cat %[1]s/rest.jsonl; exec sleep 3600) | %[3]s > %[2]s`, dir, out, home)
+	// sshd makes the agent's shell a session and process group leader;
+	// once the watcher's ssh is killed it is no longer under sshd, so the
+	// test ends its group itself.
+	script := fmt.Sprintf(`echo $$ > %[1]s/agent.pid; (cat %[1]s/init.jsonl; until grep -q '"id":1' %[2]s; do sleep 0.05; done; cat %[1]s/rest.jsonl; exec sleep 3600) | %[3]s > %[2]s`, dir, out, home)
 	if err := os.WriteFile(filepath.Join(dir, "agent.sh"), []byte(script+"\n"), 0o755); err != nil {
 		t.Fatal(err)
 	}
@@ -374,6 +377,14 @@ func TestSSHWatcherStartedRemoteAgent(t *testing.T) {
 	if _, _, err := p.store.SetAgent(context.Background(), "coder", fsstore.AgentChange{Command: &command}); err != nil {
 		t.Fatal(err)
 	}
+	t.Cleanup(func() {
+		if data, err := os.ReadFile(filepath.Join(dir, "agent.pid")); err == nil {
+			var pid int
+			if fmt.Sscan(string(data), &pid); pid > 1 {
+				syscall.Kill(-pid, syscall.SIGKILL)
+			}
+		}
+	})
 	p.watch(t)
 	p.send("lead", "coder", "start over there")
 

@@ -282,7 +282,10 @@ func (s *Server) SSHCommand() string { return "ssh -F " + s.Config }
 func (s *Server) Log() string { return string(s.log.Bytes()) }
 
 // Close stops sshd and every process under it (the sessions' sshd
-// processes and the commands they run), within a few seconds.
+// processes and the commands they run), within a few seconds. A command
+// whose session's sshd already ended (its client killed) is no longer
+// under sshd: sshd made it a process group leader, and the test that cut
+// its session ends that group itself.
 func (s *Server) Close() error {
 	s.once.Do(func() {
 		pid := s.cmd.Process.Pid

@@ -160,24 +160,38 @@ func (rt RunTable) Release(ctx context.Context, r Run) error {
 	if err != nil {
 		return fmt.Errorf("release run %s: %w", r.ID, err)
 	}
-	return s.Runs().EndSessions(ctx, r.ID)
+	return s.Runs().EndSessions(ctx, r)
 }
 
-// EndSessions ends the live sessions opened by run id.
-func (rt RunTable) EndSessions(ctx context.Context, id string) error {
+// EndSessions ends the live sessions the run's process opened: those
+// that carry its id (AIPM_RUN_ID, set by the watcher) and those it opened
+// through ssh, where its environment does not reach (DESIGN section 17):
+// a session of the run's agent and purpose with no run id, opened under
+// sshd (SSHClient) after the run started, belongs to the run, as an agent
+// the run started on another machine (ssh hostB claude ...) connects back
+// with ssh home aipm serve --agent ID. At most one session per agent and
+// purpose lives anyway, so a second one opened by hand meanwhile would
+// have replaced the run's.
+func (rt RunTable) EndSessions(ctx context.Context, r Run) error {
 	s := rt.s
 	live, err := s.LiveSessions(time.Now())
 	if err != nil {
 		return err
 	}
 	for _, ses := range live {
-		if ses.RunID == id {
+		if ses.RunID == r.ID || ranOverSSH(ses, r) {
 			if _, err := s.EndSession(ctx, ses.ID, EndExited); err != nil {
 				return err
 			}
 		}
 	}
 	return nil
+}
+
+// ranOverSSH says whether ses is run's session opened through ssh.
+func ranOverSSH(ses Session, r Run) bool {
+	return ses.RunID == "" && ses.SSHClient != "" && ses.Agent == r.Agent && ses.Purpose == r.Purpose &&
+		!r.StartedAt.IsZero() && !ses.CreatedAt.Before(r.StartedAt)
 }
 
 // List lists runs/, oldest first. Unreadable records are skipped.

@@ -54,6 +54,10 @@ type Session struct {
 	// opened the session, from AIPM_RUN_ID; when that process exits, the
 	// watcher ends the session.
 	RunID string `json:"runId,omitempty"`
+	// SSHClient is the address (host:port) of the ssh client whose
+	// connection started the process that opened the session, from sshd's
+	// SSH_CONNECTION: set, the session is remote (`ssh home aipm serve`).
+	SSHClient string `json:"sshClient,omitempty"`
 	// Surfaced is what the session's model has been told of
 	// (Store.Surface): not in the session's document but in its told file,
 	// filled by Store.Session and LiveSessionsOf.
@@ -101,7 +105,7 @@ func (s *Store) Authenticate(ctx context.Context, cfg *Config, agent, passkey, p
 	}
 	ses := Session{
 		ID: NewID(PrefixSession), Agent: agent, Purpose: purpose, TaskID: taskID,
-		PID: os.Getpid(), RunID: os.Getenv(EnvRunID), CreatedAt: now, LastSeenAt: now, Idle: cfg.Defaults.SessionIdleTimeout,
+		PID: os.Getpid(), RunID: os.Getenv(EnvRunID), SSHClient: SSHClient(os.Getenv(EnvSSHConnection)), CreatedAt: now, LastSeenAt: now, Idle: cfg.Defaults.SessionIdleTimeout,
 	}
 	token := ses.ID + "." + base64.RawURLEncoding.EncodeToString(secret[:])
 	ses.TokenHash = hashToken(token)

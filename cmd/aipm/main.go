@@ -46,6 +46,12 @@ func mainExit() int {
 // here, with no global state.
 func run(ctx context.Context, args []string, getenv func(string) string, stdin io.Reader, stdout, stderr io.Writer) error {
 	e := newEnv(getenv, stdin, stdout, stderr)
+	if remote, rest, ok, err := remoteSplit(args); err != nil {
+		return err
+	} else if ok {
+		// aipm --remote HOST[:PATH] COMMAND: the command runs there.
+		return runRemote(ctx, e, remote, rest)
+	}
 	var root *cobra.Command
 	switch {
 	case isPlainServe(args):
@@ -83,7 +89,7 @@ func isHook(args []string) bool {
 }
 
 // isPlainServe reports whether args run aipm serve with nothing but the
-// global flags --dir and --utc: then the whole tree would find serve and
+// global flags --dir and --utc and serve's --agent: then the whole tree would find serve and
 // parse the same flags, so the tree with serve alone behaves the same.
 // Anything else (help, a typo, an extra argument) takes the whole tree.
 func isPlainServe(args []string) bool {
@@ -92,6 +98,9 @@ func isPlainServe(args []string) bool {
 		switch a := args[i]; {
 		case a == "serve" && !serve:
 			serve = true
+		case serve && a == "--agent" && i+1 < len(args):
+			i++
+		case serve && strings.HasPrefix(a, "--agent="):
 		case a == "--dir" && i+1 < len(args):
 			i++ // its value, whatever it is
 		case strings.HasPrefix(a, "--dir="), a == "--utc", a == "--utc=true", a == "--utc=false":

@@ -23,6 +23,7 @@ import (
 
 	"aipm/fsstore"
 	"aipm/hook"
+	"aipm/internal/sshtest"
 	"aipm/mcpserver"
 )
 
@@ -84,6 +85,7 @@ func TestScripts(t *testing.T) {
 			"authenticate":       cmdAuthenticate,
 			"waitfor":            cmdWaitFor,
 			"handedit":           cmdHandEdit,
+			"sshd":               cmdSSHD,
 		},
 	})
 }
@@ -395,4 +397,22 @@ func cmdHandEdit(ts *testscript.TestScript, neg bool, args []string) {
 	ts.Check(err)
 	ts.Check(os.WriteFile(path+".swp", append(data, '\n'), 0o644))
 	ts.Check(os.Rename(path+".swp", path))
+}
+
+// sshd VAR starts a loopback sshd (internal/sshtest) for the rest of the
+// script, whose hosts home and hostB run this script's aipm (its PATH),
+// and sets VAR to the ssh command that reaches them (for
+// AIPM_SSH_COMMAND). The script is skipped when the ssh programs are
+// missing ([!exec:...] skip for ssh, ssh-keygen and /usr/sbin/sshd).
+func cmdSSHD(ts *testscript.TestScript, neg bool, args []string) {
+	if neg || len(args) != 1 {
+		ts.Fatalf("usage: sshd VAR")
+	}
+	if why := sshtest.Missing(); why != "" {
+		ts.Fatalf("this machine lacks %s: guard the script with [!exec:PROGRAM] skip", why)
+	}
+	srv, err := sshtest.Start(context.Background(), ts.MkAbs(".sshd"), "PATH="+ts.Getenv("PATH"))
+	ts.Check(err)
+	ts.Defer(func() { srv.Close() })
+	ts.Setenv(args[0], srv.SSHCommand())
 }

@@ -28,6 +28,9 @@ type mcpServer struct {
 	ApprovalMode string `json:"-" toml:"default_tools_approval_mode"`
 	// HookCommand is the command word of aipm's client hooks (hookWord).
 	HookCommand string `json:"-" toml:"-"`
+	// Remote: the entry runs ssh to the home machine (mcp-config --remote),
+	// with no credential variables and no hooks.
+	Remote bool `json:"-" toml:"-"`
 }
 
 // serverName is the name of aipm's entry in every client's config; Claude
@@ -69,6 +72,7 @@ type mcpConfigOptions struct {
 	KeyFile string
 	Write   bool
 	URL     string // an aipm serve --http endpoint (mcp_config_url.go)
+	Remote  string // HOST[:PATH]: the entry reaches the project there over ssh
 }
 
 func newCmdMCPConfig(e *env) *cobra.Command {
@@ -104,8 +108,21 @@ aipm on PATH is found (else this binary's absolute path, with a warning), and
 no --dir, since clients start them in the project and aipm finds it from
 there. The agent's credential comes from AIPM_AGENT_ID and AIPM_PASSKEY_FILE
 in the client's environment, unless --agent and --passkey-file pin one for
-the server (the hooks always take it from the client's environment).`,
-		Example:   "  aipm mcp-config claude --write\n  aipm mcp-config codex --write\n  aipm mcp-config claude > .mcp.json",
+the server (the hooks always take it from the client's environment).
+
+With --remote HOST[:PATH] --agent ID, the entry is for an agent on another
+machine than the project's: it runs ssh -T HOST aipm --dir PATH serve
+--agent ID (ssh from $AIPM_SSH_COMMAND, with keep-alives), and aipm serve
+there holds the passkey saved there (aipm agent passkey ID --save), so the
+entry holds no secret. It has no hooks (aipm hook needs the project's
+.ai-pm/ on the machine it runs on), and --write needs no project here: it
+merges into the files of the working directory (or --dir).
+
+With --url URL, the entry is for aipm serve --http at URL (MCP's streamable
+HTTP): the client sends the agent's passkey from its own environment
+($AIPM_PASSKEY) as the bearer token, and the server takes the agent from it.
+It is printed only, with no hooks.`,
+		Example:   "  aipm mcp-config claude --write\n  aipm mcp-config codex --write\n  aipm mcp-config claude > .mcp.json\n  aipm mcp-config claude --remote home:/srv/project --agent coder --write\n  aipm mcp-config codex --url https://home:8443/mcp",
 		ValidArgs: names,
 		Args: func(cmd *cobra.Command, args []string) error {
 			if len(args) != 1 {
@@ -125,6 +142,7 @@ the server (the hooks always take it from the client's environment).`,
 	c.Flags().StringVar(&o.Agent, "agent", "", "pin the server to this AI agent's credential (with --passkey-file)")
 	c.Flags().StringVar(&o.KeyFile, "passkey-file", "", "with --agent: the 0600 file holding its passkey")
 	c.Flags().StringVar(&o.URL, "url", "", "print the entry for aipm serve --http at this URL (the passkey from the client's $AIPM_PASSKEY)")
+	c.Flags().StringVar(&o.Remote, "remote", "", "HOST[:PATH]: an entry that runs aipm serve --agent on that machine over ssh (needs --agent)")
 	return c
 }
 
@@ -132,8 +150,14 @@ the server (the hooks always take it from the client's environment).`,
 // the project.
 func mcpConfigRun(o *mcpConfigOptions) error {
 	e := o.e
+	if o.URL != "" && o.Remote != "" {
+		return usageError("mcp-config: --url and --remote are two ways to reach the home machine (HTTP and ssh): give one")
+	}
 	if o.URL != "" {
 		return mcpConfigURL(o)
+	}
+	if o.Remote != "" {
+		return mcpConfigRemote(o)
 	}
 	if (o.Agent == "") != (o.KeyFile == "") {
 		return usageError("mcp-config: --agent and --passkey-file go together: give both, or neither to take the credential from the client's environment (see aipm mcp-config --help)")
@@ -229,7 +253,7 @@ func aipmCommand(e *env) string {
 // the credential variables expanded from Claude Code's environment
 // (${VAR:-} is empty when unset).
 func claudeServer(s mcpServer) mcpServer {
-	if s.Env == nil {
+	if s.Env == nil && !s.Remote {
 		s.Env = map[string]string{}
 		for _, v := range credentialVars {
 			s.Env[v] = "${" + v + ":-}"
@@ -269,7 +293,7 @@ func claudeNote(s mcpServer) string {
 // Codex CLI's config.toml.
 func codexTable(s mcpServer) ([]byte, error) {
 	var buf bytes.Buffer
-	if s.Env == nil {
+	if s.Env == nil && !s.Remote {
 		s.EnvVars = credentialVars
 	}
 	env := s.Env

@@ -220,6 +220,9 @@ func mergeClaudeSettings(root *jsonObject, command string) (string, error) {
 		root.set("permissions", raw)
 		done = append(done, "allowed its tools (permissions.allow: mcp__aipm)")
 	}
+	if command == "" { // a remote entry: no hooks
+		return joinAnd(done), nil
+	}
 	what, err := mergeHooks(root, claudeHookEvents(command))
 	if err != nil {
 		return "", err
@@ -261,8 +264,8 @@ var codexHeader = regexp.MustCompile(`^\s*\[\[?\s*([^\]]*?)\s*\]\]?\s*(#.*)?$`)
 // .codex/config.toml and aipm's hooks into its .codex/hooks.json.
 func codexWrite(project string, s mcpServer) ([]fileChange, error) {
 	config, err := codexWriteConfig(project, s)
-	if err != nil {
-		return nil, err
+	if err != nil || s.HookCommand == "" { // a remote entry: no hooks
+		return []fileChange{config}, err
 	}
 	hooks, err := codexWriteHooks(project, s.HookCommand)
 	if err != nil {

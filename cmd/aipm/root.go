@@ -91,6 +91,8 @@ See aipm help exit-codes, aipm help ids and aipm help environment.`,
 	root.SetFlagErrorFunc(flagError)
 	root.PersistentFlags().StringVar(&e.dir, "dir", "", "the project directory (default: $AIPM_DIR, else the nearest one upwards with .ai-pm/)")
 	root.PersistentFlags().BoolVar(&e.utc, "utc", false, "show times in UTC instead of local time")
+	// Read by run before the tree (remoteSplit); declared for help.
+	root.PersistentFlags().String("remote", "", remoteFlagUsage)
 	root.AddGroup(
 		&cobra.Group{ID: "project", Title: "Project:"},
 		&cobra.Group{ID: "work", Title: "Tasks and chat:"},

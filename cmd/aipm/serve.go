@@ -6,8 +6,10 @@ import (
 	"io"
 	"log/slog"
 	"os"
+	"os/signal"
 	"runtime"
 	"strings"
+	"syscall"
 
 	"github.com/spf13/cobra"
 
@@ -21,6 +23,9 @@ type serveOptions struct {
 	http            string
 	tlsCert, tlsKey string
 	unsafePlaintext bool
+	// agent, from --agent, holds that agent's credential saved on this
+	// machine (ssh entries: the client's entry carries no secret).
+	agent string
 }
 
 func newCmdServe(e *env) *cobra.Command {
@@ -39,14 +44,20 @@ serves until Ctrl-C or SIGTERM. Each request carries an AI agent's passkey as
 its bearer token (Authorization: Bearer aipk_...), and acts as that agent.
 ADDR is loopback unless TLS is given (--tls-cert, --tls-key) or
 --unsafe-plaintext says passkeys may cross the network in clear text.
-aipm mcp-config --url prints the clients' entry.`,
+aipm mcp-config --url prints the clients' entry.
+
+Over ssh (an agent on another machine): ssh -T home aipm --dir PATH serve
+--agent ID, where --agent holds the agent's passkey saved on this machine by
+aipm agent passkey ID --save, so that the remote entry carries no secret.`,
 		Example: `  aipm --dir /path/to/project serve
+  ssh -T home aipm --dir /path/to/project serve --agent coder
   aipm serve --http 127.0.0.1:0
   aipm serve --http 0.0.0.0:8443 --tls-cert cert.pem --tls-key key.pem`,
 		Args: argsNone,
 		RunE: func(cmd *cobra.Command, args []string) error { return serveRun(cmd.Context(), o) },
 	}
 	f := cmd.Flags()
+	f.StringVar(&o.agent, "agent", "", "hold this agent's passkey saved on this machine (aipm agent passkey ID --save), as for ssh")
 	f.StringVar(&o.http, "http", "", "serve MCP over streamable HTTP at ADDR (host:port; port 0 picks a free one) instead of stdio")
 	f.StringVar(&o.tlsCert, "tls-cert", "", "with --http: serve HTTPS with this certificate (PEM)")
 	f.StringVar(&o.tlsKey, "tls-key", "", "with --http: the certificate's private key (PEM)")
@@ -63,24 +74,65 @@ func serveRun(ctx context.Context, o *serveOptions) error {
 		return err
 	}
 	if o.http != "" {
+		if o.agent != "" {
+			return usageError("serve --http and --agent do not go together: over HTTP each request's bearer token says which agent calls")
+		}
 		return serveHTTP(ctx, o, store)
 	}
-	return serveMCP(ctx, o.e, store)
+	var saved *mcpserver.Credential
+	if o.agent != "" {
+		if saved, err = serveSavedCredential(o.e, store, o.agent); err != nil {
+			return err
+		}
+	}
+	return serveMCP(ctx, o.e, store, saved)
+}
+
+// serveSavedCredential is the credential serve --agent holds: the one
+// saved on this machine, never beside one from the environment.
+func serveSavedCredential(e *env, store *fsstore.Store, agent string) (*mcpserver.Credential, error) {
+	if env, err := serveCredential(e.getenv); err != nil || env != nil {
+		return nil, usageError("serve --agent and AIPM_AGENT_ID are both set: keep one (--agent reads the passkey saved on this machine)")
+	}
+	cfg, err := store.LoadConfig()
+	if err != nil {
+		return nil, err
+	}
+	if err := agentRef(cfg, agent, "--agent"); err != nil {
+		return nil, err
+	}
+	if err := aiAgent(cfg, agent, "only an AI agent's CLI starts aipm serve"); err != nil {
+		return nil, err
+	}
+	cred, err := store.SavedCredential(agent)
+	return cred, asUsage(err)
 }
 
 // serveMCP runs the MCP server for store over the process's stdio until
-// the client goes away or ctx ends.
-func serveMCP(ctx context.Context, e *env, store *fsstore.Store) error {
+// the client goes away or ctx ends. saved, when not nil, is the credential
+// it holds (serve --agent); else the environment's, if any.
+func serveMCP(ctx context.Context, e *env, store *fsstore.Store, saved *mcpserver.Credential) error {
 	log := slog.New(slog.NewTextHandler(e.stderr, &slog.HandlerOptions{Level: logLevel(e.getenv("AIPM_LOG"))}))
 	cred, err := serveCredential(e.getenv)
 	if err != nil {
 		return asUsage(err)
 	}
+	if saved != nil {
+		cred = saved
+	}
 	srv := mcpserver.New(store, log, version())
 	if cred != nil {
+		from := "the environment"
+		if saved != nil {
+			from = "its saved passkey file"
+		}
 		srv.HoldCredential(*cred)
-		log.Info("holding the agent's credential from the environment", "agent", *cred) // its LogValue redacts the passkey
+		log.Info("holding the agent's credential from "+from, "agent", *cred) // its LogValue redacts the passkey
 	}
+	// A client gone mid-answer (ssh's link cut: sshd closes the pipe) is
+	// a write error that ends the server and its sessions, not a SIGPIPE
+	// that kills it before it ends them.
+	signal.Ignore(syscall.SIGPIPE)
 	stdin := e.stdin
 	if f, ok := stdin.(*os.File); ok {
 		r, done := pollable(f)

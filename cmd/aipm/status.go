@@ -90,6 +90,7 @@ type sessionStatus struct {
 	Purpose    string    `json:"purpose"`
 	TaskID     string    `json:"taskId,omitempty"`
 	LastSeenAt time.Time `json:"lastSeenAt"`
+	SSHClient  string    `json:"sshClient,omitempty"`
 }
 
 // statusSection is one part of the report: collect fills its fields of
@@ -184,7 +185,7 @@ func collectAgents(ctx context.Context, store *fsstore.Store, cfg *fsstore.Confi
 		st := agentStatus{ID: a.ID, Type: a.Type, Sessions: []sessionStatus{}}
 		for _, s := range live {
 			if s.Agent == a.ID {
-				st.Sessions = append(st.Sessions, sessionStatus{ID: s.ID, Purpose: s.Purpose, TaskID: s.TaskID, LastSeenAt: s.LastSeenAt})
+				st.Sessions = append(st.Sessions, sessionStatus{ID: s.ID, Purpose: s.Purpose, TaskID: s.TaskID, LastSeenAt: s.LastSeenAt, SSHClient: s.SSHClient})
 			}
 		}
 		if st.UnreadMessages, st.UnreadNotifications, err = store.UnreadCounts(ctx, a.ID); err != nil {
@@ -213,11 +214,14 @@ func printAgents(e *env, w io.Writer, r *statusReport) error {
 	for _, a := range r.Agents {
 		var ses []string
 		for _, s := range a.Sessions {
+			one := s.Purpose
 			if s.TaskID != "" {
-				ses = append(ses, s.Purpose+" ("+r.short(s.TaskID)+")")
-			} else {
-				ses = append(ses, s.Purpose)
+				one += " (" + r.short(s.TaskID) + ")"
 			}
+			if s.SSHClient != "" {
+				one += " via ssh from " + s.SSHClient
+			}
+			ses = append(ses, one)
 		}
 		notes := fmt.Sprint(a.UnreadNotifications)
 		if a.Type == fsstore.AgentHuman {

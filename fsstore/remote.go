@@ -1,0 +1,46 @@
+package fsstore
+
+import (
+	"errors"
+	"fmt"
+	"net"
+	"os"
+	"strings"
+)
+
+// EnvSSHConnection is what sshd sets in a session's environment: "client
+// address, client port, server address, server port".
+const EnvSSHConnection = "SSH_CONNECTION"
+
+// SSHClient is the client's host:port in an SSH_CONNECTION value, or ""
+// when v is not one (not started under sshd).
+func SSHClient(v string) string {
+	f := strings.Fields(v)
+	if len(f) != 4 || net.ParseIP(f[0]) == nil {
+		return ""
+	}
+	return net.JoinHostPort(f[0], f[1])
+}
+
+// SavedCredential is agent's credential as saved on this machine
+// (CredentialPath, written by aipm agent passkey ID --save): what
+// aipm serve --agent holds, so that a remote client's entry carries no
+// secret. The file is checked as AIPM_PASSKEY_FILE is (0600, not empty).
+func (s *Store) SavedCredential(agent string) (*Credential, error) {
+	path, err := s.CredentialPath(agent)
+	if err != nil {
+		return nil, err
+	}
+	if _, err := os.Stat(path); errors.Is(err, os.ErrNotExist) {
+		return nil, fmt.Errorf("%s has no saved passkey on this machine (%s): save one with aipm agent passkey %s --save", agent, s.Rel(path), agent)
+	}
+	return CredentialFromEnv(func(k string) string {
+		switch k {
+		case EnvAgentID:
+			return agent
+		case EnvPasskeyFile:
+			return path
+		}
+		return ""
+	})
+}

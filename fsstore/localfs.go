@@ -124,10 +124,10 @@ func networkRefusal(what, fsName string) error {
 	return kindf(ErrNetworkFilesystem, "%s is on a network filesystem (%s): %s", what, fsName, networkAdvice)
 }
 
-// networkAdvice is why, and the remote way (docs/operations.md).
+// networkAdvice is why, and the remote way (docs/operations.md and docs/remote.md).
 const networkAdvice = "its locks and appends are not safe there and this machine cannot see other hosts' writes; " +
-	"keep .ai-pm on one machine's local disk and reach it from the others with ssh -T HOST aipm serve --dir PATH " +
-	"(docs/operations.md#more-than-one-machine)"
+	"keep .ai-pm on one machine's local disk and reach it from the others with ssh -T HOST aipm --dir PATH serve --agent ID, " +
+	"or aipm serve --http (docs/remote.md)"
 
 // checkLocal refuses a store whose .ai-pm/ is on a network filesystem:
 // Open runs it once per directory and process.

@@ -47,6 +47,10 @@ func TestBenchQuick(t *testing.T) {
 		`(?m)^P6f +authenticate among other agents' sessions p50, 1000 vs 100 .* +[\d.]+x, RSS [\d.]+ MB +<= 1.5x, RSS <= 30 MB +(yes|NO) `,
 		`(?m)^P6g +authenticate over own sent copies p50, 100000 vs 100 .* +[\d.]+x, RSS [\d.]+ MB +<= 1.5x, RSS <= 30 MB +(yes|NO) `,
 		`(?m)^P6h +get_next_action over own sent copies, compacted to 10000 p50, 100000 vs 100 .* +[\d.]+x, RSS [\d.]+ MB +<= 1.5x, RSS <= 30 MB +(yes|NO) `,
+		`(?m)^P10h1 +P1 over http: send issued -> receiver returns, p50/p99, \d+ samples +[\d.]+ ms / [\d.]+ ms +local [\d.]+ ms / [\d.]+ ms +p99 [+-][\d.]+ ms +p99 <= local \+ 1 ms +(yes|NO) `,
+		`(?m)^P10h2 +P2 over http: send_message throughput, 8 servers, fsync, \d+ sends +\d+ msg/s +local \d+ msg/s +\d+% of local +>= 50% of local +(yes|NO) `,
+		`(?m)^P10s1 +P1 over ssh: send issued -> receiver returns, p50/p99, \d+ samples +[\d.]+ ms / [\d.]+ ms +local [\d.]+ ms / [\d.]+ ms +p99 [+-][\d.]+ ms +p99 <= local \+ 1 ms +(yes|NO) `,
+		`(?m)^P10s2 +P2 over ssh: send_message throughput, 8 servers, fsync, \d+ sends +\d+ msg/s +local \d+ msg/s +\d+% of local +>= 50% of local +(yes|NO) `,
 	} {
 		if !regexp.MustCompile(row).Match(out) {
 			t.Errorf("no row matching %s in:\n%s", row, out)

@@ -32,7 +32,7 @@ import (
 // Options are what one run measures, and with what.
 type Options struct {
 	Quick bool      // fewer iterations and a 100,000-line history (a smoke run)
-	Only  []string  // the targets to measure (P1 to P9, or a P6, P8 or P9 row); all when empty
+	Only  []string  // the targets to measure (P1 to P10, or a row of one); all when empty
 	Self  string    // the aipm binary: every process the bench starts is one
 	Log   io.Writer // progress lines
 }
@@ -65,8 +65,27 @@ func Run(ctx context.Context, opt Options) ([]Row, error) {
 		}
 		rows = append(rows, r...)
 	}
-	slices.SortFunc(rows, func(a, b Row) int { return strings.Compare(a.id, b.id) })
+	slices.SortFunc(rows, func(a, b Row) int { return compareIDs(a.id, b.id) })
 	return rows, nil
+}
+
+// compareIDs orders row ids by their target's number, then the row's
+// letters: P1, P1i, P1r, P2, ..., P9c, P10h1.
+func compareIDs(a, b string) int {
+	num := func(id string) (int, string) {
+		i := 1
+		for i < len(id) && id[i] >= '0' && id[i] <= '9' {
+			i++
+		}
+		n, _ := strconv.Atoi(id[1:i])
+		return n, id[i:]
+	}
+	na, ra := num(a)
+	nb, rb := num(b)
+	if na != nb {
+		return na - nb
+	}
+	return strings.Compare(ra, rb)
 }
 
 // Header names the columns of Row.Cells.
@@ -115,6 +134,8 @@ func (b *bench) measures(only []string) ([]func() ([]Row, error), error) {
 		{[]string{"P9", "P9A"}, b.webLive},
 		{[]string{"P9", "P9B"}, b.webFirstRender},
 		{[]string{"P9", "P9C"}, b.webWeight},
+		{[]string{"P10", "P10S1", "P10H1"}, b.remoteDelivery},
+		{[]string{"P10", "P10S2", "P10H2"}, b.remoteThroughput},
 	}
 	want := map[string]bool{}
 	for _, id := range only {
@@ -124,7 +145,7 @@ func (b *bench) measures(only []string) ([]func() ([]Row, error), error) {
 			known = known || slices.Contains(m.targets, id)
 		}
 		if !known {
-			return nil, fmt.Errorf("--only %q: %w; name some of P1 to P9, or a P3, P6, P8 or P9 row (P3c, P3s, P6a to P6h, P8a, P8b, P9a to P9c)", id, ErrUnknownTarget)
+			return nil, fmt.Errorf("--only %q: %w; name some of P1 to P10, or a P3, P6, P8, P9 or P10 row (P3c, P3s, P6a to P6h, P8a, P8b, P9a to P9c, P10s1, P10s2, P10h1, P10h2)", id, ErrUnknownTarget)
 		}
 		want[id] = true
 	}
@@ -188,23 +209,7 @@ type server struct {
 // serve starts aipm serve in store's project and opens a chat session for
 // agent (through a trigger, as the watcher would write it).
 func (b *bench) serve(store *fsstore.Store, agent, passkey string, stderr io.Writer) (*server, error) {
-	cmd := exec.Command(b.self, "--dir", store.ProjectDir(), "serve")
-	cmd.Env = append(os.Environ(), "AIPM_LOG=debug")
-	cmd.Stderr = stderr
-	cs, err := mcp.NewClient(&mcp.Implementation{Name: "aipm-bench", Version: "1"}, nil).Connect(b.ctx, &mcp.CommandTransport{Command: cmd}, nil)
-	if err != nil {
-		return nil, fmt.Errorf("start aipm serve: %w", err)
-	}
-	if err := store.Triggers().Write(b.ctx, fsstore.Trigger{Agent: agent, Purpose: fsstore.PurposeChat, Reason: "bench"}); err != nil {
-		return nil, err
-	}
-	var out struct {
-		SessionToken string `json:"session_token"`
-	}
-	if err := callTool(b.ctx, cs, "authenticate", map[string]any{"agent_id": agent, "passkey": passkey}, &out); err != nil {
-		return nil, err
-	}
-	return &server{cs: cs, cmd: cmd, token: out.SessionToken, agent: agent, passkey: passkey}, nil
+	return b.serveOver(b.localLink(), store, agent, passkey, stderr)
 }
 
 func (s *server) call(ctx context.Context, tool string, args map[string]any, out any) error {
@@ -572,22 +577,8 @@ func (b *bench) throughput() ([]Row, error) {
 	for r := 0; r < rounds; r++ {
 		start := time.Now()
 		usage.start()
-		errc := make(chan error, n)
-		for i, s := range servers {
-			go func() {
-				for k := 0; k < per; k++ {
-					if err := s.call(b.ctx, "send_message", map[string]any{"target_agent_id": agents[(i+1)%n], "content": "load " + strconv.Itoa(k)}, nil); err != nil {
-						errc <- err
-						return
-					}
-				}
-				errc <- nil
-			}()
-		}
-		for range servers {
-			if err := <-errc; err != nil {
-				return nil, err
-			}
+		if err := b.sendAll(servers, agents, per); err != nil {
+			return nil, err
 		}
 		usage.stop()
 		aipmTime += time.Since(start)

@@ -42,10 +42,10 @@ func (c tsCall) str(k string) string { s, _ := c.Data[k].(string); return s }
 func needTSClient(t *testing.T) {
 	t.Helper()
 	if _, err := exec.LookPath("node"); err != nil {
-		t.Skip("node is not on PATH: install Node.js >= 18 (Debian: apt-get install nodejs) to run the TypeScript SDK client")
+		testenv.SkipMissing(t, "node on PATH (install Node.js >= 18, Debian: apt-get install nodejs) to run the TypeScript SDK client")
 	}
 	if _, err := os.Stat("../testdata/tsclient/node_modules/@modelcontextprotocol/sdk/package.json"); err != nil {
-		t.Skip("testdata/tsclient/node_modules is missing: run `npm ci --prefix testdata/tsclient` in the repository")
+		testenv.SkipMissing(t, "testdata/tsclient/node_modules (run `npm ci --prefix testdata/tsclient` in the repository)")
 	}
 }
 

@@ -32,7 +32,10 @@ type Store struct {
 	Layout
 	durable atomic.Bool                      // fsync appends and documents: the config's durability, set by LoadConfig
 	ttls    atomic.Pointer[NotificationTTLs] // the config's [notifications.ttl], set by LoadConfig (nil: defaults)
-	caches  *caches
+	// servesMany: this process serves many agents' sessions (aipm serve
+	// --http), so its environment's run id and ssh client are no session's.
+	servesMany atomic.Bool
+	caches     *caches
 }
 
 // Layout is where everything lives under a project's .ai-pm/ (DESIGN

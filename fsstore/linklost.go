@@ -13,21 +13,23 @@ import (
 // again, marked redelivered. A batch the session acknowledged already is
 // past the cursor and stays received. When the session was handed a later
 // batch in between, that one is taken back too: it comes again, marked,
-// never lost.
-func (s *Store) Unhand(ctx context.Context, agent, session string) error {
+// never lost. It says whether it took anything back.
+func (s *Store) Unhand(ctx context.Context, agent, session string) (bool, error) {
 	cursorPath, err := s.readCursorPath(agent)
 	if err != nil {
-		return err
+		return false, err
 	}
 	cursors, err := s.readCursors(cursorPath)
 	if err != nil {
-		return err
+		return false, err
 	}
 	if !holdsBatch(cursors, session, nil) {
-		return nil
+		return false, nil
 	}
+	took := false
 	_, err = UpdateDoc(ctx, s, cursorPath, ModeFile, func(cursors *Cursors, _ bool) error {
-		if !holdsBatch(*cursors, session, nil) {
+		took = holdsBatch(*cursors, session, nil) // each try of the swap decides anew
+		if !took {
 			return ErrNoChange
 		}
 		for stream, sc := range *cursors {
@@ -45,7 +47,7 @@ func (s *Store) Unhand(ctx context.Context, agent, session string) error {
 		return nil
 	})
 	if err != nil {
-		return fmt.Errorf("take back what session %s was handed: %w", session, err)
+		return false, fmt.Errorf("take back what session %s was handed: %w", session, err)
 	}
-	return nil
+	return took, nil
 }

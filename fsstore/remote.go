@@ -22,6 +22,11 @@ func SSHClient(v string) string {
 	return net.JoinHostPort(f[0], f[1])
 }
 
+// ServeMany says this process serves the sessions of many agents and
+// clients (aipm serve --http): the sessions it opens take no run id and no
+// ssh client from its environment, which speaks for none of them.
+func (s *Store) ServeMany() { s.servesMany.Store(true) }
+
 // SavedCredential is agent's credential as saved on this machine
 // (CredentialPath, written by aipm agent passkey ID --save): what
 // aipm serve --agent holds, so that a remote client's entry carries no

@@ -164,22 +164,33 @@ func (rt RunTable) Release(ctx context.Context, r Run) error {
 }
 
 // EndSessions ends the live sessions the run's process opened: those
-// that carry its id (AIPM_RUN_ID, set by the watcher) and those it opened
-// through ssh, where its environment does not reach (DESIGN section 17):
-// a session of the run's agent and purpose with no run id, opened under
-// sshd (SSHClient) after the run started, belongs to the run, as an agent
-// the run started on another machine (ssh hostB claude ...) connects back
-// with ssh home aipm serve --agent ID. At most one session per agent and
-// purpose lives anyway, so a second one opened by hand meanwhile would
-// have replaced the run's.
+// that carry its id (AIPM_RUN_ID, set by the watcher) and, for a command
+// that runs ssh, those it opened through ssh, where its environment does
+// not reach (DESIGN section 17): a session of the run's agent and purpose
+// with no run id, opened under sshd (SSHClient) after the run started,
+// belongs to the run, as an agent the run started on another machine (ssh
+// hostB claude ...) connects back with ssh home aipm serve --agent ID. At
+// most one session per agent and purpose lives anyway, so a second one
+// opened by hand meanwhile would have replaced the run's.
 func (rt RunTable) EndSessions(ctx context.Context, r Run) error {
+	return rt.endSessions(ctx, r, runsSSH(r.Command))
+}
+
+// EndStaleSessions ends the live sessions that carry the id of a run whose
+// record outlived its process (found at the next claim): only those, since
+// a session opened over ssh since the run started may be anyone's.
+func (rt RunTable) EndStaleSessions(ctx context.Context, r Run) error {
+	return rt.endSessions(ctx, r, false)
+}
+
+func (rt RunTable) endSessions(ctx context.Context, r Run, overSSH bool) error {
 	s := rt.s
 	live, err := s.LiveSessions(time.Now())
 	if err != nil {
 		return err
 	}
 	for _, ses := range live {
-		if ses.RunID == r.ID || ranOverSSH(ses, r) {
+		if ses.RunID == r.ID || (overSSH && ranOverSSH(ses, r)) {
 			if _, err := s.EndSession(ctx, ses.ID, EndExited); err != nil {
 				return err
 			}
@@ -192,6 +203,20 @@ func (rt RunTable) EndSessions(ctx context.Context, r Run) error {
 func ranOverSSH(ses Session, r Run) bool {
 	return ses.RunID == "" && ses.SSHClient != "" && ses.Agent == r.Agent && ses.Purpose == r.Purpose &&
 		!r.StartedAt.IsZero() && !ses.CreatedAt.Before(r.StartedAt)
+}
+
+// runsSSH says whether an agent's command runs ssh (ssh, autossh, or a
+// word of a shell command line such as sh -c "ssh hostB claude"): only
+// then may its agent's sessions come back over ssh.
+func runsSSH(command []string) bool {
+	for _, word := range command {
+		for _, f := range strings.Fields(word) {
+			if b := filepath.Base(f); b == "ssh" || b == "autossh" {
+				return true
+			}
+		}
+	}
+	return false
 }
 
 // List lists runs/, oldest first. Unreadable records are skipped.

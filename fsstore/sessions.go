@@ -105,7 +105,10 @@ func (s *Store) Authenticate(ctx context.Context, cfg *Config, agent, passkey, p
 	}
 	ses := Session{
 		ID: NewID(PrefixSession), Agent: agent, Purpose: purpose, TaskID: taskID,
-		PID: os.Getpid(), RunID: os.Getenv(EnvRunID), SSHClient: SSHClient(os.Getenv(EnvSSHConnection)), CreatedAt: now, LastSeenAt: now, Idle: cfg.Defaults.SessionIdleTimeout,
+		PID: os.Getpid(), CreatedAt: now, LastSeenAt: now, Idle: cfg.Defaults.SessionIdleTimeout,
+	}
+	if !s.servesMany.Load() {
+		ses.RunID, ses.SSHClient = os.Getenv(EnvRunID), SSHClient(os.Getenv(EnvSSHConnection))
 	}
 	token := ses.ID + "." + base64.RawURLEncoding.EncodeToString(secret[:])
 	ses.TokenHash = hashToken(token)

@@ -64,6 +64,11 @@ func (s *Server) gate() mcp.Middleware {
 			if stop := s.deliver(ctx, call, spec, ses); stop != nil {
 				return stop, nil
 			}
+			if spec.handsBatch {
+				// Before the tool runs: a parallel call of the session
+				// must not count the batch read until its answer is out.
+				link.handing(ses)
+			}
 			callCtx, ended := withWaitEnd(withSession(ctx, ses))
 			res, err = explained(name)(next(callCtx, method, req))
 			if spec.handsBatch {
@@ -118,13 +123,19 @@ func (s *Server) callerSession(ctx context.Context, call *mcp.CallToolRequest, l
 	if err != nil {
 		return ses, refusal(call, sessionError(name, err))
 	}
-	if s.locked && ses.Agent != s.cred.Agent {
+	if s.foreign(ses) {
 		return ses, refusal(call, toolErr("wrong_agent", fmt.Sprintf("%s refused: the session_token is %q's and this connection is authorized as %q by its bearer token: pass a session_token authenticate returned on this connection", name, ses.Agent, s.cred.Agent)))
 	}
 	if !level.allows(ses.Purpose) {
 		return ses, refusal(call, toolErr("wrong_session_purpose", fmt.Sprintf("%s needs a %s session (level %s) and this is a %s session: %s", name, purposeOf(level), level, ses.Purpose, level.instead(name))))
 	}
 	return ses, nil
+}
+
+// foreign says whether ses is another agent's than the one this server is
+// locked to (aipm serve --http: the bearer token's): its token is refused.
+func (s *Server) foreign(ses fsstore.Session) bool {
+	return s.locked && ses.Agent != s.cred.Agent
 }
 
 func purposeOf(l Level) string {
@@ -170,7 +181,7 @@ func (s *Server) noticeForNewSession(ctx context.Context, call *mcp.CallToolRequ
 		return
 	}
 	ses, err := s.store.CheckSession(ctx, token)
-	if err != nil && !errors.Is(err, fsstore.ErrExpiryNotSaved) {
+	if (err != nil && !errors.Is(err, fsstore.ErrExpiryNotSaved)) || s.foreign(ses) {
 		return
 	}
 	withNotification(r, s.lineFor(ctx, ses, toolSpec{toldOfMessages: true}, r.IsError)) // its instruction leads to get_next_action

@@ -11,7 +11,9 @@ import (
 	"math"
 	"net"
 	"net/http"
+	"slices"
 	"strconv"
+	"strings"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -106,6 +108,7 @@ func NewHTTP(store *fsstore.Store, log *slog.Logger, version string, opts HTTPOp
 		stateful.ServeHTTP(w, r)
 	})
 	h.handler = auth.RequireBearerToken(h.verify, &auth.RequireBearerTokenOptions{AllowMissingExpiration: true})(route)
+	store.ServeMany()
 	store.WatchTasks(h.wake)
 	return h, nil
 }
@@ -124,7 +127,7 @@ func (h *HTTP) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	client := clientAddr(r)
-	if wait := h.backingOff(client); wait > 0 {
+	if wait := h.backingOff(client); wait > 0 && !h.proven(r) {
 		w.Header().Set("Retry-After", strconv.Itoa(int(math.Ceil(wait.Seconds()))))
 		http.Error(w, fmt.Sprintf("too many requests with a wrong or missing bearer token from %s: try again in %s with the passkey aipm agent add printed", client, wait.Round(time.Second)), http.StatusTooManyRequests)
 		return
@@ -161,6 +164,11 @@ func (h *HTTP) verify(_ context.Context, token string, r *http.Request) (*auth.T
 	agent, err := h.store.AgentOfPasskey(cfg, token)
 	if errors.Is(err, fsstore.ErrBadPasskey) {
 		h.failed(clientAddr(r))
+		if strings.HasPrefix(token, "$") {
+			// A client config's ${AIPM_PASSKEY} sent as it stands: Claude
+			// Code sends an unset variable's reference literally.
+			return nil, fmt.Errorf("%w: the bearer token is the unexpanded text %.40q: set that variable to the agent's passkey in the environment the client starts in", auth.ErrInvalidToken, token)
+		}
 		return nil, fmt.Errorf("%w: the bearer token is no AI agent's passkey here: send Authorization: Bearer <the passkey aipm agent add printed>", auth.ErrInvalidToken)
 	}
 	if err != nil {
@@ -217,13 +225,34 @@ func (h *HTTP) Close(ctx context.Context) {
 	}
 }
 
-// clientAddr is the client's IP address, the unit of the back-off.
+// proven says whether r's bearer token is a passkey that already proved
+// itself here (its agent's Server exists): a client in back-off is slowed
+// in its guesses, but an agent whose passkey is known to be right is not
+// locked out by another client's bad token from the same address (a
+// loopback, a NAT). The token is still checked as any other.
+func (h *HTTP) proven(r *http.Request) bool {
+	token, ok := strings.CutPrefix(r.Header.Get("Authorization"), "Bearer ")
+	if !ok || token == "" {
+		return false
+	}
+	key := sha256.Sum256([]byte(token))
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	return h.servers[key] != nil
+}
+
+// clientAddr is the unit of the back-off: the client's IP address, an
+// IPv6 one by its /64 (one host commonly holds a whole /64).
 func clientAddr(r *http.Request) string {
 	host, _, err := net.SplitHostPort(r.RemoteAddr)
 	if err != nil {
-		return r.RemoteAddr
+		host = r.RemoteAddr
 	}
-	return host
+	ip := net.ParseIP(host)
+	if ip == nil || ip.To4() != nil {
+		return host
+	}
+	return ip.Mask(net.CIDRMask(64, 128)).String() + "/64"
 }
 
 // backingOff is how long client must wait before its next request counts.
@@ -231,6 +260,9 @@ func (h *HTTP) backingOff(client string) time.Duration {
 	h.mu.Lock()
 	defer h.mu.Unlock()
 	f := h.failures[client]
+	if f == nil && len(h.failures) >= maxClients {
+		f = h.failures[overflowClients] // failed has counted it there
+	}
 	if f == nil {
 		return 0
 	}
@@ -247,6 +279,14 @@ func (h *HTTP) failed(client string) {
 		if len(h.failures) >= maxClients {
 			h.forgetExpired()
 		}
+		if len(h.failures) >= maxClients {
+			// Full of clients in back-off: the newcomers share one entry
+			// (and so one back-off) rather than grow the table.
+			client = overflowClients
+			f = h.failures[client]
+		}
+	}
+	if f == nil {
 		f = &clientFailures{}
 		h.failures[client] = f
 	}
@@ -255,8 +295,10 @@ func (h *HTTP) failed(client string) {
 }
 
 // maxClients bounds the failure table; past it, entries whose back-off
-// ended are forgotten.
+// ended are forgotten, and new clients share overflowClients's entry.
 const maxClients = 4096
+
+const overflowClients = "(many clients)"
 
 func (h *HTTP) forgetExpired() {
 	now := h.now()
@@ -326,6 +368,26 @@ func (ls *links) finish(id string, l *link) []handed {
 	return l.handed
 }
 
+// handing says whether a request in flight carries a batch handed to
+// session: its answer is not out yet, so the batch is not read yet (false
+// over stdio, where ls is nil).
+func (ls *links) handing(session string) bool {
+	if ls == nil {
+		return false
+	}
+	ls.mu.Lock()
+	defer ls.mu.Unlock()
+	for _, l := range ls.m {
+		l.mu.Lock()
+		found := !l.done && slices.ContainsFunc(l.handed, func(h handed) bool { return h.ses.ID == session })
+		l.mu.Unlock()
+		if found {
+			return true
+		}
+	}
+	return false
+}
+
 // join is ctx ended also when the HTTP request call came in ends, and that
 // request's link (nil over stdio, or nil with a ctx already ended when the
 // request is over).
@@ -346,18 +408,30 @@ func (ls *links) join(ctx context.Context, call *mcp.CallToolRequest) (context.C
 	return ctx, l, func() { stop(); cancel() }
 }
 
-// handedOver records that a call of ses's that may have handed it a batch
-// ran in link's request. If the request is over, or the call was cancelled,
-// the answer will not reach the client: the batch is taken back now.
+// handing records, before a call of ses's that may hand it a batch runs,
+// that its answer goes out in l's request (nothing over stdio, where l is
+// nil): until then the batch is not read (links.handing), and if the
+// answer is not written after this point, it is taken back.
+func (l *link) handing(ses fsstore.Session) {
+	if l == nil {
+		return
+	}
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	if !l.done {
+		l.handed = append(l.handed, handed{ses: ses, mark: l.w.written.Load()})
+	}
+}
+
+// handedOver is the end of such a call: if its request is over, or the
+// call was cancelled, the answer will not reach the client and the batch
+// is taken back now (else when the request ends: HTTP.ServeHTTP).
 func (s *Server) handedOver(ctx context.Context, l *link, ses fsstore.Session) {
 	if l == nil {
 		return
 	}
 	l.mu.Lock()
 	done := l.done
-	if !done {
-		l.handed = append(l.handed, handed{ses: ses, mark: l.w.written.Load()})
-	}
 	l.mu.Unlock()
 	if done || ctx.Err() != nil {
 		unhand(ctx, s.store, s.log, ses)
@@ -367,11 +441,13 @@ func (s *Server) handedOver(ctx context.Context, l *link, ses fsstore.Session) {
 // unhand takes back what ses was handed in a response that never reached
 // its client.
 func unhand(ctx context.Context, store *fsstore.Store, log *slog.Logger, ses fsstore.Session) {
-	if err := store.Unhand(context.WithoutCancel(ctx), ses.Agent, ses.ID); err != nil {
+	took, err := store.Unhand(context.WithoutCancel(ctx), ses.Agent, ses.ID)
+	switch {
+	case err != nil:
 		log.Error("take back a batch the client never got", "session", ses.ID, "err", err)
-		return
+	case took:
+		log.Info("the client went away mid-call: its batch comes again, marked redelivered", "session", ses.ID)
 	}
-	log.Info("the client went away mid-call: its batch comes again, marked redelivered", "session", ses.ID)
 }
 
 // linkWriter remembers whether writing the response failed (the client

@@ -17,8 +17,9 @@ import (
 // response of get_pending_messages is on its way (the client reads none
 // of it; its receive buffer is small, so the server is still writing). The
 // batch it was handed comes again on the session's next call, every
-// message marked redelivered, none lost. A wait whose connection closes
-// ends at once.
+// message marked redelivered, none lost, also when a parallel call of the
+// same session comes in meanwhile. A wait whose connection closes ends at
+// once.
 func TestHTTPLinkCutLosesNothing(t *testing.T) {
 	p := newProject(t)
 	srv := p.serveHTTP()
@@ -70,36 +71,46 @@ func TestHTTPLinkCutLosesNothing(t *testing.T) {
 		t.Fatalf("the wait ended %v after its connection closed", time.Since(start))
 	}
 
+	// The batch's answer cut mid-write with a parallel call of the same
+	// session on another connection while the answer is on its way (a
+	// client's parallel tool calls): that call must not count the batch as
+	// read before its answer is out. Then alone.
 	const n = 100 // get_pending_messages' largest page
-	for i := range n {
-		p.send("coder", "reviewer", fmt.Sprintf("%03d %s", i, strings.Repeat("x", fsstore.MaxContent-8)))
-	}
-
 	readJSON := p.store.Root() + "/agents/reviewer/read.json"
-	cut(callBody(fmt.Sprintf(`{"session_token":%q,"limit":%d}`, rtok, n)), func() {
-		// Cut once the batch is handed (read.json names it pending).
-		for deadline := time.Now().Add(20 * time.Second); ; time.Sleep(5 * time.Millisecond) {
-			data, _ := os.ReadFile(readJSON)
-			if strings.Contains(string(data), `"pending"`) {
-				return
+	for _, parallel := range []bool{true, false} {
+		for i := range n {
+			p.send("coder", "reviewer", fmt.Sprintf("%03d %s", i, strings.Repeat("x", fsstore.MaxContent-8)))
+		}
+		comesAgain := srv.stderr.count("its batch comes again")
+		cut(callBody(fmt.Sprintf(`{"session_token":%q,"limit":%d}`, rtok, n)), func() {
+			// Cut once the batch is handed (read.json names it pending).
+			for deadline := time.Now().Add(20 * time.Second); ; time.Sleep(5 * time.Millisecond) {
+				data, _ := os.ReadFile(readJSON)
+				if strings.Contains(string(data), `"pending"`) {
+					break
+				}
+				if time.Now().After(deadline) {
+					t.Fatalf("the batch was never handed: %s", data)
+				}
 			}
-			if time.Now().After(deadline) {
-				t.Fatalf("the batch was never handed: %s", data)
+			if parallel {
+				if r := call(t, reviewer, "list_tasks", map[string]any{"session_token": rtok}); r.isError {
+					t.Fatalf("the parallel call: %s", r.text)
+				}
+			}
+		})
+		srv.stderr.waitFor(t, "its batch comes again", comesAgain+1)
+
+		r := call(t, reviewer, "get_pending_messages", map[string]any{"session_token": rtok, "limit": n})
+		msgs, _ := r.data["pending_messages"].([]any)
+		if r.isError || len(msgs) != n {
+			t.Fatalf("after the cut (parallel call: %v): %d messages, want %d: %.300s", parallel, len(msgs), n, r.text)
+		}
+		for i, m := range msgs {
+			mm := m.(map[string]any)
+			if !strings.HasPrefix(mm["content"].(string), fmt.Sprintf("%03d ", i)) || mm["redelivered"] != true {
+				t.Fatalf("message %d after the cut (parallel call: %v): %.40v redelivered=%v", i, parallel, mm["content"], mm["redelivered"])
 			}
 		}
-	})
-	srv.stderr.waitFor(t, "its batch comes again", 1)
-
-	r := call(t, reviewer, "get_pending_messages", map[string]any{"session_token": rtok, "limit": n})
-	msgs, _ := r.data["pending_messages"].([]any)
-	if r.isError || len(msgs) != n {
-		t.Fatalf("after the cut: %d messages, want %d: %.300s", len(msgs), n, r.text)
 	}
-	for i, m := range msgs {
-		mm := m.(map[string]any)
-		if !strings.HasPrefix(mm["content"].(string), fmt.Sprintf("%03d ", i)) || mm["redelivered"] != true {
-			t.Fatalf("message %d after the cut: %.40v redelivered=%v", i, mm["content"], mm["redelivered"])
-		}
-	}
-
 }

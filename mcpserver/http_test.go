@@ -259,9 +259,11 @@ func TestHTTPRefusals(t *testing.T) {
 
 	// Three failures are free; the fourth starts a back-off of a second
 	// (fsstore.BackoffAfter), during which a right token is refused too.
-	resp, _ = post(t, client, srv.url, initBody, map[string]string{"Authorization": "Bearer aipk_wrong"})
-	if resp.StatusCode != 401 {
-		t.Fatalf("fourth failure: %d", resp.StatusCode)
+	// (The fourth is a client config's variable sent unexpanded, as Claude
+	// Code sends an unset one: the answer says so.)
+	resp, body = post(t, client, srv.url, initBody, map[string]string{"Authorization": "Bearer ${AIPM_PASSKEY}"})
+	if resp.StatusCode != 401 || !strings.Contains(body, "unexpanded") {
+		t.Fatalf("fourth failure: %d %s", resp.StatusCode, body)
 	}
 	resp, body = post(t, client, srv.url, initBody, map[string]string{"Authorization": "Bearer " + p.passkeys["coder"]})
 	if resp.StatusCode != 429 || resp.Header.Get("Retry-After") != "1" {

@@ -123,6 +123,9 @@ func addHelp(srv *mcp.Server, s *Server, tool *mcp.Tool) {
 		var sesErr error
 		if in.SessionToken != "" {
 			got, err := s.store.CheckSession(ctx, in.SessionToken)
+			if (err == nil || errors.Is(err, fsstore.ErrExpiryNotSaved)) && s.foreign(got) {
+				err = fsstore.ErrNotFound // another agent's token says nothing here
+			}
 			if err == nil || errors.Is(err, fsstore.ErrExpiryNotSaved) {
 				ses, out.Purpose = &got, got.Purpose
 			} else {

@@ -90,7 +90,7 @@ func (st *starter) start(ctx context.Context, cfg *fsstore.Config, a fsstore.Age
 	}
 	defer slot.Close() // the started process holds its own copy
 	if stale != nil {
-		st.store.Runs().EndSessions(ctx, *stale)
+		st.store.Runs().EndStaleSessions(ctx, *stale)
 	}
 	if err := st.spawn(cfg, a, t, &run, cred, slot); err != nil {
 		st.log.Error("agent start failed", "agent", a.ID, "purpose", t.Purpose, "err", err, "cooldown", cfg.Defaults.SpawnCooldown.Duration)

@@ -97,18 +97,18 @@ func TestBenchOnly(t *testing.T) {
 	}
 
 	stderr.Reset()
-	cmd = exec.Command(bin, "bench", "--only", "P4,P10")
+	cmd = exec.Command(bin, "bench", "--only", "P4,P11")
 	cmd.Stderr = &stderr
 	out, err = cmd.Output()
 	var exit *exec.ExitError
 	if !errors.As(err, &exit) || exit.ExitCode() != 2 {
-		t.Fatalf("--only P4,P10: err = %v, want exit code 2\n%s", err, out)
+		t.Fatalf("--only P4,P11: err = %v, want exit code 2\n%s", err, out)
 	}
-	if want := `aipm: --only "P10": no such target; name some of P1 to P9, or a P3, P6, P8 or P9 row (P3c, P3s, P6a to P6h, P8a, P8b, P9a to P9c)`; !strings.Contains(stderr.String(), want) {
-		t.Errorf("--only P4,P10: stderr %q, want %q", stderr.String(), want)
+	if want := `aipm: --only "P11": no such target; name some of P1 to P10, or a P3, P6, P8, P9 or P10 row (P3c, P3s, P6a to P6h, P8a, P8b, P9a to P9c, P10s1, P10s2, P10h1, P10h2)`; !strings.Contains(stderr.String(), want) {
+		t.Errorf("--only P4,P11: stderr %q, want %q", stderr.String(), want)
 	}
 	if strings.Contains(stderr.String(), "P4:") {
-		t.Errorf("--only P4,P10 measured before refusing:\n%s", stderr.String())
+		t.Errorf("--only P4,P11 measured before refusing:\n%s", stderr.String())
 	}
 }
 

@@ -83,7 +83,9 @@ func serveHTTP(ctx context.Context, o *serveOptions, store *fsstore.Store) error
 	// whose answer cannot go out any more is taken back.
 	base, endRequests := context.WithCancel(context.WithoutCancel(ctx))
 	defer endRequests()
-	srv := &http.Server{Handler: mux, ReadHeaderTimeout: 10 * time.Second, ErrorLog: slog.NewLogLogger(log.Handler(), slog.LevelWarn),
+	// No read or write timeout: a waiting get_next_action answers after
+	// minutes. An idle keep-alive connection is closed after two.
+	srv := &http.Server{Handler: mux, ReadHeaderTimeout: 10 * time.Second, IdleTimeout: 2 * time.Minute, ErrorLog: slog.NewLogLogger(log.Handler(), slog.LevelWarn),
 		BaseContext: func(net.Listener) context.Context { return base }}
 	fmt.Fprintln(e.stdout, origin+"/mcp")
 	log.Info("serving MCP over streamable HTTP", "url", origin+"/mcp")

@@ -174,13 +174,19 @@ func (h *HTTP) verify(_ context.Context, token string, r *http.Request) (*auth.T
 	if err != nil {
 		return nil, err
 	}
-	h.succeeded(clientAddr(r))
 	key := sha256.Sum256([]byte(token))
 	h.mu.Lock()
-	if h.servers[key] == nil {
+	proven := h.servers[key] != nil
+	if !proven {
 		h.servers[key] = h.agentServer(fsstore.Credential{Agent: agent, Passkey: token})
 	}
 	h.mu.Unlock()
+	if !proven {
+		// A right passkey ends its address's back-off, once: a passkey
+		// already proven (which passes a back-off) does not end another
+		// client's.
+		h.succeeded(clientAddr(r))
+	}
 	return &auth.TokenInfo{UserID: agent, Extra: map[string]any{serverKey: key}}, nil
 }
 

@@ -239,6 +239,10 @@ func TestHTTPRefusals(t *testing.T) {
 		t.Fatal(err)
 	}
 	p.aipm(t, "agent", "remove", "gone")
+	freshKey, err := p.store.AddAgent(context.Background(), fsstore.NewAgent{ID: "fresh", Type: fsstore.AgentAI, Parent: "lead"})
+	if err != nil {
+		t.Fatal(err)
+	}
 	srv := p.serveHTTP()
 	client := &http.Client{}
 	before := p.tree()
@@ -299,6 +303,22 @@ func TestHTTPRefusals(t *testing.T) {
 	req.Header.Set("Accept", "application/json, text/event-stream")
 	if resp, err := client.Do(req); err != nil || resp.StatusCode != 403 {
 		t.Fatalf("a foreign Host: %v %v", resp, err)
+	}
+
+	// Another client on the same address guesses again (a failure after a
+	// success starts over at the free ones, then backs off): a passkey that
+	// proved itself passes, one not seen yet waits like the guesser.
+	for range 4 {
+		post(t, client, srv.url, initBody, map[string]string{"Authorization": "Bearer aipk_wrong"})
+	}
+	if resp, body = post(t, client, srv.url, initBody, map[string]string{"Authorization": "Bearer " + freshKey}); resp.StatusCode != 429 {
+		t.Fatalf("a passkey not seen yet, in back-off: %d %s", resp.StatusCode, body)
+	}
+	if resp, body = post(t, client, srv.url, initBody, map[string]string{"Authorization": "Bearer " + p.passkeys["coder"]}); resp.StatusCode != 200 {
+		t.Fatalf("a passkey proven before, in another client's back-off: %d %s", resp.StatusCode, body)
+	}
+	if resp, _ = post(t, client, srv.url, initBody, map[string]string{"Authorization": "Bearer aipk_wrong"}); resp.StatusCode != 429 {
+		t.Fatalf("the proven passkey's request ended the guesser's back-off: %d", resp.StatusCode)
 	}
 }
 

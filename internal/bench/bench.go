@@ -550,10 +550,7 @@ func FloorReader(ctx context.Context, args []string, stdout io.Writer) error {
 func (b *bench) throughput() ([]Row, error) {
 	const n = 8
 	b.progress("P2: %d servers x %d send_message", n, b.sends)
-	var agents []string
-	for i := 0; i < n; i++ {
-		agents = append(agents, fmt.Sprintf("s%d", i))
-	}
+	agents := senders(n)
 	store, keys, err := b.project("p2", agents...)
 	if err != nil {
 		return nil, err
@@ -632,6 +629,15 @@ func (b *bench) throughput() ([]Row, error) {
 		compared: fmt.Sprintf("%.0f%% of floor", 100*ratio), target: ">= 60% of floor", met: ratio >= 0.6,
 		cpu: usage.String(),
 	}}, nil
+}
+
+// senders are P2's agents: s0 to s(n-1).
+func senders(n int) []string {
+	agents := make([]string, n)
+	for i := range agents {
+		agents[i] = fmt.Sprintf("s%d", i)
+	}
+	return agents
 }
 
 // rpcFloor is P2's second reference: n line-protocol servers on pipes, each

@@ -287,10 +287,7 @@ func missingLinks(missing map[string]string, suffix, what string) []Row {
 func (b *bench) remoteThroughput() ([]Row, error) {
 	const n = 8
 	b.progress("P10: %d servers x %d send_message over each link (local, ssh, http), in rounds", n, b.sends)
-	var agents []string
-	for i := 0; i < n; i++ {
-		agents = append(agents, fmt.Sprintf("s%d", i))
-	}
+	agents := senders(n)
 	projects, missing, err := b.remoteProjects("p10-2", io.Discard, agents...)
 	if err != nil {
 		return nil, err

@@ -229,9 +229,7 @@ const initBody = `{"jsonrpc":"2.0","id":1,"method":"initialize","params":{"proto
 
 // A missing token, a wrong one and a removed agent's are refused (401 with
 // WWW-Authenticate: Bearer) and change nothing; an MCP session is bound to
-// its agent; a web page's Origin is refused; repeated failures back off
-// the client's address (429, Retry-After) even with a right token, until
-// the wait is over.
+// its agent; a web page's Origin and a foreign Host are refused.
 func TestHTTPRefusals(t *testing.T) {
 	p := newProject(t)
 	goneKey, err := p.store.AddAgent(context.Background(), fsstore.NewAgent{ID: "gone", Type: fsstore.AgentAI, Parent: "lead"})
@@ -239,62 +237,35 @@ func TestHTTPRefusals(t *testing.T) {
 		t.Fatal(err)
 	}
 	p.aipm(t, "agent", "remove", "gone")
-	freshKey, err := p.store.AddAgent(context.Background(), fsstore.NewAgent{ID: "fresh", Type: fsstore.AgentAI, Parent: "lead"})
-	if err != nil {
-		t.Fatal(err)
-	}
 	srv := p.serveHTTP()
 	client := &http.Client{}
 	before := p.tree()
 
-	resp, body := post(t, client, srv.url, initBody, nil)
-	if resp.StatusCode != 401 || !strings.HasPrefix(resp.Header.Get("WWW-Authenticate"), "Bearer") || !strings.Contains(body, "Authorization: Bearer") {
-		t.Fatalf("no token: %d %q %s", resp.StatusCode, resp.Header.Get("WWW-Authenticate"), body)
-	}
-	for _, tok := range []string{"aipk_wrong", goneKey} {
-		resp, body = post(t, client, srv.url, initBody, map[string]string{"Authorization": "Bearer " + tok})
-		if resp.StatusCode != 401 || !strings.HasPrefix(resp.Header.Get("WWW-Authenticate"), "Bearer") {
-			t.Fatalf("token %.12s...: %d %s", tok, resp.StatusCode, body)
+	for what, headers := range map[string]map[string]string{
+		"no token":                nil,
+		"a wrong token":           bearerOf("aipk_wrong"),
+		"a removed agent's token": bearerOf(goneKey),
+	} {
+		resp, body := expectStatus(t, client, srv.url, initBody, headers, 401, what)
+		if !strings.HasPrefix(resp.Header.Get("WWW-Authenticate"), "Bearer") || !strings.Contains(body, "Bearer") {
+			t.Fatalf("%s: WWW-Authenticate %q, body %s", what, resp.Header.Get("WWW-Authenticate"), body)
 		}
 	}
 	if after := p.tree(); after != before {
 		t.Fatalf("a refused request changed .ai-pm:\n%s\n---\n%s", before, after)
 	}
 
-	// Three failures are free; the fourth starts a back-off of a second
-	// (fsstore.BackoffAfter), during which a right token is refused too.
-	// (The fourth is a client config's variable sent unexpanded, as Claude
-	// Code sends an unset one: the answer says so.)
-	resp, body = post(t, client, srv.url, initBody, map[string]string{"Authorization": "Bearer ${AIPM_PASSKEY}"})
-	if resp.StatusCode != 401 || !strings.Contains(body, "unexpanded") {
-		t.Fatalf("fourth failure: %d %s", resp.StatusCode, body)
-	}
-	resp, body = post(t, client, srv.url, initBody, map[string]string{"Authorization": "Bearer " + p.passkeys["coder"]})
-	if resp.StatusCode != 429 || resp.Header.Get("Retry-After") != "1" {
-		t.Fatalf("in back-off with a right token: %d Retry-After %q %s", resp.StatusCode, resp.Header.Get("Retry-After"), body)
-	}
-	time.Sleep(1100 * time.Millisecond)
-	resp, body = post(t, client, srv.url, initBody, map[string]string{"Authorization": "Bearer " + p.passkeys["coder"]})
-	if resp.StatusCode != 200 {
-		t.Fatalf("after the back-off: %d %s", resp.StatusCode, body)
-	}
+	resp, _ := expectStatus(t, client, srv.url, initBody, bearerOf(p.passkeys["coder"]), 200, "the coder's token")
 	session := resp.Header.Get("Mcp-Session-Id")
-
 	// The coder's MCP session with the reviewer's token: the SDK's check.
 	list := `{"jsonrpc":"2.0","id":2,"method":"tools/list"}`
-	resp, body = post(t, client, srv.url, list, map[string]string{"Authorization": "Bearer " + p.passkeys["reviewer"], "Mcp-Session-Id": session, "Mcp-Protocol-Version": "2025-06-18"})
-	if resp.StatusCode != 403 {
-		t.Fatalf("another agent's token on the coder's MCP session: %d %s", resp.StatusCode, body)
-	}
+	expectStatus(t, client, srv.url, list, with(bearerOf(p.passkeys["reviewer"]), "Mcp-Session-Id", session, "Mcp-Protocol-Version", "2025-06-18"), 403,
+		"another agent's token on the coder's MCP session")
 	// A web page: refused before anything else.
-	resp, body = post(t, client, srv.url, initBody, map[string]string{"Authorization": "Bearer " + p.passkeys["coder"], "Origin": "https://evil.example"})
-	if resp.StatusCode != 403 || !strings.Contains(body, "Origin") {
-		t.Fatalf("a foreign Origin: %d %s", resp.StatusCode, body)
+	if _, body := expectStatus(t, client, srv.url, initBody, with(bearerOf(p.passkeys["coder"]), "Origin", "https://evil.example"), 403, "a foreign Origin"); !strings.Contains(body, "Origin") {
+		t.Fatalf("a foreign Origin: %s", body)
 	}
-	resp, _ = post(t, client, srv.url, initBody, map[string]string{"Authorization": "Bearer " + p.passkeys["coder"], "Origin": strings.TrimSuffix(srv.url, "/mcp")})
-	if resp.StatusCode != 200 {
-		t.Fatalf("the server's own Origin: %d", resp.StatusCode)
-	}
+	expectStatus(t, client, srv.url, initBody, with(bearerOf(p.passkeys["coder"]), "Origin", strings.TrimSuffix(srv.url, "/mcp")), 200, "the server's own Origin")
 	// The SDK's DNS-rebinding check stays on.
 	req, _ := http.NewRequest(http.MethodPost, srv.url, strings.NewReader(initBody))
 	req.Host = "evil.example"
@@ -304,22 +275,69 @@ func TestHTTPRefusals(t *testing.T) {
 	if resp, err := client.Do(req); err != nil || resp.StatusCode != 403 {
 		t.Fatalf("a foreign Host: %v %v", resp, err)
 	}
+}
 
-	// Another client on the same address guesses again (a failure after a
-	// success starts over at the free ones, then backs off): a passkey that
-	// proved itself passes, one not seen yet waits like the guesser.
+// Repeated failures back off the client's address (429, Retry-After) even
+// with a right token, until the wait is over; a passkey that proved itself
+// passes another client's back-off without ending it.
+func TestHTTPBackoff(t *testing.T) {
+	p := newProject(t)
+	freshKey, err := p.store.AddAgent(context.Background(), fsstore.NewAgent{ID: "fresh", Type: fsstore.AgentAI, Parent: "lead"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	srv := p.serveHTTP()
+	client := &http.Client{}
+
+	// Three failures are free; the fourth starts a back-off of a second
+	// (fsstore.BackoffAfter), during which a right token is refused too.
+	// (The fourth is a client config's variable sent unexpanded, as Claude
+	// Code sends an unset one: the answer says so.)
+	for range 3 {
+		expectStatus(t, client, srv.url, initBody, bearerOf("aipk_wrong"), 401, "a free failure")
+	}
+	if _, body := expectStatus(t, client, srv.url, initBody, bearerOf("${AIPM_PASSKEY}"), 401, "the fourth failure"); !strings.Contains(body, "unexpanded") {
+		t.Fatalf("an unexpanded variable as the token: %s", body)
+	}
+	if resp, _ := expectStatus(t, client, srv.url, initBody, bearerOf(p.passkeys["coder"]), 429, "in back-off with a right token"); resp.Header.Get("Retry-After") != "1" {
+		t.Fatalf("Retry-After %q, want 1", resp.Header.Get("Retry-After"))
+	}
+	time.Sleep(1100 * time.Millisecond)
+	expectStatus(t, client, srv.url, initBody, bearerOf(p.passkeys["coder"]), 200, "after the back-off")
+
+	// Another client on the same address guesses again (after a right
+	// passkey the failures start over): a passkey that proved itself passes,
+	// one not seen yet waits like the guesser, and the guesser still waits.
 	for range 4 {
-		post(t, client, srv.url, initBody, map[string]string{"Authorization": "Bearer aipk_wrong"})
+		post(t, client, srv.url, initBody, bearerOf("aipk_wrong"))
 	}
-	if resp, body = post(t, client, srv.url, initBody, map[string]string{"Authorization": "Bearer " + freshKey}); resp.StatusCode != 429 {
-		t.Fatalf("a passkey not seen yet, in back-off: %d %s", resp.StatusCode, body)
+	expectStatus(t, client, srv.url, initBody, bearerOf(freshKey), 429, "a passkey not seen yet, in back-off")
+	expectStatus(t, client, srv.url, initBody, bearerOf(p.passkeys["coder"]), 200, "a passkey proven before, in another client's back-off")
+	expectStatus(t, client, srv.url, initBody, bearerOf("aipk_wrong"), 429, "the guesser after the proven passkey's request")
+}
+
+// bearerOf is the header that carries token.
+func bearerOf(token string) map[string]string {
+	return map[string]string{"Authorization": "Bearer " + token}
+}
+
+// with adds header name, value pairs to h.
+func with(h map[string]string, kv ...string) map[string]string {
+	for i := 0; i+1 < len(kv); i += 2 {
+		h[kv[i]] = kv[i+1]
 	}
-	if resp, body = post(t, client, srv.url, initBody, map[string]string{"Authorization": "Bearer " + p.passkeys["coder"]}); resp.StatusCode != 200 {
-		t.Fatalf("a passkey proven before, in another client's back-off: %d %s", resp.StatusCode, body)
+	return h
+}
+
+// expectStatus posts body and fails the test unless the answer has status
+// want.
+func expectStatus(t *testing.T, client *http.Client, url, body string, headers map[string]string, want int, what string) (*http.Response, string) {
+	t.Helper()
+	resp, got := post(t, client, url, body, headers)
+	if resp.StatusCode != want {
+		t.Fatalf("%s: %d, want %d: %.300s", what, resp.StatusCode, want, got)
 	}
-	if resp, _ = post(t, client, srv.url, initBody, map[string]string{"Authorization": "Bearer aipk_wrong"}); resp.StatusCode != 429 {
-		t.Fatalf("the proven passkey's request ended the guesser's back-off: %d", resp.StatusCode)
-	}
+	return resp, got
 }
 
 // TLS: a certificate made here; the SDK client connects over https.

@@ -66,6 +66,9 @@ aipm agent passkey ID --save, so that the remote entry carries no secret.`,
 }
 
 func serveRun(ctx context.Context, o *serveOptions) error {
+	if o.http != "" && o.agent != "" {
+		return usageError("serve --http and --agent do not go together: over HTTP each request's bearer token says which agent calls")
+	}
 	if err := o.checkHTTP(); err != nil {
 		return err
 	}
@@ -74,9 +77,6 @@ func serveRun(ctx context.Context, o *serveOptions) error {
 		return err
 	}
 	if o.http != "" {
-		if o.agent != "" {
-			return usageError("serve --http and --agent do not go together: over HTTP each request's bearer token says which agent calls")
-		}
 		return serveHTTP(ctx, o, store)
 	}
 	var saved *mcpserver.Credential

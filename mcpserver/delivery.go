@@ -23,17 +23,16 @@ import (
 // lets through is in its spec (toolSpec).
 func (s *Server) deliver(ctx context.Context, call *mcp.CallToolRequest, spec toolSpec, ses fsstore.Session) (stop *mcp.CallToolResult) {
 	tool := call.Params.Name
-	switch {
-	case s.links.handing(ses.ID):
-		// A batch of this session is still on its way to the client in
-		// another request (parallel calls over HTTP): it is read only once
-		// that answer is out, and taken back if it never gets there.
-	case !s.acks.clear(ses.ID):
-		if err := s.store.AcknowledgeVia(ctx, ses.Agent, ses.ID, tool, spec.readStreams()...); err != nil {
-			s.log.Error("acknowledge", "agent", ses.Agent, "session", ses.ID, "err", err)
-		} else if !spec.handsBatch {
-			s.acks.set(ses.ID, true)
-		}
+	if !s.acks.clear(ses.ID) {
+		// Skipped while another request carries a batch of the session
+		// (parallel calls over HTTP): it is read once that answer is out.
+		s.links.ifFree(ses.ID, func() {
+			if err := s.store.AcknowledgeVia(ctx, ses.Agent, ses.ID, tool, spec.readStreams()...); err != nil {
+				s.log.Error("acknowledge", "agent", ses.Agent, "session", ses.ID, "err", err)
+			} else if !spec.handsBatch {
+				s.acks.set(ses.ID, true)
+			}
+		})
 	}
 	if spec.handsBatch {
 		s.acks.set(ses.ID, false) // it may hand the session a batch now

@@ -65,13 +65,16 @@ func (s *Server) gate() mcp.Middleware {
 				return stop, nil
 			}
 			if spec.handsBatch {
-				// Before the tool runs: a parallel call of the session
-				// must not count the batch read until its answer is out.
-				link.handing(ses)
+				// Over HTTP, before the tool runs: one request at a time
+				// carries the session's batch (links.claim).
+				if err := s.links.claim(ctx, link, ses); err != nil {
+					return nil, err
+				}
 			}
 			callCtx, ended := withWaitEnd(withSession(ctx, ses))
 			res, err = explained(name)(next(callCtx, method, req))
 			if spec.handsBatch {
+				s.acks.set(ses.ID, false) // a parallel call may have set it meanwhile
 				s.handedOver(ctx, link, ses)
 			}
 			if ended.by != nil {

@@ -179,11 +179,21 @@ func (r result) code() string {
 
 func call(t testing.TB, cs *mcp.ClientSession, tool string, args map[string]any) result {
 	t.Helper()
+	r, err := tryCall(cs, tool, args)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return r
+}
+
+// tryCall is call for a goroutine other than the test's: a protocol error
+// is returned.
+func tryCall(cs *mcp.ClientSession, tool string, args map[string]any) (result, error) {
 	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
 	defer cancel()
 	res, err := cs.CallTool(ctx, &mcp.CallToolParams{Name: tool, Arguments: args})
 	if err != nil {
-		t.Fatalf("%s: protocol error: %v", tool, err)
+		return result{}, fmt.Errorf("%s: protocol error: %w", tool, err)
 	}
 	var texts []string
 	for _, c := range res.Content {
@@ -196,7 +206,7 @@ func call(t testing.TB, cs *mcp.ClientSession, tool string, args map[string]any)
 		data, _ := json.Marshal(res.StructuredContent)
 		json.Unmarshal(data, &r.data)
 	}
-	return r
+	return r, nil
 }
 
 // authenticate opens a session of the given purpose by writing the trigger

@@ -2,16 +2,13 @@ package mcpserver
 
 import (
 	"context"
-	"crypto/rand"
 	"crypto/sha256"
-	"encoding/hex"
 	"errors"
 	"fmt"
 	"log/slog"
 	"math"
 	"net"
 	"net/http"
-	"slices"
 	"strconv"
 	"strings"
 	"sync"
@@ -77,7 +74,7 @@ type clientFailures struct {
 // sessions it keeps end after the config's session idle timeout without a
 // request.
 func NewHTTP(store *fsstore.Store, log *slog.Logger, version string, opts HTTPOptions) (*HTTP, error) {
-	h := &HTTP{store: store, log: log, version: version, origin: opts.Origin, wake: wake.New(), links: &links{m: map[string]*link{}},
+	h := &HTTP{store: store, log: log, version: version, origin: opts.Origin, wake: wake.New(), links: newLinks(log),
 		servers: map[[32]byte]*Server{}, failures: map[string]*clientFailures{}, now: opts.Now}
 	if h.now == nil {
 		h.now = time.Now
@@ -152,6 +149,7 @@ func (h *HTTP) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		}
 		unhand(r.Context(), h.store, h.log, hd.ses)
 	}
+	h.links.settle(l) // only now may another call of those sessions read
 }
 
 // verify is the bearer token check (auth.RequireBearerToken): the agent
@@ -237,10 +235,11 @@ func (h *HTTP) Close(ctx context.Context) {
 // locked out by another client's bad token from the same address (a
 // loopback, a NAT). The token is still checked as any other.
 func (h *HTTP) proven(r *http.Request) bool {
-	token, ok := strings.CutPrefix(r.Header.Get("Authorization"), "Bearer ")
-	if !ok || token == "" {
+	fields := strings.Fields(r.Header.Get("Authorization")) // as the SDK's RequireBearerToken reads it
+	if len(fields) != 2 || !strings.EqualFold(fields[0], "bearer") {
 		return false
 	}
+	token := fields[1]
 	key := sha256.Sum256([]byte(token))
 	h.mu.Lock()
 	defer h.mu.Unlock()
@@ -267,7 +266,10 @@ func (h *HTTP) backingOff(client string) time.Duration {
 	defer h.mu.Unlock()
 	f := h.failures[client]
 	if f == nil && len(h.failures) >= maxClients {
-		f = h.failures[overflowClients] // failed has counted it there
+		h.forgetExpired() // as failed does, so that both agree
+		if len(h.failures) >= maxClients {
+			f = h.failures[overflowClients] // failed has counted it there
+		}
 	}
 	if f == nil {
 		return 0
@@ -320,128 +322,6 @@ func (h *HTTP) succeeded(client string) {
 	h.mu.Lock()
 	defer h.mu.Unlock()
 	delete(h.failures, client)
-}
-
-// links are the HTTP requests in flight, by the id the handler put in
-// linkHeader: a call's context ends when its request does, and a batch
-// handed in a response that never reached the client is taken back.
-type links struct {
-	mu sync.Mutex
-	m  map[string]*link
-}
-
-type link struct {
-	ctx    context.Context // ends when the request ends (the client went away, or it was answered)
-	cancel context.CancelFunc
-	w      *linkWriter
-	mu     sync.Mutex
-	done   bool
-	handed []handed // sessions a call of this request handed a batch
-}
-
-// handed is a session handed a batch, and how much of the response was
-// written by then.
-type handed struct {
-	ses  fsstore.Session
-	mark int64
-}
-
-func (ls *links) add(parent context.Context, w *linkWriter) (string, *link) {
-	var b [12]byte
-	if _, err := rand.Read(b[:]); err != nil {
-		panic(err) // crypto/rand does not fail on Linux
-	}
-	id := hex.EncodeToString(b[:])
-	ctx, cancel := context.WithCancel(parent)
-	l := &link{ctx: ctx, cancel: cancel, w: w}
-	ls.mu.Lock()
-	ls.m[id] = l
-	ls.mu.Unlock()
-	return id, l
-}
-
-// finish ends the request id: calls still running in it are cancelled
-// (their response can no longer be part of it). It returns the sessions
-// its calls handed a batch.
-func (ls *links) finish(id string, l *link) []handed {
-	ls.mu.Lock()
-	delete(ls.m, id)
-	ls.mu.Unlock()
-	l.cancel()
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	l.done = true
-	return l.handed
-}
-
-// handing says whether a request in flight carries a batch handed to
-// session: its answer is not out yet, so the batch is not read yet (false
-// over stdio, where ls is nil).
-func (ls *links) handing(session string) bool {
-	if ls == nil {
-		return false
-	}
-	ls.mu.Lock()
-	defer ls.mu.Unlock()
-	for _, l := range ls.m {
-		l.mu.Lock()
-		found := !l.done && slices.ContainsFunc(l.handed, func(h handed) bool { return h.ses.ID == session })
-		l.mu.Unlock()
-		if found {
-			return true
-		}
-	}
-	return false
-}
-
-// join is ctx ended also when the HTTP request call came in ends, and that
-// request's link (nil over stdio, or nil with a ctx already ended when the
-// request is over).
-func (ls *links) join(ctx context.Context, call *mcp.CallToolRequest) (context.Context, *link, func()) {
-	if ls == nil || call.Extra == nil || call.Extra.Header == nil {
-		return ctx, nil, func() {}
-	}
-	id := call.Extra.Header.Get(linkHeader)
-	ls.mu.Lock()
-	l := ls.m[id]
-	ls.mu.Unlock()
-	ctx, cancel := context.WithCancel(ctx)
-	if l == nil {
-		cancel() // the request is over: nobody can get the answer
-		return ctx, nil, cancel
-	}
-	stop := context.AfterFunc(l.ctx, cancel)
-	return ctx, l, func() { stop(); cancel() }
-}
-
-// handing records, before a call of ses's that may hand it a batch runs,
-// that its answer goes out in l's request (nothing over stdio, where l is
-// nil): until then the batch is not read (links.handing), and if the
-// answer is not written after this point, it is taken back.
-func (l *link) handing(ses fsstore.Session) {
-	if l == nil {
-		return
-	}
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	if !l.done {
-		l.handed = append(l.handed, handed{ses: ses, mark: l.w.written.Load()})
-	}
-}
-
-// handedOver is the end of such a call: if its request is over, or the
-// call was cancelled, the answer will not reach the client and the batch
-// is taken back now (else when the request ends: HTTP.ServeHTTP).
-func (s *Server) handedOver(ctx context.Context, l *link, ses fsstore.Session) {
-	if l == nil {
-		return
-	}
-	l.mu.Lock()
-	done := l.done
-	l.mu.Unlock()
-	if done || ctx.Err() != nil {
-		unhand(ctx, s.store, s.log, ses)
-	}
 }
 
 // unhand takes back what ses was handed in a response that never reached

@@ -71,46 +71,84 @@ func TestHTTPLinkCutLosesNothing(t *testing.T) {
 		t.Fatalf("the wait ended %v after its connection closed", time.Since(start))
 	}
 
-	// The batch's answer cut mid-write with a parallel call of the same
-	// session on another connection while the answer is on its way (a
-	// client's parallel tool calls): that call must not count the batch as
-	// read before its answer is out. Then alone.
+	// The batch's answer cut mid-write: alone, and with a parallel call of
+	// the same session on another connection while the answer is on its
+	// way (a client's parallel tool calls). A parallel call must not count
+	// the batch as read before its answer is out (list_tasks), and a
+	// parallel read waits until the cut answer's batch is taken back, then
+	// gets it (get_pending_messages).
 	const n = 100 // get_pending_messages' largest page
 	readJSON := p.store.Root() + "/agents/reviewer/read.json"
-	for _, parallel := range []bool{true, false} {
+	pending := map[string]any{"session_token": rtok, "limit": n}
+	for _, parallel := range []string{"list_tasks", "get_pending_messages", ""} {
+		// The session's last batch read (any call reads it), so that the
+		// pending batch awaited below is the new one.
+		call(t, reviewer, "list_tasks", map[string]any{"session_token": rtok})
+		if data, _ := os.ReadFile(readJSON); strings.Contains(string(data), `"pending"`) {
+			t.Fatalf("a batch is still pending before the round: %s", data)
+		}
 		for i := range n {
 			p.send("coder", "reviewer", fmt.Sprintf("%03d %s", i, strings.Repeat("x", fsstore.MaxContent-8)))
 		}
-		comesAgain := srv.stderr.count("its batch comes again")
+		comesAgain, waiting := srv.stderr.count("its batch comes again"), srv.stderr.count("waiting for it")
+		var read chan result
 		cut(callBody(fmt.Sprintf(`{"session_token":%q,"limit":%d}`, rtok, n)), func() {
-			// Cut once the batch is handed (read.json names it pending).
-			for deadline := time.Now().Add(20 * time.Second); ; time.Sleep(5 * time.Millisecond) {
-				data, _ := os.ReadFile(readJSON)
-				if strings.Contains(string(data), `"pending"`) {
-					break
-				}
-				if time.Now().After(deadline) {
-					t.Fatalf("the batch was never handed: %s", data)
-				}
-			}
-			if parallel {
+			waitHanded(t, readJSON) // cut once the batch is handed
+			switch parallel {
+			case "list_tasks":
 				if r := call(t, reviewer, "list_tasks", map[string]any{"session_token": rtok}); r.isError {
 					t.Fatalf("the parallel call: %s", r.text)
 				}
+			case "get_pending_messages":
+				read = make(chan result, 1)
+				go func() {
+					r, err := tryCall(reviewer, "get_pending_messages", pending)
+					if err != nil {
+						r = result{isError: true, text: err.Error()}
+					}
+					read <- r
+				}()
+				srv.stderr.waitFor(t, "waiting for it", waiting+1) // in its claim, waiting for the cut request
 			}
 		})
 		srv.stderr.waitFor(t, "its batch comes again", comesAgain+1)
 
-		r := call(t, reviewer, "get_pending_messages", map[string]any{"session_token": rtok, "limit": n})
-		msgs, _ := r.data["pending_messages"].([]any)
-		if r.isError || len(msgs) != n {
-			t.Fatalf("after the cut (parallel call: %v): %d messages, want %d: %.300s", parallel, len(msgs), n, r.text)
+		var r result
+		if read != nil {
+			r = <-read
+		} else {
+			r = call(t, reviewer, "get_pending_messages", pending)
 		}
-		for i, m := range msgs {
-			mm := m.(map[string]any)
-			if !strings.HasPrefix(mm["content"].(string), fmt.Sprintf("%03d ", i)) || mm["redelivered"] != true {
-				t.Fatalf("message %d after the cut (parallel call: %v): %.40v redelivered=%v", i, parallel, mm["content"], mm["redelivered"])
-			}
+		allRedelivered(t, r, n, "after the cut (parallel "+parallel+")")
+	}
+}
+
+// waitHanded returns once the agent's read.json names a pending batch.
+func waitHanded(t *testing.T, readJSON string) {
+	t.Helper()
+	for deadline := time.Now().Add(20 * time.Second); ; time.Sleep(5 * time.Millisecond) {
+		data, _ := os.ReadFile(readJSON)
+		if strings.Contains(string(data), `"pending"`) {
+			return
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("the batch was never handed: %s", data)
+		}
+	}
+}
+
+// allRedelivered checks that r handed messages 000 to n-1, in order, each
+// marked redelivered.
+func allRedelivered(t *testing.T, r result, n int, what string) {
+	t.Helper()
+	msgs, _ := r.data["pending_messages"].([]any)
+	if r.isError || len(msgs) != n {
+		t.Fatalf("%s: %d messages, want %d: %.300s", what, len(msgs), n, r.text)
+	}
+	for i, m := range msgs {
+		mm := m.(map[string]any)
+		if !strings.HasPrefix(mm["content"].(string), fmt.Sprintf("%03d ", i)) || mm["redelivered"] != true {
+			t.Fatalf("%s: message %d: %.40v redelivered=%v", what, i, mm["content"], mm["redelivered"])
 		}
 	}
 }

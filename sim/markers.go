@@ -96,7 +96,15 @@ func (a *agent) checkReports(ctx context.Context, r result) (bool, error) {
 	}
 	notes, _ := n.data["notifications"].([]any)
 	for _, x := range notes {
-		if note, _ := x.(map[string]any); note["action"] == "decide" {
+		note, _ := x.(map[string]any)
+		switch {
+		case note["type"] == "interrupt":
+			// Read here, not as a call's INTERRUPT answer: an interrupt
+			// written while the last call ran shows in its notification
+			// count. Obeyed all the same.
+			a.say("interrupted: %s", firstSentence(fmt.Sprint(note["message"])))
+			return true, a.comply(ctx, fmt.Sprint(note["instruction"]))
+		case note["action"] == "decide":
 			return a.reportDone(ctx, fmt.Sprint(note["task_id"]))
 		}
 	}

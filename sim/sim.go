@@ -123,6 +123,12 @@ func (a *agent) call(ctx context.Context, tool string, args map[string]any) (res
 func (a *agent) obey(ctx context.Context, notice string) error {
 	a.say("interrupted: %s", firstSentence(notice))
 	a.call(ctx, "get_notifications", map[string]any{})
+	return a.comply(ctx, notice)
+}
+
+// comply does what an interrupt's notice (or its notification's
+// instruction) says, once it is read.
+func (a *agent) comply(ctx context.Context, notice string) error {
 	tool, args, done := "logout", map[string]any{}, "logged out"
 	if a.purpose == "task" {
 		tool, args, done = "report_completed", map[string]any{"result": "blocked", "summary": "stopped on an interrupt"}, "reported blocked"

@@ -90,6 +90,16 @@ func (a *agent) checkReports(ctx context.Context, r result) (bool, error) {
 	if !strings.Contains(r.str("notification"), "get_notifications") {
 		return false, nil
 	}
+	return a.readNotifications(ctx, true)
+}
+
+// readNotifications reads the session's notifications and does what they
+// say: an interrupt is obeyed (errInterrupt), and with decide a completion
+// report on the task is decided. An interrupt read here, not as a call's
+// INTERRUPT answer (one written while the last call ran shows in its
+// notification count; get_next_action answers get_notifications for one
+// written before it), is obeyed all the same.
+func (a *agent) readNotifications(ctx context.Context, decide bool) (bool, error) {
 	n, err := a.call(ctx, "get_notifications", map[string]any{})
 	if err != nil {
 		return false, err
@@ -99,12 +109,9 @@ func (a *agent) checkReports(ctx context.Context, r result) (bool, error) {
 		note, _ := x.(map[string]any)
 		switch {
 		case note["type"] == "interrupt":
-			// Read here, not as a call's INTERRUPT answer: an interrupt
-			// written while the last call ran shows in its notification
-			// count. Obeyed all the same.
 			a.say("interrupted: %s", firstSentence(fmt.Sprint(note["message"])))
 			return true, a.comply(ctx, fmt.Sprint(note["instruction"]))
-		case note["action"] == "decide":
+		case decide && note["action"] == "decide":
 			return a.reportDone(ctx, fmt.Sprint(note["task_id"]))
 		}
 	}

@@ -46,15 +46,30 @@ func TestInterruptReadInNotifications(t *testing.T) {
 	defer cs.Close()
 	a := &agent{o: Options{Agent: "coder", Out: io.Discard}, cs: cs, token: "ses_1.x", purpose: "task"}
 
-	// get_task's answer: its line counts the interrupt written meanwhile.
-	got := result{data: map[string]any{"notification": "notifications: 1 unread (1 new): call get_notifications"}}
-	done, err := a.checkReports(ctx, got)
-	if !done || !errors.Is(err, errInterrupt) {
-		t.Fatalf("checkReports = %v, %v; want the agent to stop on the interrupt", done, err)
-	}
-	mu.Lock()
-	defer mu.Unlock()
-	if reported["result"] != "blocked" {
-		t.Errorf("report_completed got %v; want result blocked", reported)
+	for what, react := range map[string]func() error{
+		// get_task's answer: its line counts the interrupt written meanwhile.
+		"a call's notification line": func() error {
+			done, err := a.checkReports(ctx, result{data: map[string]any{"notification": "notifications: 1 unread (1 new): call get_notifications"}})
+			if !done {
+				return errors.New("not done")
+			}
+			return err
+		},
+		// get_next_action's answer when the interrupt came before it.
+		"get_next_action's get_notifications": func() error {
+			return a.act(ctx, result{data: map[string]any{"action": "get_notifications"}})
+		},
+	} {
+		mu.Lock()
+		reported = nil
+		mu.Unlock()
+		if err := react(); !errors.Is(err, errInterrupt) {
+			t.Errorf("%s: %v; want the agent to stop on the interrupt", what, err)
+		}
+		mu.Lock()
+		if reported["result"] != "blocked" {
+			t.Errorf("%s: report_completed got %v; want result blocked", what, reported)
+		}
+		mu.Unlock()
 	}
 }

@@ -240,7 +240,7 @@ func (a *agent) act(ctx context.Context, r result) error {
 	case "get_pending_messages":
 		return a.readMessages(ctx)
 	case "get_notifications":
-		_, err := a.call(ctx, "get_notifications", map[string]any{})
+		_, err := a.readNotifications(ctx, false)
 		return err
 	case "work":
 		if decided, err := a.decideReport(ctx, r); decided || err != nil {

@@ -380,9 +380,13 @@ func (d *demo) handEditInterrupts() error {
 	if err != nil {
 		return err
 	}
-	if err := d.until("coder's task session", func() bool {
+	// Edited once coder works on it (its log says so): a task blocked
+	// before its session's first get_next_action is no work, and the
+	// agent just exits, with nothing to stop and nothing to report.
+	if err := d.until("coder's task session to work on the task", func() bool {
 		live, _ := d.store.LiveSessions(time.Now())
-		return slices.ContainsFunc(live, func(s fsstore.Session) bool { return s.Agent == "coder" && s.TaskID == id })
+		return slices.ContainsFunc(live, func(s fsstore.Session) bool { return s.Agent == "coder" && s.TaskID == id }) &&
+			d.runLogSays("coder", fsstore.PurposeTask, "working on "+id)
 	}); err != nil {
 		return err
 	}
@@ -395,6 +399,18 @@ func (d *demo) handEditInterrupts() error {
 		runs, _ := d.store.Runs().List()
 		return err == nil && t.Result == "blocked" && len(runs) == 0
 	})
+}
+
+// runLogSays says whether the log of agent's run for purpose holds text.
+func (d *demo) runLogSays(agent, purpose, text string) bool {
+	runs, _ := d.store.Runs().List()
+	for _, r := range runs {
+		if r.Agent == agent && r.Purpose == purpose {
+			data, err := os.ReadFile(r.Log)
+			return err == nil && strings.Contains(string(data), text)
+		}
+	}
+	return false
 }
 
 // summary prints the state the demo left: status, tasks, delegations,

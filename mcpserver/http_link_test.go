@@ -24,7 +24,7 @@ func TestHTTPLinkCutLosesNothing(t *testing.T) {
 	p := newProject(t)
 	srv := p.serveHTTP()
 	reviewer := p.connectHTTP(srv.url, "2025-11-25", p.passkeys["reviewer"], nil)
-	rtok := p.authenticateHTTP(reviewer, "reviewer", fsstore.PurposeChat)
+	rtok := p.authenticateHeld(reviewer, "reviewer", fsstore.PurposeChat)
 
 	// A raw MCP session, and the call on a connection of its own.
 	client := &http.Client{}

@@ -137,8 +137,8 @@ func TestHTTPSessionsAtEveryRevision(t *testing.T) {
 			srv := p.serveHTTP()
 			coder := p.connectHTTP(srv.url, rev, p.passkeys["coder"], nil)
 			reviewer := p.connectHTTP(srv.url, rev, p.passkeys["reviewer"], nil)
-			ctok := p.authenticateHTTP(coder, "coder", fsstore.PurposeChat)
-			rtok := p.authenticateHTTP(reviewer, "reviewer", fsstore.PurposeChat)
+			ctok := p.authenticateHeld(coder, "coder", fsstore.PurposeChat)
+			rtok := p.authenticateHeld(reviewer, "reviewer", fsstore.PurposeChat)
 
 			// A wait that a send from the other agent ends.
 			got := make(chan result, 1)
@@ -189,19 +189,6 @@ func TestHTTPSessionsAtEveryRevision(t *testing.T) {
 			}
 		})
 	}
-}
-
-func (p *project) authenticateHTTP(cs *mcp.ClientSession, agent, purpose string) string {
-	p.t.Helper()
-	if err := p.store.Triggers().Write(context.Background(), fsstore.Trigger{Agent: agent, Purpose: purpose, Reason: "test"}); err != nil {
-		p.t.Fatal(err)
-	}
-	// No passkey: the bearer token is the credential.
-	r := call(p.t, cs, "authenticate", map[string]any{"agent_id": agent, "purpose": purpose})
-	if r.isError || r.str("purpose") != purpose {
-		p.t.Fatalf("authenticate %s for %s: %s", agent, purpose, r.text)
-	}
-	return r.str("session_token")
 }
 
 // post sends one raw JSON-RPC POST to url with the given headers.
@@ -350,7 +337,7 @@ func TestHTTPOverTLS(t *testing.T) {
 	}
 	base := &http.Transport{TLSClientConfig: &tls.Config{RootCAs: pool}}
 	cs := p.connectHTTP(srv.url, "2025-11-25", p.passkeys["coder"], base)
-	p.authenticateHTTP(cs, "coder", fsstore.PurposeChat)
+	p.authenticateHeld(cs, "coder", fsstore.PurposeChat)
 	// Plain HTTP to the TLS port gets nowhere.
 	if resp, err := http.Post("http"+strings.TrimPrefix(srv.url, "https"), "application/json", strings.NewReader(initBody)); err == nil && resp.StatusCode == 200 {
 		t.Fatal("plain HTTP was served on the TLS port")

@@ -10,7 +10,6 @@ import (
 	"path/filepath"
 	"regexp"
 	"strings"
-	"sync"
 	"syscall"
 	"testing"
 	"time"
@@ -182,15 +181,7 @@ func TestSSHManyAgents(t *testing.T) {
 		perAgent = 10000
 	}
 	p := newProject(t)
-	ctx := context.Background()
-	for i := 0; i < agents; i++ {
-		id := fmt.Sprintf("a%d", i)
-		key, err := p.store.AddAgent(ctx, fsstore.NewAgent{ID: id, Type: fsstore.AgentAI})
-		if err != nil {
-			t.Fatal(err)
-		}
-		p.passkeys[id] = key
-	}
+	p.addAIAgents(agents)
 	clients := make([]chatClient, agents)
 	for i := range clients {
 		id := fmt.Sprintf("a%d", i)
@@ -198,48 +189,9 @@ func TestSSHManyAgents(t *testing.T) {
 		clients[i] = chatClient{cs, p.authenticateHeld(cs, id, "chat")}
 	}
 	start := time.Now()
-	var mu sync.Mutex
-	sent := map[string]string{}
-	received := map[string]int{}
-	var sending, reading sync.WaitGroup
-	stop := make(chan struct{})
-	for i, c := range clients {
-		sending.Add(1)
-		go func() {
-			defer sending.Done()
-			c.sendAll(t, i, agents, perAgent, func(id, to string) {
-				mu.Lock()
-				sent[id] = to
-				mu.Unlock()
-			})
-		}()
-		reading.Add(1)
-		go func() {
-			defer reading.Done()
-			c.readUntilStopped(t, stop, func(id string) {
-				mu.Lock()
-				received[id]++
-				mu.Unlock()
-			})
-		}()
-	}
-	sending.Wait()
-	close(stop)
-	reading.Wait()
+	sent, received := exchange(t, clients, perAgent)
 	took := time.Since(start)
-	if len(sent) != agents*perAgent {
-		t.Fatalf("%d messages sent, want %d", len(sent), agents*perAgent)
-	}
-	dup := 0
-	for _, n := range received {
-		if n != 1 {
-			dup++
-		}
-	}
-	if dup > 0 || len(received) != len(sent) {
-		t.Fatalf("%d sent, %d received, %d received more than once", len(sent), len(received), dup)
-	}
-	checkChatCopies(t, p, agents, sent)
+	checkExchange(t, p, agents, perAgent, sent, received)
 	t.Logf("%d agents x %d sends over ssh: %d sent, %d received once each, 0 lost, 0 duplicated, 0 torn, in %v (%.0f sends/s)",
 		agents, perAgent, len(sent), len(received), took.Round(time.Millisecond), float64(len(sent))/took.Seconds())
 }

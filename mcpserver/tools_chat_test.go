@@ -150,47 +150,34 @@ func TestManyServersSendAndReceive(t *testing.T) {
 	testenv.SkipIfShort(t, "multi-process load test")
 	const agents, perAgent = 8, 1000
 	p := newProject(t)
-	ctx := context.Background()
-	for i := 0; i < agents; i++ {
-		key, err := p.store.AddAgent(ctx, fsstore.NewAgent{ID: fmt.Sprintf("a%d", i), Type: fsstore.AgentAI})
-		if err != nil {
-			t.Fatal(err)
-		}
-		p.passkeys[fmt.Sprintf("a%d", i)] = key
-	}
+	p.addAIAgents(agents)
 	clients := make([]chatClient, agents)
 	for i := range clients {
 		cs := p.connect("")
 		clients[i] = chatClient{cs, p.authenticate(cs, fmt.Sprintf("a%d", i), "chat")}
 	}
-	var mu sync.Mutex
-	sent := map[string]string{}  // message id -> receiver
-	received := map[string]int{} // message id -> times received
-	var sending, reading sync.WaitGroup
-	stop := make(chan struct{})
-	for i, c := range clients {
-		sending.Add(1)
-		go func() {
-			defer sending.Done()
-			c.sendAll(t, i, agents, perAgent, func(id, to string) {
-				mu.Lock()
-				sent[id] = to
-				mu.Unlock()
-			})
-		}()
-		reading.Add(1)
-		go func() {
-			defer reading.Done()
-			c.readUntilStopped(t, stop, func(id string) {
-				mu.Lock()
-				received[id]++
-				mu.Unlock()
-			})
-		}()
+	sent, received := exchange(t, clients, perAgent)
+	checkExchange(t, p, agents, perAgent, sent, received)
+}
+
+// addAIAgents adds the AI agents a0 to a<n-1>, with their passkeys.
+func (p *project) addAIAgents(n int) {
+	p.t.Helper()
+	for i := 0; i < n; i++ {
+		id := fmt.Sprintf("a%d", i)
+		key, err := p.store.AddAgent(context.Background(), fsstore.NewAgent{ID: id, Type: fsstore.AgentAI})
+		if err != nil {
+			p.t.Fatal(err)
+		}
+		p.passkeys[id] = key
 	}
-	sending.Wait()
-	close(stop)
-	reading.Wait()
+}
+
+// checkExchange checks what exchange did among agents a0 to a<agents-1>:
+// perAgent messages sent by each, each received exactly once, and each
+// exactly once in each of its two files, no line torn (checkChatCopies).
+func checkExchange(t *testing.T, p *project, agents, perAgent int, sent map[string]string, received map[string]int) {
+	t.Helper()
 	if len(sent) != agents*perAgent {
 		t.Fatalf("%d messages sent, want %d", len(sent), agents*perAgent)
 	}
@@ -209,6 +196,41 @@ func TestManyServersSendAndReceive(t *testing.T) {
 type chatClient struct {
 	cs    *mcp.ClientSession
 	token string
+}
+
+// exchange has every client send perAgent messages (sendAll) while every
+// client reads its inbox (readUntilStopped), until all are sent and then
+// read: each message's receiver by id, and how many times each was
+// received.
+func exchange(t *testing.T, clients []chatClient, perAgent int) (sent map[string]string, received map[string]int) {
+	var mu sync.Mutex
+	sent, received = map[string]string{}, map[string]int{}
+	var sending, reading sync.WaitGroup
+	stop := make(chan struct{})
+	for i, c := range clients {
+		sending.Add(1)
+		go func() {
+			defer sending.Done()
+			c.sendAll(t, i, len(clients), perAgent, func(id, to string) {
+				mu.Lock()
+				sent[id] = to
+				mu.Unlock()
+			})
+		}()
+		reading.Add(1)
+		go func() {
+			defer reading.Done()
+			c.readUntilStopped(t, stop, func(id string) {
+				mu.Lock()
+				received[id]++
+				mu.Unlock()
+			})
+		}()
+	}
+	sending.Wait()
+	close(stop)
+	reading.Wait()
+	return sent, received
 }
 
 // sendAll sends perAgent messages from agent a<i> to three overlapping

@@ -138,18 +138,22 @@ func (h *HTTP) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	rw := &linkWriter{ResponseWriter: w}
 	id, l := h.links.add(r.Context(), rw)
 	r.Header.Set(linkHeader, id)
-	h.handler.ServeHTTP(rw, r)
-	for _, hd := range h.links.finish(id, l) {
-		// Written means the answer went out after the batch was handed
-		// and every write and flush succeeded: the client's TCP stack has
-		// it. (A client's context ends as soon as it has read the answer,
-		// so the request's context says nothing here.)
-		if !rw.failed.Load() && rw.written.Load() > hd.mark {
-			continue
+	// Deferred, so that a handler's panic (recovered by net/http) leaves no
+	// session claimed for ever.
+	defer func() {
+		for _, hd := range h.links.finish(id, l) {
+			// Written means the answer went out after the batch was handed
+			// and every write and flush succeeded: the client's TCP stack
+			// has it. (A client's context ends as soon as it has read the
+			// answer, so the request's context says nothing here.)
+			if !rw.failed.Load() && rw.written.Load() > hd.mark {
+				continue
+			}
+			unhand(r.Context(), h.store, h.log, hd.ses)
 		}
-		unhand(r.Context(), h.store, h.log, hd.ses)
-	}
-	h.links.settle(l) // only now may another call of those sessions read
+		h.links.settle(l) // only now may another call of those sessions read
+	}()
+	h.handler.ServeHTTP(rw, r)
 }
 
 // verify is the bearer token check (auth.RequireBearerToken): the agent

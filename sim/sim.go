@@ -26,6 +26,10 @@ import (
 // Options configure one simulated agent process.
 type Options struct {
 	Exe        string // the aipm binary whose serve the sim talks to
+	// Server, when set, is the MCP server's command line instead of
+	// "Exe --dir ProjectDir serve": the entry a client was given, which
+	// holds the credential itself (Passkey "" then).
+	Server []string
 	ProjectDir string
 	Agent      string
 	Passkey    string
@@ -68,6 +72,10 @@ func Run(ctx context.Context, o Options) error {
 		o.Step = 20 * time.Millisecond
 	}
 	cmd := exec.Command(o.Exe, "--dir", o.ProjectDir, "serve")
+	if len(o.Server) > 0 {
+		cmd = exec.Command(o.Server[0], o.Server[1:]...)
+		cmd.Dir = o.ProjectDir
+	}
 	cmd.Env = os.Environ()
 	cmd.Stderr = o.ServeStderr
 	client := mcp.NewClient(&mcp.Implementation{Name: "aipm-sim", Version: "1"}, nil)
@@ -166,7 +174,10 @@ func firstSentence(s string) string {
 }
 
 func (a *agent) loop(ctx context.Context) error {
-	args := map[string]any{"agent_id": a.o.Agent, "passkey": a.o.Passkey}
+	args := map[string]any{"agent_id": a.o.Agent}
+	if a.o.Passkey != "" {
+		args["passkey"] = a.o.Passkey
+	}
 	if a.o.Purpose != "" {
 		args["purpose"] = a.o.Purpose
 	}

@@ -39,6 +39,9 @@ type Daemon struct {
 	// Passes, when set, receives the number of each finished pass (tests
 	// and the demo wait on it).
 	Passes chan<- int
+	// UntilIdle makes Run return once a pass leaves no agent process of
+	// its own running (aipm watch --until-idle: scripts, a first try).
+	UntilIdle bool
 }
 
 // New returns the watcher of store, logging to log.
@@ -92,6 +95,10 @@ func (d *Daemon) Run(ctx context.Context) error {
 	l := &loop{d: d, ctx: ctx}
 	l.runPass()
 	for {
+		if d.UntilIdle && len(d.starter.running) == 0 {
+			d.log.Info("idle: no agent runs and none has work to start")
+			return nil
+		}
 		select {
 		case <-ctx.Done():
 			return nil

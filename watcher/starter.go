@@ -110,7 +110,7 @@ func (st *starter) spawn(cfg *fsstore.Config, a fsstore.Agent, t fsstore.Trigger
 		return err
 	}
 	defer out.Close() // the child holds its own copy
-	cmd := exec.Command(a.Command[0], a.Command[1:]...)
+	cmd := exec.Command(program(a.Command[0]), a.Command[1:]...)
 	cmd.Dir = st.store.ProjectDir()
 	cmd.Stdout, cmd.Stderr = out, out
 	cmd.ExtraFiles = []*os.File{slot}
@@ -216,4 +216,17 @@ func failpoint(name string) {
 		syscall.Kill(os.Getpid(), syscall.SIGKILL)
 		select {}
 	}
+}
+
+// program is the executable of a command's first word: "aipm" is this
+// watcher's own binary (aipm launch, aipm sim), so that an agent runs the
+// aipm that watches its project, also when none is on PATH (go run); any
+// other word is looked up on PATH as usual.
+func program(word string) string {
+	if word == "aipm" {
+		if exe, err := os.Executable(); err == nil {
+			return exe
+		}
+	}
+	return word
 }

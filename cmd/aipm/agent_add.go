@@ -14,6 +14,7 @@ type agentAddOptions struct {
 	e       *env
 	Agent   fsstore.NewAgent
 	Command string
+	Client  clientFlags
 	Save    bool
 	JSON    bool
 }
@@ -26,9 +27,16 @@ func newCmdAgentAdd(e *env, runF func(*agentAddOptions) error) *cobra.Command {
 		Long: `Append an [[agents]] entry to .ai-pm/config.toml (comments and layout are kept).
 For an AI agent, a new passkey is printed once; aipm keeps only its salted
 hash. Give it to the agent's MCP server (see aipm mcp-config). Humans get no
-passkey: they act through the CLI with --as ID.`,
+passkey: they act through the CLI with --as ID.
+
+--client claude or --client codex makes the agent a real client that aipm
+watch starts headless when it has work (command = ["aipm", "launch",
+"claude"]: see aipm launch --help): aipm's MCP server, hooks and tools, and
+permission to edit files and run commands inside the project (--access
+narrows or widens that). Its passkey is saved for aipm watch.`,
 		Example: `  aipm agent add lead --type human --role manager --name "Project Lead"
-  aipm agent add coder --type ai --parent lead
+  aipm agent add coder --type ai --parent lead --client claude
+  aipm agent add reviewer --type ai --client codex --access read
   aipm agent add coder --type ai --json`,
 		Args: argsExactly(1, "exactly one agent id"),
 		RunE: func(cmd *cobra.Command, args []string) error {
@@ -38,6 +46,20 @@ passkey: they act through the CLI with --as ID.`,
 			}
 			if !slices.Contains([]string{fsstore.AgentAI, fsstore.AgentHuman}, o.Agent.Type) {
 				return usageError("agent add needs --type ai or --type human, got %q", o.Agent.Type)
+			}
+			if o.Client.set(cmd) {
+				if o.Agent.Type != fsstore.AgentAI {
+					return usageError("agent add: --client is for AI agents: humans act through the CLI")
+				}
+				if o.Command != "" {
+					return usageError("agent add: give --client or --command, not both: --client writes the command")
+				}
+				spec, err := o.Client.spec(cmd, launchSpec{})
+				if err != nil {
+					return err
+				}
+				o.Command, o.Save = "", true
+				o.Agent.Command = spec.command()
 			}
 			if runF != nil {
 				return runF(o)
@@ -52,6 +74,7 @@ passkey: they act through the CLI with --as ID.`,
 	c.Flags().StringVar(&o.Command, "command", "", "what aipm watch starts when the agent has work, split at spaces (edit config.toml for arguments with spaces)")
 	c.Flags().BoolVar(&o.Save, "save-passkey", false, "also save the passkey in .ai-pm/credentials/ID.passkey (0600, not in git), so that aipm watch can start the agent")
 	c.Flags().BoolVar(&o.JSON, "json", false, "print {id, type, passkey} as JSON")
+	o.Client.register(c)
 	c.RegisterFlagCompletionFunc("type", cobra.FixedCompletions([]string{"ai", "human"}, cobra.ShellCompDirectiveNoFileComp))
 	c.RegisterFlagCompletionFunc("role", cobra.FixedCompletions([]string{"worker", "manager"}, cobra.ShellCompDirectiveNoFileComp))
 	return c
@@ -71,7 +94,9 @@ func agentAddRun(cmd *cobra.Command, o *agentAddOptions) error {
 	if a.Role != "" && a.Role != fsstore.RoleWorker && a.Role != fsstore.RoleManager {
 		return usageError("agent add: role %q is invalid: use worker or manager", a.Role)
 	}
-	a.Command = strings.Fields(o.Command)
+	if o.Command != "" {
+		a.Command = strings.Fields(o.Command)
+	}
 	if len(a.Command) > 0 && a.Type != fsstore.AgentAI {
 		return usageError("agent add: --command is for AI agents: humans act through the CLI")
 	}
@@ -107,5 +132,9 @@ func agentAddRun(cmd *cobra.Command, o *agentAddOptions) error {
 	if saved != "" {
 		fmt.Fprintf(w, "saved for aipm watch in %s\n", store.Rel(saved))
 	}
+	if starts, may := agentStarts(fsstore.Agent{ID: a.ID, Command: a.Command}); starts != "" && may != "" {
+		fmt.Fprintf(w, "aipm watch starts %s as %s when it has work; it may %s\n", starts, a.ID, may)
+	}
+	warnClientMissing(o.e.stderr, o.e.getenv("PATH"), fsstore.Agent{ID: a.ID, Command: a.Command})
 	return nil
 }

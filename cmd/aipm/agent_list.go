@@ -20,7 +20,7 @@ func newCmdAgentList(e *env, runF func(*agentListOptions) error) *cobra.Command 
 	c := &cobra.Command{
 		Use:     "list",
 		Short:   "List the project's agents",
-		Long:    "List the agents of .ai-pm/config.toml: id, type, role, parent, name, and whether an AI agent has a passkey. --quiet prints the ids only, one a line.",
+		Long:    "List the agents of .ai-pm/config.toml: id, type, role, parent, name, whether an AI agent has a passkey, and what aipm watch starts for it and what that may do (a client added with --client: read, edit and run inside the project, or anything). --quiet prints the ids only, one a line.",
 		Example: "  aipm agent list\n  aipm agent list --json\n  aipm agent list -q",
 		Args:    argsNone,
 		RunE: func(cmd *cobra.Command, args []string) error {
@@ -46,6 +46,11 @@ type agentInfo struct {
 	Parent  string `json:"parent,omitempty"`
 	Name    string `json:"name,omitempty"`
 	Passkey bool   `json:"hasPasskey"`
+	// Starts is what aipm watch starts for the agent (a client, a
+	// command's first word), May what that may do; both omitted when it
+	// has no command.
+	Starts string `json:"starts,omitempty"`
+	May    string `json:"may,omitempty"`
 }
 
 func agentListRun(o *agentListOptions) error {
@@ -56,6 +61,7 @@ func agentListRun(o *agentListOptions) error {
 	list := []agentInfo{}
 	for _, a := range cfg.Agents {
 		info := agentInfo{ID: a.ID, Type: a.Type, Role: a.Role, Parent: a.Parent, Name: a.Name}
+		info.Starts, info.May = agentStarts(a)
 		if info.Role == "" {
 			info.Role = fsstore.RoleWorker
 		}
@@ -79,13 +85,17 @@ func agentListRun(o *agentListOptions) error {
 		_, err := fmt.Fprintln(o.e.stdout, "no agents: add one with aipm agent add ID --type ai|human")
 		return err
 	}
-	t := &table{header: []string{"ID", "TYPE", "ROLE", "PARENT", "NAME", "PASSKEY"}}
+	t := &table{header: []string{"ID", "TYPE", "ROLE", "PARENT", "NAME", "PASSKEY", "STARTS"}}
 	for _, a := range list {
 		key := "-"
 		if a.Type == fsstore.AgentAI {
 			key = map[bool]string{true: "yes", false: "MISSING"}[a.Passkey]
 		}
-		t.add(a.ID, a.Type, a.Role, dash(a.Parent), dash(a.Name), key)
+		starts := dash(a.Starts)
+		if a.May != "" {
+			starts += ": may " + a.May
+		}
+		t.add(a.ID, a.Type, a.Role, dash(a.Parent), dash(a.Name), key, starts)
 	}
 	t.style = func(col int, cell string) string {
 		if col == 5 && cell == "MISSING" {

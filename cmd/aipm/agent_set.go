@@ -16,15 +16,19 @@ type agentSetOptions struct {
 	e      *env
 	Agent  string
 	Change fsstore.AgentChange
+	// Client, when set, rewrites the agent's command as aipm launch's
+	// (clientFlags.spec over the command it has).
+	Client func(current []string) ([]string, error)
 	JSON   bool
 }
 
 // agentSetFlags are agent set's value flags, in the order of AgentKeys.
-var agentSetFlags = []string{"--name", "--type", "--role", "--parent", "--command"}
+var agentSetFlags = []string{"--name", "--type", "--role", "--parent", "--command", "--client"}
 
 func newCmdAgentSet(e *env, runF func(*agentSetOptions) error) *cobra.Command {
 	o := &agentSetOptions{e: e}
 	var name, typ, role, parent, command string
+	var client clientFlags
 	c := &cobra.Command{
 		Use:   "set ID [--name N] [--type ai|human] [--role R] [--parent P] [--command C]",
 		Short: "Change an agent's name, type, role, parent or command in config.toml",
@@ -35,10 +39,15 @@ A change that would leave an invalid config is refused and nothing is written:
 an unknown parent, a parent that already answers to the agent (a cycle), a
 human with a command.
 
+--client claude|codex (with --model, --access, --client-arg) makes the agent a
+real client that aipm watch starts headless (aipm launch); on an agent that is
+one already, --model, --access or --client-arg alone change just that.
+
 An AI agent made a human loses its passkey (refused while a session of it is
 live); a human made an AI agent needs one: run aipm agent passkey ID.`,
 		Example: `  aipm agent set coder --parent lead
-  aipm agent set coder --command "claude --model opus"
+  aipm agent set coder --client claude --model opus
+  aipm agent set coder --access full
   aipm agent set lead --role manager --name "Project Lead" --json`,
 		Args: argsExactly(1, "exactly one agent id"),
 		RunE: func(cmd *cobra.Command, args []string) error {
@@ -60,7 +69,20 @@ live); a human made an AI agent needs one: run aipm agent passkey ID.`,
 				fields := strings.Fields(command)
 				o.Change.Command = &fields
 			}
-			if o.Change == (fsstore.AgentChange{}) {
+			if client.set(cmd) {
+				if f.Changed("command") {
+					return usageError("agent set: give --client or --command, not both: --client writes the command")
+				}
+				o.Client = func(current []string) ([]string, error) {
+					base, _, _ := launchSpecOf(current)
+					spec, err := client.spec(cmd, base)
+					if err != nil {
+						return nil, err
+					}
+					return spec.command(), nil
+				}
+			}
+			if o.Change == (fsstore.AgentChange{}) && o.Client == nil {
 				return usageError("agent set needs at least one of %s: see aipm agent set --help", strings.Join(agentSetFlags, ", "))
 			}
 			if runF != nil {
@@ -77,6 +99,7 @@ live); a human made an AI agent needs one: run aipm agent passkey ID.`,
 	f.StringVar(&parent, "parent", "", "id of the agent this one answers to (\"\" removes it)")
 	f.StringVar(&command, "command", "", "what aipm watch starts when the agent has work, split at spaces (\"\" removes it)")
 	f.BoolVar(&o.JSON, "json", false, "print {id, changed, agent} as JSON")
+	client.register(c)
 	c.RegisterFlagCompletionFunc("type", cobra.FixedCompletions([]string{"ai", "human"}, cobra.ShellCompDirectiveNoFileComp))
 	c.RegisterFlagCompletionFunc("role", cobra.FixedCompletions([]string{"worker", "manager"}, cobra.ShellCompDirectiveNoFileComp))
 	c.RegisterFlagCompletionFunc("parent", e.completeAgents(-1, ""))
@@ -102,6 +125,14 @@ func agentSetRun(cmd *cobra.Command, o *agentSetOptions) error {
 		if err := agentRef(cfg, *p, "--parent"); err != nil {
 			return err
 		}
+	}
+	if o.Client != nil {
+		current, _ := cfg.Agent(o.Agent)
+		command, err := o.Client(current.Command)
+		if err != nil {
+			return err
+		}
+		o.Change.Command = &command
 	}
 	before, after, err := store.SetAgent(cmd.Context(), o.Agent, o.Change)
 	if errors.Is(err, fsstore.ErrInUse) {
@@ -140,6 +171,13 @@ func agentSetRun(cmd *cobra.Command, o *agentSetOptions) error {
 	if before.Type == fsstore.AgentHuman && after.Type == fsstore.AgentAI {
 		fmt.Fprintf(w, "%s has no passkey yet: run aipm agent passkey %s\n", after.ID, after.ID)
 	}
+	if starts, may := agentStarts(after); o.Client != nil && may != "" {
+		fmt.Fprintf(w, "aipm watch starts %s as %s when it has work; it may %s\n", starts, after.ID, may)
+		if _, err := store.Startable(after); err != nil {
+			fmt.Fprintf(w, "%s has no saved passkey yet: run aipm agent passkey %s --save\n", after.ID, after.ID)
+		}
+	}
+	warnClientMissing(o.e.stderr, o.e.getenv("PATH"), after)
 	return nil
 }
 

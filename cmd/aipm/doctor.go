@@ -28,7 +28,10 @@ documents and config errors are only reported: only a person knows what they
 should say. A .ai-pm/ on a network filesystem (NFS, SMB/CIFS, FUSE, 9p, ...),
 which every other command refuses, is reported, and --repair then repairs
 nothing. An AI agent without a passkey (a clone of the project: passkeys
-are not kept in git) is reported with the command that issues one.
+are not kept in git) is reported with the command that issues one, and so
+is an agent aipm watch cannot start: a command but no saved passkey, a
+client (aipm agent add --client) that is not on PATH, a Codex without aipm's
+hooks.
 
 When the project's .codex/hooks.json holds aipm's hooks and the user's Codex
 config ($CODEX_HOME/config.toml, default ~/.codex/config.toml) does not trust
@@ -58,12 +61,13 @@ type doctorProblem struct {
 }
 
 func doctorRun(cmd *cobra.Command, o *doctorOptions) error {
-	store, _, err := o.e.openBy(fsstore.OpenToCheck)
+	store, cfg, err := o.e.openBy(fsstore.OpenToCheck)
 	if store == nil {
 		return err
 	}
 	// A config error is one of the problems doctor reports, not a reason to stop.
 	problems, err := store.Doctor(cmd.Context(), o.Repair)
+	problems = append(problems, agentStartProblems(o.e, store, cfg)...)
 	fsstore.SortProblems(problems)
 	unrepaired := 0
 	list := []doctorProblem{}

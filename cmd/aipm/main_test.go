@@ -36,6 +36,10 @@ func TestMain(m *testing.M) {
 			pretendFilesystem()
 			os.Exit(mainExit())
 		},
+		// claude and codex are stand-ins for the real clients
+		// (fakeclient_test.go).
+		"claude": func() { os.Exit(fakeClientMain("claude")) },
+		"codex":  func() { os.Exit(fakeClientMain("codex")) },
 		// aipm-hook is cmd/aipm-hook's main: the same hook.Command.
 		"aipm-hook": func() {
 			os.Exit(hook.Command(context.Background(), os.Args[1:], hook.Env{Getenv: os.Getenv, Stdin: os.Stdin, Stdout: os.Stdout, Stderr: os.Stderr}))
@@ -86,6 +90,7 @@ func TestScripts(t *testing.T) {
 			"waitfor":            cmdWaitFor,
 			"handedit":           cmdHandEdit,
 			"sshd":               cmdSSHD,
+			"path-without":       cmdPathWithout,
 		},
 	})
 }
@@ -415,4 +420,38 @@ func cmdSSHD(ts *testscript.TestScript, neg bool, args []string) {
 	ts.Check(err)
 	ts.Defer(func() { srv.Close() })
 	ts.Setenv(args[0], srv.SSHCommand())
+}
+
+// path-without NAME... sets $PATH so that no program NAME is on it: each
+// directory of $PATH that holds one is replaced by a directory of links to
+// everything else in it (the tests' claude and codex live beside aipm).
+func cmdPathWithout(ts *testscript.TestScript, neg bool, args []string) {
+	if neg || len(args) == 0 {
+		ts.Fatalf("usage: path-without NAME...")
+	}
+	hidden := map[string]bool{}
+	for _, a := range args {
+		hidden[a] = true
+	}
+	var dirs []string
+	for i, dir := range filepath.SplitList(ts.Getenv("PATH")) {
+		entries, err := os.ReadDir(dir)
+		holds := false
+		for _, e := range entries {
+			holds = holds || hidden[e.Name()]
+		}
+		if err != nil || !holds {
+			dirs = append(dirs, dir)
+			continue
+		}
+		farm := ts.MkAbs(fmt.Sprintf(".path-without/%d", i))
+		ts.Check(os.MkdirAll(farm, 0o755))
+		for _, e := range entries {
+			if !hidden[e.Name()] {
+				ts.Check(os.Symlink(filepath.Join(dir, e.Name()), filepath.Join(farm, e.Name())))
+			}
+		}
+		dirs = append(dirs, farm)
+	}
+	ts.Setenv("PATH", strings.Join(dirs, string(filepath.ListSeparator)))
 }

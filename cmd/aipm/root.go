@@ -39,6 +39,7 @@ func newCmdRoot(e *env) *cobra.Command {
 		{"agents", newCmdServe(e)},
 		{"agents", newCmdMCPConfig(e)},
 		{"agents", newCmdHook(e)},
+		{"agents", newCmdLaunch(e)},
 		{"agents", newCmdSim(e)},
 		{"", newCmdBench(e)},
 		{"", newCmdVersion(e)},

@@ -8,14 +8,15 @@ import (
 )
 
 type simOptions struct {
-	e     *env
-	Agent string
+	e      *env
+	Agent  string
+	Server []string // the MCP server's command line, after --
 }
 
 func newCmdSim(e *env) *cobra.Command {
 	o := &simOptions{e: e}
 	c := &cobra.Command{
-		Use:   "sim [--agent ID]",
+		Use:   "sim [--agent ID] [-- SERVER-COMMAND...]",
 		Short: "A simulated agent: an MCP client of aipm serve that follows get_next_action",
 		Long: `Run a simulated AI agent, for trying aipm without a model and for tests: it
 starts aipm serve, authenticates and does what get_next_action says. It
@@ -28,10 +29,20 @@ blocked on an interrupt, and exits when told.
 Its credential comes from the environment as aipm watch passes it:
 AIPM_AGENT_ID (or --agent), AIPM_PASSKEY_FILE or AIPM_PASSKEY, and the
 optional AIPM_PURPOSE. Use it as an agent's command in config.toml:
-  command = ["aipm", "sim"]`,
-		Example: "  AIPM_PASSKEY=... aipm sim --agent coder",
-		Args:    argsNone,
+  command = ["aipm", "sim"]
+
+After --, a command line replaces "aipm serve": the sim starts it as its
+MCP server, as a client starts the entry it was given, and authenticates
+without a passkey (that server holds the credential).`,
+		Example: "  AIPM_PASSKEY=... aipm sim --agent coder\n  AIPM_PASSKEY_FILE=... aipm sim --agent coder -- aipm serve",
+		Args: func(cmd *cobra.Command, args []string) error {
+			if len(args) > 0 && cmd.ArgsLenAtDash() != 0 {
+				return usageError("sim takes no arguments before --: put the server's command line after --")
+			}
+			return nil
+		},
 		RunE: func(cmd *cobra.Command, args []string) error {
+			o.Server = args
 			return simRun(cmd, o)
 		},
 	}
@@ -49,13 +60,15 @@ func simRun(cmd *cobra.Command, o *simOptions) error {
 		return usageError("sim: no agent: pass --agent ID or set AIPM_AGENT_ID")
 	}
 	passkey := e.getenv(fsstore.EnvPasskey)
-	if f := e.getenv(fsstore.EnvPasskeyFile); passkey == "" && f != "" {
+	if len(o.Server) > 0 {
+		passkey = "" // the server holds the credential, as a client's entry does
+	} else if f := e.getenv(fsstore.EnvPasskeyFile); passkey == "" && f != "" {
 		var err error
 		if passkey, err = fsstore.ReadPasskeyFile(f); err != nil {
 			return err
 		}
 	}
-	if passkey == "" {
+	if passkey == "" && len(o.Server) == 0 {
 		return usageError("sim: no passkey: set AIPM_PASSKEY_FILE or AIPM_PASSKEY (aipm agent passkey %s --save writes the file aipm watch passes)", agent)
 	}
 	dir := e.getenv(fsstore.EnvProjectDir)
@@ -70,7 +83,7 @@ func simRun(cmd *cobra.Command, o *simOptions) error {
 		return err
 	}
 	return sim.Run(cmd.Context(), sim.Options{
-		Exe: exe, ProjectDir: dir, Agent: agent, Passkey: passkey, Purpose: e.getenv(fsstore.EnvPurpose),
+		Exe: exe, Server: o.Server, ProjectDir: dir, Agent: agent, Passkey: passkey, Purpose: e.getenv(fsstore.EnvPurpose),
 		Out: e.stdout, ServeStderr: e.stderr,
 	})
 }

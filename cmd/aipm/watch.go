@@ -11,13 +11,14 @@ import (
 type watchOptions struct {
 	e         *env
 	Once      bool
+	UntilIdle bool
 	LogFormat string
 }
 
 func newCmdWatch(e *env, runF func(*watchOptions) error) *cobra.Command {
 	o := &watchOptions{e: e}
 	c := &cobra.Command{
-		Use:   "watch [--once] [--log-format text|json]",
+		Use:   "watch [--once | --until-idle] [--log-format text|json]",
 		Short: "Run the project's daemon: turn file changes into triggers, interrupts and agent starts",
 		Long: `Watch .ai-pm/ and react (one watcher per project; a second one refuses):
   - an agent with unread chat, a conversation request, or a task set in
@@ -31,11 +32,17 @@ func newCmdWatch(e *env, runF func(*watchOptions) error) *cobra.Command {
   - config.toml is reloaded when edited (an invalid one keeps the old).
 It logs to stderr and stops on Ctrl-C or SIGTERM, stopping the agents it
 started. --once runs one pass (no process is started) and exits: for cron and
-scripts. An agent can be started only if its passkey was saved with
-aipm agent passkey ID --save.`,
-		Example: "  aipm watch\n  aipm watch --log-format json 2>watch.log\n  aipm watch --once",
+scripts. --until-idle runs like a watcher until no agent it started is
+running and none has work to start, then exits: a first try, a script, a CI
+job. An agent can be started only if its passkey was saved with
+aipm agent passkey ID --save; one whose client (aipm agent add --client) is
+not on PATH is named at start.`,
+		Example: "  aipm watch\n  aipm watch --log-format json 2>watch.log\n  aipm watch --once\n  aipm watch --until-idle",
 		Args:    argsNone,
 		RunE: func(cmd *cobra.Command, args []string) error {
+			if o.Once && o.UntilIdle {
+				return usageError("watch: give --once or --until-idle, not both")
+			}
 			if o.LogFormat != "text" && o.LogFormat != "json" {
 				return usageError("watch: --log-format %q is invalid: use text or json", o.LogFormat)
 			}
@@ -46,6 +53,7 @@ aipm agent passkey ID --save.`,
 		},
 	}
 	c.Flags().BoolVar(&o.Once, "once", false, "run one reconcile pass and exit")
+	c.Flags().BoolVar(&o.UntilIdle, "until-idle", false, "exit once no agent it started is running and none has work to start")
 	c.Flags().StringVar(&o.LogFormat, "log-format", "text", "log format on stderr: text or json")
 	return c
 }
@@ -60,7 +68,13 @@ func watchRun(cmd *cobra.Command, o *watchOptions) error {
 	if o.LogFormat == "json" {
 		h = slog.NewJSONHandler(o.e.stderr, hopts)
 	}
+	if cfg, err := store.LoadConfig(); err == nil {
+		for _, a := range cfg.Agents {
+			warnClientMissing(o.e.stderr, o.e.getenv("PATH"), a)
+		}
+	}
 	d := watcher.New(store, slog.New(h))
+	d.UntilIdle = o.UntilIdle
 	if o.Once {
 		return d.Once(cmd.Context())
 	}

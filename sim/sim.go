@@ -25,11 +25,11 @@ import (
 
 // Options configure one simulated agent process.
 type Options struct {
-	Exe        string // the aipm binary whose serve the sim talks to
+	Exe string // the aipm binary whose serve the sim talks to
 	// Server, when set, is the MCP server's command line instead of
 	// "Exe --dir ProjectDir serve": the entry a client was given, which
 	// holds the credential itself (Passkey "" then).
-	Server []string
+	Server     []string
 	ProjectDir string
 	Agent      string
 	Passkey    string

@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"io"
 	"path/filepath"
+	"strings"
 
 	"github.com/spf13/cobra"
 
@@ -68,7 +69,8 @@ func (f *clientFlags) spec(c *cobra.Command, base launchSpec) (launchSpec, error
 
 // agentStarts is what aipm watch starts for a, in a few words, and what it
 // may do: "claude", "edit files and run ..." for a launched client; the
-// command's first word otherwise; "" when it has no command.
+// command's first word (two for aipm's: "aipm sim") and "" otherwise; ""
+// when it has no command.
 func agentStarts(a fsstore.Agent) (starts, may string) {
 	if len(a.Command) == 0 {
 		return "", ""
@@ -80,7 +82,11 @@ func agentStarts(a fsstore.Agent) (starts, may string) {
 	case ok:
 		return "aipm launch (invalid)", ""
 	}
-	return filepath.Base(a.Command[0]), "whatever its command allows"
+	words := []string{filepath.Base(a.Command[0])}
+	if words[0] == serverName && len(a.Command) > 1 {
+		words = append(words, a.Command[1]) // aipm sim
+	}
+	return strings.Join(words, " "), ""
 }
 
 // warnClientMissing says, on w, when the client an agent's command

@@ -24,7 +24,8 @@ import (
 
 type demoOptions struct {
 	e        *env
-	Keep     bool
+	Keep     bool // the default; --rm removes the project
+	Remove   bool
 	Lang     string
 	Web      bool
 	Scenario string
@@ -33,7 +34,7 @@ type demoOptions struct {
 func newCmdDemo(e *env, runF func(*demoOptions) error) *cobra.Command {
 	o := &demoOptions{e: e}
 	c := &cobra.Command{
-		Use:   "demo [--keep] [--lang en|ja] [--web] [--scenario default|group]",
+		Use:   "demo [--rm] [--lang en|ja] [--web] [--scenario default|group]",
 		Short: "Run the whole system on a throw-away project: a human, two simulated agents, the watcher",
 		Long: `Create a project in a temporary directory with a human (lead) and two
 simulated AI agents (coder and reviewer, whose command is aipm sim), start the
@@ -47,14 +48,18 @@ watcher, and drive a scenario while printing a live transcript:
      completed; the task session wakes and reports the task done;
   2. lead sets a long task in progress: the watcher starts coder's task
      session; lead then edits the task file by hand (an editor-style rename)
-     to blocked: the watcher interrupts coder, which reports blocked.
+     to blocked: the watcher interrupts coder, which reports blocked;
+  3. lead messages reviewer: the watcher starts reviewer's chat session,
+     whose answer waits in lead's inbox.
 The game is a word chain in English (each word starts with the last letter
 of the one before); --lang ja plays shiritori, its Japanese original, in kana.
 Every aipm command is printed as a line that pastes into a shell; "watch |"
 lines are the watcher's log, "chat |" lines the messages as they are
 written, "state |" lines each change of a task's or delegation's state; each
 idea is explained in one line the first time it appears. A summary of the
-files ends it. --keep leaves the project to explore. Passkeys are never
+files ends it, then the next steps, each a command that works where you
+ran the demo ("go run ./cmd/aipm ..." before aipm is installed). The project
+is kept to explore (its path is printed; --rm removes it). Passkeys are never
 printed. No model and no network are involved; it takes a few seconds.
 
 --scenario group runs another scenario instead: lead asks coder for a
@@ -64,12 +69,12 @@ the watcher starts the other two, and all three are told of its end once;
 then lead sends one message to the group "team" ([groups] in config.toml),
 and each member answers lead alone.
 
-The agents' command is "aipm sim": the demo runs them with this aipm binary;
-a project kept with --keep runs them with the aipm on your PATH.
+The agents' command is "aipm sim": a watcher runs the word aipm as itself, so
+the kept project's agents run with the aipm that watches it.
 
 --web serves the live board of the demo project (aipm web) while it runs and
 prints its URL first; the board stays up after the demo until Ctrl-C.`,
-		Example: "  aipm demo\n  aipm demo --lang ja\n  aipm demo --keep\n  aipm demo --web\n  aipm demo --scenario group",
+		Example: "  aipm demo\n  aipm demo --lang ja\n  aipm demo --rm\n  aipm demo --web\n  aipm demo --scenario group",
 		Args:    argsNone,
 		RunE: func(cmd *cobra.Command, args []string) error {
 			if runF != nil {
@@ -78,7 +83,8 @@ prints its URL first; the board stays up after the demo until Ctrl-C.`,
 			return demoRun(cmd, o)
 		},
 	}
-	c.Flags().BoolVar(&o.Keep, "keep", false, "keep the demo project and print its path")
+	c.Flags().BoolVar(&o.Keep, "keep", true, "keep the demo project and print its path (the default)")
+	c.Flags().BoolVar(&o.Remove, "rm", false, "remove the demo project when it succeeded")
 	c.Flags().StringVar(&o.Lang, "lang", "en", "the language of the agents' word game: en (a word chain) or ja (shiritori, in kana)")
 	c.Flags().StringVar(&o.Scenario, "scenario", "default", "default (a delegated word game, then an interrupt) or group (a three-agent conversation and a broadcast)")
 	c.Flags().BoolVar(&o.Web, "web", false, "serve the demo project's live board (aipm web) beside the transcript, until Ctrl-C")
@@ -209,7 +215,7 @@ func demoRun(cmd *cobra.Command, o *demoOptions) (err error) {
 		return fmt.Errorf("demo: %w", err)
 	}
 	defer func() {
-		if !o.Keep && err == nil {
+		if o.Remove && err == nil {
 			os.RemoveAll(dir) // a failed demo stays, for its logs
 		}
 	}()
@@ -254,13 +260,10 @@ func demoRun(cmd *cobra.Command, o *demoOptions) (err error) {
 	if err := d.summary(); err != nil {
 		return err
 	}
-	if o.Keep {
+	if !o.Remove {
 		d.printf("\nthe demo project is in %s (%s holds its state)\n", dir, fsstore.DirName)
-		if !onPath {
-			d.printf("its agents' command is aipm sim, and no aipm is on your PATH (go run's is a temporary build): install aipm (go install ./cmd/aipm in aipm's source) before aipm watch starts them there\n")
-		}
 	}
-	d.tryNext(dir, o.Keep)
+	d.tryNext(dir, aipmWord(exe, onPath), !o.Remove)
 	if board != nil {
 		d.printf("\nthe board stays at %s until Ctrl-C\n", board.URL())
 		<-ctx.Done()
@@ -269,26 +272,44 @@ func demoRun(cmd *cobra.Command, o *demoOptions) (err error) {
 	return nil
 }
 
-// tryNext is the closing block: where to go from the demo.
-func (d *demo) tryNext(dir string, kept bool) {
-	keep := "aipm demo --keep          keep the project; then cd into it and run aipm status --watch"
-	if kept {
-		keep = "cd " + shellQuote(dir) + " && aipm status --watch    the project the demo kept"
-	}
+// tryNext is the closing block: where to go from the demo, each step a
+// command that works where the user stands (aipm is the word that runs
+// this aipm there: "go run ./cmd/aipm" before it is installed).
+func (d *demo) tryNext(dir, aipm string, kept bool) {
 	d.printf("\n%s\n", d.paint("1", "try next"))
-	for _, line := range []string{
-		"• real agents instead of aipm sim, in your own project:",
-		"    aipm init",
-		"    aipm agent add lead --type human --role manager",
-		"    aipm agent add coder --type ai --parent lead --save-passkey",
-		"    aipm mcp-config claude --write      (or codex) writes the MCP entry that starts aipm serve",
-		"  then give coder a Claude Code or Codex command in .ai-pm/config.toml (see \"Real agents as commands\" in the docs) and run aipm watch",
-		"• aipm inbox                the messages the agents sent you, the human",
-		"• aipm demo --web           the same demo with its live board in your browser (aipm web)",
-		"• " + keep,
-	} {
+	team := aipm + " --dir ~/myteam "
+	lines := []string{
+		"• a team of real agents in a new folder (README: \"A team of real agents\"), Claude Code or Codex on your PATH:",
+		"    mkdir -p ~/myteam",
+		"    " + team + "init --name myteam",
+		"    " + team + "agent add lead --type human --role manager",
+		"    " + team + "agent add coder --type ai --parent lead --client claude     (or --client codex)",
+		"    " + team + "task add \"Write the parser\" --assignee coder --status in_progress",
+		"    " + team + "watch --until-idle      the watcher starts coder's client for the task",
+		"    " + team + "task list",
+	}
+	if kept {
+		lines = append(lines,
+			"• "+aipm+" --dir "+shellQuote(dir)+" inbox --as lead      what reviewer answered you, the human",
+			"• "+aipm+" --dir "+shellQuote(dir)+" status             the project the demo kept (rm -rf it when done)")
+	}
+	lines = append(lines, "• "+aipm+" demo --web           the same demo with its live board in your browser (aipm web)")
+	for _, line := range lines {
 		d.printf("  %s\n", line)
 	}
+}
+
+// aipmWord is how the user runs this aipm from where they stand: "aipm"
+// when that is it on PATH; "go run ./cmd/aipm" for go run's temporary
+// build; else its path.
+func aipmWord(exe string, onPath bool) string {
+	switch {
+	case onPath:
+		return "aipm"
+	case strings.Contains(exe, string(filepath.Separator)+"go-build"):
+		return "go run ./cmd/aipm"
+	}
+	return shellQuote(exe)
 }
 
 // aipmOnPath makes "aipm" on this process's PATH name exe, the binary
@@ -398,6 +419,20 @@ func (d *demo) handEditInterrupts() error {
 		t, err := d.store.Task(id)
 		runs, _ := d.store.Runs().List()
 		return err == nil && t.Result == "blocked" && len(runs) == 0
+	})
+}
+
+// humanAsks is seed 000 with a human: lead messages reviewer, the watcher
+// starts reviewer's chat session, and its answer waits unread in lead's
+// inbox, for the "try next" step that reads it.
+func (d *demo) humanAsks() error {
+	if _, err := d.aipm("send", "--as", "lead", "--to", "reviewer", "thanks for the game: anything I should know?"); err != nil {
+		return err
+	}
+	return d.until("reviewer to answer lead and exit", func() bool {
+		msgs, _, err := d.store.Unread(d.ctx, "lead", 10, true)
+		runs, _ := d.store.Runs().List()
+		return err == nil && slices.ContainsFunc(msgs, func(m fsstore.Message) bool { return m.SenderID == "reviewer" }) && len(runs) == 0
 	})
 }
 

@@ -20,7 +20,10 @@ func demoScenario(name string) (func(d *demo) error, bool) {
 			if err := d.delegatedShiritori(); err != nil {
 				return err
 			}
-			return d.handEditInterrupts()
+			if err := d.handEditInterrupts(); err != nil {
+				return err
+			}
+			return d.humanAsks()
 		}, true
 	case "group":
 		return (*demo).groupConversation, true

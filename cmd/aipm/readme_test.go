@@ -114,6 +114,13 @@ func TestReadme(t *testing.T) {
 		script.WriteString("# README: " + c + "\n")
 		script.WriteString("exec bash -c '" + strings.ReplaceAll(c, "'", "''") + "'\n")
 	}
+	// The team path ("A team of real agents") did what it says: the
+	// watcher started coder's claude (the tests' stand-in, which records
+	// how it was started and then works like an agent), and the task is done.
+	script.WriteString("# the README's team path: claude started by the watcher, the task done\n" +
+		"json fake-clients/0.json client '^claude$' agent '^coder$' purpose '^task$'\n" +
+		"exec aipm task list --json\n" +
+		"json stdout '#(title==\"Write the tokenizer\").status' '^done$'\n")
 	dir := t.TempDir()
 	if err := os.WriteFile(filepath.Join(dir, "readme.txtar"), []byte(script.String()), 0o644); err != nil {
 		t.Fatal(err)
@@ -121,6 +128,7 @@ func TestReadme(t *testing.T) {
 	testscript.Run(t, testscript.Params{
 		Dir:                 dir,
 		RequireExplicitExec: true,
+		Cmds:                map[string]func(ts *testscript.TestScript, neg bool, args []string){"json": cmdJSON},
 		Setup: func(e *testscript.Env) error {
 			e.Setenv("AIPM_DIR", "")
 			e.Setenv("AIPM_AS", "")

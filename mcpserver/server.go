@@ -73,10 +73,12 @@ func (s *Server) HoldCredential(c Credential) { s.cred = &c }
 
 // instructions are the server instructions: what every tool shares, said
 // once, so that no tool description repeats it (TestSize holds the tools'
-// definitions to their size). They name authenticate and get_next_action
-// and a search that finds both, for a client that shows the model only the
-// tools' names until it searches (Claude Code's tool search).
-const instructions = `aipm coordinates the agents of this project. Call authenticate(agent_id) first (add passkey only if it asks), then loop: get_next_action, do what its instruction says, get_next_action again, until it says exit. If your tools must be searched for before use, one search finds both: "aipm authenticate get_next_action".
+// definitions to their size). They name authenticate and get_next_action,
+// and, for a client that shows the model only the tools' names until it
+// searches (Claude Code's tool search, which loads 5 tools a search unless
+// told more), the one search that loads every aipm tool: any answer may
+// name any of them as the next call (TestToolSearchLoadsNamedTools).
+const instructions = `aipm coordinates the agents of this project. Call authenticate(agent_id) first (add passkey only if it asks), then loop: get_next_action, do what its instruction says, get_next_action again, until it says exit. If your tools must be searched for before use, one search loads them all: query "+aipm", max_results 40.
 Pass the session_token authenticate returns to every other tool. Every answer carries a notification line: "notifications: none", or how many wait: then call get_notifications. A session is a task session (work on one task) or a chat session (messages, conversations); a tool whose description ends in (task) or (chat) works only in that kind. Chat command markers (@@タスク作成: and others) are explained by help.`
 
 // MCP builds the MCP server with every tool registered behind the gate.

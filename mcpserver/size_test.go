@@ -10,7 +10,6 @@ import (
 	"os"
 	"path/filepath"
 	"reflect"
-	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -248,52 +247,4 @@ func structuredJSON(t *testing.T, res *mcp.CallToolResult) []byte {
 	}
 	t.Fatalf("no text block mirrors the structured content %s", want)
 	return nil
-}
-
-// TestToolSearchFindsTheLoop: a client that shows the model only the
-// tools' names until it searches (Claude Code's tool search, which ranks
-// tools by the query's words in their names) finds authenticate and
-// get_next_action, and only them ahead of the rest, with the one search the
-// server instructions name.
-func TestToolSearchFindsTheLoop(t *testing.T) {
-	p := newProject(t)
-	cs := connectInProcess(t, mcpserver.New(p.store, slog.New(slog.NewTextHandler(io.Discard, nil)), "test").MCP())
-	instructions := cs.InitializeResult().Instructions
-	_, rest, ok := strings.Cut(instructions, `one search finds both: "`)
-	query, _, ok2 := strings.Cut(rest, `"`)
-	if !ok || !ok2 || query == "" {
-		t.Fatalf("the instructions name no search: %s", instructions)
-	}
-	res, err := cs.ListTools(context.Background(), nil)
-	if err != nil {
-		t.Fatal(err)
-	}
-	// score counts the query's words found in the name the client shows,
-	// mcp__aipm__<tool>, a word with underscores counting when all its
-	// parts are there.
-	score := func(tool string) int {
-		parts := strings.Split("mcp__"+clientServerName+"__"+tool, "_")
-		n := 0
-		for _, word := range strings.Fields(query) {
-			all := true
-			for _, w := range strings.Split(word, "_") {
-				all = all && slices.Contains(parts, w)
-			}
-			if all {
-				n++
-			}
-		}
-		return n
-	}
-	loop := min(score("authenticate"), score("get_next_action"))
-	for _, tool := range res.Tools {
-		if tool.Name != "authenticate" && tool.Name != "get_next_action" && score(tool.Name) >= loop {
-			t.Errorf("search %q ranks %s (%d) with authenticate and get_next_action (%d)", query, tool.Name, score(tool.Name), loop)
-		}
-	}
-	for _, want := range []string{"authenticate", "get_next_action"} {
-		if !slices.ContainsFunc(res.Tools, func(tool *mcp.Tool) bool { return tool.Name == want }) {
-			t.Errorf("%s is not listed", want)
-		}
-	}
 }

@@ -3,15 +3,8 @@ package main
 import (
 	"io"
 	"os"
-	"os/exec"
 	"path/filepath"
-	"regexp"
-	"strings"
 	"testing"
-
-	"github.com/BurntSushi/toml"
-
-	"aipm"
 )
 
 // TestAipmHookRecognised: aipm's own hooks are "aipm hook ..." or an
@@ -62,52 +55,6 @@ func TestHookCommandQuoted(t *testing.T) {
 		}
 		if w, _ := firstShellWord(got); w != word {
 			t.Errorf("the first word of %q is %q, want %q", got, w, word)
-		}
-	}
-}
-
-// TestExampleCommandsHooks: the watcher's ready-made Claude Code command
-// (config.example.toml, and docs/operations.md showing the same line) turns
-// on exactly the hooks mcp-config writes, and is valid shell.
-func TestExampleCommandsHooks(t *testing.T) {
-	var cfg struct {
-		Agents []struct {
-			Command []string `toml:"command"`
-		} `toml:"agents"`
-	}
-	if _, err := toml.Decode(aipm.ExampleConfig, &cfg); err != nil {
-		t.Fatal(err)
-	}
-	var script string
-	for _, a := range cfg.Agents {
-		if len(a.Command) == 3 && strings.Contains(a.Command[2], "exec claude ") {
-			script = a.Command[2]
-		}
-	}
-	if script == "" {
-		t.Fatal("config.example.toml has no claude command")
-	}
-	m := regexp.MustCompile(`--settings '([^']*)'`).FindStringSubmatch(script)
-	if m == nil {
-		t.Fatalf("the claude command has no --settings '<json>': %s", script)
-	}
-	want, err := hooksDocument(claudeHookEvents("aipm"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	if !sameJSON([]byte(m[1]), want) {
-		t.Errorf("the claude command's --settings is\n%s\nwant\n%s", m[1], want)
-	}
-	if out, err := exec.Command("sh", "-n", "-c", script).CombinedOutput(); err != nil {
-		t.Errorf("the claude command is not valid shell: %v\n%s", err, out)
-	}
-	ops, err := os.ReadFile(filepath.Join("..", "..", "docs", "operations.md"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	for _, line := range strings.Split(aipm.ExampleConfig, "\n") {
-		if strings.HasPrefix(line, "command = ") && strings.Contains(line, "exec claude ") && !strings.Contains(string(ops), line) {
-			t.Errorf("docs/operations.md does not show config.example.toml's claude command:\n%s", line)
 		}
 	}
 }

@@ -1,0 +1,151 @@
+package main
+
+import (
+	"encoding/json"
+	"slices"
+	"strings"
+	"testing"
+
+	"github.com/BurntSushi/toml"
+
+	"aipm"
+)
+
+func TestLaunchSpecOf(t *testing.T) {
+	for _, tc := range []struct {
+		command []string
+		ok      bool
+		want    launchSpec
+		err     string
+	}{
+		{[]string{"aipm", "sim"}, false, launchSpec{}, ""},
+		{[]string{"claude", "-p", "x"}, false, launchSpec{}, ""},
+		{[]string{"aipm", "launch", "claude"}, true, launchSpec{Client: "claude", Access: accessProject, Extra: []string{}}, ""},
+		{[]string{"/usr/local/bin/aipm", "launch", "codex", "--model", "m", "--access", "read", "--", "--x", "y"}, true,
+			launchSpec{Client: "codex", Model: "m", Access: accessRead, Extra: []string{"--x", "y"}}, ""},
+		{[]string{"aipm", "launch"}, true, launchSpec{}, "exactly one client"},
+		{[]string{"aipm", "launch", "gemini"}, true, launchSpec{}, `client "gemini" is unknown`},
+		{[]string{"aipm", "launch", "claude", "--access", "root"}, true, launchSpec{}, `--access "root" is unknown`},
+		{[]string{"aipm", "launch", "claude", "--colour"}, true, launchSpec{}, "unknown flag"},
+	} {
+		spec, ok, err := launchSpecOf(tc.command)
+		if ok != tc.ok {
+			t.Errorf("%q: ok = %v, want %v", tc.command, ok, tc.ok)
+			continue
+		}
+		if tc.err != "" {
+			if err == nil || !strings.Contains(err.Error(), tc.err) {
+				t.Errorf("%q: err = %v, want one saying %q", tc.command, err, tc.err)
+			}
+			continue
+		}
+		if err != nil {
+			t.Errorf("%q: %v", tc.command, err)
+			continue
+		}
+		if ok && (spec.Client != tc.want.Client || spec.Model != tc.want.Model || spec.Access != tc.want.Access || !slices.Equal(spec.Extra, tc.want.Extra)) {
+			t.Errorf("%q: spec %+v, want %+v", tc.command, spec, tc.want)
+		}
+		// The command agent add writes reads back as the same spec.
+		if ok {
+			back, _, err := launchSpecOf(spec.command())
+			if err != nil || back.Client != spec.Client || back.Model != spec.Model || back.Access != spec.Access || !slices.Equal(back.Extra, spec.Extra) {
+				t.Errorf("%q: command() %q reads back as %+v, %v", tc.command, spec.command(), back, err)
+			}
+		}
+	}
+}
+
+// TestLaunchArgs: each client gets aipm's server (this aipm, serve), the
+// hooks mcp-config writes, aipm's tools allowed, the access level as its
+// permissions, and nothing secret: the prompt names no passkey.
+func TestLaunchArgs(t *testing.T) {
+	const exe, word, prompt = "/opt/aipm", "aipm-hook", "PROMPT"
+	claude := claudeLaunchArgs(launchSpec{Client: "claude", Access: accessProject}, exe, word, prompt)
+	value := func(args []string, flag string) string {
+		i := slices.Index(args, flag)
+		if i < 0 || i+1 >= len(args) {
+			t.Fatalf("%s missing in %q", flag, args)
+		}
+		return args[i+1]
+	}
+	var settings struct {
+		Hooks   json.RawMessage `json:"hooks"`
+		Sandbox map[string]bool `json:"sandbox"`
+	}
+	if err := json.Unmarshal([]byte(value(claude, "--settings")), &settings); err != nil {
+		t.Fatal(err)
+	}
+	want, _ := hooksDocument(claudeHookEvents(word))
+	var wantDoc struct {
+		Hooks json.RawMessage `json:"hooks"`
+	}
+	json.Unmarshal(want, &wantDoc)
+	if !sameJSON(settings.Hooks, wantDoc.Hooks) {
+		t.Errorf("claude's --settings hooks are\n%s\nwant\n%s", settings.Hooks, wantDoc.Hooks)
+	}
+	if !settings.Sandbox["enabled"] || value(claude, "--permission-mode") != "acceptEdits" || value(claude, "--allowedTools") != "mcp__aipm" {
+		t.Errorf("claude with access project: %q", claude)
+	}
+	if got := value(claude, "--mcp-config"); got != `{"mcpServers":{"aipm":{"args":["serve"],"command":"/opt/aipm"}}}` {
+		t.Errorf("claude's --mcp-config is %s", got)
+	}
+	for access, mode := range map[string]string{accessRead: "default", accessFull: "bypassPermissions"} {
+		if got := value(claudeLaunchArgs(launchSpec{Client: "claude", Access: access}, exe, word, prompt), "--permission-mode"); got != mode {
+			t.Errorf("claude with access %s: permission mode %s, want %s", access, got, mode)
+		}
+	}
+
+	codex := codexLaunchArgs(launchSpec{Client: "codex", Access: accessProject, Model: "m", Extra: []string{"--x"}}, exe, word, prompt)
+	if codex[0] != "exec" || value(codex, "--sandbox") != "workspace-write" || codex[len(codex)-1] != prompt || codex[len(codex)-2] != "--x" {
+		t.Errorf("codex: %q", codex)
+	}
+	// Every -c value is TOML, as codex parses it; the hooks are mcp-config's.
+	got := map[string]any{}
+	for i, a := range codex {
+		if a != "-c" {
+			continue
+		}
+		key, v, _ := strings.Cut(codex[i+1], "=")
+		var doc map[string]any
+		if _, err := toml.Decode("v = "+v, &doc); err != nil {
+			t.Fatalf("-c %s: not TOML: %v", codex[i+1], err)
+		}
+		got[key] = doc["v"]
+	}
+	if got["mcp_servers.aipm.command"] != exe || got["mcp_servers.aipm.default_tools_approval_mode"] != "approve" {
+		t.Errorf("codex's server: %v", got)
+	}
+	for _, ev := range codexHookEvents(word) {
+		raw, _ := json.Marshal(got["hooks."+ev.name])
+		want, _ := json.Marshal([]hookGroup{ev.group})
+		if !sameJSON(raw, want) {
+			t.Errorf("codex's hooks.%s is %s, want %s", ev.name, raw, want)
+		}
+	}
+}
+
+// TestExampleLaunchCommands: config.example.toml's client commands are
+// aipm launch lines that parse.
+func TestExampleLaunchCommands(t *testing.T) {
+	var cfg struct {
+		Agents []struct {
+			Command []string `toml:"command"`
+		} `toml:"agents"`
+	}
+	if _, err := toml.Decode(aipm.ExampleConfig, &cfg); err != nil {
+		t.Fatal(err)
+	}
+	found := 0
+	for _, a := range cfg.Agents {
+		if _, ok, err := launchSpecOf(a.Command); ok {
+			found++
+			if err != nil {
+				t.Errorf("config.example.toml: %q: %v", a.Command, err)
+			}
+		}
+	}
+	if found == 0 {
+		t.Error("config.example.toml shows no aipm launch command")
+	}
+}

@@ -86,7 +86,7 @@ func doctorRun(cmd *cobra.Command, o *doctorOptions) error {
 			return err
 		}
 	}
-	warnCodexHooks(o.e, store.ProjectDir())
+	warnTrust(o.e, store.ProjectDir())
 	if err != nil {
 		return err
 	}

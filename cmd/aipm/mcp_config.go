@@ -61,8 +61,8 @@ type mcpClient struct {
 
 // mcpClients are the clients mcp-config knows, by name.
 var mcpClients = map[string]mcpClient{
-	"claude": {doc: claudeConfig, note: claudeNote, write: claudeWrite},
-	"codex":  {doc: codexConfig, note: codexNote, write: codexWrite, written: warnCodexHooks},
+	"claude": {doc: claudeConfig, note: claudeNote, write: claudeWrite, written: warnClaude},
+	"codex":  {doc: codexConfig, note: codexNote, write: codexWrite, written: warnCodex},
 }
 
 type mcpConfigOptions struct {

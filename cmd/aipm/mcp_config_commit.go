@@ -6,6 +6,7 @@ import (
 	"os"
 	"path/filepath"
 	"slices"
+	"strings"
 )
 
 // writeFiles is mcp-config --write for client in project: every file's
@@ -81,9 +82,9 @@ func writeChanges(changes []fileChange) error {
 		msg := fmt.Sprintf("%s cannot be replaced (%v)", s.c.name, pathReason(err))
 		switch {
 		case len(lost) > 0:
-			return fmt.Errorf("%s, and %s could not be put back as it was: check it by hand", msg, joinAnd(lost))
+			return fmt.Errorf("%s, and what was already written to %s could not be undone: check it by hand", msg, joinAnd(lost))
 		case len(back) > 0:
-			return fmt.Errorf("%s, so %s, already written, was put back as it was", msg, joinAnd(back))
+			return fmt.Errorf("%s, so what was already written (%s) was put back as it was", msg, strings.Join(back, ", "))
 		}
 		return fmt.Errorf("%s, so no file was changed", msg)
 	}

@@ -99,12 +99,16 @@ func readUserFile(path string) (data []byte, missing bool, err error) {
 	return data, false, nil
 }
 
-// pathReason is err without the path a *fs.PathError repeats: "is a
-// directory" rather than "read /home/…/x: is a directory".
+// pathReason is err without the paths a *fs.PathError or *os.LinkError
+// repeats: "is a directory" rather than "read /home/…/x: is a directory".
 func pathReason(err error) error {
 	var pe *fs.PathError
 	if errors.As(err, &pe) {
 		return pe.Err
+	}
+	var le *os.LinkError
+	if errors.As(err, &le) {
+		return le.Err
 	}
 	return err
 }

@@ -33,11 +33,18 @@ is an agent aipm watch cannot start: a command but no saved passkey, a
 client (aipm agent add --client) that is not on PATH, a Codex without aipm's
 hooks.
 
-When the project's .codex/hooks.json holds aipm's hooks and the user's Codex
-config ($CODEX_HOME/config.toml, default ~/.codex/config.toml) does not trust
-the project or those hooks, doctor warns on stderr that Codex will skip them
-silently (open codex in the project and trust them with /hooks); a warning
-does not make doctor fail.`,
+When the project holds aipm's entries for a client that will ignore them,
+doctor warns on stderr, with the fix; a warning does not make doctor fail.
+Claude Code (aipm's server in .mcp.json or its tools allowed in
+.claude/settings.json): the user's ~/.claude.json ($CLAUDE_CONFIG_DIR/
+.claude.json when set) has no accepted trust dialog for the project, so
+claude -p refuses every aipm tool (run claude once there and accept it, or
+pass --allowedTools mcp__aipm). Codex (the [mcp_servers.aipm] table in
+.codex/config.toml or aipm's hooks in .codex/hooks.json): the user's Codex
+config ($CODEX_HOME/config.toml, default ~/.codex/config.toml) does not
+trust the project, so Codex ignores them, or does not trust aipm's hooks,
+which it skips silently (open codex in the project and trust them with
+/hooks). A missing file trusts nothing; one that cannot be read is said.`,
 		Example: "  aipm doctor\n  aipm doctor --repair\n  aipm doctor --json",
 		Args:    argsNone,
 		RunE: func(cmd *cobra.Command, args []string) error {
@@ -90,7 +97,7 @@ func doctorRun(cmd *cobra.Command, o *doctorOptions) error {
 			return err
 		}
 	}
-	warnCodexHooks(o.e, store.ProjectDir())
+	warnTrust(o.e, store.ProjectDir())
 	if err != nil {
 		return err
 	}

@@ -13,11 +13,15 @@ import (
 	"github.com/BurntSushi/toml"
 )
 
-// Codex runs a project's .codex/hooks.json only when the user's Codex
+// Codex reads a project's .codex/ files (config.toml, with aipm's
+// [mcp_servers.aipm] entry, and hooks.json) only when the user's Codex
 // config ($CODEX_HOME/config.toml, default ~/.codex/config.toml) trusts
-// the project and holds a trusted_hash for each hook; it skips the others
-// without a word. This file tells the user, from aipm doctor and after
-// aipm mcp-config codex --write.
+// the project: [projects."<dir>"] trust_level = "trusted", looked up for
+// the folder itself, then the directory holding its .git, then the main
+// checkout's root (no other parent counts; the first entry found decides).
+// Elsewhere codex exec runs without aipm's tools and hooks and says
+// nothing. It runs a hook only once that hook, too, is trusted (a
+// trusted_hash under [hooks.state]), and skips the others silently.
 
 // codexUserConfig is what aipm reads of the user's Codex config.
 type codexUserConfig struct {
@@ -31,33 +35,54 @@ type codexUserConfig struct {
 	} `toml:"hooks"`
 }
 
-// warnCodexHooks prints, on stderr, why Codex will not run aipm's hooks
-// of the project, if it will not.
-func warnCodexHooks(e *env, project string) {
-	if msg := codexHooksWarning(e, project); msg != "" {
-		fmt.Fprintf(e.stderr, "aipm: warning: %s\n", msg)
-	}
-}
+// warnCodex prints, on stderr, which of aipm's entries in the project
+// Codex will ignore or skip, if any.
+func warnCodex(e *env, project string) { warn(e, codexWarning(e, project)) }
 
-// codexHooksWarning is why Codex will skip aipm's hooks in the project's
-// .codex/hooks.json, or "" when there are none or Codex trusts them all.
-func codexHooksWarning(e *env, project string) string {
+// codexWarning is why Codex will ignore aipm's server entry or skip
+// aipm's hooks in the project, or "" when the project has none or Codex
+// trusts them all.
+func codexWarning(e *env, project string) string {
 	dirs := projectDirs(project)
+	server, err := codexHasServer(dirs[0])
+	if err != nil {
+		return fmt.Sprintf("aipm cannot tell whether Codex uses aipm here: %v: fix it by hand", err)
+	}
 	suffixes, err := aipmCodexHooks(filepath.Join(dirs[0], codexHooksFile))
 	if err != nil {
 		return fmt.Sprintf("aipm cannot tell whether Codex runs aipm's hooks: %v: fix it by hand", err)
 	}
-	if len(suffixes) == 0 {
+	if !server && len(suffixes) == 0 {
 		return ""
 	}
 	path := codexConfigPath(e)
-	cfg, err := readCodexConfig(path)
+	cfg, missing, err := readCodexConfig(path)
 	if err != nil {
-		return fmt.Sprintf("aipm cannot tell whether Codex runs aipm's hooks in %s: %v: fix it", codexHooksFile, err)
+		return fmt.Sprintf("aipm cannot tell whether Codex trusts this project: %v: fix it", err)
 	}
-	if !cfg.trusts(dirs) {
-		return fmt.Sprintf("aipm's hooks in %s will be skipped silently: Codex does not trust this project (%s has no [projects.%q] trust_level = \"trusted\"): open codex in the project, trust it, then trust the hooks with /hooks",
-			codexHooksFile, path, dirs[0])
+	if level, key := cfg.trust(dirs); level != "trusted" {
+		var ignored []string
+		if server {
+			ignored = append(ignored, "the aipm server's [mcp_servers.aipm] entry in "+codexConfigFile)
+		}
+		if len(suffixes) > 0 {
+			ignored = append(ignored, "aipm's hooks in "+codexHooksFile)
+		}
+		saved := codexTrustKey(resolved(dirs))
+		why := fmt.Sprintf("%s has no [projects.%q] trust_level = \"trusted\"", path, saved)
+		fix := "run codex once in " + saved + " and trust it"
+		switch {
+		case missing:
+			why = path + " does not exist"
+		case level != "":
+			why = fmt.Sprintf("%s sets [projects.%q] trust_level = %q", path, key, level)
+			fix = "set it to \"trusted\" there"
+		}
+		if len(suffixes) > 0 {
+			fix += ", then trust aipm's hooks with /hooks in codex"
+		}
+		return fmt.Sprintf("Codex ignores %s, so codex exec runs without them and says nothing: it does not trust this project (%s): %s",
+			joinAnd(ignored), why, fix)
 	}
 	var untrusted []string
 	for _, s := range suffixes {
@@ -72,18 +97,24 @@ func codexHooksWarning(e *env, project string) string {
 		len(untrusted), len(suffixes), codexHooksFile, path, strings.Join(untrusted, ", "))
 }
 
-// projectDirs are the project's absolute directory and, when it differs,
-// the same with symbolic links resolved (the one Codex may have recorded).
-func projectDirs(project string) []string {
-	abs, err := filepath.Abs(project)
+// codexHasServer says whether the project's .codex/config.toml holds the
+// aipm server's entry.
+func codexHasServer(project string) (bool, error) {
+	data, exists, err := readOptional(filepath.Join(project, codexConfigFile))
 	if err != nil {
-		abs = project
+		return false, fmt.Errorf("%s cannot be read (%v)", codexConfigFile, pathReason(err))
 	}
-	dirs := []string{abs}
-	if real, err := filepath.EvalSymlinks(abs); err == nil && real != abs {
-		dirs = append(dirs, real)
+	if !exists {
+		return false, nil
 	}
-	return dirs
+	var doc struct {
+		Servers map[string]any `toml:"mcp_servers"`
+	}
+	if _, err := toml.Decode(string(data), &doc); err != nil {
+		return false, fmt.Errorf("%s is not valid TOML (%v)", codexConfigFile, err)
+	}
+	_, ok := doc.Servers[serverName]
+	return ok, nil
 }
 
 // codexConfigPath is the user's Codex config: $CODEX_HOME/config.toml,
@@ -95,37 +126,44 @@ func codexConfigPath(e *env) string {
 	return filepath.Join(e.getenv("HOME"), ".codex", "config.toml")
 }
 
-// readCodexConfig reads the user's Codex config; a missing one trusts
-// nothing.
-func readCodexConfig(path string) (*codexUserConfig, error) {
-	cfg := &codexUserConfig{}
-	data, err := os.ReadFile(path)
-	if errors.Is(err, os.ErrNotExist) {
-		return cfg, nil
-	}
-	if err != nil {
-		return nil, fmt.Errorf("read Codex's config: %w", err)
+// readCodexConfig reads the user's Codex config; a missing one (missing
+// is then true) trusts nothing.
+func readCodexConfig(path string) (cfg *codexUserConfig, missing bool, err error) {
+	cfg = &codexUserConfig{}
+	data, missing, err := readUserFile(path)
+	if err != nil || missing {
+		return cfg, missing, err
 	}
 	if _, err := toml.Decode(string(data), cfg); err != nil {
-		return nil, fmt.Errorf("%s is not valid TOML (%v)", path, err)
+		return nil, false, fmt.Errorf("%s is not valid TOML (%v)", path, err)
 	}
-	return cfg, nil
+	return cfg, false, nil
 }
 
-// trusts says whether the config trusts one of dirs, or a parent of one.
-func (c *codexUserConfig) trusts(dirs []string) bool {
-	for key, p := range c.Projects {
-		if p.TrustLevel != "trusted" || !filepath.IsAbs(key) {
-			continue
-		}
-		key = filepath.Clean(key)
-		for _, d := range dirs {
-			if d == key || strings.HasPrefix(d, strings.TrimSuffix(key, string(filepath.Separator))+string(filepath.Separator)) {
-				return true
-			}
+// codexTrustKey is the directory Codex records its trust for when the
+// user trusts a session started in dir: the main git checkout's root,
+// else dir.
+func codexTrustKey(dir string) string {
+	if _, mainRoot := gitRoots(dir); mainRoot != "" {
+		return mainRoot
+	}
+	return dir
+}
+
+// trust is the trust_level Codex applies to the project in one of dirs
+// and the key it found it under ("" when none): the first of the folder,
+// the directory holding its .git and the main checkout's root that has a
+// [projects."<key>"] trust_level.
+func (c *codexUserConfig) trust(dirs []string) (level, key string) {
+	lookups := slices.Clone(dirs)
+	slices.Reverse(lookups) // the resolved folder first, as Codex canonicalizes
+	nearest, mainRoot := gitRoots(resolved(dirs))
+	for _, k := range append(lookups, nearest, mainRoot) {
+		if p, ok := c.Projects[k]; ok && k != "" && p.TrustLevel != "" {
+			return p.TrustLevel, k
 		}
 	}
-	return false
+	return "", ""
 }
 
 // trustsHook says whether the config holds a trusted_hash for the hook

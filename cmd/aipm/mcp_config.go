@@ -61,8 +61,8 @@ type mcpClient struct {
 
 // mcpClients are the clients mcp-config knows, by name.
 var mcpClients = map[string]mcpClient{
-	"claude": {doc: claudeConfig, note: claudeNote, write: claudeWrite},
-	"codex":  {doc: codexConfig, note: codexNote, write: codexWrite, written: warnCodexHooks},
+	"claude": {doc: claudeConfig, note: claudeNote, write: claudeWrite, written: warnClaude},
+	"codex":  {doc: codexConfig, note: codexNote, write: codexWrite, written: warnCodex},
 }
 
 type mcpConfigOptions struct {
@@ -94,11 +94,20 @@ else they hold: for claude, the aipm server in .mcp.json, and in
 allowed (permissions.allow: mcp__aipm) and aipm's hooks (hooks: aipm hook on
 SessionStart, UserPromptSubmit, PreToolUse, PostToolUse and Stop); for codex,
 the [mcp_servers.aipm] table in .codex/config.toml and aipm's hooks in
-.codex/hooks.json (Codex reads both only in a trusted project, and runs a
-project's hooks only once each is trusted with /hooks in codex: it skips
-untrusted hooks silently; aipm doctor says whether they are trusted). Other
-hooks stay; aipm's own (a command "aipm hook ...") are replaced where they
-stand. A second --write changes nothing and says so.
+.codex/hooks.json. Other hooks stay; aipm's own (a command "aipm hook ...")
+are replaced where they stand. --write changes every file it names or none:
+each new content is written beside its file first, then all are renamed
+into place. A second --write changes nothing and says so.
+
+Both clients ignore a project's files until the user trusts it: Claude Code
+applies .claude/settings.json only in a folder whose trust dialog was
+accepted (recorded in ~/.claude.json, or $CLAUDE_CONFIG_DIR/.claude.json),
+else claude -p refuses every aipm tool; Codex reads .codex/ only in a
+project its config ($CODEX_HOME/config.toml, default ~/.codex/config.toml)
+trusts, else codex exec runs without aipm's tools and hooks, and it runs a
+hook only once that hook is trusted with /hooks in codex. After writing,
+--write warns, as aipm doctor does, when those files do not trust the
+project, with the command that fixes it.
 
 Without --write, print the one document (the .mcp.json JSON for claude, the
 TOML table for codex) on stdout and what to do with it on stderr.
@@ -184,11 +193,7 @@ func mcpConfigRun(o *mcpConfigOptions) error {
 		_, err = e.stdout.Write(out)
 		return err
 	}
-	changes, err := client.write(store.ProjectDir(), srv)
-	if err != nil {
-		return fmt.Errorf("mcp-config %s --write: %w", o.Client, err)
-	}
-	if err := printChanges(e, store.ProjectDir(), changes); err != nil {
+	if err := writeFiles(e, o.Client, store.ProjectDir(), srv); err != nil {
 		return err
 	}
 	if client.written != nil {
@@ -330,12 +335,16 @@ func codexNote(s mcpServer) string {
 	return b.String()
 }
 
-// fileChange is what --write did to one file: its path and a sentence, or
-// an empty what when the file already held the entry.
+// fileChange is what --write does to one file: its path and a sentence,
+// or an empty what when the file already holds the entry; old and data
+// are its content before and after (old nil when it is created).
 type fileChange struct {
-	path    string
+	path    string // absolute
+	name    string // relative to the project, for messages
 	created bool
 	what    string
+	old     []byte
+	data    []byte
 }
 
 // printChanges says what --write changed, file by file, with paths
@@ -374,37 +383,6 @@ func readOptional(path string) ([]byte, bool, error) {
 		return nil, false, nil
 	}
 	return data, err == nil, err
-}
-
-// writeAtomic replaces path with data (a temporary file renamed over it),
-// keeping its mode, creating its directory.
-func writeAtomic(path string, data []byte) error {
-	mode := os.FileMode(0o644)
-	if fi, err := os.Stat(path); err == nil {
-		mode = fi.Mode().Perm()
-	}
-	if err := os.MkdirAll(filepath.Dir(path), 0o755); err != nil {
-		return err
-	}
-	f, err := os.CreateTemp(filepath.Dir(path), "."+filepath.Base(path)+".*")
-	if err != nil {
-		return err
-	}
-	defer os.Remove(f.Name())
-	_, err = f.Write(data)
-	if err == nil {
-		err = f.Chmod(mode)
-	}
-	if err == nil {
-		err = f.Sync()
-	}
-	if cerr := f.Close(); err == nil {
-		err = cerr
-	}
-	if err != nil {
-		return fmt.Errorf("write %s: %w", path, err)
-	}
-	return os.Rename(f.Name(), path)
 }
 
 // mcpConfigURL prints the entry for an aipm serve --http endpoint.

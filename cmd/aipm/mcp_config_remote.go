@@ -76,9 +76,11 @@ func mcpConfigRemote(o *mcpConfigOptions) error {
 	if dir, err = filepath.Abs(dir); err != nil {
 		return fmt.Errorf("mcp-config --write: %w", err)
 	}
-	changes, err := client.write(dir, srv)
-	if err != nil {
-		return fmt.Errorf("mcp-config %s --write: %w", o.Client, err)
+	if err := writeFiles(e, o.Client, dir, srv); err != nil {
+		return err
 	}
-	return printChanges(e, dir, changes)
+	if client.written != nil {
+		client.written(e, dir)
+	}
+	return nil
 }

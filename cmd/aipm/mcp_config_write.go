@@ -132,11 +132,11 @@ func subObject(o jsonObject, key string) (jsonObject, error) {
 	return sub, nil
 }
 
-// mergeJSONFile reads the JSON object at path, lets merge change it, and
-// writes it back when merge reports a change.
+// mergeJSONFile reads the JSON object at the project's file name and
+// lets merge change it: the change holds the file's new content when
+// merge reports a change. It writes nothing (writeChanges does).
 func mergeJSONFile(project, name string, merge func(*jsonObject) (string, error)) (fileChange, error) {
-	path := filepath.Join(project, name)
-	data, exists, err := readOptional(path)
+	c, data, err := readTarget(project, name)
 	if err != nil {
 		return fileChange{}, err
 	}
@@ -144,23 +144,32 @@ func mergeJSONFile(project, name string, merge func(*jsonObject) (string, error)
 	if err != nil {
 		return fileChange{}, fmt.Errorf("%s cannot be merged into: %v: fix it by hand, or move it away and run mcp-config again", name, err)
 	}
-	what, err := merge(&root)
-	if err != nil {
+	if c.what, err = merge(&root); err != nil {
 		return fileChange{}, fmt.Errorf("%s cannot be merged into: %v: fix it by hand", name, err)
 	}
-	c := fileChange{path: path, created: !exists, what: what}
-	if what == "" {
-		return c, nil
+	if c.what != "" {
+		c.data, err = indented(root)
 	}
-	out, err := indented(root)
+	return c, err
+}
+
+// readTarget reads the project's file name, which --write is to change:
+// a missing one is empty and will be created.
+func readTarget(project, name string) (fileChange, []byte, error) {
+	path := filepath.Join(project, name)
+	data, exists, err := readOptional(path)
 	if err != nil {
-		return fileChange{}, err
+		return fileChange{}, nil, fmt.Errorf("%s cannot be read (%v), so no file was changed: fix it or move it away, then run mcp-config again", name, pathReason(err))
 	}
-	return c, writeAtomic(path, out)
+	c := fileChange{path: path, name: name, created: !exists}
+	if exists {
+		c.old = data
+	}
+	return c, data, nil
 }
 
 // claudeWrite merges aipm's server into .mcp.json and enables it in
-// .claude/settings.json.
+// .claude/settings.json (the new contents; writeChanges writes them).
 func claudeWrite(project string, s mcpServer) ([]fileChange, error) {
 	entry, err := json.Marshal(claudeServer(s))
 	if err != nil {
@@ -261,7 +270,8 @@ func addToList(o *jsonObject, key, item string) (bool, error) {
 var codexHeader = regexp.MustCompile(`^\s*\[\[?\s*([^\]]*?)\s*\]\]?\s*(#.*)?$`)
 
 // codexWrite merges the [mcp_servers.aipm] table into the project's
-// .codex/config.toml and aipm's hooks into its .codex/hooks.json.
+// .codex/config.toml and aipm's hooks into its .codex/hooks.json (the new
+// contents; writeChanges writes them).
 func codexWrite(project string, s mcpServer) ([]fileChange, error) {
 	config, err := codexWriteConfig(project, s)
 	if err != nil || s.HookCommand == "" { // a remote entry: no hooks
@@ -278,8 +288,7 @@ func codexWrite(project string, s mcpServer) ([]fileChange, error) {
 // .codex/config.toml: aipm's own tables are replaced where they stand,
 // every other line (tables, keys, comments) stays as it is.
 func codexWriteConfig(project string, s mcpServer) (fileChange, error) {
-	path := filepath.Join(project, codexConfigFile)
-	data, exists, err := readOptional(path)
+	c, data, err := readTarget(project, codexConfigFile)
 	if err != nil {
 		return fileChange{}, err
 	}
@@ -297,7 +306,6 @@ func codexWriteConfig(project string, s mcpServer) (fileChange, error) {
 		return fileChange{}, err
 	}
 	old, had := have.Servers[serverName]
-	c := fileChange{path: path, created: !exists}
 	if had && reflect.DeepEqual(old, want.Servers[serverName]) {
 		return c, nil
 	}
@@ -310,7 +318,8 @@ func codexWriteConfig(project string, s mcpServer) (fileChange, error) {
 	if had {
 		c.what = "replaced the [mcp_servers.aipm] table"
 	}
-	return c, writeAtomic(path, []byte(out))
+	c.data = []byte(out)
+	return c, nil
 }
 
 // codexWriteHooks merges aipm's hooks into the project's .codex/hooks.json.

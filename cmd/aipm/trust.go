@@ -1,0 +1,114 @@
+package main
+
+import (
+	"errors"
+	"fmt"
+	"io/fs"
+	"os"
+	"path/filepath"
+	"strings"
+)
+
+// Claude Code and Codex read a project's own configuration (.mcp.json and
+// .claude/settings.json; .codex/config.toml and .codex/hooks.json) only
+// in a folder the user has trusted, a decision each records in the
+// user's own file. aipm doctor, and mcp-config --write after it writes,
+// read those files and say, in one sentence with the fix, when a client
+// will ignore aipm's entries (doctor_claude.go, doctor_codex.go).
+
+// warnTrust prints the trust warnings of both clients for the project, on
+// stderr; a warning never fails a command.
+func warnTrust(e *env, project string) {
+	warnClaude(e, project)
+	warnCodex(e, project)
+}
+
+// warn prints msg, if any, as a warning on stderr.
+func warn(e *env, msg string) {
+	if msg != "" {
+		fmt.Fprintf(e.stderr, "aipm: warning: %s\n", msg)
+	}
+}
+
+// projectDirs are the project's absolute directory and, when it differs,
+// the same with symbolic links resolved (the one a client started there
+// sees as its working directory, and records).
+func projectDirs(project string) []string {
+	abs, err := filepath.Abs(project)
+	if err != nil {
+		abs = project
+	}
+	dirs := []string{abs}
+	if real, err := filepath.EvalSymlinks(abs); err == nil && real != abs {
+		dirs = append(dirs, real)
+	}
+	return dirs
+}
+
+// resolved is the last of projectDirs: the directory with symbolic links
+// resolved, the one the clients record trust for.
+func resolved(dirs []string) string { return dirs[len(dirs)-1] }
+
+// gitRoots are what both clients look trust up by besides the folder
+// itself: nearest, the closest directory at or above dir that holds a
+// .git; and mainRoot, the root of the main checkout: nearest itself, or,
+// when nearest's .git is a linked worktree's file (gitdir: <main>/.git/
+// worktrees/<name>), the main checkout it belongs to. mainRoot is "" when
+// nearest's .git is another kind of file (a submodule's); both are ""
+// outside git.
+func gitRoots(dir string) (nearest, mainRoot string) {
+	for d := dir; ; d = filepath.Dir(d) {
+		dotGit := filepath.Join(d, ".git")
+		if fi, err := os.Stat(dotGit); err == nil {
+			if fi.IsDir() {
+				return d, d
+			}
+			data, err := os.ReadFile(dotGit)
+			if err != nil {
+				return d, ""
+			}
+			gitdir, ok := strings.CutPrefix(strings.TrimSpace(string(data)), "gitdir:")
+			if gitdir = strings.TrimSpace(gitdir); !ok || gitdir == "" {
+				return d, ""
+			}
+			if !filepath.IsAbs(gitdir) {
+				gitdir = filepath.Join(d, gitdir)
+			}
+			worktrees := filepath.Dir(gitdir)
+			if filepath.Base(worktrees) != "worktrees" {
+				return d, ""
+			}
+			return d, filepath.Dir(filepath.Dir(worktrees))
+		}
+		if filepath.Dir(d) == d {
+			return "", ""
+		}
+	}
+}
+
+// readUserFile reads a client's file in the user's home; missing says
+// whether it does not exist (which trusts nothing).
+func readUserFile(path string) (data []byte, missing bool, err error) {
+	data, err = os.ReadFile(path)
+	if errors.Is(err, fs.ErrNotExist) {
+		return nil, true, nil
+	}
+	if err != nil {
+		return nil, false, fmt.Errorf("%s cannot be read (%v)", path, pathReason(err))
+	}
+	return data, false, nil
+}
+
+// pathReason is err without the paths a *fs.PathError or *os.LinkError
+// repeats: "is a directory" rather than "read /home/…/x: is a directory".
+func pathReason(err error) error {
+	var pe *fs.PathError
+	if errors.As(err, &pe) {
+		return pe.Err
+	}
+	var le *os.LinkError
+	if errors.As(err, &le) {
+		return le.Err
+	}
+	return err
+}

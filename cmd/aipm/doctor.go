@@ -113,6 +113,7 @@ func doctorRun(cmd *cobra.Command, o *doctorOptions) error {
 		return failed("%s left: %s", plural(unrepaired, "problem"), hint)
 	case o.JSON:
 	case len(problems) == 0:
+		printAgentAccess(o.e.stdout, cfg)
 		fmt.Fprintln(o.e.stdout, "no problems found")
 	default:
 		fmt.Fprintf(o.e.stdout, "repaired %s\n", plural(len(problems), "problem"))

@@ -2,6 +2,7 @@ package main
 
 import (
 	"fmt"
+	"io"
 	"path/filepath"
 	"strings"
 
@@ -57,4 +58,17 @@ func runsCodex(command []string) bool {
 		}
 	}
 	return false
+}
+
+// printAgentAccess says, for each agent aipm watch starts as a real client,
+// what it may do (doctor's closing lines, as agent list's STARTS column).
+func printAgentAccess(w io.Writer, cfg *fsstore.Config) {
+	if cfg == nil {
+		return
+	}
+	for _, a := range cfg.Agents {
+		if starts, may := agentStarts(a); may != "" {
+			fmt.Fprintf(w, "agent %s: aipm watch starts %s; it may %s\n", a.ID, starts, may)
+		}
+	}
 }

@@ -11,6 +11,8 @@ import (
 	"path/filepath"
 	"slices"
 	"strings"
+	"syscall"
+	"time"
 
 	"github.com/spf13/cobra"
 	"github.com/spf13/pflag"
@@ -369,6 +371,10 @@ func launchRun(ctx context.Context, e *env, spec launchSpec) error {
 	}
 	prompt := launchPrompt(spec, agent, cfg.Project.Name, store.ProjectDir(), e.getenv(fsstore.EnvPurpose))
 	cmd := exec.CommandContext(ctx, program, c.argv(spec, exe, hookWord(e, exe), prompt)...)
+	// Ctrl-C or the watcher's SIGTERM: the client gets SIGTERM and a
+	// moment to end its sessions before it is killed.
+	cmd.Cancel = func() error { return cmd.Process.Signal(syscall.SIGTERM) }
+	cmd.WaitDelay = 5 * time.Second
 	cmd.Dir = store.ProjectDir()
 	cmd.Env = env
 	cmd.Stderr = e.stderr
@@ -388,7 +394,11 @@ func launchRun(ctx context.Context, e *env, spec launchSpec) error {
 	}
 	var ee *exec.ExitError
 	if errors.As(runErr, &ee) {
-		return &exitError{code: ee.ExitCode(), err: fmt.Errorf("launch: %s exited with status %d", c.program, ee.ExitCode())}
+		code := ee.ExitCode()
+		if code < 0 {
+			code = exitFailed // ended by a signal
+		}
+		return &exitError{code: code, err: fmt.Errorf("launch: %s ended: %v", c.program, ee)}
 	}
 	if runErr != nil {
 		return fmt.Errorf("launch: run %s: %w", c.program, runErr)

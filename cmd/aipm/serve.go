@@ -37,7 +37,9 @@ func newCmdServe(e *env) *cobra.Command {
 		Long: `Serve the project's MCP tools over stdin and stdout, for one agent's CLI
 (Claude Code, Codex, ...). stdout carries only protocol messages; logs go to
 stderr (level from $AIPM_LOG: debug, info, warn, error). aipm mcp-config prints
-the entry that starts it. It ends when stdin closes or on Ctrl-C.
+the entry that starts it. It ends when stdin closes or on Ctrl-C. One that
+cannot open its project or read its credential says why on stderr and still
+serves: it lists its tools and answers every call with why and the fix.
 
 With --http ADDR it serves MCP's streamable HTTP transport instead, for
 agents on other machines: it prints the endpoint URL on stdout (one line) and

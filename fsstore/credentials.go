@@ -55,6 +55,12 @@ type Credential struct {
 // LogValue keeps the passkey out of every log line.
 func (c Credential) LogValue() slog.Value { return slog.StringValue(c.Agent + " (passkey redacted)") }
 
+// unreadableKey is the error of an AIPM_PASSKEY_FILE that cannot be read:
+// what failed, and how to make the file agent's passkey.
+func unreadableKey(agent string, err error) error {
+	return fmt.Errorf("AIPM_PASSKEY_FILE: %w: point it at %s's passkey file (aipm agent passkey %s --save issues one and saves it in .ai-pm/credentials)", err, agent, agent)
+}
+
 // CredentialFromEnv reads the agent credential that aipm serve holds and
 // aipm hook acts for, from the process environment: AIPM_AGENT_ID with AIPM_PASSKEY, or with AIPM_PASSKEY_FILE
 // naming a file only its owner can read (0600). None set: no credential.
@@ -76,14 +82,14 @@ func CredentialFromEnv(getenv func(string) string) (*Credential, error) {
 	if file != "" {
 		fi, err := os.Stat(file)
 		if err != nil {
-			return nil, fmt.Errorf("AIPM_PASSKEY_FILE: %w", err)
+			return nil, unreadableKey(agent, err)
 		}
 		if !fi.Mode().IsRegular() || fi.Mode().Perm()&0o077 != 0 {
 			return nil, fmt.Errorf("AIPM_PASSKEY_FILE %s has mode %v: others can read it; run chmod 600 %s", file, fi.Mode(), file)
 		}
 		data, err := os.ReadFile(file)
 		if err != nil {
-			return nil, fmt.Errorf("AIPM_PASSKEY_FILE: %w", err)
+			return nil, unreadableKey(agent, err)
 		}
 		key = strings.TrimRight(string(data), "\r\n") // the file's line end, nothing else
 		if key == "" {

@@ -11,6 +11,10 @@ import (
 // with errors.Is.
 var ErrNotFound = errors.New("not found")
 
+// ErrNoProject says that no directory from the working directory upwards
+// holds .ai-pm/ (LocateProject given neither --dir nor AIPM_DIR).
+var ErrNoProject = errors.New("no project")
+
 // ErrExists says something that must be new already exists.
 var ErrExists = errors.New("already exists")
 

@@ -140,7 +140,7 @@ func findProject(start string) (string, error) {
 		}
 		parent := filepath.Dir(dir)
 		if parent == dir {
-			return "", fmt.Errorf("not inside an aipm project (no %s in %s or any parent): run aipm init, or pass --dir", DirName, start)
+			return "", kindf(ErrNoProject, "not inside an aipm project (no %s in %s or any parent): run aipm init, or pass --dir", DirName, start)
 		}
 		dir = parent
 	}

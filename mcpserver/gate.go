@@ -12,7 +12,8 @@ import (
 	"aipm/fsstore"
 )
 
-// gate wraps every tools/call (DESIGN sections 5 and 6): unknown tools are
+// gate wraps every tools/call (DESIGN sections 5 and 6): a server that
+// cannot serve (Unavailable) answers every call with why, unknown tools are
 // refused, the session is resolved and its level checked, an unread
 // interrupt replaces the response of every tool but the few that let the
 // agent comply, and every authenticated response carries the notification
@@ -24,6 +25,9 @@ func (s *Server) gate() mcp.Middleware {
 			call, ok := req.(*mcp.CallToolRequest)
 			if !ok {
 				return next(ctx, method, req)
+			}
+			if s.unavailable != "" {
+				return refusal(call, toolErr("server_unavailable", s.unavailable)), nil
 			}
 			// Over HTTP the call ends when its request does (the client
 			// went away); over stdio link is nil.

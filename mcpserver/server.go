@@ -40,6 +40,9 @@ type Server struct {
 	sdkTools bool
 	// checkSchemas is EnvCheckSchemas: calls check what typedHandler skips.
 	checkSchemas bool
+	// unavailable is why this server cannot serve (Unavailable); empty
+	// for a server of a project.
+	unavailable string
 
 	mu       sync.Mutex
 	cfg      *fsstore.Config
@@ -53,6 +56,17 @@ type Server struct {
 func New(store *fsstore.Store, log *slog.Logger, version string) *Server {
 	return &Server{store: store, log: log, version: version, wake: wake.New(), purpose: os.Getenv(fsstore.EnvPurpose),
 		checkSchemas: os.Getenv(EnvCheckSchemas) == "1"}
+}
+
+// Unavailable returns the server aipm serve runs when it cannot serve: no
+// project found, or no credential where it was told to find one. A client
+// shows a server that exits at once only as a closed connection, its reason
+// lost on a stderr nobody reads; this one completes the handshake, lists
+// every tool as New's does (the client's entry visibly works), and answers
+// every tool call with the tool error server_unavailable: why, one sentence
+// that says what is wrong and how to fix it, for the model to pass on.
+func Unavailable(why string, log *slog.Logger, version string) *Server {
+	return &Server{log: log, version: version, unavailable: why}
 }
 
 // opened records a session this server created.
@@ -83,7 +97,11 @@ Pass the session_token authenticate returns to every other tool. Every answer ca
 
 // MCP builds the MCP server with every tool registered behind the gate.
 func (s *Server) MCP() *mcp.Server {
-	srv := mcp.NewServer(&mcp.Implementation{Name: "aipm", Version: s.version}, &mcp.ServerOptions{Instructions: instructions})
+	instr := instructions
+	if s.unavailable != "" {
+		instr = "This aipm server cannot serve: " + s.unavailable + "\n" + instr
+	}
+	srv := mcp.NewServer(&mcp.Implementation{Name: "aipm", Version: s.version}, &mcp.ServerOptions{Instructions: instr})
 	for _, t := range tools() {
 		tool := t.tool
 		t.add(srv, s, &tool)
@@ -98,8 +116,10 @@ func (s *Server) MCP() *mcp.Server {
 // store's task index follows edits in place through the server's one
 // fsnotify watcher (fsstore.Store.WatchTasks).
 func (s *Server) Run(ctx context.Context, t mcp.Transport) error {
-	s.store.WatchTasks(s.wake)
-	defer s.store.WatchTasks(nil)
+	if s.store != nil { // nil: Unavailable
+		s.store.WatchTasks(s.wake)
+		defer s.store.WatchTasks(nil)
+	}
 	err := s.MCP().Run(ctx, t)
 	s.endOpened(context.WithoutCancel(ctx))
 	return err

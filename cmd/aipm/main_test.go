@@ -18,6 +18,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/modelcontextprotocol/go-sdk/mcp"
 	"github.com/rogpeppe/go-internal/testscript"
 	"github.com/tidwall/gjson"
 
@@ -86,6 +87,7 @@ func TestScripts(t *testing.T) {
 			"json-env":           cmdJSONEnv,
 			"exits":              cmdExits,
 			"sigint":             cmdSigint,
+			"mcp":                cmdMCP,
 			"authenticate":       cmdAuthenticate,
 			"waitfor":            cmdWaitFor,
 			"handedit":           cmdHandEdit,
@@ -263,21 +265,9 @@ func cmdSigint(ts *testscript.TestScript, neg bool, args []string) {
 	ts.Check(err)
 	re, err := regexp.Compile(args[1])
 	ts.Check(err)
-	path := ""
-	for _, dir := range filepath.SplitList(ts.Getenv("PATH")) {
-		if fi, err := os.Stat(filepath.Join(dir, args[2])); err == nil && !fi.IsDir() {
-			path = filepath.Join(dir, args[2])
-			break
-		}
-	}
-	if path == "" {
-		ts.Fatalf("%s is not in $PATH", args[2])
-	}
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()
-	cmd := exec.CommandContext(ctx, path, args[3:]...)
-	cmd.Dir = ts.MkAbs(".")
-	cmd.Env = scriptEnv(ts)
+	cmd := scriptCommand(ctx, ts, args[2], args[3:]...)
 	out, err := cmd.StdoutPipe()
 	ts.Check(err)
 	ts.Check(cmd.Start())
@@ -308,13 +298,89 @@ func cmdSigint(ts *testscript.TestScript, neg bool, args []string) {
 	}
 }
 
+// scriptCommand is prog (found in the script's $PATH) with args, to start
+// by hand in the script's directory with its environment.
+func scriptCommand(ctx context.Context, ts *testscript.TestScript, prog string, args ...string) *exec.Cmd {
+	path := ""
+	for _, dir := range filepath.SplitList(ts.Getenv("PATH")) {
+		if fi, err := os.Stat(filepath.Join(dir, prog)); err == nil && !fi.IsDir() {
+			path = filepath.Join(dir, prog)
+			break
+		}
+	}
+	if path == "" {
+		ts.Fatalf("%s is not in $PATH", prog)
+	}
+	cmd := exec.CommandContext(ctx, path, args...)
+	cmd.Dir = ts.MkAbs(".")
+	cmd.Env = scriptEnv(ts)
+	return cmd
+}
+
 // scriptEnv is the script's environment, for a process started by hand.
 func scriptEnv(ts *testscript.TestScript) []string {
 	var env []string
-	for _, k := range []string{"PATH", "HOME", "TMPDIR", "WORK", "TZ", "AIPM_DIR", "AIPM_AS", "NO_COLOR"} {
+	for _, k := range []string{"PATH", "HOME", "TMPDIR", "WORK", "TZ", "AIPM_DIR", "AIPM_AS", "NO_COLOR",
+		fsstore.EnvAgentID, fsstore.EnvPasskeyFile, fsstore.EnvPasskey, mcpserver.EnvCheckSchemas, envTestFSType} {
 		env = append(env, k+"="+ts.Getenv(k))
 	}
 	return env
+}
+
+// [!] mcp TOOLS CALLS PROG [ARGS...] starts PROG as an MCP client starts
+// its server (stdio), through the SDK's own client: initialize, tools/list,
+// then a call of every listed tool with no arguments. TOOLS gets the listed
+// tools' names, one a line; CALLS one line "every tool: ANSWER" when every
+// call answered the same, else "NAME: ANSWER" per tool, where ANSWER is ok
+// or "error: " and the first text block. The client then closes the
+// server's stdin and waits: the server must exit 0 (with !, must not).
+func cmdMCP(ts *testscript.TestScript, neg bool, args []string) {
+	if len(args) < 3 {
+		ts.Fatalf("usage: mcp TOOLS CALLS PROG [ARGS...]")
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	cmd := scriptCommand(ctx, ts, args[2], args[3:]...)
+	var stderr strings.Builder
+	cmd.Stderr = &stderr
+	defer func() { ts.Logf("%s stderr:\n%s", args[2], stderr.String()) }()
+	cs, err := mcp.NewClient(&mcp.Implementation{Name: "aipm-testscript", Version: "1"}, nil).Connect(ctx, &mcp.CommandTransport{Command: cmd}, nil)
+	ts.Check(err)
+	listed, err := cs.ListTools(ctx, nil)
+	ts.Check(err)
+	var names, answers []string
+	same := true
+	for _, tool := range listed.Tools {
+		res, err := cs.CallTool(ctx, &mcp.CallToolParams{Name: tool.Name, Arguments: map[string]any{}})
+		ts.Check(err)
+		answer := "ok"
+		if res.IsError {
+			answer = "error: "
+			if len(res.Content) > 0 {
+				if tc, ok := res.Content[0].(*mcp.TextContent); ok {
+					answer += tc.Text
+				}
+			}
+		}
+		same = same && (len(answers) == 0 || answers[0] == answer)
+		names, answers = append(names, tool.Name), append(answers, answer)
+	}
+	calls := ""
+	for i, answer := range answers {
+		if same {
+			calls = "every tool: " + answer + "\n"
+			break
+		}
+		calls += names[i] + ": " + answer + "\n"
+	}
+	ts.Check(os.WriteFile(ts.MkAbs(args[0]), []byte(strings.Join(names, "\n")+"\n"), 0o644))
+	ts.Check(os.WriteFile(ts.MkAbs(args[1]), []byte(calls), 0o644))
+	switch err := cs.Close(); {
+	case neg && err == nil:
+		ts.Fatalf("%s exited 0", args[2])
+	case !neg && err != nil:
+		ts.Fatalf("%s: %v", args[2], err)
+	}
 }
 
 // authenticate AGENT PASSKEY [PURPOSE]: the agent authenticates to the

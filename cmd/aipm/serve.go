@@ -3,6 +3,7 @@ package main
 import (
 	"context"
 	"errors"
+	"fmt"
 	"io"
 	"log/slog"
 	"os"
@@ -36,7 +37,9 @@ func newCmdServe(e *env) *cobra.Command {
 		Long: `Serve the project's MCP tools over stdin and stdout, for one agent's CLI
 (Claude Code, Codex, ...). stdout carries only protocol messages; logs go to
 stderr (level from $AIPM_LOG: debug, info, warn, error). aipm mcp-config prints
-the entry that starts it. It ends when stdin closes or on Ctrl-C.
+the entry that starts it. It ends when stdin closes or on Ctrl-C. One that
+cannot open its project or read its credential says why on stderr and still
+serves: it lists its tools and answers every call with why and the fix.
 
 With --http ADDR it serves MCP's streamable HTTP transport instead, for
 agents on other machines: it prints the endpoint URL on stdout (one line) and
@@ -73,19 +76,62 @@ func serveRun(ctx context.Context, o *serveOptions) error {
 		return err
 	}
 	store, err := o.e.openStore()
-	if err != nil {
+	if err != nil && o.http != "" {
+		// Refused at start: the human who started it reads why.
 		return err
+	}
+	log := slog.New(slog.NewTextHandler(o.e.stderr, &slog.HandlerOptions{Level: logLevel(o.e.getenv("AIPM_LOG"))}))
+	if err != nil {
+		return serveUnavailable(ctx, o.e, log, err)
 	}
 	if o.http != "" {
 		return serveHTTP(ctx, o, store)
 	}
-	var saved *mcpserver.Credential
-	if o.agent != "" {
-		if saved, err = serveSavedCredential(o.e, store, o.agent); err != nil {
-			return err
-		}
+	cred, from, err := serveHeld(o.e, store, o.agent)
+	if err != nil {
+		return serveUnavailable(ctx, o.e, log, err)
 	}
-	return serveMCP(ctx, o.e, store, saved)
+	srv := mcpserver.New(store, log, version())
+	if cred != nil {
+		srv.HoldCredential(*cred)
+		log.Info("holding the agent's credential from "+from, "agent", *cred) // its LogValue redacts the passkey
+	}
+	return serveMCP(ctx, o.e, srv, log)
+}
+
+// serveUnavailable serves, over stdio, a server that cannot serve because
+// of err (mcpserver.Unavailable): its client shows it connected, and every
+// tool call answers why and the fix, said once on stderr too. It ends as
+// serve does, when stdin closes (exit 0: it served what it could).
+func serveUnavailable(ctx context.Context, e *env, log *slog.Logger, err error) error {
+	why := serveProblem(err)
+	fmt.Fprintln(e.stderr, "aipm:", why)
+	return serveMCP(ctx, e, mcpserver.Unavailable(why, log, version()), log)
+}
+
+// serveProblem is the one sentence of a server that cannot serve: err, or,
+// when no project holds the directory its MCP client started it in, where
+// it looked and the ways to point it at one.
+func serveProblem(err error) string {
+	if errors.Is(err, fsstore.ErrNoProject) {
+		wd, _ := os.Getwd()
+		return fmt.Sprintf("no aipm project: no %s in %s, where the MCP client started aipm serve, or in any parent; "+
+			"start the client in the project's directory, start the server as aipm --dir PATH serve or with AIPM_DIR=PATH, "+
+			"or create a project with aipm init", fsstore.DirName, wd)
+	}
+	return cliMessage(err)
+}
+
+// serveHeld is the credential aipm serve holds and where it comes from:
+// the one saved on this machine for agent (serve --agent), else the
+// environment's, if any.
+func serveHeld(e *env, store *fsstore.Store, agent string) (cred *mcpserver.Credential, from string, err error) {
+	if agent != "" {
+		cred, err = serveSavedCredential(e, store, agent)
+		return cred, "its saved passkey file", err
+	}
+	cred, err = serveCredential(e.getenv)
+	return cred, "the environment", asUsage(err)
 }
 
 // serveSavedCredential is the credential serve --agent holds: the one
@@ -108,27 +154,9 @@ func serveSavedCredential(e *env, store *fsstore.Store, agent string) (*mcpserve
 	return cred, asUsage(err)
 }
 
-// serveMCP runs the MCP server for store over the process's stdio until
-// the client goes away or ctx ends. saved, when not nil, is the credential
-// it holds (serve --agent); else the environment's, if any.
-func serveMCP(ctx context.Context, e *env, store *fsstore.Store, saved *mcpserver.Credential) error {
-	log := slog.New(slog.NewTextHandler(e.stderr, &slog.HandlerOptions{Level: logLevel(e.getenv("AIPM_LOG"))}))
-	cred, err := serveCredential(e.getenv)
-	if err != nil {
-		return asUsage(err)
-	}
-	if saved != nil {
-		cred = saved
-	}
-	srv := mcpserver.New(store, log, version())
-	if cred != nil {
-		from := "the environment"
-		if saved != nil {
-			from = "its saved passkey file"
-		}
-		srv.HoldCredential(*cred)
-		log.Info("holding the agent's credential from "+from, "agent", *cred) // its LogValue redacts the passkey
-	}
+// serveMCP runs srv over the process's stdio until the client goes away
+// or ctx ends.
+func serveMCP(ctx context.Context, e *env, srv *mcpserver.Server, log *slog.Logger) error {
 	// A client gone mid-answer (ssh's link cut: sshd closes the pipe) is
 	// a write error that ends the server and its sessions, not a SIGPIPE
 	// that kills it before it ends them.

@@ -212,12 +212,23 @@ func (c *configCheck) decodeErrors(data []byte, err error) []error {
 // syntaxError is a line that is not TOML; the parser's words say what it
 // expected there.
 func (c *configCheck) syntaxError(err error) error {
-	var pe toml.ParseError
-	if !errors.As(err, &pe) {
+	line, what, ok := TOMLSyntax(err)
+	if !ok {
 		return c.line(1, "this is not a TOML file aipm can read: compare it with aipm config example")
 	}
-	what := strings.TrimSuffix(pe.Message, ".")
-	return c.line(pe.Position.Line, "this line is not valid TOML (%s): fix it; aipm config example shows the format", what)
+	return c.line(line, "this line is not valid TOML (%s): fix it; aipm config example shows the format", what)
+}
+
+// TOMLSyntax is the line of a TOML syntax error and what the parser
+// expected there (a short phrase such as "expected value but found '\n'
+// instead"); ok is false for an error that is not one (a decoded value of
+// the wrong type: the caller says what it expected).
+func TOMLSyntax(err error) (line int, what string, ok bool) {
+	var pe toml.ParseError
+	if !errors.As(err, &pe) {
+		return 0, "", false
+	}
+	return pe.Position.Line, strings.TrimSuffix(pe.Message, "."), true
 }
 
 var textUnmarshaler = reflect.TypeFor[encoding.TextUnmarshaler]()

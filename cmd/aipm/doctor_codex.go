@@ -11,6 +11,8 @@ import (
 	"unicode"
 
 	"github.com/BurntSushi/toml"
+
+	"aipm/fsstore"
 )
 
 // Codex runs a project's .codex/hooks.json only when the user's Codex
@@ -107,7 +109,10 @@ func readCodexConfig(path string) (*codexUserConfig, error) {
 		return nil, fmt.Errorf("read Codex's config: %w", err)
 	}
 	if _, err := toml.Decode(string(data), cfg); err != nil {
-		return nil, fmt.Errorf("%s is not valid TOML (%v)", path, err)
+		if line, what, ok := fsstore.TOMLSyntax(err); ok {
+			return nil, fmt.Errorf("%s is not valid TOML at line %d (%s)", path, line, what)
+		}
+		return nil, fmt.Errorf("%s is not what Codex writes: its projects' trust_level and its hooks.state's trusted_hash must be strings", path)
 	}
 	return cfg, nil
 }
@@ -161,7 +166,7 @@ func aipmCodexHooks(path string) ([]string, error) {
 		} `json:"hooks"`
 	}
 	if err := json.Unmarshal(data, &doc); err != nil {
-		return nil, fmt.Errorf("%s is not a hooks file (%v)", codexHooksFile, err)
+		return nil, fmt.Errorf("%s is not a hooks file (line %d: %s)", codexHooksFile, fsstore.JSONLine(data, err), fsstore.JSONWords(data, err))
 	}
 	var suffixes []string
 	for event, groups := range doc.Hooks {

@@ -92,7 +92,7 @@ func TestGroupsAlone(t *testing.T) {
 			t.Errorf("aipm %s --help: exit %d, stdout %q", strings.Join(path, " "), code, stdout)
 		}
 	})
-	if groups < 5 { // aipm, agent, task, config, conversation (cobra adds completion later)
+	if groups < 6 { // aipm, agent, task, config, conversation, completion
 		t.Errorf("only %d groups: the walk missed some", groups)
 	}
 }

@@ -47,6 +47,15 @@ func newCmdRoot(e *env) *cobra.Command {
 		root.AddCommand(c.cmd)
 	}
 	root.SetHelpCommand(newCmdHelp())
+	// cobra's completion command, made now rather than when it runs, so
+	// that its verbs refuse an argument like every other command (exit 2,
+	// in aipm's words) rather than with cobra's "unknown command" (exit 1).
+	root.InitDefaultCompletionCmd()
+	if c, _, err := root.Find([]string{"completion"}); err == nil && c != root {
+		for _, shell := range c.Commands() {
+			shell.Args = argsNone
+		}
+	}
 	root.AddCommand(newHelpTopics()...)
 	for _, c := range newBenchFloorCmds(e) {
 		root.AddCommand(c)

@@ -103,6 +103,8 @@ func (d *Duration) UnmarshalText(b []byte) error {
 
 func (d Duration) MarshalText() ([]byte, error) { return []byte(d.String()), nil }
 
+func (*Duration) tomlKind() string { return `a duration in quotes, such as "90s", "10m" or "1h"` }
+
 // Agent returns the agent with the given id.
 func (c *Config) Agent(id string) (Agent, bool) {
 	for _, a := range c.Agents {
@@ -124,13 +126,6 @@ func (s *Store) LoadConfig() (*Config, error) {
 	return cfg, nil
 }
 
-// tomlTypeError is how the TOML decoder words a type mismatch. Like the
-// locator's patterns below, it is compiled when first needed: every
-// process that reads the config would otherwise compile it at start.
-var tomlTypeError = sync.OnceValue(func() *regexp.Regexp {
-	return regexp.MustCompile(`^toml: line (\d+) \(last key "([^"]*)"\): (.*)$`)
-})
-
 // ParseConfig parses and checks a config; every error reads name:LINE: what,
 // and the first is returned. An unknown key is not an error: the config
 // works without it, and cfg.Warnings names each (a typo, most often).
@@ -150,25 +145,14 @@ func CheckConfig(name string, data []byte) (*Config, []error) {
 		return nil, []error{errEmptyConfig(name)}
 	}
 	var cfg Config
+	// The locator finds the line of a key; only an error or a warning
+	// needs one.
+	c := &configCheck{name: name, loc: sync.OnceValue(func() *locator { return newLocator(data) })}
 	md, err := toml.Decode(string(data), &cfg)
 	if err != nil {
-		return nil, []error{tomlError(name, err)}
+		return nil, c.decodeErrors(data, err)
 	}
-	// The locator finds the line of a key; only an error needs one.
-	c := &configCheck{name: name, loc: sync.OnceValue(func() *locator { return newLocator(data) })}
-	unknown := map[string]bool{}
-	for _, k := range md.Undecoded() {
-		if len(k) > 1 && unknown[k[:len(k)-1].String()] {
-			unknown[k.String()] = true
-			continue // under an unknown table, said once
-		}
-		unknown[k.String()] = true
-		section, key := "", k[0]
-		if len(k) > 1 {
-			section, key = k[0], k[len(k)-1]
-		}
-		cfg.Warnings = append(cfg.Warnings, c.line(c.loc().find(section, -1, key), "unknown key %q is ignored: fix or remove it (aipm config example prints every key aipm reads)", k.String()))
-	}
+	cfg.Warnings = c.unknownKeys(md.Undecoded())
 	c.defaults(&cfg.Defaults)
 	c.agents(cfg.Agents)
 	c.parents(cfg.Agents)
@@ -189,23 +173,6 @@ func errLine(err error) int {
 		return le.Line
 	}
 	return 0
-}
-
-// tomlError is a TOML decoding error as name:LINE: what.
-func tomlError(name string, err error) error {
-	var pe toml.ParseError
-	if errors.As(err, &pe) {
-		msg := pe.Message
-		if pe.LastKey != "" && !strings.Contains(msg, pe.LastKey) {
-			msg = pe.LastKey + ": " + msg
-		}
-		return &LineError{Path: name, Line: pe.Position.Line, Err: errors.New(msg)}
-	}
-	if m := tomlTypeError().FindStringSubmatch(err.Error()); m != nil {
-		line, _ := strconv.Atoi(m[1])
-		return &LineError{Path: name, Line: line, Err: fmt.Errorf("%s: %s", m[2], m[3])}
-	}
-	return fmt.Errorf("%s: %w", name, err)
 }
 
 // configCheck checks a decoded config, naming the line of what is wrong.
@@ -381,13 +348,13 @@ func (l *locator) find(section string, index int, key string) int {
 	if n, ok := l.keys[section+"\x00"+strconv.Itoa(index)+"\x00"+key]; ok {
 		return n
 	}
-	if section == "" {
-		if n, ok := l.sections[key+"\x00-1"]; ok {
-			return n
-		}
-		if n, ok := l.sections[key+"\x000"]; ok {
-			return n
-		}
+	// key is a table of its own: [section.key] or [[section.key]]
+	table := strings.TrimPrefix(section+"."+key, ".")
+	if n, ok := l.sections[table+"\x00-1"]; ok {
+		return n
+	}
+	if n, ok := l.sections[table+"\x000"]; ok {
+		return n
 	}
 	return l.section(section, index)
 }

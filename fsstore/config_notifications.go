@@ -61,6 +61,10 @@ func (t *TTL) UnmarshalText(b []byte) error {
 	return nil
 }
 
+func (*TTL) tomlKind() string {
+	return `"never" or a time in quotes, such as "90m", "24h" or "7d"`
+}
+
 func parseTTL(s string) (time.Duration, error) {
 	if days, ok := strings.CutSuffix(s, "d"); ok {
 		n, err := strconv.Atoi(days)

@@ -6,6 +6,7 @@ import (
 	"os"
 	"path/filepath"
 	"regexp"
+	"slices"
 	"strings"
 	"sync"
 	"testing"
@@ -20,6 +21,9 @@ func TestExampleConfigLoads(t *testing.T) {
 	cfg, err := ParseConfig("config.example.toml", data)
 	if err != nil {
 		t.Fatalf("config.example.toml: %v", err)
+	}
+	if len(cfg.Warnings) > 0 {
+		t.Errorf("config.example.toml names a key aipm does not read: %v", cfg.Warnings)
 	}
 	if len(cfg.Agents) != 2 || cfg.Defaults.WaitSeconds != 25 || cfg.Defaults.SessionIdleTimeout.Duration != time.Hour {
 		t.Errorf("unexpected config: %+v", cfg)
@@ -42,6 +46,11 @@ func TestConfigUnknownKeysWarn(t *testing.T) {
 		{"unknown top key", "[project]\nname = \"x\"\n\ncolour = 1\n", "config.toml:4: unknown key \"project.colour\" is ignored"},
 		{"unknown table", "[bogus]\nx = 1\n", "config.toml:1: unknown key \"bogus"},
 		{"unknown agent key", "[[agents]]\nid = \"a\"\ntype = \"ai\"\nmood = \"ok\"\n", "config.toml:4: unknown key \"agents.mood\" is ignored"},
+		{"typo in defaults", "[defaults]\nwait_seconds = 5\nchat_idel_timeout = \"5m\"\n", "config.toml:3: unknown key \"defaults.chat_idel_timeout\" is ignored: did you mean chat_idle_timeout? (aipm config example"},
+		{"typo of a table", "[project]\nname = \"p\"\n[defualts]\nwait_seconds = 5\n", "config.toml:3: unknown key \"defualts\" is ignored: did you mean defaults?"},
+		{"typo in an agent", "[[agents]]\nid = \"a\"\ntype = \"ai\"\ncomand = [\"x\"]\n", "config.toml:4: unknown key \"agents.comand\" is ignored: did you mean command?"},
+		{"typo in a sub-table", "[notifications.ttl]\nnew-message = \"1h\"\n", "config.toml:2: unknown key \"notifications.ttl.new-message\" is ignored: did you mean new_message?"},
+		{"unknown sub-table", "[project]\nname = \"p\"\n[project.extra]\ny = 1\n", "config.toml:3: unknown key \"project.extra\" is ignored: fix or remove it"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			cfg, err := ParseConfig("config.toml", []byte(tc.toml))
@@ -89,8 +98,19 @@ func TestParseConfigErrors(t *testing.T) {
 		{"role", "[[agents]]\nid = \"a\"\ntype = \"ai\"\nrole = \"boss\"\n", "config.toml:4: agent \"a\": role \"boss\""},
 		{"durability", "[defaults]\ndurability = \"maybe\"\n", "config.toml:2: durability \"maybe\" is invalid"},
 		{"wait", "[defaults]\n\nwait_seconds = 90\n", "config.toml:3: wait_seconds = 90 is out of range"},
-		{"duration", "[defaults]\ntrigger_ttl = \"soon\"\n", "config.toml:2: "},
-		{"wrong type", "[defaults]\nwait_seconds = \"x\"\n", "config.toml:2: "},
+		{"duration", "[defaults]\ntrigger_ttl = \"soon\"\n", "config.toml:2: trigger_ttl: invalid duration \"soon\": write it like"},
+		{"syntax said", "[project]\nname = \"p\"\nname = \"q\"\n", "config.toml:3: this line is not valid TOML (Key 'project.name' has already been defined): fix it"},
+		{"string for a number", "[defaults]\n\nwait_seconds = \"x\"\n", "config.toml:3: wait_seconds must be a whole number (got a string \"x\")"},
+		{"fraction for a number", "[defaults]\nmax_concurrent = 2.5\n", "config.toml:2: max_concurrent must be a whole number (got the number 2.5)"},
+		{"number for a duration", "[defaults]\nchat_idle_timeout = 30\n", "config.toml:2: chat_idle_timeout must be a duration in quotes, such as \"90s\""},
+		{"number for a string", "[project]\nname = 7\n", "config.toml:2: name must be a string in quotes (got the number 7)"},
+		{"string for a list", "[[agents]]\nid = \"a\"\ntype = \"ai\"\ncommand = \"claude\"\n", "config.toml:4: command must be a list of strings, such as [\"a\", \"b\"] (got a string \"claude\")"},
+		{"number in a list", "[groups]\nteam = [\"a\", 2]\n", "config.toml:2: groups.team must be a list of strings, such as [\"a\", \"b\"] (got a list holding the number 2)"},
+		{"inline table entry", "[[agents]]\nid = \"a\"\ntype = \"ai\"\nenv = { A = 1 }\n", "config.toml:4: env.A must be a string in quotes (got the number 1)"},
+		{"ttl", "[notifications.ttl]\ninfo = true\n", "config.toml:2: info must be \"never\" or a time in quotes"},
+		{"any case", "[Defaults]\nWait_Seconds = \"x\"\n", "config.toml:2: Wait_Seconds must be a whole number"},
+		{"value for a table", "defaults = 1\n", "config.toml:1: defaults must be a table (got the number 1)"},
+		{"table for a list of tables", "[agents]\nid = \"a\"\n", "config.toml:1: agents must be a list of tables (got a table)"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			_, err := ParseConfig("config.toml", []byte(tc.toml))
@@ -101,6 +121,72 @@ func TestParseConfigErrors(t *testing.T) {
 				t.Errorf("error %q\n want prefix %q", err, tc.want)
 			}
 		})
+	}
+}
+
+// TestConfigTypeErrorsAll: doctor lists every value of the wrong type at
+// once, in line order, none in the TOML decoder's words.
+func TestConfigTypeErrorsAll(t *testing.T) {
+	data := "[defaults]\nwait_seconds = \"x\"\nspawn_cooldown = \"soon\"\n\n[retention]\nchat_lines = \"many\"\n"
+	_, errs := CheckConfig("config.toml", []byte(data))
+	want := []string{"config.toml:2: wait_seconds must be", "config.toml:3: spawn_cooldown: invalid duration", "config.toml:6: chat_lines must be a whole number"}
+	if len(errs) != len(want) {
+		t.Fatalf("errors %q, want %d", errs, len(want))
+	}
+	for i, err := range errs {
+		if !strings.HasPrefix(err.Error(), want[i]) {
+			t.Errorf("error %d = %q, want prefix %q", i, err, want[i])
+		}
+	}
+}
+
+func TestNearestKey(t *testing.T) {
+	known := knownKeys([]string{"defaults"})
+	if !slices.Contains(known, "chat_idle_timeout") || slices.Contains(known, "id") {
+		t.Fatalf("known keys of [defaults] = %v", known)
+	}
+	for _, tc := range []struct{ key, want string }{
+		{"chat_idel_timeout", "chat_idle_timeout"}, // swapped letters
+		{"wait_second", "wait_seconds"},            // one left out
+		{"Max-Concurrent", "max_concurrent"},       // case and '-'
+		{"durabilty", "durability"},
+		{"colour", ""}, // near nothing
+		{"wait", ""},   // a prefix is not a typo
+	} {
+		if got := nearestKey(tc.key, known); got != tc.want {
+			t.Errorf("nearestKey(%q) = %q, want %q", tc.key, got, tc.want)
+		}
+	}
+	if got := knownKeys([]string{"agents"}); !slices.Contains(got, "command") {
+		t.Errorf("known keys of an [[agents]] entry = %v", got)
+	}
+	if got := knownKeys([]string{"bogus"}); got != nil {
+		t.Errorf("known keys of an unknown table = %v", got)
+	}
+}
+
+// TestNewWarnings: a reload says only the unknown keys the config in
+// force did not have, wherever they moved.
+func TestNewWarnings(t *testing.T) {
+	parse := func(data string) *Config {
+		t.Helper()
+		cfg, err := ParseConfig("config.toml", []byte(data))
+		if err != nil {
+			t.Fatal(err)
+		}
+		return cfg
+	}
+	old := parse("[defaults]\nchat_idel_timeout = \"5m\"\n")
+	if got := NewWarnings(nil, old); len(got) != 1 {
+		t.Fatalf("first load: %q", got)
+	}
+	moved := parse("[project]\nname = \"p\"\n[defaults]\nchat_idel_timeout = \"5m\"\n")
+	if got := NewWarnings(old, moved); len(got) != 0 {
+		t.Errorf("the same key on another line: %q", got)
+	}
+	more := parse("[defaults]\nchat_idel_timeout = \"5m\"\nwait_secs = 3\n")
+	if got := NewWarnings(old, more); len(got) != 1 || !strings.Contains(got[0].Error(), "config.toml:3: unknown key \"defaults.wait_secs\"") {
+		t.Errorf("a new key: %q", got)
 	}
 }
 

@@ -1,7 +1,6 @@
 package fsstore
 
 import (
-	"bytes"
 	"context"
 	"encoding/json"
 	"errors"
@@ -82,16 +81,7 @@ func (s *Store) readDoc(path string, v any) error {
 
 func decodeDoc(path string, data []byte, v any) error {
 	if err := json.Unmarshal(data, v); err != nil {
-		line := 1
-		var se *json.SyntaxError
-		var te *json.UnmarshalTypeError
-		switch {
-		case errors.As(err, &se):
-			line = 1 + bytes.Count(data[:min(int(se.Offset), len(data))], []byte("\n"))
-		case errors.As(err, &te):
-			line = 1 + bytes.Count(data[:min(int(te.Offset), len(data))], []byte("\n"))
-		}
-		return &LineError{Path: path, Line: line, Err: err}
+		return &LineError{Path: path, Line: lockedfile.JSONLine(data, err), Err: errors.New(lockedfile.JSONWords(data, err))}
 	}
 	if t, ok := v.(*Task); ok {
 		t.settle() // a status edited by hand is judged in this one place

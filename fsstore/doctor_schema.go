@@ -32,30 +32,10 @@ func (s *Store) schemaOf(path string) func(data []byte) [][2]string {
 func typeProblem(err error) [][2]string {
 	var te *json.UnmarshalTypeError
 	if errors.As(err, &te) {
-		field := te.Field
-		if field == "" {
-			field = "this value"
-		}
 		// "@offset" locates the value itself (jsonKeyLine).
-		return [][2]string{{fmt.Sprintf("@%d", te.Offset), fmt.Sprintf("%s must be a JSON %s, not %s", field, jsonKind(te.Type.Kind().String()), te.Value)}}
+		return [][2]string{{fmt.Sprintf("@%d", te.Offset), lockedfile.JSONWords(nil, err)}}
 	}
-	return [][2]string{{"", err.Error()}}
-}
-
-func jsonKind(k string) string {
-	switch k {
-	case "string":
-		return "string"
-	case "struct":
-		return "object"
-	case "map":
-		return "object"
-	case "slice":
-		return "array"
-	case "bool":
-		return "boolean"
-	}
-	return "number"
+	return [][2]string{{"", lockedfile.JSONWords(nil, err)}}
 }
 
 func checkTaskDoc(id string, data []byte) [][2]string {

@@ -108,3 +108,11 @@ const (
 	CodeTooManyTargets                   = "too_many_targets"
 	CodeAutoStartRefused                 = "auto_start_refused"
 )
+
+// JSONWords says what a JSON decoding error of data means, in words for a
+// person who edits the file (lockedfile.JSONWords): for the CLI's own JSON
+// files too (a client's hooks file).
+func JSONWords(data []byte, err error) string { return lockedfile.JSONWords(data, err) }
+
+// JSONLine is the line of data a JSON decoding error is at.
+func JSONLine(data []byte, err error) int { return lockedfile.JSONLine(data, err) }

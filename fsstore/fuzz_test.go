@@ -93,6 +93,8 @@ func FuzzSessionDoc(f *testing.F) {
 
 func FuzzParseConfig(f *testing.F) {
 	f.Add([]byte("[project]\nname = \"p\"\n\n[[agents]]\nid = \"coder\"\ntype = \"ai\"\n"))
+	f.Add([]byte("[defaults]\nwait_seconds = \"x\"\nchat_idle_timeout = 30\n[[agents]]\nid = 1\nenv = { A = [1] }\n"))
+	f.Add([]byte("[notifications]\nttl = 3\n[groups]\nteam = { a = 1 }\n"))
 	f.Fuzz(func(t *testing.T, data []byte) {
 		cfg, err := ParseConfig("config.toml", data)
 		if err == nil && cfg == nil {
@@ -100,6 +102,11 @@ func FuzzParseConfig(f *testing.F) {
 		}
 		if err != nil && !strings.HasPrefix(err.Error(), "config.toml") {
 			t.Fatalf("ParseConfig(%q): error %q does not name the file", data, err)
+		}
+		// A value of the wrong type is said in aipm's words, never the
+		// decoder's, and never as the fallback for a case shape missed.
+		if err != nil && (strings.Contains(err.Error(), "last key") || strings.Contains(err.Error(), "destination") || strings.Contains(err.Error(), "aipm cannot read this value")) {
+			t.Fatalf("ParseConfig(%q): error %q is not in aipm's words", data, err)
 		}
 	})
 }

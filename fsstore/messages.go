@@ -53,7 +53,7 @@ const timeFormat = "2006-01-02T15:04:05.000000Z07:00"
 func DecodeMessage(line []byte) (Message, error) {
 	var m Message
 	if err := json.Unmarshal(line, &m); err != nil {
-		return m, fmt.Errorf("not a chat message: %w", err)
+		return m, fmt.Errorf("not a chat message: %s", lockedfile.JSONWords(line, err))
 	}
 	switch {
 	case m.ID == "" || m.SenderID == "":

@@ -167,7 +167,7 @@ func checkNotification(r Record) error {
 func decodeNotification(r Record) (Notification, error) {
 	var n Notification
 	if err := json.Unmarshal(r.Data, &n); err != nil {
-		return n, fmt.Errorf("not a notification: %w", err)
+		return n, fmt.Errorf("not a notification: %s", lockedfile.JSONWords(r.Data, err))
 	}
 	return n, checkDecoded(n)
 }

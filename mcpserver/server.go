@@ -171,7 +171,7 @@ func (s *Server) loadConfig() (*fsstore.Config, error) {
 		}
 		return nil, err
 	}
-	for _, w := range cfg.Warnings {
+	for _, w := range fsstore.NewWarnings(s.cfg, cfg) {
 		s.log.Warn("config: " + w.Error())
 	}
 	s.cfg, s.cfgStamp = cfg, stamp

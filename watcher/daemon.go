@@ -235,7 +235,7 @@ func (d *Daemon) loadConfig() error {
 	if err != nil {
 		return err
 	}
-	d.cfg = cfg
+	d.adopt(cfg)
 	return nil
 }
 
@@ -250,8 +250,17 @@ func (d *Daemon) reloadConfig() {
 		d.log.Error("config not reloaded; keeping the previous one", "err", err)
 		return
 	}
-	d.cfg = cfg
+	d.adopt(cfg)
 	d.log.Info("config reloaded", "agents", len(cfg.Agents))
+}
+
+// adopt puts cfg in force, logging each warning it has that the config
+// it replaces had not (an unknown key is said once, not at every save).
+func (d *Daemon) adopt(cfg *fsstore.Config) {
+	for _, w := range fsstore.NewWarnings(d.cfg, cfg) {
+		d.log.Warn("config: " + w.Error())
+	}
+	d.cfg = cfg
 }
 
 // pass runs every reaction once over the files as they are now and returns

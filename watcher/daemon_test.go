@@ -564,6 +564,34 @@ func TestConfigReload(t *testing.T) {
 	_ = d
 }
 
+// TestConfigReloadWarns: an unknown key is logged with its line and the
+// nearest known key when the watcher starts, and a reload logs only an
+// unknown key the config in force did not have: each once, however many
+// times the file is saved.
+func TestConfigReloadWarns(t *testing.T) {
+	p := newProject(t, `chat_idel_timeout = "5m"`, nil)
+	typo := `level=WARN msg="config: \.ai-pm/config\.toml:\d+: unknown key \\"defaults\.chat_idel_timeout\\" is ignored: did you mean chat_idle_timeout\?`
+	p.run()
+	if n := p.log.count(typo); n != 1 {
+		t.Fatalf("the typo logged %d times at start, want 1:\n%s", n, p.log)
+	}
+	first, _ := os.ReadFile(p.store.ConfigPath())
+	second := bytes.Replace(first, []byte("[defaults]\n"), []byte("[defaults]\nmax_concurent = 2\n"), 1)
+	for i := range 3 { // the same new key, saved three times
+		p.writeRename(p.store.ConfigPath(), second)
+		eventually(t, "the config reloaded", func() bool { return p.log.count("config reloaded") >= i+1 })
+	}
+	eventually(t, "the new key logged", func() bool {
+		return p.log.count(`config: \.ai-pm/config\.toml:\d+: unknown key \\"defaults\.max_concurent\\" is ignored: did you mean max_concurrent\?`) == 1
+	})
+	if n := p.log.count(typo); n != 1 {
+		t.Errorf("the typo in force logged %d times, want once:\n%s", n, p.log)
+	}
+	if n := p.log.count(`max_concurent`); n != 1 {
+		t.Errorf("the new key logged %d times over three saves, want once:\n%s", n, p.log)
+	}
+}
+
 // TestDelegationTrigger: a pending delegation of an agent with no live chat
 // session writes its chat trigger through the one rule (Store.Work), once;
 // a delegation whose chat session ended while processing it writes one

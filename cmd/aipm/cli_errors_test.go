@@ -66,6 +66,44 @@ func TestBadInputMessages(t *testing.T) {
 	}
 }
 
+// TestGroupsAlone: a command that only groups others (aipm itself, a
+// noun, completion), run alone, prints its help on stdout and exits 2 with
+// one line that says a command is missing; an unknown command under it is
+// a usage mistake even with --help, never the group's help.
+func TestGroupsAlone(t *testing.T) {
+	dir := t.TempDir()
+	if code, _, stderr := runCLI(t, dir, "init", "--name", "p"); code != 0 {
+		t.Fatalf("aipm init: %s", stderr)
+	}
+	tools := toolNames(t)
+	groups := 0
+	walkCommands(newCmdRoot(newEnv(func(string) string { return "" }, nil, nil, nil)), func(c *cobra.Command) {
+		if !c.HasAvailableSubCommands() {
+			return
+		}
+		groups++
+		path := strings.Fields(c.CommandPath())[1:]
+		code, stdout, stderr := runCLI(t, dir, path...)
+		if msg := badMessage(stderr, tools); msg != "" || code != exitUsage || !strings.Contains(stdout, "Usage:") || !strings.Contains(stderr, "needs one of its commands") {
+			t.Errorf("aipm %s: exit %d, stdout %d bytes, stderr %q: %s", strings.Join(path, " "), code, len(stdout), stderr, msg)
+		}
+		for _, help := range []string{"--help", "-h"} {
+			args := append(append([]string{}, path...), "frobnicate", help)
+			code, stdout, stderr = runCLI(t, dir, args...)
+			if msg := badMessage(stderr, tools); msg != "" || code != exitUsage || stdout != "" || !strings.Contains(stderr, `unknown command "frobnicate"`) {
+				t.Errorf("aipm %s: exit %d, stdout %q, stderr %q: %s", strings.Join(args, " "), code, stdout, stderr, msg)
+			}
+		}
+		code, stdout, _ = runCLI(t, dir, append(path, "--help")...)
+		if code != exitOK || !strings.Contains(stdout, "Usage:") {
+			t.Errorf("aipm %s --help: exit %d, stdout %q", strings.Join(path, " "), code, stdout)
+		}
+	})
+	if groups < 6 { // aipm, agent, task, config, conversation, completion
+		t.Errorf("only %d groups: the walk missed some", groups)
+	}
+}
+
 // walkCommands calls f for c and every visible command below it.
 func walkCommands(c *cobra.Command, f func(*cobra.Command)) {
 	if c.Hidden {

@@ -27,7 +27,7 @@ func newCmdConfigExample(e *env) *cobra.Command {
 does. Use it to check a key's spelling when aipm warns about an unknown key, or
 as a starting point. It needs no project.`,
 		Example: `  aipm config example | grep -A2 wait_seconds`,
-		Args:    cobra.NoArgs,
+		Args:    argsNone,
 		RunE: func(cmd *cobra.Command, args []string) error {
 			_, err := fmt.Fprint(e.stdout, aipm.ExampleConfig)
 			return err

@@ -11,6 +11,8 @@ import (
 	"unicode"
 
 	"github.com/BurntSushi/toml"
+
+	"aipm/fsstore"
 )
 
 // Codex reads a project's .codex/ files (config.toml, with aipm's
@@ -135,7 +137,10 @@ func readCodexConfig(path string) (cfg *codexUserConfig, missing bool, err error
 		return cfg, missing, err
 	}
 	if _, err := toml.Decode(string(data), cfg); err != nil {
-		return nil, false, fmt.Errorf("%s is not valid TOML (%v)", path, err)
+		if line, what, ok := fsstore.TOMLSyntax(err); ok {
+			return nil, false, fmt.Errorf("%s is not valid TOML at line %d (%s)", path, line, what)
+		}
+		return nil, false, fmt.Errorf("%s is not what Codex writes: its projects' trust_level and its hooks.state's trusted_hash must be strings", path)
 	}
 	return cfg, false, nil
 }
@@ -199,7 +204,7 @@ func aipmCodexHooks(path string) ([]string, error) {
 		} `json:"hooks"`
 	}
 	if err := json.Unmarshal(data, &doc); err != nil {
-		return nil, fmt.Errorf("%s is not a hooks file (%v)", codexHooksFile, err)
+		return nil, fmt.Errorf("%s is not a hooks file (line %d: %s)", codexHooksFile, fsstore.JSONLine(data, err), fsstore.JSONWords(data, err))
 	}
 	var suffixes []string
 	for event, groups := range doc.Hooks {

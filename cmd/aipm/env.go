@@ -20,6 +20,11 @@ type env struct {
 	utc    bool   // --utc
 	colour bool   // stdout is a terminal and NO_COLOR is unset
 	width  int    // how wide a table may be (outputWidth), 0 for no limit
+	// warned is the config whose warnings were last printed (warnConfig).
+	warned *fsstore.Config
+	// helpErr is the usage mistake found while cobra showed help
+	// (helpFunc), which run returns.
+	helpErr error
 }
 
 func newEnv(getenv func(string) string, stdin io.Reader, stdout, stderr io.Writer) *env {
@@ -176,14 +181,18 @@ func aiAgent(cfg *fsstore.Config, id, why string) error {
 }
 
 // warnConfig prints, in one line on stderr, what the config holds that aipm
-// ignores (an unknown key: a typo, most often); the command goes on.
+// ignores (an unknown key: a typo, most often); the command goes on. A
+// command that reads the config again (status --watch) says only what is
+// new since it last did.
 func (e *env) warnConfig(cfg *fsstore.Config) {
-	if len(cfg.Warnings) == 0 {
+	warnings := fsstore.NewWarnings(e.warned, cfg)
+	e.warned = cfg
+	if len(warnings) == 0 {
 		return
 	}
 	more := ""
-	if n := len(cfg.Warnings) - 1; n > 0 {
+	if n := len(warnings) - 1; n > 0 {
 		more = fmt.Sprintf(" (and %d more: aipm doctor lists them)", n)
 	}
-	fmt.Fprintf(e.stderr, "aipm: warning: %v%s\n", cfg.Warnings[0], more)
+	fmt.Fprintf(e.stderr, "aipm: warning: %v%s\n", warnings[0], more)
 }

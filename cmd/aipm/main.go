@@ -67,7 +67,10 @@ func run(ctx context.Context, args []string, getenv func(string) string, stdin i
 		root = newCmdRoot(e)
 	}
 	root.SetArgs(args)
-	return root.ExecuteContext(ctx)
+	if err := root.ExecuteContext(ctx); err != nil {
+		return err
+	}
+	return e.helpErr
 }
 
 // isHook reports whether args run aipm hook, after nothing but the global

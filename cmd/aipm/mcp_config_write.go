@@ -13,6 +13,8 @@ import (
 	"strings"
 
 	"github.com/BurntSushi/toml"
+
+	"aipm/fsstore"
 )
 
 // The files mcp-config --write merges into, relative to the project.
@@ -31,6 +33,11 @@ type jsonMember struct {
 	value json.RawMessage
 }
 
+// jsonError is why data is not the JSON it should be, with its line.
+func jsonError(data []byte, err error) error {
+	return fmt.Errorf("it is not valid JSON at line %d: %s", fsstore.JSONLine(data, err), fsstore.JSONWords(data, err))
+}
+
 // parseObject decodes one JSON object; empty input is an empty object.
 func parseObject(data []byte) (jsonObject, error) {
 	if len(bytes.TrimSpace(data)) == 0 {
@@ -44,16 +51,16 @@ func parseObject(data []byte) (jsonObject, error) {
 	for dec.More() {
 		t, err := dec.Token()
 		if err != nil {
-			return nil, err
+			return nil, jsonError(data, err)
 		}
 		var v json.RawMessage
 		if err := dec.Decode(&v); err != nil {
-			return nil, err
+			return nil, jsonError(data, err)
 		}
 		o = append(o, jsonMember{key: t.(string), value: v})
 	}
 	if _, err := dec.Token(); err != nil {
-		return nil, err
+		return nil, jsonError(data, err)
 	}
 	if _, err := dec.Token(); err != io.EOF {
 		return nil, errors.New("it holds more than one JSON document")
@@ -300,7 +307,10 @@ func codexWriteConfig(project string, s mcpServer) (fileChange, error) {
 		Servers map[string]any `toml:"mcp_servers"`
 	}
 	if _, err := toml.Decode(string(data), &have); err != nil {
-		return fileChange{}, fmt.Errorf("%s is not valid TOML (%v): fix it by hand, then run mcp-config again", codexConfigFile, err)
+		if line, what, ok := fsstore.TOMLSyntax(err); ok {
+			return fileChange{}, fmt.Errorf("%s is not valid TOML at line %d (%s): fix it by hand, then run mcp-config again", codexConfigFile, line, what)
+		}
+		return fileChange{}, fmt.Errorf("%s has an mcp_servers that is not a table of servers: fix it by hand, then run mcp-config again", codexConfigFile)
 	}
 	if _, err := toml.Decode(string(table), &want); err != nil {
 		return fileChange{}, err
@@ -312,7 +322,7 @@ func codexWriteConfig(project string, s mcpServer) (fileChange, error) {
 	out := spliceCodexTable(string(data), string(table))
 	var check map[string]any
 	if _, err := toml.Decode(out, &check); err != nil {
-		return fileChange{}, fmt.Errorf("%s defines the aipm server in a form mcp-config cannot replace (%v): remove its mcp_servers.aipm entry by hand and run mcp-config again", codexConfigFile, err)
+		return fileChange{}, fmt.Errorf("%s defines the aipm server in a form mcp-config cannot replace: remove its mcp_servers.aipm entry by hand and run mcp-config again", codexConfigFile)
 	}
 	c.what = "added the [mcp_servers.aipm] table"
 	if had {

@@ -48,6 +48,15 @@ func newCmdRoot(e *env) *cobra.Command {
 		root.AddCommand(c.cmd)
 	}
 	root.SetHelpCommand(newCmdHelp())
+	// cobra's completion command, made now rather than when it runs, so
+	// that its verbs refuse an argument like every other command (exit 2,
+	// in aipm's words) rather than with cobra's "unknown command" (exit 1).
+	root.InitDefaultCompletionCmd()
+	if c, _, err := root.Find([]string{"completion"}); err == nil && c != root {
+		for _, shell := range c.Commands() {
+			shell.Args = argsNone
+		}
+	}
 	root.AddCommand(newHelpTopics()...)
 	for _, c := range newBenchFloorCmds(e) {
 		root.AddCommand(c)
@@ -85,6 +94,7 @@ See aipm help exit-codes, aipm help ids and aipm help environment.`,
 		Args:          noUnknownSubcommand,
 		RunE:          showHelp,
 	}
+	root.SetHelpFunc(e.helpFunc(root.HelpFunc()))
 	root.SetVersionTemplate("aipm {{.Version}}\n")
 	root.SetOut(e.stdout)
 	root.SetErr(e.stderr)
@@ -103,7 +113,8 @@ See aipm help exit-codes, aipm help ids and aipm help environment.`,
 }
 
 // newNoun is a command that only groups verbs (agent, task): alone it
-// prints its help; an unknown verb is a usage mistake with suggestions.
+// prints its help and exits 2 (a verb is missing); an unknown verb is a
+// usage mistake with suggestions, with --help too.
 func newNoun(use, short, long, example string, verbs ...*cobra.Command) *cobra.Command {
 	c := &cobra.Command{
 		Use:     use,
@@ -117,7 +128,40 @@ func newNoun(use, short, long, example string, verbs ...*cobra.Command) *cobra.C
 	return c
 }
 
-func showHelp(cmd *cobra.Command, _ []string) error { return cmd.Help() }
+// showHelp is what a command that only groups others (aipm, a noun) does
+// when run alone: its help on stdout, and a usage mistake (exit 2), since
+// the command line lacks the command that does something.
+func showHelp(cmd *cobra.Command, _ []string) error {
+	if err := cmd.Help(); err != nil {
+		return err
+	}
+	return errNoVerb(cmd)
+}
+
+// errNoVerb is the mistake of running a group of commands alone.
+func errNoVerb(cmd *cobra.Command) error {
+	return usageError("%s needs one of its commands, listed above.", cmd.CommandPath())
+}
+
+// helpFunc wraps cobra's help (dflt) for the rule of unknown commands:
+// "aipm leases --help" is "aipm leases", a usage mistake, not the root's
+// help. cobra shows help before it checks arguments, and its help cannot
+// fail, so the mistake is kept in e.helpErr for run to return. A group run
+// alone that cobra takes for help (completion) exits 2 like showHelp.
+func (e *env) helpFunc(dflt func(*cobra.Command, []string)) func(*cobra.Command, []string) {
+	return func(cmd *cobra.Command, args []string) {
+		if cmd.HasAvailableSubCommands() && cmd.Flags().Parsed() {
+			if err := noUnknownSubcommand(cmd, cmd.Flags().Args()); err != nil {
+				e.helpErr = err
+				return
+			}
+			if h := cmd.Flags().Lookup("help"); h != nil && !h.Changed && !cmd.Runnable() {
+				e.helpErr = errNoVerb(cmd)
+			}
+		}
+		dflt(cmd, args)
+	}
+}
 
 // newCmdHelp is "aipm help [COMMAND...]": the command's help, and an
 // unknown topic is a usage mistake like an unknown command.
@@ -166,7 +210,7 @@ func noUnknownSubcommand(cmd *cobra.Command, args []string) error {
 	if s := cmd.SuggestionsFor(args[0]); len(s) > 0 {
 		msg += fmt.Sprintf(": did you mean %s?", strings.Join(s, " or "))
 	} else {
-		msg += fmt.Sprintf(": run %s --help for the list", cmd.CommandPath())
+		msg += fmt.Sprintf(": run %s --help", cmd.CommandPath())
 	}
 	return usageError("%s", msg)
 }

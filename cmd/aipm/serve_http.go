@@ -5,6 +5,7 @@ import (
 	"crypto/tls"
 	"errors"
 	"fmt"
+	"io/fs"
 	"log/slog"
 	"net"
 	"net/http"
@@ -60,7 +61,7 @@ func serveHTTP(ctx context.Context, o *serveOptions, store *fsstore.Store) error
 	if o.tlsCert != "" {
 		cert, err := tls.LoadX509KeyPair(o.tlsCert, o.tlsKey)
 		if err != nil {
-			return asUsage(fmt.Errorf("--tls-cert/--tls-key: %w: give a PEM certificate and its private key", err))
+			return tlsFilesError(o.tlsCert, o.tlsKey, err)
 		}
 		scheme, tlsConf = "https", &tls.Config{Certificates: []tls.Certificate{cert}, MinVersion: tls.VersionTLS12}
 	}
@@ -107,4 +108,15 @@ func serveHTTP(ctx context.Context, o *serveOptions, store *fsstore.Store) error
 		return fmt.Errorf("serve --http: %w", err)
 	}
 	return nil
+}
+
+// tlsFilesError says why --tls-cert and --tls-key were refused: a file
+// that cannot be read, or files that are not a PEM certificate and its
+// private key (crypto/tls's own words name its internals).
+func tlsFilesError(cert, key string, err error) error {
+	var pe *fs.PathError
+	if errors.As(err, &pe) {
+		return usageError("--tls-cert/--tls-key: cannot read %s (%v): give a PEM certificate and its private key", pe.Path, pe.Err)
+	}
+	return usageError("--tls-cert/--tls-key: %s and %s are not a PEM certificate and its matching private key: give the PEM files your certificate authority (or mkcert) wrote", cert, key)
 }

@@ -144,6 +144,7 @@ func (o *statusOptions) draw(ctx context.Context, store *fsstore.Store) error {
 	if err != nil {
 		return err
 	}
+	o.e.warnConfig(cfg)
 	r := &statusReport{Project: cfg.Project.Name, Agents: []agentStatus{}, Tasks: map[string]int{}, Triggers: []fsstore.Trigger{},
 		Conversations: []fsstore.Conversation{}, Delegations: []fsstore.Delegation{}}
 	for _, s := range statusSections {

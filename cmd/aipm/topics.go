@@ -22,9 +22,11 @@ func newHelpTopics() []*cobra.Command {
   1    the command was right, but the operation failed or the project's state
        refuses it: a status transition that is not allowed, agent remove of an
        agent with open tasks, doctor with problems left, a disk error
-  2    a usage mistake, the command line is wrong: an unknown command or flag,
-       a bad value (task status ID bogus, an empty title), a malformed,
-       unknown or ambiguous id or agent, no project here
+  2    a usage mistake, the command line is wrong: an unknown command (also
+       with --help) or flag, a group such as aipm task without one of its
+       commands (its help is printed), a bad value (task status ID bogus, an
+       empty title), a malformed, unknown or ambiguous id or agent, no
+       project here
   130  interrupted by Ctrl-C (or SIGTERM), e.g. ending log --follow or
        status --watch
 

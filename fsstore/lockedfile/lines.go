@@ -145,7 +145,7 @@ func InvalidLine(b []byte) string {
 	if !json.Valid(b) {
 		var v any
 		if err := json.Unmarshal(b, &v); err != nil {
-			return "invalid JSON: " + err.Error()
+			return "invalid JSON: " + JSONWords(b, err)
 		}
 		return "invalid JSON"
 	}

@@ -40,7 +40,6 @@ func newCmdRoot(e *env) *cobra.Command {
 		{"agents", newCmdMCPConfig(e)},
 		{"agents", newCmdHook(e)},
 		{"agents", newCmdSim(e)},
-		{"", newCmdBench(e)},
 		{"", newCmdVersion(e)},
 	} {
 		c.cmd.GroupID = c.group
@@ -48,9 +47,6 @@ func newCmdRoot(e *env) *cobra.Command {
 	}
 	root.SetHelpCommand(newCmdHelp())
 	root.AddCommand(newHelpTopics()...)
-	for _, c := range newBenchFloorCmds(e) {
-		root.AddCommand(c)
-	}
 	return root
 }
 

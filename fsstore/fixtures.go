@@ -9,8 +9,8 @@ import (
 	"path/filepath"
 )
 
-// Fixtures build large projects fast, for benchmarks and tests (aipm
-// bench): documents and log lines go straight to their files, with no
+// Fixtures build large projects fast, for benchmarks and tests
+// (aipm-bench): documents and log lines go straight to their files, with no
 // lock, no compare-and-swap and no fsync per write, and no index kept (a
 // session document written here is one an older aipm left). Never for a
 // live project: nothing else may be writing to it.

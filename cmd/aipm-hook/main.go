@@ -2,7 +2,7 @@
 // Codex run a hook around every tool call, and this one starts in about
 // the time of a hello-world Go program, where aipm (which links the MCP
 // SDK with its HTTP, crypto and JSON Schema packages) takes some 3 ms more
-// (aipm bench's P8a). It takes the same flags and does the same work
+// (aipm-bench's P8a). It takes the same flags and does the same work
 // (package hook); aipm mcp-config --write names it when it is installed
 // beside aipm.
 package main

@@ -44,7 +44,7 @@ something new arrives for the session, writes it on stderr and exits 2,
 which wakes the idle session; one waits per session (a second exits at
 once), and it exits 0 when the session ends.
 
-aipm-hook (go install ./cmd/...) is the same hook in a binary of its own,
+aipm-hook (go install ./cmd/aipm-hook) is the same hook in a binary of its own,
 which starts in a third of aipm's time; aipm mcp-config --write names it
 when it is installed.`,
 		Example: "  echo '{\"hook_event_name\":\"PreToolUse\",\"tool_name\":\"Bash\"}' | aipm hook --client claude",

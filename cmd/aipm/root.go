@@ -41,7 +41,6 @@ func newCmdRoot(e *env) *cobra.Command {
 		{"agents", newCmdHook(e)},
 		{"agents", newCmdLaunch(e)},
 		{"agents", newCmdSim(e)},
-		{"", newCmdBench(e)},
 		{"", newCmdVersion(e)},
 	} {
 		c.cmd.GroupID = c.group
@@ -58,9 +57,6 @@ func newCmdRoot(e *env) *cobra.Command {
 		}
 	}
 	root.AddCommand(newHelpTopics()...)
-	for _, c := range newBenchFloorCmds(e) {
-		root.AddCommand(c)
-	}
 	return root
 }
 

@@ -170,7 +170,7 @@ func serveMCP(ctx context.Context, e *env, srv *mcpserver.Server, log *slog.Logg
 	if e.getenv("GOMAXPROCS") == "" {
 		// One scheduler slot: a server answers one agent, mostly one
 		// request at a time, and its time goes to waking up, not computing.
-		// Measured under aipm bench's P2: 10% less CPU and a quarter fewer
+		// Measured under aipm-bench's P2: 10% less CPU and a quarter fewer
 		// context switches per send than with one slot per core.
 		runtime.GOMAXPROCS(1)
 	}

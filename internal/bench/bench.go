@@ -1,9 +1,10 @@
-// Package bench is the body of `aipm bench`: it measures DESIGN's
-// performance targets (section 13), each beside its raw floor measured in
-// the same run, with real aipm serve processes driven by the MCP SDK's
-// client over stdio, in throw-away projects with fsync on. The floors'
-// helper processes (FloorReader, FloorWriter, FloorServer) are hidden aipm
-// commands, so that every process is the same binary.
+// Package bench is the body of aipm-bench (cmd/aipm-bench): it measures
+// DESIGN's performance targets (section 13), each beside its raw floor
+// measured in the same run, with real aipm serve processes driven by the
+// MCP SDK's client over stdio, in throw-away projects with fsync on. The
+// floors' helper processes (FloorReader, FloorWriter, FloorServer) are
+// hidden commands of aipm-bench itself, so that the aipm binary measured
+// holds nothing of the bench.
 package bench
 
 import (
@@ -33,17 +34,25 @@ import (
 type Options struct {
 	Quick bool      // fewer iterations and a 100,000-line history (a smoke run)
 	Only  []string  // the targets to measure (P1 to P10, or a row of one); all when empty
-	Self  string    // the aipm binary: every process the bench starts is one
+	Aipm  string    // the aipm binary measured: every aipm process the bench starts is one
+	Self  string    // the bench's own binary, which runs the floors' helpers (bench-floor-reader ...)
 	Log   io.Writer // progress lines
 }
 
 // ErrUnknownTarget says Options.Only names no target.
 var ErrUnknownTarget = errors.New("no such target")
 
+// Check refuses an Options.Only that names no target (ErrUnknownTarget),
+// before anything is measured or built.
+func Check(only []string) error {
+	_, err := (&bench{}).measures(only)
+	return err
+}
+
 // Run measures the performance targets of DESIGN section 13, each beside
 // its raw floor measured in the same run, and returns the rows in id order.
 func Run(ctx context.Context, opt Options) ([]Row, error) {
-	b := &bench{ctx: ctx, log: opt.Log, self: opt.Self, deliveries: 2000, sends: 400, reads: 200, history: 1_000_000, starts: 30, hooks: 300, webSamples: 1000, renders: 20}
+	b := &bench{ctx: ctx, log: opt.Log, aipm: opt.Aipm, self: opt.Self, deliveries: 2000, sends: 400, reads: 200, history: 1_000_000, starts: 30, hooks: 300, webSamples: 1000, renders: 20}
 	if opt.Quick {
 		b.deliveries, b.sends, b.reads, b.history, b.starts, b.hooks, b.webSamples, b.renders = 40, 50, 40, 100_000, 10, 8, 10, 5
 	}
@@ -166,9 +175,9 @@ type Row struct {
 }
 
 type bench struct {
-	self, root string
-	ctx        context.Context
-	log        io.Writer
+	aipm, self, root string
+	ctx              context.Context
+	log              io.Writer
 
 	deliveries, sends, reads, history, starts int
 	hooks                                     int // P8's samples of each row
@@ -881,7 +890,7 @@ func (b *bench) startup() ([]Row, error) {
 	var usage cpuUsage
 	for i := 0; i < b.starts; i++ {
 		start := time.Now()
-		if err := exec.Command(b.self, "version").Run(); err != nil {
+		if err := exec.Command(b.aipm, "version").Run(); err != nil {
 			return nil, err
 		}
 		floorLat = append(floorLat, time.Since(start))
@@ -891,7 +900,7 @@ func (b *bench) startup() ([]Row, error) {
 		}
 		start = time.Now()
 		usage.start()
-		cmd := exec.Command(b.self, "--dir", store.ProjectDir(), "serve")
+		cmd := exec.Command(b.aipm, "--dir", store.ProjectDir(), "serve")
 		cs, err := mcp.NewClient(&mcp.Implementation{Name: "aipm-bench"}, nil).Connect(b.ctx, &mcp.CommandTransport{Command: cmd}, nil)
 		if err != nil {
 			return nil, err

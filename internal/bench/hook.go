@@ -119,24 +119,24 @@ func runTimed(argv []string, dir string, env []string, stdin []byte) (time.Durat
 // version when there is no go command to build it (label says which).
 func (b *bench) helloFloor() (argv []string, label string) {
 	if _, err := exec.LookPath("go"); err != nil {
-		return []string{b.self, "version"}, "aipm version: no go on PATH"
+		return []string{b.aipm, "version"}, "aipm version: no go on PATH"
 	}
 	dir := filepath.Join(b.root, "hello")
 	src := "package main\n\nimport \"fmt\"\n\nfunc main() { fmt.Println(\"hello, world\") }\n"
 	if err := os.Mkdir(dir, 0o755); err != nil {
-		return []string{b.self, "version"}, "aipm version: " + err.Error()
+		return []string{b.aipm, "version"}, "aipm version: " + err.Error()
 	}
 	if err := os.WriteFile(filepath.Join(dir, "go.mod"), []byte("module hello\n"), 0o644); err != nil {
-		return []string{b.self, "version"}, "aipm version: " + err.Error()
+		return []string{b.aipm, "version"}, "aipm version: " + err.Error()
 	}
 	if err := os.WriteFile(filepath.Join(dir, "main.go"), []byte(src), 0o644); err != nil {
-		return []string{b.self, "version"}, "aipm version: " + err.Error()
+		return []string{b.aipm, "version"}, "aipm version: " + err.Error()
 	}
 	cmd := exec.Command("go", "build", "-o", "hello", ".")
 	cmd.Dir, cmd.Env = dir, append(os.Environ(), "GOWORK=off", "GOFLAGS=")
 	if out, err := cmd.CombinedOutput(); err != nil {
 		b.progress("P8a: go build of the hello-world floor failed (%v): %s", err, out)
-		return []string{b.self, "version"}, "aipm version: go build failed"
+		return []string{b.aipm, "version"}, "aipm version: go build failed"
 	}
 	return []string{filepath.Join(dir, "hello")}, "hello-world Go binary"
 }
@@ -145,7 +145,7 @@ func (b *bench) helloFloor() (argv []string, label string) {
 // (cmd/aipm-hook): beside this aipm, else on PATH, else built now from the
 // module when the go command can ("" if none of these works).
 func (b *bench) hookBinary() string {
-	beside := filepath.Join(filepath.Dir(b.self), "aipm-hook")
+	beside := filepath.Join(filepath.Dir(b.aipm), "aipm-hook")
 	if fi, err := os.Stat(beside); err == nil && fi.Mode().IsRegular() {
 		return beside
 	}
@@ -177,7 +177,7 @@ func (b *bench) hookWallTime() ([]Row, error) {
 		return nil, err
 	}
 	floorArgv, label := b.helloFloor()
-	commands := [][]string{{b.self, "hook", "--client", "claude"}}
+	commands := [][]string{{b.aipm, "hook", "--client", "claude"}}
 	if bin := b.hookBinary(); bin != "" {
 		commands = append([][]string{{bin, "--client", "claude"}}, commands...)
 	}
@@ -221,7 +221,7 @@ func (b *bench) hookWallTime() ([]Row, error) {
 		slices.Sort(lat[j])
 		over := percentile(lat[j], 99) - percentile(floor, 99)
 		id, name := "P8a", "aipm-hook"
-		if argv[0] == b.self {
+		if argv[0] == b.aipm {
 			name = "aipm hook"
 			if len(commands) > 1 {
 				id = "P8a1" // the one-binary form, beside the one the entries run
@@ -291,7 +291,7 @@ const wakeSettle = 5 * time.Millisecond
 // for the next message).
 func (b *bench) wakeSample(p *hookProject, stdin []byte, i int) (time.Duration, error) {
 	var stdout, stderr bytes.Buffer
-	cmd := exec.Command(b.self, "hook", "--client", "claude", "--wake")
+	cmd := exec.Command(b.aipm, "hook", "--client", "claude", "--wake")
 	cmd.Dir, cmd.Env, cmd.Stdin, cmd.Stdout, cmd.Stderr = p.dir, p.env, bytes.NewReader(stdin), &stdout, &stderr
 	if err := cmd.Start(); err != nil {
 		return 0, fmt.Errorf("bench: start aipm hook --wake: %w", err)

@@ -42,7 +42,7 @@ func newClient() *mcp.Client {
 }
 
 // stdioLink starts one aipm serve per agent, through argv (the command
-// that runs aipm on the home machine: this binary, or ssh to it).
+// that runs aipm on the home machine: the aipm measured, or ssh to it).
 type stdioLink struct {
 	ctx   context.Context
 	label string
@@ -73,7 +73,7 @@ func (l *stdioLink) connect(store *fsstore.Store, agent, passkey string, stderr 
 // localLink is P1's and P2's own: aipm serve a child of the client.
 func (b *bench) localLink() link {
 	return &stdioLink{ctx: b.ctx, label: "local", argv: func(dir string) []string {
-		return []string{b.self, "--dir", dir, "serve"}
+		return []string{b.aipm, "--dir", dir, "serve"}
 	}}
 }
 
@@ -87,7 +87,7 @@ type httpLink struct {
 
 // startHTTP starts the project's HTTP server; its log goes to stderr.
 func (b *bench) startHTTP(store *fsstore.Store, stderr io.Writer) (*httpLink, error) {
-	cmd := exec.Command(b.self, "--dir", store.ProjectDir(), "serve", "--http", "127.0.0.1:0")
+	cmd := exec.Command(b.aipm, "--dir", store.ProjectDir(), "serve", "--http", "127.0.0.1:0")
 	cmd.Env = append(os.Environ(), "AIPM_LOG=debug")
 	cmd.Stderr = stderr
 	stdout, err := cmd.StdoutPipe()
@@ -366,6 +366,6 @@ func (b *bench) sshLink(name string) (link, string, error) {
 		return nil, "", err
 	}
 	return &stdioLink{ctx: b.ctx, label: "ssh", argv: func(dir string) []string {
-		return srv.Command("home", "env", "AIPM_LOG=debug", b.self, "--dir", dir, "serve")
+		return srv.Command("home", "env", "AIPM_LOG=debug", b.aipm, "--dir", dir, "serve")
 	}, done: func() { srv.Close() }}, "", nil
 }

@@ -30,7 +30,7 @@ func (b *bench) watchBench() ([]Row, error) {
 	if err != nil {
 		return nil, err
 	}
-	if err := b.setAgentCommand(store, "coder", []string{b.self, "sim"}); err != nil {
+	if err := b.setAgentCommand(store, "coder", []string{b.aipm, "sim"}); err != nil {
 		return nil, err
 	}
 	if _, err := store.SaveCredential("coder", keys["coder"]); err != nil {
@@ -83,7 +83,7 @@ func (b *bench) watchBench() ([]Row, error) {
 	var toCall, execFloor []time.Duration
 	for i := 0; i < samples; i++ {
 		start := time.Now()
-		if err := exec.Command(b.self, "version").Run(); err != nil {
+		if err := exec.Command(b.aipm, "version").Run(); err != nil {
 			return nil, err
 		}
 		execFloor = append(execFloor, time.Since(start))

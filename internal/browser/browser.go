@@ -1,5 +1,5 @@
 // Package browser starts a headless Chromium for aipm's browser tests and
-// for aipm bench (the page of aipm web), through chromedp: one browser
+// for aipm-bench (the page of aipm web), through chromedp: one browser
 // process with a throw-away profile, tabs in it, each with a log of every
 // request its page made, and helpers to wait for a selector and to
 // evaluate JavaScript. Nothing here reaches the network by itself: the

@@ -1,4 +1,4 @@
-// Package sshtest runs a loopback sshd for tests and for aipm bench (row
+// Package sshtest runs a loopback sshd for tests and for aipm-bench (row
 // P10): two host names, "home" and "hostB", both 127.0.0.1 on a free
 // port, reached with keys it generates. Nothing of the machine's own ssh
 // setup is read or changed: host key, client key, authorized_keys,

@@ -5,6 +5,7 @@ import (
 	"os"
 	"path/filepath"
 	"regexp"
+	"slices"
 	"strings"
 	"testing"
 )
@@ -68,6 +69,92 @@ func TestNoOtherSkips(t *testing.T) {
 	}
 	if checked == 0 {
 		t.Fatalf("no test files found under %s", root)
+	}
+}
+
+// needsGuard is what a testscript line needs this machine to have, beyond
+// go and the basics: the programs it runs (exec, exits) that a fresh
+// machine with only Go lacks, and the sshd command's (a loopback sshd,
+// internal/sshtest). Each must be guarded by [!exec:PROGRAM] skip, so that
+// there the script skips naming it rather than fails.
+func needsGuard(line string) []string {
+	f := strings.Fields(line)
+	for len(f) > 0 && strings.HasPrefix(f[0], "[") {
+		f = f[1:] // conditions
+	}
+	if len(f) > 0 && f[0] == "!" {
+		f = f[1:]
+	}
+	switch {
+	case len(f) >= 2 && f[0] == "exec":
+		f = f[1:]
+	case len(f) >= 3 && f[0] == "exits":
+		f = f[2:]
+	case len(f) >= 1 && f[0] == "sshd":
+		return []string{"ssh", "ssh-keygen", "/usr/sbin/sshd"}
+	default:
+		return nil
+	}
+	switch f[0] {
+	case "jq", "node", "npm", "ssh", "ssh-keygen", "/usr/sbin/sshd", "chromium", "chromium-browser", "google-chrome":
+		return []string{f[0]}
+	}
+	return nil
+}
+
+// TestScriptsGuardPrograms: a testscript that runs a program a machine
+// with only Go lacks (jq, node, ssh, sshd, chromium) skips without it, as
+// [!exec:PROGRAM] skip 'needs PROGRAM', so that the README's test command
+// passes on a fresh machine.
+func TestScriptsGuardPrograms(t *testing.T) {
+	scripts, err := filepath.Glob(filepath.Join(repoRoot(t), "testdata", "script", "*.txtar"))
+	if err != nil || len(scripts) == 0 {
+		t.Fatalf("no testscripts found: %v", err)
+	}
+	for _, path := range scripts {
+		data, err := os.ReadFile(path)
+		if err != nil {
+			t.Fatal(err)
+		}
+		script, _, _ := strings.Cut(string(data), "\n-- ") // the script, not its files
+		guarded := map[string]bool{}
+		for _, line := range strings.Split(script, "\n") {
+			if m := guard.FindStringSubmatch(line); m != nil {
+				guarded[m[1]] = true
+			}
+		}
+		for i, line := range strings.Split(script, "\n") {
+			for _, prog := range needsGuard(line) {
+				if !guarded[prog] {
+					t.Errorf("%s:%d: %s\n\truns %s without [!exec:%s] skip 'needs %s' in the script", filepath.Base(path), i+1, strings.TrimSpace(line), prog, prog, prog)
+				}
+			}
+		}
+	}
+}
+
+// guard is a testscript's skip for a missing program, capturing it.
+var guard = regexp.MustCompile(`^\s*\[!exec:([^\]]+)\]\s*skip\s+'[^']+'\s*$`)
+
+// TestNeedsGuard: the lines that need a guard, and only those.
+func TestNeedsGuard(t *testing.T) {
+	for _, tc := range []struct {
+		line string
+		want []string
+	}{
+		{`exec jq -e . out.json`, []string{"jq"}},
+		{`[exec:jq] exec jq . .mcp.json`, []string{"jq"}},
+		{`! exec ssh -F cfg home true`, []string{"ssh"}},
+		{`exits 2 node client.mjs`, []string{"node"}},
+		{`sshd SSHCMD`, []string{"ssh", "ssh-keygen", "/usr/sbin/sshd"}},
+		{`exec aipm init`, nil},
+		{`exec git init`, nil},
+		{`stdout 'jq'`, nil},
+		{`# exec jq in a comment`, nil},
+	} {
+		if got := needsGuard(tc.line); !slices.Equal(got, tc.want) {
+			t.Errorf("needsGuard(%q) = %q, want %q", tc.line, got, tc.want)
+		}
 	}
 }
 

@@ -179,19 +179,17 @@ func launchPrompt(spec launchSpec, agent, project, dir, purpose string) string {
 // level as a permission mode.
 func claudeLaunchArgs(spec launchSpec, exe, hookWord, prompt string) []string {
 	mcp, _ := json.Marshal(map[string]any{"mcpServers": map[string]any{serverName: map[string]any{"command": exe, "args": serveArgs}}})
-	settings := jsonObject{}
+	// {"hooks": ...}, as mcp-config writes them, and the sandbox.
+	var settings map[string]json.RawMessage
 	hooks, _ := hooksDocument(claudeHookEvents(hookWord))
-	var h jsonObject
-	h, _ = parseObject(hooks)
-	raw, _ := h.get("hooks")
-	settings.set("hooks", raw)
+	json.Unmarshal(hooks, &settings)
 	mode := "default"
 	switch spec.Access {
 	case accessProject:
 		// Edits inside the working directory without asking; Bash in
 		// Claude Code's sandbox, which may write only there.
 		mode = "acceptEdits"
-		settings.set("sandbox", json.RawMessage(`{"enabled":true,"autoAllowBashIfSandboxed":true,"allowUnsandboxedCommands":false}`))
+		settings["sandbox"] = json.RawMessage(`{"enabled":true,"autoAllowBashIfSandboxed":true,"allowUnsandboxedCommands":false}`)
 	case accessFull:
 		mode = "bypassPermissions"
 	}

@@ -204,7 +204,10 @@ type tokenInfoKey struct{}
 // over.
 func (h *HTTP) admit(w http.ResponseWriter, r *http.Request) (_ *http.Request, release func(), ok bool) {
 	refuse := func(code int, msg string) (*http.Request, func(), bool) {
+		// The answer goes out, then the connection is closed at once:
+		// net/http would otherwise wait for the rest of the body.
 		w.Header().Set("Connection", "close")
+		http.NewResponseController(w).SetReadDeadline(time.Now())
 		if code == http.StatusUnauthorized {
 			w.Header().Set("WWW-Authenticate", `Bearer realm="aipm"`)
 		}
@@ -212,13 +215,10 @@ func (h *HTTP) admit(w http.ResponseWriter, r *http.Request) (_ *http.Request, r
 		return r, nil, false
 	}
 	if r.Body != nil && r.Body != http.NoBody {
-		// The body must arrive within BodyTimeout; once it is read the
-		// deadline goes (a waiting call's connection must stay readable, or
-		// net/http would take its client for gone).
-		rc := http.NewResponseController(w)
-		if err := rc.SetReadDeadline(time.Now().Add(h.limits.BodyTimeout)); err == nil {
-			r.Body = &deadlineBody{ReadCloser: r.Body, rc: rc}
-		}
+		// The body must arrive within BodyTimeout. Once it was read to its
+		// end net/http clears the deadline, as it starts watching for the
+		// client to go away: a waiting call is not cut.
+		http.NewResponseController(w).SetReadDeadline(time.Now().Add(h.limits.BodyTimeout))
 	}
 	if o := r.Header.Get("Origin"); o != "" && o != h.origin {
 		return refuse(http.StatusForbidden, fmt.Sprintf("requests from a web page (Origin %.100s) are refused: an MCP client sends no Origin header", o))
@@ -382,19 +382,4 @@ func (h *HTTP) sessionsOf(agent string) int {
 		}
 	}
 	return n
-}
-
-// deadlineBody ends the body's read deadline once the body was read.
-type deadlineBody struct {
-	io.ReadCloser
-	rc   *http.ResponseController
-	once sync.Once
-}
-
-func (b *deadlineBody) Read(p []byte) (int, error) {
-	n, err := b.ReadCloser.Read(p)
-	if err == io.EOF {
-		b.once.Do(func() { b.rc.SetReadDeadline(time.Time{}) })
-	}
-	return n, err
 }

@@ -34,13 +34,17 @@ var ErrBackoff = errors.New("too many failed authenticates")
 
 // BackoffError is the refusal of an attempt made too soon.
 type BackoffError struct {
-	Agent    string
+	Agent    string // "" for a bearer token (AgentOfPasskey)
 	Failures int
 	Until    time.Time
 	Now      time.Time
 }
 
 func (e *BackoffError) Error() string {
+	if e.Agent == "" { // a bearer token, which names no agent (AgentOfPasskey)
+		return fmt.Sprintf("too many wrong bearer tokens in a row: try again after %s (in %s), with the passkey aipm agent add printed",
+			e.Until.Format(time.RFC3339), e.Until.Sub(e.Now).Round(time.Second))
+	}
 	return fmt.Sprintf("%d failed authenticates for %q in a row: try again after %s (in %s), with the passkey aipm agent add printed",
 		e.Failures, e.Agent, e.Until.Format(time.RFC3339), e.Until.Sub(e.Now).Round(time.Second))
 }
@@ -49,8 +53,8 @@ func (e *BackoffError) Unwrap() error { return ErrBackoff }
 
 // BackoffAfter is the wait after the given number of failed attempts in a
 // row: nothing for the first few, then doubling up to a cap. It is the one
-// schedule of every credential check (authenticate here, an HTTP bearer
-// token per client in mcpserver).
+// schedule of every credential check (authenticate here; an HTTP bearer
+// token per agent in AgentOfPasskey, and per client address in mcpserver).
 func BackoffAfter(failures int) time.Duration {
 	if failures <= freeFailures {
 		return 0

@@ -1,8 +1,14 @@
 package fsstore
 
 import (
+	"context"
 	"crypto/sha256"
+	"encoding/base64"
 	"errors"
+	"fmt"
+	"os"
+	"path/filepath"
+	"strings"
 	"sync"
 
 	"aipm/fsstore/lockedfile"
@@ -14,8 +20,19 @@ import (
 // memory, keyed by its hash, while the agent's passkey.json keeps its stamp,
 // so that a request costs one stat; a new passkey (aipm agent passkey) or a
 // removed agent is seen at once. A passkey of no agent is ErrBadPasskey.
-// Not slowed here: the caller backs off per client (BackoffAfter).
-func (s *Store) AgentOfPasskey(cfg *Config, passkey string) (string, error) {
+//
+// The comparisons are slowed per agent across processes and client
+// addresses (DESIGN section 14), on BackoffAfter's schedule: a token that
+// is no agent's passkey is a failed attempt for every agent it was compared
+// with, counted in bearer.json under bearer.lock, and an agent whose wait
+// is not over is not compared with at all. A token that cannot be a
+// passkey (not of the form aipm agent add prints) is compared with none
+// and counted for none. When the token matched no agent it was compared
+// with and some agent was passed over, the answer is a *BackoffError (Agent
+// "") until the first of those waits ends: the token may be that agent's.
+// The count is apart from authenticate's (auth.json), so that strangers'
+// tokens never refuse a local agent's authenticate.
+func (s *Store) AgentOfPasskey(ctx context.Context, cfg *Config, passkey string) (string, error) {
 	if err := CheckPasskeyArg(passkey); err != nil {
 		return "", kindf(ErrBadPasskey, "%v", err)
 	}
@@ -26,6 +43,21 @@ func (s *Store) AgentOfPasskey(cfg *Config, passkey string) (string, error) {
 		}
 		s.caches.bearers.forget(key)
 	}
+	if !passkeyShaped(passkey) {
+		return "", ErrBadPasskey
+	}
+	unlock, err := lockedfile.Lock(ctx, s.bearerLockPath(), ModePrivateFile)
+	if err != nil {
+		return "", fmt.Errorf("lock %s: %w", s.Rel(s.bearerLockPath()), err)
+	}
+	defer unlock()
+	var doc bearerFailures
+	if err := s.readDoc(s.bearerPath(), &doc); err != nil && !errors.Is(err, ErrNotFound) {
+		return "", err
+	}
+	now := testHookAuthNow().UTC()
+	var compared []string
+	var wait *BackoffError
 	for _, a := range cfg.Agents {
 		if a.Type != AgentAI {
 			continue
@@ -38,17 +70,85 @@ func (s *Store) AgentOfPasskey(cfg *Config, passkey string) (string, error) {
 		if err != nil || before == (lockedfile.Stamp{}) {
 			continue
 		}
+		if f := doc.Agents[a.ID]; now.Before(f.NotBefore) {
+			if wait == nil || f.NotBefore.Before(wait.Until) {
+				wait = &BackoffError{Failures: f.Failures, Until: f.NotBefore, Now: now}
+			}
+			continue
+		}
 		err = s.checkPasskey(a.ID, passkey)
 		switch {
 		case errors.Is(err, ErrBadPasskey):
+			compared = append(compared, a.ID)
 			continue
 		case err != nil:
 			return "", err
 		}
+		if _, failed := doc.Agents[a.ID]; failed {
+			delete(doc.Agents, a.ID)
+			if err := s.writeBearerFailures(cfg, doc); err != nil {
+				return "", err
+			}
+		}
 		s.caches.bearers.put(key, a.ID, before)
 		return a.ID, nil
 	}
+	if len(compared) > 0 {
+		if doc.Agents == nil {
+			doc.Agents = map[string]authFailures{}
+		}
+		for _, agent := range compared {
+			f := doc.Agents[agent]
+			f.Failures++
+			f.LastFailureAt = now
+			f.NotBefore = now.Add(BackoffAfter(f.Failures))
+			doc.Agents[agent] = f
+		}
+		if err := s.writeBearerFailures(cfg, doc); err != nil {
+			return "", fmt.Errorf("%w (and the failure could not be counted: %v)", ErrBadPasskey, err)
+		}
+	}
+	if wait != nil {
+		return "", wait
+	}
 	return "", ErrBadPasskey
+}
+
+// bearerFailures is bearer.json: per AI agent, the bearer tokens in a row
+// that were compared with its passkey and were not it.
+type bearerFailures struct {
+	Agents map[string]authFailures `json:"agents"`
+}
+
+func (l Layout) bearerPath() string     { return filepath.Join(l.root, "bearer.json") }
+func (l Layout) bearerLockPath() string { return filepath.Join(l.root, "bearer.lock") }
+
+// writeBearerFailures writes doc, less the agents cfg no longer has; with
+// no failure left the file goes.
+func (s *Store) writeBearerFailures(cfg *Config, doc bearerFailures) error {
+	for agent := range doc.Agents {
+		if _, ok := cfg.Agent(agent); !ok {
+			delete(doc.Agents, agent)
+		}
+	}
+	if len(doc.Agents) == 0 {
+		if err := os.Remove(s.bearerPath()); err != nil && !errors.Is(err, os.ErrNotExist) {
+			return fmt.Errorf("reset wrong bearer tokens: %w", err)
+		}
+		return nil
+	}
+	return s.writeDoc(s.bearerPath(), doc, ModePrivateFile)
+}
+
+// passkeyShaped says whether passkey has the form of the passkeys
+// newPasskey issues: the prefix, then 32 bytes in unpadded base64url.
+func passkeyShaped(passkey string) bool {
+	rest, ok := strings.CutPrefix(passkey, passkeyPrefix)
+	if !ok || len(rest) != base64.RawURLEncoding.EncodedLen(32) {
+		return false
+	}
+	_, err := base64.RawURLEncoding.Strict().DecodeString(rest)
+	return err == nil
 }
 
 // bearerStampOK says whether agent's passkey.json still has the stamp it

@@ -31,6 +31,8 @@ quarantine/
 agents/*/read.json
 agents/*/passkey.json
 agents/*/auth.json
+bearer.json
+bearer.lock
 agents/*/receipts.jsonl
 local.json
 local.lock

@@ -9,10 +9,12 @@
 package hook
 
 import (
+	"bytes"
 	"context"
 	"encoding/json"
 	"errors"
 	"fmt"
+	"io"
 	"strings"
 	"time"
 
@@ -49,13 +51,78 @@ type Input struct {
 	Cwd            string `json:"cwd"`
 }
 
-// DecodeInput decodes the client's stdin.
-func DecodeInput(data []byte) (Input, error) {
-	var in Input
-	if err := json.Unmarshal(data, &in); err != nil {
-		return in, fmt.Errorf("hook input is not the client's JSON: %w", err)
+// ReadInput reads the client's event from stdin: one JSON value, and no
+// further (a client may keep stdin open after it), of at most MaxInput
+// bytes. When it cannot, in is what the start of the input named (both
+// clients write the event and the tool's name before the tool's input),
+// for unreadable's answer.
+func ReadInput(r io.Reader) (in Input, err error) {
+	lr := &inputLimit{r: r, left: MaxInput}
+	dec := json.NewDecoder(lr)
+	if err = dec.Decode(&in); err == nil {
+		return in, nil
 	}
-	return in, nil
+	head, _ := io.ReadAll(io.LimitReader(dec.Buffered(), maxHead))
+	in = headInput(head)
+	if errors.Is(err, errInputTooLarge) {
+		return in, fmt.Errorf("hook input is over %d MiB", MaxInput>>20)
+	}
+	return in, fmt.Errorf("hook input is not the client's JSON: %w", err)
+}
+
+// maxHead is how much of an unreadable input headInput looks at.
+const maxHead = 64 << 10
+
+var errInputTooLarge = errors.New("hook input too large")
+
+// inputLimit is r up to left bytes, and then errInputTooLarge.
+type inputLimit struct {
+	r    io.Reader
+	left int64
+}
+
+func (l *inputLimit) Read(p []byte) (int, error) {
+	if l.left <= 0 {
+		return 0, errInputTooLarge
+	}
+	if int64(len(p)) > l.left {
+		p = p[:l.left]
+	}
+	n, err := l.r.Read(p)
+	l.left -= int64(n)
+	return n, err
+}
+
+// headInput is what the fields of a JSON object's start say, up to the
+// first value that is cut short or not JSON.
+func headInput(head []byte) Input {
+	var in Input
+	dec := json.NewDecoder(bytes.NewReader(head))
+	if t, err := dec.Token(); err != nil || t != json.Delim('{') {
+		return in
+	}
+	for dec.More() {
+		t, err := dec.Token()
+		key, isKey := t.(string)
+		if err != nil || !isKey {
+			break
+		}
+		var v json.RawMessage
+		if dec.Decode(&v) != nil {
+			break
+		}
+		switch key {
+		case "hook_event_name":
+			json.Unmarshal(v, &in.Event)
+		case "tool_name":
+			json.Unmarshal(v, &in.ToolName)
+		case "session_id":
+			json.Unmarshal(v, &in.SessionID)
+		case "cwd":
+			json.Unmarshal(v, &in.Cwd)
+		}
+	}
+	return in
 }
 
 // Hook answers one client event for one agent.
@@ -111,23 +178,37 @@ func (h *Hook) Run(ctx context.Context, in Input) (Result, error) {
 
 // preToolUse refuses every tool but aipm's own while an interrupt waits
 // for the session: no file is edited and no command runs after a human
-// stopped the task. The refusal never depends on recording it: the reason
-// carries the interrupt, and whatever else the model was not told of when
-// that could be recorded as told.
+// stopped the task.
 func (h *Hook) preToolUse(ctx context.Context, ses fsstore.Session, own bool) (Result, error) {
 	if own {
 		return Result{}, nil
 	}
+	reason, err := h.refusal(ctx, ses)
+	switch {
+	case err != nil:
+		return Result{}, err
+	case reason == "":
+		return Result{}, h.toolUsed(ctx, ses)
+	}
+	return deny(reason), nil
+}
+
+// refusal is why a tool must not run now ("" when nothing stops it): an
+// interrupt waits for ses, or its notifications cannot be read. The
+// refusal never depends on recording it: the reason carries the
+// interrupt, and whatever else the model was not told of when that could
+// be recorded as told.
+func (h *Hook) refusal(ctx context.Context, ses fsstore.Session) (string, error) {
 	unread, err := h.Store.Interrupt(ctx, ses)
 	if errors.Is(err, fsstore.ErrNotificationsUnreadable) {
 		// Fail closed, as aipm's own tools do: one of them may be an interrupt.
-		return deny(fmt.Sprintf("aipm: %s's notifications cannot be read, and one of them may be an interrupt: %v. A human runs aipm doctor --repair; until then only aipm's own tools run.", ses.Agent, err)), nil
+		return fmt.Sprintf("aipm: %s's notifications cannot be read, and one of them may be an interrupt: %v. A human runs aipm doctor --repair; until then only aipm's own tools run.", ses.Agent, err), nil
 	}
 	if err != nil {
-		return Result{}, err
+		return "", err
 	}
 	if unread.Interrupt == nil {
-		return Result{}, h.toolUsed(ctx, ses)
+		return "", nil
 	}
 	reason := interruptText(ses, unread.Interrupt)
 	for range tellAttempts {
@@ -145,7 +226,7 @@ func (h *Hook) preToolUse(ctx context.Context, ses fsstore.Session, own bool) (R
 		}
 		ses = h.reread(ses)
 	}
-	return deny(reason), nil
+	return reason, nil
 }
 
 // tell adds what the model was not told of to its context (PostToolUse,

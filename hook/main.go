@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"io"
 	"os"
+	"strings"
 	"time"
 
 	"aipm/fsstore"
@@ -43,8 +44,9 @@ const WorkLimit = 3 * time.Second
 // stdin that is not JSON) is a line "aipm: hook: ..." on stderr and exit 1,
 // never 2: both clients read a hook's 2 as "block", and a misconfigured
 // hook must not refuse every tool call. Exit 2 is only the idle wake's
-// news. No credential, no project, a wrong passkey, or no session: no
-// output, exit 0.
+// news, and the refusal of an event whose input could not be read while
+// an interrupt waits (unreadable). No credential, no project, a wrong
+// passkey, or no session: no output, exit 0.
 func Main(ctx context.Context, o Options, env Env) (code int) {
 	defer func() {
 		if p := recover(); p != nil { // a panic would exit 2
@@ -58,13 +60,9 @@ func Main(ctx context.Context, o Options, env Env) (code int) {
 	case o.Wake && o.Client != Claude:
 		return mistake(env, "--wake is for Claude Code's asyncRewake Stop hook; Codex has no idle event, so leave --wake out with --client codex")
 	}
-	data, err := io.ReadAll(io.LimitReader(env.Stdin, MaxInput))
-	if err != nil {
-		return mistake(env, "read stdin: %v", err)
-	}
-	in, err := DecodeInput(data)
+	in, err := ReadInput(env.Stdin)
 	if err != nil && !o.Wake {
-		return mistake(env, "%v (the client writes one JSON object on stdin, at most %d MiB)", err, MaxInput>>20)
+		return unreadable(ctx, o, env, in, err)
 	}
 	h := forAgent(o.Dir, env.Getenv)
 	if h == nil {
@@ -106,6 +104,47 @@ func Command(ctx context.Context, args []string, env Env) int {
 		return mistake(env, "%v: aipm-hook takes --client claude|codex, --wake and --dir (see aipm hook --help)", err)
 	}
 	return Main(ctx, o, env)
+}
+
+// unreadable answers an event whose input could not be read whole (not
+// JSON, cut short, or over MaxInput): a mistake, exit 1, except while an
+// interrupt waits for the agent, when a tool must not run (the check needs
+// no input): a PreToolUse of a tool not aipm's own, as far as the input
+// named them, is denied; an event it did not name gets exit 2, "block" to
+// both clients, with the interrupt on stderr. Nothing more is done than
+// that check.
+func unreadable(ctx context.Context, o Options, env Env, in Input, err error) int {
+	const format = "%v (the client writes one JSON object on stdin, at most %d MiB)"
+	tool := in.Event == PreToolUse && !strings.HasPrefix(in.ToolName, OwnToolPrefix)
+	if !tool && in.Event != "" {
+		return mistake(env, format, err, MaxInput>>20)
+	}
+	h := forAgent(o.Dir, env.Getenv)
+	if h == nil {
+		return mistake(env, format, err, MaxInput>>20)
+	}
+	ctx, cancel := context.WithTimeout(ctx, WorkLimit)
+	defer cancel()
+	ses, ok, serr := h.Session(time.Now())
+	var reason string
+	if serr == nil && ok {
+		reason, serr = h.refusal(ctx, ses)
+	}
+	switch {
+	case serr != nil:
+		fmt.Fprintf(env.Stderr, "aipm hook: %v\n", serr)
+	case reason == "":
+	case tool:
+		if _, err := env.Stdout.Write(deny(reason).Stdout); err != nil {
+			return 1
+		}
+		fmt.Fprintf(env.Stderr, "aipm: hook: "+format+"\n", err, MaxInput>>20)
+		return 0
+	default:
+		fmt.Fprintf(env.Stderr, "%s\naipm: hook: "+format+"\n", reason, err, MaxInput>>20)
+		return 2
+	}
+	return mistake(env, format, err, MaxInput>>20)
 }
 
 func mistake(env Env, format string, args ...any) int {

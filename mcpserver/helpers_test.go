@@ -228,14 +228,14 @@ func (p *project) authenticate(cs *mcp.ClientSession, agent, purpose string) str
 var lastSeenAt = regexp.MustCompile(`"lastSeenAt": *"[^"]*",?`)
 
 // tree is a digest of every file under .ai-pm (lock files aside, the
-// failed-authenticate count, the one thing a refused call must write, and
-// the sessions' sliding expiry), to prove that a refused call changed
-// nothing.
+// failed-authenticate and wrong-bearer-token counts, the one thing a
+// refused call must write, and the sessions' sliding expiry), to prove
+// that a refused call changed nothing.
 func (p *project) tree() string {
 	var lines []string
 	root := p.store.Root()
 	filepath.WalkDir(root, func(path string, d fs.DirEntry, err error) error {
-		if err != nil || d.Name() == ".lock" || d.Name() == "auth.json" {
+		if err != nil || d.Name() == ".lock" || d.Name() == "auth.json" || d.Name() == "bearer.json" || d.Name() == "bearer.lock" {
 			return nil
 		}
 		entry := strings.TrimPrefix(path, root)

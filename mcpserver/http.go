@@ -3,14 +3,9 @@ package mcpserver
 import (
 	"context"
 	"crypto/sha256"
-	"errors"
 	"fmt"
 	"log/slog"
-	"math"
-	"net"
 	"net/http"
-	"strconv"
-	"strings"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -31,14 +26,17 @@ import (
 // fsnotify watcher. The gate is the stdio one: sessions (session_token),
 // waits, interrupts and the notification line work as over stdio.
 //
-// What is refused, in order: a request whose Origin header is not the
-// server's own (403: a web page; CLIs send none), any request from a
-// client address in back-off after failed tokens (429 with Retry-After),
-// a missing or wrong token (401, WWW-Authenticate: Bearer; counted per
-// client address on fsstore.BackoffAfter's schedule), and then what the
-// SDK refuses: a Host that is not loopback on a loopback listener (DNS
-// rebinding), an MCP session of another agent (403), a body past MaxFrame
-// (413).
+// What is refused, in order (admit, http_limits.go): a request whose
+// Origin header is not the server's own (403: a web page; CLIs send
+// none), any request from a client address in back-off after failed
+// tokens (429 with Retry-After), a missing or wrong token (401,
+// WWW-Authenticate: Bearer; counted per client address, and per agent
+// across processes by fsstore.AgentOfPasskey, on fsstore.BackoffAfter's
+// schedule), a token not compared because of that back-off (429), what
+// passes one agent's bounds (HTTPLimits: 413, 429), and then what the SDK
+// refuses: a Host that is not loopback on a loopback listener (DNS
+// rebinding), an MCP session of another agent (403). Before all of it,
+// HTTP.Server and HTTP.Listener bound time and connections per client.
 type HTTP struct {
 	store   *fsstore.Store
 	log     *slog.Logger
@@ -49,9 +47,13 @@ type HTTP struct {
 	config  *Server // reads the config for the token check (no tools)
 	handler http.Handler
 
+	limits      HTTPLimits
+	sessionIdle time.Duration // the config's session idle timeout, when h was made
+
 	mu       sync.Mutex
 	servers  map[[32]byte]*Server // by the SHA-256 of the bearer token
 	failures map[string]*clientFailures
+	loads    map[string]*agentLoad // by agent
 	now      func() time.Time
 }
 
@@ -62,6 +64,8 @@ type HTTPOptions struct {
 	Origin string
 	// Now is the clock of the back-off (nil: time.Now); tests set it.
 	Now func() time.Time
+	// Limits bound clients and agents (zero fields: DefaultHTTPLimits).
+	Limits HTTPLimits
 }
 
 // clientFailures are one client address's failed tokens in a row.
@@ -75,7 +79,8 @@ type clientFailures struct {
 // request.
 func NewHTTP(store *fsstore.Store, log *slog.Logger, version string, opts HTTPOptions) (*HTTP, error) {
 	h := &HTTP{store: store, log: log, version: version, origin: opts.Origin, wake: wake.New(), links: newLinks(log),
-		servers: map[[32]byte]*Server{}, failures: map[string]*clientFailures{}, now: opts.Now}
+		servers: map[[32]byte]*Server{}, failures: map[string]*clientFailures{}, loads: map[string]*agentLoad{}, now: opts.Now,
+		limits: opts.Limits.orDefaults()}
 	if h.now == nil {
 		h.now = time.Now
 	}
@@ -84,10 +89,11 @@ func NewHTTP(store *fsstore.Store, log *slog.Logger, version string, opts HTTPOp
 	if err != nil {
 		return nil, err
 	}
+	h.sessionIdle = cfg.Defaults.SessionIdleTimeout.Duration
 	sdkOpts := mcp.StreamableHTTPOptions{
 		Logger:              log,
-		SessionTimeout:      cfg.Defaults.SessionIdleTimeout.Duration,
-		MaxRequestBodyBytes: MaxFrame,
+		SessionTimeout:      h.sessionIdle,
+		MaxRequestBodyBytes: h.limits.MaxBody,
 	}
 	stateful := mcp.NewStreamableHTTPHandler(h.serverOf, &sdkOpts)
 	// Protocol 2026-07-28 is sessionless over HTTP: the SDK serves it only
@@ -119,22 +125,11 @@ const sessionlessProtocol = "2026-07-28"
 const linkHeader = "Aipm-Link"
 
 func (h *HTTP) ServeHTTP(w http.ResponseWriter, r *http.Request) {
-	if o := r.Header.Get("Origin"); o != "" && o != h.origin {
-		http.Error(w, fmt.Sprintf("requests from a web page (Origin %.100s) are refused: an MCP client sends no Origin header", o), http.StatusForbidden)
+	r, release, ok := h.admit(w, r)
+	if !ok {
 		return
 	}
-	client := clientAddr(r)
-	if wait := h.backingOff(client); wait > 0 && !h.proven(r) {
-		w.Header().Set("Retry-After", strconv.Itoa(int(math.Ceil(wait.Seconds()))))
-		http.Error(w, fmt.Sprintf("too many requests with a wrong or missing bearer token from %s: try again in %s with the passkey aipm agent add printed", client, wait.Round(time.Second)), http.StatusTooManyRequests)
-		return
-	}
-	if r.Header.Get("Authorization") == "" {
-		h.failed(client)
-		w.Header().Set("WWW-Authenticate", `Bearer realm="aipm"`)
-		http.Error(w, "no bearer token: send Authorization: Bearer <the agent's passkey, as aipm agent add printed it>", http.StatusUnauthorized)
-		return
-	}
+	defer release()
 	rw := &linkWriter{ResponseWriter: w}
 	id, l := h.links.add(r.Context(), rw)
 	r.Header.Set(linkHeader, id)
@@ -156,43 +151,20 @@ func (h *HTTP) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	h.handler.ServeHTTP(rw, r)
 }
 
-// verify is the bearer token check (auth.RequireBearerToken): the agent
-// whose passkey the token is. A failure is counted for the client.
-func (h *HTTP) verify(_ context.Context, token string, r *http.Request) (*auth.TokenInfo, error) {
-	cfg, err := h.config.loadConfig()
-	if err != nil {
-		return nil, fmt.Errorf("read config: %w", err) // 500: not the client's fault
+// verify is the SDK's bearer token check (auth.RequireBearerToken), which
+// puts the agent in the request's context for the SDK: admit checked the
+// token already and left its answer in the context.
+func (h *HTTP) verify(ctx context.Context, _ string, _ *http.Request) (*auth.TokenInfo, error) {
+	if ti, ok := ctx.Value(tokenInfoKey{}).(*auth.TokenInfo); ok {
+		return ti, nil
 	}
-	agent, err := h.store.AgentOfPasskey(cfg, token)
-	if errors.Is(err, fsstore.ErrBadPasskey) {
-		h.failed(clientAddr(r))
-		if strings.HasPrefix(token, "$") {
-			// A client config's ${AIPM_PASSKEY} sent as it stands: Claude
-			// Code sends an unset variable's reference literally.
-			return nil, fmt.Errorf("%w: the bearer token is the unexpanded text %.40q: set that variable to the agent's passkey in the environment the client starts in", auth.ErrInvalidToken, token)
-		}
-		return nil, fmt.Errorf("%w: the bearer token is no AI agent's passkey here: send Authorization: Bearer <the passkey aipm agent add printed>", auth.ErrInvalidToken)
-	}
-	if err != nil {
-		return nil, err
-	}
-	key := sha256.Sum256([]byte(token))
-	h.mu.Lock()
-	proven := h.servers[key] != nil
-	if !proven {
-		h.servers[key] = h.agentServer(fsstore.Credential{Agent: agent, Passkey: token})
-	}
-	h.mu.Unlock()
-	if !proven {
-		// A right passkey ends its address's back-off, once: a passkey
-		// already proven (which passes a back-off) does not end another
-		// client's.
-		h.succeeded(clientAddr(r))
-	}
-	return &auth.TokenInfo{UserID: agent, Extra: map[string]any{serverKey: key}}, nil
+	return nil, fmt.Errorf("%w: the request was not admitted", auth.ErrInvalidToken)
 }
 
 const serverKey = "aipm.server"
+
+// serverKeyOf is the key of token's Server in h.servers.
+func serverKeyOf(token string) [32]byte { return sha256.Sum256([]byte(token)) }
 
 // agentServer is the Server of one agent's credential.
 func (h *HTTP) agentServer(c Credential) *Server {
@@ -239,30 +211,19 @@ func (h *HTTP) Close(ctx context.Context) {
 // locked out by another client's bad token from the same address (a
 // loopback, a NAT). The token is still checked as any other.
 func (h *HTTP) proven(r *http.Request) bool {
-	fields := strings.Fields(r.Header.Get("Authorization")) // as the SDK's RequireBearerToken reads it
-	if len(fields) != 2 || !strings.EqualFold(fields[0], "bearer") {
+	token, ok := bearerToken(r)
+	if !ok {
 		return false
 	}
-	token := fields[1]
-	key := sha256.Sum256([]byte(token))
+	key := serverKeyOf(token)
 	h.mu.Lock()
 	defer h.mu.Unlock()
 	return h.servers[key] != nil
 }
 
 // clientAddr is the unit of the back-off: the client's IP address, an
-// IPv6 one by its /64 (one host commonly holds a whole /64).
-func clientAddr(r *http.Request) string {
-	host, _, err := net.SplitHostPort(r.RemoteAddr)
-	if err != nil {
-		host = r.RemoteAddr
-	}
-	ip := net.ParseIP(host)
-	if ip == nil || ip.To4() != nil {
-		return host
-	}
-	return ip.Mask(net.CIDRMask(64, 128)).String() + "/64"
-}
+// IPv6 one by its /64 (clientKey).
+func clientAddr(r *http.Request) string { return clientKey(r.RemoteAddr) }
 
 // backingOff is how long client must wait before its next request counts.
 func (h *HTTP) backingOff(client string) time.Duration {

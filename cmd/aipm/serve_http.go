@@ -69,14 +69,15 @@ func serveHTTP(ctx context.Context, o *serveOptions, store *fsstore.Store) error
 	if err != nil {
 		return fmt.Errorf("serve --http: %w", err)
 	}
-	if tlsConf != nil {
-		ln = tls.NewListener(ln, tlsConf)
-	}
 	origin := scheme + "://" + ln.Addr().String()
 	h, err := mcpserver.NewHTTP(store, log, version(), mcpserver.HTTPOptions{Origin: origin})
 	if err != nil {
 		ln.Close()
 		return fmt.Errorf("serve --http: %w", err)
+	}
+	ln = h.Listener(ln) // connections per client address, counted below TLS
+	if tlsConf != nil {
+		ln = tls.NewListener(ln, tlsConf)
 	}
 	mux := http.NewServeMux()
 	mux.Handle("/mcp", h)
@@ -84,10 +85,9 @@ func serveHTTP(ctx context.Context, o *serveOptions, store *fsstore.Store) error
 	// whose answer cannot go out any more is taken back.
 	base, endRequests := context.WithCancel(context.WithoutCancel(ctx))
 	defer endRequests()
-	// No read or write timeout: a waiting get_next_action answers after
-	// minutes. An idle keep-alive connection is closed after two.
-	srv := &http.Server{Handler: mux, ReadHeaderTimeout: 10 * time.Second, IdleTimeout: 2 * time.Minute, ErrorLog: slog.NewLogLogger(log.Handler(), slog.LevelWarn),
-		BaseContext: func(net.Listener) context.Context { return base }}
+	// The timeouts of a shared server (mcpserver.HTTPLimits).
+	srv := h.Server(mux)
+	srv.BaseContext = func(net.Listener) context.Context { return base }
 	fmt.Fprintln(e.stdout, origin+"/mcp")
 	log.Info("serving MCP over streamable HTTP", "url", origin+"/mcp")
 	served := make(chan error, 1)

@@ -7,6 +7,7 @@ import (
 	"errors"
 	"fmt"
 	"slices"
+	"strings"
 	"time"
 )
 
@@ -302,16 +303,37 @@ func (s *Store) Interrupt(ctx context.Context, ses Session) (Unread, error) {
 		s.caches.unread.Put(key, u, stamps...)
 	}
 	for i, n := range interrupts {
-		if n.TaskID == "" {
-			u.Interrupt = &interrupts[i]
-			return u, nil
-		}
-		if t, err := s.Task(n.TaskID); err == nil && (t.Status == StatusBlocked || t.Status == StatusCancelled) {
+		if s.stops(n) {
 			u.Interrupt = &interrupts[i]
 			return u, nil
 		}
 	}
 	return u, nil
+}
+
+// stops is the one rule of whether the interrupt n, unread, stops the
+// session it concerns: one about no task, or an aipm interrupt --task
+// (a plain stop, whatever the task's status), always; one that reports a
+// task's status set to blocked or cancelled (a pause or cancel) only while
+// the task still is: a task moved back since makes it moot.
+func (s *Store) stops(n Notification) bool {
+	if n.TaskID == "" || !n.reportsStatus() {
+		return true
+	}
+	return s.taskStopped(n.TaskID)
+}
+
+// reportsStatus says whether the interrupt n reports its task's status set
+// to blocked or cancelled (its kind, or, written before kinds were, its
+// key), rather than an aipm interrupt --task.
+func (n Notification) reportsStatus() bool {
+	return n.Kind != "" || strings.HasPrefix(n.Key, "interrupt:")
+}
+
+// taskStopped says whether task id is blocked or cancelled.
+func (s *Store) taskStopped(id string) bool {
+	t, err := s.Task(id)
+	return err == nil && (t.Status == StatusBlocked || t.Status == StatusCancelled)
 }
 
 // unreadStamps stamps the two files a session's unread notifications

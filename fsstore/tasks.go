@@ -450,7 +450,7 @@ func (s *Store) UpdateTask(ctx context.Context, cfg *Config, id, by string, ch T
 				return err
 			}
 		}
-		return checkStart(cfg, before, *t)
+		return errors.Join(checkStart(cfg, before, *t), cfg.checkHumanStop(before, *t, by))
 	})
 	if err != nil {
 		return Task{}, err
@@ -484,12 +484,54 @@ func checkStart(cfg *Config, before, after Task) error {
 	return nil
 }
 
+// checkHumanStop is the one rule of a human's stop (DESIGN section 11): a
+// task a human set to blocked or cancelled (before) leaves that status only
+// by a human's change. by is who makes the change: for a marker, its
+// sender, so that a marker with a human's authority lifts it too.
+func (c *Config) checkHumanStop(before, after Task, by string) error {
+	if after.Status == before.Status || (before.Status != StatusBlocked && before.Status != StatusCancelled) {
+		return nil
+	}
+	if !c.stoppedByHuman(before) || c.isHuman(by) {
+		return nil
+	}
+	who := cmp.Or(before.StatusChangedBy, "a human")
+	if before.handEdited() || who == HandEdit {
+		who = HandEdit
+	}
+	return codeErr(CodeStoppedByHuman, "task %s was set to %s by %s, and only a human may change it now: %s cannot; report with report_completed and exit, or ask a human to change it (aipm task status %s STATUS)", before.ID, before.Status, who, by, before.ID)
+}
+
+// stoppedByHuman says whether t's status was set by a human: by a human
+// (or anyone not an AI agent of the project) through aipm, or by a hand
+// edit of its file.
+func (c *Config) stoppedByHuman(t Task) bool {
+	if t.handEdited() || t.StatusChangedBy == HandEdit {
+		return true
+	}
+	a, ok := c.Agent(t.StatusChangedBy)
+	return !ok || a.Type != AgentAI
+}
+
+// isHuman says whether id is a human of the project.
+func (c *Config) isHuman(id string) bool {
+	a, ok := c.Agent(id)
+	return ok && a.Type == AgentHuman
+}
+
+// handEdited says whether t's status, as read, was set by a hand edit of
+// its file: one aipm did not write (and allows).
+func (t Task) handEdited() bool { return t.AipmStatus != "" && t.Status != t.AipmStatus }
+
 // applyTaskChange applies ch, made by `by` at now, to t as read under the
 // tasks lock. It may run more than once (a compare-and-swap retry), so it
 // changes nothing but t.
 func applyTaskChange(t *Task, by string, ch TaskChange, now time.Time) error {
 	if err := ch.checkTask(*t); err != nil {
 		return err
+	}
+	if t.handEdited() {
+		t.StatusChangedBy = HandEdit // aipm writes it now: who set it stays known
 	}
 	applyFields(t, ch)
 	status := ch.Status

@@ -1,6 +1,7 @@
 package mcpserver_test
 
 import (
+	"context"
 	"encoding/json"
 	"os/exec"
 	"strings"
@@ -84,5 +85,74 @@ func TestTaskInterruptReplaces(t *testing.T) {
 	}
 	if r := call(t, cs, "report_completed", map[string]any{"session_token": token, "result": "blocked", "summary": "stopped"}); r.isError {
 		t.Fatalf("report_completed after the interrupt: %s", r.text)
+	}
+}
+
+// A task a human set to blocked or cancelled leaves that status only by a
+// human's change, or a marker with a human's authority: the agent's own
+// update_task_status cannot lift it, and get_next_action never answers
+// work for it (issue 34, item 2). A stop made by hand is a human's too.
+func TestHumanStopIsFinal(t *testing.T) {
+	ctx := context.Background()
+	for _, tc := range []struct {
+		name, status, lift string
+		hand               bool
+	}{
+		{"blocked", fsstore.StatusBlocked, fsstore.StatusInProgress, false},
+		{"cancelled", fsstore.StatusCancelled, fsstore.StatusTodo, false},
+		{"blocked by hand", fsstore.StatusBlocked, fsstore.StatusInProgress, true},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			p := newProject(t)
+			task := p.taskInProgress("coder", "Fix login")
+			cs := p.connect("")
+			token := p.authenticate(cs, "coder", "task")
+			if tc.hand {
+				fix := fsstore.FixturesOf(p.store)
+				if err := fix.HandEdit(fsstore.Tasks, task.ID, func(doc map[string]any) { doc["status"] = tc.status }); err != nil {
+					t.Fatal(err)
+				}
+			} else if _, err := p.store.UpdateTask(ctx, p.cfg, task.ID, "lead", fsstore.TaskChange{Status: tc.status, Reason: "plans changed"}); err != nil {
+				t.Fatal(err)
+			}
+			var before string
+			for i := range 2 {
+				r := call(t, cs, "update_task_status", map[string]any{"session_token": token, "status": tc.lift})
+				if r.code() != "stopped_by_human" || !strings.Contains(r.text, "only a human") {
+					t.Fatalf("the agent lifting a human's stop: %s", r.text)
+				}
+				// The first refusal's line tells the interrupt; then nothing changes.
+				if i == 1 && p.tree() != before {
+					t.Fatal("the refused update_task_status changed files")
+				}
+				before = p.tree()
+			}
+			if st := p.task(t, task.ID).Status; st != tc.status {
+				t.Fatalf("after the refusal the task is %s; want %s", st, tc.status)
+			}
+			if r := call(t, cs, "get_next_action", map[string]any{"session_token": token, "wait_seconds": 1}); r.str("action") == "work" {
+				t.Fatalf("get_next_action under a human's stop: %s", r.text)
+			}
+			// The human lifts it.
+			p.aipmOut(t, "task", "status", task.ID, tc.lift, "--as", "lead")
+			if st := p.task(t, task.ID).Status; st != tc.lift {
+				t.Fatalf("after lead's change the task is %s; want %s", st, tc.lift)
+			}
+		})
+	}
+	// A marker with a human's authority lifts it too: lead's @@タスク開始.
+	p := newProject(t)
+	task := p.taskInProgress("coder", "Fix login")
+	if _, err := p.store.UpdateTask(ctx, p.cfg, task.ID, "lead", fsstore.TaskChange{Status: fsstore.StatusBlocked, Reason: "wait"}); err != nil {
+		t.Fatal(err)
+	}
+	cs := p.connect("")
+	chat := p.authenticate(cs, "coder", "chat")
+	p.deliver(cs, chat, "lead", "@@タスク開始: "+task.ID)
+	if r := call(t, cs, "start_task_from_chat", map[string]any{"session_token": chat, "task_id": task.ID}); r.isError {
+		t.Fatalf("lead's @@タスク開始 on the task lead blocked: %s", r.text)
+	}
+	if st := p.task(t, task.ID).Status; st != fsstore.StatusInProgress {
+		t.Fatalf("after lead's marker the task is %s", st)
 	}
 }

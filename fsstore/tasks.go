@@ -462,6 +462,13 @@ func (s *Store) UpdateTask(ctx context.Context, cfg *Config, id, by string, ch T
 			return after.served(s.Rel(path)), fmt.Errorf("task %s changed, but the interrupt for %s was not written: %w", id, after.Assignee, err)
 		}
 	}
+	if after.Status != before.Status && after.Status != StatusInProgress && !Interrupts(before, after, by) {
+		// A delegation ends when its task ends (an interrupt ended them above).
+		why := fmt.Sprintf("%s set task %s to %s.", cmp.Or(by, HandEdit), after.ID, after.Status)
+		if err := s.endTaskDelegations(ctx, after, cmp.Or(by, HandEdit), why); err != nil {
+			return after.served(s.Rel(path)), fmt.Errorf("task %s changed, but its open delegations were not ended: %w", id, err)
+		}
+	}
 	if req := before.PendingChange; req != nil && after.PendingChange == nil && ch.Approval == ApprovalApproved && req.Marker == MarkerComplete.String() {
 		// An approved @@完了報告 changes nothing on the task: it goes to the task session.
 		if _, err := s.completionNotice(ctx, after, *req); err != nil {

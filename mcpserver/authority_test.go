@@ -156,3 +156,32 @@ func TestHumanStopIsFinal(t *testing.T) {
 		t.Fatalf("after lead's marker the task is %s", st)
 	}
 }
+
+// A delegation ends when its task ends, whatever ends it: the task
+// session's own report (done, or blocked) leaves no delegation pending for
+// ever (issue 34, item 3).
+func TestDelegationEndsWithItsTask(t *testing.T) {
+	for _, result := range []string{"success", "blocked"} {
+		t.Run(result, func(t *testing.T) {
+			p := newProject(t)
+			task := p.taskInProgress("coder", "Fix login")
+			cs := p.connect("")
+			token := p.authenticate(cs, "coder", "task")
+			r := call(t, cs, "delegate_to_chat_session", map[string]any{"session_token": token, "target_agent_id": "reviewer", "purpose": "ask for a review"})
+			if r.isError {
+				t.Fatal(r.text)
+			}
+			id := r.str("delegation_id")
+			if r := call(t, cs, "report_completed", map[string]any{"session_token": token, "result": result, "summary": "finished"}); r.isError {
+				t.Fatal(r.text)
+			}
+			ds, err := p.store.Delegations().List(fsstore.DelegationFilter{TaskIDs: []string{task.ID}})
+			if err != nil || len(ds) != 1 || ds[0].ID != id {
+				t.Fatalf("delegations of the task: %v, %v", ds, err)
+			}
+			if d := ds[0]; d.Status != fsstore.DlgFailed || !strings.Contains(d.Result, "ended with its task") {
+				t.Fatalf("after report_completed(%s) the delegation is %s (%q); want failed, ended with its task", result, d.Status, d.Result)
+			}
+		})
+	}
+}

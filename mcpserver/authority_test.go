@@ -185,3 +185,57 @@ func TestDelegationEndsWithItsTask(t *testing.T) {
 		})
 	}
 }
+
+// An interrupt shown whole (a replaced answer, a PreToolUse hook) is read
+// once the session makes a call that complies (report_completed, logout,
+// get_notifications, update_task_status): an agent that obeys it without
+// get_notifications leaves nothing unread (issue 34, item 4), and one that
+// does not is still stopped. A notification before it is shown with it,
+// so it is read too.
+func TestShownInterruptIsRead(t *testing.T) {
+	ctx := context.Background()
+	for _, via := range []string{"answer", "hook"} {
+		t.Run(via, func(t *testing.T) {
+			p := newProject(t)
+			task := p.taskInProgress("coder", "Fix login")
+			cs := p.connect("")
+			token := p.authenticate(cs, "coder", "task")
+			if _, err := p.store.FromChat().NotifyTaskSession(ctx, "coder", "reviewer", "the tests are flaky", task.ID); err != nil {
+				t.Fatal(err)
+			}
+			interrupt(t, p, task.ID)
+			if n := p.unreadNotifications(t, "coder"); n != 2 {
+				t.Fatalf("before: %d unread; want 2", n)
+			}
+			switch via {
+			case "answer":
+				r := call(t, cs, "get_my_task", map[string]any{"session_token": token})
+				if !strings.HasPrefix(r.text, "INTERRUPT") || !strings.Contains(r.text, "requirements changed") || !strings.Contains(r.text, "the tests are flaky") {
+					t.Fatalf("replaced answer: %s", r.text)
+				}
+			case "hook":
+				got := p.runHook(hook.Claude, "coder", "task", hook.PreToolUse, "Bash")
+				if !strings.Contains(got, `"permissionDecision":"deny"`) || !strings.Contains(got, "requirements changed") || !strings.Contains(got, "the tests are flaky") {
+					t.Fatalf("PreToolUse: %q", got)
+				}
+			}
+			// Shown, read by a call that complies: until then the hook still
+			// refuses, and a call that does not comply is still replaced.
+			if got := p.runHook(hook.Claude, "coder", "task", hook.PreToolUse, "Bash"); !strings.Contains(got, `"permissionDecision":"deny"`) {
+				t.Fatalf("PreToolUse before the next call: %q", got)
+			}
+			if r := call(t, cs, "get_my_task", map[string]any{"session_token": token}); !strings.HasPrefix(r.text, "INTERRUPT (get_my_task did not run)") {
+				t.Fatalf("a call that does not comply, after the interrupt was shown: %s", r.text)
+			}
+			if n := p.unreadNotifications(t, "coder"); n != 2 {
+				t.Fatalf("shown, not yet complied with: %d unread; want 2", n)
+			}
+			if r := call(t, cs, "report_completed", map[string]any{"session_token": token, "result": "blocked", "summary": "stopped"}); r.isError {
+				t.Fatal(r.text)
+			}
+			if n := p.unreadNotifications(t, "coder"); n != 0 {
+				t.Fatalf("after the interrupt was shown and obeyed: %d unread; want 0", n)
+			}
+		})
+	}
+}

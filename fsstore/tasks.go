@@ -47,16 +47,19 @@ var Priorities = []string{"low", "normal", "high", "urgent"}
 
 // Task is tasks/<id>.json.
 type Task struct {
-	ID              string `json:"id"`
-	Title           string `json:"title"`
-	Description     string `json:"description,omitempty"`
-	Status          string `json:"status"`
-	Priority        string `json:"priority"`
-	Assignee        string `json:"assignee,omitempty"`
-	ParentID        string `json:"parentId,omitempty"`
-	Requester       string `json:"requester,omitempty"`
-	ApprovalStatus  string `json:"approvalStatus"`
-	StatusChangedBy string `json:"statusChangedBy,omitempty"`
+	ID             string `json:"id"`
+	Title          string `json:"title"`
+	Description    string `json:"description,omitempty"`
+	Status         string `json:"status"`
+	Priority       string `json:"priority"`
+	Assignee       string `json:"assignee,omitempty"`
+	ParentID       string `json:"parentId,omitempty"`
+	Requester      string `json:"requester,omitempty"`
+	ApprovalStatus string `json:"approvalStatus"`
+	// AskedToApprove are the humans a task request asked to decide it,
+	// fixed when the request is made: only they decide it (Approvers).
+	AskedToApprove  []string `json:"askedToApprove,omitempty"`
+	StatusChangedBy string   `json:"statusChangedBy,omitempty"`
 	// AipmStatus is the status aipm last wrote. A status edited by hand is
 	// judged against it (settle): one that aipm would not allow from it is
 	// not taken.
@@ -159,6 +162,8 @@ func Interrupts(before, after Task, by string) bool {
 type NewTask struct {
 	Title, Description, Priority, Assignee, ParentID, Requester, Status string
 	NeedsApproval                                                       bool
+	// AskedToApprove are the humans who decide a task that needs approval.
+	AskedToApprove []string
 	// SourceMessageID is the marked chat message that asked for the task.
 	SourceMessageID string
 }
@@ -206,7 +211,7 @@ func (s *Store) CreateTask(ctx context.Context, cfg *Config, in NewTask) (Task, 
 		SourceMessageID: in.SourceMessageID, CreatedAt: now, UpdatedAt: now,
 	}
 	if in.NeedsApproval {
-		t.ApprovalStatus = ApprovalPending
+		t.ApprovalStatus, t.AskedToApprove = ApprovalPending, in.AskedToApprove
 	}
 	path, _ := s.DocPath(Tasks, t.ID)
 	_, err := UpdateDoc(ctx, s, path, ModeFile, func(doc *Task, exists bool) error {

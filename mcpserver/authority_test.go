@@ -239,3 +239,35 @@ func TestShownInterruptIsRead(t *testing.T) {
 		})
 	}
 }
+
+// Only the humans a pending task asked decide it: a manager nobody asked
+// cannot approve a request_task (issue 34, item 5).
+func TestOnlyTheAskedApprove(t *testing.T) {
+	p := newProject(t)
+	addBossAndGuest(t, p)
+	cs := p.connect("")
+	chat := p.authenticate(cs, "coder", "chat")
+	p.deliver(cs, chat, "guest", "@@タスク作成: a wish of guest")
+	r := call(t, cs, "request_task", map[string]any{"session_token": chat})
+	if r.isError {
+		t.Fatal(r.text)
+	}
+	asked, _ := r.data["asked_to_approve"].([]any)
+	if len(asked) != 1 || asked[0] != "boss" {
+		t.Fatalf("asked_to_approve %v; want [boss]", asked)
+	}
+	id := r.data["task"].(map[string]any)["id"].(string)
+	before := p.tree()
+	cmd := exec.Command(aipmBin, "--dir", p.store.ProjectDir(), "task", "approve", id, "--as", "lead")
+	out, err := cmd.CombinedOutput()
+	if err == nil || !strings.Contains(string(out), "lead may not approve or reject task "+id) || !strings.Contains(string(out), "ask boss") {
+		t.Fatalf("lead (a manager, not asked) approving: %v %s", err, out)
+	}
+	if p.tree() != before {
+		t.Fatal("the refused approval changed files")
+	}
+	p.aipmOut(t, "task", "approve", id, "--as", "boss")
+	if a := p.task(t, id).ApprovalStatus; a != fsstore.ApprovalApproved {
+		t.Fatalf("after boss approved: %s", a)
+	}
+}

@@ -320,13 +320,18 @@ func (s *Store) Tasks(f TaskFilter) ([]Task, bool, []error, error) {
 
 // Report results (report_completed) and the status each sets. A failed
 // task is blocked: a person has to look at it.
-var ReportResults = []string{"success", "failed", "blocked", "cancelled"}
+var ReportResults = []string{"success", "failed", "blocked", ResultCancelled}
+
+// ResultCancelled is the report of a task cancelled under its session (a
+// cancel interrupt): it changes no status, and is refused on a task nobody
+// cancelled.
+const ResultCancelled = "cancelled"
 
 var reportStatus = map[string]string{
-	"success":   StatusDone,
-	"failed":    StatusBlocked,
-	"blocked":   StatusBlocked,
-	"cancelled": StatusCancelled, // the report of a task cancelled under it (a cancel interrupt)
+	"success":       StatusDone,
+	"failed":        StatusBlocked,
+	"blocked":       StatusBlocked,
+	ResultCancelled: StatusCancelled,
 }
 
 // ReportChange is the change an assignee's report of its task makes
@@ -455,7 +460,7 @@ func (s *Store) UpdateTask(ctx context.Context, cfg *Config, id, by string, ch T
 				return err
 			}
 		}
-		return errors.Join(checkStart(cfg, before, *t), cfg.checkHumanStop(before, *t, by))
+		return errors.Join(checkStart(cfg, before, *t), cfg.checkHumanStop(before, *t, by), cfg.checkCancel(before, *t, by))
 	})
 	if err != nil {
 		return Task{}, err
@@ -514,6 +519,16 @@ func (c *Config) checkHumanStop(before, after Task, by string) error {
 	return codeErr(CodeStoppedByHuman, "task %s was set to %s by %s, and only a human may change it now: %s cannot; report with report_completed and exit, or ask a human to change it (aipm task status %s STATUS)", before.ID, before.Status, who, by, before.ID)
 }
 
+// checkCancel is the one rule of who cancels a task (DESIGN section 11):
+// a human, or the task's requester; an agent reports (done or blocked),
+// it never cancels.
+func (c *Config) checkCancel(before, after Task, by string) error {
+	if after.Status != StatusCancelled || before.Status == StatusCancelled || c.isHuman(by) || (by != "" && by == before.Requester) {
+		return nil
+	}
+	return codeErr(CodeInvalidTransition, "%s may not cancel task %s: an agent never cancels a task (a human or its requester does); report it with report_completed(result=\"blocked\" or \"failed\", summary=why), or ask a human to cancel it", by, before.ID)
+}
+
 // stoppedByHuman says whether t's status was set by a human: by a human
 // (or anyone not an AI agent of the project) through aipm, or by a hand
 // edit of its file.
@@ -546,6 +561,9 @@ func applyTaskChange(t *Task, by string, ch TaskChange, now time.Time) error {
 		t.StatusChangedBy = HandEdit // aipm writes it now: who set it stays known
 	}
 	applyFields(t, ch)
+	if ch.Report && ch.Result == ResultCancelled && t.Status != StatusCancelled {
+		return codeErr(CodeInvalidResult, "task %s is %s: nobody cancelled it, and an agent never cancels a task; result \"cancelled\" only answers a cancel interrupt: report success, failed or blocked", t.ID, t.Status)
+	}
 	status := ch.Status
 	if ch.Report && t.Status != StatusInProgress {
 		status = "" // someone else already stopped it (an interrupt)

@@ -271,3 +271,35 @@ func TestOnlyTheAskedApprove(t *testing.T) {
 		t.Fatalf("after boss approved: %s", a)
 	}
 }
+
+// An agent reports; it never cancels: report_completed(result="cancelled")
+// answers only a cancel interrupt, and update_task_status cannot cancel
+// the agent's task either (issue 34, item 6).
+func TestAgentNeverCancels(t *testing.T) {
+	p := newProject(t)
+	task := p.taskInProgress("coder", "Fix login")
+	cs := p.connect("")
+	token := p.authenticate(cs, "coder", "task")
+	before := p.tree()
+	r := call(t, cs, "report_completed", map[string]any{"session_token": token, "result": "cancelled", "summary": "dropping it"})
+	if r.code() != "invalid_result" || !strings.Contains(r.text, "nobody cancelled it") {
+		t.Fatalf("report_completed(cancelled) on a task nobody cancelled: %s", r.text)
+	}
+	r = call(t, cs, "update_task_status", map[string]any{"session_token": token, "status": "cancelled", "reason": "not worth it"})
+	if r.code() != "invalid_transition" || !strings.Contains(r.text, "never cancels") {
+		t.Fatalf("update_task_status(cancelled) by the assignee: %s", r.text)
+	}
+	if p.tree() != before {
+		t.Fatal("a refused cancel changed files")
+	}
+	if st := p.task(t, task.ID).Status; st != fsstore.StatusInProgress {
+		t.Fatalf("the task is %s", st)
+	}
+	// A cancel interrupt is answered with it.
+	if _, err := p.store.UpdateTask(context.Background(), p.cfg, task.ID, "lead", fsstore.TaskChange{Status: fsstore.StatusCancelled, Reason: "dropped"}); err != nil {
+		t.Fatal(err)
+	}
+	if r := call(t, cs, "report_completed", map[string]any{"session_token": token, "result": "cancelled", "summary": "dropped"}); r.isError {
+		t.Fatalf("report_completed(cancelled) answering a cancel: %s", r.text)
+	}
+}

@@ -3,6 +3,7 @@ package mcpserver_test
 import (
 	"context"
 	"encoding/json"
+	"os"
 	"os/exec"
 	"strings"
 	"testing"
@@ -301,5 +302,47 @@ func TestAgentNeverCancels(t *testing.T) {
 	}
 	if r := call(t, cs, "report_completed", map[string]any{"session_token": token, "result": "cancelled", "summary": "dropped"}); r.isError {
 		t.Fatalf("report_completed(cancelled) answering a cancel: %s", r.text)
+	}
+}
+
+// A turn of a conversation of two is counted only when it was written, as
+// a group's is (issue 34, item 7): the receiver's log refused, the turn is
+// still the sender's to send.
+func TestTurnNotWrittenNotCounted(t *testing.T) {
+	p := newProject(t)
+	c, _, err := p.store.Conversations().Start(context.Background(), p.cfg, fsstore.NewConversation{From: "coder", To: "reviewer"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	cs := p.connect("")
+	token := p.authenticate(cs, "coder", "chat")
+	path, _ := p.store.ChatPath("reviewer")
+	if err := os.MkdirAll(strings.TrimSuffix(path, "/chat.jsonl"), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(path+".elsewhere", nil, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.Symlink(path+".elsewhere", path); err != nil {
+		t.Fatal(err)
+	}
+	send := func() result {
+		return call(t, cs, "send_conversation_message", map[string]any{"session_token": token, "conversation_id": c.ID, "content": "first turn"})
+	}
+	if r := send(); !r.isError {
+		t.Fatalf("a turn into a symbolic link was written: %s", r.text)
+	}
+	var doc fsstore.Conversation
+	p.doc(t, fsstore.Conversations, c.ID, &doc)
+	if doc.Turns != 0 {
+		t.Fatalf("the unwritten turn was counted: %d turns", doc.Turns)
+	}
+	os.Remove(path)
+	if r := send(); r.isError {
+		t.Fatalf("the turn sent again: %s", r.text)
+	}
+	p.doc(t, fsstore.Conversations, c.ID, &doc)
+	if doc.Turns != 1 {
+		t.Fatalf("after the turn was written: %d turns; want 1", doc.Turns)
 	}
 }

@@ -128,12 +128,3 @@ func (s *Store) Decide(ctx context.Context, cfg *Config, id, by, approval, reaso
 	}
 	return t, a.ID, nil
 }
-
-// CheckStatusReason is the rule of a status change's reason: it goes with
-// blocked or cancelled only (aipm task status, aipm web).
-func CheckStatusReason(status, reason string) error {
-	if reason != "" && status != StatusBlocked && status != StatusCancelled {
-		return fmt.Errorf("a reason goes with blocked or cancelled, not %s: %w", status, ErrInvalid)
-	}
-	return nil
-}

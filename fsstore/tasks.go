@@ -401,12 +401,28 @@ func (ch TaskChange) check(cfg *Config) error {
 		if err := CheckStatus(ch.Status); err != nil {
 			return err
 		}
+		if !ch.Report { // a report's reason is its summary
+			if err := CheckStatusReason(ch.Status, ch.Reason); err != nil {
+				return err
+			}
+		}
 	}
 	if ch.Status == StatusBlocked && !ch.Report && strings.TrimSpace(ch.Reason) == "" {
 		return codeErr(CodeReasonRequired, "say why the task is blocked: pass reason")
 	}
 	if ch.Assignee != nil {
 		return checkAgentRef(cfg, *ch.Assignee, "assignee")
+	}
+	return nil
+}
+
+// CheckStatusReason is the one rule of a status change's reason: it goes
+// with blocked or cancelled only. UpdateTask applies it to every change
+// (the tools, the CLI, the board); the CLI and the board also call it
+// before they open the project, to answer a usage error.
+func CheckStatusReason(status, reason string) error {
+	if reason != "" && status != StatusBlocked && status != StatusCancelled {
+		return kindf(ErrInvalid, "a reason goes with blocked or cancelled, not %s: leave the reason out", status)
 	}
 	return nil
 }

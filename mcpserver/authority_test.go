@@ -346,3 +346,23 @@ func TestTurnNotWrittenNotCounted(t *testing.T) {
 		t.Fatalf("after the turn was written: %d turns; want 1", doc.Turns)
 	}
 }
+
+// A reason goes with blocked or cancelled only, over MCP as in the CLI and
+// the board: one rule (issue 34, item 8).
+func TestStatusReasonRule(t *testing.T) {
+	p := newProject(t)
+	task := p.taskInProgress("coder", "Fix login")
+	cs := p.connect("")
+	token := p.authenticate(cs, "coder", "task")
+	before := p.tree()
+	r := call(t, cs, "update_task_status", map[string]any{"session_token": token, "status": "todo", "reason": "x"})
+	if !r.isError || !strings.Contains(r.text, "a reason goes with blocked or cancelled, not todo") {
+		t.Fatalf("update_task_status(todo, reason): %s", r.text)
+	}
+	if p.tree() != before {
+		t.Fatal("the refused change wrote files")
+	}
+	if st := p.task(t, task.ID).Status; st != fsstore.StatusInProgress {
+		t.Fatalf("the task is %s", st)
+	}
+}

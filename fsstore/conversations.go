@@ -647,7 +647,8 @@ func (s *Store) partyConversation(ctx context.Context, cfg *Config, agent, id st
 // End ends agent's conversation id (or its one open
 // conversation): it becomes terminating with reason initiator_ended or
 // participant_ended, and each party's get_next_action will say
-// conversation_ended once. Ending one that already stopped changes nothing.
+// conversation_ended once. Ending one that already stopped is refused
+// (conversation_not_active) and changes nothing.
 func (cb ConversationBook) End(ctx context.Context, cfg *Config, agent, id string) (Conversation, error) {
 	s := cb.s
 	c, err := s.partyConversation(ctx, cfg, agent, id)
@@ -656,7 +657,7 @@ func (cb ConversationBook) End(ctx context.Context, cfg *Config, agent, id strin
 	}
 	return s.updateConversation(ctx, cfg, c.ID, func(c *Conversation, now time.Time) error {
 		if !c.Open() {
-			return ErrNoChange
+			return codeErr(CodeConversationNotActive, "conversation %s already ended (%s, %s, by %s): there is nothing to end; call get_next_action", c.ID, c.State, c.EndReason, c.EndedBy)
 		}
 		reason := ReasonParticipantEnded
 		if agent == c.Initiator {

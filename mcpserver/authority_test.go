@@ -366,3 +366,33 @@ func TestStatusReasonRule(t *testing.T) {
 		t.Fatalf("the task is %s", st)
 	}
 }
+
+// Ending a conversation that already ended is an error that says so, and
+// changes nothing (issue 34, item 10).
+func TestEndEndedConversation(t *testing.T) {
+	p := newProject(t)
+	c, _, err := p.store.Conversations().Start(context.Background(), p.cfg, fsstore.NewConversation{From: "coder", To: "reviewer"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	cs := p.connect("")
+	token := p.authenticate(cs, "coder", "chat")
+	end := func() result {
+		return call(t, cs, "end_conversation", map[string]any{"session_token": token, "conversation_id": c.ID})
+	}
+	if r := end(); r.isError {
+		t.Fatal(r.text)
+	}
+	// told of its end: ended once reviewer is told too
+	call(t, cs, "get_next_action", map[string]any{"session_token": token, "wait_seconds": 1})
+	for range 2 {
+		before := p.tree()
+		r := end()
+		if r.code() != "conversation_not_active" || !strings.Contains(r.text, "already ended") || strings.Contains(r.text, "will be told") {
+			t.Fatalf("ending it again: %s", r.text)
+		}
+		if p.tree() != before {
+			t.Fatal("ending an ended conversation changed files")
+		}
+	}
+}

@@ -9,35 +9,43 @@ import (
 
 // askedToApprove are the humans a task request by requester for agent asks
 // for approval: the requester's human ancestors, or, if it has none, the
-// agent's (RequestTask tells them), never the requester itself.
+// agent's, or, if neither has one, the managers, or else every human;
+// never the requester itself.
 func (c *Config) askedToApprove(requester, agent string) []string {
 	asked := c.humanAncestors(requester)
 	if len(asked) == 0 {
 		asked = c.humanAncestors(agent)
 	}
-	return slices.DeleteFunc(asked, func(h string) bool { return h == requester })
+	not := func(h string) bool { return h == requester }
+	if asked = slices.DeleteFunc(asked, not); len(asked) == 0 {
+		asked = slices.DeleteFunc(c.humans(true), not)
+	}
+	if len(asked) == 0 {
+		asked = slices.DeleteFunc(c.humans(false), not)
+	}
+	return asked
 }
 
-// Approvers are the humans who may approve or reject task t while it
-// waits for approval (DESIGN section 11): the humans its request asked,
-// the human ancestors of its assignee, and the config's approvers (humans
-// with the role manager); never its requester. A task nobody of those
-// could decide (no human above anyone, no manager) may be decided by any
-// human but the requester.
-func (c *Config) Approvers(t Task) []string {
-	out := c.askedToApprove(t.Requester, t.Assignee)
-	out = append(out, c.humanAncestors(t.Assignee)...)
+// humans are the project's humans (only the managers, if managers).
+func (c *Config) humans(managers bool) []string {
+	var out []string
 	for _, a := range c.Agents {
-		if a.Type == AgentHuman && a.Role == RoleManager {
+		if a.Type == AgentHuman && (!managers || a.Role == RoleManager) {
 			out = append(out, a.ID)
 		}
 	}
+	return out
+}
+
+// Approvers are the humans who may approve or reject task t while it
+// waits for approval (DESIGN section 11): only the humans its request
+// asked (askedToApprove, recorded on the task when the request was made;
+// for a task that records none, the ones a request would ask), never its
+// requester.
+func (c *Config) Approvers(t Task) []string {
+	out := slices.Clone(t.AskedToApprove)
 	if len(out) == 0 {
-		for _, a := range c.Agents {
-			if a.Type == AgentHuman {
-				out = append(out, a.ID)
-			}
-		}
+		out = c.askedToApprove(t.Requester, t.Assignee)
 	}
 	out = slices.DeleteFunc(out, func(h string) bool { return h == t.Requester })
 	slices.Sort(out)
@@ -119,13 +127,4 @@ func (s *Store) Decide(ctx context.Context, cfg *Config, id, by, approval, reaso
 		return t, "", fmt.Errorf("task %s rejected, but %s was not told: %w", t.ID, a.ID, err)
 	}
 	return t, a.ID, nil
-}
-
-// CheckStatusReason is the rule of a status change's reason: it goes with
-// blocked or cancelled only (aipm task status, aipm web).
-func CheckStatusReason(status, reason string) error {
-	if reason != "" && status != StatusBlocked && status != StatusCancelled {
-		return fmt.Errorf("a reason goes with blocked or cancelled, not %s: %w", status, ErrInvalid)
-	}
-	return nil
 }

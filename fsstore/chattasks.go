@@ -50,16 +50,20 @@ type RequestedTask struct {
 
 // RequestTask creates a backlog task assigned to in.Agent (DESIGN section
 // 11): approved at once when the requester is one of the agent's ancestors
-// in the config, otherwise pending_approval, and the requester's human
-// ancestors (or, if it has none, the agent's) get a system chat message
-// saying how to approve or reject it.
+// in the config, otherwise pending_approval, and the humans it asks
+// (askedToApprove, recorded on the task: only they decide it) get a system
+// chat message saying how to approve or reject it.
 func (ct ChatTasks) RequestTask(ctx context.Context, cfg *Config, in TaskRequest) (RequestedTask, error) {
 	s := ct.s
 	approved := slices.Contains(cfg.Ancestors(in.Agent), in.Requester)
+	var asked []string
+	if !approved {
+		asked = cfg.askedToApprove(in.Requester, in.Agent)
+	}
 	t, err := s.CreateTask(ctx, cfg, NewTask{
 		Title: in.Title, Description: in.Description, Priority: in.Priority, ParentID: in.ParentID,
 		Assignee: in.Agent, Requester: in.Requester, Status: StatusBacklog, NeedsApproval: !approved,
-		SourceMessageID: in.SourceMessageID,
+		AskedToApprove: asked, SourceMessageID: in.SourceMessageID,
 	})
 	if err != nil {
 		return RequestedTask{}, err
@@ -70,7 +74,7 @@ func (ct ChatTasks) RequestTask(ctx context.Context, cfg *Config, in TaskRequest
 	}
 	msg := fmt.Sprintf("%s asked %s for a task, which waits for your approval: %s %q.", in.Requester, in.Agent, t.ID, t.Title)
 	var failed []string
-	out.AskedToApprove, failed = s.askToApprove(ctx, cfg, cfg.askedToApprove(in.Requester, in.Agent), t.ID, msg)
+	out.AskedToApprove, failed = s.askToApprove(ctx, cfg, asked, t.ID, msg)
 	if len(failed) > 0 {
 		return out, fmt.Errorf("task %s was created (pending_approval), but the request for approval did not reach %s", t.ID, strings.Join(failed, ", "))
 	}

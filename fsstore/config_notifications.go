@@ -140,12 +140,7 @@ func (s *Store) expired(n Notification, now time.Time) bool {
 	if ttl <= 0 || now.Sub(n.CreatedAt) < ttl {
 		return false
 	}
-	if n.Type == NotifyInterrupt && n.TaskID != "" {
-		if t, err := s.Task(n.TaskID); err == nil && (t.Status == StatusBlocked || t.Status == StatusCancelled) {
-			return false
-		}
-	}
-	return true
+	return !(n.Type == NotifyInterrupt && n.TaskID != "" && n.reportsStatus() && s.taskStopped(n.TaskID))
 }
 
 // expiresAt is when n expires (zero: never, or not by time alone).

@@ -200,6 +200,19 @@ func (c *Conversation) tell(agent string, now time.Time) {
 	}
 }
 
+// turn is the one rule of a turn, in a conversation of two or of a group,
+// as read under the conversations' lock: from's turn is written (write),
+// then counted. A turn that could not be written at all is not counted
+// (the sender may send it again: err is the write's); one written in part
+// (sent_partly, returned as written) is, since doctor --repair completes it.
+func (c *Conversation) turn(from string, now time.Time, write func() error) (written, err error) {
+	var ce *CodeError
+	if written = write(); written != nil && !(errors.As(written, &ce) && ce.Code == CodeSentPartly) {
+		return nil, written // nothing written: the turn is still from's
+	}
+	return written, c.countTurn(from, now)
+}
+
 // countTurn counts a turn by from at now, in a conversation of two or of a
 // group: the turn that reaches max_turns moves it to terminating (reason
 // max_turns).
@@ -634,7 +647,8 @@ func (s *Store) partyConversation(ctx context.Context, cfg *Config, agent, id st
 // End ends agent's conversation id (or its one open
 // conversation): it becomes terminating with reason initiator_ended or
 // participant_ended, and each party's get_next_action will say
-// conversation_ended once. Ending one that already stopped changes nothing.
+// conversation_ended once. Ending one that already stopped is refused
+// (conversation_not_active) and changes nothing.
 func (cb ConversationBook) End(ctx context.Context, cfg *Config, agent, id string) (Conversation, error) {
 	s := cb.s
 	c, err := s.partyConversation(ctx, cfg, agent, id)
@@ -643,7 +657,7 @@ func (cb ConversationBook) End(ctx context.Context, cfg *Config, agent, id strin
 	}
 	return s.updateConversation(ctx, cfg, c.ID, func(c *Conversation, now time.Time) error {
 		if !c.Open() {
-			return ErrNoChange
+			return codeErr(CodeConversationNotActive, "conversation %s already ended (%s, %s, by %s): there is nothing to end; call get_next_action", c.ID, c.State, c.EndReason, c.EndedBy)
 		}
 		reason := ReasonParticipantEnded
 		if agent == c.Initiator {
@@ -654,32 +668,40 @@ func (cb ConversationBook) End(ctx context.Context, cfg *Config, agent, id strin
 }
 
 // conversationForTurn decides which conversation a message from m.From to
-// m.To belongs to and counts the turn (DESIGN sections 7 and 9), before
-// the message is written: an explicit id must be an open conversation of
-// these two; between two AI agents without an id, their open conversation,
-// if any; otherwise none. The turn that reaches max_turns moves the
-// conversation to terminating (reason max_turns).
-func (s *Store) conversationForTurn(ctx context.Context, cfg *Config, m OutgoingMessage) (*Conversation, error) {
-	id := m.ConversationID
-	if id == "" {
-		from, _ := cfg.Agent(m.From)
-		to, _ := cfg.Agent(m.To)
-		if from.Type != AgentAI || to.Type != AgentAI {
-			return nil, nil // humans and the system talk outside conversations
+// m.To belongs to (DESIGN sections 7 and 9), before the message is
+// written: an explicit id must be a conversation of these two; between two
+// AI agents without an id, their open conversation, if any; otherwise none
+// (""). The turn is checked, written and counted by twoPartyTurn.
+func (s *Store) conversationForTurn(ctx context.Context, cfg *Config, m OutgoingMessage) (string, error) {
+	if m.ConversationID != "" {
+		if _, err := s.partyConversation(ctx, cfg, m.From, m.ConversationID); err != nil {
+			return "", err
 		}
-		c, err := s.openConversation(ctx, cfg, m.From, m.To)
-		var ce *CodeError
-		if errors.As(err, &ce) && ce.Code == CodeNoActiveConversation {
-			return nil, nil
-		}
-		if err != nil {
-			return nil, err
-		}
-		id = c.ID
-	} else if _, err := s.partyConversation(ctx, cfg, m.From, id); err != nil {
-		return nil, err
+		return m.ConversationID, nil
 	}
-	c, err := s.updateConversation(ctx, cfg, id, func(c *Conversation, now time.Time) error {
+	from, _ := cfg.Agent(m.From)
+	to, _ := cfg.Agent(m.To)
+	if from.Type != AgentAI || to.Type != AgentAI {
+		return "", nil // humans and the system talk outside conversations
+	}
+	c, err := s.openConversation(ctx, cfg, m.From, m.To)
+	var ce *CodeError
+	if errors.As(err, &ce) && ce.Code == CodeNoActiveConversation {
+		return "", nil
+	}
+	if err != nil {
+		return "", err
+	}
+	return c.ID, nil
+}
+
+// twoPartyTurn checks m's turn in conversation id of two, writes it
+// (write) and counts it, all under the conversations' lock, as groupTurn
+// does for a group: the conversation must be between m.From and m.To and
+// open; the turn counts only once written (Conversation.turn).
+func (s *Store) twoPartyTurn(ctx context.Context, cfg *Config, m OutgoingMessage, id string, write func() error) error {
+	var written error // a sent_partly, returned once the turn is counted
+	_, err := s.updateConversation(ctx, cfg, id, func(c *Conversation, now time.Time) error {
 		if c.IsGroup() {
 			return codeErr(CodeNotConversationParticipant, "conversation %s is a group conversation (%s): send your turn with send_conversation_message, which goes to every party", c.ID, strings.Join(c.Parties(), ", "))
 		}
@@ -689,12 +711,14 @@ func (s *Store) conversationForTurn(ctx context.Context, cfg *Config, m Outgoing
 		if !c.Open() {
 			return codeErr(CodeConversationNotActive, "conversation %s is %s (%s): it takes no more turns; start a new one with start_conversation if you need to", c.ID, c.State, c.EndReason)
 		}
-		return c.countTurn(m.From, now)
+		var err error
+		written, err = c.turn(m.From, now, write)
+		return err
 	})
-	if err != nil {
-		return nil, err
+	if err == nil {
+		err = written
 	}
-	return &c, nil
+	return err
 }
 
 // tellEnded records that agent has been told conversation id ended. It

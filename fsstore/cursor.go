@@ -36,6 +36,10 @@ type PendingBatch struct {
 	// MessageIDs, in the chat stream, are the messages of the batch: the
 	// read receipt names them when the batch is committed.
 	MessageIDs []string `json:"messageIds,omitempty"`
+	// Shown says the batch was shown to the model, not listed to it (an
+	// interrupt in a replaced answer: Store.ShowInterrupt): a listing
+	// (get_notifications) on the next call lists it again.
+	Shown bool `json:"shown,omitempty"`
 }
 
 // Cursors is the content of an agent's read.json: one cursor per stream.
@@ -97,6 +101,9 @@ type ReadOptions struct {
 	// Via names the call that reads, for the read receipt of the batch
 	// the read acknowledges (default "next call").
 	Via string
+	// Shown, on a read by a Session, marks the batch it hands as shown
+	// rather than listed (PendingBatch.Shown).
+	Shown bool
 	// SkipTo, on a peek, starts at this place of the log instead of the
 	// cursor when it lies past it in the same file: the records before it
 	// are neither read nor returned (what a session was already told of,
@@ -240,6 +247,9 @@ func (s *Store) ReadUnread(ctx context.Context, agent, stream string, opt ReadOp
 		}
 		if stream == StreamChat && after.Pending != nil && len(res.Records) > 0 {
 			after.Pending.MessageIDs = recordIDs(res.Records)
+		}
+		if after.Pending != nil && len(res.Records) > 0 {
+			after.Pending.Shown = opt.Shown
 		}
 		(*cursors)[stream] = after
 		return nil
@@ -400,25 +410,48 @@ func (s *Store) Acknowledge(ctx context.Context, agent, session string, except .
 // receipt says which call read the messages, respond_chat or mark_read,
 // say).
 func (s *Store) AcknowledgeVia(ctx context.Context, agent, session, via string, except ...string) error {
+	_, err := s.acknowledge(ctx, agent, session, via, true, except)
+	return err
+}
+
+// AcknowledgeCall is AcknowledgeVia for the first step of a tool call. A
+// batch only shown to the model (an interrupt in a replaced answer or a
+// client hook: PendingBatch.Shown) is read only by a call that lets the
+// session comply with it (complies: the tools that pass an interrupt); any
+// other call keeps it, so that the interrupt in it still stops the
+// session. kept says such a batch is still held.
+func (s *Store) AcknowledgeCall(ctx context.Context, agent, session, via string, complies bool, except ...string) (kept bool, err error) {
+	return s.acknowledge(ctx, agent, session, via, complies, except)
+}
+
+func (s *Store) acknowledge(ctx context.Context, agent, session, via string, shown bool, except []string) (kept bool, err error) {
 	cursorPath, err := s.readCursorPath(agent)
 	if err != nil {
-		return err
+		return false, err
 	}
 	cursors, err := s.readCursors(cursorPath)
 	if err != nil {
-		return err
+		return false, err
 	}
+	if !shown {
+		except = append(shownStreams(cursors, session), except...)
+	}
+	kept = !shown && len(shownStreams(cursors, session)) > 0
 	if !holdsBatch(cursors, session, except) {
-		return nil
+		return kept, nil
 	}
 	var read []string // the chat messages the session received
 	_, err = UpdateDoc(ctx, s, cursorPath, ModeFile, func(cursors *Cursors, _ bool) error {
-		if !holdsBatch(*cursors, session, except) {
+		skip := except
+		if !shown {
+			skip = append(shownStreams(*cursors, session), except...)
+		}
+		if !holdsBatch(*cursors, session, skip) {
 			return ErrNoChange
 		}
 		read = nil
 		for stream, sc := range *cursors {
-			if sc.Pending != nil && sc.Pending.Session == session && !slices.Contains(except, stream) {
+			if sc.Pending != nil && sc.Pending.Session == session && !slices.Contains(skip, stream) {
 				if stream == StreamChat {
 					read = sc.Pending.MessageIDs
 				}
@@ -429,10 +462,22 @@ func (s *Store) AcknowledgeVia(ctx context.Context, agent, session, via string, 
 		return nil
 	})
 	if err != nil {
-		return fmt.Errorf("acknowledge what session %s received: %w", session, err)
+		return kept, fmt.Errorf("acknowledge what session %s received: %w", session, err)
 	}
 	s.receipt(ctx, agent, ReceiptRead, session, via, read)
-	return nil
+	return kept, nil
+}
+
+// shownStreams are the streams in which session holds a batch only shown
+// (PendingBatch.Shown).
+func shownStreams(cursors Cursors, session string) []string {
+	var out []string
+	for stream, sc := range cursors {
+		if sc.Pending != nil && sc.Pending.Session == session && sc.Pending.Shown {
+			out = append(out, stream)
+		}
+	}
+	return out
 }
 
 // recordIDs are the ids of recs (JSON objects with an id: ReadPast's rule).

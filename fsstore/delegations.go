@@ -1,6 +1,7 @@
 package fsstore
 
 import (
+	"cmp"
 	"context"
 	"errors"
 	"fmt"
@@ -174,9 +175,13 @@ func (s *Store) waitsForChat(d Delegation, current string) bool {
 }
 
 // endTaskDelegations ends the open delegations of task, which was just
-// interrupted (WriteInterrupt): each becomes failed, its result saying
-// why, so that no chat session carries out work for a task that stopped.
-// The agent's chat session that had taken one is told to stop.
+// interrupted (WriteInterrupt) or left in_progress (UpdateTask, and
+// EndStopped for a hand edit): each becomes failed, its result saying
+// why, so that no chat session carries out work for a task that stopped
+// and none waits for ever. A delegation ends when its task ends, whatever
+// ends it (done, cancelled, blocked, or moved back): a task resumed later
+// starts a new task session, which delegates afresh. The agent's chat
+// session that had taken one is told to stop.
 func (s *Store) endTaskDelegations(ctx context.Context, task Task, by, why string) error {
 	open, err := s.Delegations().List(DelegationFilter{TaskIDs: []string{task.ID}, Open: true})
 	if err != nil {
@@ -202,6 +207,38 @@ func (s *Store) endTaskDelegations(ctx context.Context, task Task, by, why strin
 			"Delegation %s (to %s, for task %s) ended with its task: %s Stop carrying it out; there is nothing to report.", ended.ID, ended.Target, task.ID, why)}
 		if _, err := s.Notify(ctx, ended.Agent, n); err != nil {
 			return fmt.Errorf("end delegation %s: %w", ended.ID, err)
+		}
+	}
+	return nil
+}
+
+// EndStopped ends the open delegations whose task, among tasks, is no
+// longer in progress (endTaskDelegations): what the watcher applies when a
+// task's status was changed by a hand edit of its file, which no aipm
+// call saw. It lists the delegations once.
+func (db DelegationBook) EndStopped(ctx context.Context, tasks []Task) error {
+	s := db.s
+	open, err := db.List(DelegationFilter{Open: true})
+	if err != nil || len(open) == 0 {
+		return err
+	}
+	byID := make(map[string]Task, len(tasks))
+	for _, t := range tasks {
+		byID[t.ID] = t
+	}
+	done := map[string]bool{}
+	for _, d := range open {
+		t, ok := byID[d.TaskID]
+		if !ok || t.Status == StatusInProgress || done[t.ID] {
+			continue
+		}
+		done[t.ID] = true
+		by := cmp.Or(t.StatusChangedBy, HandEdit)
+		if t.handEdited() {
+			by = HandEdit
+		}
+		if err := s.endTaskDelegations(ctx, t, by, fmt.Sprintf("%s set task %s to %s.", by, t.ID, t.Status)); err != nil {
+			return err
 		}
 	}
 	return nil

@@ -98,6 +98,7 @@ const (
 	CodeReasonRequired                   = "reason_required"
 	CodeResultRequired                   = "result_required"
 	CodeSentPartly                       = "sent_partly"
+	CodeStoppedByHuman                   = "stopped_by_human"
 	CodeTargetAgentNotInProject          = "target_agent_not_in_project"
 	CodeTaskNotFound                     = "task_not_found"
 	CodeTaskPendingApproval              = "task_pending_approval"

@@ -2,7 +2,6 @@ package fsstore
 
 import (
 	"context"
-	"errors"
 	"slices"
 	"strings"
 	"time"
@@ -41,11 +40,9 @@ func (s *Store) checkGroupParties(cfg *Config, from string, participants []strin
 // groupTurn checks from's turn in group conversation id, whose other
 // parties must be exactly receivers, writes it (write) and counts it, all
 // under the conversations' lock: the conversation must be open and it
-// must be from's turn (else not_your_turn, naming whose it is). A turn
-// that could not be written at all is not counted (the sender may send it
-// again); one written in part (sent_partly) is, since doctor --repair
-// completes it. The turn that reaches max_turns moves the conversation to
-// terminating (reason max_turns).
+// must be from's turn (else not_your_turn, naming whose it is). The turn
+// counts only once written (Conversation.turn, the rule for conversations
+// of two too).
 func (s *Store) groupTurn(ctx context.Context, cfg *Config, from, id string, receivers []string, write func() error) error {
 	if _, err := s.partyConversation(ctx, cfg, from, id); err != nil {
 		return err
@@ -62,11 +59,9 @@ func (s *Store) groupTurn(ctx context.Context, cfg *Config, from, id string, rec
 		if next := c.NextSpeaker(); next != from {
 			return codeErr(CodeNotYourTurn, "it is %s's turn in conversation %s (order: %s; turn %d of %d): wait for %s's message (get_next_action brings it), then send yours", next, c.ID, strings.Join(c.Parties(), ", "), c.Turns+1, c.MaxTurns, next)
 		}
-		var ce *CodeError
-		if written = write(); written != nil && !(errors.As(written, &ce) && ce.Code == CodeSentPartly) {
-			return written // nothing written: the turn is still from's
-		}
-		return c.countTurn(from, now)
+		var err error
+		written, err = c.turn(from, now, write)
+		return err
 	})
 	if err == nil {
 		err = written

@@ -42,6 +42,19 @@ func TestParseMarkers(t *testing.T) {
 		{"`code` @@タスク作成: after `x`", []MarkerUse{{MarkerCreate, "after `x`"}}},
 		{"a ` lone backtick @@タスク作成: x", []MarkerUse{{MarkerCreate, "x"}}},
 		{"a > b @@タスク作成: x", []MarkerUse{{MarkerCreate, "x"}}},
+		// An indented code block (four columns or more, not continuing a
+		// paragraph) is code too; three spaces are not, nor a paragraph's
+		// indented continuation line (CommonMark).
+		{"例:\n\n    @@タスク作成: indented code", nil},
+		{"    @@タスク作成: indented first line", nil},
+		{"\t@@タスク作成: a tab", nil},
+		{"  \t@@タスク作成: spaces and a tab", nil},
+		{"例:\n\n    code\n\n    @@タスク作成: code after a blank line", nil},
+		{"> quote\n    @@タスク作成: after a quote", nil},
+		{"```\nx\n```\n    @@タスク作成: after a fence", nil},
+		{"   @@タスク作成: three spaces", []MarkerUse{{MarkerCreate, "three spaces"}}},
+		{"text\n    @@タスク作成: continues the paragraph", []MarkerUse{{MarkerCreate, "continues the paragraph"}}},
+		{"    code\n\n@@タスク作成: after the code", []MarkerUse{{MarkerCreate, "after the code"}}},
 		// The three later markers (seed 003 将来拡張): @@タスク確認 and
 		// @@完了報告 need no colon, but their word must end there.
 		{"@@タスク確認", []MarkerUse{{MarkerCheck, ""}}},
@@ -76,10 +89,22 @@ func TestParseMarkers(t *testing.T) {
 }
 
 func FuzzParseMarkers(f *testing.F) {
-	for _, s := range []string{"@@タスク作成: x", "＠＠タスク通知：y", "@＠タスク調整:", "@@@@タスク開始:@@タスク作成:", "\xff@@", "＠", "@@タスク確認", "@@完了報告書", "@@ブロック報告：x"} {
+	for _, s := range []string{"@@タスク作成: x", "＠＠タスク通知：y", "@＠タスク調整:", "@@@@タスク開始:@@タスク作成:", "\xff@@", "＠", "@@タスク確認", "@@完了報告書", "@@ブロック報告：x",
+		"    @@タスク作成: x", "a\n\n\t@@タスク作成: x\n\nb @@タスク通知: y", "> q\n```\n`x`\n```\n  \t @@完了報告"} {
 		f.Add(s)
 	}
 	f.Fuzz(func(t *testing.T, s string) {
+		// What is not ordinary text is blanked in place: same length,
+		// newlines where they were, nothing else changed but to spaces.
+		ord := ordinaryText(s)
+		if len(ord) != len(s) {
+			t.Fatalf("ordinaryText(%q) is %d bytes long, not %d", s, len(ord), len(s))
+		}
+		for i := range len(s) {
+			if ord[i] != s[i] && (ord[i] != ' ' || s[i] == '\n') {
+				t.Fatalf("ordinaryText(%q) changed byte %d from %q to %q", s, i, s[i], ord[i])
+			}
+		}
 		uses := ParseMarkers(s)
 		for _, u := range uses {
 			if _, ok := markerInfo[u.Marker]; !ok {

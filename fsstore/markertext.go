@@ -4,13 +4,15 @@ import "strings"
 
 // ordinaryText returns text with everything that is not ordinary text
 // blanked out byte for byte (same length, same offsets): fenced code blocks
-// (``` or ~~~, their fence lines included), `>` quotes and inline code
-// spans. A marker counts only in ordinary text (DESIGN section 11): one
-// shown as code or quoted is an example or someone else's words, not an
-// instruction. An unclosed fence runs to the end; an unmatched backtick is
-// ordinary text (as in CommonMark).
+// (``` or ~~~, their fence lines included), indented code blocks (lines
+// indented four columns or more, a tab to the next multiple of four, that
+// do not continue a paragraph), `>` quotes and inline code spans. A marker
+// counts only in ordinary text (DESIGN section 11): one shown as code or
+// quoted is an example or someone else's words, not an instruction. An
+// unclosed fence runs to the end; an unmatched backtick is ordinary text,
+// and so is a paragraph's indented continuation line (as in CommonMark).
 func ordinaryText(text string) string {
-	if !strings.ContainsAny(text, "`~>") {
+	if !strings.ContainsAny(text, "`~>\t") && !strings.Contains(text, "    ") {
 		return text
 	}
 	out := []byte(text)
@@ -31,6 +33,8 @@ func ordinaryText(text string) string {
 			if closesFence(trimmed, fence) {
 				fence = ""
 			}
+		case paraStart < 0 && indentedCode(line):
+			blank(out, start, end)
 		case fenceOf(trimmed) != "" || strings.HasPrefix(trimmed, ">") || strings.TrimSpace(line) == "":
 			if paraStart >= 0 {
 				blankCodeSpans(out, text, paraStart, start)
@@ -51,6 +55,24 @@ func ordinaryText(text string) string {
 		blankCodeSpans(out, text, paraStart, len(text))
 	}
 	return string(out)
+}
+
+// indentedCode says whether line, outside a paragraph, is a line of an
+// indented code block: not blank, and indented four columns or more (a tab
+// moves to the next multiple of four).
+func indentedCode(line string) bool {
+	col := 0
+	for i := 0; i < len(line) && col < 4; i++ {
+		switch line[i] {
+		case ' ':
+			col++
+		case '\t':
+			col += 4 - col%4
+		default:
+			return false
+		}
+	}
+	return col >= 4 && strings.TrimSpace(line) != ""
 }
 
 // fenceOf is the fence a line (leading spaces trimmed) opens: three or

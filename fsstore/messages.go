@@ -134,16 +134,6 @@ func dirExists(dir string) bool {
 	return err == nil && fi.IsDir()
 }
 
-// conversationFor decides which conversation a message belongs to and
-// counts its turn; conversationForTurn (conversations.go) is the rule.
-func (s *Store) conversationFor(ctx context.Context, cfg *Config, m OutgoingMessage) (string, error) {
-	c, err := s.conversationForTurn(ctx, cfg, m)
-	if err != nil || c == nil {
-		return "", err
-	}
-	return c.ID, nil
-}
-
 // SendTurn is Send, also returning the conversation the message is a turn
 // of (nil if none), as it stands just after.
 func (s *Store) SendTurn(ctx context.Context, cfg *Config, m OutgoingMessage) (Message, *Conversation, error) {
@@ -183,7 +173,7 @@ func (s *Store) Send(ctx context.Context, cfg *Config, m OutgoingMessage) (Messa
 	if err := s.checkRelatedTask(m.RelatedTaskID); err != nil {
 		return Message{}, err
 	}
-	cnv, err := s.conversationFor(ctx, cfg, m)
+	cnv, err := s.conversationForTurn(ctx, cfg, m)
 	if err != nil {
 		return Message{}, err
 	}
@@ -196,31 +186,51 @@ func (s *Store) Send(ctx context.Context, cfg *Config, m OutgoingMessage) (Messa
 	if m.From == SystemSender {
 		return msg, s.AppendJSONL(ctx, inbox, msg) // the system keeps no outbox
 	}
-	outbox, _ := s.ChatPath(m.From)
 	sent := msg
 	sent.ReceiverID = m.To
-	// Both copies are written, then both flushed, so the receiver's copy is
-	// not waiting on an fsync before the sender's is written. Success still
-	// means both are on disk; a crash in between leaves at most a one-sided
-	// message, which doctor restores.
+	write := func() error { return s.writeBoth(ctx, m, msg, sent) }
+	if cnv != "" {
+		err = s.twoPartyTurn(ctx, cfg, m, cnv, write) // written and counted under the conversations' lock
+	} else {
+		err = write()
+	}
+	var ce *CodeError
+	switch {
+	case errors.As(err, &ce) && ce.Code == CodeSentPartly:
+		return msg, err
+	case err != nil:
+		return Message{}, err
+	}
+	return sent, nil
+}
+
+// writeBoth is the dual write of m: msg to the receiver's log, sent to the
+// sender's. Both copies are written, then both flushed, so the receiver's
+// copy is not waiting on an fsync before the sender's is written. Success
+// means both are on disk; a crash in between leaves at most a one-sided
+// message, which doctor restores. A receiver's copy on disk without the
+// sender's is sent_partly.
+func (s *Store) writeBoth(ctx context.Context, m OutgoingMessage, msg, sent Message) error {
+	inbox, _ := s.ChatPath(m.To)
+	outbox, _ := s.ChatPath(m.From)
 	flushIn, err := s.writeJSONL(ctx, inbox, msg)
 	if err != nil {
-		return Message{}, err
+		return err
 	}
 	flushOut, outErr := s.writeJSONL(ctx, outbox, sent)
 	if err := flushIn(); err != nil {
 		if outErr == nil {
 			flushOut()
 		}
-		return Message{}, err
+		return err
 	}
 	if outErr == nil {
 		outErr = flushOut()
 	}
 	if outErr != nil {
-		return msg, codeErr(CodeSentPartly, "delivered to %s, but the sender's own copy is not on disk (%v); do not send it again: aipm doctor --repair restores the copy", m.To, outErr)
+		return codeErr(CodeSentPartly, "delivered to %s, but the sender's own copy is not on disk (%v); do not send it again: aipm doctor --repair restores the copy", m.To, outErr)
 	}
-	return sent, nil
+	return nil
 }
 
 // Unread returns up to limit unread messages that others sent to agent,

@@ -1,13 +1,15 @@
 package fsstore
 
 import (
-	"aipm/fsstore/lockedfile"
 	"context"
 	"encoding/json"
 	"errors"
 	"fmt"
 	"slices"
+	"strings"
 	"time"
+
+	"aipm/fsstore/lockedfile"
 )
 
 // Notification types.
@@ -298,20 +300,125 @@ func (s *Store) Interrupt(ctx context.Context, ses Session) (Unread, error) {
 		u.New -= told
 	}
 	u.Through = markAfter(res)
+	// What the session was handed is read once it makes its next call (a
+	// batch only shown: a call that complies): until then an interrupt in
+	// it still stops it, and one only shown is unread (and told).
+	held, shown, err := s.held(ctx, ses)
+	if err != nil {
+		return Unread{}, err
+	}
+	if shown {
+		u.Count += len(held)
+	}
+	interrupts = append(slices.DeleteFunc(held, func(n Notification) bool { return n.Type != NotifyInterrupt }), interrupts...)
 	if cacheable && len(interrupts) == 0 {
 		s.caches.unread.Put(key, u, stamps...)
 	}
 	for i, n := range interrupts {
-		if n.TaskID == "" {
-			u.Interrupt = &interrupts[i]
-			return u, nil
-		}
-		if t, err := s.Task(n.TaskID); err == nil && (t.Status == StatusBlocked || t.Status == StatusCancelled) {
+		if s.stops(n) {
 			u.Interrupt = &interrupts[i]
 			return u, nil
 		}
 	}
 	return u, nil
+}
+
+// held are the notifications that concern ses in the batch of
+// notifications handed to it and not acknowledged yet (ShowInterrupt, or
+// get_notifications), oldest first, and whether that batch was only shown
+// (PendingBatch.Shown).
+func (s *Store) held(ctx context.Context, ses Session) ([]Notification, bool, error) {
+	cursorPath, err := s.readCursorPath(ses.Agent)
+	if err != nil {
+		return nil, false, err
+	}
+	cursors, err := s.readCursors(cursorPath)
+	if err != nil {
+		return nil, false, err
+	}
+	sc := streamCursor(cursors, NotificationStream(ses.Purpose))
+	if sc.Pending == nil || sc.Pending.Session != ses.ID {
+		return nil, false, nil
+	}
+	path, err := s.NotificationsPath(ses.Agent)
+	if err != nil {
+		return nil, false, err
+	}
+	to := sc.Pending.To
+	now := time.Now()
+	var out []Notification
+	res, err := lockedfile.ReadPast(path, sc.Cursor, lockedfile.ReadOptions{Match: func(r Record) bool {
+		if r.Offset >= to.Offset {
+			return false
+		}
+		n, err := decodeNotification(r)
+		if err == nil && n.Concerns(ses) && !s.expired(n, now) {
+			out = append(out, n.served(lineOf(s.Rel(path), r.Line)))
+		}
+		return false
+	}})
+	if err != nil {
+		return nil, false, fmt.Errorf("%w: %w", ErrNotificationsUnreadable, err)
+	}
+	if to.Inode != 0 && res.Next.Inode != to.Inode {
+		return nil, false, nil // the file was replaced since: the batch comes again, marked
+	}
+	return out, sc.Pending.Shown, ctx.Err()
+}
+
+// ShowInterrupt hands session ses the unread notifications that concern
+// it up to and including the interrupt intr, the one its model is shown
+// whole (a replaced answer, a client hook): like get_notifications'
+// batch, they are read once the session makes its next call (read means
+// received: DESIGN sections 4 and 11), and until then intr still stops the
+// session. show gets those before intr, which the caller shows with it;
+// if it cannot show them whole (false), nothing is handed. It says
+// whether they were handed.
+func (s *Store) ShowInterrupt(ctx context.Context, ses Session, intr Notification, show func(earlier []Notification) bool) (bool, error) {
+	ns, _, err := s.readNotifications(ctx, ses, ReadOptions{Peek: true}, nil)
+	if err != nil {
+		return false, err
+	}
+	i := slices.IndexFunc(ns, func(n Notification) bool { return n.ID == intr.ID })
+	if i < 0 || !show(ns[:i]) {
+		return false, nil // read, or handed already; or not shown
+	}
+	handed, _, err := s.readNotifications(ctx, ses, ReadOptions{Limit: i + 1, Shown: true}, nil)
+	if err != nil {
+		return false, err
+	}
+	if n := len(handed); n == 0 || handed[n-1].ID != intr.ID {
+		// What lay before it changed meanwhile (one expired): take the
+		// batch back rather than hand something not shown.
+		_, err := s.Unhand(ctx, ses.Agent, ses.ID)
+		return false, err
+	}
+	return true, nil
+}
+
+// stops is the one rule of whether the interrupt n, unread, stops the
+// session it concerns: one about no task, or an aipm interrupt --task
+// (a plain stop, whatever the task's status), always; one that reports a
+// task's status set to blocked or cancelled (a pause or cancel) only while
+// the task still is: a task moved back since makes it moot.
+func (s *Store) stops(n Notification) bool {
+	if n.TaskID == "" || !n.reportsStatus() {
+		return true
+	}
+	return s.taskStopped(n.TaskID)
+}
+
+// reportsStatus says whether the interrupt n reports its task's status set
+// to blocked or cancelled (its kind, or, written before kinds were, its
+// key), rather than an aipm interrupt --task.
+func (n Notification) reportsStatus() bool {
+	return n.Kind != "" || strings.HasPrefix(n.Key, "interrupt:")
+}
+
+// taskStopped says whether task id is blocked or cancelled.
+func (s *Store) taskStopped(id string) bool {
+	t, err := s.Task(id)
+	return err == nil && (t.Status == StatusBlocked || t.Status == StatusCancelled)
 }
 
 // unreadStamps stamps the two files a session's unread notifications
@@ -368,9 +475,34 @@ func (s *Store) Notify(ctx context.Context, agent string, n Notification) (Notif
 // SessionNotifications returns the unread notifications that concern ses,
 // the oldest first, at most limit of them (0: all); more says others wait.
 // Unless peek, they are handed to the session and marked read when it
-// makes its next call (Acknowledge).
+// makes its next call (Acknowledge). A batch the session holds that was
+// only shown to its model (an interrupt in a replaced answer:
+// ShowInterrupt) is unread until a call that complies reads it, so it
+// comes first; a read (not a peek) reads it now.
 func (s *Store) SessionNotifications(ctx context.Context, ses Session, peek bool, limit int) (ns []Notification, more bool, err error) {
-	return s.sessionNotifications(ctx, ses, peek, limit)
+	held, shown, err := s.held(ctx, ses)
+	if err != nil {
+		return nil, false, err
+	}
+	if !shown {
+		held = nil
+	}
+	ns, more, err = s.sessionNotifications(ctx, ses, peek, limit)
+	return append(held, ns...), more, err
+}
+
+// ListNotifications is SessionNotifications for the session's own listing
+// (get_notifications), which acknowledges what the session holds itself
+// (the gate leaves the stream to it): a read acknowledges it in its own
+// write; a peek acknowledges it first, but for a batch only shown, which it
+// lists and leaves unread.
+func (s *Store) ListNotifications(ctx context.Context, ses Session, peek bool, limit int) (ns []Notification, more bool, err error) {
+	if peek {
+		if _, err := s.AcknowledgeCall(ctx, ses.Agent, ses.ID, "get_notifications", false); err != nil {
+			return nil, false, err
+		}
+	}
+	return s.SessionNotifications(ctx, ses, peek, limit)
 }
 
 // NewestFirst reverses a list of notifications read oldest first.

@@ -47,16 +47,19 @@ var Priorities = []string{"low", "normal", "high", "urgent"}
 
 // Task is tasks/<id>.json.
 type Task struct {
-	ID              string `json:"id"`
-	Title           string `json:"title"`
-	Description     string `json:"description,omitempty"`
-	Status          string `json:"status"`
-	Priority        string `json:"priority"`
-	Assignee        string `json:"assignee,omitempty"`
-	ParentID        string `json:"parentId,omitempty"`
-	Requester       string `json:"requester,omitempty"`
-	ApprovalStatus  string `json:"approvalStatus"`
-	StatusChangedBy string `json:"statusChangedBy,omitempty"`
+	ID             string `json:"id"`
+	Title          string `json:"title"`
+	Description    string `json:"description,omitempty"`
+	Status         string `json:"status"`
+	Priority       string `json:"priority"`
+	Assignee       string `json:"assignee,omitempty"`
+	ParentID       string `json:"parentId,omitempty"`
+	Requester      string `json:"requester,omitempty"`
+	ApprovalStatus string `json:"approvalStatus"`
+	// AskedToApprove are the humans a task request asked to decide it,
+	// fixed when the request is made: only they decide it (Approvers).
+	AskedToApprove  []string `json:"askedToApprove,omitempty"`
+	StatusChangedBy string   `json:"statusChangedBy,omitempty"`
 	// AipmStatus is the status aipm last wrote. A status edited by hand is
 	// judged against it (settle): one that aipm would not allow from it is
 	// not taken.
@@ -159,6 +162,8 @@ func Interrupts(before, after Task, by string) bool {
 type NewTask struct {
 	Title, Description, Priority, Assignee, ParentID, Requester, Status string
 	NeedsApproval                                                       bool
+	// AskedToApprove are the humans who decide a task that needs approval.
+	AskedToApprove []string
 	// SourceMessageID is the marked chat message that asked for the task.
 	SourceMessageID string
 }
@@ -206,7 +211,7 @@ func (s *Store) CreateTask(ctx context.Context, cfg *Config, in NewTask) (Task, 
 		SourceMessageID: in.SourceMessageID, CreatedAt: now, UpdatedAt: now,
 	}
 	if in.NeedsApproval {
-		t.ApprovalStatus = ApprovalPending
+		t.ApprovalStatus, t.AskedToApprove = ApprovalPending, in.AskedToApprove
 	}
 	path, _ := s.DocPath(Tasks, t.ID)
 	_, err := UpdateDoc(ctx, s, path, ModeFile, func(doc *Task, exists bool) error {
@@ -315,13 +320,18 @@ func (s *Store) Tasks(f TaskFilter) ([]Task, bool, []error, error) {
 
 // Report results (report_completed) and the status each sets. A failed
 // task is blocked: a person has to look at it.
-var ReportResults = []string{"success", "failed", "blocked", "cancelled"}
+var ReportResults = []string{"success", "failed", "blocked", ResultCancelled}
+
+// ResultCancelled is the report of a task cancelled under its session (a
+// cancel interrupt): it changes no status, and is refused on a task nobody
+// cancelled.
+const ResultCancelled = "cancelled"
 
 var reportStatus = map[string]string{
-	"success":   StatusDone,
-	"failed":    StatusBlocked,
-	"blocked":   StatusBlocked,
-	"cancelled": StatusCancelled, // the report of a task cancelled under it (a cancel interrupt)
+	"success":       StatusDone,
+	"failed":        StatusBlocked,
+	"blocked":       StatusBlocked,
+	ResultCancelled: StatusCancelled,
 }
 
 // ReportChange is the change an assignee's report of its task makes
@@ -391,12 +401,28 @@ func (ch TaskChange) check(cfg *Config) error {
 		if err := CheckStatus(ch.Status); err != nil {
 			return err
 		}
+		if !ch.Report { // a report's reason is its summary
+			if err := CheckStatusReason(ch.Status, ch.Reason); err != nil {
+				return err
+			}
+		}
 	}
 	if ch.Status == StatusBlocked && !ch.Report && strings.TrimSpace(ch.Reason) == "" {
 		return codeErr(CodeReasonRequired, "say why the task is blocked: pass reason")
 	}
 	if ch.Assignee != nil {
 		return checkAgentRef(cfg, *ch.Assignee, "assignee")
+	}
+	return nil
+}
+
+// CheckStatusReason is the one rule of a status change's reason: it goes
+// with blocked or cancelled only. UpdateTask applies it to every change
+// (the tools, the CLI, the board); the CLI and the board also call it
+// before they open the project, to answer a usage error.
+func CheckStatusReason(status, reason string) error {
+	if reason != "" && status != StatusBlocked && status != StatusCancelled {
+		return kindf(ErrInvalid, "a reason goes with blocked or cancelled, not %s: leave the reason out", status)
 	}
 	return nil
 }
@@ -450,7 +476,7 @@ func (s *Store) UpdateTask(ctx context.Context, cfg *Config, id, by string, ch T
 				return err
 			}
 		}
-		return checkStart(cfg, before, *t)
+		return errors.Join(checkStart(cfg, before, *t), cfg.checkHumanStop(before, *t, by), cfg.checkCancel(before, *t, by))
 	})
 	if err != nil {
 		return Task{}, err
@@ -460,6 +486,13 @@ func (s *Store) UpdateTask(ctx context.Context, cfg *Config, id, by string, ch T
 		in := Interruption{Agent: after.Assignee, By: by, Reason: cmp.Or(ch.Reason, after.BlockedReason), Task: &after, StatusChange: true}
 		if _, _, err := s.WriteInterrupt(ctx, in); err != nil {
 			return after.served(s.Rel(path)), fmt.Errorf("task %s changed, but the interrupt for %s was not written: %w", id, after.Assignee, err)
+		}
+	}
+	if after.Status != before.Status && after.Status != StatusInProgress && !Interrupts(before, after, by) {
+		// A delegation ends when its task ends (an interrupt ended them above).
+		why := fmt.Sprintf("%s set task %s to %s.", cmp.Or(by, HandEdit), after.ID, after.Status)
+		if err := s.endTaskDelegations(ctx, after, cmp.Or(by, HandEdit), why); err != nil {
+			return after.served(s.Rel(path)), fmt.Errorf("task %s changed, but its open delegations were not ended: %w", id, err)
 		}
 	}
 	if req := before.PendingChange; req != nil && after.PendingChange == nil && ch.Approval == ApprovalApproved && req.Marker == MarkerComplete.String() {
@@ -484,6 +517,55 @@ func checkStart(cfg *Config, before, after Task) error {
 	return nil
 }
 
+// checkHumanStop is the one rule of a human's stop (DESIGN section 11): a
+// task a human set to blocked or cancelled (before) leaves that status only
+// by a human's change. by is who makes the change: for a marker, its
+// sender, so that a marker with a human's authority lifts it too.
+func (c *Config) checkHumanStop(before, after Task, by string) error {
+	if after.Status == before.Status || (before.Status != StatusBlocked && before.Status != StatusCancelled) {
+		return nil
+	}
+	if !c.stoppedByHuman(before) || c.isHuman(by) {
+		return nil
+	}
+	who := cmp.Or(before.StatusChangedBy, "a human")
+	if before.handEdited() || who == HandEdit {
+		who = HandEdit
+	}
+	return codeErr(CodeStoppedByHuman, "task %s was set to %s by %s, and only a human may change it now: %s cannot; report with report_completed and exit, or ask a human to change it (aipm task status %s STATUS)", before.ID, before.Status, who, by, before.ID)
+}
+
+// checkCancel is the one rule of who cancels a task (DESIGN section 11):
+// a human, or the task's requester; an agent reports (done or blocked),
+// it never cancels.
+func (c *Config) checkCancel(before, after Task, by string) error {
+	if after.Status != StatusCancelled || before.Status == StatusCancelled || c.isHuman(by) || (by != "" && by == before.Requester) {
+		return nil
+	}
+	return codeErr(CodeInvalidTransition, "%s may not cancel task %s: an agent never cancels a task (a human or its requester does); report it with report_completed(result=\"blocked\" or \"failed\", summary=why), or ask a human to cancel it", by, before.ID)
+}
+
+// stoppedByHuman says whether t's status was set by a human: by a human
+// (or anyone not an AI agent of the project) through aipm, or by a hand
+// edit of its file.
+func (c *Config) stoppedByHuman(t Task) bool {
+	if t.handEdited() || t.StatusChangedBy == HandEdit {
+		return true
+	}
+	a, ok := c.Agent(t.StatusChangedBy)
+	return !ok || a.Type != AgentAI
+}
+
+// isHuman says whether id is a human of the project.
+func (c *Config) isHuman(id string) bool {
+	a, ok := c.Agent(id)
+	return ok && a.Type == AgentHuman
+}
+
+// handEdited says whether t's status, as read, was set by a hand edit of
+// its file: one aipm did not write (and allows).
+func (t Task) handEdited() bool { return t.AipmStatus != "" && t.Status != t.AipmStatus }
+
 // applyTaskChange applies ch, made by `by` at now, to t as read under the
 // tasks lock. It may run more than once (a compare-and-swap retry), so it
 // changes nothing but t.
@@ -491,7 +573,13 @@ func applyTaskChange(t *Task, by string, ch TaskChange, now time.Time) error {
 	if err := ch.checkTask(*t); err != nil {
 		return err
 	}
+	if t.handEdited() {
+		t.StatusChangedBy = HandEdit // aipm writes it now: who set it stays known
+	}
 	applyFields(t, ch)
+	if ch.Report && ch.Result == ResultCancelled && t.Status != StatusCancelled {
+		return codeErr(CodeInvalidResult, "task %s is %s: nobody cancelled it, and an agent never cancels a task; result \"cancelled\" only answers a cancel interrupt: report success, failed or blocked", t.ID, t.Status)
+	}
 	status := ch.Status
 	if ch.Report && t.Status != StatusInProgress {
 		status = "" // someone else already stopped it (an interrupt)

@@ -210,7 +210,8 @@ func (h *Hook) refusal(ctx context.Context, ses fsstore.Session) (string, error)
 	if unread.Interrupt == nil {
 		return "", nil
 	}
-	reason := interruptText(ses, unread.Interrupt)
+	earlier := h.showInterrupt(ctx, ses, unread.Interrupt)
+	reason := interruptText(ses, unread.Interrupt) + earlier
 	for range tellAttempts {
 		n, err := h.Store.Notices(ctx, h.Config, ses)
 		if err != nil || n.Interrupt == nil {
@@ -221,12 +222,30 @@ func (h *Hook) refusal(ctx context.Context, ses fsstore.Session) (string, error)
 			break
 		}
 		if told {
-			reason = interruptText(ses, n.Interrupt) + untoldText(without(n, n.Interrupt))
+			reason = interruptText(ses, n.Interrupt) + earlier + untoldText(without(n, n.Interrupt))
 			break
 		}
 		ses = h.reread(ses)
 	}
 	return reason, nil
+}
+
+// showInterrupt hands the session the interrupt its model is about to be
+// shown whole, with the unread notifications before it, and returns their
+// text (fsstore.Store.ShowInterrupt): they are read on the session's next
+// aipm call, and until then the interrupt still refuses. Nothing is handed
+// when they would not fit whole; a failure to hand refuses all the same.
+func (h *Hook) showInterrupt(ctx context.Context, ses fsstore.Session, intr *fsstore.Notification) string {
+	text := ""
+	h.Store.ShowInterrupt(ctx, ses, *intr, func(ns []fsstore.Notification) bool {
+		t := earlierText(ns)
+		if len(interruptText(ses, intr))+len(t) > MaxContext/2 {
+			return false // the rest of the notice needs room too
+		}
+		text = t
+		return true
+	})
+	return text
 }
 
 // tell adds what the model was not told of to its context (PostToolUse,
@@ -314,9 +333,18 @@ func (h *Hook) tellTurnEnd(ctx context.Context, ses fsstore.Session, via string,
 	if intr == nil && n.Empty() {
 		return "", false, nil
 	}
+	earlier := ""
+	if intr != nil {
+		if earlier = h.showInterrupt(ctx, ses, intr); earlier != "" {
+			// handed with it: no longer among what is new
+			if n, err = h.Store.Notices(ctx, h.Config, ses); err != nil {
+				return "", false, err
+			}
+		}
+	}
 	reason = strings.TrimSpace(untoldText(n))
 	if intr != nil {
-		reason = interruptText(ses, intr) + untoldText(without(n, intr))
+		reason = interruptText(ses, intr) + earlier + untoldText(without(n, intr))
 	}
 	told, err = h.Store.Surface(ctx, ses, n, "hook "+via, func(s *fsstore.Surfaced) {
 		if intr != nil {

@@ -56,6 +56,20 @@ func interruptText(ses fsstore.Session, n *fsstore.Notification) string {
 	return fmt.Sprintf("aipm interrupt for %s: %s %s", ses.Agent, n.Message, fsstore.InterruptInstruction(ses.Purpose, n.Kind))
 }
 
+// earlierText shows whole, one line each, the unread notifications before
+// an interrupt, handed with it; "" when there are none.
+func earlierText(ns []fsstore.Notification) string {
+	var b strings.Builder
+	for _, n := range ns {
+		from := ""
+		if n.From != "" {
+			from = n.From + ": "
+		}
+		fmt.Fprintf(&b, "\naipm: unread before it (read with it): %s%s", from, n.Message)
+	}
+	return b.String()
+}
+
 // listed is how many items of one kind a notice names before "and N more".
 const listed = 5
 

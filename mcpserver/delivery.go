@@ -20,16 +20,20 @@ import (
 // interrupt (except for the tools that let the agent comply), or
 // notifications that cannot be read (fail closed: the call is refused with
 // path:line, nothing is marked read; logout still runs). What each tool
-// lets through is in its spec (toolSpec).
-func (s *Server) deliver(ctx context.Context, call *mcp.CallToolRequest, spec toolSpec, ses fsstore.Session) (stop *mcp.CallToolResult) {
+// lets through is in its spec (toolSpec). An interrupt that stops the call
+// is returned as intr, for the gate to show (showInterrupt).
+func (s *Server) deliver(ctx context.Context, call *mcp.CallToolRequest, spec toolSpec, ses fsstore.Session) (stop *mcp.CallToolResult, intr *fsstore.Notification) {
 	tool := call.Params.Name
 	if !s.acks.clear(ses.ID) {
 		// Skipped while another request carries a batch of the session
 		// (parallel calls over HTTP): it is read once that answer is out.
 		s.links.ifFree(ses.ID, func() {
-			if err := s.store.AcknowledgeVia(ctx, ses.Agent, ses.ID, tool, spec.readStreams()...); err != nil {
+			// An interrupt shown in a replaced answer is read by a call
+			// that complies with it; until then it stops every other.
+			kept, err := s.store.AcknowledgeCall(ctx, ses.Agent, ses.ID, tool, spec.passesInterrupt, spec.readStreams(ses.Purpose)...)
+			if err != nil {
 				s.log.Error("acknowledge", "agent", ses.Agent, "session", ses.ID, "err", err)
-			} else if !spec.handsBatch {
+			} else if !spec.handsBatch && !kept {
 				s.acks.set(ses.ID, true)
 			}
 		})
@@ -38,17 +42,16 @@ func (s *Server) deliver(ctx context.Context, call *mcp.CallToolRequest, spec to
 		s.acks.set(ses.ID, false) // it may hand the session a batch now
 	}
 	unread, err := s.store.Interrupt(ctx, ses)
-	intr := unread.Interrupt
 	switch {
 	case err != nil && spec.passesUnreadable:
-		return nil
+		return nil, nil
 	case err != nil:
 		s.log.Error("read notifications", "agent", ses.Agent, "err", err)
-		return refusal(call, toolErr("notifications_unreadable", fmt.Sprintf("%s did not run: your notifications cannot be read, and one of them may be an interrupt: %v. Ask a human to run aipm doctor --repair, then call again.", tool, err)))
-	case intr != nil && !spec.passesInterrupt:
-		return interruptNotice(call, ses, intr)
+		return refusal(call, toolErr("notifications_unreadable", fmt.Sprintf("%s did not run: your notifications cannot be read, and one of them may be an interrupt: %v. Ask a human to run aipm doctor --repair, then call again.", tool, err))), nil
+	case unread.Interrupt != nil && !spec.passesInterrupt:
+		return nil, unread.Interrupt
 	}
-	return nil
+	return nil, nil
 }
 
 // unreadAfter is what the notification line counts once the tool ran
@@ -126,9 +129,12 @@ func (s *Server) newMessagesAfter(ctx context.Context, ses fsstore.Session, spec
 
 // readStreams lists the stream the tool reads as the session, which the
 // gate leaves out of what it acknowledges (see toolSpec.readsStream).
-func (t toolSpec) readStreams() []string {
-	if t.readsStream == "" {
+func (t toolSpec) readStreams(purpose string) []string {
+	switch t.readsStream {
+	case "":
 		return nil
+	case fsstore.StreamNotifications:
+		return []string{fsstore.NotificationStream(purpose)}
 	}
 	return []string{t.readsStream}
 }

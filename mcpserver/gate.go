@@ -65,7 +65,11 @@ func (s *Server) gate() mcp.Middleware {
 			if refused != nil {
 				return refused, nil
 			}
-			if stop := s.deliver(ctx, call, spec, ses); stop != nil {
+			stop, intr := s.deliver(ctx, call, spec, ses)
+			switch {
+			case intr != nil:
+				return s.showInterrupt(ctx, link, call, ses, intr), nil
+			case stop != nil:
 				return stop, nil
 			}
 			if spec.handsBatch {
@@ -82,7 +86,7 @@ func (s *Server) gate() mcp.Middleware {
 				s.handedOver(ctx, link, ses)
 			}
 			if ended.by != nil {
-				return interruptNotice(call, ses, ended.by), nil
+				return s.showInterrupt(ctx, link, call, ses, ended.by), nil
 			}
 			if r, ok := res.(*mcp.CallToolResult); ok && err == nil {
 				// Counted last: what arrived while the tool ran (a wait
@@ -92,6 +96,29 @@ func (s *Server) gate() mcp.Middleware {
 			return res, err
 		}
 	}
+}
+
+// showInterrupt answers a call that intr stops with the interrupt notice
+// (the tool did not run, or its wait took nothing). The model is shown the
+// interrupt whole, with the unread notifications before it, so they are
+// handed to the session as a batch (fsstore.Store.ShowInterrupt): read on
+// its next call, like get_notifications' batch, and taken back if the
+// answer never reaches the client (over HTTP the request carries it, as
+// for a tool that hands a batch: links.claim).
+func (s *Server) showInterrupt(ctx context.Context, l *link, call *mcp.CallToolRequest, ses fsstore.Session, intr *fsstore.Notification) *mcp.CallToolResult {
+	if err := s.links.claim(ctx, l, ses); err != nil {
+		return interruptNotice(call, ses, intr, nil) // nobody gets the answer
+	}
+	var earlier []fsstore.Notification
+	handed, err := s.store.ShowInterrupt(ctx, ses, *intr, func(ns []fsstore.Notification) bool { earlier = ns; return true })
+	if err != nil {
+		s.log.Error("hand the interrupt shown", "agent", ses.Agent, "session", ses.ID, "err", err)
+	}
+	if handed {
+		s.acks.set(ses.ID, false) // its next call reads it
+	}
+	s.handedOver(ctx, l, ses)
+	return interruptNotice(call, ses, intr, earlier)
 }
 
 // waitEnd is where a waiting tool leaves the interrupt that ended its

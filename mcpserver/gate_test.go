@@ -169,8 +169,8 @@ func TestInterruptFlow(t *testing.T) {
 		t.Fatalf("aipm task status: %v\n%s", err, out)
 	}
 
-	before := p.tree()
-	for _, tool := range []string{"get_next_action", "get_task", "list_tasks", "get_my_task"} {
+	var before string
+	for i, tool := range []string{"get_next_action", "get_task", "list_tasks", "get_my_task"} {
 		r := call(t, cs, tool, map[string]any{"session_token": token, "task_id": task.ID})
 		if !r.isError || !strings.HasPrefix(r.text, "INTERRUPT ("+tool+" did not run)") || !strings.Contains(r.text, "requirements changed") {
 			t.Fatalf("%s after the interrupt: %s", tool, r.text)
@@ -178,9 +178,12 @@ func TestInterruptFlow(t *testing.T) {
 		if r.data != nil {
 			t.Fatalf("%s returned data beside the interrupt: %v", tool, r.data)
 		}
-	}
-	if p.tree() != before {
-		t.Fatal("an interrupted call changed .ai-pm")
+		// The first records only that the interrupt was shown (read.json);
+		// a call that does not comply changes nothing.
+		if i > 0 && p.tree() != before {
+			t.Fatalf("the interrupted %s changed .ai-pm", tool)
+		}
+		before = p.tree()
 	}
 
 	r := call(t, cs, "get_notifications", map[string]any{"session_token": token, "mark_as_read": false})

@@ -171,7 +171,8 @@ func TestHTTPSessionsAtEveryRevision(t *testing.T) {
 			if r := <-got; !r.isError || !strings.HasPrefix(r.text, "INTERRUPT (get_next_action did not run): ") {
 				t.Fatalf("the wait answered %s; want the interrupt", r.text)
 			}
-			if r := call(t, coder, "help", map[string]any{"session_token": ctok}); !strings.Contains(r.str("notification"), "1 notification") {
+			// shown whole, it is told; unread until a call that complies
+			if r := call(t, coder, "help", map[string]any{"session_token": ctok}); !strings.Contains(r.str("notification"), "(1 unread, told before)") {
 				t.Fatalf("the notification line after the interrupt: %v", r.data)
 			}
 

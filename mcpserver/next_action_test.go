@@ -29,8 +29,9 @@ func TestInterruptEndsWait(t *testing.T) {
 				t.Fatal(err)
 			}
 		}},
-		{"task session, task cancelled by another agent", fsstore.PurposeTask, false, func(t *testing.T, p *project, task fsstore.Task) {
-			if _, err := p.store.UpdateTask(context.Background(), p.cfg, task.ID, "reviewer", fsstore.TaskChange{Status: fsstore.StatusCancelled, Reason: "plans changed"}); err != nil {
+		{"task session, task cancelled by its requester", fsstore.PurposeTask, false, func(t *testing.T, p *project, task fsstore.Task) {
+			// only a human or the requester cancels: the requester, here lead, in this process
+			if _, err := p.store.UpdateTask(context.Background(), p.cfg, task.ID, task.Requester, fsstore.TaskChange{Status: fsstore.StatusCancelled, Reason: "plans changed"}); err != nil {
 				t.Fatal(err)
 			}
 		}},

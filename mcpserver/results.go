@@ -66,13 +66,27 @@ func refusal(req *mcp.CallToolRequest, err error) *mcp.CallToolResult {
 // interruptNotice replaces the response of a tool that did not run (or a
 // wait that took nothing) because the caller's session has an unread
 // interrupt. The text leads with the interrupt, then what ses must do.
-func interruptNotice(req *mcp.CallToolRequest, ses fsstore.Session, n *fsstore.Notification) *mcp.CallToolResult {
+func interruptNotice(req *mcp.CallToolRequest, ses fsstore.Session, n *fsstore.Notification, earlier []fsstore.Notification) *mcp.CallToolResult {
+	text := fmt.Sprintf("INTERRUPT (%s did not run): %s %s", req.Params.Name, n.Message, fsstore.InterruptInstruction(ses.Purpose, n.Kind))
+	if len(earlier) > 0 {
+		text += "\n\nUnread notifications before it (read with it):"
+		for _, e := range earlier {
+			text += "\n- " + noticeLine(e)
+		}
+	}
 	return complete(req, &mcp.CallToolResult{
 		IsError: true,
-		Content: []mcp.Content{&mcp.TextContent{Text: fmt.Sprintf(
-			"INTERRUPT (%s did not run): %s %s",
-			req.Params.Name, n.Message, fsstore.InterruptInstruction(ses.Purpose, n.Kind))}},
+		Content: []mcp.Content{&mcp.TextContent{Text: text}},
 	})
+}
+
+// noticeLine is one notification shown whole in a line: who it is from,
+// and its message.
+func noticeLine(n fsstore.Notification) string {
+	if n.From == "" {
+		return n.Message
+	}
+	return n.From + ": " + n.Message
 }
 
 // interruptAction is the action word of an interrupt of kind: pause,

@@ -35,9 +35,11 @@ type toolSpec struct {
 	// readsStream is the stream the tool reads as the session, if any:
 	// that read acknowledges the session's previous batch of it in its own
 	// write, so the gate leaves it out (one document write per
-	// get_pending_messages instead of two). get_notifications reads none:
-	// with mark_as_read=false it only peeks, and must not leave the
-	// previous batch unacknowledged.
+	// get_pending_messages instead of two). get_notifications reads its
+	// purpose's notifications stream (StreamNotifications stands for it):
+	// it lists again what the previous answer only showed (an interrupt in
+	// a replaced answer), and acknowledges the batch itself, even when it
+	// only peeks (fsstore.Store.ListNotifications).
 	readsStream string
 	// marksRead: the tool marks notifications read, so the notification
 	// line is counted after it ran.

@@ -303,8 +303,8 @@ func TestDelegationErrors(t *testing.T) {
 // An interrupted task ends its open delegations: the one a chat session
 // took and the one still pending both become failed, saying why; the chat
 // session that had taken one is told to stop; neither is handed out again.
-// A task stopped by its own agent (no interrupt) keeps its delegations,
-// but none is handed to a chat session while the task is not in progress.
+// A task stopped by its own agent (no interrupt) ends them too: a
+// delegation ends when its task ends, whatever ends it.
 func TestInterruptEndsDelegations(t *testing.T) {
 	for _, rev := range revisions {
 		t.Run(rev, func(t *testing.T) {
@@ -351,8 +351,8 @@ func TestInterruptEndsDelegations(t *testing.T) {
 		}
 		var d fsstore.Delegation
 		p.doc(t, fsstore.Delegations, id, &d)
-		if d.Status != fsstore.DlgPending {
-			t.Fatalf("the delegation of a task its agent blocked: %s", d.Status)
+		if d.Status != fsstore.DlgFailed || !strings.Contains(d.Result, "coder set task "+task.ID+" to blocked") {
+			t.Fatalf("the delegation of a task its agent blocked: %s (%q)", d.Status, d.Result)
 		}
 	})
 }

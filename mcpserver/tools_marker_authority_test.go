@@ -121,6 +121,7 @@ func TestMarkerOnlyInOrdinaryReceivedText(t *testing.T) {
 		"例です:\n```\n@@タスク作成: fenced\n```",
 		"send `@@タスク作成: title` to ask me",
 		"> @@タスク作成: quoted\nwhat do you think?",
+		"例です:\n\n    @@タスク作成: indented code",
 	} {
 		p.deliver(cs, token, "lead", text)
 		before := p.tree()

@@ -30,6 +30,7 @@ func getNotificationsTool() toolSpec {
 		passesInterrupt: true,
 		handsBatch:      true,
 		marksRead:       true,
+		readsStream:     fsstore.StreamNotifications, // ListNotifications acknowledges it, after listing a batch only shown
 		page:            notificationPage,
 		add:             addGetNotifications,
 	}
@@ -43,7 +44,7 @@ func addGetNotifications(srv *mcp.Server, s *Server, tool *mcp.Tool) {
 		if err != nil {
 			return nil, GetNotificationsOut{}, err
 		}
-		unread, more, err := s.store.SessionNotifications(ctx, ses, peek, limit)
+		unread, more, err := s.store.ListNotifications(ctx, ses, peek, limit)
 		if err != nil {
 			return nil, GetNotificationsOut{}, fromStore(err, "notification_not_found")
 		}

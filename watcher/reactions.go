@@ -66,6 +66,7 @@ var reactions = []Reaction{
 	{"trigger deadlines", reactTriggerTTL},
 	{"triggers", reactTriggers},
 	{"interrupts", reactInterrupts},
+	{"ended tasks' delegations", reactEndedTasks},
 	{"starts", reactStarts},
 	{"compaction", reactCompaction},
 }
@@ -261,6 +262,20 @@ func reactInterrupts(d *Daemon, p *Pass) error {
 			continue
 		}
 		d.log.Info("interrupt written", "agent", t.Assignee, "task", t.ID, "status", t.Status, "by", by)
+	}
+	return nil
+}
+
+// reactEndedTasks ends the open delegations of a task that left
+// in_progress (a delegation ends when its task ends): a change through aipm
+// ended them itself, so this is for a hand edit of the task file, or a
+// change made while no watcher ran (the first pass looks at every task).
+func reactEndedTasks(d *Daemon, p *Pass) error {
+	for _, t := range p.Tasks {
+		prev, seen := d.tasks[t.ID]
+		if t.Status != fsstore.StatusInProgress && (!seen || prev.Status == fsstore.StatusInProgress) {
+			return d.store.Delegations().EndStopped(p.Ctx, p.Tasks)
+		}
 	}
 	return nil
 }

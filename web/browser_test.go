@@ -112,13 +112,18 @@ func (p *project) task(in fsstore.NewTask) fsstore.Task {
 	return task
 }
 
-// move changes a task's status as its assignee would, through each step.
+// move changes a task's status as its assignee would, through each step
+// (a cancel as lead would: an agent never cancels).
 func (p *project) move(id string, steps ...fsstore.TaskChange) fsstore.Task {
 	p.t.Helper()
 	var task fsstore.Task
 	for _, ch := range steps {
+		by := "coder"
+		if ch.Status == fsstore.StatusCancelled {
+			by = "lead"
+		}
 		var err error
-		if task, err = p.store.UpdateTask(p.ctx, p.cfg, id, "coder", ch); err != nil {
+		if task, err = p.store.UpdateTask(p.ctx, p.cfg, id, by, ch); err != nil {
 			p.t.Fatal(err)
 		}
 	}

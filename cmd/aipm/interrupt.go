@@ -83,6 +83,10 @@ func interruptRun(cmd *cobra.Command, o *interruptOptions) error {
 	if o.JSON {
 		return writeJSON(o.e.stdout, n)
 	}
+	if in.Task != nil {
+		_, err = fmt.Fprintf(o.e.stdout, "queued an interrupt for %s's task session on %s: it replaces the answer to that session's next tool call\n", o.Agent, in.Task.ID)
+		return err
+	}
 	_, err = fmt.Fprintf(o.e.stdout, "queued an interrupt for %s: it replaces the answer to %s's next tool call\n", o.Agent, o.Agent)
 	return err
 }

@@ -2,6 +2,7 @@ package main
 
 import (
 	"io"
+	"reflect"
 	"strings"
 	"testing"
 
@@ -46,7 +47,7 @@ func TestTaskAddFlags(t *testing.T) {
 			}
 			continue
 		}
-		if got == nil || got.Task != tc.want || got.As != tc.as {
+		if got == nil || !reflect.DeepEqual(got.Task, tc.want) || got.As != tc.as {
 			t.Errorf("task add %q: options %+v, want %+v as %q", tc.args, got, tc.want, tc.as)
 		}
 	}

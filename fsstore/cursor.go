@@ -400,25 +400,33 @@ func (s *Store) Acknowledge(ctx context.Context, agent, session string, except .
 // receipt says which call read the messages, respond_chat or mark_read,
 // say).
 func (s *Store) AcknowledgeVia(ctx context.Context, agent, session, via string, except ...string) error {
+	_, err := s.acknowledge(ctx, agent, session, via, func(stream string, _ *PendingBatch) bool { return !slices.Contains(except, stream) })
+	return err
+}
+
+// acknowledge commits the batches handed to session in agent's streams
+// that `in` accepts (it sees each stream's batch), and returns the chat
+// messages it committed.
+func (s *Store) acknowledge(ctx context.Context, agent, session, via string, in func(stream string, p *PendingBatch) bool) ([]string, error) {
 	cursorPath, err := s.readCursorPath(agent)
 	if err != nil {
-		return err
+		return nil, err
 	}
 	cursors, err := s.readCursors(cursorPath)
 	if err != nil {
-		return err
+		return nil, err
 	}
-	if !holdsBatch(cursors, session, except) {
-		return nil
+	if !holdsBatchIn(cursors, session, in) {
+		return nil, nil
 	}
 	var read []string // the chat messages the session received
 	_, err = UpdateDoc(ctx, s, cursorPath, ModeFile, func(cursors *Cursors, _ bool) error {
-		if !holdsBatch(*cursors, session, except) {
+		if !holdsBatchIn(*cursors, session, in) {
 			return ErrNoChange
 		}
 		read = nil
 		for stream, sc := range *cursors {
-			if sc.Pending != nil && sc.Pending.Session == session && !slices.Contains(except, stream) {
+			if sc.Pending != nil && sc.Pending.Session == session && in(stream, sc.Pending) {
 				if stream == StreamChat {
 					read = sc.Pending.MessageIDs
 				}
@@ -429,10 +437,10 @@ func (s *Store) AcknowledgeVia(ctx context.Context, agent, session, via string, 
 		return nil
 	})
 	if err != nil {
-		return fmt.Errorf("acknowledge what session %s received: %w", session, err)
+		return nil, fmt.Errorf("acknowledge what session %s received: %w", session, err)
 	}
 	s.receipt(ctx, agent, ReceiptRead, session, via, read)
-	return nil
+	return read, nil
 }
 
 // recordIDs are the ids of recs (JSON objects with an id: ReadPast's rule).
@@ -444,9 +452,10 @@ func recordIDs(recs []Record) []string {
 	return ids
 }
 
-func holdsBatch(cursors Cursors, session string, except []string) bool {
+// holdsBatchIn says whether session holds a batch that `in` accepts.
+func holdsBatchIn(cursors Cursors, session string, in func(stream string, p *PendingBatch) bool) bool {
 	for stream, sc := range cursors {
-		if sc.Pending != nil && sc.Pending.Session == session && !slices.Contains(except, stream) {
+		if sc.Pending != nil && sc.Pending.Session == session && in(stream, sc.Pending) {
 			return true
 		}
 	}

@@ -25,10 +25,13 @@ func (s *Server) gate() mcp.Middleware {
 			if !ok {
 				return next(ctx, method, req)
 			}
-			// Over HTTP the call ends when its request does (the client
-			// went away); over stdio link is nil.
+			// The request the call came in (links.go): over HTTP the call
+			// ends when its request does (the client went away).
 			ctx, link, unlink := s.links.join(ctx, call)
 			defer unlink()
+			if link == nil {
+				return nil, ctx.Err() // its request is over
+			}
 			// The call's context ends when the client cancels the call
 			// (notifications/cancelled, also sent on a client's timeout) or
 			// the connection ends. The tool's ctx.Err() would otherwise
@@ -61,24 +64,13 @@ func (s *Server) gate() mcp.Middleware {
 			if refused != nil {
 				return refused, nil
 			}
-			if stop := s.deliver(ctx, call, spec, ses); stop != nil {
-				return stop, nil
-			}
-			if spec.handsBatch {
-				// Over HTTP, before the tool runs: one request at a time
-				// carries the session's batch (links.claim).
-				if err := s.links.claim(ctx, link, ses); err != nil {
-					return nil, err
-				}
+			if stop, err := s.deliver(ctx, link, call, spec, ses); stop != nil || err != nil {
+				return stop, err
 			}
 			callCtx, ended := withWaitEnd(withSession(ctx, ses))
 			res, err = explained(name)(next(callCtx, method, req))
-			if spec.handsBatch {
-				s.acks.set(ses.ID, false) // a parallel call may have set it meanwhile
-				s.handedOver(ctx, link, ses)
-			}
 			if ended.by != nil {
-				return interruptNotice(call, ses, ended.by), nil
+				return s.interrupting(ctx, link, call, ses, ended.by), nil
 			}
 			if r, ok := res.(*mcp.CallToolResult); ok && err == nil {
 				// Counted last: what arrived while the tool ran (a wait

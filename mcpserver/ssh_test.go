@@ -186,7 +186,7 @@ func TestSSHManyAgents(t *testing.T) {
 	for i := range clients {
 		id := fmt.Sprintf("a%d", i)
 		cs := p.connectSSH(p.sshServe(srv, id), "", os.Stderr)
-		clients[i] = chatClient{cs, p.authenticateHeld(cs, id, "chat")}
+		clients[i] = chatClient{cs: cs, token: p.authenticateHeld(cs, id, "chat")}
 	}
 	start := time.Now()
 	sent, received := exchange(t, clients, perAgent)

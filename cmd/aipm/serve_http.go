@@ -86,7 +86,7 @@ func serveHTTP(ctx context.Context, o *serveOptions, store *fsstore.Store) error
 	// No read or write timeout: a waiting get_next_action answers after
 	// minutes. An idle keep-alive connection is closed after two.
 	srv := &http.Server{Handler: mux, ReadHeaderTimeout: 10 * time.Second, IdleTimeout: 2 * time.Minute, ErrorLog: slog.NewLogLogger(log.Handler(), slog.LevelWarn),
-		BaseContext: func(net.Listener) context.Context { return base }}
+		BaseContext: func(net.Listener) context.Context { return base }, ConnContext: h.ConnContext}
 	fmt.Fprintln(e.stdout, origin+"/mcp")
 	log.Info("serving MCP over streamable HTTP", "url", origin+"/mcp")
 	served := make(chan error, 1)

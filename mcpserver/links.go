@@ -308,9 +308,6 @@ func (ls *links) begin(ctx context.Context, l *link, ses fsstore.Session, tool s
 // settle applies rules 3 and 4 for call l of ses, under c.mu.
 func (ls *links) settle(ctx context.Context, c *carrying, l *link, ses fsstore.Session, tool string, reads bool, readStream string) {
 	carrier := c.carrier
-	if carrier != nil {
-		ls.log.Info("DEBUGX settle", "tool", tool, "same", carrier.conn == l.conn, "nilconn", l.conn == nil, "arrived", l.arrived, "outAt", carrier.outAt, "over", carrier.over, "handed", len(carrier.handed))
-	}
 	switch {
 	case carrier == nil && c.clear:
 	case carrier != nil && carrier.proves(l, ses):

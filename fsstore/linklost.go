@@ -25,7 +25,9 @@ func (s *Store) Unhand(ctx context.Context, agent, session string, streams ...st
 	if err != nil {
 		return false, err
 	}
-	named := func(stream string, _ *PendingBatch) bool { return len(streams) == 0 || slices.Contains(streams, stream) }
+	named := func(stream string, _ *PendingBatch) bool {
+		return len(streams) == 0 || slices.Contains(streams, stream)
+	}
 	if !holdsBatchIn(cursors, session, named) {
 		return false, nil
 	}

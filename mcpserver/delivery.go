@@ -131,4 +131,3 @@ func (t toolSpec) readStreams() []string {
 	}
 	return []string{t.readsStream}
 }
-

@@ -143,6 +143,7 @@ func (h *HTTP) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	}
 	rw := &linkWriter{ResponseWriter: w}
 	l := h.links.add(r.Context(), connOf(r), rw.written.Load)
+	rw.writing = func() { h.links.writing(l) }
 	r.Header.Set(linkHeader, l.id)
 	// Deferred, so that a handler's panic (recovered by net/http) leaves no
 	// session waiting for this answer for ever.
@@ -355,9 +356,13 @@ type linkWriter struct {
 	http.ResponseWriter
 	failed  atomic.Bool
 	written atomic.Int64 // bytes of the response body written
+	writing func()       // before each write (links.writing)
 }
 
 func (w *linkWriter) Write(b []byte) (int, error) {
+	if w.writing != nil {
+		w.writing()
+	}
 	n, err := w.ResponseWriter.Write(b)
 	w.written.Add(int64(n))
 	if err != nil {

@@ -192,14 +192,15 @@ func (ls *links) finish(l *link, ok func(handed) bool) {
 	close(l.out)
 }
 
-// writing says l's answer is about to be written (stdio): a request read
-// from here on came after it (rule 3), even if its line was read before
-// the write returned, and finish is only then. No call settles anything
-// before finish, so none acknowledges an answer still being written.
+// writing says l's answer, which hands something, begins to go out: a
+// request that comes in from here on came after it (rule 3), even before
+// the write returns, and waits for finish (begin); no call settles
+// anything before finish, so none acknowledges an answer still being
+// written.
 func (ls *links) writing(l *link) {
 	l.mu.Lock()
 	defer l.mu.Unlock()
-	if l.outAt == 0 {
+	if l.outAt == 0 && len(l.handed) > 0 {
 		l.outAt = ls.seq.Add(1)
 	}
 }

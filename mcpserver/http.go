@@ -120,6 +120,17 @@ func NewHTTP(store *fsstore.Store, log *slog.Logger, version string, opts HTTPOp
 // without MCP sessions over HTTP (SEP-2575).
 const sessionlessProtocol = "2026-07-28"
 
+// IdleTimeout is how long aipm serve --http keeps an idle keep-alive
+// connection open (its http.Server's IdleTimeout). Every response says a
+// little less (Keep-Alive: timeout=...), so that a client that would close
+// an idle connection sooner (Node's fetch: after 4 seconds) keeps it:
+// its next call on that connection proves it read the answer before
+// (links.go), where a call on a new one takes the answer's batch back.
+const IdleTimeout = 2 * time.Minute
+
+// keepAlive is the Keep-Alive header of every response.
+var keepAlive = fmt.Sprintf("timeout=%d", int((IdleTimeout - 5*time.Second).Seconds()))
+
 // linkHeader carries, from the transport to the gate, which request in
 // flight a call arrived in (links.go). A client's own value is replaced.
 const linkHeader = "Aipm-Link"
@@ -141,6 +152,7 @@ func (h *HTTP) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		http.Error(w, "no bearer token: send Authorization: Bearer <the agent's passkey, as aipm agent add printed it>", http.StatusUnauthorized)
 		return
 	}
+	w.Header().Set("Keep-Alive", keepAlive)
 	rw := &linkWriter{ResponseWriter: w}
 	l := h.links.add(r.Context(), connOf(r), rw.written.Load)
 	rw.writing = func() { h.links.writing(l) }

@@ -147,6 +147,9 @@ func (p *project) rawMCP(srv *httpServer, agent string) rawMCP {
 	client := &http.Client{}
 	auth := map[string]string{"Authorization": "Bearer " + p.passkeys[agent]}
 	resp, _ := post(t, client, srv.url, initBody, auth)
+	if got := resp.Header.Get("Keep-Alive"); got != "timeout=115" {
+		t.Fatalf("Keep-Alive %q: every answer says how long an idle connection stays (a little less than mcpserver.IdleTimeout)", got)
+	}
 	hdr := map[string]string{"Authorization": auth["Authorization"], "Mcp-Session-Id": resp.Header.Get("Mcp-Session-Id"), "Mcp-Protocol-Version": "2025-06-18"}
 	post(t, client, srv.url, `{"jsonrpc":"2.0","method":"notifications/initialized"}`, hdr)
 	return rawMCP{addr: strings.TrimPrefix(strings.TrimSuffix(srv.url, "/mcp"), "http://"), hdr: hdr}

@@ -84,8 +84,9 @@ func serveHTTP(ctx context.Context, o *serveOptions, store *fsstore.Store) error
 	base, endRequests := context.WithCancel(context.WithoutCancel(ctx))
 	defer endRequests()
 	// No read or write timeout: a waiting get_next_action answers after
-	// minutes. An idle keep-alive connection is closed after two.
-	srv := &http.Server{Handler: mux, ReadHeaderTimeout: 10 * time.Second, IdleTimeout: 2 * time.Minute, ErrorLog: slog.NewLogLogger(log.Handler(), slog.LevelWarn),
+	// minutes. An idle keep-alive connection is closed after two
+	// (mcpserver.IdleTimeout, which responses announce).
+	srv := &http.Server{Handler: mux, ReadHeaderTimeout: 10 * time.Second, IdleTimeout: mcpserver.IdleTimeout, ErrorLog: slog.NewLogLogger(log.Handler(), slog.LevelWarn),
 		BaseContext: func(net.Listener) context.Context { return base }, ConnContext: h.ConnContext}
 	fmt.Fprintln(e.stdout, origin+"/mcp")
 	log.Info("serving MCP over streamable HTTP", "url", origin+"/mcp")

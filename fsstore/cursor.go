@@ -21,9 +21,10 @@ type Cursor = lockedfile.Cursor
 // StreamCursor is one stream's entry in an agent's read.json: the committed
 // cursor (what the agent has received) and, while a session holds a batch it
 // has not acknowledged yet, where that batch ends. Read means received: the
-// batch is committed when the same session makes its next call or logs out
-// (Acknowledge); a session that dies first leaves it pending, and the next
-// reader gets it again, marked redelivered.
+// batch is committed when a later call of the same session proves its
+// answer was read (Acknowledge; mcpserver's links.go says what proves it),
+// or taken back (Unhand); a session that dies first leaves it pending, and
+// the next reader gets it again, marked redelivered.
 type StreamCursor struct {
 	Cursor
 	Pending *PendingBatch `json:"pending,omitempty"`
@@ -388,8 +389,7 @@ func equalCursor(a, b Cursor) bool {
 const viaNextCall = "next call"
 
 // Acknowledge commits every batch handed to session in agent's streams but
-// those in except: the session made its next call (or logged out), so it
-// received them. It reads read.json without a lock and writes only when
+// those in except: a later call of the session proved it received them. It reads read.json without a lock and writes only when
 // there is a batch. A call that is itself a read of a stream leaves that
 // stream out: the read acknowledges the previous batch in its own write.
 func (s *Store) Acknowledge(ctx context.Context, agent, session string, except ...string) error {

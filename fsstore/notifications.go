@@ -367,8 +367,8 @@ func (s *Store) Notify(ctx context.Context, agent string, n Notification) (Notif
 
 // SessionNotifications returns the unread notifications that concern ses,
 // the oldest first, at most limit of them (0: all); more says others wait.
-// Unless peek, they are handed to the session and marked read when it
-// makes its next call (Acknowledge).
+// Unless peek, they are handed to the session and marked read when a later
+// call of it proves they were (Acknowledge).
 func (s *Store) SessionNotifications(ctx context.Context, ses Session, peek bool, limit int) (ns []Notification, more bool, err error) {
 	return s.sessionNotifications(ctx, ses, peek, limit)
 }

@@ -294,3 +294,36 @@ func TestHTTPCutAtEveryByte(t *testing.T) {
 		}
 	})
 }
+
+// mark_read is a proof on any link: a batch read through one HTTP client
+// and marked read, by one of its ids, through another (on a connection of
+// its own, which proves nothing by itself) is read; the next read gets
+// nothing again.
+func TestMarkReadProvesOverHTTP(t *testing.T) {
+	p := newProject(t)
+	srv := p.serveHTTP()
+	reads := p.connectHTTP(srv.url, "2025-11-25", p.passkeys["reviewer"], nil)
+	tok := p.authenticateHeld(reads, "reviewer", fsstore.PurposeChat)
+	other := p.connectHTTP(srv.url, "2025-11-25", p.passkeys["reviewer"], nil)
+	p.send("lead", "reviewer", "one")
+	p.send("lead", "reviewer", "two")
+	r := call(t, reads, "get_pending_messages", map[string]any{"session_token": tok})
+	list, _ := r.data["pending_messages"].([]any)
+	if len(list) != 2 {
+		t.Fatalf("get_pending_messages: %s", r.text)
+	}
+	if r := call(t, other, "mark_read", map[string]any{"session_token": tok, "message_ids": []any{list[1].(map[string]any)["id"]}}); r.isError {
+		t.Fatalf("mark_read: %s", r.text)
+	}
+	if r := call(t, other, "get_next_action", map[string]any{"session_token": tok, "wait_seconds": 1}); r.str("action") == "get_pending_messages" {
+		t.Fatalf("after mark_read the batch came back: %s", r.text)
+	}
+	if got := msgs(call(t, other, "get_pending_messages", map[string]any{"session_token": tok})); len(got) != 0 {
+		t.Fatalf("after mark_read: %v", got)
+	}
+	for _, m := range []string{"one", "two"} {
+		if s := p.seen("reviewer")[m]; s.ReadVia != "mark_read" {
+			t.Errorf("%s: %+v; want read via mark_read", m, s)
+		}
+	}
+}

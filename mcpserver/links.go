@@ -19,10 +19,12 @@ import (
 // in-memory transport.
 //
 // An answer may hand its session something to read: a batch of chat
-// messages (get_pending_messages), of notifications (get_notifications),
-// or the interrupt it shows instead of the call's answer. What it hands
-// stays pending in the agent's read.json (fsstore.StreamCursor.Pending)
-// until a later call of the session settles it:
+// messages (get_pending_messages) or of notifications (get_notifications).
+// The answer that shows an interrupt instead of a call's is carried the
+// same way (Server.interrupting), whatever showing it hands. What an
+// answer hands stays pending in the agent's read.json
+// (fsstore.StreamCursor.Pending) until a later call of the session
+// settles it:
 //
 //  1. One answer at a time carries a session's batch: a call that may hand
 //     one makes its answer the session's carrier (begin). While the
@@ -36,9 +38,12 @@ import (
 //     taken back at once (finish).
 //  3. A later call that proves the answer was read commits what it handed
 //     (read means received). The proofs:
-//     - stdio: the call's request was read from stdin after the answer was
-//     written to stdout. A pipe keeps order, and what was written to it
-//     stays readable after aipm serve dies.
+//     - stdio: the call's request was read from stdin after the answer
+//     began to be written to stdout (and it settles once the answer is
+//     written whole). A pipe keeps order, and what was written to it stays
+//     readable after aipm serve dies. Through ssh the pipe ends at sshd: a
+//     call the client sent before it read the answer, in parallel, could
+//     count an answer the network then lost; one call at a time is safe.
 //     - HTTP: the call came on the same HTTP/1.x connection as the answer,
 //     after it. A client sends a request on a connection only once it has
 //     read the answer before it there (the server speaks no HTTP/2, and no

@@ -21,9 +21,10 @@ type Cursor = lockedfile.Cursor
 // StreamCursor is one stream's entry in an agent's read.json: the committed
 // cursor (what the agent has received) and, while a session holds a batch it
 // has not acknowledged yet, where that batch ends. Read means received: the
-// batch is committed when the same session makes its next call or logs out
-// (Acknowledge); a session that dies first leaves it pending, and the next
-// reader gets it again, marked redelivered.
+// batch is committed when a later call of the same session proves its
+// answer was read (Acknowledge; mcpserver's links.go says what proves it),
+// or taken back (Unhand); a session that dies first leaves it pending, and
+// the next reader gets it again, marked redelivered.
 type StreamCursor struct {
 	Cursor
 	Pending *PendingBatch `json:"pending,omitempty"`
@@ -398,8 +399,7 @@ func equalCursor(a, b Cursor) bool {
 const viaNextCall = "next call"
 
 // Acknowledge commits every batch handed to session in agent's streams but
-// those in except: the session made its next call (or logged out), so it
-// received them. It reads read.json without a lock and writes only when
+// those in except: a later call of the session proved it received them. It reads read.json without a lock and writes only when
 // there is a batch. A call that is itself a read of a stream leaves that
 // stream out: the read acknowledges the previous batch in its own write.
 func (s *Store) Acknowledge(ctx context.Context, agent, session string, except ...string) error {
@@ -410,48 +410,56 @@ func (s *Store) Acknowledge(ctx context.Context, agent, session string, except .
 // receipt says which call read the messages, respond_chat or mark_read,
 // say).
 func (s *Store) AcknowledgeVia(ctx context.Context, agent, session, via string, except ...string) error {
-	_, err := s.acknowledge(ctx, agent, session, via, true, except)
+	_, _, err := s.acknowledge(ctx, agent, session, via, func(stream string, _ *PendingBatch) bool { return !slices.Contains(except, stream) })
 	return err
 }
 
-// AcknowledgeCall is AcknowledgeVia for the first step of a tool call. A
-// batch only shown to the model (an interrupt in a replaced answer or a
-// client hook: PendingBatch.Shown) is read only by a call that lets the
-// session comply with it (complies: the tools that pass an interrupt); any
-// other call keeps it, so that the interrupt in it still stops the
-// session. kept says such a batch is still held.
+// AcknowledgeCall is AcknowledgeVia for a call that proved the answer
+// before it was read (mcpserver/links.go). A batch only shown to the model
+// (an interrupt in a replaced answer or a client hook: PendingBatch.Shown)
+// is read only by a call that lets the session comply with it (complies:
+// the tools that pass an interrupt); any other call keeps it, so that the
+// interrupt in it still stops the session. kept says such a batch is still
+// held.
 func (s *Store) AcknowledgeCall(ctx context.Context, agent, session, via string, complies bool, except ...string) (kept bool, err error) {
-	return s.acknowledge(ctx, agent, session, via, complies, except)
+	_, kept, err = s.acknowledge(ctx, agent, session, via, func(stream string, p *PendingBatch) bool {
+		return !slices.Contains(except, stream) && (complies || !p.Shown)
+	})
+	return kept, err
 }
 
-func (s *Store) acknowledge(ctx context.Context, agent, session, via string, shown bool, except []string) (kept bool, err error) {
+// AcknowledgeShown commits the batches of session that were only shown
+// (an interrupt a client hook showed whole): the call via complies with it.
+func (s *Store) AcknowledgeShown(ctx context.Context, agent, session, via string) error {
+	_, _, err := s.acknowledge(ctx, agent, session, via, func(_ string, p *PendingBatch) bool { return p.Shown })
+	return err
+}
+
+// acknowledge commits the batches handed to session in agent's streams
+// that `in` accepts (it sees each stream's batch), and returns the chat
+// messages it committed; kept says the session still holds a batch only
+// shown (PendingBatch.Shown) that `in` left.
+func (s *Store) acknowledge(ctx context.Context, agent, session, via string, in func(stream string, p *PendingBatch) bool) (_ []string, kept bool, _ error) {
 	cursorPath, err := s.readCursorPath(agent)
 	if err != nil {
-		return false, err
+		return nil, false, err
 	}
 	cursors, err := s.readCursors(cursorPath)
 	if err != nil {
-		return false, err
+		return nil, false, err
 	}
-	if !shown {
-		except = append(shownStreams(cursors, session), except...)
-	}
-	kept = !shown && len(shownStreams(cursors, session)) > 0
-	if !holdsBatch(cursors, session, except) {
-		return kept, nil
+	kept = holdsBatchIn(cursors, session, func(stream string, p *PendingBatch) bool { return p.Shown && !in(stream, p) })
+	if !holdsBatchIn(cursors, session, in) {
+		return nil, kept, nil
 	}
 	var read []string // the chat messages the session received
 	_, err = UpdateDoc(ctx, s, cursorPath, ModeFile, func(cursors *Cursors, _ bool) error {
-		skip := except
-		if !shown {
-			skip = append(shownStreams(*cursors, session), except...)
-		}
-		if !holdsBatch(*cursors, session, skip) {
+		if !holdsBatchIn(*cursors, session, in) {
 			return ErrNoChange
 		}
 		read = nil
 		for stream, sc := range *cursors {
-			if sc.Pending != nil && sc.Pending.Session == session && !slices.Contains(skip, stream) {
+			if sc.Pending != nil && sc.Pending.Session == session && in(stream, sc.Pending) {
 				if stream == StreamChat {
 					read = sc.Pending.MessageIDs
 				}
@@ -462,22 +470,10 @@ func (s *Store) acknowledge(ctx context.Context, agent, session, via string, sho
 		return nil
 	})
 	if err != nil {
-		return kept, fmt.Errorf("acknowledge what session %s received: %w", session, err)
+		return nil, kept, fmt.Errorf("acknowledge what session %s received: %w", session, err)
 	}
 	s.receipt(ctx, agent, ReceiptRead, session, via, read)
-	return kept, nil
-}
-
-// shownStreams are the streams in which session holds a batch only shown
-// (PendingBatch.Shown).
-func shownStreams(cursors Cursors, session string) []string {
-	var out []string
-	for stream, sc := range cursors {
-		if sc.Pending != nil && sc.Pending.Session == session && sc.Pending.Shown {
-			out = append(out, stream)
-		}
-	}
-	return out
+	return read, kept, nil
 }
 
 // recordIDs are the ids of recs (JSON objects with an id: ReadPast's rule).
@@ -489,9 +485,10 @@ func recordIDs(recs []Record) []string {
 	return ids
 }
 
-func holdsBatch(cursors Cursors, session string, except []string) bool {
+// holdsBatchIn says whether session holds a batch that `in` accepts.
+func holdsBatchIn(cursors Cursors, session string, in func(stream string, p *PendingBatch) bool) bool {
 	for stream, sc := range cursors {
-		if sc.Pending != nil && sc.Pending.Session == session && !slices.Contains(except, stream) {
+		if sc.Pending != nil && sc.Pending.Session == session && in(stream, sc.Pending) {
 			return true
 		}
 	}

@@ -15,8 +15,10 @@
 //     (UpdateDoc: tasks, config) with a compare-and-swap against a
 //     lock-less editor, keeping keys aipm does not know, and one only aipm
 //     writes (writeDoc: sessions, conversations, indexes, passkeys) whole;
-//   - a batch handed to a session is marked read only on that session's
-//     next call (Acknowledge); a crash makes it come again, marked;
+//   - a batch handed to a session is marked read only when a later call of
+//     that session proves its answer was read (Acknowledge; the proofs are
+//     mcpserver's, links.go), or taken back (Unhand); a crash makes it come
+//     again, marked;
 //   - a reader never returns a line without its trailing newline, and reports
 //     an unparsable complete line as path:line: reason without changing it;
 //   - no request value becomes part of a path without passing the id checks

@@ -3,6 +3,7 @@ package fsstore
 import (
 	"context"
 	"fmt"
+	"slices"
 )
 
 // Unhand takes back every batch handed to session in agent's streams and
@@ -13,8 +14,9 @@ import (
 // again, marked redelivered. A batch the session acknowledged already is
 // past the cursor and stays received. When the session was handed a later
 // batch in between, that one is taken back too: it comes again, marked,
-// never lost. It says whether it took anything back.
-func (s *Store) Unhand(ctx context.Context, agent, session string) (bool, error) {
+// never lost. With streams named, only the batches of those streams are
+// taken back. It says whether it took anything back.
+func (s *Store) Unhand(ctx context.Context, agent, session string, streams ...string) (bool, error) {
 	cursorPath, err := s.readCursorPath(agent)
 	if err != nil {
 		return false, err
@@ -23,17 +25,20 @@ func (s *Store) Unhand(ctx context.Context, agent, session string) (bool, error)
 	if err != nil {
 		return false, err
 	}
-	if !holdsBatch(cursors, session, nil) {
+	named := func(stream string, _ *PendingBatch) bool {
+		return len(streams) == 0 || slices.Contains(streams, stream)
+	}
+	if !holdsBatchIn(cursors, session, named) {
 		return false, nil
 	}
 	took := false
 	_, err = UpdateDoc(ctx, s, cursorPath, ModeFile, func(cursors *Cursors, _ bool) error {
-		took = holdsBatch(*cursors, session, nil) // each try of the swap decides anew
+		took = holdsBatchIn(*cursors, session, named) // each try of the swap decides anew
 		if !took {
 			return ErrNoChange
 		}
 		for stream, sc := range *cursors {
-			if sc.Pending == nil || sc.Pending.Session != session {
+			if sc.Pending == nil || sc.Pending.Session != session || !named(stream, sc.Pending) {
 				continue
 			}
 			// startFor's rule for another session's batch, made now.

@@ -21,8 +21,9 @@ type MarkedRead struct {
 }
 
 // MarkRead is the explicit read of seed 000 ("既読管理"), for session ses
-// once its call has acknowledged what the session held (read means
-// received: the call is the session's next call). Every id must name a
+// after its call settled what the session held (read means received: the
+// call is the session's next call); naming a message of the batch the
+// session still holds reads that batch (readNamed). Every id must name a
 // message others sent to ses's agent that a session of it was handed;
 // the answer says when each was read. An id not handed yet, or not a
 // message the agent received, is refused with what to do, and nothing is
@@ -56,8 +57,13 @@ func (s *Store) MarkRead(ctx context.Context, ses Session, ids []string) ([]Mark
 		if err := s.checkReceived(ses.Agent, lost); err != nil {
 			return nil, err
 		}
-		s.receipt(ctx, ses.Agent, ReceiptRead, ses.ID, "mark_read", lost)
 	}
+	batch, err := s.readNamed(ctx, ses, ids)
+	if err != nil {
+		return nil, err
+	}
+	lost = slices.DeleteFunc(lost, func(id string) bool { return slices.Contains(batch, id) }) // its receipt is written
+	s.receipt(ctx, ses.Agent, ReceiptRead, ses.ID, "mark_read", lost)
 	out := make([]MarkedRead, len(ids))
 	now := time.Now().UTC()
 	for i, id := range ids {
@@ -67,6 +73,17 @@ func (s *Store) MarkRead(ctx context.Context, ses Session, ids []string) ([]Mark
 		}
 	}
 	return out, nil
+}
+
+// readNamed commits the chat batch ses holds when ids name a message of
+// it, and returns the batch's messages: naming one proves that the answer
+// which handed the batch was read, whatever the link could tell
+// (mcpserver/links.go).
+func (s *Store) readNamed(ctx context.Context, ses Session, ids []string) ([]string, error) {
+	read, _, err := s.acknowledge(ctx, ses.Agent, ses.ID, "mark_read", func(stream string, p *PendingBatch) bool {
+		return stream == StreamChat && slices.ContainsFunc(ids, func(id string) bool { return slices.Contains(p.MessageIDs, id) })
+	})
+	return read, err
 }
 
 // checkMarkRead checks mark_read's ids and drops repeats.

@@ -253,9 +253,9 @@ func (s *Store) Unread(ctx context.Context, agent string, limit int, peek bool) 
 }
 
 // Deliver hands session ses up to limit unread messages that others sent
-// to its agent, oldest first. They count as read once the session makes its
-// next call (Acknowledge); a message that may have reached an earlier
-// session comes back with Redelivered set.
+// to its agent, oldest first. They count as read once a later call of the
+// session proves they were (Acknowledge), or come again (Unhand); a message
+// that may have reached a client before comes back with Redelivered set.
 func (s *Store) Deliver(ctx context.Context, ses Session, limit int) ([]Message, bool, error) {
 	res, err := s.ReadUnread(ctx, ses.Agent, StreamChat, ReadOptions{Limit: limit, Match: FromOthers(ses.Agent), Session: ses.ID, Via: "get_pending_messages"})
 	if err != nil {

@@ -474,9 +474,9 @@ func (s *Store) Notify(ctx context.Context, agent string, n Notification) (Notif
 
 // SessionNotifications returns the unread notifications that concern ses,
 // the oldest first, at most limit of them (0: all); more says others wait.
-// Unless peek, they are handed to the session and marked read when it
-// makes its next call (Acknowledge). A batch the session holds that was
-// only shown to its model (an interrupt in a replaced answer:
+// Unless peek, they are handed to the session and marked read when a later
+// call of it proves they were (Acknowledge). A batch the session holds that
+// was only shown to its model (an interrupt in a replaced answer:
 // ShowInterrupt) is unread until a call that complies reads it, so it
 // comes first; a read (not a peek) reads it now.
 func (s *Store) SessionNotifications(ctx context.Context, ses Session, peek bool, limit int) (ns []Notification, more bool, err error) {
@@ -486,6 +486,9 @@ func (s *Store) SessionNotifications(ctx context.Context, ses Session, peek bool
 	}
 	if !shown {
 		held = nil
+	}
+	for i := range held {
+		held[i].Redelivered = true // its model was shown it before, in a replaced answer or a hook
 	}
 	ns, more, err = s.sessionNotifications(ctx, ses, peek, limit)
 	return append(held, ns...), more, err

@@ -3,7 +3,6 @@ package mcpserver
 import (
 	"context"
 	"fmt"
-	"sync"
 
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
@@ -11,47 +10,35 @@ import (
 )
 
 // deliver is the delivery part of the gate (DESIGN sections 4 rule 6 and
-// 6). Every call of a session first acknowledges what the session was
-// handed on its previous call (read means received: a session that dies
-// before its next call leaves that batch unread, to be delivered again and
-// marked redelivered). Then it counts the notifications that concern this
-// session and looks for an interrupt that stops it. It returns a result
-// that replaces the call when the call must not run: an
-// interrupt (except for the tools that let the agent comply), or
-// notifications that cannot be read (fail closed: the call is refused with
-// path:line, nothing is marked read; logout still runs). What each tool
-// lets through is in its spec (toolSpec). An interrupt that stops the call
-// is returned as intr, for the gate to show (showInterrupt).
-func (s *Server) deliver(ctx context.Context, call *mcp.CallToolRequest, spec toolSpec, ses fsstore.Session) (stop *mcp.CallToolResult, intr *fsstore.Notification) {
+// 6). Every call of a session first settles what the session was handed
+// before: read if the call proves that the answer which handed it was read,
+// taken back or left pending otherwise (links.go holds the rule; an
+// interrupt only shown is read only by a call that complies with it); a
+// call that may hand the session a batch makes its answer the one that
+// carries it. Then it counts the notifications that concern this session
+// and looks for an interrupt that stops it. It returns a result that
+// replaces the call when the call must not run: notifications that cannot
+// be read (fail closed: the call is refused with path:line, nothing is
+// marked read; logout still runs), or, as intr, an interrupt that stops the
+// call (except for the tools that let the agent comply), for the gate to
+// show (showInterrupt). What each tool lets through is in its spec
+// (toolSpec). An error means the call ended (its context).
+func (s *Server) deliver(ctx context.Context, l *link, call *mcp.CallToolRequest, spec toolSpec, ses fsstore.Session) (stop *mcp.CallToolResult, intr *fsstore.Notification, err error) {
 	tool := call.Params.Name
-	if !s.acks.clear(ses.ID) {
-		// Skipped while another request carries a batch of the session
-		// (parallel calls over HTTP): it is read once that answer is out.
-		s.links.ifFree(ses.ID, func() {
-			// An interrupt shown in a replaced answer is read by a call
-			// that complies with it; until then it stops every other.
-			kept, err := s.store.AcknowledgeCall(ctx, ses.Agent, ses.ID, tool, spec.passesInterrupt, spec.readStreams(ses.Purpose)...)
-			if err != nil {
-				s.log.Error("acknowledge", "agent", ses.Agent, "session", ses.ID, "err", err)
-			} else if !spec.handsBatch && !kept {
-				s.acks.set(ses.ID, true)
-			}
-		})
-	}
-	if spec.handsBatch {
-		s.acks.set(ses.ID, false) // it may hand the session a batch now
+	if err := s.links.begin(ctx, l, ses, tool, spec.handsBatch, spec.readsUnread, spec.readStreams(ses.Purpose), spec.passesInterrupt); err != nil {
+		return nil, nil, err
 	}
 	unread, err := s.store.Interrupt(ctx, ses)
 	switch {
 	case err != nil && spec.passesUnreadable:
-		return nil, nil
+		return nil, nil, nil
 	case err != nil:
 		s.log.Error("read notifications", "agent", ses.Agent, "err", err)
-		return refusal(call, toolErr("notifications_unreadable", fmt.Sprintf("%s did not run: your notifications cannot be read, and one of them may be an interrupt: %v. Ask a human to run aipm doctor --repair, then call again.", tool, err))), nil
+		return refusal(call, toolErr("notifications_unreadable", fmt.Sprintf("%s did not run: your notifications cannot be read, and one of them may be an interrupt: %v. Ask a human to run aipm doctor --repair, then call again.", tool, err))), nil, nil
 	case unread.Interrupt != nil && !spec.passesInterrupt:
-		return nil, unread.Interrupt
+		return nil, unread.Interrupt, nil
 	}
-	return nil, nil
+	return nil, nil, nil
 }
 
 // unreadAfter is what the notification line counts once the tool ran
@@ -137,32 +124,4 @@ func (t toolSpec) readStreams(purpose string) []string {
 		return []string{fsstore.NotificationStream(purpose)}
 	}
 	return []string{t.readsStream}
-}
-
-// acks remembers the sessions that, as far as this process knows, hold no
-// unacknowledged batch, so that their calls (send_message, say) skip
-// reading read.json. A session's first call in this process always checks,
-// so a client that moved here from another process is acknowledged too.
-type acks struct {
-	mu sync.Mutex
-	m  map[string]bool
-}
-
-func (a *acks) clear(session string) bool {
-	a.mu.Lock()
-	defer a.mu.Unlock()
-	return a.m[session]
-}
-
-func (a *acks) set(session string, clear bool) {
-	a.mu.Lock()
-	defer a.mu.Unlock()
-	if a.m == nil {
-		a.m = map[string]bool{}
-	}
-	if clear {
-		a.m[session] = true
-	} else {
-		delete(a.m, session)
-	}
 }

@@ -29,10 +29,13 @@ func (s *Server) gate() mcp.Middleware {
 			if s.unavailable != "" {
 				return refusal(call, toolErr("server_unavailable", s.unavailable)), nil
 			}
-			// Over HTTP the call ends when its request does (the client
-			// went away); over stdio link is nil.
+			// The request the call came in (links.go): over HTTP the call
+			// ends when its request does (the client went away).
 			ctx, link, unlink := s.links.join(ctx, call)
 			defer unlink()
+			if link == nil {
+				return nil, ctx.Err() // its request is over
+			}
 			// The call's context ends when the client cancels the call
 			// (notifications/cancelled, also sent on a client's timeout) or
 			// the connection ends. The tool's ctx.Err() would otherwise
@@ -65,26 +68,17 @@ func (s *Server) gate() mcp.Middleware {
 			if refused != nil {
 				return refused, nil
 			}
-			stop, intr := s.deliver(ctx, call, spec, ses)
+			stop, intr, err := s.deliver(ctx, link, call, spec, ses)
 			switch {
+			case err != nil:
+				return nil, err
 			case intr != nil:
 				return s.showInterrupt(ctx, link, call, ses, intr), nil
 			case stop != nil:
 				return stop, nil
 			}
-			if spec.handsBatch {
-				// Over HTTP, before the tool runs: one request at a time
-				// carries the session's batch (links.claim).
-				if err := s.links.claim(ctx, link, ses); err != nil {
-					return nil, err
-				}
-			}
 			callCtx, ended := withWaitEnd(withSession(ctx, ses))
 			res, err = explained(name)(next(callCtx, method, req))
-			if spec.handsBatch {
-				s.acks.set(ses.ID, false) // a parallel call may have set it meanwhile
-				s.handedOver(ctx, link, ses)
-			}
 			if ended.by != nil {
 				return s.showInterrupt(ctx, link, call, ses, ended.by), nil
 			}
@@ -101,23 +95,19 @@ func (s *Server) gate() mcp.Middleware {
 // showInterrupt answers a call that intr stops with the interrupt notice
 // (the tool did not run, or its wait took nothing). The model is shown the
 // interrupt whole, with the unread notifications before it, so they are
-// handed to the session as a batch (fsstore.Store.ShowInterrupt): read on
-// its next call, like get_notifications' batch, and taken back if the
-// answer never reaches the client (over HTTP the request carries it, as
-// for a tool that hands a batch: links.claim).
+// handed to the session as a batch only shown (fsstore.Store.ShowInterrupt):
+// the answer carries it as any batch (links.begin), it is taken back if
+// the answer is lost, and a later call that proves the answer read and
+// complies with the interrupt reads it (links.go).
 func (s *Server) showInterrupt(ctx context.Context, l *link, call *mcp.CallToolRequest, ses fsstore.Session, intr *fsstore.Notification) *mcp.CallToolResult {
-	if err := s.links.claim(ctx, l, ses); err != nil {
+	if err := s.links.begin(ctx, l, ses, call.Params.Name, true, false, nil, false); err != nil {
+		s.log.Debug("the interrupting answer will not go out", "session", ses.ID, "err", err)
 		return interruptNotice(call, ses, intr, nil) // nobody gets the answer
 	}
 	var earlier []fsstore.Notification
-	handed, err := s.store.ShowInterrupt(ctx, ses, *intr, func(ns []fsstore.Notification) bool { earlier = ns; return true })
-	if err != nil {
+	if _, err := s.store.ShowInterrupt(ctx, ses, *intr, func(ns []fsstore.Notification) bool { earlier = ns; return true }); err != nil {
 		s.log.Error("hand the interrupt shown", "agent", ses.Agent, "session", ses.ID, "err", err)
 	}
-	if handed {
-		s.acks.set(ses.ID, false) // its next call reads it
-	}
-	s.handedOver(ctx, l, ses)
 	return interruptNotice(call, ses, intr, earlier)
 }
 

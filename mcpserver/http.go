@@ -5,6 +5,7 @@ import (
 	"crypto/sha256"
 	"fmt"
 	"log/slog"
+	"net"
 	"net/http"
 	"sync"
 	"sync/atomic"
@@ -78,7 +79,7 @@ type clientFailures struct {
 // sessions it keeps end after the config's session idle timeout without a
 // request.
 func NewHTTP(store *fsstore.Store, log *slog.Logger, version string, opts HTTPOptions) (*HTTP, error) {
-	h := &HTTP{store: store, log: log, version: version, origin: opts.Origin, wake: wake.New(), links: newLinks(log),
+	h := &HTTP{store: store, log: log, version: version, origin: opts.Origin, wake: wake.New(), links: newLinks(store, log),
 		servers: map[[32]byte]*Server{}, failures: map[string]*clientFailures{}, loads: map[string]*agentLoad{}, now: opts.Now,
 		limits: opts.Limits.orDefaults()}
 	if h.now == nil {
@@ -94,6 +95,12 @@ func NewHTTP(store *fsstore.Store, log *slog.Logger, version string, opts HTTPOp
 		Logger:              log,
 		SessionTimeout:      h.sessionIdle,
 		MaxRequestBodyBytes: h.limits.MaxBody,
+		// An answer is a whole JSON body, not an event stream: a client
+		// reads it to its end before it sees the result, so its connection
+		// is back in its pool before its next call, which then proves the
+		// answer was read (links.go). No tool sends anything else during a
+		// call.
+		JSONResponse: true,
 	}
 	stateful := mcp.NewStreamableHTTPHandler(h.serverOf, &sdkOpts)
 	// Protocol 2026-07-28 is sessionless over HTTP: the SDK serves it only
@@ -120,8 +127,19 @@ func NewHTTP(store *fsstore.Store, log *slog.Logger, version string, opts HTTPOp
 // without MCP sessions over HTTP (SEP-2575).
 const sessionlessProtocol = "2026-07-28"
 
-// linkHeader carries, from the handler to the gate, which request in
-// flight a call arrived in. A client's own value is replaced.
+// IdleTimeout is how long aipm serve --http keeps an idle keep-alive
+// connection open (its http.Server's IdleTimeout). Every response says a
+// little less (Keep-Alive: timeout=...), so that a client that would close
+// an idle connection sooner (Node's fetch: after 4 seconds) keeps it:
+// its next call on that connection proves it read the answer before
+// (links.go), where a call on a new one takes the answer's batch back.
+const IdleTimeout = 2 * time.Minute
+
+// keepAlive is the Keep-Alive header of every response.
+var keepAlive = fmt.Sprintf("timeout=%d", int((IdleTimeout - 5*time.Second).Seconds()))
+
+// linkHeader carries, from the transport to the gate, which request in
+// flight a call arrived in (links.go). A client's own value is replaced.
 const linkHeader = "Aipm-Link"
 
 func (h *HTTP) ServeHTTP(w http.ResponseWriter, r *http.Request) {
@@ -130,24 +148,21 @@ func (h *HTTP) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	defer release()
+	w.Header().Set("Keep-Alive", keepAlive)
 	rw := &linkWriter{ResponseWriter: w}
-	id, l := h.links.add(r.Context(), rw)
-	r.Header.Set(linkHeader, id)
+	l := h.links.add(r.Context(), connOf(r), rw.written.Load)
+	rw.writing = func() { h.links.writing(l) }
+	r.Header.Set(linkHeader, l.id)
 	// Deferred, so that a handler's panic (recovered by net/http) leaves no
-	// session claimed for ever.
-	defer func() {
-		for _, hd := range h.links.finish(id, l) {
-			// Written means the answer went out after the batch was handed
-			// and every write and flush succeeded: the client's TCP stack
-			// has it. (A client's context ends as soon as it has read the
-			// answer, so the request's context says nothing here.)
-			if !rw.failed.Load() && rw.written.Load() > hd.mark {
-				continue
-			}
-			unhand(r.Context(), h.store, h.log, hd.ses)
-		}
-		h.links.settle(l) // only now may another call of those sessions read
-	}()
+	// session waiting for this answer for ever.
+	defer h.links.finish(l, func(hd handed) bool {
+		// Whole: the answer went out after the batch was handed, and every
+		// write and flush succeeded (the client's TCP stack has it; whether
+		// the client read it, only its next request on this connection
+		// tells: links.go). A client's context ends as soon as it has read
+		// the answer, so the request's context says nothing here.
+		return !rw.failed.Load() && rw.written.Load() > hd.mark
+	})
 	h.handler.ServeHTTP(rw, r)
 }
 
@@ -289,16 +304,24 @@ func (h *HTTP) succeeded(client string) {
 	delete(h.failures, client)
 }
 
-// unhand takes back what ses was handed in a response that never reached
-// its client.
-func unhand(ctx context.Context, store *fsstore.Store, log *slog.Logger, ses fsstore.Session) {
-	took, err := store.Unhand(context.WithoutCancel(ctx), ses.Agent, ses.ID)
-	switch {
-	case err != nil:
-		log.Error("take back a batch the client never got", "session", ses.ID, "err", err)
-	case took:
-		log.Info("the client went away mid-call: its batch comes again, marked redelivered", "session", ses.ID)
+// ConnContext is the http.Server's ConnContext of aipm serve --http: it
+// marks each connection, so that a request on the connection that carried
+// an answer proves that answer was read (links.go).
+func (h *HTTP) ConnContext(ctx context.Context, _ net.Conn) context.Context {
+	return context.WithValue(ctx, connKey{}, &linkConn{})
+}
+
+type connKey struct{}
+
+// connOf is the connection r came on, if its answers and requests follow
+// each other there: HTTP/1.x (an HTTP/2 connection multiplexes), marked by
+// ConnContext.
+func connOf(r *http.Request) *linkConn {
+	if r.ProtoMajor != 1 {
+		return nil
 	}
+	c, _ := r.Context().Value(connKey{}).(*linkConn)
+	return c
 }
 
 // linkWriter remembers whether writing the response failed (the client
@@ -307,9 +330,13 @@ type linkWriter struct {
 	http.ResponseWriter
 	failed  atomic.Bool
 	written atomic.Int64 // bytes of the response body written
+	writing func()       // before each write (links.writing)
 }
 
 func (w *linkWriter) Write(b []byte) (int, error) {
+	if w.writing != nil {
+		w.writing()
+	}
 	n, err := w.ResponseWriter.Write(b)
 	w.written.Add(int64(n))
 	if err != nil {

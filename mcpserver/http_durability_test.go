@@ -10,11 +10,13 @@ import (
 )
 
 // Durability over HTTP: 8 agents on one aipm serve --http process, each
-// with its own HTTP client (its own connections), each sending n messages
-// while every agent reads its own (exchange). Every message is exactly
-// once in the sender's and in the receiver's chat file, no line is torn,
-// and was received exactly once (checkExchange). n is 200, or 10,000 with
-// AIPM_LONG=1.
+// sending n messages while every agent reads its own (exchange). Each
+// agent reads through an MCP client of its own, one call at a time (so on
+// one keep-alive connection), and sends through another, on other
+// connections: each read proves the answer before it was read (links.go),
+// the sends prove nothing and take nothing back. Every message is exactly once in the sender's and in the
+// receiver's chat file, no line is torn, and was received exactly once
+// (checkExchange). n is 200, or 10,000 with AIPM_LONG=1.
 func TestHTTPDurability(t *testing.T) {
 	agents, perAgent := 8, 200
 	if os.Getenv("AIPM_LONG") != "" {
@@ -27,7 +29,8 @@ func TestHTTPDurability(t *testing.T) {
 	for i := range clients {
 		id := fmt.Sprintf("a%d", i)
 		cs := p.connectHTTP(srv.url, "2025-11-25", p.passkeys[id], nil)
-		clients[i] = chatClient{cs, p.authenticateHeld(cs, id, fsstore.PurposeChat)}
+		reads := p.connectHTTP(srv.url, "2025-11-25", p.passkeys[id], nil)
+		clients[i] = chatClient{cs: cs, token: p.authenticateHeld(cs, id, fsstore.PurposeChat), reads: reads}
 	}
 	start := time.Now()
 	sent, received := exchange(t, clients, perAgent)

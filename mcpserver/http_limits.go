@@ -48,7 +48,7 @@ const MaxToolCall = 512 << 10
 var DefaultHTTPLimits = HTTPLimits{
 	HeaderTimeout:    10 * time.Second,
 	BodyTimeout:      30 * time.Second,
-	IdleTimeout:      2 * time.Minute,
+	IdleTimeout:      IdleTimeout,
 	ConnsPerClient:   128,
 	MaxBody:          MaxToolCall,
 	CallsPerAgent:    16,

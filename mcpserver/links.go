@@ -4,199 +4,399 @@ import (
 	"context"
 	"crypto/rand"
 	"encoding/hex"
-	"hash/fnv"
 	"log/slog"
 	"sync"
+	"sync/atomic"
 
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
 	"aipm/fsstore"
 )
 
-// links are the HTTP requests in flight (aipm serve --http), by the id the
-// handler put in linkHeader: a call's context ends when its request does,
-// and a batch handed in an answer that never reached the client is taken
-// back (DESIGN section 17: nothing is lost when the link drops).
+// links keep the one rule of when what an answer hands a session counts as
+// read (DESIGN section 4 rule 6, sections 14 and 17), over every link:
+// stdio (aipm serve, also through ssh), HTTP (aipm serve --http) and an
+// in-memory transport.
 //
-// Over HTTP one session's calls may run at once, each in its own request,
-// so a session's batch is carried by one request at a time: a call that
-// may hand a batch claims the session first (waiting while another
-// request carries one of its batches), and an acknowledgement (any call's
-// first step, which reads what the session was handed) is skipped while
-// one is carried. The request settles what it carried once it is over:
-// the batch is read on the session's next call if its answer was written,
-// or taken back. Over stdio there are no links (a nil *links): calls come
-// one at a time and the session ends with its process.
+// An answer may hand its session something to read: a batch of chat
+// messages (get_pending_messages) or of notifications (get_notifications).
+// The answer that shows an interrupt instead of a call's is carried the
+// same way (Server.interrupting), whatever showing it hands. What an
+// answer hands stays pending in the agent's read.json
+// (fsstore.StreamCursor.Pending) until a later call of the session
+// settles it:
+//
+//  1. One answer at a time carries a session's batch: a call that may hand
+//     one makes its answer the session's carrier (begin). While the
+//     carrier is on its way, a call of the session that may hand, that
+//     reads what is unread (rule 4), or that came in after the answer began
+//     to be written, waits for it; any other call runs and settles nothing
+//     (it may have been sent before that answer was read).
+//  2. The answer is out once its link wrote it whole (its last byte went to
+//     the pipe or the TCP connection) or lost it (a write failed, the call
+//     was cancelled, its request ended first). What a lost answer handed is
+//     taken back at once (finish).
+//  3. A later call that proves the answer was read commits what it handed
+//     (read means received). The proofs:
+//     - stdio: the call's request was read from stdin after the answer
+//     began to be written to stdout (and it settles once the answer is
+//     written whole). A pipe keeps order, and what was written to it stays
+//     readable after aipm serve dies. Through ssh the pipe ends at sshd: a
+//     call the client sent before it read the answer, in parallel, could
+//     count an answer the network then lost; one call at a time is safe.
+//     - HTTP: the call came on the same HTTP/1.x connection as the answer,
+//     after it. A client sends a request on a connection only once it has
+//     read the answer before it there (the server speaks no HTTP/2, and no
+//     MCP client pipelines). A call on another connection proves nothing:
+//     the client may have read that answer only in part.
+//     - in process (an in-memory transport, which loses nothing): the call
+//     began after the answer was returned.
+//     - on any link: mark_read naming a message of the batch
+//     (fsstore.Store.MarkRead).
+//  4. A later call that proves nothing takes back what the session holds,
+//     so that it comes again, marked redelivered, when the call reads what
+//     is unread: it may hand the session something itself, or it is
+//     get_next_action (toolSpec.readsUnread). Any call takes back a batch
+//     of notifications, which may hold an interrupt that must then replace
+//     the call. Other calls leave a chat batch pending, for a later call to
+//     prove or take back.
+//
+// A session that dies leaves what it holds pending, and the next session
+// gets it again, marked (fsstore). So nothing is read unseen, and a repeat
+// comes only after a link could not prove an answer was read, always
+// marked.
 type links struct {
-	log      *slog.Logger
+	store *fsstore.Store
+	log   *slog.Logger
+	seq   atomic.Uint64 // orders requests in and answers out, over every connection
+	local *linkConn     // the connection of the calls that came with no link (in process)
+
 	mu       sync.Mutex
-	m        map[string]*link // by the id in linkHeader
-	carrying map[string]*link // by session id: the request whose answer carries its batch
-	// stripes, by session id, order a claim and an acknowledgement of the
-	// same session: the check and what it guards happen under one.
-	stripes [64]sync.Mutex
+	requests map[string]*link     // in flight, by the id in linkHeader
+	sessions map[string]*carrying // by session id
 }
 
-func newLinks(log *slog.Logger) *links {
-	return &links{log: log, m: map[string]*link{}, carrying: map[string]*link{}}
+func newLinks(store *fsstore.Store, log *slog.Logger) *links {
+	return &links{store: store, log: log, local: &linkConn{}, requests: map[string]*link{}, sessions: map[string]*carrying{}}
 }
 
+// linkConn is a connection whose requests and answers follow each other in
+// order, one link after the other: a stdio pipe, an HTTP/1.x connection,
+// or the in-process one.
+type linkConn struct{ _ byte } // not zero-sized: each one is a distinct pointer
+
+// link is one request: a JSON-RPC request over stdio, an HTTP request, or
+// a call in process. Its answer is out once (finish).
 type link struct {
-	ctx      context.Context // ends when the request ends (the client went away, or it was answered)
-	cancel   context.CancelFunc
-	w        *linkWriter
-	released chan struct{} // closed once the request is over and what it carried is settled
+	id      string
+	conn    *linkConn // nil: on a connection of unknown order, which proves nothing
+	arrived uint64    // links.seq when it came in
+	// ctx ends with the HTTP request (nil over stdio and in process): a
+	// call's context ends with it.
+	ctx     context.Context
+	cancel  context.CancelFunc
+	written func() int64  // how much of the answer is written (HTTP); nil elsewhere
+	drop    func()        // forgets the link in its transport, once it is out (stdio)
+	out     chan struct{} // closed once the answer is out and what it lost is taken back
 
 	mu     sync.Mutex
-	done   bool
-	handed []handed // sessions a call of this request may have handed a batch
+	over   bool // the answer is out: nothing more may be handed in it
+	outAt  uint64
+	handed []handed // the sessions its calls may have handed something
 }
 
-// handed is a session that may have been handed a batch, and how much of
-// the answer was written by then.
+// handed is a session an answer may have handed something, and whether
+// the answer went out whole after that.
 type handed struct {
 	ses  fsstore.Session
-	mark int64
+	mark int64 // how much of the answer was written when the call began to hand (HTTP)
+	ok   bool  // set when the answer is out
 }
 
-func (ls *links) add(parent context.Context, w *linkWriter) (string, *link) {
+// carrying is what this process knows of one session's deliveries.
+type carrying struct {
+	mu sync.Mutex // orders the settling and carrying of the session's calls
+	// carrier is the answer that may have handed the session what it holds,
+	// until a later call settles it.
+	carrier *link
+	// clear: the session holds nothing, as far as this process knows, so a
+	// call need not read read.json. A session's first call in this process
+	// always looks.
+	clear bool
+	// shown: the session holds only an interrupt shown whole (kept by
+	// AcknowledgeCall), which only a call that complies reads.
+	shown bool
+}
+
+func (ls *links) carrying(session string) *carrying {
+	ls.mu.Lock()
+	defer ls.mu.Unlock()
+	c := ls.sessions[session]
+	if c == nil {
+		c = &carrying{}
+		ls.sessions[session] = c
+	}
+	return c
+}
+
+// add registers a request that came in on conn (nil: an order nobody
+// knows). Its id travels to the gate in linkHeader. parent, if not nil, is
+// the request's context (HTTP).
+func (ls *links) add(parent context.Context, conn *linkConn, written func() int64) *link {
 	var b [12]byte
 	if _, err := rand.Read(b[:]); err != nil {
 		panic(err) // crypto/rand does not fail on Linux
 	}
-	id := hex.EncodeToString(b[:])
-	ctx, cancel := context.WithCancel(parent)
-	l := &link{ctx: ctx, cancel: cancel, w: w, released: make(chan struct{})}
+	l := &link{id: hex.EncodeToString(b[:]), conn: conn, arrived: ls.seq.Add(1), written: written, out: make(chan struct{})}
+	if parent != nil {
+		l.ctx, l.cancel = context.WithCancel(parent)
+	}
 	ls.mu.Lock()
-	ls.m[id] = l
+	ls.requests[l.id] = l
 	ls.mu.Unlock()
-	return id, l
+	return l
 }
 
-// finish ends the request id: calls still running in it are cancelled
-// (their answer can no longer be part of it). It returns the sessions its
-// calls may have handed a batch; settle must follow.
-func (ls *links) finish(id string, l *link) []handed {
+// finish says l's answer is out: ok says, for each session one of its
+// calls may have handed something, whether the answer went out whole after
+// that. What a lost answer handed is taken back now, before any call of
+// that session goes on. Calls still running in l are cancelled (their
+// answer can no longer be part of it). Only the first finish counts.
+func (ls *links) finish(l *link, ok func(handed) bool) {
 	ls.mu.Lock()
-	delete(ls.m, id)
+	delete(ls.requests, l.id)
 	ls.mu.Unlock()
-	l.cancel()
+	if l.cancel != nil {
+		l.cancel()
+	}
+	l.mu.Lock()
+	if l.over {
+		l.mu.Unlock()
+		return
+	}
+	l.over = true
+	if l.outAt == 0 {
+		l.outAt = ls.seq.Add(1)
+	}
+	var lost []fsstore.Session
+	for i := range l.handed {
+		l.handed[i].ok = ok(l.handed[i])
+		if !l.handed[i].ok {
+			lost = append(lost, l.handed[i].ses)
+		}
+	}
+	l.mu.Unlock()
+	for _, ses := range lost {
+		c := ls.carrying(ses.ID)
+		c.mu.Lock()
+		if ls.takeBack(context.Background(), ses, "the client never got the answer (the link went away mid-call)") && c.carrier == l {
+			c.carrier, c.clear = nil, true
+		}
+		c.mu.Unlock()
+	}
+	if l.drop != nil {
+		l.drop()
+	}
+	close(l.out)
+}
+
+// writing says l's answer, which hands something, begins to go out: a
+// request that comes in from here on came after it (rule 3), even before
+// the write returns, and waits for finish (begin); no call settles
+// anything before finish, so none acknowledges an answer still being
+// written.
+func (ls *links) writing(l *link) {
 	l.mu.Lock()
 	defer l.mu.Unlock()
-	l.done = true
-	return l.handed
-}
-
-// settle releases the sessions l carried, once what it handed is read or
-// taken back.
-func (ls *links) settle(l *link) {
-	ls.mu.Lock()
-	for session, c := range ls.carrying {
-		if c == l {
-			delete(ls.carrying, session)
-		}
+	if l.outAt == 0 && len(l.handed) > 0 {
+		l.outAt = ls.seq.Add(1)
 	}
-	ls.mu.Unlock()
-	close(l.released)
 }
 
-func (ls *links) stripe(session string) *sync.Mutex {
-	h := fnv.New32a()
-	h.Write([]byte(session))
-	return &ls.stripes[h.Sum32()%uint32(len(ls.stripes))]
-}
+// lost is finish's ok for an answer that was never written.
+func lost(handed) bool { return false }
 
-// ifFree runs acknowledge unless a request in flight carries a batch of
-// session (its answer is not out yet, so it is not read yet), and says
-// whether it ran. Over stdio (ls nil) it always runs.
-func (ls *links) ifFree(session string, acknowledge func()) bool {
-	if ls == nil {
-		acknowledge()
+// isOut says whether l's answer is out and settled by finish.
+func (l *link) isOut() bool {
+	select {
+	case <-l.out:
 		return true
+	default:
+		return false
 	}
-	m := ls.stripe(session)
-	m.Lock()
-	defer m.Unlock()
-	ls.mu.Lock()
-	busy := ls.carrying[session] != nil
-	ls.mu.Unlock()
-	if !busy {
-		acknowledge()
-	}
-	return !busy
 }
 
-// claim makes l the request that carries ses's batch, before a call that
-// may hand one runs in it: it waits while another request carries one,
-// until that request has settled. It fails only when ctx ends, or when l
-// is over already (nobody would get the answer). Nothing over stdio.
-func (ls *links) claim(ctx context.Context, l *link, ses fsstore.Session) error {
-	if ls == nil || l == nil {
-		return ctx.Err()
+// before says whether l's answer began to go out before call came in: the
+// call may be the one that proves it, and waits for it to be out.
+func (l *link) before(call *link) bool {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.outAt != 0 && call.arrived > l.outAt
+}
+
+// hand records that a call of l may hand ses something; false when l's
+// answer is out already (nobody would get it).
+func (l *link) hand(ses fsstore.Session) bool {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	if l.over {
+		return false
 	}
-	m := ls.stripe(ses.ID)
-	for {
-		m.Lock()
-		ls.mu.Lock()
-		other := ls.carrying[ses.ID]
-		if other == nil || other == l {
-			l.mu.Lock()
-			done := l.done
-			if !done {
-				ls.carrying[ses.ID] = l
-				l.handed = append(l.handed, handed{ses: ses, mark: l.w.written.Load()})
-			}
-			l.mu.Unlock()
-			ls.mu.Unlock()
-			m.Unlock()
-			if done {
-				return context.Canceled
-			}
-			return nil
+	var mark int64
+	if l.written != nil {
+		mark = l.written()
+	}
+	l.handed = append(l.handed, handed{ses: ses, mark: mark})
+	return true
+}
+
+// handsAny says whether a call of l may have handed a session something.
+func (l *link) handsAny() bool {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return len(l.handed) > 0
+}
+
+// proves says whether call (a later call of ses) proves that l's answer
+// was read: rule 3.
+func (l *link) proves(call *link, ses fsstore.Session) bool {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	if !l.over || l.conn == nil || call == nil || call.conn != l.conn || call.arrived < l.outAt {
+		return false
+	}
+	for _, h := range l.handed {
+		if h.ses.ID == ses.ID && !h.ok {
+			return false
 		}
-		ls.mu.Unlock()
-		m.Unlock()
-		ls.log.Debug("a batch of the session is on its way in another request: waiting for it", "session", ses.ID)
+	}
+	return true
+}
+
+// begin is the first step of a call of session ses in link l: it waits
+// while another answer of the session is on its way, settles what the
+// session holds (rules 3 and 4), and, for a call whose answer may hand the
+// session something (hands), makes that answer the session's carrier.
+// reads says the call reads what is unread (toolSpec.readsUnread);
+// readStreams are the streams the call's own read commits
+// (toolSpec.readStreams); complies says the call lets the session comply
+// with an interrupt, which reads one only shown (fsstore AcknowledgeCall).
+// It fails only when ctx ends, or when l's answer is out already and the
+// call would hand something.
+func (ls *links) begin(ctx context.Context, l *link, ses fsstore.Session, tool string, hands, reads bool, readStreams []string, complies bool) error {
+	c := ls.carrying(ses.ID)
+	for {
+		c.mu.Lock()
+		other := c.carrier
+		if other == nil || other == l || other.isOut() {
+			break
+		}
+		if !hands && !reads && !other.before(l) {
+			c.mu.Unlock()
+			return nil // it may have been sent before that answer was read: it runs
+		}
+		c.mu.Unlock()
+		ls.log.Debug("an answer that may hand the session a batch is on its way: waiting for it", "session", ses.ID, "tool", tool)
 		select {
-		case <-other.released:
+		case <-other.out:
 		case <-ctx.Done():
 			return ctx.Err()
 		}
 	}
+	defer c.mu.Unlock()
+	if c.carrier != l {
+		ls.settle(ctx, c, l, ses, tool, hands || reads, readStreams, complies)
+	}
+	if hands {
+		if !l.hand(ses) {
+			return context.Canceled
+		}
+		c.carrier, c.clear = l, false
+	}
+	return nil
 }
 
-// join is ctx ended also when the HTTP request call came in ends, and that
-// request's link (nil over stdio, or nil with a ctx already ended when the
-// request is over).
-func (ls *links) join(ctx context.Context, call *mcp.CallToolRequest) (context.Context, *link, func()) {
-	if ls == nil || call.Extra == nil || call.Extra.Header == nil {
-		return ctx, nil, func() {}
+// settle applies rules 3 and 4 for call l of ses, under c.mu.
+func (ls *links) settle(ctx context.Context, c *carrying, l *link, ses fsstore.Session, tool string, reads bool, readStreams []string, complies bool) {
+	carrier := c.carrier
+	if carrier == nil && complies {
+		// An interrupt a client hook showed whole (no answer of this
+		// process carried it): the call that complies with it reads it.
+		if err := ls.store.AcknowledgeShown(ctx, ses.Agent, ses.ID, tool); err != nil {
+			ls.log.Error("acknowledge an interrupt shown", "agent", ses.Agent, "session", ses.ID, "err", err)
+		}
+		c.shown = false
 	}
-	id := call.Extra.Header.Get(linkHeader)
+	switch {
+	case carrier == nil && (c.clear || c.shown):
+		// Nothing held, as far as this process knows; or only an interrupt
+		// shown, which stays until a call complies.
+	case carrier != nil && carrier.proves(l, ses):
+		// The call's own read commits readStreams in its own write; an
+		// interrupt only shown stays held until a call complies.
+		kept, err := ls.store.AcknowledgeCall(ctx, ses.Agent, ses.ID, tool, complies, readStreams...)
+		if err != nil {
+			ls.log.Error("acknowledge", "agent", ses.Agent, "session", ses.ID, "err", err)
+			return
+		}
+		c.carrier, c.clear, c.shown = nil, !kept, kept
+	case reads:
+		if ls.takeBack(ctx, ses, "the call cannot prove its answer was read") {
+			c.carrier, c.clear, c.shown = nil, true, false
+		}
+	default:
+		ls.takeBack(ctx, ses, "the call cannot prove its answer was read", fsstore.NotificationStream(ses.Purpose))
+	}
+}
+
+// takeBack takes back what ses holds in streams (none named: all of them),
+// saying why in the log when there was something; it says whether that
+// worked.
+func (ls *links) takeBack(ctx context.Context, ses fsstore.Session, why string, streams ...string) bool {
+	took, err := ls.store.Unhand(context.WithoutCancel(ctx), ses.Agent, ses.ID, streams...)
+	switch {
+	case err != nil:
+		ls.log.Error("take back a batch whose answer was not proven read", "session", ses.ID, "err", err)
+		return false
+	case took:
+		ls.log.Info("its batch comes again, marked redelivered: "+why, "session", ses.ID, "streams", streams)
+	}
+	return true
+}
+
+// join is the link of call, and ctx ended also when that link's request
+// ends (HTTP); end must run when the call returns. A call that came with no
+// link (an in-memory transport) gets one on the in-process connection,
+// whose answer is out when the call returns. A call whose request is over
+// already gets an ended ctx.
+func (ls *links) join(ctx context.Context, call *mcp.CallToolRequest) (_ context.Context, _ *link, end func()) {
+	var id string
+	if call.Extra != nil && call.Extra.Header != nil {
+		id = call.Extra.Header.Get(linkHeader)
+	}
+	if id == "" {
+		l := &link{conn: ls.local, arrived: ls.seq.Add(1), out: make(chan struct{})}
+		return ctx, l, func() { ls.finish(l, func(handed) bool { return ctx.Err() == nil }) }
+	}
 	ls.mu.Lock()
-	l := ls.m[id]
+	l := ls.requests[id]
 	ls.mu.Unlock()
 	ctx, cancel := context.WithCancel(ctx)
 	if l == nil {
 		cancel() // the request is over: nobody can get the answer
 		return ctx, nil, cancel
 	}
-	stop := context.AfterFunc(l.ctx, cancel)
-	return ctx, l, func() { stop(); cancel() }
-}
-
-// handedOver is the end of a call that claimed ses: if its request is
-// over, or the call was cancelled, the answer will not reach the client
-// and the batch is taken back now (else when the request ends:
-// HTTP.ServeHTTP).
-func (s *Server) handedOver(ctx context.Context, l *link, ses fsstore.Session) {
-	if l == nil {
-		return
+	stop := func() bool { return false }
+	if l.ctx != nil {
+		stop = context.AfterFunc(l.ctx, cancel)
 	}
-	l.mu.Lock()
-	done := l.done
-	l.mu.Unlock()
-	if done || ctx.Err() != nil {
-		unhand(ctx, s.store, s.log, ses)
+	return ctx, l, func() {
+		if ctx.Err() != nil {
+			// No answer goes out for a cancelled call (the SDK sends none),
+			// nor in a request that is over.
+			ls.finish(l, lost)
+		}
+		stop()
+		cancel()
 	}
 }

@@ -50,6 +50,7 @@ func getNextActionTool() toolSpec {
 			Annotations: mutating,
 		},
 		toldOfMessages: true,
+		readsUnread:    true,
 		level:          Authenticated,
 		add:            addGetNextAction,
 	}

@@ -15,9 +15,9 @@ import (
 )
 
 // Server holds what every tool needs. It keeps no state of its own beyond a
-// cached config, the ids of the sessions it opened, which of them hold no
-// unacknowledged batch, and the credential it was started with: sessions,
-// cursors and tasks are in the files.
+// cached config, the ids of the sessions it opened, the answers in flight
+// that hand them batches (links), and the credential it was started with:
+// sessions, cursors and tasks are in the files.
 type Server struct {
 	store   *fsstore.Store
 	log     *slog.Logger
@@ -26,13 +26,12 @@ type Server struct {
 	// purpose is the session purpose the process that started this server
 	// asked for (AIPM_PURPOSE), used when authenticate names none.
 	purpose string
-	acks    acks        // sessions known to hold no unacknowledged batch
 	cred    *Credential // the agent credential aipm serve holds, if any
 	// locked: the server acts for cred.Agent alone (aipm serve --http, where
 	// the credential is the request's bearer token): authenticate refuses
 	// another agent_id, the gate another agent's session_token.
 	locked bool
-	links  *links      // the HTTP requests in flight (aipm serve --http); nil over stdio
+	links  *links      // what the sessions were handed, and when it is read (links.go)
 	mcp    *mcp.Server // built once for aipm serve --http (agentServer)
 	// sdkTools makes MCP register the tools through the SDK's mcp.AddTool,
 	// their schemas inferred from their Go types, instead of serving
@@ -55,7 +54,7 @@ type Server struct {
 // (EnvCheckSchemas), which the tests set.
 func New(store *fsstore.Store, log *slog.Logger, version string) *Server {
 	return &Server{store: store, log: log, version: version, wake: wake.New(), purpose: os.Getenv(fsstore.EnvPurpose),
-		checkSchemas: os.Getenv(EnvCheckSchemas) == "1"}
+		links: newLinks(store, log), checkSchemas: os.Getenv(EnvCheckSchemas) == "1"}
 }
 
 // Unavailable returns the server aipm serve runs when it cannot serve: no
@@ -116,6 +115,9 @@ func (s *Server) MCP() *mcp.Server {
 // store's task index follows edits in place through the server's one
 // fsnotify watcher (fsstore.Store.WatchTasks).
 func (s *Server) Run(ctx context.Context, t mcp.Transport) error {
+	if st, ok := t.(*stdio); ok {
+		st.links = s.links // its answers go out in order: links.go, rule 3
+	}
 	if s.store != nil { // nil: Unavailable
 		s.store.WatchTasks(s.wake)
 		defer s.store.WatchTasks(nil)

@@ -9,10 +9,13 @@ import (
 	"fmt"
 	"io"
 	"log/slog"
+	"net/http"
 	"sync"
 
 	"github.com/modelcontextprotocol/go-sdk/jsonrpc"
 	"github.com/modelcontextprotocol/go-sdk/mcp"
+
+	"aipm/internal/failpoint"
 )
 
 // MaxFrame is the largest JSON-RPC frame (one line) aipm serve reads: the
@@ -28,18 +31,25 @@ const MaxFrame = 16 << 20
 // -32600 invalid request; with the request's id where one can be read) and
 // skipped, and only well-formed messages reach the SDK. The session ends
 // when r ends.
+//
+// Served by Server.Run, each tools/call request is a link (links.go) on the
+// one ordered connection the pipe is: it carries its id to the gate in
+// linkHeader, as an HTTP request does, and its answer is out once its line
+// is written.
 func Stdio(r io.Reader, w io.Writer, log *slog.Logger) mcp.Transport {
 	return &stdio{r: r, w: w, log: log}
 }
 
 type stdio struct {
-	r   io.Reader
-	w   io.Writer
-	log *slog.Logger
+	r     io.Reader
+	w     io.Writer
+	log   *slog.Logger
+	links *links // set by Server.Run
 }
 
 func (t *stdio) Connect(context.Context) (mcp.Connection, error) {
-	c := &stdioConn{w: t.w, log: t.log, incoming: make(chan jsonrpc.Message), closed: make(chan struct{})}
+	c := &stdioConn{w: t.w, log: t.log, links: t.links, pipe: &linkConn{}, calls: map[jsonrpc.ID]*link{},
+		incoming: make(chan jsonrpc.Message), closed: make(chan struct{})}
 	go c.readLoop(t.r)
 	return c, nil
 }
@@ -49,6 +59,11 @@ func (t *stdio) Connect(context.Context) (mcp.Connection, error) {
 type stdioConn struct {
 	w   io.Writer
 	log *slog.Logger
+
+	links *links    // nil: no links (a transport not run by Server.Run)
+	pipe  *linkConn // the pipe: requests in and answers out, in order
+	mu    sync.Mutex
+	calls map[jsonrpc.ID]*link // tools/call requests not answered yet
 
 	writeMu sync.Mutex // one whole line per Write
 
@@ -73,14 +88,66 @@ func (c *stdioConn) Read(ctx context.Context) (jsonrpc.Message, error) {
 }
 
 func (c *stdioConn) Write(ctx context.Context, msg jsonrpc.Message) error {
-	if err := ctx.Err(); err != nil {
-		return err
+	var l *link
+	if resp, ok := msg.(*jsonrpc.Response); ok {
+		l = c.answered(resp.ID)
 	}
-	data, err := jsonrpc.EncodeMessage(msg)
-	if err != nil {
-		return err
+	err := ctx.Err()
+	var data []byte
+	if err == nil {
+		data, err = jsonrpc.EncodeMessage(msg)
 	}
-	return c.writeLine(append(data, '\n'))
+	if err == nil {
+		if l != nil {
+			if l.handsAny() {
+				failpoint.Hold(failpointHandedUnwritten)
+			}
+			c.links.writing(l)
+		}
+		err = c.writeLine(append(data, '\n'))
+	}
+	if l != nil {
+		c.links.finish(l, func(handed) bool { return err == nil })
+	}
+	return err
+}
+
+// failpointHandedUnwritten is where a test stalls aipm serve (the
+// failpoint package): the answer that hands a session a batch is ready,
+// and not written yet.
+const failpointHandedUnwritten = "handed-answer-unwritten"
+
+// arrived makes req, a tools/call request just read, a link, and puts its
+// id in req for the gate.
+func (c *stdioConn) arrived(req *jsonrpc.Request) {
+	l := c.links.add(nil, c.pipe, nil)
+	c.mu.Lock()
+	old := c.calls[req.ID]
+	if c.calls != nil {
+		c.calls[req.ID] = l
+	}
+	c.mu.Unlock()
+	l.drop = func() {
+		c.mu.Lock()
+		if c.calls[req.ID] == l {
+			delete(c.calls, req.ID)
+		}
+		c.mu.Unlock()
+	}
+	if old != nil {
+		c.links.finish(old, lost) // a client that reused an id in flight: the first answer cannot be told apart
+	}
+	req.Extra = &mcp.RequestExtra{Header: http.Header{linkHeader: {l.id}}}
+}
+
+// answered is the link of the request a response answers, if any.
+func (c *stdioConn) answered(id jsonrpc.ID) *link {
+	if c.links == nil {
+		return nil
+	}
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return c.calls[id]
 }
 
 func (c *stdioConn) writeLine(line []byte) error {
@@ -91,7 +158,16 @@ func (c *stdioConn) writeLine(line []byte) error {
 }
 
 func (c *stdioConn) Close() error {
-	c.closeOnce.Do(func() { close(c.closed) })
+	c.closeOnce.Do(func() {
+		close(c.closed)
+		c.mu.Lock()
+		calls := c.calls
+		c.calls = nil
+		c.mu.Unlock()
+		for _, l := range calls {
+			c.links.finish(l, lost) // their answers will not be written
+		}
+	})
 	return nil
 }
 
@@ -113,6 +189,9 @@ func (c *stdioConn) readLoop(r io.Reader) {
 					return
 				}
 			} else {
+				if req, ok := msg.(*jsonrpc.Request); ok && c.links != nil && req.IsCall() && req.Method == "tools/call" {
+					c.arrived(req)
+				}
 				select {
 				case c.incoming <- msg:
 				case <-c.closed:

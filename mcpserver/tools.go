@@ -29,9 +29,13 @@ type toolSpec struct {
 	// notifications cannot be read; every other call is refused then,
 	// since one of them may be an interrupt (fail closed).
 	passesUnreadable bool
-	// handsBatch: the tool may hand the session a batch to acknowledge on
-	// its next call (read means received).
+	// handsBatch: the tool's answer may hand the session a batch, read
+	// once a later call proves the answer was read (links.go).
 	handsBatch bool
+	// readsUnread: the tool's answer depends on what the session has not
+	// read (get_next_action): what the session holds and this call cannot
+	// prove read is taken back first, to come again (links.go, rule 4).
+	readsUnread bool
 	// readsStream is the stream the tool reads as the session, if any:
 	// that read acknowledges the session's previous batch of it in its own
 	// write, so the gate leaves it out (one document write per

@@ -154,7 +154,7 @@ func TestManyServersSendAndReceive(t *testing.T) {
 	clients := make([]chatClient, agents)
 	for i := range clients {
 		cs := p.connect("")
-		clients[i] = chatClient{cs, p.authenticate(cs, fmt.Sprintf("a%d", i), "chat")}
+		clients[i] = chatClient{cs: cs, token: p.authenticate(cs, fmt.Sprintf("a%d", i), "chat")}
 	}
 	sent, received := exchange(t, clients, perAgent)
 	checkExchange(t, p, agents, perAgent, sent, received)
@@ -192,10 +192,12 @@ func checkExchange(t *testing.T, p *project, agents, perAgent int, sent map[stri
 	checkChatCopies(t, p, agents, sent)
 }
 
-// chatClient is a client of its own aipm serve, with a chat session.
+// chatClient is a client of its own aipm serve, with a chat session;
+// reads, if set, is the client session its reads go through (else cs).
 type chatClient struct {
 	cs    *mcp.ClientSession
 	token string
+	reads *mcp.ClientSession
 }
 
 // exchange has every client send perAgent messages (sendAll) while every
@@ -259,7 +261,11 @@ func (c chatClient) readUntilStopped(t *testing.T, stop <-chan struct{}, record 
 			finished = true
 		default:
 		}
-		r := call(t, c.cs, "get_pending_messages", map[string]any{"session_token": c.token, "limit": 100})
+		reads := c.cs
+		if c.reads != nil {
+			reads = c.reads
+		}
+		r := call(t, reads, "get_pending_messages", map[string]any{"session_token": c.token, "limit": 100})
 		if r.isError {
 			t.Errorf("get_pending_messages: %s", r.text)
 			return

@@ -11,6 +11,7 @@ import (
 	"testing"
 	"time"
 
+	"aipm/fsstore"
 	"aipm/internal/testenv"
 )
 
@@ -156,5 +157,37 @@ func checkTSRun(t *testing.T, out tsOut, want string, tools []string) {
 	}
 	if s := out.Calls["send_message"]; s.IsError || s.Data["success"] != true || s.str("target_agent_id") != "reviewer" || s.str("receiver_state") != "queued" {
 		t.Errorf("send_message to an agent with no session: %+v", s)
+	}
+}
+
+// The TypeScript SDK's client (Node's fetch) reading an inbox at a model's
+// pace, 5 seconds between calls: each read proves the one before was read
+// (links.go), so no message comes twice. Node's fetch closes an idle
+// connection after 4 seconds unless the server says otherwise: every
+// answer announces the server's idle timeout (Keep-Alive), and the client
+// keeps the connection its next call then proves the answer on.
+func TestTSClientReadsOnce(t *testing.T) {
+	testenv.SkipIfShort(t, "starts aipm serve --http and node, and waits 10 s")
+	needTSClient(t)
+	p := newProject(t)
+	srv := p.serveHTTP()
+	if err := p.store.Triggers().Write(context.Background(), fsstore.Trigger{Agent: "reviewer", Purpose: fsstore.PurposeChat, Reason: "test"}); err != nil {
+		t.Fatal(err)
+	}
+	p.send("lead", "reviewer", "one")
+	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
+	defer cancel()
+	out, err := exec.CommandContext(ctx, "node", "../testdata/tsclient/reads.mjs", srv.url, p.passkeys["reviewer"], "reviewer", "5000").Output()
+	if err != nil {
+		t.Fatalf("reads.mjs: %v\n%s", err, out)
+	}
+	var got struct {
+		Reads [][]string `json:"reads"`
+	}
+	if err := json.Unmarshal(bytes.TrimSpace(out), &got); err != nil || len(got.Reads) != 3 {
+		t.Fatalf("reads.mjs printed %s (%v)", out, err)
+	}
+	if r := got.Reads; strings.Join(r[0], ",") != "one" || len(r[1])+len(r[2]) != 0 {
+		t.Fatalf("the TS client's reads, 5 s apart: %v; want [one] [] []", r)
 	}
 }

@@ -79,7 +79,7 @@ type MessageView struct {
 	ConversationID string   `json:"conversation_id,omitempty"`
 	RelatedTaskID  string   `json:"related_task_id,omitempty"`
 	Kind           string   `json:"kind,omitempty" jsonschema:"system for messages aipm itself wrote; empty otherwise"`
-	Redelivered    bool     `json:"redelivered,omitempty" jsonschema:"true on a message that may have reached an earlier session that ended before its next call"`
+	Redelivered    bool     `json:"redelivered,omitempty" jsonschema:"true if it may have reached a client before, in an answer not known to be read"`
 }
 
 func messageViews(ms []fsstore.Message) []MessageView {
@@ -104,7 +104,7 @@ type NotificationView struct {
 	TaskID      string    `json:"task_id,omitempty"`
 	From        string    `json:"from,omitempty"`
 	CreatedAt   time.Time `json:"created_at"`
-	Redelivered bool      `json:"redelivered,omitempty" jsonschema:"true on a notification that may have reached an earlier session that ended before its next call"`
+	Redelivered bool      `json:"redelivered,omitempty" jsonschema:"true if it may have reached a client before, in an answer not known to be read"`
 }
 
 func notificationViews(ns []fsstore.Notification, purpose string) []NotificationView {

@@ -12,6 +12,7 @@ import (
 	"time"
 
 	"aipm/fsstore"
+	"aipm/internal/failpoint"
 )
 
 // helperRoles are the helper roles defined beside the tests that use them.
@@ -55,7 +56,7 @@ func TestKilledWatcherBeforePID(t *testing.T) {
 	})
 	p.send("lead", "coder", "hello")
 	first := exec.Command(os.Args[0], "-test.run=^$", "helper:watch")
-	first.Env = append(os.Environ(), fsstore.EnvProjectDir+"="+p.store.ProjectDir(), "AIPM_TEST_FAILPOINT=after-start")
+	first.Env = append(os.Environ(), fsstore.EnvProjectDir+"="+p.store.ProjectDir(), failpoint.Env+"=after-start")
 	first.Stderr = p.log
 	if err := first.Start(); err != nil {
 		t.Fatal(err)

@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"aipm/fsstore"
+	"aipm/internal/failpoint"
 )
 
 // starter starts agent commands for triggers (DESIGN section 12): at most
@@ -139,7 +140,7 @@ func (st *starter) spawn(cfg *fsstore.Config, a fsstore.Agent, t fsstore.Trigger
 	if err := cmd.Start(); err != nil {
 		return fmt.Errorf("start %q: %w", a.Command[0], err)
 	}
-	failpoint("after-start")
+	failpoint.Kill("after-start")
 	run.PID = cmd.Process.Pid
 	p := &proc{run: *run, cmd: cmd, done: make(chan struct{})}
 	st.running[key(a.ID, t.Purpose)] = p
@@ -205,16 +206,6 @@ func (st *starter) stopAll(ctx context.Context, cfg *fsstore.Config, bound time.
 			}
 			deadline = nil
 		}
-	}
-}
-
-// failpoint kills this watcher with SIGKILL at the point named name when
-// the environment variable AIPM_TEST_FAILPOINT, which only tests set, names
-// it: a crash at the worst moment, on demand.
-func failpoint(name string) {
-	if os.Getenv("AIPM_TEST_FAILPOINT") == name {
-		syscall.Kill(os.Getpid(), syscall.SIGKILL)
-		select {}
 	}
 }
 

@@ -124,7 +124,10 @@ func (l *httpLink) close() {
 }
 
 func (l *httpLink) connect(_ *fsstore.Store, agent, passkey string, _ io.Writer) (*mcp.ClientSession, *exec.Cmd, error) {
-	client := &http.Client{Transport: bearer{token: passkey, base: http.DefaultTransport}}
+	// A client of its own, as each agent is: its calls, one at a time, go
+	// on its own kept-alive connection, so each proves the answer before
+	// it was read (mcpserver/links.go).
+	client := &http.Client{Transport: bearer{token: passkey, base: http.DefaultTransport.(*http.Transport).Clone()}}
 	cs, err := newClient().Connect(l.ctx, &mcp.StreamableClientTransport{Endpoint: l.url, HTTPClient: client}, nil)
 	if err != nil {
 		return nil, nil, fmt.Errorf("connect to %s as %s: %w", l.url, agent, err)

@@ -36,3 +36,7 @@ func ToolGate() map[string]struct {
 	}
 	return m
 }
+
+// FailpointHandedUnwritten is the failpoint (internal/failpoint) before the
+// answer that hands a session a batch is written over stdio.
+const FailpointHandedUnwritten = failpointHandedUnwritten

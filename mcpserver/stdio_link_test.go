@@ -15,6 +15,7 @@ import (
 
 	"aipm/fsstore"
 	"aipm/internal/failpoint"
+	"aipm/mcpserver"
 )
 
 // stdioServe is an aipm serve over stdio and its SDK client, with the
@@ -62,8 +63,8 @@ func TestStdioOverlapKilledBeforeAnswer(t *testing.T) {
 			p := newProject(t)
 			p.send("lead", "reviewer", "one")
 			p.send("lead", "reviewer", "two")
-			held := &lineWatch{want: "failpoint " + failpointHandedUnwritten + ": holding", seen: make(chan struct{})}
-			srv := p.serveStdio([]string{failpoint.Env + "=" + failpointHandedUnwritten, "AIPM_LOG=debug"}, held)
+			held := &lineWatch{want: "failpoint " + mcpserver.FailpointHandedUnwritten + ": holding", seen: make(chan struct{})}
+			srv := p.serveStdio([]string{failpoint.Env + "=" + mcpserver.FailpointHandedUnwritten, "AIPM_LOG=debug"}, held)
 			tok := p.authenticate(srv.cs, "reviewer", fsstore.PurposeChat)
 			go tryCall(srv.cs, "get_pending_messages", map[string]any{"session_token": tok}) // its answer never comes
 			select {
@@ -120,10 +121,6 @@ func (w *lineWatch) String() string {
 	defer w.mu.Unlock()
 	return string(w.buf)
 }
-
-// failpointHandedUnwritten is mcpserver's failpoint: the answer that hands
-// a session a batch, ready and not written yet.
-const failpointHandedUnwritten = "handed-answer-unwritten"
 
 // Over stdio, aipm serve SIGKILLed at random instants while a session's
 // calls overlap (two reads, a send, and three list_tasks each up to 3 ms
@@ -188,11 +185,11 @@ func TestStdioKilledAtRandomLosesNothing(t *testing.T) {
 	for done, after := false, 0; !done; {
 		select {
 		case <-sending:
-			// Once every message reached a client (or after 20 more
+			// Once every message reached a client (or after enough more
 			// servers, if some never do), one more server, read to the end
 			// and not killed.
 			after++
-			done = received() >= n || after > 20
+			done = received() >= n || after > 20+n/20
 		default:
 		}
 		srv := p.serveStdio(nil, nil)

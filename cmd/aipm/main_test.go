@@ -265,7 +265,7 @@ func cmdSigint(ts *testscript.TestScript, neg bool, args []string) {
 	ts.Check(err)
 	re, err := regexp.Compile(args[1])
 	ts.Check(err)
-	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	ctx, cancel := context.WithTimeout(context.Background(), 90*time.Second)
 	defer cancel()
 	cmd := scriptCommand(ctx, ts, args[2], args[3:]...)
 	out, err := cmd.StdoutPipe()

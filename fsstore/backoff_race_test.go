@@ -52,11 +52,22 @@ func TestBackoffConcurrent(t *testing.T) {
 	}
 	mustPasskey(t, s, "a")
 	const procs = 12
+	checked := concurrentGuesses(t, s, "auth-wrong", procs)
+	if want := freeFailures + 1; checked != want {
+		t.Errorf("%d concurrent wrong passkeys: %d were checked, want %d (as many as one guesser in turn)", procs, checked, want)
+	}
+}
+
+// concurrentGuesses starts procs helper processes of mode (auth-wrong,
+// bearer-wrong), each guessing agent a's passkey once, lets them go at the
+// same instant, and returns how many were compared rather than backed off.
+func concurrentGuesses(t *testing.T, s *Store, mode string, procs int) int {
+	t.Helper()
 	outs := make([]*bytes.Buffer, procs)
 	var cmds []*exec.Cmd
 	for i := range procs {
 		outs[i] = &bytes.Buffer{}
-		cmd := helper(t, "auth-wrong", s.ProjectDir(), "a", "1")
+		cmd := helper(t, mode, s.ProjectDir(), "a", "1")
 		cmd.Stdout = outs[i]
 		if err := cmd.Start(); err != nil {
 			t.Fatal(err)
@@ -76,7 +87,5 @@ func TestBackoffConcurrent(t *testing.T) {
 			checked++
 		}
 	}
-	if want := freeFailures + 1; checked != want {
-		t.Errorf("%d concurrent wrong passkeys: %d were checked, want %d (as many as one guesser in turn)", procs, checked, want)
-	}
+	return checked
 }

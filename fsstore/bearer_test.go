@@ -1,13 +1,11 @@
 package fsstore
 
 import (
-	"bytes"
 	"context"
 	"encoding/base64"
 	"errors"
 	"fmt"
 	"os"
-	"os/exec"
 	"path/filepath"
 	"strings"
 	"testing"
@@ -140,30 +138,7 @@ func TestAgentOfPasskeyConcurrent(t *testing.T) {
 	}
 	mustPasskey(t, s, "a")
 	const procs = 12
-	outs := make([]*bytes.Buffer, procs)
-	var cmds []*exec.Cmd
-	for i := range procs {
-		outs[i] = &bytes.Buffer{}
-		cmd := helper(t, "bearer-wrong", s.ProjectDir(), "a", "1")
-		cmd.Stdout = outs[i]
-		if err := cmd.Start(); err != nil {
-			t.Fatal(err)
-		}
-		cmds = append(cmds, cmd)
-	}
-	time.Sleep(300 * time.Millisecond) // let them start; the count does not depend on it
-	if err := os.WriteFile(filepath.Join(s.ProjectDir(), "go"), nil, 0o644); err != nil {
-		t.Fatal(err)
-	}
-	checked := 0
-	for i, cmd := range cmds {
-		if err := cmd.Wait(); err != nil {
-			t.Fatalf("helper %d: %v", i, err)
-		}
-		if strings.TrimSpace(outs[i].String()) == "checked" {
-			checked++
-		}
-	}
+	checked := concurrentGuesses(t, s, "bearer-wrong", procs)
 	if want := freeFailures + 1; checked != want {
 		t.Errorf("%d concurrent wrong tokens: %d were compared, want %d (as many as one guesser in turn)", procs, checked, want)
 	}

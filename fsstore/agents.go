@@ -11,15 +11,6 @@ import (
 	"time"
 )
 
-// Errors of the agent commands, for callers that choose an exit code.
-var (
-	// ErrInUse says an agent still has open tasks or live sessions.
-	ErrInUse = errors.New("in use")
-	// ErrNotAI says an operation that only AI agents have (a passkey) was
-	// asked of a human.
-	ErrNotAI = errors.New("not an AI agent")
-)
-
 // EndRemoved is the end reason of a session whose agent was removed.
 const EndRemoved = "agent_removed"
 

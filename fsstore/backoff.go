@@ -28,10 +28,6 @@ type authFailures struct {
 	NotBefore     time.Time `json:"notBefore"`
 }
 
-// ErrBackoff says authenticate refused to check a passkey because of
-// earlier failures; the error it wraps says until when.
-var ErrBackoff = errors.New("too many failed authenticates")
-
 // BackoffError is the refusal of an attempt made too soon.
 type BackoffError struct {
 	Agent    string // "" for a bearer token (AgentOfPasskey)
@@ -62,14 +58,14 @@ func BackoffAfter(failures int) time.Duration {
 	return min(backoffBase<<min(failures-freeFailures-1, 20), backoffCap)
 }
 
-func (s *Store) authPath(agent string) (string, error) { return s.agentFile(agent, "auth.json") }
+func (s *Files) authPath(agent string) (string, error) { return s.agentFile(agent, "auth.json") }
 
 // guardCredential runs check (the passkey's comparison) slowed per agent
 // across processes: under the agent directory's lock it refuses an attempt
 // made before the back-off ends, runs check, and counts a failure
 // (ErrBadPasskey) or forgets the failures after a success. One lock for
 // the three, so that guessers at once are as slow as one guesser in turn.
-func (s *Store) guardCredential(ctx context.Context, agent string, check func() error) error {
+func (s *Files) guardCredential(ctx context.Context, agent string, check func() error) error {
 	path, err := s.authPath(agent)
 	if err != nil {
 		return err

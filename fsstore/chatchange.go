@@ -92,7 +92,7 @@ func (ct ChatTasks) requestChange(ctx context.Context, cfg *Config, t Task, req 
 		return ChatChange{}, err
 	}
 	req.At = time.Now().UTC()
-	after, err := UpdateDoc(ctx, s, path, ModeFile, func(cur *Task, exists bool) error {
+	after, err := UpdateDoc(ctx, s.Files, path, ModeFile, func(cur *Task, exists bool) error {
 		if !exists {
 			return kindf(ErrNotFound, "task %s does not exist: see list_tasks", t.ID)
 		}

@@ -52,7 +52,7 @@ var testHookCloneReset func()
 
 // markerFits says whether the marker at path is ready and was written in
 // the directory of inode ino.
-func (s *Store) markerFits(ino uint64) (checkoutMarker, bool) {
+func (s *Files) markerFits(ino uint64) (checkoutMarker, bool) {
 	var m checkoutMarker
 	if err := s.readDoc(s.localMarkerPath(), &m); err != nil {
 		return checkoutMarker{}, false
@@ -63,7 +63,7 @@ func (s *Store) markerFits(ino uint64) (checkoutMarker, bool) {
 // openCheckout is Open's check of the checkout marker (see above); root is
 // the stat of .ai-pm. A checkout aipm may not write (a read-only copy) is
 // read as it is.
-func (s *Store) openCheckout(root os.FileInfo) error {
+func (s *Files) openCheckout(root os.FileInfo) error {
 	ino := lockedfile.Inode(root)
 	if _, ok := s.markerFits(ino); ok {
 		return nil // the common case: one small read
@@ -77,7 +77,7 @@ func (s *Store) openCheckout(root os.FileInfo) error {
 
 // settleCheckout, under local.lock, decides what a checkout without a
 // fitting marker is, moves a clone's cursors, and writes the marker.
-func (s *Store) settleCheckout(ctx context.Context, ino uint64) error {
+func (s *Files) settleCheckout(ctx context.Context, ino uint64) error {
 	unlock, err := lockedfile.Lock(ctx, s.localLockPath(), ModePrivateFile)
 	if err != nil {
 		return fmt.Errorf("lock %s: %w", s.Rel(s.localLockPath()), err)
@@ -107,7 +107,7 @@ func (s *Store) settleCheckout(ctx context.Context, ino uint64) error {
 	return s.writeMarker(ino, markerReady)
 }
 
-func (s *Store) writeMarker(ino uint64, state string) error {
+func (s *Files) writeMarker(ino uint64, state string) error {
 	err := s.writeDoc(s.localMarkerPath(), checkoutMarker{Inode: ino, State: state, CreatedAt: time.Now().UTC()}, ModeFile)
 	if err != nil {
 		return fmt.Errorf("write %s: %w", s.Rel(s.localMarkerPath()), err)
@@ -117,7 +117,7 @@ func (s *Store) writeMarker(ino uint64, state string) error {
 
 // hasLocalState says whether the checkout holds state that is never in
 // git: read cursors, passkey hashes, sessions, credentials.
-func (s *Store) hasLocalState() bool {
+func (s *Files) hasLocalState() bool {
 	for _, pattern := range []string{"agents/*/read.json", "agents/*/passkey.json", "sessions/*", "credentials/*"} {
 		if m, _ := filepath.Glob(filepath.Join(s.root, pattern)); len(m) > 0 {
 			return true
@@ -128,7 +128,7 @@ func (s *Store) hasLocalState() bool {
 
 // markHistoryRead moves every agent's read cursors to the end of its chat
 // and notification logs, one read.json write per agent.
-func (s *Store) markHistoryRead(ctx context.Context) error {
+func (s *Files) markHistoryRead(ctx context.Context) error {
 	entries, err := os.ReadDir(s.agentsDir())
 	if errors.Is(err, os.ErrNotExist) {
 		return nil
@@ -150,7 +150,7 @@ func (s *Store) markHistoryRead(ctx context.Context) error {
 // cursorsToEnd sets agent's cursors to the end of its logs: the chat
 // cursor, and the notification cursors of both purposes. Each read starts
 // at the cursor already there, so finishing a move reads only the rest.
-func (s *Store) cursorsToEnd(ctx context.Context, agent string) error {
+func (s *Files) cursorsToEnd(ctx context.Context, agent string) error {
 	chat, err := s.ChatPath(agent)
 	if err != nil {
 		return err

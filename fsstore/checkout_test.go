@@ -134,7 +134,7 @@ func TestCloneResetFinishedAfterKill(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	c := &Store{Layout: Layout{project: clone, root: root}, caches: &caches{}}
+	c := &Files{Layout: Layout{project: clone, root: root}, io: &ioCaches{}}
 	if err := c.writeMarker(lockedfile.Inode(fi), markerResetting); err != nil {
 		t.Fatal(err)
 	}

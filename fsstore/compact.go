@@ -445,7 +445,7 @@ func (s *Store) recordHorizon(ctx context.Context, agent string, through time.Ti
 	if err != nil {
 		return err
 	}
-	_, err = updateDocHeld(ctx, s, path, ModeFile, func(c *Compaction, _ bool) error {
+	_, err = updateDocHeld(ctx, s.Files, path, ModeFile, func(c *Compaction, _ bool) error {
 		if through.After(c.ChatThrough) {
 			c.ChatThrough = through.UTC()
 		}
@@ -485,7 +485,7 @@ func (s *Store) translateCursors(ctx context.Context, cursorPath string, lr logR
 		}
 		return c
 	}
-	_, err := updateDocHeld(ctx, s, cursorPath, ModeFile, func(cursors *Cursors, exists bool) error {
+	_, err := updateDocHeld(ctx, s.Files, cursorPath, ModeFile, func(cursors *Cursors, exists bool) error {
 		if !exists {
 			return ErrNoChange
 		}

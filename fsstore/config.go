@@ -116,7 +116,7 @@ func (c *Config) Agent(id string) (Agent, bool) {
 }
 
 // LoadConfig reads and checks the project's config.toml.
-func (s *Store) LoadConfig() (*Config, error) {
+func (s *Files) LoadConfig() (*Config, error) {
 	cfg, err := s.loadSettledConfig()
 	if err != nil {
 		return nil, err

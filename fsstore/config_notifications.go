@@ -7,6 +7,12 @@ import (
 	"time"
 )
 
+// Notification types.
+const (
+	NotifyInterrupt = "interrupt"
+	NotifyInfo      = "info"
+)
+
 // NotifyNewMessage is the notice a send creates for its receiver: derived
 // from unread chat lines, never written to notifications.jsonl.
 const NotifyNewMessage = "new_message"
@@ -116,38 +122,16 @@ func (t NotificationTTLs) of(typ string) time.Duration {
 
 // setNotificationTTLs makes cfg's times to live the ones this store's
 // reads apply (LoadConfig).
-func (s *Store) setNotificationTTLs(cfg *Config) {
+func (s *Files) setNotificationTTLs(cfg *Config) {
 	ttls := cfg.Notifications.TTL
 	s.ttls.Store(&ttls)
 }
 
 // notificationTTL is the time to live of typ in force (0: for ever).
-func (s *Store) notificationTTL(typ string) time.Duration {
+func (s *Files) notificationTTL(typ string) time.Duration {
 	var ttls NotificationTTLs
 	if p := s.ttls.Load(); p != nil {
 		ttls = *p
 	}
 	return ttls.of(typ)
-}
-
-// expired says whether n has outlived its type's time to live at now (the
-// one rule of expiry: an expired notification is never delivered, counted
-// or told, and the next read consumes it silently). An interrupt about a
-// task that is still blocked or cancelled never expires: the task session
-// must still stop.
-func (s *Store) expired(n Notification, now time.Time) bool {
-	ttl := s.notificationTTL(n.Type)
-	if ttl <= 0 || now.Sub(n.CreatedAt) < ttl {
-		return false
-	}
-	return !(n.Type == NotifyInterrupt && n.TaskID != "" && n.reportsStatus() && s.taskStopped(n.TaskID))
-}
-
-// expiresAt is when n expires (zero: never, or not by time alone).
-func (s *Store) expiresAt(n Notification) time.Time {
-	ttl := s.notificationTTL(n.Type)
-	if ttl <= 0 {
-		return time.Time{}
-	}
-	return n.CreatedAt.Add(ttl)
 }

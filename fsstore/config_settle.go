@@ -31,7 +31,7 @@ const (
 // otherwise the file is read again settleGap later until two reads agree,
 // at most settleTries times, so a save in progress is not taken for the
 // config.
-func (s *Store) loadSettledConfig() (*Config, error) {
+func (s *Files) loadSettledConfig() (*Config, error) {
 	data, err := lockedfile.ReadFile(s.ConfigPath())
 	cfg, perr := s.parseRead(data, err)
 	for i := 0; i < settleTries && (perr != nil || len(cfg.Agents) == 0); i++ {
@@ -48,7 +48,7 @@ func (s *Store) loadSettledConfig() (*Config, error) {
 }
 
 // parseRead is the config of one read of config.toml, or what is wrong.
-func (s *Store) parseRead(data []byte, err error) (*Config, error) {
+func (s *Files) parseRead(data []byte, err error) (*Config, error) {
 	if errors.Is(err, os.ErrNotExist) {
 		return nil, kindf(ErrNotFound, "%s is missing: run aipm init, or restore it", s.Rel(s.ConfigPath()))
 	}

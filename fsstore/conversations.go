@@ -294,7 +294,7 @@ func (s *Store) readConvIndex() (convIndex, error) {
 
 func (s *Store) rebuildConvIndex() (convIndex, error) {
 	idx := convIndex{Pairs: map[string][]string{}}
-	err := eachDoc(s, Conversations, func(_ string, c Conversation) error {
+	err := eachDoc(s.Files, Conversations, func(_ string, c Conversation) error {
 		if !c.closed() {
 			k := c.key()
 			idx.Pairs[k] = append(idx.Pairs[k], c.ID)
@@ -806,7 +806,7 @@ func (cb ConversationBook) List(ctx context.Context, cfg *Config, all bool) ([]C
 	s := cb.s
 	var ids []string
 	if all {
-		if err := eachDoc(s, Conversations, func(_ string, c Conversation) error { ids = append(ids, c.ID); return nil }); err != nil {
+		if err := eachDoc(s.Files, Conversations, func(_ string, c Conversation) error { ids = append(ids, c.ID); return nil }); err != nil {
 			return nil, err
 		}
 	} else {

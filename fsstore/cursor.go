@@ -57,7 +57,7 @@ const (
 // NotificationStream is the notifications cursor of a session purpose.
 func NotificationStream(purpose string) string { return StreamNotifications + "." + purpose }
 
-func (s *Store) streamPath(agent, stream string) (string, error) {
+func (s *Files) streamPath(agent, stream string) (string, error) {
 	switch {
 	case stream == StreamChat:
 		return s.ChatPath(agent)
@@ -130,7 +130,7 @@ func passedOver(from, to Cursor) int64 {
 // place past records that no reader of the stream wants, if it still is at
 // from and no session holds a batch. It is an optimisation: a failure to
 // write changes nothing, and the next reader passes over them again.
-func (s *Store) advanceCursor(ctx context.Context, cursorPath, stream string, from, to Cursor) {
+func (s *Files) advanceCursor(ctx context.Context, cursorPath, stream string, from, to Cursor) {
 	to.RedeliverBefore = from.RedeliverBefore
 	if to.RedeliverBefore <= to.Offset {
 		to.RedeliverBefore = 0
@@ -172,7 +172,7 @@ type ReadResult struct {
 
 // readCursors reads an agent's read.json; a damaged one is an error that
 // says what to do, never "nothing read yet".
-func (s *Store) readCursors(path string) (Cursors, error) {
+func (s *Files) readCursors(path string) (Cursors, error) {
 	var cursors Cursors
 	if err := s.readDoc(path, &cursors); err != nil && !errors.Is(err, ErrNotFound) {
 		return nil, fmt.Errorf("the read cursors are damaged (%w): run aipm doctor", err)
@@ -213,7 +213,7 @@ func startFor(sc StreamCursor, session string) Cursor {
 // returned (at once, or on Acknowledge when opt.Session is set), under the
 // agent directory's lock, so concurrent readers of one cursor never get a
 // record twice. Its cost is proportional to what is new.
-func (s *Store) ReadUnread(ctx context.Context, agent, stream string, opt ReadOptions) (ReadResult, error) {
+func (s *Files) ReadUnread(ctx context.Context, agent, stream string, opt ReadOptions) (ReadResult, error) {
 	logPath, err := s.streamPath(agent, stream)
 	if err != nil {
 		return ReadResult{}, err
@@ -267,7 +267,7 @@ func (s *Store) ReadUnread(ctx context.Context, agent, stream string, opt ReadOp
 // readPast reads logPath past cur as opt says, with bad lines named by
 // their path in the project. It returns the records, the cursor just
 // before the first record returned, and the cursor after the last one.
-func (s *Store) readPast(logPath string, cur Cursor, opt ReadOptions) (res ReadResult, first, next Cursor, err error) {
+func (s *Files) readPast(logPath string, cur Cursor, opt ReadOptions) (res ReadResult, first, next Cursor, err error) {
 	rp, err := lockedfile.ReadPast(logPath, cur, lockedfile.ReadOptions{Limit: opt.Limit, Match: opt.Match, Check: opt.Check, Strict: opt.Strict})
 	res = ReadResult{Records: rp.Records, Redelivered: rp.Redelivered, More: rp.More, Bad: rp.Bad, Next: rp.Next}
 	for _, le := range res.Bad {
@@ -287,7 +287,7 @@ func (s *Store) readPast(logPath string, cur Cursor, opt ReadOptions) (res ReadR
 // peekUnread is ReadUnread with Peek: it moves nothing (but for Advance),
 // so it needs no lock. With a ScanKey it starts where the previous peek of
 // the same reader found nothing for it.
-func (s *Store) peekUnread(ctx context.Context, logPath, cursorPath, stream string, opt ReadOptions) (ReadResult, error) {
+func (s *Files) peekUnread(ctx context.Context, logPath, cursorPath, stream string, opt ReadOptions) (ReadResult, error) {
 	if _, err := os.Stat(logPath); errors.Is(err, os.ErrNotExist) {
 		return ReadResult{}, nil // nothing written yet: the common case for notifications
 	}
@@ -299,7 +299,7 @@ func (s *Store) peekUnread(ctx context.Context, logPath, cursorPath, stream stri
 	from, key := start, ""
 	if opt.ScanKey != "" {
 		key = logPath + "\x00" + stream + "\x00" + opt.Session + "\x00" + opt.ScanKey
-		if scan, ok := s.caches.peeks.Get(key); ok && equalCursor(scan.from, start) {
+		if scan, ok := s.io.peeks.Get(key); ok && equalCursor(scan.from, start) {
 			from = scan.to
 			from.RedeliverBefore = start.RedeliverBefore
 		}
@@ -320,7 +320,7 @@ func (s *Store) peekUnread(ctx context.Context, logPath, cursorPath, stream stri
 		to = first
 	}
 	if key != "" {
-		s.caches.peeks.Put(key, peekScan{from: start, to: to})
+		s.io.peeks.Put(key, peekScan{from: start, to: to})
 	}
 	if opt.Advance && opt.Session == "" && passedOver(start, to) >= advanceAfter {
 		s.advanceCursor(ctx, cursorPath, stream, start, to)
@@ -402,14 +402,14 @@ const viaNextCall = "next call"
 // those in except: a later call of the session proved it received them. It reads read.json without a lock and writes only when
 // there is a batch. A call that is itself a read of a stream leaves that
 // stream out: the read acknowledges the previous batch in its own write.
-func (s *Store) Acknowledge(ctx context.Context, agent, session string, except ...string) error {
+func (s *Files) Acknowledge(ctx context.Context, agent, session string, except ...string) error {
 	return s.AcknowledgeVia(ctx, agent, session, viaNextCall, except...)
 }
 
 // AcknowledgeVia is Acknowledge by the call via (a tool's name: the read
 // receipt says which call read the messages, respond_chat or mark_read,
 // say).
-func (s *Store) AcknowledgeVia(ctx context.Context, agent, session, via string, except ...string) error {
+func (s *Files) AcknowledgeVia(ctx context.Context, agent, session, via string, except ...string) error {
 	_, _, err := s.acknowledge(ctx, agent, session, via, func(stream string, _ *PendingBatch) bool { return !slices.Contains(except, stream) })
 	return err
 }
@@ -421,7 +421,7 @@ func (s *Store) AcknowledgeVia(ctx context.Context, agent, session, via string, 
 // the tools that pass an interrupt); any other call keeps it, so that the
 // interrupt in it still stops the session. kept says such a batch is still
 // held.
-func (s *Store) AcknowledgeCall(ctx context.Context, agent, session, via string, complies bool, except ...string) (kept bool, err error) {
+func (s *Files) AcknowledgeCall(ctx context.Context, agent, session, via string, complies bool, except ...string) (kept bool, err error) {
 	_, kept, err = s.acknowledge(ctx, agent, session, via, func(stream string, p *PendingBatch) bool {
 		return !slices.Contains(except, stream) && (complies || !p.Shown)
 	})
@@ -430,7 +430,7 @@ func (s *Store) AcknowledgeCall(ctx context.Context, agent, session, via string,
 
 // AcknowledgeShown commits the batches of session that were only shown
 // (an interrupt a client hook showed whole): the call via complies with it.
-func (s *Store) AcknowledgeShown(ctx context.Context, agent, session, via string) error {
+func (s *Files) AcknowledgeShown(ctx context.Context, agent, session, via string) error {
 	_, _, err := s.acknowledge(ctx, agent, session, via, func(_ string, p *PendingBatch) bool { return p.Shown })
 	return err
 }
@@ -439,7 +439,7 @@ func (s *Store) AcknowledgeShown(ctx context.Context, agent, session, via string
 // that `in` accepts (it sees each stream's batch), and returns the chat
 // messages it committed; kept says the session still holds a batch only
 // shown (PendingBatch.Shown) that `in` left.
-func (s *Store) acknowledge(ctx context.Context, agent, session, via string, in func(stream string, p *PendingBatch) bool) (_ []string, kept bool, _ error) {
+func (s *Files) acknowledge(ctx context.Context, agent, session, via string, in func(stream string, p *PendingBatch) bool) (_ []string, kept bool, _ error) {
 	cursorPath, err := s.readCursorPath(agent)
 	if err != nil {
 		return nil, false, err
@@ -493,4 +493,26 @@ func holdsBatchIn(cursors Cursors, session string, in func(stream string, p *Pen
 		}
 	}
 	return false
+}
+
+// Mark is a place in one of an agent's logs: the records that start before
+// it, in the file it was measured in, have been told to a session's model.
+// A file replaced since (a doctor repair) starts again from nothing: its
+// records may be told once more, never lost.
+type Mark struct {
+	Inode  uint64 `json:"inode"`
+	Offset int64  `json:"offset"`
+	// Line is the number of lines before Offset: a reader that starts at
+	// the mark names the lines after it rightly (served texts' path:line).
+	Line int `json:"line,omitempty"`
+	// ID is the id of the record that ends at Offset: a reader starts at the
+	// mark only when that record is still there (ReadOptions.SkipTo), not
+	// in a file that merely reuses the inode number.
+	ID string `json:"id,omitempty"`
+}
+
+// covers says whether the record starting at offset of the file with
+// inode lies before m.
+func (m Mark) covers(inode uint64, offset int64) bool {
+	return m.Inode == inode && offset < m.Offset
 }

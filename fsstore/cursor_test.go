@@ -193,7 +193,7 @@ func TestUpdateDocConcurrent(t *testing.T) {
 		go func() {
 			defer wg.Done()
 			for i := 0; i < 50; i++ {
-				if _, err := UpdateDoc(context.Background(), s, path, ModeFile, func(c *counter, _ bool) error { c.N++; return nil }); err != nil {
+				if _, err := UpdateDoc(context.Background(), s.Files, path, ModeFile, func(c *counter, _ bool) error { c.N++; return nil }); err != nil {
 					t.Error(err)
 				}
 			}

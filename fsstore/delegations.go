@@ -100,7 +100,7 @@ func (db DelegationBook) Create(ctx context.Context, cfg *Config, in NewDelegati
 		History: []Transition{{State: DlgPending, At: now, By: in.Agent}},
 	}
 	path, _ := s.DocPath(Delegations, d.ID)
-	_, err := UpdateDoc(ctx, s, path, ModeFile, func(doc *Delegation, exists bool) error {
+	_, err := UpdateDoc(ctx, s.Files, path, ModeFile, func(doc *Delegation, exists bool) error {
 		if exists {
 			return fmt.Errorf("delegation %s: %w", d.ID, ErrExists)
 		}
@@ -147,7 +147,7 @@ func (f DelegationFilter) match(d Delegation) bool {
 func (db DelegationBook) List(f DelegationFilter) ([]Delegation, error) {
 	s := db.s
 	var out []Delegation
-	err := eachDoc(s, Delegations, func(path string, d Delegation) error {
+	err := eachDoc(s.Files, Delegations, func(path string, d Delegation) error {
 		if f.match(d) {
 			out = append(out, d.served(s.Rel(path)))
 		}
@@ -250,7 +250,7 @@ func (s *Store) updateDelegation(ctx context.Context, id string, fn func(d *Dele
 		return Delegation{}, err
 	}
 	path, _ := s.DocPath(Delegations, id)
-	return UpdateDoc(ctx, s, path, ModeFile, func(d *Delegation, exists bool) error {
+	return UpdateDoc(ctx, s.Files, path, ModeFile, func(d *Delegation, exists bool) error {
 		if !exists {
 			return codeErr(CodeDelegationNotFound, "delegation %s does not exist", id)
 		}
@@ -386,7 +386,7 @@ func (db DelegationBook) TaskConversations(ctx context.Context, cfg *Config, id 
 	}
 	out.Delegations = append(out.Delegations, ds...)
 	var ids []string
-	if err := eachDoc(s, Conversations, func(_ string, c Conversation) error {
+	if err := eachDoc(s.Files, Conversations, func(_ string, c Conversation) error {
 		if slices.Contains(out.TaskIDs, c.TaskID) {
 			ids = append(ids, c.ID)
 		}

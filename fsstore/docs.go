@@ -16,7 +16,7 @@ import (
 // (DESIGN section 4, rule 3), and returns the function that releases it.
 // The lock file is never removed (removing it would let two lockers hold
 // locks on different inodes).
-func (s *Store) lockDir(ctx context.Context, dir string) (unlock func(), err error) {
+func (s *Files) lockDir(ctx context.Context, dir string) (unlock func(), err error) {
 	if err := s.mkdirAll(dir); err != nil {
 		return nil, fmt.Errorf("lock %s: %w", s.Rel(dir), err)
 	}
@@ -28,7 +28,7 @@ func (s *Store) lockDir(ctx context.Context, dir string) (unlock func(), err err
 }
 
 // mkdirAll creates dir and its missing parents with the layout's modes.
-func (s *Store) mkdirAll(dir string) error {
+func (s *Files) mkdirAll(dir string) error {
 	if err := lockedfile.CheckDir(dir); err != nil {
 		return err
 	}
@@ -52,7 +52,7 @@ func (s *Store) mkdirAll(dir string) error {
 
 // writeDoc replaces path with v atomically (DESIGN section 4, rule 3). The
 // caller holds the collection's lock when the write depends on a read.
-func (s *Store) writeDoc(path string, v any, perm os.FileMode) error {
+func (s *Files) writeDoc(path string, v any, perm os.FileMode) error {
 	data, err := lockedfile.EncodeDoc(v)
 	if err != nil {
 		return fmt.Errorf("write %s: encode: %w", s.Rel(path), err)
@@ -68,7 +68,7 @@ func (s *Store) writeDoc(path string, v any, perm os.FileMode) error {
 
 // readDoc decodes the JSON document at path into v. A missing file is
 // ErrNotFound; invalid JSON is a *LineError naming the line.
-func (s *Store) readDoc(path string, v any) error {
+func (s *Files) readDoc(path string, v any) error {
 	data, err := lockedfile.ReadFile(path)
 	if errors.Is(err, os.ErrNotExist) {
 		return fmt.Errorf("read %s: %w", s.Rel(path), ErrNotFound)
@@ -83,11 +83,16 @@ func decodeDoc(path string, data []byte, v any) error {
 	if err := json.Unmarshal(data, v); err != nil {
 		return &LineError{Path: path, Line: lockedfile.JSONLine(data, err), Err: errors.New(lockedfile.JSONWords(data, err))}
 	}
-	if t, ok := v.(*Task); ok {
-		t.settle() // a status edited by hand is judged in this one place
+	if d, ok := v.(Settler); ok {
+		d.Settle()
 	}
 	return nil
 }
+
+// A Settler is a document that judges what a person wrote into it once it
+// is decoded, wherever it is read (a task's status edited by hand: the rule
+// is the task's, Task.Settle).
+type Settler interface{ Settle() }
 
 // casAttempts bounds how often UpdateDoc re-reads and re-applies a change
 // to a document that someone kept rewriting under it.
@@ -106,7 +111,7 @@ var testHookBeforeWrite func(path string)
 // and re-applies fn, so neither change is lost silently; after casAttempts
 // it refuses. Keys of the document that T does not know are kept.
 // Returning ErrNoChange from fn skips the write.
-func UpdateDoc[T any](ctx context.Context, s *Store, path string, perm os.FileMode, fn func(doc *T, exists bool) error) (T, error) {
+func UpdateDoc[T any](ctx context.Context, s *Files, path string, perm os.FileMode, fn func(doc *T, exists bool) error) (T, error) {
 	unlock, err := s.lockDir(ctx, filepath.Dir(path))
 	if err != nil {
 		var doc T
@@ -118,7 +123,7 @@ func UpdateDoc[T any](ctx context.Context, s *Store, path string, perm os.FileMo
 
 // updateDocHeld is UpdateDoc for a caller that holds the directory's lock
 // already (compaction, which holds it across a log's replacement).
-func updateDocHeld[T any](ctx context.Context, s *Store, path string, perm os.FileMode, fn func(doc *T, exists bool) error) (T, error) {
+func updateDocHeld[T any](ctx context.Context, s *Files, path string, perm os.FileMode, fn func(doc *T, exists bool) error) (T, error) {
 	var doc T
 	var editErr error // an error of the edit itself, returned as it is
 	edits := 0
@@ -163,9 +168,6 @@ func updateDocHeld[T any](ctx context.Context, s *Store, path string, perm os.Fi
 	return doc, nil
 }
 
-// ErrNoChange, returned by an UpdateDoc function, leaves the document as it was.
-var ErrNoChange = errors.New("no change")
-
 // writeFileAtomic writes data to a temp file beside path, syncs it, renames
 // it over path and syncs the directory so the new name is durable.
 func writeFileAtomic(path string, data []byte, perm os.FileMode, durable bool) error {
@@ -180,7 +182,7 @@ func syncDir(dir string) error { return lockedfile.SyncDir(dir) }
 // collection's (a temp file, an editor's backup) are passed over, and a
 // damaged document is skipped (doctor reports it). A missing directory
 // holds none.
-func eachDoc[T any](s *Store, collection string, fn func(path string, doc T) error) error {
+func eachDoc[T any](s *Files, collection string, fn func(path string, doc T) error) error {
 	dir := s.CollectionDir(collection)
 	entries, err := os.ReadDir(dir)
 	if errors.Is(err, os.ErrNotExist) {

@@ -117,3 +117,31 @@ func JSONWords(data []byte, err error) string { return lockedfile.JSONWords(data
 
 // JSONLine is the line of data a JSON decoding error is at.
 func JSONLine(data []byte, err error) int { return lockedfile.JSONLine(data, err) }
+
+// ErrBackoff says authenticate refused to check a passkey because of
+// earlier failures; the error it wraps says until when.
+var ErrBackoff = errors.New("too many failed authenticates")
+
+// ErrNoChange, returned by an UpdateDoc function, leaves the document as it was.
+var ErrNoChange = errors.New("no change")
+
+// ErrBadPasskey says a passkey does not match.
+var ErrBadPasskey = errors.New("wrong passkey")
+
+// ErrAmbiguous says a prefix matches more than one id (or a choice has more
+// than one candidate).
+var ErrAmbiguous = errors.New("ambiguous")
+
+// ErrInvalid says a value has the wrong form.
+var ErrInvalid = errors.New("invalid")
+
+// ErrWatcherRunning says another watcher holds the project.
+var ErrWatcherRunning = errors.New("another aipm watch is running")
+
+// ErrNetworkFilesystem says .ai-pm/ (or the directory aipm init would put
+// it in) is on a network filesystem, where aipm's rules cannot hold: flock
+// is emulated there or only local to one client, O_APPEND is simulated by
+// the client (two hosts' appends can overwrite each other), and inotify sees
+// only this machine's writes, so the watcher and every waiting
+// get_next_action go deaf to the other hosts. The CLI exits 1 on it.
+var ErrNetworkFilesystem = errors.New("network filesystem")

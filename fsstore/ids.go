@@ -163,3 +163,9 @@ func Clip(s string, n int) string {
 	}
 	return fmt.Sprintf("%s... (%d bytes)", s[:cut], len(s))
 }
+
+// Session purposes (DESIGN section 5).
+const (
+	PurposeTask = "task"
+	PurposeChat = "chat"
+)

@@ -5,7 +5,6 @@ import (
 	"context"
 	"encoding/hex"
 	"encoding/json"
-	"errors"
 	"fmt"
 	"time"
 
@@ -31,10 +30,6 @@ type Interruption struct {
 	// that warrants one interrupts once, however often it is seen.
 	HandEdit bool
 }
-
-// ErrNobodyToInterrupt says an interrupt about no task found no live
-// session of its agent to read it.
-var ErrNobodyToInterrupt = errors.New("nobody to interrupt")
 
 // interruptKind is the kind of the interrupt a status change to the key
 // causes.

@@ -36,7 +36,7 @@ const replacedPatience = 2 * time.Second
 // AppendJSONL marshals rec as one compact JSON line and appends it to path
 // under DESIGN section 4 rules 1, 2 and 7. Missing parent directories are
 // created.
-func (s *Store) AppendJSONL(ctx context.Context, path string, rec any) error {
+func (s *Files) AppendJSONL(ctx context.Context, path string, rec any) error {
 	line, err := json.Marshal(rec)
 	if err != nil {
 		return fmt.Errorf("append %s: encode: %w", s.Rel(path), err)
@@ -45,7 +45,7 @@ func (s *Store) AppendJSONL(ctx context.Context, path string, rec any) error {
 }
 
 // writeJSONL is the first half of AppendJSONL: see writeLine.
-func (s *Store) writeJSONL(ctx context.Context, path string, rec any) (flush func() error, err error) {
+func (s *Files) writeJSONL(ctx context.Context, path string, rec any) (flush func() error, err error) {
 	line, err := json.Marshal(rec)
 	if err != nil {
 		return nil, fmt.Errorf("append %s: encode: %w", s.Rel(path), err)
@@ -55,13 +55,13 @@ func (s *Store) writeJSONL(ctx context.Context, path string, rec any) (flush fun
 
 // appendLine appends one line (without its newline) to path. A write that
 // failed for lack of room is a *CodeError disk_full, and leaves no fragment.
-func (s *Store) appendLine(ctx context.Context, path string, line []byte) error {
+func (s *Files) appendLine(ctx context.Context, path string, line []byte) error {
 	return s.appendUnless(ctx, path, line, nil)
 }
 
 // appendUnless is appendLine that writes nothing if the file already holds
 // the bytes unless (nil: always write).
-func (s *Store) appendUnless(ctx context.Context, path string, line, unless []byte) error {
+func (s *Files) appendUnless(ctx context.Context, path string, line, unless []byte) error {
 	flush, err := s.writeLine(ctx, path, line, unless)
 	if err != nil {
 		return err
@@ -74,14 +74,14 @@ func (s *Store) appendUnless(ctx context.Context, path string, line, unless []by
 // caller writing two files (the dual write) writes both, then flushes both:
 // neither copy waits for the other's fsync to be written. Missing parent
 // directories are created.
-func (s *Store) writeLine(ctx context.Context, path string, line, unless []byte) (flush func() error, err error) {
+func (s *Files) writeLine(ctx context.Context, path string, line, unless []byte) (flush func() error, err error) {
 	return s.writeLineWith(ctx, path, line, lockedfile.AppendOptions{Durable: s.durable.Load(), Unless: unless})
 }
 
 // appendRecord appends line without waiting for the disk: for a record
 // kept for humans, never a promise made to a caller (receipts). A crash
 // may lose it; nothing tears it.
-func (s *Store) appendRecord(ctx context.Context, path string, line []byte) error {
+func (s *Files) appendRecord(ctx context.Context, path string, line []byte) error {
 	flush, err := s.writeLineWith(ctx, path, line, lockedfile.AppendOptions{})
 	if err != nil {
 		return err
@@ -90,8 +90,8 @@ func (s *Store) appendRecord(ctx context.Context, path string, line []byte) erro
 }
 
 // writeLineWith is writeLine with its append options.
-func (s *Store) writeLineWith(ctx context.Context, path string, line []byte, opt lockedfile.AppendOptions) (flush func() error, err error) {
-	a := s.caches.appenders.Get(path, ModeFile)
+func (s *Files) writeLineWith(ctx context.Context, path string, line []byte, opt lockedfile.AppendOptions) (flush func() error, err error) {
+	a := s.io.appenders.Get(path, ModeFile)
 	deadline := time.Now().Add(replacedPatience)
 	for attempt := 0; ; attempt++ {
 		flush, err := a.Write(ctx, line, opt)

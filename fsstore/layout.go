@@ -23,19 +23,26 @@ const (
 	ModePrivateDir  os.FileMode = 0o700
 )
 
-// Store is one project's .ai-pm/ directory. Besides a bounded cache of
-// append descriptors (lockedfile.Appenders) it holds no open files; every
-// operation opens, locks and closes what it needs, so a Store is safe for
-// concurrent use by many goroutines and processes. Its paths are its
-// Layout's.
-type Store struct {
+// Files is one project's .ai-pm/ directory as storage: its Layout, its
+// durability, and what this process keeps of its files between calls. Besides
+// a bounded cache of append descriptors (lockedfile.Appenders) it holds no
+// open files; every operation opens, locks and closes what it needs, so it
+// is safe for concurrent use by many goroutines and processes.
+type Files struct {
 	Layout
 	durable atomic.Bool                      // fsync appends and documents: the config's durability, set by LoadConfig
 	ttls    atomic.Pointer[NotificationTTLs] // the config's [notifications.ttl], set by LoadConfig (nil: defaults)
 	// servesMany: this process serves many agents' sessions (aipm serve
 	// --http), so its environment's run id and ssh client are no session's.
 	servesMany atomic.Bool
-	caches     *caches
+	io         *ioCaches
+}
+
+// ioCaches is what Files keeps between calls: the descriptors this process
+// appends through, and the scans of logs it peeked into.
+type ioCaches struct {
+	peeks     lockedfile.StatCache[peekScan] // by log, stream, session and ScanKey; no stamps
+	appenders lockedfile.Appenders           // open descriptors of the files this process appends to
 }
 
 // Layout is where everything lives under a project's .ai-pm/ (DESIGN
@@ -46,36 +53,8 @@ type Layout struct {
 	root    string // project/.ai-pm
 }
 
-// caches holds what this process keeps between calls: what it read from
-// files (revalidated by stat) and the descriptors it appends through.
-type caches struct {
-	sessions lockedfile.StatCache[Session]
-	unread   lockedfile.StatCache[Unread]
-	// quietChat: chat sessions found with no new message (NewMessagesFor).
-	quietChat lockedfile.StatCache[struct{}]
-	peeks     lockedfile.StatCache[peekScan] // by log, stream, session and ScanKey; no stamps
-	tasks     taskIndex
-	bearers   bearerCache // HTTP bearer tokens found to be agents' passkeys (AgentOfPasskey)
-
-	appenders lockedfile.Appenders // open descriptors of the files this process appends to
-}
-
-// Open returns the store of the project directory dir, which must contain
-// .ai-pm/ on a local filesystem (a network filesystem is refused:
-// ErrNetworkFilesystem). Appends fsync until a loaded config says
-// durability = "none".
-func Open(projectDir string) (*Store, error) {
-	return open(projectDir, true)
-}
-
-// OpenToCheck opens the store as Open does, on any filesystem: for aipm
-// doctor, which reports a network filesystem as a problem (Doctor) instead
-// of refusing to look.
-func OpenToCheck(projectDir string) (*Store, error) {
-	return open(projectDir, false)
-}
-
-func open(projectDir string, refuseNetwork bool) (*Store, error) {
+// openFiles opens the .ai-pm/ directory of projectDir (Open, OpenToCheck).
+func openFiles(projectDir string, refuseNetwork bool) (*Files, error) {
 	abs, err := filepath.Abs(projectDir)
 	if err != nil {
 		return nil, fmt.Errorf("open project %s: %w", projectDir, err)
@@ -97,7 +76,7 @@ func open(projectDir string, refuseNetwork bool) (*Store, error) {
 		}
 	}
 	lockedfile.Confine(root)
-	st := &Store{Layout: Layout{project: abs, root: root}, caches: &caches{}}
+	st := &Files{Layout: Layout{project: abs, root: root}, io: &ioCaches{}}
 	st.durable.Store(true)
 	if err := st.openCheckout(fi); err != nil {
 		return nil, err
@@ -149,7 +128,7 @@ func findProject(start string) (string, error) {
 // setDurability is the one place the store's durability changes: the
 // config's, whenever one is loaded (LoadConfig), read atomically by every
 // write in flight.
-func (s *Store) setDurability(cfg *Config) {
+func (s *Files) setDurability(cfg *Config) {
 	s.durable.Store(cfg.Defaults.Durability != DurableNone)
 }
 
@@ -272,7 +251,7 @@ func (l Layout) dirMode(dir string) os.FileMode {
 
 // ensureAgentDir creates agents/<agent>/ if it is missing (an agent added to
 // config.toml by hand has none until its first message).
-func (s *Store) ensureAgentDir(agent string) error {
+func (s *Files) ensureAgentDir(agent string) error {
 	dir, err := s.AgentDir(agent)
 	if err != nil {
 		return err
@@ -283,7 +262,7 @@ func (s *Store) ensureAgentDir(agent string) error {
 // WatchedDirs are the directories whose changes matter to a view of the
 // whole project (aipm status --watch): .ai-pm itself (a new collection),
 // each collection but logs and quarantine, and each agent's directory.
-func (s *Store) WatchedDirs() []string {
+func (s *Files) WatchedDirs() []string {
 	dirs := []string{s.root}
 	entries, _ := os.ReadDir(s.root)
 	for _, e := range entries {
@@ -303,3 +282,19 @@ func (s *Store) WatchedDirs() []string {
 	}
 	return dirs
 }
+
+// The session index: sessions/by-agent/<agent>.json lists the ids of the
+// agent's session documents, so that authenticate reads its own agent's
+// sessions and no one else's (a project with 10^4 sessions authenticates
+// as fast as one with 10). Sessions are runtime state that humans do not
+// edit (DESIGN section 3), so the index can be kept rather than re-derived
+// on every call; it is kept under the sessions lock with one invariant:
+//
+//	every session document's id is in its agent's index file
+//
+// (an id is added before its document is written and dropped after its
+// document is removed, so a crash leaves at worst an id without a document,
+// which the next reader drops). A project without sessions/by-agent/ (made
+// by an older aipm, or a human who removed it) gets it rebuilt from every
+// session document, once, by the first writer that finds it missing.
+const sessionIndexDir = "by-agent"

@@ -32,7 +32,7 @@ func (s *Store) Unhand(ctx context.Context, agent, session string, streams ...st
 		return false, nil
 	}
 	took := false
-	_, err = UpdateDoc(ctx, s, cursorPath, ModeFile, func(cursors *Cursors, _ bool) error {
+	_, err = UpdateDoc(ctx, s.Files, cursorPath, ModeFile, func(cursors *Cursors, _ bool) error {
 		took = holdsBatchIn(*cursors, session, named) // each try of the swap decides anew
 		if !took {
 			return ErrNoChange

@@ -9,14 +9,6 @@ import (
 	"golang.org/x/sys/unix"
 )
 
-// ErrNetworkFilesystem says .ai-pm/ (or the directory aipm init would put
-// it in) is on a network filesystem, where aipm's rules cannot hold: flock
-// is emulated there or only local to one client, O_APPEND is simulated by
-// the client (two hosts' appends can overwrite each other), and inotify sees
-// only this machine's writes, so the watcher and every waiting
-// get_next_action go deaf to the other hosts. The CLI exits 1 on it.
-var ErrNetworkFilesystem = errors.New("network filesystem")
-
 // networkFilesystems names the filesystems aipm refuses, by the f_type
 // statfs(2) reports: the constants of linux/magic.h (golang.org/x/sys/unix
 // is generated from it). FUSE covers every FUSE-based filesystem, fuseblk,
@@ -162,7 +154,7 @@ func checkLocalProject(dir string) error {
 // refuses one; OpenToCheck lets doctor in to say so), and whether it was
 // found: repair is then withheld, since another host may be writing the
 // lines it would move.
-func (s *Store) filesystemProblems() ([]Problem, bool) {
+func (s *Files) filesystemProblems() ([]Problem, bool) {
 	name, err := networkFilesystemOf(s.root)
 	switch {
 	case err != nil:
@@ -176,7 +168,7 @@ func (s *Store) filesystemProblems() ([]Problem, bool) {
 // OnNetworkFilesystem returns the name of the network filesystem .ai-pm/
 // is on, or "" when it is on a local one (or statfs fails: doctor reports
 // that as a problem of its own).
-func (s *Store) OnNetworkFilesystem() string {
+func (s *Files) OnNetworkFilesystem() string {
 	name, _ := networkFilesystemOf(s.root)
 	return name
 }

@@ -202,7 +202,7 @@ func (s *Store) WithMarker(ctx context.Context, ses Session, m Marker, op func(m
 	if err := s.ensureAgentDir(agent); err != nil {
 		return err
 	}
-	_, err = UpdateDoc(ctx, s, filepath.Join(dir, "markers.json"), ModeFile, func(log *markerLog, _ bool) error {
+	_, err = UpdateDoc(ctx, s.Files, filepath.Join(dir, "markers.json"), ModeFile, func(log *markerLog, _ bool) error {
 		msg, err := s.lastReceived(agent, ses.ID)
 		if err != nil {
 			return err

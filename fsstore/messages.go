@@ -412,3 +412,12 @@ func (s *Store) decodeLog(path string, recs []Record) ([]Message, []*LineError) 
 	}
 	return out, bad
 }
+
+// messageIDs are the ids of msgs.
+func messageIDs(msgs []Message) []string {
+	ids := make([]string, len(msgs))
+	for i, m := range msgs {
+		ids[i] = m.ID
+	}
+	return ids
+}

@@ -12,13 +12,6 @@ import (
 	"aipm/fsstore/lockedfile"
 )
 
-// Notification types.
-const (
-	NotifyInterrupt = "interrupt"
-	NotifyInfo      = "info"
-	// NotifyNewMessage is in config_notifications.go.
-)
-
 // Notification is one line of agents/<agent>/notifications.jsonl.
 type Notification struct {
 	ID        string    `json:"id"`
@@ -185,10 +178,6 @@ func checkDecoded(n Notification) error {
 	}
 	return nil
 }
-
-// ErrNotificationsUnreadable wraps the error of a notifications line that
-// could not be decoded: the caller fails closed.
-var ErrNotificationsUnreadable = errors.New("notifications unreadable")
 
 // sessionNotifications reads the notifications that concern ses, strictly:
 // a line that cannot be decoded stops the read with an error naming
@@ -513,4 +502,26 @@ func NewestFirst(ns []Notification) []Notification {
 	out := slices.Clone(ns)
 	slices.Reverse(out)
 	return out
+}
+
+// expired says whether n has outlived its type's time to live at now (the
+// one rule of expiry: an expired notification is never delivered, counted
+// or told, and the next read consumes it silently). An interrupt about a
+// task that is still blocked or cancelled never expires: the task session
+// must still stop.
+func (s *Store) expired(n Notification, now time.Time) bool {
+	ttl := s.notificationTTL(n.Type)
+	if ttl <= 0 || now.Sub(n.CreatedAt) < ttl {
+		return false
+	}
+	return !(n.Type == NotifyInterrupt && n.TaskID != "" && n.reportsStatus() && s.taskStopped(n.TaskID))
+}
+
+// expiresAt is when n expires (zero: never, or not by time alone).
+func (s *Store) expiresAt(n Notification) time.Time {
+	ttl := s.notificationTTL(n.Type)
+	if ttl <= 0 {
+		return time.Time{}
+	}
+	return n.CreatedAt.Add(ttl)
 }

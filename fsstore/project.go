@@ -278,9 +278,6 @@ func hashPasskey(salt []byte, passkey string) string {
 	return hex.EncodeToString(h.Sum(nil))
 }
 
-// ErrBadPasskey says a passkey does not match.
-var ErrBadPasskey = errors.New("wrong passkey")
-
 // checkPasskey compares passkey with the agent's stored hash in constant time.
 func (s *Store) checkPasskey(agent, passkey string) error {
 	path, err := s.PasskeyPath(agent)

@@ -38,7 +38,7 @@ func (l Layout) ReceiptsPath(agent string) (string, error) {
 }
 
 // receipt appends a receipt for ids, best effort (see Receipt).
-func (s *Store) receipt(ctx context.Context, agent, event, session, via string, ids []string) {
+func (s *Files) receipt(ctx context.Context, agent, event, session, via string, ids []string) {
 	if len(ids) == 0 {
 		return
 	}
@@ -50,15 +50,6 @@ func (s *Store) receipt(ctx context.Context, agent, event, session, via string, 
 	if line, err := json.Marshal(r); err == nil {
 		_ = s.appendRecord(ctx, path, line) // a record: not fsynced, and its loss changes nothing
 	}
-}
-
-// messageIDs are the ids of msgs.
-func messageIDs(msgs []Message) []string {
-	ids := make([]string, len(msgs))
-	for i, m := range msgs {
-		ids[i] = m.ID
-	}
-	return ids
 }
 
 // Seen is when a message was first surfaced to the agent's sessions and
@@ -73,7 +64,7 @@ type Seen struct {
 // Receipts reads agent's receipts into what each message id went
 // through (the first of each event). Lines that are not receipts are
 // skipped.
-func (s *Store) Receipts(agent string) (map[string]Seen, error) {
+func (s *Files) Receipts(agent string) (map[string]Seen, error) {
 	path, err := s.ReceiptsPath(agent)
 	if err != nil {
 		return nil, err

@@ -8,13 +8,6 @@ import (
 	"strings"
 )
 
-// ErrAmbiguous says a prefix matches more than one id (or a choice has more
-// than one candidate).
-var ErrAmbiguous = errors.New("ambiguous")
-
-// ErrInvalid says a value has the wrong form.
-var ErrInvalid = errors.New("invalid")
-
 // nounOf names a collection's entities in messages.
 var nounOf = map[string]string{
 	Conversations: "conversation",

@@ -66,7 +66,7 @@ func (rt RunTable) Claim(ctx context.Context, r Run) (claimed bool, stale *Run, 
 	if err != nil || !ok {
 		return false, nil, nil, wrapErr("claim run", err)
 	}
-	_, err = UpdateDoc(ctx, s, path, ModeFile, func(doc *Run, exists bool) error {
+	_, err = UpdateDoc(ctx, s.Files, path, ModeFile, func(doc *Run, exists bool) error {
 		stale, claimed = nil, false
 		if exists && doc.Alive() {
 			return ErrNoChange
@@ -120,7 +120,7 @@ func (rt RunTable) SetPID(ctx context.Context, r Run) error {
 	if err != nil {
 		return err
 	}
-	_, err = UpdateDoc(ctx, s, path, ModeFile, func(doc *Run, exists bool) error {
+	_, err = UpdateDoc(ctx, s.Files, path, ModeFile, func(doc *Run, exists bool) error {
 		if !exists || doc.ID != r.ID {
 			return ErrNoChange
 		}
@@ -223,7 +223,7 @@ func runsSSH(command []string) bool {
 func (rt RunTable) List() ([]Run, error) {
 	s := rt.s
 	var out []Run
-	err := eachDoc(s, Runs, func(_ string, r Run) error { out = append(out, r); return nil })
+	err := eachDoc(s.Files, Runs, func(_ string, r Run) error { out = append(out, r); return nil })
 	slices.SortFunc(out, func(a, b Run) int { return a.StartedAt.Compare(b.StartedAt) })
 	return out, err
 }

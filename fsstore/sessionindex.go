@@ -10,22 +10,6 @@ import (
 	"time"
 )
 
-// The session index: sessions/by-agent/<agent>.json lists the ids of the
-// agent's session documents, so that authenticate reads its own agent's
-// sessions and no one else's (a project with 10^4 sessions authenticates
-// as fast as one with 10). Sessions are runtime state that humans do not
-// edit (DESIGN section 3), so the index can be kept rather than re-derived
-// on every call; it is kept under the sessions lock with one invariant:
-//
-//	every session document's id is in its agent's index file
-//
-// (an id is added before its document is written and dropped after its
-// document is removed, so a crash leaves at worst an id without a document,
-// which the next reader drops). A project without sessions/by-agent/ (made
-// by an older aipm, or a human who removed it) gets it rebuilt from every
-// session document, once, by the first writer that finds it missing.
-const sessionIndexDir = "by-agent"
-
 type agentSessionIndex struct {
 	Sessions []string `json:"sessions"`
 }
@@ -47,7 +31,7 @@ func (s *Store) ensureSessionIndex() error {
 		return fmt.Errorf("session index: %w", err)
 	}
 	byAgent := map[string][]string{}
-	if err := eachDoc(s, Sessions, func(_ string, ses Session) error {
+	if err := eachDoc(s.Files, Sessions, func(_ string, ses Session) error {
 		if CheckAgentID(ses.Agent) == nil {
 			byAgent[ses.Agent] = append(byAgent[ses.Agent], ses.ID)
 		}
@@ -185,7 +169,7 @@ func (s *Store) sessionIndexProblems(ctx context.Context, repair bool) ([]Proble
 	defer unlock()
 	indexed := map[string][]string{}
 	var problems []Problem
-	err = eachDoc(s, Sessions, func(path string, ses Session) error {
+	err = eachDoc(s.Files, Sessions, func(path string, ses Session) error {
 		if CheckAgentID(ses.Agent) != nil {
 			return nil // doctor's schema check reports it
 		}

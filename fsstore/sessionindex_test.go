@@ -68,7 +68,7 @@ func mustAuthenticate(t *testing.T, s *Store, cfg *Config, agent, key, purpose s
 func expireSession(t *testing.T, s *Store, ses Session) {
 	t.Helper()
 	path, _ := s.DocPath(Sessions, ses.ID)
-	if _, err := UpdateDoc(context.Background(), s, path, ModePrivateFile, func(doc *Session, _ bool) error {
+	if _, err := UpdateDoc(context.Background(), s.Files, path, ModePrivateFile, func(doc *Session, _ bool) error {
 		doc.LastSeenAt = doc.LastSeenAt.Add(-2 * doc.Idle.Duration)
 		return nil
 	}); err != nil {

@@ -17,12 +17,6 @@ import (
 	"time"
 )
 
-// Session purposes (DESIGN section 5).
-const (
-	PurposeTask = "task"
-	PurposeChat = "chat"
-)
-
 // Session end reasons.
 const (
 	EndLogout    = "logout"
@@ -72,9 +66,6 @@ func (s Session) Live(now time.Time) bool {
 // testHookAuthChosen, in tests, runs when authenticate has chosen the
 // purpose and has not written the session yet: where a watcher pass races.
 var testHookAuthChosen func(agent, purpose string)
-
-// ErrNothingToDo says authenticate found no work for the agent.
-var ErrNothingToDo = errors.New("nothing to do")
 
 // Authenticate checks the agent's passkey, chooses the session's purpose and
 // creates the session (DESIGN section 5). requested, when not empty, is the
@@ -202,7 +193,7 @@ func (s *Store) sweepSessions(ctx context.Context, agent string, now time.Time) 
 		}
 		defer unlock()
 		if agent == "" {
-			err = eachDoc(s, Sessions, func(path string, ses Session) error { return s.sweepOne(sw, path, ses) })
+			err = eachDoc(s.Files, Sessions, func(path string, ses Session) error { return s.sweepOne(sw, path, ses) })
 		} else {
 			err = s.sweepAgent(sw, agent)
 		}
@@ -379,7 +370,7 @@ func (s *Store) taskInProgress(agent string) string {
 // LiveSessions lists the sessions live at now.
 func (s *Store) LiveSessions(now time.Time) ([]Session, error) {
 	var out []Session
-	err := eachDoc(s, Sessions, func(_ string, ses Session) error {
+	err := eachDoc(s.Files, Sessions, func(_ string, ses Session) error {
 		if ses.Live(now) {
 			out = append(out, ses)
 		}
@@ -392,16 +383,6 @@ func hashToken(token string) string {
 	sum := sha256.Sum256([]byte(token))
 	return hex.EncodeToString(sum[:])
 }
-
-// session errors, for callers that explain them.
-var (
-	ErrBadToken       = errors.New("invalid session token")
-	ErrSessionEnded   = errors.New("session ended")
-	ErrSessionExpired = errors.New("session expired")
-	// ErrExpiryNotSaved comes with a valid session whose sliding expiry
-	// could not be written: a caller may go on with the session.
-	ErrExpiryNotSaved = errors.New("the session's expiry could not be saved")
-)
 
 // touchEvery bounds how often a session's LastSeenAt is rewritten: sliding
 // expiry needs minutes of precision, not a disk write per call.
@@ -432,7 +413,7 @@ func (s *Store) CheckSession(ctx context.Context, token string) (Session, error)
 		return ses, fmt.Errorf("this session expired after %s without a call: %w", ses.Idle.Duration, ErrSessionExpired)
 	}
 	if now.Sub(ses.LastSeenAt) > min(touchEvery, ses.Idle.Duration/10) {
-		touched, err := UpdateDoc(ctx, s, path, ModePrivateFile, func(cur *Session, exists bool) error {
+		touched, err := UpdateDoc(ctx, s.Files, path, ModePrivateFile, func(cur *Session, exists bool) error {
 			if !exists || !cur.EndedAt.IsZero() {
 				return ErrNoChange
 			}
@@ -569,7 +550,7 @@ func (s *Store) SetReplyTo(ctx context.Context, id, agent string) error {
 	if err != nil {
 		return err
 	}
-	_, err = UpdateDoc(ctx, s, path, ModePrivateFile, func(ses *Session, exists bool) error {
+	_, err = UpdateDoc(ctx, s.Files, path, ModePrivateFile, func(ses *Session, exists bool) error {
 		if !exists {
 			return fmt.Errorf("session %s: %w", id, ErrNotFound)
 		}

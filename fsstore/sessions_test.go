@@ -80,7 +80,7 @@ func wantDeadSessionEnded(t *testing.T, s *Store, cfg *Config, chat Session, pur
 		t.Fatal(err)
 	}
 	path, _ := s.DocPath(Sessions, chat.ID)
-	if _, err := UpdateDoc(ctx, s, path, ModePrivateFile, func(ses *Session, _ bool) error { ses.PID = dead.Process.Pid; return nil }); err != nil {
+	if _, err := UpdateDoc(ctx, s.Files, path, ModePrivateFile, func(ses *Session, _ bool) error { ses.PID = dead.Process.Pid; return nil }); err != nil {
 		t.Fatal(err)
 	}
 	ses, err := purpose("")

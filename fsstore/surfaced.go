@@ -15,28 +15,6 @@ import (
 	"aipm/fsstore/lockedfile"
 )
 
-// Mark is a place in one of an agent's logs: the records that start before
-// it, in the file it was measured in, have been told to a session's model.
-// A file replaced since (a doctor repair) starts again from nothing: its
-// records may be told once more, never lost.
-type Mark struct {
-	Inode  uint64 `json:"inode"`
-	Offset int64  `json:"offset"`
-	// Line is the number of lines before Offset: a reader that starts at
-	// the mark names the lines after it rightly (served texts' path:line).
-	Line int `json:"line,omitempty"`
-	// ID is the id of the record that ends at Offset: a reader starts at the
-	// mark only when that record is still there (ReadOptions.SkipTo), not
-	// in a file that merely reuses the inode number.
-	ID string `json:"id,omitempty"`
-}
-
-// covers says whether the record starting at offset of the file with
-// inode lies before m.
-func (m Mark) covers(inode uint64, offset int64) bool {
-	return m.Inode == inode && offset < m.Offset
-}
-
 // Surfaced is what a session's model has been told of (DESIGN section 15),
 // by a client hook or by a tool response, so that neither tells it again:
 // the messages and notifications before its marks, the conversations and

@@ -123,11 +123,11 @@ func HandEditAllowed(status, aipm, approval string) bool {
 	return CheckTransition(Task{Status: aipm, ApprovalStatus: approval}, status) == nil
 }
 
-// settle applies HandEditAllowed to a task as read: a status edited by
+// Settle applies HandEditAllowed to a task as read: a status edited by
 // hand that aipm does not allow is kept in HandStatus, and the task's
 // status is its last valid one. Every read of a task document goes
 // through it (decodeDoc), the task index through the same rule.
-func (t *Task) settle() {
+func (t *Task) Settle() {
 	t.HandStatus = ""
 	if !HandEditAllowed(t.Status, t.AipmStatus, t.ApprovalStatus) {
 		t.HandStatus, t.Status = t.Status, t.AipmStatus
@@ -214,7 +214,7 @@ func (s *Store) CreateTask(ctx context.Context, cfg *Config, in NewTask) (Task, 
 		t.ApprovalStatus, t.AskedToApprove = ApprovalPending, in.AskedToApprove
 	}
 	path, _ := s.DocPath(Tasks, t.ID)
-	_, err := UpdateDoc(ctx, s, path, ModeFile, func(doc *Task, exists bool) error {
+	_, err := UpdateDoc(ctx, s.Files, path, ModeFile, func(doc *Task, exists bool) error {
 		if exists {
 			return fmt.Errorf("task %s: %w", t.ID, ErrExists)
 		}
@@ -461,7 +461,7 @@ func (s *Store) UpdateTask(ctx context.Context, cfg *Config, id, by string, ch T
 		return Task{}, err
 	}
 	var before Task
-	after, err := UpdateDoc(ctx, s, path, ModeFile, func(t *Task, exists bool) error {
+	after, err := UpdateDoc(ctx, s.Files, path, ModeFile, func(t *Task, exists bool) error {
 		if !exists {
 			return kindf(ErrNotFound, "task %s does not exist: see list_tasks or aipm task list", id)
 		}

@@ -46,7 +46,7 @@ func (tq TriggerQueue) Add(ctx context.Context, t Trigger) (bool, error) {
 		t.CreatedAt = time.Now().UTC()
 	}
 	wrote := false
-	_, err = UpdateDoc(ctx, s, path, ModeFile, func(doc *Trigger, exists bool) error {
+	_, err = UpdateDoc(ctx, s.Files, path, ModeFile, func(doc *Trigger, exists bool) error {
 		// Under the pending lock, which Authenticate's take of a trigger
 		// waits for after it wrote its session: a live session of that
 		// agent and purpose needs no trigger.
@@ -64,7 +64,7 @@ func (tq TriggerQueue) Add(ctx context.Context, t Trigger) (bool, error) {
 func (tq TriggerQueue) Pending() ([]Trigger, error) {
 	s := tq.s
 	var out []Trigger
-	err := eachDoc(s, Pending, func(_ string, t Trigger) error { out = append(out, t); return nil })
+	err := eachDoc(s.Files, Pending, func(_ string, t Trigger) error { out = append(out, t); return nil })
 	sort.Slice(out, func(i, j int) bool { return out[i].CreatedAt.Before(out[j].CreatedAt) })
 	return out, err
 }

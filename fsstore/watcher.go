@@ -1,7 +1,6 @@
 package fsstore
 
 import (
-	"errors"
 	"fmt"
 	"os"
 	"path/filepath"
@@ -16,11 +15,8 @@ type WatcherInfo struct {
 	StartedAt time.Time `json:"startedAt"`
 }
 
-// ErrWatcherRunning says another watcher holds the project.
-var ErrWatcherRunning = errors.New("another aipm watch is running")
-
-func (s *Store) watcherLockPath() string { return filepath.Join(s.root, "watcher.lock") }
-func (s *Store) watcherInfoPath() string { return filepath.Join(s.root, "watcher.json") }
+func (s *Files) watcherLockPath() string { return filepath.Join(s.root, "watcher.lock") }
+func (s *Files) watcherInfoPath() string { return filepath.Join(s.root, "watcher.json") }
 
 // LockWatcher takes the project's watcher lock (one watcher per project,
 // DESIGN section 12) and records this process in watcher.json; release
@@ -29,7 +25,7 @@ func (s *Store) watcherInfoPath() string { return filepath.Join(s.root, "watcher
 // gitignored watcher.lock), and that of watcher.lock, which watchers of
 // earlier versions take; both are held for the watcher's life and dropped
 // by the kernel when it dies.
-func (s *Store) LockWatcher() (release func(), err error) {
+func (s *Files) LockWatcher() (release func(), err error) {
 	unlockDir, ok, err := lockedfile.TryLockDir(s.root)
 	if err != nil {
 		return nil, fmt.Errorf("watcher lock: %w", err)
@@ -59,7 +55,7 @@ func (s *Store) LockWatcher() (release func(), err error) {
 }
 
 // watcherRunning is the refusal of a second watcher, naming the first.
-func (s *Store) watcherRunning() error {
+func (s *Files) watcherRunning() error {
 	who := "unknown pid"
 	if info, err := s.RunningWatcher(); err == nil && info != nil && info.PID > 0 {
 		who = fmt.Sprintf("pid %d, started %s", info.PID, info.StartedAt.Local().Format(time.DateTime))
@@ -70,7 +66,7 @@ func (s *Store) watcherRunning() error {
 // RunningWatcher returns the project's running watcher, or nil if none
 // holds the lock (an empty WatcherInfo when watcher.json cannot be read).
 // It only reads.
-func (s *Store) RunningWatcher() (*WatcherInfo, error) {
+func (s *Files) RunningWatcher() (*WatcherInfo, error) {
 	held, err := lockedfile.HeldDir(s.root)
 	if err == nil && !held {
 		held, err = lockedfile.Held(s.watcherLockPath())

@@ -1,0 +1,46 @@
+package fsstore
+
+import "aipm/fsstore/lockedfile"
+
+// Store is one project's .ai-pm/ directory with its rules: the storage
+// (Files: the layout, the documents and logs, the config) and what this
+// process keeps of the entities between calls (revalidated by stat). It is
+// safe for concurrent use by many goroutines and processes.
+type Store struct {
+	*Files
+	caches *caches
+}
+
+// caches holds what this process keeps between calls: what it read from
+// files (revalidated by stat) and the descriptors it appends through.
+type caches struct {
+	sessions lockedfile.StatCache[Session]
+	unread   lockedfile.StatCache[Unread]
+	// quietChat: chat sessions found with no new message (NewMessagesFor).
+	quietChat lockedfile.StatCache[struct{}]
+	tasks     taskIndex
+	bearers   bearerCache // HTTP bearer tokens found to be agents' passkeys (AgentOfPasskey)
+}
+
+// Open returns the store of the project directory dir, which must contain
+// .ai-pm/ on a local filesystem (a network filesystem is refused:
+// ErrNetworkFilesystem). Appends fsync until a loaded config says
+// durability = "none".
+func Open(projectDir string) (*Store, error) {
+	return openStore(projectDir, true)
+}
+
+// OpenToCheck opens the store as Open does, on any filesystem: for aipm
+// doctor, which reports a network filesystem as a problem (Doctor) instead
+// of refusing to look.
+func OpenToCheck(projectDir string) (*Store, error) {
+	return openStore(projectDir, false)
+}
+
+func openStore(projectDir string, refuseNetwork bool) (*Store, error) {
+	files, err := openFiles(projectDir, refuseNetwork)
+	if err != nil {
+		return nil, err
+	}
+	return &Store{Files: files, caches: &caches{}}, nil
+}

@@ -19,7 +19,7 @@ const EndRemoved = "agent_removed"
 // a clone of a project, or an agent added to config.toml by hand, gets a
 // credential: passkey hashes are never committed.
 func (s *Store) ReissuePasskey(ctx context.Context, agent string) (string, error) {
-	unlock, err := s.lockDir(ctx, s.root)
+	unlock, err := s.lockDir(ctx, s.Root())
 	if err != nil {
 		return "", err
 	}
@@ -190,29 +190,4 @@ func countNoun(n int, what string) string {
 		return "1 " + what
 	}
 	return fmt.Sprintf("%d %ss", n, what)
-}
-
-// Actor resolves who a CLI action is credited to: given (the --as flag,
-// else $AIPM_AS) must be an agent of the project; without it, the
-// project's only human. There is no anonymous actor.
-func (c *Config) Actor(given string) (string, error) {
-	if given != "" {
-		if err := checkAgentRef(c, given, "--as"); err != nil {
-			return "", err
-		}
-		return given, nil
-	}
-	var humans []string
-	for _, a := range c.Agents {
-		if a.Type == AgentHuman {
-			humans = append(humans, a.ID)
-		}
-	}
-	switch len(humans) {
-	case 1:
-		return humans[0], nil
-	case 0:
-		return "", kindf(ErrNotFound, "this project has no human to credit the change to: add yourself with aipm agent add ID --type human")
-	}
-	return "", kindf(ErrAmbiguous, "this project has %d humans (%s): say who you are with --as ID or AIPM_AS=ID", len(humans), strings.Join(humans, ", "))
 }

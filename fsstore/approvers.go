@@ -11,7 +11,7 @@ import (
 // for approval: the requester's human ancestors, or, if it has none, the
 // agent's, or, if neither has one, the managers, or else every human;
 // never the requester itself.
-func (c *Config) askedToApprove(requester, agent string) []string {
+func askedToApprove(c *Config, requester, agent string) []string {
 	asked := c.humanAncestors(requester)
 	if len(asked) == 0 {
 		asked = c.humanAncestors(agent)
@@ -26,26 +26,15 @@ func (c *Config) askedToApprove(requester, agent string) []string {
 	return asked
 }
 
-// humans are the project's humans (only the managers, if managers).
-func (c *Config) humans(managers bool) []string {
-	var out []string
-	for _, a := range c.Agents {
-		if a.Type == AgentHuman && (!managers || a.Role == RoleManager) {
-			out = append(out, a.ID)
-		}
-	}
-	return out
-}
-
-// Approvers are the humans who may approve or reject task t while it
+// approversOf are the humans who may approve or reject task t while it
 // waits for approval (DESIGN section 11): only the humans its request
 // asked (askedToApprove, recorded on the task when the request was made;
 // for a task that records none, the ones a request would ask), never its
 // requester.
-func (c *Config) Approvers(t Task) []string {
+func approversOf(c *Config, t Task) []string {
 	out := slices.Clone(t.AskedToApprove)
 	if len(out) == 0 {
-		out = c.askedToApprove(t.Requester, t.Assignee)
+		out = askedToApprove(c, t.Requester, t.Assignee)
 	}
 	out = slices.DeleteFunc(out, func(h string) bool { return h == t.Requester })
 	slices.Sort(out)
@@ -54,11 +43,11 @@ func (c *Config) Approvers(t Task) []string {
 
 // checkApprover is the one check that `by` may approve or reject task t,
 // which must be waiting for approval (otherwise applyApproval says so).
-func (c *Config) checkApprover(t Task, by string) error {
+func checkApprover(c *Config, t Task, by string) error {
 	if t.ApprovalStatus != ApprovalPending {
 		return nil
 	}
-	approvers := c.Approvers(t)
+	approvers := approversOf(c, t)
 	if slices.Contains(approvers, by) {
 		return nil
 	}

@@ -7,7 +7,6 @@ import (
 	"errors"
 	"fmt"
 	"os"
-	"path/filepath"
 	"strings"
 	"sync"
 
@@ -119,9 +118,6 @@ func (s *Store) AgentOfPasskey(ctx context.Context, cfg *Config, passkey string)
 type bearerFailures struct {
 	Agents map[string]authFailures `json:"agents"`
 }
-
-func (l Layout) bearerPath() string     { return filepath.Join(l.root, "bearer.json") }
-func (l Layout) bearerLockPath() string { return filepath.Join(l.root, "bearer.lock") }
 
 // writeBearerFailures writes doc, less the agents cfg no longer has; with
 // no failure left the file goes.

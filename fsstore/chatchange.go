@@ -39,21 +39,14 @@ type ChatChange struct {
 // its creator (requester), an ancestor of its assignee, or a config
 // approver (a human manager). A marker is the sender's instruction, so the
 // sender's authority counts, not the receiver's.
-func (c *Config) mayChange(t Task, by string) bool {
+func mayChange(c *Config, t Task, by string) bool {
 	return by != "" && (by == t.Requester || slices.Contains(c.Ancestors(t.Assignee), by) || c.isApprover(by))
-}
-
-// isApprover reports whether id is one of the config's approvers: a human
-// with the role manager.
-func (c *Config) isApprover(id string) bool {
-	a, ok := c.Agent(id)
-	return ok && a.Type == AgentHuman && a.Role == RoleManager
 }
 
 // changeApprovers are the humans who decide a change request on t: the
 // human ancestors of its assignee and the managers, never the one who asked
 // (if there is nobody, any other human).
-func (c *Config) changeApprovers(t Task, by string) []string {
+func changeApprovers(c *Config, t Task, by string) []string {
 	out := c.humanAncestors(t.Assignee)
 	var humans []string
 	for _, a := range c.Agents {
@@ -106,7 +99,7 @@ func (ct ChatTasks) requestChange(ctx context.Context, cfg *Config, t Task, req 
 	what := req.Describe()
 	msg := fmt.Sprintf("%s asked %s through chat to %s task %s %q, which waits for your approval.", req.By, after.Assignee, what, after.ID, after.Title)
 	var failed []string
-	out.AskedToApprove, failed = s.askToApprove(ctx, cfg, cfg.changeApprovers(after, req.By), after.ID, msg)
+	out.AskedToApprove, failed = s.askToApprove(ctx, cfg, changeApprovers(cfg, after, req.By), after.ID, msg)
 	if len(failed) > 0 {
 		return out, fmt.Errorf("the change to task %s waits for approval, but the request did not reach %s", after.ID, strings.Join(failed, ", "))
 	}
@@ -155,8 +148,8 @@ func decidesChange(t Task, ch TaskChange) bool {
 
 // checkChangeApprover is the one check that by may decide t's pending
 // change request.
-func (c *Config) checkChangeApprover(t Task, by string) error {
-	approvers := c.changeApprovers(t, t.PendingChange.By)
+func checkChangeApprover(c *Config, t Task, by string) error {
+	approvers := changeApprovers(c, t, t.PendingChange.By)
 	if slices.Contains(approvers, by) {
 		return nil
 	}
@@ -176,14 +169,14 @@ func firstOr(list []string, def string) string {
 // it applies or drops the change; on a task waiting for approval it only
 // checks that by may decide, and applyTaskChange records the decision.
 // done says the decision was applied here.
-func (c *Config) applyDecision(t *Task, by string, ch TaskChange, now time.Time) (done bool, err error) {
+func applyDecision(c *Config, t *Task, by string, ch TaskChange, now time.Time) (done bool, err error) {
 	if ch.Approval == "" {
 		return false, nil
 	}
 	if !decidesChange(*t, ch) {
-		return false, c.checkApprover(*t, by)
+		return false, checkApprover(c, *t, by)
 	}
-	if err := c.checkChangeApprover(*t, by); err != nil {
+	if err := checkChangeApprover(c, *t, by); err != nil {
 		return true, err
 	}
 	change, err := decideChange(t, ch.Approval)

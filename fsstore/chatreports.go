@@ -46,7 +46,7 @@ func (ct ChatTasks) BlockTask(ctx context.Context, cfg *Config, agent, by, id, r
 	if err := ch.check(cfg); err != nil {
 		return ChatChange{}, err
 	}
-	if !cfg.mayChange(t, by) {
+	if !mayChange(cfg, t, by) {
 		return ct.requestChange(ctx, cfg, t, ChangeRequest{By: by, Marker: MarkerBlock.String(), Status: StatusBlocked, Reason: reason, SourceMessageID: msgID})
 	}
 	t, err = s.UpdateTask(ctx, cfg, id, by, ch)
@@ -85,7 +85,7 @@ func (ct ChatTasks) ReportCompletion(ctx context.Context, cfg *Config, agent, by
 		return ChatChange{}, Notification{}, err
 	}
 	req := ChangeRequest{By: by, Marker: MarkerComplete.String(), Summary: summary, SourceMessageID: msgID}
-	if !cfg.mayChange(t, by) {
+	if !mayChange(cfg, t, by) {
 		c, err := ct.requestChange(ctx, cfg, t, req)
 		return c, Notification{}, err
 	}

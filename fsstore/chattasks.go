@@ -8,29 +8,6 @@ import (
 	"strings"
 )
 
-// Ancestors returns agent's parent chain in the config, nearest first.
-func (c *Config) Ancestors(agent string) []string {
-	var out []string
-	for a, ok := c.Agent(agent); ok && a.Parent != ""; a, ok = c.Agent(a.Parent) {
-		if slices.Contains(out, a.Parent) || a.Parent == agent {
-			break // a loop the config check missed
-		}
-		out = append(out, a.Parent)
-	}
-	return out
-}
-
-// humanAncestors are the humans in agent's parent chain, nearest first.
-func (c *Config) humanAncestors(agent string) []string {
-	var out []string
-	for _, id := range c.Ancestors(agent) {
-		if a, _ := c.Agent(id); a.Type == AgentHuman {
-			out = append(out, id)
-		}
-	}
-	return out
-}
-
 // TaskRequest is what request_task asks for. Requester is who wants the
 // work: the sender of the marked message (chat session) or the caller
 // (task session). The task is assigned to Agent.
@@ -58,7 +35,7 @@ func (ct ChatTasks) RequestTask(ctx context.Context, cfg *Config, in TaskRequest
 	approved := slices.Contains(cfg.Ancestors(in.Agent), in.Requester)
 	var asked []string
 	if !approved {
-		asked = cfg.askedToApprove(in.Requester, in.Agent)
+		asked = askedToApprove(cfg, in.Requester, in.Agent)
 	}
 	t, err := s.CreateTask(ctx, cfg, NewTask{
 		Title: in.Title, Description: in.Description, Priority: in.Priority, ParentID: in.ParentID,
@@ -116,7 +93,7 @@ func (ct ChatTasks) UpdateTask(ctx context.Context, cfg *Config, agent, by, id s
 	if err := (ChangeRequest{Status: status, Description: description}).changeOf(agent).check(cfg); err != nil {
 		return ChatChange{}, err
 	}
-	if !cfg.mayChange(t, by) {
+	if !mayChange(cfg, t, by) {
 		return ct.requestChange(ctx, cfg, t, ChangeRequest{By: by, Marker: MarkerAdjust.String(), Status: status, Description: description})
 	}
 	t, err = s.UpdateTask(ctx, cfg, id, by, TaskChange{Status: status, Description: description, Owner: agent, RequireApproved: true, Planned: true})
@@ -141,7 +118,7 @@ func (ct ChatTasks) StartTask(ctx context.Context, cfg *Config, agent, by, id st
 	if err != nil {
 		return ChatChange{}, err
 	}
-	if !cfg.mayChange(t, by) {
+	if !mayChange(cfg, t, by) {
 		return ct.requestChange(ctx, cfg, t, ChangeRequest{By: by, Marker: MarkerStart.String(), Status: StatusInProgress})
 	}
 	t, err = s.UpdateTask(ctx, cfg, id, by, TaskChange{Status: StatusInProgress, Owner: agent, RequireApproved: true})

@@ -165,11 +165,11 @@ func (s *Files) cursorsToEnd(ctx context.Context, agent string) error {
 	}
 	none := ReadOptions{Match: func(Record) bool { return false }}
 	_, err = UpdateDoc(ctx, s, cursorPath, ModeFile, func(cursors *Cursors, _ bool) error {
-		_, _, chatEnd, err := s.readPast(chat, streamCursor(*cursors, StreamChat).Cursor, none)
+		_, _, chatEnd, err := s.readPast(chat, cursorOf(*cursors, StreamChat).Cursor, none)
 		if err != nil {
 			return err
 		}
-		_, _, notesEnd, err := s.readPast(notes, streamCursor(*cursors, StreamNotifications).Cursor, none)
+		_, _, notesEnd, err := s.readPast(notes, cursorOf(*cursors, StreamNotifications).Cursor, none)
 		if err != nil {
 			return err
 		}

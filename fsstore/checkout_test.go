@@ -134,7 +134,7 @@ func TestCloneResetFinishedAfterKill(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	c := &Files{Layout: Layout{project: clone, root: root}, io: &ioCaches{}}
+	c := newFiles(LayoutOf(clone))
 	if err := c.writeMarker(lockedfile.Inode(fi), markerResetting); err != nil {
 		t.Fatal(err)
 	}

@@ -26,15 +26,7 @@ const (
 	receiptsLog      = "receipts.jsonl"
 )
 
-// CompactionPath is the record of what compaction dropped from the
-// agent's chat log (agents/<agent>/compacted.json): doctor's mirror check
-// does not restore what was dropped on purpose.
-func (l Layout) CompactionPath(agent string) (string, error) {
-	return l.agentFile(agent, "compacted.json")
-}
-
 // compactLockPath is held by the compaction that runs: one at a time.
-func (l Layout) compactLockPath() string { return filepath.Join(l.root, "compact.lock") }
 
 // Compaction is agents/<agent>/compacted.json.
 type Compaction struct {
@@ -86,7 +78,7 @@ type logRetention struct {
 	stream func(key string) bool
 }
 
-func (c *Config) logRetentions() []logRetention {
+func logRetentions(c *Config) []logRetention {
 	r := c.Retention()
 	return []logRetention{
 		{chatLog, r.ChatLines, func(k string) bool { return k == StreamChat }},
@@ -141,7 +133,7 @@ func (s *Store) Compact(ctx context.Context, cfg *Config, opt CompactOptions) (C
 		if err := lockedfile.RemoveStaleCompactions(dir); err != nil {
 			errs = append(errs, fmt.Errorf("compact: clean %s: %w", s.Rel(dir), err))
 		}
-		for _, lr := range cfg.logRetentions() {
+		for _, lr := range logRetentions(cfg) {
 			f, err := s.compactLog(ctx, e.Name(), lr, opt.DryRun)
 			if err != nil {
 				errs = append(errs, err)
@@ -347,7 +339,7 @@ func firstKept(f *os.File, path string, cut int64, keep func(Record) bool) (int6
 func (s *Store) unreadNotificationsCut(f *os.File, path string, size int64, inode uint64, cursors Cursors, cut int64) (int64, error) {
 	has := map[string]bool{}
 	for _, p := range []string{PurposeTask, PurposeChat} {
-		sc := streamCursor(cursors, NotificationStream(p))
+		sc := cursorOf(cursors, NotificationStream(p))
 		has[p] = sc.Offset > 0 || sc.LastID != ""
 	}
 	if has[PurposeTask] && has[PurposeChat] {

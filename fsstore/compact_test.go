@@ -452,7 +452,7 @@ func TestCompactKeepsUnreadReceipts(t *testing.T) {
 			t.Fatal(err)
 		}
 		ids = append(ids, m.ID)
-		s.receipt(ctx, "coder", ReceiptSurfaced, "ses_x", "hook PostToolUse", []string{m.ID})
+		s.writeReceipt(ctx, "coder", ReceiptSurfaced, "ses_x", "hook PostToolUse", []string{m.ID})
 	}
 	before := time.Now().Add(time.Hour)
 	if u, _ := s.UnseenMessages(ctx, "coder", before); u.Count != 0 {

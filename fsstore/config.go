@@ -368,3 +368,88 @@ func (l *locator) section(section string, index int) int {
 	}
 	return 1
 }
+
+// humans are the project's humans (only the managers, if managers).
+func (c *Config) humans(managers bool) []string {
+	var out []string
+	for _, a := range c.Agents {
+		if a.Type == AgentHuman && (!managers || a.Role == RoleManager) {
+			out = append(out, a.ID)
+		}
+	}
+	return out
+}
+
+// isApprover reports whether id is one of the config's approvers: a human
+// with the role manager.
+func (c *Config) isApprover(id string) bool {
+	a, ok := c.Agent(id)
+	return ok && a.Type == AgentHuman && a.Role == RoleManager
+}
+
+// Ancestors returns agent's parent chain in the config, nearest first.
+func (c *Config) Ancestors(agent string) []string {
+	var out []string
+	for a, ok := c.Agent(agent); ok && a.Parent != ""; a, ok = c.Agent(a.Parent) {
+		if slices.Contains(out, a.Parent) || a.Parent == agent {
+			break // a loop the config check missed
+		}
+		out = append(out, a.Parent)
+	}
+	return out
+}
+
+// humanAncestors are the humans in agent's parent chain, nearest first.
+func (c *Config) humanAncestors(agent string) []string {
+	var out []string
+	for _, id := range c.Ancestors(agent) {
+		if a, _ := c.Agent(id); a.Type == AgentHuman {
+			out = append(out, id)
+		}
+	}
+	return out
+}
+
+// isHuman says whether id is a human of the project.
+func (c *Config) isHuman(id string) bool {
+	a, ok := c.Agent(id)
+	return ok && a.Type == AgentHuman
+}
+
+func checkAgentRef(cfg *Config, id, what string) error {
+	if id == "" {
+		return nil
+	}
+	if err := CheckAgentID(id); err != nil {
+		return fmt.Errorf("%s: %w", what, err)
+	}
+	if _, ok := cfg.Agent(id); !ok {
+		return kindf(ErrNotFound, "%s %q is not an agent of this project: see aipm agent list", what, id)
+	}
+	return nil
+}
+
+// Actor resolves who a CLI action is credited to: given (the --as flag,
+// else $AIPM_AS) must be an agent of the project; without it, the
+// project's only human. There is no anonymous actor.
+func (c *Config) Actor(given string) (string, error) {
+	if given != "" {
+		if err := checkAgentRef(c, given, "--as"); err != nil {
+			return "", err
+		}
+		return given, nil
+	}
+	var humans []string
+	for _, a := range c.Agents {
+		if a.Type == AgentHuman {
+			humans = append(humans, a.ID)
+		}
+	}
+	switch len(humans) {
+	case 1:
+		return humans[0], nil
+	case 0:
+		return "", kindf(ErrNotFound, "this project has no human to credit the change to: add yourself with aipm agent add ID --type human")
+	}
+	return "", kindf(ErrAmbiguous, "this project has %d humans (%s): say who you are with --as ID or AIPM_AS=ID", len(humans), strings.Join(humans, ", "))
+}

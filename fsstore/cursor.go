@@ -136,7 +136,7 @@ func (s *Files) advanceCursor(ctx context.Context, cursorPath, stream string, fr
 		to.RedeliverBefore = 0
 	}
 	UpdateDoc(ctx, s, cursorPath, ModeFile, func(cursors *Cursors, _ bool) error {
-		sc := streamCursor(*cursors, stream)
+		sc := cursorOf(*cursors, stream)
 		if sc.Pending != nil || !equalCursor(sc.Cursor, from) {
 			return ErrNoChange
 		}
@@ -180,9 +180,9 @@ func (s *Files) readCursors(path string) (Cursors, error) {
 	return cursors, nil
 }
 
-// streamCursor is cursors[stream]; a per-purpose notifications cursor not
+// cursorOf is cursors[stream]; a per-purpose notifications cursor not
 // written yet starts where the older shared one was.
-func streamCursor(cursors Cursors, stream string) StreamCursor {
+func cursorOf(cursors Cursors, stream string) StreamCursor {
 	sc, ok := cursors[stream]
 	if !ok && strings.HasPrefix(stream, StreamNotifications+".") {
 		sc = StreamCursor{Cursor: cursors[StreamNotifications].Cursor}
@@ -231,7 +231,7 @@ func (s *Files) ReadUnread(ctx context.Context, agent, stream string, opt ReadOp
 		if *cursors == nil {
 			*cursors = Cursors{}
 		}
-		sc := streamCursor(*cursors, stream)
+		sc := cursorOf(*cursors, stream)
 		read = nil
 		if sc.Pending != nil && opt.Session != "" && sc.Pending.Session == opt.Session {
 			read = sc.Pending.MessageIDs
@@ -259,7 +259,7 @@ func (s *Files) ReadUnread(ctx context.Context, agent, stream string, opt ReadOp
 		return res, fmt.Errorf("the read cursors are damaged (%w): run aipm doctor", err)
 	}
 	if err == nil {
-		s.receipt(ctx, agent, ReceiptRead, opt.Session, cmp.Or(opt.Via, viaNextCall), read)
+		s.writeReceipt(ctx, agent, ReceiptRead, opt.Session, cmp.Or(opt.Via, viaNextCall), read)
 	}
 	return res, err
 }
@@ -295,7 +295,7 @@ func (s *Files) peekUnread(ctx context.Context, logPath, cursorPath, stream stri
 	if err != nil {
 		return ReadResult{}, err
 	}
-	start := startFor(streamCursor(cursors, stream), opt.Session)
+	start := startFor(cursorOf(cursors, stream), opt.Session)
 	from, key := start, ""
 	if opt.ScanKey != "" {
 		key = logPath + "\x00" + stream + "\x00" + opt.Session + "\x00" + opt.ScanKey
@@ -410,7 +410,7 @@ func (s *Files) Acknowledge(ctx context.Context, agent, session string, except .
 // receipt says which call read the messages, respond_chat or mark_read,
 // say).
 func (s *Files) AcknowledgeVia(ctx context.Context, agent, session, via string, except ...string) error {
-	_, _, err := s.acknowledge(ctx, agent, session, via, func(stream string, _ *PendingBatch) bool { return !slices.Contains(except, stream) })
+	_, _, err := s.acknowledgeWhere(ctx, agent, session, via, func(stream string, _ *PendingBatch) bool { return !slices.Contains(except, stream) })
 	return err
 }
 
@@ -422,7 +422,7 @@ func (s *Files) AcknowledgeVia(ctx context.Context, agent, session, via string, 
 // interrupt in it still stops the session. kept says such a batch is still
 // held.
 func (s *Files) AcknowledgeCall(ctx context.Context, agent, session, via string, complies bool, except ...string) (kept bool, err error) {
-	_, kept, err = s.acknowledge(ctx, agent, session, via, func(stream string, p *PendingBatch) bool {
+	_, kept, err = s.acknowledgeWhere(ctx, agent, session, via, func(stream string, p *PendingBatch) bool {
 		return !slices.Contains(except, stream) && (complies || !p.Shown)
 	})
 	return kept, err
@@ -431,15 +431,15 @@ func (s *Files) AcknowledgeCall(ctx context.Context, agent, session, via string,
 // AcknowledgeShown commits the batches of session that were only shown
 // (an interrupt a client hook showed whole): the call via complies with it.
 func (s *Files) AcknowledgeShown(ctx context.Context, agent, session, via string) error {
-	_, _, err := s.acknowledge(ctx, agent, session, via, func(_ string, p *PendingBatch) bool { return p.Shown })
+	_, _, err := s.acknowledgeWhere(ctx, agent, session, via, func(_ string, p *PendingBatch) bool { return p.Shown })
 	return err
 }
 
-// acknowledge commits the batches handed to session in agent's streams
+// acknowledgeWhere commits the batches handed to session in agent's streams
 // that `in` accepts (it sees each stream's batch), and returns the chat
 // messages it committed; kept says the session still holds a batch only
 // shown (PendingBatch.Shown) that `in` left.
-func (s *Files) acknowledge(ctx context.Context, agent, session, via string, in func(stream string, p *PendingBatch) bool) (_ []string, kept bool, _ error) {
+func (s *Files) acknowledgeWhere(ctx context.Context, agent, session, via string, in func(stream string, p *PendingBatch) bool) (_ []string, kept bool, _ error) {
 	cursorPath, err := s.readCursorPath(agent)
 	if err != nil {
 		return nil, false, err
@@ -472,7 +472,7 @@ func (s *Files) acknowledge(ctx context.Context, agent, session, via string, in 
 	if err != nil {
 		return nil, kept, fmt.Errorf("acknowledge what session %s received: %w", session, err)
 	}
-	s.receipt(ctx, agent, ReceiptRead, session, via, read)
+	s.writeReceipt(ctx, agent, ReceiptRead, session, via, read)
 	return read, kept, nil
 }
 

@@ -417,7 +417,7 @@ func chatCursorOf(t *testing.T, s *Store, agent string) StreamCursor {
 	if err != nil {
 		t.Fatal(err)
 	}
-	return streamCursor(cursors, StreamChat)
+	return cursorOf(cursors, StreamChat)
 }
 
 // A damaged read.json is reported, never read as "nothing unread":

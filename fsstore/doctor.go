@@ -64,7 +64,7 @@ func configErrorProblems(rel string, errs []error) []Problem {
 // checkDir is doctor's look at a directory: quarantine/ and logs/ are
 // skipped, and a directory under agents/ must be named by an agent id.
 func (s *Store) checkDir(path, name string) ([]Problem, error) {
-	if path != s.root && (name == "quarantine" || name == "logs") {
+	if path != s.Root() && (name == "quarantine" || name == "logs") {
 		return nil, fs.SkipDir
 	}
 	if filepath.Dir(path) == s.agentsDir() {
@@ -134,7 +134,7 @@ func (s *Store) Doctor(ctx context.Context, repair bool) ([]Problem, error) {
 	problems, remote := s.filesystemProblems()
 	repair = repair && !remote
 	problems = append(problems, s.configProblems()...)
-	err := filepath.WalkDir(s.root, func(path string, d fs.DirEntry, err error) error {
+	err := filepath.WalkDir(s.Root(), func(path string, d fs.DirEntry, err error) error {
 		if err != nil {
 			problems = append(problems, Problem{Path: s.Rel(path), Reason: err.Error()})
 			return nil

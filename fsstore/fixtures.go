@@ -61,7 +61,7 @@ func (f Fixtures) Doc(collection, id string, doc any) error {
 // .ai-pm/ (a chat log, a notifications file), the i-th being line(i)
 // encoded as JSON, and syncs the file once at the end.
 func (f Fixtures) Lines(path string, n int, line func(i int) any) error {
-	if rel, err := filepath.Rel(f.l.root, path); err != nil || !filepath.IsLocal(rel) {
+	if rel, err := filepath.Rel(f.l.Root(), path); err != nil || !filepath.IsLocal(rel) {
 		return fmt.Errorf("fixture %s: not under %s", path, DirName)
 	}
 	if err := os.MkdirAll(filepath.Dir(path), ModeDir); err != nil {

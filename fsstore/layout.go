@@ -53,6 +53,18 @@ type Layout struct {
 	root    string // project/.ai-pm
 }
 
+// newFiles is the storage of the directory l lays out, not opened: no
+// check of the filesystem nor of the checkout.
+func newFiles(l Layout) *Files {
+	return &Files{Layout: l, io: &ioCaches{}}
+}
+
+// LayoutOf is the layout of the project directory projectDir, an absolute
+// path: paths only, no I/O.
+func LayoutOf(projectDir string) Layout {
+	return Layout{project: projectDir, root: filepath.Join(projectDir, DirName)}
+}
+
 // openFiles opens the .ai-pm/ directory of projectDir (Open, OpenToCheck).
 func openFiles(projectDir string, refuseNetwork bool) (*Files, error) {
 	abs, err := filepath.Abs(projectDir)
@@ -76,7 +88,7 @@ func openFiles(projectDir string, refuseNetwork bool) (*Files, error) {
 		}
 	}
 	lockedfile.Confine(root)
-	st := &Files{Layout: Layout{project: abs, root: root}, io: &ioCaches{}}
+	st := newFiles(Layout{project: abs, root: root})
 	st.durable.Store(true)
 	if err := st.openCheckout(fi); err != nil {
 		return nil, err
@@ -298,3 +310,15 @@ func (s *Files) WatchedDirs() []string {
 // by an older aipm, or a human who removed it) gets it rebuilt from every
 // session document, once, by the first writer that finds it missing.
 const sessionIndexDir = "by-agent"
+
+func (l Layout) bearerPath() string     { return filepath.Join(l.root, "bearer.json") }
+func (l Layout) bearerLockPath() string { return filepath.Join(l.root, "bearer.lock") }
+
+// CompactionPath is the record of what compaction dropped from the
+// agent's chat log (agents/<agent>/compacted.json): doctor's mirror check
+// does not restore what was dropped on purpose.
+func (l Layout) CompactionPath(agent string) (string, error) {
+	return l.agentFile(agent, "compacted.json")
+}
+
+func (l Layout) compactLockPath() string { return filepath.Join(l.root, "compact.lock") }

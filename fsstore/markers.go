@@ -272,7 +272,7 @@ func (s *Store) receivedEnd(agent, session, path string) (int64, error) {
 	if err != nil {
 		return 0, err
 	}
-	cur := startFor(streamCursor(cursors, StreamChat), session)
+	cur := startFor(cursorOf(cursors, StreamChat), session)
 	fi, err := os.Stat(path)
 	if errors.Is(err, os.ErrNotExist) {
 		return 0, nil

@@ -63,7 +63,7 @@ func (s *Store) MarkRead(ctx context.Context, ses Session, ids []string) ([]Mark
 		return nil, err
 	}
 	lost = slices.DeleteFunc(lost, func(id string) bool { return slices.Contains(batch, id) }) // its receipt is written
-	s.receipt(ctx, ses.Agent, ReceiptRead, ses.ID, "mark_read", lost)
+	s.writeReceipt(ctx, ses.Agent, ReceiptRead, ses.ID, "mark_read", lost)
 	out := make([]MarkedRead, len(ids))
 	now := time.Now().UTC()
 	for i, id := range ids {
@@ -80,7 +80,7 @@ func (s *Store) MarkRead(ctx context.Context, ses Session, ids []string) ([]Mark
 // which handed the batch was read, whatever the link could tell
 // (mcpserver/links.go).
 func (s *Store) readNamed(ctx context.Context, ses Session, ids []string) ([]string, error) {
-	read, _, err := s.acknowledge(ctx, ses.Agent, ses.ID, "mark_read", func(stream string, p *PendingBatch) bool {
+	read, _, err := s.acknowledgeWhere(ctx, ses.Agent, ses.ID, "mark_read", func(stream string, p *PendingBatch) bool {
 		return stream == StreamChat && slices.ContainsFunc(ids, func(id string) bool { return slices.Contains(p.MessageIDs, id) })
 	})
 	return read, err

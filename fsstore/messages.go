@@ -246,8 +246,8 @@ func (s *Store) Unread(ctx context.Context, agent string, limit int, peek bool) 
 	if err == nil && !peek {
 		// Read at once (a human's aipm inbox): surfaced and read together.
 		ids := messageIDs(msgs)
-		s.receipt(ctx, agent, ReceiptSurfaced, "", "aipm inbox", ids)
-		s.receipt(ctx, agent, ReceiptRead, "", "aipm inbox", ids)
+		s.writeReceipt(ctx, agent, ReceiptSurfaced, "", "aipm inbox", ids)
+		s.writeReceipt(ctx, agent, ReceiptRead, "", "aipm inbox", ids)
 	}
 	return msgs, res.More, err
 }
@@ -263,7 +263,7 @@ func (s *Store) Deliver(ctx context.Context, ses Session, limit int) ([]Message,
 	}
 	msgs, err := s.decodeMessages(ses.Agent, res)
 	if err == nil {
-		s.receipt(ctx, ses.Agent, ReceiptSurfaced, ses.ID, "get_pending_messages", messageIDs(msgs))
+		s.writeReceipt(ctx, ses.Agent, ReceiptSurfaced, ses.ID, "get_pending_messages", messageIDs(msgs))
 	}
 	return msgs, res.More, err
 }
@@ -299,7 +299,7 @@ func (s *Store) Recent(agent, session string, n int) ([]Message, error) {
 	if err != nil {
 		return nil, err
 	}
-	end := startFor(streamCursor(cursors, StreamChat), session).Offset
+	end := startFor(cursorOf(cursors, StreamChat), session).Offset
 	return s.tail(path, end, n)
 }
 

@@ -325,7 +325,7 @@ func (s *Store) held(ctx context.Context, ses Session) ([]Notification, bool, er
 	if err != nil {
 		return nil, false, err
 	}
-	sc := streamCursor(cursors, NotificationStream(ses.Purpose))
+	sc := cursorOf(cursors, NotificationStream(ses.Purpose))
 	if sc.Pending == nil || sc.Pending.Session != ses.ID {
 		return nil, false, nil
 	}

@@ -132,7 +132,7 @@ const configRaces = 6
 // text: comments and layout survive. A config that is invalid before the
 // edit is refused.
 func (s *Store) EditConfig(ctx context.Context, edit func(text []byte, cfg *Config) ([]byte, error)) error {
-	unlock, err := s.lockDir(ctx, s.root)
+	unlock, err := s.lockDir(ctx, s.Root())
 	if err != nil {
 		return err
 	}

@@ -37,8 +37,8 @@ func (l Layout) ReceiptsPath(agent string) (string, error) {
 	return l.agentFile(agent, "receipts.jsonl")
 }
 
-// receipt appends a receipt for ids, best effort (see Receipt).
-func (s *Files) receipt(ctx context.Context, agent, event, session, via string, ids []string) {
+// writeReceipt appends a receipt for ids, best effort (see Receipt).
+func (s *Files) writeReceipt(ctx context.Context, agent, event, session, via string, ids []string) {
 	if len(ids) == 0 {
 		return
 	}

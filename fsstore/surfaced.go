@@ -238,7 +238,7 @@ func (s *Store) Surface(ctx context.Context, ses Session, n Notices, via string,
 		os.Remove(path) // the session was removed meanwhile: no record outlives it
 		return false, nil
 	}
-	s.receipt(ctx, ses.Agent, ReceiptSurfaced, ses.ID, via, messageIDs(n.Messages))
+	s.writeReceipt(ctx, ses.Agent, ReceiptSurfaced, ses.ID, via, messageIDs(n.Messages))
 	return true, nil
 }
 

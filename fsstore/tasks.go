@@ -224,19 +224,6 @@ func (s *Store) CreateTask(ctx context.Context, cfg *Config, in NewTask) (Task, 
 	return t, err
 }
 
-func checkAgentRef(cfg *Config, id, what string) error {
-	if id == "" {
-		return nil
-	}
-	if err := CheckAgentID(id); err != nil {
-		return fmt.Errorf("%s: %w", what, err)
-	}
-	if _, ok := cfg.Agent(id); !ok {
-		return kindf(ErrNotFound, "%s %q is not an agent of this project: see aipm agent list", what, id)
-	}
-	return nil
-}
-
 // Task reads one task.
 func (s *Store) Task(id string) (Task, error) {
 	path, err := s.DocPath(Tasks, id)
@@ -467,7 +454,7 @@ func (s *Store) UpdateTask(ctx context.Context, cfg *Config, id, by string, ch T
 		}
 		before = *t
 		now := time.Now().UTC()
-		done, err := cfg.applyDecision(t, by, ch, now)
+		done, err := applyDecision(cfg, t, by, ch, now)
 		if err != nil {
 			return err
 		}
@@ -476,7 +463,7 @@ func (s *Store) UpdateTask(ctx context.Context, cfg *Config, id, by string, ch T
 				return err
 			}
 		}
-		return errors.Join(checkStart(cfg, before, *t), cfg.checkHumanStop(before, *t, by), cfg.checkCancel(before, *t, by))
+		return errors.Join(checkStart(cfg, before, *t), checkHumanStop(cfg, before, *t, by), checkCancel(cfg, before, *t, by))
 	})
 	if err != nil {
 		return Task{}, err
@@ -521,11 +508,11 @@ func checkStart(cfg *Config, before, after Task) error {
 // task a human set to blocked or cancelled (before) leaves that status only
 // by a human's change. by is who makes the change: for a marker, its
 // sender, so that a marker with a human's authority lifts it too.
-func (c *Config) checkHumanStop(before, after Task, by string) error {
+func checkHumanStop(c *Config, before, after Task, by string) error {
 	if after.Status == before.Status || (before.Status != StatusBlocked && before.Status != StatusCancelled) {
 		return nil
 	}
-	if !c.stoppedByHuman(before) || c.isHuman(by) {
+	if !stoppedByHuman(c, before) || c.isHuman(by) {
 		return nil
 	}
 	who := cmp.Or(before.StatusChangedBy, "a human")
@@ -538,7 +525,7 @@ func (c *Config) checkHumanStop(before, after Task, by string) error {
 // checkCancel is the one rule of who cancels a task (DESIGN section 11):
 // a human, or the task's requester; an agent reports (done or blocked),
 // it never cancels.
-func (c *Config) checkCancel(before, after Task, by string) error {
+func checkCancel(c *Config, before, after Task, by string) error {
 	if after.Status != StatusCancelled || before.Status == StatusCancelled || c.isHuman(by) || (by != "" && by == before.Requester) {
 		return nil
 	}
@@ -548,18 +535,12 @@ func (c *Config) checkCancel(before, after Task, by string) error {
 // stoppedByHuman says whether t's status was set by a human: by a human
 // (or anyone not an AI agent of the project) through aipm, or by a hand
 // edit of its file.
-func (c *Config) stoppedByHuman(t Task) bool {
+func stoppedByHuman(c *Config, t Task) bool {
 	if t.handEdited() || t.StatusChangedBy == HandEdit {
 		return true
 	}
 	a, ok := c.Agent(t.StatusChangedBy)
 	return !ok || a.Type != AgentAI
-}
-
-// isHuman says whether id is a human of the project.
-func (c *Config) isHuman(id string) bool {
-	a, ok := c.Agent(id)
-	return ok && a.Type == AgentHuman
 }
 
 // handEdited says whether t's status, as read, was set by a hand edit of

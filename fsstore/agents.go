@@ -1,6 +1,7 @@
 package fsstore
 
 import (
+	"aipm/fsstore/storage"
 	"bytes"
 	"context"
 	"errors"
@@ -19,7 +20,7 @@ const EndRemoved = "agent_removed"
 // a clone of a project, or an agent added to config.toml by hand, gets a
 // credential: passkey hashes are never committed.
 func (s *Store) ReissuePasskey(ctx context.Context, agent string) (string, error) {
-	unlock, err := s.lockDir(ctx, s.Root())
+	unlock, err := s.LockDir(ctx, s.Root())
 	if err != nil {
 		return "", err
 	}
@@ -35,12 +36,12 @@ func (s *Store) ReissuePasskey(ctx context.Context, agent string) (string, error
 }
 
 // checkAIAgent says whether agent is a configured AI agent.
-func checkAIAgent(cfg *Config, agent string) error {
-	if err := checkAgentRef(cfg, agent, "agent"); err != nil {
+func checkAIAgent(cfg *storage.Config, agent string) error {
+	if err := storage.CheckAgentRef(cfg, agent, "agent"); err != nil {
 		return err
 	}
-	if a, _ := cfg.Agent(agent); a.Type != AgentAI {
-		return kindf(ErrNotAI, "agent %q is a human: humans need no passkey, they act through the CLI with --as %s", agent, agent)
+	if a, _ := cfg.Agent(agent); a.Type != storage.AgentAI {
+		return storage.Kindf(ErrNotAI, "agent %q is a human: humans need no passkey, they act through the CLI with --as %s", agent, agent)
 	}
 	return nil
 }
@@ -75,9 +76,9 @@ func (s *Store) RemoveAgent(ctx context.Context, agent string, force bool) (Remo
 		return out, err
 	}
 	if (len(out.OpenTasks) > 0 || len(sessions) > 0) && !force {
-		return out, kindf(ErrInUse, "agent %q has %s: finish or reassign them first, or pass --force to remove it anyway", agent, inUse(out.OpenTasks, sessions))
+		return out, storage.Kindf(ErrInUse, "agent %q has %s: finish or reassign them first, or pass --force to remove it anyway", agent, inUse(out.OpenTasks, sessions))
 	}
-	err = s.EditConfig(ctx, func(old []byte, cfg *Config) ([]byte, error) {
+	err = s.EditConfig(ctx, func(old []byte, cfg *storage.Config) ([]byte, error) {
 		if err := removable(cfg, agent, s.Rel(s.ConfigPath())); err != nil {
 			return nil, err
 		}
@@ -101,8 +102,8 @@ func (s *Store) RemoveAgent(ctx context.Context, agent string, force bool) (Remo
 }
 
 // removable checks that agent is in cfg and no other agent's parent.
-func removable(cfg *Config, agent, configName string) error {
-	if err := checkAgentRef(cfg, agent, "agent"); err != nil {
+func removable(cfg *storage.Config, agent, configName string) error {
+	if err := storage.CheckAgentRef(cfg, agent, "agent"); err != nil {
 		return err
 	}
 	var children []string
@@ -159,18 +160,18 @@ func inUse(openTasks []string, sessions []Session) string {
 
 // withoutAgentEntry returns data without the [[agents]] table of agent:
 // from its header to the line before the next table header (or the end).
-func withoutAgentEntry(data []byte, cfg *Config, agent string) ([]byte, error) {
-	index := slices.IndexFunc(cfg.Agents, func(a Agent) bool { return a.ID == agent })
-	start := newLocator(data).section("agents", index) // 1-based
+func withoutAgentEntry(data []byte, cfg *storage.Config, agent string) ([]byte, error) {
+	index := slices.IndexFunc(cfg.Agents, func(a storage.Agent) bool { return a.ID == agent })
+	start := storage.NewLocator(data).Section("agents", index) // 1-based
 	lines := bytes.SplitAfter(data, []byte("\n"))
-	if index < 0 || start < 1 || start > len(lines) || arrayHeader().FindSubmatch(lines[start-1]) == nil {
+	if index < 0 || start < 1 || start > len(lines) || storage.ArrayHeader().FindSubmatch(lines[start-1]) == nil {
 		return nil, fmt.Errorf("cannot find the [[agents]] entry of %q in the config: remove it by hand", agent)
 	}
 	end := start // index of the first line after the entry: the next header other than its own subtables ([agents.env])
 	for ; end < len(lines); end++ {
-		m := arrayHeader().FindSubmatch(lines[end])
+		m := storage.ArrayHeader().FindSubmatch(lines[end])
 		if m == nil {
-			m = tableHeader().FindSubmatch(lines[end])
+			m = storage.TableHeader().FindSubmatch(lines[end])
 		}
 		if m != nil && !bytes.HasPrefix(m[1], []byte("agents.")) {
 			break

@@ -1,6 +1,7 @@
 package fsstore
 
 import (
+	"aipm/fsstore/storage"
 	"context"
 	"errors"
 	"os"
@@ -9,11 +10,11 @@ import (
 )
 
 func TestActor(t *testing.T) {
-	cfg := func(agents ...Agent) *Config { return &Config{Agents: agents} }
-	lead, ops, coder := Agent{ID: "lead", Type: AgentHuman}, Agent{ID: "ops", Type: AgentHuman}, Agent{ID: "coder", Type: AgentAI}
+	cfg := func(agents ...storage.Agent) *storage.Config { return &storage.Config{Agents: agents} }
+	lead, ops, coder := storage.Agent{ID: "lead", Type: storage.AgentHuman}, storage.Agent{ID: "ops", Type: storage.AgentHuman}, storage.Agent{ID: "coder", Type: storage.AgentAI}
 	for _, tc := range []struct {
 		name  string
-		cfg   *Config
+		cfg   *storage.Config
 		given string
 		want  string
 		kind  error
@@ -21,9 +22,9 @@ func TestActor(t *testing.T) {
 		{"the only human", cfg(lead, coder), "", "lead", nil},
 		{"given wins", cfg(lead, ops, coder), "ops", "ops", nil},
 		{"an AI agent may be named", cfg(lead, coder), "coder", "coder", nil},
-		{"two humans", cfg(lead, ops, coder), "", "", ErrAmbiguous},
-		{"no human", cfg(coder), "", "", ErrNotFound},
-		{"unknown", cfg(lead), "ghost", "", ErrNotFound},
+		{"two humans", cfg(lead, ops, coder), "", "", storage.ErrAmbiguous},
+		{"no human", cfg(coder), "", "", storage.ErrNotFound},
+		{"unknown", cfg(lead), "ghost", "", storage.ErrNotFound},
 	} {
 		got, err := tc.cfg.Actor(tc.given)
 		if got != tc.want || (tc.kind == nil) != (err == nil) || (tc.kind != nil && !errors.Is(err, tc.kind)) {
@@ -49,7 +50,7 @@ func TestWithoutAgentEntry(t *testing.T) {
 		{"with a subtable", head + a + c + tail, "c", head + a + "\n" + strings.TrimPrefix(tail, "\n")},
 		{"first", head + a + tail, "a", head + "\n" + strings.TrimPrefix(tail, "\n")},
 	} {
-		cfg, err := ParseConfig("config.toml", []byte(tc.in))
+		cfg, err := storage.ParseConfig("config.toml", []byte(tc.in))
 		if err != nil {
 			t.Fatalf("%s: %v", tc.name, err)
 		}
@@ -66,13 +67,13 @@ func TestWithoutAgentEntry(t *testing.T) {
 func TestReissuePasskey(t *testing.T) {
 	ctx := context.Background()
 	s := newTestStore(t)
-	if _, err := s.AddAgent(ctx, NewAgent{ID: "lead", Type: AgentHuman}); err != nil {
+	if _, err := s.AddAgent(ctx, NewAgent{ID: "lead", Type: storage.AgentHuman}); err != nil {
 		t.Fatal(err)
 	}
 	if path, _ := s.PasskeyPath("lead"); fileExists(path) {
 		t.Error("a human got a passkey")
 	}
-	old, err := s.AddAgent(ctx, NewAgent{ID: "coder", Type: AgentAI})
+	old, err := s.AddAgent(ctx, NewAgent{ID: "coder", Type: storage.AgentAI})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -80,7 +81,7 @@ func TestReissuePasskey(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if err := s.checkPasskey("coder", old); !errors.Is(err, ErrBadPasskey) {
+	if err := s.checkPasskey("coder", old); !errors.Is(err, storage.ErrBadPasskey) {
 		t.Errorf("old passkey after reissue: %v, want ErrBadPasskey", err)
 	}
 	if err := s.checkPasskey("coder", fresh); err != nil {
@@ -89,7 +90,7 @@ func TestReissuePasskey(t *testing.T) {
 	if _, err := s.ReissuePasskey(ctx, "lead"); !errors.Is(err, ErrNotAI) {
 		t.Errorf("reissue for a human: %v, want ErrNotAI", err)
 	}
-	if _, err := s.ReissuePasskey(ctx, "ghost"); !errors.Is(err, ErrNotFound) {
+	if _, err := s.ReissuePasskey(ctx, "ghost"); !errors.Is(err, storage.ErrNotFound) {
 		t.Errorf("reissue for nobody: %v, want ErrNotFound", err)
 	}
 	// doctor reports the AI agent once its hash is gone, and only it

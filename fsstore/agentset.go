@@ -1,6 +1,7 @@
 package fsstore
 
 import (
+	"aipm/fsstore/storage"
 	"bytes"
 	"context"
 	"errors"
@@ -27,14 +28,14 @@ type AgentChange struct {
 var AgentKeys = []string{"name", "type", "role", "parent", "command"}
 
 // apply returns a with ch applied.
-func (ch AgentChange) apply(a Agent) Agent {
+func (ch AgentChange) apply(a storage.Agent) storage.Agent {
 	for _, f := range []struct{ to, from *string }{{&a.Name, ch.Name}, {&a.Type, ch.Type}, {&a.Role, ch.Role}, {&a.Parent, ch.Parent}} {
 		if f.from != nil {
 			*f.to = *f.from
 		}
 	}
 	if ch.Role != nil && *ch.Role == "" {
-		a.Role = RoleWorker // what a missing role means
+		a.Role = storage.RoleWorker // what a missing role means
 	}
 	if ch.Command != nil {
 		a.Command = slices.Clone(*ch.Command)
@@ -47,7 +48,7 @@ func (ch AgentChange) apply(a Agent) Agent {
 
 // AgentValue is the value of key (one of AgentKeys) in a: a string, or
 // the command as a []string.
-func AgentValue(a Agent, key string) any {
+func AgentValue(a storage.Agent, key string) any {
 	switch key {
 	case "name":
 		return a.Name
@@ -72,11 +73,11 @@ func AgentValue(a Agent, key string) any {
 // agent has no passkey yet (aipm agent passkey issues one). It returns
 // the entry before and after; they are equal when nothing changed, and
 // then nothing was written.
-func (s *Store) SetAgent(ctx context.Context, id string, ch AgentChange) (before, after Agent, err error) {
-	err = s.EditConfig(ctx, func(old []byte, cfg *Config) ([]byte, error) {
-		index := slices.IndexFunc(cfg.Agents, func(a Agent) bool { return a.ID == id })
+func (s *Store) SetAgent(ctx context.Context, id string, ch AgentChange) (before, after storage.Agent, err error) {
+	err = s.EditConfig(ctx, func(old []byte, cfg *storage.Config) ([]byte, error) {
+		index := slices.IndexFunc(cfg.Agents, func(a storage.Agent) bool { return a.ID == id })
 		if index < 0 {
-			return nil, checkAgentRef(cfg, id, "agent")
+			return nil, storage.CheckAgentRef(cfg, id, "agent")
 		}
 		before = cfg.Agents[index]
 		after = ch.apply(before)
@@ -91,7 +92,7 @@ func (s *Store) SetAgent(ctx context.Context, id string, ch AgentChange) (before
 	if err != nil {
 		return before, before, err
 	}
-	if before.Type == AgentAI && after.Type == AgentHuman {
+	if before.Type == storage.AgentAI && after.Type == storage.AgentHuman {
 		if path, err := s.PasskeyPath(id); err == nil {
 			if err := os.Remove(path); err != nil && !errors.Is(err, os.ErrNotExist) {
 				return before, after, fmt.Errorf("agent %q is a human now, but its passkey hash was not removed: %w", id, err)
@@ -104,28 +105,28 @@ func (s *Store) SetAgent(ctx context.Context, id string, ch AgentChange) (before
 // checkAgentChange says why after may not replace before in cfg, in words
 // that name the value, before the text is touched (ParseConfig checks the
 // result again).
-func (s *Store) checkAgentChange(cfg *Config, before, after Agent) error {
+func (s *Store) checkAgentChange(cfg *storage.Config, before, after storage.Agent) error {
 	id := after.ID
-	if err := CheckEnum("type", after.Type, []string{AgentAI, AgentHuman}); err != nil {
-		return kindf(ErrInvalid, "%v", err)
+	if err := storage.CheckEnum("type", after.Type, []string{storage.AgentAI, storage.AgentHuman}); err != nil {
+		return storage.Kindf(storage.ErrInvalid, "%v", err)
 	}
-	if err := CheckEnum("role", after.Role, []string{RoleWorker, RoleManager}); err != nil {
-		return kindf(ErrInvalid, "%v", err)
+	if err := storage.CheckEnum("role", after.Role, []string{storage.RoleWorker, storage.RoleManager}); err != nil {
+		return storage.Kindf(storage.ErrInvalid, "%v", err)
 	}
-	if after.Type == AgentHuman && len(after.Command) > 0 {
-		return kindf(ErrInvalid, "agent %q would be a human with a command: humans act through the CLI, so remove the command too (--command \"\")", id)
+	if after.Type == storage.AgentHuman && len(after.Command) > 0 {
+		return storage.Kindf(storage.ErrInvalid, "agent %q would be a human with a command: humans act through the CLI, so remove the command too (--command \"\")", id)
 	}
 	if err := parentCycle(cfg, id, after.Parent); err != nil {
 		return err
 	}
-	if before.Type == AgentAI && after.Type == AgentHuman {
+	if before.Type == storage.AgentAI && after.Type == storage.AgentHuman {
 		live, err := s.LiveSessions(time.Now())
 		if err != nil {
 			return err
 		}
 		live = slices.DeleteFunc(live, func(ses Session) bool { return ses.Agent != id })
 		if len(live) > 0 {
-			return kindf(ErrInUse, "agent %q has %s: it becomes a human only when no session of it is live (a session ends at logout or when it is idle)", id, inUse(nil, live))
+			return storage.Kindf(ErrInUse, "agent %q has %s: it becomes a human only when no session of it is live (a session ends at logout or when it is idle)", id, inUse(nil, live))
 		}
 	}
 	return nil
@@ -133,21 +134,21 @@ func (s *Store) checkAgentChange(cfg *Config, before, after Agent) error {
 
 // parentCycle refuses parent for agent id when it is not an agent of cfg,
 // is id itself, or answers to id already (a cycle of parents).
-func parentCycle(cfg *Config, id, parent string) error {
+func parentCycle(cfg *storage.Config, id, parent string) error {
 	if parent == "" {
 		return nil
 	}
 	if parent == id {
-		return kindf(ErrInvalid, "agent %q cannot be its own parent", id)
+		return storage.Kindf(storage.ErrInvalid, "agent %q cannot be its own parent", id)
 	}
 	if _, ok := cfg.Agent(parent); !ok {
-		return kindf(ErrInvalid, "parent %q is not an agent of this project: see aipm agent list", Clip(parent, maxEchoedID))
+		return storage.Kindf(storage.ErrInvalid, "parent %q is not an agent of this project: see aipm agent list", storage.Clip(parent, storage.MaxEchoedID))
 	}
 	chain := []string{parent}
 	for a, ok := cfg.Agent(parent); ok && a.Parent != "" && !slices.Contains(chain, a.Parent); a, ok = cfg.Agent(a.Parent) {
 		chain = append(chain, a.Parent)
 		if a.Parent == id {
-			return kindf(ErrInvalid, "agent %q cannot answer to %q: %q already answers to %q (%s), and parents must not form a cycle", id, parent, parent, id, strings.Join(chain, " → "))
+			return storage.Kindf(storage.ErrInvalid, "agent %q cannot answer to %q: %q already answers to %q (%s), and parents must not form a cycle", id, parent, parent, id, strings.Join(chain, " → "))
 		}
 	}
 	return nil
@@ -158,7 +159,7 @@ func parentCycle(cfg *Config, id, parent string) error {
 // replaced, removed when the value is empty, or added after the entry's
 // last key. The result must parse to cfg with that one entry replaced;
 // what cannot be edited so is refused, to be edited by hand.
-func setAgentEntry(data []byte, cfg *Config, index int, after Agent) ([]byte, error) {
+func setAgentEntry(data []byte, cfg *storage.Config, index int, after storage.Agent) ([]byte, error) {
 	before := cfg.Agents[index]
 	out := data
 	for _, key := range AgentKeys {
@@ -174,13 +175,13 @@ func setAgentEntry(data []byte, cfg *Config, index int, after Agent) ([]byte, er
 	want := *cfg
 	want.Agents = slices.Clone(cfg.Agents)
 	want.Agents[index] = after
-	got, err := ParseConfig("config.toml", out)
+	got, err := storage.ParseConfig("config.toml", out)
 	if err != nil {
-		var le *LineError
+		var le *storage.LineError
 		if errors.As(err, &le) {
 			err = le.Err // a line of the new text, which is not in any file
 		}
-		return nil, kindf(ErrInvalid, "agent %q cannot be changed so: %v", after.ID, err)
+		return nil, storage.Kindf(storage.ErrInvalid, "agent %q cannot be changed so: %v", after.ID, err)
 	}
 	if !reflect.DeepEqual(*got, want) {
 		return nil, fmt.Errorf("cannot change the [[agents]] entry of %q in the config as text (its layout is unusual): edit it by hand", after.ID)
@@ -192,19 +193,19 @@ func setAgentEntry(data []byte, cfg *Config, index int, after Agent) ([]byte, er
 // the main table of the [[agents]] entry at index.
 func setEntryKey(data []byte, index int, key string, v any) ([]byte, error) {
 	lines := bytes.SplitAfter(data, []byte("\n"))
-	start := newLocator(data).section("agents", index) // 1-based header line
-	if start < 1 || start > len(lines) || arrayHeader().FindSubmatch(lines[start-1]) == nil {
+	start := storage.NewLocator(data).Section("agents", index) // 1-based header line
+	if start < 1 || start > len(lines) || storage.ArrayHeader().FindSubmatch(lines[start-1]) == nil {
 		return nil, errors.New("its [[agents]] entry was not found")
 	}
 	end := start // index of the first line after the entry's own keys
 	for ; end < len(lines); end++ {
-		if arrayHeader().Match(lines[end]) || tableHeader().Match(lines[end]) {
+		if storage.ArrayHeader().Match(lines[end]) || storage.TableHeader().Match(lines[end]) {
 			break
 		}
 	}
 	at, last, insert := -1, -1, start // at..last: key's lines; insert: after the entry's last value
 	for i := start; i < end; i++ {
-		m := keyLine().FindSubmatch(lines[i])
+		m := storage.KeyLine().FindSubmatch(lines[i])
 		if m == nil {
 			continue
 		}

@@ -1,6 +1,7 @@
 package fsstore
 
 import (
+	"aipm/fsstore/storage"
 	"context"
 	"testing"
 	"time"
@@ -15,7 +16,7 @@ func TestAuthenticateTakesTriggerAfterSession(t *testing.T) {
 	s, cfg := newConvStore(t)
 	ctx := context.Background()
 	key := mustPasskey(t, s, "b")
-	trigger := Trigger{Agent: "b", Purpose: PurposeChat, Reason: "get_pending_messages"}
+	trigger := Trigger{Agent: "b", Purpose: storage.PurposeChat, Reason: "get_pending_messages"}
 	watcherPass := func(agent, purpose string) { // reactTriggers' check and write
 		live, err := s.LiveSessions(time.Now())
 		if err != nil {
@@ -32,12 +33,12 @@ func TestAuthenticateTakesTriggerAfterSession(t *testing.T) {
 	}
 	testHookAuthChosen = watcherPass
 	t.Cleanup(func() { testHookAuthChosen = nil })
-	for _, requested := range []string{"", PurposeChat} {
+	for _, requested := range []string{"", storage.PurposeChat} {
 		if err := s.Triggers().Write(ctx, trigger); err != nil {
 			t.Fatal(err)
 		}
 		ses, _, err := s.Authenticate(ctx, cfg, "b", key, "", requested)
-		if err != nil || ses.Purpose != PurposeChat {
+		if err != nil || ses.Purpose != storage.PurposeChat {
 			t.Fatalf("authenticate %q: %+v, %v", requested, ses, err)
 		}
 		if pending, _ := s.Triggers().Pending(); len(pending) != 0 {

@@ -1,6 +1,7 @@
 package fsstore
 
 import (
+	"aipm/fsstore/storage"
 	"context"
 	"errors"
 	"time"
@@ -29,9 +30,9 @@ const (
 // has a live chat session it is sent as it is: neither is an error, and the
 // outcome says which happened. A group send, a human receiver or a sender
 // that is not an AI agent is refused (auto_start_refused).
-func (s *Store) AutoStart(ctx context.Context, cfg *Config, m OutgoingMessage) (Message, *Conversation, string, error) {
+func (s *Store) AutoStart(ctx context.Context, cfg *storage.Config, m OutgoingMessage) (Message, *Conversation, string, error) {
 	if m.Group != "" || m.Receivers != nil {
-		return Message{}, nil, "", codeErr(CodeAutoStartRefused, "auto_start_conversation is for a message to one AI agent (target_agent_id), not a list or a group: leave it out, or start a group conversation with start_conversation(participant_agent_ids)")
+		return Message{}, nil, "", storage.CodeErr(storage.CodeAutoStartRefused, "auto_start_conversation is for a message to one AI agent (target_agent_id), not a list or a group: leave it out, or start a group conversation with start_conversation(participant_agent_ids)")
 	}
 	if err := CheckContent(m.Content); err != nil {
 		return Message{}, nil, "", err
@@ -40,15 +41,15 @@ func (s *Store) AutoStart(ctx context.Context, cfg *Config, m OutgoingMessage) (
 		return Message{}, nil, "", err
 	}
 	to, _ := cfg.Agent(m.To)
-	if me, _ := cfg.Agent(m.From); to.Type != AgentAI || me.Type != AgentAI {
-		return Message{}, nil, "", codeErr(CodeAutoStartRefused, "auto_start_conversation starts a conversation between two AI agents, and %s is a human: send the message without it", firstHuman(cfg, m.From, m.To))
+	if me, _ := cfg.Agent(m.From); to.Type != storage.AgentAI || me.Type != storage.AgentAI {
+		return Message{}, nil, "", storage.CodeErr(storage.CodeAutoStartRefused, "auto_start_conversation starts a conversation between two AI agents, and %s is a human: send the message without it", firstHuman(cfg, m.From, m.To))
 	}
 	outcome := AutoExisting
 	if m.ConversationID == "" {
 		_, err := s.openConversation(ctx, cfg, m.From, m.To)
-		var ce *CodeError
+		var ce *storage.CodeError
 		switch {
-		case errors.As(err, &ce) && ce.Code == CodeNoActiveConversation:
+		case errors.As(err, &ce) && ce.Code == storage.CodeNoActiveConversation:
 			outcome = AutoStarted
 		case err != nil:
 			return Message{}, nil, "", err
@@ -59,8 +60,8 @@ func (s *Store) AutoStart(ctx context.Context, cfg *Config, m OutgoingMessage) (
 	}
 	if outcome == AutoStarted {
 		c, msg, err := s.Conversations().Start(ctx, cfg, NewConversation{From: m.From, To: m.To, InitialMessage: m.Content, TaskID: m.RelatedTaskID})
-		var ce *CodeError
-		if errors.As(err, &ce) && ce.Code == CodeConversationAlreadyActive {
+		var ce *storage.CodeError
+		if errors.As(err, &ce) && ce.Code == storage.CodeConversationAlreadyActive {
 			outcome = AutoExisting // another process started one between the look and the start
 		} else if err != nil || msg == nil {
 			return Message{}, nil, "", err
@@ -72,9 +73,9 @@ func (s *Store) AutoStart(ctx context.Context, cfg *Config, m OutgoingMessage) (
 	return msg, c, outcome, err
 }
 
-func firstHuman(cfg *Config, ids ...string) string {
+func firstHuman(cfg *storage.Config, ids ...string) string {
 	for _, id := range ids {
-		if a, _ := cfg.Agent(id); a.Type != AgentAI {
+		if a, _ := cfg.Agent(id); a.Type != storage.AgentAI {
 			return id
 		}
 	}

@@ -1,6 +1,7 @@
 package fsstore
 
 import (
+	"aipm/fsstore/storage"
 	"bytes"
 	"errors"
 	"fmt"
@@ -23,7 +24,7 @@ var authClock = time.Date(2030, 1, 2, 3, 4, 5, 0, time.UTC)
 // with a wrong one and prints "checked" (the passkey was checked) or
 // "backoff" (refused before checking).
 func helperAuthWrong(h *helperProc) error {
-	testHookAuthNow = func() time.Time { return authClock }
+	storage.TestHookAuthNow = func() time.Time { return authClock }
 	for {
 		if _, err := os.Stat(filepath.Join(h.dir, "go")); err == nil {
 			break
@@ -32,9 +33,9 @@ func helperAuthWrong(h *helperProc) error {
 	}
 	err := h.store.checkCredential(h.ctx, h.arg, "wrong-passkey-"+strings.Repeat("x", 20))
 	switch {
-	case errors.Is(err, ErrBackoff):
+	case errors.Is(err, storage.ErrBackoff):
 		fmt.Fprintln(h.out, "backoff")
-	case errors.Is(err, ErrBadPasskey):
+	case errors.Is(err, storage.ErrBadPasskey):
 		fmt.Fprintln(h.out, "checked")
 	default:
 		return fmt.Errorf("unexpected answer: %v", err)
@@ -47,13 +48,13 @@ func helperAuthWrong(h *helperProc) error {
 // one that starts the wait (issue 21, item 10).
 func TestBackoffConcurrent(t *testing.T) {
 	s := newTestStore(t)
-	if _, err := s.AddAgent(t.Context(), NewAgent{ID: "a", Type: AgentAI}); err != nil {
+	if _, err := s.AddAgent(t.Context(), NewAgent{ID: "a", Type: storage.AgentAI}); err != nil {
 		t.Fatal(err)
 	}
 	mustPasskey(t, s, "a")
 	const procs = 12
 	checked := concurrentGuesses(t, s, "auth-wrong", procs)
-	if want := freeFailures + 1; checked != want {
+	if want := storage.FreeFailures + 1; checked != want {
 		t.Errorf("%d concurrent wrong passkeys: %d were checked, want %d (as many as one guesser in turn)", procs, checked, want)
 	}
 }

@@ -11,6 +11,7 @@ import (
 	"sync"
 
 	"aipm/fsstore/lockedfile"
+	"aipm/fsstore/storage"
 )
 
 // AgentOfPasskey finds the AI agent of cfg whose passkey is passkey (an
@@ -31,34 +32,34 @@ import (
 // "") until the first of those waits ends: the token may be that agent's.
 // The count is apart from authenticate's (auth.json), so that strangers'
 // tokens never refuse a local agent's authenticate.
-func (s *Store) AgentOfPasskey(ctx context.Context, cfg *Config, passkey string) (string, error) {
-	if err := CheckPasskeyArg(passkey); err != nil {
-		return "", kindf(ErrBadPasskey, "%v", err)
+func (s *Store) AgentOfPasskey(ctx context.Context, cfg *storage.Config, passkey string) (string, error) {
+	if err := storage.CheckPasskeyArg(passkey); err != nil {
+		return "", storage.Kindf(storage.ErrBadPasskey, "%v", err)
 	}
 	key := sha256.Sum256([]byte(passkey))
 	if agent, ok := s.caches.bearers.get(key); ok {
-		if a, configured := cfg.Agent(agent); configured && a.Type == AgentAI && s.bearerStampOK(agent, key) {
+		if a, configured := cfg.Agent(agent); configured && a.Type == storage.AgentAI && s.bearerStampOK(agent, key) {
 			return agent, nil
 		}
 		s.caches.bearers.forget(key)
 	}
 	if !passkeyShaped(passkey) {
-		return "", ErrBadPasskey
+		return "", storage.ErrBadPasskey
 	}
-	unlock, err := lockedfile.Lock(ctx, s.bearerLockPath(), ModePrivateFile)
+	unlock, err := lockedfile.Lock(ctx, s.BearerLockPath(), storage.ModePrivateFile)
 	if err != nil {
-		return "", fmt.Errorf("lock %s: %w", s.Rel(s.bearerLockPath()), err)
+		return "", fmt.Errorf("lock %s: %w", s.Rel(s.BearerLockPath()), err)
 	}
 	defer unlock()
 	var doc bearerFailures
-	if err := s.readDoc(s.bearerPath(), &doc); err != nil && !errors.Is(err, ErrNotFound) {
+	if err := s.ReadDoc(s.BearerPath(), &doc); err != nil && !errors.Is(err, storage.ErrNotFound) {
 		return "", err
 	}
-	now := testHookAuthNow().UTC()
+	now := storage.TestHookAuthNow().UTC()
 	var compared []string
-	var wait *BackoffError
+	var wait *storage.BackoffError
 	for _, a := range cfg.Agents {
-		if a.Type != AgentAI {
+		if a.Type != storage.AgentAI {
 			continue
 		}
 		path, err := s.PasskeyPath(a.ID)
@@ -71,13 +72,13 @@ func (s *Store) AgentOfPasskey(ctx context.Context, cfg *Config, passkey string)
 		}
 		if f := doc.Agents[a.ID]; now.Before(f.NotBefore) {
 			if wait == nil || f.NotBefore.Before(wait.Until) {
-				wait = &BackoffError{Failures: f.Failures, Until: f.NotBefore, Now: now}
+				wait = &storage.BackoffError{Failures: f.Failures, Until: f.NotBefore, Now: now}
 			}
 			continue
 		}
 		err = s.checkPasskey(a.ID, passkey)
 		switch {
-		case errors.Is(err, ErrBadPasskey):
+		case errors.Is(err, storage.ErrBadPasskey):
 			compared = append(compared, a.ID)
 			continue
 		case err != nil:
@@ -94,46 +95,46 @@ func (s *Store) AgentOfPasskey(ctx context.Context, cfg *Config, passkey string)
 	}
 	if len(compared) > 0 {
 		if doc.Agents == nil {
-			doc.Agents = map[string]authFailures{}
+			doc.Agents = map[string]storage.AuthFailures{}
 		}
 		for _, agent := range compared {
 			f := doc.Agents[agent]
 			f.Failures++
 			f.LastFailureAt = now
-			f.NotBefore = now.Add(BackoffAfter(f.Failures))
+			f.NotBefore = now.Add(storage.BackoffAfter(f.Failures))
 			doc.Agents[agent] = f
 		}
 		if err := s.writeBearerFailures(cfg, doc); err != nil {
-			return "", fmt.Errorf("%w (and the failure could not be counted: %v)", ErrBadPasskey, err)
+			return "", fmt.Errorf("%w (and the failure could not be counted: %v)", storage.ErrBadPasskey, err)
 		}
 	}
 	if wait != nil {
 		return "", wait
 	}
-	return "", ErrBadPasskey
+	return "", storage.ErrBadPasskey
 }
 
 // bearerFailures is bearer.json: per AI agent, the bearer tokens in a row
 // that were compared with its passkey and were not it.
 type bearerFailures struct {
-	Agents map[string]authFailures `json:"agents"`
+	Agents map[string]storage.AuthFailures `json:"agents"`
 }
 
 // writeBearerFailures writes doc, less the agents cfg no longer has; with
 // no failure left the file goes.
-func (s *Store) writeBearerFailures(cfg *Config, doc bearerFailures) error {
+func (s *Store) writeBearerFailures(cfg *storage.Config, doc bearerFailures) error {
 	for agent := range doc.Agents {
 		if _, ok := cfg.Agent(agent); !ok {
 			delete(doc.Agents, agent)
 		}
 	}
 	if len(doc.Agents) == 0 {
-		if err := os.Remove(s.bearerPath()); err != nil && !errors.Is(err, os.ErrNotExist) {
+		if err := os.Remove(s.BearerPath()); err != nil && !errors.Is(err, os.ErrNotExist) {
 			return fmt.Errorf("reset wrong bearer tokens: %w", err)
 		}
 		return nil
 	}
-	return s.writeDoc(s.bearerPath(), doc, ModePrivateFile)
+	return s.WriteDoc(s.BearerPath(), doc, storage.ModePrivateFile)
 }
 
 // passkeyShaped says whether passkey has the form of the passkeys

@@ -1,6 +1,7 @@
 package fsstore
 
 import (
+	"aipm/fsstore/storage"
 	"context"
 	"encoding/base64"
 	"errors"
@@ -22,10 +23,10 @@ func wrongBearer(i int) string {
 }
 
 // readBearerFailures reads bearer.json (none: no failures).
-func readBearerFailures(t *testing.T, s *Store) map[string]authFailures {
+func readBearerFailures(t *testing.T, s *Store) map[string]storage.AuthFailures {
 	t.Helper()
 	var doc bearerFailures
-	if err := s.readDoc(s.bearerPath(), &doc); err != nil && !errors.Is(err, ErrNotFound) {
+	if err := s.ReadDoc(s.BearerPath(), &doc); err != nil && !errors.Is(err, storage.ErrNotFound) {
 		t.Fatal(err)
 	}
 	return doc.Agents
@@ -39,7 +40,7 @@ func TestAgentOfPasskeyBackoff(t *testing.T) {
 	s := newTestStore(t)
 	ctx := context.Background()
 	for _, id := range []string{"a", "b"} {
-		if _, err := s.AddAgent(ctx, NewAgent{ID: id, Type: AgentAI}); err != nil {
+		if _, err := s.AddAgent(ctx, NewAgent{ID: id, Type: storage.AgentAI}); err != nil {
 			t.Fatal(err)
 		}
 	}
@@ -49,11 +50,11 @@ func TestAgentOfPasskeyBackoff(t *testing.T) {
 		t.Fatal(err)
 	}
 	now := time.Date(2030, 1, 2, 3, 4, 5, 0, time.UTC)
-	defer func(old func() time.Time) { testHookAuthNow = old }(testHookAuthNow)
-	testHookAuthNow = func() time.Time { return now }
+	defer func(old func() time.Time) { storage.TestHookAuthNow = old }(storage.TestHookAuthNow)
+	storage.TestHookAuthNow = func() time.Time { return now }
 
 	for _, token := range []string{"${AIPM_PASSKEY}", "aipk_short", strings.Repeat("x", 43)} {
-		if _, err := s.AgentOfPasskey(ctx, cfg, token); !errors.Is(err, ErrBadPasskey) {
+		if _, err := s.AgentOfPasskey(ctx, cfg, token); !errors.Is(err, storage.ErrBadPasskey) {
 			t.Fatalf("token %q: %v, want ErrBadPasskey", token, err)
 		}
 	}
@@ -61,16 +62,16 @@ func TestAgentOfPasskeyBackoff(t *testing.T) {
 		t.Fatalf("tokens of no passkey's form were counted: %v", got)
 	}
 
-	for i := range freeFailures + 1 {
-		if _, err := s.AgentOfPasskey(ctx, cfg, wrongBearer(i)); !errors.Is(err, ErrBadPasskey) {
+	for i := range storage.FreeFailures + 1 {
+		if _, err := s.AgentOfPasskey(ctx, cfg, wrongBearer(i)); !errors.Is(err, storage.ErrBadPasskey) {
 			t.Fatalf("wrong token %d: %v, want ErrBadPasskey", i, err)
 		}
 	}
 	got := readBearerFailures(t, s)
-	if got["a"].Failures != freeFailures+1 || got["b"].Failures != freeFailures+1 {
-		t.Fatalf("after %d wrong tokens: %v", freeFailures+1, got)
+	if got["a"].Failures != storage.FreeFailures+1 || got["b"].Failures != storage.FreeFailures+1 {
+		t.Fatalf("after %d wrong tokens: %v", storage.FreeFailures+1, got)
 	}
-	var be *BackoffError
+	var be *storage.BackoffError
 	for _, token := range []string{wrongBearer(99), keyA} {
 		if _, err := s.AgentOfPasskey(ctx, cfg, token); !errors.As(err, &be) || !be.Until.Equal(now.Add(time.Second)) {
 			t.Fatalf("in back-off: %v, want a BackoffError until %v", err, now.Add(time.Second))
@@ -88,16 +89,16 @@ func TestAgentOfPasskeyBackoff(t *testing.T) {
 		t.Fatalf("a's passkey after the wait: %q, %v", agent, err)
 	}
 	got = readBearerFailures(t, s)
-	if _, ok := got["a"]; ok || got["b"].Failures != freeFailures+1 {
+	if _, ok := got["a"]; ok || got["b"].Failures != storage.FreeFailures+1 {
 		t.Fatalf("a's right passkey (compared with b's too) counted wrong: %v", got)
 	}
 	if agent, err := s.AgentOfPasskey(ctx, cfg, keyB); err != nil || agent != "b" {
 		t.Fatalf("b's passkey: %q, %v", agent, err)
 	}
-	if _, err := os.Stat(s.bearerPath()); !errors.Is(err, os.ErrNotExist) {
+	if _, err := os.Stat(s.BearerPath()); !errors.Is(err, os.ErrNotExist) {
 		t.Fatalf("no failure left, and bearer.json stays: %v", err)
 	}
-	if fi, err := os.Stat(s.bearerLockPath()); err != nil || fi.Mode().Perm() != ModePrivateFile {
+	if fi, err := os.Stat(s.BearerLockPath()); err != nil || fi.Mode().Perm() != storage.ModePrivateFile {
 		t.Fatalf("bearer.lock: %v %v", fi, err)
 	}
 }
@@ -106,7 +107,7 @@ func TestAgentOfPasskeyBackoff(t *testing.T) {
 // token and prints "checked" (compared with the agent's passkey) or
 // "backoff" (refused before).
 func helperBearerWrong(h *helperProc) error {
-	testHookAuthNow = func() time.Time { return authClock }
+	storage.TestHookAuthNow = func() time.Time { return authClock }
 	cfg, err := h.store.LoadConfig()
 	if err != nil {
 		return err
@@ -119,9 +120,9 @@ func helperBearerWrong(h *helperProc) error {
 	}
 	_, err = h.store.AgentOfPasskey(h.ctx, cfg, wrongBearer(os.Getpid()))
 	switch {
-	case errors.Is(err, ErrBackoff):
+	case errors.Is(err, storage.ErrBackoff):
 		fmt.Fprintln(h.out, "backoff")
-	case errors.Is(err, ErrBadPasskey):
+	case errors.Is(err, storage.ErrBadPasskey):
 		fmt.Fprintln(h.out, "checked")
 	default:
 		return fmt.Errorf("unexpected answer: %v", err)
@@ -133,16 +134,16 @@ func helperBearerWrong(h *helperProc) error {
 // more comparisons than one guesser in turn (issue 34, item 14).
 func TestAgentOfPasskeyConcurrent(t *testing.T) {
 	s := newTestStore(t)
-	if _, err := s.AddAgent(t.Context(), NewAgent{ID: "a", Type: AgentAI}); err != nil {
+	if _, err := s.AddAgent(t.Context(), NewAgent{ID: "a", Type: storage.AgentAI}); err != nil {
 		t.Fatal(err)
 	}
 	mustPasskey(t, s, "a")
 	const procs = 12
 	checked := concurrentGuesses(t, s, "bearer-wrong", procs)
-	if want := freeFailures + 1; checked != want {
+	if want := storage.FreeFailures + 1; checked != want {
 		t.Errorf("%d concurrent wrong tokens: %d were compared, want %d (as many as one guesser in turn)", procs, checked, want)
 	}
-	if got := readBearerFailures(t, s)["a"].Failures; got != freeFailures+1 {
-		t.Errorf("bearer.json counts %d failures, want %d", got, freeFailures+1)
+	if got := readBearerFailures(t, s)["a"].Failures; got != storage.FreeFailures+1 {
+		t.Errorf("bearer.json counts %d failures, want %d", got, storage.FreeFailures+1)
 	}
 }

@@ -39,11 +39,11 @@ func BenchmarkAppend(b *testing.B) {
 			if err != nil {
 				b.Fatal(err)
 			}
-			s.durable.Store(durable)
+			s.Durable.Store(durable)
 			path := filepath.Join(s.Root(), "agents", "a", "chat.jsonl")
 			ctx := context.Background()
 			for b.Loop() {
-				if err := s.appendLine(ctx, path, line); err != nil {
+				if err := s.AppendLine(ctx, path, line); err != nil {
 					b.Fatal(err)
 				}
 			}

@@ -1,6 +1,7 @@
 package fsstore
 
 import (
+	"aipm/fsstore/storage"
 	"context"
 	"fmt"
 	"slices"
@@ -39,20 +40,20 @@ type ChatChange struct {
 // its creator (requester), an ancestor of its assignee, or a config
 // approver (a human manager). A marker is the sender's instruction, so the
 // sender's authority counts, not the receiver's.
-func mayChange(c *Config, t Task, by string) bool {
-	return by != "" && (by == t.Requester || slices.Contains(c.Ancestors(t.Assignee), by) || c.isApprover(by))
+func mayChange(c *storage.Config, t Task, by string) bool {
+	return by != "" && (by == t.Requester || slices.Contains(c.Ancestors(t.Assignee), by) || c.IsApprover(by))
 }
 
 // changeApprovers are the humans who decide a change request on t: the
 // human ancestors of its assignee and the managers, never the one who asked
 // (if there is nobody, any other human).
-func changeApprovers(c *Config, t Task, by string) []string {
-	out := c.humanAncestors(t.Assignee)
+func changeApprovers(c *storage.Config, t Task, by string) []string {
+	out := c.HumanAncestors(t.Assignee)
 	var humans []string
 	for _, a := range c.Agents {
-		if a.Type == AgentHuman && a.ID != by {
+		if a.Type == storage.AgentHuman && a.ID != by {
 			humans = append(humans, a.ID)
-			if a.Role == RoleManager {
+			if a.Role == storage.RoleManager {
 				out = append(out, a.ID)
 			}
 		}
@@ -74,20 +75,20 @@ func (r ChangeRequest) changeOf(owner string) TaskChange {
 // requestChange records req on task t, checked now as it would be applied
 // (so a change that could never apply is refused at once), and asks the
 // approvers by a system chat message.
-func (ct ChatTasks) requestChange(ctx context.Context, cfg *Config, t Task, req ChangeRequest) (ChatChange, error) {
+func (ct ChatTasks) requestChange(ctx context.Context, cfg *storage.Config, t Task, req ChangeRequest) (ChatChange, error) {
 	s := ct.s
 	trial := t
 	if err := applyTaskChange(&trial, req.By, req.changeOf(t.Assignee), time.Now().UTC()); err != nil {
 		return ChatChange{}, transitionErr(err)
 	}
-	path, err := s.DocPath(Tasks, t.ID)
+	path, err := s.DocPath(storage.Tasks, t.ID)
 	if err != nil {
 		return ChatChange{}, err
 	}
 	req.At = time.Now().UTC()
-	after, err := UpdateDoc(ctx, s.Files, path, ModeFile, func(cur *Task, exists bool) error {
+	after, err := storage.UpdateDoc(ctx, s.Files, path, storage.ModeFile, func(cur *Task, exists bool) error {
 		if !exists {
-			return kindf(ErrNotFound, "task %s does not exist: see list_tasks", t.ID)
+			return storage.Kindf(storage.ErrNotFound, "task %s does not exist: see list_tasks", t.ID)
 		}
 		cur.PendingChange = &req
 		return nil
@@ -112,14 +113,14 @@ func (r ChangeRequest) Describe() string {
 	var parts []string
 	switch {
 	case r.Marker == MarkerComplete.String():
-		parts = append(parts, fmt.Sprintf("pass a completion report (summary %q) to the task session of", Clip(r.Summary, 200)))
+		parts = append(parts, fmt.Sprintf("pass a completion report (summary %q) to the task session of", storage.Clip(r.Summary, 200)))
 	case r.Status == StatusBlocked:
-		parts = append(parts, fmt.Sprintf("block (reason %q)", Clip(r.Reason, 200)))
+		parts = append(parts, fmt.Sprintf("block (reason %q)", storage.Clip(r.Reason, 200)))
 	case r.Status != "":
 		parts = append(parts, "set the status to "+r.Status)
 	}
 	if r.Description != nil {
-		parts = append(parts, fmt.Sprintf("set the description to %q", Clip(*r.Description, 200)))
+		parts = append(parts, fmt.Sprintf("set the description to %q", storage.Clip(*r.Description, 200)))
 	}
 	return strings.Join(parts, " and ")
 }
@@ -148,12 +149,12 @@ func decidesChange(t Task, ch TaskChange) bool {
 
 // checkChangeApprover is the one check that by may decide t's pending
 // change request.
-func checkChangeApprover(c *Config, t Task, by string) error {
+func checkChangeApprover(c *storage.Config, t Task, by string) error {
 	approvers := changeApprovers(c, t, t.PendingChange.By)
 	if slices.Contains(approvers, by) {
 		return nil
 	}
-	return codeErr(CodeNotApprover, "%s may not approve or reject the change %s asked for task %s: ask %s to decide it (aipm task approve %s --as %s, or aipm task reject)",
+	return storage.CodeErr(storage.CodeNotApprover, "%s may not approve or reject the change %s asked for task %s: ask %s to decide it (aipm task approve %s --as %s, or aipm task reject)",
 		by, t.PendingChange.By, t.ID, strings.Join(approvers, " or "), t.ID, firstOr(approvers, "a manager"))
 }
 
@@ -169,7 +170,7 @@ func firstOr(list []string, def string) string {
 // it applies or drops the change; on a task waiting for approval it only
 // checks that by may decide, and applyTaskChange records the decision.
 // done says the decision was applied here.
-func applyDecision(c *Config, t *Task, by string, ch TaskChange, now time.Time) (done bool, err error) {
+func applyDecision(c *storage.Config, t *Task, by string, ch TaskChange, now time.Time) (done bool, err error) {
 	if ch.Approval == "" {
 		return false, nil
 	}

@@ -1,6 +1,7 @@
 package fsstore
 
 import (
+	"aipm/fsstore/storage"
 	"cmp"
 	"context"
 	"fmt"
@@ -18,7 +19,7 @@ func (s *Store) chatTaskID(agent, id string) (string, error) {
 		return id, nil
 	}
 	if id = s.taskInProgress(agent); id == "" {
-		return "", codeErr(CodeTaskRequired, "you have no task in progress: pass task_id (list_tasks shows yours)")
+		return "", storage.CodeErr(storage.CodeTaskRequired, "you have no task in progress: pass task_id (list_tasks shows yours)")
 	}
 	return id, nil
 }
@@ -29,7 +30,7 @@ func (s *Store) chatTaskID(agent, id string) (string, error) {
 // task in progress interrupts its task session (pause). A sender without
 // authority over the task (mayChange) only asks for it, and the change
 // waits for approval.
-func (ct ChatTasks) BlockTask(ctx context.Context, cfg *Config, agent, by, id, reason, msgID string) (ChatChange, error) {
+func (ct ChatTasks) BlockTask(ctx context.Context, cfg *storage.Config, agent, by, id, reason, msgID string) (ChatChange, error) {
 	s := ct.s
 	id, err := s.chatTaskID(agent, id)
 	if err != nil {
@@ -41,7 +42,7 @@ func (ct ChatTasks) BlockTask(ctx context.Context, cfg *Config, agent, by, id, r
 	}
 	ch := TaskChange{Status: StatusBlocked, Reason: reason, Owner: agent, RequireApproved: true}
 	if strings.TrimSpace(reason) == "" {
-		return ChatChange{}, codeErr(CodeReasonRequired, "reason is empty: pass why the task is blocked (ask %s to write it after @@ブロック報告:)", by)
+		return ChatChange{}, storage.CodeErr(storage.CodeReasonRequired, "reason is empty: pass why the task is blocked (ask %s to write it after @@ブロック報告:)", by)
 	}
 	if err := ch.check(cfg); err != nil {
 		return ChatChange{}, err
@@ -58,7 +59,7 @@ func (ct ChatTasks) BlockTask(ctx context.Context, cfg *Config, agent, by, id, r
 // work on it to decide.
 func checkWorking(t Task) error {
 	if t.Status != StatusInProgress {
-		return codeErr(CodeTaskNotInProgress, "task %s is %s: @@完了報告 goes to the task session working on a task in progress, and none is; ask a human to set its status with aipm task status %s", t.ID, t.Status, t.ID)
+		return storage.CodeErr(storage.CodeTaskNotInProgress, "task %s is %s: @@完了報告 goes to the task session working on a task in progress, and none is; ask a human to set its status with aipm task status %s", t.ID, t.Status, t.ID)
 	}
 	return nil
 }
@@ -68,7 +69,7 @@ func checkWorking(t Task) error {
 // progress) to agent's task session, which decides: it changes no status.
 // A sender without authority over the task only asks for it to be passed
 // on, which waits for approval (UpdateTask passes it on once approved).
-func (ct ChatTasks) ReportCompletion(ctx context.Context, cfg *Config, agent, by, id, summary, msgID string) (ChatChange, Notification, error) {
+func (ct ChatTasks) ReportCompletion(ctx context.Context, cfg *storage.Config, agent, by, id, summary, msgID string) (ChatChange, Notification, error) {
 	s := ct.s
 	id, err := s.chatTaskID(agent, id)
 	if err != nil {
@@ -78,7 +79,7 @@ func (ct ChatTasks) ReportCompletion(ctx context.Context, cfg *Config, agent, by
 	if err != nil {
 		return ChatChange{}, Notification{}, err
 	}
-	if err := CheckText("summary", summary); err != nil {
+	if err := storage.CheckText("summary", summary); err != nil {
 		return ChatChange{}, Notification{}, err
 	}
 	if err := checkWorking(t); err != nil {
@@ -103,7 +104,7 @@ func (ct ChatTasks) ReportCompletion(ctx context.Context, cfg *Config, agent, by
 func (s *Store) completionNotice(ctx context.Context, t Task, req ChangeRequest) (Notification, error) {
 	summary := cmp.Or(strings.TrimSpace(req.Summary), "no summary given")
 	msg := fmt.Sprintf("%s reports your task %s (%q) complete (@@完了報告): %s", req.By, t.ID, t.Title, summary)
-	return s.Notify(ctx, t.Assignee, Notification{Type: NotifyInfo, TaskID: t.ID, From: req.By, Key: completionKeyPrefix + t.ID + ":" + cmp.Or(req.SourceMessageID, NewID(PrefixNotification)), Message: msg})
+	return s.Notify(ctx, t.Assignee, Notification{Type: storage.NotifyInfo, TaskID: t.ID, From: req.By, Key: completionKeyPrefix + t.ID + ":" + cmp.Or(req.SourceMessageID, storage.NewID(storage.PrefixNotification)), Message: msg})
 }
 
 // CompletionDecision is what a task session is told to do about a
@@ -112,14 +113,14 @@ const CompletionDecision = `Decide: if the work is done, call report_completed(r
 
 // IsCompletionReport says whether n is a completion report (completionNotice).
 func IsCompletionReport(n Notification) bool {
-	return n.Type == NotifyInfo && n.TaskID != "" && strings.HasPrefix(n.Key, completionKeyPrefix)
+	return n.Type == storage.NotifyInfo && n.TaskID != "" && strings.HasPrefix(n.Key, completionKeyPrefix)
 }
 
 // CompletionReports are the unread completion reports (completionNotice)
 // about task that ses may read, peeking: get_next_action's work answer
 // tells the task session to decide on them.
 func (s *Store) CompletionReports(ctx context.Context, ses Session, task string) ([]Notification, error) {
-	out, _, err := s.readNotifications(ctx, ses, ReadOptions{Peek: true}, func(n Notification) bool {
+	out, _, err := s.readNotifications(ctx, ses, storage.ReadOptions{Peek: true}, func(n Notification) bool {
 		return n.TaskID == task && IsCompletionReport(n)
 	})
 	return out, err

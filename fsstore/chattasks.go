@@ -1,6 +1,7 @@
 package fsstore
 
 import (
+	"aipm/fsstore/storage"
 	"context"
 	"errors"
 	"fmt"
@@ -30,7 +31,7 @@ type RequestedTask struct {
 // in the config, otherwise pending_approval, and the humans it asks
 // (askedToApprove, recorded on the task: only they decide it) get a system
 // chat message saying how to approve or reject it.
-func (ct ChatTasks) RequestTask(ctx context.Context, cfg *Config, in TaskRequest) (RequestedTask, error) {
+func (ct ChatTasks) RequestTask(ctx context.Context, cfg *storage.Config, in TaskRequest) (RequestedTask, error) {
 	s := ct.s
 	approved := slices.Contains(cfg.Ancestors(in.Agent), in.Requester)
 	var asked []string
@@ -62,14 +63,14 @@ func (ct ChatTasks) RequestTask(ctx context.Context, cfg *Config, in TaskRequest
 // it must be the agent's own, and not waiting for approval.
 func (s *Store) checkChatTask(agent, id string) (Task, error) {
 	if id == "" {
-		return Task{}, codeErr(CodeTaskRequired, "task_id is empty: pass the tsk_ id of the task (list_tasks shows yours)")
+		return Task{}, storage.CodeErr(storage.CodeTaskRequired, "task_id is empty: pass the tsk_ id of the task (list_tasks shows yours)")
 	}
-	if err := CheckID(PrefixTask, id); err != nil {
-		return Task{}, codeErr(CodeTaskNotFound, "%v", err)
+	if err := storage.CheckID(storage.PrefixTask, id); err != nil {
+		return Task{}, storage.CodeErr(storage.CodeTaskNotFound, "%v", err)
 	}
 	t, err := s.Task(id)
 	if err != nil {
-		return Task{}, codeErr(CodeTaskNotFound, "%v", err)
+		return Task{}, storage.CodeErr(storage.CodeTaskNotFound, "%v", err)
 	}
 	if err := checkOwner(t, agent); err != nil {
 		return Task{}, err
@@ -81,14 +82,14 @@ func (s *Store) checkChatTask(agent, id string) (Task, error) {
 // of the marked message), through UpdateTask's one transition check; a
 // sender without authority over the task (mayChange) only asks for the
 // change, which waits for approval.
-func (ct ChatTasks) UpdateTask(ctx context.Context, cfg *Config, agent, by, id string, description *string, status string) (ChatChange, error) {
+func (ct ChatTasks) UpdateTask(ctx context.Context, cfg *storage.Config, agent, by, id string, description *string, status string) (ChatChange, error) {
 	s := ct.s
 	t, err := s.checkChatTask(agent, id)
 	if err != nil {
 		return ChatChange{}, err
 	}
 	if description == nil && status == "" {
-		return ChatChange{}, codeErr(CodeNothingToChange, "pass description, status or both")
+		return ChatChange{}, storage.CodeErr(storage.CodeNothingToChange, "pass description, status or both")
 	}
 	if err := (ChangeRequest{Status: status, Description: description}).changeOf(agent).check(cfg); err != nil {
 		return ChatChange{}, err
@@ -105,14 +106,14 @@ func (ct ChatTasks) UpdateTask(ctx context.Context, cfg *Config, agent, by, id s
 // under way (its task session would not be told), ends it, or reopens it.
 func checkPlanned(t Task) error {
 	if t.Status != StatusBacklog && t.Status != StatusTodo {
-		return codeErr(CodeTaskNotAdjustable, "task %s is %s: @@タスク調整 changes only backlog or todo tasks; ask a human to change it with aipm task status %s (or aipm interrupt for work in progress)", t.ID, t.Status, t.ID)
+		return storage.CodeErr(storage.CodeTaskNotAdjustable, "task %s is %s: @@タスク調整 changes only backlog or todo tasks; ask a human to change it with aipm task status %s (or aipm interrupt for work in progress)", t.ID, t.Status, t.ID)
 	}
 	return nil
 }
 
 // StartTask moves agent's task id to in_progress on behalf of by; a
 // sender without authority over the task only asks for it (UpdateTask).
-func (ct ChatTasks) StartTask(ctx context.Context, cfg *Config, agent, by, id string) (ChatChange, error) {
+func (ct ChatTasks) StartTask(ctx context.Context, cfg *storage.Config, agent, by, id string) (ChatChange, error) {
 	s := ct.s
 	t, err := s.checkChatTask(agent, id)
 	if err != nil {
@@ -130,32 +131,32 @@ func (ct ChatTasks) StartTask(ctx context.Context, cfg *Config, agent, by, id st
 func (ct ChatTasks) NotifyTaskSession(ctx context.Context, agent, from, message, related string) (Notification, error) {
 	s := ct.s
 	if strings.TrimSpace(message) == "" {
-		return Notification{}, codeErr(CodeMessageRequired, "message is empty: say what the task session should know")
+		return Notification{}, storage.CodeErr(storage.CodeMessageRequired, "message is empty: say what the task session should know")
 	}
-	if err := CheckText("content", message); err != nil {
+	if err := storage.CheckText("content", message); err != nil {
 		return Notification{}, err
 	}
 	if related == "" {
 		related = s.taskInProgress(agent)
 		if related == "" {
-			return Notification{}, codeErr(CodeTaskRequired, "you have no task in progress: pass related_task_id (list_tasks shows yours)")
+			return Notification{}, storage.CodeErr(storage.CodeTaskRequired, "you have no task in progress: pass related_task_id (list_tasks shows yours)")
 		}
 	} else if t, err := s.Task(related); err != nil {
-		return Notification{}, codeErr(CodeTaskNotFound, "%v", err)
+		return Notification{}, storage.CodeErr(storage.CodeTaskNotFound, "%v", err)
 	} else if t.Assignee != agent {
-		return Notification{}, codeErr(CodeNotTaskAssignee, "task %s is assigned to %q, not to you: notify_task_session reaches only your own task session", related, t.Assignee)
+		return Notification{}, storage.CodeErr(storage.CodeNotTaskAssignee, "task %s is assigned to %q, not to you: notify_task_session reaches only your own task session", related, t.Assignee)
 	}
-	return s.Notify(ctx, agent, Notification{Type: NotifyInfo, TaskID: related, From: from, Message: message})
+	return s.Notify(ctx, agent, Notification{Type: storage.NotifyInfo, TaskID: related, From: from, Message: message})
 }
 
 // transitionErr gives a refused task change the code invalid_transition,
 // keeping a code it already has.
 func transitionErr(err error) error {
-	var ce *CodeError
+	var ce *storage.CodeError
 	if err == nil || errors.As(err, &ce) {
 		return err
 	}
-	return codeErr(CodeInvalidTransition, "%v", err)
+	return storage.CodeErr(storage.CodeInvalidTransition, "%v", err)
 }
 
 // ChatTasks are the task operations a chat session makes on behalf of the

@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"aipm/fsstore/lockedfile"
+	"aipm/fsstore/storage"
 )
 
 // usedProject is a project where bob has n messages from alice and one
@@ -20,7 +21,7 @@ func usedProject(t *testing.T, n int) *Store {
 	ctx := context.Background()
 	chat, _ := s.ChatPath("bob")
 	for i := 0; i < n; i++ {
-		m := Message{ID: NewID(PrefixMessage), SenderID: "alice", Content: "old", CreatedAt: time.Now().UTC().Format(timeFormat)}
+		m := Message{ID: storage.NewID(storage.PrefixMessage), SenderID: "alice", Content: "old", CreatedAt: time.Now().UTC().Format(timeFormat)}
 		if err := s.AppendJSONL(ctx, chat, m); err != nil {
 			t.Fatal(err)
 		}
@@ -83,7 +84,7 @@ func TestCloneOpenedAtOnce(t *testing.T) {
 	clone := cloneOf(t, s)
 	// The lock is held until every helper is started, so that they all
 	// find no marker and queue for it.
-	unlock, err := lockedfile.Lock(context.Background(), filepath.Join(clone, DirName, "local.lock"), 0o600)
+	unlock, err := lockedfile.Lock(context.Background(), filepath.Join(clone, storage.DirName, "local.lock"), 0o600)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -117,7 +118,7 @@ func TestCloneOpenedAtOnce(t *testing.T) {
 	wantUnread(t, clone, 0, 0)
 	c, _ := Open(clone)
 	chat, _ := c.ChatPath("bob")
-	if err := c.AppendJSONL(context.Background(), chat, Message{ID: NewID(PrefixMessage), SenderID: "alice", Content: "new", CreatedAt: time.Now().UTC().Format(timeFormat)}); err != nil {
+	if err := c.AppendJSONL(context.Background(), chat, Message{ID: storage.NewID(storage.PrefixMessage), SenderID: "alice", Content: "new", CreatedAt: time.Now().UTC().Format(timeFormat)}); err != nil {
 		t.Fatal(err)
 	}
 	wantUnread(t, clone, 1, 0)
@@ -129,13 +130,13 @@ func TestCloneOpenedAtOnce(t *testing.T) {
 func TestCloneResetFinishedAfterKill(t *testing.T) {
 	s := usedProject(t, 5)
 	clone := cloneOf(t, s)
-	root := filepath.Join(clone, DirName)
+	root := filepath.Join(clone, storage.DirName)
 	fi, err := os.Stat(root)
 	if err != nil {
 		t.Fatal(err)
 	}
-	c := newFiles(LayoutOf(clone))
-	if err := c.writeMarker(lockedfile.Inode(fi), markerResetting); err != nil {
+	c := storage.NewFiles(storage.LayoutOf(clone))
+	if err := c.WriteMarker(lockedfile.Inode(fi), storage.MarkerResetting); err != nil {
 		t.Fatal(err)
 	}
 	// as far as the killed process got: a cursor file (local state that
@@ -145,7 +146,7 @@ func TestCloneResetFinishedAfterKill(t *testing.T) {
 		t.Fatal(err)
 	}
 	wantUnread(t, clone, 0, 0)
-	if _, ok := c.markerFits(lockedfile.Inode(fi)); !ok {
+	if _, ok := c.MarkerFits(lockedfile.Inode(fi)); !ok {
 		t.Error("the marker is not ready after the move was finished")
 	}
 }
@@ -154,12 +155,12 @@ func TestCloneResetFinishedAfterKill(t *testing.T) {
 // read cursors (or passkeys) of its own, so it is no clone.
 func TestCheckoutWithoutMarkerKeepsReadState(t *testing.T) {
 	s := usedProject(t, 3)
-	if _, err := s.ReadUnread(context.Background(), "bob", StreamChat, ReadOptions{Limit: 1}); err != nil {
+	if _, err := s.ReadUnread(context.Background(), "bob", storage.StreamChat, storage.ReadOptions{Limit: 1}); err != nil {
 		t.Fatal(err)
 	}
-	os.Remove(s.localMarkerPath())
+	os.Remove(s.LocalMarkerPath())
 	wantUnread(t, s.ProjectDir(), 2, 1)
-	if _, err := os.Stat(s.localMarkerPath()); err != nil {
+	if _, err := os.Stat(s.LocalMarkerPath()); err != nil {
 		t.Errorf("no marker written: %v", err)
 	}
 }
@@ -175,7 +176,7 @@ func TestCloneCost(t *testing.T) {
 	chat, _ := s.ChatPath("bob")
 	var b strings.Builder
 	for i := 0; i < n; i++ {
-		b.WriteString(`{"id":"` + NewID(PrefixMessage) + `","senderId":"alice","content":"a message of some ordinary length, as people write them","createdAt":"2026-11-25T12:00:00Z"}` + "\n")
+		b.WriteString(`{"id":"` + storage.NewID(storage.PrefixMessage) + `","senderId":"alice","content":"a message of some ordinary length, as people write them","createdAt":"2026-11-25T12:00:00Z"}` + "\n")
 	}
 	os.MkdirAll(filepath.Dir(chat), 0o755)
 	if err := os.WriteFile(chat, []byte(b.String()), 0o644); err != nil {

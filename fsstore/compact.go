@@ -16,6 +16,7 @@ import (
 	"github.com/tidwall/gjson"
 
 	"aipm/fsstore/lockedfile"
+	"aipm/fsstore/storage"
 )
 
 // The logs compaction shortens, each with its retention and the read.json
@@ -78,11 +79,13 @@ type logRetention struct {
 	stream func(key string) bool
 }
 
-func logRetentions(c *Config) []logRetention {
+func logRetentions(c *storage.Config) []logRetention {
 	r := c.Retention()
 	return []logRetention{
-		{chatLog, r.ChatLines, func(k string) bool { return k == StreamChat }},
-		{notificationsLog, r.NotificationLines, func(k string) bool { return k == StreamNotifications || strings.HasPrefix(k, StreamNotifications+".") }},
+		{chatLog, r.ChatLines, func(k string) bool { return k == storage.StreamChat }},
+		{notificationsLog, r.NotificationLines, func(k string) bool {
+			return k == storage.StreamNotifications || strings.HasPrefix(k, storage.StreamNotifications+".")
+		}},
 		{receiptsLog, r.ReceiptLines, nil},
 	}
 }
@@ -98,7 +101,7 @@ func logRetentions(c *Config) []logRetention {
 // (DropPrefix), and the cursors and the sessions' marks into it are moved
 // to the new file; a cursor or mark left on the old one finds its place by
 // id, as after any replacement.
-func (s *Store) Compact(ctx context.Context, cfg *Config, opt CompactOptions) (CompactResult, error) {
+func (s *Store) Compact(ctx context.Context, cfg *storage.Config, opt CompactOptions) (CompactResult, error) {
 	var res CompactResult
 	unlock, ok, err := s.compactLock(ctx, opt.Wait)
 	if err != nil || !ok {
@@ -106,12 +109,12 @@ func (s *Store) Compact(ctx context.Context, cfg *Config, opt CompactOptions) (C
 		return res, err
 	}
 	defer unlock()
-	entries, err := os.ReadDir(s.agentsDir())
+	entries, err := os.ReadDir(s.AgentsDir())
 	if errors.Is(err, os.ErrNotExist) {
 		return res, nil
 	}
 	if err != nil {
-		return res, fmt.Errorf("compact: read %s: %w", s.Rel(s.agentsDir()), err)
+		return res, fmt.Errorf("compact: read %s: %w", s.Rel(s.AgentsDir()), err)
 	}
 	var errs []error
 	if !opt.DryRun {
@@ -126,10 +129,10 @@ func (s *Store) Compact(ctx context.Context, cfg *Config, opt CompactOptions) (C
 		}
 	}
 	for _, e := range entries {
-		if !e.IsDir() || CheckAgentID(e.Name()) != nil {
+		if !e.IsDir() || storage.CheckAgentID(e.Name()) != nil {
 			continue
 		}
-		dir := filepath.Join(s.agentsDir(), e.Name())
+		dir := filepath.Join(s.AgentsDir(), e.Name())
 		if err := lockedfile.RemoveStaleCompactions(dir); err != nil {
 			errs = append(errs, fmt.Errorf("compact: clean %s: %w", s.Rel(dir), err))
 		}
@@ -149,12 +152,12 @@ func (s *Store) Compact(ctx context.Context, cfg *Config, opt CompactOptions) (C
 
 // compactLock takes the compaction lock, waiting for it or not.
 func (s *Store) compactLock(ctx context.Context, wait bool) (unlock func(), ok bool, err error) {
-	path := s.compactLockPath()
+	path := s.CompactLockPath()
 	if wait {
-		unlock, err = lockedfile.Lock(ctx, path, ModePrivateFile)
+		unlock, err = lockedfile.Lock(ctx, path, storage.ModePrivateFile)
 		ok = err == nil
 	} else {
-		unlock, ok, err = lockedfile.TryLock(path, ModePrivateFile)
+		unlock, ok, err = lockedfile.TryLock(path, storage.ModePrivateFile)
 	}
 	if err != nil {
 		return nil, false, fmt.Errorf("compact: lock %s: %w", s.Rel(path), err)
@@ -182,16 +185,16 @@ func (s *Store) compactLog(ctx context.Context, agent string, lr logRetention, d
 	}
 	path := filepath.Join(dir, lr.name)
 	out := CompactedFile{Path: s.Rel(path)}
-	held, err := s.lockDir(ctx, dir)
+	held, err := s.LockDir(ctx, dir)
 	if err != nil {
 		return out, err
 	}
 	unlock := sync.OnceFunc(held)
 	defer unlock()
-	cursorPath, _ := s.readCursorPath(agent)
-	var cursors Cursors
+	cursorPath, _ := s.ReadCursorPath(agent)
+	var cursors storage.Cursors
 	if lr.stream != nil {
-		if cursors, err = s.readCursors(cursorPath); err != nil {
+		if cursors, err = s.ReadCursors(cursorPath); err != nil {
 			return out, fmt.Errorf("compact %s: %w", out.Path, err)
 		}
 	}
@@ -201,7 +204,7 @@ func (s *Store) compactLog(ctx context.Context, agent string, lr logRetention, d
 			return out, fmt.Errorf("compact %s: %w", out.Path, err)
 		}
 	}
-	d, err := lockedfile.DropPrefix(ctx, path, lockedfile.DropOptions{Durable: s.durable.Load(), DryRun: dry},
+	d, err := lockedfile.DropPrefix(ctx, path, lockedfile.DropOptions{Durable: s.Durable.Load(), DryRun: dry},
 		func(f *os.File, size int64, inode uint64) (int64, error) {
 			return s.planCut(f, path, size, inode, lr, cursors, &plan)
 		},
@@ -230,7 +233,7 @@ func (s *Store) compactLog(ctx context.Context, agent string, lr logRetention, d
 // planCut is where the log at path (locked, of size bytes) may be cut:
 // before its newest lr.retain lines, and before nothing a reader still
 // needs (see Compact). It fills plan.
-func (s *Store) planCut(f *os.File, path string, size int64, inode uint64, lr logRetention, cursors Cursors, plan *compactPlan) (int64, error) {
+func (s *Store) planCut(f *os.File, path string, size int64, inode uint64, lr logRetention, cursors storage.Cursors, plan *compactPlan) (int64, error) {
 	cut, err := lockedfile.NewestLinesStart(f, size, lr.retain)
 	if err != nil || cut == 0 {
 		return 0, err
@@ -262,15 +265,15 @@ func (s *Store) planCut(f *os.File, path string, size int64, inode uint64, lr lo
 // last consumed (0 for a cursor that lost its place; a chat log without a
 // cursor, never read, to its first received message), and notes the cursors whose offset
 // was trusted as it is (those translateCursors moves).
-func (s *Store) cursorsCut(f *os.File, path string, size int64, inode uint64, lr logRetention, cursors Cursors, cut int64, plan *compactPlan) (int64, error) {
-	if _, ok := cursors[StreamChat]; !ok && lr.name == chatLog {
+func (s *Store) cursorsCut(f *os.File, path string, size int64, inode uint64, lr logRetention, cursors storage.Cursors, cut int64, plan *compactPlan) (int64, error) {
+	if _, ok := cursors[storage.StreamChat]; !ok && lr.name == chatLog {
 		return firstInbound(f, path, cut)
 	}
 	for key, sc := range cursors {
 		if !lr.stream(key) {
 			continue
 		}
-		places := map[string]Cursor{key: sc.Cursor}
+		places := map[string]storage.Cursor{key: sc.Cursor}
 		if sc.Pending != nil {
 			places[key+"\x00pending"] = sc.Pending.To
 		}
@@ -298,14 +301,14 @@ func (s *Store) cursorsCut(f *os.File, path string, size int64, inode uint64, lr
 // never read, and only what others sent is for a reader.
 func firstInbound(f *os.File, path string, cut int64) (int64, error) {
 	agent := filepath.Base(filepath.Dir(path))
-	return firstKept(f, path, cut, func(rec Record) bool {
+	return firstKept(f, path, cut, func(rec storage.Record) bool {
 		return gjson.GetBytes(rec.Data, "senderId").String() != agent
 	})
 }
 
 // firstKept lowers cut to the first line before it that keep wants, or
 // that is not understood (kept for doctor, with what follows).
-func firstKept(f *os.File, path string, cut int64, keep func(Record) bool) (int64, error) {
+func firstKept(f *os.File, path string, cut int64, keep func(storage.Record) bool) (int64, error) {
 	r, err := lockedfile.NewLineReader(f, path, lockedfile.Position{})
 	if err != nil {
 		return 0, err
@@ -313,7 +316,7 @@ func firstKept(f *os.File, path string, cut int64, keep func(Record) bool) (int6
 	for {
 		before := r.Pos().Offset
 		rec, err := r.Next()
-		var le *LineError
+		var le *storage.LineError
 		switch {
 		case errors.Is(err, io.EOF):
 			return cut, nil
@@ -336,17 +339,17 @@ func firstKept(f *os.File, path string, cut int64, keep func(Record) bool) (int6
 // session read it, any other until some session did) and has not expired.
 // Only a session purpose without a cursor can leave one there: the cut is
 // before every cursor already.
-func (s *Store) unreadNotificationsCut(f *os.File, path string, size int64, inode uint64, cursors Cursors, cut int64) (int64, error) {
+func (s *Store) unreadNotificationsCut(f *os.File, path string, size int64, inode uint64, cursors storage.Cursors, cut int64) (int64, error) {
 	has := map[string]bool{}
-	for _, p := range []string{PurposeTask, PurposeChat} {
-		sc := cursorOf(cursors, NotificationStream(p))
+	for _, p := range []string{storage.PurposeTask, storage.PurposeChat} {
+		sc := storage.CursorOf(cursors, storage.NotificationStream(p))
 		has[p] = sc.Offset > 0 || sc.LastID != ""
 	}
-	if has[PurposeTask] && has[PurposeChat] {
+	if has[storage.PurposeTask] && has[storage.PurposeChat] {
 		return cut, nil
 	}
 	now := time.Now()
-	return firstKept(f, path, cut, func(rec Record) bool {
+	return firstKept(f, path, cut, func(rec storage.Record) bool {
 		n, err := decodeNotification(rec)
 		switch {
 		case err != nil:
@@ -354,19 +357,19 @@ func (s *Store) unreadNotificationsCut(f *os.File, path string, size int64, inod
 		case s.expired(n, now):
 			return false // no session is given it
 		}
-		return !has[PurposeTask] && (n.TaskID != "" || !has[PurposeChat])
+		return !has[storage.PurposeTask] && (n.TaskID != "" || !has[storage.PurposeChat])
 	})
 }
 
 // unreadMessageIDs are the messages others sent to agent that it has not
 // read (past its committed chat cursor).
 func (s *Store) unreadMessageIDs(ctx context.Context, agent string) (map[string]bool, error) {
-	res, err := s.ReadUnread(ctx, agent, StreamChat, ReadOptions{Peek: true, Match: FromOthers(agent)})
+	res, err := s.ReadUnread(ctx, agent, storage.StreamChat, storage.ReadOptions{Peek: true, Match: FromOthers(agent)})
 	if err != nil {
 		return nil, err
 	}
 	ids := map[string]bool{}
-	for _, id := range recordIDs(res.Records) {
+	for _, id := range storage.RecordIDs(res.Records) {
 		ids[id] = true
 	}
 	return ids, nil
@@ -376,7 +379,7 @@ func (s *Store) unreadMessageIDs(ctx context.Context, agent string) (map[string]
 // a message in unread: what a message still waiting went through (surfaced
 // by a hook, say) is kept while it waits (aipm status, aipm log).
 func unreadReceiptsCut(f *os.File, path string, cut int64, unread map[string]bool) (int64, error) {
-	return firstKept(f, path, cut, func(rec Record) bool {
+	return firstKept(f, path, cut, func(rec storage.Record) bool {
 		for _, id := range gjson.GetBytes(rec.Data, "messageIds").Array() {
 			if unread[id.Str] {
 				return true
@@ -410,7 +413,7 @@ func scanDropped(f *os.File, path string, cut int64, chat bool) (lines int, thro
 	}
 	for {
 		rec, err := r.Next()
-		var le *LineError
+		var le *storage.LineError
 		switch {
 		case errors.Is(err, io.EOF):
 			return lines, through, nil
@@ -437,7 +440,7 @@ func (s *Store) recordHorizon(ctx context.Context, agent string, through time.Ti
 	if err != nil {
 		return err
 	}
-	_, err = updateDocHeld(ctx, s.Files, path, ModeFile, func(c *Compaction, _ bool) error {
+	_, err = storage.UpdateDocHeld(ctx, s.Files, path, storage.ModeFile, func(c *Compaction, _ bool) error {
 		if through.After(c.ChatThrough) {
 			c.ChatThrough = through.UTC()
 		}
@@ -456,7 +459,7 @@ func (s *Store) compactedAway(agent string, m Message) bool {
 		return false
 	}
 	var c Compaction
-	if err := s.readDoc(path, &c); err != nil || c.ChatThrough.IsZero() {
+	if err := s.ReadDoc(path, &c); err != nil || c.ChatThrough.IsZero() {
 		return false
 	}
 	t, err := time.Parse(time.RFC3339Nano, m.CreatedAt)
@@ -467,7 +470,7 @@ func (s *Store) compactedAway(agent string, m Message) bool {
 // trusted on the old inode to the same records in the new one. The caller
 // holds the agent directory's lock, so they are those planCut saw.
 func (s *Store) translateCursors(ctx context.Context, cursorPath string, lr logRetention, d lockedfile.Dropped, plan compactPlan) error {
-	shift := func(c Cursor, trusted bool) Cursor {
+	shift := func(c storage.Cursor, trusted bool) storage.Cursor {
 		if !trusted || c.Inode != d.Old || c.Offset < d.Cut {
 			return c
 		}
@@ -477,9 +480,9 @@ func (s *Store) translateCursors(ctx context.Context, cursorPath string, lr logR
 		}
 		return c
 	}
-	_, err := updateDocHeld(ctx, s.Files, cursorPath, ModeFile, func(cursors *Cursors, exists bool) error {
+	_, err := storage.UpdateDocHeld(ctx, s.Files, cursorPath, storage.ModeFile, func(cursors *storage.Cursors, exists bool) error {
 		if !exists {
-			return ErrNoChange
+			return storage.ErrNoChange
 		}
 		for key, sc := range *cursors {
 			if !lr.stream(key) {
@@ -514,7 +517,7 @@ func (s *Store) translateMarks(ctx context.Context, agent, log string, d lockedf
 		if err != nil {
 			continue
 		}
-		lockedfile.SwapRecord(ctx, path, ModePrivateFile, false, func(old []byte) ([]byte, error) { // none: told nothing yet
+		lockedfile.SwapRecord(ctx, path, storage.ModePrivateFile, false, func(old []byte) ([]byte, error) { // none: told nothing yet
 			t := decodeTold(old)
 			m := &t.Notifications
 			if log == chatLog {

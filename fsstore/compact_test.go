@@ -1,6 +1,7 @@
 package fsstore
 
 import (
+	"aipm/fsstore/storage"
 	"bytes"
 	"context"
 	"encoding/json"
@@ -13,7 +14,7 @@ import (
 )
 
 // sendN sends n messages from lead to coder and returns their ids.
-func sendN(t *testing.T, s *Store, cfg *Config, n int) []string {
+func sendN(t *testing.T, s *Store, cfg *storage.Config, n int) []string {
 	t.Helper()
 	var ids []string
 	for i := 0; i < n; i++ {
@@ -29,7 +30,7 @@ func sendN(t *testing.T, s *Store, cfg *Config, n int) []string {
 // logIDs are the ids of the lines of a log, in file order.
 func logIDs(t *testing.T, path string) []string {
 	t.Helper()
-	recs, _, _, err := ReadAll(path)
+	recs, _, _, err := storage.ReadAll(path)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -59,7 +60,7 @@ func TestCompactKeepsWhatReadersNeed(t *testing.T) {
 	ctx := context.Background()
 	cfg.Retain.ChatLines = 5
 	ids := sendN(t, s, cfg, 30)
-	coder := Session{ID: "ses_a", Agent: "coder", Purpose: PurposeChat}
+	coder := Session{ID: "ses_a", Agent: "coder", Purpose: storage.PurposeChat}
 	if _, _, err := s.Deliver(ctx, coder, 20); err != nil {
 		t.Fatal(err)
 	}
@@ -123,11 +124,11 @@ func TestCompactStaleCursorFindsItsPlace(t *testing.T) {
 	ctx := context.Background()
 	cfg.Retain.ChatLines = 3
 	ids := sendN(t, s, cfg, 30)
-	a := Session{ID: "ses_a", Agent: "coder", Purpose: PurposeChat}
+	a := Session{ID: "ses_a", Agent: "coder", Purpose: storage.PurposeChat}
 	s.Deliver(ctx, a, 10)
 	s.Acknowledge(ctx, "coder", a.ID)
 	s.Deliver(ctx, a, 5) // a batch a never acknowledges: a dies
-	cursorPath, _ := s.readCursorPath("coder")
+	cursorPath, _ := s.ReadCursorPath("coder")
 	before, err := os.ReadFile(cursorPath)
 	if err != nil {
 		t.Fatal(err)
@@ -142,13 +143,13 @@ func TestCompactStaleCursorFindsItsPlace(t *testing.T) {
 	for _, stale := range []bool{false, true} {
 		t.Run(fmt.Sprintf("stale=%v", stale), func(t *testing.T) {
 			if stale {
-				if err := os.WriteFile(cursorPath, before, ModeFile); err != nil {
+				if err := os.WriteFile(cursorPath, before, storage.ModeFile); err != nil {
 					t.Fatal(err)
 				}
 			} else {
-				os.WriteFile(cursorPath, after, ModeFile)
+				os.WriteFile(cursorPath, after, storage.ModeFile)
 			}
-			b := Session{ID: "ses_b", Agent: "coder", Purpose: PurposeChat}
+			b := Session{ID: "ses_b", Agent: "coder", Purpose: storage.PurposeChat}
 			msgs, _, err := s.Deliver(ctx, b, 0)
 			if err != nil {
 				t.Fatal(err)
@@ -172,7 +173,7 @@ func TestCompactDryRun(t *testing.T) {
 	ctx := context.Background()
 	cfg.Retain.ChatLines = 2
 	sendN(t, s, cfg, 10)
-	s.ReadUnread(ctx, "coder", StreamChat, ReadOptions{})
+	s.ReadUnread(ctx, "coder", storage.StreamChat, storage.ReadOptions{})
 	chat, _ := s.ChatPath("coder")
 	before, _ := os.ReadFile(chat)
 	res, err := s.Compact(ctx, cfg, CompactOptions{DryRun: true})
@@ -201,14 +202,14 @@ func TestCompactHorizonDoctor(t *testing.T) {
 		t.Fatal(err)
 	}
 	sendN(t, s, cfg, 6)
-	s.ReadUnread(ctx, "coder", StreamChat, ReadOptions{})
+	s.ReadUnread(ctx, "coder", storage.StreamChat, storage.ReadOptions{})
 	old := time.Now().Add(-2 * inFlight) // past doctor's in-flight window
 	// the copies are old: rewrite both files' times the same way
 	for _, agent := range []string{"lead", "coder"} {
 		p, _ := s.ChatPath(agent)
 		d, _ := os.ReadFile(p)
 		d = agedLines(d, old)
-		os.WriteFile(p, d, ModeFile)
+		os.WriteFile(p, d, storage.ModeFile)
 	}
 	if _, err := s.Compact(ctx, cfg, CompactOptions{}); err != nil {
 		t.Fatal(err)
@@ -271,9 +272,9 @@ func TestNotificationExpiry(t *testing.T) {
 	s, _ := leadAndCoder(t)
 	ctx := context.Background()
 	old := time.Now().UTC().Add(-8 * 24 * time.Hour)
-	writeNotification(t, s, "coder", Notification{ID: NewID(PrefixNotification), Type: NotifyInfo, Message: "old", CreatedAt: old})
-	writeNotification(t, s, "coder", Notification{ID: NewID(PrefixNotification), Type: NotifyInfo, Message: "new", CreatedAt: time.Now().UTC()})
-	ses := Session{ID: "ses_a", Agent: "coder", Purpose: PurposeChat, CreatedAt: old.Add(-time.Hour)}
+	writeNotification(t, s, "coder", Notification{ID: storage.NewID(storage.PrefixNotification), Type: storage.NotifyInfo, Message: "old", CreatedAt: old})
+	writeNotification(t, s, "coder", Notification{ID: storage.NewID(storage.PrefixNotification), Type: storage.NotifyInfo, Message: "new", CreatedAt: time.Now().UTC()})
+	ses := Session{ID: "ses_a", Agent: "coder", Purpose: storage.PurposeChat, CreatedAt: old.Add(-time.Hour)}
 	u, err := s.Interrupt(ctx, ses)
 	if err != nil || u.Count != 1 {
 		t.Fatalf("unread count %d (%v), want 1: the old info expired", u.Count, err)
@@ -287,26 +288,26 @@ func TestNotificationExpiry(t *testing.T) {
 		t.Fatalf("delivered %+v (%v), want only the new one", ns, err)
 	}
 	// "never": the old one would count again for a session that had not read it.
-	cfg, err := ParseConfig("config.toml", []byte("[notifications.ttl]\ninfo = \"never\"\n"))
+	cfg, err := storage.ParseConfig("config.toml", []byte("[notifications.ttl]\ninfo = \"never\"\n"))
 	if err != nil {
 		t.Fatal(err)
 	}
-	s.setNotificationTTLs(cfg)
-	task := Session{ID: "ses_t", Agent: "coder", Purpose: PurposeTask, CreatedAt: old.Add(-time.Hour)}
+	s.SetNotificationTTLs(cfg)
+	task := Session{ID: "ses_t", Agent: "coder", Purpose: storage.PurposeTask, CreatedAt: old.Add(-time.Hour)}
 	if u, _ := s.Interrupt(ctx, task); u.Count != 2 {
 		t.Fatalf("with info = never a task session counts %d, want 2", u.Count)
 	}
-	cfg, _ = ParseConfig("config.toml", []byte("[notifications.ttl]\ninterrupt = \"1h\"\n"))
-	s.setNotificationTTLs(cfg)
-	tk := Task{ID: NewID(PrefixTask), Title: "x", Assignee: "coder", Status: StatusInProgress, AipmStatus: StatusInProgress}
+	cfg, _ = storage.ParseConfig("config.toml", []byte("[notifications.ttl]\ninterrupt = \"1h\"\n"))
+	s.SetNotificationTTLs(cfg)
+	tk := Task{ID: storage.NewID(storage.PrefixTask), Title: "x", Assignee: "coder", Status: StatusInProgress, AipmStatus: StatusInProgress}
 	setStatus := func(status string) {
 		tk.Status, tk.AipmStatus = status, status
-		if err := s.writeDoc(filepath.Join(s.CollectionDir(Tasks), tk.ID+".json"), tk, ModeFile); err != nil {
+		if err := s.WriteDoc(filepath.Join(s.CollectionDir(storage.Tasks), tk.ID+".json"), tk, storage.ModeFile); err != nil {
 			t.Fatal(err)
 		}
 	}
 	setStatus(StatusBlocked)
-	writeNotification(t, s, "coder", Notification{ID: NewID(PrefixNotification), Type: NotifyInterrupt, Kind: InterruptPause, Message: "stop", TaskID: tk.ID, CreatedAt: old})
+	writeNotification(t, s, "coder", Notification{ID: storage.NewID(storage.PrefixNotification), Type: storage.NotifyInterrupt, Kind: InterruptPause, Message: "stop", TaskID: tk.ID, CreatedAt: old})
 	task.TaskID = tk.ID
 	if u, _ := s.Interrupt(ctx, task); u.Interrupt == nil {
 		t.Fatal("an interrupt about a task still blocked expired")
@@ -327,24 +328,24 @@ func TestNotificationTTLConfig(t *testing.T) {
 		{"[retention]\n\nreceipt_lines = 0\n", `config.toml:3: receipt_lines = 0 must be at least 1`},
 		{"[retention]\nevery = \"never\"\nchat_lines = 5\n", ""},
 	} {
-		cfg, err := ParseConfig("config.toml", []byte(tc.toml))
+		cfg, err := storage.ParseConfig("config.toml", []byte(tc.toml))
 		switch {
 		case tc.err == "" && err != nil:
 			t.Errorf("%q: %v", tc.toml, err)
 		case tc.err != "" && (err == nil || !strings.Contains(err.Error(), tc.err)):
 			t.Errorf("%q: error %v, want %q", tc.toml, err, tc.err)
 		case tc.err == "" && strings.Contains(tc.toml, "7d"):
-			if cfg.NotificationTTL(NotifyInfo) != 7*24*time.Hour || cfg.NotificationTTL(NotifyNewMessage) != 90*time.Minute || cfg.NotificationTTL(NotifyInterrupt) != 0 {
-				t.Errorf("TTLs %v %v %v", cfg.NotificationTTL(NotifyInfo), cfg.NotificationTTL(NotifyNewMessage), cfg.NotificationTTL(NotifyInterrupt))
+			if cfg.NotificationTTL(storage.NotifyInfo) != 7*24*time.Hour || cfg.NotificationTTL(storage.NotifyNewMessage) != 90*time.Minute || cfg.NotificationTTL(storage.NotifyInterrupt) != 0 {
+				t.Errorf("TTLs %v %v %v", cfg.NotificationTTL(storage.NotifyInfo), cfg.NotificationTTL(storage.NotifyNewMessage), cfg.NotificationTTL(storage.NotifyInterrupt))
 			}
 		case tc.err == "" && strings.Contains(tc.toml, "never"):
-			if r := cfg.Retention(); r.Every.Duration != 0 || r.ChatLines != 5 || r.ReceiptLines != DefaultRetention.ReceiptLines {
+			if r := cfg.Retention(); r.Every.Duration != 0 || r.ChatLines != 5 || r.ReceiptLines != storage.DefaultRetention.ReceiptLines {
 				t.Errorf("retention %+v", r)
 			}
 		}
 	}
-	var none *Config
-	if none.NotificationTTL(NotifyNewMessage) != 24*time.Hour || none.NotificationTTL(NotifyInterrupt) != 0 {
+	var none *storage.Config
+	if none.NotificationTTL(storage.NotifyNewMessage) != 24*time.Hour || none.NotificationTTL(storage.NotifyInterrupt) != 0 {
 		t.Error("defaults: new_message 24h, interrupt never")
 	}
 }
@@ -358,7 +359,7 @@ func TestCompactNotifications(t *testing.T) {
 	old := time.Now().UTC().Add(-8 * 24 * time.Hour)
 	var ids []string
 	for i, at := range []time.Time{old, old, time.Now().UTC(), time.Now().UTC()} {
-		n := Notification{ID: NewID(PrefixNotification), Type: NotifyInfo, Message: fmt.Sprint(i), CreatedAt: at}
+		n := Notification{ID: storage.NewID(storage.PrefixNotification), Type: storage.NotifyInfo, Message: fmt.Sprint(i), CreatedAt: at}
 		writeNotification(t, s, "coder", n)
 		ids = append(ids, n.ID)
 	}
@@ -369,7 +370,7 @@ func TestCompactNotifications(t *testing.T) {
 	if got := logIDs(t, path); strings.Join(got, " ") != strings.Join(ids[2:], " ") {
 		t.Fatalf("nobody read: kept %v, want the two unexpired %v", got, ids[2:])
 	}
-	ses := Session{ID: "ses_a", Agent: "coder", Purpose: PurposeChat}
+	ses := Session{ID: "ses_a", Agent: "coder", Purpose: storage.PurposeChat}
 	ns, _, _ := s.SessionNotifications(ctx, ses, false, 0)
 	if len(ns) != 2 {
 		t.Fatalf("delivered %d after compaction, want 2", len(ns))
@@ -383,14 +384,14 @@ func TestCompactTornTailAndLeftovers(t *testing.T) {
 	ctx := context.Background()
 	cfg.Retain.ChatLines = 2
 	sendN(t, s, cfg, 6)
-	s.ReadUnread(ctx, "coder", StreamChat, ReadOptions{})
+	s.ReadUnread(ctx, "coder", storage.StreamChat, storage.ReadOptions{})
 	chat, _ := s.ChatPath("coder")
 	torn := []byte(`{"id":"msg_torn","senderId":"lead","cont`)
 	f, _ := os.OpenFile(chat, os.O_APPEND|os.O_WRONLY, 0)
 	f.Write(torn)
 	f.Close()
 	leftover := filepath.Join(filepath.Dir(chat), ".chat.jsonl.tmp-compact-123")
-	os.WriteFile(leftover, []byte("half a copy"), ModeFile)
+	os.WriteFile(leftover, []byte("half a copy"), storage.ModeFile)
 	if _, err := s.Compact(ctx, cfg, CompactOptions{}); err != nil {
 		t.Fatal(err)
 	}
@@ -411,7 +412,7 @@ func TestCompactRollsGroupSendsForward(t *testing.T) {
 	ctx := context.Background()
 	cfg.Retain.ChatLines = 1
 	old := time.Now().Add(-2 * inFlight).UTC().Format(timeFormat)
-	lost := Message{ID: NewID(PrefixMessage), SenderID: "alice", ReceiverIDs: []string{"bob", "carol"}, Content: "killed midway", CreatedAt: old}
+	lost := Message{ID: storage.NewID(storage.PrefixMessage), SenderID: "alice", ReceiverIDs: []string{"bob", "carol"}, Content: "killed midway", CreatedAt: old}
 	for _, agent := range []string{"alice", "bob"} { // carol's copy was never written
 		path, _ := s.ChatPath(agent)
 		if err := s.AppendJSONL(ctx, path, lost); err != nil {
@@ -452,7 +453,7 @@ func TestCompactKeepsUnreadReceipts(t *testing.T) {
 			t.Fatal(err)
 		}
 		ids = append(ids, m.ID)
-		s.writeReceipt(ctx, "coder", ReceiptSurfaced, "ses_x", "hook PostToolUse", []string{m.ID})
+		s.WriteReceipt(ctx, "coder", storage.ReceiptSurfaced, "ses_x", "hook PostToolUse", []string{m.ID})
 	}
 	before := time.Now().Add(time.Hour)
 	if u, _ := s.UnseenMessages(ctx, "coder", before); u.Count != 0 {

@@ -1,6 +1,7 @@
 package fsstore
 
 import (
+	"aipm/fsstore/storage"
 	"bufio"
 	"context"
 	"fmt"
@@ -134,9 +135,9 @@ func compactUnderLoad(t *testing.T, kill bool) {
 func loadProject(t *testing.T, senders, receivers []string) *Store {
 	s := newTestStore(t)
 	for _, id := range append(slices.Clone(senders), receivers...) {
-		typ := AgentAI
+		typ := storage.AgentAI
 		if slices.Contains(senders, id) {
-			typ = AgentHuman
+			typ = storage.AgentHuman
 		}
 		if _, err := s.AddAgent(context.Background(), NewAgent{ID: id, Type: typ}); err != nil {
 			t.Fatal(err)

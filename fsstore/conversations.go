@@ -1,6 +1,7 @@
 package fsstore
 
 import (
+	"aipm/fsstore/storage"
 	"bytes"
 	"context"
 	"encoding/json"
@@ -206,8 +207,8 @@ func (c *Conversation) tell(agent string, now time.Time) {
 // (the sender may send it again: err is the write's); one written in part
 // (sent_partly, returned as written) is, since doctor --repair completes it.
 func (c *Conversation) turn(from string, now time.Time, write func() error) (written, err error) {
-	var ce *CodeError
-	if written = write(); written != nil && !(errors.As(written, &ce) && ce.Code == CodeSentPartly) {
+	var ce *storage.CodeError
+	if written = write(); written != nil && !(errors.As(written, &ce) && ce.Code == storage.CodeSentPartly) {
 		return nil, written // nothing written: the turn is still from's
 	}
 	return written, c.countTurn(from, now)
@@ -227,7 +228,7 @@ func (c *Conversation) countTurn(from string, now time.Time) error {
 
 // Deadline is when the conversation times out if nothing happens (zero
 // when no timeout applies): pending until taken, active until the next turn.
-func (c *Conversation) Deadline(cfg *Config) time.Time {
+func (c *Conversation) Deadline(cfg *storage.Config) time.Time {
 	switch c.State {
 	case ConvPending:
 		return c.CreatedAt.Add(cfg.Defaults.ConversationPendingTimeout.Duration)
@@ -239,15 +240,15 @@ func (c *Conversation) Deadline(cfg *Config) time.Time {
 
 // applyTimeout moves a conversation past its deadline (DESIGN section 9:
 // whoever reads it applies it) and reports whether it changed.
-func (c *Conversation) applyTimeout(cfg *Config, now time.Time) bool {
+func (c *Conversation) applyTimeout(cfg *storage.Config, now time.Time) bool {
 	d := c.Deadline(cfg)
 	if d.IsZero() || now.Before(d) {
 		return false
 	}
 	if c.State == ConvPending {
-		c.move(ConvExpired, SystemSender, ReasonNeverAccepted, now)
+		c.move(ConvExpired, storage.SystemSender, ReasonNeverAccepted, now)
 	} else {
-		c.move(ConvTerminating, SystemSender, ReasonTimeout, now)
+		c.move(ConvTerminating, storage.SystemSender, ReasonTimeout, now)
 	}
 	return true
 }
@@ -273,7 +274,7 @@ func partyKey(parties []string) string {
 func (c *Conversation) key() string { return partyKey(c.Parties()) }
 
 func (s *Store) convIndexPath() string {
-	return filepath.Join(s.CollectionDir(Conversations), "index.json")
+	return filepath.Join(s.CollectionDir(storage.Conversations), "index.json")
 }
 
 // readConvIndex reads the index; a missing or damaged one is rebuilt from
@@ -281,9 +282,9 @@ func (s *Store) convIndexPath() string {
 // and the next change writes it back.
 func (s *Store) readConvIndex() (convIndex, error) {
 	var idx convIndex
-	err := s.readDoc(s.convIndexPath(), &idx)
-	var le *LineError
-	if errors.Is(err, ErrNotFound) || errors.As(err, &le) {
+	err := s.ReadDoc(s.convIndexPath(), &idx)
+	var le *storage.LineError
+	if errors.Is(err, storage.ErrNotFound) || errors.As(err, &le) {
 		return s.rebuildConvIndex()
 	}
 	if idx.Pairs == nil {
@@ -294,7 +295,7 @@ func (s *Store) readConvIndex() (convIndex, error) {
 
 func (s *Store) rebuildConvIndex() (convIndex, error) {
 	idx := convIndex{Pairs: map[string][]string{}}
-	err := eachDoc(s.Files, Conversations, func(_ string, c Conversation) error {
+	err := storage.EachDoc(s.Files, storage.Conversations, func(_ string, c Conversation) error {
 		if !c.closed() {
 			k := c.key()
 			idx.Pairs[k] = append(idx.Pairs[k], c.ID)
@@ -310,20 +311,20 @@ func (s *Store) writeConvIndex(idx convIndex) error {
 			delete(idx.Pairs, k)
 		}
 	}
-	return s.writeDoc(s.convIndexPath(), idx, ModeFile)
+	return s.WriteDoc(s.convIndexPath(), idx, storage.ModeFile)
 }
 
 // readConversation reads one document; a malformed or unknown id is
 // conversation_not_found.
 func (s *Store) readConversation(id string) (Conversation, string, error) {
-	path, err := s.DocPath(Conversations, id)
+	path, err := s.DocPath(storage.Conversations, id)
 	if err != nil {
-		return Conversation{}, "", codeErr(CodeConversationNotFound, "%v", err)
+		return Conversation{}, "", storage.CodeErr(storage.CodeConversationNotFound, "%v", err)
 	}
 	var c Conversation
-	if err := s.readDoc(path, &c); err != nil {
-		if errors.Is(err, ErrNotFound) {
-			return Conversation{}, path, codeErr(CodeConversationNotFound, "conversation %s does not exist: check the id (get_next_action and send_message responses carry it)", id)
+	if err := s.ReadDoc(path, &c); err != nil {
+		if errors.Is(err, storage.ErrNotFound) {
+			return Conversation{}, path, storage.CodeErr(storage.CodeConversationNotFound, "conversation %s does not exist: check the id (get_next_action and send_message responses carry it)", id)
 		}
 		return Conversation{}, path, err
 	}
@@ -335,8 +336,8 @@ func (s *Store) readConversation(id string) (Conversation, string, error) {
 // is due, calls fn (which may return ErrNoChange) and writes the result;
 // a conversation that is closed leaves the index in the same critical
 // section. Every change of a conversation goes through here.
-func (s *Store) updateConversation(ctx context.Context, cfg *Config, id string, fn func(c *Conversation, now time.Time) error) (Conversation, error) {
-	unlock, err := s.lockDir(ctx, s.CollectionDir(Conversations))
+func (s *Store) updateConversation(ctx context.Context, cfg *storage.Config, id string, fn func(c *Conversation, now time.Time) error) (Conversation, error) {
+	unlock, err := s.LockDir(ctx, s.CollectionDir(storage.Conversations))
 	if err != nil {
 		return Conversation{}, err
 	}
@@ -344,14 +345,14 @@ func (s *Store) updateConversation(ctx context.Context, cfg *Config, id string, 
 	return s.updateConversationLocked(cfg, id, fn)
 }
 
-func (s *Store) updateConversationLocked(cfg *Config, id string, fn func(c *Conversation, now time.Time) error) (Conversation, error) {
+func (s *Store) updateConversationLocked(cfg *storage.Config, id string, fn func(c *Conversation, now time.Time) error) (Conversation, error) {
 	c, path, err := s.readConversation(id)
 	if err != nil {
 		return Conversation{}, err
 	}
 	now := time.Now().UTC()
 	changed := c.applyTimeout(cfg, now)
-	if err := fn(&c, now); errors.Is(err, ErrNoChange) {
+	if err := fn(&c, now); errors.Is(err, storage.ErrNoChange) {
 		if !changed {
 			return c, nil
 		}
@@ -367,7 +368,7 @@ func (s *Store) updateConversationLocked(cfg *Config, id string, fn func(c *Conv
 }
 
 func (s *Store) writeConversationLocked(path string, c Conversation) error {
-	if err := s.writeDoc(path, c, ModeFile); err != nil {
+	if err := s.WriteDoc(path, c, storage.ModeFile); err != nil {
 		return err
 	}
 	if !c.closed() {
@@ -403,7 +404,7 @@ type NewConversation struct {
 // turn. Refusals carry seed 001's codes and change nothing. Uniqueness of
 // an open conversation between the two, in either direction, is checked and
 // written under conversations/.lock, through the index.
-func (cb ConversationBook) Start(ctx context.Context, cfg *Config, in NewConversation) (Conversation, *Message, error) {
+func (cb ConversationBook) Start(ctx context.Context, cfg *storage.Config, in NewConversation) (Conversation, *Message, error) {
 	s := cb.s
 	if err := s.checkStartParties(cfg, in); err != nil {
 		return Conversation{}, nil, err
@@ -412,9 +413,9 @@ func (cb ConversationBook) Start(ctx context.Context, cfg *Config, in NewConvers
 		in.MaxTurns = DefaultMaxTurns
 	}
 	if in.MaxTurns < MinMaxTurns || in.MaxTurns > MaxMaxTurns {
-		return Conversation{}, nil, codeErr(CodeInvalidMaxTurns, "max_turns %d is out of range: use %d to %d (default %d)", in.MaxTurns, MinMaxTurns, MaxMaxTurns, DefaultMaxTurns)
+		return Conversation{}, nil, storage.CodeErr(storage.CodeInvalidMaxTurns, "max_turns %d is out of range: use %d to %d (default %d)", in.MaxTurns, MinMaxTurns, MaxMaxTurns, DefaultMaxTurns)
 	}
-	if err := CheckText("purpose", in.Purpose); err != nil {
+	if err := storage.CheckText("purpose", in.Purpose); err != nil {
 		return Conversation{}, nil, err
 	}
 	if in.InitialMessage != "" {
@@ -431,12 +432,12 @@ func (cb ConversationBook) Start(ctx context.Context, cfg *Config, in NewConvers
 	}
 	if in.TaskID != "" {
 		if _, err := s.Task(in.TaskID); err != nil {
-			return Conversation{}, nil, codeErr(CodeTaskNotFound, "%v", err)
+			return Conversation{}, nil, storage.CodeErr(storage.CodeTaskNotFound, "%v", err)
 		}
 	}
 	now := time.Now().UTC()
 	c := Conversation{
-		ID: NewID(PrefixConversation), Initiator: in.From, Participant: in.To, Participants: in.Participants, Purpose: in.Purpose,
+		ID: storage.NewID(storage.PrefixConversation), Initiator: in.From, Participant: in.To, Participants: in.Participants, Purpose: in.Purpose,
 		State: ConvPending, MaxTurns: in.MaxTurns, TaskID: in.TaskID, CreatedAt: now, LastActivityAt: now,
 		History: []Transition{{State: ConvPending, At: now, By: in.From}},
 	}
@@ -463,10 +464,10 @@ func (cb ConversationBook) Start(ctx context.Context, cfg *Config, in NewConvers
 
 // checkStartParties checks whom a new conversation is with: exactly one of
 // To and Participants.
-func (s *Store) checkStartParties(cfg *Config, in NewConversation) error {
+func (s *Store) checkStartParties(cfg *storage.Config, in NewConversation) error {
 	switch {
 	case in.To != "" && in.Participants != nil:
-		return codeErr(CodeTooManyTargets, "give target_agent_id (a conversation with one agent) or participant_agent_ids (a group conversation), not both")
+		return storage.CodeErr(storage.CodeTooManyTargets, "give target_agent_id (a conversation with one agent) or participant_agent_ids (a group conversation), not both")
 	case in.Participants != nil:
 		return s.checkGroupParties(cfg, in.From, in.Participants)
 	}
@@ -488,7 +489,7 @@ func (s *Store) startDelegation(in NewConversation) (*Delegation, error) {
 		return nil, err
 	}
 	if !slices.Contains(in.Participants, d.Target) {
-		return nil, codeErr(CodeDelegationTargetMismatch, "delegation %s is to talk to %s, who is not among participant_agent_ids", d.ID, d.Target)
+		return nil, storage.CodeErr(storage.CodeDelegationTargetMismatch, "delegation %s is to talk to %s, who is not among participant_agent_ids", d.ID, d.Target)
 	}
 	return s.delegationFor(in.From, d.Target, in.DelegationID)
 }
@@ -506,25 +507,25 @@ func turnMessage(c Conversation, agent, content string) OutgoingMessage {
 }
 
 // checkConversationParties is seed 001's order of refusals.
-func (s *Store) checkConversationParties(cfg *Config, from, to string) error {
+func (s *Store) checkConversationParties(cfg *storage.Config, from, to string) error {
 	if to == from {
-		return codeErr(CodeCannotConversationWithSelf, "you cannot start a conversation with yourself (%s): choose another AI agent", from)
+		return storage.CodeErr(storage.CodeCannotConversationWithSelf, "you cannot start a conversation with yourself (%s): choose another AI agent", from)
 	}
 	if err := s.checkRecipient(cfg, from, to); err != nil {
 		return err
 	}
 	target, _ := cfg.Agent(to)
-	if target.Type != AgentAI {
-		return codeErr(CodeCannotStartConversationWithHuman, "%s is a human: conversations are between AI agents; talk to humans with send_message", to)
+	if target.Type != storage.AgentAI {
+		return storage.CodeErr(storage.CodeCannotStartConversationWithHuman, "%s is a human: conversations are between AI agents; talk to humans with send_message", to)
 	}
-	if me, _ := cfg.Agent(from); me.Type != AgentAI {
-		return codeErr(CodeCannotStartConversationWithHuman, "you (%s) are not an AI agent: conversations are between AI agents; use send_message", from)
+	if me, _ := cfg.Agent(from); me.Type != storage.AgentAI {
+		return storage.CodeErr(storage.CodeCannotStartConversationWithHuman, "you (%s) are not an AI agent: conversations are between AI agents; use send_message", from)
 	}
 	return nil
 }
 
-func (s *Store) createConversation(ctx context.Context, cfg *Config, c Conversation) error {
-	unlock, err := s.lockDir(ctx, s.CollectionDir(Conversations))
+func (s *Store) createConversation(ctx context.Context, cfg *storage.Config, c Conversation) error {
+	unlock, err := s.LockDir(ctx, s.CollectionDir(storage.Conversations))
 	if err != nil {
 		return err
 	}
@@ -536,16 +537,16 @@ func (s *Store) createConversation(ctx context.Context, cfg *Config, c Conversat
 	k := c.key()
 	kept := idx.Pairs[k][:0:0]
 	for _, id := range idx.Pairs[k] {
-		other, err := s.updateConversationLocked(cfg, id, func(*Conversation, time.Time) error { return ErrNoChange })
+		other, err := s.updateConversationLocked(cfg, id, func(*Conversation, time.Time) error { return storage.ErrNoChange })
 		if err != nil {
-			var ce *CodeError
-			if errors.As(err, &ce) && ce.Code == CodeConversationNotFound {
+			var ce *storage.CodeError
+			if errors.As(err, &ce) && ce.Code == storage.CodeConversationNotFound {
 				continue // a start that died between index and document
 			}
 			return err
 		}
 		if other.Open() {
-			return codeErr(CodeConversationAlreadyActive, "a conversation %s is already %s (%s, started by %s): continue it with send_conversation_message, or end it with end_conversation first", c.between(), other.State, other.ID, other.Initiator)
+			return storage.CodeErr(storage.CodeConversationAlreadyActive, "a conversation %s is already %s (%s, started by %s): continue it with send_conversation_message, or end it with end_conversation first", c.between(), other.State, other.ID, other.Initiator)
 		}
 		if !other.closed() {
 			kept = append(kept, id)
@@ -561,16 +562,16 @@ func (s *Store) createConversation(ctx context.Context, cfg *Config, c Conversat
 	if err := s.writeConvIndex(idx); err != nil {
 		return err
 	}
-	path, _ := s.DocPath(Conversations, c.ID)
-	return s.writeDoc(path, c, ModeFile)
+	path, _ := s.DocPath(storage.Conversations, c.ID)
+	return s.WriteDoc(path, c, storage.ModeFile)
 }
 
 // conversationsOf returns agent's conversations that are not closed, oldest
 // first, with due timeouts applied. It reads the index and the few
 // documents it names, without a lock unless a timeout must be written.
-func (s *Store) conversationsOf(ctx context.Context, cfg *Config, agent string) ([]Conversation, error) {
+func (s *Store) conversationsOf(ctx context.Context, cfg *storage.Config, agent string) ([]Conversation, error) {
 	if _, err := os.Stat(s.convIndexPath()); errors.Is(err, os.ErrNotExist) {
-		if _, err := os.Stat(s.CollectionDir(Conversations)); errors.Is(err, os.ErrNotExist) {
+		if _, err := os.Stat(s.CollectionDir(storage.Conversations)); errors.Is(err, os.ErrNotExist) {
 			return nil, nil // no conversation ever: the common case
 		}
 	}
@@ -590,7 +591,7 @@ func (s *Store) conversationsOf(ctx context.Context, cfg *Config, agent string) 
 				continue // not written yet, or damaged (doctor reports it)
 			}
 			if d := c.Deadline(cfg); !d.IsZero() && !now.Before(d) {
-				if c, err = s.updateConversation(ctx, cfg, id, func(*Conversation, time.Time) error { return ErrNoChange }); err != nil {
+				if c, err = s.updateConversation(ctx, cfg, id, func(*Conversation, time.Time) error { return storage.ErrNoChange }); err != nil {
 					return nil, err
 				}
 			}
@@ -605,7 +606,7 @@ func (s *Store) conversationsOf(ctx context.Context, cfg *Config, agent string) 
 
 // openConversation finds the conversation a call without conversation_id
 // means: agent's one open conversation (with `with`, when given).
-func (s *Store) openConversation(ctx context.Context, cfg *Config, agent, with string) (Conversation, error) {
+func (s *Store) openConversation(ctx context.Context, cfg *storage.Config, agent, with string) (Conversation, error) {
 	all, err := s.conversationsOf(ctx, cfg, agent)
 	if err != nil {
 		return Conversation{}, err
@@ -618,7 +619,7 @@ func (s *Store) openConversation(ctx context.Context, cfg *Config, agent, with s
 	}
 	switch len(open) {
 	case 0:
-		return Conversation{}, codeErr(CodeNoActiveConversation, "you have no pending or active conversation: start one with start_conversation, or pass conversation_id")
+		return Conversation{}, storage.CodeErr(storage.CodeNoActiveConversation, "you have no pending or active conversation: start one with start_conversation, or pass conversation_id")
 	case 1:
 		return open[0], nil
 	}
@@ -626,11 +627,11 @@ func (s *Store) openConversation(ctx context.Context, cfg *Config, agent, with s
 	for i, c := range open {
 		ids[i] = c.ID + " with " + c.Other(agent)
 	}
-	return Conversation{}, codeErr(CodeConversationAmbiguous, "you have %d open conversations (%s): pass conversation_id", len(open), strings.Join(ids, ", "))
+	return Conversation{}, storage.CodeErr(storage.CodeConversationAmbiguous, "you have %d open conversations (%s): pass conversation_id", len(open), strings.Join(ids, ", "))
 }
 
 // partyConversation reads conversation id for agent, refusing a non-party.
-func (s *Store) partyConversation(ctx context.Context, cfg *Config, agent, id string) (Conversation, error) {
+func (s *Store) partyConversation(ctx context.Context, cfg *storage.Config, agent, id string) (Conversation, error) {
 	if id == "" {
 		return s.openConversation(ctx, cfg, agent, "")
 	}
@@ -639,7 +640,7 @@ func (s *Store) partyConversation(ctx context.Context, cfg *Config, agent, id st
 		return c, err
 	}
 	if !c.HasParty(agent) {
-		return Conversation{}, codeErr(CodeNotConversationParticipant, "conversation %s is %s, not you: you can act only on your own conversations", id, c.between())
+		return Conversation{}, storage.CodeErr(storage.CodeNotConversationParticipant, "conversation %s is %s, not you: you can act only on your own conversations", id, c.between())
 	}
 	return c, nil
 }
@@ -649,7 +650,7 @@ func (s *Store) partyConversation(ctx context.Context, cfg *Config, agent, id st
 // participant_ended, and each party's get_next_action will say
 // conversation_ended once. Ending one that already stopped is refused
 // (conversation_not_active) and changes nothing.
-func (cb ConversationBook) End(ctx context.Context, cfg *Config, agent, id string) (Conversation, error) {
+func (cb ConversationBook) End(ctx context.Context, cfg *storage.Config, agent, id string) (Conversation, error) {
 	s := cb.s
 	c, err := s.partyConversation(ctx, cfg, agent, id)
 	if err != nil {
@@ -657,7 +658,7 @@ func (cb ConversationBook) End(ctx context.Context, cfg *Config, agent, id strin
 	}
 	return s.updateConversation(ctx, cfg, c.ID, func(c *Conversation, now time.Time) error {
 		if !c.Open() {
-			return codeErr(CodeConversationNotActive, "conversation %s already ended (%s, %s, by %s): there is nothing to end; call get_next_action", c.ID, c.State, c.EndReason, c.EndedBy)
+			return storage.CodeErr(storage.CodeConversationNotActive, "conversation %s already ended (%s, %s, by %s): there is nothing to end; call get_next_action", c.ID, c.State, c.EndReason, c.EndedBy)
 		}
 		reason := ReasonParticipantEnded
 		if agent == c.Initiator {
@@ -672,7 +673,7 @@ func (cb ConversationBook) End(ctx context.Context, cfg *Config, agent, id strin
 // written: an explicit id must be a conversation of these two; between two
 // AI agents without an id, their open conversation, if any; otherwise none
 // (""). The turn is checked, written and counted by twoPartyTurn.
-func (s *Store) conversationForTurn(ctx context.Context, cfg *Config, m OutgoingMessage) (string, error) {
+func (s *Store) conversationForTurn(ctx context.Context, cfg *storage.Config, m OutgoingMessage) (string, error) {
 	if m.ConversationID != "" {
 		if _, err := s.partyConversation(ctx, cfg, m.From, m.ConversationID); err != nil {
 			return "", err
@@ -681,12 +682,12 @@ func (s *Store) conversationForTurn(ctx context.Context, cfg *Config, m Outgoing
 	}
 	from, _ := cfg.Agent(m.From)
 	to, _ := cfg.Agent(m.To)
-	if from.Type != AgentAI || to.Type != AgentAI {
+	if from.Type != storage.AgentAI || to.Type != storage.AgentAI {
 		return "", nil // humans and the system talk outside conversations
 	}
 	c, err := s.openConversation(ctx, cfg, m.From, m.To)
-	var ce *CodeError
-	if errors.As(err, &ce) && ce.Code == CodeNoActiveConversation {
+	var ce *storage.CodeError
+	if errors.As(err, &ce) && ce.Code == storage.CodeNoActiveConversation {
 		return "", nil
 	}
 	if err != nil {
@@ -699,17 +700,17 @@ func (s *Store) conversationForTurn(ctx context.Context, cfg *Config, m Outgoing
 // (write) and counts it, all under the conversations' lock, as groupTurn
 // does for a group: the conversation must be between m.From and m.To and
 // open; the turn counts only once written (Conversation.turn).
-func (s *Store) twoPartyTurn(ctx context.Context, cfg *Config, m OutgoingMessage, id string, write func() error) error {
+func (s *Store) twoPartyTurn(ctx context.Context, cfg *storage.Config, m OutgoingMessage, id string, write func() error) error {
 	var written error // a sent_partly, returned once the turn is counted
 	_, err := s.updateConversation(ctx, cfg, id, func(c *Conversation, now time.Time) error {
 		if c.IsGroup() {
-			return codeErr(CodeNotConversationParticipant, "conversation %s is a group conversation (%s): send your turn with send_conversation_message, which goes to every party", c.ID, strings.Join(c.Parties(), ", "))
+			return storage.CodeErr(storage.CodeNotConversationParticipant, "conversation %s is a group conversation (%s): send your turn with send_conversation_message, which goes to every party", c.ID, strings.Join(c.Parties(), ", "))
 		}
 		if c.Other(m.From) != m.To {
-			return codeErr(CodeNotConversationParticipant, "conversation %s is between %s and %s: send to %s, or leave conversation_id out", c.ID, c.Initiator, c.Participant, c.Other(m.From))
+			return storage.CodeErr(storage.CodeNotConversationParticipant, "conversation %s is between %s and %s: send to %s, or leave conversation_id out", c.ID, c.Initiator, c.Participant, c.Other(m.From))
 		}
 		if !c.Open() {
-			return codeErr(CodeConversationNotActive, "conversation %s is %s (%s): it takes no more turns; start a new one with start_conversation if you need to", c.ID, c.State, c.EndReason)
+			return storage.CodeErr(storage.CodeConversationNotActive, "conversation %s is %s (%s): it takes no more turns; start a new one with start_conversation if you need to", c.ID, c.State, c.EndReason)
 		}
 		var err error
 		written, err = c.turn(m.From, now, write)
@@ -723,11 +724,11 @@ func (s *Store) twoPartyTurn(ctx context.Context, cfg *Config, m OutgoingMessage
 
 // tellEnded records that agent has been told conversation id ended. It
 // reports false when there was nothing to tell any more.
-func (s *Store) tellEnded(ctx context.Context, cfg *Config, agent, id string) (Conversation, bool, error) {
+func (s *Store) tellEnded(ctx context.Context, cfg *storage.Config, agent, id string) (Conversation, bool, error) {
 	told := false
 	c, err := s.updateConversation(ctx, cfg, id, func(c *Conversation, now time.Time) error {
 		if !c.OwesNews(agent) {
-			return ErrNoChange
+			return storage.ErrNoChange
 		}
 		c.tell(agent, now)
 		told = true
@@ -738,11 +739,11 @@ func (s *Store) tellEnded(ctx context.Context, cfg *Config, agent, id string) (C
 
 // accept makes a pending conversation active for its participant; false
 // when it is no longer pending.
-func (s *Store) accept(ctx context.Context, cfg *Config, agent, id string) (Conversation, bool, error) {
+func (s *Store) accept(ctx context.Context, cfg *storage.Config, agent, id string) (Conversation, bool, error) {
 	ok := false
 	c, err := s.updateConversation(ctx, cfg, id, func(c *Conversation, now time.Time) error {
 		if !c.AwaitsAcceptance(agent) {
-			return ErrNoChange
+			return storage.ErrNoChange
 		}
 		ok = true
 		c.LastActivityAt = now
@@ -761,7 +762,7 @@ func (s *Store) accept(ctx context.Context, cfg *Config, agent, id string) (Conv
 // open conversations (those it started, and those it took) end with reason
 // session_expired, and the agent, gone, counts as told. Requests it never
 // took stay pending for its next chat session.
-func (s *Store) endConversationsOf(ctx context.Context, cfg *Config, agent string) error {
+func (s *Store) endConversationsOf(ctx context.Context, cfg *storage.Config, agent string) error {
 	mine, err := s.conversationsOf(ctx, cfg, agent)
 	if err != nil {
 		return err
@@ -778,7 +779,7 @@ func (s *Store) endConversationsOf(ctx context.Context, cfg *Config, agent strin
 				}
 			}
 			if !c.OwesNews(agent) {
-				return ErrNoChange
+				return storage.ErrNoChange
 			}
 			c.tell(agent, now)
 			return nil
@@ -789,28 +790,28 @@ func (s *Store) endConversationsOf(ctx context.Context, cfg *Config, agent strin
 }
 
 // conversation returns one conversation, with a due timeout applied.
-func (s *Store) conversation(ctx context.Context, cfg *Config, id string) (Conversation, error) {
+func (s *Store) conversation(ctx context.Context, cfg *storage.Config, id string) (Conversation, error) {
 	c, path, err := s.readConversation(id)
 	if err != nil {
 		return c, err
 	}
 	if d := c.Deadline(cfg); !d.IsZero() && !time.Now().Before(d) {
-		c, err = s.updateConversation(ctx, cfg, id, func(*Conversation, time.Time) error { return ErrNoChange })
+		c, err = s.updateConversation(ctx, cfg, id, func(*Conversation, time.Time) error { return storage.ErrNoChange })
 	}
 	return c.served(s.Rel(path)), err
 }
 
 // List returns the conversations not yet closed (from the
 // index), or all of them, oldest first, with due timeouts applied.
-func (cb ConversationBook) List(ctx context.Context, cfg *Config, all bool) ([]Conversation, error) {
+func (cb ConversationBook) List(ctx context.Context, cfg *storage.Config, all bool) ([]Conversation, error) {
 	s := cb.s
 	var ids []string
 	if all {
-		if err := eachDoc(s.Files, Conversations, func(_ string, c Conversation) error { ids = append(ids, c.ID); return nil }); err != nil {
+		if err := storage.EachDoc(s.Files, storage.Conversations, func(_ string, c Conversation) error { ids = append(ids, c.ID); return nil }); err != nil {
 			return nil, err
 		}
 	} else {
-		if _, err := os.Stat(s.CollectionDir(Conversations)); errors.Is(err, os.ErrNotExist) {
+		if _, err := os.Stat(s.CollectionDir(storage.Conversations)); errors.Is(err, os.ErrNotExist) {
 			return nil, nil
 		}
 		idx, err := s.readConvIndex()
@@ -826,8 +827,8 @@ func (cb ConversationBook) List(ctx context.Context, cfg *Config, all bool) ([]C
 	for _, id := range ids {
 		c, err := s.conversation(ctx, cfg, id)
 		if err != nil {
-			var ce *CodeError
-			if errors.As(err, &ce) && ce.Code == CodeConversationNotFound {
+			var ce *storage.CodeError
+			if errors.As(err, &ce) && ce.Code == storage.CodeConversationNotFound {
 				continue
 			}
 			return nil, err
@@ -842,10 +843,10 @@ func (cb ConversationBook) List(ctx context.Context, cfg *Config, all bool) ([]C
 // Messages returns the conversation and up to limit messages of conversation id as
 // agent's own chat log holds them (both directions), oldest first; the
 // newest when there are more. Only a party may read them.
-func (cb ConversationBook) Messages(ctx context.Context, cfg *Config, agent, id string, limit int) (Conversation, []Message, bool, error) {
+func (cb ConversationBook) Messages(ctx context.Context, cfg *storage.Config, agent, id string, limit int) (Conversation, []Message, bool, error) {
 	s := cb.s
 	if id == "" {
-		return Conversation{}, nil, false, codeErr(CodeConversationNotFound, "conversation_id is empty: pass the cnv_ id of the conversation")
+		return Conversation{}, nil, false, storage.CodeErr(storage.CodeConversationNotFound, "conversation_id is empty: pass the cnv_ id of the conversation")
 	}
 	c, err := s.partyConversation(ctx, cfg, agent, id)
 	if err != nil {
@@ -857,7 +858,7 @@ func (cb ConversationBook) Messages(ctx context.Context, cfg *Config, agent, id 
 
 // Log returns conversation id and all its messages as its
 // initiator's chat log holds them, oldest first, for a human's CLI.
-func (cb ConversationBook) Log(ctx context.Context, cfg *Config, id string) (Conversation, []Message, error) {
+func (cb ConversationBook) Log(ctx context.Context, cfg *storage.Config, id string) (Conversation, []Message, error) {
 	s := cb.s
 	c, err := s.conversation(ctx, cfg, id)
 	if err != nil {
@@ -873,7 +874,7 @@ func (s *Store) conversationLog(c Conversation, agent string, limit int) ([]Mess
 	if err != nil {
 		return nil, false, err
 	}
-	recs, _, _, err := ReadAll(path)
+	recs, _, _, err := storage.ReadAll(path)
 	if err != nil {
 		return nil, false, err
 	}
@@ -897,7 +898,7 @@ func (s *Store) conversationLog(c Conversation, agent string, limit int) ([]Mess
 
 // Send sends content from agent to the other party of
 // conversation id (or of agent's one open conversation) as a turn.
-func (cb ConversationBook) Send(ctx context.Context, cfg *Config, agent, id, content string) (Message, Conversation, error) {
+func (cb ConversationBook) Send(ctx context.Context, cfg *storage.Config, agent, id, content string) (Message, Conversation, error) {
 	s := cb.s
 	if err := CheckContent(content); err != nil {
 		return Message{}, Conversation{}, err

@@ -1,6 +1,7 @@
 package fsstore
 
 import (
+	"aipm/fsstore/storage"
 	"bufio"
 	"context"
 	"errors"
@@ -14,10 +15,10 @@ import (
 )
 
 // newConvStore is a project with three AI agents (a, b, c) and a human (h).
-func newConvStore(t *testing.T) (*Store, *Config) {
+func newConvStore(t *testing.T) (*Store, *storage.Config) {
 	t.Helper()
 	s := newTestStore(t)
-	for _, a := range []NewAgent{{ID: "a", Type: AgentAI}, {ID: "b", Type: AgentAI}, {ID: "c", Type: AgentAI}, {ID: "h", Type: AgentHuman}} {
+	for _, a := range []NewAgent{{ID: "a", Type: storage.AgentAI}, {ID: "b", Type: storage.AgentAI}, {ID: "c", Type: storage.AgentAI}, {ID: "h", Type: storage.AgentHuman}} {
 		if _, err := s.AddAgent(context.Background(), a); err != nil {
 			t.Fatal(err)
 		}
@@ -68,7 +69,7 @@ func TestConversationTold(t *testing.T) {
 		t.Fatalf("after telling both: %+v", c)
 	}
 	x := Conversation{ID: "cnv_y", Initiator: "a", Participant: "b", State: ConvPending}
-	x.move(ConvExpired, SystemSender, ReasonNeverAccepted, now)
+	x.move(ConvExpired, storage.SystemSender, ReasonNeverAccepted, now)
 	if !x.OwesNews("a") || x.OwesNews("b") || x.closed() {
 		t.Fatalf("expired: only the initiator is owed the news: %+v", x)
 	}
@@ -99,7 +100,7 @@ func testIndexRebuilt(t *testing.T, damage func(string) error) {
 	if err := damage(s.convIndexPath()); err != nil {
 		t.Fatal(err)
 	}
-	var ce *CodeError
+	var ce *storage.CodeError
 	if _, _, err := s.Conversations().Start(ctx, cfg, NewConversation{From: "b", To: "a"}); !errors.As(err, &ce) || ce.Code != "conversation_already_active" {
 		t.Fatalf("b->a with the index gone: %v", err)
 	}

@@ -2,6 +2,7 @@ package fsstore
 
 import (
 	"aipm/fsstore/lockedfile"
+	"aipm/fsstore/storage"
 	"errors"
 	"fmt"
 	"log/slog"
@@ -24,13 +25,13 @@ func (s *Store) SaveCredential(agent, passkey string) (string, error) {
 	if err := lockedfile.CheckDir(dir); err != nil {
 		return "", fmt.Errorf("save credential: %w", err)
 	}
-	if err := os.MkdirAll(dir, ModePrivateDir); err != nil {
+	if err := os.MkdirAll(dir, storage.ModePrivateDir); err != nil {
 		return "", fmt.Errorf("save credential: %w", err)
 	}
-	if err := os.Chmod(dir, ModePrivateDir); err != nil {
+	if err := os.Chmod(dir, storage.ModePrivateDir); err != nil {
 		return "", fmt.Errorf("save credential: %w", err)
 	}
-	if err := writeFileAtomic(path, []byte(passkey+"\n"), ModePrivateFile, s.durable.Load()); err != nil {
+	if err := storage.WriteFileAtomic(path, []byte(passkey+"\n"), storage.ModePrivateFile, s.Durable.Load()); err != nil {
 		return "", fmt.Errorf("save credential: %w", err)
 	}
 	return path, nil
@@ -76,7 +77,7 @@ func CredentialFromEnv(getenv func(string) string) (*Credential, error) {
 	case key == "" && file == "":
 		return nil, errors.New("AIPM_AGENT_ID is set without AIPM_PASSKEY_FILE or AIPM_PASSKEY: set one, or unset AIPM_AGENT_ID")
 	}
-	if err := CheckAgentID(agent); err != nil {
+	if err := storage.CheckAgentID(agent); err != nil {
 		return nil, fmt.Errorf("AIPM_AGENT_ID: %w", err)
 	}
 	if file != "" {

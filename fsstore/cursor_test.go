@@ -1,6 +1,7 @@
 package fsstore
 
 import (
+	"aipm/fsstore/storage"
 	"bufio"
 	"bytes"
 	"context"
@@ -95,9 +96,9 @@ func writeIDs(t *testing.T, s *Store, path string, ids ...string) {
 	}
 }
 
-func readIDs(t *testing.T, s *Store, agent string, opt ReadOptions) []string {
+func readIDs(t *testing.T, s *Store, agent string, opt storage.ReadOptions) []string {
 	t.Helper()
-	res, err := s.ReadUnread(context.Background(), agent, StreamChat, opt)
+	res, err := s.ReadUnread(context.Background(), agent, storage.StreamChat, opt)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -111,21 +112,21 @@ func readIDs(t *testing.T, s *Store, agent string, opt ReadOptions) []string {
 func TestCursorLimitPeekAndMatch(t *testing.T) {
 	s := newTestStore(t)
 	chat, _ := s.ChatPath("bob")
-	ids := []string{NewID(PrefixMessage), NewID(PrefixMessage), NewID(PrefixMessage), NewID(PrefixMessage)}
+	ids := []string{storage.NewID(storage.PrefixMessage), storage.NewID(storage.PrefixMessage), storage.NewID(storage.PrefixMessage), storage.NewID(storage.PrefixMessage)}
 	writeIDs(t, s, chat, ids...)
-	if got := readIDs(t, s, "bob", ReadOptions{Limit: 2, Peek: true}); strings.Join(got, ",") != strings.Join(ids[:2], ",") {
+	if got := readIDs(t, s, "bob", storage.ReadOptions{Limit: 2, Peek: true}); strings.Join(got, ",") != strings.Join(ids[:2], ",") {
 		t.Fatalf("peek %v", got)
 	}
-	res, _ := s.ReadUnread(context.Background(), "bob", StreamChat, ReadOptions{Limit: 2})
+	res, _ := s.ReadUnread(context.Background(), "bob", storage.StreamChat, storage.ReadOptions{Limit: 2})
 	if len(res.Records) != 2 || !res.More || idOf(res.Records[0]) != ids[0] {
 		t.Fatalf("first read: %d records, more=%v", len(res.Records), res.More)
 	}
 	skip := ids[2]
-	got := readIDs(t, s, "bob", ReadOptions{Match: func(r Record) bool { return idOf(r) != skip }})
+	got := readIDs(t, s, "bob", storage.ReadOptions{Match: func(r storage.Record) bool { return idOf(r) != skip }})
 	if strings.Join(got, ",") != ids[3] {
 		t.Fatalf("second read %v, want [%s]", got, ids[3])
 	}
-	if got := readIDs(t, s, "bob", ReadOptions{}); len(got) != 0 {
+	if got := readIDs(t, s, "bob", storage.ReadOptions{}); len(got) != 0 {
 		t.Fatalf("third read %v, want nothing", got)
 	}
 }
@@ -148,10 +149,10 @@ func TestCursorSurvivesEditorReplace(t *testing.T) {
 	chat, _ := s.ChatPath("bob")
 	var ids []string
 	for i := 0; i < 6; i++ {
-		ids = append(ids, NewID(PrefixMessage))
+		ids = append(ids, storage.NewID(storage.PrefixMessage))
 	}
 	writeIDs(t, s, chat, ids...)
-	if got := readIDs(t, s, "bob", ReadOptions{Limit: 3}); len(got) != 3 {
+	if got := readIDs(t, s, "bob", storage.ReadOptions{Limit: 3}); len(got) != 3 {
 		t.Fatalf("read %v", got)
 	}
 	data, _ := os.ReadFile(chat)
@@ -166,24 +167,24 @@ func TestCursorSurvivesEditorReplace(t *testing.T) {
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			editorRewrite(t, chat, tc.content)
-			got := readIDs(t, s, "bob", ReadOptions{})
+			got := readIDs(t, s, "bob", storage.ReadOptions{})
 			if strings.Join(got, ",") != strings.Join(tc.want, ",") {
 				t.Fatalf("after %s: read %v, want %v", tc.name, got, tc.want)
 			}
 		})
 	}
 	// Truncated below the cursor, the last id gone: only newer ids come back.
-	newer := NewID(PrefixMessage)
+	newer := storage.NewID(storage.PrefixMessage)
 	editorRewrite(t, chat, lines[0]+lines[1])
 	writeIDs(t, s, chat, newer)
-	if got := readIDs(t, s, "bob", ReadOptions{}); strings.Join(got, ",") != newer {
+	if got := readIDs(t, s, "bob", storage.ReadOptions{}); strings.Join(got, ",") != newer {
 		t.Fatalf("after truncation: read %v, want [%s]", got, newer)
 	}
 }
 
 func TestUpdateDocConcurrent(t *testing.T) {
 	s := newTestStore(t)
-	path := filepath.Join(s.CollectionDir(Tasks), "counter.json")
+	path := filepath.Join(s.CollectionDir(storage.Tasks), "counter.json")
 	type counter struct {
 		N int `json:"n"`
 	}
@@ -193,7 +194,7 @@ func TestUpdateDocConcurrent(t *testing.T) {
 		go func() {
 			defer wg.Done()
 			for i := 0; i < 50; i++ {
-				if _, err := UpdateDoc(context.Background(), s.Files, path, ModeFile, func(c *counter, _ bool) error { c.N++; return nil }); err != nil {
+				if _, err := storage.UpdateDoc(context.Background(), s.Files, path, storage.ModeFile, func(c *counter, _ bool) error { c.N++; return nil }); err != nil {
 					t.Error(err)
 				}
 			}
@@ -201,7 +202,7 @@ func TestUpdateDocConcurrent(t *testing.T) {
 	}
 	wg.Wait()
 	var c counter
-	if err := s.readDoc(path, &c); err != nil || c.N != 400 {
+	if err := s.ReadDoc(path, &c); err != nil || c.N != 400 {
 		t.Fatalf("counter = %d, err %v; want 400", c.N, err)
 	}
 	data, _ := os.ReadFile(path)
@@ -213,13 +214,13 @@ func TestUpdateDocConcurrent(t *testing.T) {
 func TestModes(t *testing.T) {
 	s := newTestStore(t)
 	ctx := context.Background()
-	if _, err := s.AddAgent(ctx, NewAgent{ID: "bob", Type: AgentAI}); err != nil {
+	if _, err := s.AddAgent(ctx, NewAgent{ID: "bob", Type: storage.AgentAI}); err != nil {
 		t.Fatal(err)
 	}
 	chat, _ := s.ChatPath("bob")
-	writeIDs(t, s, chat, NewID(PrefixMessage))
-	ses, _ := s.DocPath(Sessions, NewID(PrefixSession))
-	if err := s.writeDoc(ses, map[string]string{}, ModePrivateFile); err != nil {
+	writeIDs(t, s, chat, storage.NewID(storage.PrefixMessage))
+	ses, _ := s.DocPath(storage.Sessions, storage.NewID(storage.PrefixSession))
+	if err := s.WriteDoc(ses, map[string]string{}, storage.ModePrivateFile); err != nil {
 		t.Fatal(err)
 	}
 	passkey, _ := s.PasskeyPath("bob")
@@ -233,7 +234,7 @@ func TestModes(t *testing.T) {
 		{agentDir, 0o755 | os.ModeDir},
 		{chat, 0o644},
 		{passkey, 0o600},
-		{s.CollectionDir(Sessions), 0o700 | os.ModeDir},
+		{s.CollectionDir(storage.Sessions), 0o700 | os.ModeDir},
 		{ses, 0o600},
 	} {
 		fi, err := os.Stat(tc.path)
@@ -352,8 +353,8 @@ func TestPeekRemembersItsScanToAFind(t *testing.T) {
 func TestPeekAdvancesPastOwnCopies(t *testing.T) {
 	s, cfg := newConvStore(t)
 	ctx := context.Background()
-	defer func(n int64) { advanceAfter = n }(advanceAfter)
-	advanceAfter = 2 << 10
+	defer func(n int64) { storage.AdvanceAfter = n }(storage.AdvanceAfter)
+	storage.AdvanceAfter = 2 << 10
 	sendOwnCopies(t, s, cfg, 40) // about 6 KiB of own copies
 	sent, err := s.Send(ctx, cfg, OutgoingMessage{From: "a", To: "b", Content: "for you"})
 	if err != nil {
@@ -363,7 +364,7 @@ func TestPeekAdvancesPastOwnCopies(t *testing.T) {
 		t.Fatalf("peek: %v, %v", msgs, err)
 	}
 	cur := chatCursorOf(t, s, "b")
-	if cur.Offset < advanceAfter || cur.Pending != nil {
+	if cur.Offset < storage.AdvanceAfter || cur.Pending != nil {
 		t.Fatalf("cursor after the peek: %+v; want it past the own copies", cur)
 	}
 	other, err := Open(s.ProjectDir()) // another process: no memory, the cursor is enough
@@ -378,14 +379,14 @@ func TestPeekAdvancesPastOwnCopies(t *testing.T) {
 
 // wantHeldBatchKeepsCursor: a session's unacknowledged batch holds b's
 // committed cursor, however much of b's own copies other's peek passes over.
-func wantHeldBatchKeepsCursor(t *testing.T, s, other *Store, cfg *Config) {
+func wantHeldBatchKeepsCursor(t *testing.T, s, other *Store, cfg *storage.Config) {
 	t.Helper()
 	ctx := context.Background()
 	sendOwnCopies(t, s, cfg, 40)
 	if _, err := s.Send(ctx, cfg, OutgoingMessage{From: "a", To: "b", Content: "batch"}); err != nil {
 		t.Fatal(err)
 	}
-	ses := Session{ID: NewID(PrefixSession), Agent: "b", Purpose: PurposeChat}
+	ses := Session{ID: storage.NewID(storage.PrefixSession), Agent: "b", Purpose: storage.PurposeChat}
 	if msgs, _, err := s.Deliver(ctx, ses, 1); err != nil || len(msgs) != 1 {
 		t.Fatalf("deliver: %v, %v", msgs, err)
 	}
@@ -394,13 +395,13 @@ func wantHeldBatchKeepsCursor(t *testing.T, s, other *Store, cfg *Config) {
 	if _, _, err := other.Unread(ctx, "b", 1, true); err != nil {
 		t.Fatal(err)
 	}
-	if got := chatCursorOf(t, s, "b"); !equalStream(got, held) {
+	if got := chatCursorOf(t, s, "b"); !storage.EqualStream(got, held) {
 		t.Fatalf("a peek moved the cursor under a held batch: %+v, was %+v", got, held)
 	}
 }
 
 // sendOwnCopies has b send n messages to a: n own copies in b's chat log.
-func sendOwnCopies(t *testing.T, s *Store, cfg *Config, n int) {
+func sendOwnCopies(t *testing.T, s *Store, cfg *storage.Config, n int) {
 	t.Helper()
 	for range n {
 		if _, err := s.Send(context.Background(), cfg, OutgoingMessage{From: "b", To: "a", Content: "mine"}); err != nil {
@@ -410,14 +411,14 @@ func sendOwnCopies(t *testing.T, s *Store, cfg *Config, n int) {
 }
 
 // chatCursorOf is agent's committed chat cursor.
-func chatCursorOf(t *testing.T, s *Store, agent string) StreamCursor {
+func chatCursorOf(t *testing.T, s *Store, agent string) storage.StreamCursor {
 	t.Helper()
-	path, _ := s.readCursorPath(agent)
-	cursors, err := s.readCursors(path)
+	path, _ := s.ReadCursorPath(agent)
+	cursors, err := s.ReadCursors(path)
 	if err != nil {
 		t.Fatal(err)
 	}
-	return cursorOf(cursors, StreamChat)
+	return storage.CursorOf(cursors, storage.StreamChat)
 }
 
 // A damaged read.json is reported, never read as "nothing unread":
@@ -427,7 +428,7 @@ func TestDamagedReadCursors(t *testing.T) {
 	s := newTestStore(t)
 	ctx := context.Background()
 	keys := map[string]string{}
-	for _, a := range []NewAgent{{ID: "alice", Type: AgentHuman}, {ID: "bob", Type: AgentAI}} {
+	for _, a := range []NewAgent{{ID: "alice", Type: storage.AgentHuman}, {ID: "bob", Type: storage.AgentAI}} {
 		key, err := s.AddAgent(ctx, a)
 		if err != nil {
 			t.Fatal(err)
@@ -438,7 +439,7 @@ func TestDamagedReadCursors(t *testing.T) {
 	if _, err := s.Send(ctx, cfg, OutgoingMessage{From: "alice", To: "bob", Content: "hello"}); err != nil {
 		t.Fatal(err)
 	}
-	path, _ := s.readCursorPath("bob")
+	path, _ := s.ReadCursorPath("bob")
 	if err := os.WriteFile(path, []byte("{\"chat\": {\"offset\": \n"), 0o644); err != nil {
 		t.Fatal(err)
 	}
@@ -446,7 +447,7 @@ func TestDamagedReadCursors(t *testing.T) {
 	if err == nil || errors.Is(err, ErrNothingToDo) || !strings.Contains(err.Error(), "read.json:") || !strings.Contains(err.Error(), "aipm doctor") {
 		t.Fatalf("authenticate with a damaged read.json: %v", err)
 	}
-	ses := Session{ID: NewID(PrefixSession), Agent: "bob", Purpose: PurposeChat}
+	ses := Session{ID: storage.NewID(storage.PrefixSession), Agent: "bob", Purpose: storage.PurposeChat}
 	if _, _, err := s.Deliver(ctx, ses, 10); err == nil || !strings.Contains(err.Error(), "read.json:") {
 		t.Fatalf("Deliver with a damaged read.json: %v", err)
 	}

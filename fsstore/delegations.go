@@ -1,6 +1,7 @@
 package fsstore
 
 import (
+	"aipm/fsstore/storage"
 	"cmp"
 	"context"
 	"errors"
@@ -53,7 +54,7 @@ func (d *Delegation) Open() bool { return d.Status == DlgPending || d.Status == 
 // move is the one place a delegation changes state.
 func (d *Delegation) move(to, by string, now time.Time) error {
 	if !slices.Contains(dlgTransitions[d.Status], to) {
-		return codeErr(CodeDelegationNotOpen, "delegation %s is %s and cannot become %s", d.ID, d.Status, to)
+		return storage.CodeErr(storage.CodeDelegationNotOpen, "delegation %s is %s and cannot become %s", d.ID, d.Status, to)
 	}
 	d.Status = to
 	d.History = append(d.History, Transition{State: to, At: now, By: by})
@@ -73,36 +74,36 @@ type NewDelegation struct {
 
 // Create checks and writes a pending delegation for agent's task.
 // The target must be an agent of the project other than agent.
-func (db DelegationBook) Create(ctx context.Context, cfg *Config, in NewDelegation) (Delegation, error) {
+func (db DelegationBook) Create(ctx context.Context, cfg *storage.Config, in NewDelegation) (Delegation, error) {
 	s := db.s
 	if in.Target == in.Agent {
-		return Delegation{}, codeErr(CodeCannotMessageSelf, "you cannot delegate talking to yourself (%s): name the agent your chat session should talk to", in.Agent)
+		return Delegation{}, storage.CodeErr(storage.CodeCannotMessageSelf, "you cannot delegate talking to yourself (%s): name the agent your chat session should talk to", in.Agent)
 	}
 	if err := s.checkRecipient(cfg, in.Agent, in.Target); err != nil {
 		return Delegation{}, err
 	}
 	if strings.TrimSpace(in.Purpose) == "" {
-		return Delegation{}, codeErr(CodePurposeRequired, "purpose is empty: say what your chat session should tell or ask %s", in.Target)
+		return Delegation{}, storage.CodeErr(storage.CodePurposeRequired, "purpose is empty: say what your chat session should tell or ask %s", in.Target)
 	}
-	if err := CheckText("purpose", in.Purpose); err != nil {
+	if err := storage.CheckText("purpose", in.Purpose); err != nil {
 		return Delegation{}, err
 	}
-	if err := CheckText("context", in.Context); err != nil {
+	if err := storage.CheckText("context", in.Context); err != nil {
 		return Delegation{}, err
 	}
 	if in.TaskID == "" {
-		return Delegation{}, codeErr(CodeTaskRequired, "this session has no task: delegations belong to a task")
+		return Delegation{}, storage.CodeErr(storage.CodeTaskRequired, "this session has no task: delegations belong to a task")
 	}
 	now := time.Now().UTC()
 	d := Delegation{
-		ID: NewID(PrefixDelegation), Agent: in.Agent, Target: in.Target, TaskID: in.TaskID,
+		ID: storage.NewID(storage.PrefixDelegation), Agent: in.Agent, Target: in.Target, TaskID: in.TaskID,
 		Purpose: in.Purpose, Context: in.Context, Status: DlgPending, CreatedAt: now,
 		History: []Transition{{State: DlgPending, At: now, By: in.Agent}},
 	}
-	path, _ := s.DocPath(Delegations, d.ID)
-	_, err := UpdateDoc(ctx, s.Files, path, ModeFile, func(doc *Delegation, exists bool) error {
+	path, _ := s.DocPath(storage.Delegations, d.ID)
+	_, err := storage.UpdateDoc(ctx, s.Files, path, storage.ModeFile, func(doc *Delegation, exists bool) error {
 		if exists {
-			return fmt.Errorf("delegation %s: %w", d.ID, ErrExists)
+			return fmt.Errorf("delegation %s: %w", d.ID, storage.ErrExists)
 		}
 		*doc = d
 		return nil
@@ -113,14 +114,14 @@ func (db DelegationBook) Create(ctx context.Context, cfg *Config, in NewDelegati
 // delegation reads one delegation; a malformed or unknown id is
 // delegation_not_found.
 func (s *Store) delegation(id string) (Delegation, error) {
-	path, err := s.DocPath(Delegations, id)
+	path, err := s.DocPath(storage.Delegations, id)
 	if err != nil {
-		return Delegation{}, codeErr(CodeDelegationNotFound, "%v", err)
+		return Delegation{}, storage.CodeErr(storage.CodeDelegationNotFound, "%v", err)
 	}
 	var d Delegation
-	if err := s.readDoc(path, &d); err != nil {
-		if errors.Is(err, ErrNotFound) {
-			return Delegation{}, codeErr(CodeDelegationNotFound, "delegation %s does not exist: check the id (process_delegation and pending_delegations carry it)", id)
+	if err := s.ReadDoc(path, &d); err != nil {
+		if errors.Is(err, storage.ErrNotFound) {
+			return Delegation{}, storage.CodeErr(storage.CodeDelegationNotFound, "delegation %s does not exist: check the id (process_delegation and pending_delegations carry it)", id)
 		}
 		return Delegation{}, err
 	}
@@ -147,7 +148,7 @@ func (f DelegationFilter) match(d Delegation) bool {
 func (db DelegationBook) List(f DelegationFilter) ([]Delegation, error) {
 	s := db.s
 	var out []Delegation
-	err := eachDoc(s.Files, Delegations, func(path string, d Delegation) error {
+	err := storage.EachDoc(s.Files, storage.Delegations, func(path string, d Delegation) error {
 		if f.match(d) {
 			out = append(out, d.served(s.Rel(path)))
 		}
@@ -191,7 +192,7 @@ func (s *Store) endTaskDelegations(ctx context.Context, task Task, by, why strin
 		var taken bool
 		ended, err := s.updateDelegation(ctx, d.ID, func(d *Delegation, now time.Time) error {
 			if !d.Open() {
-				return ErrNoChange
+				return storage.ErrNoChange
 			}
 			taken = d.Status == DlgProcessing
 			d.Result = "ended with its task: " + why
@@ -203,7 +204,7 @@ func (s *Store) endTaskDelegations(ctx context.Context, task Task, by, why strin
 		if !taken || ended.Status != DlgFailed {
 			continue
 		}
-		n := Notification{Type: NotifyInfo, From: by, Key: "delegation-ended:" + ended.ID, Message: fmt.Sprintf(
+		n := Notification{Type: storage.NotifyInfo, From: by, Key: "delegation-ended:" + ended.ID, Message: fmt.Sprintf(
 			"Delegation %s (to %s, for task %s) ended with its task: %s Stop carrying it out; there is nothing to report.", ended.ID, ended.Target, task.ID, why)}
 		if _, err := s.Notify(ctx, ended.Agent, n); err != nil {
 			return fmt.Errorf("end delegation %s: %w", ended.ID, err)
@@ -249,10 +250,10 @@ func (s *Store) updateDelegation(ctx context.Context, id string, fn func(d *Dele
 	if _, err := s.delegation(id); err != nil {
 		return Delegation{}, err
 	}
-	path, _ := s.DocPath(Delegations, id)
-	return UpdateDoc(ctx, s.Files, path, ModeFile, func(d *Delegation, exists bool) error {
+	path, _ := s.DocPath(storage.Delegations, id)
+	return storage.UpdateDoc(ctx, s.Files, path, storage.ModeFile, func(d *Delegation, exists bool) error {
 		if !exists {
-			return codeErr(CodeDelegationNotFound, "delegation %s does not exist", id)
+			return storage.CodeErr(storage.CodeDelegationNotFound, "delegation %s does not exist", id)
 		}
 		return fn(d, time.Now().UTC())
 	})
@@ -266,7 +267,7 @@ func (s *Store) takeDelegation(ctx context.Context, ses Session, id string) (Del
 	took := false
 	d, err := s.updateDelegation(ctx, id, func(d *Delegation, now time.Time) error {
 		if d.Agent != ses.Agent || !s.waitsForChat(*d, ses.ID) {
-			return ErrNoChange
+			return storage.ErrNoChange
 		}
 		took = true
 		if d.Status == DlgProcessing {
@@ -288,17 +289,17 @@ func (db DelegationBook) Complete(ctx context.Context, agent, id, status, result
 		status = DlgCompleted
 	}
 	if status != DlgCompleted && status != DlgFailed {
-		return Delegation{}, codeErr(CodeInvalidStatus, "status %q is invalid: use completed or failed", status)
+		return Delegation{}, storage.CodeErr(storage.CodeInvalidStatus, "status %q is invalid: use completed or failed", status)
 	}
 	if strings.TrimSpace(result) == "" {
-		return Delegation{}, codeErr(CodeResultRequired, "result is empty: say what came of it (the answer, or why it failed); the task session reads it")
+		return Delegation{}, storage.CodeErr(storage.CodeResultRequired, "result is empty: say what came of it (the answer, or why it failed); the task session reads it")
 	}
-	if err := CheckText("result", result); err != nil {
+	if err := storage.CheckText("result", result); err != nil {
 		return Delegation{}, err
 	}
 	return s.updateDelegation(ctx, id, func(d *Delegation, now time.Time) error {
 		if d.Agent != agent {
-			return codeErr(CodeNotDelegationOwner, "delegation %s belongs to %s, not you: you can report only your own delegations", d.ID, d.Agent)
+			return storage.CodeErr(storage.CodeNotDelegationOwner, "delegation %s belongs to %s, not you: you can report only your own delegations", d.ID, d.Agent)
 		}
 		if d.Status == DlgPending {
 			if err := d.move(DlgProcessing, agent, now); err != nil {
@@ -306,7 +307,7 @@ func (db DelegationBook) Complete(ctx context.Context, agent, id, status, result
 			}
 		}
 		if err := d.move(status, agent, now); err != nil {
-			return codeErr(CodeDelegationNotOpen, "delegation %s is already %s: there is nothing more to report", d.ID, d.Status)
+			return storage.CodeErr(storage.CodeDelegationNotOpen, "delegation %s is already %s: there is nothing more to report", d.ID, d.Status)
 		}
 		d.Result = result
 		return nil
@@ -324,11 +325,11 @@ func (s *Store) delegationFor(agent, target, id string) (*Delegation, error) {
 		}
 		switch {
 		case d.Agent != agent:
-			return nil, codeErr(CodeNotDelegationOwner, "delegation %s belongs to %s, not you", d.ID, d.Agent)
+			return nil, storage.CodeErr(storage.CodeNotDelegationOwner, "delegation %s belongs to %s, not you", d.ID, d.Agent)
 		case !d.Open():
-			return nil, codeErr(CodeDelegationNotOpen, "delegation %s is already %s", d.ID, d.Status)
+			return nil, storage.CodeErr(storage.CodeDelegationNotOpen, "delegation %s is already %s", d.ID, d.Status)
 		case d.Target != target:
-			return nil, codeErr(CodeDelegationTargetMismatch, "delegation %s is to talk to %s, not %s", d.ID, d.Target, target)
+			return nil, storage.CodeErr(storage.CodeDelegationTargetMismatch, "delegation %s is to talk to %s, not %s", d.ID, d.Target, target)
 		}
 		return &d, nil
 	}
@@ -352,7 +353,7 @@ func (s *Store) delegationFor(agent, target, id string) (*Delegation, error) {
 func (s *Store) recordConversation(ctx context.Context, id, cnv string) error {
 	_, err := s.updateDelegation(ctx, id, func(d *Delegation, _ time.Time) error {
 		if slices.Contains(d.Conversations, cnv) {
-			return ErrNoChange
+			return storage.ErrNoChange
 		}
 		d.Conversations = append(d.Conversations, cnv)
 		return nil
@@ -370,7 +371,7 @@ type TaskConversations struct {
 
 // TaskConversations returns the delegations and conversations of task id
 // and of its parent, oldest first, with due conversation timeouts applied.
-func (db DelegationBook) TaskConversations(ctx context.Context, cfg *Config, id string) (TaskConversations, error) {
+func (db DelegationBook) TaskConversations(ctx context.Context, cfg *storage.Config, id string) (TaskConversations, error) {
 	s := db.s
 	t, err := s.Task(id)
 	if err != nil {
@@ -386,7 +387,7 @@ func (db DelegationBook) TaskConversations(ctx context.Context, cfg *Config, id 
 	}
 	out.Delegations = append(out.Delegations, ds...)
 	var ids []string
-	if err := eachDoc(s.Files, Conversations, func(_ string, c Conversation) error {
+	if err := storage.EachDoc(s.Files, storage.Conversations, func(_ string, c Conversation) error {
 		if slices.Contains(out.TaskIDs, c.TaskID) {
 			ids = append(ids, c.ID)
 		}

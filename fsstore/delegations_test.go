@@ -1,6 +1,7 @@
 package fsstore
 
 import (
+	"aipm/fsstore/storage"
 	"context"
 	"strings"
 	"testing"
@@ -24,7 +25,7 @@ func TestDelegationTakeOver(t *testing.T) {
 	first := wantChatSessionTakesDelegation(t, s, cfg)
 	wantPendingDelegations(t, s, 0)
 	// The task session waits while it is open.
-	taskSes := Session{ID: "ses_x", Agent: "a", Purpose: PurposeTask, TaskID: task.ID}
+	taskSes := Session{ID: "ses_x", Agent: "a", Purpose: storage.PurposeTask, TaskID: task.ID}
 	if n, err := s.taskWork(ctx, cfg, "a", &taskSes); err != nil || n.Action != ActWait || len(n.Delegations) != 1 {
 		t.Fatalf("task session: %+v %v", n, err)
 	}
@@ -58,15 +59,15 @@ func wantPendingDelegations(t *testing.T, s *Store, want int) {
 
 // wantChatSessionTakesDelegation: a's pending delegation is chat work; the
 // chat session a authenticates is given it, once. It returns that session.
-func wantChatSessionTakesDelegation(t *testing.T, s *Store, cfg *Config) Session {
+func wantChatSessionTakesDelegation(t *testing.T, s *Store, cfg *storage.Config) Session {
 	t.Helper()
 	ctx := context.Background()
 	// Without a session, a delegation is chat work: authenticate picks chat
 	// (the task session is not live yet, so it comes first: request chat).
-	if n, err := s.Work(ctx, cfg, "a", PurposeChat, nil); err != nil || n.Action != ActProcessDelegation {
+	if n, err := s.Work(ctx, cfg, "a", storage.PurposeChat, nil); err != nil || n.Action != ActProcessDelegation {
 		t.Fatalf("Work without a session: %+v %v", n, err)
 	}
-	first, _, err := s.Authenticate(ctx, cfg, "a", mustPasskey(t, s, "a"), "", PurposeChat)
+	first, _, err := s.Authenticate(ctx, cfg, "a", mustPasskey(t, s, "a"), "", storage.PurposeChat)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -82,10 +83,10 @@ func wantChatSessionTakesDelegation(t *testing.T, s *Store, cfg *Config) Session
 
 // wantDelegationTakenOver: after first ended, a's next chat session takes
 // its delegation over, and the delegation's history says so.
-func wantDelegationTakenOver(t *testing.T, s *Store, cfg *Config, first Session) {
+func wantDelegationTakenOver(t *testing.T, s *Store, cfg *storage.Config, first Session) {
 	t.Helper()
 	ctx := context.Background()
-	second, _, err := s.Authenticate(ctx, cfg, "a", mustPasskey(t, s, "a"), "", PurposeChat)
+	second, _, err := s.Authenticate(ctx, cfg, "a", mustPasskey(t, s, "a"), "", storage.PurposeChat)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -109,7 +110,7 @@ func TestConversationTakesDelegationTask(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	ses, _, err := s.Authenticate(ctx, cfg, "a", mustPasskey(t, s, "a"), "", PurposeChat)
+	ses, _, err := s.Authenticate(ctx, cfg, "a", mustPasskey(t, s, "a"), "", storage.PurposeChat)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -14,6 +14,7 @@ import (
 	"time"
 
 	"aipm/fsstore/lockedfile"
+	"aipm/fsstore/storage"
 )
 
 // QuarantinedLine is one line that repair moved aside, with where it was.
@@ -28,13 +29,13 @@ type QuarantinedLine struct {
 
 // configProblems is what is wrong with config.toml and the passkeys it
 // implies.
-func (s *Store) configProblems() []Problem {
+func (s *Store) configProblems() []storage.Problem {
 	rel := s.Rel(s.ConfigPath())
 	cfg, err := s.LoadConfig()
 	if err != nil {
 		errs := []error{err}
 		if data, rerr := lockedfile.ReadFile(s.ConfigPath()); rerr == nil {
-			if _, all := CheckConfig(rel, data); len(all) > 0 {
+			if _, all := storage.CheckConfig(rel, data); len(all) > 0 {
 				errs = all // every error at once, not the first alone
 			}
 		}
@@ -42,17 +43,17 @@ func (s *Store) configProblems() []Problem {
 	}
 	problems := configErrorProblems(rel, cfg.Warnings)
 	if len(cfg.Agents) == 0 {
-		problems = append(problems, Problem{Path: rel, Reason: "the config names no agents, so no message can be sent and no agent started: add one with aipm agent add (aipm config example shows the [[agents]] entries)"})
+		problems = append(problems, storage.Problem{Path: rel, Reason: "the config names no agents, so no message can be sent and no agent started: add one with aipm agent add (aipm config example shows the [[agents]] entries)"})
 	}
 	return append(problems, s.passkeyProblems(cfg)...)
 }
 
 // configErrorProblems turns config errors (rel:LINE: what) into problems.
-func configErrorProblems(rel string, errs []error) []Problem {
-	var out []Problem
+func configErrorProblems(rel string, errs []error) []storage.Problem {
+	var out []storage.Problem
 	for _, err := range errs {
-		p := Problem{Path: rel, Reason: err.Error()}
-		var le *LineError
+		p := storage.Problem{Path: rel, Reason: err.Error()}
+		var le *storage.LineError
 		if errors.As(err, &le) {
 			p.Line, p.Reason = le.Line, le.Err.Error()
 		}
@@ -63,13 +64,13 @@ func configErrorProblems(rel string, errs []error) []Problem {
 
 // checkDir is doctor's look at a directory: quarantine/ and logs/ are
 // skipped, and a directory under agents/ must be named by an agent id.
-func (s *Store) checkDir(path, name string) ([]Problem, error) {
+func (s *Store) checkDir(path, name string) ([]storage.Problem, error) {
 	if path != s.Root() && (name == "quarantine" || name == "logs") {
 		return nil, fs.SkipDir
 	}
-	if filepath.Dir(path) == s.agentsDir() {
-		if err := CheckAgentID(name); err != nil {
-			return []Problem{{Path: s.Rel(path), Reason: "directory name is not an agent id: " + err.Error()}}, fs.SkipDir
+	if filepath.Dir(path) == s.AgentsDir() {
+		if err := storage.CheckAgentID(name); err != nil {
+			return []storage.Problem{{Path: s.Rel(path), Reason: "directory name is not an agent id: " + err.Error()}}, fs.SkipDir
 		}
 	}
 	return nil, nil
@@ -77,18 +78,18 @@ func (s *Store) checkDir(path, name string) ([]Problem, error) {
 
 // checkFile is doctor's look at one file: a stale temp file, a JSONL log,
 // or a JSON document and its schema.
-func (s *Store) checkFile(ctx context.Context, path string, d fs.DirEntry, repair bool) ([]Problem, error) {
+func (s *Store) checkFile(ctx context.Context, path string, d fs.DirEntry, repair bool) ([]storage.Problem, error) {
 	rel, name := s.Rel(path), d.Name()
 	switch {
 	case strings.HasPrefix(name, ".") && strings.Contains(name, ".tmp-"):
 		if !isStale(d) {
 			return nil, nil // a write in progress: its writer owns it
 		}
-		p := Problem{Path: rel, Reason: "stale temporary file left by an interrupted write"}
+		p := storage.Problem{Path: rel, Reason: "stale temporary file left by an interrupted write"}
 		if repair {
 			p.Repaired = os.Remove(path) == nil
 		}
-		return []Problem{p}, nil
+		return []storage.Problem{p}, nil
 	case strings.HasSuffix(name, ".jsonl"):
 		return s.checkJSONL(ctx, path, repair)
 	case strings.HasSuffix(name, ".json"):
@@ -99,19 +100,19 @@ func (s *Store) checkFile(ctx context.Context, path string, d fs.DirEntry, repai
 
 // checkJSONDoc checks that a JSON document parses and, where its place
 // says what it is, that it holds what that kind of document must.
-func (s *Store) checkJSONDoc(path string) []Problem {
+func (s *Store) checkJSONDoc(path string) []storage.Problem {
 	rel := s.Rel(path)
 	data, err := lockedfile.ReadFile(path)
 	if err != nil {
-		return []Problem{{Path: rel, Reason: fmt.Sprintf("read %s: %v", rel, err)}}
+		return []storage.Problem{{Path: rel, Reason: fmt.Sprintf("read %s: %v", rel, err)}}
 	}
 	var v map[string]any
-	if err := decodeDoc(rel, data, &v); err != nil {
-		var le *LineError
+	if err := storage.DecodeDoc(rel, data, &v); err != nil {
+		var le *storage.LineError
 		if errors.As(err, &le) {
-			return []Problem{{Path: rel, Line: le.Line, Reason: "invalid JSON document: " + le.Err.Error() + byHand}}
+			return []storage.Problem{{Path: rel, Line: le.Line, Reason: "invalid JSON document: " + le.Err.Error() + byHand}}
 		}
-		return []Problem{{Path: rel, Reason: err.Error()}}
+		return []storage.Problem{{Path: rel, Reason: err.Error()}}
 	}
 	problems := s.longFieldProblems(path, data)
 	check := s.schemaOf(path)
@@ -119,7 +120,7 @@ func (s *Store) checkJSONDoc(path string) []Problem {
 		return problems
 	}
 	for _, kr := range check(data) {
-		problems = append(problems, Problem{Path: rel, Line: jsonKeyLine(data, kr[0]), Reason: kr[1] + byHand})
+		problems = append(problems, storage.Problem{Path: rel, Line: jsonKeyLine(data, kr[0]), Reason: kr[1] + byHand})
 	}
 	return problems
 }
@@ -130,13 +131,13 @@ func (s *Store) checkJSONDoc(path string) []Problem {
 // documents and config errors are only reported, because only a person knows
 // what they should say. On a network filesystem it reports that first and
 // repairs nothing (another host may be writing the lines it would move).
-func (s *Store) Doctor(ctx context.Context, repair bool) ([]Problem, error) {
-	problems, remote := s.filesystemProblems()
+func (s *Store) Doctor(ctx context.Context, repair bool) ([]storage.Problem, error) {
+	problems, remote := s.FilesystemProblems()
 	repair = repair && !remote
 	problems = append(problems, s.configProblems()...)
 	err := filepath.WalkDir(s.Root(), func(path string, d fs.DirEntry, err error) error {
 		if err != nil {
-			problems = append(problems, Problem{Path: s.Rel(path), Reason: err.Error()})
+			problems = append(problems, storage.Problem{Path: s.Rel(path), Reason: err.Error()})
 			return nil
 		}
 		if p := notRegular(s.Rel(path), d); p != nil {
@@ -176,12 +177,12 @@ func (s *Store) Doctor(ctx context.Context, repair bool) ([]Problem, error) {
 // notRegular is the problem of an entry aipm never opens: a symbolic link
 // (a link to a directory is not walked into) or anything but a regular file
 // or a directory (a FIFO, a device, a socket). Everyone else skips them.
-func notRegular(rel string, d fs.DirEntry) *Problem {
+func notRegular(rel string, d fs.DirEntry) *storage.Problem {
 	switch t := d.Type(); {
 	case t&fs.ModeSymlink != 0:
-		return &Problem{Path: rel, Reason: lockedfile.ErrLink.Error() + ": remove it"}
+		return &storage.Problem{Path: rel, Reason: lockedfile.ErrLink.Error() + ": remove it"}
 	case !t.IsRegular() && !t.IsDir():
-		return &Problem{Path: rel, Reason: lockedfile.ErrNotRegular.Error() + ": remove it"}
+		return &storage.Problem{Path: rel, Reason: lockedfile.ErrNotRegular.Error() + ": remove it"}
 	}
 	return nil
 }
@@ -198,9 +199,9 @@ func isStale(d fs.DirEntry) bool {
 // checkJSONL reports the invalid lines and torn tail of one JSONL file, and
 // with repair moves them to quarantine. It reads under the file's own lock,
 // so a tail it sees is not a write in progress.
-func (s *Store) checkJSONL(ctx context.Context, path string, repair bool) ([]Problem, error) {
+func (s *Store) checkJSONL(ctx context.Context, path string, repair bool) ([]storage.Problem, error) {
 	rel := s.Rel(path)
-	data, held, err := lockedfile.ReadLocked(ctx, path, ModeFile)
+	data, held, err := lockedfile.ReadLocked(ctx, path, storage.ModeFile)
 	if err != nil {
 		return nil, fmt.Errorf("read %s: %w", rel, err)
 	}
@@ -211,7 +212,7 @@ func (s *Store) checkJSONL(ctx context.Context, path string, repair bool) ([]Pro
 // quarantineBad reports the invalid lines and torn tail of the JSONL file
 // at path, read as data from the inode held, and with repair moves them
 // to quarantine.
-func (s *Store) quarantineBad(ctx context.Context, path string, held os.FileInfo, data []byte, repair bool) ([]Problem, error) {
+func (s *Store) quarantineBad(ctx context.Context, path string, held os.FileInfo, data []byte, repair bool) ([]storage.Problem, error) {
 	rel := s.Rel(path)
 	validate := lockedfile.InvalidLine
 	switch filepath.Base(path) {
@@ -224,9 +225,9 @@ func (s *Store) quarantineBad(ctx context.Context, path string, held os.FileInfo
 	if len(bad) == 0 {
 		return nil, nil
 	}
-	var problems []Problem
+	var problems []storage.Problem
 	for _, q := range bad {
-		problems = append(problems, Problem{Path: rel, Line: q.Line, Reason: q.Reason})
+		problems = append(problems, storage.Problem{Path: rel, Line: q.Line, Reason: q.Reason})
 	}
 	if !repair {
 		return problems, nil
@@ -234,7 +235,7 @@ func (s *Store) quarantineBad(ctx context.Context, path string, held os.FileInfo
 	// Quarantine first (a new file of its own, so no second lock is held),
 	// then rewrite the source without the bad lines. If anything appended
 	// meanwhile, the rewrite keeps it: only the exact bad byte ranges go.
-	qname := fmt.Sprintf("%s-%s.jsonl", time.Now().UTC().Format("20060102T150405.000000000Z"), strings.ReplaceAll(strings.TrimSuffix(strings.TrimPrefix(rel, DirName+string(filepath.Separator)), ".jsonl"), string(filepath.Separator), "_"))
+	qname := fmt.Sprintf("%s-%s.jsonl", time.Now().UTC().Format("20060102T150405.000000000Z"), strings.ReplaceAll(strings.TrimSuffix(strings.TrimPrefix(rel, storage.DirName+string(filepath.Separator)), ".jsonl"), string(filepath.Separator), "_"))
 	var qbuf bytes.Buffer
 	now := time.Now().UTC()
 	for _, q := range bad {
@@ -243,10 +244,10 @@ func (s *Store) quarantineBad(ctx context.Context, path string, held os.FileInfo
 		qbuf.Write(line)
 		qbuf.WriteByte('\n')
 	}
-	if err := s.mkdirAll(s.quarantineDir()); err != nil {
+	if err := s.MkdirAll(s.QuarantineDir()); err != nil {
 		return problems, fmt.Errorf("quarantine: %w", err)
 	}
-	if err := writeFileAtomic(filepath.Join(s.quarantineDir(), qname), qbuf.Bytes(), ModeFile, true); err != nil {
+	if err := storage.WriteFileAtomic(filepath.Join(s.QuarantineDir(), qname), qbuf.Bytes(), storage.ModeFile, true); err != nil {
 		return problems, fmt.Errorf("quarantine %s: %w", rel, err)
 	}
 	switch err := lockedfile.RewriteKeeping(ctx, path, held, data, keep, true); {
@@ -257,7 +258,7 @@ func (s *Store) quarantineBad(ctx context.Context, path string, held os.FileInfo
 	}
 	for i := range problems {
 		problems[i].Repaired = true
-		problems[i].Reason += " (moved to " + filepath.Join(DirName, "quarantine", qname) + ")"
+		problems[i].Reason += " (moved to " + filepath.Join(storage.DirName, "quarantine", qname) + ")"
 	}
 	return problems, nil
 }
@@ -274,7 +275,7 @@ func scanBad(rel string, data []byte, invalid func([]byte) string) ([]Quarantine
 }
 
 // SortProblems orders problems by path and line, for stable output.
-func SortProblems(ps []Problem) {
+func SortProblems(ps []storage.Problem) {
 	sort.SliceStable(ps, func(i, j int) bool {
 		if ps[i].Path != ps[j].Path {
 			return ps[i].Path < ps[j].Path

@@ -1,6 +1,7 @@
 package fsstore
 
 import (
+	"aipm/fsstore/storage"
 	"context"
 	"encoding/json"
 	"fmt"
@@ -32,7 +33,7 @@ type copyOf struct {
 // and messages compaction dropped from the other file (compactedAway).
 // A group message (receiverIds) is the same line in the sender's log and in
 // each receiver's: every one missing is restored from any copy.
-func (s *Store) checkMirror(ctx context.Context, repair bool) ([]Problem, error) {
+func (s *Store) checkMirror(ctx context.Context, repair bool) ([]storage.Problem, error) {
 	cs, err := s.chatCopies()
 	if err != nil || cs == nil {
 		return nil, err
@@ -46,7 +47,7 @@ func (s *Store) checkMirror(ctx context.Context, repair bool) ([]Problem, error)
 // message excuses its absence (compactedAway), and a receiver would never
 // get it. A two-party send needs none: its receiver's copy is written
 // first.
-func (s *Store) rollGroupsForward(ctx context.Context) ([]Problem, error) {
+func (s *Store) rollGroupsForward(ctx context.Context) ([]storage.Problem, error) {
 	cs, err := s.chatCopies()
 	if err != nil || cs == nil {
 		return nil, err
@@ -62,13 +63,13 @@ func youngMessage(m Message, now time.Time) bool {
 }
 
 // checkTwoParty checks the copies of two-party messages.
-func (s *Store) checkTwoParty(ctx context.Context, repair bool, cs *chatCopies) []Problem {
-	var problems []Problem
+func (s *Store) checkTwoParty(ctx context.Context, repair bool, cs *chatCopies) []storage.Problem {
+	var problems []storage.Problem
 	now := time.Now()
 	young := func(m Message) bool { return youngMessage(m, now) }
 	for _, id := range sortedKeys(cs.inbound) {
 		c := cs.inbound[id]
-		if _, ok := cs.outbound[id]; ok || c.msg.SenderID == SystemSender || !cs.agents[c.msg.SenderID] || young(c.msg) || s.compactedAway(c.msg.SenderID, c.msg) {
+		if _, ok := cs.outbound[id]; ok || c.msg.SenderID == storage.SystemSender || !cs.agents[c.msg.SenderID] || young(c.msg) || s.compactedAway(c.msg.SenderID, c.msg) {
 			continue
 		}
 		sent := c.msg
@@ -89,8 +90,8 @@ func (s *Store) checkTwoParty(ctx context.Context, repair bool, cs *chatCopies) 
 
 // checkGroups checks the copies of group messages: every party's log
 // holds it.
-func (s *Store) checkGroups(ctx context.Context, repair bool, cs *chatCopies) []Problem {
-	var problems []Problem
+func (s *Store) checkGroups(ctx context.Context, repair bool, cs *chatCopies) []storage.Problem {
+	var problems []storage.Problem
 	now := time.Now()
 	cfg, _ := s.LoadConfig() // nil when broken: the config check reports it
 	configured := func(a string) bool {
@@ -122,8 +123,8 @@ type groupCopies struct {
 // group send killed after its first copy is rolled forward to every copy.
 // A party with no directory yet gets its copy when it is a configured
 // agent (configured): its first message may be the one a kill cut off.
-func (s *Store) restoreGroup(ctx context.Context, repair bool, cs *chatCopies, g *groupCopies, configured func(string) bool) []Problem {
-	var out []Problem
+func (s *Store) restoreGroup(ctx context.Context, repair bool, cs *chatCopies, g *groupCopies, configured func(string) bool) []storage.Problem {
+	var out []storage.Problem
 	for i, party := range append([]string{g.have.msg.SenderID}, g.have.msg.ReceiverIDs...) {
 		if g.holders[party] || !cs.agents[party] && !configured(party) || s.compactedAway(party, g.have.msg) {
 			continue
@@ -157,21 +158,21 @@ type chatCopies struct {
 // chatCopies reads every agent's chat log (nil without agents/); invalid
 // lines are left to the line check.
 func (s *Store) chatCopies() (*chatCopies, error) {
-	entries, err := os.ReadDir(s.agentsDir())
+	entries, err := os.ReadDir(s.AgentsDir())
 	if os.IsNotExist(err) {
 		return nil, nil
 	}
 	if err != nil {
-		return nil, fmt.Errorf("read %s: %w", s.Rel(s.agentsDir()), err)
+		return nil, fmt.Errorf("read %s: %w", s.Rel(s.AgentsDir()), err)
 	}
 	cs := &chatCopies{agents: map[string]bool{}, inbound: map[string]copyOf{}, outbound: map[string]copyOf{}, group: map[string]*groupCopies{}}
 	for _, e := range entries {
-		if !e.IsDir() || CheckAgentID(e.Name()) != nil {
+		if !e.IsDir() || storage.CheckAgentID(e.Name()) != nil {
 			continue
 		}
 		cs.agents[e.Name()] = true
 		path, _ := s.ChatPath(e.Name())
-		recs, _, _, err := ReadAll(path)
+		recs, _, _, err := storage.ReadAll(path)
 		if err != nil {
 			return nil, fmt.Errorf("read %s: %w", s.Rel(path), err)
 		}
@@ -196,17 +197,17 @@ func (s *Store) chatCopies() (*chatCopies, error) {
 
 // restoreCopy reports a one-sided message and, with repair, appends the
 // missing copy to to's chat log unless its id is there already.
-func (s *Store) restoreCopy(ctx context.Context, repair bool, have copyOf, to string, missing Message, what string) Problem {
+func (s *Store) restoreCopy(ctx context.Context, repair bool, have copyOf, to string, missing Message, what string) storage.Problem {
 	dst, _ := s.ChatPath(to)
 	src, _ := s.ChatPath(have.agent)
-	p := Problem{Path: s.Rel(src), Line: have.line, Reason: fmt.Sprintf("message %s is missing from %s (%s)", missing.ID, s.Rel(dst), what)}
+	p := storage.Problem{Path: s.Rel(src), Line: have.line, Reason: fmt.Sprintf("message %s is missing from %s (%s)", missing.ID, s.Rel(dst), what)}
 	if !repair {
 		return p
 	}
 	line, err := json.Marshal(missing)
 	if err == nil {
 		id, _ := json.Marshal(missing.ID)
-		err = s.appendUnless(ctx, dst, line, []byte(`"id":`+string(id)))
+		err = s.AppendUnless(ctx, dst, line, []byte(`"id":`+string(id)))
 	}
 	if err != nil {
 		p.Reason += fmt.Sprintf(": could not restore it: %v", err)

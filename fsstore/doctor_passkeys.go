@@ -1,6 +1,7 @@
 package fsstore
 
 import (
+	"aipm/fsstore/storage"
 	"errors"
 	"fmt"
 	"os"
@@ -12,10 +13,10 @@ import (
 // can fix it, because the new passkey must be handed to the agent. An agent
 // with a command also needs its passkey saved (Startable), or aipm watch
 // cannot start it.
-func (s *Store) passkeyProblems(cfg *Config) []Problem {
-	var out []Problem
+func (s *Store) passkeyProblems(cfg *storage.Config) []storage.Problem {
+	var out []storage.Problem
 	for _, a := range cfg.Agents {
-		if a.Type != AgentAI {
+		if a.Type != storage.AgentAI {
 			continue
 		}
 		path, err := s.PasskeyPath(a.ID)
@@ -23,7 +24,7 @@ func (s *Store) passkeyProblems(cfg *Config) []Problem {
 			continue // the config check reports a bad id
 		}
 		if _, err := os.Stat(path); errors.Is(err, os.ErrNotExist) {
-			out = append(out, Problem{Path: s.Rel(path), Reason: fmt.Sprintf(
+			out = append(out, storage.Problem{Path: s.Rel(path), Reason: fmt.Sprintf(
 				"AI agent %q has no passkey and cannot authenticate (passkeys are not kept in git): run aipm agent passkey %s", a.ID, a.ID)})
 			continue
 		}
@@ -32,7 +33,7 @@ func (s *Store) passkeyProblems(cfg *Config) []Problem {
 		}
 		if cred, err := s.CredentialPath(a.ID); err == nil {
 			if _, err := os.Stat(cred); errors.Is(err, os.ErrNotExist) {
-				out = append(out, Problem{Path: s.Rel(cred), Reason: fmt.Sprintf(
+				out = append(out, storage.Problem{Path: s.Rel(cred), Reason: fmt.Sprintf(
 					"AI agent %q has a command but no saved passkey, so aipm watch cannot start it and its work waits: run aipm agent passkey %s --save", a.ID, a.ID)})
 			}
 		}

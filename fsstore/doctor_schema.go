@@ -10,6 +10,7 @@ import (
 	"strings"
 
 	"aipm/fsstore/lockedfile"
+	"aipm/fsstore/storage"
 )
 
 // schemaOf returns the meaning check of a document by where it lives, or
@@ -18,11 +19,11 @@ import (
 func (s *Store) schemaOf(path string) func(data []byte) [][2]string {
 	dir, name := filepath.Dir(path), filepath.Base(path)
 	switch {
-	case dir == s.CollectionDir(Tasks) && strings.HasSuffix(name, ".json"):
+	case dir == s.CollectionDir(storage.Tasks) && strings.HasSuffix(name, ".json"):
 		return func(data []byte) [][2]string { return checkTaskDoc(strings.TrimSuffix(name, ".json"), data) }
-	case dir == s.CollectionDir(Sessions) && strings.HasSuffix(name, ".json"):
+	case dir == s.CollectionDir(storage.Sessions) && strings.HasSuffix(name, ".json"):
 		return func(data []byte) [][2]string { return checkSessionDoc(strings.TrimSuffix(name, ".json"), data) }
-	case filepath.Dir(dir) == s.agentsDir() && name == "read.json":
+	case filepath.Dir(dir) == s.AgentsDir() && name == "read.json":
 		return checkCursorsDoc
 	}
 	return nil
@@ -61,11 +62,11 @@ func checkTaskDoc(id string, data []byte) [][2]string {
 		bad("approvalStatus", "approvalStatus %q is invalid: use %s, %s or %s", t.ApprovalStatus, ApprovalApproved, ApprovalPending, ApprovalRejected)
 	}
 	for key, ref := range map[string]string{"assignee": t.Assignee, "requester": t.Requester} {
-		if ref != "" && ref != SystemSender && CheckAgentID(ref) != nil {
+		if ref != "" && ref != storage.SystemSender && storage.CheckAgentID(ref) != nil {
 			bad(key, "%s %q is not an agent id", key, ref)
 		}
 	}
-	if t.ParentID != "" && CheckID(PrefixTask, t.ParentID) != nil {
+	if t.ParentID != "" && storage.CheckID(storage.PrefixTask, t.ParentID) != nil {
 		bad("parentId", "parentId %q is not a task id", t.ParentID)
 	}
 	if t.CreatedAt.IsZero() {
@@ -84,10 +85,10 @@ func checkSessionDoc(id string, data []byte) [][2]string {
 	if ses.ID != id {
 		bad("id", "id %q does not match the file name %s.json", ses.ID, id)
 	}
-	if err := CheckAgentID(ses.Agent); err != nil {
+	if err := storage.CheckAgentID(ses.Agent); err != nil {
 		bad("agentId", "%v", err)
 	}
-	if err := CheckPurpose(ses.Purpose); err != nil {
+	if err := storage.CheckPurpose(ses.Purpose); err != nil {
 		bad("purpose", "%v", err)
 	}
 	if ses.TokenHash == "" {
@@ -97,19 +98,19 @@ func checkSessionDoc(id string, data []byte) [][2]string {
 }
 
 func checkCursorsDoc(data []byte) [][2]string {
-	var cursors Cursors
+	var cursors storage.Cursors
 	if err := json.Unmarshal(data, &cursors); err != nil {
 		return typeProblem(err)
 	}
 	var out [][2]string
 	for stream, sc := range cursors {
-		known := stream == StreamChat || stream == StreamNotifications || stream == NotificationStream(PurposeTask) || stream == NotificationStream(PurposeChat)
+		known := stream == storage.StreamChat || stream == storage.StreamNotifications || stream == storage.NotificationStream(storage.PurposeTask) || stream == storage.NotificationStream(storage.PurposeChat)
 		switch {
 		case !known:
-			out = append(out, [2]string{stream, fmt.Sprintf("unknown cursor %q: aipm keeps %s, %s and %s", stream, StreamChat, NotificationStream(PurposeTask), NotificationStream(PurposeChat))})
+			out = append(out, [2]string{stream, fmt.Sprintf("unknown cursor %q: aipm keeps %s, %s and %s", stream, storage.StreamChat, storage.NotificationStream(storage.PurposeTask), storage.NotificationStream(storage.PurposeChat))})
 		case sc.Offset < 0 || sc.Line < 0 || (sc.Offset > 0) != (sc.Line > 0):
 			out = append(out, [2]string{stream, fmt.Sprintf("cursor %q has offset %d and line %d: both are 0 or both positive", stream, sc.Offset, sc.Line)})
-		case sc.Pending != nil && CheckID(PrefixSession, sc.Pending.Session) != nil:
+		case sc.Pending != nil && storage.CheckID(storage.PrefixSession, sc.Pending.Session) != nil:
 			out = append(out, [2]string{stream, fmt.Sprintf("cursor %q: pending session %q is not a session id", stream, sc.Pending.Session)})
 		}
 	}
@@ -142,12 +143,12 @@ func invalidNotificationLine(b []byte) string {
 	if reason := lockedfile.InvalidLine(b); reason != "" {
 		return reason
 	}
-	if err := checkNotification(Record{Data: b}); err != nil {
+	if err := checkNotification(storage.Record{Data: b}); err != nil {
 		return err.Error()
 	}
 	var n Notification
 	json.Unmarshal(b, &n)
-	if CheckID(PrefixNotification, n.ID) != nil {
+	if storage.CheckID(storage.PrefixNotification, n.ID) != nil {
 		return fmt.Sprintf("not a notification: id %q is not a notification id", n.ID)
 	}
 	return ""

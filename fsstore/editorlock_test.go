@@ -1,6 +1,7 @@
 package fsstore
 
 import (
+	"aipm/fsstore/storage"
 	"context"
 	"encoding/json"
 	"errors"
@@ -137,7 +138,7 @@ func editorRace(t *testing.T, role string, saves int) int {
 	if err != nil {
 		t.Fatal(err)
 	}
-	path, _ := s.DocPath(Tasks, task.ID)
+	path, _ := s.DocPath(storage.Tasks, task.ID)
 	var updaters []func() error
 	for i := 0; i < 2; i++ {
 		cmd := helper(t, "task-updater", s.ProjectDir(), task.ID, "0")

@@ -1,6 +1,7 @@
 package fsstore
 
 import (
+	"aipm/fsstore/storage"
 	"bufio"
 	"encoding/json"
 	"errors"
@@ -15,7 +16,7 @@ import (
 // session document written here is one an older aipm left). Never for a
 // live project: nothing else may be writing to it.
 type Fixtures struct {
-	l Layout
+	l storage.Layout
 	s *Store
 }
 
@@ -27,7 +28,7 @@ func FixturesOf(s *Store) Fixtures { return Fixtures{l: s.Layout, s: s} }
 // next watches them from its first pass.
 func (f Fixtures) Collections(collections ...string) error {
 	for _, c := range collections {
-		if err := f.s.mkdirAll(f.s.CollectionDir(c)); err != nil {
+		if err := f.s.MkdirAll(f.s.CollectionDir(c)); err != nil {
 			return fmt.Errorf("fixture %s: %w", c, err)
 		}
 	}
@@ -40,13 +41,13 @@ func (f Fixtures) Doc(collection, id string, doc any) error {
 	if err != nil {
 		return err
 	}
-	data, err := EncodeDoc(doc)
+	data, err := storage.EncodeDoc(doc)
 	if err != nil {
 		return err
 	}
-	perm, dirPerm := os.FileMode(ModeFile), os.FileMode(ModeDir)
-	if collection == Sessions {
-		perm, dirPerm = ModePrivateFile, ModePrivateDir
+	perm, dirPerm := os.FileMode(storage.ModeFile), os.FileMode(storage.ModeDir)
+	if collection == storage.Sessions {
+		perm, dirPerm = storage.ModePrivateFile, storage.ModePrivateDir
 	}
 	if err := os.MkdirAll(filepath.Dir(path), dirPerm); err != nil {
 		return fmt.Errorf("fixture %s: %w", f.l.Rel(path), err)
@@ -62,12 +63,12 @@ func (f Fixtures) Doc(collection, id string, doc any) error {
 // encoded as JSON, and syncs the file once at the end.
 func (f Fixtures) Lines(path string, n int, line func(i int) any) error {
 	if rel, err := filepath.Rel(f.l.Root(), path); err != nil || !filepath.IsLocal(rel) {
-		return fmt.Errorf("fixture %s: not under %s", path, DirName)
+		return fmt.Errorf("fixture %s: not under %s", path, storage.DirName)
 	}
-	if err := os.MkdirAll(filepath.Dir(path), ModeDir); err != nil {
+	if err := os.MkdirAll(filepath.Dir(path), storage.ModeDir); err != nil {
 		return err
 	}
-	file, err := os.OpenFile(path, os.O_CREATE|os.O_WRONLY|os.O_APPEND, ModeFile)
+	file, err := os.OpenFile(path, os.O_CREATE|os.O_WRONLY|os.O_APPEND, storage.ModeFile)
 	if err != nil {
 		return err
 	}
@@ -107,7 +108,7 @@ func (f Fixtures) HandEdit(collection, id string, edit func(fields map[string]an
 		return fmt.Errorf("hand edit %s: %w", f.l.Rel(path), err)
 	}
 	tmp := path + "~" // an editor's backup name: not a document of the collection
-	if err := os.WriteFile(tmp, append(data, '\n'), ModeFile); err != nil {
+	if err := os.WriteFile(tmp, append(data, '\n'), storage.ModeFile); err != nil {
 		return fmt.Errorf("hand edit %s: %w", f.l.Rel(path), err)
 	}
 	return os.Rename(tmp, path)

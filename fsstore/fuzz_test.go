@@ -10,6 +10,7 @@ import (
 	"unicode/utf8"
 
 	"aipm/fsstore/lockedfile"
+	"aipm/fsstore/storage"
 )
 
 // The fuzz targets of the attack suite (docs/operations.md): every parser
@@ -39,7 +40,7 @@ func FuzzDecodeMessage(f *testing.F) {
 func FuzzDecodeNotification(f *testing.F) {
 	f.Add([]byte(`{"type":"interrupt","taskId":"tsk_1","message":"stop","createdAt":"2026-01-02T03:04:05Z"}`))
 	f.Fuzz(func(t *testing.T, line []byte) {
-		n, err := decodeNotification(Record{Line: 1, Data: line})
+		n, err := decodeNotification(storage.Record{Line: 1, Data: line})
 		if err != nil {
 			return
 		}
@@ -47,7 +48,7 @@ func FuzzDecodeNotification(f *testing.F) {
 		if err != nil {
 			t.Fatalf("accepted %q, cannot encode it: %v", line, err)
 		}
-		if _, err := decodeNotification(Record{Line: 1, Data: again}); err != nil {
+		if _, err := decodeNotification(storage.Record{Line: 1, Data: again}); err != nil {
 			t.Fatalf("accepted %q, refused its re-encoding %s: %v", line, again, err)
 		}
 	})
@@ -60,7 +61,7 @@ func FuzzTaskDoc(f *testing.F) {
 	f.Fuzz(func(t *testing.T, data []byte) {
 		checkTaskDoc("tsk_1", data)
 		var task Task
-		if decodeDoc("tasks/tsk_1.json", data, &task) != nil {
+		if storage.DecodeDoc("tasks/tsk_1.json", data, &task) != nil {
 			return
 		}
 		for _, to := range append(Statuses, "", "nonsense") {
@@ -71,7 +72,7 @@ func FuzzTaskDoc(f *testing.F) {
 			return // the encoder refuses what it cannot keep
 		}
 		var again Task
-		if err := decodeDoc("tasks/tsk_1.json", out, &again); err != nil || again.ID != task.ID || again.Status != task.Status {
+		if err := storage.DecodeDoc("tasks/tsk_1.json", out, &again); err != nil || again.ID != task.ID || again.Status != task.Status {
 			t.Fatalf("decoded %q, rewrote it as %q, which reads back as %+v, %v", data, out, again, err)
 		}
 	})
@@ -82,7 +83,7 @@ func FuzzSessionDoc(f *testing.F) {
 	f.Fuzz(func(t *testing.T, data []byte) {
 		checkSessionDoc("ses_1", data)
 		var ses Session
-		if decodeDoc("sessions/ses_1.json", data, &ses) != nil {
+		if storage.DecodeDoc("sessions/ses_1.json", data, &ses) != nil {
 			return
 		}
 		if _, err := lockedfile.EncodeKeeping(&ses, data); err != nil {
@@ -96,7 +97,7 @@ func FuzzParseConfig(f *testing.F) {
 	f.Add([]byte("[defaults]\nwait_seconds = \"x\"\nchat_idle_timeout = 30\n[[agents]]\nid = 1\nenv = { A = [1] }\n"))
 	f.Add([]byte("[notifications]\nttl = 3\n[groups]\nteam = { a = 1 }\n"))
 	f.Fuzz(func(t *testing.T, data []byte) {
-		cfg, err := ParseConfig("config.toml", data)
+		cfg, err := storage.ParseConfig("config.toml", data)
 		if err == nil && cfg == nil {
 			t.Fatalf("ParseConfig(%q): no config and no error", data)
 		}
@@ -122,7 +123,7 @@ func FuzzPasskeyFile(f *testing.F) {
 	}
 	record, _ := s.PasskeyPath("coder")
 	keyFile := filepath.Join(f.TempDir(), "passkey")
-	if err := s.mkdirAll(filepath.Dir(record)); err != nil {
+	if err := s.MkdirAll(filepath.Dir(record)); err != nil {
 		f.Fatal(err)
 	}
 	f.Fuzz(func(t *testing.T, doc []byte, file string) {

@@ -1,6 +1,7 @@
 package fsstore
 
 import (
+	"aipm/fsstore/storage"
 	"context"
 	"slices"
 	"strings"
@@ -17,12 +18,12 @@ import (
 
 // checkGroupParties checks start_conversation's participant_agent_ids:
 // two or more AI agents, not the caller, none twice, at most MaxReceivers.
-func (s *Store) checkGroupParties(cfg *Config, from string, participants []string) error {
+func (s *Store) checkGroupParties(cfg *storage.Config, from string, participants []string) error {
 	if len(participants) < 2 {
-		return codeErr(CodeAgentNotFound, "participant_agent_ids names %d agent(s): a group conversation needs two or more others; for one, use target_agent_id", len(participants))
+		return storage.CodeErr(storage.CodeAgentNotFound, "participant_agent_ids names %d agent(s): a group conversation needs two or more others; for one, use target_agent_id", len(participants))
 	}
-	if len(participants) > MaxReceivers {
-		return codeErr(CodeTooManyReceivers, "%d participants is too many: at most %d", len(participants), MaxReceivers)
+	if len(participants) > storage.MaxReceivers {
+		return storage.CodeErr(storage.CodeTooManyReceivers, "%d participants is too many: at most %d", len(participants), storage.MaxReceivers)
 	}
 	seen := map[string]bool{}
 	for _, p := range participants {
@@ -30,7 +31,7 @@ func (s *Store) checkGroupParties(cfg *Config, from string, participants []strin
 			return err
 		}
 		if seen[p] {
-			return codeErr(CodeDuplicateReceiver, "participant_agent_ids names %s twice: name each participant once", p)
+			return storage.CodeErr(storage.CodeDuplicateReceiver, "participant_agent_ids names %s twice: name each participant once", p)
 		}
 		seen[p] = true
 	}
@@ -43,7 +44,7 @@ func (s *Store) checkGroupParties(cfg *Config, from string, participants []strin
 // must be from's turn (else not_your_turn, naming whose it is). The turn
 // counts only once written (Conversation.turn, the rule for conversations
 // of two too).
-func (s *Store) groupTurn(ctx context.Context, cfg *Config, from, id string, receivers []string, write func() error) error {
+func (s *Store) groupTurn(ctx context.Context, cfg *storage.Config, from, id string, receivers []string, write func() error) error {
 	if _, err := s.partyConversation(ctx, cfg, from, id); err != nil {
 		return err
 	}
@@ -51,13 +52,13 @@ func (s *Store) groupTurn(ctx context.Context, cfg *Config, from, id string, rec
 	_, err := s.updateConversation(ctx, cfg, id, func(c *Conversation, now time.Time) error {
 		others := c.Others(from)
 		if !c.IsGroup() || !sameSet(others, receivers) {
-			return codeErr(CodeNotConversationParticipant, "conversation %s is among %s: a turn goes to %s; send it with send_conversation_message", c.ID, strings.Join(c.Parties(), ", "), strings.Join(others, ", "))
+			return storage.CodeErr(storage.CodeNotConversationParticipant, "conversation %s is among %s: a turn goes to %s; send it with send_conversation_message", c.ID, strings.Join(c.Parties(), ", "), strings.Join(others, ", "))
 		}
 		if !c.Open() {
-			return codeErr(CodeConversationNotActive, "conversation %s is %s (%s): it takes no more turns; start a new one with start_conversation if you need to", c.ID, c.State, c.EndReason)
+			return storage.CodeErr(storage.CodeConversationNotActive, "conversation %s is %s (%s): it takes no more turns; start a new one with start_conversation if you need to", c.ID, c.State, c.EndReason)
 		}
 		if next := c.NextSpeaker(); next != from {
-			return codeErr(CodeNotYourTurn, "it is %s's turn in conversation %s (order: %s; turn %d of %d): wait for %s's message (get_next_action brings it), then send yours", next, c.ID, strings.Join(c.Parties(), ", "), c.Turns+1, c.MaxTurns, next)
+			return storage.CodeErr(storage.CodeNotYourTurn, "it is %s's turn in conversation %s (order: %s; turn %d of %d): wait for %s's message (get_next_action brings it), then send yours", next, c.ID, strings.Join(c.Parties(), ", "), c.Turns+1, c.MaxTurns, next)
 		}
 		var err error
 		written, err = c.turn(from, now, write)
@@ -81,6 +82,6 @@ func sameSet(a, b []string) bool {
 
 // Get returns conversation id, with a due timeout applied, for one of its
 // parties (not_conversation_participant for anyone else).
-func (cb ConversationBook) Get(ctx context.Context, cfg *Config, agent, id string) (Conversation, error) {
+func (cb ConversationBook) Get(ctx context.Context, cfg *storage.Config, agent, id string) (Conversation, error) {
 	return cb.s.partyConversation(ctx, cfg, agent, id)
 }

@@ -1,6 +1,7 @@
 package fsstore
 
 import (
+	"aipm/fsstore/storage"
 	"context"
 	"fmt"
 	"slices"
@@ -20,9 +21,9 @@ func CheckTargets(to string, list []string, group string) error {
 	}
 	switch {
 	case n == 0:
-		return codeErr(CodeAgentNotFound, "name who the message is for: target_agent_id (one agent), target_agent_ids (a list) or target_group (a group of config.toml)")
+		return storage.CodeErr(storage.CodeAgentNotFound, "name who the message is for: target_agent_id (one agent), target_agent_ids (a list) or target_group (a group of config.toml)")
 	case n > 1:
-		return codeErr(CodeTooManyTargets, "give exactly one of target_agent_id, target_agent_ids and target_group: they are three ways of saying who the message is for")
+		return storage.CodeErr(storage.CodeTooManyTargets, "give exactly one of target_agent_id, target_agent_ids and target_group: they are three ways of saying who the message is for")
 	}
 	return nil
 }
@@ -31,23 +32,23 @@ func CheckTargets(to string, list []string, group string) error {
 // list as given, or the group's members without the sender (a group may
 // contain its own members' senders). Each must be a configured agent other
 // than the sender, named once, at most MaxReceivers.
-func (s *Store) receiversOf(cfg *Config, m OutgoingMessage) ([]string, error) {
+func (s *Store) receiversOf(cfg *storage.Config, m OutgoingMessage) ([]string, error) {
 	list := m.Receivers
 	if m.Group != "" {
 		members, ok := cfg.Group(m.Group)
 		if !ok {
-			return nil, codeErr(CodeGroupNotFound, "there is no group %q in config.toml: define it under [groups] (e.g. reviewers = [\"a1\", \"a2\"]), or name the agents one by one", Clip(m.Group, maxEchoedID))
+			return nil, storage.CodeErr(storage.CodeGroupNotFound, "there is no group %q in config.toml: define it under [groups] (e.g. reviewers = [\"a1\", \"a2\"]), or name the agents one by one", storage.Clip(m.Group, storage.MaxEchoedID))
 		}
 		list = slices.DeleteFunc(slices.Clone(members), func(a string) bool { return a == m.From })
 		if len(list) == 0 {
-			return nil, codeErr(CodeCannotMessageSelf, "group %q has no member but you (%s): there is nobody to send it to", m.Group, m.From)
+			return nil, storage.CodeErr(storage.CodeCannotMessageSelf, "group %q has no member but you (%s): there is nobody to send it to", m.Group, m.From)
 		}
 	}
 	if len(list) == 0 {
-		return nil, codeErr(CodeAgentNotFound, "target_agent_ids is empty: name at least one agent")
+		return nil, storage.CodeErr(storage.CodeAgentNotFound, "target_agent_ids is empty: name at least one agent")
 	}
-	if len(list) > MaxReceivers {
-		return nil, codeErr(CodeTooManyReceivers, "%d receivers is too many: one message goes to at most %d; split the list", len(list), MaxReceivers)
+	if len(list) > storage.MaxReceivers {
+		return nil, storage.CodeErr(storage.CodeTooManyReceivers, "%d receivers is too many: one message goes to at most %d; split the list", len(list), storage.MaxReceivers)
 	}
 	seen := map[string]bool{}
 	for _, to := range list {
@@ -55,7 +56,7 @@ func (s *Store) receiversOf(cfg *Config, m OutgoingMessage) ([]string, error) {
 			return nil, err
 		}
 		if seen[to] {
-			return nil, codeErr(CodeDuplicateReceiver, "the receivers name %s twice: name each receiver once", to)
+			return nil, storage.CodeErr(storage.CodeDuplicateReceiver, "the receivers name %s twice: name each receiver once", to)
 		}
 		seen[to] = true
 	}
@@ -77,7 +78,7 @@ var testHookGroupWrote func(n int)
 //
 // Without conversation_id a group message is not a conversation turn; with
 // one, it is a turn of that group conversation (groupTurn).
-func (s *Store) sendGroup(ctx context.Context, cfg *Config, m OutgoingMessage) (Message, error) {
+func (s *Store) sendGroup(ctx context.Context, cfg *storage.Config, m OutgoingMessage) (Message, error) {
 	receivers, err := s.receiversOf(cfg, m)
 	if err != nil {
 		return Message{}, err
@@ -86,7 +87,7 @@ func (s *Store) sendGroup(ctx context.Context, cfg *Config, m OutgoingMessage) (
 		return Message{}, err
 	}
 	msg := Message{
-		ID: NewID(PrefixMessage), SenderID: m.From, ReceiverIDs: receivers, TargetGroup: m.Group, Content: m.Content,
+		ID: storage.NewID(storage.PrefixMessage), SenderID: m.From, ReceiverIDs: receivers, TargetGroup: m.Group, Content: m.Content,
 		CreatedAt: time.Now().UTC().Format(timeFormat), ConversationID: m.ConversationID,
 		RelatedTaskID: m.RelatedTaskID, Kind: m.Kind,
 	}
@@ -110,7 +111,7 @@ func (s *Store) writeCopies(ctx context.Context, msg Message, agents []string) e
 		path, err := s.ChatPath(a)
 		if err == nil {
 			var flush func() error
-			if flush, err = s.writeJSONL(ctx, path, msg); err == nil {
+			if flush, err = s.WriteJSONL(ctx, path, msg); err == nil {
 				flushes = append(flushes, flush)
 			}
 		}
@@ -136,7 +137,7 @@ func (s *Store) writeCopies(ctx context.Context, msg Message, agents []string) e
 	case len(flushes) == 0:
 		return failed // nothing written: nothing sent
 	}
-	return codeErr(CodeSentPartly, "message %s to %s is written only in part (%v); do not send it again: aipm doctor --repair writes the missing copies", msg.ID, strings.Join(msg.ReceiverIDs, ", "), failed)
+	return storage.CodeErr(storage.CodeSentPartly, "message %s to %s is written only in part (%v); do not send it again: aipm doctor --repair writes the missing copies", msg.ID, strings.Join(msg.ReceiverIDs, ", "), failed)
 }
 
 // checkRelatedTask checks a message's related_task_id, if any.
@@ -144,11 +145,11 @@ func (s *Store) checkRelatedTask(id string) error {
 	if id == "" {
 		return nil
 	}
-	if err := CheckID(PrefixTask, id); err != nil {
-		return codeErr(CodeTaskNotFound, "related_task_id: %v", err)
+	if err := storage.CheckID(storage.PrefixTask, id); err != nil {
+		return storage.CodeErr(storage.CodeTaskNotFound, "related_task_id: %v", err)
 	}
 	if _, err := s.Task(id); err != nil {
-		return codeErr(CodeTaskNotFound, "related_task_id: %v", err)
+		return storage.CodeErr(storage.CodeTaskNotFound, "related_task_id: %v", err)
 	}
 	return nil
 }

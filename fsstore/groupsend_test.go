@@ -1,6 +1,7 @@
 package fsstore
 
 import (
+	"aipm/fsstore/storage"
 	"context"
 	"errors"
 	"fmt"
@@ -49,10 +50,10 @@ func helperGroupSend(h *helperProc) error {
 	return nil
 }
 
-func groupStore(t *testing.T) (*Store, *Config) {
+func groupStore(t *testing.T) (*Store, *storage.Config) {
 	t.Helper()
 	s := newTestStore(t)
-	for _, a := range []NewAgent{{ID: "alice", Type: AgentAI}, {ID: "bob", Type: AgentAI}, {ID: "carol", Type: AgentAI}, {ID: "dave", Type: AgentHuman}} {
+	for _, a := range []NewAgent{{ID: "alice", Type: storage.AgentAI}, {ID: "bob", Type: storage.AgentAI}, {ID: "carol", Type: storage.AgentAI}, {ID: "dave", Type: storage.AgentHuman}} {
 		if _, err := s.AddAgent(context.Background(), a); err != nil {
 			t.Fatal(err)
 		}
@@ -71,7 +72,7 @@ func copiesOf(t *testing.T, s *Store, agents ...string) map[string]int {
 	out := map[string]int{}
 	for _, a := range agents {
 		path, _ := s.ChatPath(a)
-		recs, _, _, err := ReadAll(path)
+		recs, _, _, err := storage.ReadAll(path)
 		if err != nil && !errors.Is(err, os.ErrNotExist) {
 			t.Fatal(err)
 		}
@@ -183,8 +184,8 @@ func TestGroupSendKilledAtRandom(t *testing.T) {
 // is written.
 func TestGroupSendRefusals(t *testing.T) {
 	s, cfg := groupStore(t)
-	cfg.Groups = Groups{"all": {"alice", "bob", "carol"}, "me": {"alice"}}
-	many := make([]string, MaxReceivers+1)
+	cfg.Groups = storage.Groups{"all": {"alice", "bob", "carol"}, "me": {"alice"}}
+	many := make([]string, storage.MaxReceivers+1)
 	for i := range many {
 		many[i] = fmt.Sprintf("a%d", i)
 	}
@@ -193,22 +194,22 @@ func TestGroupSendRefusals(t *testing.T) {
 		m    OutgoingMessage
 		code string
 	}{
-		{"none", OutgoingMessage{}, CodeAgentNotFound},
-		{"two ways", OutgoingMessage{To: "bob", Receivers: []string{"carol"}}, CodeTooManyTargets},
-		{"list and group", OutgoingMessage{Group: "all", Receivers: []string{"carol"}}, CodeTooManyTargets},
-		{"empty list", OutgoingMessage{Receivers: []string{}}, CodeAgentNotFound},
-		{"self in list", OutgoingMessage{Receivers: []string{"bob", "alice"}}, CodeCannotMessageSelf},
-		{"duplicate", OutgoingMessage{Receivers: []string{"bob", "carol", "bob"}}, CodeDuplicateReceiver},
-		{"unknown", OutgoingMessage{Receivers: []string{"bob", "zed"}}, CodeAgentNotFound},
-		{"bad id", OutgoingMessage{Receivers: []string{"../x"}}, CodeAgentNotFound},
-		{"too many", OutgoingMessage{Receivers: many}, CodeTooManyReceivers},
-		{"no group", OutgoingMessage{Group: "nobody"}, CodeGroupNotFound},
-		{"only me", OutgoingMessage{Group: "me"}, CodeCannotMessageSelf},
+		{"none", OutgoingMessage{}, storage.CodeAgentNotFound},
+		{"two ways", OutgoingMessage{To: "bob", Receivers: []string{"carol"}}, storage.CodeTooManyTargets},
+		{"list and group", OutgoingMessage{Group: "all", Receivers: []string{"carol"}}, storage.CodeTooManyTargets},
+		{"empty list", OutgoingMessage{Receivers: []string{}}, storage.CodeAgentNotFound},
+		{"self in list", OutgoingMessage{Receivers: []string{"bob", "alice"}}, storage.CodeCannotMessageSelf},
+		{"duplicate", OutgoingMessage{Receivers: []string{"bob", "carol", "bob"}}, storage.CodeDuplicateReceiver},
+		{"unknown", OutgoingMessage{Receivers: []string{"bob", "zed"}}, storage.CodeAgentNotFound},
+		{"bad id", OutgoingMessage{Receivers: []string{"../x"}}, storage.CodeAgentNotFound},
+		{"too many", OutgoingMessage{Receivers: many}, storage.CodeTooManyReceivers},
+		{"no group", OutgoingMessage{Group: "nobody"}, storage.CodeGroupNotFound},
+		{"only me", OutgoingMessage{Group: "me"}, storage.CodeCannotMessageSelf},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			tc.m.From, tc.m.Content = "alice", "hi"
 			_, err := s.Send(context.Background(), cfg, tc.m)
-			var ce *CodeError
+			var ce *storage.CodeError
 			if !errors.As(err, &ce) || ce.Code != tc.code {
 				t.Fatalf("err = %v, want code %s", err, tc.code)
 			}
@@ -224,7 +225,7 @@ func TestGroupSendRefusals(t *testing.T) {
 // reads it as unread, the sender does not.
 func TestGroupSendByGroup(t *testing.T) {
 	s, cfg := groupStore(t)
-	cfg.Groups = Groups{"team": {"bob", "alice", "carol"}}
+	cfg.Groups = storage.Groups{"team": {"bob", "alice", "carol"}}
 	ctx := context.Background()
 	m, err := s.Send(ctx, cfg, OutgoingMessage{From: "alice", Group: "team", Content: "standup"})
 	if err != nil {
@@ -250,7 +251,7 @@ func TestGroupSendByGroup(t *testing.T) {
 // TestConfigGroups: [groups] is checked at load.
 func TestConfigGroups(t *testing.T) {
 	base := "[[agents]]\nid = \"a1\"\ntype = \"ai\"\n\n[[agents]]\nid = \"a2\"\ntype = \"ai\"\n\n[groups]\n"
-	cfg, err := ParseConfig("config.toml", []byte(base+"reviewers = [\"a1\", \"a2\"]\n"))
+	cfg, err := storage.ParseConfig("config.toml", []byte(base+"reviewers = [\"a1\", \"a2\"]\n"))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -264,7 +265,7 @@ func TestConfigGroups(t *testing.T) {
 		{"system = [\"a1\"]", "config.toml:10: group name \"system\" is invalid"},
 		{"\"bad name\" = [\"a1\"]", "group name \"bad name\" is invalid"},
 	} {
-		_, err := ParseConfig("config.toml", []byte(base+tc.line+"\n"))
+		_, err := storage.ParseConfig("config.toml", []byte(base+tc.line+"\n"))
 		if err == nil || !strings.Contains(err.Error(), tc.want) {
 			t.Errorf("%s: err = %v, want %q", tc.line, err, tc.want)
 		}

@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"aipm/fsstore/lockedfile"
+	"aipm/fsstore/storage"
 )
 
 // Interruption is one interrupt to write (DESIGN section 6): Agent is told
@@ -50,9 +51,9 @@ const HandEdit = "a human (hand edit of the task file)"
 func (s *Store) WriteInterrupt(ctx context.Context, in Interruption) (Notification, bool, error) {
 	if in.Task == nil && !s.hasLiveSession(in.Agent, "") {
 		// Only a session live now reads it: one started later never would.
-		return Notification{}, false, kindf(ErrNobodyToInterrupt, "nobody to interrupt: %s has no live session (an interrupt about no task is only for a session live now)", in.Agent)
+		return Notification{}, false, storage.Kindf(ErrNobodyToInterrupt, "nobody to interrupt: %s has no live session (an interrupt about no task is only for a session live now)", in.Agent)
 	}
-	n := Notification{Type: NotifyInterrupt, From: in.By, Message: interruptText(in)}
+	n := Notification{Type: storage.NotifyInterrupt, From: in.By, Message: interruptText(in)}
 	if in.Task != nil {
 		n.TaskID = in.Task.ID
 		if in.StatusChange {
@@ -102,7 +103,7 @@ func (s *Store) WriteInterrupt(ctx context.Context, in Interruption) (Notificati
 // keeps the old statusChangedAt. The same save seen again has the same key;
 // a later edit (blocked, in_progress, then cancelled) a new one.
 func (s *Store) HandEditKey(t Task) (string, error) {
-	path, err := s.DocPath(Tasks, t.ID)
+	path, err := s.DocPath(storage.Tasks, t.ID)
 	if err != nil {
 		return "", err
 	}
@@ -142,7 +143,7 @@ func (s *Store) hasInterruptSince(agent, taskID string, since time.Time) (bool, 
 	if err != nil {
 		return false, err
 	}
-	recs, _, _, err := ReadAll(path)
+	recs, _, _, err := storage.ReadAll(path)
 	if err != nil {
 		return false, err
 	}
@@ -151,7 +152,7 @@ func (s *Store) hasInterruptSince(agent, taskID string, since time.Time) (bool, 
 		if json.Unmarshal(recs[i].Data, &n) != nil {
 			continue
 		}
-		if n.Type == NotifyInterrupt && n.TaskID == taskID && !n.CreatedAt.Before(since) {
+		if n.Type == storage.NotifyInterrupt && n.TaskID == taskID && !n.CreatedAt.Before(since) {
 			return true, nil
 		}
 	}
@@ -166,7 +167,7 @@ func (s *Store) hasInterruptSince(agent, taskID string, since time.Time) (bool, 
 // what happened.
 func InterruptInstruction(purpose, kind string) string {
 	switch {
-	case purpose != PurposeTask:
+	case purpose != storage.PurposeTask:
 		return "Stop what you are doing: call logout, then exit."
 	case kind == InterruptCancel:
 		return `Stop working now and drop the work (the task was cancelled): call report_completed(result="cancelled", summary=what you did), then exit.`

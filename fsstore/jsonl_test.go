@@ -1,6 +1,7 @@
 package fsstore
 
 import (
+	"aipm/fsstore/storage"
 	"bufio"
 	"bytes"
 	"context"
@@ -20,7 +21,7 @@ import (
 	"github.com/tidwall/gjson"
 )
 
-func idOf(r Record) string { return gjson.GetBytes(r.Data, "id").String() }
+func idOf(r storage.Record) string { return gjson.GetBytes(r.Data, "id").String() }
 
 func TestAppendManyProcesses(t *testing.T) {
 	const procs, lines = 8, 5000
@@ -48,7 +49,7 @@ func TestAppendManyProcesses(t *testing.T) {
 		}()
 	}
 	wg.Wait()
-	recs, bad, tail, err := ReadAll(path)
+	recs, bad, tail, err := storage.ReadAll(path)
 	if err != nil || len(bad) > 0 || tail != 0 {
 		t.Fatalf("ReadAll: err=%v bad=%v tail=%d", err, bad, tail)
 	}
@@ -95,15 +96,15 @@ func TestKilledWriterMidLine(t *testing.T) {
 	cmd.Process.Signal(syscall.SIGKILL)
 	cmd.Wait()
 
-	recs, bad, tail, err := ReadAll(path)
+	recs, bad, tail, err := storage.ReadAll(path)
 	if err != nil || len(bad) != 0 || len(recs) != 10 || tail == 0 {
 		t.Fatalf("after kill: %d records, bad=%v, tail=%d, err=%v; want 10 records and a torn tail", len(recs), bad, tail, err)
 	}
 	// The next writer ends the fragment, so its own line stays whole.
-	if err := s.AppendJSONL(context.Background(), path, testLine{ID: NewID(PrefixMessage), Writer: "next"}); err != nil {
+	if err := s.AppendJSONL(context.Background(), path, testLine{ID: storage.NewID(storage.PrefixMessage), Writer: "next"}); err != nil {
 		t.Fatal(err)
 	}
-	recs, bad, tail, err = ReadAll(path)
+	recs, bad, tail, err = storage.ReadAll(path)
 	if err != nil || len(recs) != 11 || len(bad) != 1 || bad[0].Line != 11 || tail != 0 {
 		t.Fatalf("after next append: %d records, bad=%v, tail=%d, err=%v; want 11 records and line 11 reported", len(recs), bad, tail, err)
 	}
@@ -145,7 +146,7 @@ func TestKilledWriterRandomInstants(t *testing.T) {
 		}
 		cmd.Wait()
 	}
-	recs, bad, _, err := ReadAll(path)
+	recs, bad, _, err := storage.ReadAll(path)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -169,7 +170,7 @@ func TestKilledWriterRandomInstants(t *testing.T) {
 func TestRenameReplaceDuringAppend(t *testing.T) {
 	s := newTestStore(t)
 	path := filepath.Join(s.Root(), "agents", "a", "chat.jsonl")
-	if err := s.AppendJSONL(context.Background(), path, testLine{ID: NewID(PrefixMessage)}); err != nil {
+	if err := s.AppendJSONL(context.Background(), path, testLine{ID: storage.NewID(storage.PrefixMessage)}); err != nil {
 		t.Fatal(err)
 	}
 	cmd := helper(t, "append", s.ProjectDir(), path, "3000")
@@ -199,7 +200,7 @@ loop:
 		if err != nil {
 			t.Fatal(err)
 		}
-		if err := writeFileAtomic(path, data, 0o644, false); err != nil {
+		if err := storage.WriteFileAtomic(path, data, 0o644, false); err != nil {
 			t.Fatal(err)
 		}
 		fl.Unlock()
@@ -209,7 +210,7 @@ loop:
 	if err := cmd.Wait(); err != nil {
 		t.Fatal(err)
 	}
-	recs, bad, tail, err := ReadAll(path)
+	recs, bad, tail, err := storage.ReadAll(path)
 	if err != nil || len(bad) > 0 || tail != 0 {
 		t.Fatalf("err=%v bad=%v tail=%d", err, bad, tail)
 	}
@@ -231,7 +232,7 @@ loop:
 func TestAppendRejectsNewline(t *testing.T) {
 	s := newTestStore(t)
 	path := filepath.Join(s.Root(), "x.jsonl")
-	if err := s.appendLine(context.Background(), path, []byte("{}\n{}")); err == nil {
+	if err := s.AppendLine(context.Background(), path, []byte("{}\n{}")); err == nil {
 		t.Fatal("a line with a newline was appended")
 	}
 	if _, err := os.Stat(path); !errors.Is(err, os.ErrNotExist) {
@@ -245,7 +246,7 @@ func TestAppendRejectsNewline(t *testing.T) {
 func TestShortAppendTakenBack(t *testing.T) {
 	s := newTestStore(t)
 	path := filepath.Join(s.Root(), "agents", "a", "chat.jsonl")
-	if err := s.AppendJSONL(context.Background(), path, testLine{ID: NewID(PrefixMessage)}); err != nil {
+	if err := s.AppendJSONL(context.Background(), path, testLine{ID: storage.NewID(storage.PrefixMessage)}); err != nil {
 		t.Fatal(err)
 	}
 	before, _ := os.ReadFile(path)

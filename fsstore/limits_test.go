@@ -1,6 +1,7 @@
 package fsstore
 
 import (
+	"aipm/fsstore/storage"
 	"errors"
 	"strings"
 	"testing"
@@ -10,17 +11,17 @@ import (
 // bytes) and refuses one more with <field>_too_long; bytes that are not
 // UTF-8 are content_invalid.
 func TestCheckText(t *testing.T) {
-	for field, limit := range TextLimits {
+	for field, limit := range storage.TextLimits {
 		t.Run(field, func(t *testing.T) {
-			if err := CheckText(field, strings.Repeat("é", limit)); err != nil {
+			if err := storage.CheckText(field, strings.Repeat("é", limit)); err != nil {
 				t.Errorf("%d characters: %v", limit, err)
 			}
-			var ce *CodeError
-			err := CheckText(field, strings.Repeat("é", limit+1))
+			var ce *storage.CodeError
+			err := storage.CheckText(field, strings.Repeat("é", limit+1))
 			if !errors.As(err, &ce) || ce.Code != field+"_too_long" || !strings.Contains(ce.Msg, "the limit is") {
 				t.Errorf("%d characters: %v", limit+1, err)
 			}
-			err = CheckText(field, "ok \xff")
+			err = storage.CheckText(field, "ok \xff")
 			if !errors.As(err, &ce) || ce.Code != "content_invalid" {
 				t.Errorf("invalid UTF-8: %v", err)
 			}
@@ -29,7 +30,7 @@ func TestCheckText(t *testing.T) {
 }
 
 func TestCheckEnum(t *testing.T) {
-	var ce *CodeError
+	var ce *storage.CodeError
 	for _, v := range []string{"", "doing", strings.Repeat("x", 1<<20)} {
 		err := CheckStatus(v)
 		if !errors.As(err, &ce) || ce.Code != "invalid_status" || len(err.Error()) > 300 {
@@ -50,11 +51,11 @@ func TestClip(t *testing.T) {
 		{strings.Repeat("é", 6), strings.Repeat("é", 5) + "... (12 bytes)"},
 		{"aéééééé", "aéééé... (13 bytes)"},
 	} {
-		if got := Clip(tc.in, 10); got != tc.want {
+		if got := storage.Clip(tc.in, 10); got != tc.want {
 			t.Errorf("Clip(%q) = %q, want %q", tc.in, got, tc.want)
 		}
 	}
-	if err := CheckID(PrefixTask, "tsk_"+strings.Repeat("A", 10<<20)); len(err.Error()) > 300 {
+	if err := storage.CheckID(storage.PrefixTask, "tsk_"+strings.Repeat("A", 10<<20)); len(err.Error()) > 300 {
 		t.Errorf("a 10 MB id is echoed in %d bytes", len(err.Error()))
 	}
 }

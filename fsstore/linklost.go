@@ -1,6 +1,7 @@
 package fsstore
 
 import (
+	"aipm/fsstore/storage"
 	"context"
 	"fmt"
 	"slices"
@@ -17,25 +18,25 @@ import (
 // never lost. With streams named, only the batches of those streams are
 // taken back. It says whether it took anything back.
 func (s *Store) Unhand(ctx context.Context, agent, session string, streams ...string) (bool, error) {
-	cursorPath, err := s.readCursorPath(agent)
+	cursorPath, err := s.ReadCursorPath(agent)
 	if err != nil {
 		return false, err
 	}
-	cursors, err := s.readCursors(cursorPath)
+	cursors, err := s.ReadCursors(cursorPath)
 	if err != nil {
 		return false, err
 	}
-	named := func(stream string, _ *PendingBatch) bool {
+	named := func(stream string, _ *storage.PendingBatch) bool {
 		return len(streams) == 0 || slices.Contains(streams, stream)
 	}
-	if !holdsBatchIn(cursors, session, named) {
+	if !storage.HoldsBatchIn(cursors, session, named) {
 		return false, nil
 	}
 	took := false
-	_, err = UpdateDoc(ctx, s.Files, cursorPath, ModeFile, func(cursors *Cursors, _ bool) error {
-		took = holdsBatchIn(*cursors, session, named) // each try of the swap decides anew
+	_, err = storage.UpdateDoc(ctx, s.Files, cursorPath, storage.ModeFile, func(cursors *storage.Cursors, _ bool) error {
+		took = storage.HoldsBatchIn(*cursors, session, named) // each try of the swap decides anew
 		if !took {
-			return ErrNoChange
+			return storage.ErrNoChange
 		}
 		for stream, sc := range *cursors {
 			if sc.Pending == nil || sc.Pending.Session != session || !named(stream, sc.Pending) {

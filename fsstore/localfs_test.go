@@ -1,6 +1,7 @@
 package fsstore
 
 import (
+	"aipm/fsstore/storage"
 	"context"
 	"errors"
 	"os"
@@ -39,12 +40,12 @@ func TestNetworkFilesystemMagic(t *testing.T) {
 		{0x0, ""},          // nothing
 		{0x6969 << 32, ""}, // no truncation matches a foreign magic
 	} {
-		name, ok := NetworkFilesystem(c.magic)
+		name, ok := storage.NetworkFilesystem(c.magic)
 		if name != c.name || ok != (c.name != "") {
 			t.Errorf("NetworkFilesystem(%#x) = %q, %v; want %q, %v", c.magic, name, ok, c.name, c.name != "")
 		}
 	}
-	if got := len(NetworkFilesystemNames()); got != 12 {
+	if got := len(storage.NetworkFilesystemNames()); got != 12 {
 		t.Errorf("%d refused filesystems, the table above has 12: add the new one there", got)
 	}
 }
@@ -52,8 +53,8 @@ func TestNetworkFilesystemMagic(t *testing.T) {
 // pretend makes every statfs of this test answer magic.
 func pretend(t *testing.T, magic int64) {
 	t.Helper()
-	testHookStatfs = func(string) (int64, error) { return magic, nil }
-	t.Cleanup(func() { testHookStatfs = nil })
+	storage.TestHookStatfs = func(string) (int64, error) { return magic, nil }
+	t.Cleanup(func() { storage.TestHookStatfs = nil })
 }
 
 // TestInitRefusesNetworkFilesystem: init on NFS creates nothing and says
@@ -62,7 +63,7 @@ func TestInitRefusesNetworkFilesystem(t *testing.T) {
 	dir := t.TempDir()
 	pretend(t, 0x6969)
 	_, err := Init(dir, "r")
-	if !errors.Is(err, ErrNetworkFilesystem) {
+	if !errors.Is(err, storage.ErrNetworkFilesystem) {
 		t.Fatalf("Init on nfs: %v, want ErrNetworkFilesystem", err)
 	}
 	want := dir + " is on a network filesystem (nfs): its locks and appends are not safe there and this machine cannot see other hosts' writes; keep .ai-pm on one machine's local disk and reach it from the others with ssh -T HOST aipm --dir PATH serve --agent ID, or aipm serve --http (docs/remote.md)"
@@ -83,11 +84,11 @@ func TestOpenRefusesNetworkFilesystem(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if err := os.WriteFile(chat, []byte(`{"id":"msg_01","senderId":"lead","content":"torn"`), ModeFile); err != nil {
+	if err := os.WriteFile(chat, []byte(`{"id":"msg_01","senderId":"lead","content":"torn"`), storage.ModeFile); err != nil {
 		t.Fatal(err)
 	}
 	pretend(t, 0xFE534D42)
-	if _, err := Open(s.ProjectDir()); !errors.Is(err, ErrNetworkFilesystem) || !strings.HasPrefix(err.Error(), ".ai-pm is on a network filesystem (smb2): ") {
+	if _, err := Open(s.ProjectDir()); !errors.Is(err, storage.ErrNetworkFilesystem) || !strings.HasPrefix(err.Error(), ".ai-pm is on a network filesystem (smb2): ") {
 		t.Fatalf("Open on smb2: %v", err)
 	}
 	checked, err := OpenToCheck(s.ProjectDir())
@@ -98,18 +99,18 @@ func TestOpenRefusesNetworkFilesystem(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if len(problems) != 2 || problems[0].Path != DirName || !strings.Contains(problems[0].Reason, "(smb2)") || problems[1].Repaired {
+	if len(problems) != 2 || problems[0].Path != storage.DirName || !strings.Contains(problems[0].Reason, "(smb2)") || problems[1].Repaired {
 		t.Fatalf("doctor --repair on smb2: %v, want the filesystem, then the torn line unrepaired", problems)
 	}
 	if _, err := os.Stat(filepath.Join(s.Root(), "quarantine")); !errors.Is(err, os.ErrNotExist) {
 		t.Errorf("doctor --repair on smb2 quarantined something: %v", err)
 	}
 
-	testHookStatfs = nil
+	storage.TestHookStatfs = nil
 	if _, err := Open(s.ProjectDir()); err != nil {
 		t.Fatalf("Open on the real (local) filesystem: %v", err)
 	}
-	if _, ok := localDirs.Load(s.Root()); !ok {
+	if _, ok := storage.LocalDirs.Load(s.Root()); !ok {
 		t.Errorf("a local .ai-pm is not remembered: every Open would ask statfs again")
 	}
 	problems, err = s.Doctor(context.Background(), true)
@@ -123,13 +124,13 @@ func TestOpenRefusesNetworkFilesystem(t *testing.T) {
 // Init's own error.
 func TestNetworkFilesystemStatfsFails(t *testing.T) {
 	missing := filepath.Join(t.TempDir(), "missing")
-	if _, err := networkFilesystemOf(missing); err == nil || !strings.Contains(err.Error(), missing) {
+	if _, err := storage.NetworkFilesystemOf(missing); err == nil || !strings.Contains(err.Error(), missing) {
 		t.Errorf("statfs of a missing directory: %v", err)
 	}
-	if err := checkLocalProject(missing); err != nil {
+	if err := storage.CheckLocalProject(missing); err != nil {
 		t.Errorf("checkLocalProject(missing) = %v, want nil (Init says it)", err)
 	}
-	if _, err := Init(missing, "x"); err == nil || errors.Is(err, ErrNetworkFilesystem) {
+	if _, err := Init(missing, "x"); err == nil || errors.Is(err, storage.ErrNetworkFilesystem) {
 		t.Errorf("Init in a missing directory: %v", err)
 	}
 }
@@ -137,24 +138,24 @@ func TestNetworkFilesystemStatfsFails(t *testing.T) {
 // TestPretendFilesystem: the knob knows the table's names and local, and
 // refuses any other.
 func TestPretendFilesystem(t *testing.T) {
-	t.Cleanup(func() { testHookStatfs = nil })
-	for _, name := range append(NetworkFilesystemNames(), "local") {
-		if err := PretendFilesystem(name); err != nil {
+	t.Cleanup(func() { storage.TestHookStatfs = nil })
+	for _, name := range append(storage.NetworkFilesystemNames(), "local") {
+		if err := storage.PretendFilesystem(name); err != nil {
 			t.Fatal(err)
 		}
-		got, err := networkFilesystemOf(t.TempDir())
+		got, err := storage.NetworkFilesystemOf(t.TempDir())
 		if want := strings.Replace(name, "local", "", 1); err != nil || got != want {
 			t.Errorf("pretending %s: %q, %v", name, got, err)
 		}
 	}
-	if err := PretendFilesystem("ext5"); err == nil {
+	if err := storage.PretendFilesystem("ext5"); err == nil {
 		t.Error("PretendFilesystem(ext5) accepted")
 	}
 }
 
 // TestNetworkAdviceAnchor: the page the refusal points to exists.
 func TestNetworkAdviceAnchor(t *testing.T) {
-	if !strings.Contains(networkAdvice, "(docs/remote.md)") {
+	if !strings.Contains(storage.NetworkAdvice, "(docs/remote.md)") {
 		t.Fatal("the refusal names no page")
 	}
 	if _, err := os.Stat(filepath.Join("..", "docs", "remote.md")); err != nil {

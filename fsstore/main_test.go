@@ -1,6 +1,7 @@
 package fsstore
 
 import (
+	"aipm/fsstore/storage"
 	"bufio"
 	"context"
 	"errors"
@@ -65,7 +66,7 @@ func runHelper(role string, args []string) error {
 	out := bufio.NewWriter(os.Stdout)
 	defer out.Flush()
 	if role == "open" {
-		testHookCloneReset = func() { fmt.Fprintln(out, "reset") }
+		storage.TestHookCloneReset = func() { fmt.Fprintln(out, "reset") }
 	}
 	store, err := Open(args[0])
 	if err != nil {
@@ -90,7 +91,7 @@ func runHelper(role string, args []string) error {
 // helperAppend appends n lines to the file arg, acknowledging each.
 func helperAppend(h *helperProc) error {
 	for i := 0; i < h.n; i++ {
-		id := NewID(PrefixMessage)
+		id := storage.NewID(storage.PrefixMessage)
 		if err := h.store.AppendJSONL(h.ctx, h.arg, testLine{ID: id, Writer: h.name, Seq: i, Pad: strings.Repeat("x", i%300)}); err != nil {
 			return err
 		}
@@ -104,7 +105,7 @@ func helperAppend(h *helperProc) error {
 // to be killed.
 func helperAppendThenTear(h *helperProc) error {
 	for i := 0; i < h.n; i++ {
-		if err := h.store.AppendJSONL(h.ctx, h.arg, testLine{ID: NewID(PrefixMessage), Writer: h.name, Seq: i}); err != nil {
+		if err := h.store.AppendJSONL(h.ctx, h.arg, testLine{ID: storage.NewID(storage.PrefixMessage), Writer: h.name, Seq: i}); err != nil {
 			return err
 		}
 	}
@@ -131,8 +132,8 @@ func helperAppendOverLimit(h *helperProc) error {
 	if err := syscall.Setrlimit(syscall.RLIMIT_FSIZE, &syscall.Rlimit{Cur: lim, Max: lim}); err != nil {
 		return err
 	}
-	err = h.store.AppendJSONL(h.ctx, h.arg, testLine{ID: NewID(PrefixMessage), Writer: h.name, Pad: strings.Repeat("x", 3*h.n)})
-	fmt.Fprintln(h.out, IsDiskFull(err), err)
+	err = h.store.AppendJSONL(h.ctx, h.arg, testLine{ID: storage.NewID(storage.PrefixMessage), Writer: h.name, Pad: strings.Repeat("x", 3*h.n)})
+	fmt.Fprintln(h.out, storage.IsDiskFull(err), err)
 	return nil
 }
 
@@ -142,7 +143,7 @@ func helperRead(h *helperProc) error {
 	stop := filepath.Join(h.dir, "stop")
 	for {
 		_, stopErr := os.Stat(stop)
-		res, err := h.store.ReadUnread(h.ctx, h.arg, StreamChat, ReadOptions{Limit: 1 + os.Getpid()%7})
+		res, err := h.store.ReadUnread(h.ctx, h.arg, storage.StreamChat, storage.ReadOptions{Limit: 1 + os.Getpid()%7})
 		if err != nil {
 			return err
 		}
@@ -160,7 +161,7 @@ func helperRead(h *helperProc) error {
 // batch, prints it; until the stop file exists and nothing is left.
 func helperDeliver(h *helperProc) error {
 	stop := filepath.Join(h.dir, "stop")
-	ses := Session{ID: fmt.Sprintf("ses_%d", h.n), Agent: h.arg, Purpose: PurposeChat}
+	ses := Session{ID: fmt.Sprintf("ses_%d", h.n), Agent: h.arg, Purpose: storage.PurposeChat}
 	for {
 		_, stopErr := os.Stat(stop)
 		if err := h.store.Acknowledge(h.ctx, ses.Agent, ses.ID); err != nil { // the session's next call
@@ -194,7 +195,7 @@ func helperSendFull(h *helperProc) error {
 	}
 	for _, content := range []string{strings.Repeat("big ", 900), "small"} {
 		_, err := h.store.Send(h.ctx, cfg, OutgoingMessage{From: "alice", To: h.arg, Content: content})
-		var ce *CodeError
+		var ce *storage.CodeError
 		switch {
 		case err == nil:
 			fmt.Fprintln(h.out, "sent")
@@ -223,7 +224,7 @@ func helperStartConversation(h *helperProc) error {
 			time.Sleep(50 * time.Microsecond)
 		}
 		c, _, err := h.store.Conversations().Start(h.ctx, cfg, NewConversation{From: from, To: to})
-		var ce *CodeError
+		var ce *storage.CodeError
 		switch {
 		case err == nil:
 			fmt.Fprintln(h.out, "started", c.ID)
@@ -265,10 +266,10 @@ func newTestStore(t *testing.T) *Store {
 
 // leadAndCoder is a test store with a human, lead, and an AI agent, coder,
 // and its config.
-func leadAndCoder(t *testing.T) (*Store, *Config) {
+func leadAndCoder(t *testing.T) (*Store, *storage.Config) {
 	t.Helper()
 	s := newTestStore(t)
-	for _, a := range []NewAgent{{ID: "lead", Type: AgentHuman}, {ID: "coder", Type: AgentAI}} {
+	for _, a := range []NewAgent{{ID: "lead", Type: storage.AgentHuman}, {ID: "coder", Type: storage.AgentAI}} {
 		if _, err := s.AddAgent(context.Background(), a); err != nil {
 			t.Fatal(err)
 		}

@@ -12,6 +12,7 @@ import (
 	"unicode/utf8"
 
 	"aipm/fsstore/lockedfile"
+	"aipm/fsstore/storage"
 )
 
 // Marker is a chat command marker (DESIGN section 11, seed 003): a human
@@ -199,24 +200,24 @@ func (s *Store) WithMarker(ctx context.Context, ses Session, m Marker, op func(m
 	if err != nil {
 		return err
 	}
-	if err := s.ensureAgentDir(agent); err != nil {
+	if err := s.EnsureAgentDir(agent); err != nil {
 		return err
 	}
-	_, err = UpdateDoc(ctx, s.Files, filepath.Join(dir, "markers.json"), ModeFile, func(log *markerLog, _ bool) error {
+	_, err = storage.UpdateDoc(ctx, s.Files, filepath.Join(dir, "markers.json"), storage.ModeFile, func(log *markerLog, _ bool) error {
 		msg, err := s.lastReceived(agent, ses.ID)
 		if err != nil {
 			return err
 		}
 		if msg == nil {
-			return codeErr(info.code, "%s needs the marker %s in the latest message someone sent you, and you have received none (call get_pending_messages first if one is waiting): ask the human to send %s followed by what they want, then call %s again", info.tool, m, m, info.tool)
+			return storage.CodeErr(info.code, "%s needs the marker %s in the latest message someone sent you, and you have received none (call get_pending_messages first if one is waiting): ask the human to send %s followed by what they want, then call %s again", info.tool, m, m, info.tool)
 		}
 		use, ok := FindMarker(msg.Content, m)
 		if !ok {
-			return codeErr(info.code, "%s needs the marker %s in the ordinary text of the latest message someone sent you (%s from %s has none; a marker in code, in a quote or in your arguments does not count, and a message you have not fetched with get_pending_messages is not received yet): ask %s to send %s followed by what they want if they want you to %s", info.tool, m, msg.ID, msg.SenderID, msg.SenderID, m, info.what)
+			return storage.CodeErr(info.code, "%s needs the marker %s in the ordinary text of the latest message someone sent you (%s from %s has none; a marker in code, in a quote or in your arguments does not count, and a message you have not fetched with get_pending_messages is not received yet): ask %s to send %s followed by what they want if they want you to %s", info.tool, m, msg.ID, msg.SenderID, msg.SenderID, m, info.what)
 		}
 		key := markerKey(msg.ID, m)
 		if u, used := log.used(msg.ID, m); used {
-			return codeErr(CodeMarkerAlreadyUsed, "the marker %s in message %s from %s already authorized %s (%s): one marker authorizes one operation; ask %s to send a new %s message for another", m, msg.ID, msg.SenderID, u.Tool, u.Result, msg.SenderID, m)
+			return storage.CodeErr(storage.CodeMarkerAlreadyUsed, "the marker %s in message %s from %s already authorized %s (%s): one marker authorizes one operation; ask %s to send a new %s message for another", m, msg.ID, msg.SenderID, u.Tool, u.Result, msg.SenderID, m)
 		}
 		result, err := op(*msg, use.Body)
 		if err != nil {
@@ -250,7 +251,7 @@ func (s *Store) lastReceived(agent, session string) (*Message, error) {
 			return nil, err
 		}
 		for i := len(msgs) - 1; i >= 0; i-- {
-			if m := msgs[i]; m.SenderID != agent && m.ReceiverID == "" && m.Kind != KindSystem && m.SenderID != SystemSender {
+			if m := msgs[i]; m.SenderID != agent && m.ReceiverID == "" && m.Kind != KindSystem && m.SenderID != storage.SystemSender {
 				return &m, nil
 			}
 		}
@@ -264,15 +265,15 @@ func (s *Store) lastReceived(agent, session string) (*Message, error) {
 // has received messages: the end of the batch it holds, or else the read
 // cursor (a cursor of a replaced file counts for nothing).
 func (s *Store) receivedEnd(agent, session, path string) (int64, error) {
-	cursorPath, err := s.readCursorPath(agent)
+	cursorPath, err := s.ReadCursorPath(agent)
 	if err != nil {
 		return 0, err
 	}
-	cursors, err := s.readCursors(cursorPath)
+	cursors, err := s.ReadCursors(cursorPath)
 	if err != nil {
 		return 0, err
 	}
-	cur := startFor(cursorOf(cursors, StreamChat), session)
+	cur := storage.StartFor(storage.CursorOf(cursors, storage.StreamChat), session)
 	fi, err := os.Stat(path)
 	if errors.Is(err, os.ErrNotExist) {
 		return 0, nil

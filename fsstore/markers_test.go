@@ -1,6 +1,7 @@
 package fsstore
 
 import (
+	"aipm/fsstore/storage"
 	"context"
 	"errors"
 	"sync"
@@ -176,10 +177,10 @@ func raceWithMarker(t *testing.T, s *Store, callers int) (ran, used int) {
 				}
 				return "tsk_x", nil
 			})
-			var ce *CodeError
+			var ce *storage.CodeError
 			switch {
 			case err == nil:
-			case errors.As(err, &ce) && ce.Code == CodeMarkerAlreadyUsed:
+			case errors.As(err, &ce) && ce.Code == storage.CodeMarkerAlreadyUsed:
 				mu.Lock()
 				used++
 				mu.Unlock()
@@ -195,7 +196,7 @@ func raceWithMarker(t *testing.T, s *Store, callers int) (ran, used int) {
 // wantLatestReceivedMarks: the agent's own later messages and system
 // messages do not hide the latest message received; a newer message from
 // someone else does.
-func wantLatestReceivedMarks(t *testing.T, s *Store, cfg *Config) {
+func wantLatestReceivedMarks(t *testing.T, s *Store, cfg *storage.Config) {
 	t.Helper()
 	ctx := context.Background()
 	if _, err := s.Send(ctx, cfg, OutgoingMessage{From: "lead", To: "coder", Content: "@@タスク開始: go"}); err != nil {
@@ -204,7 +205,7 @@ func wantLatestReceivedMarks(t *testing.T, s *Store, cfg *Config) {
 	if _, err := s.Send(ctx, cfg, OutgoingMessage{From: "coder", To: "lead", Content: "ok"}); err != nil {
 		t.Fatal(err)
 	}
-	if _, err := s.Send(ctx, cfg, OutgoingMessage{From: SystemSender, To: "coder", Content: "system note", Kind: KindSystem}); err != nil {
+	if _, err := s.Send(ctx, cfg, OutgoingMessage{From: storage.SystemSender, To: "coder", Content: "system note", Kind: KindSystem}); err != nil {
 		t.Fatal(err)
 	}
 	receive(t, s)
@@ -215,7 +216,7 @@ func wantLatestReceivedMarks(t *testing.T, s *Store, cfg *Config) {
 		t.Fatal(err)
 	}
 	receive(t, s)
-	var ce *CodeError
+	var ce *storage.CodeError
 	if err := s.WithMarker(ctx, coderSes, MarkerStart, func(Message, string) (string, error) { return "", nil }); !errors.As(err, &ce) || ce.Code != "task_start_marker_required" {
 		t.Fatalf("after an unmarked message: %v", err)
 	}
@@ -236,10 +237,10 @@ func receive(t *testing.T, s *Store) {
 
 // testStoreWith is a project with a human lead and an AI coder whose parent
 // it is.
-func testStoreWith(t *testing.T) (*Store, *Config) {
+func testStoreWith(t *testing.T) (*Store, *storage.Config) {
 	t.Helper()
 	s := newTestStore(t)
-	for _, a := range []NewAgent{{ID: "lead", Type: AgentHuman}, {ID: "coder", Type: AgentAI, Parent: "lead"}} {
+	for _, a := range []NewAgent{{ID: "lead", Type: storage.AgentHuman}, {ID: "coder", Type: storage.AgentAI, Parent: "lead"}} {
 		if _, err := s.AddAgent(context.Background(), a); err != nil {
 			t.Fatal(err)
 		}

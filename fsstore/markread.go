@@ -9,6 +9,7 @@ import (
 	"github.com/tidwall/gjson"
 
 	"aipm/fsstore/lockedfile"
+	"aipm/fsstore/storage"
 )
 
 // MaxMarkRead is how many message ids one mark_read names at most.
@@ -34,13 +35,13 @@ func (s *Store) MarkRead(ctx context.Context, ses Session, ids []string) ([]Mark
 	if err != nil {
 		return nil, err
 	}
-	unread, err := s.ReadUnread(ctx, ses.Agent, StreamChat, ReadOptions{Peek: true, Match: FromOthers(ses.Agent), Session: ses.ID})
+	unread, err := s.ReadUnread(ctx, ses.Agent, storage.StreamChat, storage.ReadOptions{Peek: true, Match: FromOthers(ses.Agent), Session: ses.ID})
 	if err != nil {
 		return nil, err
 	}
 	for _, r := range unread.Records {
 		if id := gjson.GetBytes(r.Data, "id").Str; slices.Contains(ids, id) {
-			return nil, codeErr(CodeMessageNotHanded, "message %s has not been handed to you yet: call get_pending_messages, read it, then mark it read", id)
+			return nil, storage.CodeErr(storage.CodeMessageNotHanded, "message %s has not been handed to you yet: call get_pending_messages, read it, then mark it read", id)
 		}
 	}
 	seen, err := s.Receipts(ses.Agent)
@@ -63,7 +64,7 @@ func (s *Store) MarkRead(ctx context.Context, ses Session, ids []string) ([]Mark
 		return nil, err
 	}
 	lost = slices.DeleteFunc(lost, func(id string) bool { return slices.Contains(batch, id) }) // its receipt is written
-	s.writeReceipt(ctx, ses.Agent, ReceiptRead, ses.ID, "mark_read", lost)
+	s.WriteReceipt(ctx, ses.Agent, storage.ReceiptRead, ses.ID, "mark_read", lost)
 	out := make([]MarkedRead, len(ids))
 	now := time.Now().UTC()
 	for i, id := range ids {
@@ -80,8 +81,8 @@ func (s *Store) MarkRead(ctx context.Context, ses Session, ids []string) ([]Mark
 // which handed the batch was read, whatever the link could tell
 // (mcpserver/links.go).
 func (s *Store) readNamed(ctx context.Context, ses Session, ids []string) ([]string, error) {
-	read, _, err := s.acknowledgeWhere(ctx, ses.Agent, ses.ID, "mark_read", func(stream string, p *PendingBatch) bool {
-		return stream == StreamChat && slices.ContainsFunc(ids, func(id string) bool { return slices.Contains(p.MessageIDs, id) })
+	read, _, err := s.AcknowledgeWhere(ctx, ses.Agent, ses.ID, "mark_read", func(stream string, p *storage.PendingBatch) bool {
+		return stream == storage.StreamChat && slices.ContainsFunc(ids, func(id string) bool { return slices.Contains(p.MessageIDs, id) })
 	})
 	return read, err
 }
@@ -90,14 +91,14 @@ func (s *Store) readNamed(ctx context.Context, ses Session, ids []string) ([]str
 func checkMarkRead(ids []string) ([]string, error) {
 	switch {
 	case len(ids) == 0:
-		return nil, codeErr(CodeMessageRequired, "message_ids is empty: name the messages get_pending_messages returned")
+		return nil, storage.CodeErr(storage.CodeMessageRequired, "message_ids is empty: name the messages get_pending_messages returned")
 	case len(ids) > MaxMarkRead:
-		return nil, codeErr(CodeMessageRequired, "message_ids names %d messages, at most %d: mark them in several calls", len(ids), MaxMarkRead)
+		return nil, storage.CodeErr(storage.CodeMessageRequired, "message_ids names %d messages, at most %d: mark them in several calls", len(ids), MaxMarkRead)
 	}
 	out := make([]string, 0, len(ids))
 	for _, id := range ids {
-		if err := CheckID(PrefixMessage, id); err != nil {
-			return nil, codeErr(CodeMessageNotFound, "message_ids: %v", err)
+		if err := storage.CheckID(storage.PrefixMessage, id); err != nil {
+			return nil, storage.CodeErr(storage.CodeMessageNotFound, "message_ids: %v", err)
 		}
 		if !slices.Contains(out, id) {
 			out = append(out, id)
@@ -120,7 +121,7 @@ func (s *Store) checkReceived(agent string, ids []string) error {
 		want[id] = true
 	}
 	fromOthers := FromOthers(agent)
-	_, err = lockedfile.ReadPast(path, Cursor{}, lockedfile.ReadOptions{Match: func(r Record) bool {
+	_, err = lockedfile.ReadPast(path, storage.Cursor{}, lockedfile.ReadOptions{Match: func(r storage.Record) bool {
 		if id := gjson.GetBytes(r.Data, "id").Str; want[id] && fromOthers(r) {
 			delete(want, id)
 		}
@@ -131,7 +132,7 @@ func (s *Store) checkReceived(agent string, ids []string) error {
 	}
 	for _, id := range ids {
 		if want[id] {
-			return codeErr(CodeMessageNotFound, "message %s is not a message you received: name the ids get_pending_messages returned", id)
+			return storage.CodeErr(storage.CodeMessageNotFound, "message %s is not a message you received: name the ids get_pending_messages returned", id)
 		}
 	}
 	return nil

@@ -14,6 +14,7 @@ import (
 	"github.com/tidwall/gjson"
 
 	"aipm/fsstore/lockedfile"
+	"aipm/fsstore/storage"
 )
 
 // KindSystem marks a message aipm itself wrote.
@@ -58,21 +59,21 @@ func DecodeMessage(line []byte) (Message, error) {
 	switch {
 	case m.ID == "" || m.SenderID == "":
 		return m, errors.New("not a chat message: id and senderId are required")
-	case !strings.HasPrefix(m.ID, PrefixMessage):
-		return m, fmt.Errorf("not a chat message: id %q does not start with %s", Clip(m.ID, maxEchoedID), PrefixMessage)
-	case m.SenderID != SystemSender && CheckAgentID(m.SenderID) != nil:
-		return m, fmt.Errorf("not a chat message: senderId %q is not an agent id", Clip(m.SenderID, maxEchoedID))
+	case !strings.HasPrefix(m.ID, storage.PrefixMessage):
+		return m, fmt.Errorf("not a chat message: id %q does not start with %s", storage.Clip(m.ID, storage.MaxEchoedID), storage.PrefixMessage)
+	case m.SenderID != storage.SystemSender && storage.CheckAgentID(m.SenderID) != nil:
+		return m, fmt.Errorf("not a chat message: senderId %q is not an agent id", storage.Clip(m.SenderID, storage.MaxEchoedID))
 	}
 	if _, err := time.Parse(time.RFC3339Nano, m.CreatedAt); err != nil {
-		return m, fmt.Errorf("not a chat message: createdAt %q is not an RFC 3339 time", Clip(m.CreatedAt, maxEchoedID))
+		return m, fmt.Errorf("not a chat message: createdAt %q is not an RFC 3339 time", storage.Clip(m.CreatedAt, storage.MaxEchoedID))
 	}
 	if m.ReceiverIDs != nil {
 		if m.ReceiverID != "" {
 			return m, errors.New("not a chat message: a line has receiverId or receiverIds, not both")
 		}
 		for _, r := range m.ReceiverIDs {
-			if CheckAgentID(r) != nil || r == m.SenderID {
-				return m, fmt.Errorf("not a chat message: receiverIds holds %q, which is not an agent id other than the sender", Clip(r, maxEchoedID))
+			if storage.CheckAgentID(r) != nil || r == m.SenderID {
+				return m, fmt.Errorf("not a chat message: receiverIds holds %q, which is not an agent id other than the sender", storage.Clip(r, storage.MaxEchoedID))
 			}
 		}
 	}
@@ -82,8 +83,8 @@ func DecodeMessage(line []byte) (Message, error) {
 // FromOthers matches chat lines that someone else sent to agent. A line
 // that is JSON but not a message (a hand edit gone wrong) does not match, so
 // readers pass over it instead of failing on it; doctor reports it.
-func FromOthers(agent string) func(Record) bool {
-	return func(r Record) bool {
+func FromOthers(agent string) func(storage.Record) bool {
+	return func(r storage.Record) bool {
 		// The agent's own sent copies, the bulk of a busy sender's log, are
 		// passed over without decoding the whole line.
 		f := gjson.GetManyBytes(r.Data, "senderId", "receiverId")
@@ -107,26 +108,26 @@ type OutgoingMessage struct {
 // CheckContent is the one check of a message's text.
 func CheckContent(content string) error {
 	if strings.TrimSpace(content) == "" {
-		return codeErr(CodeContentEmpty, "content is empty: write the message text")
+		return storage.CodeErr(storage.CodeContentEmpty, "content is empty: write the message text")
 	}
-	return CheckText("content", content)
+	return storage.CheckText("content", content)
 }
 
 // checkRecipient checks that `to` may receive a message from `from`.
-func (s *Store) checkRecipient(cfg *Config, from, to string) error {
+func (s *Store) checkRecipient(cfg *storage.Config, from, to string) error {
 	if to == from {
-		return codeErr(CodeCannotMessageSelf, "you cannot send a message to yourself (%s): choose another agent", from)
+		return storage.CodeErr(storage.CodeCannotMessageSelf, "you cannot send a message to yourself (%s): choose another agent", from)
 	}
-	if err := CheckAgentID(to); err != nil {
-		return codeErr(CodeAgentNotFound, "%v", err)
+	if err := storage.CheckAgentID(to); err != nil {
+		return storage.CodeErr(storage.CodeAgentNotFound, "%v", err)
 	}
 	if _, ok := cfg.Agent(to); ok {
 		return nil
 	}
 	if dir, _ := s.AgentDir(to); dirExists(dir) {
-		return codeErr(CodeTargetAgentNotInProject, "agent %q is no longer configured in this project: see aipm agent list for who you can message", to)
+		return storage.CodeErr(storage.CodeTargetAgentNotInProject, "agent %q is no longer configured in this project: see aipm agent list for who you can message", to)
 	}
-	return codeErr(CodeAgentNotFound, "there is no agent %q in this project: see aipm agent list (or list_tasks' assignees) for valid ids", to)
+	return storage.CodeErr(storage.CodeAgentNotFound, "there is no agent %q in this project: see aipm agent list (or list_tasks' assignees) for valid ids", to)
 }
 
 func dirExists(dir string) bool {
@@ -136,7 +137,7 @@ func dirExists(dir string) bool {
 
 // SendTurn is Send, also returning the conversation the message is a turn
 // of (nil if none), as it stands just after.
-func (s *Store) SendTurn(ctx context.Context, cfg *Config, m OutgoingMessage) (Message, *Conversation, error) {
+func (s *Store) SendTurn(ctx context.Context, cfg *storage.Config, m OutgoingMessage) (Message, *Conversation, error) {
 	msg, err := s.Send(ctx, cfg, m)
 	if err != nil || msg.ConversationID == "" {
 		return msg, nil, err
@@ -152,13 +153,13 @@ func (s *Store) SendTurn(ctx context.Context, cfg *Config, m OutgoingMessage) (M
 // rule 4: the receiver's copy first, then the sender's, each under its own
 // file lock, never both at once. Success means both lines are on disk. A
 // message to several receivers (m.Receivers or m.Group) is sendGroup's.
-func (s *Store) Send(ctx context.Context, cfg *Config, m OutgoingMessage) (Message, error) {
+func (s *Store) Send(ctx context.Context, cfg *storage.Config, m OutgoingMessage) (Message, error) {
 	if err := CheckContent(m.Content); err != nil {
 		return Message{}, err
 	}
-	if m.From != SystemSender {
+	if m.From != storage.SystemSender {
 		if _, ok := cfg.Agent(m.From); !ok {
-			return Message{}, codeErr(CodeAgentNotFound, "sender %q is not an agent of this project", m.From)
+			return Message{}, storage.CodeErr(storage.CodeAgentNotFound, "sender %q is not an agent of this project", m.From)
 		}
 	}
 	if err := CheckTargets(m.To, m.Receivers, m.Group); err != nil {
@@ -178,12 +179,12 @@ func (s *Store) Send(ctx context.Context, cfg *Config, m OutgoingMessage) (Messa
 		return Message{}, err
 	}
 	msg := Message{
-		ID: NewID(PrefixMessage), SenderID: m.From, Content: m.Content,
+		ID: storage.NewID(storage.PrefixMessage), SenderID: m.From, Content: m.Content,
 		CreatedAt: time.Now().UTC().Format(timeFormat), ConversationID: cnv,
 		RelatedTaskID: m.RelatedTaskID, Kind: m.Kind,
 	}
 	inbox, _ := s.ChatPath(m.To)
-	if m.From == SystemSender {
+	if m.From == storage.SystemSender {
 		return msg, s.AppendJSONL(ctx, inbox, msg) // the system keeps no outbox
 	}
 	sent := msg
@@ -194,9 +195,9 @@ func (s *Store) Send(ctx context.Context, cfg *Config, m OutgoingMessage) (Messa
 	} else {
 		err = write()
 	}
-	var ce *CodeError
+	var ce *storage.CodeError
 	switch {
-	case errors.As(err, &ce) && ce.Code == CodeSentPartly:
+	case errors.As(err, &ce) && ce.Code == storage.CodeSentPartly:
 		return msg, err
 	case err != nil:
 		return Message{}, err
@@ -213,11 +214,11 @@ func (s *Store) Send(ctx context.Context, cfg *Config, m OutgoingMessage) (Messa
 func (s *Store) writeBoth(ctx context.Context, m OutgoingMessage, msg, sent Message) error {
 	inbox, _ := s.ChatPath(m.To)
 	outbox, _ := s.ChatPath(m.From)
-	flushIn, err := s.writeJSONL(ctx, inbox, msg)
+	flushIn, err := s.WriteJSONL(ctx, inbox, msg)
 	if err != nil {
 		return err
 	}
-	flushOut, outErr := s.writeJSONL(ctx, outbox, sent)
+	flushOut, outErr := s.WriteJSONL(ctx, outbox, sent)
 	if err := flushIn(); err != nil {
 		if outErr == nil {
 			flushOut()
@@ -228,7 +229,7 @@ func (s *Store) writeBoth(ctx context.Context, m OutgoingMessage, msg, sent Mess
 		outErr = flushOut()
 	}
 	if outErr != nil {
-		return codeErr(CodeSentPartly, "delivered to %s, but the sender's own copy is not on disk (%v); do not send it again: aipm doctor --repair restores the copy", m.To, outErr)
+		return storage.CodeErr(storage.CodeSentPartly, "delivered to %s, but the sender's own copy is not on disk (%v); do not send it again: aipm doctor --repair restores the copy", m.To, outErr)
 	}
 	return nil
 }
@@ -238,7 +239,7 @@ func (s *Store) writeBoth(ctx context.Context, m OutgoingMessage, msg, sent Mess
 // (unless peek; a peek may move it past a long run of the agent's own sent
 // copies, as ReadOptions.Advance says).
 func (s *Store) Unread(ctx context.Context, agent string, limit int, peek bool) ([]Message, bool, error) {
-	res, err := s.ReadUnread(ctx, agent, StreamChat, ReadOptions{Limit: limit, Match: FromOthers(agent), Peek: peek, ScanKey: "from-others", Advance: true})
+	res, err := s.ReadUnread(ctx, agent, storage.StreamChat, storage.ReadOptions{Limit: limit, Match: FromOthers(agent), Peek: peek, ScanKey: "from-others", Advance: true})
 	if err != nil {
 		return nil, false, err
 	}
@@ -246,8 +247,8 @@ func (s *Store) Unread(ctx context.Context, agent string, limit int, peek bool) 
 	if err == nil && !peek {
 		// Read at once (a human's aipm inbox): surfaced and read together.
 		ids := messageIDs(msgs)
-		s.writeReceipt(ctx, agent, ReceiptSurfaced, "", "aipm inbox", ids)
-		s.writeReceipt(ctx, agent, ReceiptRead, "", "aipm inbox", ids)
+		s.WriteReceipt(ctx, agent, storage.ReceiptSurfaced, "", "aipm inbox", ids)
+		s.WriteReceipt(ctx, agent, storage.ReceiptRead, "", "aipm inbox", ids)
 	}
 	return msgs, res.More, err
 }
@@ -257,18 +258,18 @@ func (s *Store) Unread(ctx context.Context, agent string, limit int, peek bool) 
 // session proves they were (Acknowledge), or come again (Unhand); a message
 // that may have reached a client before comes back with Redelivered set.
 func (s *Store) Deliver(ctx context.Context, ses Session, limit int) ([]Message, bool, error) {
-	res, err := s.ReadUnread(ctx, ses.Agent, StreamChat, ReadOptions{Limit: limit, Match: FromOthers(ses.Agent), Session: ses.ID, Via: "get_pending_messages"})
+	res, err := s.ReadUnread(ctx, ses.Agent, storage.StreamChat, storage.ReadOptions{Limit: limit, Match: FromOthers(ses.Agent), Session: ses.ID, Via: "get_pending_messages"})
 	if err != nil {
 		return nil, false, err
 	}
 	msgs, err := s.decodeMessages(ses.Agent, res)
 	if err == nil {
-		s.writeReceipt(ctx, ses.Agent, ReceiptSurfaced, ses.ID, "get_pending_messages", messageIDs(msgs))
+		s.WriteReceipt(ctx, ses.Agent, storage.ReceiptSurfaced, ses.ID, "get_pending_messages", messageIDs(msgs))
 	}
 	return msgs, res.More, err
 }
 
-func (s *Store) decodeMessages(agent string, res ReadResult) ([]Message, error) {
+func (s *Store) decodeMessages(agent string, res storage.ReadResult) ([]Message, error) {
 	path, _ := s.ChatPath(agent)
 	out := make([]Message, 0, len(res.Records))
 	for i, r := range res.Records {
@@ -294,12 +295,12 @@ func (s *Store) Recent(agent, session string, n int) ([]Message, error) {
 	if err != nil {
 		return nil, err
 	}
-	cursorPath, _ := s.readCursorPath(agent)
-	cursors, err := s.readCursors(cursorPath)
+	cursorPath, _ := s.ReadCursorPath(agent)
+	cursors, err := s.ReadCursors(cursorPath)
 	if err != nil {
 		return nil, err
 	}
-	end := startFor(cursorOf(cursors, StreamChat), session).Offset
+	end := storage.StartFor(storage.CursorOf(cursors, storage.StreamChat), session).Offset
 	return s.tail(path, end, n)
 }
 
@@ -380,7 +381,7 @@ func lastMessages(buf []byte, partial bool, n int, rel string) []Message {
 // saving a cursor (for `aipm log --follow`): it returns the messages past
 // cur and the cursor after them. A replaced or truncated file is handled
 // as ReadUnread handles it.
-func (s *Store) Follow(agent string, cur Cursor) ([]Message, Cursor, []*LineError, error) {
+func (s *Store) Follow(agent string, cur storage.Cursor) ([]Message, storage.Cursor, []*storage.LineError, error) {
 	path, err := s.ChatPath(agent)
 	if err != nil {
 		return nil, cur, nil, err
@@ -399,13 +400,13 @@ func (s *Store) Follow(agent string, cur Cursor) ([]Message, Cursor, []*LineErro
 // decodeLog decodes records as messages for Follow: a line that is a JSON
 // object but not a message (a field of the wrong type) is reported like an
 // invalid line, not fatal to the whole read.
-func (s *Store) decodeLog(path string, recs []Record) ([]Message, []*LineError) {
+func (s *Store) decodeLog(path string, recs []storage.Record) ([]Message, []*storage.LineError) {
 	out := make([]Message, 0, len(recs))
-	var bad []*LineError
+	var bad []*storage.LineError
 	for _, r := range recs {
 		m, err := DecodeMessage(r.Data)
 		if err != nil {
-			bad = append(bad, &LineError{Path: s.Rel(path), Line: r.Line, Err: err})
+			bad = append(bad, &storage.LineError{Path: s.Rel(path), Line: r.Line, Err: err})
 			continue
 		}
 		out = append(out, m.served(lineOf(s.Rel(path), r.Line)))

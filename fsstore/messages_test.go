@@ -1,6 +1,7 @@
 package fsstore
 
 import (
+	"aipm/fsstore/storage"
 	"bufio"
 	"context"
 	"math/rand/v2"
@@ -28,7 +29,7 @@ func TestDeliveryKilledReaders(t *testing.T) {
 	go func() {
 		var ids []string
 		for i := 0; i < messages; i++ {
-			m := Message{ID: NewID(PrefixMessage), SenderID: "alice", Content: "m" + strconv.Itoa(i), CreatedAt: time.Now().UTC().Format(timeFormat)}
+			m := Message{ID: storage.NewID(storage.PrefixMessage), SenderID: "alice", Content: "m" + strconv.Itoa(i), CreatedAt: time.Now().UTC().Format(timeFormat)}
 			if err := s.AppendJSONL(ctx, chat, m); err != nil {
 				t.Error(err)
 				break
@@ -104,7 +105,7 @@ func TestDeliveryKilledReaders(t *testing.T) {
 func TestSendFullDisk(t *testing.T) {
 	s := newTestStore(t)
 	ctx := context.Background()
-	for _, a := range []NewAgent{{ID: "alice", Type: AgentHuman}, {ID: "bob", Type: AgentAI}} {
+	for _, a := range []NewAgent{{ID: "alice", Type: storage.AgentHuman}, {ID: "bob", Type: storage.AgentAI}} {
 		if _, err := s.AddAgent(ctx, a); err != nil {
 			t.Fatal(err)
 		}
@@ -135,7 +136,7 @@ func TestSendFullDisk(t *testing.T) {
 		t.Fatalf("sends under a full disk said:\n%s", out)
 	}
 	for _, p := range []string{bob, alice} {
-		recs, bad, tail, err := ReadAll(p)
+		recs, bad, tail, err := storage.ReadAll(p)
 		if err != nil || len(bad) > 0 || tail != 0 || len(recs) != 4 {
 			t.Fatalf("%s after the full disk: %d lines, bad %v, torn tail %d, err %v; want the 4 sent, whole", p, len(recs), bad, tail, err)
 		}

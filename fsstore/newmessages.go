@@ -1,6 +1,7 @@
 package fsstore
 
 import (
+	"aipm/fsstore/storage"
 	"context"
 	"fmt"
 	"strings"
@@ -25,7 +26,7 @@ type NewMessages struct {
 	// Messages are the messages told (for their surfaced receipts).
 	Messages []Message
 	// Through is the session's chat mark once they are told.
-	Through Mark
+	Through storage.Mark
 }
 
 // SenderCount is how many new messages one sender sent.
@@ -60,10 +61,10 @@ func (n NewMessages) Text() string {
 // log nor read.json changed since this process last found nothing new for
 // ses, it answers after two stats.
 func (s *Store) NewMessagesFor(ctx context.Context, ses Session) (NewMessages, error) {
-	if ses.Purpose != PurposeChat {
+	if ses.Purpose != storage.PurposeChat {
 		return NewMessages{}, nil
 	}
-	stamps, cacheable := s.streamStamps(ses.Agent, StreamChat)
+	stamps, cacheable := s.streamStamps(ses.Agent, storage.StreamChat)
 	mark := ses.Surfaced.Chat
 	key := fmt.Sprintf("%s\x00%d\x00%d", ses.ID, mark.Inode, mark.Offset)
 	if cacheable {

@@ -1,6 +1,7 @@
 package fsstore
 
 import (
+	"aipm/fsstore/storage"
 	"context"
 	"testing"
 	"time"
@@ -11,7 +12,7 @@ import (
 // for a task session; none past their time to live (they stay unread).
 func TestNewMessagesNotice(t *testing.T) {
 	s, _ := leadAndCoder(t)
-	if _, err := s.AddAgent(context.Background(), NewAgent{ID: "ops", Type: AgentHuman}); err != nil {
+	if _, err := s.AddAgent(context.Background(), NewAgent{ID: "ops", Type: storage.AgentHuman}); err != nil {
 		t.Fatal(err)
 	}
 	cfg, err := s.LoadConfig()
@@ -25,12 +26,12 @@ func TestNewMessagesNotice(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
-	chat := Session{ID: "ses_c", Agent: "coder", Purpose: PurposeChat}
-	task := Session{ID: "ses_t", Agent: "coder", Purpose: PurposeTask}
+	chat := Session{ID: "ses_c", Agent: "coder", Purpose: storage.PurposeChat}
+	task := Session{ID: "ses_t", Agent: "coder", Purpose: storage.PurposeTask}
 	send("lead", "one")
 	send("ops", "two")
 	send("lead", "three")
-	if n, _ := s.NewMessagesFor(ctx, Session{ID: "ses_x", Agent: "lead", Purpose: PurposeChat}); n.Count() != 0 {
+	if n, _ := s.NewMessagesFor(ctx, Session{ID: "ses_x", Agent: "lead", Purpose: storage.PurposeChat}); n.Count() != 0 {
 		t.Errorf("lead, who received nothing: %q", n.Text())
 	}
 	for _, c := range []struct {
@@ -51,11 +52,11 @@ func TestNewMessagesNotice(t *testing.T) {
 	}
 
 	// past its time to live a message is not announced, and stays unread
-	ttl, err := ParseConfig("config.toml", []byte("[notifications.ttl]\nnew_message = \"50ms\"\n"))
+	ttl, err := storage.ParseConfig("config.toml", []byte("[notifications.ttl]\nnew_message = \"50ms\"\n"))
 	if err != nil {
 		t.Fatal(err)
 	}
-	s.setNotificationTTLs(ttl)
+	s.SetNotificationTTLs(ttl)
 	time.Sleep(60 * time.Millisecond)
 	send("ops", "four")
 	if n, _ := s.NewMessagesFor(ctx, chat); n.Text() != "1 new message from ops" {

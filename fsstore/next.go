@@ -1,6 +1,7 @@
 package fsstore
 
 import (
+	"aipm/fsstore/storage"
 	"context"
 	"errors"
 	"time"
@@ -55,7 +56,7 @@ type Next struct {
 // (DESIGN sections 5 and 12): a task in progress for a task session;
 // anything but waiting for a chat session.
 func (n Next) IsWorkFor(purpose string) bool {
-	if purpose == PurposeTask {
+	if purpose == storage.PurposeTask {
 		return n.Action == ActWork
 	}
 	return n.Action != ActWait
@@ -91,11 +92,11 @@ func (n Next) StartsSession(purpose string) bool {
 // work; otherwise (moved back to todo, or blocked by me) -> wait until
 // someone moves it. Without a session, the task is the agent's task in
 // progress, if any.
-func (s *Store) Work(ctx context.Context, cfg *Config, agent, purpose string, ses *Session) (Next, error) {
+func (s *Store) Work(ctx context.Context, cfg *storage.Config, agent, purpose string, ses *Session) (Next, error) {
 	if ses != nil {
 		cur, err := s.session(ses.ID)
 		switch {
-		case errors.Is(err, ErrNotFound):
+		case errors.Is(err, storage.ErrNotFound):
 			return Next{Action: ActExit, Reason: "session removed"}, nil
 		case err != nil:
 			return Next{}, err
@@ -105,13 +106,13 @@ func (s *Store) Work(ctx context.Context, cfg *Config, agent, purpose string, se
 			return Next{Action: ActExit, Reason: EndExpired}, nil
 		}
 	}
-	if purpose == PurposeTask {
+	if purpose == storage.PurposeTask {
 		return s.taskWork(ctx, cfg, agent, ses)
 	}
 	return s.chatWork(ctx, cfg, agent, ses)
 }
 
-func (s *Store) taskWork(ctx context.Context, cfg *Config, agent string, ses *Session) (Next, error) {
+func (s *Store) taskWork(ctx context.Context, cfg *storage.Config, agent string, ses *Session) (Next, error) {
 	id := s.taskInProgress(agent) // without a session: the task a new one would take
 	if ses != nil {
 		id = ses.TaskID
@@ -120,7 +121,7 @@ func (s *Store) taskWork(ctx context.Context, cfg *Config, agent string, ses *Se
 		return Next{Action: ActExit, Reason: "no task"}, nil
 	}
 	t, err := s.Task(id)
-	if errors.Is(err, ErrNotFound) {
+	if errors.Is(err, storage.ErrNotFound) {
 		return Next{Action: ActExit, Reason: "task removed"}, nil
 	}
 	if err != nil {
@@ -161,7 +162,7 @@ func (s *Store) taskWork(ctx context.Context, cfg *Config, agent string, ses *Se
 	return Next{Action: ActWait, Task: &t}, nil
 }
 
-func (s *Store) chatWork(ctx context.Context, cfg *Config, agent string, ses *Session) (Next, error) {
+func (s *Store) chatWork(ctx context.Context, cfg *storage.Config, agent string, ses *Session) (Next, error) {
 	convs, err := s.conversationsOf(ctx, cfg, agent)
 	if err != nil {
 		return Next{}, err
@@ -206,7 +207,7 @@ func (s *Store) chatWork(ctx context.Context, cfg *Config, agent string, ses *Se
 // first the news of an end, then a request to it (nil: nothing), with the
 // earliest conversation deadline and whether one is open (an open
 // conversation is not idleness: it has its own timeouts).
-func conversationWork(cfg *Config, agent string, convs []Conversation) (next *Next, until time.Time, open bool) {
+func conversationWork(cfg *storage.Config, agent string, convs []Conversation) (next *Next, until time.Time, open bool) {
 	for i, c := range convs {
 		if c.OwesNews(agent) {
 			return &Next{Action: ActConversationEnded, Conversation: &convs[i]}, until, open
@@ -246,7 +247,7 @@ func (s *Store) delegationWork(agent string, ses *Session) (*Next, error) {
 // chatIdle says whether a chat session has seen no message, in or out, for
 // the chat idle timeout (measured from the last message of its log, or the
 // session's start).
-func (s *Store) chatIdle(ses Session, cfg *Config) (bool, error) {
+func (s *Store) chatIdle(ses Session, cfg *storage.Config) (bool, error) {
 	last := ses.CreatedAt
 	m, err := s.lastMessage(ses.Agent)
 	if err != nil {
@@ -265,7 +266,7 @@ func (s *Store) chatIdle(ses Session, cfg *Config) (bool, error) {
 // conversation request it reports becomes active, and a delegation it
 // reports becomes processing. If another process took it first, the rule
 // is asked again.
-func (s *Store) NextAction(ctx context.Context, cfg *Config, ses Session) (Next, error) {
+func (s *Store) NextAction(ctx context.Context, cfg *storage.Config, ses Session) (Next, error) {
 	for {
 		next, err := s.Work(ctx, cfg, ses.Agent, ses.Purpose, &ses)
 		if err != nil {
@@ -306,25 +307,25 @@ func (s *Store) WakeTargets(ses Session) ([]string, error) {
 		return nil, err
 	}
 	notes, _ := s.NotificationsPath(ses.Agent)
-	sesPath, err := s.DocPath(Sessions, ses.ID)
+	sesPath, err := s.DocPath(storage.Sessions, ses.ID)
 	if err != nil {
 		return nil, err
 	}
-	targets := []string{chat, notes, sesPath, s.CollectionDir(Delegations), s.CollectionDir(Conversations)}
-	dirs := []string{s.CollectionDir(Sessions), s.CollectionDir(Delegations), s.CollectionDir(Conversations)}
-	if err := s.ensureAgentDir(ses.Agent); err != nil {
+	targets := []string{chat, notes, sesPath, s.CollectionDir(storage.Delegations), s.CollectionDir(storage.Conversations)}
+	dirs := []string{s.CollectionDir(storage.Sessions), s.CollectionDir(storage.Delegations), s.CollectionDir(storage.Conversations)}
+	if err := s.EnsureAgentDir(ses.Agent); err != nil {
 		return nil, err
 	}
-	if ses.Purpose == PurposeTask && ses.TaskID != "" {
-		task, err := s.DocPath(Tasks, ses.TaskID)
+	if ses.Purpose == storage.PurposeTask && ses.TaskID != "" {
+		task, err := s.DocPath(storage.Tasks, ses.TaskID)
 		if err != nil {
 			return nil, err
 		}
 		targets = append(targets, task)
-		dirs = append(dirs, s.CollectionDir(Tasks))
+		dirs = append(dirs, s.CollectionDir(storage.Tasks))
 	}
 	for _, d := range dirs {
-		if err := s.mkdirAll(d); err != nil {
+		if err := s.MkdirAll(d); err != nil {
 			return nil, err
 		}
 	}

@@ -1,6 +1,7 @@
 package fsstore
 
 import (
+	"aipm/fsstore/storage"
 	"context"
 	"testing"
 )
@@ -11,7 +12,7 @@ import (
 func TestWorkOrder(t *testing.T) {
 	s, cfg := newConvStore(t)
 	ctx := context.Background()
-	ses, _, err := s.Authenticate(ctx, cfg, "b", mustPasskey(t, s, "b"), "", PurposeChat)
+	ses, _, err := s.Authenticate(ctx, cfg, "b", mustPasskey(t, s, "b"), "", storage.PurposeChat)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -36,9 +37,9 @@ func TestWorkOrder(t *testing.T) {
 }
 
 // wantWork checks that Work for b's chat session ses says action.
-func wantWork(t *testing.T, s *Store, cfg *Config, ses *Session, action string) Next {
+func wantWork(t *testing.T, s *Store, cfg *storage.Config, ses *Session, action string) Next {
 	t.Helper()
-	n, err := s.Work(context.Background(), cfg, "b", PurposeChat, ses)
+	n, err := s.Work(context.Background(), cfg, "b", storage.PurposeChat, ses)
 	if err != nil || n.Action != action {
 		t.Fatalf("Work = %+v, %v; want %s", n, err, action)
 	}
@@ -49,7 +50,7 @@ func wantWork(t *testing.T, s *Store, cfg *Config, ses *Session, action string) 
 // least urgent up, checking that Work reports the most urgent each time.
 // It returns the conversation a requested of b and the one b started and
 // c ended.
-func workOrderPriorities(t *testing.T, s *Store, cfg *Config, ses *Session) (req, other Conversation) {
+func workOrderPriorities(t *testing.T, s *Store, cfg *storage.Config, ses *Session) (req, other Conversation) {
 	t.Helper()
 	ctx := context.Background()
 	wantWork(t, s, cfg, ses, ActWait)
@@ -89,7 +90,7 @@ func workOrderPriorities(t *testing.T, s *Store, cfg *Config, ses *Session) (req
 type nextStep struct{ action, id, state string }
 
 // wantNextActions calls NextAction for ses once per step.
-func wantNextActions(t *testing.T, s *Store, cfg *Config, ses Session, steps []nextStep) {
+func wantNextActions(t *testing.T, s *Store, cfg *storage.Config, ses Session, steps []nextStep) {
 	t.Helper()
 	for _, step := range steps {
 		n, err := s.NextAction(context.Background(), cfg, ses)

@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"aipm/fsstore/lockedfile"
+	"aipm/fsstore/storage"
 )
 
 // Notification is one line of agents/<agent>/notifications.jsonl.
@@ -57,11 +58,11 @@ func InterruptKey(t Task) string {
 // agent's task session; anything else every session of the agent.
 func (n Notification) Concerns(ses Session) bool {
 	switch {
-	case n.Type == NotifyInterrupt && n.TaskID != "":
-		return ses.Purpose == PurposeTask && ses.TaskID == n.TaskID
+	case n.Type == storage.NotifyInterrupt && n.TaskID != "":
+		return ses.Purpose == storage.PurposeTask && ses.TaskID == n.TaskID
 	case !n.forPurpose(ses.Purpose): // about a task: the task session's alone
 		return false
-	case n.Type == NotifyInterrupt:
+	case n.Type == storage.NotifyInterrupt:
 		return !ses.CreatedAt.After(n.CreatedAt)
 	}
 	return true
@@ -70,7 +71,7 @@ func (n Notification) Concerns(ses Session) bool {
 // forPurpose says whether n is for sessions of purpose at all: a
 // notification about a task is the task session's alone.
 func (n Notification) forPurpose(purpose string) bool {
-	return n.TaskID == "" || purpose == PurposeTask
+	return n.TaskID == "" || purpose == storage.PurposeTask
 }
 
 // unreadNotifications counts agent's notifications that no session has
@@ -88,12 +89,12 @@ func (s *Store) UnreadNotificationIDs(ctx context.Context, agent string) (map[st
 	unreadBy := map[string]int{} // id -> how many purposes have not read it
 	need := map[string]int{}     // id -> how many must not have, for it to count
 	now := time.Now()
-	for _, purpose := range []string{PurposeTask, PurposeChat} {
+	for _, purpose := range []string{storage.PurposeTask, storage.PurposeChat} {
 		var last Notification
-		_, err := s.ReadUnread(ctx, agent, NotificationStream(purpose), ReadOptions{
+		_, err := s.ReadUnread(ctx, agent, storage.NotificationStream(purpose), storage.ReadOptions{
 			Peek:  true,
-			Check: func(r Record) (err error) { last, err = decodeNotification(r); return err },
-			Match: func(Record) bool {
+			Check: func(r storage.Record) (err error) { last, err = decodeNotification(r); return err },
+			Match: func(storage.Record) bool {
 				if s.expired(last, now) {
 					return false // never counted
 				}
@@ -125,7 +126,7 @@ func (s *Store) UnreadNotificationIDs(ctx context.Context, agent string) (map[st
 // notifications past cur, oldest first, the cursor after them, and the
 // lines that are not notifications. A replaced or truncated file is handled
 // as ReadUnread handles it.
-func (s *Store) FollowNotifications(agent string, cur Cursor) ([]Notification, Cursor, []*LineError, error) {
+func (s *Store) FollowNotifications(agent string, cur storage.Cursor) ([]Notification, storage.Cursor, []*storage.LineError, error) {
 	path, err := s.NotificationsPath(agent)
 	if err != nil {
 		return nil, cur, nil, err
@@ -140,7 +141,7 @@ func (s *Store) FollowNotifications(agent string, cur Cursor) ([]Notification, C
 	for _, r := range res.Records {
 		n, err := decodeNotification(r)
 		if err != nil {
-			bad = append(bad, &LineError{Line: r.Line, Err: err})
+			bad = append(bad, &storage.LineError{Line: r.Line, Err: err})
 			continue
 		}
 		n.Expired = s.expired(n, now)
@@ -153,13 +154,13 @@ func (s *Store) FollowNotifications(agent string, cur Cursor) ([]Notification, C
 }
 
 // checkNotification is the schema of a notifications line.
-func checkNotification(r Record) error {
+func checkNotification(r storage.Record) error {
 	_, err := decodeNotification(r)
 	return err
 }
 
 // decodeNotification decodes and checks a notifications line.
-func decodeNotification(r Record) (Notification, error) {
+func decodeNotification(r storage.Record) (Notification, error) {
 	var n Notification
 	if err := json.Unmarshal(r.Data, &n); err != nil {
 		return n, fmt.Errorf("not a notification: %s", lockedfile.JSONWords(r.Data, err))
@@ -169,11 +170,11 @@ func decodeNotification(r Record) (Notification, error) {
 
 func checkDecoded(n Notification) error {
 	switch {
-	case n.Type != NotifyInterrupt && n.Type != NotifyInfo:
-		return fmt.Errorf("not a notification: type %q is neither %s nor %s", n.Type, NotifyInterrupt, NotifyInfo)
+	case n.Type != storage.NotifyInterrupt && n.Type != storage.NotifyInfo:
+		return fmt.Errorf("not a notification: type %q is neither %s nor %s", n.Type, storage.NotifyInterrupt, storage.NotifyInfo)
 	case n.CreatedAt.IsZero():
 		return errors.New("not a notification: createdAt is missing")
-	case n.TaskID != "" && CheckID(PrefixTask, n.TaskID) != nil:
+	case n.TaskID != "" && storage.CheckID(storage.PrefixTask, n.TaskID) != nil:
 		return fmt.Errorf("not a notification: taskId %q is not a task id", n.TaskID)
 	}
 	return nil
@@ -183,16 +184,16 @@ func checkDecoded(n Notification) error {
 // a line that cannot be decoded stops the read with an error naming
 // path:line, and nothing past it is consumed.
 func (s *Store) sessionNotifications(ctx context.Context, ses Session, peek bool, limit int) ([]Notification, bool, error) {
-	return s.readNotifications(ctx, ses, ReadOptions{Peek: peek, Limit: limit}, nil)
+	return s.readNotifications(ctx, ses, storage.ReadOptions{Peek: peek, Limit: limit}, nil)
 }
 
 // readNotifications is sessionNotifications with opt's Peek and Limit;
 // keep, if not nil, sees each notification that concerns ses and says
 // whether to return it (those it refuses are still consumed unless Peek).
-func (s *Store) readNotifications(ctx context.Context, ses Session, opt ReadOptions, keep func(Notification) bool) ([]Notification, bool, error) {
-	var match func(Record, Notification) bool
+func (s *Store) readNotifications(ctx context.Context, ses Session, opt storage.ReadOptions, keep func(Notification) bool) ([]Notification, bool, error) {
+	var match func(storage.Record, Notification) bool
 	if keep != nil {
-		match = func(_ Record, n Notification) bool { return keep(n) }
+		match = func(_ storage.Record, n Notification) bool { return keep(n) }
 	}
 	out, res, err := s.readNotificationRecords(ctx, ses, opt, match)
 	return out, res.More, err
@@ -202,19 +203,19 @@ func (s *Store) readNotifications(ctx context.Context, ses Session, opt ReadOpti
 // if not nil, sees each record that concerns ses with its notification.
 // An expired notification concerns no one: it is passed over, and a read
 // that is not a peek consumes it without returning it.
-func (s *Store) readNotificationRecords(ctx context.Context, ses Session, opt ReadOptions, match func(Record, Notification) bool) ([]Notification, ReadResult, error) {
+func (s *Store) readNotificationRecords(ctx context.Context, ses Session, opt storage.ReadOptions, match func(storage.Record, Notification) bool) ([]Notification, storage.ReadResult, error) {
 	var last Notification // decoded once by Check, used by Match
 	opt.Session, opt.Strict = ses.ID, true
-	opt.Check = func(r Record) error {
+	opt.Check = func(r storage.Record) error {
 		var err error
 		last, err = decodeNotification(r)
 		return err
 	}
 	now := time.Now()
-	opt.Match = func(r Record) bool {
+	opt.Match = func(r storage.Record) bool {
 		return last.Concerns(ses) && !s.expired(last, now) && (match == nil || match(r, last))
 	}
-	res, err := s.ReadUnread(ctx, ses.Agent, NotificationStream(ses.Purpose), opt)
+	res, err := s.ReadUnread(ctx, ses.Agent, storage.NotificationStream(ses.Purpose), opt)
 	if err != nil {
 		return nil, res, fmt.Errorf("%w: %w; run aipm doctor (--repair moves a bad line to quarantine/)", ErrNotificationsUnreadable, err)
 	}
@@ -240,7 +241,7 @@ type Unread struct {
 	// Surfaced.Notifications).
 	Count, New int
 	// Through is the mark just past the notifications counted.
-	Through Mark
+	Through storage.Mark
 	// expires is when the first of those counted expires (zero: none
 	// does): the counts cached past it are stale.
 	expires time.Time
@@ -271,7 +272,7 @@ func (s *Store) Interrupt(ctx context.Context, ses Session) (Unread, error) {
 	// are counted by offset and dropped if it is not the mark's.
 	var u Unread
 	told := 0
-	interrupts, res, err := s.readNotificationRecords(ctx, ses, ReadOptions{Peek: true}, func(r Record, n Notification) bool {
+	interrupts, res, err := s.readNotificationRecords(ctx, ses, storage.ReadOptions{Peek: true}, func(r storage.Record, n Notification) bool {
 		u.Count++
 		if at := s.expiresAt(n); !at.IsZero() && (u.expires.IsZero() || at.Before(u.expires)) {
 			u.expires = at
@@ -279,7 +280,7 @@ func (s *Store) Interrupt(ctx context.Context, ses Session) (Unread, error) {
 		if r.Offset < mark.Offset {
 			told++
 		}
-		return n.Type == NotifyInterrupt
+		return n.Type == storage.NotifyInterrupt
 	})
 	if err != nil {
 		return Unread{}, err
@@ -299,7 +300,7 @@ func (s *Store) Interrupt(ctx context.Context, ses Session) (Unread, error) {
 	if shown {
 		u.Count += len(held)
 	}
-	interrupts = append(slices.DeleteFunc(held, func(n Notification) bool { return n.Type != NotifyInterrupt }), interrupts...)
+	interrupts = append(slices.DeleteFunc(held, func(n Notification) bool { return n.Type != storage.NotifyInterrupt }), interrupts...)
 	if cacheable && len(interrupts) == 0 {
 		s.caches.unread.Put(key, u, stamps...)
 	}
@@ -317,15 +318,15 @@ func (s *Store) Interrupt(ctx context.Context, ses Session) (Unread, error) {
 // get_notifications), oldest first, and whether that batch was only shown
 // (PendingBatch.Shown).
 func (s *Store) held(ctx context.Context, ses Session) ([]Notification, bool, error) {
-	cursorPath, err := s.readCursorPath(ses.Agent)
+	cursorPath, err := s.ReadCursorPath(ses.Agent)
 	if err != nil {
 		return nil, false, err
 	}
-	cursors, err := s.readCursors(cursorPath)
+	cursors, err := s.ReadCursors(cursorPath)
 	if err != nil {
 		return nil, false, err
 	}
-	sc := cursorOf(cursors, NotificationStream(ses.Purpose))
+	sc := storage.CursorOf(cursors, storage.NotificationStream(ses.Purpose))
 	if sc.Pending == nil || sc.Pending.Session != ses.ID {
 		return nil, false, nil
 	}
@@ -336,7 +337,7 @@ func (s *Store) held(ctx context.Context, ses Session) ([]Notification, bool, er
 	to := sc.Pending.To
 	now := time.Now()
 	var out []Notification
-	res, err := lockedfile.ReadPast(path, sc.Cursor, lockedfile.ReadOptions{Match: func(r Record) bool {
+	res, err := lockedfile.ReadPast(path, sc.Cursor, lockedfile.ReadOptions{Match: func(r storage.Record) bool {
 		if r.Offset >= to.Offset {
 			return false
 		}
@@ -364,7 +365,7 @@ func (s *Store) held(ctx context.Context, ses Session) ([]Notification, bool, er
 // if it cannot show them whole (false), nothing is handed. It says
 // whether they were handed.
 func (s *Store) ShowInterrupt(ctx context.Context, ses Session, intr Notification, show func(earlier []Notification) bool) (bool, error) {
-	ns, _, err := s.readNotifications(ctx, ses, ReadOptions{Peek: true}, nil)
+	ns, _, err := s.readNotifications(ctx, ses, storage.ReadOptions{Peek: true}, nil)
 	if err != nil {
 		return false, err
 	}
@@ -372,7 +373,7 @@ func (s *Store) ShowInterrupt(ctx context.Context, ses Session, intr Notificatio
 	if i < 0 || !show(ns[:i]) {
 		return false, nil // read, or handed already; or not shown
 	}
-	handed, _, err := s.readNotifications(ctx, ses, ReadOptions{Limit: i + 1, Shown: true}, nil)
+	handed, _, err := s.readNotifications(ctx, ses, storage.ReadOptions{Limit: i + 1, Shown: true}, nil)
 	if err != nil {
 		return false, err
 	}
@@ -413,17 +414,17 @@ func (s *Store) taskStopped(id string) bool {
 // unreadStamps stamps the two files a session's unread notifications
 // depend on: the agent's notifications and its read cursors.
 func (s *Store) unreadStamps(agent string) ([]lockedfile.Stamp, bool) {
-	return s.streamStamps(agent, StreamNotifications)
+	return s.streamStamps(agent, storage.StreamNotifications)
 }
 
 // streamStamps stamps the two files what is unread in one of agent's
 // streams depends on: its log and the agent's read cursors.
 func (s *Store) streamStamps(agent, stream string) ([]lockedfile.Stamp, bool) {
-	logPath, err := s.streamPath(agent, stream)
+	logPath, err := s.StreamPath(agent, stream)
 	if err != nil {
 		return nil, false
 	}
-	cursorPath, err := s.readCursorPath(agent)
+	cursorPath, err := s.ReadCursorPath(agent)
 	if err != nil {
 		return nil, false
 	}
@@ -447,9 +448,9 @@ func (s *Store) Notify(ctx context.Context, agent string, n Notification) (Notif
 		return n, err
 	}
 	if n.Type == "" {
-		n.Type = NotifyInfo
+		n.Type = storage.NotifyInfo
 	}
-	n.ID, n.CreatedAt, n.Redelivered = NewID(PrefixNotification), time.Now().UTC(), false
+	n.ID, n.CreatedAt, n.Redelivered = storage.NewID(storage.PrefixNotification), time.Now().UTC(), false
 	if n.Key == "" {
 		return n, s.AppendJSONL(ctx, path, n)
 	}
@@ -458,7 +459,7 @@ func (s *Store) Notify(ctx context.Context, agent string, n Notification) (Notif
 		return n, fmt.Errorf("append %s: encode: %w", s.Rel(path), err)
 	}
 	key, _ := json.Marshal(n.Key)
-	return n, s.appendUnless(ctx, path, line, []byte(`"key":`+string(key)))
+	return n, s.AppendUnless(ctx, path, line, []byte(`"key":`+string(key)))
 }
 
 // SessionNotifications returns the unread notifications that concern ses,
@@ -510,16 +511,16 @@ func NewestFirst(ns []Notification) []Notification {
 // task that is still blocked or cancelled never expires: the task session
 // must still stop.
 func (s *Store) expired(n Notification, now time.Time) bool {
-	ttl := s.notificationTTL(n.Type)
+	ttl := s.NotificationTTL(n.Type)
 	if ttl <= 0 || now.Sub(n.CreatedAt) < ttl {
 		return false
 	}
-	return !(n.Type == NotifyInterrupt && n.TaskID != "" && n.reportsStatus() && s.taskStopped(n.TaskID))
+	return !(n.Type == storage.NotifyInterrupt && n.TaskID != "" && n.reportsStatus() && s.taskStopped(n.TaskID))
 }
 
 // expiresAt is when n expires (zero: never, or not by time alone).
 func (s *Store) expiresAt(n Notification) time.Time {
-	ttl := s.notificationTTL(n.Type)
+	ttl := s.NotificationTTL(n.Type)
 	if ttl <= 0 {
 		return time.Time{}
 	}

@@ -1,6 +1,7 @@
 package fsstore
 
 import (
+	"aipm/fsstore/storage"
 	"context"
 	"errors"
 	"os"
@@ -11,7 +12,7 @@ import (
 // Which session sees, counts and consumes which notification.
 func TestNotificationConcerns(t *testing.T) {
 	written := time.Date(2026, 1, 2, 3, 4, 5, 0, time.UTC)
-	task, other := NewID(PrefixTask), NewID(PrefixTask)
+	task, other := storage.NewID(storage.PrefixTask), storage.NewID(storage.PrefixTask)
 	before, after := written.Add(-time.Minute), written.Add(time.Minute)
 	for _, tc := range []struct {
 		name string
@@ -19,14 +20,14 @@ func TestNotificationConcerns(t *testing.T) {
 		ses  Session
 		want bool
 	}{
-		{"task interrupt, its task session", Notification{Type: NotifyInterrupt, TaskID: task}, Session{Purpose: PurposeTask, TaskID: task, CreatedAt: before}, true},
-		{"task interrupt, a later task session of the same task", Notification{Type: NotifyInterrupt, TaskID: task}, Session{Purpose: PurposeTask, TaskID: task, CreatedAt: after}, true},
-		{"task interrupt, another task's session", Notification{Type: NotifyInterrupt, TaskID: task}, Session{Purpose: PurposeTask, TaskID: other, CreatedAt: before}, false},
-		{"task interrupt, the chat session", Notification{Type: NotifyInterrupt, TaskID: task}, Session{Purpose: PurposeChat, CreatedAt: before}, false},
-		{"agent interrupt, a chat session live then", Notification{Type: NotifyInterrupt}, Session{Purpose: PurposeChat, CreatedAt: before}, true},
-		{"agent interrupt, a task session live then", Notification{Type: NotifyInterrupt}, Session{Purpose: PurposeTask, TaskID: task, CreatedAt: before}, true},
-		{"agent interrupt, a session started later", Notification{Type: NotifyInterrupt}, Session{Purpose: PurposeTask, TaskID: task, CreatedAt: after}, false},
-		{"info about a task, the chat session (DESIGN section 6: the task session's alone)", Notification{Type: NotifyInfo, TaskID: task}, Session{Purpose: PurposeChat, CreatedAt: after}, false},
+		{"task interrupt, its task session", Notification{Type: storage.NotifyInterrupt, TaskID: task}, Session{Purpose: storage.PurposeTask, TaskID: task, CreatedAt: before}, true},
+		{"task interrupt, a later task session of the same task", Notification{Type: storage.NotifyInterrupt, TaskID: task}, Session{Purpose: storage.PurposeTask, TaskID: task, CreatedAt: after}, true},
+		{"task interrupt, another task's session", Notification{Type: storage.NotifyInterrupt, TaskID: task}, Session{Purpose: storage.PurposeTask, TaskID: other, CreatedAt: before}, false},
+		{"task interrupt, the chat session", Notification{Type: storage.NotifyInterrupt, TaskID: task}, Session{Purpose: storage.PurposeChat, CreatedAt: before}, false},
+		{"agent interrupt, a chat session live then", Notification{Type: storage.NotifyInterrupt}, Session{Purpose: storage.PurposeChat, CreatedAt: before}, true},
+		{"agent interrupt, a task session live then", Notification{Type: storage.NotifyInterrupt}, Session{Purpose: storage.PurposeTask, TaskID: task, CreatedAt: before}, true},
+		{"agent interrupt, a session started later", Notification{Type: storage.NotifyInterrupt}, Session{Purpose: storage.PurposeTask, TaskID: task, CreatedAt: after}, false},
+		{"info about a task, the chat session (DESIGN section 6: the task session's alone)", Notification{Type: storage.NotifyInfo, TaskID: task}, Session{Purpose: storage.PurposeChat, CreatedAt: after}, false},
 	} {
 		tc.n.CreatedAt = written
 		if got := tc.n.Concerns(tc.ses); got != tc.want {
@@ -40,21 +41,21 @@ func TestNotificationConcerns(t *testing.T) {
 func TestInterruptIdempotent(t *testing.T) {
 	s := newTestStore(t)
 	ctx := context.Background()
-	task := Task{ID: NewID(PrefixTask), Status: StatusBlocked, StatusChangedAt: time.Now()}
+	task := Task{ID: storage.NewID(storage.PrefixTask), Status: StatusBlocked, StatusChangedAt: time.Now()}
 	for i := 0; i < 2; i++ {
-		if _, err := s.Notify(ctx, "coder", Notification{Type: NotifyInterrupt, TaskID: task.ID, Message: "stop", Key: InterruptKey(task)}); err != nil {
+		if _, err := s.Notify(ctx, "coder", Notification{Type: storage.NotifyInterrupt, TaskID: task.ID, Message: "stop", Key: InterruptKey(task)}); err != nil {
 			t.Fatal(err)
 		}
 	}
 	path, _ := s.NotificationsPath("coder")
-	if recs, _, _, _ := ReadAll(path); len(recs) != 1 {
+	if recs, _, _, _ := storage.ReadAll(path); len(recs) != 1 {
 		t.Fatalf("%d interrupt lines for one status change, want 1", len(recs))
 	}
 	task.StatusChangedAt = task.StatusChangedAt.Add(time.Second) // a new change
-	if _, err := s.Notify(ctx, "coder", Notification{Type: NotifyInterrupt, TaskID: task.ID, Message: "stop", Key: InterruptKey(task)}); err != nil {
+	if _, err := s.Notify(ctx, "coder", Notification{Type: storage.NotifyInterrupt, TaskID: task.ID, Message: "stop", Key: InterruptKey(task)}); err != nil {
 		t.Fatal(err)
 	}
-	if recs, _, _, _ := ReadAll(path); len(recs) != 2 {
+	if recs, _, _, _ := storage.ReadAll(path); len(recs) != 2 {
 		t.Fatalf("%d interrupt lines after a second change, want 2", len(recs))
 	}
 }
@@ -64,11 +65,11 @@ func TestInterruptIdempotent(t *testing.T) {
 func TestAgentInterruptStopsOnlyLiveSessions(t *testing.T) {
 	s := newTestStore(t)
 	ctx := context.Background()
-	old := Session{ID: NewID(PrefixSession), Agent: "coder", Purpose: PurposeChat, CreatedAt: time.Now().UTC()}
-	if _, err := s.Notify(ctx, "coder", Notification{Type: NotifyInterrupt, Message: "stop"}); err != nil {
+	old := Session{ID: storage.NewID(storage.PrefixSession), Agent: "coder", Purpose: storage.PurposeChat, CreatedAt: time.Now().UTC()}
+	if _, err := s.Notify(ctx, "coder", Notification{Type: storage.NotifyInterrupt, Message: "stop"}); err != nil {
 		t.Fatal(err)
 	}
-	later := Session{ID: NewID(PrefixSession), Agent: "coder", Purpose: PurposeTask, TaskID: NewID(PrefixTask), CreatedAt: time.Now().UTC()}
+	later := Session{ID: storage.NewID(storage.PrefixSession), Agent: "coder", Purpose: storage.PurposeTask, TaskID: storage.NewID(storage.PrefixTask), CreatedAt: time.Now().UTC()}
 	if u, err := s.Interrupt(ctx, old); err != nil || u.Interrupt == nil {
 		t.Fatalf("live session: interrupt %v, err %v", u.Interrupt, err)
 	}
@@ -86,7 +87,7 @@ func TestCachesFollowOtherWriters(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	ses, token, err := s.Authenticate(ctx, cfg, "b", mustPasskey(t, s, "b"), "", PurposeChat)
+	ses, token, err := s.Authenticate(ctx, cfg, "b", mustPasskey(t, s, "b"), "", storage.PurposeChat)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -113,7 +114,7 @@ func wantUnreadFollowsOther(t *testing.T, s, other *Store, ses Session) {
 	if u, err := s.Interrupt(ctx, ses); err != nil || u.Count != 1 {
 		t.Fatalf("after another process's notification: %d unread, %v; want 1", u.Count, err)
 	}
-	if _, err := other.Notify(ctx, "b", Notification{Type: NotifyInterrupt, Message: "stop"}); err != nil {
+	if _, err := other.Notify(ctx, "b", Notification{Type: storage.NotifyInterrupt, Message: "stop"}); err != nil {
 		t.Fatal(err)
 	}
 	if u, err := s.Interrupt(ctx, ses); err != nil || u.Interrupt == nil || u.Count != 2 {
@@ -141,7 +142,7 @@ func wantSessionFollowsOther(t *testing.T, s, other *Store, ses Session, token s
 	if _, err := s.CheckSession(ctx, token); !errors.Is(err, ErrSessionEnded) {
 		t.Fatalf("after another process ended the session: %v, want ErrSessionEnded", err)
 	}
-	path, _ := s.DocPath(Sessions, ses.ID)
+	path, _ := s.DocPath(storage.Sessions, ses.ID)
 	if err := os.Remove(path); err != nil {
 		t.Fatal(err)
 	}

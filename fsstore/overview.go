@@ -1,6 +1,7 @@
 package fsstore
 
 import (
+	"aipm/fsstore/storage"
 	"context"
 	"time"
 )
@@ -8,7 +9,7 @@ import (
 // UnreadCounts returns how many chat messages from others and how many
 // notifications agent has not read yet. Nothing is marked read.
 func (s *Store) UnreadCounts(ctx context.Context, agent string) (messages, notifications int, err error) {
-	chat, err := s.ReadUnread(ctx, agent, StreamChat, ReadOptions{Peek: true, Match: FromOthers(agent)})
+	chat, err := s.ReadUnread(ctx, agent, storage.StreamChat, storage.ReadOptions{Peek: true, Match: FromOthers(agent)})
 	if err != nil {
 		return 0, 0, err
 	}
@@ -30,7 +31,7 @@ type Unseen struct {
 // created before `before` and that no session was handed or told of (no
 // surfaced receipt): what aipm status flags. Nothing is marked read.
 func (s *Store) UnseenMessages(ctx context.Context, agent string, before time.Time) (Unseen, error) {
-	res, err := s.ReadUnread(ctx, agent, StreamChat, ReadOptions{Peek: true, Match: FromOthers(agent)})
+	res, err := s.ReadUnread(ctx, agent, storage.StreamChat, storage.ReadOptions{Peek: true, Match: FromOthers(agent)})
 	if err != nil || len(res.Records) == 0 {
 		return Unseen{}, err
 	}

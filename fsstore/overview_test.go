@@ -1,6 +1,7 @@
 package fsstore
 
 import (
+	"aipm/fsstore/storage"
 	"context"
 	"testing"
 )
@@ -40,14 +41,14 @@ func TestUnreadCountsFollowTheSessions(t *testing.T) {
 	}
 	counts(2, "two written")
 
-	chat, _, err := s.Authenticate(ctx, cfg, "coder", mustPasskey(t, s, "coder"), "", PurposeChat)
+	chat, _, err := s.Authenticate(ctx, cfg, "coder", mustPasskey(t, s, "coder"), "", storage.PurposeChat)
 	if err != nil {
 		t.Fatal(err)
 	}
 	read(chat)
 	counts(1, "the chat session read the first and may not read the second")
 
-	ses, _, err := s.Authenticate(ctx, cfg, "coder", mustPasskey(t, s, "coder"), "", PurposeTask)
+	ses, _, err := s.Authenticate(ctx, cfg, "coder", mustPasskey(t, s, "coder"), "", storage.PurposeTask)
 	if err != nil {
 		t.Fatal(err)
 	}

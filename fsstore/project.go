@@ -17,6 +17,7 @@ import (
 	"github.com/BurntSushi/toml"
 
 	"aipm/fsstore/lockedfile"
+	"aipm/fsstore/storage"
 )
 
 // gitignore keeps runtime state out of git; chat logs, tasks, conversations
@@ -53,56 +54,56 @@ func Init(projectDir, name string) (*Store, error) {
 	if name == "" {
 		name = filepath.Base(abs)
 	}
-	root := filepath.Join(abs, DirName)
+	root := filepath.Join(abs, storage.DirName)
 	if _, err := os.Lstat(root); err == nil {
-		return nil, kindf(ErrExists, "%s already exists: this is an aipm project already (use aipm doctor to check it)", DirName)
+		return nil, storage.Kindf(storage.ErrExists, "%s already exists: this is an aipm project already (use aipm doctor to check it)", storage.DirName)
 	}
-	if err := checkLocalProject(abs); err != nil {
+	if err := storage.CheckLocalProject(abs); err != nil {
 		return nil, err
 	}
 	// Build the new tree beside, then rename it into place, so a failed or
 	// concurrent init never leaves half a project.
-	tmp, err := os.MkdirTemp(abs, "."+DirName+".init-*")
+	tmp, err := os.MkdirTemp(abs, "."+storage.DirName+".init-*")
 	if err != nil {
 		return nil, fmt.Errorf("init: %w", err)
 	}
 	defer os.RemoveAll(tmp)
-	if err := os.Chmod(tmp, ModeDir); err != nil {
+	if err := os.Chmod(tmp, storage.ModeDir); err != nil {
 		return nil, fmt.Errorf("init: %w", err)
 	}
 	var cfg bytes.Buffer
 	fmt.Fprintf(&cfg, "# aipm project configuration; aipm config example prints every key.\n\n")
 	fmt.Fprintf(&cfg, "[project]\n")
-	if err := toml.NewEncoder(&cfg).Encode(ProjectConfig{Name: name, ID: NewID("prj_")}); err != nil {
+	if err := toml.NewEncoder(&cfg).Encode(storage.ProjectConfig{Name: name, ID: storage.NewID("prj_")}); err != nil {
 		return nil, fmt.Errorf("init: encode config: %w", err)
 	}
-	fmt.Fprintf(&cfg, "\n[defaults]\ndurability = %q\n\n# Agents: add them with `aipm agent add ID --type ai|human`, or edit here.\n", DurableFsync)
-	if _, err := ParseConfig("config.toml", cfg.Bytes()); err != nil {
+	fmt.Fprintf(&cfg, "\n[defaults]\ndurability = %q\n\n# Agents: add them with `aipm agent add ID --type ai|human`, or edit here.\n", storage.DurableFsync)
+	if _, err := storage.ParseConfig("config.toml", cfg.Bytes()); err != nil {
 		return nil, fmt.Errorf("init: generated config is invalid (a bug): %w", err)
 	}
 	for _, f := range []struct {
 		name string
 		data []byte
 	}{{"config.toml", cfg.Bytes()}, {".gitignore", []byte(gitignore)}} {
-		if err := writeFileAtomic(filepath.Join(tmp, f.name), f.data, ModeFile, true); err != nil {
+		if err := storage.WriteFileAtomic(filepath.Join(tmp, f.name), f.data, storage.ModeFile, true); err != nil {
 			return nil, fmt.Errorf("init: %w", err)
 		}
 	}
-	if err := os.Mkdir(filepath.Join(tmp, "agents"), ModeDir); err != nil {
+	if err := os.Mkdir(filepath.Join(tmp, "agents"), storage.ModeDir); err != nil {
 		return nil, fmt.Errorf("init: %w", err)
 	}
 	// This checkout's marker: nothing sent from now on is history of a clone.
-	if err := writeInitMarker(tmp); err != nil {
+	if err := storage.WriteInitMarker(tmp); err != nil {
 		return nil, fmt.Errorf("init: %w", err)
 	}
 	// Rename fails if root appeared meanwhile (it is then a non-empty directory).
 	if err := os.Rename(tmp, root); err != nil {
 		if _, serr := os.Lstat(root); serr == nil {
-			return nil, kindf(ErrExists, "%s already exists: this is an aipm project already", DirName)
+			return nil, storage.Kindf(storage.ErrExists, "%s already exists: this is an aipm project already", storage.DirName)
 		}
 		return nil, fmt.Errorf("init: %w", err)
 	}
-	if err := syncDir(abs); err != nil {
+	if err := storage.SyncDir(abs); err != nil {
 		return nil, fmt.Errorf("init: %w", err)
 	}
 	return Open(abs)
@@ -131,15 +132,15 @@ const configRaces = 6
 // refuses, so that neither change is lost silently. The edit works on
 // text: comments and layout survive. A config that is invalid before the
 // edit is refused.
-func (s *Store) EditConfig(ctx context.Context, edit func(text []byte, cfg *Config) ([]byte, error)) error {
-	unlock, err := s.lockDir(ctx, s.Root())
+func (s *Store) EditConfig(ctx context.Context, edit func(text []byte, cfg *storage.Config) ([]byte, error)) error {
+	unlock, err := s.LockDir(ctx, s.Root())
 	if err != nil {
 		return err
 	}
 	defer unlock()
 	path := s.ConfigPath()
 	var editErr error
-	races, err := lockedfile.Update(ctx, path, ModeFile, s.durable.Load(), configRaces, func(old []byte, exists bool) ([]byte, error) {
+	races, err := lockedfile.Update(ctx, path, storage.ModeFile, s.Durable.Load(), configRaces, func(old []byte, exists bool) ([]byte, error) {
 		updated, err := editConfigText(s.Rel(path), old, exists, edit)
 		editErr = err
 		return updated, err
@@ -154,11 +155,11 @@ func (s *Store) EditConfig(ctx context.Context, edit func(text []byte, cfg *Conf
 }
 
 // editConfigText is one pass of EditConfig over the text read.
-func editConfigText(name string, old []byte, exists bool, edit func(text []byte, cfg *Config) ([]byte, error)) ([]byte, error) {
+func editConfigText(name string, old []byte, exists bool, edit func(text []byte, cfg *storage.Config) ([]byte, error)) ([]byte, error) {
 	if !exists {
-		return nil, kindf(ErrNotFound, "%s is missing: run aipm init, or restore it", name)
+		return nil, storage.Kindf(storage.ErrNotFound, "%s is missing: run aipm init, or restore it", name)
 	}
-	cfg, err := ParseConfig(name, old)
+	cfg, err := storage.ParseConfig(name, old)
 	if err != nil {
 		return nil, fmt.Errorf("the config is invalid, fix it first: %w", err)
 	}
@@ -169,8 +170,8 @@ func editConfigText(name string, old []byte, exists bool, edit func(text []byte,
 	if updated == nil {
 		return nil, nil // nothing to write
 	}
-	if _, err := ParseConfig(name, updated); err != nil {
-		return nil, kindf(ErrInvalid, "the change would leave an invalid config: %v", err)
+	if _, err := storage.ParseConfig(name, updated); err != nil {
+		return nil, storage.Kindf(storage.ErrInvalid, "the change would leave an invalid config: %v", err)
 	}
 	return updated, nil
 }
@@ -180,7 +181,7 @@ func editConfigText(name string, old []byte, exists bool, edit func(text []byte,
 // stores a salted hash of a new passkey and returns the passkey, which is
 // shown once and stored nowhere. A human gets none ("").
 func (s *Store) AddAgent(ctx context.Context, a NewAgent) (passkey string, err error) {
-	if err := CheckAgentID(a.ID); err != nil {
+	if err := storage.CheckAgentID(a.ID); err != nil {
 		return "", err
 	}
 	var entry bytes.Buffer
@@ -188,9 +189,9 @@ func (s *Store) AddAgent(ctx context.Context, a NewAgent) (passkey string, err e
 	if err := toml.NewEncoder(&entry).Encode(a); err != nil {
 		return "", fmt.Errorf("encode agent: %w", err)
 	}
-	exists := func(cfg *Config) error {
+	exists := func(cfg *storage.Config) error {
 		if _, ok := cfg.Agent(a.ID); ok {
-			return kindf(ErrExists, "agent %q already exists in %s: choose another id", a.ID, s.Rel(s.ConfigPath()))
+			return storage.Kindf(storage.ErrExists, "agent %q already exists in %s: choose another id", a.ID, s.Rel(s.ConfigPath()))
 		}
 		return nil
 	}
@@ -201,12 +202,12 @@ func (s *Store) AddAgent(ctx context.Context, a NewAgent) (passkey string, err e
 	}
 	// The passkey hash is stored first, so that the agent never appears in
 	// the config without one; it goes again if the agent is not added.
-	if a.Type == AgentAI { // humans act through the CLI and need no passkey
+	if a.Type == storage.AgentAI { // humans act through the CLI and need no passkey
 		if passkey, err = s.newPasskey(a.ID); err != nil {
 			return "", err
 		}
 	}
-	err = s.EditConfig(ctx, func(old []byte, cfg *Config) ([]byte, error) {
+	err = s.EditConfig(ctx, func(old []byte, cfg *storage.Config) ([]byte, error) {
 		if err := exists(cfg); err != nil {
 			return nil, err
 		}
@@ -215,14 +216,14 @@ func (s *Store) AddAgent(ctx context.Context, a NewAgent) (passkey string, err e
 			updated = append(updated, '\n')
 		}
 		updated = append(updated, entry.Bytes()...)
-		if _, err := ParseConfig(s.Rel(s.ConfigPath()), updated); err != nil {
+		if _, err := storage.ParseConfig(s.Rel(s.ConfigPath()), updated); err != nil {
 			// The line would be one of the new entry, which is not in the
 			// file: say what is wrong without pointing into it.
-			var le *LineError
+			var le *storage.LineError
 			if errors.As(err, &le) {
 				err = le.Err
 			}
-			return nil, kindf(ErrInvalid, "agent %q cannot be added: %v", a.ID, err)
+			return nil, storage.Kindf(storage.ErrInvalid, "agent %q cannot be added: %v", a.ID, err)
 		}
 		return updated, nil
 	})
@@ -265,7 +266,7 @@ func (s *Store) newPasskey(agent string) (string, error) {
 		Hash:      hashPasskey(salt[:16], passkey),
 		CreatedAt: time.Now().UTC(),
 	}
-	if err := s.writeDoc(path, rec, ModePrivateFile); err != nil {
+	if err := s.WriteDoc(path, rec, storage.ModePrivateFile); err != nil {
 		return "", err
 	}
 	return passkey, nil
@@ -285,22 +286,22 @@ func (s *Store) checkPasskey(agent, passkey string) error {
 		return err
 	}
 	var rec passkeyRecord
-	if err := s.readDoc(path, &rec); err != nil {
-		if errors.Is(err, ErrNotFound) {
-			return kindf(ErrBadPasskey, "agent %q has no passkey (a clone of the project, or an agent added by hand): run aipm agent passkey %s", agent, agent)
+	if err := s.ReadDoc(path, &rec); err != nil {
+		if errors.Is(err, storage.ErrNotFound) {
+			return storage.Kindf(storage.ErrBadPasskey, "agent %q has no passkey (a clone of the project, or an agent added by hand): run aipm agent passkey %s", agent, agent)
 		}
 		return err
 	}
 	salt, err := hex.DecodeString(rec.Salt)
 	if err != nil || rec.Algorithm != "sha256" {
-		return kindf(ErrBadPasskey, "%s is damaged: run aipm agent passkey %s to issue a new passkey", s.Rel(path), agent)
+		return storage.Kindf(storage.ErrBadPasskey, "%s is damaged: run aipm agent passkey %s to issue a new passkey", s.Rel(path), agent)
 	}
-	if err := CheckPasskeyArg(passkey); err != nil {
+	if err := storage.CheckPasskeyArg(passkey); err != nil {
 		return err
 	}
 	got := hashPasskey(salt, passkey) // exactly as given: no trimming
 	if subtle.ConstantTimeCompare([]byte(got), []byte(rec.Hash)) != 1 {
-		return ErrBadPasskey
+		return storage.ErrBadPasskey
 	}
 	return nil
 }

@@ -1,6 +1,7 @@
 package fsstore
 
 import (
+	"aipm/fsstore/storage"
 	"context"
 	"errors"
 	"testing"
@@ -10,8 +11,8 @@ import (
 // number: the line would be in text that was never written.
 func TestAddAgentInvalidEntry(t *testing.T) {
 	s := newTestStore(t)
-	_, err := s.AddAgent(context.Background(), NewAgent{ID: "bot", Type: AgentAI, Parent: "nobody"})
-	if !errors.Is(err, ErrInvalid) || err.Error() != `agent "bot" cannot be added: agent "bot": parent "nobody" is not a configured agent: add it or fix the id` {
+	_, err := s.AddAgent(context.Background(), NewAgent{ID: "bot", Type: storage.AgentAI, Parent: "nobody"})
+	if !errors.Is(err, storage.ErrInvalid) || err.Error() != `agent "bot" cannot be added: agent "bot": parent "nobody" is not a configured agent: add it or fix the id` {
 		t.Errorf("AddAgent with an unknown parent: %v", err)
 	}
 	if cfg, err := s.LoadConfig(); err != nil || len(cfg.Agents) != 0 {

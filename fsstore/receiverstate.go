@@ -1,6 +1,7 @@
 package fsstore
 
 import (
+	"aipm/fsstore/storage"
 	"fmt"
 	"os"
 	"time"
@@ -35,7 +36,7 @@ type ReceiverState struct {
 // live and whose aipm serve process runs; a watcher start counts only when
 // the watcher can start the agent (Startable: a command and a saved
 // passkey) and a watcher holds the project's lock.
-func (s *Store) ReceiverStateOf(cfg *Config, agent string, now time.Time) ReceiverState {
+func (s *Store) ReceiverStateOf(cfg *storage.Config, agent string, now time.Time) ReceiverState {
 	st := ReceiverState{Agent: agent}
 	a, ok := cfg.Agent(agent)
 	if !ok {
@@ -44,7 +45,7 @@ func (s *Store) ReceiverStateOf(cfg *Config, agent string, now time.Time) Receiv
 	}
 	if live, err := s.LiveSessionsOf(agent, now); err == nil {
 		for _, ses := range live {
-			if ses.Purpose == PurposeChat {
+			if ses.Purpose == storage.PurposeChat {
 				st.State, st.Note = ReceiverLive, fmt.Sprintf("%s's chat session is running and gets it at its next get_next_action", agent)
 				return st
 			}
@@ -52,7 +53,7 @@ func (s *Store) ReceiverStateOf(cfg *Config, agent string, now time.Time) Receiv
 	}
 	unstartable := s.startable(a)
 	switch {
-	case a.Type == AgentHuman:
+	case a.Type == storage.AgentHuman:
 		st.State, st.Note = ReceiverQueued, fmt.Sprintf("%s is a human: it waits until they read it (aipm inbox --as %s, or aipm web)", agent, agent)
 	case len(a.Command) == 0:
 		st.State, st.Note = ReceiverQueued, fmt.Sprintf("%s has no chat session and no command in config.toml: it waits until %s authenticates (configure a command and run aipm watch to start it)", agent, agent)
@@ -70,7 +71,7 @@ func (s *Store) ReceiverStateOf(cfg *Config, agent string, now time.Time) Receiv
 // returns the passkey file it hands the process: the agent needs a command
 // and a saved passkey. The error says what is missing and what to run. The
 // one rule of the watcher's starter and of ReceiverStateOf.
-func (s *Store) Startable(a Agent) (cred string, err error) {
+func (s *Store) Startable(a storage.Agent) (cred string, err error) {
 	if len(a.Command) == 0 {
 		return "", fmt.Errorf("%s has no command in config.toml", a.ID)
 	}
@@ -84,7 +85,7 @@ func (s *Store) Startable(a Agent) (cred string, err error) {
 	return cred, nil
 }
 
-func (s *Store) startable(a Agent) error {
+func (s *Store) startable(a storage.Agent) error {
 	_, err := s.Startable(a)
 	return err
 }

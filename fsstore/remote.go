@@ -25,7 +25,7 @@ func SSHClient(v string) string {
 // ServeMany says this process serves the sessions of many agents and
 // clients (aipm serve --http): the sessions it opens take no run id and no
 // ssh client from its environment, which speaks for none of them.
-func (s *Store) ServeMany() { s.servesMany.Store(true) }
+func (s *Store) ServeMany() { s.ServesMany.Store(true) }
 
 // SavedCredential is agent's credential as saved on this machine
 // (CredentialPath, written by aipm agent passkey ID --save): what

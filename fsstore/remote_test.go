@@ -1,6 +1,7 @@
 package fsstore
 
 import (
+	"aipm/fsstore/storage"
 	"context"
 	"testing"
 	"time"
@@ -20,19 +21,19 @@ func TestRunOwnsRemoteSessions(t *testing.T) {
 		stale   bool
 		ends    bool
 	}{
-		{"ssh command, session opened after its start", ssh, -time.Minute, PurposeChat, false, true},
-		{"ssh inside a shell command", []string{"sh", "-c", "exec ssh hostB claude"}, -time.Minute, PurposeChat, false, true},
-		{"a local command", []string{"claude", "-p", "work"}, -time.Minute, PurposeChat, false, false},
-		{"session opened before the run", ssh, time.Minute, PurposeChat, false, false},
-		{"another purpose", ssh, -time.Minute, PurposeTask, false, false},
-		{"a stale record", ssh, -time.Hour, PurposeChat, true, false},
+		{"ssh command, session opened after its start", ssh, -time.Minute, storage.PurposeChat, false, true},
+		{"ssh inside a shell command", []string{"sh", "-c", "exec ssh hostB claude"}, -time.Minute, storage.PurposeChat, false, true},
+		{"a local command", []string{"claude", "-p", "work"}, -time.Minute, storage.PurposeChat, false, false},
+		{"session opened before the run", ssh, time.Minute, storage.PurposeChat, false, false},
+		{"another purpose", ssh, -time.Minute, storage.PurposeTask, false, false},
+		{"a stale record", ssh, -time.Hour, storage.PurposeChat, true, false},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			s, cfg := leadAndCoder(t)
 			ctx := context.Background()
 			t.Setenv(EnvSSHConnection, "192.0.2.7 50000 192.0.2.1 22")
 			t.Setenv(EnvRunID, "")
-			ses, _, err := s.Authenticate(ctx, cfg, "coder", mustPasskey(t, s, "coder"), "", PurposeChat)
+			ses, _, err := s.Authenticate(ctx, cfg, "coder", mustPasskey(t, s, "coder"), "", storage.PurposeChat)
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -66,7 +67,7 @@ func TestServeManySessionsOwnNoEnvironment(t *testing.T) {
 	t.Setenv(EnvSSHConnection, "192.0.2.7 50000 192.0.2.1 22")
 	t.Setenv(EnvRunID, "run_of_the_shell")
 	s.ServeMany()
-	ses, _, err := s.Authenticate(context.Background(), cfg, "coder", mustPasskey(t, s, "coder"), "", PurposeChat)
+	ses, _, err := s.Authenticate(context.Background(), cfg, "coder", mustPasskey(t, s, "coder"), "", storage.PurposeChat)
 	if err != nil {
 		t.Fatal(err)
 	}

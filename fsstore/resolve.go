@@ -1,6 +1,7 @@
 package fsstore
 
 import (
+	"aipm/fsstore/storage"
 	"errors"
 	"fmt"
 	"os"
@@ -10,18 +11,18 @@ import (
 
 // nounOf names a collection's entities in messages.
 var nounOf = map[string]string{
-	Conversations: "conversation",
-	Delegations:   "delegation",
-	Tasks:         "task",
-	Sessions:      "session",
+	storage.Conversations: "conversation",
+	storage.Delegations:   "delegation",
+	storage.Tasks:         "task",
+	storage.Sessions:      "session",
 }
 
 // listCommandOf is the aipm command that lists a collection's ids.
 var listCommandOf = map[string]string{
-	Conversations: "aipm conversations",
-	Delegations:   "aipm delegations",
-	Tasks:         "aipm task list",
-	Sessions:      "aipm status",
+	storage.Conversations: "aipm conversations",
+	storage.Delegations:   "aipm delegations",
+	storage.Tasks:         "aipm task list",
+	storage.Sessions:      "aipm status",
 }
 
 // maxListed is how many matches an ambiguous prefix lists.
@@ -32,7 +33,7 @@ const maxListed = 10
 // either case. No match is ErrNotFound, several are ErrAmbiguous (the
 // message lists them), a malformed arg is ErrInvalid.
 func (s *Store) ResolveID(collection, arg string) (string, error) {
-	prefix, ok := idPrefixOf[collection]
+	prefix, ok := storage.IdPrefixOf[collection]
 	if !ok {
 		return "", fmt.Errorf("collection %q has no id documents", collection)
 	}
@@ -41,8 +42,8 @@ func (s *Store) ResolveID(collection, arg string) (string, error) {
 	if b, ok := strings.CutPrefix(body, strings.ToUpper(prefix)); ok {
 		body = b
 	}
-	if len(body) == 0 || len(body) > 26 || !isCrockford(body) { // ^[0-9A-HJKMNP-TV-Z]{1,26}$
-		return "", kindf(ErrInvalid, "%q is not a %s id: give the id aipm printed (%s followed by 26 characters), or any unique start of it (see %s)", arg, noun, prefix, listCommandOf[collection])
+	if len(body) == 0 || len(body) > 26 || !storage.IsCrockford(body) { // ^[0-9A-HJKMNP-TV-Z]{1,26}$
+		return "", storage.Kindf(storage.ErrInvalid, "%q is not a %s id: give the id aipm printed (%s followed by 26 characters), or any unique start of it (see %s)", arg, noun, prefix, listCommandOf[collection])
 	}
 	want := prefix + body
 	if len(body) == 26 {
@@ -64,15 +65,15 @@ func (s *Store) ResolveID(collection, arg string) (string, error) {
 	case len(matches) == 1:
 		return matches[0], nil
 	case len(matches) == 0 && len(body) == 26:
-		return "", kindf(ErrNotFound, "%s %s does not exist: see %s", noun, want, listCommandOf[collection])
+		return "", storage.Kindf(storage.ErrNotFound, "%s %s does not exist: see %s", noun, want, listCommandOf[collection])
 	case len(matches) == 0:
-		return "", kindf(ErrNotFound, "no %s id starts with %q: see %s", noun, arg, listCommandOf[collection])
+		return "", storage.Kindf(storage.ErrNotFound, "no %s id starts with %q: see %s", noun, arg, listCommandOf[collection])
 	}
 	listed := matches
 	if len(listed) > maxListed {
 		listed = append(listed[:maxListed:maxListed], fmt.Sprintf("and %d more", len(matches)-maxListed))
 	}
-	return "", kindf(ErrAmbiguous, "%q matches %d %ss (%s): type more of the id", arg, len(matches), noun, strings.Join(listed, ", "))
+	return "", storage.Kindf(storage.ErrAmbiguous, "%q matches %d %ss (%s): type more of the id", arg, len(matches), noun, strings.Join(listed, ", "))
 }
 
 func (s *Store) docPathUnchecked(collection, id string) string {
@@ -82,7 +83,7 @@ func (s *Store) docPathUnchecked(collection, id string) string {
 // IDs lists the ids of collection's documents, sorted (so oldest first:
 // ids are time-sortable). A collection not created yet has none.
 func (s *Store) IDs(collection string) ([]string, error) {
-	prefix, ok := idPrefixOf[collection]
+	prefix, ok := storage.IdPrefixOf[collection]
 	if !ok {
 		return nil, fmt.Errorf("collection %q has no id documents", collection)
 	}
@@ -93,7 +94,7 @@ func (s *Store) IDs(collection string) ([]string, error) {
 	var ids []string
 	for _, e := range entries {
 		id, ok := strings.CutSuffix(e.Name(), ".json")
-		if ok && CheckID(prefix, id) == nil {
+		if ok && storage.CheckID(prefix, id) == nil {
 			ids = append(ids, id)
 		}
 	}

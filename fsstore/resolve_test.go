@@ -1,6 +1,7 @@
 package fsstore
 
 import (
+	"aipm/fsstore/storage"
 	"errors"
 	"path/filepath"
 	"strings"
@@ -10,7 +11,7 @@ import (
 func TestResolveID(t *testing.T) {
 	s := newTestStore(t)
 	for _, id := range []string{"tsk_01M7YZWACRA0328GMTHNDHB18Z", "tsk_01M7YZWACRA0328GMTHNDHB190", "tsk_01M7YZWACRA0328GMTHNDHC000"} {
-		if err := s.writeDoc(filepath.Join(s.CollectionDir(Tasks), id+".json"), Task{ID: id}, ModeFile); err != nil {
+		if err := s.WriteDoc(filepath.Join(s.CollectionDir(storage.Tasks), id+".json"), Task{ID: id}, storage.ModeFile); err != nil {
 			t.Fatal(err)
 		}
 	}
@@ -23,18 +24,18 @@ func TestResolveID(t *testing.T) {
 		{arg: "01M7YZWACRA0328GMTHNDHB18Z", want: "tsk_01M7YZWACRA0328GMTHNDHB18Z"},
 		{arg: "01m7yzwacra0328gmthndhb19", want: "tsk_01M7YZWACRA0328GMTHNDHB190"},
 		{arg: "TSK_01M7YZWACRA0328GMTHNDHC", want: "tsk_01M7YZWACRA0328GMTHNDHC000"},
-		{arg: "01M7YZWACRA0328GMTHNDHB", kind: ErrAmbiguous, msg: "matches 2 tasks (tsk_01M7YZWACRA0328GMTHNDHB18Z, tsk_01M7YZWACRA0328GMTHNDHB190)"},
-		{arg: "tsk_0", kind: ErrAmbiguous, msg: "matches 3 tasks"},
-		{arg: "02", kind: ErrNotFound, msg: `no task id starts with "02"`},
-		{arg: "tsk_01M7YZWACRA0328GMTHNDHB191", kind: ErrNotFound, msg: "task tsk_01M7YZWACRA0328GMTHNDHB191 does not exist"},
-		{arg: "", kind: ErrInvalid},
-		{arg: "tsk_", kind: ErrInvalid},
-		{arg: "../x", kind: ErrInvalid},
-		{arg: "tsk_01I", kind: ErrInvalid},               // I is not Crockford base32
-		{arg: strings.Repeat("0", 27), kind: ErrInvalid}, // longer than an id
-		{arg: "msg_01M7YZ", kind: ErrInvalid},            // another kind of id
+		{arg: "01M7YZWACRA0328GMTHNDHB", kind: storage.ErrAmbiguous, msg: "matches 2 tasks (tsk_01M7YZWACRA0328GMTHNDHB18Z, tsk_01M7YZWACRA0328GMTHNDHB190)"},
+		{arg: "tsk_0", kind: storage.ErrAmbiguous, msg: "matches 3 tasks"},
+		{arg: "02", kind: storage.ErrNotFound, msg: `no task id starts with "02"`},
+		{arg: "tsk_01M7YZWACRA0328GMTHNDHB191", kind: storage.ErrNotFound, msg: "task tsk_01M7YZWACRA0328GMTHNDHB191 does not exist"},
+		{arg: "", kind: storage.ErrInvalid},
+		{arg: "tsk_", kind: storage.ErrInvalid},
+		{arg: "../x", kind: storage.ErrInvalid},
+		{arg: "tsk_01I", kind: storage.ErrInvalid},               // I is not Crockford base32
+		{arg: strings.Repeat("0", 27), kind: storage.ErrInvalid}, // longer than an id
+		{arg: "msg_01M7YZ", kind: storage.ErrInvalid},            // another kind of id
 	} {
-		got, err := s.ResolveID(Tasks, tc.arg)
+		got, err := s.ResolveID(storage.Tasks, tc.arg)
 		if tc.kind == nil {
 			if err != nil || got != tc.want {
 				t.Errorf("ResolveID(%q) = %q, %v; want %q", tc.arg, got, err, tc.want)
@@ -50,17 +51,17 @@ func TestResolveID(t *testing.T) {
 func TestResolveIDListsAtMostTen(t *testing.T) {
 	s := newTestStore(t)
 	for i := 0; i < 12; i++ {
-		id := NewID(PrefixTask)
-		if err := s.writeDoc(filepath.Join(s.CollectionDir(Tasks), id+".json"), Task{ID: id}, ModeFile); err != nil {
+		id := storage.NewID(storage.PrefixTask)
+		if err := s.WriteDoc(filepath.Join(s.CollectionDir(storage.Tasks), id+".json"), Task{ID: id}, storage.ModeFile); err != nil {
 			t.Fatal(err)
 		}
 	}
-	_, err := s.ResolveID(Tasks, "tsk_")
-	if !errors.Is(err, ErrInvalid) {
+	_, err := s.ResolveID(storage.Tasks, "tsk_")
+	if !errors.Is(err, storage.ErrInvalid) {
 		t.Fatalf("an empty prefix: %v, want ErrInvalid", err)
 	}
-	_, err = s.ResolveID(Tasks, "0")
-	if !errors.Is(err, ErrAmbiguous) || !strings.Contains(err.Error(), "matches 12 tasks") || !strings.Contains(err.Error(), "and 2 more") {
+	_, err = s.ResolveID(storage.Tasks, "0")
+	if !errors.Is(err, storage.ErrAmbiguous) || !strings.Contains(err.Error(), "matches 12 tasks") || !strings.Contains(err.Error(), "and 2 more") {
 		t.Fatalf("12 matches: %v", err)
 	}
 }

@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"aipm/fsstore/lockedfile"
+	"aipm/fsstore/storage"
 )
 
 // Environment of a process the watcher starts (DESIGN section 12).
@@ -53,23 +54,23 @@ func (r Run) Alive() bool { return r.PID > 0 && processAlive(r.PID) }
 // between starting the process and recording its pid) or no record at all.
 func (rt RunTable) Claim(ctx context.Context, r Run) (claimed bool, stale *Run, slot *os.File, err error) {
 	s := rt.s
-	path, err := s.TriggerPath(Runs, r.Agent, r.Purpose)
+	path, err := s.TriggerPath(storage.Runs, r.Agent, r.Purpose)
 	if err != nil {
 		return false, nil, nil, err
 	}
-	if err := s.mkdirAll(filepath.Dir(path)); err != nil {
+	if err := s.MkdirAll(filepath.Dir(path)); err != nil {
 		return false, nil, nil, fmt.Errorf("claim run: %w", err)
 	}
 	// Taken without waiting, so holding it while UpdateDoc waits for the
 	// runs lock cannot deadlock.
-	slot, ok, err := lockedfile.TryLockFile(slotLockPath(path), ModeFile)
+	slot, ok, err := lockedfile.TryLockFile(slotLockPath(path), storage.ModeFile)
 	if err != nil || !ok {
 		return false, nil, nil, wrapErr("claim run", err)
 	}
-	_, err = UpdateDoc(ctx, s.Files, path, ModeFile, func(doc *Run, exists bool) error {
+	_, err = storage.UpdateDoc(ctx, s.Files, path, storage.ModeFile, func(doc *Run, exists bool) error {
 		stale, claimed = nil, false
 		if exists && doc.Alive() {
-			return ErrNoChange
+			return storage.ErrNoChange
 		}
 		if exists {
 			old := *doc
@@ -97,7 +98,7 @@ func (rt RunTable) Live(r Run) bool {
 	if r.Alive() {
 		return true
 	}
-	path, err := rt.s.TriggerPath(Runs, r.Agent, r.Purpose)
+	path, err := rt.s.TriggerPath(storage.Runs, r.Agent, r.Purpose)
 	if err != nil {
 		return false
 	}
@@ -116,13 +117,13 @@ func wrapErr(what string, err error) error {
 // SetPID records the pid of a claimed run once its process started.
 func (rt RunTable) SetPID(ctx context.Context, r Run) error {
 	s := rt.s
-	path, err := s.TriggerPath(Runs, r.Agent, r.Purpose)
+	path, err := s.TriggerPath(storage.Runs, r.Agent, r.Purpose)
 	if err != nil {
 		return err
 	}
-	_, err = UpdateDoc(ctx, s.Files, path, ModeFile, func(doc *Run, exists bool) error {
+	_, err = storage.UpdateDoc(ctx, s.Files, path, storage.ModeFile, func(doc *Run, exists bool) error {
 		if !exists || doc.ID != r.ID {
-			return ErrNoChange
+			return storage.ErrNoChange
 		}
 		doc.PID = r.PID
 		return nil
@@ -135,19 +136,19 @@ func (rt RunTable) SetPID(ctx context.Context, r Run) error {
 // session_expired (EndSession's hook).
 func (rt RunTable) Release(ctx context.Context, r Run) error {
 	s := rt.s
-	path, err := s.TriggerPath(Runs, r.Agent, r.Purpose)
+	path, err := s.TriggerPath(storage.Runs, r.Agent, r.Purpose)
 	if err != nil {
 		return err
 	}
 	err = func() error {
-		unlock, err := s.lockDir(ctx, filepath.Dir(path))
+		unlock, err := s.LockDir(ctx, filepath.Dir(path))
 		if err != nil {
 			return err
 		}
 		defer unlock()
 		var cur Run
-		if err := s.readDoc(path, &cur); err != nil {
-			if errors.Is(err, ErrNotFound) {
+		if err := s.ReadDoc(path, &cur); err != nil {
+			if errors.Is(err, storage.ErrNotFound) {
 				return nil
 			}
 			return err
@@ -223,7 +224,7 @@ func runsSSH(command []string) bool {
 func (rt RunTable) List() ([]Run, error) {
 	s := rt.s
 	var out []Run
-	err := eachDoc(s.Files, Runs, func(_ string, r Run) error { out = append(out, r); return nil })
+	err := storage.EachDoc(s.Files, storage.Runs, func(_ string, r Run) error { out = append(out, r); return nil })
 	slices.SortFunc(out, func(a, b Run) int { return a.StartedAt.Compare(b.StartedAt) })
 	return out, err
 }
@@ -233,10 +234,10 @@ func (rt RunTable) List() ([]Run, error) {
 // there.
 func (rt RunTable) OpenLog(run Run) (*os.File, error) {
 	s := rt.s
-	if err := s.mkdirAll(filepath.Dir(run.Log)); err != nil {
+	if err := s.MkdirAll(filepath.Dir(run.Log)); err != nil {
 		return nil, fmt.Errorf("run log %s: %w", s.Rel(run.Log), err)
 	}
-	f, err := lockedfile.OpenFile(run.Log, os.O_WRONLY|os.O_CREATE|os.O_APPEND, ModeFile)
+	f, err := lockedfile.OpenFile(run.Log, os.O_WRONLY|os.O_CREATE|os.O_APPEND, storage.ModeFile)
 	if err != nil {
 		return nil, fmt.Errorf("run log %s: %w", s.Rel(run.Log), err)
 	}

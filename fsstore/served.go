@@ -1,6 +1,7 @@
 package fsstore
 
 import (
+	"aipm/fsstore/storage"
 	"bytes"
 	"fmt"
 	"path/filepath"
@@ -20,15 +21,15 @@ import (
 // servedLimits adds the limits of fields that are never written through
 // CheckText (aipm writes them itself) to TextLimits.
 var servedLimits = map[string]int{
-	"message":       MaxContext, // a notification
-	"blockedReason": MaxReason,
-	"endReason":     MaxReason,
-	"taskResult":    MaxPurpose, // a task's report result (an enum aipm writes)
+	"message":       storage.MaxContext, // a notification
+	"blockedReason": storage.MaxReason,
+	"endReason":     storage.MaxReason,
+	"taskResult":    storage.MaxPurpose, // a task's report result (an enum aipm writes)
 }
 
 // ServedLimit is the limit, in characters, of field as served.
 func ServedLimit(field string) int {
-	if n, ok := TextLimits[field]; ok {
+	if n, ok := storage.TextLimits[field]; ok {
 		return n
 	}
 	if n, ok := servedLimits[field]; ok {
@@ -110,9 +111,9 @@ func lineOf(rel string, n int) string { return rel + ":" + strconv.Itoa(n) }
 // bound to their limit's field, by kind of file: doctor reports each one
 // over its limit (longFields).
 var servedKeys = map[string][][2]string{
-	Tasks:                 {{"title", "title"}, {"description", "description"}, {"summary", "summary"}, {"blockedReason", "blockedReason"}, {"result", "taskResult"}},
-	Conversations:         {{"purpose", "purpose"}, {"endReason", "endReason"}},
-	Delegations:           {{"purpose", "purpose"}, {"context", "context"}, {"result", "result"}},
+	storage.Tasks:         {{"title", "title"}, {"description", "description"}, {"summary", "summary"}, {"blockedReason", "blockedReason"}, {"result", "taskResult"}},
+	storage.Conversations: {{"purpose", "purpose"}, {"endReason", "endReason"}},
+	storage.Delegations:   {{"purpose", "purpose"}, {"context", "context"}, {"result", "result"}},
 	"chat.jsonl":          {{"content", "content"}},
 	"notifications.jsonl": {{"message", "message"}},
 }
@@ -136,7 +137,7 @@ func longFields(kind string, data []byte) [][2]string {
 
 // longFieldProblems is doctor's check of the served fields of one file:
 // a JSONL log line by line, or a document of a collection.
-func (s *Store) longFieldProblems(path string, data []byte) []Problem {
+func (s *Store) longFieldProblems(path string, data []byte) []storage.Problem {
 	kind := filepath.Base(path)
 	if !strings.HasSuffix(kind, ".jsonl") {
 		kind = filepath.Base(filepath.Dir(path))
@@ -148,16 +149,16 @@ func (s *Store) longFieldProblems(path string, data []byte) []Problem {
 		return nil
 	}
 	rel := s.Rel(path)
-	var out []Problem
+	var out []storage.Problem
 	if !strings.HasSuffix(kind, ".jsonl") {
 		for _, kr := range longFields(kind, data) {
-			out = append(out, Problem{Path: rel, Line: jsonKeyLine(data, kr[0]), Reason: kr[1]})
+			out = append(out, storage.Problem{Path: rel, Line: jsonKeyLine(data, kr[0]), Reason: kr[1]})
 		}
 		return out
 	}
 	for i, line := range bytes.Split(data, []byte("\n")) {
 		for _, kr := range longFields(kind, line) {
-			out = append(out, Problem{Path: rel, Line: i + 1, Reason: kr[1]})
+			out = append(out, storage.Problem{Path: rel, Line: i + 1, Reason: kr[1]})
 		}
 	}
 	return out

@@ -1,6 +1,7 @@
 package fsstore
 
 import (
+	"aipm/fsstore/storage"
 	"context"
 	"errors"
 	"fmt"
@@ -15,53 +16,53 @@ type agentSessionIndex struct {
 }
 
 func (s *Store) sessionIndexPath(agent string) (string, error) {
-	if err := CheckAgentID(agent); err != nil {
+	if err := storage.CheckAgentID(agent); err != nil {
 		return "", err
 	}
-	return filepath.Join(s.CollectionDir(Sessions), sessionIndexDir, agent+".json"), nil
+	return filepath.Join(s.CollectionDir(storage.Sessions), storage.SessionIndexDir, agent+".json"), nil
 }
 
 // ensureSessionIndex rebuilds sessions/by-agent/ from the session documents
 // when it is missing. The caller holds the sessions lock.
 func (s *Store) ensureSessionIndex() error {
-	dir := filepath.Join(s.CollectionDir(Sessions), sessionIndexDir)
+	dir := filepath.Join(s.CollectionDir(storage.Sessions), storage.SessionIndexDir)
 	if fi, err := os.Stat(dir); err == nil && fi.IsDir() {
 		return nil
 	} else if err != nil && !errors.Is(err, os.ErrNotExist) {
 		return fmt.Errorf("session index: %w", err)
 	}
 	byAgent := map[string][]string{}
-	if err := eachDoc(s.Files, Sessions, func(_ string, ses Session) error {
-		if CheckAgentID(ses.Agent) == nil {
+	if err := storage.EachDoc(s.Files, storage.Sessions, func(_ string, ses Session) error {
+		if storage.CheckAgentID(ses.Agent) == nil {
 			byAgent[ses.Agent] = append(byAgent[ses.Agent], ses.ID)
 		}
 		return nil
 	}); err != nil {
 		return err
 	}
-	if err := s.mkdirAll(s.CollectionDir(Sessions)); err != nil {
+	if err := s.MkdirAll(s.CollectionDir(storage.Sessions)); err != nil {
 		return fmt.Errorf("session index: %w", err)
 	}
 	// Built beside, renamed into place: a crash leaves no half index.
-	tmp, err := os.MkdirTemp(s.CollectionDir(Sessions), "."+sessionIndexDir+".tmp-*")
+	tmp, err := os.MkdirTemp(s.CollectionDir(storage.Sessions), "."+storage.SessionIndexDir+".tmp-*")
 	if err != nil {
 		return fmt.Errorf("session index: %w", err)
 	}
 	defer os.RemoveAll(tmp)
-	if err := os.Chmod(tmp, ModePrivateDir); err != nil {
+	if err := os.Chmod(tmp, storage.ModePrivateDir); err != nil {
 		return fmt.Errorf("session index: %w", err)
 	}
 	for agent, ids := range byAgent {
 		slices.Sort(ids)
-		if err := s.writeDoc(filepath.Join(tmp, agent+".json"), agentSessionIndex{Sessions: ids}, ModePrivateFile); err != nil {
+		if err := s.WriteDoc(filepath.Join(tmp, agent+".json"), agentSessionIndex{Sessions: ids}, storage.ModePrivateFile); err != nil {
 			return fmt.Errorf("session index: %w", err)
 		}
 	}
 	if err := os.Rename(tmp, dir); err != nil {
 		return fmt.Errorf("session index: %w", err)
 	}
-	if s.durable.Load() {
-		return syncDir(s.CollectionDir(Sessions))
+	if s.Durable.Load() {
+		return storage.SyncDir(s.CollectionDir(storage.Sessions))
 	}
 	return nil
 }
@@ -74,7 +75,7 @@ func (s *Store) agentSessionIDs(agent string) ([]string, error) {
 		return nil, err
 	}
 	var ix agentSessionIndex
-	if err := s.readDoc(path, &ix); err != nil && !errors.Is(err, ErrNotFound) {
+	if err := s.ReadDoc(path, &ix); err != nil && !errors.Is(err, storage.ErrNotFound) {
 		return nil, err
 	}
 	return ix.Sessions, nil
@@ -93,7 +94,7 @@ func (s *Store) setAgentSessionIDs(agent string, ids []string) error {
 		}
 		return nil
 	}
-	return s.writeDoc(path, agentSessionIndex{Sessions: ids}, ModePrivateFile)
+	return s.WriteDoc(path, agentSessionIndex{Sessions: ids}, storage.ModePrivateFile)
 }
 
 // dropIndexedSessions removes ids from their agents' index files (the
@@ -129,7 +130,7 @@ func sessionVerdict(ses Session, now time.Time) (remove bool, endReason string) 
 // with the index built first if it is missing, so that the change can keep
 // it.
 func (s *Store) lockSessions(ctx context.Context) (unlock func(), err error) {
-	unlock, err = s.lockDir(ctx, s.CollectionDir(Sessions))
+	unlock, err = s.LockDir(ctx, s.CollectionDir(storage.Sessions))
 	if err != nil {
 		return nil, err
 	}
@@ -158,19 +159,19 @@ func (s *Store) withAgentSessionIDs(ctx context.Context, agent string, fn func(i
 // sessionIndexProblems finds session documents missing from their agent's
 // index (written by something that does not keep it: authenticate would
 // not see them); repair adds them.
-func (s *Store) sessionIndexProblems(ctx context.Context, repair bool) ([]Problem, error) {
-	if _, err := os.Stat(filepath.Join(s.CollectionDir(Sessions), sessionIndexDir)); err != nil {
+func (s *Store) sessionIndexProblems(ctx context.Context, repair bool) ([]storage.Problem, error) {
+	if _, err := os.Stat(filepath.Join(s.CollectionDir(storage.Sessions), storage.SessionIndexDir)); err != nil {
 		return nil, nil // none yet: the next authenticate builds it from the documents
 	}
-	unlock, err := s.lockDir(ctx, s.CollectionDir(Sessions))
+	unlock, err := s.LockDir(ctx, s.CollectionDir(storage.Sessions))
 	if err != nil {
 		return nil, err
 	}
 	defer unlock()
 	indexed := map[string][]string{}
-	var problems []Problem
-	err = eachDoc(s.Files, Sessions, func(path string, ses Session) error {
-		if CheckAgentID(ses.Agent) != nil {
+	var problems []storage.Problem
+	err = storage.EachDoc(s.Files, storage.Sessions, func(path string, ses Session) error {
+		if storage.CheckAgentID(ses.Agent) != nil {
 			return nil // doctor's schema check reports it
 		}
 		ids, ok := indexed[ses.Agent]
@@ -185,7 +186,7 @@ func (s *Store) sessionIndexProblems(ctx context.Context, repair bool) ([]Proble
 			return nil
 		}
 		ixPath, _ := s.sessionIndexPath(ses.Agent)
-		p := Problem{Path: s.Rel(path), Reason: fmt.Sprintf("missing from %s, so authenticate does not see it", s.Rel(ixPath))}
+		p := storage.Problem{Path: s.Rel(path), Reason: fmt.Sprintf("missing from %s, so authenticate does not see it", s.Rel(ixPath))}
 		if repair {
 			ids = append(ids, ses.ID)
 			indexed[ses.Agent] = ids

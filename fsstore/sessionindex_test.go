@@ -9,6 +9,7 @@ import (
 	"testing"
 	"time"
 
+	"aipm/fsstore/storage"
 	"aipm/internal/testenv"
 )
 
@@ -20,16 +21,16 @@ func TestAuthenticateReadsOnlyOwnSessions(t *testing.T) {
 	s, cfg := newConvStore(t)
 	keyA, keyB := mustPasskey(t, s, "a"), mustPasskey(t, s, "b")
 
-	staleB := mustAuthenticate(t, s, cfg, "b", keyB, PurposeChat)
+	staleB := mustAuthenticate(t, s, cfg, "b", keyB, storage.PurposeChat)
 	expireSession(t, s, staleB)
-	staleA := mustAuthenticate(t, s, cfg, "a", keyA, PurposeChat)
+	staleA := mustAuthenticate(t, s, cfg, "a", keyA, storage.PurposeChat)
 	expireSession(t, s, staleA)
 
 	// b's index names two more documents: one that blocks any reader, one damaged.
 	fifoPath, damaged, damagedPath := addBlockingAndDamagedSessions(t, s, "b")
 
 	ses := authenticateUnblocked(t, s, cfg, "a", keyA, fifoPath)
-	if ses.Agent != "a" || ses.Purpose != PurposeChat {
+	if ses.Agent != "a" || ses.Purpose != storage.PurposeChat {
 		t.Fatalf("session: %+v", ses)
 	}
 	if sessionExists(s, staleA) {
@@ -54,7 +55,7 @@ func TestAuthenticateReadsOnlyOwnSessions(t *testing.T) {
 }
 
 // mustAuthenticate authenticates agent for purpose.
-func mustAuthenticate(t *testing.T, s *Store, cfg *Config, agent, key, purpose string) Session {
+func mustAuthenticate(t *testing.T, s *Store, cfg *storage.Config, agent, key, purpose string) Session {
 	t.Helper()
 	ses, _, err := s.Authenticate(context.Background(), cfg, agent, key, "", purpose)
 	if err != nil {
@@ -67,8 +68,8 @@ func mustAuthenticate(t *testing.T, s *Store, cfg *Config, agent, key, purpose s
 // timeouts ago.
 func expireSession(t *testing.T, s *Store, ses Session) {
 	t.Helper()
-	path, _ := s.DocPath(Sessions, ses.ID)
-	if _, err := UpdateDoc(context.Background(), s.Files, path, ModePrivateFile, func(doc *Session, _ bool) error {
+	path, _ := s.DocPath(storage.Sessions, ses.ID)
+	if _, err := storage.UpdateDoc(context.Background(), s.Files, path, storage.ModePrivateFile, func(doc *Session, _ bool) error {
 		doc.LastSeenAt = doc.LastSeenAt.Add(-2 * doc.Idle.Duration)
 		return nil
 	}); err != nil {
@@ -78,7 +79,7 @@ func expireSession(t *testing.T, s *Store, ses Session) {
 
 // sessionExists says whether ses's document is there.
 func sessionExists(s *Store, ses Session) bool {
-	path, _ := s.DocPath(Sessions, ses.ID)
+	path, _ := s.DocPath(storage.Sessions, ses.ID)
 	_, err := os.Stat(path)
 	return err == nil
 }
@@ -88,9 +89,9 @@ func sessionExists(s *Store, ses Session) bool {
 // the FIFO's path and the damaged document's id and path.
 func addBlockingAndDamagedSessions(t *testing.T, s *Store, agent string) (fifoPath, damaged, damagedPath string) {
 	t.Helper()
-	fifo, damaged := NewID(PrefixSession), NewID(PrefixSession)
-	fifoPath, _ = s.DocPath(Sessions, fifo)
-	damagedPath, _ = s.DocPath(Sessions, damaged)
+	fifo, damaged := storage.NewID(storage.PrefixSession), storage.NewID(storage.PrefixSession)
+	fifoPath, _ = s.DocPath(storage.Sessions, fifo)
+	damagedPath, _ = s.DocPath(storage.Sessions, damaged)
 	if err := syscall.Mkfifo(fifoPath, 0o600); err != nil {
 		testenv.SkipMissing(t, "FIFOs (mkfifo: "+err.Error()+")")
 	}
@@ -109,10 +110,10 @@ func addBlockingAndDamagedSessions(t *testing.T, s *Store, agent string) (fifoPa
 
 // authenticateUnblocked authenticates agent, failing if that takes a
 // minute: it opened the FIFO at fifoPath (which it then unblocks).
-func authenticateUnblocked(t *testing.T, s *Store, cfg *Config, agent, key, fifoPath string) Session {
+func authenticateUnblocked(t *testing.T, s *Store, cfg *storage.Config, agent, key, fifoPath string) Session {
 	t.Helper()
 	done := make(chan Session, 1)
-	go func() { done <- mustAuthenticate(t, s, cfg, agent, key, PurposeChat) }()
+	go func() { done <- mustAuthenticate(t, s, cfg, agent, key, storage.PurposeChat) }()
 	var ses Session
 	select {
 	case ses = <-done:
@@ -149,17 +150,17 @@ func TestSessionIndexRebuilt(t *testing.T) {
 	s, cfg := newConvStore(t)
 	ctx := context.Background()
 	key := mustPasskey(t, s, "a")
-	first, _, err := s.Authenticate(ctx, cfg, "a", key, "", PurposeChat)
+	first, _, err := s.Authenticate(ctx, cfg, "a", key, "", storage.PurposeChat)
 	if err != nil {
 		t.Fatal(err)
 	}
-	if _, _, err := s.Authenticate(ctx, cfg, "b", mustPasskey(t, s, "b"), "", PurposeChat); err != nil {
+	if _, _, err := s.Authenticate(ctx, cfg, "b", mustPasskey(t, s, "b"), "", storage.PurposeChat); err != nil {
 		t.Fatal(err)
 	}
-	if err := os.RemoveAll(filepath.Join(s.CollectionDir(Sessions), sessionIndexDir)); err != nil {
+	if err := os.RemoveAll(filepath.Join(s.CollectionDir(storage.Sessions), storage.SessionIndexDir)); err != nil {
 		t.Fatal(err)
 	}
-	second, _, err := s.Authenticate(ctx, cfg, "a", key, "", PurposeChat)
+	second, _, err := s.Authenticate(ctx, cfg, "a", key, "", storage.PurposeChat)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -182,7 +183,7 @@ func TestSessionIndexRebuilt(t *testing.T) {
 	if got, _ := s.agentSessionIDs("b"); len(got) != 1 {
 		t.Fatalf("b's rebuilt index: %v", got)
 	}
-	fi, err := os.Stat(filepath.Join(s.CollectionDir(Sessions), sessionIndexDir))
+	fi, err := os.Stat(filepath.Join(s.CollectionDir(storage.Sessions), storage.SessionIndexDir))
 	if err != nil || fi.Mode().Perm() != 0o700 {
 		t.Fatalf("index directory: %v %v, want mode 0700", fi, err)
 	}
@@ -193,14 +194,14 @@ func TestSessionIndexRebuilt(t *testing.T) {
 func TestDoctorSessionIndex(t *testing.T) {
 	s, cfg := newConvStore(t)
 	ctx := context.Background()
-	live, _, err := s.Authenticate(ctx, cfg, "a", mustPasskey(t, s, "a"), "", PurposeChat)
+	live, _, err := s.Authenticate(ctx, cfg, "a", mustPasskey(t, s, "a"), "", storage.PurposeChat)
 	if err != nil {
 		t.Fatal(err)
 	}
 	stray := live
-	stray.ID = NewID(PrefixSession)
-	path, _ := s.DocPath(Sessions, stray.ID)
-	if err := s.writeDoc(path, stray, ModePrivateFile); err != nil {
+	stray.ID = storage.NewID(storage.PrefixSession)
+	path, _ := s.DocPath(storage.Sessions, stray.ID)
+	if err := s.WriteDoc(path, stray, storage.ModePrivateFile); err != nil {
 		t.Fatal(err)
 	}
 	for _, repair := range []bool{false, true} {

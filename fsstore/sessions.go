@@ -2,6 +2,7 @@ package fsstore
 
 import (
 	"aipm/fsstore/lockedfile"
+	"aipm/fsstore/storage"
 	"bytes"
 	"context"
 	"crypto/rand"
@@ -40,7 +41,7 @@ type Session struct {
 	EndedAt    time.Time `json:"endedAt,omitzero"`
 	EndReason  string    `json:"endReason,omitempty"`
 	// Idle is the inactivity timeout in force when the session was made.
-	Idle Duration `json:"idleTimeout"`
+	Idle storage.Duration `json:"idleTimeout"`
 	// ReplyTo is the sender of the last message get_pending_messages
 	// returned in this session: whom respond_chat answers.
 	ReplyTo string `json:"replyTo,omitempty"`
@@ -71,7 +72,7 @@ var testHookAuthChosen func(agent, purpose string)
 // creates the session (DESIGN section 5). requested, when not empty, is the
 // purpose the caller (or the process that started it) asks for. It returns
 // the session and its token, which is shown only here.
-func (s *Store) Authenticate(ctx context.Context, cfg *Config, agent, passkey, projectID, requested string) (Session, string, error) {
+func (s *Store) Authenticate(ctx context.Context, cfg *storage.Config, agent, passkey, projectID, requested string) (Session, string, error) {
 	if err := checkAuthRequest(cfg, agent, projectID, requested); err != nil {
 		return Session{}, "", err
 	}
@@ -95,10 +96,10 @@ func (s *Store) Authenticate(ctx context.Context, cfg *Config, agent, passkey, p
 		return Session{}, "", err
 	}
 	ses := Session{
-		ID: NewID(PrefixSession), Agent: agent, Purpose: purpose, TaskID: taskID,
+		ID: storage.NewID(storage.PrefixSession), Agent: agent, Purpose: purpose, TaskID: taskID,
 		PID: os.Getpid(), CreatedAt: now, LastSeenAt: now, Idle: cfg.Defaults.SessionIdleTimeout,
 	}
-	if !s.servesMany.Load() {
+	if !s.ServesMany.Load() {
 		ses.RunID, ses.SSHClient = os.Getenv(EnvRunID), SSHClient(os.Getenv(EnvSSHConnection))
 	}
 	token := ses.ID + "." + base64.RawURLEncoding.EncodeToString(secret[:])
@@ -110,12 +111,12 @@ func (s *Store) Authenticate(ctx context.Context, cfg *Config, agent, passkey, p
 	var replaced []Session
 	err = s.withAgentSessionIDs(ctx, agent, func(ids []string) error {
 		for _, id := range ids {
-			path, err := s.DocPath(Sessions, id)
+			path, err := s.DocPath(storage.Sessions, id)
 			if err != nil {
 				continue
 			}
 			var old Session
-			if s.readDoc(path, &old) != nil {
+			if s.ReadDoc(path, &old) != nil {
 				continue // gone, or damaged: doctor reports it
 			}
 			if old.Agent == agent && old.Purpose == purpose && old.EndedAt.IsZero() {
@@ -130,8 +131,8 @@ func (s *Store) Authenticate(ctx context.Context, cfg *Config, agent, passkey, p
 		if err := s.setAgentSessionIDs(agent, append(ids, ses.ID)); err != nil {
 			return err
 		}
-		path, _ := s.DocPath(Sessions, ses.ID)
-		return s.writeDoc(path, ses, ModePrivateFile)
+		path, _ := s.DocPath(storage.Sessions, ses.ID)
+		return s.WriteDoc(path, ses, storage.ModePrivateFile)
 	})
 	if err != nil {
 		return Session{}, "", err
@@ -148,22 +149,22 @@ func (s *Store) Authenticate(ctx context.Context, cfg *Config, agent, passkey, p
 
 // checkAuthRequest checks what authenticate is asked before any file is
 // read: an AI agent of this project, this project, a purpose.
-func checkAuthRequest(cfg *Config, agent, projectID, requested string) error {
-	if err := CheckAgentID(agent); err != nil {
+func checkAuthRequest(cfg *storage.Config, agent, projectID, requested string) error {
+	if err := storage.CheckAgentID(agent); err != nil {
 		return err
 	}
 	a, ok := cfg.Agent(agent)
 	if !ok {
-		return kindf(ErrNotFound, "agent %q is not configured in this project: check the id, or ask a human to run aipm agent add", agent)
+		return storage.Kindf(storage.ErrNotFound, "agent %q is not configured in this project: check the id, or ask a human to run aipm agent add", agent)
 	}
-	if a.Type != AgentAI {
-		return kindf(ErrBadPasskey, "agent %q is a human: humans have no passkey and act through the aipm CLI, not MCP sessions", agent)
+	if a.Type != storage.AgentAI {
+		return storage.Kindf(storage.ErrBadPasskey, "agent %q is a human: humans have no passkey and act through the aipm CLI, not MCP sessions", agent)
 	}
 	if projectID != "" && projectID != cfg.Project.ID {
-		return fmt.Errorf("project_id %q is not this project (%s): you are connected to the wrong project's aipm", Clip(projectID, maxEchoedID), cfg.Project.ID)
+		return fmt.Errorf("project_id %q is not this project (%s): you are connected to the wrong project's aipm", storage.Clip(projectID, storage.MaxEchoedID), cfg.Project.ID)
 	}
 	if requested != "" {
-		return CheckPurpose(requested)
+		return storage.CheckPurpose(requested)
 	}
 	return nil
 }
@@ -172,7 +173,7 @@ func checkAuthRequest(cfg *Config, agent, projectID, requested string) error {
 // processes (guardCredential): a failure is counted, a success resets the
 // count.
 func (s *Store) checkCredential(ctx context.Context, agent, passkey string) error {
-	return s.guardCredential(ctx, agent, func() error { return s.checkPasskey(agent, passkey) })
+	return s.GuardCredential(ctx, agent, func() error { return s.checkPasskey(agent, passkey) })
 }
 
 // sweepSessions ends the sessions that are over without anyone having
@@ -182,7 +183,7 @@ func (s *Store) checkCredential(ctx context.Context, agent, passkey string) erro
 // that agent's, through the session index (authenticate), and returns the
 // agent's live sessions.
 func (s *Store) sweepSessions(ctx context.Context, agent string, now time.Time) ([]Session, error) {
-	if _, err := os.Stat(s.CollectionDir(Sessions)); errors.Is(err, os.ErrNotExist) {
+	if _, err := os.Stat(s.CollectionDir(storage.Sessions)); errors.Is(err, os.ErrNotExist) {
 		return nil, nil // no session yet: nothing to create on the way
 	}
 	sw := &sweep{now: now, gone: map[string][]string{}}
@@ -193,7 +194,7 @@ func (s *Store) sweepSessions(ctx context.Context, agent string, now time.Time) 
 		}
 		defer unlock()
 		if agent == "" {
-			err = eachDoc(s.Files, Sessions, func(path string, ses Session) error { return s.sweepOne(sw, path, ses) })
+			err = storage.EachDoc(s.Files, storage.Sessions, func(path string, ses Session) error { return s.sweepOne(sw, path, ses) })
 		} else {
 			err = s.sweepAgent(sw, agent)
 		}
@@ -224,14 +225,14 @@ func (s *Store) sweepAgent(sw *sweep, agent string) error {
 		return err
 	}
 	for _, id := range ids {
-		path, err := s.DocPath(Sessions, id)
+		path, err := s.DocPath(storage.Sessions, id)
 		if err != nil {
 			sw.gone[agent] = append(sw.gone[agent], id) // the index was damaged
 			continue
 		}
 		var ses Session
-		if err := s.readDoc(path, &ses); err != nil {
-			if errors.Is(err, ErrNotFound) {
+		if err := s.ReadDoc(path, &ses); err != nil {
+			if errors.Is(err, storage.ErrNotFound) {
 				sw.gone[agent] = append(sw.gone[agent], id)
 			}
 			continue // damaged: doctor reports it
@@ -254,7 +255,7 @@ func (s *Store) sweepOne(sw *sweep, path string, ses Session) error {
 	if err != nil {
 		return err
 	}
-	if CheckAgentID(ended.Agent) == nil {
+	if storage.CheckAgentID(ended.Agent) == nil {
 		sw.gone[ended.Agent] = append(sw.gone[ended.Agent], ended.ID)
 	}
 	if reason != "" { // not ended before: its end hook is due
@@ -295,8 +296,8 @@ func (s *Store) requestedPurpose(ctx context.Context, agent, requested string) (
 	if err != nil {
 		return "", "", err
 	}
-	if requested == PurposeChat {
-		return PurposeChat, "", nil
+	if requested == storage.PurposeChat {
+		return storage.PurposeChat, "", nil
 	}
 	if t.TaskID == "" {
 		t.TaskID = s.taskInProgress(agent)
@@ -304,7 +305,7 @@ func (s *Store) requestedPurpose(ctx context.Context, agent, requested string) (
 	if t.TaskID == "" {
 		return "", "", fmt.Errorf("a task session was requested, but agent %s has no task in progress: %w", agent, ErrNothingToDo)
 	}
-	return PurposeTask, t.TaskID, nil
+	return storage.PurposeTask, t.TaskID, nil
 }
 
 // choosePurpose picks the session's purpose (DESIGN section 5): the
@@ -312,7 +313,7 @@ func (s *Store) requestedPurpose(ctx context.Context, agent, requested string) (
 // session exists); else work found now; in
 // the last two, a purpose that already has a live session (live: the
 // agent's live sessions) is skipped.
-func (s *Store) choosePurpose(ctx context.Context, cfg *Config, agent, requested string, live []Session) (string, string, error) {
+func (s *Store) choosePurpose(ctx context.Context, cfg *storage.Config, agent, requested string, live []Session) (string, string, error) {
 	if requested != "" {
 		return s.requestedPurpose(ctx, agent, requested)
 	}
@@ -322,7 +323,7 @@ func (s *Store) choosePurpose(ctx context.Context, cfg *Config, agent, requested
 			busy[ses.Purpose] = ses.ID
 		}
 	}
-	for _, p := range []string{PurposeTask, PurposeChat} {
+	for _, p := range []string{storage.PurposeTask, storage.PurposeChat} {
 		if busy[p] != "" {
 			continue // its trigger stays for when that session is gone
 		}
@@ -331,13 +332,13 @@ func (s *Store) choosePurpose(ctx context.Context, cfg *Config, agent, requested
 			return "", "", err
 		}
 		if ok {
-			if p == PurposeTask && t.TaskID == "" {
+			if p == storage.PurposeTask && t.TaskID == "" {
 				t.TaskID = s.taskInProgress(agent)
 			}
 			return p, t.TaskID, nil
 		}
 	}
-	for _, p := range []string{PurposeTask, PurposeChat} {
+	for _, p := range []string{storage.PurposeTask, storage.PurposeChat} {
 		if busy[p] != "" {
 			continue
 		}
@@ -346,10 +347,10 @@ func (s *Store) choosePurpose(ctx context.Context, cfg *Config, agent, requested
 			return "", "", err
 		}
 		if next.IsWorkFor(p) {
-			if p == PurposeTask {
-				return PurposeTask, next.Task.ID, nil
+			if p == storage.PurposeTask {
+				return storage.PurposeTask, next.Task.ID, nil
 			}
-			return PurposeChat, "", nil
+			return storage.PurposeChat, "", nil
 		}
 	}
 	if len(busy) > 0 {
@@ -370,7 +371,7 @@ func (s *Store) taskInProgress(agent string) string {
 // LiveSessions lists the sessions live at now.
 func (s *Store) LiveSessions(now time.Time) ([]Session, error) {
 	var out []Session
-	err := eachDoc(s.Files, Sessions, func(_ string, ses Session) error {
+	err := storage.EachDoc(s.Files, storage.Sessions, func(_ string, ses Session) error {
 		if ses.Live(now) {
 			out = append(out, ses)
 		}
@@ -391,13 +392,13 @@ const touchEvery = 30 * time.Second
 // CheckSession resolves a token to its live session and slides its expiry.
 func (s *Store) CheckSession(ctx context.Context, token string) (Session, error) {
 	id, _, ok := strings.Cut(token, ".")
-	if !ok || CheckID(PrefixSession, id) != nil {
+	if !ok || storage.CheckID(storage.PrefixSession, id) != nil {
 		return Session{}, fmt.Errorf("session_token is malformed: pass the token authenticate returned: %w", ErrBadToken)
 	}
-	path, _ := s.DocPath(Sessions, id)
+	path, _ := s.DocPath(storage.Sessions, id)
 	ses, err := s.readSession(path)
 	if err != nil {
-		if errors.Is(err, ErrNotFound) {
+		if errors.Is(err, storage.ErrNotFound) {
 			return Session{}, fmt.Errorf("no such session (it may have been cleaned up after it ended): call authenticate again: %w", ErrBadToken)
 		}
 		return Session{}, err
@@ -413,9 +414,9 @@ func (s *Store) CheckSession(ctx context.Context, token string) (Session, error)
 		return ses, fmt.Errorf("this session expired after %s without a call: %w", ses.Idle.Duration, ErrSessionExpired)
 	}
 	if now.Sub(ses.LastSeenAt) > min(touchEvery, ses.Idle.Duration/10) {
-		touched, err := UpdateDoc(ctx, s.Files, path, ModePrivateFile, func(cur *Session, exists bool) error {
+		touched, err := storage.UpdateDoc(ctx, s.Files, path, storage.ModePrivateFile, func(cur *Session, exists bool) error {
 			if !exists || !cur.EndedAt.IsZero() {
-				return ErrNoChange
+				return storage.ErrNoChange
 			}
 			cur.LastSeenAt = now
 			return nil
@@ -436,7 +437,7 @@ func (s *Store) readSession(path string) (Session, error) {
 	fi, err := os.Stat(path)
 	if err != nil {
 		if os.IsNotExist(err) {
-			return Session{}, fmt.Errorf("read %s: %w", s.Rel(path), ErrNotFound)
+			return Session{}, fmt.Errorf("read %s: %w", s.Rel(path), storage.ErrNotFound)
 		}
 		return Session{}, fmt.Errorf("read %s: %w", s.Rel(path), err)
 	}
@@ -445,7 +446,7 @@ func (s *Store) readSession(path string) (Session, error) {
 		return ses, nil
 	}
 	var ses Session
-	if err := s.readDoc(path, &ses); err != nil {
+	if err := s.ReadDoc(path, &ses); err != nil {
 		return Session{}, err
 	}
 	s.caches.sessions.Put(path, ses, stamp)
@@ -456,7 +457,7 @@ func (s *Store) readSession(path string) (Session, error) {
 // exiting) through endSession, then runs its end hook. Ending an ended
 // session is a no-op.
 func (s *Store) EndSession(ctx context.Context, id, reason string) (Session, error) {
-	path, err := s.DocPath(Sessions, id)
+	path, err := s.DocPath(storage.Sessions, id)
 	if err != nil {
 		return Session{}, err
 	}
@@ -468,7 +469,7 @@ func (s *Store) EndSession(ctx context.Context, id, reason string) (Session, err
 			return err
 		}
 		defer unlock()
-		if err := s.readDoc(path, &ses); err != nil {
+		if err := s.ReadDoc(path, &ses); err != nil {
 			return fmt.Errorf("session %s: %w", id, err)
 		}
 		if !ses.EndedAt.IsZero() {
@@ -504,7 +505,7 @@ func (s *Store) endSession(path string, ses Session, reason string, now time.Tim
 		}
 		return ses, nil
 	}
-	return ses, s.writeDoc(path, ses, ModePrivateFile)
+	return ses, s.WriteDoc(path, ses, storage.ModePrivateFile)
 }
 
 // sessionsEnded runs the end hook of sessions that ended under the
@@ -522,12 +523,12 @@ func (s *Store) sessionsEnded(ctx context.Context, sessions []Session) {
 // agent's conversations with reason session_expired; a replacing session
 // carries them on.
 func (s *Store) sessionEnded(ctx context.Context, ses Session) error {
-	if ses.Purpose != PurposeChat || ses.EndReason == EndReplaced {
+	if ses.Purpose != storage.PurposeChat || ses.EndReason == EndReplaced {
 		return nil
 	}
 	cfg, err := s.LoadConfig()
 	if err != nil { // timeouts only matter for reading; the defaults will do
-		cfg = &Config{Defaults: DefaultDefaults}
+		cfg = &storage.Config{Defaults: storage.DefaultDefaults}
 	}
 	if err := s.endConversationsOf(ctx, cfg, ses.Agent); err != nil {
 		return fmt.Errorf("session %s ended, but its conversations were not: %w", ses.ID, err)
@@ -537,7 +538,7 @@ func (s *Store) sessionEnded(ctx context.Context, ses Session) error {
 
 // session reads a session document by id.
 func (s *Store) session(id string) (Session, error) {
-	path, err := s.DocPath(Sessions, id)
+	path, err := s.DocPath(storage.Sessions, id)
 	if err != nil {
 		return Session{}, err
 	}
@@ -546,16 +547,16 @@ func (s *Store) session(id string) (Session, error) {
 
 // SetReplyTo records whom respond_chat answers in this session.
 func (s *Store) SetReplyTo(ctx context.Context, id, agent string) error {
-	path, err := s.DocPath(Sessions, id)
+	path, err := s.DocPath(storage.Sessions, id)
 	if err != nil {
 		return err
 	}
-	_, err = UpdateDoc(ctx, s.Files, path, ModePrivateFile, func(ses *Session, exists bool) error {
+	_, err = storage.UpdateDoc(ctx, s.Files, path, storage.ModePrivateFile, func(ses *Session, exists bool) error {
 		if !exists {
-			return fmt.Errorf("session %s: %w", id, ErrNotFound)
+			return fmt.Errorf("session %s: %w", id, storage.ErrNotFound)
 		}
 		if ses.ReplyTo == agent {
-			return ErrNoChange
+			return storage.ErrNoChange
 		}
 		ses.ReplyTo = agent
 		return nil

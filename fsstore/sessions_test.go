@@ -1,6 +1,7 @@
 package fsstore
 
 import (
+	"aipm/fsstore/storage"
 	"context"
 	"errors"
 	"os/exec"
@@ -45,18 +46,18 @@ func TestAuthenticatePurpose(t *testing.T) {
 func wantPurposesInTurn(t *testing.T, s *Store, purpose func(requested string) (Session, error)) Session {
 	t.Helper()
 	task, err := purpose("")
-	if err != nil || task.Purpose != PurposeTask {
+	if err != nil || task.Purpose != storage.PurposeTask {
 		t.Fatalf("first: %+v %v", task, err)
 	}
 	chat, err := purpose("")
-	if err != nil || chat.Purpose != PurposeChat {
+	if err != nil || chat.Purpose != storage.PurposeChat {
 		t.Fatalf("second, with a live task session: %+v %v", chat, err)
 	}
 	if _, err := purpose(""); !errors.Is(err, ErrNothingToDo) {
 		t.Fatalf("third, both purposes live: %v", err)
 	}
-	again, err := purpose(PurposeTask)
-	if err != nil || again.Purpose != PurposeTask {
+	again, err := purpose(storage.PurposeTask)
+	if err != nil || again.Purpose != storage.PurposeTask {
 		t.Fatalf("requested task: %+v %v", again, err)
 	}
 	if old, _ := s.session(task.ID); old.EndReason != EndReplaced {
@@ -68,7 +69,7 @@ func wantPurposesInTurn(t *testing.T, s *Store, purpose func(requested string) (
 // wantDeadSessionEnded makes b's chat session belong to a process that has
 // exited: authenticating through purpose then ends it, and the
 // conversation it had, and gives chat again.
-func wantDeadSessionEnded(t *testing.T, s *Store, cfg *Config, chat Session, purpose func(requested string) (Session, error)) {
+func wantDeadSessionEnded(t *testing.T, s *Store, cfg *storage.Config, chat Session, purpose func(requested string) (Session, error)) {
 	t.Helper()
 	ctx := context.Background()
 	cnv, _, err := s.Conversations().Start(ctx, cfg, NewConversation{From: "b", To: "a"})
@@ -79,12 +80,12 @@ func wantDeadSessionEnded(t *testing.T, s *Store, cfg *Config, chat Session, pur
 	if err := dead.Run(); err != nil {
 		t.Fatal(err)
 	}
-	path, _ := s.DocPath(Sessions, chat.ID)
-	if _, err := UpdateDoc(ctx, s.Files, path, ModePrivateFile, func(ses *Session, _ bool) error { ses.PID = dead.Process.Pid; return nil }); err != nil {
+	path, _ := s.DocPath(storage.Sessions, chat.ID)
+	if _, err := storage.UpdateDoc(ctx, s.Files, path, storage.ModePrivateFile, func(ses *Session, _ bool) error { ses.PID = dead.Process.Pid; return nil }); err != nil {
 		t.Fatal(err)
 	}
 	ses, err := purpose("")
-	if err != nil || ses.Purpose != PurposeChat {
+	if err != nil || ses.Purpose != storage.PurposeChat {
 		t.Fatalf("after the chat session's process died: %+v %v", ses, err)
 	}
 	c, err := s.conversation(ctx, cfg, cnv.ID)
@@ -95,18 +96,18 @@ func wantDeadSessionEnded(t *testing.T, s *Store, cfg *Config, chat Session, pur
 
 // wantChatForConversationWork: an agent whose only work is a conversation
 // (the news of its end, or a request) is given a chat session.
-func wantChatForConversationWork(t *testing.T, s *Store, cfg *Config) {
+func wantChatForConversationWork(t *testing.T, s *Store, cfg *storage.Config) {
 	t.Helper()
 	ctx := context.Background()
 	// a has nothing but the news of that end: a chat session is its work.
-	if ses, _, err := s.Authenticate(ctx, cfg, "a", mustPasskey(t, s, "a"), "", ""); err != nil || ses.Purpose != PurposeChat {
+	if ses, _, err := s.Authenticate(ctx, cfg, "a", mustPasskey(t, s, "a"), "", ""); err != nil || ses.Purpose != storage.PurposeChat {
 		t.Fatalf("agent with a conversation end to hear: %+v %v", ses, err)
 	}
 	// c has nothing but a conversation request.
 	if _, _, err := s.Conversations().Start(ctx, cfg, NewConversation{From: "a", To: "c"}); err != nil {
 		t.Fatal(err)
 	}
-	if ses, _, err := s.Authenticate(ctx, cfg, "c", mustPasskey(t, s, "c"), "", ""); err != nil || ses.Purpose != PurposeChat {
+	if ses, _, err := s.Authenticate(ctx, cfg, "c", mustPasskey(t, s, "c"), "", ""); err != nil || ses.Purpose != storage.PurposeChat {
 		t.Fatalf("agent with a conversation request: %+v %v", ses, err)
 	}
 }

@@ -1,13 +1,16 @@
 package fsstore
 
-import "aipm/fsstore/lockedfile"
+import (
+	"aipm/fsstore/lockedfile"
+	"aipm/fsstore/storage"
+)
 
 // Store is one project's .ai-pm/ directory with its rules: the storage
 // (Files: the layout, the documents and logs, the config) and what this
 // process keeps of the entities between calls (revalidated by stat). It is
 // safe for concurrent use by many goroutines and processes.
 type Store struct {
-	*Files
+	*storage.Files
 	caches *caches
 }
 
@@ -38,7 +41,7 @@ func OpenToCheck(projectDir string) (*Store, error) {
 }
 
 func openStore(projectDir string, refuseNetwork bool) (*Store, error) {
-	files, err := openFiles(projectDir, refuseNetwork)
+	files, err := storage.OpenFiles(projectDir, refuseNetwork)
 	if err != nil {
 		return nil, err
 	}

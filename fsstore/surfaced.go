@@ -13,6 +13,7 @@ import (
 	"github.com/tidwall/gjson"
 
 	"aipm/fsstore/lockedfile"
+	"aipm/fsstore/storage"
 )
 
 // Surfaced is what a session's model has been told of (DESIGN section 15),
@@ -21,9 +22,9 @@ import (
 // delegations it names while they still wait, and the Stop hook's own
 // record. It lives in the session's document and ends with it.
 type Surfaced struct {
-	Chat          Mark     `json:"chat,omitzero"`
-	Notifications Mark     `json:"notifications,omitzero"`
-	Items         []string `json:"items,omitempty"`
+	Chat          storage.Mark `json:"chat,omitzero"`
+	Notifications storage.Mark `json:"notifications,omitzero"`
+	Items         []string     `json:"items,omitempty"`
 	// StopInterrupt is the interrupt a Stop hook last kept the model
 	// working for: it does so once per interrupt.
 	StopInterrupt string `json:"stopInterrupt,omitempty"`
@@ -76,7 +77,7 @@ func (n Notices) Empty() bool {
 // Notices reads, without taking or consuming anything, what waits for ses
 // that its model has not been told of (DESIGN section 15). The interrupt
 // is read whether told or not.
-func (s *Store) Notices(ctx context.Context, cfg *Config, ses Session) (Notices, error) {
+func (s *Store) Notices(ctx context.Context, cfg *storage.Config, ses Session) (Notices, error) {
 	n := Notices{From: ses.Surfaced, To: ses.Surfaced}
 	n.To.Items = nil
 	unread, err := s.Interrupt(ctx, ses)
@@ -89,7 +90,7 @@ func (s *Store) Notices(ctx context.Context, cfg *Config, ses Session) (Notices,
 			return n, err
 		}
 	}
-	if ses.Purpose != PurposeChat {
+	if ses.Purpose != storage.PurposeChat {
 		return n, nil
 	}
 	if n.Messages, n.To.Chat, err = s.untoldMessages(ctx, ses); err != nil {
@@ -100,15 +101,15 @@ func (s *Store) Notices(ctx context.Context, cfg *Config, ses Session) (Notices,
 
 // untoldNotifications reads the unread notifications that concern ses
 // past its mark, and the mark past them.
-func (s *Store) untoldNotifications(ctx context.Context, ses Session) ([]Notification, Mark, error) {
+func (s *Store) untoldNotifications(ctx context.Context, ses Session) ([]Notification, storage.Mark, error) {
 	mark := ses.Surfaced.Notifications
-	ns, res, err := s.readNotificationRecords(ctx, ses, ReadOptions{Peek: true}, nil)
+	ns, res, err := s.readNotificationRecords(ctx, ses, storage.ReadOptions{Peek: true}, nil)
 	if err != nil {
 		return nil, mark, err
 	}
 	var out []Notification
 	for i, r := range res.Records {
-		if !mark.covers(res.Next.Inode, r.Offset) {
+		if !mark.Covers(res.Next.Inode, r.Offset) {
 			out = append(out, ns[i])
 		}
 	}
@@ -117,17 +118,17 @@ func (s *Store) untoldNotifications(ctx context.Context, ses Session) ([]Notific
 
 // untoldMessages reads the messages others sent to ses's agent that it
 // has not received (nor holds in a batch) and was not told of.
-func (s *Store) untoldMessages(ctx context.Context, ses Session) ([]Message, Mark, error) {
+func (s *Store) untoldMessages(ctx context.Context, ses Session) ([]Message, storage.Mark, error) {
 	mark := ses.Surfaced.Chat
-	opt := ReadOptions{Match: FromOthers(ses.Agent), Peek: true, Session: ses.ID, ScanKey: "from-others", SkipTo: mark}
-	res, err := s.ReadUnread(ctx, ses.Agent, StreamChat, opt)
+	opt := storage.ReadOptions{Match: FromOthers(ses.Agent), Peek: true, Session: ses.ID, ScanKey: "from-others", SkipTo: mark}
+	res, err := s.ReadUnread(ctx, ses.Agent, storage.StreamChat, opt)
 	if err != nil {
 		return nil, mark, err
 	}
 	if !res.Skipped {
 		// Not found where it says (a log replaced since, or a record gone),
 		// or behind the read: it covers nothing read here.
-		mark = Mark{}
+		mark = storage.Mark{}
 	}
 	// A notice names messages by id and sender, never by their text: the
 	// fields it needs are read without decoding the whole line.
@@ -136,7 +137,7 @@ func (s *Store) untoldMessages(ctx context.Context, ses Session) ([]Message, Mar
 	for _, r := range res.Records {
 		f := gjson.GetManyBytes(r.Data, "id", "senderId", "createdAt")
 		m := Message{ID: f[0].Str, SenderID: f[1].Str, CreatedAt: f[2].Str}
-		if !mark.covers(res.Next.Inode, r.Offset) && !s.expiredNotice(m, now) {
+		if !mark.Covers(res.Next.Inode, r.Offset) && !s.expiredNotice(m, now) {
 			msgs = append(msgs, m)
 		}
 	}
@@ -148,13 +149,13 @@ func (s *Store) untoldMessages(ctx context.Context, ses Session) ([]Message, Mar
 // of expiry): it stays unread and is delivered, but not announced.
 func (s *Store) expiredNotice(m Message, now time.Time) bool {
 	at, err := time.Parse(time.RFC3339Nano, m.CreatedAt)
-	return err == nil && s.expired(Notification{Type: NotifyNewMessage, CreatedAt: at}, now)
+	return err == nil && s.expired(Notification{Type: storage.NotifyNewMessage, CreatedAt: at}, now)
 }
 
 // markAfter is the mark just past everything read: what a reader that
 // saw res has seen.
-func markAfter(res ReadResult) Mark {
-	m := Mark{Inode: res.Next.Inode, Offset: res.Next.Offset, Line: res.Next.Line, ID: res.Next.LastID}
+func markAfter(res storage.ReadResult) storage.Mark {
+	m := storage.Mark{Inode: res.Next.Inode, Offset: res.Next.Offset, Line: res.Next.Line, ID: res.Next.LastID}
 	if n := len(res.Records); n > 0 && res.Records[n-1].End().Offset > m.Offset {
 		last := res.Records[n-1]
 		m.Offset, m.Line, m.ID = last.End().Offset, last.End().Line, gjson.GetBytes(last.Data, "id").Str
@@ -165,7 +166,7 @@ func markAfter(res ReadResult) Mark {
 // untoldWork adds to n the conversations and delegations that wait for
 // chat session ses and were not told, and records in n.To those that
 // still wait (a told item that no longer waits is forgotten).
-func (s *Store) untoldWork(ctx context.Context, cfg *Config, ses Session, n *Notices) error {
+func (s *Store) untoldWork(ctx context.Context, cfg *storage.Config, ses Session, n *Notices) error {
 	told := func(key string) bool {
 		n.To.Items = append(n.To.Items, key)
 		return slices.Contains(ses.Surfaced.Items, key)
@@ -222,7 +223,7 @@ func (s *Store) Surface(ctx context.Context, ses Session, n Notices, via string,
 	if err != nil {
 		return false, err
 	}
-	err = lockedfile.SwapRecord(ctx, path, ModePrivateFile, true, func(old []byte) ([]byte, error) {
+	err = lockedfile.SwapRecord(ctx, path, storage.ModePrivateFile, true, func(old []byte) ([]byte, error) {
 		if !decodeTold(old).equal(n.From) {
 			return nil, errTold
 		}
@@ -234,21 +235,21 @@ func (s *Store) Surface(ctx context.Context, ses Session, n Notices, via string,
 	case err != nil:
 		return false, fmt.Errorf("record what session %s was told: %w", ses.ID, err)
 	}
-	if _, err := s.session(ses.ID); errors.Is(err, ErrNotFound) {
+	if _, err := s.session(ses.ID); errors.Is(err, storage.ErrNotFound) {
 		os.Remove(path) // the session was removed meanwhile: no record outlives it
 		return false, nil
 	}
-	s.writeReceipt(ctx, ses.Agent, ReceiptSurfaced, ses.ID, via, messageIDs(n.Messages))
+	s.WriteReceipt(ctx, ses.Agent, storage.ReceiptSurfaced, ses.ID, via, messageIDs(n.Messages))
 	return true, nil
 }
 
 // toldPath is the record of what session id's model was told
 // (sessions/.<id>.told), removed with the session.
 func (s *Store) toldPath(id string) (string, error) {
-	if err := CheckID(PrefixSession, id); err != nil {
+	if err := storage.CheckID(storage.PrefixSession, id); err != nil {
 		return "", err
 	}
-	return filepath.Join(s.CollectionDir(Sessions), "."+id+".told"), nil
+	return filepath.Join(s.CollectionDir(storage.Sessions), "."+id+".told"), nil
 }
 
 // decodeTold decodes a told record; none, or one a power cut tore, is
@@ -313,16 +314,16 @@ func (s *Store) Session(id string) (Session, error) {
 // wakeLockPath is the lock a client's idle-wake hook holds while it waits
 // for session id (sessions/.<id>.wake): one waits per session.
 func (s *Store) wakeLockPath(id string) string {
-	return filepath.Join(s.CollectionDir(Sessions), "."+id+".wake")
+	return filepath.Join(s.CollectionDir(storage.Sessions), "."+id+".wake")
 }
 
 // TryWakeLock takes session ses's idle-wake lock without waiting; ok is
 // false when another hook holds it. The caller closes f to release it.
 func (s *Store) TryWakeLock(ses Session) (f *os.File, ok bool, err error) {
-	if err := CheckID(PrefixSession, ses.ID); err != nil {
+	if err := storage.CheckID(storage.PrefixSession, ses.ID); err != nil {
 		return nil, false, err
 	}
-	f, ok, err = lockedfile.TryLockFile(s.wakeLockPath(ses.ID), ModePrivateFile)
+	f, ok, err = lockedfile.TryLockFile(s.wakeLockPath(ses.ID), storage.ModePrivateFile)
 	if err != nil {
 		return nil, false, fmt.Errorf("wake lock of %s: %w", ses.ID, err)
 	}

@@ -2,6 +2,7 @@ package fsstore
 
 import (
 	"aipm/fsstore/lockedfile"
+	"aipm/fsstore/storage"
 	"bytes"
 	"errors"
 	"fmt"
@@ -139,7 +140,7 @@ func (ix *taskIndex) takeEvents() (map[string]bool, bool) {
 func (s *Store) readTask(path string, t *Task) (lockedfile.Stamp, error) {
 	f, err := lockedfile.Open(path)
 	if errors.Is(err, os.ErrNotExist) {
-		return lockedfile.Stamp{}, fmt.Errorf("read %s: %w", s.Rel(path), ErrNotFound)
+		return lockedfile.Stamp{}, fmt.Errorf("read %s: %w", s.Rel(path), storage.ErrNotFound)
 	}
 	if err != nil {
 		return lockedfile.Stamp{}, fmt.Errorf("read %s: %w", s.Rel(path), err)
@@ -153,7 +154,7 @@ func (s *Store) readTask(path string, t *Task) (lockedfile.Stamp, error) {
 	if err := lockedfile.ReadBounded(f, &data); err != nil {
 		return lockedfile.Stamp{}, fmt.Errorf("read %s: %w", s.Rel(path), err)
 	}
-	return lockedfile.StampOf(fi), decodeDoc(s.Rel(path), data.Bytes(), t)
+	return lockedfile.StampOf(fi), storage.DecodeDoc(s.Rel(path), data.Bytes(), t)
 }
 
 // summarize reads the fields the filters need from a task document without
@@ -175,7 +176,7 @@ func summarize(rel string, data []byte, e *taskEntry) error {
 		}
 	}
 	var t Task
-	if err := decodeDoc(rel, data, &t); err != nil {
+	if err := storage.DecodeDoc(rel, data, &t); err != nil {
 		return err
 	}
 	e.status, e.assignee, e.parentID = t.Status, t.Assignee, t.ParentID
@@ -198,7 +199,7 @@ var interned sync.Map
 
 // indexTask reads the task file of id into the index (or drops it if gone).
 func (s *Store) indexTask(ix *taskIndex, id string) {
-	path := filepath.Join(s.CollectionDir(Tasks), id+".json")
+	path := filepath.Join(s.CollectionDir(storage.Tasks), id+".json")
 	e := &taskEntry{id: id}
 	err := func() error {
 		f, err := lockedfile.Open(path)
@@ -246,7 +247,7 @@ func (s *Store) indexTask(ix *taskIndex, id string) {
 
 // refreshTasks brings the index up to date with tasks/ (ix.mu held).
 func (s *Store) refreshTasks(ix *taskIndex) error {
-	dir := s.CollectionDir(Tasks)
+	dir := s.CollectionDir(storage.Tasks)
 	if ix.watcher != nil {
 		if err := s.watchTasksDir(ix, dir); err != nil {
 			return err
@@ -288,7 +289,7 @@ func (s *Store) relistTasks(ix *taskIndex, dir string, stamp lockedfile.Stamp, d
 	seen := make(map[string]bool, len(names))
 	for name, ino := range names {
 		id, ok := strings.CutSuffix(name, ".json")
-		if !ok || CheckID(PrefixTask, id) != nil {
+		if !ok || storage.CheckID(storage.PrefixTask, id) != nil {
 			continue
 		}
 		seen[id] = true
@@ -329,7 +330,7 @@ func (s *Store) recheckEdits(ix *taskIndex, dir string, dirty map[string]bool, l
 	for id := range dirty {
 		if e, ok := ix.entries[id]; ok {
 			check(id, e)
-		} else if !relisted && CheckID(PrefixTask, id) == nil {
+		} else if !relisted && storage.CheckID(storage.PrefixTask, id) == nil {
 			s.indexTask(ix, id) // created: the listing above will agree
 		}
 	}

@@ -1,6 +1,7 @@
 package fsstore
 
 import (
+	"aipm/fsstore/storage"
 	"cmp"
 	"context"
 	"errors"
@@ -87,7 +88,7 @@ func StatusOpen(status string) bool { return status != StatusDone && status != S
 
 // CheckStatus reports whether s is a task status.
 func CheckStatus(s string) error {
-	return CheckEnum("status", s, Statuses)
+	return storage.CheckEnum("status", s, Statuses)
 }
 
 // CheckTransition is the one check of a task status change.
@@ -102,7 +103,7 @@ func CheckTransition(t Task, to string) error {
 		return fmt.Errorf("task %s is %s and cannot start: approve it first with aipm task approve %s", t.ID, t.ApprovalStatus, t.ID)
 	}
 	if !slices.Contains(Statuses, t.Status) {
-		return fmt.Errorf("task %s has the status %q, which is not one aipm knows (%s): set its \"status\" in %s/%s/%s.json by hand to one of them (aipm doctor lists the problem)", t.ID, Clip(t.Status, maxEchoedID), strings.Join(Statuses, ", "), DirName, Tasks, t.ID)
+		return fmt.Errorf("task %s has the status %q, which is not one aipm knows (%s): set its \"status\" in %s/%s/%s.json by hand to one of them (aipm doctor lists the problem)", t.ID, storage.Clip(t.Status, storage.MaxEchoedID), strings.Join(Statuses, ", "), storage.DirName, storage.Tasks, t.ID)
 	}
 	if !slices.Contains(transitions[t.Status], to) {
 		return fmt.Errorf("task %s cannot go from %s to %s: from %s it can go to %s", t.ID, t.Status, to, t.Status, strings.Join(transitions[t.Status], ", "))
@@ -169,12 +170,12 @@ type NewTask struct {
 }
 
 // CreateTask writes a new task after checking its fields against cfg.
-func (s *Store) CreateTask(ctx context.Context, cfg *Config, in NewTask) (Task, error) {
+func (s *Store) CreateTask(ctx context.Context, cfg *storage.Config, in NewTask) (Task, error) {
 	title := strings.TrimSpace(in.Title)
 	if title == "" {
 		return Task{}, errors.New("a task needs a title: give a short description of the work")
 	}
-	if err := errors.Join(CheckText("title", title), CheckText("description", in.Description)); err != nil {
+	if err := errors.Join(storage.CheckText("title", title), storage.CheckText("description", in.Description)); err != nil {
 		return Task{}, err
 	}
 	if in.Priority == "" {
@@ -192,7 +193,7 @@ func (s *Store) CreateTask(ctx context.Context, cfg *Config, in NewTask) (Task, 
 	if !StatusOpen(in.Status) || (in.NeedsApproval && in.Status == StatusInProgress) {
 		return Task{}, fmt.Errorf("a new task cannot start as %s: create it, then change its status", in.Status)
 	}
-	if err := checkAgentRef(cfg, in.Assignee, "assignee"); err != nil {
+	if err := storage.CheckAgentRef(cfg, in.Assignee, "assignee"); err != nil {
 		return Task{}, err
 	}
 	if in.Status == StatusInProgress && in.Assignee == "" {
@@ -205,7 +206,7 @@ func (s *Store) CreateTask(ctx context.Context, cfg *Config, in NewTask) (Task, 
 	}
 	now := time.Now().UTC()
 	t := Task{
-		ID: NewID(PrefixTask), Title: title, Description: in.Description, Status: in.Status,
+		ID: storage.NewID(storage.PrefixTask), Title: title, Description: in.Description, Status: in.Status,
 		Priority: in.Priority, Assignee: in.Assignee, ParentID: in.ParentID, Requester: in.Requester,
 		ApprovalStatus: ApprovalApproved, StatusChangedBy: in.Requester, StatusChangedAt: now, AipmStatus: in.Status,
 		SourceMessageID: in.SourceMessageID, CreatedAt: now, UpdatedAt: now,
@@ -213,10 +214,10 @@ func (s *Store) CreateTask(ctx context.Context, cfg *Config, in NewTask) (Task, 
 	if in.NeedsApproval {
 		t.ApprovalStatus, t.AskedToApprove = ApprovalPending, in.AskedToApprove
 	}
-	path, _ := s.DocPath(Tasks, t.ID)
-	_, err := UpdateDoc(ctx, s.Files, path, ModeFile, func(doc *Task, exists bool) error {
+	path, _ := s.DocPath(storage.Tasks, t.ID)
+	_, err := storage.UpdateDoc(ctx, s.Files, path, storage.ModeFile, func(doc *Task, exists bool) error {
 		if exists {
-			return fmt.Errorf("task %s: %w", t.ID, ErrExists)
+			return fmt.Errorf("task %s: %w", t.ID, storage.ErrExists)
 		}
 		*doc = t
 		return nil
@@ -226,14 +227,14 @@ func (s *Store) CreateTask(ctx context.Context, cfg *Config, in NewTask) (Task, 
 
 // Task reads one task.
 func (s *Store) Task(id string) (Task, error) {
-	path, err := s.DocPath(Tasks, id)
+	path, err := s.DocPath(storage.Tasks, id)
 	if err != nil {
 		return Task{}, err
 	}
 	var t Task
-	if err := s.readDoc(path, &t); err != nil {
-		if errors.Is(err, ErrNotFound) {
-			return Task{}, kindf(ErrNotFound, "task %s does not exist: see list_tasks or aipm task list", id)
+	if err := s.ReadDoc(path, &t); err != nil {
+		if errors.Is(err, storage.ErrNotFound) {
+			return Task{}, storage.Kindf(storage.ErrNotFound, "task %s does not exist: see list_tasks or aipm task list", id)
 		}
 		return Task{}, err
 	}
@@ -262,7 +263,7 @@ func (s *Store) Tasks(f TaskFilter) ([]Task, bool, []error, error) {
 			return nil, false, nil, err
 		}
 	}
-	dir := s.CollectionDir(Tasks)
+	dir := s.CollectionDir(storage.Tasks)
 	var out []Task
 	var bad []error
 	after := ""
@@ -285,7 +286,7 @@ func (s *Store) Tasks(f TaskFilter) ([]Task, bool, []error, error) {
 			var t Task
 			_, err := s.readTask(filepath.Join(dir, id+".json"), &t)
 			switch {
-			case errors.Is(err, ErrNotFound):
+			case errors.Is(err, storage.ErrNotFound):
 				s.recheckTask(id) // removed since the index looked
 				continue
 			case err != nil:
@@ -328,9 +329,9 @@ var reportStatus = map[string]string{
 func ReportChange(result, summary string) (TaskChange, error) {
 	status, ok := reportStatus[result]
 	if !ok {
-		return TaskChange{}, codeErr(CodeInvalidResult, "result %q is invalid: use %s", Clip(result, 40), orList(ReportResults))
+		return TaskChange{}, storage.CodeErr(storage.CodeInvalidResult, "result %q is invalid: use %s", storage.Clip(result, 40), orList(ReportResults))
 	}
-	if err := CheckText("summary", summary); err != nil {
+	if err := storage.CheckText("summary", summary); err != nil {
 		return TaskChange{}, err
 	}
 	return TaskChange{Status: status, Reason: summary, Result: result, Summary: summary, Report: true}, nil
@@ -377,8 +378,8 @@ type TaskChange struct {
 
 // check is what a change must satisfy whatever the task: its texts within
 // their limits, a known status, and a reason for a change to blocked.
-func (ch TaskChange) check(cfg *Config) error {
-	if err := errors.Join(CheckText("reason", ch.Reason), CheckText("summary", ch.Summary)); err != nil {
+func (ch TaskChange) check(cfg *storage.Config) error {
+	if err := errors.Join(storage.CheckText("reason", ch.Reason), storage.CheckText("summary", ch.Summary)); err != nil {
 		return err
 	}
 	if err := ch.checkFields(); err != nil {
@@ -395,10 +396,10 @@ func (ch TaskChange) check(cfg *Config) error {
 		}
 	}
 	if ch.Status == StatusBlocked && !ch.Report && strings.TrimSpace(ch.Reason) == "" {
-		return codeErr(CodeReasonRequired, "say why the task is blocked: pass reason")
+		return storage.CodeErr(storage.CodeReasonRequired, "say why the task is blocked: pass reason")
 	}
 	if ch.Assignee != nil {
-		return checkAgentRef(cfg, *ch.Assignee, "assignee")
+		return storage.CheckAgentRef(cfg, *ch.Assignee, "assignee")
 	}
 	return nil
 }
@@ -409,7 +410,7 @@ func (ch TaskChange) check(cfg *Config) error {
 // before they open the project, to answer a usage error.
 func CheckStatusReason(status, reason string) error {
 	if reason != "" && status != StatusBlocked && status != StatusCancelled {
-		return kindf(ErrInvalid, "a reason goes with blocked or cancelled, not %s: leave the reason out", status)
+		return storage.Kindf(storage.ErrInvalid, "a reason goes with blocked or cancelled, not %s: leave the reason out", status)
 	}
 	return nil
 }
@@ -420,17 +421,17 @@ func (ch TaskChange) checkFields() error {
 	if ch.Title != nil {
 		title := strings.TrimSpace(*ch.Title)
 		if title == "" {
-			return kindf(ErrInvalid, "the title is empty: say in a few words what the work is")
+			return storage.Kindf(storage.ErrInvalid, "the title is empty: say in a few words what the work is")
 		}
-		if err := CheckText("title", title); err != nil {
+		if err := storage.CheckText("title", title); err != nil {
 			return err
 		}
 	}
 	if ch.Priority != nil && !slices.Contains(Priorities, *ch.Priority) {
-		return kindf(ErrInvalid, "priority %q is invalid: use one of %s", Clip(*ch.Priority, maxEchoedID), strings.Join(Priorities, ", "))
+		return storage.Kindf(storage.ErrInvalid, "priority %q is invalid: use one of %s", storage.Clip(*ch.Priority, storage.MaxEchoedID), strings.Join(Priorities, ", "))
 	}
 	if ch.Description != nil {
-		return CheckText("description", *ch.Description)
+		return storage.CheckText("description", *ch.Description)
 	}
 	return nil
 }
@@ -439,8 +440,8 @@ func (ch TaskChange) checkFields() error {
 // status transition checked in one place. If the change interrupts the
 // assignee (Interrupts), the interrupt notification is appended after the
 // lock is released (rule 4: never two locks at once).
-func (s *Store) UpdateTask(ctx context.Context, cfg *Config, id, by string, ch TaskChange) (Task, error) {
-	path, err := s.DocPath(Tasks, id)
+func (s *Store) UpdateTask(ctx context.Context, cfg *storage.Config, id, by string, ch TaskChange) (Task, error) {
+	path, err := s.DocPath(storage.Tasks, id)
 	if err != nil {
 		return Task{}, err
 	}
@@ -448,9 +449,9 @@ func (s *Store) UpdateTask(ctx context.Context, cfg *Config, id, by string, ch T
 		return Task{}, err
 	}
 	var before Task
-	after, err := UpdateDoc(ctx, s.Files, path, ModeFile, func(t *Task, exists bool) error {
+	after, err := storage.UpdateDoc(ctx, s.Files, path, storage.ModeFile, func(t *Task, exists bool) error {
 		if !exists {
-			return kindf(ErrNotFound, "task %s does not exist: see list_tasks or aipm task list", id)
+			return storage.Kindf(storage.ErrNotFound, "task %s does not exist: see list_tasks or aipm task list", id)
 		}
 		before = *t
 		now := time.Now().UTC()
@@ -494,12 +495,12 @@ func (s *Store) UpdateTask(ctx context.Context, cfg *Config, id, by string, ch T
 // checkStart refuses to set a task in progress (from before to after) for
 // an assignee that is not an agent of the project (removed from
 // config.toml): nobody would start, and nobody would say so.
-func checkStart(cfg *Config, before, after Task) error {
+func checkStart(cfg *storage.Config, before, after Task) error {
 	if after.Status != StatusInProgress || before.Status == StatusInProgress || after.Assignee == "" {
 		return nil
 	}
 	if _, ok := cfg.Agent(after.Assignee); !ok {
-		return fmt.Errorf("task %s is assigned to %q, who is not an agent of this project: assign it to one first (aipm task assign %s AGENT)", after.ID, Clip(after.Assignee, maxEchoedID), after.ID)
+		return fmt.Errorf("task %s is assigned to %q, who is not an agent of this project: assign it to one first (aipm task assign %s AGENT)", after.ID, storage.Clip(after.Assignee, storage.MaxEchoedID), after.ID)
 	}
 	return nil
 }
@@ -508,39 +509,39 @@ func checkStart(cfg *Config, before, after Task) error {
 // task a human set to blocked or cancelled (before) leaves that status only
 // by a human's change. by is who makes the change: for a marker, its
 // sender, so that a marker with a human's authority lifts it too.
-func checkHumanStop(c *Config, before, after Task, by string) error {
+func checkHumanStop(c *storage.Config, before, after Task, by string) error {
 	if after.Status == before.Status || (before.Status != StatusBlocked && before.Status != StatusCancelled) {
 		return nil
 	}
-	if !stoppedByHuman(c, before) || c.isHuman(by) {
+	if !stoppedByHuman(c, before) || c.IsHuman(by) {
 		return nil
 	}
 	who := cmp.Or(before.StatusChangedBy, "a human")
 	if before.handEdited() || who == HandEdit {
 		who = HandEdit
 	}
-	return codeErr(CodeStoppedByHuman, "task %s was set to %s by %s, and only a human may change it now: %s cannot; report with report_completed and exit, or ask a human to change it (aipm task status %s STATUS)", before.ID, before.Status, who, by, before.ID)
+	return storage.CodeErr(storage.CodeStoppedByHuman, "task %s was set to %s by %s, and only a human may change it now: %s cannot; report with report_completed and exit, or ask a human to change it (aipm task status %s STATUS)", before.ID, before.Status, who, by, before.ID)
 }
 
 // checkCancel is the one rule of who cancels a task (DESIGN section 11):
 // a human, or the task's requester; an agent reports (done or blocked),
 // it never cancels.
-func checkCancel(c *Config, before, after Task, by string) error {
-	if after.Status != StatusCancelled || before.Status == StatusCancelled || c.isHuman(by) || (by != "" && by == before.Requester) {
+func checkCancel(c *storage.Config, before, after Task, by string) error {
+	if after.Status != StatusCancelled || before.Status == StatusCancelled || c.IsHuman(by) || (by != "" && by == before.Requester) {
 		return nil
 	}
-	return codeErr(CodeInvalidTransition, "%s may not cancel task %s: an agent never cancels a task (a human or its requester does); report it with report_completed(result=\"blocked\" or \"failed\", summary=why), or ask a human to cancel it", by, before.ID)
+	return storage.CodeErr(storage.CodeInvalidTransition, "%s may not cancel task %s: an agent never cancels a task (a human or its requester does); report it with report_completed(result=\"blocked\" or \"failed\", summary=why), or ask a human to cancel it", by, before.ID)
 }
 
 // stoppedByHuman says whether t's status was set by a human: by a human
 // (or anyone not an AI agent of the project) through aipm, or by a hand
 // edit of its file.
-func stoppedByHuman(c *Config, t Task) bool {
+func stoppedByHuman(c *storage.Config, t Task) bool {
 	if t.handEdited() || t.StatusChangedBy == HandEdit {
 		return true
 	}
 	a, ok := c.Agent(t.StatusChangedBy)
-	return !ok || a.Type != AgentAI
+	return !ok || a.Type != storage.AgentAI
 }
 
 // handEdited says whether t's status, as read, was set by a hand edit of
@@ -559,7 +560,7 @@ func applyTaskChange(t *Task, by string, ch TaskChange, now time.Time) error {
 	}
 	applyFields(t, ch)
 	if ch.Report && ch.Result == ResultCancelled && t.Status != StatusCancelled {
-		return codeErr(CodeInvalidResult, "task %s is %s: nobody cancelled it, and an agent never cancels a task; result \"cancelled\" only answers a cancel interrupt: report success, failed or blocked", t.ID, t.Status)
+		return storage.CodeErr(storage.CodeInvalidResult, "task %s is %s: nobody cancelled it, and an agent never cancels a task; result \"cancelled\" only answers a cancel interrupt: report success, failed or blocked", t.ID, t.Status)
 	}
 	status := ch.Status
 	if ch.Report && t.Status != StatusInProgress {
@@ -636,7 +637,7 @@ func applyFields(t *Task, ch TaskChange) {
 // assigned to it.
 func checkOwner(t Task, agent string) error {
 	if t.Assignee != agent {
-		return codeErr(CodeNotTaskAssignee, "task %s is assigned to %q, not to you: you may change only your own tasks", t.ID, t.Assignee)
+		return storage.CodeErr(storage.CodeNotTaskAssignee, "task %s is assigned to %q, not to you: you may change only your own tasks", t.ID, t.Assignee)
 	}
 	return nil
 }
@@ -645,7 +646,7 @@ func checkOwner(t Task, agent string) error {
 // come from chat) while t waits for approval or was rejected.
 func checkApproved(t Task) error {
 	if t.ApprovalStatus != ApprovalApproved {
-		return codeErr(CodeTaskPendingApproval, "task %s is %s: a human must approve it first (aipm task approve %s)", t.ID, t.ApprovalStatus, t.ID)
+		return storage.CodeErr(storage.CodeTaskPendingApproval, "task %s is %s: a human must approve it first (aipm task approve %s)", t.ID, t.ApprovalStatus, t.ID)
 	}
 	return nil
 }

@@ -1,6 +1,7 @@
 package fsstore
 
 import (
+	"aipm/fsstore/storage"
 	"context"
 	"encoding/json"
 	"os"
@@ -69,9 +70,9 @@ func TestUpdateTaskWritesOneInterrupt(t *testing.T) {
 	if _, err := s.UpdateTask(ctx, cfg, task.ID, "lead", TaskChange{Status: StatusCancelled}); err != nil {
 		t.Fatal(err) // blocked -> cancelled: the task was not in progress, no second interrupt
 	}
-	ses := Session{ID: NewID(PrefixSession), Agent: "coder", Purpose: PurposeTask, TaskID: task.ID}
+	ses := Session{ID: storage.NewID(storage.PrefixSession), Agent: "coder", Purpose: storage.PurposeTask, TaskID: task.ID}
 	ns, _, err := s.SessionNotifications(ctx, ses, true, 0)
-	if err != nil || len(ns) != 1 || ns[0].Type != NotifyInterrupt || ns[0].TaskID != task.ID || !strings.Contains(ns[0].Message, "wait") {
+	if err != nil || len(ns) != 1 || ns[0].Type != storage.NotifyInterrupt || ns[0].TaskID != task.ID || !strings.Contains(ns[0].Message, "wait") {
 		t.Fatalf("notifications %+v, err %v; want one interrupt", ns, err)
 	}
 }
@@ -86,7 +87,7 @@ func TestUpdateTaskRacingAnEditor(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	path, _ := s.DocPath(Tasks, task.ID)
+	path, _ := s.DocPath(storage.Tasks, task.ID)
 	edit := func(change func(m map[string]any)) {
 		data, _ := os.ReadFile(path)
 		var m map[string]any
@@ -103,13 +104,13 @@ func TestUpdateTaskRacingAnEditor(t *testing.T) {
 	edit(func(m map[string]any) { m["x-estimate"] = map[string]any{"days": 3.0} })
 
 	saves := 0
-	testHookBeforeWrite = func(string) {
+	storage.TestHookBeforeWrite = func(string) {
 		if saves < 2 { // two saves in a row: the second re-read is raced too
 			saves++
 			edit(func(m map[string]any) { m["title"] = "edited title"; m["x-owner-note"] = "mine" })
 		}
 	}
-	defer func() { testHookBeforeWrite = nil }()
+	defer func() { storage.TestHookBeforeWrite = nil }()
 	got, err := s.UpdateTask(ctx, cfg, task.ID, "lead", TaskChange{Status: StatusBacklog})
 	if err != nil {
 		t.Fatal(err)
@@ -131,7 +132,7 @@ func TestUpdateTaskRacingAnEditor(t *testing.T) {
 	}
 
 	// An editor that never stops saving: aipm refuses rather than overwrite.
-	testHookBeforeWrite = func(string) { edit(func(m map[string]any) { m["title"] = "again" }) }
+	storage.TestHookBeforeWrite = func(string) { edit(func(m map[string]any) { m["title"] = "again" }) }
 	if _, err := s.UpdateTask(ctx, cfg, task.ID, "lead", TaskChange{Status: StatusTodo}); err == nil || !strings.Contains(err.Error(), "changed by someone else") {
 		t.Fatalf("UpdateTask under a saving editor: %v", err)
 	}

@@ -1,6 +1,7 @@
 package fsstore
 
 import (
+	"aipm/fsstore/storage"
 	"bufio"
 	"context"
 	"errors"
@@ -45,14 +46,14 @@ func helperTortureSend(h *helperProc, full bool) error {
 	}
 	for i := 0; i < h.n; i++ {
 		m, err := h.store.Send(h.ctx, cfg, OutgoingMessage{From: "alice", To: h.arg, Content: fmt.Sprintf("%s %d", h.name, i)})
-		var ce *CodeError
+		var ce *storage.CodeError
 		switch {
 		case err == nil:
 			fmt.Fprintln(h.out, "acked", m.ID)
-		case errors.As(err, &ce) && ce.Code == CodeSentPartly: // delivered; the sender's copy did not fit
+		case errors.As(err, &ce) && ce.Code == storage.CodeSentPartly: // delivered; the sender's copy did not fit
 			fmt.Fprintln(h.out, "acked", m.ID)
 			fmt.Fprintln(h.out, "partly")
-		case IsDiskFull(err):
+		case storage.IsDiskFull(err):
 			fmt.Fprintln(h.out, "full")
 		default:
 			return err
@@ -117,7 +118,7 @@ func TestTorture(t *testing.T) {
 	}
 	s := newTestStore(t)
 	ctx := context.Background()
-	for _, a := range []NewAgent{{ID: "alice", Type: AgentHuman}, {ID: "bob", Type: AgentAI}} {
+	for _, a := range []NewAgent{{ID: "alice", Type: storage.AgentHuman}, {ID: "bob", Type: storage.AgentAI}} {
 		if _, err := s.AddAgent(ctx, a); err != nil {
 			t.Fatal(err)
 		}

@@ -1,6 +1,7 @@
 package fsstore
 
 import (
+	"aipm/fsstore/storage"
 	"context"
 	"errors"
 	"fmt"
@@ -38,7 +39,7 @@ func (tq TriggerQueue) Write(ctx context.Context, t Trigger) error {
 // purpose).
 func (tq TriggerQueue) Add(ctx context.Context, t Trigger) (bool, error) {
 	s := tq.s
-	path, err := s.TriggerPath(Pending, t.Agent, t.Purpose)
+	path, err := s.TriggerPath(storage.Pending, t.Agent, t.Purpose)
 	if err != nil {
 		return false, err
 	}
@@ -46,12 +47,12 @@ func (tq TriggerQueue) Add(ctx context.Context, t Trigger) (bool, error) {
 		t.CreatedAt = time.Now().UTC()
 	}
 	wrote := false
-	_, err = UpdateDoc(ctx, s.Files, path, ModeFile, func(doc *Trigger, exists bool) error {
+	_, err = storage.UpdateDoc(ctx, s.Files, path, storage.ModeFile, func(doc *Trigger, exists bool) error {
 		// Under the pending lock, which Authenticate's take of a trigger
 		// waits for after it wrote its session: a live session of that
 		// agent and purpose needs no trigger.
 		if exists || s.hasLiveSession(t.Agent, t.Purpose) {
-			return ErrNoChange
+			return storage.ErrNoChange
 		}
 		*doc, wrote = t, true
 		return nil
@@ -64,20 +65,20 @@ func (tq TriggerQueue) Add(ctx context.Context, t Trigger) (bool, error) {
 func (tq TriggerQueue) Pending() ([]Trigger, error) {
 	s := tq.s
 	var out []Trigger
-	err := eachDoc(s.Files, Pending, func(_ string, t Trigger) error { out = append(out, t); return nil })
+	err := storage.EachDoc(s.Files, storage.Pending, func(_ string, t Trigger) error { out = append(out, t); return nil })
 	sort.Slice(out, func(i, j int) bool { return out[i].CreatedAt.Before(out[j].CreatedAt) })
 	return out, err
 }
 
 // peekTrigger returns agent's trigger for purpose, if any, leaving it.
 func (s *Store) peekTrigger(agent, purpose string) (Trigger, bool, error) {
-	path, err := s.TriggerPath(Pending, agent, purpose)
+	path, err := s.TriggerPath(storage.Pending, agent, purpose)
 	if err != nil {
 		return Trigger{}, false, err
 	}
 	var t Trigger
-	if err := s.readDoc(path, &t); err != nil {
-		if errors.Is(err, ErrNotFound) {
+	if err := s.ReadDoc(path, &t); err != nil {
+		if errors.Is(err, storage.ErrNotFound) {
 			return Trigger{}, false, nil
 		}
 		return Trigger{}, false, err
@@ -87,21 +88,21 @@ func (s *Store) peekTrigger(agent, purpose string) (Trigger, bool, error) {
 
 // takeTrigger removes and returns agent's trigger for purpose, if any.
 func (s *Store) takeTrigger(ctx context.Context, agent, purpose string) (Trigger, bool, error) {
-	path, err := s.TriggerPath(Pending, agent, purpose)
+	path, err := s.TriggerPath(storage.Pending, agent, purpose)
 	if err != nil {
 		return Trigger{}, false, err
 	}
 	if _, err := os.Stat(path); errors.Is(err, os.ErrNotExist) {
 		return Trigger{}, false, nil // the common case, without a lock
 	}
-	unlock, err := s.lockDir(ctx, filepath.Dir(path))
+	unlock, err := s.LockDir(ctx, filepath.Dir(path))
 	if err != nil {
 		return Trigger{}, false, err
 	}
 	defer unlock()
 	var t Trigger
-	if err := s.readDoc(path, &t); err != nil {
-		if errors.Is(err, ErrNotFound) {
+	if err := s.ReadDoc(path, &t); err != nil {
+		if errors.Is(err, storage.ErrNotFound) {
 			return Trigger{}, false, nil
 		}
 		return Trigger{}, false, err
@@ -116,18 +117,18 @@ func (s *Store) takeTrigger(ctx context.Context, agent, purpose string) (Trigger
 // ttl at now, under the pending lock, and reports whether it did.
 func (tq TriggerQueue) Expire(ctx context.Context, agent, purpose string, ttl time.Duration, now time.Time) (Trigger, bool, error) {
 	s := tq.s
-	path, err := s.TriggerPath(Pending, agent, purpose)
+	path, err := s.TriggerPath(storage.Pending, agent, purpose)
 	if err != nil {
 		return Trigger{}, false, err
 	}
-	unlock, err := s.lockDir(ctx, filepath.Dir(path))
+	unlock, err := s.LockDir(ctx, filepath.Dir(path))
 	if err != nil {
 		return Trigger{}, false, err
 	}
 	defer unlock()
 	var t Trigger
-	if err := s.readDoc(path, &t); err != nil {
-		if errors.Is(err, ErrNotFound) {
+	if err := s.ReadDoc(path, &t); err != nil {
+		if errors.Is(err, storage.ErrNotFound) {
 			return Trigger{}, false, nil
 		}
 		return Trigger{}, false, err
@@ -145,12 +146,12 @@ func (tq TriggerQueue) Expire(ctx context.Context, agent, purpose string, ttl ti
 // since, still waits: a process started for it exited without taking it.
 func (tq TriggerQueue) Untaken(agent, purpose string, since time.Time) bool {
 	s := tq.s
-	path, err := s.TriggerPath(Pending, agent, purpose)
+	path, err := s.TriggerPath(storage.Pending, agent, purpose)
 	if err != nil {
 		return false
 	}
 	var t Trigger
-	return s.readDoc(path, &t) == nil && t.CreatedAt.Before(since)
+	return s.ReadDoc(path, &t) == nil && t.CreatedAt.Before(since)
 }
 
 // hasLiveSession says whether agent has a live session (one a sweep would

@@ -19,6 +19,7 @@ import (
 	"time"
 
 	"aipm/fsstore"
+	"aipm/fsstore/storage"
 )
 
 // Clients.
@@ -128,7 +129,7 @@ func headInput(head []byte) Input {
 // Hook answers one client event for one agent.
 type Hook struct {
 	Store  *fsstore.Store
-	Config *fsstore.Config
+	Config *storage.Config
 	Agent  string
 	// Purpose is the purpose the agent's process was started for
 	// (AIPM_PURPOSE), or "".

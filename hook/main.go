@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"aipm/fsstore"
+	"aipm/fsstore/storage"
 	"aipm/wake"
 )
 
@@ -161,7 +162,7 @@ func forAgent(dir string, getenv func(string) string) *Hook {
 	if err != nil || cred == nil {
 		return nil
 	}
-	dir, err = fsstore.LocateProject(dir, getenv("AIPM_DIR"))
+	dir, err = storage.LocateProject(dir, getenv("AIPM_DIR"))
 	if err != nil {
 		return nil
 	}
@@ -174,7 +175,7 @@ func forAgent(dir string, getenv func(string) string) *Hook {
 		return nil
 	}
 	purpose := getenv(fsstore.EnvPurpose)
-	if purpose != fsstore.PurposeTask && purpose != fsstore.PurposeChat {
+	if purpose != storage.PurposeTask && purpose != storage.PurposeChat {
 		purpose = ""
 	}
 	return &Hook{Store: store, Config: cfg, Agent: cred.Agent, Purpose: purpose, Parent: os.Getppid()}

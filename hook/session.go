@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"aipm/fsstore"
+	"aipm/fsstore/storage"
 )
 
 // Session is the aipm session of the client that runs the hook: the
@@ -129,7 +130,7 @@ func (h *Hook) sessionStart(ctx context.Context) (Result, error) {
 // agent, per purpose (Store.Work without a session: nothing is taken).
 func (h *Hook) pendingWork(ctx context.Context) (string, error) {
 	var parts []string
-	for _, purpose := range []string{fsstore.PurposeTask, fsstore.PurposeChat} {
+	for _, purpose := range []string{storage.PurposeTask, storage.PurposeChat} {
 		if h.Purpose != "" && purpose != h.Purpose {
 			continue
 		}
@@ -138,9 +139,9 @@ func (h *Hook) pendingWork(ctx context.Context) (string, error) {
 			return "", err
 		}
 		switch {
-		case purpose == fsstore.PurposeTask && next.Action == fsstore.ActWork && next.Task != nil:
-			parts = append(parts, fmt.Sprintf("task %s %q in progress", next.Task.ID, fsstore.Clip(next.Task.Title, 120)))
-		case purpose == fsstore.PurposeChat && next.Action != fsstore.ActWait:
+		case purpose == storage.PurposeTask && next.Action == fsstore.ActWork && next.Task != nil:
+			parts = append(parts, fmt.Sprintf("task %s %q in progress", next.Task.ID, storage.Clip(next.Task.Title, 120)))
+		case purpose == storage.PurposeChat && next.Action != fsstore.ActWait:
 			parts = append(parts, "chat: "+strings.ReplaceAll(next.Action, "_", " "))
 		}
 	}

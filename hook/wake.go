@@ -6,6 +6,7 @@ import (
 	"time"
 
 	"aipm/fsstore"
+	"aipm/fsstore/storage"
 	"aipm/wake"
 )
 
@@ -116,5 +117,5 @@ func (h *Hook) wakeOnce(ctx context.Context, ses fsstore.Session, w *watch) (str
 	if err != nil || !told {
 		return "", false, err
 	}
-	return fsstore.Clip(reason, MaxContext), true, nil
+	return storage.Clip(reason, MaxContext), true, nil
 }

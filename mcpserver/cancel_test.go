@@ -17,6 +17,7 @@ import (
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
 	"aipm/fsstore"
+	"aipm/fsstore/storage"
 	"aipm/mcpserver"
 )
 
@@ -32,7 +33,7 @@ func TestCancelledCallGetsNoResponse(t *testing.T) {
 		t.Run(version, func(t *testing.T) {
 			p := newProject(t)
 			rs := p.startRawAt(version)
-			token := rs.authenticate(p, "coder", fsstore.PurposeChat)
+			token := rs.authenticate(p, "coder", storage.PurposeChat)
 
 			rs.call(`7`, "tools/call", map[string]any{"name": "get_next_action", "arguments": map[string]any{"session_token": token, "wait_seconds": 20}})
 			// A chat session with nothing to do waits: nothing is answered
@@ -84,7 +85,7 @@ func TestClientTimeoutLeavesSessionUsable(t *testing.T) {
 				t.Fatalf("connect (protocol %s): %v", version, err)
 			}
 			t.Cleanup(func() { cs.Close() })
-			token := p.authenticate(cs, "coder", fsstore.PurposeChat)
+			token := p.authenticate(cs, "coder", storage.PurposeChat)
 
 			callCtx, stop := context.WithTimeout(context.Background(), 300*time.Millisecond)
 			defer stop()
@@ -148,7 +149,7 @@ func TestGateCancelledCallIsNoResult(t *testing.T) {
 				t.Fatal(err)
 			}
 			t.Cleanup(func() { cs.Close() })
-			token := p.authenticate(cs, "coder", fsstore.PurposeChat)
+			token := p.authenticate(cs, "coder", storage.PurposeChat)
 
 			callCtx, stop := context.WithTimeout(ctx, 300*time.Millisecond)
 			defer stop()

@@ -1,10 +1,9 @@
 package mcpserver_test
 
 import (
+	"aipm/fsstore/storage"
 	"os"
 	"testing"
-
-	"aipm/fsstore"
 )
 
 // TestServeKeepsConfigWhileSaved: while config.toml is being saved in place
@@ -14,7 +13,7 @@ func TestServeKeepsConfigWhileSaved(t *testing.T) {
 	p := newProject(t)
 	cs := p.connect("")
 	p.send("reviewer", "coder", "hello")
-	token := p.authenticate(cs, "coder", fsstore.PurposeChat)
+	token := p.authenticate(cs, "coder", storage.PurposeChat)
 	path := p.store.ConfigPath()
 	good, err := os.ReadFile(path)
 	if err != nil {

@@ -1,9 +1,8 @@
 package mcpserver
 
 import (
+	"aipm/fsstore/storage"
 	"errors"
-
-	"aipm/fsstore"
 )
 
 // ToolError is what a model reads when a tool fails: a code from the seeds,
@@ -20,17 +19,17 @@ func toolErr(code, msg string) error { return &ToolError{Code: code, Msg: msg} }
 // fromStore turns a store error into a tool error with a code.
 func fromStore(err error, notFoundCode string) error {
 	var te *ToolError
-	var ce *fsstore.CodeError
+	var ce *storage.CodeError
 	switch {
 	case errors.As(err, &te):
 		return err
 	case errors.As(err, &ce):
 		return toolErr(ce.Code, ce.Msg)
-	case fsstore.IsDiskFull(err):
+	case storage.IsDiskFull(err):
 		return toolErr("disk_full", "the disk holding .ai-pm is full (or a file size limit was reached), so nothing was written: ask a human to free space, then call again; read-only tools still work")
-	case errors.Is(err, fsstore.ErrNotFound):
+	case errors.Is(err, storage.ErrNotFound):
 		return toolErr(notFoundCode, err.Error())
-	case errors.Is(err, fsstore.ErrExists):
+	case errors.Is(err, storage.ErrExists):
 		return toolErr("already_exists", err.Error())
 	}
 	return toolErr("invalid_request", err.Error())

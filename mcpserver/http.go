@@ -15,6 +15,7 @@ import (
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
 	"aipm/fsstore"
+	"aipm/fsstore/storage"
 	"aipm/wake"
 )
 
@@ -279,7 +280,7 @@ func (h *HTTP) failed(client string) {
 		h.failures[client] = f
 	}
 	f.n++
-	f.notBefore = h.now().Add(fsstore.BackoffAfter(f.n))
+	f.notBefore = h.now().Add(storage.BackoffAfter(f.n))
 }
 
 // maxClients bounds the failure table; past it, entries whose back-off

@@ -1,6 +1,6 @@
 package mcpserver
 
-import "aipm/fsstore"
+import "aipm/fsstore/storage"
 
 // Level is what a tool requires of the caller's session (DESIGN section 5);
 // each tool's spec (tools.go) names its level.
@@ -21,9 +21,9 @@ func (l Level) String() string {
 func (l Level) allows(purpose string) bool {
 	switch l {
 	case TaskOnly:
-		return purpose == fsstore.PurposeTask
+		return purpose == storage.PurposeTask
 	case ChatOnly:
-		return purpose == fsstore.PurposeChat
+		return purpose == storage.PurposeChat
 	}
 	return true
 }

@@ -9,6 +9,7 @@ import (
 	"testing"
 
 	"aipm/fsstore"
+	"aipm/fsstore/storage"
 	"aipm/mcpserver"
 )
 
@@ -22,7 +23,7 @@ func TestInputLimits(t *testing.T) {
 	token := p.authenticate(cs, "coder", "task")
 	chat := p.authenticate(cs, "reviewer", "chat")
 	huge := "tsk_" + strings.Repeat("A", 10<<20) // a 10 MB id
-	over := func(field string) string { return strings.Repeat("é", fsstore.TextLimits[field]+1) }
+	over := func(field string) string { return strings.Repeat("é", storage.TextLimits[field]+1) }
 	before := p.tree()
 	for _, tc := range []struct {
 		name string
@@ -125,7 +126,7 @@ func statedLimit(t *testing.T, name, desc string, page [2]int) string {
 	case name == "message_ids":
 		return fmt.Sprintf("at most %d", fsstore.MaxMarkRead)
 	case name == "wait_seconds":
-		return fmt.Sprintf("at most %d", fsstore.MaxWait)
+		return fmt.Sprintf("at most %d", storage.MaxWait)
 	case name == "max_turns":
 		return fmt.Sprintf("%d to %d (default %d)", fsstore.MinMaxTurns, fsstore.MaxMaxTurns, fsstore.DefaultMaxTurns)
 	case strings.Contains(desc, "characters"):
@@ -133,12 +134,12 @@ func statedLimit(t *testing.T, name, desc string, page [2]int) string {
 		if f, ok := textField[name]; ok {
 			field = f
 		}
-		limit, ok := fsstore.TextLimits[field]
+		limit, ok := storage.TextLimits[field]
 		if !ok {
 			t.Errorf("%s states a length but is no CheckText field: map it in textField", name)
 			return ""
 		}
-		if fsstore.CheckText(field, strings.Repeat("é", limit)) != nil || fsstore.CheckText(field, strings.Repeat("é", limit+1)) == nil {
+		if storage.CheckText(field, strings.Repeat("é", limit)) != nil || storage.CheckText(field, strings.Repeat("é", limit+1)) == nil {
 			t.Errorf("CheckText(%q) does not enforce %d characters", field, limit)
 		}
 		return fmt.Sprintf("at most %d characters", limit)

@@ -11,6 +11,7 @@ import (
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
 	"aipm/fsstore"
+	"aipm/fsstore/storage"
 )
 
 // links keep the one rule of when what an answer hands a session counts as
@@ -345,7 +346,7 @@ func (ls *links) settle(ctx context.Context, c *carrying, l *link, ses fsstore.S
 			c.carrier, c.clear, c.shown = nil, true, false
 		}
 	default:
-		ls.takeBack(ctx, ses, "the call cannot prove its answer was read", fsstore.NotificationStream(ses.Purpose))
+		ls.takeBack(ctx, ses, "the call cannot prove its answer was read", storage.NotificationStream(ses.Purpose))
 	}
 }
 

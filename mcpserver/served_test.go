@@ -8,6 +8,7 @@ import (
 	"testing"
 
 	"aipm/fsstore"
+	"aipm/fsstore/storage"
 )
 
 // TestOverLimitFieldsServedCut: a field written by hand far past its limit
@@ -18,7 +19,7 @@ func TestOverLimitFieldsServedCut(t *testing.T) {
 	p := newProject(t)
 	task := p.taskInProgress("coder", "big")
 	huge := strings.Repeat("x", 2<<20)
-	path := filepath.Join(p.store.CollectionDir(fsstore.Tasks), task.ID+".json")
+	path := filepath.Join(p.store.CollectionDir(storage.Tasks), task.ID+".json")
 	var doc map[string]any
 	if err := readDoc(path, &doc); err != nil {
 		t.Fatal(err)
@@ -38,7 +39,7 @@ func TestOverLimitFieldsServedCut(t *testing.T) {
 	f.Close()
 
 	cs := p.connect("")
-	token := p.authenticate(cs, "coder", fsstore.PurposeTask)
+	token := p.authenticate(cs, "coder", storage.PurposeTask)
 	wantMarker := "… [cut: 2,097,152 bytes in .ai-pm/tasks/" + task.ID + ".json; limit 20,000]"
 	for _, c := range []struct {
 		tool string
@@ -56,7 +57,7 @@ func TestOverLimitFieldsServedCut(t *testing.T) {
 			t.Errorf("%s: %d bytes of text, marker %q present: %v", c.tool, len(r.text), wantMarker, strings.Contains(r.text, wantMarker))
 		}
 	}
-	chatToken := p.authenticate(cs, "coder", fsstore.PurposeChat)
+	chatToken := p.authenticate(cs, "coder", storage.PurposeChat)
 	r := call(t, cs, "get_pending_messages", map[string]any{"session_token": chatToken})
 	if r.isError {
 		t.Fatalf("get_pending_messages: %s", r.text)

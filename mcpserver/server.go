@@ -11,6 +11,7 @@ import (
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
 	"aipm/fsstore"
+	"aipm/fsstore/storage"
 	"aipm/wake"
 )
 
@@ -44,7 +45,7 @@ type Server struct {
 	unavailable string
 
 	mu       sync.Mutex
-	cfg      *fsstore.Config
+	cfg      *storage.Config
 	cfgStamp [2]int64 // mtime, size of the config the cache holds
 	sessions []string // opened here: ended when the server exits
 }
@@ -135,7 +136,7 @@ func (s *Server) endOpened(ctx context.Context) {
 	s.mu.Unlock()
 	for _, id := range ids {
 		// A session already swept away (ended, then removed) needs nothing.
-		if _, endErr := s.store.EndSession(ctx, id, fsstore.EndExited); endErr != nil && !errors.Is(endErr, fsstore.ErrNotFound) {
+		if _, endErr := s.store.EndSession(ctx, id, fsstore.EndExited); endErr != nil && !errors.Is(endErr, storage.ErrNotFound) {
 			s.log.Warn("end session at exit", "session", id, "err", endErr)
 		}
 	}
@@ -143,7 +144,7 @@ func (s *Server) endOpened(ctx context.Context) {
 
 // config returns the project's config, re-read when the file changed. Its
 // error is the tool error config_invalid, ready to return.
-func (s *Server) config() (*fsstore.Config, error) {
+func (s *Server) config() (*storage.Config, error) {
 	cfg, err := s.loadConfig()
 	if err != nil {
 		return nil, toolErr("config_invalid", err.Error()+": ask a human to fix it (aipm doctor shows what is wrong)")
@@ -151,7 +152,7 @@ func (s *Server) config() (*fsstore.Config, error) {
 	return cfg, nil
 }
 
-func (s *Server) loadConfig() (*fsstore.Config, error) {
+func (s *Server) loadConfig() (*storage.Config, error) {
 	fi, err := os.Stat(s.store.ConfigPath())
 	if err != nil {
 		return nil, fmt.Errorf("read config: %w", err)
@@ -164,7 +165,7 @@ func (s *Server) loadConfig() (*fsstore.Config, error) {
 	}
 	cfg, err := s.store.LoadConfig()
 	if err == nil {
-		err = fsstore.Adopt(s.cfg, cfg)
+		err = storage.Adopt(s.cfg, cfg)
 	}
 	if err != nil {
 		if s.cfg != nil {
@@ -173,7 +174,7 @@ func (s *Server) loadConfig() (*fsstore.Config, error) {
 		}
 		return nil, err
 	}
-	for _, w := range fsstore.NewWarnings(s.cfg, cfg) {
+	for _, w := range storage.NewWarnings(s.cfg, cfg) {
 		s.log.Warn("config: " + w.Error())
 	}
 	s.cfg, s.cfgStamp = cfg, stamp

@@ -17,6 +17,7 @@ import (
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
 	"aipm/fsstore"
+	"aipm/fsstore/storage"
 	"aipm/internal/sshtest"
 	"aipm/internal/testenv"
 	"aipm/mcpserver"
@@ -85,7 +86,7 @@ func (p *project) session(token string) fsstore.Session {
 	p.t.Helper()
 	id, _, _ := strings.Cut(token, ".")
 	var ses fsstore.Session
-	p.doc(p.t, fsstore.Sessions, id, &ses)
+	p.doc(p.t, storage.Sessions, id, &ses)
 	return ses
 }
 
@@ -355,7 +356,7 @@ func TestSSHWatcherStartedRemoteAgent(t *testing.T) {
 		}
 		return false
 	})
-	if ses.RunID != "" || ses.Purpose != fsstore.PurposeChat {
+	if ses.RunID != "" || ses.Purpose != storage.PurposeChat {
 		t.Fatalf("the remote session: %+v", ses)
 	}
 	if err := syscall.Kill(run.PID, syscall.SIGKILL); err != nil { // the watcher's child: ssh hostB

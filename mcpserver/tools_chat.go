@@ -9,6 +9,7 @@ import (
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
 	"aipm/fsstore"
+	"aipm/fsstore/storage"
 )
 
 type SendMessageIn struct {
@@ -90,7 +91,7 @@ func (s *Server) send(ctx context.Context, m fsstore.OutgoingMessage) (SentOut, 
 
 // sent is send_message's answer for a message sent (msg) and the
 // conversation it is a turn of (c, or nil).
-func (s *Server) sent(cfg *fsstore.Config, m fsstore.OutgoingMessage, msg fsstore.Message, c *fsstore.Conversation) SentOut {
+func (s *Server) sent(cfg *storage.Config, m fsstore.OutgoingMessage, msg fsstore.Message, c *fsstore.Conversation) SentOut {
 	out := SentOut{Success: true, MessageID: msg.ID, TargetAgentID: m.To, CreatedAt: msg.CreatedAt}
 	if c != nil {
 		left := c.TurnsLeft()
@@ -162,7 +163,7 @@ func getPendingMessagesTool() toolSpec {
 		toldOfMessages: true,
 		level:          ChatOnly,
 		handsBatch:     true,
-		readsStream:    fsstore.StreamChat,
+		readsStream:    storage.StreamChat,
 		page:           pendingMessagePage,
 		add:            addGetPendingMessages,
 	}

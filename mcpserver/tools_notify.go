@@ -6,6 +6,7 @@ import (
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
 	"aipm/fsstore"
+	"aipm/fsstore/storage"
 )
 
 type GetNotificationsIn struct {
@@ -30,7 +31,7 @@ func getNotificationsTool() toolSpec {
 		passesInterrupt: true,
 		handsBatch:      true,
 		marksRead:       true,
-		readsStream:     fsstore.StreamNotifications, // ListNotifications acknowledges it, after listing a batch only shown
+		readsStream:     storage.StreamNotifications, // ListNotifications acknowledges it, after listing a batch only shown
 		page:            notificationPage,
 		add:             addGetNotifications,
 	}

@@ -7,6 +7,7 @@ import (
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
 	"aipm/fsstore"
+	"aipm/fsstore/storage"
 )
 
 type TaskOut struct {
@@ -117,12 +118,12 @@ func addListTasks(srv *mcp.Server, s *Server, tool *mcp.Tool) {
 			return nil, ListTasksOut{}, err
 		}
 		if in.Assignee != "" {
-			if err := fsstore.CheckAgentID(in.Assignee); err != nil {
+			if err := storage.CheckAgentID(in.Assignee); err != nil {
 				return nil, ListTasksOut{}, toolErr("invalid_agent_id", err.Error())
 			}
 		}
 		if in.ParentID != "" {
-			if err := fsstore.CheckID(fsstore.PrefixTask, in.ParentID); err != nil {
+			if err := storage.CheckID(storage.PrefixTask, in.ParentID); err != nil {
 				return nil, ListTasksOut{}, toolErr("invalid_task_id", err.Error())
 			}
 		}

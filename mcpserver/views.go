@@ -4,6 +4,7 @@ import (
 	"time"
 
 	"aipm/fsstore"
+	"aipm/fsstore/storage"
 )
 
 // Every tool argument and result uses one naming style: snake_case. The
@@ -113,7 +114,7 @@ func notificationViews(ns []fsstore.Notification, purpose string) []Notification
 		v := NotificationView{ID: n.ID, Type: n.Type, Message: n.Message, TaskID: n.TaskID, From: n.From, CreatedAt: n.CreatedAt, Redelivered: n.Redelivered,
 			Action: "read", Instruction: "Nothing to do beyond reading it; carry on."}
 		switch {
-		case n.Type == fsstore.NotifyInterrupt:
+		case n.Type == storage.NotifyInterrupt:
 			v.Action = interruptAction(n.Kind)
 			v.Instruction = fsstore.InterruptInstruction(purpose, n.Kind)
 		case fsstore.IsCompletionReport(n):

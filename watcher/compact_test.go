@@ -1,10 +1,9 @@
 package watcher
 
 import (
+	"aipm/fsstore/storage"
 	"os"
 	"testing"
-
-	"aipm/fsstore"
 )
 
 // The watcher compacts at its start and again every [retention] every,
@@ -19,7 +18,7 @@ func TestWatcherCompacts(t *testing.T) {
 	f.Close()
 	lines := func() int {
 		path, _ := p.store.ChatPath("lead")
-		recs, _, _, err := fsstore.ReadAll(path)
+		recs, _, _, err := storage.ReadAll(path)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -43,8 +42,8 @@ func TestWatcherCompacts(t *testing.T) {
 	}
 }
 
-func readAll(t *testing.T, path string) []fsstore.Record {
-	recs, _, _, err := fsstore.ReadAll(path)
+func readAll(t *testing.T, path string) []storage.Record {
+	recs, _, _, err := storage.ReadAll(path)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"aipm/fsstore"
+	"aipm/fsstore/storage"
 	"aipm/wake"
 )
 
@@ -186,7 +187,7 @@ func (r *taskReader) waitListed(step taskStep) {
 
 // handEditRaw writes task back as its file (rename-save).
 func (p *project) handEditRaw(task fsstore.Task, t *testing.T) {
-	data, err := fsstore.EncodeDoc(task)
+	data, err := storage.EncodeDoc(task)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -220,7 +221,7 @@ func TestTasksLimit(t *testing.T) {
 			t.Errorf("limit %d: %v more=%v %v; want %v more=%v", tc.limit, got, more, err, tc.want, tc.more)
 		}
 	}
-	if _, _, _, err := p.store.Tasks(fsstore.TaskFilter{Status: "doing", Limit: 1}); err == nil || errors.Is(err, fsstore.ErrNotFound) {
+	if _, _, _, err := p.store.Tasks(fsstore.TaskFilter{Status: "doing", Limit: 1}); err == nil || errors.Is(err, storage.ErrNotFound) {
 		t.Errorf("unknown status: %v", err)
 	}
 }

@@ -21,6 +21,7 @@ import (
 	"time"
 
 	"aipm/fsstore"
+	"aipm/fsstore/storage"
 	"aipm/internal/browser"
 	"aipm/internal/testenv"
 	"aipm/web"
@@ -70,7 +71,7 @@ type project struct {
 	t     *testing.T
 	ctx   context.Context
 	store *fsstore.Store
-	cfg   *fsstore.Config
+	cfg   *storage.Config
 }
 
 func newProject(t *testing.T, ctx context.Context) *project {
@@ -86,9 +87,9 @@ func newNamedProject(t *testing.T, ctx context.Context, name string) *project {
 	}
 	p := &project{t: t, ctx: ctx, store: store}
 	for _, a := range []fsstore.NewAgent{
-		{ID: "lead", Type: fsstore.AgentHuman, Role: fsstore.RoleManager},
-		{ID: "coder", Type: fsstore.AgentAI, Parent: "lead"},
-		{ID: "reviewer", Type: fsstore.AgentAI, Parent: "lead"},
+		{ID: "lead", Type: storage.AgentHuman, Role: storage.RoleManager},
+		{ID: "coder", Type: storage.AgentAI, Parent: "lead"},
+		{ID: "reviewer", Type: storage.AgentAI, Parent: "lead"},
 	} {
 		if _, err := store.AddAgent(ctx, a); err != nil {
 			t.Fatal(err)
@@ -343,7 +344,7 @@ func TestHandEditMovesCard(t *testing.T) {
 	card := ".card" + attr("data-task-id", task.ID)
 	until(t, ctx, tab, has(".column"+attr("data-status", fsstore.StatusTodo)+" "+card))
 
-	if err := fsstore.FixturesOf(p.store).HandEdit(fsstore.Tasks, task.ID, func(f map[string]any) { f["status"] = fsstore.StatusCancelled }); err != nil {
+	if err := fsstore.FixturesOf(p.store).HandEdit(storage.Tasks, task.ID, func(f map[string]any) { f["status"] = fsstore.StatusCancelled }); err != nil {
 		t.Fatal(err)
 	}
 	until(t, ctx, tab, has(".column"+attr("data-status", fsstore.StatusCancelled)+" "+card))

@@ -6,6 +6,7 @@ import (
 	"testing"
 
 	"aipm/fsstore"
+	"aipm/fsstore/storage"
 )
 
 // TestBoardScreenshot renders the board of a project like aipm demo's
@@ -15,7 +16,7 @@ import (
 func TestBoardScreenshot(t *testing.T) {
 	ctx := testCtx(t)
 	p := newNamedProject(t, ctx, "demo")
-	if _, err := p.store.AddAgent(ctx, fsstore.NewAgent{ID: "tester", Type: fsstore.AgentAI, Parent: "lead"}); err != nil {
+	if _, err := p.store.AddAgent(ctx, fsstore.NewAgent{ID: "tester", Type: storage.AgentAI, Parent: "lead"}); err != nil {
 		t.Fatal(err)
 	}
 	var err error

@@ -25,7 +25,7 @@ import (
 
 	"github.com/spf13/cobra"
 
-	"aipm/fsstore"
+	"aipm/fsstore/storage"
 	"aipm/internal/bench"
 )
 
@@ -146,7 +146,7 @@ func benchRun(ctx context.Context, o *options, stdout, stderr io.Writer) error {
 		for _, r := range rows {
 			out = append(out, r.JSON())
 		}
-		data, err := fsstore.EncodeDoc(out)
+		data, err := storage.EncodeDoc(out)
 		if err != nil {
 			return fmt.Errorf("encode JSON: %w", err)
 		}

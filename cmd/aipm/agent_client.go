@@ -1,14 +1,13 @@
 package main
 
 import (
+	"aipm/fsstore/storage"
 	"fmt"
 	"io"
 	"path/filepath"
 	"strings"
 
 	"github.com/spf13/cobra"
-
-	"aipm/fsstore"
 )
 
 // clientFlags are agent add's and agent set's flags for an agent that is
@@ -71,7 +70,7 @@ func (f *clientFlags) spec(c *cobra.Command, base launchSpec) (launchSpec, error
 // may do: "claude", "edit files and run ..." for a launched client; the
 // command's first word (two for aipm's: "aipm sim") and "" otherwise; ""
 // when it has no command.
-func agentStarts(a fsstore.Agent) (starts, may string) {
+func agentStarts(a storage.Agent) (starts, may string) {
 	if len(a.Command) == 0 {
 		return "", ""
 	}
@@ -91,7 +90,7 @@ func agentStarts(a fsstore.Agent) (starts, may string) {
 
 // warnClientMissing says, on w, when the client an agent's command
 // launches is not on path.
-func warnClientMissing(w io.Writer, path string, a fsstore.Agent) {
+func warnClientMissing(w io.Writer, path string, a storage.Agent) {
 	spec, ok, err := launchSpecOf(a.Command)
 	if !ok || err != nil {
 		return

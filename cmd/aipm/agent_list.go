@@ -1,12 +1,11 @@
 package main
 
 import (
+	"aipm/fsstore/storage"
 	"fmt"
 	"os"
 
 	"github.com/spf13/cobra"
-
-	"aipm/fsstore"
 )
 
 type agentListOptions struct {
@@ -63,7 +62,7 @@ func agentListRun(o *agentListOptions) error {
 		info := agentInfo{ID: a.ID, Type: a.Type, Role: a.Role, Parent: a.Parent, Name: a.Name}
 		info.Starts, info.May = agentStarts(a)
 		if info.Role == "" {
-			info.Role = fsstore.RoleWorker
+			info.Role = storage.RoleWorker
 		}
 		if path, err := store.PasskeyPath(a.ID); err == nil {
 			_, serr := os.Stat(path)
@@ -88,7 +87,7 @@ func agentListRun(o *agentListOptions) error {
 	t := &table{header: []string{"ID", "TYPE", "ROLE", "PARENT", "NAME", "PASSKEY", "STARTS"}}
 	for _, a := range list {
 		key := "-"
-		if a.Type == fsstore.AgentAI {
+		if a.Type == storage.AgentAI {
 			key = map[bool]string{true: "yes", false: "MISSING"}[a.Passkey]
 		}
 		starts := dash(a.Starts)

@@ -10,6 +10,7 @@ import (
 	"github.com/spf13/cobra"
 
 	"aipm/fsstore"
+	"aipm/fsstore/storage"
 )
 
 type agentSetOptions struct {
@@ -52,7 +53,7 @@ live); a human made an AI agent needs one: run aipm agent passkey ID.`,
 		Args: argsExactly(1, "exactly one agent id"),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			o.Agent = args[0]
-			if err := fsstore.CheckAgentID(o.Agent); err != nil {
+			if err := storage.CheckAgentID(o.Agent); err != nil {
 				return asUsage(err)
 			}
 			f := cmd.Flags()
@@ -168,7 +169,7 @@ func agentSetRun(cmd *cobra.Command, o *agentSetOptions) error {
 	for _, c := range changed {
 		fmt.Fprintf(w, "%s: %s %s -> %s\n", after.ID, c.Key, agentValueText(c.From), agentValueText(c.To))
 	}
-	if before.Type == fsstore.AgentHuman && after.Type == fsstore.AgentAI {
+	if before.Type == storage.AgentHuman && after.Type == storage.AgentAI {
 		fmt.Fprintf(w, "%s has no passkey yet: run aipm agent passkey %s\n", after.ID, after.ID)
 	}
 	if starts, may := agentStarts(after); o.Client != nil && may != "" {

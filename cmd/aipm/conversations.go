@@ -8,6 +8,7 @@ import (
 	"github.com/spf13/cobra"
 
 	"aipm/fsstore"
+	"aipm/fsstore/storage"
 )
 
 type conversationsOptions struct {
@@ -70,7 +71,7 @@ func conversationsRun(ctx context.Context, o *conversationsOptions) error {
 		_, err := fmt.Fprintln(o.e.stdout, "no open conversations (aipm conversations --all lists closed ones)")
 		return err
 	}
-	short, err := idShortener(store, fsstore.Conversations, fsstore.Tasks)
+	short, err := idShortener(store, storage.Conversations, storage.Tasks)
 	if err != nil {
 		return fmt.Errorf("conversations: %w", err)
 	}
@@ -140,7 +141,7 @@ func conversationShowRun(ctx context.Context, o *conversationShowOptions) error 
 	if err != nil {
 		return err
 	}
-	id, err := store.ResolveID(fsstore.Conversations, o.ID)
+	id, err := store.ResolveID(storage.Conversations, o.ID)
 	if err != nil {
 		return asUsage(err)
 	}
@@ -252,7 +253,7 @@ func delegationsRun(o *delegationsOptions) error {
 		_, err := fmt.Fprintln(o.e.stdout, "no open delegations (aipm delegations --all lists closed ones)")
 		return err
 	}
-	short, err := idShortener(store, fsstore.Delegations, fsstore.Tasks)
+	short, err := idShortener(store, storage.Delegations, storage.Tasks)
 	if err != nil {
 		return fmt.Errorf("delegations: %w", err)
 	}

@@ -7,6 +7,7 @@ import (
 	"strings"
 
 	"aipm/fsstore"
+	"aipm/fsstore/storage"
 )
 
 // agentStartProblems are the agents aipm watch cannot start as configured,
@@ -15,18 +16,18 @@ import (
 // by a command of its own without aipm's hooks (an interrupt could not
 // stop it between tool calls). A missing saved passkey is the store's
 // check (fsstore passkeyProblems).
-func agentStartProblems(e *env, store *fsstore.Store, cfg *fsstore.Config) []fsstore.Problem {
+func agentStartProblems(e *env, store *fsstore.Store, cfg *storage.Config) []storage.Problem {
 	if cfg == nil {
 		return nil
 	}
 	config := store.Rel(store.ConfigPath())
-	var out []fsstore.Problem
-	add := func(a fsstore.Agent, format string, args ...any) {
-		out = append(out, fsstore.Problem{Path: config, Reason: fmt.Sprintf("agent %s: ", a.ID) + fmt.Sprintf(format, args...)})
+	var out []storage.Problem
+	add := func(a storage.Agent, format string, args ...any) {
+		out = append(out, storage.Problem{Path: config, Reason: fmt.Sprintf("agent %s: ", a.ID) + fmt.Sprintf(format, args...)})
 	}
 	hooks, _ := aipmCodexHooks(filepath.Join(store.ProjectDir(), codexHooksFile))
 	for _, a := range cfg.Agents {
-		if a.Type != fsstore.AgentAI || len(a.Command) == 0 {
+		if a.Type != storage.AgentAI || len(a.Command) == 0 {
 			continue
 		}
 		spec, ok, err := launchSpecOf(a.Command)
@@ -62,7 +63,7 @@ func runsCodex(command []string) bool {
 
 // printAgentAccess says, for each agent aipm watch starts as a real client,
 // what it may do (doctor's closing lines, as agent list's STARTS column).
-func printAgentAccess(w io.Writer, cfg *fsstore.Config) {
+func printAgentAccess(w io.Writer, cfg *storage.Config) {
 	if cfg == nil {
 		return
 	}

@@ -1,6 +1,7 @@
 package main
 
 import (
+	"aipm/fsstore/storage"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -11,8 +12,6 @@ import (
 	"unicode"
 
 	"github.com/BurntSushi/toml"
-
-	"aipm/fsstore"
 )
 
 // Codex reads a project's .codex/ files (config.toml, with aipm's
@@ -137,7 +136,7 @@ func readCodexConfig(path string) (cfg *codexUserConfig, missing bool, err error
 		return cfg, missing, err
 	}
 	if _, err := toml.Decode(string(data), cfg); err != nil {
-		if line, what, ok := fsstore.TOMLSyntax(err); ok {
+		if line, what, ok := storage.TOMLSyntax(err); ok {
 			return nil, false, fmt.Errorf("%s is not valid TOML at line %d (%s)", path, line, what)
 		}
 		return nil, false, fmt.Errorf("%s is not what Codex writes: its projects' trust_level and its hooks.state's trusted_hash must be strings", path)
@@ -204,7 +203,7 @@ func aipmCodexHooks(path string) ([]string, error) {
 		} `json:"hooks"`
 	}
 	if err := json.Unmarshal(data, &doc); err != nil {
-		return nil, fmt.Errorf("%s is not a hooks file (line %d: %s)", codexHooksFile, fsstore.JSONLine(data, err), fsstore.JSONWords(data, err))
+		return nil, fmt.Errorf("%s is not a hooks file (line %d: %s)", codexHooksFile, storage.JSONLine(data, err), storage.JSONWords(data, err))
 	}
 	var suffixes []string
 	for event, groups := range doc.Hooks {

@@ -1,6 +1,7 @@
 package main
 
 import (
+	"aipm/fsstore/storage"
 	"errors"
 	"fmt"
 	"io"
@@ -8,8 +9,6 @@ import (
 
 	"github.com/spf13/cobra"
 	"github.com/spf13/pflag"
-
-	"aipm/fsstore"
 )
 
 // The one exit-code rule of the CLI (README "Exit codes").
@@ -70,8 +69,8 @@ func exitCode(err error, interrupted bool) int {
 	if errors.As(err, &ee) {
 		return ee.code
 	}
-	var ce *fsstore.CodeError
-	if errors.As(err, &ce) && ce.Refusal() || errors.Is(err, fsstore.ErrInvalid) || errors.Is(err, fsstore.ErrAmbiguous) {
+	var ce *storage.CodeError
+	if errors.As(err, &ce) && ce.Refusal() || errors.Is(err, storage.ErrInvalid) || errors.Is(err, storage.ErrAmbiguous) {
 		return exitUsage
 	}
 	return exitFailed
@@ -125,16 +124,16 @@ func flagValueKind(f *pflag.Flag) string {
 // commands check what they can first, with the value in their message;
 // these are the rest.
 var cliSentences = map[string]string{
-	fsstore.CodeAgentNotFound:           "that agent is not one of this project's: see aipm agent list",
-	fsstore.CodeTargetAgentNotInProject: "that agent is no longer in this project's config.toml: see aipm agent list",
-	fsstore.CodeContentEmpty:            "the message is empty: give its text, or - to read it from stdin",
+	storage.CodeAgentNotFound:           "that agent is not one of this project's: see aipm agent list",
+	storage.CodeTargetAgentNotInProject: "that agent is no longer in this project's config.toml: see aipm agent list",
+	storage.CodeContentEmpty:            "the message is empty: give its text, or - to read it from stdin",
 }
 
 // cliMessage is the one line the CLI prints for err: its text, with a
 // store refusal written for a model put in the CLI's words.
 func cliMessage(err error) string {
 	msg := err.Error()
-	var ce *fsstore.CodeError
+	var ce *storage.CodeError
 	if errors.As(err, &ce) {
 		if s, ok := cliSentences[ce.Code]; ok && ce.Msg != "" {
 			msg = strings.Replace(msg, ce.Msg, s, 1)

@@ -6,6 +6,7 @@ import (
 	"github.com/spf13/cobra"
 
 	"aipm/fsstore"
+	"aipm/fsstore/storage"
 )
 
 type initOptions struct {
@@ -46,7 +47,7 @@ func initRun(o *initOptions) error {
 		return err
 	}
 	if !o.JSON {
-		_, err = fmt.Fprintf(o.e.stdout, "initialized %s\n", fsstore.DirName)
+		_, err = fmt.Fprintf(o.e.stdout, "initialized %s\n", storage.DirName)
 		return err
 	}
 	cfg, err := store.LoadConfig()

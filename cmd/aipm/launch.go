@@ -18,6 +18,7 @@ import (
 	"github.com/spf13/pflag"
 
 	"aipm/fsstore"
+	"aipm/fsstore/storage"
 )
 
 // An agent that is a real client (DESIGN 19) has the command
@@ -407,7 +408,7 @@ func launchRun(ctx context.Context, e *env, spec launchSpec) error {
 // reportRefused tells the agent's human that the client refused tool
 // calls: a system message to its parent when that is a human, else to
 // every human of the project; and a line in the run's log.
-func reportRefused(ctx context.Context, e *env, store *fsstore.Store, cfg *fsstore.Config, agent string, spec launchSpec, refused []string) {
+func reportRefused(ctx context.Context, e *env, store *fsstore.Store, cfg *storage.Config, agent string, spec launchSpec, refused []string) {
 	counts := map[string]int{}
 	var names []string
 	for _, t := range refused {
@@ -427,19 +428,19 @@ func reportRefused(ctx context.Context, e *env, store *fsstore.Store, cfg *fssto
 	fmt.Fprintln(e.stderr, "aipm: "+msg)
 	var to []string
 	if a, ok := cfg.Agent(agent); ok {
-		if p, ok := cfg.Agent(a.Parent); ok && p.Type == fsstore.AgentHuman {
+		if p, ok := cfg.Agent(a.Parent); ok && p.Type == storage.AgentHuman {
 			to = []string{p.ID}
 		}
 	}
 	if len(to) == 0 {
 		for _, a := range cfg.Agents {
-			if a.Type == fsstore.AgentHuman {
+			if a.Type == storage.AgentHuman {
 				to = append(to, a.ID)
 			}
 		}
 	}
 	for _, h := range to {
-		if _, err := store.Send(ctx, cfg, fsstore.OutgoingMessage{From: fsstore.SystemSender, To: h, Content: msg, Kind: fsstore.KindSystem}); err != nil {
+		if _, err := store.Send(ctx, cfg, fsstore.OutgoingMessage{From: storage.SystemSender, To: h, Content: msg, Kind: fsstore.KindSystem}); err != nil {
 			fmt.Fprintf(e.stderr, "aipm: tell %s: %v\n", h, err)
 		}
 	}

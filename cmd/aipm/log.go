@@ -12,6 +12,7 @@ import (
 	"github.com/spf13/cobra"
 
 	"aipm/fsstore"
+	"aipm/fsstore/storage"
 	"aipm/wake"
 )
 
@@ -46,7 +47,7 @@ compact JSON message per line instead (a stream never closes an array).`,
 			if o.Last < 0 {
 				return usageError("log --last must not be negative, got %d", o.Last)
 			}
-			if err := fsstore.CheckAgentID(o.Agent); err != nil {
+			if err := storage.CheckAgentID(o.Agent); err != nil {
 				return asUsage(err)
 			}
 			if runF != nil {
@@ -103,7 +104,7 @@ func (l *chatLog) show(ctx context.Context, last int, follow bool) error {
 		}
 		defer sub.Close()
 	}
-	msgs, cur, bad, err := l.store.Follow(l.agent, fsstore.Cursor{})
+	msgs, cur, bad, err := l.store.Follow(l.agent, storage.Cursor{})
 	if err != nil {
 		return fmt.Errorf("log %s: %w", l.agent, err)
 	}
@@ -131,14 +132,14 @@ func (l *chatLog) show(ctx context.Context, last int, follow bool) error {
 // agent received, when it was surfaced to its sessions and when read.
 type loggedMessage struct {
 	fsstore.Message
-	fsstore.Seen
+	storage.Seen
 	// SeenBy is, for a group message the agent sent, what each receiver
 	// saw of it.
-	SeenBy map[string]fsstore.Seen `json:"seenBy,omitempty"`
+	SeenBy map[string]storage.Seen `json:"seenBy,omitempty"`
 }
 
 // print writes messages to stdout and invalid lines to stderr as warnings.
-func (l *chatLog) print(msgs []fsstore.Message, bad []*fsstore.LineError) error {
+func (l *chatLog) print(msgs []fsstore.Message, bad []*storage.LineError) error {
 	for _, le := range bad {
 		fmt.Fprintf(l.e.stderr, "aipm: warning: skipped %v\n", le)
 	}
@@ -154,7 +155,7 @@ func (l *chatLog) print(msgs []fsstore.Message, bad []*fsstore.LineError) error 
 		case m.ReceiverID != "":
 			logged[i].Seen = receipts(m.ReceiverID)[m.ID]
 		case len(m.ReceiverIDs) > 0:
-			logged[i].SeenBy = map[string]fsstore.Seen{}
+			logged[i].SeenBy = map[string]storage.Seen{}
 			for _, r := range m.ReceiverIDs {
 				if r != l.agent {
 					logged[i].SeenBy[r] = receipts(r)[m.ID]
@@ -186,9 +187,9 @@ func (l *chatLog) print(msgs []fsstore.Message, bad []*fsstore.LineError) error 
 // receiptsOf reads each agent's receipts once, when first asked: what
 // the agents of the printed messages saw of them. An unreadable file is
 // warned of once and leaves its times out.
-func (l *chatLog) receiptsOf() func(agent string) map[string]fsstore.Seen {
-	read := map[string]map[string]fsstore.Seen{}
-	return func(agent string) map[string]fsstore.Seen {
+func (l *chatLog) receiptsOf() func(agent string) map[string]storage.Seen {
+	read := map[string]map[string]storage.Seen{}
+	return func(agent string) map[string]storage.Seen {
 		if seen, ok := read[agent]; ok {
 			return seen
 		}
@@ -203,7 +204,7 @@ func (l *chatLog) receiptsOf() func(agent string) map[string]fsstore.Seen {
 
 // writeSeen prints, under a received message, when it was surfaced to
 // the agent's sessions (and how) and when read; nothing before either.
-func (e *env) writeSeen(who string, s fsstore.Seen) {
+func (e *env) writeSeen(who string, s storage.Seen) {
 	var parts []string
 	if !s.SurfacedAt.IsZero() {
 		parts = append(parts, fmt.Sprintf("surfaced %s (%s)", e.timeText(s.SurfacedAt), visible(s.SurfacedVia)))
@@ -224,7 +225,7 @@ func (e *env) writeMessage(m fsstore.Message, who string) {
 	if t, err := time.Parse(time.RFC3339Nano, m.CreatedAt); err == nil {
 		stamp = e.timeText(t)
 	}
-	if m.Kind == fsstore.KindSystem || m.SenderID == fsstore.SystemSender {
+	if m.Kind == fsstore.KindSystem || m.SenderID == storage.SystemSender {
 		who = "[system] " + who
 	}
 	if m.ConversationID != "" {

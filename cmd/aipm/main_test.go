@@ -23,6 +23,7 @@ import (
 	"github.com/tidwall/gjson"
 
 	"aipm/fsstore"
+	"aipm/fsstore/storage"
 	"aipm/hook"
 	"aipm/internal/sshtest"
 	"aipm/mcpserver"
@@ -58,7 +59,7 @@ func pretendFilesystem() {
 	if name == "" {
 		return
 	}
-	if err := fsstore.PretendFilesystem(name); err != nil {
+	if err := storage.PretendFilesystem(name); err != nil {
 		fmt.Fprintf(os.Stderr, "%s: %v\n", envTestFSType, err)
 		os.Exit(2)
 	}
@@ -118,7 +119,7 @@ func cmdJSONLCount(ts *testscript.TestScript, neg bool, args []string) {
 	}
 	want, err := strconv.Atoi(args[1])
 	ts.Check(err)
-	recs, _, _, err := fsstore.ReadAll(ts.MkAbs(args[0]))
+	recs, _, _, err := storage.ReadAll(ts.MkAbs(args[0]))
 	ts.Check(err)
 	if (len(recs) == want) == neg {
 		ts.Fatalf("%s has %d valid lines; want %s%d", args[0], len(recs), map[bool]string{true: "not ", false: ""}[neg], want)
@@ -177,7 +178,7 @@ func cmdRepeatFile(ts *testscript.TestScript, neg bool, args []string) {
 }
 
 func treeDigest(ts *testscript.TestScript) string {
-	root := ts.MkAbs(fsstore.DirName)
+	root := ts.MkAbs(storage.DirName)
 	var lines []string
 	filepath.WalkDir(root, func(path string, d fs.DirEntry, err error) error {
 		if err != nil || d.Name() == ".lock" {
@@ -396,7 +397,7 @@ func cmdAuthenticate(ts *testscript.TestScript, neg bool, args []string) {
 	if len(args) == 3 {
 		purpose = args[2]
 	}
-	dir, err := fsstore.FindProject(ts.MkAbs("."))
+	dir, err := storage.FindProject(ts.MkAbs("."))
 	ts.Check(err)
 	store, err := fsstore.Open(dir)
 	ts.Check(err)
@@ -404,7 +405,7 @@ func cmdAuthenticate(ts *testscript.TestScript, neg bool, args []string) {
 	ts.Check(err)
 	ses, _, err := store.Authenticate(context.Background(), cfg, args[0], args[1], "", purpose)
 	switch {
-	case neg && errors.Is(err, fsstore.ErrBadPasskey):
+	case neg && errors.Is(err, storage.ErrBadPasskey):
 		ts.Logf("refused: %v", err)
 	case neg:
 		ts.Fatalf("authenticate %s: got %v, want a refused passkey", args[0], err)

@@ -14,6 +14,7 @@ import (
 	"github.com/spf13/cobra"
 
 	"aipm/fsstore"
+	"aipm/fsstore/storage"
 )
 
 // mcpServer is how an MCP client starts `aipm serve` for one project.
@@ -204,8 +205,8 @@ func mcpConfigRun(o *mcpConfigOptions) error {
 
 // pinnedCredential is the environment that pins the server to agent: it
 // must be an AI agent of the project and keyFile must exist.
-func pinnedCredential(cfg *fsstore.Config, agent, keyFile string) (map[string]string, error) {
-	if err := fsstore.CheckAgentID(agent); err != nil {
+func pinnedCredential(cfg *storage.Config, agent, keyFile string) (map[string]string, error) {
+	if err := storage.CheckAgentID(agent); err != nil {
 		return nil, usageError("mcp-config: --agent: %v", err)
 	}
 	if err := agentRef(cfg, agent, "--agent"); err != nil {

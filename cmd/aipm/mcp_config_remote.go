@@ -1,11 +1,10 @@
 package main
 
 import (
+	"aipm/fsstore/storage"
 	"fmt"
 	"os"
 	"path/filepath"
-
-	"aipm/fsstore"
 )
 
 // remoteKeepAlive are the ssh options of a remote entry: a link that dies
@@ -48,7 +47,7 @@ func mcpConfigRemote(o *mcpConfigOptions) error {
 	case o.KeyFile != "":
 		return usageError("mcp-config --remote takes no --passkey-file: the passkey stays on the home machine (aipm agent passkey %s --save there)", o.Agent)
 	}
-	if err := fsstore.CheckAgentID(o.Agent); err != nil {
+	if err := storage.CheckAgentID(o.Agent); err != nil {
 		return usageError("mcp-config: --agent: %v", err)
 	}
 	t, err := parseRemote(o.Remote)

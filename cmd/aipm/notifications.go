@@ -8,6 +8,7 @@ import (
 	"github.com/spf13/cobra"
 
 	"aipm/fsstore"
+	"aipm/fsstore/storage"
 	"aipm/wake"
 )
 
@@ -50,7 +51,7 @@ read; with --follow it prints one compact JSON object per line instead.`,
 		RunE: func(cmd *cobra.Command, args []string) error {
 			if len(args) == 1 {
 				o.Agent = args[0]
-				if err := fsstore.CheckAgentID(o.Agent); err != nil {
+				if err := storage.CheckAgentID(o.Agent); err != nil {
 					return asUsage(err)
 				}
 			}
@@ -88,7 +89,7 @@ func notificationsRun(ctx context.Context, o *notificationsOptions) error {
 			agents = append(agents, a.ID)
 		}
 	}
-	f := &notificationFeed{e: o.e, store: store, agents: agents, cursors: map[string]fsstore.Cursor{}, json: o.JSON, stream: o.Follow, unread: o.Unread}
+	f := &notificationFeed{e: o.e, store: store, agents: agents, cursors: map[string]storage.Cursor{}, json: o.JSON, stream: o.Follow, unread: o.Unread}
 	return f.show(ctx, o.Last, o.Follow)
 }
 
@@ -97,7 +98,7 @@ type notificationFeed struct {
 	e       *env
 	store   *fsstore.Store
 	agents  []string
-	cursors map[string]fsstore.Cursor
+	cursors map[string]storage.Cursor
 	json    bool
 	stream  bool // JSON lines rather than one array
 	unread  bool // only the unread ones

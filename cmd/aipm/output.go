@@ -11,6 +11,7 @@ import (
 	"unicode/utf8"
 
 	"aipm/fsstore"
+	"aipm/fsstore/storage"
 )
 
 // writeJSON is the one --json printer: v as an indented JSON document (the
@@ -20,7 +21,7 @@ func writeJSON(w io.Writer, v any) error {
 		_, err := io.WriteString(w, "[]\n")
 		return err
 	}
-	data, err := fsstore.EncodeDoc(v)
+	data, err := storage.EncodeDoc(v)
 	if err != nil {
 		return fmt.Errorf("encode JSON: %w", err)
 	}

@@ -12,6 +12,7 @@ import (
 	"github.com/spf13/cobra"
 
 	"aipm/fsstore"
+	"aipm/fsstore/storage"
 	"aipm/wake"
 )
 
@@ -97,7 +98,7 @@ type sessionStatus struct {
 // the report, print shows them. A new part (open conversations, say) is
 // one more entry in statusSections.
 type statusSection struct {
-	collect func(ctx context.Context, store *fsstore.Store, cfg *fsstore.Config, r *statusReport) error
+	collect func(ctx context.Context, store *fsstore.Store, cfg *storage.Config, r *statusReport) error
 	print   func(e *env, w io.Writer, r *statusReport) error
 }
 
@@ -159,7 +160,7 @@ func (o *statusOptions) draw(ctx context.Context, store *fsstore.Store) error {
 	case o.JSON:
 		return writeJSON(e.stdout, r)
 	}
-	if r.short, err = idShortener(store, fsstore.Tasks, fsstore.Conversations, fsstore.Delegations); err != nil {
+	if r.short, err = idShortener(store, storage.Tasks, storage.Conversations, storage.Delegations); err != nil {
 		return fmt.Errorf("status: %w", err)
 	}
 	var b strings.Builder
@@ -177,7 +178,7 @@ func (o *statusOptions) draw(ctx context.Context, store *fsstore.Store) error {
 	return err
 }
 
-func collectAgents(ctx context.Context, store *fsstore.Store, cfg *fsstore.Config, r *statusReport) error {
+func collectAgents(ctx context.Context, store *fsstore.Store, cfg *storage.Config, r *statusReport) error {
 	live, err := store.LiveSessions(time.Now())
 	if err != nil {
 		return err
@@ -225,7 +226,7 @@ func printAgents(e *env, w io.Writer, r *statusReport) error {
 			ses = append(ses, one)
 		}
 		notes := fmt.Sprint(a.UnreadNotifications)
-		if a.Type == fsstore.AgentHuman {
+		if a.Type == storage.AgentHuman {
 			notes = "-"
 		}
 		t.add(a.ID, a.Type, dash(strings.Join(ses, ", ")), fmt.Sprint(a.UnreadMessages), notes)
@@ -259,7 +260,7 @@ func printUnseen(e *env, w io.Writer, r *statusReport) error {
 	return nil
 }
 
-func collectTasks(ctx context.Context, store *fsstore.Store, cfg *fsstore.Config, r *statusReport) error {
+func collectTasks(ctx context.Context, store *fsstore.Store, cfg *storage.Config, r *statusReport) error {
 	tasks, _, _, err := store.Tasks(fsstore.TaskFilter{})
 	if err != nil {
 		return err
@@ -303,7 +304,7 @@ func printTasks(e *env, w io.Writer, r *statusReport) error {
 	return t.print(w, e.colour, e.width)
 }
 
-func collectTriggers(ctx context.Context, store *fsstore.Store, cfg *fsstore.Config, r *statusReport) error {
+func collectTriggers(ctx context.Context, store *fsstore.Store, cfg *storage.Config, r *statusReport) error {
 	ts, err := store.Triggers().Pending()
 	r.Triggers = append(r.Triggers, ts...)
 	return err
@@ -321,7 +322,7 @@ func printTriggers(e *env, w io.Writer, r *statusReport) error {
 	return t.print(w, e.colour, e.width)
 }
 
-func collectConversations(ctx context.Context, store *fsstore.Store, cfg *fsstore.Config, r *statusReport) error {
+func collectConversations(ctx context.Context, store *fsstore.Store, cfg *storage.Config, r *statusReport) error {
 	cs, err := store.Conversations().List(ctx, cfg, false)
 	r.Conversations = append(r.Conversations, cs...)
 	return err
@@ -335,7 +336,7 @@ func printConversations(e *env, w io.Writer, r *statusReport) error {
 	return conversationTable(r.Conversations, r.short).print(w, e.colour, e.width)
 }
 
-func collectDelegations(ctx context.Context, store *fsstore.Store, cfg *fsstore.Config, r *statusReport) error {
+func collectDelegations(ctx context.Context, store *fsstore.Store, cfg *storage.Config, r *statusReport) error {
 	ds, err := store.Delegations().List(fsstore.DelegationFilter{Open: true})
 	r.Delegations = append(r.Delegations, ds...)
 	return err

@@ -7,6 +7,7 @@ import (
 	"time"
 
 	"aipm/fsstore"
+	"aipm/fsstore/storage"
 )
 
 // watchStatus is the status section of aipm watch: the watcher (nil when
@@ -18,7 +19,7 @@ type watchStatus struct {
 	Processes []fsstore.Run `json:"agentProcesses"`
 }
 
-func collectWatch(_ context.Context, store *fsstore.Store, _ *fsstore.Config, r *statusReport) error {
+func collectWatch(_ context.Context, store *fsstore.Store, _ *storage.Config, r *statusReport) error {
 	info, err := store.RunningWatcher()
 	if err != nil {
 		return err

@@ -6,6 +6,7 @@ import (
 	"github.com/spf13/cobra"
 
 	"aipm/fsstore"
+	"aipm/fsstore/storage"
 )
 
 type taskListOptions struct {
@@ -89,7 +90,7 @@ func taskListRun(o *taskListOptions) error {
 		_, err := fmt.Fprintln(o.e.stdout, "no matching tasks")
 		return err
 	}
-	short, err := idShortener(store, fsstore.Tasks)
+	short, err := idShortener(store, storage.Tasks)
 	if err != nil {
 		return fmt.Errorf("task list: %w", err)
 	}

@@ -8,6 +8,7 @@ import (
 	"github.com/spf13/cobra"
 
 	"aipm/fsstore"
+	"aipm/fsstore/storage"
 )
 
 type taskStatusOptions struct {
@@ -71,8 +72,8 @@ func taskStatusRun(cmd *cobra.Command, o *taskStatusOptions) error {
 		return fmt.Errorf("task status: %w", err)
 	}
 	after, err := store.UpdateTask(cmd.Context(), cfg, id, by, fsstore.TaskChange{Status: o.Status, Reason: o.Reason})
-	var ce *fsstore.CodeError
-	if errors.As(err, &ce) && ce.Code == fsstore.CodeReasonRequired {
+	var ce *storage.CodeError
+	if errors.As(err, &ce) && ce.Code == storage.CodeReasonRequired {
 		return usageError("task status: a task set to blocked needs a reason: pass --reason \"why\"")
 	}
 	if err != nil {

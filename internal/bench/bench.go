@@ -28,6 +28,7 @@ import (
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
 	"aipm/fsstore"
+	"aipm/fsstore/storage"
 )
 
 // Options are what one run measures, and with what.
@@ -200,7 +201,7 @@ func (b *bench) project(name string, agents ...string) (*fsstore.Store, map[stri
 	}
 	keys := map[string]string{}
 	for _, a := range agents {
-		if keys[a], err = store.AddAgent(b.ctx, fsstore.NewAgent{ID: a, Type: fsstore.AgentAI}); err != nil {
+		if keys[a], err = store.AddAgent(b.ctx, fsstore.NewAgent{ID: a, Type: storage.AgentAI}); err != nil {
 			return nil, nil, err
 		}
 	}
@@ -815,7 +816,7 @@ func (b *bench) pendingLatency(name string, history int) ([]time.Duration, float
 		return nil, 0, err
 	}
 	// r has read all of it: pass the cursor over every line once.
-	if _, err := store.ReadUnread(b.ctx, "r", fsstore.StreamChat, fsstore.ReadOptions{Match: func(fsstore.Record) bool { return false }}); err != nil {
+	if _, err := store.ReadUnread(b.ctx, "r", storage.StreamChat, storage.ReadOptions{Match: func(storage.Record) bool { return false }}); err != nil {
 		return nil, 0, err
 	}
 	return b.timePending(store, keys)
@@ -858,7 +859,7 @@ func (b *bench) timePending(store *fsstore.Store, keys map[string]string) ([]tim
 // writeHistory writes n chat lines as other agents' messages.
 func writeHistory(store *fsstore.Store, path string, n int) error {
 	return fsstore.FixturesOf(store).Lines(path, n, func(i int) any {
-		return fsstore.Message{ID: fsstore.NewID(fsstore.PrefixMessage), SenderID: "w", Content: fmt.Sprintf("history line %d: a message of ordinary length, about like this one", i), CreatedAt: "2026-11-21T12:00:00.000000Z"}
+		return fsstore.Message{ID: storage.NewID(storage.PrefixMessage), SenderID: "w", Content: fmt.Sprintf("history line %d: a message of ordinary length, about like this one", i), CreatedAt: "2026-11-21T12:00:00.000000Z"}
 	})
 }
 
@@ -895,7 +896,7 @@ func (b *bench) startup() ([]Row, error) {
 		}
 		floorLat = append(floorLat, time.Since(start))
 
-		if err := store.Triggers().Write(b.ctx, fsstore.Trigger{Agent: "a", Purpose: fsstore.PurposeChat, Reason: "bench"}); err != nil {
+		if err := store.Triggers().Write(b.ctx, fsstore.Trigger{Agent: "a", Purpose: storage.PurposeChat, Reason: "bench"}); err != nil {
 			return nil, err
 		}
 		start = time.Now()
@@ -991,7 +992,7 @@ func (b *bench) ownSent() ([]Row, error) {
 func (b *bench) fillOwnSent(store *fsstore.Store, n int) error {
 	path, _ := store.ChatPath("r")
 	if err := fsstore.FixturesOf(store).Lines(path, n, func(i int) any {
-		return fsstore.Message{ID: fsstore.NewID(fsstore.PrefixMessage), SenderID: "r", ReceiverID: "w", Content: fmt.Sprintf("sent line %d: a message of ordinary length, about like this one", i), CreatedAt: "2026-11-21T12:00:00.000000Z"}
+		return fsstore.Message{ID: storage.NewID(storage.PrefixMessage), SenderID: "r", ReceiverID: "w", Content: fmt.Sprintf("sent line %d: a message of ordinary length, about like this one", i), CreatedAt: "2026-11-21T12:00:00.000000Z"}
 	}); err != nil {
 		return err
 	}
@@ -1023,7 +1024,7 @@ func (b *bench) unreadNotifications() ([]Row, error) {
 		path, _ := store.NotificationsPath("r")
 		created := time.Now().UTC()
 		return fsstore.FixturesOf(store).Lines(path, n, func(i int) any {
-			return fsstore.Notification{ID: fsstore.NewID(fsstore.PrefixNotification), Type: fsstore.NotifyInfo, Message: fmt.Sprintf("notification %d", i), CreatedAt: created}
+			return fsstore.Notification{ID: storage.NewID(storage.PrefixNotification), Type: storage.NotifyInfo, Message: fmt.Sprintf("notification %d", i), CreatedAt: created}
 		})
 	}, func(s *server) error {
 		return s.call(b.ctx, "get_my_task", map[string]any{}, nil)
@@ -1075,7 +1076,7 @@ func (b *bench) myTask() ([]Row, error) {
 // authTasks is P6e: authenticate (purpose chosen from the work: r's task
 // in progress) among n tasks; the session it opens is logged out untimed.
 func (b *bench) authTasks() ([]Row, error) {
-	return b.piledUp("P6e", "authenticate among tasks", b.piled(), writeTasks, b.authenticate(fsstore.PurposeTask), b.logout)
+	return b.piledUp("P6e", "authenticate among tasks", b.piled(), writeTasks, b.authenticate(storage.PurposeTask), b.logout)
 }
 
 // authSessions is P6f: authenticate among n sessions of other agents (half
@@ -1087,7 +1088,7 @@ func (b *bench) authSessions() ([]Row, error) {
 			return err
 		}
 		return writeSessions(store, n)
-	}, b.authenticate(fsstore.PurposeTask), b.logout)
+	}, b.authenticate(storage.PurposeTask), b.logout)
 }
 
 // authOwnSent is P6g: authenticate when r's chat log holds n of its own
@@ -1098,11 +1099,11 @@ func (b *bench) authOwnSent() ([]Row, error) {
 		path, _ := store.ChatPath("r")
 		return fsstore.FixturesOf(store).Lines(path, n+1, func(i int) any {
 			if i == n {
-				return fsstore.Message{ID: fsstore.NewID(fsstore.PrefixMessage), SenderID: "w", Content: "the one unread message", CreatedAt: "2026-11-21T12:00:00.000000Z"}
+				return fsstore.Message{ID: storage.NewID(storage.PrefixMessage), SenderID: "w", Content: "the one unread message", CreatedAt: "2026-11-21T12:00:00.000000Z"}
 			}
-			return fsstore.Message{ID: fsstore.NewID(fsstore.PrefixMessage), SenderID: "r", ReceiverID: "w", Content: fmt.Sprintf("sent line %d: a message of ordinary length, about like this one", i), CreatedAt: "2026-11-21T12:00:00.000000Z"}
+			return fsstore.Message{ID: storage.NewID(storage.PrefixMessage), SenderID: "r", ReceiverID: "w", Content: fmt.Sprintf("sent line %d: a message of ordinary length, about like this one", i), CreatedAt: "2026-11-21T12:00:00.000000Z"}
 		})
-	}, b.authenticate(fsstore.PurposeChat), b.logout)
+	}, b.authenticate(storage.PurposeChat), b.logout)
 }
 
 // authenticate is a timed call: authenticate as the server's agent without
@@ -1138,7 +1139,7 @@ func writeTasks(store *fsstore.Store, n int) error {
 	now := time.Now().UTC()
 	for i := range n {
 		t := fsstore.Task{
-			ID: fsstore.NewID(fsstore.PrefixTask), Title: fmt.Sprintf("task %d", i), Description: "a task of ordinary length, written for the benchmark",
+			ID: storage.NewID(storage.PrefixTask), Title: fmt.Sprintf("task %d", i), Description: "a task of ordinary length, written for the benchmark",
 			Status: fsstore.StatusDone, Priority: "normal", Assignee: []string{"r", "w"}[i%2], ApprovalStatus: fsstore.ApprovalApproved,
 			StatusChangedBy: "w", StatusChangedAt: now, CreatedAt: now, UpdatedAt: now,
 		}
@@ -1148,7 +1149,7 @@ func writeTasks(store *fsstore.Store, n int) error {
 		case 3, 2, 1:
 			t.Status = fsstore.StatusTodo
 		}
-		if err := fsstore.FixturesOf(store).Doc(fsstore.Tasks, t.ID, t); err != nil {
+		if err := fsstore.FixturesOf(store).Doc(storage.Tasks, t.ID, t); err != nil {
 			return err
 		}
 	}
@@ -1162,13 +1163,13 @@ func writeSessions(store *fsstore.Store, n int) error {
 	now := time.Now().UTC()
 	for i := range n {
 		ses := fsstore.Session{
-			ID: fsstore.NewID(fsstore.PrefixSession), Agent: fmt.Sprintf("other%d", i%50), Purpose: []string{fsstore.PurposeChat, fsstore.PurposeTask}[i/50%2],
-			TokenHash: strings.Repeat("0", 64), PID: os.Getpid(), CreatedAt: now, LastSeenAt: now, Idle: fsstore.Duration{Duration: time.Hour},
+			ID: storage.NewID(storage.PrefixSession), Agent: fmt.Sprintf("other%d", i%50), Purpose: []string{storage.PurposeChat, storage.PurposeTask}[i/50%2],
+			TokenHash: strings.Repeat("0", 64), PID: os.Getpid(), CreatedAt: now, LastSeenAt: now, Idle: storage.Duration{Duration: time.Hour},
 		}
 		if i%2 == 1 {
 			ses.LastSeenAt = now.Add(-2 * time.Hour)
 		}
-		if err := fsstore.FixturesOf(store).Doc(fsstore.Sessions, ses.ID, ses); err != nil {
+		if err := fsstore.FixturesOf(store).Doc(storage.Sessions, ses.ID, ses); err != nil {
 			return err
 		}
 	}

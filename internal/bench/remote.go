@@ -17,6 +17,7 @@ import (
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
 	"aipm/fsstore"
+	"aipm/fsstore/storage"
 	"aipm/internal/sshtest"
 )
 
@@ -194,7 +195,7 @@ func (b *bench) serveOver(l link, store *fsstore.Store, agent, passkey string, s
 	if err != nil {
 		return nil, err
 	}
-	if err := store.Triggers().Write(b.ctx, fsstore.Trigger{Agent: agent, Purpose: fsstore.PurposeChat, Reason: "bench"}); err != nil {
+	if err := store.Triggers().Write(b.ctx, fsstore.Trigger{Agent: agent, Purpose: storage.PurposeChat, Reason: "bench"}); err != nil {
 		cs.Close()
 		return nil, err
 	}

@@ -14,6 +14,7 @@ import (
 	"time"
 
 	"aipm/fsstore"
+	"aipm/fsstore/storage"
 	"aipm/wake"
 	"aipm/watcher"
 )
@@ -40,7 +41,7 @@ func (b *bench) watchBench() ([]Row, error) {
 	if err != nil {
 		return nil, err
 	}
-	if err := fsstore.FixturesOf(store).Collections(fsstore.Pending, fsstore.Sessions, fsstore.Runs); err != nil {
+	if err := fsstore.FixturesOf(store).Collections(storage.Pending, storage.Sessions, storage.Runs); err != nil {
 		return nil, err
 	}
 	ctx, cancel := context.WithCancel(b.ctx)
@@ -54,11 +55,11 @@ func (b *bench) watchBench() ([]Row, error) {
 	// A change -> its trigger. The agent "reader" has no command: only the
 	// trigger is measured; reading the message and removing the trigger
 	// prepare the next sample.
-	trigger, _ := store.TriggerPath(fsstore.Pending, "reader", fsstore.PurposeChat)
+	trigger, _ := store.TriggerPath(storage.Pending, "reader", storage.PurposeChat)
 	var toTrigger, floor []time.Duration
 	for i := 0; i < samples*3; i++ {
 		lat, err := waitFor(ctx, hub, trigger, func() error {
-			_, err := store.Send(ctx, cfg, fsstore.OutgoingMessage{From: fsstore.SystemSender, To: "reader", Content: "bench"})
+			_, err := store.Send(ctx, cfg, fsstore.OutgoingMessage{From: storage.SystemSender, To: "reader", Content: "bench"})
 			return err
 		}, func() bool { return fileExists(trigger) })
 		if err != nil {
@@ -79,7 +80,7 @@ func (b *bench) watchBench() ([]Row, error) {
 	}
 
 	// A trigger -> the agent process started -> its first tool call.
-	sessions := store.CollectionDir(fsstore.Sessions)
+	sessions := store.CollectionDir(storage.Sessions)
 	var toCall, execFloor []time.Duration
 	for i := 0; i < samples; i++ {
 		start := time.Now()
@@ -89,7 +90,7 @@ func (b *bench) watchBench() ([]Row, error) {
 		execFloor = append(execFloor, time.Since(start))
 		var ses fsstore.Session
 		lat, err := waitFor(ctx, hub, sessions, func() error {
-			return store.Triggers().Write(ctx, fsstore.Trigger{Agent: "coder", Purpose: fsstore.PurposeChat, Reason: "bench"})
+			return store.Triggers().Write(ctx, fsstore.Trigger{Agent: "coder", Purpose: storage.PurposeChat, Reason: "bench"})
 		}, func() bool {
 			live, _ := store.LiveSessions(time.Now())
 			if len(live) > 0 {
@@ -104,7 +105,7 @@ func (b *bench) watchBench() ([]Row, error) {
 		if _, err := store.EndSession(ctx, ses.ID, fsstore.EndLogout); err != nil {
 			return nil, err
 		}
-		runs := store.CollectionDir(fsstore.Runs)
+		runs := store.CollectionDir(storage.Runs)
 		if _, err := waitFor(ctx, hub, runs, func() error { return nil }, func() bool {
 			r, _ := store.Runs().List()
 			return len(r) == 0
@@ -132,7 +133,7 @@ func settle(ctx context.Context, store *fsstore.Store) error {
 		return err
 	}
 	for i := 0; ; i++ {
-		_, removed, err := store.Triggers().Expire(ctx, "reader", fsstore.PurposeChat, 0, time.Now())
+		_, removed, err := store.Triggers().Expire(ctx, "reader", storage.PurposeChat, 0, time.Now())
 		if err != nil {
 			return err
 		}
@@ -184,7 +185,7 @@ func (b *bench) setAgentCommand(store *fsstore.Store, agent string, command []st
 		}
 		q += fmt.Sprintf("%q", c)
 	}
-	return store.EditConfig(b.ctx, func(data []byte, _ *fsstore.Config) ([]byte, error) {
+	return store.EditConfig(b.ctx, func(data []byte, _ *storage.Config) ([]byte, error) {
 		text := string(data)
 		marker := fmt.Sprintf("id = %q\n", agent)
 		i := strings.Index(text, marker)

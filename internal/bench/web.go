@@ -13,6 +13,7 @@ import (
 	"time"
 
 	"aipm/fsstore"
+	"aipm/fsstore/storage"
 	"aipm/internal/browser"
 	"aipm/web"
 )
@@ -85,7 +86,7 @@ func (b *bench) webLive() ([]Row, error) {
 	if err != nil {
 		return nil, err
 	}
-	if _, err := store.AddAgent(b.ctx, fsstore.NewAgent{ID: "lead", Type: fsstore.AgentHuman}); err != nil {
+	if _, err := store.AddAgent(b.ctx, fsstore.NewAgent{ID: "lead", Type: storage.AgentHuman}); err != nil {
 		return nil, err
 	}
 	cfg, err := store.LoadConfig()
@@ -242,7 +243,7 @@ func (b *bench) renderProject(br *browser.Browser, name string, history int) (*w
 	if err != nil {
 		return nil, nil, nil, err
 	}
-	if _, err := store.AddAgent(b.ctx, fsstore.NewAgent{ID: "lead", Type: fsstore.AgentHuman}); err != nil {
+	if _, err := store.AddAgent(b.ctx, fsstore.NewAgent{ID: "lead", Type: storage.AgentHuman}); err != nil {
 		return nil, nil, nil, err
 	}
 	path, _ := store.ChatPath("r")
@@ -290,7 +291,7 @@ func (b *bench) webWeight() ([]Row, error) {
 	if err != nil {
 		return nil, err
 	}
-	if _, err := store.AddAgent(b.ctx, fsstore.NewAgent{ID: "lead", Type: fsstore.AgentHuman}); err != nil {
+	if _, err := store.AddAgent(b.ctx, fsstore.NewAgent{ID: "lead", Type: storage.AgentHuman}); err != nil {
 		return nil, err
 	}
 	srv, stop, err := b.startWeb(store)

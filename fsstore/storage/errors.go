@@ -1,4 +1,4 @@
-package fsstore
+package storage
 
 import (
 	"errors"
@@ -30,7 +30,7 @@ func (e *kindError) Error() string { return e.msg }
 func (e *kindError) Unwrap() error { return e.kind }
 
 // kindf formats a message of the given kind (ErrNotFound, ErrExists, ...).
-func kindf(kind error, format string, args ...any) error {
+func Kindf(kind error, format string, args ...any) error {
 	return &kindError{msg: fmt.Sprintf(format, args...), kind: kind}
 }
 
@@ -56,7 +56,7 @@ func (e *CodeError) Unwrap() error { return e.Err }
 // be written: no room on the disk, or a send delivered only in part.
 func (e *CodeError) Refusal() bool { return e.Code != CodeDiskFull && e.Code != CodeSentPartly }
 
-func codeErr(code, format string, args ...any) error {
+func CodeErr(code, format string, args ...any) error {
 	return &CodeError{Code: code, Msg: fmt.Sprintf(format, args...)}
 }
 

@@ -1,4 +1,4 @@
-package fsstore
+package storage
 
 import (
 	"context"
@@ -16,13 +16,13 @@ import (
 // attempt is even checked, up to a cap. A success removes the file.
 
 const (
-	freeFailures = 3
+	FreeFailures = 3
 	backoffBase  = time.Second
 	backoffCap   = 5 * time.Minute
 )
 
 // authFailures is agents/<agent>/auth.json.
-type authFailures struct {
+type AuthFailures struct {
 	Failures      int       `json:"failures"`
 	LastFailureAt time.Time `json:"lastFailureAt"`
 	NotBefore     time.Time `json:"notBefore"`
@@ -52,10 +52,10 @@ func (e *BackoffError) Unwrap() error { return ErrBackoff }
 // schedule of every credential check (authenticate here; an HTTP bearer
 // token per agent in AgentOfPasskey, and per client address in mcpserver).
 func BackoffAfter(failures int) time.Duration {
-	if failures <= freeFailures {
+	if failures <= FreeFailures {
 		return 0
 	}
-	return min(backoffBase<<min(failures-freeFailures-1, 20), backoffCap)
+	return min(backoffBase<<min(failures-FreeFailures-1, 20), backoffCap)
 }
 
 func (s *Files) authPath(agent string) (string, error) { return s.agentFile(agent, "auth.json") }
@@ -65,20 +65,20 @@ func (s *Files) authPath(agent string) (string, error) { return s.agentFile(agen
 // made before the back-off ends, runs check, and counts a failure
 // (ErrBadPasskey) or forgets the failures after a success. One lock for
 // the three, so that guessers at once are as slow as one guesser in turn.
-func (s *Files) guardCredential(ctx context.Context, agent string, check func() error) error {
+func (s *Files) GuardCredential(ctx context.Context, agent string, check func() error) error {
 	path, err := s.authPath(agent)
 	if err != nil {
 		return err
 	}
-	unlock, err := s.lockDir(ctx, filepath.Dir(path))
+	unlock, err := s.LockDir(ctx, filepath.Dir(path))
 	if err != nil {
 		return err
 	}
 	defer unlock()
-	now := testHookAuthNow().UTC()
-	var f authFailures
+	now := TestHookAuthNow().UTC()
+	var f AuthFailures
 	exists := true
-	if err := s.readDoc(path, &f); err != nil {
+	if err := s.ReadDoc(path, &f); err != nil {
 		if !errors.Is(err, ErrNotFound) {
 			return err
 		}
@@ -97,7 +97,7 @@ func (s *Files) guardCredential(ctx context.Context, agent string, check func() 
 		f.Failures++
 		f.LastFailureAt = now
 		f.NotBefore = now.Add(BackoffAfter(f.Failures))
-		if rerr := s.writeDoc(path, f, ModePrivateFile); rerr != nil {
+		if rerr := s.WriteDoc(path, f, ModePrivateFile); rerr != nil {
 			return fmt.Errorf("%w (and the failure could not be counted: %v)", err, rerr)
 		}
 	}
@@ -105,4 +105,4 @@ func (s *Files) guardCredential(ctx context.Context, agent string, check func() 
 }
 
 // testHookAuthNow, in tests, is the clock of guardCredential.
-var testHookAuthNow = time.Now
+var TestHookAuthNow = time.Now

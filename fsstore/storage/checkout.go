@@ -1,4 +1,4 @@
-package fsstore
+package storage
 
 import (
 	"context"
@@ -41,20 +41,20 @@ type checkoutMarker struct {
 
 const (
 	markerReady     = "ready"
-	markerResetting = "resetting"
+	MarkerResetting = "resetting"
 )
 
-func (l Layout) localMarkerPath() string { return filepath.Join(l.root, "local.json") }
+func (l Layout) LocalMarkerPath() string { return filepath.Join(l.root, "local.json") }
 func (l Layout) localLockPath() string   { return filepath.Join(l.root, "local.lock") }
 
 // testHookCloneReset, in tests, runs when Open moves a clone's cursors.
-var testHookCloneReset func()
+var TestHookCloneReset func()
 
 // markerFits says whether the marker at path is ready and was written in
 // the directory of inode ino.
-func (s *Files) markerFits(ino uint64) (checkoutMarker, bool) {
+func (s *Files) MarkerFits(ino uint64) (checkoutMarker, bool) {
 	var m checkoutMarker
-	if err := s.readDoc(s.localMarkerPath(), &m); err != nil {
+	if err := s.ReadDoc(s.LocalMarkerPath(), &m); err != nil {
 		return checkoutMarker{}, false
 	}
 	return m, m.Inode == ino && m.State == markerReady
@@ -65,7 +65,7 @@ func (s *Files) markerFits(ino uint64) (checkoutMarker, bool) {
 // read as it is.
 func (s *Files) openCheckout(root os.FileInfo) error {
 	ino := lockedfile.Inode(root)
-	if _, ok := s.markerFits(ino); ok {
+	if _, ok := s.MarkerFits(ino); ok {
 		return nil // the common case: one small read
 	}
 	err := s.settleCheckout(context.Background(), ino)
@@ -83,34 +83,34 @@ func (s *Files) settleCheckout(ctx context.Context, ino uint64) error {
 		return fmt.Errorf("lock %s: %w", s.Rel(s.localLockPath()), err)
 	}
 	defer unlock()
-	m, ok := s.markerFits(ino)
+	m, ok := s.MarkerFits(ino)
 	switch {
 	case ok:
 		return nil // another process settled it meanwhile
-	case m.Inode == ino && m.State == markerResetting:
+	case m.Inode == ino && m.State == MarkerResetting:
 		// a move that was killed midway: finish it
 	case s.hasLocalState():
 		// A checkout made before aipm wrote markers, or moved to another
 		// file system: its read state is its own.
-		return s.writeMarker(ino, markerReady)
+		return s.WriteMarker(ino, markerReady)
 	default:
-		if err := s.writeMarker(ino, markerResetting); err != nil {
+		if err := s.WriteMarker(ino, MarkerResetting); err != nil {
 			return err
 		}
 	}
-	if testHookCloneReset != nil {
-		testHookCloneReset()
+	if TestHookCloneReset != nil {
+		TestHookCloneReset()
 	}
 	if err := s.markHistoryRead(ctx); err != nil {
 		return fmt.Errorf("mark the history of this clone read: %w", err)
 	}
-	return s.writeMarker(ino, markerReady)
+	return s.WriteMarker(ino, markerReady)
 }
 
-func (s *Files) writeMarker(ino uint64, state string) error {
-	err := s.writeDoc(s.localMarkerPath(), checkoutMarker{Inode: ino, State: state, CreatedAt: time.Now().UTC()}, ModeFile)
+func (s *Files) WriteMarker(ino uint64, state string) error {
+	err := s.WriteDoc(s.LocalMarkerPath(), checkoutMarker{Inode: ino, State: state, CreatedAt: time.Now().UTC()}, ModeFile)
 	if err != nil {
-		return fmt.Errorf("write %s: %w", s.Rel(s.localMarkerPath()), err)
+		return fmt.Errorf("write %s: %w", s.Rel(s.LocalMarkerPath()), err)
 	}
 	return nil
 }
@@ -129,7 +129,7 @@ func (s *Files) hasLocalState() bool {
 // markHistoryRead moves every agent's read cursors to the end of its chat
 // and notification logs, one read.json write per agent.
 func (s *Files) markHistoryRead(ctx context.Context) error {
-	entries, err := os.ReadDir(s.agentsDir())
+	entries, err := os.ReadDir(s.AgentsDir())
 	if errors.Is(err, os.ErrNotExist) {
 		return nil
 	}
@@ -159,17 +159,17 @@ func (s *Files) cursorsToEnd(ctx context.Context, agent string) error {
 	if err != nil {
 		return err
 	}
-	cursorPath, err := s.readCursorPath(agent)
+	cursorPath, err := s.ReadCursorPath(agent)
 	if err != nil {
 		return err
 	}
 	none := ReadOptions{Match: func(Record) bool { return false }}
 	_, err = UpdateDoc(ctx, s, cursorPath, ModeFile, func(cursors *Cursors, _ bool) error {
-		_, _, chatEnd, err := s.readPast(chat, cursorOf(*cursors, StreamChat).Cursor, none)
+		_, _, chatEnd, err := s.readPast(chat, CursorOf(*cursors, StreamChat).Cursor, none)
 		if err != nil {
 			return err
 		}
-		_, _, notesEnd, err := s.readPast(notes, cursorOf(*cursors, StreamNotifications).Cursor, none)
+		_, _, notesEnd, err := s.readPast(notes, CursorOf(*cursors, StreamNotifications).Cursor, none)
 		if err != nil {
 			return err
 		}
@@ -193,7 +193,7 @@ func (s *Files) cursorsToEnd(ctx context.Context, agent string) error {
 
 // writeInitMarker writes the marker of a new project into its tree, dir,
 // before Init renames it into place (the rename keeps the inode).
-func writeInitMarker(dir string) error {
+func WriteInitMarker(dir string) error {
 	fi, err := os.Stat(dir)
 	if err != nil {
 		return err
@@ -202,5 +202,5 @@ func writeInitMarker(dir string) error {
 	if err != nil {
 		return err
 	}
-	return writeFileAtomic(filepath.Join(dir, "local.json"), append(data, '\n'), ModeFile, true)
+	return WriteFileAtomic(filepath.Join(dir, "local.json"), append(data, '\n'), ModeFile, true)
 }

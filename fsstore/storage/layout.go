@@ -1,4 +1,4 @@
-package fsstore
+package storage
 
 import (
 	"aipm/fsstore/lockedfile"
@@ -30,11 +30,11 @@ const (
 // is safe for concurrent use by many goroutines and processes.
 type Files struct {
 	Layout
-	durable atomic.Bool                      // fsync appends and documents: the config's durability, set by LoadConfig
+	Durable atomic.Bool                      // fsync appends and documents: the config's durability, set by LoadConfig
 	ttls    atomic.Pointer[NotificationTTLs] // the config's [notifications.ttl], set by LoadConfig (nil: defaults)
 	// servesMany: this process serves many agents' sessions (aipm serve
 	// --http), so its environment's run id and ssh client are no session's.
-	servesMany atomic.Bool
+	ServesMany atomic.Bool
 	io         *ioCaches
 }
 
@@ -55,7 +55,7 @@ type Layout struct {
 
 // newFiles is the storage of the directory l lays out, not opened: no
 // check of the filesystem nor of the checkout.
-func newFiles(l Layout) *Files {
+func NewFiles(l Layout) *Files {
 	return &Files{Layout: l, io: &ioCaches{}}
 }
 
@@ -66,7 +66,7 @@ func LayoutOf(projectDir string) Layout {
 }
 
 // openFiles opens the .ai-pm/ directory of projectDir (Open, OpenToCheck).
-func openFiles(projectDir string, refuseNetwork bool) (*Files, error) {
+func OpenFiles(projectDir string, refuseNetwork bool) (*Files, error) {
 	abs, err := filepath.Abs(projectDir)
 	if err != nil {
 		return nil, fmt.Errorf("open project %s: %w", projectDir, err)
@@ -75,7 +75,7 @@ func openFiles(projectDir string, refuseNetwork bool) (*Files, error) {
 	fi, err := os.Stat(root)
 	if err != nil {
 		if errors.Is(err, os.ErrNotExist) {
-			return nil, kindf(ErrNotFound, "%s has no %s directory: run aipm init there first", abs, DirName)
+			return nil, Kindf(ErrNotFound, "%s has no %s directory: run aipm init there first", abs, DirName)
 		}
 		return nil, fmt.Errorf("open project %s: %w", abs, err)
 	}
@@ -88,8 +88,8 @@ func openFiles(projectDir string, refuseNetwork bool) (*Files, error) {
 		}
 	}
 	lockedfile.Confine(root)
-	st := newFiles(Layout{project: abs, root: root})
-	st.durable.Store(true)
+	st := NewFiles(Layout{project: abs, root: root})
+	st.Durable.Store(true)
 	if err := st.openCheckout(fi); err != nil {
 		return nil, err
 	}
@@ -131,7 +131,7 @@ func findProject(start string) (string, error) {
 		}
 		parent := filepath.Dir(dir)
 		if parent == dir {
-			return "", kindf(ErrNoProject, "not inside an aipm project (no %s in %s or any parent): run aipm init, or pass --dir", DirName, start)
+			return "", Kindf(ErrNoProject, "not inside an aipm project (no %s in %s or any parent): run aipm init, or pass --dir", DirName, start)
 		}
 		dir = parent
 	}
@@ -141,7 +141,7 @@ func findProject(start string) (string, error) {
 // config's, whenever one is loaded (LoadConfig), read atomically by every
 // write in flight.
 func (s *Files) setDurability(cfg *Config) {
-	s.durable.Store(cfg.Defaults.Durability != DurableNone)
+	s.Durable.Store(cfg.Defaults.Durability != DurableNone)
 }
 
 // ProjectDir is the project directory; Root is its .ai-pm directory.
@@ -166,7 +166,7 @@ const (
 	Runs          = "runs"
 )
 
-var idPrefixOf = map[string]string{
+var IdPrefixOf = map[string]string{
 	Conversations: PrefixConversation,
 	Delegations:   PrefixDelegation,
 	Tasks:         PrefixTask,
@@ -174,8 +174,8 @@ var idPrefixOf = map[string]string{
 }
 
 func (l Layout) ConfigPath() string            { return filepath.Join(l.root, "config.toml") }
-func (l Layout) quarantineDir() string         { return filepath.Join(l.root, "quarantine") }
-func (l Layout) agentsDir() string             { return filepath.Join(l.root, "agents") }
+func (l Layout) QuarantineDir() string         { return filepath.Join(l.root, "quarantine") }
+func (l Layout) AgentsDir() string             { return filepath.Join(l.root, "agents") }
 func (l Layout) CollectionDir(c string) string { return filepath.Join(l.root, c) }
 
 // AgentDir is agents/<agent>/; the id is checked first.
@@ -198,7 +198,7 @@ func (l Layout) agentFile(agent, name string) (string, error) {
 func (l Layout) ChatPath(agent string) (string, error) { return l.agentFile(agent, "chat.jsonl") }
 
 // readCursorPath holds the agent's read cursors into its own files.
-func (l Layout) readCursorPath(agent string) (string, error) { return l.agentFile(agent, "read.json") }
+func (l Layout) ReadCursorPath(agent string) (string, error) { return l.agentFile(agent, "read.json") }
 
 // NotificationsPath holds notifications addressed to the agent.
 func (l Layout) NotificationsPath(agent string) (string, error) {
@@ -210,7 +210,7 @@ func (l Layout) PasskeyPath(agent string) (string, error) { return l.agentFile(a
 
 // DocPath is <collection>/<id>.json for an id of the collection's prefix.
 func (l Layout) DocPath(collection, id string) (string, error) {
-	prefix, ok := idPrefixOf[collection]
+	prefix, ok := IdPrefixOf[collection]
 	if !ok {
 		return "", fmt.Errorf("collection %q has no id documents", collection)
 	}
@@ -255,7 +255,7 @@ func (l Layout) CredentialPath(agent string) (string, error) {
 
 // dirMode is the mode of a directory created under .ai-pm.
 func (l Layout) dirMode(dir string) os.FileMode {
-	if dir == l.CollectionDir(Sessions) || dir == filepath.Join(l.CollectionDir(Sessions), sessionIndexDir) {
+	if dir == l.CollectionDir(Sessions) || dir == filepath.Join(l.CollectionDir(Sessions), SessionIndexDir) {
 		return ModePrivateDir
 	}
 	return ModeDir
@@ -263,12 +263,12 @@ func (l Layout) dirMode(dir string) os.FileMode {
 
 // ensureAgentDir creates agents/<agent>/ if it is missing (an agent added to
 // config.toml by hand has none until its first message).
-func (s *Files) ensureAgentDir(agent string) error {
+func (s *Files) EnsureAgentDir(agent string) error {
 	dir, err := s.AgentDir(agent)
 	if err != nil {
 		return err
 	}
-	return s.mkdirAll(dir)
+	return s.MkdirAll(dir)
 }
 
 // WatchedDirs are the directories whose changes matter to a view of the
@@ -283,7 +283,7 @@ func (s *Files) WatchedDirs() []string {
 		}
 		dir := filepath.Join(s.root, e.Name())
 		dirs = append(dirs, dir)
-		if dir == s.agentsDir() {
+		if dir == s.AgentsDir() {
 			agents, _ := os.ReadDir(dir)
 			for _, a := range agents {
 				if a.IsDir() {
@@ -309,10 +309,10 @@ func (s *Files) WatchedDirs() []string {
 // which the next reader drops). A project without sessions/by-agent/ (made
 // by an older aipm, or a human who removed it) gets it rebuilt from every
 // session document, once, by the first writer that finds it missing.
-const sessionIndexDir = "by-agent"
+const SessionIndexDir = "by-agent"
 
-func (l Layout) bearerPath() string     { return filepath.Join(l.root, "bearer.json") }
-func (l Layout) bearerLockPath() string { return filepath.Join(l.root, "bearer.lock") }
+func (l Layout) BearerPath() string     { return filepath.Join(l.root, "bearer.json") }
+func (l Layout) BearerLockPath() string { return filepath.Join(l.root, "bearer.lock") }
 
 // CompactionPath is the record of what compaction dropped from the
 // agent's chat log (agents/<agent>/compacted.json): doctor's mirror check
@@ -321,4 +321,4 @@ func (l Layout) CompactionPath(agent string) (string, error) {
 	return l.agentFile(agent, "compacted.json")
 }
 
-func (l Layout) compactLockPath() string { return filepath.Join(l.root, "compact.lock") }
+func (l Layout) CompactLockPath() string { return filepath.Join(l.root, "compact.lock") }

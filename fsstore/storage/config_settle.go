@@ -1,4 +1,4 @@
-package fsstore
+package storage
 
 import (
 	"bytes"
@@ -50,7 +50,7 @@ func (s *Files) loadSettledConfig() (*Config, error) {
 // parseRead is the config of one read of config.toml, or what is wrong.
 func (s *Files) parseRead(data []byte, err error) (*Config, error) {
 	if errors.Is(err, os.ErrNotExist) {
-		return nil, kindf(ErrNotFound, "%s is missing: run aipm init, or restore it", s.Rel(s.ConfigPath()))
+		return nil, Kindf(ErrNotFound, "%s is missing: run aipm init, or restore it", s.Rel(s.ConfigPath()))
 	}
 	if err != nil {
 		return nil, fmt.Errorf("read config: %w", err)

@@ -1,4 +1,4 @@
-package fsstore
+package storage
 
 import (
 	"cmp"
@@ -57,7 +57,7 @@ const (
 // NotificationStream is the notifications cursor of a session purpose.
 func NotificationStream(purpose string) string { return StreamNotifications + "." + purpose }
 
-func (s *Files) streamPath(agent, stream string) (string, error) {
+func (s *Files) StreamPath(agent, stream string) (string, error) {
 	switch {
 	case stream == StreamChat:
 		return s.ChatPath(agent)
@@ -115,7 +115,7 @@ type ReadOptions struct {
 
 // advanceAfter is how much a peek must pass over before it moves the
 // committed cursor (a locked, durable write) past it.
-var advanceAfter int64 = 1 << 20
+var AdvanceAfter int64 = 1 << 20
 
 // passedOver is how many bytes lie between cursors from and to of one file
 // (everything up to to when the file was replaced).
@@ -136,7 +136,7 @@ func (s *Files) advanceCursor(ctx context.Context, cursorPath, stream string, fr
 		to.RedeliverBefore = 0
 	}
 	UpdateDoc(ctx, s, cursorPath, ModeFile, func(cursors *Cursors, _ bool) error {
-		sc := cursorOf(*cursors, stream)
+		sc := CursorOf(*cursors, stream)
 		if sc.Pending != nil || !equalCursor(sc.Cursor, from) {
 			return ErrNoChange
 		}
@@ -172,9 +172,9 @@ type ReadResult struct {
 
 // readCursors reads an agent's read.json; a damaged one is an error that
 // says what to do, never "nothing read yet".
-func (s *Files) readCursors(path string) (Cursors, error) {
+func (s *Files) ReadCursors(path string) (Cursors, error) {
 	var cursors Cursors
-	if err := s.readDoc(path, &cursors); err != nil && !errors.Is(err, ErrNotFound) {
+	if err := s.ReadDoc(path, &cursors); err != nil && !errors.Is(err, ErrNotFound) {
 		return nil, fmt.Errorf("the read cursors are damaged (%w): run aipm doctor", err)
 	}
 	return cursors, nil
@@ -182,7 +182,7 @@ func (s *Files) readCursors(path string) (Cursors, error) {
 
 // cursorOf is cursors[stream]; a per-purpose notifications cursor not
 // written yet starts where the older shared one was.
-func cursorOf(cursors Cursors, stream string) StreamCursor {
+func CursorOf(cursors Cursors, stream string) StreamCursor {
 	sc, ok := cursors[stream]
 	if !ok && strings.HasPrefix(stream, StreamNotifications+".") {
 		sc = StreamCursor{Cursor: cursors[StreamNotifications].Cursor}
@@ -193,7 +193,7 @@ func cursorOf(cursors Cursors, stream string) StreamCursor {
 // startFor is where session reads from: after its own pending batch, or at
 // the committed cursor, with another session's unacknowledged batch marked
 // for redelivery.
-func startFor(sc StreamCursor, session string) Cursor {
+func StartFor(sc StreamCursor, session string) Cursor {
 	cur := sc.Cursor
 	p := sc.Pending
 	if p == nil {
@@ -214,11 +214,11 @@ func startFor(sc StreamCursor, session string) Cursor {
 // agent directory's lock, so concurrent readers of one cursor never get a
 // record twice. Its cost is proportional to what is new.
 func (s *Files) ReadUnread(ctx context.Context, agent, stream string, opt ReadOptions) (ReadResult, error) {
-	logPath, err := s.streamPath(agent, stream)
+	logPath, err := s.StreamPath(agent, stream)
 	if err != nil {
 		return ReadResult{}, err
 	}
-	cursorPath, err := s.readCursorPath(agent)
+	cursorPath, err := s.ReadCursorPath(agent)
 	if err != nil {
 		return ReadResult{}, err
 	}
@@ -231,12 +231,12 @@ func (s *Files) ReadUnread(ctx context.Context, agent, stream string, opt ReadOp
 		if *cursors == nil {
 			*cursors = Cursors{}
 		}
-		sc := cursorOf(*cursors, stream)
+		sc := CursorOf(*cursors, stream)
 		read = nil
 		if sc.Pending != nil && opt.Session != "" && sc.Pending.Session == opt.Session {
 			read = sc.Pending.MessageIDs
 		}
-		start := startFor(sc, opt.Session)
+		start := StartFor(sc, opt.Session)
 		var next Cursor
 		var err error
 		if res, _, next, err = s.readPast(logPath, start, opt); err != nil {
@@ -247,7 +247,7 @@ func (s *Files) ReadUnread(ctx context.Context, agent, stream string, opt ReadOp
 			return ErrNoChange // nothing handed out or moved: nothing to remember
 		}
 		if stream == StreamChat && after.Pending != nil && len(res.Records) > 0 {
-			after.Pending.MessageIDs = recordIDs(res.Records)
+			after.Pending.MessageIDs = RecordIDs(res.Records)
 		}
 		if after.Pending != nil && len(res.Records) > 0 {
 			after.Pending.Shown = opt.Shown
@@ -259,7 +259,7 @@ func (s *Files) ReadUnread(ctx context.Context, agent, stream string, opt ReadOp
 		return res, fmt.Errorf("the read cursors are damaged (%w): run aipm doctor", err)
 	}
 	if err == nil {
-		s.writeReceipt(ctx, agent, ReceiptRead, opt.Session, cmp.Or(opt.Via, viaNextCall), read)
+		s.WriteReceipt(ctx, agent, ReceiptRead, opt.Session, cmp.Or(opt.Via, viaNextCall), read)
 	}
 	return res, err
 }
@@ -291,11 +291,11 @@ func (s *Files) peekUnread(ctx context.Context, logPath, cursorPath, stream stri
 	if _, err := os.Stat(logPath); errors.Is(err, os.ErrNotExist) {
 		return ReadResult{}, nil // nothing written yet: the common case for notifications
 	}
-	cursors, err := s.readCursors(cursorPath)
+	cursors, err := s.ReadCursors(cursorPath)
 	if err != nil {
 		return ReadResult{}, err
 	}
-	start := startFor(cursorOf(cursors, stream), opt.Session)
+	start := StartFor(CursorOf(cursors, stream), opt.Session)
 	from, key := start, ""
 	if opt.ScanKey != "" {
 		key = logPath + "\x00" + stream + "\x00" + opt.Session + "\x00" + opt.ScanKey
@@ -322,7 +322,7 @@ func (s *Files) peekUnread(ctx context.Context, logPath, cursorPath, stream stri
 	if key != "" {
 		s.io.peeks.Put(key, peekScan{from: start, to: to})
 	}
-	if opt.Advance && opt.Session == "" && passedOver(start, to) >= advanceAfter {
+	if opt.Advance && opt.Session == "" && passedOver(start, to) >= AdvanceAfter {
 		s.advanceCursor(ctx, cursorPath, stream, start, to)
 	}
 	return res, nil
@@ -379,10 +379,10 @@ func advanced(sc StreamCursor, start, next Cursor, session string, handed bool) 
 	default:
 		return sc, false // nothing handed out: nothing to remember
 	}
-	return sc, !equalStream(sc, before)
+	return sc, !EqualStream(sc, before)
 }
 
-func equalStream(a, b StreamCursor) bool {
+func EqualStream(a, b StreamCursor) bool {
 	if !equalCursor(a.Cursor, b.Cursor) || (a.Pending == nil) != (b.Pending == nil) {
 		return false
 	}
@@ -410,7 +410,7 @@ func (s *Files) Acknowledge(ctx context.Context, agent, session string, except .
 // receipt says which call read the messages, respond_chat or mark_read,
 // say).
 func (s *Files) AcknowledgeVia(ctx context.Context, agent, session, via string, except ...string) error {
-	_, _, err := s.acknowledgeWhere(ctx, agent, session, via, func(stream string, _ *PendingBatch) bool { return !slices.Contains(except, stream) })
+	_, _, err := s.AcknowledgeWhere(ctx, agent, session, via, func(stream string, _ *PendingBatch) bool { return !slices.Contains(except, stream) })
 	return err
 }
 
@@ -422,7 +422,7 @@ func (s *Files) AcknowledgeVia(ctx context.Context, agent, session, via string, 
 // interrupt in it still stops the session. kept says such a batch is still
 // held.
 func (s *Files) AcknowledgeCall(ctx context.Context, agent, session, via string, complies bool, except ...string) (kept bool, err error) {
-	_, kept, err = s.acknowledgeWhere(ctx, agent, session, via, func(stream string, p *PendingBatch) bool {
+	_, kept, err = s.AcknowledgeWhere(ctx, agent, session, via, func(stream string, p *PendingBatch) bool {
 		return !slices.Contains(except, stream) && (complies || !p.Shown)
 	})
 	return kept, err
@@ -431,7 +431,7 @@ func (s *Files) AcknowledgeCall(ctx context.Context, agent, session, via string,
 // AcknowledgeShown commits the batches of session that were only shown
 // (an interrupt a client hook showed whole): the call via complies with it.
 func (s *Files) AcknowledgeShown(ctx context.Context, agent, session, via string) error {
-	_, _, err := s.acknowledgeWhere(ctx, agent, session, via, func(_ string, p *PendingBatch) bool { return p.Shown })
+	_, _, err := s.AcknowledgeWhere(ctx, agent, session, via, func(_ string, p *PendingBatch) bool { return p.Shown })
 	return err
 }
 
@@ -439,22 +439,22 @@ func (s *Files) AcknowledgeShown(ctx context.Context, agent, session, via string
 // that `in` accepts (it sees each stream's batch), and returns the chat
 // messages it committed; kept says the session still holds a batch only
 // shown (PendingBatch.Shown) that `in` left.
-func (s *Files) acknowledgeWhere(ctx context.Context, agent, session, via string, in func(stream string, p *PendingBatch) bool) (_ []string, kept bool, _ error) {
-	cursorPath, err := s.readCursorPath(agent)
+func (s *Files) AcknowledgeWhere(ctx context.Context, agent, session, via string, in func(stream string, p *PendingBatch) bool) (_ []string, kept bool, _ error) {
+	cursorPath, err := s.ReadCursorPath(agent)
 	if err != nil {
 		return nil, false, err
 	}
-	cursors, err := s.readCursors(cursorPath)
+	cursors, err := s.ReadCursors(cursorPath)
 	if err != nil {
 		return nil, false, err
 	}
-	kept = holdsBatchIn(cursors, session, func(stream string, p *PendingBatch) bool { return p.Shown && !in(stream, p) })
-	if !holdsBatchIn(cursors, session, in) {
+	kept = HoldsBatchIn(cursors, session, func(stream string, p *PendingBatch) bool { return p.Shown && !in(stream, p) })
+	if !HoldsBatchIn(cursors, session, in) {
 		return nil, kept, nil
 	}
 	var read []string // the chat messages the session received
 	_, err = UpdateDoc(ctx, s, cursorPath, ModeFile, func(cursors *Cursors, _ bool) error {
-		if !holdsBatchIn(*cursors, session, in) {
+		if !HoldsBatchIn(*cursors, session, in) {
 			return ErrNoChange
 		}
 		read = nil
@@ -472,12 +472,12 @@ func (s *Files) acknowledgeWhere(ctx context.Context, agent, session, via string
 	if err != nil {
 		return nil, kept, fmt.Errorf("acknowledge what session %s received: %w", session, err)
 	}
-	s.writeReceipt(ctx, agent, ReceiptRead, session, via, read)
+	s.WriteReceipt(ctx, agent, ReceiptRead, session, via, read)
 	return read, kept, nil
 }
 
 // recordIDs are the ids of recs (JSON objects with an id: ReadPast's rule).
-func recordIDs(recs []Record) []string {
+func RecordIDs(recs []Record) []string {
 	ids := make([]string, 0, len(recs))
 	for _, r := range recs {
 		ids = append(ids, gjson.GetBytes(r.Data, "id").String())
@@ -486,7 +486,7 @@ func recordIDs(recs []Record) []string {
 }
 
 // holdsBatchIn says whether session holds a batch that `in` accepts.
-func holdsBatchIn(cursors Cursors, session string, in func(stream string, p *PendingBatch) bool) bool {
+func HoldsBatchIn(cursors Cursors, session string, in func(stream string, p *PendingBatch) bool) bool {
 	for stream, sc := range cursors {
 		if sc.Pending != nil && sc.Pending.Session == session && in(stream, sc.Pending) {
 			return true
@@ -513,6 +513,6 @@ type Mark struct {
 
 // covers says whether the record starting at offset of the file with
 // inode lies before m.
-func (m Mark) covers(inode uint64, offset int64) bool {
+func (m Mark) Covers(inode uint64, offset int64) bool {
 	return m.Inode == inode && offset < m.Offset
 }

@@ -1,4 +1,4 @@
-package fsstore
+package storage
 
 import (
 	"context"
@@ -16,8 +16,8 @@ import (
 // (DESIGN section 4, rule 3), and returns the function that releases it.
 // The lock file is never removed (removing it would let two lockers hold
 // locks on different inodes).
-func (s *Files) lockDir(ctx context.Context, dir string) (unlock func(), err error) {
-	if err := s.mkdirAll(dir); err != nil {
+func (s *Files) LockDir(ctx context.Context, dir string) (unlock func(), err error) {
+	if err := s.MkdirAll(dir); err != nil {
 		return nil, fmt.Errorf("lock %s: %w", s.Rel(dir), err)
 	}
 	unlock, err = lockedfile.Lock(ctx, filepath.Join(dir, ".lock"), ModePrivateFile)
@@ -28,7 +28,7 @@ func (s *Files) lockDir(ctx context.Context, dir string) (unlock func(), err err
 }
 
 // mkdirAll creates dir and its missing parents with the layout's modes.
-func (s *Files) mkdirAll(dir string) error {
+func (s *Files) MkdirAll(dir string) error {
 	if err := lockedfile.CheckDir(dir); err != nil {
 		return err
 	}
@@ -37,30 +37,30 @@ func (s *Files) mkdirAll(dir string) error {
 	}
 	parent := filepath.Dir(dir)
 	if parent != dir {
-		if err := s.mkdirAll(parent); err != nil {
+		if err := s.MkdirAll(parent); err != nil {
 			return err
 		}
 	}
 	if err := os.Mkdir(dir, s.dirMode(dir)); err != nil && !errors.Is(err, os.ErrExist) {
 		return err
 	}
-	if s.durable.Load() {
-		return syncDir(parent)
+	if s.Durable.Load() {
+		return SyncDir(parent)
 	}
 	return nil
 }
 
 // writeDoc replaces path with v atomically (DESIGN section 4, rule 3). The
 // caller holds the collection's lock when the write depends on a read.
-func (s *Files) writeDoc(path string, v any, perm os.FileMode) error {
+func (s *Files) WriteDoc(path string, v any, perm os.FileMode) error {
 	data, err := lockedfile.EncodeDoc(v)
 	if err != nil {
 		return fmt.Errorf("write %s: encode: %w", s.Rel(path), err)
 	}
-	if err := s.mkdirAll(filepath.Dir(path)); err != nil {
+	if err := s.MkdirAll(filepath.Dir(path)); err != nil {
 		return fmt.Errorf("write %s: %w", s.Rel(path), err)
 	}
-	if err := writeFileAtomic(path, data, perm, s.durable.Load()); err != nil {
+	if err := WriteFileAtomic(path, data, perm, s.Durable.Load()); err != nil {
 		return fmt.Errorf("write %s: %w", s.Rel(path), err)
 	}
 	return nil
@@ -68,7 +68,7 @@ func (s *Files) writeDoc(path string, v any, perm os.FileMode) error {
 
 // readDoc decodes the JSON document at path into v. A missing file is
 // ErrNotFound; invalid JSON is a *LineError naming the line.
-func (s *Files) readDoc(path string, v any) error {
+func (s *Files) ReadDoc(path string, v any) error {
 	data, err := lockedfile.ReadFile(path)
 	if errors.Is(err, os.ErrNotExist) {
 		return fmt.Errorf("read %s: %w", s.Rel(path), ErrNotFound)
@@ -76,10 +76,10 @@ func (s *Files) readDoc(path string, v any) error {
 	if err != nil {
 		return fmt.Errorf("read %s: %w", s.Rel(path), err)
 	}
-	return decodeDoc(s.Rel(path), data, v)
+	return DecodeDoc(s.Rel(path), data, v)
 }
 
-func decodeDoc(path string, data []byte, v any) error {
+func DecodeDoc(path string, data []byte, v any) error {
 	if err := json.Unmarshal(data, v); err != nil {
 		return &LineError{Path: path, Line: lockedfile.JSONLine(data, err), Err: errors.New(lockedfile.JSONWords(data, err))}
 	}
@@ -100,7 +100,7 @@ const casAttempts = 8
 
 // testHookBeforeWrite, in tests, runs between UpdateDoc's read and its
 // write: where an editor's save would race it.
-var testHookBeforeWrite func(path string)
+var TestHookBeforeWrite func(path string)
 
 // UpdateDoc is the read-modify-write of DESIGN section 4 rules 3 and 8: it
 // holds the collection lock of path's directory, reads the document (and
@@ -112,26 +112,26 @@ var testHookBeforeWrite func(path string)
 // it refuses. Keys of the document that T does not know are kept.
 // Returning ErrNoChange from fn skips the write.
 func UpdateDoc[T any](ctx context.Context, s *Files, path string, perm os.FileMode, fn func(doc *T, exists bool) error) (T, error) {
-	unlock, err := s.lockDir(ctx, filepath.Dir(path))
+	unlock, err := s.LockDir(ctx, filepath.Dir(path))
 	if err != nil {
 		var doc T
 		return doc, err
 	}
 	defer unlock()
-	return updateDocHeld(ctx, s, path, perm, fn)
+	return UpdateDocHeld(ctx, s, path, perm, fn)
 }
 
 // updateDocHeld is UpdateDoc for a caller that holds the directory's lock
 // already (compaction, which holds it across a log's replacement).
-func updateDocHeld[T any](ctx context.Context, s *Files, path string, perm os.FileMode, fn func(doc *T, exists bool) error) (T, error) {
+func UpdateDocHeld[T any](ctx context.Context, s *Files, path string, perm os.FileMode, fn func(doc *T, exists bool) error) (T, error) {
 	var doc T
 	var editErr error // an error of the edit itself, returned as it is
 	edits := 0
-	races, err := lockedfile.Update(ctx, path, perm, s.durable.Load(), casAttempts, func(data []byte, exists bool) ([]byte, error) {
+	races, err := lockedfile.Update(ctx, path, perm, s.Durable.Load(), casAttempts, func(data []byte, exists bool) ([]byte, error) {
 		edits++
 		doc = *new(T)
 		if exists {
-			if editErr = decodeDoc(s.Rel(path), data, &doc); editErr != nil {
+			if editErr = DecodeDoc(s.Rel(path), data, &doc); editErr != nil {
 				return nil, editErr
 			}
 		}
@@ -143,12 +143,12 @@ func updateDocHeld[T any](ctx context.Context, s *Files, path string, perm os.Fi
 			editErr = fmt.Errorf("write %s: encode: %w", s.Rel(path), err)
 			return nil, editErr
 		}
-		if err := s.mkdirAll(filepath.Dir(path)); err != nil {
+		if err := s.MkdirAll(filepath.Dir(path)); err != nil {
 			editErr = fmt.Errorf("write %s: %w", s.Rel(path), err)
 			return nil, editErr
 		}
-		if testHookBeforeWrite != nil {
-			testHookBeforeWrite(path)
+		if TestHookBeforeWrite != nil {
+			TestHookBeforeWrite(path)
 		}
 		return out, nil
 	})
@@ -170,11 +170,11 @@ func updateDocHeld[T any](ctx context.Context, s *Files, path string, perm os.Fi
 
 // writeFileAtomic writes data to a temp file beside path, syncs it, renames
 // it over path and syncs the directory so the new name is durable.
-func writeFileAtomic(path string, data []byte, perm os.FileMode, durable bool) error {
+func WriteFileAtomic(path string, data []byte, perm os.FileMode, durable bool) error {
 	return lockedfile.WriteAtomic(path, data, perm, durable, nil)
 }
 
-func syncDir(dir string) error { return lockedfile.SyncDir(dir) }
+func SyncDir(dir string) error { return lockedfile.SyncDir(dir) }
 
 // eachDoc is the one listing of a collection: fn gets the path and the
 // decoded document of every readable document of collection, in name
@@ -182,7 +182,7 @@ func syncDir(dir string) error { return lockedfile.SyncDir(dir) }
 // collection's (a temp file, an editor's backup) are passed over, and a
 // damaged document is skipped (doctor reports it). A missing directory
 // holds none.
-func eachDoc[T any](s *Files, collection string, fn func(path string, doc T) error) error {
+func EachDoc[T any](s *Files, collection string, fn func(path string, doc T) error) error {
 	dir := s.CollectionDir(collection)
 	entries, err := os.ReadDir(dir)
 	if errors.Is(err, os.ErrNotExist) {
@@ -197,7 +197,7 @@ func eachDoc[T any](s *Files, collection string, fn func(path string, doc T) err
 		}
 		path := filepath.Join(dir, e.Name())
 		var doc T
-		if err := s.readDoc(path, &doc); err != nil {
+		if err := s.ReadDoc(path, &doc); err != nil {
 			continue
 		}
 		if err := fn(path, doc); err != nil {
@@ -215,7 +215,7 @@ func isDocName(collection, name string) bool {
 	if !ok || strings.HasPrefix(name, ".") {
 		return false
 	}
-	if prefix, ok := idPrefixOf[collection]; ok {
+	if prefix, ok := IdPrefixOf[collection]; ok {
 		return CheckID(prefix, base) == nil
 	}
 	return true

@@ -1,4 +1,4 @@
-package fsstore
+package storage
 
 import (
 	"errors"
@@ -51,7 +51,7 @@ func NetworkFilesystemNames() []string {
 
 // testHookStatfs, in tests, replaces statfs(2): it returns the f_type of
 // the filesystem path is on. PretendFilesystem sets it too.
-var testHookStatfs func(path string) (int64, error)
+var TestHookStatfs func(path string) (int64, error)
 
 // PretendFilesystem is a test knob: from now on this process takes every
 // directory to be on the filesystem named (one of NetworkFilesystemNames,
@@ -60,12 +60,12 @@ var testHookStatfs func(path string) (int64, error)
 // (testdata/script/remote_fs.txtar); the aipm binary never does.
 func PretendFilesystem(name string) error {
 	if name == "local" {
-		testHookStatfs = func(string) (int64, error) { return unix.TMPFS_MAGIC, nil }
+		TestHookStatfs = func(string) (int64, error) { return unix.TMPFS_MAGIC, nil }
 		return nil
 	}
 	for magic, n := range networkFilesystems {
 		if n == name {
-			testHookStatfs = func(string) (int64, error) { return magic, nil }
+			TestHookStatfs = func(string) (int64, error) { return magic, nil }
 			return nil
 		}
 	}
@@ -75,12 +75,12 @@ func PretendFilesystem(name string) error {
 // localDirs holds the directories found on a local filesystem by this
 // process: each is asked once (a refusal is asked again, as it ends the
 // command anyway).
-var localDirs sync.Map // path -> struct{}
+var LocalDirs sync.Map // path -> struct{}
 
 // statfsType is the f_type of the filesystem dir is on.
 func statfsType(dir string) (int64, error) {
-	if testHookStatfs != nil {
-		return testHookStatfs(dir)
+	if TestHookStatfs != nil {
+		return TestHookStatfs(dir)
 	}
 	var st unix.Statfs_t
 	if err := unix.Statfs(dir, &st); err != nil {
@@ -91,9 +91,9 @@ func statfsType(dir string) (int64, error) {
 
 // networkFilesystemOf returns the name of the network filesystem dir is on,
 // or "" when it is on a local one. A statfs that fails is an error.
-func networkFilesystemOf(dir string) (string, error) {
-	if testHookStatfs == nil {
-		if _, ok := localDirs.Load(dir); ok {
+func NetworkFilesystemOf(dir string) (string, error) {
+	if TestHookStatfs == nil {
+		if _, ok := LocalDirs.Load(dir); ok {
 			return "", nil
 		}
 	}
@@ -104,8 +104,8 @@ func networkFilesystemOf(dir string) (string, error) {
 	if name, ok := NetworkFilesystem(magic); ok {
 		return name, nil
 	}
-	if testHookStatfs == nil {
-		localDirs.Store(dir, struct{}{})
+	if TestHookStatfs == nil {
+		LocalDirs.Store(dir, struct{}{})
 	}
 	return "", nil
 }
@@ -113,18 +113,18 @@ func networkFilesystemOf(dir string) (string, error) {
 // networkRefusal is the one sentence of the refusal: what is on which
 // network filesystem, why that breaks aipm, and the way that works.
 func networkRefusal(what, fsName string) error {
-	return kindf(ErrNetworkFilesystem, "%s is on a network filesystem (%s): %s", what, fsName, networkAdvice)
+	return Kindf(ErrNetworkFilesystem, "%s is on a network filesystem (%s): %s", what, fsName, NetworkAdvice)
 }
 
 // networkAdvice is why, and the remote way (docs/operations.md and docs/remote.md).
-const networkAdvice = "its locks and appends are not safe there and this machine cannot see other hosts' writes; " +
+const NetworkAdvice = "its locks and appends are not safe there and this machine cannot see other hosts' writes; " +
 	"keep .ai-pm on one machine's local disk and reach it from the others with ssh -T HOST aipm --dir PATH serve --agent ID, " +
 	"or aipm serve --http (docs/remote.md)"
 
 // checkLocal refuses a store whose .ai-pm/ is on a network filesystem:
 // Open runs it once per directory and process.
 func checkLocal(root string) error {
-	name, err := networkFilesystemOf(root)
+	name, err := NetworkFilesystemOf(root)
 	if err != nil {
 		return err
 	}
@@ -137,8 +137,8 @@ func checkLocal(root string) error {
 // checkLocalProject refuses to create .ai-pm/ in a project directory on a
 // network filesystem (Init, before it writes anything). A directory that
 // does not exist is left to Init's own error.
-func checkLocalProject(dir string) error {
-	name, err := networkFilesystemOf(dir)
+func CheckLocalProject(dir string) error {
+	name, err := NetworkFilesystemOf(dir)
 	switch {
 	case errors.Is(err, unix.ENOENT):
 		return nil
@@ -154,21 +154,21 @@ func checkLocalProject(dir string) error {
 // refuses one; OpenToCheck lets doctor in to say so), and whether it was
 // found: repair is then withheld, since another host may be writing the
 // lines it would move.
-func (s *Files) filesystemProblems() ([]Problem, bool) {
-	name, err := networkFilesystemOf(s.root)
+func (s *Files) FilesystemProblems() ([]Problem, bool) {
+	name, err := NetworkFilesystemOf(s.root)
 	switch {
 	case err != nil:
 		return []Problem{{Path: DirName, Reason: err.Error()}}, false
 	case name == "":
 		return nil, false
 	}
-	return []Problem{{Path: DirName, Reason: fmt.Sprintf("on a network filesystem (%s), so aipm refuses it and doctor --repair repairs nothing: %s", name, networkAdvice)}}, true
+	return []Problem{{Path: DirName, Reason: fmt.Sprintf("on a network filesystem (%s), so aipm refuses it and doctor --repair repairs nothing: %s", name, NetworkAdvice)}}, true
 }
 
 // OnNetworkFilesystem returns the name of the network filesystem .ai-pm/
 // is on, or "" when it is on a local one (or statfs fails: doctor reports
 // that as a problem of its own).
 func (s *Files) OnNetworkFilesystem() string {
-	name, _ := networkFilesystemOf(s.root)
+	name, _ := NetworkFilesystemOf(s.root)
 	return name
 }

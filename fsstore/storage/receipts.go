@@ -1,4 +1,4 @@
-package fsstore
+package storage
 
 import (
 	"context"
@@ -38,7 +38,7 @@ func (l Layout) ReceiptsPath(agent string) (string, error) {
 }
 
 // writeReceipt appends a receipt for ids, best effort (see Receipt).
-func (s *Files) writeReceipt(ctx context.Context, agent, event, session, via string, ids []string) {
+func (s *Files) WriteReceipt(ctx context.Context, agent, event, session, via string, ids []string) {
 	if len(ids) == 0 {
 		return
 	}

@@ -1,4 +1,4 @@
-package fsstore
+package storage
 
 import (
 	"context"
@@ -41,11 +41,11 @@ func (s *Files) AppendJSONL(ctx context.Context, path string, rec any) error {
 	if err != nil {
 		return fmt.Errorf("append %s: encode: %w", s.Rel(path), err)
 	}
-	return s.appendLine(ctx, path, line)
+	return s.AppendLine(ctx, path, line)
 }
 
 // writeJSONL is the first half of AppendJSONL: see writeLine.
-func (s *Files) writeJSONL(ctx context.Context, path string, rec any) (flush func() error, err error) {
+func (s *Files) WriteJSONL(ctx context.Context, path string, rec any) (flush func() error, err error) {
 	line, err := json.Marshal(rec)
 	if err != nil {
 		return nil, fmt.Errorf("append %s: encode: %w", s.Rel(path), err)
@@ -55,13 +55,13 @@ func (s *Files) writeJSONL(ctx context.Context, path string, rec any) (flush fun
 
 // appendLine appends one line (without its newline) to path. A write that
 // failed for lack of room is a *CodeError disk_full, and leaves no fragment.
-func (s *Files) appendLine(ctx context.Context, path string, line []byte) error {
-	return s.appendUnless(ctx, path, line, nil)
+func (s *Files) AppendLine(ctx context.Context, path string, line []byte) error {
+	return s.AppendUnless(ctx, path, line, nil)
 }
 
 // appendUnless is appendLine that writes nothing if the file already holds
 // the bytes unless (nil: always write).
-func (s *Files) appendUnless(ctx context.Context, path string, line, unless []byte) error {
+func (s *Files) AppendUnless(ctx context.Context, path string, line, unless []byte) error {
 	flush, err := s.writeLine(ctx, path, line, unless)
 	if err != nil {
 		return err
@@ -75,7 +75,7 @@ func (s *Files) appendUnless(ctx context.Context, path string, line, unless []by
 // neither copy waits for the other's fsync to be written. Missing parent
 // directories are created.
 func (s *Files) writeLine(ctx context.Context, path string, line, unless []byte) (flush func() error, err error) {
-	return s.writeLineWith(ctx, path, line, lockedfile.AppendOptions{Durable: s.durable.Load(), Unless: unless})
+	return s.writeLineWith(ctx, path, line, lockedfile.AppendOptions{Durable: s.Durable.Load(), Unless: unless})
 }
 
 // appendRecord appends line without waiting for the disk: for a record
@@ -96,7 +96,7 @@ func (s *Files) writeLineWith(ctx context.Context, path string, line []byte, opt
 	for attempt := 0; ; attempt++ {
 		flush, err := a.Write(ctx, line, opt)
 		if errors.Is(err, os.ErrNotExist) {
-			if mkErr := s.mkdirAll(filepath.Dir(path)); mkErr != nil {
+			if mkErr := s.MkdirAll(filepath.Dir(path)); mkErr != nil {
 				return nil, fmt.Errorf("append %s: %w", s.Rel(path), mkErr)
 			}
 			flush, err = a.Write(ctx, line, opt)

@@ -1,4 +1,4 @@
-package fsstore
+package storage
 
 import (
 	"fmt"
@@ -38,7 +38,7 @@ func (c *configCheck) groups(gs Groups, agents []Agent) {
 		members := gs[name]
 		line := c.loc().find("groups", -1, name)
 		if err := CheckAgentID(name); err != nil {
-			c.fail(line, "group name %q is invalid: use 1-64 letters, digits, '_' or '-', starting with a letter or digit (not \"system\")", Clip(name, maxEchoedID))
+			c.fail(line, "group name %q is invalid: use 1-64 letters, digits, '_' or '-', starting with a letter or digit (not \"system\")", Clip(name, MaxEchoedID))
 			continue
 		}
 		if msg := groupMembersProblem(name, members, ids); msg != "" {
@@ -59,7 +59,7 @@ func groupMembersProblem(name string, members []string, ids map[string]bool) str
 	for _, m := range members {
 		switch {
 		case !ids[m]:
-			return fmt.Sprintf("group %q: member %q is not a configured agent: add it under [[agents]] or fix the id", name, Clip(m, maxEchoedID))
+			return fmt.Sprintf("group %q: member %q is not a configured agent: add it under [[agents]] or fix the id", name, Clip(m, MaxEchoedID))
 		case seen[m]:
 			return fmt.Sprintf("group %q names %q twice: list each member once", name, m)
 		}

@@ -1,4 +1,4 @@
-package fsstore
+package storage
 
 import (
 	"errors"
@@ -122,7 +122,7 @@ func (s *Files) LoadConfig() (*Config, error) {
 		return nil, err
 	}
 	s.setDurability(cfg)
-	s.setNotificationTTLs(cfg)
+	s.SetNotificationTTLs(cfg)
 	return cfg, nil
 }
 
@@ -147,7 +147,7 @@ func CheckConfig(name string, data []byte) (*Config, []error) {
 	var cfg Config
 	// The locator finds the line of a key; only an error or a warning
 	// needs one.
-	c := &configCheck{name: name, loc: sync.OnceValue(func() *locator { return newLocator(data) })}
+	c := &configCheck{name: name, loc: sync.OnceValue(func() *locator { return NewLocator(data) })}
 	md, err := toml.Decode(string(data), &cfg)
 	if err != nil {
 		return nil, c.decodeErrors(data, err)
@@ -212,7 +212,7 @@ func (c *configCheck) agents(agents []Agent) {
 	seen := map[string]int{}
 	for i, a := range agents {
 		if a.ID == "" {
-			c.fail(c.loc().section("agents", i), "agent entry %d has no id: add id = \"...\"", i+1)
+			c.fail(c.loc().Section("agents", i), "agent entry %d has no id: add id = \"...\"", i+1)
 		} else if err := CheckAgentID(a.ID); err != nil {
 			c.fail(c.loc().find("agents", i, "id"), "%v", err)
 		} else if first, dup := seen[a.ID]; dup {
@@ -298,29 +298,29 @@ type locator struct {
 }
 
 var (
-	tableHeader = sync.OnceValue(func() *regexp.Regexp { return regexp.MustCompile(`^\s*\[\s*([A-Za-z0-9_.-]+)\s*\]`) })
-	arrayHeader = sync.OnceValue(func() *regexp.Regexp { return regexp.MustCompile(`^\s*\[\[\s*([A-Za-z0-9_.-]+)\s*\]\]`) })
-	keyLine     = sync.OnceValue(func() *regexp.Regexp { return regexp.MustCompile(`^\s*"?([A-Za-z0-9_-]+)"?\s*=`) })
+	TableHeader = sync.OnceValue(func() *regexp.Regexp { return regexp.MustCompile(`^\s*\[\s*([A-Za-z0-9_.-]+)\s*\]`) })
+	ArrayHeader = sync.OnceValue(func() *regexp.Regexp { return regexp.MustCompile(`^\s*\[\[\s*([A-Za-z0-9_.-]+)\s*\]\]`) })
+	KeyLine     = sync.OnceValue(func() *regexp.Regexp { return regexp.MustCompile(`^\s*"?([A-Za-z0-9_-]+)"?\s*=`) })
 )
 
-func newLocator(data []byte) *locator {
+func NewLocator(data []byte) *locator {
 	l := &locator{keys: map[string]int{}, sections: map[string]int{}}
 	count := map[string]int{}
 	section, index := "", -1
 	for i, line := range strings.Split(string(data), "\n") {
 		n := i + 1
-		if m := arrayHeader().FindStringSubmatch(line); m != nil {
+		if m := ArrayHeader().FindStringSubmatch(line); m != nil {
 			section, index = m[1], count[m[1]]
 			count[m[1]]++
 			l.sections[section+"\x00"+strconv.Itoa(index)] = n
 			continue
 		}
-		if m := tableHeader().FindStringSubmatch(line); m != nil {
+		if m := TableHeader().FindStringSubmatch(line); m != nil {
 			section, index = m[1], -1
 			l.sections[section+"\x00-1"] = n
 			continue
 		}
-		if m := keyLine().FindStringSubmatch(line); m != nil {
+		if m := KeyLine().FindStringSubmatch(line); m != nil {
 			k := section + "\x00" + strconv.Itoa(index) + "\x00" + m[1]
 			if _, seen := l.keys[k]; !seen {
 				l.keys[k] = n
@@ -356,10 +356,10 @@ func (l *locator) find(section string, index int, key string) int {
 	if n, ok := l.sections[table+"\x000"]; ok {
 		return n
 	}
-	return l.section(section, index)
+	return l.Section(section, index)
 }
 
-func (l *locator) section(section string, index int) int {
+func (l *locator) Section(section string, index int) int {
 	if n, ok := l.sections[section+"\x00"+strconv.Itoa(index)]; ok {
 		return n
 	}
@@ -370,7 +370,7 @@ func (l *locator) section(section string, index int) int {
 }
 
 // humans are the project's humans (only the managers, if managers).
-func (c *Config) humans(managers bool) []string {
+func (c *Config) Humans(managers bool) []string {
 	var out []string
 	for _, a := range c.Agents {
 		if a.Type == AgentHuman && (!managers || a.Role == RoleManager) {
@@ -382,7 +382,7 @@ func (c *Config) humans(managers bool) []string {
 
 // isApprover reports whether id is one of the config's approvers: a human
 // with the role manager.
-func (c *Config) isApprover(id string) bool {
+func (c *Config) IsApprover(id string) bool {
 	a, ok := c.Agent(id)
 	return ok && a.Type == AgentHuman && a.Role == RoleManager
 }
@@ -400,7 +400,7 @@ func (c *Config) Ancestors(agent string) []string {
 }
 
 // humanAncestors are the humans in agent's parent chain, nearest first.
-func (c *Config) humanAncestors(agent string) []string {
+func (c *Config) HumanAncestors(agent string) []string {
 	var out []string
 	for _, id := range c.Ancestors(agent) {
 		if a, _ := c.Agent(id); a.Type == AgentHuman {
@@ -411,12 +411,12 @@ func (c *Config) humanAncestors(agent string) []string {
 }
 
 // isHuman says whether id is a human of the project.
-func (c *Config) isHuman(id string) bool {
+func (c *Config) IsHuman(id string) bool {
 	a, ok := c.Agent(id)
 	return ok && a.Type == AgentHuman
 }
 
-func checkAgentRef(cfg *Config, id, what string) error {
+func CheckAgentRef(cfg *Config, id, what string) error {
 	if id == "" {
 		return nil
 	}
@@ -424,7 +424,7 @@ func checkAgentRef(cfg *Config, id, what string) error {
 		return fmt.Errorf("%s: %w", what, err)
 	}
 	if _, ok := cfg.Agent(id); !ok {
-		return kindf(ErrNotFound, "%s %q is not an agent of this project: see aipm agent list", what, id)
+		return Kindf(ErrNotFound, "%s %q is not an agent of this project: see aipm agent list", what, id)
 	}
 	return nil
 }
@@ -434,7 +434,7 @@ func checkAgentRef(cfg *Config, id, what string) error {
 // project's only human. There is no anonymous actor.
 func (c *Config) Actor(given string) (string, error) {
 	if given != "" {
-		if err := checkAgentRef(c, given, "--as"); err != nil {
+		if err := CheckAgentRef(c, given, "--as"); err != nil {
 			return "", err
 		}
 		return given, nil
@@ -449,7 +449,7 @@ func (c *Config) Actor(given string) (string, error) {
 	case 1:
 		return humans[0], nil
 	case 0:
-		return "", kindf(ErrNotFound, "this project has no human to credit the change to: add yourself with aipm agent add ID --type human")
+		return "", Kindf(ErrNotFound, "this project has no human to credit the change to: add yourself with aipm agent add ID --type human")
 	}
-	return "", kindf(ErrAmbiguous, "this project has %d humans (%s): say who you are with --as ID or AIPM_AS=ID", len(humans), strings.Join(humans, ", "))
+	return "", Kindf(ErrAmbiguous, "this project has %d humans (%s): say who you are with --as ID or AIPM_AS=ID", len(humans), strings.Join(humans, ", "))
 }

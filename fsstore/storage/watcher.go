@@ -1,4 +1,4 @@
-package fsstore
+package storage
 
 import (
 	"fmt"
@@ -44,7 +44,7 @@ func (s *Files) LockWatcher() (release func(), err error) {
 	}
 	unlock := func() { unlockFile(); unlockDir() }
 	info := WatcherInfo{PID: os.Getpid(), StartedAt: time.Now().UTC()}
-	if err := s.writeDoc(s.watcherInfoPath(), info, ModeFile); err != nil {
+	if err := s.WriteDoc(s.watcherInfoPath(), info, ModeFile); err != nil {
 		unlock()
 		return nil, fmt.Errorf("watcher lock: %w", err)
 	}
@@ -75,7 +75,7 @@ func (s *Files) RunningWatcher() (*WatcherInfo, error) {
 		return nil, err
 	}
 	var info WatcherInfo
-	if s.readDoc(s.watcherInfoPath(), &info) != nil {
+	if s.ReadDoc(s.watcherInfoPath(), &info) != nil {
 		return &WatcherInfo{}, nil
 	}
 	return &info, nil

@@ -1,4 +1,4 @@
-package fsstore
+package storage
 
 import (
 	"fmt"
@@ -122,13 +122,13 @@ func (t NotificationTTLs) of(typ string) time.Duration {
 
 // setNotificationTTLs makes cfg's times to live the ones this store's
 // reads apply (LoadConfig).
-func (s *Files) setNotificationTTLs(cfg *Config) {
+func (s *Files) SetNotificationTTLs(cfg *Config) {
 	ttls := cfg.Notifications.TTL
 	s.ttls.Store(&ttls)
 }
 
 // notificationTTL is the time to live of typ in force (0: for ever).
-func (s *Files) notificationTTL(typ string) time.Duration {
+func (s *Files) NotificationTTL(typ string) time.Duration {
 	var ttls NotificationTTLs
 	if p := s.ttls.Load(); p != nil {
 		ttls = *p

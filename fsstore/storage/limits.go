@@ -1,4 +1,4 @@
-package fsstore
+package storage
 
 import (
 	"fmt"
@@ -43,11 +43,11 @@ func CheckText(field, value string) error {
 		panic("fsstore: no limit for text field " + field)
 	}
 	if !utf8.ValidString(value) {
-		return codeErr(CodeContentInvalid, "%s is not valid UTF-8: send text only", field)
+		return CodeErr(CodeContentInvalid, "%s is not valid UTF-8: send text only", field)
 	}
 	if len(value) > limit { // cheap first: a rune is at least one byte
 		if n := utf8.RuneCountInString(value); n > limit {
-			return codeErr(field+"_too_long", "%s has %d characters; the limit is %d: %s", field, n, limit, shorten[field])
+			return CodeErr(field+"_too_long", "%s has %d characters; the limit is %d: %s", field, n, limit, shorten[field])
 		}
 	}
 	return nil
@@ -69,7 +69,7 @@ var shorten = map[string]string{
 // is. field names the argument in the error.
 func CheckEnum(field, value string, allowed []string) error {
 	if !slices.Contains(allowed, value) {
-		return codeErr("invalid_"+field, "%s %q is invalid: use one of %s", field, Clip(value, maxEchoedID), strings.Join(allowed, ", "))
+		return CodeErr("invalid_"+field, "%s %q is invalid: use one of %s", field, Clip(value, MaxEchoedID), strings.Join(allowed, ", "))
 	}
 	return nil
 }

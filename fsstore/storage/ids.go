@@ -1,4 +1,4 @@
-package fsstore
+package storage
 
 import (
 	"crypto/rand"
@@ -98,12 +98,12 @@ func isAgentID(id string) bool {
 // isIDBody reports whether body is the 26 characters after an id's prefix:
 // ^[0-7][0-9A-HJKMNP-TV-Z]{25}$ (a 128-bit ULID in Crockford's base 32).
 func isIDBody(body string) bool {
-	return len(body) == 26 && '0' <= body[0] && body[0] <= '7' && isCrockford(body)
+	return len(body) == 26 && '0' <= body[0] && body[0] <= '7' && IsCrockford(body)
 }
 
 // isCrockford reports whether s is made only of Crockford base-32 digits
 // (upper case): ^[0-9A-HJKMNP-TV-Z]*$.
-func isCrockford(s string) bool {
+func IsCrockford(s string) bool {
 	for i := 0; i < len(s); i++ {
 		if strings.IndexByte(crockford, s[i]) < 0 {
 			return false
@@ -122,7 +122,7 @@ func CheckAgentID(id string) error {
 		return fmt.Errorf("agent id %q is reserved for messages the system writes; choose another id", id)
 	}
 	if !isAgentID(id) {
-		return fmt.Errorf("agent id %q is invalid: use 1-64 letters, digits, '_' or '-', starting with a letter or digit", Clip(id, maxEchoedID))
+		return fmt.Errorf("agent id %q is invalid: use 1-64 letters, digits, '_' or '-', starting with a letter or digit", Clip(id, MaxEchoedID))
 	}
 	return nil
 }
@@ -131,7 +131,7 @@ func CheckAgentID(id string) error {
 func CheckID(prefix, id string) error {
 	body, ok := strings.CutPrefix(id, prefix)
 	if !ok || !isIDBody(body) {
-		return fmt.Errorf("%q is not a valid %s id: expected %s followed by 26 characters, as returned by aipm", Clip(id, maxEchoedID), strings.TrimSuffix(prefix, "_"), prefix)
+		return fmt.Errorf("%q is not a valid %s id: expected %s followed by 26 characters, as returned by aipm", Clip(id, MaxEchoedID), strings.TrimSuffix(prefix, "_"), prefix)
 	}
 	return nil
 }
@@ -148,7 +148,7 @@ func CheckPurpose(p string) error {
 const SystemSender = "system"
 
 // maxEchoedID is how much of a malformed id an error repeats.
-const maxEchoedID = 80
+const MaxEchoedID = 80
 
 // Clip returns s if it has at most n bytes, else its first n bytes (whole
 // characters) and how long it was: an error repeats what it was given, but

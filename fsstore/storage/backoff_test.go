@@ -1,4 +1,4 @@
-package fsstore
+package storage
 
 import (
 	"testing"

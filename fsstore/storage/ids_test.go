@@ -1,4 +1,4 @@
-package fsstore
+package storage
 
 import (
 	"math/rand/v2"
@@ -64,7 +64,7 @@ func TestFormsMatchTheirPatterns(t *testing.T) {
 	}{
 		{`^[A-Za-z0-9][A-Za-z0-9_-]{0,63}$`, isAgentID},
 		{`^[0-7][0-9A-HJKMNP-TV-Z]{25}$`, isIDBody},
-		{`^[0-9A-HJKMNP-TV-Z]*$`, isCrockford},
+		{`^[0-9A-HJKMNP-TV-Z]*$`, IsCrockford},
 		{`^(task|chat)$`, func(p string) bool { return CheckPurpose(p) == nil }},
 	}
 	// Each class's edges and their neighbours, some multi-byte text, a

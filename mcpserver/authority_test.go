@@ -11,6 +11,7 @@ import (
 	"aipm/fsstore"
 	"aipm/fsstore/storage"
 	"aipm/hook"
+	"aipm/internal/fixtures"
 )
 
 // Who may stop, resume, end and decide (DESIGN section 11, "A human's stop
@@ -110,7 +111,7 @@ func TestHumanStopIsFinal(t *testing.T) {
 			cs := p.connect("")
 			token := p.authenticate(cs, "coder", "task")
 			if tc.hand {
-				fix := fsstore.FixturesOf(p.store)
+				fix := fixtures.Of(p.store)
 				if err := fix.HandEdit(storage.Tasks, task.ID, func(doc map[string]any) { doc["status"] = tc.status }); err != nil {
 					t.Fatal(err)
 				}

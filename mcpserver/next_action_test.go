@@ -9,6 +9,7 @@ import (
 
 	"aipm/fsstore"
 	"aipm/fsstore/storage"
+	"aipm/internal/fixtures"
 )
 
 // An interrupt ends a waiting get_next_action at once, whatever wrote it
@@ -26,7 +27,7 @@ func TestInterruptEndsWait(t *testing.T) {
 			p.aipm(t, "task", "status", task.ID, "blocked", "--reason", "plans changed", "--as", "lead")
 		}},
 		{"task session, task file edited by hand", storage.PurposeTask, true, func(t *testing.T, p *project, task fsstore.Task) {
-			if err := fsstore.FixturesOf(p.store).HandEdit(storage.Tasks, task.ID, func(f map[string]any) { f["status"] = fsstore.StatusBlocked }); err != nil {
+			if err := fixtures.Of(p.store).HandEdit(storage.Tasks, task.ID, func(f map[string]any) { f["status"] = fsstore.StatusBlocked }); err != nil {
 				t.Fatal(err)
 			}
 		}},

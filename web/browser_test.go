@@ -23,6 +23,7 @@ import (
 	"aipm/fsstore"
 	"aipm/fsstore/storage"
 	"aipm/internal/browser"
+	"aipm/internal/fixtures"
 	"aipm/internal/testenv"
 	"aipm/web"
 )
@@ -344,7 +345,7 @@ func TestHandEditMovesCard(t *testing.T) {
 	card := ".card" + attr("data-task-id", task.ID)
 	until(t, ctx, tab, has(".column"+attr("data-status", fsstore.StatusTodo)+" "+card))
 
-	if err := fsstore.FixturesOf(p.store).HandEdit(storage.Tasks, task.ID, func(f map[string]any) { f["status"] = fsstore.StatusCancelled }); err != nil {
+	if err := fixtures.Of(p.store).HandEdit(storage.Tasks, task.ID, func(f map[string]any) { f["status"] = fsstore.StatusCancelled }); err != nil {
 		t.Fatal(err)
 	}
 	until(t, ctx, tab, has(".column"+attr("data-status", fsstore.StatusCancelled)+" "+card))

@@ -19,6 +19,7 @@ import (
 
 	"aipm/fsstore"
 	"aipm/fsstore/storage"
+	"aipm/internal/fixtures"
 	"aipm/watcher"
 	"aipm/web"
 )
@@ -611,7 +612,7 @@ func demoDefaults(ctx context.Context, s *fsstore.Store, keys string) error {
 // demoHandEdit changes a task's status the way a human's editor does:
 // a new file renamed over the old one, with no lock and no aipm.
 func demoHandEdit(s *fsstore.Store, id, status string) error {
-	return fsstore.FixturesOf(s).HandEdit(storage.Tasks, id, func(fields map[string]any) { fields["status"] = status })
+	return fixtures.Of(s).HandEdit(storage.Tasks, id, func(fields map[string]any) { fields["status"] = status })
 }
 
 // demoLog prints the watcher's log lines into the transcript.

@@ -29,6 +29,7 @@ import (
 
 	"aipm/fsstore"
 	"aipm/fsstore/storage"
+	"aipm/internal/fixtures"
 )
 
 // Options are what one run measures, and with what.
@@ -858,7 +859,7 @@ func (b *bench) timePending(store *fsstore.Store, keys map[string]string) ([]tim
 
 // writeHistory writes n chat lines as other agents' messages.
 func writeHistory(store *fsstore.Store, path string, n int) error {
-	return fsstore.FixturesOf(store).Lines(path, n, func(i int) any {
+	return fixtures.Of(store).Lines(path, n, func(i int) any {
 		return fsstore.Message{ID: storage.NewID(storage.PrefixMessage), SenderID: "w", Content: fmt.Sprintf("history line %d: a message of ordinary length, about like this one", i), CreatedAt: "2026-11-21T12:00:00.000000Z"}
 	})
 }
@@ -991,7 +992,7 @@ func (b *bench) ownSent() ([]Row, error) {
 // notification.
 func (b *bench) fillOwnSent(store *fsstore.Store, n int) error {
 	path, _ := store.ChatPath("r")
-	if err := fsstore.FixturesOf(store).Lines(path, n, func(i int) any {
+	if err := fixtures.Of(store).Lines(path, n, func(i int) any {
 		return fsstore.Message{ID: storage.NewID(storage.PrefixMessage), SenderID: "r", ReceiverID: "w", Content: fmt.Sprintf("sent line %d: a message of ordinary length, about like this one", i), CreatedAt: "2026-11-21T12:00:00.000000Z"}
 	}); err != nil {
 		return err
@@ -1023,7 +1024,7 @@ func (b *bench) unreadNotifications() ([]Row, error) {
 	return b.piledUp("P6b", "gated call (get_my_task) with unread notifications", n, func(store *fsstore.Store, n int) error {
 		path, _ := store.NotificationsPath("r")
 		created := time.Now().UTC()
-		return fsstore.FixturesOf(store).Lines(path, n, func(i int) any {
+		return fixtures.Of(store).Lines(path, n, func(i int) any {
 			return fsstore.Notification{ID: storage.NewID(storage.PrefixNotification), Type: storage.NotifyInfo, Message: fmt.Sprintf("notification %d", i), CreatedAt: created}
 		})
 	}, func(s *server) error {
@@ -1097,7 +1098,7 @@ func (b *bench) authSessions() ([]Row, error) {
 func (b *bench) authOwnSent() ([]Row, error) {
 	return b.piledUp("P6g", "authenticate over own sent copies", b.history, func(store *fsstore.Store, n int) error {
 		path, _ := store.ChatPath("r")
-		return fsstore.FixturesOf(store).Lines(path, n+1, func(i int) any {
+		return fixtures.Of(store).Lines(path, n+1, func(i int) any {
 			if i == n {
 				return fsstore.Message{ID: storage.NewID(storage.PrefixMessage), SenderID: "w", Content: "the one unread message", CreatedAt: "2026-11-21T12:00:00.000000Z"}
 			}
@@ -1149,7 +1150,7 @@ func writeTasks(store *fsstore.Store, n int) error {
 		case 3, 2, 1:
 			t.Status = fsstore.StatusTodo
 		}
-		if err := fsstore.FixturesOf(store).Doc(storage.Tasks, t.ID, t); err != nil {
+		if err := fixtures.Of(store).Doc(storage.Tasks, t.ID, t); err != nil {
 			return err
 		}
 	}
@@ -1169,7 +1170,7 @@ func writeSessions(store *fsstore.Store, n int) error {
 		if i%2 == 1 {
 			ses.LastSeenAt = now.Add(-2 * time.Hour)
 		}
-		if err := fsstore.FixturesOf(store).Doc(storage.Sessions, ses.ID, ses); err != nil {
+		if err := fixtures.Of(store).Doc(storage.Sessions, ses.ID, ses); err != nil {
 			return err
 		}
 	}

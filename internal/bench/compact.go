@@ -8,6 +8,7 @@ import (
 
 	"aipm/fsstore"
 	"aipm/fsstore/storage"
+	"aipm/internal/fixtures"
 )
 
 // retention is the chat_lines the compaction rows keep.
@@ -29,7 +30,7 @@ func (b *bench) compacted() ([]Row, error) {
 	if err := writeHistory(store, rpath, b.history); err != nil {
 		return nil, err
 	}
-	if err := fsstore.FixturesOf(store).Lines(wpath, b.history, func(i int) any {
+	if err := fixtures.Of(store).Lines(wpath, b.history, func(i int) any {
 		return fsstore.Message{ID: storage.NewID(storage.PrefixMessage), SenderID: "w", ReceiverID: "r", Content: fmt.Sprintf("history line %d: a message of ordinary length, about like this one", i), CreatedAt: "2026-11-21T12:00:00.000000Z"}
 	}); err != nil {
 		return nil, err

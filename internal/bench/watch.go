@@ -15,6 +15,7 @@ import (
 
 	"aipm/fsstore"
 	"aipm/fsstore/storage"
+	"aipm/internal/fixtures"
 	"aipm/wake"
 	"aipm/watcher"
 )
@@ -41,7 +42,7 @@ func (b *bench) watchBench() ([]Row, error) {
 	if err != nil {
 		return nil, err
 	}
-	if err := fsstore.FixturesOf(store).Collections(storage.Pending, storage.Sessions, storage.Runs); err != nil {
+	if err := fixtures.Of(store).Collections(storage.Pending, storage.Sessions, storage.Runs); err != nil {
 		return nil, err
 	}
 	ctx, cancel := context.WithCancel(b.ctx)

@@ -28,7 +28,7 @@ type Message struct {
 	SenderID   string `json:"senderId"`
 	ReceiverID string `json:"receiverId,omitempty"`
 	// ReceiverIDs and TargetGroup are set on every copy of a group message
-	// (groupsend.go): all its receivers, in order, and the config group it
+	// (chat_group.go): all its receivers, in order, and the config group it
 	// was sent to, if any. Such a line never has receiverId; the sender's
 	// copy is the one in the sender's own chat log.
 	ReceiverIDs    []string `json:"receiverIds,omitempty"`

@@ -76,7 +76,7 @@ var textField = map[string]string{
 
 // TestStatedLimits: every number an input schema's description states is
 // the limit the code enforces: a text argument's "at most N characters" is
-// its CheckText limit (fsstore/limits.go), a listing's "default D, at most
+// its CheckText limit (fsstore/storage/limits.go), a listing's "default D, at most
 // M" its page limit, wait_seconds' and max_turns' bounds fsstore's. A
 // number the test cannot account for fails it, so a new stated limit comes
 // with its check here.

@@ -21,11 +21,9 @@ import (
 	"path/filepath"
 	"strings"
 	"syscall"
-	"text/tabwriter"
 
 	"github.com/spf13/cobra"
 
-	"aipm/fsstore/storage"
 	"aipm/internal/bench"
 )
 
@@ -142,25 +140,9 @@ func benchRun(ctx context.Context, o *options, stdout, stderr io.Writer) error {
 		return err
 	}
 	if o.json {
-		out := make([]map[string]any, 0, len(rows))
-		for _, r := range rows {
-			out = append(out, r.JSON())
-		}
-		data, err := storage.EncodeDoc(out)
-		if err != nil {
-			return fmt.Errorf("encode JSON: %w", err)
-		}
-		_, err = stdout.Write(data)
-		return err
+		return bench.WriteJSON(stdout, rows)
 	}
-	// Columns aligned to their widest cell, two spaces apart, as aipm's
-	// tables.
-	tw := tabwriter.NewWriter(stdout, 0, 0, 2, ' ', 0)
-	fmt.Fprintln(tw, strings.Join(bench.Header, "\t"))
-	for _, r := range rows {
-		fmt.Fprintln(tw, strings.Join(r.Cells(), "\t"))
-	}
-	return tw.Flush()
+	return bench.WriteTable(stdout, rows)
 }
 
 // aipmBinary is the aipm to measure, and where it comes from: flag (the

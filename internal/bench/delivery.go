@@ -1,0 +1,230 @@
+package bench
+
+import (
+	"bufio"
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"slices"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/fsnotify/fsnotify"
+
+	"aipm/fsstore"
+)
+
+// delivery is P1: A's send_message issued -> B's waiting get_next_action
+// returns, two server processes; beside a bare append+fsync in this process
+// waking an inotify reader in another, one floor sample after each aipm
+// sample so that both see the same machine. P1r times from the send's
+// return instead (B often returns first: negative latencies). P1i is the
+// same wake for an interrupt: written (as aipm interrupt does) -> B's
+// waiting get_next_action answers with it.
+func (b *bench) delivery() ([]Row, error) {
+	b.progress("P1: %d deliveries and %d interrupts between two aipm serve processes, interleaved with the floor", b.deliveries, b.deliveries)
+	store, keys, err := b.project("p1", "a", "b")
+	if err != nil {
+		return nil, err
+	}
+	waiting := newLineCounter("msg=waiting")
+	sa, err := b.serve(store, "a", keys["a"], io.Discard)
+	if err != nil {
+		return nil, err
+	}
+	defer sa.close()
+	sb, err := b.serve(store, "b", keys["b"], waiting)
+	if err != nil {
+		return nil, err
+	}
+	defer sb.close()
+	floor, err := b.newDeliveryFloor("p1-floor")
+	if err != nil {
+		return nil, err
+	}
+	defer floor.close()
+	var fromStart, fromReturn, interrupts, floorStart, floorReturn []time.Duration
+	var usage cpuUsage
+	for i := 0; i < b.deliveries; i++ {
+		usage.start()
+		sent, returned, err := b.wake(sb, waiting, "get_pending_messages", func() error {
+			return sa.call(b.ctx, "send_message", map[string]any{"target_agent_id": "b", "content": "ping " + strconv.Itoa(i)}, nil)
+		})
+		usage.stop()
+		if err != nil {
+			return nil, err
+		}
+		fromStart, fromReturn = append(fromStart, sent), append(fromReturn, returned)
+		if err := sb.call(b.ctx, "get_pending_messages", map[string]any{}, nil); err != nil {
+			return nil, err
+		}
+		interrupted, _, err := b.wake(sb, waiting, "INTERRUPT", func() error {
+			_, _, err := store.WriteInterrupt(b.ctx, fsstore.Interruption{Agent: "b", By: "a", Reason: "sample " + strconv.Itoa(i)})
+			return err
+		})
+		if err != nil {
+			return nil, err
+		}
+		interrupts = append(interrupts, interrupted)
+		if err := sb.call(b.ctx, "get_notifications", map[string]any{}, nil); err != nil {
+			return nil, err
+		}
+		fs, fr, err := floor.sample()
+		if err != nil {
+			return nil, err
+		}
+		floorStart, floorReturn = append(floorStart, fs), append(floorReturn, fr)
+	}
+	row := func(id, what string, lat, floor []time.Duration) Row {
+		slices.Sort(lat)
+		slices.Sort(floor)
+		over := percentile(lat, 99) - percentile(floor, 99)
+		return Row{
+			id: id, what: fmt.Sprintf("%s, %d samples", what, len(lat)),
+			aipm:     ms(percentile(lat, 50)) + " / " + ms(percentile(lat, 99)),
+			floor:    ms(percentile(floor, 50)) + " / " + ms(percentile(floor, 99)),
+			compared: "p99 " + signedMs(over), target: "p99 <= floor + 1 ms", met: over <= time.Millisecond,
+			cpu: usage.String(),
+		}
+	}
+	return []Row{
+		row("P1", "delivery p50/p99: send issued -> receiver returns", fromStart, floorStart),
+		row("P1r", "delivery p50/p99: send returns -> receiver returns", fromReturn, floorReturn),
+		row("P1i", "interrupt p50/p99: written -> receiver's wait returns", interrupts, floorStart),
+	}, nil
+}
+
+// wake times one wake of sb's waiting get_next_action: cause runs once
+// sb's server logs that it waits; the times are from cause's start and
+// from its return to the moment the wait answered. The answer must name
+// want: the action, or the text of an error result (an interrupt).
+func (b *bench) wake(sb *server, waiting *lineCounter, want string, cause func() error) (fromStart, fromReturn time.Duration, err error) {
+	before := waiting.count()
+	woke := make(chan time.Time, 1)
+	errc := make(chan error, 1)
+	go func() {
+		var out struct{ Action string }
+		err := sb.call(b.ctx, "get_next_action", map[string]any{"wait_seconds": 50}, &out)
+		woke <- time.Now()
+		switch {
+		case err != nil && strings.Contains(err.Error(), want):
+			err = nil
+		case err == nil && out.Action != want:
+			err = fmt.Errorf("get_next_action answered %q, want %s", out.Action, want)
+		}
+		errc <- err
+	}()
+	waiting.waitPast(before) // B's server is in its wait
+	started := time.Now()
+	if err := cause(); err != nil {
+		return 0, 0, err
+	}
+	returned := time.Now()
+	t := <-woke
+	if err := <-errc; err != nil {
+		return 0, 0, err
+	}
+	return t.Sub(started), t.Sub(returned), nil
+}
+
+// deliveryFloor appends+fsyncs in this process and times how long a reader
+// process blocked on inotify takes to wake (it reports its wall clock, which
+// both processes share).
+type deliveryFloor struct {
+	cmd   *exec.Cmd
+	lines *bufio.Scanner
+	f     *os.File
+}
+
+func (b *bench) newDeliveryFloor(name string) (*deliveryFloor, error) {
+	dir := filepath.Join(b.root, name)
+	if err := os.Mkdir(dir, 0o755); err != nil {
+		return nil, err
+	}
+	path := filepath.Join(dir, "chat.jsonl")
+	cmd := exec.CommandContext(b.ctx, b.self, "bench-floor-reader", path)
+	stdout, err := cmd.StdoutPipe()
+	if err != nil {
+		return nil, err
+	}
+	if err := cmd.Start(); err != nil {
+		return nil, err
+	}
+	fl := &deliveryFloor{cmd: cmd, lines: bufio.NewScanner(stdout)}
+	if !fl.lines.Scan() || fl.lines.Text() != "ready" {
+		fl.close()
+		return nil, fmt.Errorf("floor reader did not start: %v", fl.lines.Err())
+	}
+	if fl.f, err = os.OpenFile(path, os.O_CREATE|os.O_WRONLY|os.O_APPEND, 0o644); err != nil {
+		fl.close()
+		return nil, err
+	}
+	return fl, nil
+}
+
+// sample is one floor delivery, timed from the start of the append (as
+// aipm's from the start of the send) and from the fsync's return.
+func (fl *deliveryFloor) sample() (fromStart, fromReturn time.Duration, err error) {
+	sent := time.Now()
+	if _, err := fl.f.WriteString(`{"id":"msg_floor","content":"ping"}` + "\n"); err != nil {
+		return 0, 0, err
+	}
+	if err := fl.f.Sync(); err != nil {
+		return 0, 0, err
+	}
+	returned := time.Now()
+	if !fl.lines.Scan() {
+		return 0, 0, fmt.Errorf("floor reader stopped: %v", fl.lines.Err())
+	}
+	ns, err := strconv.ParseInt(fl.lines.Text(), 10, 64)
+	if err != nil {
+		return 0, 0, err
+	}
+	woke := time.Unix(0, ns)
+	return woke.Sub(sent), woke.Sub(returned), nil
+}
+
+func (fl *deliveryFloor) close() {
+	if fl.f != nil {
+		fl.f.Close()
+	}
+	fl.cmd.Process.Kill()
+	fl.cmd.Wait()
+}
+
+// FloorReader is the floor's other process: it prints "ready", then
+// its wall clock each time inotify reports a write to the file.
+func FloorReader(ctx context.Context, args []string, stdout io.Writer) error {
+	if len(args) != 1 {
+		return errors.New("usage: bench-floor-reader FILE")
+	}
+	w, err := fsnotify.NewWatcher()
+	if err != nil {
+		return err
+	}
+	defer w.Close()
+	if err := w.Add(filepath.Dir(args[0])); err != nil {
+		return err
+	}
+	fmt.Fprintln(stdout, "ready")
+	for {
+		select {
+		case <-ctx.Done():
+			return nil
+		case ev, ok := <-w.Events:
+			if !ok {
+				return nil
+			}
+			if ev.Name == args[0] && ev.Has(fsnotify.Write) {
+				fmt.Fprintln(stdout, time.Now().UnixNano())
+			}
+		case err := <-w.Errors:
+			return err
+		}
+	}
+}

@@ -7,6 +7,7 @@ import (
 	"github.com/spf13/cobra"
 
 	"aipm/fsstore"
+	"aipm/internal/launch"
 )
 
 type agentListOptions struct {
@@ -61,7 +62,7 @@ func agentListRun(o *agentListOptions) error {
 	list := []agentInfo{}
 	for _, a := range cfg.Agents {
 		info := agentInfo{ID: a.ID, Type: a.Type, Role: a.Role, Parent: a.Parent, Name: a.Name}
-		info.Starts, info.May = agentStarts(a)
+		info.Starts, info.May = launch.Starts(a)
 		if info.Role == "" {
 			info.Role = fsstore.RoleWorker
 		}

@@ -196,3 +196,11 @@ func (e *env) warnConfig(cfg *fsstore.Config) {
 	}
 	fmt.Fprintf(e.stderr, "aipm: warning: %v%s\n", warnings[0], more)
 }
+
+// warn prints msg, if any, as a warning on stderr; a warning never fails
+// a command.
+func warn(e *env, msg string) {
+	if msg != "" {
+		fmt.Fprintf(e.stderr, "aipm: warning: %s\n", msg)
+	}
+}

@@ -165,14 +165,3 @@ func visible(s string) string {
 	}
 	return b.String()
 }
-
-// shellQuote quotes an argument so a printed command line can be pasted
-// into a POSIX shell.
-func shellQuote(s string) string {
-	if s != "" && !strings.ContainsFunc(s, func(r rune) bool {
-		return !(r >= 'a' && r <= 'z' || r >= 'A' && r <= 'Z' || r >= '0' && r <= '9' || strings.ContainsRune("-_./:=@%+,", r))
-	}) {
-		return s
-	}
-	return "'" + strings.ReplaceAll(s, "'", `'\''`) + "'"
-}

@@ -8,6 +8,8 @@ import (
 	"os/exec"
 	"strings"
 	"syscall"
+
+	"aipm/internal/shell"
 )
 
 // envSSHCommand names the ssh program and its options for --remote and
@@ -106,9 +108,9 @@ func sshArgv(getenv func(string) string, tty bool, host string, remote []string)
 // (home:~/project is the project in the remote user's home).
 func remotePath(dir string) string {
 	if rest, ok := strings.CutPrefix(dir, "~/"); ok {
-		return "~/" + shellQuote(rest)
+		return "~/" + shell.Quote(rest)
 	}
-	return shellQuote(dir)
+	return shell.Quote(dir)
 }
 
 // sshProgram is $AIPM_SSH_COMMAND split on spaces, or ssh.
@@ -125,14 +127,14 @@ func sshProgram(getenv func(string) string) []string {
 func remoteCommand(getenv func(string) string, t remoteTarget, args []string) []string {
 	words := []string{"env"}
 	if as := getenv("AIPM_AS"); as != "" {
-		words = append(words, shellQuote("AIPM_AS="+as))
+		words = append(words, shell.Quote("AIPM_AS="+as))
 	}
 	words = append(words, "aipm")
 	if t.dir != "" {
 		words = append(words, "--dir", remotePath(t.dir))
 	}
 	for _, a := range args {
-		words = append(words, shellQuote(a))
+		words = append(words, shell.Quote(a))
 	}
 	return words
 }

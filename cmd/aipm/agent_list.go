@@ -8,6 +8,7 @@ import (
 
 	"aipm/fsstore"
 	"aipm/internal/launch"
+	"aipm/internal/table"
 )
 
 type agentListOptions struct {
@@ -86,7 +87,7 @@ func agentListRun(o *agentListOptions) error {
 		_, err := fmt.Fprintln(o.e.stdout, "no agents: add one with aipm agent add ID --type ai|human")
 		return err
 	}
-	t := &table{header: []string{"ID", "TYPE", "ROLE", "PARENT", "NAME", "PASSKEY", "STARTS"}}
+	t := &table.Table{Header: []string{"ID", "TYPE", "ROLE", "PARENT", "NAME", "PASSKEY", "STARTS"}}
 	for _, a := range list {
 		key := "-"
 		if a.Type == fsstore.AgentAI {
@@ -96,13 +97,13 @@ func agentListRun(o *agentListOptions) error {
 		if a.May != "" {
 			starts += ": may " + a.May
 		}
-		t.add(a.ID, a.Type, a.Role, dash(a.Parent), dash(a.Name), key, starts)
+		t.Add(a.ID, a.Type, a.Role, dash(a.Parent), dash(a.Name), key, starts)
 	}
-	t.style = func(col int, cell string) string {
+	t.Style = func(col int, cell string) string {
 		if col == 5 && cell == "MISSING" {
 			return "31"
 		}
 		return ""
 	}
-	return t.print(o.e.stdout, o.e.colour, o.e.width)
+	return t.Print(o.e.stdout, o.e.colour, o.e.width)
 }

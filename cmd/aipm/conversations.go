@@ -8,6 +8,7 @@ import (
 	"github.com/spf13/cobra"
 
 	"aipm/fsstore"
+	"aipm/internal/table"
 )
 
 type conversationsOptions struct {
@@ -74,19 +75,19 @@ func conversationsRun(ctx context.Context, o *conversationsOptions) error {
 	if err != nil {
 		return fmt.Errorf("conversations: %w", err)
 	}
-	return conversationTable(cs, short).print(o.e.stdout, o.e.colour, o.e.width)
+	return conversationTable(cs, short).Print(o.e.stdout, o.e.colour, o.e.width)
 }
 
 // conversationTable is the one table of conversations (conversations and
 // status); short shows conversation and task ids (idShortener).
-func conversationTable(cs []fsstore.Conversation, short func(string) string) *table {
-	t := &table{header: []string{"CONVERSATION", "STATE", "INITIATOR", "PARTICIPANT", "TURNS", "TASK", "PURPOSE"}, cut: 6}
+func conversationTable(cs []fsstore.Conversation, short func(string) string) *table.Table {
+	t := &table.Table{Header: []string{"CONVERSATION", "STATE", "INITIATOR", "PARTICIPANT", "TURNS", "TASK", "PURPOSE"}, Cut: 6}
 	for _, c := range cs {
 		state := c.State
 		if c.EndReason != "" {
 			state += " (" + c.EndReason + ")"
 		}
-		t.add(short(c.ID), state, c.Initiator, strings.Join(c.Others(c.Initiator), ", "), fmt.Sprintf("%d/%d", c.Turns, c.MaxTurns), dash(short(c.TaskID)), visible(oneLine(c.Purpose)))
+		t.Add(short(c.ID), state, c.Initiator, strings.Join(c.Others(c.Initiator), ", "), fmt.Sprintf("%d/%d", c.Turns, c.MaxTurns), dash(short(c.TaskID)), visible(oneLine(c.Purpose)))
 	}
 	return t
 }
@@ -256,23 +257,23 @@ func delegationsRun(o *delegationsOptions) error {
 	if err != nil {
 		return fmt.Errorf("delegations: %w", err)
 	}
-	return delegationTable(ds, o.All, short).print(o.e.stdout, o.e.colour, o.e.width)
+	return delegationTable(ds, o.All, short).Print(o.e.stdout, o.e.colour, o.e.width)
 }
 
 // delegationTable is the one table of delegations (delegations and status);
 // short shows delegation and task ids (idShortener).
-func delegationTable(ds []fsstore.Delegation, results bool, short func(string) string) *table {
-	t := &table{header: []string{"DELEGATION", "STATUS", "AGENT", "TO", "TASK", "PURPOSE"}, cut: 5}
+func delegationTable(ds []fsstore.Delegation, results bool, short func(string) string) *table.Table {
+	t := &table.Table{Header: []string{"DELEGATION", "STATUS", "AGENT", "TO", "TASK", "PURPOSE"}, Cut: 5}
 	if results {
-		t.header = append(t.header, "RESULT")
-		t.cut = 6
+		t.Header = append(t.Header, "RESULT")
+		t.Cut = 6
 	}
 	for _, d := range ds {
 		row := []string{short(d.ID), d.Status, d.Agent, d.Target, dash(short(d.TaskID)), visible(oneLine(d.Purpose))}
 		if results {
 			row = append(row, dash(visible(oneLine(d.Result))))
 		}
-		t.add(row...)
+		t.Add(row...)
 	}
 	return t
 }

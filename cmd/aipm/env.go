@@ -7,6 +7,7 @@ import (
 	"os"
 
 	"aipm/fsstore"
+	"aipm/internal/table"
 )
 
 // env is what every command may use: the process's streams and
@@ -29,17 +30,7 @@ type env struct {
 
 func newEnv(getenv func(string) string, stdin io.Reader, stdout, stderr io.Writer) *env {
 	return &env{getenv: getenv, stdin: stdin, stdout: stdout, stderr: stderr,
-		colour: isTerminal(stdout) && getenv("NO_COLOR") == "", width: outputWidth(getenv, stdout)}
-}
-
-// isTerminal says whether w is a character device (a terminal).
-func isTerminal(w io.Writer) bool {
-	f, ok := w.(*os.File)
-	if !ok {
-		return false
-	}
-	fi, err := f.Stat()
-	return err == nil && fi.Mode()&os.ModeCharDevice != 0
+		colour: table.IsTerminal(stdout) && getenv("NO_COLOR") == "", width: table.Width(getenv, stdout)}
 }
 
 // projectDir is where a new project goes: --dir, else AIPM_DIR, else the

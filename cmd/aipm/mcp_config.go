@@ -10,6 +10,7 @@ import (
 
 	"aipm/fsstore"
 	"aipm/internal/clientconfig"
+	"aipm/internal/remote"
 )
 
 type mcpConfigOptions struct {
@@ -206,15 +207,15 @@ func mcpConfigRemote(o *mcpConfigOptions) error {
 	if err := fsstore.CheckAgentID(o.Agent); err != nil {
 		return usageError("mcp-config: --agent: %v", err)
 	}
-	t, err := parseRemote(o.Remote)
+	t, err := remote.Parse(o.Remote)
 	if err != nil {
-		return err
+		return asUsage(err)
 	}
 	there := ""
-	if t.dir != "" {
-		there = remotePath(t.dir)
+	if t.Dir != "" {
+		there = remote.Path(t.Dir)
 	}
-	srv := clientconfig.RemoteServer(sshProgram(e.getenv), t.host, there, o.Agent)
+	srv := clientconfig.RemoteServer(remote.SSHProgram(e.getenv), t.Host, there, o.Agent)
 	client := clientconfig.Clients[o.Client]
 	fmt.Fprintf(e.stderr, "aipm: no hooks in a remote entry: aipm hook needs the project's .ai-pm/ on this machine; an interrupt reaches %s at its next aipm call\n", o.Agent)
 	if !o.Write {
@@ -222,7 +223,7 @@ func mcpConfigRemote(o *mcpConfigOptions) error {
 		if err != nil {
 			return fmt.Errorf("mcp-config %s: %w", o.Client, err)
 		}
-		fmt.Fprintf(e.stderr, "aipm: the entry runs aipm serve on %s for agent %s, whose passkey must be saved there (aipm agent passkey %s --save); --write merges it into this directory's files\n", t.host, o.Agent, o.Agent)
+		fmt.Fprintf(e.stderr, "aipm: the entry runs aipm serve on %s for agent %s, whose passkey must be saved there (aipm agent passkey %s --save); --write merges it into this directory's files\n", t.Host, o.Agent, o.Agent)
 		_, err = e.stdout.Write(out)
 		return err
 	}

@@ -6,6 +6,7 @@ import (
 	"github.com/spf13/cobra"
 
 	"aipm/fsstore"
+	"aipm/internal/table"
 )
 
 type taskListOptions struct {
@@ -93,17 +94,17 @@ func taskListRun(o *taskListOptions) error {
 	if err != nil {
 		return fmt.Errorf("task list: %w", err)
 	}
-	t := &table{header: []string{"ID", "STATUS", "PRIORITY", "ASSIGNEE", "UPDATED", "TITLE"}, cut: 5}
+	t := &table.Table{Header: []string{"ID", "STATUS", "PRIORITY", "ASSIGNEE", "UPDATED", "TITLE"}, Cut: 5}
 	for _, task := range tasks {
-		t.add(short(task.ID), statusText(task), task.Priority, dash(task.Assignee), o.e.age(task.UpdatedAt), visible(oneLine(task.Title)))
+		t.Add(short(task.ID), statusText(task), task.Priority, dash(task.Assignee), o.e.age(task.UpdatedAt), visible(oneLine(task.Title)))
 	}
-	t.style = func(col int, cell string) string {
+	t.Style = func(col int, cell string) string {
 		if col == 1 {
 			return statusStyle(cell)
 		}
 		return ""
 	}
-	return t.print(o.e.stdout, o.e.colour, o.e.width)
+	return t.Print(o.e.stdout, o.e.colour, o.e.width)
 }
 
 // statusText is the status (statusNote), with the approval state when it

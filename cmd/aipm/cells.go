@@ -5,34 +5,11 @@ import (
 	"strings"
 	"time"
 
-	"aipm/fsstore"
 	"aipm/internal/table"
 )
 
 // How a table shows ids, times and long text: each rule has one home here,
 // and every table uses it. --json and --quiet always print the whole values.
-
-// idShortener returns how tables show the ids of the given collections
-// (fsstore.Tasks, ...): shortIDs among all the project's ids of each kind.
-// An id the project does not hold (a task removed since) stays whole.
-func idShortener(store *fsstore.Store, collections ...string) (func(string) string, error) {
-	short := map[string]string{}
-	for _, c := range collections {
-		ids, err := store.IDs(c)
-		if err != nil {
-			return nil, err
-		}
-		for id, s := range table.ShortIDs(ids) {
-			short[id] = s
-		}
-	}
-	return func(id string) string {
-		if s, ok := short[id]; ok {
-			return s
-		}
-		return id
-	}, nil
-}
 
 // age shows t as ageText does, dates in local time or UTC with --utc.
 func (e *env) age(t time.Time) string {

@@ -71,7 +71,7 @@ func conversationsRun(ctx context.Context, o *conversationsOptions) error {
 		_, err := fmt.Fprintln(o.e.stdout, "no open conversations (aipm conversations --all lists closed ones)")
 		return err
 	}
-	short, err := idShortener(store, fsstore.Conversations, fsstore.Tasks)
+	short, err := table.Shortener(store.IDs, fsstore.Conversations, fsstore.Tasks)
 	if err != nil {
 		return fmt.Errorf("conversations: %w", err)
 	}
@@ -79,7 +79,7 @@ func conversationsRun(ctx context.Context, o *conversationsOptions) error {
 }
 
 // conversationTable is the one table of conversations (conversations and
-// status); short shows conversation and task ids (idShortener).
+// status); short shows conversation and task ids (table.Shortener).
 func conversationTable(cs []fsstore.Conversation, short func(string) string) *table.Table {
 	t := &table.Table{Header: []string{"CONVERSATION", "STATE", "INITIATOR", "PARTICIPANT", "TURNS", "TASK", "PURPOSE"}, Cut: 6}
 	for _, c := range cs {
@@ -253,7 +253,7 @@ func delegationsRun(o *delegationsOptions) error {
 		_, err := fmt.Fprintln(o.e.stdout, "no open delegations (aipm delegations --all lists closed ones)")
 		return err
 	}
-	short, err := idShortener(store, fsstore.Delegations, fsstore.Tasks)
+	short, err := table.Shortener(store.IDs, fsstore.Delegations, fsstore.Tasks)
 	if err != nil {
 		return fmt.Errorf("delegations: %w", err)
 	}
@@ -261,7 +261,7 @@ func delegationsRun(o *delegationsOptions) error {
 }
 
 // delegationTable is the one table of delegations (delegations and status);
-// short shows delegation and task ids (idShortener).
+// short shows delegation and task ids (table.Shortener).
 func delegationTable(ds []fsstore.Delegation, results bool, short func(string) string) *table.Table {
 	t := &table.Table{Header: []string{"DELEGATION", "STATUS", "AGENT", "TO", "TASK", "PURPOSE"}, Cut: 5}
 	if results {

@@ -66,7 +66,7 @@ type statusReport struct {
 	Conversations []fsstore.Conversation `json:"openConversations"`
 	Delegations   []fsstore.Delegation   `json:"openDelegations"`
 	Watch         *watchStatus           `json:"watcher"` // status_watch.go
-	// short shows ids in the tables (idShortener); not in the JSON.
+	// short shows ids in the tables (table.Shortener); not in the JSON.
 	short func(string) string
 }
 
@@ -160,7 +160,7 @@ func (o *statusOptions) draw(ctx context.Context, store *fsstore.Store) error {
 	case o.JSON:
 		return writeJSON(e.stdout, r)
 	}
-	if r.short, err = idShortener(store, fsstore.Tasks, fsstore.Conversations, fsstore.Delegations); err != nil {
+	if r.short, err = table.Shortener(store.IDs, fsstore.Tasks, fsstore.Conversations, fsstore.Delegations); err != nil {
 		return fmt.Errorf("status: %w", err)
 	}
 	var b strings.Builder

@@ -90,7 +90,7 @@ func taskListRun(o *taskListOptions) error {
 		_, err := fmt.Fprintln(o.e.stdout, "no matching tasks")
 		return err
 	}
-	short, err := idShortener(store, fsstore.Tasks)
+	short, err := table.Shortener(store.IDs, fsstore.Tasks)
 	if err != nil {
 		return fmt.Errorf("task list: %w", err)
 	}

@@ -114,6 +114,29 @@ func commonPrefix(a, b string) int {
 	return n
 }
 
+// Shortener returns how tables show the ids of the given collections
+// (fsstore.Tasks, ...): ShortIDs among all the project's ids of each kind
+// (ids lists them: fsstore.Store.IDs).
+// An id the project does not hold (a task removed since) stays whole.
+func Shortener(ids func(collection string) ([]string, error), collections ...string) (func(string) string, error) {
+	short := map[string]string{}
+	for _, c := range collections {
+		all, err := ids(c)
+		if err != nil {
+			return nil, err
+		}
+		for id, s := range ShortIDs(all) {
+			short[id] = s
+		}
+	}
+	return func(id string) string {
+		if s, ok := short[id]; ok {
+			return s
+		}
+		return id
+	}, nil
+}
+
 // maxAge is the oldest time a table shows as an age; older ones are dates.
 const maxAge = 7 * 24 * time.Hour
 

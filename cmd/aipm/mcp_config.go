@@ -104,48 +104,109 @@ It is printed only, with no hooks.`,
 }
 
 // mcpConfigRun prints or writes the MCP config that starts aipm serve for
-// the project.
+// the project (entry), or prints the entry for aipm serve --http at --url.
 func mcpConfigRun(o *mcpConfigOptions) error {
 	e := o.e
-	if o.URL != "" && o.Remote != "" {
+	switch {
+	case o.URL != "" && o.Remote != "":
 		return usageError("mcp-config: --url and --remote are two ways to reach the home machine (HTTP and ssh): give one")
+	case o.URL != "" && (o.Agent != "" || o.KeyFile != ""):
+		return usageError("mcp-config: --url takes the agent from the bearer token: leave out --agent and --passkey-file")
+	case o.URL != "" && o.Write:
+		return usageError("mcp-config: --url prints the entry only: save it into the client's config yourself (--write is for the stdio entry)")
+	case o.URL != "":
+		if err := clientconfig.CheckURL(o.URL); err != nil {
+			return asUsage(err)
+		}
+		out, note, err := clientconfig.URLDoc(o.Client, o.URL)
+		if err != nil {
+			return fmt.Errorf("mcp-config %s --url: %w", o.Client, err)
+		}
+		fmt.Fprint(e.stderr, note)
+		_, err = e.stdout.Write(out)
+		return err
 	}
-	if o.URL != "" {
-		return mcpConfigURL(o)
-	}
-	if o.Remote != "" {
-		return mcpConfigRemote(o)
-	}
-	if (o.Agent == "") != (o.KeyFile == "") {
-		return usageError("mcp-config: --agent and --passkey-file go together: give both, or neither to take the credential from the client's environment (see aipm mcp-config --help)")
-	}
-	store, cfg, err := e.open()
+	srv, dir, note, err := o.entry()
 	if err != nil {
 		return err
 	}
-	var pinned map[string]string
-	if o.Agent != "" {
-		if pinned, err = pinnedCredential(cfg, o.Agent, o.KeyFile); err != nil {
-			return err
-		}
-	}
-	srv := clientconfig.Server{Command: clientconfig.AipmCommand(e.getenv("PATH"), e.stderr), Args: clientconfig.ServeArgs, Env: pinned, ToolTimeoutSec: 60, ApprovalMode: "approve"}
-	srv.HookCommand = clientconfig.HookWord(e.getenv("PATH"), srv.Command)
 	client := clientconfig.Clients[o.Client]
 	if !o.Write {
 		out, err := client.Doc(srv)
 		if err != nil {
 			return fmt.Errorf("mcp-config %s: %w", o.Client, err)
 		}
-		fmt.Fprint(e.stderr, client.Note(srv))
+		fmt.Fprint(e.stderr, note)
 		_, err = e.stdout.Write(out)
 		return err
 	}
-	if err := clientconfig.Write(e.stdout, o.Client, store.ProjectDir(), srv); err != nil {
+	if err := clientconfig.Write(e.stdout, o.Client, dir, srv); err != nil {
 		return err
 	}
-	warn(e, client.Trust(e.getenv, store.ProjectDir()))
+	warn(e, client.Trust(e.getenv, dir))
 	return nil
+}
+
+// entry is the stdio entry mcp-config prints or writes, the directory
+// whose files --write merges it into, and what to say on stderr beside the
+// printed document. With --remote, it is the entry for an agent on this
+// machine that reaches the project on another one over ssh: no aipm hooks
+// (they run aipm hook here, which needs the project's .ai-pm/; without them
+// an interrupt still reaches the agent at its next aipm call), and --write
+// needs no project here: it merges into the files of --dir, else of the
+// working directory (the checkout the agent's CLI starts in).
+func (o *mcpConfigOptions) entry() (srv clientconfig.Server, dir, note string, err error) {
+	e := o.e
+	if o.Remote == "" {
+		if (o.Agent == "") != (o.KeyFile == "") {
+			return srv, "", "", usageError("mcp-config: --agent and --passkey-file go together: give both, or neither to take the credential from the client's environment (see aipm mcp-config --help)")
+		}
+		store, cfg, err := e.open()
+		if err != nil {
+			return srv, "", "", err
+		}
+		var pinned map[string]string
+		if o.Agent != "" {
+			if pinned, err = pinnedCredential(cfg, o.Agent, o.KeyFile); err != nil {
+				return srv, "", "", err
+			}
+		}
+		srv = clientconfig.Server{Command: clientconfig.AipmCommand(e.getenv("PATH"), e.stderr), Args: clientconfig.ServeArgs, Env: pinned, ToolTimeoutSec: 60, ApprovalMode: "approve"}
+		srv.HookCommand = clientconfig.HookWord(e.getenv("PATH"), srv.Command)
+		return srv, store.ProjectDir(), clientconfig.Clients[o.Client].Note(srv), nil
+	}
+	switch {
+	case o.Agent == "":
+		return srv, "", "", usageError("mcp-config --remote needs --agent ID: aipm serve on the home machine holds that agent's saved passkey, so the entry carries no secret")
+	case o.KeyFile != "":
+		return srv, "", "", usageError("mcp-config --remote takes no --passkey-file: the passkey stays on the home machine (aipm agent passkey %s --save there)", o.Agent)
+	}
+	if err := fsstore.CheckAgentID(o.Agent); err != nil {
+		return srv, "", "", usageError("mcp-config: --agent: %v", err)
+	}
+	t, err := remote.Parse(o.Remote)
+	if err != nil {
+		return srv, "", "", asUsage(err)
+	}
+	there := ""
+	if t.Dir != "" {
+		there = remote.Path(t.Dir)
+	}
+	srv = clientconfig.RemoteServer(remote.SSHProgram(e.getenv), t.Host, there, o.Agent)
+	fmt.Fprintf(e.stderr, "aipm: no hooks in a remote entry: aipm hook needs the project's .ai-pm/ on this machine; an interrupt reaches %s at its next aipm call\n", o.Agent)
+	note = fmt.Sprintf("aipm: the entry runs aipm serve on %s for agent %s, whose passkey must be saved there (aipm agent passkey %s --save); --write merges it into this directory's files\n", t.Host, o.Agent, o.Agent)
+	if !o.Write {
+		return srv, "", note, nil
+	}
+	if dir = e.dir; dir == "" {
+		if dir, err = os.Getwd(); err != nil {
+			return srv, "", "", fmt.Errorf("mcp-config --write: %w", err)
+		}
+	}
+	if dir, err = filepath.Abs(dir); err != nil {
+		return srv, "", "", fmt.Errorf("mcp-config --write: %w", err)
+	}
+	return srv, dir, note, nil
 }
 
 // pinnedCredential is the environment that pins the server to agent: it
@@ -168,77 +229,4 @@ func pinnedCredential(cfg *fsstore.Config, agent, keyFile string) (map[string]st
 		return nil, usageError("mcp-config: --passkey-file %s is not a file: save %s's passkey there first (aipm agent passkey %s prints a new one)", keyFile, agent, agent)
 	}
 	return map[string]string{fsstore.EnvAgentID: agent, fsstore.EnvPasskeyFile: abs}, nil
-}
-
-// mcpConfigURL prints the entry for an aipm serve --http endpoint.
-func mcpConfigURL(o *mcpConfigOptions) error {
-	switch {
-	case o.Agent != "" || o.KeyFile != "":
-		return usageError("mcp-config: --url takes the agent from the bearer token: leave out --agent and --passkey-file")
-	case o.Write:
-		return usageError("mcp-config: --url prints the entry only: save it into the client's config yourself (--write is for the stdio entry)")
-	}
-	if err := clientconfig.CheckURL(o.URL); err != nil {
-		return asUsage(err)
-	}
-	out, note, err := clientconfig.URLDoc(o.Client, o.URL)
-	if err != nil {
-		return fmt.Errorf("mcp-config %s --url: %w", o.Client, err)
-	}
-	fmt.Fprint(o.e.stderr, note)
-	_, err = o.e.stdout.Write(out)
-	return err
-}
-
-// mcpConfigRemote prints or writes the entry for an agent on this machine
-// that reaches the project on another one (--remote). No aipm hooks: they
-// run aipm hook here, which needs the project's .ai-pm/; without them an
-// interrupt still reaches the agent at its next aipm call. --write needs no
-// project here: it merges into the files of --dir, else of the working
-// directory (the checkout the agent's CLI starts in).
-func mcpConfigRemote(o *mcpConfigOptions) error {
-	e := o.e
-	switch {
-	case o.Agent == "":
-		return usageError("mcp-config --remote needs --agent ID: aipm serve on the home machine holds that agent's saved passkey, so the entry carries no secret")
-	case o.KeyFile != "":
-		return usageError("mcp-config --remote takes no --passkey-file: the passkey stays on the home machine (aipm agent passkey %s --save there)", o.Agent)
-	}
-	if err := fsstore.CheckAgentID(o.Agent); err != nil {
-		return usageError("mcp-config: --agent: %v", err)
-	}
-	t, err := remote.Parse(o.Remote)
-	if err != nil {
-		return asUsage(err)
-	}
-	there := ""
-	if t.Dir != "" {
-		there = remote.Path(t.Dir)
-	}
-	srv := clientconfig.RemoteServer(remote.SSHProgram(e.getenv), t.Host, there, o.Agent)
-	client := clientconfig.Clients[o.Client]
-	fmt.Fprintf(e.stderr, "aipm: no hooks in a remote entry: aipm hook needs the project's .ai-pm/ on this machine; an interrupt reaches %s at its next aipm call\n", o.Agent)
-	if !o.Write {
-		out, err := client.Doc(srv)
-		if err != nil {
-			return fmt.Errorf("mcp-config %s: %w", o.Client, err)
-		}
-		fmt.Fprintf(e.stderr, "aipm: the entry runs aipm serve on %s for agent %s, whose passkey must be saved there (aipm agent passkey %s --save); --write merges it into this directory's files\n", t.Host, o.Agent, o.Agent)
-		_, err = e.stdout.Write(out)
-		return err
-	}
-	dir := e.dir
-	if dir == "" {
-		if dir, err = os.Getwd(); err != nil {
-			return fmt.Errorf("mcp-config --write: %w", err)
-		}
-	}
-	if dir, err = filepath.Abs(dir); err != nil {
-		return fmt.Errorf("mcp-config --write: %w", err)
-	}
-	if err := clientconfig.Write(e.stdout, o.Client, dir, srv); err != nil {
-		return err
-	}
-	warn(e, client.Trust(e.getenv, dir))
-	return nil
 }

@@ -7,7 +7,7 @@ import (
 )
 
 // clientFlags are agent add's and agent set's flags for an agent that is
-// a real client: they become its command, "aipm launch CLIENT ..." (launch.go).
+// a real client: they become its command, "aipm launch CLIENT ..." (internal/launch).
 type clientFlags struct {
 	client, model, access string
 	args                  []string

@@ -8,10 +8,10 @@ import (
 	"aipm/internal/table"
 )
 
-// How a table shows ids, times and long text: each rule has one home here,
-// and every table uses it. --json and --quiet always print the whole values.
+// How the commands' tables show ids, times and long text: the rules are
+// internal/table's; --json and --quiet always print the whole values.
 
-// age shows t as ageText does, dates in local time or UTC with --utc.
+// age shows t as table.Age does, dates in local time or UTC with --utc.
 func (e *env) age(t time.Time) string {
 	loc := time.Local
 	if e.utc {

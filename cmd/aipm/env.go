@@ -20,7 +20,7 @@ type env struct {
 	dir    string // --dir
 	utc    bool   // --utc
 	colour bool   // stdout is a terminal and NO_COLOR is unset
-	width  int    // how wide a table may be (outputWidth), 0 for no limit
+	width  int    // how wide a table may be (table.Width), 0 for no limit
 	// warned is the config whose warnings were last printed (warnConfig).
 	warned *fsstore.Config
 	// helpErr is the usage mistake found while cobra showed help

@@ -14,7 +14,7 @@ import (
 // in a folder the user has trusted, a decision each records in the
 // user's own file. aipm doctor, and mcp-config --write after it writes,
 // read those files and say, in one sentence with the fix, when a client
-// will ignore aipm's entries (doctor_claude.go, doctor_codex.go).
+// will ignore aipm's entries (trust_claude.go, trust_codex.go).
 
 // projectDirs are the project's absolute directory and, when it differs,
 // the same with symbolic links resolved (the one a client started there

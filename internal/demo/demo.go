@@ -1,3 +1,13 @@
+// Package demo is aipm demo: a throw-away project with a human and
+// simulated agents (aipm sim) that a watcher in this process starts, a
+// scenario driven through aipm's own commands, and a live transcript of
+// what happens (the commands as they paste into a shell, the watcher's log,
+// the messages, each change of a task's or delegation's state, each idea
+// explained once). It needs the aipm command tree to run its commands
+// (Options.CLI) and the aipm binary the agents run (Options.Exe).
+//
+//   - demo.go: the run, its default scenario and the transcript.
+//   - group.go: the group scenario (--scenario group).
 package demo
 
 import (

@@ -1,3 +1,23 @@
+// Package launch is how aipm starts Claude Code or Codex as one agent of a
+// project. An agent that is a real client (DESIGN 19) has the command
+//
+//	command = ["aipm", "launch", "claude"]
+//
+// in config.toml, with options after the client's name (--model, --access,
+// and the client's own arguments after --). aipm watch runs it like any
+// command; aipm launch (Run) starts the client headless with everything it
+// needs: aipm's MCP entry, the hooks, the permissions aipm's tools and the
+// agent's work need, and an opening prompt. The credential stays in the
+// environment (AIPM_PASSKEY_FILE, the saved passkey), never on a command
+// line or in the prompt. Nothing is written to the client's own settings.
+//
+//   - launch.go: what a command line says (Spec, SpecOf, Flags), each
+//     client's command line (claudeLaunchArgs, codexLaunchArgs) and the
+//     opening prompt.
+//   - run.go: the client started and waited for (Run); the tool calls it
+//     refused told to the agent's human.
+//   - starts.go, problems.go: what aipm watch starts for an agent and what
+//     it may do (Starts), and what stops it (StartProblems, for doctor).
 package launch
 
 import (
@@ -15,18 +35,6 @@ import (
 	"aipm/internal/shell"
 )
 
-// An agent that is a real client (DESIGN 19) has the command
-//
-//	command = ["aipm", "launch", "claude"]
-//
-// in config.toml, with options after the client's name (--model, --access,
-// and the client's own arguments after --). aipm watch runs it like any
-// command; aipm launch starts the client headless with everything it needs:
-// aipm's MCP entry, the hooks, the permissions aipm's tools and the agent's
-// work need, and an opening prompt. The credential stays in the
-// environment (AIPM_PASSKEY_FILE, the saved passkey), never on a command
-// line or in the prompt. Nothing is written to the client's own settings.
-
 // Access levels: what a launched client may do beyond aipm's tools.
 const (
 	AccessRead    = "read"    // read the project; no edit, no command
@@ -34,6 +42,7 @@ const (
 	AccessFull    = "full"    // everything, without asking
 )
 
+// AccessLevels are the access levels, narrowest first.
 var AccessLevels = []string{AccessRead, AccessProject, AccessFull}
 
 // Spec is what an "aipm launch" command line says.

@@ -14,7 +14,8 @@ import (
 // PATH, an aipm launch command that does not parse, and a Codex started
 // by a command of its own without aipm's hooks (an interrupt could not
 // stop it between tool calls). A missing saved passkey is the store's
-// check (fsstore passkeyProblems).
+// check (fsstore passkeyProblems). path is the PATH value aipm watch runs
+// with.
 func StartProblems(path string, store *fsstore.Store, cfg *fsstore.Config) []fsstore.Problem {
 	if cfg == nil {
 		return nil

@@ -1,3 +1,8 @@
+// Package remote is how aipm reaches a project on another machine over
+// ssh: the global --remote HOST[:PATH] found among the arguments and read,
+// and the ssh command line that runs aipm there (aipm --remote; the
+// project's path in mcp-config --remote's entry). It runs nothing: its
+// errors are usage mistakes, said in one sentence.
 package remote
 
 import (

@@ -29,6 +29,7 @@ type Table struct {
 	Cut    int
 }
 
+// Add appends a row.
 func (t *Table) Add(cells ...string) { t.Rows = append(t.Rows, cells) }
 
 // print writes the table, no line wider than width (0: no limit) if the

@@ -37,7 +37,7 @@ func TestShortIDs(t *testing.T) {
 			}
 			for id, want := range tc.want {
 				if got[id] != want {
-					t.Errorf("shortIDs: %s -> %q, want %q", id, got[id], want)
+					t.Errorf("ShortIDs: %s -> %q, want %q", id, got[id], want)
 				}
 			}
 		})
@@ -105,7 +105,7 @@ func TestTableCut(t *testing.T) {
 		}
 	}
 	if got := CutText("りんごりんご", 4); got != "りんご…" {
-		t.Errorf("cutText counts characters, not bytes: %q", got)
+		t.Errorf("CutText counts characters, not bytes: %q", got)
 	}
 }
 

@@ -60,6 +60,8 @@ by an agent whose edits were refused is not a silent success.`,
 	return c
 }
 
+// launchRun checks the agent and starts its client (launch.Run); a client
+// that fails makes aipm launch exit with the client's code.
 func launchRun(ctx context.Context, e *env, spec launch.Spec) error {
 	agent := spec.Agent
 	if agent == "" {

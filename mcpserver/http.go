@@ -33,7 +33,7 @@ import (
 // none), any request from a client address in back-off after failed
 // tokens (429 with Retry-After), a missing or wrong token (401,
 // WWW-Authenticate: Bearer; counted per client address, and per agent
-// across processes by fsstore.AgentOfPasskey, on fsstore.BackoffAfter's
+// across processes by fsstore.AgentOfPasskey, on storage.BackoffAfter's
 // schedule), a token not compared because of that back-off (429), what
 // passes one agent's bounds (HTTPLimits: 413, 429), and then what the SDK
 // refuses: a Host that is not loopback on a loopback listener (DNS

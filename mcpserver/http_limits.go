@@ -40,7 +40,7 @@ type HTTPLimits struct {
 
 // MaxToolCall is the default bound on a request body: the largest call a
 // tool accepts is request_task's, a 200-character title and a 20,000-
-// character description (fsstore.TextLimits), under 250,000 bytes even
+// character description (storage.TextLimits), under 250,000 bytes even
 // with every character a JSON-escaped surrogate pair (12 bytes); the rest
 // of any call is ids and a few words.
 const MaxToolCall = 512 << 10

@@ -214,7 +214,7 @@ func wrongToken(i int) string {
 	return "aipk_" + base64.RawURLEncoding.EncodeToString(key[:])
 }
 
-// maxChecks is how many wrong tokens in a row fsstore.BackoffAfter lets
+// maxChecks is how many wrong tokens in a row storage.BackoffAfter lets
 // one agent's passkey be compared with within span.
 func maxChecks(span time.Duration) int {
 	n, at := 1, time.Duration(0)

@@ -279,7 +279,7 @@ func TestHTTPBackoff(t *testing.T) {
 	client := &http.Client{}
 
 	// Three failures are free; the fourth starts a back-off of a second
-	// (fsstore.BackoffAfter), during which a right token is refused too.
+	// (storage.BackoffAfter), during which a right token is refused too.
 	// (The fourth is a client config's variable sent unexpanded, as Claude
 	// Code sends an unset one: the answer says so.)
 	for range 3 {

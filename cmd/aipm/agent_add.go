@@ -9,6 +9,7 @@ import (
 
 	"aipm/fsstore"
 	"aipm/fsstore/storage"
+	"aipm/internal/launch"
 )
 
 type agentAddOptions struct {
@@ -55,12 +56,12 @@ narrows or widens that). Its passkey is saved for aipm watch.`,
 				if o.Command != "" {
 					return usageError("agent add: give --client or --command, not both: --client writes the command")
 				}
-				spec, err := o.Client.spec(cmd, launchSpec{})
+				spec, err := o.Client.spec(cmd, launch.Spec{})
 				if err != nil {
 					return err
 				}
 				o.Command, o.Save = "", true
-				o.Agent.Command = spec.command()
+				o.Agent.Command = spec.Command()
 			}
 			if runF != nil {
 				return runF(o)
@@ -133,9 +134,9 @@ func agentAddRun(cmd *cobra.Command, o *agentAddOptions) error {
 	if saved != "" {
 		fmt.Fprintf(w, "saved for aipm watch in %s\n", store.Rel(saved))
 	}
-	if starts, may := agentStarts(storage.Agent{ID: a.ID, Command: a.Command}); starts != "" && may != "" {
+	if starts, may := launch.Starts(storage.Agent{ID: a.ID, Command: a.Command}); starts != "" && may != "" {
 		fmt.Fprintf(w, "aipm watch starts %s as %s when it has work; it may %s\n", starts, a.ID, may)
 	}
-	warnClientMissing(o.e.stderr, o.e.getenv("PATH"), storage.Agent{ID: a.ID, Command: a.Command})
+	launch.WarnMissing(o.e.stderr, o.e.getenv("PATH"), storage.Agent{ID: a.ID, Command: a.Command})
 	return nil
 }

@@ -1,11 +1,14 @@
 package main
 
 import (
-	"aipm/fsstore/storage"
 	"fmt"
 	"os"
 
 	"github.com/spf13/cobra"
+
+	"aipm/fsstore/storage"
+	"aipm/internal/launch"
+	"aipm/internal/table"
 )
 
 type agentListOptions struct {
@@ -60,7 +63,7 @@ func agentListRun(o *agentListOptions) error {
 	list := []agentInfo{}
 	for _, a := range cfg.Agents {
 		info := agentInfo{ID: a.ID, Type: a.Type, Role: a.Role, Parent: a.Parent, Name: a.Name}
-		info.Starts, info.May = agentStarts(a)
+		info.Starts, info.May = launch.Starts(a)
 		if info.Role == "" {
 			info.Role = storage.RoleWorker
 		}
@@ -84,7 +87,7 @@ func agentListRun(o *agentListOptions) error {
 		_, err := fmt.Fprintln(o.e.stdout, "no agents: add one with aipm agent add ID --type ai|human")
 		return err
 	}
-	t := &table{header: []string{"ID", "TYPE", "ROLE", "PARENT", "NAME", "PASSKEY", "STARTS"}}
+	t := &table.Table{Header: []string{"ID", "TYPE", "ROLE", "PARENT", "NAME", "PASSKEY", "STARTS"}}
 	for _, a := range list {
 		key := "-"
 		if a.Type == storage.AgentAI {
@@ -94,13 +97,13 @@ func agentListRun(o *agentListOptions) error {
 		if a.May != "" {
 			starts += ": may " + a.May
 		}
-		t.add(a.ID, a.Type, a.Role, dash(a.Parent), dash(a.Name), key, starts)
+		t.Add(a.ID, a.Type, a.Role, dash(a.Parent), dash(a.Name), key, starts)
 	}
-	t.style = func(col int, cell string) string {
+	t.Style = func(col int, cell string) string {
 		if col == 5 && cell == "MISSING" {
 			return "31"
 		}
 		return ""
 	}
-	return t.print(o.e.stdout, o.e.colour, o.e.width)
+	return t.Print(o.e.stdout, o.e.colour, o.e.width)
 }

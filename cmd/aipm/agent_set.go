@@ -11,6 +11,7 @@ import (
 
 	"aipm/fsstore"
 	"aipm/fsstore/storage"
+	"aipm/internal/launch"
 )
 
 type agentSetOptions struct {
@@ -75,12 +76,12 @@ live); a human made an AI agent needs one: run aipm agent passkey ID.`,
 					return usageError("agent set: give --client or --command, not both: --client writes the command")
 				}
 				o.Client = func(current []string) ([]string, error) {
-					base, _, _ := launchSpecOf(current)
+					base, _, _ := launch.SpecOf(current)
 					spec, err := client.spec(cmd, base)
 					if err != nil {
 						return nil, err
 					}
-					return spec.command(), nil
+					return spec.Command(), nil
 				}
 			}
 			if o.Change == (fsstore.AgentChange{}) && o.Client == nil {
@@ -172,13 +173,13 @@ func agentSetRun(cmd *cobra.Command, o *agentSetOptions) error {
 	if before.Type == storage.AgentHuman && after.Type == storage.AgentAI {
 		fmt.Fprintf(w, "%s has no passkey yet: run aipm agent passkey %s\n", after.ID, after.ID)
 	}
-	if starts, may := agentStarts(after); o.Client != nil && may != "" {
+	if starts, may := launch.Starts(after); o.Client != nil && may != "" {
 		fmt.Fprintf(w, "aipm watch starts %s as %s when it has work; it may %s\n", starts, after.ID, may)
 		if _, err := store.Startable(after); err != nil {
 			fmt.Fprintf(w, "%s has no saved passkey yet: run aipm agent passkey %s --save\n", after.ID, after.ID)
 		}
 	}
-	warnClientMissing(o.e.stderr, o.e.getenv("PATH"), after)
+	launch.WarnMissing(o.e.stderr, o.e.getenv("PATH"), after)
 	return nil
 }
 

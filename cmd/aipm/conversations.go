@@ -9,6 +9,7 @@ import (
 
 	"aipm/fsstore"
 	"aipm/fsstore/storage"
+	"aipm/internal/table"
 )
 
 type conversationsOptions struct {
@@ -71,23 +72,23 @@ func conversationsRun(ctx context.Context, o *conversationsOptions) error {
 		_, err := fmt.Fprintln(o.e.stdout, "no open conversations (aipm conversations --all lists closed ones)")
 		return err
 	}
-	short, err := idShortener(store, storage.Conversations, storage.Tasks)
+	short, err := table.Shortener(store.IDs, storage.Conversations, storage.Tasks)
 	if err != nil {
 		return fmt.Errorf("conversations: %w", err)
 	}
-	return conversationTable(cs, short).print(o.e.stdout, o.e.colour, o.e.width)
+	return conversationTable(cs, short).Print(o.e.stdout, o.e.colour, o.e.width)
 }
 
 // conversationTable is the one table of conversations (conversations and
-// status); short shows conversation and task ids (idShortener).
-func conversationTable(cs []fsstore.Conversation, short func(string) string) *table {
-	t := &table{header: []string{"CONVERSATION", "STATE", "INITIATOR", "PARTICIPANT", "TURNS", "TASK", "PURPOSE"}, cut: 6}
+// status); short shows conversation and task ids (table.Shortener).
+func conversationTable(cs []fsstore.Conversation, short func(string) string) *table.Table {
+	t := &table.Table{Header: []string{"CONVERSATION", "STATE", "INITIATOR", "PARTICIPANT", "TURNS", "TASK", "PURPOSE"}, Cut: 6}
 	for _, c := range cs {
 		state := c.State
 		if c.EndReason != "" {
 			state += " (" + c.EndReason + ")"
 		}
-		t.add(short(c.ID), state, c.Initiator, strings.Join(c.Others(c.Initiator), ", "), fmt.Sprintf("%d/%d", c.Turns, c.MaxTurns), dash(short(c.TaskID)), visible(oneLine(c.Purpose)))
+		t.Add(short(c.ID), state, c.Initiator, strings.Join(c.Others(c.Initiator), ", "), fmt.Sprintf("%d/%d", c.Turns, c.MaxTurns), dash(short(c.TaskID)), visible(oneLine(c.Purpose)))
 	}
 	return t
 }
@@ -253,27 +254,27 @@ func delegationsRun(o *delegationsOptions) error {
 		_, err := fmt.Fprintln(o.e.stdout, "no open delegations (aipm delegations --all lists closed ones)")
 		return err
 	}
-	short, err := idShortener(store, storage.Delegations, storage.Tasks)
+	short, err := table.Shortener(store.IDs, storage.Delegations, storage.Tasks)
 	if err != nil {
 		return fmt.Errorf("delegations: %w", err)
 	}
-	return delegationTable(ds, o.All, short).print(o.e.stdout, o.e.colour, o.e.width)
+	return delegationTable(ds, o.All, short).Print(o.e.stdout, o.e.colour, o.e.width)
 }
 
 // delegationTable is the one table of delegations (delegations and status);
-// short shows delegation and task ids (idShortener).
-func delegationTable(ds []fsstore.Delegation, results bool, short func(string) string) *table {
-	t := &table{header: []string{"DELEGATION", "STATUS", "AGENT", "TO", "TASK", "PURPOSE"}, cut: 5}
+// short shows delegation and task ids (table.Shortener).
+func delegationTable(ds []fsstore.Delegation, results bool, short func(string) string) *table.Table {
+	t := &table.Table{Header: []string{"DELEGATION", "STATUS", "AGENT", "TO", "TASK", "PURPOSE"}, Cut: 5}
 	if results {
-		t.header = append(t.header, "RESULT")
-		t.cut = 6
+		t.Header = append(t.Header, "RESULT")
+		t.Cut = 6
 	}
 	for _, d := range ds {
 		row := []string{short(d.ID), d.Status, d.Agent, d.Target, dash(short(d.TaskID)), visible(oneLine(d.Purpose))}
 		if results {
 			row = append(row, dash(visible(oneLine(d.Result))))
 		}
-		t.add(row...)
+		t.Add(row...)
 	}
 	return t
 }

@@ -2,10 +2,14 @@ package main
 
 import (
 	"fmt"
+	"io"
 
 	"github.com/spf13/cobra"
 
 	"aipm/fsstore"
+	"aipm/fsstore/storage"
+	"aipm/internal/clientconfig"
+	"aipm/internal/launch"
 )
 
 type doctorOptions struct {
@@ -74,7 +78,7 @@ func doctorRun(cmd *cobra.Command, o *doctorOptions) error {
 	}
 	// A config error is one of the problems doctor reports, not a reason to stop.
 	problems, err := store.Doctor(cmd.Context(), o.Repair)
-	problems = append(problems, agentStartProblems(o.e, store, cfg)...)
+	problems = append(problems, launch.StartProblems(o.e.getenv("PATH"), store, cfg)...)
 	fsstore.SortProblems(problems)
 	unrepaired := 0
 	list := []doctorProblem{}
@@ -97,7 +101,9 @@ func doctorRun(cmd *cobra.Command, o *doctorOptions) error {
 			return err
 		}
 	}
-	warnTrust(o.e, store.ProjectDir())
+	for _, client := range []string{"claude", "codex"} {
+		warn(o.e, clientconfig.Clients[client].Trust(o.e.getenv, store.ProjectDir()))
+	}
 	if err != nil {
 		return err
 	}
@@ -119,4 +125,17 @@ func doctorRun(cmd *cobra.Command, o *doctorOptions) error {
 		fmt.Fprintf(o.e.stdout, "repaired %s\n", plural(len(problems), "problem"))
 	}
 	return nil
+}
+
+// printAgentAccess says, for each agent aipm watch starts as a real client,
+// what it may do (doctor's closing lines, as agent list's STARTS column).
+func printAgentAccess(w io.Writer, cfg *storage.Config) {
+	if cfg == nil {
+		return
+	}
+	for _, a := range cfg.Agents {
+		if starts, may := launch.Starts(a); may != "" {
+			fmt.Fprintf(w, "agent %s: aipm watch starts %s; it may %s\n", a.ID, starts, may)
+		}
+	}
 }

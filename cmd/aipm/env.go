@@ -8,6 +8,7 @@ import (
 
 	"aipm/fsstore"
 	"aipm/fsstore/storage"
+	"aipm/internal/table"
 )
 
 // env is what every command may use: the process's streams and
@@ -20,7 +21,7 @@ type env struct {
 	dir    string // --dir
 	utc    bool   // --utc
 	colour bool   // stdout is a terminal and NO_COLOR is unset
-	width  int    // how wide a table may be (outputWidth), 0 for no limit
+	width  int    // how wide a table may be (table.Width), 0 for no limit
 	// warned is the config whose warnings were last printed (warnConfig).
 	warned *storage.Config
 	// helpErr is the usage mistake found while cobra showed help
@@ -30,17 +31,7 @@ type env struct {
 
 func newEnv(getenv func(string) string, stdin io.Reader, stdout, stderr io.Writer) *env {
 	return &env{getenv: getenv, stdin: stdin, stdout: stdout, stderr: stderr,
-		colour: isTerminal(stdout) && getenv("NO_COLOR") == "", width: outputWidth(getenv, stdout)}
-}
-
-// isTerminal says whether w is a character device (a terminal).
-func isTerminal(w io.Writer) bool {
-	f, ok := w.(*os.File)
-	if !ok {
-		return false
-	}
-	fi, err := f.Stat()
-	return err == nil && fi.Mode()&os.ModeCharDevice != 0
+		colour: table.IsTerminal(stdout) && getenv("NO_COLOR") == "", width: table.Width(getenv, stdout)}
 }
 
 // projectDir is where a new project goes: --dir, else AIPM_DIR, else the
@@ -122,7 +113,7 @@ func (e *env) openAs(as string) (*fsstore.Store, *storage.Config, string, error)
 }
 
 // actor is who a CLI action is credited to: --as, else AIPM_AS, else the
-// project's only human (fsstore.Config.Actor). Never an invented id.
+// project's only human (storage.Config.Actor). Never an invented id.
 func (e *env) actor(cfg *storage.Config, as string) (string, error) {
 	if as == "" {
 		as = e.getenv("AIPM_AS")
@@ -196,4 +187,12 @@ func (e *env) warnConfig(cfg *storage.Config) {
 		more = fmt.Sprintf(" (and %d more: aipm doctor lists them)", n)
 	}
 	fmt.Fprintf(e.stderr, "aipm: warning: %v%s\n", warnings[0], more)
+}
+
+// warn prints msg, if any, as a warning on stderr; a warning never fails
+// a command.
+func warn(e *env, msg string) {
+	if msg != "" {
+		fmt.Fprintf(e.stderr, "aipm: warning: %s\n", msg)
+	}
 }

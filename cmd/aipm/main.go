@@ -17,6 +17,8 @@ import (
 	"syscall"
 
 	"github.com/spf13/cobra"
+
+	"aipm/internal/remote"
 )
 
 func main() { os.Exit(mainExit()) }
@@ -46,11 +48,11 @@ func mainExit() int {
 // here, with no global state.
 func run(ctx context.Context, args []string, getenv func(string) string, stdin io.Reader, stdout, stderr io.Writer) error {
 	e := newEnv(getenv, stdin, stdout, stderr)
-	if remote, rest, ok, err := remoteSplit(args); err != nil {
-		return err
+	if value, rest, ok, err := remote.Split(args); err != nil {
+		return asUsage(err)
 	} else if ok {
 		// aipm --remote HOST[:PATH] COMMAND: the command runs there.
-		return runRemote(ctx, e, remote, rest)
+		return runRemote(ctx, e, value, rest)
 	}
 	var root *cobra.Command
 	switch {

@@ -50,7 +50,7 @@ func TestMain(m *testing.M) {
 }
 
 // envTestFSType, in a script's environment, names the filesystem the aipm
-// it runs takes every directory to be on (fsstore.PretendFilesystem): nfs,
+// it runs takes every directory to be on (storage.PretendFilesystem): nfs,
 // smb2, fuse, 9p, ..., or local. Only this test binary reads it.
 const envTestFSType = "AIPM_TEST_FSTYPE"
 

@@ -1,70 +1,18 @@
 package main
 
 import (
-	"bytes"
-	"errors"
 	"fmt"
-	"io"
 	"os"
 	"path/filepath"
 	"slices"
-	"strings"
 
-	"github.com/BurntSushi/toml"
 	"github.com/spf13/cobra"
 
 	"aipm/fsstore"
 	"aipm/fsstore/storage"
+	"aipm/internal/clientconfig"
+	"aipm/internal/remote"
 )
-
-// mcpServer is how an MCP client starts `aipm serve` for one project.
-type mcpServer struct {
-	Command        string            `json:"command" toml:"command"`
-	Args           []string          `json:"args" toml:"args"`
-	Env            map[string]string `json:"env,omitempty" toml:"env,omitempty"`
-	EnvVars        []string          `json:"-" toml:"env_vars,omitempty"`
-	ToolTimeoutSec int               `json:"-" toml:"tool_timeout_sec"`
-	// ApprovalMode "approve": Codex runs aipm's tools without asking, which
-	// `codex exec` (approval policy never) needs to call any tool that writes.
-	ApprovalMode string `json:"-" toml:"default_tools_approval_mode"`
-	// HookCommand is the command word of aipm's client hooks (hookWord).
-	HookCommand string `json:"-" toml:"-"`
-	// Remote: the entry runs ssh to the home machine (mcp-config --remote),
-	// with no credential variables and no hooks.
-	Remote bool `json:"-" toml:"-"`
-}
-
-// serverName is the name of aipm's entry in every client's config; Claude
-// Code names its tools mcp__aipm__<tool>.
-const serverName = "aipm"
-
-// serveArgs start the server with no --dir: clients start it in the
-// project (or one of its directories), and aipm serve finds the project
-// like every aipm command, so the entry holds no path and survives a
-// clone or a move.
-var serveArgs = []string{"serve"}
-
-// credentialVars are what aipm serve reads its agent's credential from
-// (aipm watch's starter sets AIPM_PASSKEY_FILE; AIPM_PASSKEY is accepted
-// for other launchers).
-var credentialVars = []string{fsstore.EnvAgentID, fsstore.EnvPasskeyFile, fsstore.EnvPasskey}
-
-// mcpClient is what mcp-config knows of one client: the one document it
-// prints, what it says about it on stderr, and how --write merges the
-// entry into the project's files.
-type mcpClient struct {
-	doc   func(mcpServer) ([]byte, error)
-	note  func(mcpServer) string
-	write func(project string, s mcpServer) ([]fileChange, error)
-	// written, when set, runs after write (what the user must still do).
-	written func(e *env, project string)
-}
-
-// mcpClients are the clients mcp-config knows, by name.
-var mcpClients = map[string]mcpClient{
-	"claude": {doc: claudeConfig, note: claudeNote, write: claudeWrite, written: warnClaude},
-	"codex":  {doc: codexConfig, note: codexNote, write: codexWrite, written: warnCodex},
-}
 
 type mcpConfigOptions struct {
 	e       *env
@@ -72,13 +20,13 @@ type mcpConfigOptions struct {
 	Agent   string
 	KeyFile string
 	Write   bool
-	URL     string // an aipm serve --http endpoint (mcp_config_url.go)
+	URL     string // an aipm serve --http endpoint (clientconfig/url.go)
 	Remote  string // HOST[:PATH]: the entry reaches the project there over ssh
 }
 
 func newCmdMCPConfig(e *env) *cobra.Command {
-	names := make([]string, 0, len(mcpClients))
-	for name := range mcpClients {
+	names := make([]string, 0, len(clientconfig.Clients))
+	for name := range clientconfig.Clients {
 		names = append(names, name)
 	}
 	slices.Sort(names)
@@ -138,7 +86,7 @@ It is printed only, with no hooks.`,
 			if len(args) != 1 {
 				return usageError("mcp-config needs a client: aipm mcp-config claude|codex")
 			}
-			if _, ok := mcpClients[args[0]]; !ok {
+			if _, ok := clientconfig.Clients[args[0]]; !ok {
 				return usageError("mcp-config: unknown client %q: use claude or codex", args[0])
 			}
 			return nil
@@ -157,50 +105,109 @@ It is printed only, with no hooks.`,
 }
 
 // mcpConfigRun prints or writes the MCP config that starts aipm serve for
-// the project.
+// the project (entry), or prints the entry for aipm serve --http at --url.
 func mcpConfigRun(o *mcpConfigOptions) error {
 	e := o.e
-	if o.URL != "" && o.Remote != "" {
+	switch {
+	case o.URL != "" && o.Remote != "":
 		return usageError("mcp-config: --url and --remote are two ways to reach the home machine (HTTP and ssh): give one")
-	}
-	if o.URL != "" {
-		return mcpConfigURL(o)
-	}
-	if o.Remote != "" {
-		return mcpConfigRemote(o)
-	}
-	if (o.Agent == "") != (o.KeyFile == "") {
-		return usageError("mcp-config: --agent and --passkey-file go together: give both, or neither to take the credential from the client's environment (see aipm mcp-config --help)")
-	}
-	store, cfg, err := e.open()
-	if err != nil {
-		return err
-	}
-	var pinned map[string]string
-	if o.Agent != "" {
-		if pinned, err = pinnedCredential(cfg, o.Agent, o.KeyFile); err != nil {
-			return err
+	case o.URL != "" && (o.Agent != "" || o.KeyFile != ""):
+		return usageError("mcp-config: --url takes the agent from the bearer token: leave out --agent and --passkey-file")
+	case o.URL != "" && o.Write:
+		return usageError("mcp-config: --url prints the entry only: save it into the client's config yourself (--write is for the stdio entry)")
+	case o.URL != "":
+		if err := clientconfig.CheckURL(o.URL); err != nil {
+			return asUsage(err)
 		}
-	}
-	srv := mcpServer{Command: aipmCommand(e), Args: serveArgs, Env: pinned, ToolTimeoutSec: 60, ApprovalMode: "approve"}
-	srv.HookCommand = hookWord(e, srv.Command)
-	client := mcpClients[o.Client]
-	if !o.Write {
-		out, err := client.doc(srv)
+		out, note, err := clientconfig.URLDoc(o.Client, o.URL)
 		if err != nil {
-			return fmt.Errorf("mcp-config %s: %w", o.Client, err)
+			return fmt.Errorf("mcp-config %s --url: %w", o.Client, err)
 		}
-		fmt.Fprint(e.stderr, client.note(srv))
+		fmt.Fprint(e.stderr, note)
 		_, err = e.stdout.Write(out)
 		return err
 	}
-	if err := writeFiles(e, o.Client, store.ProjectDir(), srv); err != nil {
+	srv, dir, note, err := o.entry()
+	if err != nil {
 		return err
 	}
-	if client.written != nil {
-		client.written(e, store.ProjectDir())
+	client := clientconfig.Clients[o.Client]
+	if !o.Write {
+		out, err := client.Doc(srv)
+		if err != nil {
+			return fmt.Errorf("mcp-config %s: %w", o.Client, err)
+		}
+		fmt.Fprint(e.stderr, note)
+		_, err = e.stdout.Write(out)
+		return err
 	}
+	if err := clientconfig.Write(e.stdout, o.Client, dir, srv); err != nil {
+		return err
+	}
+	warn(e, client.Trust(e.getenv, dir))
 	return nil
+}
+
+// entry is the stdio entry mcp-config prints or writes, the directory
+// whose files --write merges it into, and what to say on stderr beside the
+// printed document. With --remote, it is the entry for an agent on this
+// machine that reaches the project on another one over ssh: no aipm hooks
+// (they run aipm hook here, which needs the project's .ai-pm/; without them
+// an interrupt still reaches the agent at its next aipm call), and --write
+// needs no project here: it merges into the files of --dir, else of the
+// working directory (the checkout the agent's CLI starts in).
+func (o *mcpConfigOptions) entry() (srv clientconfig.Server, dir, note string, err error) {
+	e := o.e
+	if o.Remote == "" {
+		if (o.Agent == "") != (o.KeyFile == "") {
+			return srv, "", "", usageError("mcp-config: --agent and --passkey-file go together: give both, or neither to take the credential from the client's environment (see aipm mcp-config --help)")
+		}
+		store, cfg, err := e.open()
+		if err != nil {
+			return srv, "", "", err
+		}
+		var pinned map[string]string
+		if o.Agent != "" {
+			if pinned, err = pinnedCredential(cfg, o.Agent, o.KeyFile); err != nil {
+				return srv, "", "", err
+			}
+		}
+		srv = clientconfig.Server{Command: clientconfig.AipmCommand(e.getenv("PATH"), e.stderr), Args: clientconfig.ServeArgs, Env: pinned, ToolTimeoutSec: 60, ApprovalMode: "approve"}
+		srv.HookCommand = clientconfig.HookWord(e.getenv("PATH"), srv.Command)
+		return srv, store.ProjectDir(), clientconfig.Clients[o.Client].Note(srv), nil
+	}
+	switch {
+	case o.Agent == "":
+		return srv, "", "", usageError("mcp-config --remote needs --agent ID: aipm serve on the home machine holds that agent's saved passkey, so the entry carries no secret")
+	case o.KeyFile != "":
+		return srv, "", "", usageError("mcp-config --remote takes no --passkey-file: the passkey stays on the home machine (aipm agent passkey %s --save there)", o.Agent)
+	}
+	if err := storage.CheckAgentID(o.Agent); err != nil {
+		return srv, "", "", usageError("mcp-config: --agent: %v", err)
+	}
+	t, err := remote.Parse(o.Remote)
+	if err != nil {
+		return srv, "", "", asUsage(err)
+	}
+	there := ""
+	if t.Dir != "" {
+		there = remote.Path(t.Dir)
+	}
+	srv = clientconfig.RemoteServer(remote.SSHProgram(e.getenv), t.Host, there, o.Agent)
+	fmt.Fprintf(e.stderr, "aipm: no hooks in a remote entry: aipm hook needs the project's .ai-pm/ on this machine; an interrupt reaches %s at its next aipm call\n", o.Agent)
+	note = fmt.Sprintf("aipm: the entry runs aipm serve on %s for agent %s, whose passkey must be saved there (aipm agent passkey %s --save); --write merges it into this directory's files\n", t.Host, o.Agent, o.Agent)
+	if !o.Write {
+		return srv, "", note, nil
+	}
+	if dir = e.dir; dir == "" {
+		if dir, err = os.Getwd(); err != nil {
+			return srv, "", "", fmt.Errorf("mcp-config --write: %w", err)
+		}
+	}
+	if dir, err = filepath.Abs(dir); err != nil {
+		return srv, "", "", fmt.Errorf("mcp-config --write: %w", err)
+	}
+	return srv, dir, note, nil
 }
 
 // pinnedCredential is the environment that pins the server to agent: it
@@ -223,185 +230,4 @@ func pinnedCredential(cfg *storage.Config, agent, keyFile string) (map[string]st
 		return nil, usageError("mcp-config: --passkey-file %s is not a file: save %s's passkey there first (aipm agent passkey %s prints a new one)", keyFile, agent, agent)
 	}
 	return map[string]string{fsstore.EnvAgentID: agent, fsstore.EnvPasskeyFile: abs}, nil
-}
-
-// aipmCommand is the command word of the entries mcp-config makes (the
-// server's command and the hooks' "<word> hook ..."): "aipm" when an aipm
-// is on PATH, so that the entries hold no path of this machine (warning
-// when that aipm is not this binary: the client will start the one on
-// PATH); else this binary's absolute path, with a warning.
-func aipmCommand(e *env) string {
-	exe, err := os.Executable()
-	if err == nil {
-		if resolved, err := filepath.EvalSymlinks(exe); err == nil {
-			exe = resolved
-		}
-	}
-	onPath := lookPath(e.getenv("PATH"), serverName)
-	switch {
-	case onPath != "" && exe != "" && !sameFile(onPath, exe):
-		fmt.Fprintf(e.stderr, "aipm: warning: the entries start the aipm on PATH, %s, which is not this binary (%s)\n", onPath, exe)
-		return serverName
-	case onPath != "":
-		return serverName
-	case exe == "":
-		fmt.Fprintf(e.stderr, "aipm: warning: aipm is not on PATH and this binary's path is unknown (%v): put aipm on PATH\n", err)
-		return serverName
-	case strings.Contains(exe, string(filepath.Separator)+"go-build"):
-		fmt.Fprintf(e.stderr, "aipm: warning: %s is a temporary build (go run): install aipm with go install and run mcp-config again\n", exe)
-	default:
-		fmt.Fprintf(e.stderr, "aipm: warning: aipm is not on PATH, so the entries name %s, which break if the binary moves: put aipm on PATH and run mcp-config again\n", exe)
-	}
-	return exe
-}
-
-// claudeServer is the entry for Claude Code: without a pinned credential,
-// the credential variables expanded from Claude Code's environment
-// (${VAR:-} is empty when unset).
-func claudeServer(s mcpServer) mcpServer {
-	if s.Env == nil && !s.Remote {
-		s.Env = map[string]string{}
-		for _, v := range credentialVars {
-			s.Env[v] = "${" + v + ":-}"
-		}
-	}
-	return s
-}
-
-// claudeConfig is the .mcp.json document for Claude Code.
-func claudeConfig(s mcpServer) ([]byte, error) {
-	var buf bytes.Buffer
-	err := writeJSON(&buf, map[string]map[string]mcpServer{"mcpServers": {serverName: claudeServer(s)}})
-	return buf.Bytes(), err
-}
-
-// claudeSettings are the .claude/settings.json keys that let Claude Code
-// start the project's server without asking and claude -p call its tools.
-const claudeSettingsDoc = `{"enabledMcpjsonServers": ["aipm"], "permissions": {"allow": ["mcp__aipm"]}}`
-
-func claudeNote(s mcpServer) string {
-	var b strings.Builder
-	b.WriteString("aipm: stdout is the .mcp.json document for the project root; aipm mcp-config claude --write merges it\n" +
-		"into .mcp.json and enables the server in .claude/settings.json, keeping what else they hold.\n" +
-		"The settings .claude/settings.json needs (claude -p asks nothing): " + claudeSettingsDoc + "\n" +
-		"--write also merges aipm's hooks (" + hookCommand(s.HookCommand, "claude") + " on " + hookEventNames(claudeHookEvents(s.HookCommand)) + ")\n" +
-		"into .claude/settings.json's \"hooks\", so that an interrupt reaches a model that is not calling aipm.\n")
-	if s.Env == nil {
-		b.WriteString("aipm serve takes the agent's credential from Claude Code's environment, so the passkey never\n" +
-			"reaches the model: AIPM_AGENT_ID=coder AIPM_PASSKEY_FILE=$HOME/.config/aipm/coder.key claude\n")
-	} else {
-		b.WriteString("This entry is for agent " + s.Env[fsstore.EnvAgentID] + " only: use it as .mcp.json or with claude --mcp-config FILE.\n")
-	}
-	return b.String()
-}
-
-// codexTable is the [mcp_servers.aipm] table (and its env subtable) for
-// Codex CLI's config.toml.
-func codexTable(s mcpServer) ([]byte, error) {
-	var buf bytes.Buffer
-	if s.Env == nil && !s.Remote {
-		s.EnvVars = credentialVars
-	}
-	env := s.Env
-	s.Env = nil
-	buf.WriteString("[mcp_servers." + serverName + "]\n")
-	if err := toml.NewEncoder(&buf).Encode(s); err != nil {
-		return nil, err
-	}
-	if env != nil {
-		buf.WriteString("\n[mcp_servers." + serverName + ".env]\n")
-		if err := toml.NewEncoder(&buf).Encode(env); err != nil {
-			return nil, err
-		}
-	}
-	return buf.Bytes(), nil
-}
-
-// codexConfig is the TOML document for Codex: the table alone.
-func codexConfig(s mcpServer) ([]byte, error) { return codexTable(s) }
-
-func codexNote(s mcpServer) string {
-	var b strings.Builder
-	b.WriteString("aipm: stdout is aipm's table for the project's .codex/config.toml (Codex reads it in a trusted\n" +
-		"project) or ~/.codex/config.toml; aipm mcp-config codex --write merges it into .codex/config.toml,\n" +
-		"and aipm's hooks (" + hookCommand(s.HookCommand, "codex") + " on " + hookEventNames(codexHookEvents(s.HookCommand)) + ")\n" +
-		"into .codex/hooks.json. Codex runs a project's hooks only once trusted (/hooks in codex), else\n" +
-		"skips them silently; aipm doctor says whether they are.\n")
-	if s.Env == nil {
-		b.WriteString("Codex passes AIPM_AGENT_ID and AIPM_PASSKEY_FILE from its environment to aipm serve, so the\n" +
-			"passkey never reaches the model: AIPM_AGENT_ID=coder AIPM_PASSKEY_FILE=$HOME/.config/aipm/coder.key codex\n")
-	} else {
-		b.WriteString("This entry is for agent " + s.Env[fsstore.EnvAgentID] + " only.\n")
-	}
-	return b.String()
-}
-
-// fileChange is what --write does to one file: its path and a sentence,
-// or an empty what when the file already holds the entry; old and data
-// are its content before and after (old nil when it is created).
-type fileChange struct {
-	path    string // absolute
-	name    string // relative to the project, for messages
-	created bool
-	what    string
-	old     []byte
-	data    []byte
-}
-
-// printChanges says what --write changed, file by file, with paths
-// relative to the working directory when they are below it.
-func printChanges(e *env, project string, changes []fileChange) error {
-	wd, _ := os.Getwd()
-	var out bytes.Buffer
-	changed := false
-	for _, c := range changes {
-		path := c.path
-		if rel, err := filepath.Rel(wd, path); err == nil && !strings.HasPrefix(rel, "..") {
-			path = rel
-		}
-		switch {
-		case c.what == "":
-			fmt.Fprintf(&out, "unchanged %s: it already holds aipm's entry\n", path)
-		case c.created:
-			changed = true
-			fmt.Fprintf(&out, "created %s: %s\n", path, c.what)
-		default:
-			changed = true
-			fmt.Fprintf(&out, "updated %s: %s\n", path, c.what)
-		}
-	}
-	if !changed {
-		fmt.Fprintf(&out, "nothing to change: %s is already set up\n", filepath.Base(project))
-	}
-	_, err := io.Copy(e.stdout, &out)
-	return err
-}
-
-// readOptional reads path; a missing file is empty.
-func readOptional(path string) ([]byte, bool, error) {
-	data, err := os.ReadFile(path)
-	if errors.Is(err, os.ErrNotExist) {
-		return nil, false, nil
-	}
-	return data, err == nil, err
-}
-
-// mcpConfigURL prints the entry for an aipm serve --http endpoint.
-func mcpConfigURL(o *mcpConfigOptions) error {
-	switch {
-	case o.Agent != "" || o.KeyFile != "":
-		return usageError("mcp-config: --url takes the agent from the bearer token: leave out --agent and --passkey-file")
-	case o.Write:
-		return usageError("mcp-config: --url prints the entry only: save it into the client's config yourself (--write is for the stdio entry)")
-	}
-	if err := checkURL(o.URL); err != nil {
-		return err
-	}
-	out, note, err := urlDoc(o.Client, o.URL)
-	if err != nil {
-		return fmt.Errorf("mcp-config %s --url: %w", o.Client, err)
-	}
-	fmt.Fprint(o.e.stderr, note)
-	_, err = o.e.stdout.Write(out)
-	return err
 }

@@ -8,7 +8,6 @@ import (
 	"strconv"
 	"strings"
 	"time"
-	"unicode/utf8"
 
 	"aipm/fsstore"
 	"aipm/fsstore/storage"
@@ -35,71 +34,6 @@ func writeJSONLine(w io.Writer, v any) error {
 	enc := json.NewEncoder(w)
 	enc.SetEscapeHTML(false)
 	return enc.Encode(v)
-}
-
-// table is the one table printer: columns aligned to their widest cell,
-// two spaces apart; style, if set, colours a cell after padding (so colour
-// never shifts a column) when colour is on. cut, if above 0, is the column
-// of free text (a title) that gives way when a line would be wider than
-// width: its cells are cut short with an ellipsis (cutText), down to minCut.
-type table struct {
-	header []string
-	rows   [][]string
-	style  func(col int, cell string) string // an ANSI SGR code, or ""
-	cut    int
-}
-
-func (t *table) add(cells ...string) { t.rows = append(t.rows, cells) }
-
-// print writes the table, no line wider than width (0: no limit) if the
-// cut column can make it so.
-func (t *table) print(w io.Writer, colour bool, width int) error {
-	all := append([][]string{t.header}, t.rows...)
-	widths := make([]int, len(t.header))
-	for _, r := range all {
-		for i, c := range r {
-			widths[i] = max(widths[i], utf8.RuneCountInString(c))
-		}
-	}
-	t.fit(widths, width)
-	var b strings.Builder
-	for ri, r := range all {
-		for i, c := range r {
-			if i == t.cut && t.cut > 0 {
-				c = cutText(c, widths[i])
-			}
-			text := c
-			if colour && ri > 0 && t.style != nil {
-				if code := t.style(i, c); code != "" {
-					text = "\x1b[" + code + "m" + c + "\x1b[0m"
-				}
-			} else if colour && ri == 0 {
-				text = "\x1b[1m" + c + "\x1b[0m"
-			}
-			b.WriteString(text)
-			if i < len(r)-1 {
-				b.WriteString(strings.Repeat(" ", widths[i]-utf8.RuneCountInString(c)+2))
-			}
-		}
-		b.WriteByte('\n')
-	}
-	_, err := io.WriteString(w, b.String())
-	return err
-}
-
-// fit narrows the cut column so that a line is at most width wide, if it
-// can (never under minCut); no width or no cut column changes nothing.
-func (t *table) fit(widths []int, width int) {
-	if width <= 0 || t.cut <= 0 || t.cut >= len(widths) {
-		return
-	}
-	line := 2 * (len(widths) - 1)
-	for _, n := range widths {
-		line += n
-	}
-	if line > width {
-		widths[t.cut] = max(widths[t.cut]-(line-width), min(minCut, widths[t.cut]))
-	}
 }
 
 // statusStyle colours task statuses: what needs a person stands out.
@@ -165,15 +99,4 @@ func visible(s string) string {
 		}
 	}
 	return b.String()
-}
-
-// shellQuote quotes an argument so a printed command line can be pasted
-// into a POSIX shell.
-func shellQuote(s string) string {
-	if s != "" && !strings.ContainsFunc(s, func(r rune) bool {
-		return !(r >= 'a' && r <= 'z' || r >= 'A' && r <= 'Z' || r >= '0' && r <= '9' || strings.ContainsRune("-_./:=@%+,", r))
-	}) {
-		return s
-	}
-	return "'" + strings.ReplaceAll(s, "'", `'\''`) + "'"
 }

@@ -1,6 +1,7 @@
 package main
 
 import (
+	"aipm/internal/table"
 	"os"
 	"strings"
 	"testing"
@@ -9,19 +10,19 @@ import (
 // TestTableColour: colour never shifts a column, and is off unless stdout
 // is a terminal and NO_COLOR is unset.
 func TestTableColour(t *testing.T) {
-	tab := &table{header: []string{"ID", "STATUS", "TITLE"}, style: func(col int, cell string) string {
+	tab := &table.Table{Header: []string{"ID", "STATUS", "TITLE"}, Style: func(col int, cell string) string {
 		if col == 1 {
 			return statusStyle(cell)
 		}
 		return ""
 	}}
-	tab.add("a", "blocked", "one")
-	tab.add("bb", "todo", "two")
+	tab.Add("a", "blocked", "one")
+	tab.Add("bb", "todo", "two")
 	var plain, coloured strings.Builder
-	if err := tab.print(&plain, false, 0); err != nil {
+	if err := tab.Print(&plain, false, 0); err != nil {
 		t.Fatal(err)
 	}
-	if err := tab.print(&coloured, true, 0); err != nil {
+	if err := tab.Print(&coloured, true, 0); err != nil {
 		t.Fatal(err)
 	}
 	want := "ID  STATUS   TITLE\na   blocked  one\nbb  todo     two\n"

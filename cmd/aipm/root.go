@@ -7,6 +7,8 @@ import (
 	"strings"
 
 	"github.com/spf13/cobra"
+
+	"aipm/internal/remote"
 )
 
 // newCmdRoot is the command tree. Every command gets a one-line summary, a
@@ -98,8 +100,8 @@ See aipm help exit-codes, aipm help ids and aipm help environment.`,
 	root.SetFlagErrorFunc(flagError)
 	root.PersistentFlags().StringVar(&e.dir, "dir", "", "the project directory (default: $AIPM_DIR, else the nearest one upwards with .ai-pm/)")
 	root.PersistentFlags().BoolVar(&e.utc, "utc", false, "show times in UTC instead of local time")
-	// Read by run before the tree (remoteSplit); declared for help.
-	root.PersistentFlags().String("remote", "", remoteFlagUsage)
+	// Read by run before the tree (remote.Split); declared for help.
+	root.PersistentFlags().String("remote", "", remote.FlagUsage)
 	root.AddGroup(
 		&cobra.Group{ID: "project", Title: "Project:"},
 		&cobra.Group{ID: "work", Title: "Tasks and chat:"},

@@ -164,7 +164,7 @@ func serveMCP(ctx context.Context, e *env, srv *mcpserver.Server, log *slog.Logg
 	signal.Ignore(syscall.SIGPIPE)
 	stdin := e.stdin
 	if f, ok := stdin.(*os.File); ok {
-		r, done := pollable(f)
+		r, done := mcpserver.Pollable(f)
 		defer done()
 		stdin = r
 	}

@@ -13,6 +13,7 @@ import (
 
 	"aipm/fsstore"
 	"aipm/fsstore/storage"
+	"aipm/internal/table"
 	"aipm/wake"
 )
 
@@ -66,7 +67,7 @@ type statusReport struct {
 	Conversations []fsstore.Conversation `json:"openConversations"`
 	Delegations   []fsstore.Delegation   `json:"openDelegations"`
 	Watch         *watchStatus           `json:"watcher"` // status_watch.go
-	// short shows ids in the tables (idShortener); not in the JSON.
+	// short shows ids in the tables (table.Shortener); not in the JSON.
 	short func(string) string
 }
 
@@ -160,11 +161,11 @@ func (o *statusOptions) draw(ctx context.Context, store *fsstore.Store) error {
 	case o.JSON:
 		return writeJSON(e.stdout, r)
 	}
-	if r.short, err = idShortener(store, storage.Tasks, storage.Conversations, storage.Delegations); err != nil {
+	if r.short, err = table.Shortener(store.IDs, storage.Tasks, storage.Conversations, storage.Delegations); err != nil {
 		return fmt.Errorf("status: %w", err)
 	}
 	var b strings.Builder
-	if o.Watch && isTerminal(e.stdout) {
+	if o.Watch && table.IsTerminal(e.stdout) {
 		b.WriteString("\x1b[H\x1b[2J")
 	}
 	fmt.Fprintf(&b, "project %s, %s\n", r.Project, e.timeText(time.Now()))
@@ -212,7 +213,7 @@ func printAgents(e *env, w io.Writer, r *statusReport) error {
 		_, err := fmt.Fprintln(w, "no agents: add one with aipm agent add ID --type ai|human")
 		return err
 	}
-	t := &table{header: []string{"AGENT", "TYPE", "SESSIONS", "UNREAD", "NOTIFICATIONS"}}
+	t := &table.Table{Header: []string{"AGENT", "TYPE", "SESSIONS", "UNREAD", "NOTIFICATIONS"}}
 	for _, a := range r.Agents {
 		var ses []string
 		for _, s := range a.Sessions {
@@ -229,9 +230,9 @@ func printAgents(e *env, w io.Writer, r *statusReport) error {
 		if a.Type == storage.AgentHuman {
 			notes = "-"
 		}
-		t.add(a.ID, a.Type, dash(strings.Join(ses, ", ")), fmt.Sprint(a.UnreadMessages), notes)
+		t.Add(a.ID, a.Type, dash(strings.Join(ses, ", ")), fmt.Sprint(a.UnreadMessages), notes)
 	}
-	if err := t.print(w, e.colour, e.width); err != nil {
+	if err := t.Print(w, e.colour, e.width); err != nil {
 		return err
 	}
 	return printUnseen(e, w, r)
@@ -281,27 +282,27 @@ func collectTasks(ctx context.Context, store *fsstore.Store, cfg *storage.Config
 }
 
 func printTasks(e *env, w io.Writer, r *statusReport) error {
-	t := &table{header: []string{"TASKS", "COUNT"}, style: func(col int, cell string) string {
+	t := &table.Table{Header: []string{"TASKS", "COUNT"}, Style: func(col int, cell string) string {
 		if col == 0 {
 			return statusStyle(cell)
 		}
 		return ""
 	}}
 	for _, s := range fsstore.Statuses {
-		t.add(s, fmt.Sprint(r.Tasks[s]))
+		t.Add(s, fmt.Sprint(r.Tasks[s]))
 	}
 	for _, s := range slices.Sorted(maps.Keys(r.Tasks)) {
 		if fsstore.CheckStatus(s) != nil {
-			t.add(s+" (invalid: not a status, see aipm doctor)", fmt.Sprint(r.Tasks[s]))
+			t.Add(s+" (invalid: not a status, see aipm doctor)", fmt.Sprint(r.Tasks[s]))
 		}
 	}
 	if r.HandEdits > 0 {
-		t.add("status edited by hand, not allowed (see aipm doctor)", fmt.Sprint(r.HandEdits))
+		t.Add("status edited by hand, not allowed (see aipm doctor)", fmt.Sprint(r.HandEdits))
 	}
 	if r.Pending > 0 {
-		t.add("pending approval", fmt.Sprint(r.Pending))
+		t.Add("pending approval", fmt.Sprint(r.Pending))
 	}
-	return t.print(w, e.colour, e.width)
+	return t.Print(w, e.colour, e.width)
 }
 
 func collectTriggers(ctx context.Context, store *fsstore.Store, cfg *storage.Config, r *statusReport) error {
@@ -315,11 +316,11 @@ func printTriggers(e *env, w io.Writer, r *statusReport) error {
 		_, err := fmt.Fprintln(w, "no pending triggers")
 		return err
 	}
-	t := &table{header: []string{"PENDING TRIGGER", "TASK", "SINCE", "REASON"}, cut: 3}
+	t := &table.Table{Header: []string{"PENDING TRIGGER", "TASK", "SINCE", "REASON"}, Cut: 3}
 	for _, tr := range r.Triggers {
-		t.add(tr.Agent+"."+tr.Purpose, dash(r.short(tr.TaskID)), e.age(tr.CreatedAt), visible(tr.Reason))
+		t.Add(tr.Agent+"."+tr.Purpose, dash(r.short(tr.TaskID)), e.age(tr.CreatedAt), visible(tr.Reason))
 	}
-	return t.print(w, e.colour, e.width)
+	return t.Print(w, e.colour, e.width)
 }
 
 func collectConversations(ctx context.Context, store *fsstore.Store, cfg *storage.Config, r *statusReport) error {
@@ -333,7 +334,7 @@ func printConversations(e *env, w io.Writer, r *statusReport) error {
 		_, err := fmt.Fprintln(w, "no open conversations")
 		return err
 	}
-	return conversationTable(r.Conversations, r.short).print(w, e.colour, e.width)
+	return conversationTable(r.Conversations, r.short).Print(w, e.colour, e.width)
 }
 
 func collectDelegations(ctx context.Context, store *fsstore.Store, cfg *storage.Config, r *statusReport) error {
@@ -347,5 +348,5 @@ func printDelegations(e *env, w io.Writer, r *statusReport) error {
 		_, err := fmt.Fprintln(w, "no open delegations")
 		return err
 	}
-	return delegationTable(r.Delegations, false, r.short).print(w, e.colour, e.width)
+	return delegationTable(r.Delegations, false, r.short).Print(w, e.colour, e.width)
 }

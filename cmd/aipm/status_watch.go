@@ -8,6 +8,7 @@ import (
 
 	"aipm/fsstore"
 	"aipm/fsstore/storage"
+	"aipm/internal/table"
 )
 
 // watchStatus is the status section of aipm watch: the watcher (nil when
@@ -53,9 +54,9 @@ func printWatch(e *env, w io.Writer, r *statusReport) error {
 		fmt.Fprintln(w, "no agent processes running")
 		return nil
 	}
-	t := &table{header: []string{"AGENT PROCESS", "PID", "STARTED", "REASON"}, cut: 3}
+	t := &table.Table{Header: []string{"AGENT PROCESS", "PID", "STARTED", "REASON"}, Cut: 3}
 	for _, run := range s.Processes {
-		t.add(run.Agent+"."+run.Purpose, fmt.Sprint(run.PID), e.age(run.StartedAt), visible(run.Reason))
+		t.Add(run.Agent+"."+run.Purpose, fmt.Sprint(run.PID), e.age(run.StartedAt), visible(run.Reason))
 	}
-	return t.print(w, e.colour, e.width)
+	return t.Print(w, e.colour, e.width)
 }

@@ -7,6 +7,7 @@ import (
 
 	"aipm/fsstore"
 	"aipm/fsstore/storage"
+	"aipm/internal/table"
 )
 
 type taskListOptions struct {
@@ -90,21 +91,21 @@ func taskListRun(o *taskListOptions) error {
 		_, err := fmt.Fprintln(o.e.stdout, "no matching tasks")
 		return err
 	}
-	short, err := idShortener(store, storage.Tasks)
+	short, err := table.Shortener(store.IDs, storage.Tasks)
 	if err != nil {
 		return fmt.Errorf("task list: %w", err)
 	}
-	t := &table{header: []string{"ID", "STATUS", "PRIORITY", "ASSIGNEE", "UPDATED", "TITLE"}, cut: 5}
+	t := &table.Table{Header: []string{"ID", "STATUS", "PRIORITY", "ASSIGNEE", "UPDATED", "TITLE"}, Cut: 5}
 	for _, task := range tasks {
-		t.add(short(task.ID), statusText(task), task.Priority, dash(task.Assignee), o.e.age(task.UpdatedAt), visible(oneLine(task.Title)))
+		t.Add(short(task.ID), statusText(task), task.Priority, dash(task.Assignee), o.e.age(task.UpdatedAt), visible(oneLine(task.Title)))
 	}
-	t.style = func(col int, cell string) string {
+	t.Style = func(col int, cell string) string {
 		if col == 1 {
 			return statusStyle(cell)
 		}
 		return ""
 	}
-	return t.print(o.e.stdout, o.e.colour, o.e.width)
+	return t.Print(o.e.stdout, o.e.colour, o.e.width)
 }
 
 // statusText is the status (statusNote), with the approval state when it

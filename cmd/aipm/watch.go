@@ -5,6 +5,7 @@ import (
 
 	"github.com/spf13/cobra"
 
+	"aipm/internal/launch"
 	"aipm/watcher"
 )
 
@@ -70,7 +71,7 @@ func watchRun(cmd *cobra.Command, o *watchOptions) error {
 	}
 	if cfg, err := store.LoadConfig(); err == nil {
 		for _, a := range cfg.Agents {
-			warnClientMissing(o.e.stderr, o.e.getenv("PATH"), a)
+			launch.WarnMissing(o.e.stderr, o.e.getenv("PATH"), a)
 		}
 	}
 	d := watcher.New(store, slog.New(h))

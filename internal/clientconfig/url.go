@@ -1,6 +1,7 @@
-package main
+package clientconfig
 
 import (
+	"aipm/fsstore/storage"
 	"bytes"
 	"fmt"
 	"net/url"
@@ -17,28 +18,30 @@ import (
 // urlEnvVar is the client's environment variable holding the passkey.
 const urlEnvVar = "AIPM_PASSKEY"
 
-// checkURL refuses what is not an http(s) URL.
-func checkURL(raw string) error {
+// CheckURL refuses what is not an http(s) URL (a usage mistake).
+func CheckURL(raw string) error {
 	u, err := url.Parse(raw)
 	if err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" {
-		return usageError("mcp-config: --url %q is not an http(s) URL: use the line aipm serve --http printed, e.g. http://127.0.0.1:43121/mcp", raw)
+		return fmt.Errorf("mcp-config: --url %q is not an http(s) URL: use the line aipm serve --http printed, e.g. http://127.0.0.1:43121/mcp", raw)
 	}
 	return nil
 }
 
-// urlDoc is the one document for client at raw (claude: .mcp.json; codex:
+// URLDoc is the one document for client at raw (claude: .mcp.json; codex:
 // the config.toml table), and the note for stderr.
-func urlDoc(client, raw string) ([]byte, string, error) {
+func URLDoc(client, raw string) ([]byte, string, error) {
 	var buf bytes.Buffer
 	switch client {
 	case "claude":
 		entry := map[string]any{"type": "http", "url": raw, "headers": map[string]string{"Authorization": "Bearer ${" + urlEnvVar + "}"}}
-		if err := writeJSON(&buf, map[string]map[string]any{"mcpServers": {serverName: entry}}); err != nil {
+		doc, err := storage.EncodeDoc(map[string]map[string]any{"mcpServers": {ServerName: entry}})
+		if err != nil {
 			return nil, "", err
 		}
+		buf.Write(doc)
 	default:
 		entry := map[string]any{"url": raw, "bearer_token_env_var": urlEnvVar, "tool_timeout_sec": 60, "default_tools_approval_mode": "approve"}
-		if err := toml.NewEncoder(&buf).Encode(map[string]map[string]any{"mcp_servers": {serverName: entry}}); err != nil {
+		if err := toml.NewEncoder(&buf).Encode(map[string]map[string]any{"mcp_servers": {ServerName: entry}}); err != nil {
 			return nil, "", err
 		}
 	}

@@ -1,26 +1,27 @@
-package main
+package clientconfig
 
 import (
 	"errors"
 	"fmt"
+	"io"
 	"os"
 	"path/filepath"
 	"slices"
 	"strings"
 )
 
-// writeFiles is mcp-config --write for client in project: every file's
+// Write is mcp-config --write for client in project: every file's
 // new content computed first, then all of them written or none, then what
 // changed said on stdout.
-func writeFiles(e *env, client, project string, s mcpServer) error {
-	changes, err := mcpClients[client].write(project, s)
+func Write(stdout io.Writer, client, project string, s Server) error {
+	changes, err := Clients[client].write(project, s)
 	if err == nil {
 		err = writeChanges(changes)
 	}
 	if err != nil {
 		return fmt.Errorf("mcp-config %s --write: %w", client, err)
 	}
-	return printChanges(e, project, changes)
+	return printChanges(stdout, project, changes)
 }
 
 // writeChanges writes the changed files of changes, all or none: each new

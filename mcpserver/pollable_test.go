@@ -1,4 +1,4 @@
-package main
+package mcpserver
 
 import (
 	"io"
@@ -21,7 +21,7 @@ func TestPollable(t *testing.T) {
 	sc.Control(func(fd uintptr) { syscall.SetNonblock(int(fd), false) }) // as a parent's pipe arrives
 	defer r.Close()
 	defer w.Close()
-	pr, done := pollable(r)
+	pr, done := Pollable(r)
 	if pr == r {
 		t.Fatal("a pipe came back as is")
 	}
@@ -54,7 +54,7 @@ func TestPollable(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer f.Close()
-	if pf, done := pollable(f); pf != f {
+	if pf, done := Pollable(f); pf != f {
 		t.Fatal("a regular file was replaced")
 	} else {
 		done()

@@ -1,22 +1,23 @@
-package main
+package launch
 
 import (
 	"fmt"
-	"io"
 	"path/filepath"
 	"strings"
 
 	"aipm/fsstore"
 	"aipm/fsstore/storage"
+	"aipm/internal/clientconfig"
 )
 
-// agentStartProblems are the agents aipm watch cannot start as configured,
+// StartProblems are the agents aipm watch cannot start as configured,
 // each with the command that fixes it: a launched client that is not on
 // PATH, an aipm launch command that does not parse, and a Codex started
 // by a command of its own without aipm's hooks (an interrupt could not
 // stop it between tool calls). A missing saved passkey is the store's
-// check (fsstore passkeyProblems).
-func agentStartProblems(e *env, store *fsstore.Store, cfg *storage.Config) []storage.Problem {
+// check (fsstore passkeyProblems). path is the PATH value aipm watch runs
+// with.
+func StartProblems(path string, store *fsstore.Store, cfg *storage.Config) []storage.Problem {
 	if cfg == nil {
 		return nil
 	}
@@ -25,17 +26,17 @@ func agentStartProblems(e *env, store *fsstore.Store, cfg *storage.Config) []sto
 	add := func(a storage.Agent, format string, args ...any) {
 		out = append(out, storage.Problem{Path: config, Reason: fmt.Sprintf("agent %s: ", a.ID) + fmt.Sprintf(format, args...)})
 	}
-	hooks, _ := aipmCodexHooks(filepath.Join(store.ProjectDir(), codexHooksFile))
+	hooks, _ := clientconfig.AipmCodexHooks(filepath.Join(store.ProjectDir(), clientconfig.CodexHooksFile))
 	for _, a := range cfg.Agents {
 		if a.Type != storage.AgentAI || len(a.Command) == 0 {
 			continue
 		}
-		spec, ok, err := launchSpecOf(a.Command)
+		spec, ok, err := SpecOf(a.Command)
 		switch {
 		case ok && err != nil:
 			add(a, "%v (fix it with aipm agent set %s --client claude or --client codex)", err, a.ID)
 		case ok:
-			if msg := clientMissing(e.getenv("PATH"), spec); msg != "" {
+			if msg := Missing(path, spec); msg != "" {
 				add(a, "%s", msg)
 			}
 		case runsCodex(a.Command) && len(hooks) == 0:
@@ -59,17 +60,4 @@ func runsCodex(command []string) bool {
 		}
 	}
 	return false
-}
-
-// printAgentAccess says, for each agent aipm watch starts as a real client,
-// what it may do (doctor's closing lines, as agent list's STARTS column).
-func printAgentAccess(w io.Writer, cfg *storage.Config) {
-	if cfg == nil {
-		return
-	}
-	for _, a := range cfg.Agents {
-		if starts, may := agentStarts(a); may != "" {
-			fmt.Fprintf(w, "agent %s: aipm watch starts %s; it may %s\n", a.ID, starts, may)
-		}
-	}
 }

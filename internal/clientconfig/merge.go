@@ -1,4 +1,4 @@
-package main
+package clientconfig
 
 import (
 	"aipm/fsstore/storage"
@@ -176,7 +176,7 @@ func readTarget(project, name string) (fileChange, []byte, error) {
 
 // claudeWrite merges aipm's server into .mcp.json and enables it in
 // .claude/settings.json (the new contents; writeChanges writes them).
-func claudeWrite(project string, s mcpServer) ([]fileChange, error) {
+func claudeWrite(project string, s Server) ([]fileChange, error) {
 	entry, err := json.Marshal(claudeServer(s))
 	if err != nil {
 		return nil, err
@@ -186,11 +186,11 @@ func claudeWrite(project string, s mcpServer) ([]fileChange, error) {
 		if err != nil {
 			return "", err
 		}
-		old, had := servers.get(serverName)
+		old, had := servers.get(ServerName)
 		if had && sameJSON(old, entry) {
 			return "", nil
 		}
-		servers.set(serverName, entry)
+		servers.set(ServerName, entry)
 		raw, err := json.Marshal(servers)
 		root.set("mcpServers", raw)
 		if had {
@@ -212,7 +212,7 @@ func claudeWrite(project string, s mcpServer) ([]fileChange, error) {
 // hooks, keeping everything else.
 func mergeClaudeSettings(root *jsonObject, command string) (string, error) {
 	var done []string
-	added, err := addToList(root, "enabledMcpjsonServers", serverName)
+	added, err := addToList(root, "enabledMcpjsonServers", ServerName)
 	if err != nil {
 		return "", err
 	}
@@ -223,7 +223,7 @@ func mergeClaudeSettings(root *jsonObject, command string) (string, error) {
 	if err != nil {
 		return "", err
 	}
-	added, err = addToList(&perms, "allow", "mcp__"+serverName)
+	added, err = addToList(&perms, "allow", "mcp__"+ServerName)
 	if err != nil {
 		return "", err
 	}
@@ -238,7 +238,7 @@ func mergeClaudeSettings(root *jsonObject, command string) (string, error) {
 	if command == "" { // a remote entry: no hooks
 		return joinAnd(done), nil
 	}
-	what, err := mergeHooks(root, claudeHookEvents(command))
+	what, err := mergeHooks(root, ClaudeHookEvents(command))
 	if err != nil {
 		return "", err
 	}
@@ -278,7 +278,7 @@ var codexHeader = regexp.MustCompile(`^\s*\[\[?\s*([^\]]*?)\s*\]\]?\s*(#.*)?$`)
 // codexWrite merges the [mcp_servers.aipm] table into the project's
 // .codex/config.toml and aipm's hooks into its .codex/hooks.json (the new
 // contents; writeChanges writes them).
-func codexWrite(project string, s mcpServer) ([]fileChange, error) {
+func codexWrite(project string, s Server) ([]fileChange, error) {
 	config, err := codexWriteConfig(project, s)
 	if err != nil || s.HookCommand == "" { // a remote entry: no hooks
 		return []fileChange{config}, err
@@ -293,7 +293,7 @@ func codexWrite(project string, s mcpServer) ([]fileChange, error) {
 // codexWriteConfig merges the [mcp_servers.aipm] table into the project's
 // .codex/config.toml: aipm's own tables are replaced where they stand,
 // every other line (tables, keys, comments) stays as it is.
-func codexWriteConfig(project string, s mcpServer) (fileChange, error) {
+func codexWriteConfig(project string, s Server) (fileChange, error) {
 	c, data, err := readTarget(project, codexConfigFile)
 	if err != nil {
 		return fileChange{}, err
@@ -314,8 +314,8 @@ func codexWriteConfig(project string, s mcpServer) (fileChange, error) {
 	if _, err := toml.Decode(string(table), &want); err != nil {
 		return fileChange{}, err
 	}
-	old, had := have.Servers[serverName]
-	if had && reflect.DeepEqual(old, want.Servers[serverName]) {
+	old, had := have.Servers[ServerName]
+	if had && reflect.DeepEqual(old, want.Servers[ServerName]) {
 		return c, nil
 	}
 	out := spliceCodexTable(string(data), string(table))
@@ -333,8 +333,8 @@ func codexWriteConfig(project string, s mcpServer) (fileChange, error) {
 
 // codexWriteHooks merges aipm's hooks into the project's .codex/hooks.json.
 func codexWriteHooks(project, command string) (fileChange, error) {
-	c, err := mergeJSONFile(project, codexHooksFile, func(root *jsonObject) (string, error) {
-		return mergeHooks(root, codexHookEvents(command))
+	c, err := mergeJSONFile(project, CodexHooksFile, func(root *jsonObject) (string, error) {
+		return mergeHooks(root, CodexHookEvents(command))
 	})
 	if c.what != "" {
 		c.what += ", which Codex runs only once trusted (/hooks in codex) and else skips silently"
@@ -400,7 +400,7 @@ func isAipmHeader(line string) bool {
 		return false
 	}
 	name := strings.ReplaceAll(m[1], " ", "")
-	return name == "mcp_servers."+serverName || strings.HasPrefix(name, "mcp_servers."+serverName+".")
+	return name == "mcp_servers."+ServerName || strings.HasPrefix(name, "mcp_servers."+ServerName+".")
 }
 
 func isCommentOrBlank(line string) bool {

@@ -1,7 +1,6 @@
-package main
+package clientconfig
 
 import (
-	"io"
 	"os"
 	"path/filepath"
 	"testing"
@@ -67,32 +66,21 @@ func TestHookWord(t *testing.T) {
 	if err := os.WriteFile(aipmPath, []byte("#!/bin/sh\n"), 0o755); err != nil {
 		t.Fatal(err)
 	}
-	e := newEnv(func(k string) string {
-		if k == "PATH" {
-			return t.TempDir() // nothing there
-		}
-		return ""
-	}, nil, io.Discard, io.Discard)
-	if got := hookWord(e, aipmPath); got != aipmPath {
-		t.Errorf("no aipm-hook: hookWord = %q, want %q", got, aipmPath)
+	empty := t.TempDir() // nothing there
+	if got := HookWord(empty, aipmPath); got != aipmPath {
+		t.Errorf("no aipm-hook: HookWord = %q, want %q", got, aipmPath)
 	}
-	if got := hookWord(e, "aipm"); got != "aipm" {
-		t.Errorf("no aipm-hook: hookWord = %q, want aipm", got)
+	if got := HookWord(empty, "aipm"); got != "aipm" {
+		t.Errorf("no aipm-hook: HookWord = %q, want aipm", got)
 	}
 	beside := filepath.Join(dir, "aipm-hook")
 	if err := os.WriteFile(beside, []byte("#!/bin/sh\n"), 0o755); err != nil {
 		t.Fatal(err)
 	}
-	if got := hookWord(e, aipmPath); got != beside {
-		t.Errorf("aipm-hook beside aipm: hookWord = %q, want %q", got, beside)
+	if got := HookWord(empty, aipmPath); got != beside {
+		t.Errorf("aipm-hook beside aipm: HookWord = %q, want %q", got, beside)
 	}
-	onPath := newEnv(func(k string) string {
-		if k == "PATH" {
-			return dir
-		}
-		return ""
-	}, nil, io.Discard, io.Discard)
-	if got := hookWord(onPath, "aipm"); got != "aipm-hook" {
-		t.Errorf("aipm-hook on PATH: hookWord = %q, want aipm-hook", got)
+	if got := HookWord(dir, "aipm"); got != "aipm-hook" {
+		t.Errorf("aipm-hook on PATH: HookWord = %q, want aipm-hook", got)
 	}
 }

@@ -1,4 +1,4 @@
-package main
+package clientconfig
 
 import (
 	"errors"
@@ -14,21 +14,7 @@ import (
 // in a folder the user has trusted, a decision each records in the
 // user's own file. aipm doctor, and mcp-config --write after it writes,
 // read those files and say, in one sentence with the fix, when a client
-// will ignore aipm's entries (doctor_claude.go, doctor_codex.go).
-
-// warnTrust prints the trust warnings of both clients for the project, on
-// stderr; a warning never fails a command.
-func warnTrust(e *env, project string) {
-	warnClaude(e, project)
-	warnCodex(e, project)
-}
-
-// warn prints msg, if any, as a warning on stderr.
-func warn(e *env, msg string) {
-	if msg != "" {
-		fmt.Fprintf(e.stderr, "aipm: warning: %s\n", msg)
-	}
-}
+// will ignore aipm's entries (trust_claude.go, trust_codex.go).
 
 // projectDirs are the project's absolute directory and, when it differs,
 // the same with symbolic links resolved (the one a client started there

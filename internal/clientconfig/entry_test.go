@@ -1,9 +1,8 @@
-package main
+package clientconfig
 
 import (
 	"bytes"
 	"encoding/json"
-	"io"
 	"os"
 	"path/filepath"
 	"reflect"
@@ -17,13 +16,13 @@ import (
 // command, args and credential environment, even for paths that need
 // quoting; each is one document.
 func TestMCPConfigRoundTrip(t *testing.T) {
-	base := mcpServer{Command: `/opt/a "b"\c/aipm`, Args: []string{"--dir", "/home/x/プロジェクト \\ 'q'\n", "serve"}, ToolTimeoutSec: 60, ApprovalMode: "approve"}
+	base := Server{Command: `/opt/a "b"\c/aipm`, Args: []string{"--dir", "/home/x/プロジェクト \\ 'q'\n", "serve"}, ToolTimeoutSec: 60, ApprovalMode: "approve"}
 	pinned := base
 	pinned.Env = map[string]string{"AIPM_AGENT_ID": "coder", "AIPM_PASSKEY_FILE": `/home/x/"k".key`}
 	for name, tc := range map[string]struct {
-		in        mcpServer
+		in        Server
 		claudeEnv map[string]string
-		codex     mcpServer
+		codex     Server
 	}{
 		"from the client's environment": {base, map[string]string{"AIPM_AGENT_ID": "${AIPM_AGENT_ID:-}", "AIPM_PASSKEY_FILE": "${AIPM_PASSKEY_FILE:-}", "AIPM_PASSKEY": "${AIPM_PASSKEY:-}"}, withEnvVars(base)},
 		"pinned to one agent":           {pinned, pinned.Env, pinned},
@@ -35,7 +34,7 @@ func TestMCPConfigRoundTrip(t *testing.T) {
 			}
 			dec := json.NewDecoder(bytes.NewReader(claude))
 			var doc struct {
-				MCPServers map[string]mcpServer `json:"mcpServers"`
+				MCPServers map[string]Server `json:"mcpServers"`
 			}
 			if err := dec.Decode(&doc); err != nil {
 				t.Fatalf("claude's .mcp.json is not JSON: %v\n%s", err, claude)
@@ -53,7 +52,7 @@ func TestMCPConfigRoundTrip(t *testing.T) {
 				t.Fatal(err)
 			}
 			var cfg struct {
-				MCPServers map[string]mcpServer `toml:"mcp_servers"`
+				MCPServers map[string]Server `toml:"mcp_servers"`
 			}
 			if _, err := toml.Decode(string(codex), &cfg); err != nil {
 				t.Fatalf("codex config is not TOML: %v\n%s", err, codex)
@@ -65,8 +64,8 @@ func TestMCPConfigRoundTrip(t *testing.T) {
 	}
 }
 
-func withEnvVars(s mcpServer) mcpServer {
-	s.EnvVars = credentialVars
+func withEnvVars(s Server) Server {
+	s.EnvVars = CredentialVars
 	return s
 }
 
@@ -84,7 +83,7 @@ func TestClaudeSettingsMerge(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	hooks, err := hooksDocument(claudeHookEvents("aipm"))
+	hooks, err := HooksDocument(ClaudeHookEvents("aipm"))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -114,16 +113,14 @@ func TestAipmCommand(t *testing.T) {
 		t.Fatal(err)
 	}
 	var stderr bytes.Buffer
-	e := newEnv(func(k string) string { return map[string]string{"PATH": dir}[k] }, nil, io.Discard, &stderr)
-	if got := aipmCommand(e); got != "aipm" {
+	if got := AipmCommand(dir, &stderr); got != "aipm" {
 		t.Errorf("with an aipm on PATH: command %q, want aipm", got)
 	}
 	if !strings.Contains(stderr.String(), "is not this binary") {
 		t.Errorf("another aipm on PATH: no warning in %q", stderr.String())
 	}
 	stderr.Reset()
-	e = newEnv(func(string) string { return "" }, nil, io.Discard, &stderr)
-	if got := aipmCommand(e); !filepath.IsAbs(got) {
+	if got := AipmCommand("", &stderr); !filepath.IsAbs(got) {
 		t.Errorf("with no aipm on PATH: command %q, want this binary's absolute path", got)
 	}
 	if !strings.Contains(stderr.String(), "aipm: warning: ") {

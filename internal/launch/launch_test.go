@@ -1,7 +1,8 @@
-package main
+package launch
 
 import (
 	"encoding/json"
+	"reflect"
 	"slices"
 	"strings"
 	"testing"
@@ -9,26 +10,27 @@ import (
 	"github.com/BurntSushi/toml"
 
 	"aipm"
+	"aipm/internal/clientconfig"
 )
 
 func TestLaunchSpecOf(t *testing.T) {
 	for _, tc := range []struct {
 		command []string
 		ok      bool
-		want    launchSpec
+		want    Spec
 		err     string
 	}{
-		{[]string{"aipm", "sim"}, false, launchSpec{}, ""},
-		{[]string{"claude", "-p", "x"}, false, launchSpec{}, ""},
-		{[]string{"aipm", "launch", "claude"}, true, launchSpec{Client: "claude", Access: accessProject, Extra: []string{}}, ""},
+		{[]string{"aipm", "sim"}, false, Spec{}, ""},
+		{[]string{"claude", "-p", "x"}, false, Spec{}, ""},
+		{[]string{"aipm", "launch", "claude"}, true, Spec{Client: "claude", Access: AccessProject, Extra: []string{}}, ""},
 		{[]string{"/usr/local/bin/aipm", "launch", "codex", "--model", "m", "--access", "read", "--", "--x", "y"}, true,
-			launchSpec{Client: "codex", Model: "m", Access: accessRead, Extra: []string{"--x", "y"}}, ""},
-		{[]string{"aipm", "launch"}, true, launchSpec{}, "exactly one client"},
-		{[]string{"aipm", "launch", "gemini"}, true, launchSpec{}, `client "gemini" is unknown`},
-		{[]string{"aipm", "launch", "claude", "--access", "root"}, true, launchSpec{}, `--access "root" is unknown`},
-		{[]string{"aipm", "launch", "claude", "--colour"}, true, launchSpec{}, "unknown flag"},
+			Spec{Client: "codex", Model: "m", Access: AccessRead, Extra: []string{"--x", "y"}}, ""},
+		{[]string{"aipm", "launch"}, true, Spec{}, "exactly one client"},
+		{[]string{"aipm", "launch", "gemini"}, true, Spec{}, `client "gemini" is unknown`},
+		{[]string{"aipm", "launch", "claude", "--access", "root"}, true, Spec{}, `--access "root" is unknown`},
+		{[]string{"aipm", "launch", "claude", "--colour"}, true, Spec{}, "unknown flag"},
 	} {
-		spec, ok, err := launchSpecOf(tc.command)
+		spec, ok, err := SpecOf(tc.command)
 		if ok != tc.ok {
 			t.Errorf("%q: ok = %v, want %v", tc.command, ok, tc.ok)
 			continue
@@ -48,9 +50,9 @@ func TestLaunchSpecOf(t *testing.T) {
 		}
 		// The command agent add writes reads back as the same spec.
 		if ok {
-			back, _, err := launchSpecOf(spec.command())
+			back, _, err := SpecOf(spec.Command())
 			if err != nil || back.Client != spec.Client || back.Model != spec.Model || back.Access != spec.Access || !slices.Equal(back.Extra, spec.Extra) {
-				t.Errorf("%q: command() %q reads back as %+v, %v", tc.command, spec.command(), back, err)
+				t.Errorf("%q: command() %q reads back as %+v, %v", tc.command, spec.Command(), back, err)
 			}
 		}
 	}
@@ -61,7 +63,7 @@ func TestLaunchSpecOf(t *testing.T) {
 // permissions, and nothing secret: the prompt names no passkey.
 func TestLaunchArgs(t *testing.T) {
 	const exe, word, prompt = "/opt/aipm", "aipm-hook", "PROMPT"
-	claude := claudeLaunchArgs(launchSpec{Client: "claude", Access: accessProject}, exe, word, prompt)
+	claude := claudeLaunchArgs(Spec{Client: "claude", Access: AccessProject}, exe, word, prompt)
 	value := func(args []string, flag string) string {
 		i := slices.Index(args, flag)
 		if i < 0 || i+1 >= len(args) {
@@ -76,7 +78,7 @@ func TestLaunchArgs(t *testing.T) {
 	if err := json.Unmarshal([]byte(value(claude, "--settings")), &settings); err != nil {
 		t.Fatal(err)
 	}
-	want, _ := hooksDocument(claudeHookEvents(word))
+	want, _ := clientconfig.HooksDocument(clientconfig.ClaudeHookEvents(word))
 	var wantDoc struct {
 		Hooks json.RawMessage `json:"hooks"`
 	}
@@ -90,13 +92,13 @@ func TestLaunchArgs(t *testing.T) {
 	if got := value(claude, "--mcp-config"); got != `{"mcpServers":{"aipm":{"args":["serve"],"command":"/opt/aipm"}}}` {
 		t.Errorf("claude's --mcp-config is %s", got)
 	}
-	for access, mode := range map[string]string{accessRead: "default", accessFull: "bypassPermissions"} {
-		if got := value(claudeLaunchArgs(launchSpec{Client: "claude", Access: access}, exe, word, prompt), "--permission-mode"); got != mode {
+	for access, mode := range map[string]string{AccessRead: "default", AccessFull: "bypassPermissions"} {
+		if got := value(claudeLaunchArgs(Spec{Client: "claude", Access: access}, exe, word, prompt), "--permission-mode"); got != mode {
 			t.Errorf("claude with access %s: permission mode %s, want %s", access, got, mode)
 		}
 	}
 
-	codex := codexLaunchArgs(launchSpec{Client: "codex", Access: accessProject, Model: "m", Extra: []string{"--x"}}, exe, word, prompt)
+	codex := codexLaunchArgs(Spec{Client: "codex", Access: AccessProject, Model: "m", Extra: []string{"--x"}}, exe, word, prompt)
 	if codex[0] != "exec" || value(codex, "--sandbox") != "workspace-write" || codex[len(codex)-1] != prompt || codex[len(codex)-2] != "--x" {
 		t.Errorf("codex: %q", codex)
 	}
@@ -116,11 +118,11 @@ func TestLaunchArgs(t *testing.T) {
 	if got["mcp_servers.aipm.command"] != exe || got["mcp_servers.aipm.default_tools_approval_mode"] != "approve" {
 		t.Errorf("codex's server: %v", got)
 	}
-	for _, ev := range codexHookEvents(word) {
-		raw, _ := json.Marshal(got["hooks."+ev.name])
-		want, _ := json.Marshal([]hookGroup{ev.group})
+	for _, ev := range clientconfig.CodexHookEvents(word) {
+		raw, _ := json.Marshal(got["hooks."+ev.Name])
+		want, _ := json.Marshal([]clientconfig.HookGroup{ev.Group})
 		if !sameJSON(raw, want) {
-			t.Errorf("codex's hooks.%s is %s, want %s", ev.name, raw, want)
+			t.Errorf("codex's hooks.%s is %s, want %s", ev.Name, raw, want)
 		}
 	}
 }
@@ -138,7 +140,7 @@ func TestExampleLaunchCommands(t *testing.T) {
 	}
 	found := 0
 	for _, a := range cfg.Agents {
-		if _, ok, err := launchSpecOf(a.Command); ok {
+		if _, ok, err := SpecOf(a.Command); ok {
 			found++
 			if err != nil {
 				t.Errorf("config.example.toml: %q: %v", a.Command, err)
@@ -148,4 +150,10 @@ func TestExampleLaunchCommands(t *testing.T) {
 	if found == 0 {
 		t.Error("config.example.toml shows no aipm launch command")
 	}
+}
+
+// sameJSON says whether a and b hold the same value.
+func sameJSON(a, b []byte) bool {
+	var va, vb any
+	return json.Unmarshal(a, &va) == nil && json.Unmarshal(b, &vb) == nil && reflect.DeepEqual(va, vb)
 }

@@ -1,4 +1,4 @@
-package main
+package clientconfig
 
 import (
 	"encoding/json"
@@ -16,14 +16,10 @@ import (
 // checkout's root (else the folder), and counts a folder trusted when that
 // key or the folder or one of its parents has it.
 
-// warnClaude prints, on stderr, why Claude Code will refuse aipm's tools
-// in the project, if it will.
-func warnClaude(e *env, project string) { warn(e, claudeTrustWarning(e, project)) }
-
 // claudeTrustWarning is why Claude Code will refuse aipm's tools in the
 // project, or "" when the project has no aipm entry for it or Claude Code
 // trusts it.
-func claudeTrustWarning(e *env, project string) string {
+func claudeTrustWarning(getenv func(string) string, project string) string {
 	dirs := projectDirs(project)
 	uses, err := usesClaude(dirs[0])
 	if err != nil {
@@ -32,7 +28,7 @@ func claudeTrustWarning(e *env, project string) string {
 	if !uses {
 		return ""
 	}
-	path := claudeConfigPath(e)
+	path := claudeConfigPath(getenv)
 	data, missing, err := readUserFile(path)
 	if err != nil {
 		return fmt.Sprintf("aipm cannot tell whether Claude Code trusts this project: %v: fix it", err)
@@ -67,7 +63,7 @@ func usesClaude(project string) (bool, error) {
 		Servers map[string]json.RawMessage `json:"mcpServers"`
 	}
 	ok, err := readProjectJSON(project, claudeMCPFile, &mcp)
-	if err != nil || ok && mcp.Servers[serverName] != nil {
+	if err != nil || ok && mcp.Servers[ServerName] != nil {
 		return err == nil, err
 	}
 	var settings struct {
@@ -76,7 +72,7 @@ func usesClaude(project string) (bool, error) {
 		} `json:"permissions"`
 	}
 	ok, err = readProjectJSON(project, claudeSettingsFile, &settings)
-	return ok && slices.Contains(settings.Permissions.Allow, "mcp__"+serverName), err
+	return ok && slices.Contains(settings.Permissions.Allow, "mcp__"+ServerName), err
 }
 
 // readProjectJSON decodes the project's file name into v; false when the
@@ -97,11 +93,11 @@ func readProjectJSON(project, name string, v any) (bool, error) {
 
 // claudeConfigPath is Claude Code's global config: .claude.json in
 // $CLAUDE_CONFIG_DIR when that is set, else in $HOME.
-func claudeConfigPath(e *env) string {
-	if dir := e.getenv("CLAUDE_CONFIG_DIR"); dir != "" {
+func claudeConfigPath(getenv func(string) string) string {
+	if dir := getenv("CLAUDE_CONFIG_DIR"); dir != "" {
 		return filepath.Join(dir, ".claude.json")
 	}
-	return filepath.Join(e.getenv("HOME"), ".claude.json")
+	return filepath.Join(getenv("HOME"), ".claude.json")
 }
 
 // claudeTrustKey is the key under which Claude Code saves the trust

@@ -1,18 +1,18 @@
-package main
+package mcpserver
 
 import (
 	"os"
 	"syscall"
 )
 
-// pollable returns a duplicate of f's descriptor on Go's network poller
+// Pollable returns a duplicate of f's descriptor on Go's network poller
 // when f is a pipe or a socket (aipm serve's stdin, as an agent's CLI starts
 // it): a read waiting for the client then parks a goroutine instead of
 // holding a thread in read(2), which costs a thread handoff per request and
 // keeps the runtime's monitor waking every 20 µs. Anything else (a
 // terminal, a file) comes back as is. done closes the duplicate and puts
 // the descriptor back in blocking mode for whoever shares it after us.
-func pollable(f *os.File) (r *os.File, done func()) {
+func Pollable(f *os.File) (r *os.File, done func()) {
 	fi, err := f.Stat()
 	if err != nil || fi.Mode()&(os.ModeNamedPipe|os.ModeSocket) == 0 {
 		return f, func() {}

@@ -1,4 +1,4 @@
-package main
+package clientconfig
 
 import (
 	"aipm/fsstore/storage"
@@ -36,27 +36,23 @@ type codexUserConfig struct {
 	} `toml:"hooks"`
 }
 
-// warnCodex prints, on stderr, which of aipm's entries in the project
-// Codex will ignore or skip, if any.
-func warnCodex(e *env, project string) { warn(e, codexWarning(e, project)) }
-
 // codexWarning is why Codex will ignore aipm's server entry or skip
 // aipm's hooks in the project, or "" when the project has none or Codex
 // trusts them all.
-func codexWarning(e *env, project string) string {
+func codexWarning(getenv func(string) string, project string) string {
 	dirs := projectDirs(project)
 	server, err := codexHasServer(dirs[0])
 	if err != nil {
 		return fmt.Sprintf("aipm cannot tell whether Codex uses aipm here: %v: fix it by hand", err)
 	}
-	suffixes, err := aipmCodexHooks(filepath.Join(dirs[0], codexHooksFile))
+	suffixes, err := AipmCodexHooks(filepath.Join(dirs[0], CodexHooksFile))
 	if err != nil {
 		return fmt.Sprintf("aipm cannot tell whether Codex runs aipm's hooks: %v: fix it by hand", err)
 	}
 	if !server && len(suffixes) == 0 {
 		return ""
 	}
-	path := codexConfigPath(e)
+	path := codexConfigPath(getenv)
 	cfg, missing, err := readCodexConfig(path)
 	if err != nil {
 		return fmt.Sprintf("aipm cannot tell whether Codex trusts this project: %v: fix it", err)
@@ -67,7 +63,7 @@ func codexWarning(e *env, project string) string {
 			ignored = append(ignored, "the aipm server's [mcp_servers.aipm] entry in "+codexConfigFile)
 		}
 		if len(suffixes) > 0 {
-			ignored = append(ignored, "aipm's hooks in "+codexHooksFile)
+			ignored = append(ignored, "aipm's hooks in "+CodexHooksFile)
 		}
 		saved := codexTrustKey(resolved(dirs))
 		why := fmt.Sprintf("%s has no [projects.%q] trust_level = \"trusted\"", path, saved)
@@ -95,7 +91,7 @@ func codexWarning(e *env, project string) string {
 		return ""
 	}
 	return fmt.Sprintf("%d of aipm's %d hooks in %s will be skipped silently: Codex has not trusted them (%s has no [hooks.state] trusted_hash for %s): open codex in the project and trust them with /hooks",
-		len(untrusted), len(suffixes), codexHooksFile, path, strings.Join(untrusted, ", "))
+		len(untrusted), len(suffixes), CodexHooksFile, path, strings.Join(untrusted, ", "))
 }
 
 // codexHasServer says whether the project's .codex/config.toml holds the
@@ -114,17 +110,17 @@ func codexHasServer(project string) (bool, error) {
 	if _, err := toml.Decode(string(data), &doc); err != nil {
 		return false, fmt.Errorf("%s is not valid TOML (%v)", codexConfigFile, err)
 	}
-	_, ok := doc.Servers[serverName]
+	_, ok := doc.Servers[ServerName]
 	return ok, nil
 }
 
 // codexConfigPath is the user's Codex config: $CODEX_HOME/config.toml,
 // else $HOME/.codex/config.toml.
-func codexConfigPath(e *env) string {
-	if home := e.getenv("CODEX_HOME"); home != "" {
+func codexConfigPath(getenv func(string) string) string {
+	if home := getenv("CODEX_HOME"); home != "" {
 		return filepath.Join(home, "config.toml")
 	}
-	return filepath.Join(e.getenv("HOME"), ".codex", "config.toml")
+	return filepath.Join(getenv("HOME"), ".codex", "config.toml")
 }
 
 // readCodexConfig reads the user's Codex config; a missing one (missing
@@ -174,7 +170,7 @@ func (c *codexUserConfig) trust(dirs []string) (level, key string) {
 // whose key is the path of one of dirs' .codex/hooks.json and suffix.
 func (c *codexUserConfig) trustsHook(dirs []string, suffix string) bool {
 	for _, d := range dirs {
-		key := filepath.Join(d, codexHooksFile) + suffix
+		key := filepath.Join(d, CodexHooksFile) + suffix
 		for k, st := range c.Hooks.State {
 			if st.TrustedHash != "" && (k == key || strings.HasPrefix(k, key+":")) {
 				return true
@@ -184,16 +180,16 @@ func (c *codexUserConfig) trustsHook(dirs []string, suffix string) bool {
 	return false
 }
 
-// aipmCodexHooks are the key suffixes of aipm's hooks in the hooks file at
+// AipmCodexHooks are the key suffixes of aipm's hooks in the hooks file at
 // path, ":<event_snake_case>:<group index>:<handler index>", sorted; none
 // when the file does not exist.
-func aipmCodexHooks(path string) ([]string, error) {
+func AipmCodexHooks(path string) ([]string, error) {
 	data, err := os.ReadFile(path)
 	if errors.Is(err, os.ErrNotExist) {
 		return nil, nil
 	}
 	if err != nil {
-		return nil, fmt.Errorf("read %s: %w", codexHooksFile, err)
+		return nil, fmt.Errorf("read %s: %w", CodexHooksFile, err)
 	}
 	var doc struct {
 		Hooks map[string][]struct {
@@ -203,7 +199,7 @@ func aipmCodexHooks(path string) ([]string, error) {
 		} `json:"hooks"`
 	}
 	if err := json.Unmarshal(data, &doc); err != nil {
-		return nil, fmt.Errorf("%s is not a hooks file (line %d: %s)", codexHooksFile, storage.JSONLine(data, err), storage.JSONWords(data, err))
+		return nil, fmt.Errorf("%s is not a hooks file (line %d: %s)", CodexHooksFile, storage.JSONLine(data, err), storage.JSONWords(data, err))
 	}
 	var suffixes []string
 	for event, groups := range doc.Hooks {

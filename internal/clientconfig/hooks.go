@@ -1,4 +1,4 @@
-package main
+package clientconfig
 
 import (
 	"encoding/json"
@@ -7,14 +7,16 @@ import (
 	"path/filepath"
 	"regexp"
 	"strings"
+
+	"aipm/internal/shell"
 )
 
-// codexHooksFile is where Codex reads a project's hooks (in a trusted
+// CodexHooksFile is where Codex reads a project's hooks (in a trusted
 // project, each hook trusted with /hooks).
-var codexHooksFile = filepath.Join(".codex", "hooks.json")
+var CodexHooksFile = filepath.Join(".codex", "hooks.json")
 
-// hookHandler is one command a client runs at a hook event.
-type hookHandler struct {
+// HookHandler is one command a client runs at a hook event.
+type HookHandler struct {
 	Type        string `json:"type"`
 	Command     string `json:"command"`
 	Async       bool   `json:"async,omitempty"`
@@ -22,17 +24,17 @@ type hookHandler struct {
 	Timeout     int    `json:"timeout"`
 }
 
-// hookGroup is one entry of an event's list: the handlers run for the
+// HookGroup is one entry of an event's list: the handlers run for the
 // tools (or sources) its matcher selects.
-type hookGroup struct {
+type HookGroup struct {
 	Matcher string        `json:"matcher,omitempty"`
-	Hooks   []hookHandler `json:"hooks"`
+	Hooks   []HookHandler `json:"hooks"`
 }
 
-// hookEvent is aipm's group for one event.
-type hookEvent struct {
-	name  string
-	group hookGroup
+// HookEvent is aipm's group for one event.
+type HookEvent struct {
+	Name  string
+	Group HookGroup
 }
 
 // hookTimeout is how long (seconds) a client lets aipm hook answer.
@@ -45,12 +47,12 @@ var shellSafe = regexp.MustCompile(`^[A-Za-z0-9_./+@%=:,-]+$`)
 // hookBinary is the lighter binary that runs aipm's hooks (cmd/aipm-hook).
 const hookBinary = "aipm-hook"
 
-// hookWord is the command word of aipm's hooks: aipm-hook, which starts
-// in about a third of aipm's time, when it is on PATH or beside aipm
-// (command, the word aipmCommand chose, when it is a path); else command
-// itself, which runs them as "aipm hook".
-func hookWord(e *env, command string) string {
-	if lookPath(e.getenv("PATH"), hookBinary) != "" {
+// HookWord is the command word of aipm's hooks: aipm-hook, which starts
+// in about a third of aipm's time, when it is on path (a PATH value) or
+// beside aipm (command, the word AipmCommand chose, when it is a path);
+// else command itself, which runs them as "aipm hook".
+func HookWord(path, command string) string {
+	if shell.LookPath(path, hookBinary) != "" {
 		return hookBinary
 	}
 	if filepath.IsAbs(command) {
@@ -63,7 +65,7 @@ func hookWord(e *env, command string) string {
 }
 
 // hookCommand is the shell command of aipm's hook for client: command is
-// the word hookWord chose ("aipm-hook" or "aipm", or a binary's absolute
+// the word HookWord chose ("aipm-hook" or "aipm", or a binary's absolute
 // path, quoted when it needs it).
 func hookCommand(command, client string) string {
 	sub := " hook"
@@ -76,42 +78,42 @@ func hookCommand(command, client string) string {
 	return command + sub + " --client " + client
 }
 
-// claudeHookEvents are aipm's hooks for Claude Code's .claude/settings.json
+// ClaudeHookEvents are aipm's hooks for Claude Code's .claude/settings.json
 // (and the watcher's --settings), as the hook contract lists them.
-func claudeHookEvents(command string) []hookEvent {
+func ClaudeHookEvents(command string) []HookEvent {
 	run := hookCommand(command, "claude")
-	one := []hookHandler{{Type: "command", Command: run, Timeout: hookTimeout}}
-	wake := hookHandler{Type: "command", Command: run + " --wake", Async: true, AsyncRewake: true, Timeout: 86400}
-	return []hookEvent{
-		{"SessionStart", hookGroup{Hooks: one}},
-		{"UserPromptSubmit", hookGroup{Hooks: one}},
-		{"PreToolUse", hookGroup{Matcher: "*", Hooks: one}},
-		{"PostToolUse", hookGroup{Matcher: "*", Hooks: one}},
-		{"Stop", hookGroup{Hooks: append(one[:1:1], wake)}},
+	one := []HookHandler{{Type: "command", Command: run, Timeout: hookTimeout}}
+	wake := HookHandler{Type: "command", Command: run + " --wake", Async: true, AsyncRewake: true, Timeout: 86400}
+	return []HookEvent{
+		{"SessionStart", HookGroup{Hooks: one}},
+		{"UserPromptSubmit", HookGroup{Hooks: one}},
+		{"PreToolUse", HookGroup{Matcher: "*", Hooks: one}},
+		{"PostToolUse", HookGroup{Matcher: "*", Hooks: one}},
+		{"Stop", HookGroup{Hooks: append(one[:1:1], wake)}},
 	}
 }
 
-// codexHookEvents are aipm's hooks for the project's .codex/hooks.json.
-func codexHookEvents(command string) []hookEvent {
-	one := []hookHandler{{Type: "command", Command: hookCommand(command, "codex"), Timeout: hookTimeout}}
-	return []hookEvent{
-		{"SessionStart", hookGroup{Matcher: "startup|resume|clear", Hooks: one}},
-		{"UserPromptSubmit", hookGroup{Hooks: one}},
-		{"PreToolUse", hookGroup{Matcher: "*", Hooks: one}},
-		{"PostToolUse", hookGroup{Matcher: "*", Hooks: one}},
-		{"Stop", hookGroup{Hooks: one}},
+// CodexHookEvents are aipm's hooks for the project's .codex/hooks.json.
+func CodexHookEvents(command string) []HookEvent {
+	one := []HookHandler{{Type: "command", Command: hookCommand(command, "codex"), Timeout: hookTimeout}}
+	return []HookEvent{
+		{"SessionStart", HookGroup{Matcher: "startup|resume|clear", Hooks: one}},
+		{"UserPromptSubmit", HookGroup{Hooks: one}},
+		{"PreToolUse", HookGroup{Matcher: "*", Hooks: one}},
+		{"PostToolUse", HookGroup{Matcher: "*", Hooks: one}},
+		{"Stop", HookGroup{Hooks: one}},
 	}
 }
 
-// hooksDocument is {"hooks": {...}} holding events, in their order.
-func hooksDocument(events []hookEvent) ([]byte, error) {
+// HooksDocument is {"hooks": {...}} holding events, in their order.
+func HooksDocument(events []HookEvent) ([]byte, error) {
 	var hooks jsonObject
 	for _, ev := range events {
-		raw, err := json.Marshal([]hookGroup{ev.group})
+		raw, err := json.Marshal([]HookGroup{ev.Group})
 		if err != nil {
 			return nil, err
 		}
-		hooks.set(ev.name, raw)
+		hooks.set(ev.Name, raw)
 	}
 	raw, err := json.Marshal(hooks)
 	if err != nil {
@@ -121,10 +123,10 @@ func hooksDocument(events []hookEvent) ([]byte, error) {
 }
 
 // hookEventNames are the events' names, for a sentence.
-func hookEventNames(events []hookEvent) string {
+func hookEventNames(events []HookEvent) string {
 	names := make([]string, len(events))
 	for i, ev := range events {
-		names[i] = ev.name
+		names[i] = ev.Name
 	}
 	return strings.Join(names, ", ")
 }
@@ -170,7 +172,7 @@ func isAipmHook(command string) bool {
 	switch word {
 	case hookBinary:
 		return true
-	case serverName:
+	case ServerName:
 		return rest == "hook" || strings.HasPrefix(rest, "hook ")
 	}
 	return false
@@ -182,21 +184,21 @@ func isAipmHook(command string) bool {
 // other hooks keeps them), and everything else stays as it is; an event
 // without aipm's hooks gets aipm's group appended. It says what it did,
 // or "" when root already held exactly aipm's hooks.
-func mergeHooks(root *jsonObject, events []hookEvent) (string, error) {
+func mergeHooks(root *jsonObject, events []HookEvent) (string, error) {
 	hooks, err := subObject(*root, "hooks")
 	if err != nil {
 		return "", err
 	}
 	changed, replaced := false, false
 	for _, ev := range events {
-		old, had := hooks.get(ev.name)
+		old, had := hooks.get(ev.Name)
 		var groups []json.RawMessage
 		if had {
 			if err := json.Unmarshal(old, &groups); err != nil {
-				return "", fmt.Errorf("its hooks.%s is not a list", ev.name)
+				return "", fmt.Errorf("its hooks.%s is not a list", ev.Name)
 			}
 		}
-		merged, found, err := mergeHookGroups(groups, ev.group)
+		merged, found, err := mergeHookGroups(groups, ev.Group)
 		if err != nil {
 			return "", err
 		}
@@ -204,7 +206,7 @@ func mergeHooks(root *jsonObject, events []hookEvent) (string, error) {
 		if had && sameJSON(old, merged) {
 			continue
 		}
-		hooks.set(ev.name, merged)
+		hooks.set(ev.Name, merged)
 		changed = true
 	}
 	if !changed {
@@ -224,7 +226,7 @@ func mergeHooks(root *jsonObject, events []hookEvent) (string, error) {
 // mergeHookGroups puts want in groups where the first aipm hook stood
 // (or at the end), and drops aipm's hooks from the other groups. found
 // says whether groups held an aipm hook.
-func mergeHookGroups(groups []json.RawMessage, want hookGroup) (json.RawMessage, bool, error) {
+func mergeHookGroups(groups []json.RawMessage, want HookGroup) (json.RawMessage, bool, error) {
 	wantRaw, err := json.Marshal(want)
 	if err != nil {
 		return nil, false, err

@@ -1,0 +1,72 @@
+package launch
+
+import (
+	"aipm/fsstore/storage"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+)
+
+// TestStarts: what agent list and doctor say aipm watch starts for an
+// agent, and what it may do.
+func TestStarts(t *testing.T) {
+	for _, tc := range []struct {
+		command     []string
+		starts, may string
+	}{
+		{nil, "", ""},
+		{[]string{"aipm", "launch", "claude"}, "claude", "edit files and run commands inside the project"},
+		{[]string{"/opt/aipm", "launch", "codex", "--access", "read"}, "codex", "read the project; no edit, no command"},
+		{[]string{"aipm", "launch", "claude", "--access", "full"}, "claude", "anything, without asking"},
+		{[]string{"aipm", "launch", "gemini"}, "aipm launch (invalid)", ""},
+		{[]string{"aipm", "sim"}, "aipm sim", ""},
+		{[]string{"/usr/bin/python3", "agent.py"}, "python3", ""},
+	} {
+		starts, may := Starts(storage.Agent{ID: "a", Command: tc.command})
+		if starts != tc.starts || may != tc.may {
+			t.Errorf("Starts(%q) = %q, %q; want %q, %q", tc.command, starts, may, tc.starts, tc.may)
+		}
+	}
+}
+
+// TestRunsCodex: a command that starts Codex itself, or a shell script
+// that runs it.
+func TestRunsCodex(t *testing.T) {
+	for cmd, want := range map[string]bool{
+		"codex exec hi":                   true,
+		"/usr/local/bin/codex exec":       true,
+		"sh -c|cd x && codex exec go":     true,
+		"sh -c|/opt/bin/codex exec":       true,
+		"claude -p hi":                    false,
+		"sh -c|echo codexes":              false,
+		"aipm launch codex":               true, // SpecOf takes it first
+		"python3 drive.py --tool=codex-x": false,
+	} {
+		var command []string
+		if head, script, ok := strings.Cut(cmd, "|"); ok {
+			command = append(strings.Fields(head), script)
+		} else {
+			command = strings.Fields(cmd)
+		}
+		if got := runsCodex(command); got != want {
+			t.Errorf("runsCodex(%q) = %v, want %v", command, got, want)
+		}
+	}
+}
+
+// TestMissing: one sentence, with how to install it, for a client that is
+// not on PATH; nothing when it is.
+func TestMissing(t *testing.T) {
+	dir := t.TempDir()
+	if err := os.WriteFile(filepath.Join(dir, "claude"), []byte("#!/bin/sh\n"), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	if msg := Missing(dir, Spec{Client: "claude"}); msg != "" {
+		t.Errorf("claude on PATH: %q", msg)
+	}
+	msg := Missing(dir, Spec{Client: "codex"})
+	if !strings.HasPrefix(msg, "codex is not on PATH") || !strings.Contains(msg, "npm install -g @openai/codex") {
+		t.Errorf("codex missing: %q", msg)
+	}
+}

@@ -126,7 +126,8 @@ func (h *Hook) sessionStart(ctx context.Context) (Result, error) {
 }
 
 // pendingWork names the work the rule of DESIGN section 8 finds for the
-// agent, per purpose (Store.Work without a session: nothing is taken).
+// agent, per purpose (Store.Work without a session: nothing is taken);
+// what counts as work is the rule's own (Next.IsWorkFor).
 func (h *Hook) pendingWork(ctx context.Context) (string, error) {
 	var parts []string
 	for _, purpose := range []string{fsstore.PurposeTask, fsstore.PurposeChat} {
@@ -138,9 +139,10 @@ func (h *Hook) pendingWork(ctx context.Context) (string, error) {
 			return "", err
 		}
 		switch {
-		case purpose == fsstore.PurposeTask && next.Action == fsstore.ActWork && next.Task != nil:
+		case !next.IsWorkFor(purpose):
+		case purpose == fsstore.PurposeTask && next.Task != nil:
 			parts = append(parts, fmt.Sprintf("task %s %q in progress", next.Task.ID, fsstore.Clip(next.Task.Title, 120)))
-		case purpose == fsstore.PurposeChat && next.Action != fsstore.ActWait:
+		case purpose == fsstore.PurposeChat:
 			parts = append(parts, "chat: "+strings.ReplaceAll(next.Action, "_", " "))
 		}
 	}

@@ -39,9 +39,6 @@ type Options struct {
 	Log   io.Writer // progress lines
 }
 
-// ErrUnknownTarget says Options.Only names no target.
-var ErrUnknownTarget = errors.New("no such target")
-
 // Check refuses an Options.Only that names no target (ErrUnknownTarget),
 // before anything is measured or built.
 func Check(only []string) error {

@@ -19,8 +19,8 @@ type WatcherInfo struct {
 // ErrWatcherRunning says another watcher holds the project.
 var ErrWatcherRunning = errors.New("another aipm watch is running")
 
-func (s *Store) watcherLockPath() string { return filepath.Join(s.root, "watcher.lock") }
-func (s *Store) watcherInfoPath() string { return filepath.Join(s.root, "watcher.json") }
+func (l Layout) watcherLockPath() string { return filepath.Join(l.root, "watcher.lock") }
+func (l Layout) watcherInfoPath() string { return filepath.Join(l.root, "watcher.json") }
 
 // LockWatcher takes the project's watcher lock (one watcher per project,
 // DESIGN section 12) and records this process in watcher.json; release

@@ -45,6 +45,9 @@ const (
 // Priorities, lowest first.
 var Priorities = []string{"low", "normal", "high", "urgent"}
 
+// DefaultPriority is a new task's priority when none is given.
+const DefaultPriority = "normal"
+
 // Task is tasks/<id>.json.
 type Task struct {
 	ID             string `json:"id"`
@@ -178,7 +181,7 @@ func (s *Store) CreateTask(ctx context.Context, cfg *Config, in NewTask) (Task, 
 		return Task{}, err
 	}
 	if in.Priority == "" {
-		in.Priority = "normal"
+		in.Priority = DefaultPriority
 	}
 	if !slices.Contains(Priorities, in.Priority) {
 		return Task{}, fmt.Errorf("priority %q is invalid: use one of %s", in.Priority, strings.Join(Priorities, ", "))

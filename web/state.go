@@ -35,11 +35,12 @@ type State struct {
 	Problems        []string     `json:"problems,omitempty"`
 }
 
-// StatusView is a task status, whether a task in it is open
-// (fsstore.StatusOpen), and whether it is the blocked status, whose tasks
-// carry why (Task.BlockedReason).
+// StatusView is a task status, how the page names it, whether a task in
+// it is open (fsstore.StatusOpen), and whether it is the blocked status,
+// whose tasks carry why (Task.BlockedReason).
 type StatusView struct {
 	Name    string `json:"name"`
+	Label   string `json:"label"`
 	Open    bool   `json:"open"`
 	Blocked bool   `json:"blocked,omitempty"`
 }
@@ -48,9 +49,22 @@ type StatusView struct {
 func statusViews() []StatusView {
 	out := make([]StatusView, 0, len(fsstore.Statuses))
 	for _, s := range fsstore.Statuses {
-		out = append(out, StatusView{Name: s, Open: fsstore.StatusOpen(s), Blocked: s == fsstore.StatusBlocked})
+		out = append(out, StatusView{Name: s, Label: statusLabel(s), Open: fsstore.StatusOpen(s), Blocked: s == fsstore.StatusBlocked})
 	}
 	return out
+}
+
+// statusLabel is a status in words: "in_progress" is "In progress", and
+// "todo" "To do".
+func statusLabel(status string) string {
+	if status == fsstore.StatusTodo {
+		return "To do"
+	}
+	words := strings.ReplaceAll(status, "_", " ")
+	if words == "" {
+		return ""
+	}
+	return strings.ToUpper(words[:1]) + words[1:]
 }
 
 // AgentView is one agent with its live sessions, running processes and

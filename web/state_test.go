@@ -48,6 +48,9 @@ func TestStateCarriesTheVocabulary(t *testing.T) {
 			if s.Open != fsstore.StatusOpen(s.Name) {
 				t.Errorf("%s: status %s open %v, want fsstore's %v", c.name, s.Name, s.Open, fsstore.StatusOpen(s.Name))
 			}
+			if s.Label == "" {
+				t.Errorf("%s: status %s has no label", c.name, s.Name)
+			}
 			if s.Blocked != (s.Name == fsstore.StatusBlocked) {
 				t.Errorf("%s: status %s blocked %v", c.name, s.Name, s.Blocked)
 			}

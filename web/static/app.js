@@ -60,8 +60,9 @@
   let closed = new Set(); // statuses of finished tasks
   let blocked = new Set(); // statuses whose cards say why (blockedReason)
   let prioRank = new Map(); // priority -> rank, 1 the lowest
+  let labels = new Map(); // status -> its name in words
   let vocabulary = '';
-  const statusLabel = (st) => { const s = str(st).replace(/_/g, ' '); return s.charAt(0).toUpperCase() + s.slice(1); };
+  const statusLabel = (st) => labels.get(st) || str(st);
 
   function takeVocabulary(s) {
     const sts = arr(s.statuses).filter((x) => x && x.name);
@@ -72,6 +73,7 @@
     statuses = sts.map((x) => str(x.name));
     closed = new Set(sts.filter((x) => !x.open).map((x) => str(x.name)));
     blocked = new Set(sts.filter((x) => x.blocked).map((x) => str(x.name)));
+    labels = new Map(sts.map((x) => [str(x.name), str(x.label) || str(x.name)]));
     prioRank = new Map(prios.map((p, i) => [p, i + 1]));
     cardTemplate = makeCardTemplate();
   }

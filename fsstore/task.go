@@ -46,6 +46,9 @@ const (
 // Priorities, lowest first.
 var Priorities = []string{"low", "normal", "high", "urgent"}
 
+// DefaultPriority is a new task's priority when none is given.
+const DefaultPriority = "normal"
+
 // Task is tasks/<id>.json.
 type Task struct {
 	ID             string `json:"id"`
@@ -179,7 +182,7 @@ func (s *Store) CreateTask(ctx context.Context, cfg *storage.Config, in NewTask)
 		return Task{}, err
 	}
 	if in.Priority == "" {
-		in.Priority = "normal"
+		in.Priority = DefaultPriority
 	}
 	if !slices.Contains(Priorities, in.Priority) {
 		return Task{}, fmt.Errorf("priority %q is invalid: use one of %s", in.Priority, strings.Join(Priorities, ", "))

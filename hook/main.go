@@ -154,7 +154,7 @@ func mistake(env Env, format string, args ...any) int {
 }
 
 // forAgent is the hook of the agent whose credential the environment
-// holds, in the project fsstore.LocateProject finds (dir is --dir); nil
+// holds, in the project storage.LocateProject finds (dir is --dir); nil
 // when there is no credential, no project, or the credential is not the
 // agent's.
 func forAgent(dir string, getenv func(string) string) *Hook {

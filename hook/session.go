@@ -127,7 +127,8 @@ func (h *Hook) sessionStart(ctx context.Context) (Result, error) {
 }
 
 // pendingWork names the work the rule of DESIGN section 8 finds for the
-// agent, per purpose (Store.Work without a session: nothing is taken).
+// agent, per purpose (Store.Work without a session: nothing is taken);
+// what counts as work is the rule's own (Next.IsWorkFor).
 func (h *Hook) pendingWork(ctx context.Context) (string, error) {
 	var parts []string
 	for _, purpose := range []string{storage.PurposeTask, storage.PurposeChat} {
@@ -139,9 +140,10 @@ func (h *Hook) pendingWork(ctx context.Context) (string, error) {
 			return "", err
 		}
 		switch {
-		case purpose == storage.PurposeTask && next.Action == fsstore.ActWork && next.Task != nil:
+		case !next.IsWorkFor(purpose):
+		case purpose == storage.PurposeTask && next.Task != nil:
 			parts = append(parts, fmt.Sprintf("task %s %q in progress", next.Task.ID, storage.Clip(next.Task.Title, 120)))
-		case purpose == storage.PurposeChat && next.Action != fsstore.ActWait:
+		case purpose == storage.PurposeChat:
 			parts = append(parts, "chat: "+strings.ReplaceAll(next.Action, "_", " "))
 		}
 	}

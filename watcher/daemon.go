@@ -8,7 +8,6 @@ import (
 	"log/slog"
 	"os"
 	"path/filepath"
-	"strings"
 	"time"
 
 	"github.com/fsnotify/fsnotify"
@@ -200,19 +199,10 @@ func (l *loop) watchError(fsw *fsnotify.Watcher, err error) {
 	l.runPass()
 }
 
-// relevant filters out what never changes a reaction: the started
-// processes' output, lock files and temporary files.
-func (d *Daemon) relevant(ev fsnotify.Event) bool {
-	rel, err := filepath.Rel(d.store.Root(), ev.Name)
-	if err != nil || rel == "logs" || strings.HasPrefix(rel, "logs"+string(filepath.Separator)) {
-		return false
-	}
-	base := filepath.Base(ev.Name)
-	if strings.HasPrefix(base, ".") || base == "watcher.lock" || base == "watcher.json" || base == "read.json" {
-		return false
-	}
-	return true
-}
+// relevant filters out what never changes a reaction (the Layout's
+// QuietChange): the started processes' output, lock files and temporary
+// files.
+func (d *Daemon) relevant(ev fsnotify.Event) bool { return !d.store.QuietChange(ev.Name) }
 
 // watchTree adds dir and every directory below it (but logs/) to fsw. An
 // inotify limit is reported, not fatal: the deadline passes still run.
@@ -221,7 +211,7 @@ func (d *Daemon) watchTree(fsw *fsnotify.Watcher, dir string) error {
 		if err != nil || !e.IsDir() {
 			return nil
 		}
-		if path == filepath.Join(d.store.Root(), "logs") {
+		if d.store.UnwatchedDir(path) {
 			return filepath.SkipDir
 		}
 		if err := fsw.Add(path); err != nil {

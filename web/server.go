@@ -44,12 +44,6 @@ type Options struct {
 	AllowRemote bool
 }
 
-// ErrRemote refuses a non-loopback address without AllowRemote.
-var ErrRemote = errors.New("not a loopback address")
-
-// ErrAddr refuses an address that is not host:port.
-var ErrAddr = errors.New("not host:port")
-
 // Server is a running aipm web.
 type Server struct {
 	store   *fsstore.Store

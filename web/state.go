@@ -27,7 +27,45 @@ type State struct {
 	Approvals     []fsstore.Task         `json:"approvals"`
 	Triggers      []fsstore.Trigger      `json:"triggers"`
 	Timeline      []Event                `json:"timeline"`
-	Problems      []string               `json:"problems,omitempty"`
+	// Statuses (in workflow order, each with whether a task in it is
+	// open), Priorities (lowest first) and DefaultPriority are fsstore's
+	// own: the page shows and orders tasks by them and restates none.
+	Statuses        []StatusView `json:"statuses"`
+	Priorities      []string     `json:"priorities"`
+	DefaultPriority string       `json:"defaultPriority"`
+	Problems        []string     `json:"problems,omitempty"`
+}
+
+// StatusView is a task status, how the page names it, whether a task in
+// it is open (fsstore.StatusOpen), and whether it is the blocked status,
+// whose tasks carry why (Task.BlockedReason).
+type StatusView struct {
+	Name    string `json:"name"`
+	Label   string `json:"label"`
+	Open    bool   `json:"open"`
+	Blocked bool   `json:"blocked,omitempty"`
+}
+
+// statusViews are fsstore's task statuses, in its order.
+func statusViews() []StatusView {
+	out := make([]StatusView, 0, len(fsstore.Statuses))
+	for _, s := range fsstore.Statuses {
+		out = append(out, StatusView{Name: s, Label: statusLabel(s), Open: fsstore.StatusOpen(s), Blocked: s == fsstore.StatusBlocked})
+	}
+	return out
+}
+
+// statusLabel is a status in words: "in_progress" is "In progress", and
+// "todo" "To do".
+func statusLabel(status string) string {
+	if status == fsstore.StatusTodo {
+		return "To do"
+	}
+	words := strings.ReplaceAll(status, "_", " ")
+	if words == "" {
+		return ""
+	}
+	return strings.ToUpper(words[:1]) + words[1:]
 }
 
 // AgentView is one agent with its live sessions, running processes and
@@ -101,7 +139,8 @@ const (
 // cannot be read at all is a State with the problem.
 func buildState(ctx context.Context, store *fsstore.Store) State {
 	// Lists are [] when empty, never null: the page iterates them.
-	st := State{Agents: []AgentView{}, Humans: []string{}, Tasks: []fsstore.Task{}, Chats: []Chat{}, Conversations: []fsstore.Conversation{},
+	st := State{Statuses: statusViews(), Priorities: slices.Clone(fsstore.Priorities), DefaultPriority: fsstore.DefaultPriority,
+		Agents: []AgentView{}, Humans: []string{}, Tasks: []fsstore.Task{}, Chats: []Chat{}, Conversations: []fsstore.Conversation{},
 		Delegations: []fsstore.Delegation{}, Approvals: []fsstore.Task{}, Triggers: []fsstore.Trigger{}, Timeline: []Event{}}
 	cfg, err := store.LoadConfig()
 	if err != nil {

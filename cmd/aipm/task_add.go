@@ -58,7 +58,7 @@ project's only human). A task may start in progress if it has an assignee.`,
 	f := c.Flags()
 	f.StringVar(&o.Task.Description, "description", "", "details of the work")
 	f.StringVar(&o.Task.Assignee, "assignee", "", "the agent who does the work")
-	f.StringVar(&o.Task.Priority, "priority", "normal", strings.Join(fsstore.Priorities, ", "))
+	f.StringVar(&o.Task.Priority, "priority", fsstore.DefaultPriority, strings.Join(fsstore.Priorities, ", "))
 	f.StringVar(&o.Task.Status, "status", fsstore.StatusTodo, "backlog, todo or in_progress")
 	f.StringVar(&o.Task.ParentID, "parent", "", "the parent task's id (or a unique start of it)")
 	f.StringVar(&o.As, "as", "", "who requests it (default $AIPM_AS, else the only human)")

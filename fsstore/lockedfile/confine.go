@@ -3,7 +3,6 @@ package lockedfile
 import (
 	"bytes"
 	"errors"
-	"fmt"
 	"io"
 	"os"
 	"path/filepath"
@@ -18,18 +17,6 @@ import (
 // session, config.toml...): ten times more than any it writes. A larger
 // file is refused with ErrTooLarge instead of being read into memory.
 const MaxDocument = 4 << 20
-
-// ErrNotRegular says a path names something other than a regular file (a
-// FIFO, a device, a socket, a directory): aipm opens none of them, so that
-// a hostile or mistaken file can neither block nor flood a reader.
-var ErrNotRegular = errors.New("not a regular file")
-
-// ErrLink says a path, or a directory on its way inside a confined root,
-// is a symbolic link: aipm never follows one there, for reads or writes.
-var ErrLink = errors.New("a symbolic link (aipm never follows links inside .ai-pm)")
-
-// ErrTooLarge says a document is larger than MaxDocument.
-var ErrTooLarge = fmt.Errorf("larger than %d MiB, the most aipm reads of a document", MaxDocument>>20)
 
 // RefusedError is the refusal of an entry the opener never opens: Path
 // and why (ErrLink or ErrNotRegular), with what to do about it.

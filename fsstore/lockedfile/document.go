@@ -11,10 +11,6 @@ import (
 	"syscall"
 )
 
-// ErrChanged says a document no longer is what was read: someone (an
-// editor, say) replaced or rewrote it in between.
-var ErrChanged = errors.New("changed since it was read")
-
 // Identity is what a reader read of a document: its inode and a hash of its
 // bytes. The zero Identity is "there was no file".
 type Identity struct {

@@ -24,6 +24,25 @@ var ErrReplaced = errors.New("file replaced while locking")
 // quota exceeded, or the file-size limit reached.
 var ErrDiskFull = errors.New("disk full")
 
+// ErrChanged says a document no longer is what was read: someone (an
+// editor, say) replaced or rewrote it in between.
+var ErrChanged = errors.New("changed since it was read")
+
+// ErrNotRegular says a path names something other than a regular file (a
+// FIFO, a device, a socket, a directory): aipm opens none of them, so that
+// a hostile or mistaken file can neither block nor flood a reader.
+var ErrNotRegular = errors.New("not a regular file")
+
+// ErrLink says a path, or a directory on its way inside a confined root,
+// is a symbolic link: aipm never follows one there, for reads or writes.
+var ErrLink = errors.New("a symbolic link (aipm never follows links inside .ai-pm)")
+
+// ErrTooLarge says a document is larger than MaxDocument.
+var ErrTooLarge = fmt.Errorf("larger than %d MiB, the most aipm reads of a document", MaxDocument>>20)
+
+// ErrLineTooLong says a JSONL line is longer than MaxLine.
+var ErrLineTooLong = fmt.Errorf("line longer than %d MiB, the most aipm reads of one line", MaxLine>>20)
+
 // IsNoRoom reports whether err means "no room": ErrDiskFull, no space left,
 // quota exceeded, or the file-size limit reached.
 func IsNoRoom(err error) bool {

@@ -114,9 +114,6 @@ func (r *LineReader) Next() (Record, error) {
 // as ErrLineTooLong, never held in memory whole.
 const MaxLine = MaxDocument
 
-// ErrLineTooLong says a JSONL line is longer than MaxLine.
-var ErrLineTooLong = fmt.Errorf("line longer than %d MiB, the most aipm reads of one line", MaxLine>>20)
-
 // readLine reads the next line as bufio's ReadBytes does (data ends with
 // its newline unless err), keeping at most MaxLine bytes of it: long says
 // it was longer (data is then nil). n is its whole length.

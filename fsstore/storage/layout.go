@@ -240,7 +240,7 @@ func (l Layout) LogDir(agent string) (string, error) {
 	if err := CheckAgentID(agent); err != nil {
 		return "", err
 	}
-	return filepath.Join(l.root, "logs", agent), nil
+	return filepath.Join(l.logsDir(), agent), nil
 }
 
 // CredentialPath is credentials/<agent>.passkey (mode 0600, kept out of

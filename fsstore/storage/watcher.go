@@ -15,8 +15,8 @@ type WatcherInfo struct {
 	StartedAt time.Time `json:"startedAt"`
 }
 
-func (s *Files) watcherLockPath() string { return filepath.Join(s.root, "watcher.lock") }
-func (s *Files) watcherInfoPath() string { return filepath.Join(s.root, "watcher.json") }
+func (l Layout) watcherLockPath() string { return filepath.Join(l.root, "watcher.lock") }
+func (l Layout) watcherInfoPath() string { return filepath.Join(l.root, "watcher.json") }
 
 // LockWatcher takes the project's watcher lock (one watcher per project,
 // DESIGN section 12) and records this process in watcher.json; release

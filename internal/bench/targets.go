@@ -1,15 +1,11 @@
 package bench
 
 import (
-	"errors"
 	"fmt"
 	"slices"
 	"strconv"
 	"strings"
 )
-
-// ErrUnknownTarget says Options.Only names no target.
-var ErrUnknownTarget = errors.New("no such target")
 
 // Check refuses an Options.Only that names no target (ErrUnknownTarget),
 // before anything is measured or built.

@@ -8,7 +8,6 @@ package browser
 
 import (
 	"context"
-	"errors"
 	"fmt"
 	"os"
 	"os/exec"
@@ -22,9 +21,6 @@ import (
 
 // Names are the programs Find looks for on PATH, in this order.
 var Names = []string{"chromium", "chromium-browser", "google-chrome"}
-
-// ErrMissing says no Chromium is on PATH.
-var ErrMissing = errors.New("no chromium on PATH (chromium, chromium-browser or google-chrome)")
 
 // Find returns the path of the first of Names on PATH.
 func Find() (string, error) {

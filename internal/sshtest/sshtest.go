@@ -10,7 +10,6 @@ import (
 	"bufio"
 	"bytes"
 	"context"
-	"errors"
 	"fmt"
 	"net"
 	"os"
@@ -47,9 +46,6 @@ func Missing() string {
 	}
 	return strings.Join(gone, ", ")
 }
-
-// ErrMissing wraps Missing's reason in Start's error.
-var ErrMissing = errors.New("ssh programs missing")
 
 // Server is a running loopback sshd.
 type Server struct {

@@ -2,12 +2,6 @@
 // Every value from the State goes through textContent (never innerHTML).
 'use strict';
 (() => {
-  const STATUSES = ['backlog', 'todo', 'in_progress', 'blocked', 'done', 'cancelled'];
-  const STATUS_LABEL = {
-    backlog: 'Backlog', todo: 'To do', in_progress: 'In progress',
-    blocked: 'Blocked', done: 'Done', cancelled: 'Cancelled',
-  };
-  const PRIO_RANK = { urgent: 4, high: 3, normal: 2, medium: 2, low: 1 };
   const $ = (sel, root = document) => root.querySelector(sel);
 
   // el('div.card.x', {dataset: {...}, text: '...', ...props}, ...children)
@@ -59,6 +53,31 @@
   const DTF = new Intl.DateTimeFormat(undefined, { dateStyle: 'medium', timeStyle: 'medium' });
   const fullTime = (s) => { const t = parseT(s); return t ? DTF.format(t) : ''; };
 
+  // ---- the task statuses and priorities: every State carries aipm's own
+  // (statuses in workflow order, each open or not; priorities lowest
+  // first), and the page restates none ----
+  let statuses = []; // status names, in order: the board's columns
+  let closed = new Set(); // statuses of finished tasks
+  let blocked = new Set(); // statuses whose cards say why (blockedReason)
+  let prioRank = new Map(); // priority -> rank, 1 the lowest
+  let labels = new Map(); // status -> its name in words
+  let vocabulary = '';
+  const statusLabel = (st) => labels.get(st) || str(st);
+
+  function takeVocabulary(s) {
+    const sts = arr(s.statuses).filter((x) => x && x.name);
+    const prios = arr(s.priorities).map(str);
+    const key = JSON.stringify([sts, prios]);
+    if (key === vocabulary) return;
+    vocabulary = key;
+    statuses = sts.map((x) => str(x.name));
+    closed = new Set(sts.filter((x) => !x.open).map((x) => str(x.name)));
+    blocked = new Set(sts.filter((x) => x.blocked).map((x) => str(x.name)));
+    labels = new Map(sts.map((x) => [str(x.name), str(x.label) || str(x.name)]));
+    prioRank = new Map(prios.map((p, i) => [p, i + 1]));
+    cardTemplate = makeCardTemplate();
+  }
+
   // ---- state kept across renders ----
   let state = null;
   let humans = [];
@@ -90,32 +109,35 @@
     const withType = (id) => [id, humans.includes(id) ? id + ' (human)' : id];
     fillSelect($('#send-form select[name=to]'), ais.concat(ids.filter((i) => humans.includes(i))).map(withType), ais[0]);
     fillSelect($('#task-form select[name=assignee]'), ais.concat(ids.filter((i) => humans.includes(i))).map(withType), ais[0]);
+    fillSelect($('#task-form select[name=priority]'), arr(s.priorities).map((p) => [str(p), str(p)]), str(s.defaultPriority));
   }
 
   // ---- board ----
-  const statusTemplate = (() => {
-    const s = el('select.set-status', { ariaLabel: 'New status' });
-    for (const st of STATUSES) s.append(el('option', { value: st, text: STATUS_LABEL[st] }));
-    return s;
-  })();
-
+  // A finished column shows the newest first; the others, the highest
+  // priority first, then the longest waiting.
   function sortTasks(list, status) {
-    if (status === 'done' || status === 'cancelled') {
+    if (closed.has(status)) {
       return list.sort((a, b) => parseT(b.statusChangedAt) - parseT(a.statusChangedAt));
     }
-    return list.sort((a, b) => (PRIO_RANK[b.priority] || 0) - (PRIO_RANK[a.priority] || 0) ||
-      parseT(a.statusChangedAt) - parseT(b.statusChangedAt));
+    const rank = (t) => prioRank.get(t.priority) || 0;
+    return list.sort((a, b) => rank(b) - rank(a) || parseT(a.statusChangedAt) - parseT(b.statusChangedAt));
   }
 
   // A card is a clone of this template with its text filled in (much
-  // faster than building 500 cards element by element).
-  const cardTemplate = el('article.card', null,
-    el('div.card-head', null, el('span.priority'), el('span.age')),
-    el('div.title'),
-    el('div.meta', null, el('span.assignee'), el('span.tid')),
-    el('div.card-actions', null, statusTemplate,
-      el('input.reason', { type: 'text', placeholder: 'reason', ariaLabel: 'Reason' }),
-      el('button.apply-status', { type: 'button', text: 'Set' })));
+  // faster than building 500 cards element by element); it is made again
+  // when the statuses change.
+  function makeCardTemplate() {
+    const statusSelect = el('select.set-status', { ariaLabel: 'New status' });
+    for (const st of statuses) statusSelect.append(el('option', { value: st, text: statusLabel(st) }));
+    return el('article.card', null,
+      el('div.card-head', null, el('span.priority'), el('span.age')),
+      el('div.title'),
+      el('div.meta', null, el('span.assignee'), el('span.tid')),
+      el('div.card-actions', null, statusSelect,
+        el('input.reason', { type: 'text', placeholder: 'reason', ariaLabel: 'Reason' }),
+        el('button.apply-status', { type: 'button', text: 'Set' })));
+  }
+  let cardTemplate = makeCardTemplate();
 
   function card(t) {
     const id = str(t.id);
@@ -135,7 +157,7 @@
     } else if (t.approvalStatus === 'rejected') {
       c.insertBefore(el('div.badge.bad', { text: 'rejected' }), actions);
     }
-    if (t.status === 'blocked' && t.blockedReason) c.insertBefore(el('div.reason', { text: str(t.blockedReason) }), actions);
+    if (blocked.has(t.status) && t.blockedReason) c.insertBefore(el('div.reason', { text: str(t.blockedReason) }), actions);
     const d = drafts.get(id);
     actions.firstChild.value = d ? d.status : str(t.status);
     if (d) actions.children[1].value = d.reason;
@@ -145,7 +167,7 @@
   function renderBoard(s) {
     const board = $('#board');
     const by = {};
-    for (const st of STATUSES) by[st] = [];
+    for (const st of statuses) by[st] = [];
     const seen = new Set();
     const tasks = arr(s.tasks);
     for (const t of tasks) {
@@ -155,14 +177,14 @@
     }
     for (const id of drafts.keys()) if (!seen.has(id)) drafts.delete(id);
     const f = document.createDocumentFragment();
-    const cols = STATUSES.concat(Object.keys(by).filter((k) => !STATUSES.includes(k)));
+    const cols = statuses.concat(Object.keys(by).filter((k) => !statuses.includes(k)));
     for (const st of cols) {
       const list = sortTasks(by[st], st);
       const cards = el('div.cards');
       for (const t of list) cards.append(card(t));
       if (!list.length) cards.append(el('div.empty', { text: 'nothing' }));
-      f.append(el('div.column', { dataset: { status: st } },
-        el('h3', null, el('span', { text: STATUS_LABEL[st] || st }), el('span.count', { text: String(list.length) })),
+      f.append(el('div.column' + (closed.has(st) ? '.closed' : ''), { dataset: { status: st } },
+        el('h3', null, el('span', { text: statusLabel(st) }), el('span.count', { text: String(list.length) })),
         cards));
     }
     board.replaceChildren(f);
@@ -180,7 +202,7 @@
       const pc = t.pendingChange;
       if (pc) {
         const bits = [];
-        if (pc.status) bits.push('status → ' + (STATUS_LABEL[pc.status] || pc.status));
+        if (pc.status) bits.push('status → ' + statusLabel(pc.status));
         if (pc.description !== undefined && pc.description !== null) bits.push('new description');
         what = (str(pc.by) || 'someone') + ' asks: ' + (bits.join(', ') || 'a change');
       } else {
@@ -428,6 +450,7 @@
     }
 
     const scroll = readScroll();
+    takeVocabulary(s);
     fillSelects(s);
     renderBoard(s);
     renderApprovals(s);

@@ -12,21 +12,20 @@ import (
 
 // deliver is the delivery part of the gate (DESIGN sections 4 rule 6 and
 // 6). Every call of a session first settles what the session was handed
-// before: read if the call proves that the answer which handed it was read,
-// taken back or left pending otherwise (links.go holds the rule; an
-// interrupt only shown is read only by a call that complies with it); a
-// call that may hand the session a batch makes its answer the one that
-// carries it. Then it counts the notifications that concern this session
-// and looks for an interrupt that stops it. It returns a result that
-// replaces the call when the call must not run: notifications that cannot
-// be read (fail closed: the call is refused with path:line, nothing is
-// marked read; logout still runs), or, as intr, an interrupt that stops the
-// call (except for the tools that let the agent comply), for the gate to
-// show (showInterrupt). What each tool lets through is in its spec
-// (toolSpec). An error means the call ended (its context).
+// before, and may make its answer the one that carries a batch
+// (links.begin: the rule is links'). Then it counts the notifications that
+// concern this session and looks for an interrupt that stops it. It
+// returns a result that replaces the call when the call must not run:
+// notifications that cannot be read (fail closed: the call is refused with
+// path:line, nothing is marked read; logout still runs), or, as intr, an
+// interrupt that stops the call (except for the tools that let the agent
+// comply), for the gate to show (showInterrupt). What each tool lets
+// through is in its spec (toolSpec). An error means the call ended (its
+// context).
 func (s *Server) deliver(ctx context.Context, l *link, call *mcp.CallToolRequest, spec toolSpec, ses fsstore.Session) (stop *mcp.CallToolResult, intr *fsstore.Notification, err error) {
 	tool := call.Params.Name
-	if err := s.links.begin(ctx, l, ses, tool, spec.handsBatch, spec.readsUnread, spec.readStreams(ses.Purpose), spec.passesInterrupt); err != nil {
+	kind := callKind{tool: tool, hands: spec.handsBatch, reads: spec.readsUnread, readStreams: spec.readStreams(ses.Purpose), complies: spec.passesInterrupt}
+	if err := s.links.begin(ctx, l, ses, kind); err != nil {
 		return nil, nil, err
 	}
 	unread, err := s.store.Interrupt(ctx, ses)

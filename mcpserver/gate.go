@@ -30,7 +30,7 @@ func (s *Server) gate() mcp.Middleware {
 			if s.unavailable != "" {
 				return refusal(call, toolErr("server_unavailable", s.unavailable)), nil
 			}
-			// The request the call came in (links.go): over HTTP the call
+			// The request the call came in (links.join): over HTTP the call
 			// ends when its request does (the client went away).
 			ctx, link, unlink := s.links.join(ctx, call)
 			defer unlink()
@@ -96,12 +96,11 @@ func (s *Server) gate() mcp.Middleware {
 // showInterrupt answers a call that intr stops with the interrupt notice
 // (the tool did not run, or its wait took nothing). The model is shown the
 // interrupt whole, with the unread notifications before it, so they are
-// handed to the session as a batch only shown (fsstore.Store.ShowInterrupt):
-// the answer carries it as any batch (links.begin), it is taken back if
-// the answer is lost, and a later call that proves the answer read and
-// complies with the interrupt reads it (links.go).
+// handed to the session as a batch only shown (fsstore.Store.ShowInterrupt),
+// which the answer carries as any batch: when it counts as read is links'
+// (links.go).
 func (s *Server) showInterrupt(ctx context.Context, l *link, call *mcp.CallToolRequest, ses fsstore.Session, intr *fsstore.Notification) *mcp.CallToolResult {
-	if err := s.links.begin(ctx, l, ses, call.Params.Name, true, false, nil, false); err != nil {
+	if err := s.links.begin(ctx, l, ses, callKind{tool: call.Params.Name, hands: true}); err != nil {
 		s.log.Debug("the interrupting answer will not go out", "session", ses.ID, "err", err)
 		return interruptNotice(call, ses, intr, nil) // nobody gets the answer
 	}

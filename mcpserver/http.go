@@ -8,7 +8,6 @@ import (
 	"net"
 	"net/http"
 	"sync"
-	"sync/atomic"
 	"time"
 
 	"github.com/modelcontextprotocol/go-sdk/auth"
@@ -96,11 +95,9 @@ func NewHTTP(store *fsstore.Store, log *slog.Logger, version string, opts HTTPOp
 		Logger:              log,
 		SessionTimeout:      h.sessionIdle,
 		MaxRequestBodyBytes: h.limits.MaxBody,
-		// An answer is a whole JSON body, not an event stream: a client
-		// reads it to its end before it sees the result, so its connection
-		// is back in its pool before its next call, which then proves the
-		// answer was read (links.go). No tool sends anything else during a
-		// call.
+		// An answer is a whole JSON body, not an event stream: what HTTP
+		// proves of it is links' (links.go, rule 3). No tool sends anything
+		// else during a call.
 		JSONResponse: true,
 	}
 	stateful := mcp.NewStreamableHTTPHandler(h.serverOf, &sdkOpts)
@@ -132,8 +129,8 @@ const sessionlessProtocol = "2026-07-28"
 // connection open (its http.Server's IdleTimeout). Every response says a
 // little less (Keep-Alive: timeout=...), so that a client that would close
 // an idle connection sooner (Node's fetch: after 4 seconds) keeps it:
-// its next call on that connection proves it read the answer before
-// (links.go), where a call on a new one takes the answer's batch back.
+// its next call comes on the connection of the answer before, the one
+// that can prove that answer read (links.go, rule 3).
 const IdleTimeout = 2 * time.Minute
 
 // keepAlive is the Keep-Alive header of every response.
@@ -150,20 +147,11 @@ func (h *HTTP) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	}
 	defer release()
 	w.Header().Set("Keep-Alive", keepAlive)
-	rw := &linkWriter{ResponseWriter: w}
-	l := h.links.add(r.Context(), connOf(r), rw.written.Load)
-	rw.writing = func() { h.links.writing(l) }
-	r.Header.Set(linkHeader, l.id)
+	rw := &linkWriter{ResponseWriter: w, links: h.links, link: h.links.add(r.Context(), connOf(r))}
+	r.Header.Set(linkHeader, rw.link.id)
 	// Deferred, so that a handler's panic (recovered by net/http) leaves no
 	// session waiting for this answer for ever.
-	defer h.links.finish(l, func(hd handed) bool {
-		// Whole: the answer went out after the batch was handed, and every
-		// write and flush succeeded (the client's TCP stack has it; whether
-		// the client read it, only its next request on this connection
-		// tells: links.go). A client's context ends as soon as it has read
-		// the answer, so the request's context says nothing here.
-		return !rw.failed.Load() && rw.written.Load() > hd.mark
-	})
+	defer h.links.finish(rw.link)
 	h.handler.ServeHTTP(rw, r)
 }
 
@@ -306,8 +294,8 @@ func (h *HTTP) succeeded(client string) {
 }
 
 // ConnContext is the http.Server's ConnContext of aipm serve --http: it
-// marks each connection, so that a request on the connection that carried
-// an answer proves that answer was read (links.go).
+// marks each connection, for links to know which requests came on which
+// (links.go, rule 3).
 func (h *HTTP) ConnContext(ctx context.Context, _ net.Conn) context.Context {
 	return context.WithValue(ctx, connKey{}, &linkConn{})
 }
@@ -325,25 +313,16 @@ func connOf(r *http.Request) *linkConn {
 	return c
 }
 
-// linkWriter remembers whether writing the response failed (the client
-// went away while it was written).
+// linkWriter writes the response of one request, its link, through links,
+// which records what of it went out (links.write, links.writeFailed).
 type linkWriter struct {
 	http.ResponseWriter
-	failed  atomic.Bool
-	written atomic.Int64 // bytes of the response body written
-	writing func()       // before each write (links.writing)
+	links *links
+	link  *link
 }
 
 func (w *linkWriter) Write(b []byte) (int, error) {
-	if w.writing != nil {
-		w.writing()
-	}
-	n, err := w.ResponseWriter.Write(b)
-	w.written.Add(int64(n))
-	if err != nil {
-		w.failed.Store(true)
-	}
-	return n, err
+	return w.links.write(w.link, func() (int, error) { return w.ResponseWriter.Write(b) })
 }
 
 func (w *linkWriter) WriteHeader(code int) {
@@ -355,14 +334,14 @@ func (w *linkWriter) WriteHeader(code int) {
 
 func (w *linkWriter) Flush() {
 	if err := http.NewResponseController(w.ResponseWriter).Flush(); err != nil {
-		w.failed.Store(true)
+		w.links.writeFailed(w.link)
 	}
 }
 
 func (w *linkWriter) FlushError() error {
 	err := http.NewResponseController(w.ResponseWriter).Flush()
 	if err != nil {
-		w.failed.Store(true)
+		w.links.writeFailed(w.link)
 	}
 	return err
 }

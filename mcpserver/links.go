@@ -8,21 +8,40 @@ import (
 	"sync"
 	"sync/atomic"
 
+	"github.com/modelcontextprotocol/go-sdk/jsonrpc"
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
 	"aipm/fsstore"
 	"aipm/fsstore/storage"
 )
 
-// links keep the one rule of when what an answer hands a session counts as
-// read (DESIGN section 4 rule 6, sections 14 and 17), over every link:
-// stdio (aipm serve, also through ssh), HTTP (aipm serve --http) and an
-// in-memory transport.
+// links keeps the one invariant of delivery (DESIGN section 4 rule 6,
+// sections 14 and 17): what an answer hands a session counts as read only
+// once the answer is out and a later call proves it was read; otherwise it
+// is taken back, and comes again marked redelivered. It keeps it over
+// every link: stdio (aipm serve, also through ssh), HTTP (aipm serve
+// --http) and an in-memory transport.
+//
+// links holds all the state of what is handed and not yet settled, and
+// its methods are the only way to change it:
+//   - each request in flight (link): the sessions its calls may have handed
+//     something, how much of its answer is written and whether a write
+//     failed, whether the answer is out;
+//   - each ordered connection (linkConn): over stdio, its requests not
+//     answered yet, whose answers are lost if it closes;
+//   - each session (carrying): the answer that carries what it holds, or
+//     that it holds nothing, or only an interrupt shown.
+//
+// The transports say when a request comes in (add, arrive), when its
+// answer is written (write, writeFailed), and when it is out (finish) or
+// lost (lose, hangUp); the gate joins each call to its request (join) and
+// begins it (begin). Nobody else keeps a piece of that state: the rest of
+// the package points here.
 //
 // An answer may hand its session something to read: a batch of chat
 // messages (get_pending_messages) or of notifications (get_notifications).
 // The answer that shows an interrupt instead of a call's is carried the
-// same way (Server.interrupting), whatever showing it hands. What an
+// same way (Server.showInterrupt), whatever showing it hands. What an
 // answer hands stays pending in the agent's read.json
 // (storage.StreamCursor.Pending) until a later call of the session
 // settles it:
@@ -35,8 +54,8 @@ import (
 //     (it may have been sent before that answer was read).
 //  2. The answer is out once its link wrote it whole (its last byte went to
 //     the pipe or the TCP connection) or lost it (a write failed, the call
-//     was cancelled, its request ended first). What a lost answer handed is
-//     taken back at once (finish).
+//     was cancelled, its request ended first, the pipe closed). What a lost
+//     answer handed is taken back at once (finish, lose).
 //  3. A later call that proves the answer was read commits what it handed
 //     (read means received). The proofs:
 //     - stdio: the call's request was read from stdin after the answer
@@ -48,8 +67,10 @@ import (
 //     - HTTP: the call came on the same HTTP/1.x connection as the answer,
 //     after it. A client sends a request on a connection only once it has
 //     read the answer before it there (the server speaks no HTTP/2, and no
-//     MCP client pipelines). A call on another connection proves nothing:
-//     the client may have read that answer only in part.
+//     MCP client pipelines; an answer is a whole JSON body, which a client
+//     reads to its end before it sees the result). A call on another
+//     connection proves nothing: the client may have read that answer only
+//     in part.
 //     - in process (an in-memory transport, which loses nothing): the call
 //     began after the answer was returned.
 //     - on any link: mark_read naming a message of the batch
@@ -62,10 +83,13 @@ import (
 //     the call. Other calls leave a chat batch pending, for a later call to
 //     prove or take back.
 //
-// A session that dies leaves what it holds pending, and the next session
-// gets it again, marked (fsstore). So nothing is read unseen, and a repeat
-// comes only after a link could not prove an answer was read, always
-// marked.
+// An interrupt shown whole (in an answer that replaced a call's, or by a
+// client hook) is read only by a call, proven as above, that lets the
+// session comply with it (fsstore.Store.AcknowledgeCall and
+// AcknowledgeShown). A session that dies leaves what it holds pending,
+// and the next session gets it again, marked (fsstore). So nothing is read
+// unseen, and a repeat comes only after a link could not prove an answer
+// was read, always marked.
 type links struct {
 	store *fsstore.Store
 	log   *slog.Logger
@@ -83,38 +107,45 @@ func newLinks(store *fsstore.Store, log *slog.Logger) *links {
 
 // linkConn is a connection whose requests and answers follow each other in
 // order, one link after the other: a stdio pipe, an HTTP/1.x connection,
-// or the in-process one.
-type linkConn struct{ _ byte } // not zero-sized: each one is a distinct pointer
+// or the in-process one. Only links changes it.
+type linkConn struct {
+	mu     sync.Mutex
+	calls  map[jsonrpc.ID]*link // requests not answered yet, by JSON-RPC id (stdio: arrive)
+	closed bool                 // hung up: its answers will not be written (hangUp)
+}
 
 // link is one request: a JSON-RPC request over stdio, an HTTP request, or
-// a call in process. Its answer is out once (finish).
+// a call in process. Its answer is out once (finish, lose). Only links
+// changes it.
 type link struct {
 	id      string
 	conn    *linkConn // nil: on a connection of unknown order, which proves nothing
 	arrived uint64    // links.seq when it came in
 	// ctx ends with the HTTP request (nil over stdio and in process): a
 	// call's context ends with it.
-	ctx     context.Context
-	cancel  context.CancelFunc
-	written func() int64  // how much of the answer is written (HTTP); nil elsewhere
-	drop    func()        // forgets the link in its transport, once it is out (stdio)
-	out     chan struct{} // closed once the answer is out and what it lost is taken back
+	ctx    context.Context
+	cancel context.CancelFunc
+	out    chan struct{} // closed once the answer is out and what it lost is taken back
+	key    *jsonrpc.ID   // its key in conn.calls (arrive), under conn.mu
 
-	mu     sync.Mutex
-	over   bool // the answer is out: nothing more may be handed in it
-	outAt  uint64
-	handed []handed // the sessions its calls may have handed something
+	mu      sync.Mutex
+	over    bool // the answer is out: nothing more may be handed in it
+	outAt   uint64
+	written int64    // bytes of the answer written (write)
+	failed  bool     // a write of the answer failed (write, writeFailed)
+	handed  []handed // the sessions its calls may have handed something
 }
 
 // handed is a session an answer may have handed something, and whether
 // the answer went out whole after that.
 type handed struct {
 	ses  fsstore.Session
-	mark int64 // how much of the answer was written when the call began to hand (HTTP)
+	mark int64 // how much of the answer was written when the call began to hand
 	ok   bool  // set when the answer is out
 }
 
-// carrying is what this process knows of one session's deliveries.
+// carrying is what this process knows of one session's deliveries. Only
+// links changes it.
 type carrying struct {
 	mu sync.Mutex // orders the settling and carrying of the session's calls
 	// carrier is the answer that may have handed the session what it holds,
@@ -127,6 +158,23 @@ type carrying struct {
 	// shown: the session holds only an interrupt shown whole (kept by
 	// AcknowledgeCall), which only a call that complies reads.
 	shown bool
+}
+
+// callKind is what begin needs to know of a call of a session: what it
+// does with what the session holds (from its toolSpec).
+type callKind struct {
+	tool string
+	// hands: the call's answer may hand the session something
+	// (toolSpec.handsBatch, or the answer that shows an interrupt).
+	hands bool
+	// reads: the call reads what is unread (toolSpec.readsUnread).
+	reads bool
+	// readStreams are the streams the call's own read commits
+	// (toolSpec.readStreams).
+	readStreams []string
+	// complies: the call lets the session comply with an interrupt, so it
+	// reads one only shown (toolSpec.passesInterrupt).
+	complies bool
 }
 
 func (ls *links) carrying(session string) *carrying {
@@ -143,12 +191,12 @@ func (ls *links) carrying(session string) *carrying {
 // add registers a request that came in on conn (nil: an order nobody
 // knows). Its id travels to the gate in linkHeader. parent, if not nil, is
 // the request's context (HTTP).
-func (ls *links) add(parent context.Context, conn *linkConn, written func() int64) *link {
+func (ls *links) add(parent context.Context, conn *linkConn) *link {
 	var b [12]byte
 	if _, err := rand.Read(b[:]); err != nil {
 		panic(err) // crypto/rand does not fail on Linux
 	}
-	l := &link{id: hex.EncodeToString(b[:]), conn: conn, arrived: ls.seq.Add(1), written: written, out: make(chan struct{})}
+	l := &link{id: hex.EncodeToString(b[:]), conn: conn, arrived: ls.seq.Add(1), out: make(chan struct{})}
 	if parent != nil {
 		l.ctx, l.cancel = context.WithCancel(parent)
 	}
@@ -158,12 +206,102 @@ func (ls *links) add(parent context.Context, conn *linkConn, written func() int6
 	return l
 }
 
-// finish says l's answer is out: ok says, for each session one of its
-// calls may have handed something, whether the answer went out whole after
-// that. What a lost answer handed is taken back now, before any call of
-// that session goes on. Calls still running in l are cancelled (their
-// answer can no longer be part of it). Only the first finish counts.
-func (ls *links) finish(l *link, ok func(handed) bool) {
+// arrive registers a tools/call request read from conn with JSON-RPC id
+// (stdio), so that its response finds it (answering). A request still in
+// flight with the same id is lost: a client that reused an id in flight
+// cannot tell the two answers apart. Once conn hung up, the request is not
+// kept in it.
+func (ls *links) arrive(conn *linkConn, id jsonrpc.ID) *link {
+	l := ls.add(nil, conn)
+	conn.mu.Lock()
+	old := conn.calls[id]
+	if !conn.closed {
+		if conn.calls == nil {
+			conn.calls = map[jsonrpc.ID]*link{}
+		}
+		conn.calls[id] = l
+		l.key = &id
+	}
+	conn.mu.Unlock()
+	if old != nil {
+		ls.lose(old)
+	}
+	return l
+}
+
+// answering is the request on conn that the response with JSON-RPC id
+// answers, if it is in flight (arrive).
+func (ls *links) answering(conn *linkConn, id jsonrpc.ID) *link {
+	conn.mu.Lock()
+	defer conn.mu.Unlock()
+	return conn.calls[id]
+}
+
+// hangUp says conn closed: the answers of its requests in flight will not
+// be written (lose), and no request is kept in it from now on.
+func (ls *links) hangUp(conn *linkConn) {
+	conn.mu.Lock()
+	calls := conn.calls
+	conn.calls, conn.closed = nil, true
+	conn.mu.Unlock()
+	for _, l := range calls {
+		ls.lose(l)
+	}
+}
+
+// write writes part of l's answer with w, a write to the pipe or the HTTP
+// response, and records how much went out and whether it failed. An answer
+// that hands something begins to go out when its first write begins: a
+// request that comes in from then on came after it (rule 3), even before
+// the write returns, and waits for finish (begin); no call settles
+// anything before finish, so none acknowledges an answer still being
+// written.
+func (ls *links) write(l *link, w func() (int, error)) (int, error) {
+	l.mu.Lock()
+	if l.outAt == 0 && len(l.handed) > 0 {
+		l.outAt = ls.seq.Add(1)
+	}
+	l.mu.Unlock()
+	n, err := w()
+	l.mu.Lock()
+	l.written += int64(n)
+	l.failed = l.failed || err != nil
+	l.mu.Unlock()
+	return n, err
+}
+
+// writeFailed records that l's answer could not all be sent (a flush of
+// the HTTP response failed).
+func (ls *links) writeFailed(l *link) {
+	l.mu.Lock()
+	l.failed = true
+	l.mu.Unlock()
+}
+
+// finish says l's answer is out, as written (write): what a call of l
+// handed a session went out whole when no write failed and some of the
+// answer was written after it was handed (over HTTP, the client's TCP
+// stack has it; whether the client read it, only its next request on the
+// connection tells: rule 3. The request's context says nothing here: a
+// client's ends as soon as it has read the answer). What it did not hand
+// out whole is taken back now, before any call of that session goes on.
+// Only the first of finish and lose counts.
+func (ls *links) finish(l *link) {
+	ls.end(l, func(h handed) bool { return !l.failed && l.written > h.mark })
+}
+
+// lose says l's answer will not go out (a cancelled call, a request that
+// ended first, a closed pipe): what its calls handed is taken back now.
+func (ls *links) lose(l *link) {
+	ls.end(l, func(handed) bool { return false })
+}
+
+// end ends l: whole says, for each session one of its calls may have
+// handed something, whether the answer went out whole after that (called
+// under l.mu). What a lost answer handed is taken back now, before any
+// call of that session goes on. Calls still running in l are cancelled
+// (their answer can no longer be part of it). Only the first end counts.
+func (ls *links) end(l *link, whole func(handed) bool) {
 	ls.mu.Lock()
 	delete(ls.requests, l.id)
 	ls.mu.Unlock()
@@ -181,7 +319,7 @@ func (ls *links) finish(l *link, ok func(handed) bool) {
 	}
 	var lost []fsstore.Session
 	for i := range l.handed {
-		l.handed[i].ok = ok(l.handed[i])
+		l.handed[i].ok = whole(l.handed[i])
 		if !l.handed[i].ok {
 			lost = append(lost, l.handed[i].ses)
 		}
@@ -195,29 +333,24 @@ func (ls *links) finish(l *link, ok func(handed) bool) {
 		}
 		c.mu.Unlock()
 	}
-	if l.drop != nil {
-		l.drop()
+	if conn := l.conn; conn != nil {
+		conn.mu.Lock()
+		if l.key != nil && conn.calls[*l.key] == l {
+			delete(conn.calls, *l.key)
+		}
+		conn.mu.Unlock()
 	}
 	close(l.out)
 }
 
-// writing says l's answer, which hands something, begins to go out: a
-// request that comes in from here on came after it (rule 3), even before
-// the write returns, and waits for finish (begin); no call settles
-// anything before finish, so none acknowledges an answer still being
-// written.
-func (ls *links) writing(l *link) {
+// handsAny says whether a call of l may have handed a session something.
+func (ls *links) handsAny(l *link) bool {
 	l.mu.Lock()
 	defer l.mu.Unlock()
-	if l.outAt == 0 && len(l.handed) > 0 {
-		l.outAt = ls.seq.Add(1)
-	}
+	return len(l.handed) > 0
 }
 
-// lost is finish's ok for an answer that was never written.
-func lost(handed) bool { return false }
-
-// isOut says whether l's answer is out and settled by finish.
+// isOut says whether l's answer is out and settled by end.
 func (l *link) isOut() bool {
 	select {
 	case <-l.out:
@@ -233,29 +366,6 @@ func (l *link) before(call *link) bool {
 	l.mu.Lock()
 	defer l.mu.Unlock()
 	return l.outAt != 0 && call.arrived > l.outAt
-}
-
-// hand records that a call of l may hand ses something; false when l's
-// answer is out already (nobody would get it).
-func (l *link) hand(ses fsstore.Session) bool {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	if l.over {
-		return false
-	}
-	var mark int64
-	if l.written != nil {
-		mark = l.written()
-	}
-	l.handed = append(l.handed, handed{ses: ses, mark: mark})
-	return true
-}
-
-// handsAny says whether a call of l may have handed a session something.
-func (l *link) handsAny() bool {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	return len(l.handed) > 0
 }
 
 // proves says whether call (a later call of ses) proves that l's answer
@@ -274,17 +384,25 @@ func (l *link) proves(call *link, ses fsstore.Session) bool {
 	return true
 }
 
+// hand records that a call of l may hand ses something; false when l's
+// answer is out already (nobody would get it).
+func (ls *links) hand(l *link, ses fsstore.Session) bool {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	if l.over {
+		return false
+	}
+	l.handed = append(l.handed, handed{ses: ses, mark: l.written})
+	return true
+}
+
 // begin is the first step of a call of session ses in link l: it waits
 // while another answer of the session is on its way, settles what the
 // session holds (rules 3 and 4), and, for a call whose answer may hand the
-// session something (hands), makes that answer the session's carrier.
-// reads says the call reads what is unread (toolSpec.readsUnread);
-// readStreams are the streams the call's own read commits
-// (toolSpec.readStreams); complies says the call lets the session comply
-// with an interrupt, which reads one only shown (fsstore AcknowledgeCall).
-// It fails only when ctx ends, or when l's answer is out already and the
-// call would hand something.
-func (ls *links) begin(ctx context.Context, l *link, ses fsstore.Session, tool string, hands, reads bool, readStreams []string, complies bool) error {
+// session something (call.hands), makes that answer the session's
+// carrier. It fails only when ctx ends, or when l's answer is out already
+// and the call would hand something.
+func (ls *links) begin(ctx context.Context, l *link, ses fsstore.Session, call callKind) error {
 	c := ls.carrying(ses.ID)
 	for {
 		c.mu.Lock()
@@ -292,12 +410,12 @@ func (ls *links) begin(ctx context.Context, l *link, ses fsstore.Session, tool s
 		if other == nil || other == l || other.isOut() {
 			break
 		}
-		if !hands && !reads && !other.before(l) {
+		if !call.hands && !call.reads && !other.before(l) {
 			c.mu.Unlock()
 			return nil // it may have been sent before that answer was read: it runs
 		}
 		c.mu.Unlock()
-		ls.log.Debug("an answer that may hand the session a batch is on its way: waiting for it", "session", ses.ID, "tool", tool)
+		ls.log.Debug("an answer that may hand the session a batch is on its way: waiting for it", "session", ses.ID, "tool", call.tool)
 		select {
 		case <-other.out:
 		case <-ctx.Done():
@@ -306,10 +424,10 @@ func (ls *links) begin(ctx context.Context, l *link, ses fsstore.Session, tool s
 	}
 	defer c.mu.Unlock()
 	if c.carrier != l {
-		ls.settle(ctx, c, l, ses, tool, hands || reads, readStreams, complies)
+		ls.settle(ctx, c, l, ses, call)
 	}
-	if hands {
-		if !l.hand(ses) {
+	if call.hands {
+		if !ls.hand(l, ses) {
 			return context.Canceled
 		}
 		c.carrier, c.clear = l, false
@@ -318,12 +436,12 @@ func (ls *links) begin(ctx context.Context, l *link, ses fsstore.Session, tool s
 }
 
 // settle applies rules 3 and 4 for call l of ses, under c.mu.
-func (ls *links) settle(ctx context.Context, c *carrying, l *link, ses fsstore.Session, tool string, reads bool, readStreams []string, complies bool) {
+func (ls *links) settle(ctx context.Context, c *carrying, l *link, ses fsstore.Session, call callKind) {
 	carrier := c.carrier
-	if carrier == nil && complies {
+	if carrier == nil && call.complies {
 		// An interrupt a client hook showed whole (no answer of this
 		// process carried it): the call that complies with it reads it.
-		if err := ls.store.AcknowledgeShown(ctx, ses.Agent, ses.ID, tool); err != nil {
+		if err := ls.store.AcknowledgeShown(ctx, ses.Agent, ses.ID, call.tool); err != nil {
 			ls.log.Error("acknowledge an interrupt shown", "agent", ses.Agent, "session", ses.ID, "err", err)
 		}
 		c.shown = false
@@ -335,13 +453,13 @@ func (ls *links) settle(ctx context.Context, c *carrying, l *link, ses fsstore.S
 	case carrier != nil && carrier.proves(l, ses):
 		// The call's own read commits readStreams in its own write; an
 		// interrupt only shown stays held until a call complies.
-		kept, err := ls.store.AcknowledgeCall(ctx, ses.Agent, ses.ID, tool, complies, readStreams...)
+		kept, err := ls.store.AcknowledgeCall(ctx, ses.Agent, ses.ID, call.tool, call.complies, call.readStreams...)
 		if err != nil {
 			ls.log.Error("acknowledge", "agent", ses.Agent, "session", ses.ID, "err", err)
 			return
 		}
 		c.carrier, c.clear, c.shown = nil, !kept, kept
-	case reads:
+	case call.hands || call.reads:
 		if ls.takeBack(ctx, ses, "the call cannot prove its answer was read") {
 			c.carrier, c.clear, c.shown = nil, true, false
 		}
@@ -368,8 +486,8 @@ func (ls *links) takeBack(ctx context.Context, ses fsstore.Session, why string, 
 // join is the link of call, and ctx ended also when that link's request
 // ends (HTTP); end must run when the call returns. A call that came with no
 // link (an in-memory transport) gets one on the in-process connection,
-// whose answer is out when the call returns. A call whose request is over
-// already gets an ended ctx.
+// whose answer is out when the call returns, whole unless ctx ended. A call
+// whose request is over already gets an ended ctx.
 func (ls *links) join(ctx context.Context, call *mcp.CallToolRequest) (_ context.Context, _ *link, end func()) {
 	var id string
 	if call.Extra != nil && call.Extra.Header != nil {
@@ -377,7 +495,7 @@ func (ls *links) join(ctx context.Context, call *mcp.CallToolRequest) (_ context
 	}
 	if id == "" {
 		l := &link{conn: ls.local, arrived: ls.seq.Add(1), out: make(chan struct{})}
-		return ctx, l, func() { ls.finish(l, func(handed) bool { return ctx.Err() == nil }) }
+		return ctx, l, func() { ls.end(l, func(handed) bool { return ctx.Err() == nil }) }
 	}
 	ls.mu.Lock()
 	l := ls.requests[id]
@@ -395,7 +513,7 @@ func (ls *links) join(ctx context.Context, call *mcp.CallToolRequest) (_ context
 		if ctx.Err() != nil {
 			// No answer goes out for a cancelled call (the SDK sends none),
 			// nor in a request that is over.
-			ls.finish(l, lost)
+			ls.lose(l)
 		}
 		stop()
 		cancel()

@@ -117,7 +117,7 @@ func (s *Server) MCP() *mcp.Server {
 // fsnotify watcher (fsstore.Store.WatchTasks).
 func (s *Server) Run(ctx context.Context, t mcp.Transport) error {
 	if st, ok := t.(*stdio); ok {
-		st.links = s.links // its answers go out in order: links.go, rule 3
+		st.links = s.links // its calls are links (links.go)
 	}
 	if s.store != nil { // nil: Unavailable
 		s.store.WatchTasks(s.wake)

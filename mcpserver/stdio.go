@@ -32,10 +32,10 @@ const MaxFrame = 16 << 20
 // skipped, and only well-formed messages reach the SDK. The session ends
 // when r ends.
 //
-// Served by Server.Run, each tools/call request is a link (links.go) on the
-// one ordered connection the pipe is: it carries its id to the gate in
-// linkHeader, as an HTTP request does, and its answer is out once its line
-// is written.
+// Served by Server.Run, each tools/call request is a link on the one
+// ordered connection the pipe is, kept by links (links.go): it carries its
+// id to the gate in linkHeader, as an HTTP request does, and its answer's
+// line is written through links.write.
 func Stdio(r io.Reader, w io.Writer, log *slog.Logger) mcp.Transport {
 	return &stdio{r: r, w: w, log: log}
 }
@@ -48,7 +48,7 @@ type stdio struct {
 }
 
 func (t *stdio) Connect(context.Context) (mcp.Connection, error) {
-	c := &stdioConn{w: t.w, log: t.log, links: t.links, pipe: &linkConn{}, calls: map[jsonrpc.ID]*link{},
+	c := &stdioConn{w: t.w, log: t.log, links: t.links, pipe: &linkConn{},
 		incoming: make(chan jsonrpc.Message), closed: make(chan struct{})}
 	go c.readLoop(t.r)
 	return c, nil
@@ -62,8 +62,6 @@ type stdioConn struct {
 
 	links *links    // nil: no links (a transport not run by Server.Run)
 	pipe  *linkConn // the pipe: requests in and answers out, in order
-	mu    sync.Mutex
-	calls map[jsonrpc.ID]*link // tools/call requests not answered yet
 
 	writeMu sync.Mutex // one whole line per Write
 
@@ -89,8 +87,8 @@ func (c *stdioConn) Read(ctx context.Context) (jsonrpc.Message, error) {
 
 func (c *stdioConn) Write(ctx context.Context, msg jsonrpc.Message) error {
 	var l *link
-	if resp, ok := msg.(*jsonrpc.Response); ok {
-		l = c.answered(resp.ID)
+	if resp, ok := msg.(*jsonrpc.Response); ok && c.links != nil {
+		l = c.links.answering(c.pipe, resp.ID)
 	}
 	err := ctx.Err()
 	var data []byte
@@ -98,16 +96,18 @@ func (c *stdioConn) Write(ctx context.Context, msg jsonrpc.Message) error {
 		data, err = jsonrpc.EncodeMessage(msg)
 	}
 	if err == nil {
-		if l != nil {
-			if l.handsAny() {
+		line := append(data, '\n')
+		if l == nil {
+			_, err = c.writeLine(line)
+		} else {
+			if c.links.handsAny(l) {
 				failpoint.Hold(failpointHandedUnwritten)
 			}
-			c.links.writing(l)
+			_, err = c.links.write(l, func() (int, error) { return c.writeLine(line) })
 		}
-		err = c.writeLine(append(data, '\n'))
 	}
 	if l != nil {
-		c.links.finish(l, func(handed) bool { return err == nil })
+		c.links.finish(l)
 	}
 	return err
 }
@@ -117,55 +117,24 @@ func (c *stdioConn) Write(ctx context.Context, msg jsonrpc.Message) error {
 // and not written yet.
 const failpointHandedUnwritten = "handed-answer-unwritten"
 
-// arrived makes req, a tools/call request just read, a link, and puts its
-// id in req for the gate.
+// arrived makes req, a tools/call request just read, a link (links.arrive),
+// and puts its id in req for the gate.
 func (c *stdioConn) arrived(req *jsonrpc.Request) {
-	l := c.links.add(nil, c.pipe, nil)
-	c.mu.Lock()
-	old := c.calls[req.ID]
-	if c.calls != nil {
-		c.calls[req.ID] = l
-	}
-	c.mu.Unlock()
-	l.drop = func() {
-		c.mu.Lock()
-		if c.calls[req.ID] == l {
-			delete(c.calls, req.ID)
-		}
-		c.mu.Unlock()
-	}
-	if old != nil {
-		c.links.finish(old, lost) // a client that reused an id in flight: the first answer cannot be told apart
-	}
+	l := c.links.arrive(c.pipe, req.ID)
 	req.Extra = &mcp.RequestExtra{Header: http.Header{linkHeader: {l.id}}}
 }
 
-// answered is the link of the request a response answers, if any.
-func (c *stdioConn) answered(id jsonrpc.ID) *link {
-	if c.links == nil {
-		return nil
-	}
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	return c.calls[id]
-}
-
-func (c *stdioConn) writeLine(line []byte) error {
+func (c *stdioConn) writeLine(line []byte) (int, error) {
 	c.writeMu.Lock()
 	defer c.writeMu.Unlock()
-	_, err := c.w.Write(line)
-	return err
+	return c.w.Write(line)
 }
 
 func (c *stdioConn) Close() error {
 	c.closeOnce.Do(func() {
 		close(c.closed)
-		c.mu.Lock()
-		calls := c.calls
-		c.calls = nil
-		c.mu.Unlock()
-		for _, l := range calls {
-			c.links.finish(l, lost) // their answers will not be written
+		if c.links != nil {
+			c.links.hangUp(c.pipe)
 		}
 	})
 	return nil
@@ -184,7 +153,7 @@ func (c *stdioConn) readLoop(r io.Reader) {
 			msg, reply := checkFrame(line, tooLong)
 			if reply != nil {
 				c.log.Warn("refused a malformed JSON-RPC frame", "bytes", len(line), "reply", string(reply))
-				if werr := c.writeLine(reply); werr != nil {
+				if _, werr := c.writeLine(reply); werr != nil {
 					c.readErr = werr
 					return
 				}

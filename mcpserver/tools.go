@@ -29,12 +29,12 @@ type toolSpec struct {
 	// notifications cannot be read; every other call is refused then,
 	// since one of them may be an interrupt (fail closed).
 	passesUnreadable bool
-	// handsBatch: the tool's answer may hand the session a batch, read
-	// once a later call proves the answer was read (links.go).
+	// handsBatch: the tool's answer may hand the session a batch (when it
+	// counts as read: links, in links.go).
 	handsBatch bool
 	// readsUnread: the tool's answer depends on what the session has not
-	// read (get_next_action): what the session holds and this call cannot
-	// prove read is taken back first, to come again (links.go, rule 4).
+	// read (get_next_action), so what the session holds is settled first
+	// (links, in links.go, rule 4).
 	readsUnread bool
 	// readsStream is the stream the tool reads as the session, if any:
 	// that read acknowledges the session's previous batch of it in its own

@@ -12,8 +12,8 @@ import (
 	"time"
 )
 
-// EndRemoved is the end reason of a session whose agent was removed.
-const EndRemoved = "agent_removed"
+// endRemoved is the end reason of a session whose agent was removed.
+const endRemoved = "agent_removed"
 
 // ReissuePasskey issues a new passkey for an AI agent, replacing the stored
 // hash (the old passkey stops working at once), and returns it. It is how
@@ -41,7 +41,7 @@ func checkAIAgent(cfg *storage.Config, agent string) error {
 		return err
 	}
 	if a, _ := cfg.Agent(agent); a.Type != storage.AgentAI {
-		return storage.Kindf(ErrNotAI, "agent %q is a human: humans need no passkey, they act through the CLI with --as %s", agent, agent)
+		return storage.Kindf(errNotAI, "agent %q is a human: humans need no passkey, they act through the CLI with --as %s", agent, agent)
 	}
 	return nil
 }
@@ -88,7 +88,7 @@ func (s *Store) RemoveAgent(ctx context.Context, agent string, force bool) (Remo
 		return out, err
 	}
 	for _, ses := range sessions {
-		if _, err := s.EndSession(ctx, ses.ID, EndRemoved); err != nil {
+		if _, err := s.EndSession(ctx, ses.ID, endRemoved); err != nil {
 			return out, fmt.Errorf("agent %q removed, but its session %s did not end: %w", agent, ses.ID, err)
 		}
 		out.EndedSessions = append(out.EndedSessions, ses.ID)

@@ -87,7 +87,7 @@ func TestReissuePasskey(t *testing.T) {
 	if err := s.checkPasskey("coder", fresh); err != nil {
 		t.Errorf("new passkey: %v", err)
 	}
-	if _, err := s.ReissuePasskey(ctx, "lead"); !errors.Is(err, ErrNotAI) {
+	if _, err := s.ReissuePasskey(ctx, "lead"); !errors.Is(err, errNotAI) {
 		t.Errorf("reissue for a human: %v, want ErrNotAI", err)
 	}
 	if _, err := s.ReissuePasskey(ctx, "ghost"); !errors.Is(err, storage.ErrNotFound) {

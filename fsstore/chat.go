@@ -47,11 +47,11 @@ type Message struct {
 // timeFormat is RFC 3339 in UTC with a fixed microsecond fraction.
 const timeFormat = "2006-01-02T15:04:05.000000Z07:00"
 
-// DecodeMessage is the one definition of a valid chat line (DESIGN section
+// decodeMessage is the one definition of a valid chat line (DESIGN section
 // 3): a JSON object with a msg_ id, a sender that is an agent id or
 // system, and an RFC 3339 createdAt. Readers skip what it refuses; doctor
 // reports it as path:line: reason.
-func DecodeMessage(line []byte) (Message, error) {
+func decodeMessage(line []byte) (Message, error) {
 	var m Message
 	if err := json.Unmarshal(line, &m); err != nil {
 		return m, fmt.Errorf("not a chat message: %s", lockedfile.JSONWords(line, err))
@@ -80,10 +80,10 @@ func DecodeMessage(line []byte) (Message, error) {
 	return m, nil
 }
 
-// FromOthers matches chat lines that someone else sent to agent. A line
+// fromOthers matches chat lines that someone else sent to agent. A line
 // that is JSON but not a message (a hand edit gone wrong) does not match, so
 // readers pass over it instead of failing on it; doctor reports it.
-func FromOthers(agent string) func(storage.Record) bool {
+func fromOthers(agent string) func(storage.Record) bool {
 	return func(r storage.Record) bool {
 		// The agent's own sent copies, the bulk of a busy sender's log, are
 		// passed over without decoding the whole line.
@@ -91,7 +91,7 @@ func FromOthers(agent string) func(storage.Record) bool {
 		if f[0].Type == gjson.String && f[0].Str == agent || f[1].Type == gjson.String && f[1].Str != "" {
 			return false
 		}
-		m, err := DecodeMessage(r.Data)
+		m, err := decodeMessage(r.Data)
 		return err == nil && m.ReceivedBy(agent)
 	}
 }
@@ -105,8 +105,8 @@ type OutgoingMessage struct {
 	Group                                                  string
 }
 
-// CheckContent is the one check of a message's text.
-func CheckContent(content string) error {
+// checkContent is the one check of a message's text.
+func checkContent(content string) error {
 	if strings.TrimSpace(content) == "" {
 		return storage.CodeErr(storage.CodeContentEmpty, "content is empty: write the message text")
 	}
@@ -154,7 +154,7 @@ func (s *Store) SendTurn(ctx context.Context, cfg *storage.Config, m OutgoingMes
 // file lock, never both at once. Success means both lines are on disk. A
 // message to several receivers (m.Receivers or m.Group) is sendGroup's.
 func (s *Store) Send(ctx context.Context, cfg *storage.Config, m OutgoingMessage) (Message, error) {
-	if err := CheckContent(m.Content); err != nil {
+	if err := checkContent(m.Content); err != nil {
 		return Message{}, err
 	}
 	if m.From != storage.SystemSender {
@@ -162,7 +162,7 @@ func (s *Store) Send(ctx context.Context, cfg *storage.Config, m OutgoingMessage
 			return Message{}, storage.CodeErr(storage.CodeAgentNotFound, "sender %q is not an agent of this project", m.From)
 		}
 	}
-	if err := CheckTargets(m.To, m.Receivers, m.Group); err != nil {
+	if err := checkTargets(m.To, m.Receivers, m.Group); err != nil {
 		return Message{}, err
 	}
 	if m.To == "" {
@@ -239,7 +239,7 @@ func (s *Store) writeBoth(ctx context.Context, m OutgoingMessage, msg, sent Mess
 // (unless peek; a peek may move it past a long run of the agent's own sent
 // copies, as ReadOptions.Advance says).
 func (s *Store) Unread(ctx context.Context, agent string, limit int, peek bool) ([]Message, bool, error) {
-	res, err := s.ReadUnread(ctx, agent, storage.StreamChat, storage.ReadOptions{Limit: limit, Match: FromOthers(agent), Peek: peek, ScanKey: "from-others", Advance: true})
+	res, err := s.ReadUnread(ctx, agent, storage.StreamChat, storage.ReadOptions{Limit: limit, Match: fromOthers(agent), Peek: peek, ScanKey: "from-others", Advance: true})
 	if err != nil {
 		return nil, false, err
 	}
@@ -258,7 +258,7 @@ func (s *Store) Unread(ctx context.Context, agent string, limit int, peek bool) 
 // session proves they were (Acknowledge), or come again (Unhand); a message
 // that may have reached a client before comes back with Redelivered set.
 func (s *Store) Deliver(ctx context.Context, ses Session, limit int) ([]Message, bool, error) {
-	res, err := s.ReadUnread(ctx, ses.Agent, storage.StreamChat, storage.ReadOptions{Limit: limit, Match: FromOthers(ses.Agent), Session: ses.ID, Via: "get_pending_messages"})
+	res, err := s.ReadUnread(ctx, ses.Agent, storage.StreamChat, storage.ReadOptions{Limit: limit, Match: fromOthers(ses.Agent), Session: ses.ID, Via: "get_pending_messages"})
 	if err != nil {
 		return nil, false, err
 	}
@@ -369,7 +369,7 @@ func lastMessages(buf []byte, partial bool, n int, rel string) []Message {
 	}
 	var out []Message
 	for i := len(lines) - 1; i >= 0 && len(out) < n; i-- {
-		if m, err := DecodeMessage([]byte(lines[i])); err == nil {
+		if m, err := decodeMessage([]byte(lines[i])); err == nil {
 			out = append(out, m.served(rel))
 		}
 	}
@@ -404,7 +404,7 @@ func (s *Store) decodeLog(path string, recs []storage.Record) ([]Message, []*sto
 	out := make([]Message, 0, len(recs))
 	var bad []*storage.LineError
 	for _, r := range recs {
-		m, err := DecodeMessage(r.Data)
+		m, err := decodeMessage(r.Data)
 		if err != nil {
 			bad = append(bad, &storage.LineError{Path: s.Rel(path), Line: r.Line, Err: err})
 			continue

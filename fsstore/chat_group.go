@@ -9,10 +9,10 @@ import (
 	"time"
 )
 
-// CheckTargets is the one rule of whom a send names: exactly one of a
+// checkTargets is the one rule of whom a send names: exactly one of a
 // receiver (target_agent_id), a list (target_agent_ids) or a config group
 // (target_group).
-func CheckTargets(to string, list []string, group string) error {
+func checkTargets(to string, list []string, group string) error {
 	n := 0
 	for _, set := range []bool{to != "", list != nil, group != ""} {
 		if set {

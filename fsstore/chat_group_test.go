@@ -78,7 +78,7 @@ func copiesOf(t *testing.T, s *Store, agents ...string) map[string]int {
 		}
 		seen := map[string]bool{}
 		for _, r := range recs {
-			m, err := DecodeMessage(r.Data)
+			m, err := decodeMessage(r.Data)
 			if err != nil {
 				t.Fatalf("%s: %v", a, err)
 			}

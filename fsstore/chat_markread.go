@@ -35,7 +35,7 @@ func (s *Store) MarkRead(ctx context.Context, ses Session, ids []string) ([]Mark
 	if err != nil {
 		return nil, err
 	}
-	unread, err := s.ReadUnread(ctx, ses.Agent, storage.StreamChat, storage.ReadOptions{Peek: true, Match: FromOthers(ses.Agent), Session: ses.ID})
+	unread, err := s.ReadUnread(ctx, ses.Agent, storage.StreamChat, storage.ReadOptions{Peek: true, Match: fromOthers(ses.Agent), Session: ses.ID})
 	if err != nil {
 		return nil, err
 	}
@@ -120,9 +120,9 @@ func (s *Store) checkReceived(agent string, ids []string) error {
 	for _, id := range ids {
 		want[id] = true
 	}
-	fromOthers := FromOthers(agent)
+	fromOther := fromOthers(agent)
 	_, err = lockedfile.ReadPast(path, storage.Cursor{}, lockedfile.ReadOptions{Match: func(r storage.Record) bool {
-		if id := gjson.GetBytes(r.Data, "id").Str; want[id] && fromOthers(r) {
+		if id := gjson.GetBytes(r.Data, "id").Str; want[id] && fromOther(r) {
 			delete(want, id)
 		}
 		return false

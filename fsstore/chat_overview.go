@@ -9,7 +9,7 @@ import (
 // UnreadCounts returns how many chat messages from others and how many
 // notifications agent has not read yet. Nothing is marked read.
 func (s *Store) UnreadCounts(ctx context.Context, agent string) (messages, notifications int, err error) {
-	chat, err := s.ReadUnread(ctx, agent, storage.StreamChat, storage.ReadOptions{Peek: true, Match: FromOthers(agent)})
+	chat, err := s.ReadUnread(ctx, agent, storage.StreamChat, storage.ReadOptions{Peek: true, Match: fromOthers(agent)})
 	if err != nil {
 		return 0, 0, err
 	}
@@ -31,7 +31,7 @@ type Unseen struct {
 // created before `before` and that no session was handed or told of (no
 // surfaced receipt): what aipm status flags. Nothing is marked read.
 func (s *Store) UnseenMessages(ctx context.Context, agent string, before time.Time) (Unseen, error) {
-	res, err := s.ReadUnread(ctx, agent, storage.StreamChat, storage.ReadOptions{Peek: true, Match: FromOthers(agent)})
+	res, err := s.ReadUnread(ctx, agent, storage.StreamChat, storage.ReadOptions{Peek: true, Match: fromOthers(agent)})
 	if err != nil || len(res.Records) == 0 {
 		return Unseen{}, err
 	}
@@ -41,7 +41,7 @@ func (s *Store) UnseenMessages(ctx context.Context, agent string, before time.Ti
 	}
 	var u Unseen
 	for _, r := range res.Records {
-		m, err := DecodeMessage(r.Data)
+		m, err := decodeMessage(r.Data)
 		if err != nil || !seen[m.ID].SurfacedAt.IsZero() {
 			continue
 		}

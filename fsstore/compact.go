@@ -29,8 +29,8 @@ const (
 
 // compactLockPath is held by the compaction that runs: one at a time.
 
-// Compaction is agents/<agent>/compacted.json.
-type Compaction struct {
+// compaction is agents/<agent>/compacted.json.
+type compaction struct {
 	// ChatThrough: every line compaction dropped from the agent's chat.jsonl
 	// was created at or before it (a horizon: a message older than it may
 	// be missing from this file on purpose).
@@ -364,7 +364,7 @@ func (s *Store) unreadNotificationsCut(f *os.File, path string, size int64, inod
 // unreadMessageIDs are the messages others sent to agent that it has not
 // read (past its committed chat cursor).
 func (s *Store) unreadMessageIDs(ctx context.Context, agent string) (map[string]bool, error) {
-	res, err := s.ReadUnread(ctx, agent, storage.StreamChat, storage.ReadOptions{Peek: true, Match: FromOthers(agent)})
+	res, err := s.ReadUnread(ctx, agent, storage.StreamChat, storage.ReadOptions{Peek: true, Match: fromOthers(agent)})
 	if err != nil {
 		return nil, err
 	}
@@ -440,7 +440,7 @@ func (s *Store) recordHorizon(ctx context.Context, agent string, through time.Ti
 	if err != nil {
 		return err
 	}
-	_, err = storage.UpdateDocHeld(ctx, s.Files, path, storage.ModeFile, func(c *Compaction, _ bool) error {
+	_, err = storage.UpdateDocHeld(ctx, s.Files, path, storage.ModeFile, func(c *compaction, _ bool) error {
 		if through.After(c.ChatThrough) {
 			c.ChatThrough = through.UTC()
 		}
@@ -458,7 +458,7 @@ func (s *Store) compactedAway(agent string, m Message) bool {
 	if err != nil {
 		return false
 	}
-	var c Compaction
+	var c compaction
 	if err := s.ReadDoc(path, &c); err != nil || c.ChatThrough.IsZero() {
 		return false
 	}

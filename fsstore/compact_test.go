@@ -307,7 +307,7 @@ func TestNotificationExpiry(t *testing.T) {
 		}
 	}
 	setStatus(StatusBlocked)
-	writeNotification(t, s, "coder", Notification{ID: storage.NewID(storage.PrefixNotification), Type: storage.NotifyInterrupt, Kind: InterruptPause, Message: "stop", TaskID: tk.ID, CreatedAt: old})
+	writeNotification(t, s, "coder", Notification{ID: storage.NewID(storage.PrefixNotification), Type: storage.NotifyInterrupt, Kind: interruptPause, Message: "stop", TaskID: tk.ID, CreatedAt: old})
 	task.TaskID = tk.ID
 	if u, _ := s.Interrupt(ctx, task); u.Interrupt == nil {
 		t.Fatal("an interrupt about a task still blocked expired")

@@ -31,7 +31,7 @@ const (
 	ReasonMaxTurns         = "max_turns"
 	ReasonTimeout          = "timeout"
 	ReasonSessionExpired   = "session_expired"
-	ReasonNeverAccepted    = "expired" // pending past its timeout: the participant never took it
+	reasonNeverAccepted    = "expired" // pending past its timeout: the participant never took it
 )
 
 // Limits of start_conversation.
@@ -109,8 +109,8 @@ func (c *Conversation) Parties() []string {
 	return []string{c.Initiator, c.Participant}
 }
 
-// HasParty says whether agent is one of the parties.
-func (c *Conversation) HasParty(agent string) bool {
+// hasParty says whether agent is one of the parties.
+func (c *Conversation) hasParty(agent string) bool {
 	return slices.Contains(c.Parties(), agent)
 }
 
@@ -136,10 +136,10 @@ func (c *Conversation) NextSpeaker() string {
 	return p[c.Turns%len(p)]
 }
 
-// AwaitsAcceptance says whether agent is a participant that has not taken
+// awaitsAcceptance says whether agent is a participant that has not taken
 // the request yet: the participant of a pending two-party conversation, a
 // participant of an open group conversation not among Accepted.
-func (c *Conversation) AwaitsAcceptance(agent string) bool {
+func (c *Conversation) awaitsAcceptance(agent string) bool {
 	if !c.IsGroup() {
 		return c.State == ConvPending && c.Participant == agent
 	}
@@ -152,16 +152,16 @@ func (c *Conversation) Open() bool { return c.State == ConvPending || c.State ==
 // TurnsLeft is how many turns remain before max_turns.
 func (c *Conversation) TurnsLeft() int { return max(0, c.MaxTurns-c.Turns) }
 
-// OwesNews says whether agent must still be told that the conversation
+// owesNews says whether agent must still be told that the conversation
 // ended: both parties of a terminating one, and the initiator of one that
 // expired untaken.
-func (c *Conversation) OwesNews(agent string) bool {
+func (c *Conversation) owesNews(agent string) bool {
 	if slices.Contains(c.Told, agent) {
 		return false
 	}
 	switch c.State {
 	case ConvTerminating:
-		return c.HasParty(agent)
+		return c.hasParty(agent)
 	case ConvExpired:
 		return agent == c.Initiator
 	}
@@ -171,7 +171,7 @@ func (c *Conversation) OwesNews(agent string) bool {
 // closed says whether the conversation needs nothing more from anyone, so
 // it leaves the index of open conversations.
 func (c *Conversation) closed() bool {
-	return c.State == ConvEnded || (c.State == ConvExpired && !c.OwesNews(c.Initiator))
+	return c.State == ConvEnded || (c.State == ConvExpired && !c.owesNews(c.Initiator))
 }
 
 // move is the one place a conversation changes state: it checks the table,
@@ -192,11 +192,11 @@ func (c *Conversation) move(to, by, reason string, now time.Time) error {
 // tell records that agent has been told of the end; once both parties of a
 // terminating conversation have been, it is ended.
 func (c *Conversation) tell(agent string, now time.Time) {
-	if !c.OwesNews(agent) {
+	if !c.owesNews(agent) {
 		return
 	}
 	c.Told = append(c.Told, agent)
-	if c.State == ConvTerminating && !slices.ContainsFunc(c.Parties(), c.OwesNews) {
+	if c.State == ConvTerminating && !slices.ContainsFunc(c.Parties(), c.owesNews) {
 		c.move(ConvEnded, agent, "", now) // terminating -> ended is always allowed
 	}
 }
@@ -246,7 +246,7 @@ func (c *Conversation) applyTimeout(cfg *storage.Config, now time.Time) bool {
 		return false
 	}
 	if c.State == ConvPending {
-		c.move(ConvExpired, storage.SystemSender, ReasonNeverAccepted, now)
+		c.move(ConvExpired, storage.SystemSender, reasonNeverAccepted, now)
 	} else {
 		c.move(ConvTerminating, storage.SystemSender, ReasonTimeout, now)
 	}
@@ -419,7 +419,7 @@ func (cb ConversationBook) Start(ctx context.Context, cfg *storage.Config, in Ne
 		return Conversation{}, nil, err
 	}
 	if in.InitialMessage != "" {
-		if err := CheckContent(in.InitialMessage); err != nil {
+		if err := checkContent(in.InitialMessage); err != nil {
 			return Conversation{}, nil, err
 		}
 	}
@@ -639,7 +639,7 @@ func (s *Store) partyConversation(ctx context.Context, cfg *storage.Config, agen
 	if err != nil {
 		return c, err
 	}
-	if !c.HasParty(agent) {
+	if !c.hasParty(agent) {
 		return Conversation{}, storage.CodeErr(storage.CodeNotConversationParticipant, "conversation %s is %s, not you: you can act only on your own conversations", id, c.between())
 	}
 	return c, nil
@@ -727,7 +727,7 @@ func (s *Store) twoPartyTurn(ctx context.Context, cfg *storage.Config, m Outgoin
 func (s *Store) tellEnded(ctx context.Context, cfg *storage.Config, agent, id string) (Conversation, bool, error) {
 	told := false
 	c, err := s.updateConversation(ctx, cfg, id, func(c *Conversation, now time.Time) error {
-		if !c.OwesNews(agent) {
+		if !c.owesNews(agent) {
 			return storage.ErrNoChange
 		}
 		c.tell(agent, now)
@@ -742,7 +742,7 @@ func (s *Store) tellEnded(ctx context.Context, cfg *storage.Config, agent, id st
 func (s *Store) accept(ctx context.Context, cfg *storage.Config, agent, id string) (Conversation, bool, error) {
 	ok := false
 	c, err := s.updateConversation(ctx, cfg, id, func(c *Conversation, now time.Time) error {
-		if !c.AwaitsAcceptance(agent) {
+		if !c.awaitsAcceptance(agent) {
 			return storage.ErrNoChange
 		}
 		ok = true
@@ -769,7 +769,7 @@ func (s *Store) endConversationsOf(ctx context.Context, cfg *storage.Config, age
 	}
 	var errs []error
 	for _, c := range mine {
-		if c.AwaitsAcceptance(agent) {
+		if c.awaitsAcceptance(agent) {
 			continue
 		}
 		_, err := s.updateConversation(ctx, cfg, c.ID, func(c *Conversation, now time.Time) error {
@@ -778,7 +778,7 @@ func (s *Store) endConversationsOf(ctx context.Context, cfg *storage.Config, age
 					return err
 				}
 			}
-			if !c.OwesNews(agent) {
+			if !c.owesNews(agent) {
 				return storage.ErrNoChange
 			}
 			c.tell(agent, now)
@@ -900,7 +900,7 @@ func (s *Store) conversationLog(c Conversation, agent string, limit int) ([]Mess
 // conversation id (or of agent's one open conversation) as a turn.
 func (cb ConversationBook) Send(ctx context.Context, cfg *storage.Config, agent, id, content string) (Message, Conversation, error) {
 	s := cb.s
-	if err := CheckContent(content); err != nil {
+	if err := checkContent(content); err != nil {
 		return Message{}, Conversation{}, err
 	}
 	c, err := s.partyConversation(ctx, cfg, agent, id)

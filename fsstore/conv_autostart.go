@@ -34,7 +34,7 @@ func (s *Store) AutoStart(ctx context.Context, cfg *storage.Config, m OutgoingMe
 	if m.Group != "" || m.Receivers != nil {
 		return Message{}, nil, "", storage.CodeErr(storage.CodeAutoStartRefused, "auto_start_conversation is for a message to one AI agent (target_agent_id), not a list or a group: leave it out, or start a group conversation with start_conversation(participant_agent_ids)")
 	}
-	if err := CheckContent(m.Content); err != nil {
+	if err := checkContent(m.Content); err != nil {
 		return Message{}, nil, "", err
 	}
 	if err := s.checkRecipient(cfg, m.From, m.To); err != nil {

@@ -56,12 +56,12 @@ func TestConversationTold(t *testing.T) {
 	now := time.Now()
 	c := Conversation{ID: "cnv_x", Initiator: "a", Participant: "b", State: ConvActive}
 	c.move(ConvTerminating, "a", ReasonInitiatorEnded, now)
-	if !c.OwesNews("a") || !c.OwesNews("b") || c.OwesNews("c") {
+	if !c.owesNews("a") || !c.owesNews("b") || c.owesNews("c") {
 		t.Fatal("both parties, and only they, are owed the news")
 	}
 	c.tell("a", now)
 	c.tell("a", now)
-	if c.State != ConvTerminating || c.OwesNews("a") || !c.OwesNews("b") || len(c.Told) != 1 {
+	if c.State != ConvTerminating || c.owesNews("a") || !c.owesNews("b") || len(c.Told) != 1 {
 		t.Fatalf("after telling the ender: %+v", c)
 	}
 	c.tell("b", now)
@@ -69,8 +69,8 @@ func TestConversationTold(t *testing.T) {
 		t.Fatalf("after telling both: %+v", c)
 	}
 	x := Conversation{ID: "cnv_y", Initiator: "a", Participant: "b", State: ConvPending}
-	x.move(ConvExpired, storage.SystemSender, ReasonNeverAccepted, now)
-	if !x.OwesNews("a") || x.OwesNews("b") || x.closed() {
+	x.move(ConvExpired, storage.SystemSender, reasonNeverAccepted, now)
+	if !x.owesNews("a") || x.owesNews("b") || x.closed() {
 		t.Fatalf("expired: only the initiator is owed the news: %+v", x)
 	}
 	x.tell("a", now)

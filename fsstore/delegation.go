@@ -172,7 +172,7 @@ func (s *Store) waitsForChat(d Delegation, current string) bool {
 		return false
 	}
 	ses, err := s.session(d.SessionID)
-	return err != nil || !ses.EndedAt.IsZero() || !ses.Live(time.Now())
+	return err != nil || !ses.EndedAt.IsZero() || !ses.live(time.Now())
 }
 
 // endTaskDelegations ends the open delegations of task, which was just

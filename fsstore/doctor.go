@@ -17,8 +17,8 @@ import (
 	"aipm/fsstore/storage"
 )
 
-// QuarantinedLine is one line that repair moved aside, with where it was.
-type QuarantinedLine struct {
+// quarantinedLine is one line that repair moved aside, with where it was.
+type quarantinedLine struct {
 	Source        string    `json:"source"`
 	Line          int       `json:"line"`
 	Offset        int64     `json:"offset"`
@@ -265,11 +265,11 @@ func (s *Store) quarantineBad(ctx context.Context, path string, held os.FileInfo
 
 // scanBad lists the invalid lines and torn tail of data, as quarantine
 // records, and the byte ranges of everything else.
-func scanBad(rel string, data []byte, invalid func([]byte) string) ([]QuarantinedLine, [][2]int) {
+func scanBad(rel string, data []byte, invalid func([]byte) string) ([]quarantinedLine, [][2]int) {
 	found, keep := lockedfile.Scan(data, invalid)
-	bad := make([]QuarantinedLine, len(found))
+	bad := make([]quarantinedLine, len(found))
 	for i, b := range found {
-		bad[i] = QuarantinedLine{Source: rel, Line: b.Line, Offset: b.Offset, Reason: b.Reason, Content: string(b.Content)}
+		bad[i] = quarantinedLine{Source: rel, Line: b.Line, Offset: b.Offset, Reason: b.Reason, Content: string(b.Content)}
 	}
 	return bad, keep
 }
@@ -289,7 +289,7 @@ func invalidMessageLine(b []byte) string {
 	if reason := lockedfile.InvalidLine(b); reason != "" {
 		return reason
 	}
-	if _, err := DecodeMessage(b); err != nil {
+	if _, err := decodeMessage(b); err != nil {
 		return err.Error()
 	}
 	return ""

@@ -177,7 +177,7 @@ func (s *Store) chatCopies() (*chatCopies, error) {
 			return nil, fmt.Errorf("read %s: %w", s.Rel(path), err)
 		}
 		for _, r := range recs {
-			m, err := DecodeMessage(r.Data)
+			m, err := decodeMessage(r.Data)
 			if err != nil {
 				continue // reported by the line check
 			}

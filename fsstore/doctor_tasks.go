@@ -19,7 +19,7 @@ func (s *Store) taskRuleProblems() ([]storage.Problem, error) {
 	var problems []storage.Problem
 	for _, t := range tasks {
 		path, _ := s.DocPath(storage.Tasks, t.ID)
-		if why := t.IllegalEdit(); why != "" {
+		if why := t.illegalEdit(); why != "" {
 			problems = append(problems, storage.Problem{Path: s.Rel(path), Reason: why})
 		}
 		if cfgErr != nil || t.Assignee == "" || !StatusOpen(t.Status) || storage.CheckAgentID(t.Assignee) != nil {

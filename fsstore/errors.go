@@ -6,14 +6,14 @@ import "errors"
 var (
 	// ErrInUse says an agent still has open tasks or live sessions.
 	ErrInUse = errors.New("in use")
-	// ErrNotAI says an operation that only AI agents have (a passkey) was
+	// errNotAI says an operation that only AI agents have (a passkey) was
 	// asked of a human.
-	ErrNotAI = errors.New("not an AI agent")
+	errNotAI = errors.New("not an AI agent")
 )
 
-// ErrNobodyToInterrupt says an interrupt about no task found no live
+// errNobodyToInterrupt says an interrupt about no task found no live
 // session of its agent to read it.
-var ErrNobodyToInterrupt = errors.New("nobody to interrupt")
+var errNobodyToInterrupt = errors.New("nobody to interrupt")
 
 // ErrNotificationsUnreadable wraps the error of a notifications line that
 // could not be decoded: the caller fails closed.

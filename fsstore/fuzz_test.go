@@ -22,7 +22,7 @@ import (
 func FuzzDecodeMessage(f *testing.F) {
 	f.Add([]byte(`{"id":"msg_1","senderId":"alice","content":"hi","createdAt":"2026-01-02T03:04:05.000000Z"}`))
 	f.Fuzz(func(t *testing.T, line []byte) {
-		m, err := DecodeMessage(line)
+		m, err := decodeMessage(line)
 		if err != nil {
 			return
 		}
@@ -30,7 +30,7 @@ func FuzzDecodeMessage(f *testing.F) {
 		if err != nil {
 			t.Fatalf("accepted %q, cannot encode it: %v", line, err)
 		}
-		m2, err := DecodeMessage(again)
+		m2, err := decodeMessage(again)
 		if err != nil || m2.ID != m.ID || m2.SenderID != m.SenderID {
 			t.Fatalf("accepted %q, refused its re-encoding %s: %v", line, again, err)
 		}
@@ -65,7 +65,7 @@ func FuzzTaskDoc(f *testing.F) {
 			return
 		}
 		for _, to := range append(Statuses, "", "nonsense") {
-			CheckTransition(task, to)
+			checkTransition(task, to)
 		}
 		out, err := lockedfile.EncodeKeeping(&task, data)
 		if err != nil {

@@ -30,8 +30,8 @@ const (
 	MarkerComplete Marker = "完了報告"   // report_completion_from_chat
 )
 
-// Markers lists the markers in the order the instructions explain them.
-var Markers = []Marker{MarkerCreate, MarkerNotify, MarkerAdjust, MarkerStart, MarkerCheck, MarkerBlock, MarkerComplete}
+// markers lists the markers in the order the instructions explain them.
+var markers = []Marker{MarkerCreate, MarkerNotify, MarkerAdjust, MarkerStart, MarkerCheck, MarkerBlock, MarkerComplete}
 
 // markerInfo is the one table of what each marker authorizes and the code
 // of the refusal when it is missing. A bare marker needs no colon (seed
@@ -101,8 +101,8 @@ func ParseMarkers(text string) []MarkerUse {
 	return out
 }
 
-// FindMarker returns the first use of m in text.
-func FindMarker(text string, m Marker) (MarkerUse, bool) {
+// findMarker returns the first use of m in text.
+func findMarker(text string, m Marker) (MarkerUse, bool) {
 	for _, u := range ParseMarkers(text) {
 		if u.Marker == m {
 			return u, true
@@ -124,7 +124,7 @@ func markerAt(s string) (Marker, int) {
 			return "", 0
 		}
 	}
-	for _, m := range Markers {
+	for _, m := range markers {
 		rest, ok := strings.CutPrefix(s[n:], string(m))
 		if !ok {
 			continue
@@ -154,7 +154,7 @@ func wordEnds(rest string) bool {
 // have already authorized an operation, keyed by message id and marker, so
 // that one marker authorizes one operation.
 type markerLog struct {
-	Used map[string]MarkerUsed `json:"used"`
+	Used map[string]markerUsed `json:"used"`
 }
 
 // markerKey is the key of one marker of one message in markerLog.Used: a
@@ -164,7 +164,7 @@ func markerKey(msgID string, m Marker) string { return msgID + " " + m.String() 
 // used is the record of marker m of message msgID, if it was used; a
 // record written before markers were counted one by one is keyed by the
 // message alone and names its marker.
-func (l *markerLog) used(msgID string, m Marker) (MarkerUsed, bool) {
+func (l *markerLog) used(msgID string, m Marker) (markerUsed, bool) {
 	if u, ok := l.Used[markerKey(msgID, m)]; ok {
 		return u, true
 	}
@@ -172,8 +172,8 @@ func (l *markerLog) used(msgID string, m Marker) (MarkerUsed, bool) {
 	return u, ok && u.Marker == m.String()
 }
 
-// MarkerUsed records what a marker of a message was used for.
-type MarkerUsed struct {
+// markerUsed records what a marker of a message was used for.
+type markerUsed struct {
 	Marker string    `json:"marker"`
 	Tool   string    `json:"tool"`
 	Result string    `json:"result,omitempty"` // the id of what it made or changed
@@ -211,7 +211,7 @@ func (s *Store) WithMarker(ctx context.Context, ses Session, m Marker, op func(m
 		if msg == nil {
 			return storage.CodeErr(info.code, "%s needs the marker %s in the latest message someone sent you, and you have received none (call get_pending_messages first if one is waiting): ask the human to send %s followed by what they want, then call %s again", info.tool, m, m, info.tool)
 		}
-		use, ok := FindMarker(msg.Content, m)
+		use, ok := findMarker(msg.Content, m)
 		if !ok {
 			return storage.CodeErr(info.code, "%s needs the marker %s in the ordinary text of the latest message someone sent you (%s from %s has none; a marker in code, in a quote or in your arguments does not count, and a message you have not fetched with get_pending_messages is not received yet): ask %s to send %s followed by what they want if they want you to %s", info.tool, m, msg.ID, msg.SenderID, msg.SenderID, m, info.what)
 		}
@@ -224,9 +224,9 @@ func (s *Store) WithMarker(ctx context.Context, ses Session, m Marker, op func(m
 			return err
 		}
 		if log.Used == nil {
-			log.Used = map[string]MarkerUsed{}
+			log.Used = map[string]markerUsed{}
 		}
-		log.Used[key] = MarkerUsed{Marker: m.String(), Tool: info.tool, Result: result, At: time.Now().UTC()}
+		log.Used[key] = markerUsed{Marker: m.String(), Tool: info.tool, Result: result, At: time.Now().UTC()}
 		return nil
 	})
 	return err

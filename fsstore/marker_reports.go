@@ -116,10 +116,10 @@ func IsCompletionReport(n Notification) bool {
 	return n.Type == storage.NotifyInfo && n.TaskID != "" && strings.HasPrefix(n.Key, completionKeyPrefix)
 }
 
-// CompletionReports are the unread completion reports (completionNotice)
+// completionReports are the unread completion reports (completionNotice)
 // about task that ses may read, peeking: get_next_action's work answer
 // tells the task session to decide on them.
-func (s *Store) CompletionReports(ctx context.Context, ses Session, task string) ([]Notification, error) {
+func (s *Store) completionReports(ctx context.Context, ses Session, task string) ([]Notification, error) {
 	out, _, err := s.readNotifications(ctx, ses, storage.ReadOptions{Peek: true}, func(n Notification) bool {
 		return n.TaskID == task && IsCompletionReport(n)
 	})

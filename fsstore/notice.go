@@ -41,22 +41,22 @@ type Notification struct {
 
 // Interrupt kinds (Notification.Kind).
 const (
-	InterruptPause  = "pause"
-	InterruptCancel = "cancel"
+	interruptPause  = "pause"
+	interruptCancel = "cancel"
 )
 
-// InterruptKey is the key of the interrupt caused by task t's current
+// interruptKey is the key of the interrupt caused by task t's current
 // status change.
-func InterruptKey(t Task) string {
+func interruptKey(t Task) string {
 	return "interrupt:" + t.ID + ":" + t.Status + ":" + t.StatusChangedAt.UTC().Format(time.RFC3339Nano)
 }
 
-// Concerns says whether ses may see, count and consume n (DESIGN section 6):
+// concerns says whether ses may see, count and consume n (DESIGN section 6):
 // an interrupt about a task only the task session working on it; an
 // interrupt about no task only the sessions that were live when it was
 // written (begun before it); any other notification about a task only the
 // agent's task session; anything else every session of the agent.
-func (n Notification) Concerns(ses Session) bool {
+func (n Notification) concerns(ses Session) bool {
 	switch {
 	case n.Type == storage.NotifyInterrupt && n.TaskID != "":
 		return ses.Purpose == storage.PurposeTask && ses.TaskID == n.TaskID
@@ -213,7 +213,7 @@ func (s *Store) readNotificationRecords(ctx context.Context, ses Session, opt st
 	}
 	now := time.Now()
 	opt.Match = func(r storage.Record) bool {
-		return last.Concerns(ses) && !s.expired(last, now) && (match == nil || match(r, last))
+		return last.concerns(ses) && !s.expired(last, now) && (match == nil || match(r, last))
 	}
 	res, err := s.ReadUnread(ctx, ses.Agent, storage.NotificationStream(ses.Purpose), opt)
 	if err != nil {
@@ -342,7 +342,7 @@ func (s *Store) held(ctx context.Context, ses Session) ([]Notification, bool, er
 			return false
 		}
 		n, err := decodeNotification(r)
-		if err == nil && n.Concerns(ses) && !s.expired(n, now) {
+		if err == nil && n.concerns(ses) && !s.expired(n, now) {
 			out = append(out, n.served(lineOf(s.Rel(path), r.Line)))
 		}
 		return false

@@ -34,7 +34,7 @@ type Interruption struct {
 
 // interruptKind is the kind of the interrupt a status change to the key
 // causes.
-var interruptKind = map[string]string{StatusBlocked: InterruptPause, StatusCancelled: InterruptCancel}
+var interruptKind = map[string]string{StatusBlocked: interruptPause, StatusCancelled: interruptCancel}
 
 // HandEdit is who changed a task file by hand, as far as anyone knows.
 const HandEdit = "a human (hand edit of the task file)"
@@ -51,7 +51,7 @@ const HandEdit = "a human (hand edit of the task file)"
 func (s *Store) WriteInterrupt(ctx context.Context, in Interruption) (Notification, bool, error) {
 	if in.Task == nil && !s.hasLiveSession(in.Agent, "") {
 		// Only a session live now reads it: one started later never would.
-		return Notification{}, false, storage.Kindf(ErrNobodyToInterrupt, "nobody to interrupt: %s has no live session (an interrupt about no task is only for a session live now)", in.Agent)
+		return Notification{}, false, storage.Kindf(errNobodyToInterrupt, "nobody to interrupt: %s has no live session (an interrupt about no task is only for a session live now)", in.Agent)
 	}
 	n := Notification{Type: storage.NotifyInterrupt, From: in.By, Message: interruptText(in)}
 	if in.Task != nil {
@@ -62,7 +62,7 @@ func (s *Store) WriteInterrupt(ctx context.Context, in Interruption) (Notificati
 	}
 	switch {
 	case in.HandEdit && in.Task != nil:
-		key, err := s.HandEditKey(*in.Task)
+		key, err := s.handEditKey(*in.Task)
 		if err != nil {
 			return Notification{}, false, fmt.Errorf("interrupt %s: %w", in.Agent, err)
 		}
@@ -70,7 +70,7 @@ func (s *Store) WriteInterrupt(ctx context.Context, in Interruption) (Notificati
 	case in.StatusChange && in.Task != nil && in.UnlessSince.IsZero():
 		// A change made through aipm has a fresh statusChangedAt; a hand
 		// edit keeps the old one, so its key could match an earlier change.
-		n.Key = InterruptKey(*in.Task)
+		n.Key = interruptKey(*in.Task)
 	}
 	wrote := true
 	if !in.UnlessSince.IsZero() && in.Task != nil {
@@ -98,11 +98,11 @@ func (s *Store) WriteInterrupt(ctx context.Context, in Interruption) (Notificati
 	return n, true, nil
 }
 
-// HandEditKey is the key of the interrupt caused by a hand edit of task
+// handEditKey is the key of the interrupt caused by a hand edit of task
 // t's file: its status and a hash of the file's content, since a hand edit
 // keeps the old statusChangedAt. The same save seen again has the same key;
 // a later edit (blocked, in_progress, then cancelled) a new one.
-func (s *Store) HandEditKey(t Task) (string, error) {
+func (s *Store) handEditKey(t Task) (string, error) {
 	path, err := s.DocPath(storage.Tasks, t.ID)
 	if err != nil {
 		return "", err
@@ -169,9 +169,9 @@ func InterruptInstruction(purpose, kind string) string {
 	switch {
 	case purpose != storage.PurposeTask:
 		return "Stop what you are doing: call logout, then exit."
-	case kind == InterruptCancel:
+	case kind == interruptCancel:
 		return `Stop working now and drop the work (the task was cancelled): call report_completed(result="cancelled", summary=what you did), then exit.`
-	case kind == InterruptPause:
+	case kind == interruptPause:
 		return `Stop working now: call report_completed(result="blocked", summary=what you did and what is left), then exit; the task waits until it is moved back to in_progress.`
 	}
 	return `Stop working now: call report_completed(result="blocked", summary=what you did and what is left), then exit.`

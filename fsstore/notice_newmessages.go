@@ -22,15 +22,15 @@ import (
 // messages it was not told of, unread, counted by sender.
 type NewMessages struct {
 	// Senders counts them by sender, in the order they first arrived.
-	Senders []SenderCount
+	Senders []senderCount
 	// Messages are the messages told (for their surfaced receipts).
 	Messages []Message
 	// Through is the session's chat mark once they are told.
 	Through storage.Mark
 }
 
-// SenderCount is how many new messages one sender sent.
-type SenderCount struct {
+// senderCount is how many new messages one sender sent.
+type senderCount struct {
 	Sender string `json:"sender"`
 	Count  int    `json:"count"`
 }
@@ -89,7 +89,7 @@ func (s *Store) NewMessagesFor(ctx context.Context, ses Session) (NewMessages, e
 		if !ok {
 			i = len(n.Senders)
 			at[m.SenderID] = i
-			n.Senders = append(n.Senders, SenderCount{Sender: m.SenderID})
+			n.Senders = append(n.Senders, senderCount{Sender: m.SenderID})
 		}
 		n.Senders[i].Count++
 	}

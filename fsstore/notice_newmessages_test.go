@@ -47,7 +47,7 @@ func TestNewMessagesNotice(t *testing.T) {
 		}
 	}
 	n, _ := s.NewMessagesFor(ctx, chat)
-	if n.Count() != 3 || len(n.Senders) != 2 || n.Senders[0] != (SenderCount{"lead", 2}) || n.Senders[1] != (SenderCount{"ops", 1}) {
+	if n.Count() != 3 || len(n.Senders) != 2 || n.Senders[0] != (senderCount{"lead", 2}) || n.Senders[1] != (senderCount{"ops", 1}) {
 		t.Errorf("senders %+v, count %d", n.Senders, n.Count())
 	}
 

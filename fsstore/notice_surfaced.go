@@ -120,7 +120,7 @@ func (s *Store) untoldNotifications(ctx context.Context, ses Session) ([]Notific
 // has not received (nor holds in a batch) and was not told of.
 func (s *Store) untoldMessages(ctx context.Context, ses Session) ([]Message, storage.Mark, error) {
 	mark := ses.Surfaced.Chat
-	opt := storage.ReadOptions{Match: FromOthers(ses.Agent), Peek: true, Session: ses.ID, ScanKey: "from-others", SkipTo: mark}
+	opt := storage.ReadOptions{Match: fromOthers(ses.Agent), Peek: true, Session: ses.ID, ScanKey: "from-others", SkipTo: mark}
 	res, err := s.ReadUnread(ctx, ses.Agent, storage.StreamChat, opt)
 	if err != nil {
 		return nil, mark, err
@@ -177,11 +177,11 @@ func (s *Store) untoldWork(ctx context.Context, cfg *storage.Config, ses Session
 	}
 	for _, c := range convs {
 		switch {
-		case c.OwesNews(ses.Agent):
+		case c.owesNews(ses.Agent):
 			if !told("end:" + c.ID) {
 				n.Ended = append(n.Ended, c)
 			}
-		case c.AwaitsAcceptance(ses.Agent):
+		case c.awaitsAcceptance(ses.Agent):
 			if !told("req:" + c.ID) {
 				n.Requests = append(n.Requests, c)
 			}

@@ -30,7 +30,7 @@ func TestNotificationConcerns(t *testing.T) {
 		{"info about a task, the chat session (DESIGN section 6: the task session's alone)", Notification{Type: storage.NotifyInfo, TaskID: task}, Session{Purpose: storage.PurposeChat, CreatedAt: after}, false},
 	} {
 		tc.n.CreatedAt = written
-		if got := tc.n.Concerns(tc.ses); got != tc.want {
+		if got := tc.n.concerns(tc.ses); got != tc.want {
 			t.Errorf("%s: Concerns = %v, want %v", tc.name, got, tc.want)
 		}
 	}
@@ -43,7 +43,7 @@ func TestInterruptIdempotent(t *testing.T) {
 	ctx := context.Background()
 	task := Task{ID: storage.NewID(storage.PrefixTask), Status: StatusBlocked, StatusChangedAt: time.Now()}
 	for i := 0; i < 2; i++ {
-		if _, err := s.Notify(ctx, "coder", Notification{Type: storage.NotifyInterrupt, TaskID: task.ID, Message: "stop", Key: InterruptKey(task)}); err != nil {
+		if _, err := s.Notify(ctx, "coder", Notification{Type: storage.NotifyInterrupt, TaskID: task.ID, Message: "stop", Key: interruptKey(task)}); err != nil {
 			t.Fatal(err)
 		}
 	}
@@ -52,7 +52,7 @@ func TestInterruptIdempotent(t *testing.T) {
 		t.Fatalf("%d interrupt lines for one status change, want 1", len(recs))
 	}
 	task.StatusChangedAt = task.StatusChangedAt.Add(time.Second) // a new change
-	if _, err := s.Notify(ctx, "coder", Notification{Type: storage.NotifyInterrupt, TaskID: task.ID, Message: "stop", Key: InterruptKey(task)}); err != nil {
+	if _, err := s.Notify(ctx, "coder", Notification{Type: storage.NotifyInterrupt, TaskID: task.ID, Message: "stop", Key: interruptKey(task)}); err != nil {
 		t.Fatal(err)
 	}
 	if recs, _, _, _ := storage.ReadAll(path); len(recs) != 2 {

@@ -27,8 +27,8 @@ var servedLimits = map[string]int{
 	"taskResult":    storage.MaxPurpose, // a task's report result (an enum aipm writes)
 }
 
-// ServedLimit is the limit, in characters, of field as served.
-func ServedLimit(field string) int {
+// servedLimit is the limit, in characters, of field as served.
+func servedLimit(field string) int {
 	if n, ok := storage.TextLimits[field]; ok {
 		return n
 	}
@@ -38,11 +38,11 @@ func ServedLimit(field string) int {
 	panic("fsstore: no served limit for field " + field)
 }
 
-// CutServed returns value if it has at most field's limit in characters,
+// cutServed returns value if it has at most field's limit in characters,
 // else its first that many characters and a marker naming where the whole
 // text is (where: a path relative to the project, with :line for a log).
-func CutServed(field, value, where string) string {
-	limit := ServedLimit(field)
+func cutServed(field, value, where string) string {
+	limit := servedLimit(field)
 	if len(value) <= limit { // a character is at least one byte
 		return value
 	}
@@ -69,38 +69,38 @@ func thousands(n int) string {
 
 // served is t as served: every free-text field bounded.
 func (t Task) served(where string) Task {
-	t.Title = CutServed("title", t.Title, where)
-	t.Description = CutServed("description", t.Description, where)
-	t.Summary = CutServed("summary", t.Summary, where)
-	t.BlockedReason = CutServed("blockedReason", t.BlockedReason, where)
-	t.Result = CutServed("taskResult", t.Result, where)
+	t.Title = cutServed("title", t.Title, where)
+	t.Description = cutServed("description", t.Description, where)
+	t.Summary = cutServed("summary", t.Summary, where)
+	t.BlockedReason = cutServed("blockedReason", t.BlockedReason, where)
+	t.Result = cutServed("taskResult", t.Result, where)
 	return t
 }
 
 // served is m as served.
 func (m Message) served(where string) Message {
-	m.Content = CutServed("content", m.Content, where)
+	m.Content = cutServed("content", m.Content, where)
 	return m
 }
 
 // served is n as served.
 func (n Notification) served(where string) Notification {
-	n.Message = CutServed("message", n.Message, where)
+	n.Message = cutServed("message", n.Message, where)
 	return n
 }
 
 // served is c as served.
 func (c Conversation) served(where string) Conversation {
-	c.Purpose = CutServed("purpose", c.Purpose, where)
-	c.EndReason = CutServed("endReason", c.EndReason, where)
+	c.Purpose = cutServed("purpose", c.Purpose, where)
+	c.EndReason = cutServed("endReason", c.EndReason, where)
 	return c
 }
 
 // served is d as served.
 func (d Delegation) served(where string) Delegation {
-	d.Purpose = CutServed("purpose", d.Purpose, where)
-	d.Context = CutServed("context", d.Context, where)
-	d.Result = CutServed("result", d.Result, where)
+	d.Purpose = cutServed("purpose", d.Purpose, where)
+	d.Context = cutServed("context", d.Context, where)
+	d.Result = cutServed("result", d.Result, where)
 	return d
 }
 
@@ -127,7 +127,7 @@ func longFields(kind string, data []byte) [][2]string {
 		if v.Type != gjson.String {
 			continue
 		}
-		limit := ServedLimit(kf[1])
+		limit := servedLimit(kf[1])
 		if len(v.Str) > limit && utf8.RuneCountInString(v.Str) > limit {
 			out = append(out, [2]string{kf[0], fmt.Sprintf("field %s is %s bytes (limit %s characters): aipm serves it cut to the limit; shorten it by hand", kf[0], thousands(len(v.Str)), thousands(limit))})
 		}

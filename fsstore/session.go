@@ -22,7 +22,7 @@ import (
 const (
 	EndLogout    = "logout"
 	EndCompleted = "completed"
-	EndReplaced  = "replaced"
+	endReplaced  = "replaced"
 	EndExpired   = "expired"
 	EndExited    = "process_exited"
 )
@@ -59,8 +59,8 @@ type Session struct {
 	Surfaced Surfaced `json:"-"`
 }
 
-// Live says whether the session can still be used at now.
-func (s Session) Live(now time.Time) bool {
+// live says whether the session can still be used at now.
+func (s Session) live(now time.Time) bool {
 	return s.EndedAt.IsZero() && now.Before(s.LastSeenAt.Add(s.Idle.Duration))
 }
 
@@ -100,7 +100,7 @@ func (s *Store) Authenticate(ctx context.Context, cfg *storage.Config, agent, pa
 		PID: os.Getpid(), CreatedAt: now, LastSeenAt: now, Idle: cfg.Defaults.SessionIdleTimeout,
 	}
 	if !s.ServesMany.Load() {
-		ses.RunID, ses.SSHClient = os.Getenv(EnvRunID), SSHClient(os.Getenv(EnvSSHConnection))
+		ses.RunID, ses.SSHClient = os.Getenv(EnvRunID), sshClient(os.Getenv(envSSHConnection))
 	}
 	token := ses.ID + "." + base64.RawURLEncoding.EncodeToString(secret[:])
 	ses.TokenHash = hashToken(token)
@@ -120,7 +120,7 @@ func (s *Store) Authenticate(ctx context.Context, cfg *storage.Config, agent, pa
 				continue // gone, or damaged: doctor reports it
 			}
 			if old.Agent == agent && old.Purpose == purpose && old.EndedAt.IsZero() {
-				ended, err := s.endSession(path, old, EndReplaced, now, false)
+				ended, err := s.endSession(path, old, endReplaced, now, false)
 				if err != nil {
 					return err
 				}
@@ -372,7 +372,7 @@ func (s *Store) taskInProgress(agent string) string {
 func (s *Store) LiveSessions(now time.Time) ([]Session, error) {
 	var out []Session
 	err := storage.EachDoc(s.Files, storage.Sessions, func(_ string, ses Session) error {
-		if ses.Live(now) {
+		if ses.live(now) {
 			out = append(out, ses)
 		}
 		return nil
@@ -410,7 +410,7 @@ func (s *Store) CheckSession(ctx context.Context, token string) (Session, error)
 	if !ses.EndedAt.IsZero() {
 		return ses, fmt.Errorf("this session ended (%s) at %s: %w", ses.EndReason, ses.EndedAt.Format(time.RFC3339), ErrSessionEnded)
 	}
-	if !ses.Live(now) {
+	if !ses.live(now) {
 		return ses, fmt.Errorf("this session expired after %s without a call: %w", ses.Idle.Duration, ErrSessionExpired)
 	}
 	if now.Sub(ses.LastSeenAt) > min(touchEvery, ses.Idle.Duration/10) {
@@ -523,7 +523,7 @@ func (s *Store) sessionsEnded(ctx context.Context, sessions []Session) {
 // agent's conversations with reason session_expired; a replacing session
 // carries them on.
 func (s *Store) sessionEnded(ctx context.Context, ses Session) error {
-	if ses.Purpose != storage.PurposeChat || ses.EndReason == EndReplaced {
+	if ses.Purpose != storage.PurposeChat || ses.EndReason == endReplaced {
 		return nil
 	}
 	cfg, err := s.LoadConfig()

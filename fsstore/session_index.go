@@ -118,7 +118,7 @@ func sessionVerdict(ses Session, now time.Time) (remove bool, endReason string) 
 	switch {
 	case !ses.EndedAt.IsZero():
 		return true, "" // its end was handled when it ended
-	case !ses.Live(now):
+	case !ses.live(now):
 		return true, EndExpired
 	case !processAlive(ses.PID):
 		return true, EndExited

@@ -164,7 +164,7 @@ func TestSessionIndexRebuilt(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if old, _ := s.session(first.ID); old.EndReason != EndReplaced {
+	if old, _ := s.session(first.ID); old.EndReason != endReplaced {
 		t.Fatalf("the session the rebuilt index should have found: %+v", old)
 	}
 	live, err := s.LiveSessions(time.Now())

@@ -102,7 +102,7 @@ func (s *Store) Work(ctx context.Context, cfg *storage.Config, agent, purpose st
 			return Next{}, err
 		case !cur.EndedAt.IsZero():
 			return Next{Action: ActExit, Reason: cur.EndReason}, nil
-		case !cur.Live(time.Now()):
+		case !cur.live(time.Now()):
 			return Next{Action: ActExit, Reason: EndExpired}, nil
 		}
 	}
@@ -153,7 +153,7 @@ func (s *Store) taskWork(ctx context.Context, cfg *storage.Config, agent string,
 		}
 		var reports []Notification
 		if ses != nil {
-			if reports, err = s.CompletionReports(ctx, *ses, t.ID); err != nil {
+			if reports, err = s.completionReports(ctx, *ses, t.ID); err != nil {
 				return Next{}, err
 			}
 		}
@@ -209,12 +209,12 @@ func (s *Store) chatWork(ctx context.Context, cfg *storage.Config, agent string,
 // conversation is not idleness: it has its own timeouts).
 func conversationWork(cfg *storage.Config, agent string, convs []Conversation) (next *Next, until time.Time, open bool) {
 	for i, c := range convs {
-		if c.OwesNews(agent) {
+		if c.owesNews(agent) {
 			return &Next{Action: ActConversationEnded, Conversation: &convs[i]}, until, open
 		}
 	}
 	for i, c := range convs {
-		if c.AwaitsAcceptance(agent) {
+		if c.awaitsAcceptance(agent) {
 			return &Next{Action: ActConversationRequest, Conversation: &convs[i]}, until, open
 		}
 		open = open || c.Open()

@@ -31,7 +31,7 @@ func TestWorkOrder(t *testing.T) {
 		t.Fatalf("%+v", n)
 	}
 	// Its logout ended the conversation it had taken, with session_expired.
-	if c, err := s.conversation(ctx, cfg, req.ID); err != nil || c.State != ConvTerminating || c.EndReason != ReasonSessionExpired || c.OwesNews("b") || !c.OwesNews("a") {
+	if c, err := s.conversation(ctx, cfg, req.ID); err != nil || c.State != ConvTerminating || c.EndReason != ReasonSessionExpired || c.owesNews("b") || !c.owesNews("a") {
 		t.Fatalf("conversation after b's logout: %+v %v", c, err)
 	}
 }

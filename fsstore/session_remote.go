@@ -8,13 +8,13 @@ import (
 	"strings"
 )
 
-// EnvSSHConnection is what sshd sets in a session's environment: "client
+// envSSHConnection is what sshd sets in a session's environment: "client
 // address, client port, server address, server port".
-const EnvSSHConnection = "SSH_CONNECTION"
+const envSSHConnection = "SSH_CONNECTION"
 
-// SSHClient is the client's host:port in an SSH_CONNECTION value, or ""
+// sshClient is the client's host:port in an SSH_CONNECTION value, or ""
 // when v is not one (not started under sshd).
-func SSHClient(v string) string {
+func sshClient(v string) string {
 	f := strings.Fields(v)
 	if len(f) != 4 || net.ParseIP(f[0]) == nil {
 		return ""

@@ -31,7 +31,7 @@ func TestRunOwnsRemoteSessions(t *testing.T) {
 		t.Run(tc.name, func(t *testing.T) {
 			s, cfg := leadAndCoder(t)
 			ctx := context.Background()
-			t.Setenv(EnvSSHConnection, "192.0.2.7 50000 192.0.2.1 22")
+			t.Setenv(envSSHConnection, "192.0.2.7 50000 192.0.2.1 22")
 			t.Setenv(EnvRunID, "")
 			ses, _, err := s.Authenticate(ctx, cfg, "coder", mustPasskey(t, s, "coder"), "", storage.PurposeChat)
 			if err != nil {
@@ -41,7 +41,7 @@ func TestRunOwnsRemoteSessions(t *testing.T) {
 				t.Fatalf("the session's ssh client is %q", ses.SSHClient)
 			}
 			run := Run{ID: "run_1", Agent: "coder", Purpose: tc.purpose, Command: tc.command, StartedAt: ses.CreatedAt.Add(tc.started)}
-			end := s.Runs().EndSessions
+			end := s.Runs().endSessions
 			if tc.stale {
 				end = s.Runs().EndStaleSessions
 			}
@@ -64,7 +64,7 @@ func TestRunOwnsRemoteSessions(t *testing.T) {
 // ssh client of its environment.
 func TestServeManySessionsOwnNoEnvironment(t *testing.T) {
 	s, cfg := leadAndCoder(t)
-	t.Setenv(EnvSSHConnection, "192.0.2.7 50000 192.0.2.1 22")
+	t.Setenv(envSSHConnection, "192.0.2.7 50000 192.0.2.1 22")
 	t.Setenv(EnvRunID, "run_of_the_shell")
 	s.ServeMany()
 	ses, _, err := s.Authenticate(context.Background(), cfg, "coder", mustPasskey(t, s, "coder"), "", storage.PurposeChat)

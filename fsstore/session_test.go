@@ -60,7 +60,7 @@ func wantPurposesInTurn(t *testing.T, s *Store, purpose func(requested string) (
 	if err != nil || again.Purpose != storage.PurposeTask {
 		t.Fatalf("requested task: %+v %v", again, err)
 	}
-	if old, _ := s.session(task.ID); old.EndReason != EndReplaced {
+	if old, _ := s.session(task.ID); old.EndReason != endReplaced {
 		t.Fatalf("replaced session: %+v", old)
 	}
 	return chat
@@ -89,7 +89,7 @@ func wantDeadSessionEnded(t *testing.T, s *Store, cfg *storage.Config, chat Sess
 		t.Fatalf("after the chat session's process died: %+v %v", ses, err)
 	}
 	c, err := s.conversation(ctx, cfg, cnv.ID)
-	if err != nil || c.State != ConvTerminating || c.EndReason != ReasonSessionExpired || !c.OwesNews("a") || c.OwesNews("b") {
+	if err != nil || c.State != ConvTerminating || c.EndReason != ReasonSessionExpired || !c.owesNews("a") || c.owesNews("b") {
 		t.Fatalf("conversation of the dead session: %+v %v", c, err)
 	}
 }

@@ -94,8 +94,8 @@ func CheckStatus(s string) error {
 	return storage.CheckEnum("status", s, Statuses)
 }
 
-// CheckTransition is the one check of a task status change.
-func CheckTransition(t Task, to string) error {
+// checkTransition is the one check of a task status change.
+func checkTransition(t Task, to string) error {
 	if err := CheckStatus(to); err != nil {
 		return err
 	}
@@ -114,37 +114,37 @@ func CheckTransition(t Task, to string) error {
 	return nil
 }
 
-// HandEditAllowed is the one rule of a status edited by hand (the file's
+// handEditAllowed is the one rule of a status edited by hand (the file's
 // status differs from the status aipm last wrote, aipm): it is taken if it
-// is a transition CheckTransition allows from aipm for a task of that
+// is a transition checkTransition allows from aipm for a task of that
 // approval state. A status that is not one (an invalid task, which
 // aipm shows as such and ignores), or a task aipm has not recorded a
 // status for (written before aipm recorded one), is left as it is.
-func HandEditAllowed(status, aipm, approval string) bool {
+func handEditAllowed(status, aipm, approval string) bool {
 	if aipm == "" || status == aipm || !slices.Contains(Statuses, status) || !slices.Contains(Statuses, aipm) {
 		return true
 	}
-	return CheckTransition(Task{Status: aipm, ApprovalStatus: approval}, status) == nil
+	return checkTransition(Task{Status: aipm, ApprovalStatus: approval}, status) == nil
 }
 
-// Settle applies HandEditAllowed to a task as read: a status edited by
+// Settle applies handEditAllowed to a task as read: a status edited by
 // hand that aipm does not allow is kept in HandStatus, and the task's
 // status is its last valid one. Every read of a task document goes
 // through it (decodeDoc), the task index through the same rule.
 func (t *Task) Settle() {
 	t.HandStatus = ""
-	if !HandEditAllowed(t.Status, t.AipmStatus, t.ApprovalStatus) {
+	if !handEditAllowed(t.Status, t.AipmStatus, t.ApprovalStatus) {
 		t.HandStatus, t.Status = t.Status, t.AipmStatus
 	}
 }
 
-// IllegalEdit explains a status edited by hand that aipm does not take,
+// illegalEdit explains a status edited by hand that aipm does not take,
 // or is "" when there is none.
-func (t Task) IllegalEdit() string {
+func (t Task) illegalEdit() string {
 	if t.HandStatus == "" {
 		return ""
 	}
-	err := CheckTransition(Task{ID: t.ID, Status: t.Status, ApprovalStatus: t.ApprovalStatus}, t.HandStatus)
+	err := checkTransition(Task{ID: t.ID, Status: t.Status, ApprovalStatus: t.ApprovalStatus}, t.HandStatus)
 	why := fmt.Sprintf("from %s it can go to %s", t.Status, strings.Join(transitions[t.Status], ", "))
 	if slices.Contains(transitions[t.Status], t.HandStatus) && err != nil {
 		why = fmt.Sprintf("the task is %s: a human approves it first (aipm task approve %s)", t.ApprovalStatus, t.ID)
@@ -311,18 +311,18 @@ func (s *Store) Tasks(f TaskFilter) ([]Task, bool, []error, error) {
 
 // Report results (report_completed) and the status each sets. A failed
 // task is blocked: a person has to look at it.
-var ReportResults = []string{"success", "failed", "blocked", ResultCancelled}
+var ReportResults = []string{"success", "failed", "blocked", resultCancelled}
 
-// ResultCancelled is the report of a task cancelled under its session (a
+// resultCancelled is the report of a task cancelled under its session (a
 // cancel interrupt): it changes no status, and is refused on a task nobody
 // cancelled.
-const ResultCancelled = "cancelled"
+const resultCancelled = "cancelled"
 
 var reportStatus = map[string]string{
 	"success":       StatusDone,
 	"failed":        StatusBlocked,
 	"blocked":       StatusBlocked,
-	ResultCancelled: StatusCancelled,
+	resultCancelled: StatusCancelled,
 }
 
 // ReportChange is the change an assignee's report of its task makes
@@ -562,7 +562,7 @@ func applyTaskChange(t *Task, by string, ch TaskChange, now time.Time) error {
 		t.StatusChangedBy = HandEdit // aipm writes it now: who set it stays known
 	}
 	applyFields(t, ch)
-	if ch.Report && ch.Result == ResultCancelled && t.Status != StatusCancelled {
+	if ch.Report && ch.Result == resultCancelled && t.Status != StatusCancelled {
 		return storage.CodeErr(storage.CodeInvalidResult, "task %s is %s: nobody cancelled it, and an agent never cancels a task; result \"cancelled\" only answers a cancel interrupt: report success, failed or blocked", t.ID, t.Status)
 	}
 	status := ch.Status
@@ -668,7 +668,7 @@ func applyApproval(t *Task, approval string) error {
 
 // applyStatus moves t to status, through the one transition check.
 func applyStatus(t *Task, status, reason, by string, now time.Time) error {
-	if err := CheckTransition(*t, status); err != nil {
+	if err := checkTransition(*t, status); err != nil {
 		return err
 	}
 	if status == StatusInProgress && t.Assignee == "" {

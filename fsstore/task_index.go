@@ -169,7 +169,7 @@ func summarize(rel string, data []byte, e *taskEntry) error {
 		}
 		if ok {
 			e.status, e.assignee, e.parentID = intern(f[0].Str), intern(f[1].Str), f[2].Str
-			if !HandEditAllowed(f[0].Str, f[3].Str, f[4].Str) {
+			if !handEditAllowed(f[0].Str, f[3].Str, f[4].Str) {
 				e.status = intern(f[3].Str) // as Task.Settle: the last valid status
 			}
 			return nil

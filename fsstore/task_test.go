@@ -27,7 +27,7 @@ func TestCheckTransition(t *testing.T) {
 		{StatusTodo, "doing", ApprovalApproved, `status "doing" is invalid`},
 		{StatusTodo, StatusInProgress, ApprovalPending, "pending_approval and cannot start"},
 	} {
-		err := CheckTransition(Task{ID: "tsk_x", Status: tc.from, ApprovalStatus: tc.approval}, tc.to)
+		err := checkTransition(Task{ID: "tsk_x", Status: tc.from, ApprovalStatus: tc.approval}, tc.to)
 		if (err == nil) != (tc.want == "") || (err != nil && !strings.Contains(err.Error(), tc.want)) {
 			t.Errorf("%s -> %s (%s): %v, want %q", tc.from, tc.to, tc.approval, err, tc.want)
 		}

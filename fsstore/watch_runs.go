@@ -161,10 +161,10 @@ func (rt RunTable) Release(ctx context.Context, r Run) error {
 	if err != nil {
 		return fmt.Errorf("release run %s: %w", r.ID, err)
 	}
-	return s.Runs().EndSessions(ctx, r)
+	return s.Runs().endSessions(ctx, r)
 }
 
-// EndSessions ends the live sessions the run's process opened: those
+// endSessions ends the live sessions the run's process opened: those
 // that carry its id (AIPM_RUN_ID, set by the watcher) and, for a command
 // that runs ssh, those it opened through ssh, where its environment does
 // not reach (DESIGN section 17): a session of the run's agent and purpose
@@ -173,18 +173,18 @@ func (rt RunTable) Release(ctx context.Context, r Run) error {
 // hostB claude ...) connects back with ssh home aipm serve --agent ID. At
 // most one session per agent and purpose lives anyway, so a second one
 // opened by hand meanwhile would have replaced the run's.
-func (rt RunTable) EndSessions(ctx context.Context, r Run) error {
-	return rt.endSessions(ctx, r, runsSSH(r.Command))
+func (rt RunTable) endSessions(ctx context.Context, r Run) error {
+	return rt.endRunSessions(ctx, r, runsSSH(r.Command))
 }
 
 // EndStaleSessions ends the live sessions that carry the id of a run whose
 // record outlived its process (found at the next claim): only those, since
 // a session opened over ssh since the run started may be anyone's.
 func (rt RunTable) EndStaleSessions(ctx context.Context, r Run) error {
-	return rt.endSessions(ctx, r, false)
+	return rt.endRunSessions(ctx, r, false)
 }
 
-func (rt RunTable) endSessions(ctx context.Context, r Run, overSSH bool) error {
+func (rt RunTable) endRunSessions(ctx context.Context, r Run, overSSH bool) error {
 	s := rt.s
 	live, err := s.LiveSessions(time.Now())
 	if err != nil {

@@ -298,7 +298,7 @@ func msgs(r result) (out []string) {
 // watcher's ssh exits, the run's remote session ends (process_exited)
 // although its home aipm serve and the agent on hostB still run: the run
 // owns the remote session of its agent and purpose opened after it started
-// (fsstore RunTable.EndSessions).
+// (fsstore RunTable.endSessions).
 func TestSSHWatcherStartedRemoteAgent(t *testing.T) {
 	srv := startSSHD(t)
 	p := newProject(t)

@@ -101,7 +101,7 @@ func (r *taskReader) setStatusInPlace(from, to string) {
 	}
 	data = bytes.Replace(data, []byte(`"status": "`+from+`"`), []byte(`"status": "`+to+`"`), 1)
 	// aipmStatus too, as aipm writes it: what is tested is the index seeing
-	// the edit, not the rule for a status edited by hand (HandEditAllowed)
+	// the edit, not the rule for a status edited by hand (handEditAllowed)
 	data = bytes.Replace(data, []byte(`"aipmStatus": "`+from+`"`), []byte(`"aipmStatus": "`+to+`"`), 1)
 	f, err := os.OpenFile(r.path(), os.O_WRONLY|os.O_TRUNC, 0) // the same inode: no rename
 	if err != nil {

@@ -20,7 +20,7 @@ type Config struct {
 	Agents   []Agent       `toml:"agents"`
 	Groups   Groups        `toml:"groups"`
 	// Notifications is [notifications] (config_notifications.go).
-	Notifications NotificationsConfig `toml:"notifications"`
+	Notifications notificationsConfig `toml:"notifications"`
 	// Retain is [retention] (config_retention.go; Retention fills defaults).
 	Retain RetentionConfig `toml:"retention"`
 	// Warnings name what the config holds that aipm ignores (unknown

@@ -19,14 +19,14 @@ import (
 // type (shape), said in aipm's words with the value's line instead of the
 // TOML decoder's.
 
-// UnknownKey is a key of config.toml that aipm does not read, with the
+// unknownKey is a key of config.toml that aipm does not read, with the
 // known key of the same table nearest to it, if one is near.
-type UnknownKey struct {
+type unknownKey struct {
 	Key     string // dotted, as TOML names it: "defaults.chat_idel_timeout"
 	Nearest string // "chat_idle_timeout", or ""
 }
 
-func (u *UnknownKey) Error() string {
+func (u *unknownKey) Error() string {
 	if u.Nearest != "" {
 		return fmt.Sprintf("unknown key %q is ignored: did you mean %s? (aipm config example prints every key aipm reads)", u.Key, u.Nearest)
 	}
@@ -56,7 +56,7 @@ func NewWarnings(old, next *Config) []error {
 // warningKey is what a warning is about: its key, for an unknown key
 // (wherever it moved to), else its text.
 func warningKey(w error) string {
-	var u *UnknownKey
+	var u *unknownKey
 	if errors.As(w, &u) {
 		return u.Key
 	}
@@ -76,7 +76,7 @@ func (c *configCheck) unknownKeys(undecoded []toml.Key) []error {
 		unknown[k.String()] = true
 		table, key := strings.Join(k[:len(k)-1], "."), k[len(k)-1]
 		line := c.loc().find(table, -1, key)
-		warnings = append(warnings, &LineError{Path: c.name, Line: line, Err: &UnknownKey{Key: k.String(), Nearest: NearestKey(key, KnownKeys(k[:len(k)-1]))}})
+		warnings = append(warnings, &LineError{Path: c.name, Line: line, Err: &unknownKey{Key: k.String(), Nearest: NearestKey(key, KnownKeys(k[:len(k)-1]))}})
 	}
 	slices.SortStableFunc(warnings, func(a, b error) int { return errLine(a) - errLine(b) })
 	return warnings

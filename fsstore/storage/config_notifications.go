@@ -17,26 +17,26 @@ const (
 // from unread chat lines, never written to notifications.jsonl.
 const NotifyNewMessage = "new_message"
 
-// NotificationsConfig is config.toml's [notifications] section.
-type NotificationsConfig struct {
-	TTL NotificationTTLs `toml:"ttl"`
+// notificationsConfig is config.toml's [notifications] section.
+type notificationsConfig struct {
+	TTL notificationTTLs `toml:"ttl"`
 }
 
-// NotificationTTLs is [notifications.ttl]: how long a notification of each
+// notificationTTLs is [notifications.ttl]: how long a notification of each
 // type may wait unread before it expires (is never delivered or counted).
 // A key left out takes DefaultNotificationTTLs.
-type NotificationTTLs struct {
+type notificationTTLs struct {
 	Interrupt  TTL `toml:"interrupt"`
 	Info       TTL `toml:"info"`
 	NewMessage TTL `toml:"new_message"`
 }
 
-// DefaultNotificationTTLs are the times to live of the keys the config
+// defaultNotificationTTLs are the times to live of the keys the config
 // leaves out. An interrupt never expires: it is the one notice that stops
 // an agent, and an agent that has not heard it must not go on working
 // because it waited long enough (one about a task that is still blocked or
 // cancelled never expires even when a TTL is set: see Store.expired).
-var DefaultNotificationTTLs = NotificationTTLs{
+var defaultNotificationTTLs = notificationTTLs{
 	Interrupt:  TTL{Set: true},
 	Info:       TTL{Duration: 7 * 24 * time.Hour, Set: true},
 	NewMessage: TTL{Duration: 24 * time.Hour, Set: true},
@@ -93,7 +93,7 @@ func (t TTL) MarshalText() ([]byte, error) {
 // (0: for ever), as the config says or by default. An unknown type never
 // expires.
 func (c *Config) NotificationTTL(typ string) time.Duration {
-	var ttls NotificationTTLs
+	var ttls notificationTTLs
 	if c != nil {
 		ttls = c.Notifications.TTL
 	}
@@ -101,14 +101,14 @@ func (c *Config) NotificationTTL(typ string) time.Duration {
 }
 
 // of is the time to live of typ in t, the default where t has none.
-func (t NotificationTTLs) of(typ string) time.Duration {
+func (t notificationTTLs) of(typ string) time.Duration {
 	pick := func(v, def TTL) time.Duration {
 		if v.Set {
 			return v.Duration
 		}
 		return def.Duration
 	}
-	d := DefaultNotificationTTLs
+	d := defaultNotificationTTLs
 	switch typ {
 	case NotifyInterrupt:
 		return pick(t.Interrupt, d.Interrupt)
@@ -129,7 +129,7 @@ func (s *Files) SetNotificationTTLs(cfg *Config) {
 
 // notificationTTL is the time to live of typ in force (0: for ever).
 func (s *Files) NotificationTTL(typ string) time.Duration {
-	var ttls NotificationTTLs
+	var ttls notificationTTLs
 	if p := s.ttls.Load(); p != nil {
 		ttls = *p
 	}

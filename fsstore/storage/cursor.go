@@ -403,13 +403,13 @@ const viaNextCall = "next call"
 // there is a batch. A call that is itself a read of a stream leaves that
 // stream out: the read acknowledges the previous batch in its own write.
 func (s *Files) Acknowledge(ctx context.Context, agent, session string, except ...string) error {
-	return s.AcknowledgeVia(ctx, agent, session, viaNextCall, except...)
+	return s.acknowledgeVia(ctx, agent, session, viaNextCall, except...)
 }
 
-// AcknowledgeVia is Acknowledge by the call via (a tool's name: the read
+// acknowledgeVia is Acknowledge by the call via (a tool's name: the read
 // receipt says which call read the messages, respond_chat or mark_read,
 // say).
-func (s *Files) AcknowledgeVia(ctx context.Context, agent, session, via string, except ...string) error {
+func (s *Files) acknowledgeVia(ctx context.Context, agent, session, via string, except ...string) error {
 	_, _, err := s.AcknowledgeWhere(ctx, agent, session, via, func(stream string, _ *PendingBatch) bool { return !slices.Contains(except, stream) })
 	return err
 }

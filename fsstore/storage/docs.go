@@ -83,7 +83,7 @@ func DecodeDoc(path string, data []byte, v any) error {
 	if err := json.Unmarshal(data, v); err != nil {
 		return &LineError{Path: path, Line: lockedfile.JSONLine(data, err), Err: errors.New(lockedfile.JSONWords(data, err))}
 	}
-	if d, ok := v.(Settler); ok {
+	if d, ok := v.(settler); ok {
 		d.Settle()
 	}
 	return nil
@@ -92,7 +92,7 @@ func DecodeDoc(path string, data []byte, v any) error {
 // A Settler is a document that judges what a person wrote into it once it
 // is decoded, wherever it is read (a task's status edited by hand: the rule
 // is the task's, Task.Settle).
-type Settler interface{ Settle() }
+type settler interface{ Settle() }
 
 // casAttempts bounds how often UpdateDoc re-reads and re-applies a change
 // to a document that someone kept rewriting under it.

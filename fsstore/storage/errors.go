@@ -68,7 +68,7 @@ const (
 	CodeCannotMessageSelf                = "cannot_message_self"
 	CodeCannotStartConversationWithHuman = "cannot_start_conversation_with_human"
 	CodeContentEmpty                     = "content_empty"
-	CodeContentInvalid                   = "content_invalid"
+	codeContentInvalid                   = "content_invalid"
 	CodeConversationAlreadyActive        = "conversation_already_active"
 	CodeConversationAmbiguous            = "conversation_ambiguous"
 	CodeConversationNotActive            = "conversation_not_active"

@@ -22,7 +22,7 @@ const (
 	PrefixTask         = "tsk_"
 	PrefixNotification = "ntf_"
 	PrefixSession      = "ses_"
-	PrefixReceipt      = "rcp_"
+	prefixReceipt      = "rcp_"
 )
 
 const crockford = "0123456789ABCDEFGHJKMNPQRSTVWXYZ"

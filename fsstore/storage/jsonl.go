@@ -14,12 +14,8 @@ import (
 
 // The file primitives, under the names the rest of aipm uses.
 type (
-	// Position is a place in a JSONL file (offset and lines before it).
-	Position = lockedfile.Position
 	// Record is one complete line of a JSONL file.
 	Record = lockedfile.Record
-	// LineReader reads a JSONL file from a position.
-	LineReader = lockedfile.LineReader
 	// LineError locates a problem inside a file as path:line: reason
 	// (DESIGN section 4, rule 5).
 	LineError = lockedfile.LineError

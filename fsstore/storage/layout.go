@@ -31,7 +31,7 @@ const (
 type Files struct {
 	Layout
 	Durable atomic.Bool                      // fsync appends and documents: the config's durability, set by LoadConfig
-	ttls    atomic.Pointer[NotificationTTLs] // the config's [notifications.ttl], set by LoadConfig (nil: defaults)
+	ttls    atomic.Pointer[notificationTTLs] // the config's [notifications.ttl], set by LoadConfig (nil: defaults)
 	// servesMany: this process serves many agents' sessions (aipm serve
 	// --http), so its environment's run id and ssh client are no session's.
 	ServesMany atomic.Bool

@@ -14,11 +14,11 @@ const (
 	MaxTitle       = 200   // a task's title
 	MaxDescription = 20000 // a task's description
 	MaxReason      = 2000  // why a status changed
-	MaxSummary     = 8000  // a report on finished work
+	maxSummary     = 8000  // a report on finished work
 	MaxPurpose     = 500   // what a conversation or delegation is for
 	MaxContext     = 8000  // background handed to another session
 	MaxResult      = 8000  // a delegation's result
-	MaxPasskey     = 256   // bytes; issued passkeys are far shorter
+	maxPasskey     = 256   // bytes; issued passkeys are far shorter
 )
 
 // TextLimits maps each free-text field to its limit, for documentation and
@@ -28,7 +28,7 @@ var TextLimits = map[string]int{
 	"title":       MaxTitle,
 	"description": MaxDescription,
 	"reason":      MaxReason,
-	"summary":     MaxSummary,
+	"summary":     maxSummary,
 	"purpose":     MaxPurpose,
 	"context":     MaxContext,
 	"result":      MaxResult,
@@ -43,7 +43,7 @@ func CheckText(field, value string) error {
 		panic("fsstore: no limit for text field " + field)
 	}
 	if !utf8.ValidString(value) {
-		return CodeErr(CodeContentInvalid, "%s is not valid UTF-8: send text only", field)
+		return CodeErr(codeContentInvalid, "%s is not valid UTF-8: send text only", field)
 	}
 	if len(value) > limit { // cheap first: a rune is at least one byte
 		if n := utf8.RuneCountInString(value); n > limit {
@@ -76,7 +76,7 @@ func CheckEnum(field, value string, allowed []string) error {
 
 // CheckPasskeyArg refuses a passkey that cannot be one, before any hashing.
 func CheckPasskeyArg(passkey string) error {
-	if len(passkey) > MaxPasskey || !utf8.ValidString(passkey) {
+	if len(passkey) > maxPasskey || !utf8.ValidString(passkey) {
 		return fmt.Errorf("the passkey has %d bytes and cannot be right: use the passkey printed by aipm agent add: %w", len(passkey), ErrBadPasskey)
 	}
 	return nil

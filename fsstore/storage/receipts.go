@@ -18,12 +18,12 @@ const (
 	ReceiptRead = "read"
 )
 
-// Receipt is one line of agents/<agent>/receipts.jsonl: what happened to
+// receipt is one line of agents/<agent>/receipts.jsonl: what happened to
 // messages the agent received, for the humans who ask when a message was
 // seen (aipm log). Receipts are a record, never a rule: they are appended
 // without an fsync, and a receipt that could not be written (a full disk,
 // a crash) loses the record, not a message.
-type Receipt struct {
+type receipt struct {
 	ID         string    `json:"id"`
 	Event      string    `json:"event"`
 	SessionID  string    `json:"sessionId"`
@@ -32,8 +32,8 @@ type Receipt struct {
 	At         time.Time `json:"at"`
 }
 
-// ReceiptsPath holds the agent's receipts.
-func (l Layout) ReceiptsPath(agent string) (string, error) {
+// receiptsPath holds the agent's receipts.
+func (l Layout) receiptsPath(agent string) (string, error) {
 	return l.agentFile(agent, "receipts.jsonl")
 }
 
@@ -42,11 +42,11 @@ func (s *Files) WriteReceipt(ctx context.Context, agent, event, session, via str
 	if len(ids) == 0 {
 		return
 	}
-	path, err := s.ReceiptsPath(agent)
+	path, err := s.receiptsPath(agent)
 	if err != nil {
 		return
 	}
-	r := Receipt{ID: NewID(PrefixReceipt), Event: event, SessionID: session, Via: via, MessageIDs: ids, At: time.Now().UTC()}
+	r := receipt{ID: NewID(prefixReceipt), Event: event, SessionID: session, Via: via, MessageIDs: ids, At: time.Now().UTC()}
 	if line, err := json.Marshal(r); err == nil {
 		_ = s.appendRecord(ctx, path, line) // a record: not fsynced, and its loss changes nothing
 	}
@@ -65,7 +65,7 @@ type Seen struct {
 // through (the first of each event). Lines that are not receipts are
 // skipped.
 func (s *Files) Receipts(agent string) (map[string]Seen, error) {
-	path, err := s.ReceiptsPath(agent)
+	path, err := s.receiptsPath(agent)
 	if err != nil {
 		return nil, err
 	}
@@ -75,7 +75,7 @@ func (s *Files) Receipts(agent string) (map[string]Seen, error) {
 	}
 	seen := map[string]Seen{}
 	for _, rec := range recs {
-		var r Receipt
+		var r receipt
 		if json.Unmarshal(rec.Data, &r) != nil || r.At.IsZero() {
 			continue
 		}

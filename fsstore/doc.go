@@ -1,10 +1,14 @@
-// Package fsstore is the only code that touches a project's .ai-pm/ directory.
+// Package fsstore holds the rules of a project's .ai-pm/ directory: what a
+// message, a task, a session, a conversation, a delegation, a notification
+// and a chat marker are and may do, each rule in one place, called by the MCP
+// tools, the CLI, the watcher, the hooks and the board alike.
 //
-// It owns the layout (every path is built here), the formats (JSONL lines and
-// indented JSON documents), the locking and durability rules of DESIGN section
-// 4, and the identifiers; the file primitives themselves (locked append, line
-// reader, cursor, atomic document) are in fsstore/lockedfile, which knows
-// nothing of messages or tasks. Its invariants:
+// It stores through the layer beneath it, fsstore/storage (the layout, ids,
+// errors, the config, documents, logs, cursors: no rule), which in turn uses
+// the file mechanics of fsstore/lockedfile. Files are grouped by what they
+// are about: agent_, task_, chat_, conv_, delegation, notice_, marker_,
+// session_, watch_ (the watcher's runs and triggers), doctor_, compact.
+// The invariants the two layers keep together:
 //
 //   - an append writes one whole line with one write(2) on an O_APPEND
 //     descriptor, under the file's own flock, after checking that the path
@@ -22,7 +26,7 @@
 //   - a reader never returns a line without its trailing newline, and reports
 //     an unparsable complete line as path:line: reason without changing it;
 //   - no request value becomes part of a path without passing the id checks
-//     in ids.go;
+//     of storage/ids.go;
 //   - locks are taken in one order, so none can deadlock: the locks of a
 //     dual write are taken one after the other, a collection's .lock is
 //     released before any append, and an end hook (sessionEnded) runs

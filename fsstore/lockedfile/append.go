@@ -99,6 +99,8 @@ func (a *Appender) Write(ctx context.Context, line []byte, opt AppendOptions) (f
 	copy(buf, line)
 	buf[len(line)] = '\n'
 
+	rank := rankAcquire(a.path, true) // the file's lock, and a.mu that waits for it
+	defer rank.release()
 	a.mu.Lock()
 	defer a.mu.Unlock()
 	for attempt := 0; ; attempt++ {
@@ -216,11 +218,13 @@ func (a *Appender) flusher(h *handle, created, durable bool) func() error {
 				}
 			}
 			if err != nil {
+				rank := rankAcquire(a.path, true)
 				a.mu.Lock()
 				if a.cur == h {
 					a.retire() // after a failed flush, start the next append afresh
 				}
 				a.mu.Unlock()
+				rank.release()
 			}
 			h.release()
 		})

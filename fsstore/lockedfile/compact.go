@@ -45,6 +45,8 @@ const TempCompact = ".tmp-compact-"
 // most a temporary file that RemoveStaleCompactions removes. A missing
 // file is nothing to do.
 func DropPrefix(ctx context.Context, path string, opt DropOptions, plan func(f *os.File, size int64, inode uint64) (int64, error), commit func(Dropped) error) (Dropped, error) {
+	rank := rankAcquire(path, true)
+	defer rank.release()
 	f, fi, err := lockExisting(ctx, path)
 	if f == nil || err != nil {
 		return Dropped{}, err

@@ -27,6 +27,8 @@ func ReadRecord(path string) ([]byte, error) {
 		return nil, err
 	}
 	defer f.Close()
+	rank := rankAcquire(path, true)
+	defer rank.release()
 	if err := flockRetry(int(f.Fd()), syscall.LOCK_SH); err != nil {
 		return nil, fmt.Errorf("flock %s: %w", path, err)
 	}
@@ -46,6 +48,8 @@ func SwapRecord(ctx context.Context, path string, perm os.FileMode, create bool,
 	if err != nil {
 		return err
 	}
+	rank := rankAcquire(path, true)
+	defer rank.release()
 	// On an error flockCtx closes f itself, once a flock(2) still pending
 	// is answered: closing it here too would let the descriptor be reused
 	// under that late lock.

@@ -12,6 +12,8 @@ import (
 // itself is its lock, as for appends), with the file's FileInfo as the lock
 // saw it: the inode the lock is on.
 func withLock(ctx context.Context, path string, perm os.FileMode, fn func(held os.FileInfo) error) error {
+	rank := rankAcquire(path, true)
+	defer rank.release()
 	f, err := lockFile(ctx, path, perm, syscall.LOCK_EX)
 	if err != nil {
 		return fmt.Errorf("lock %s: %w", path, err)

@@ -98,6 +98,7 @@ func open(projectDir string, refuseNetwork bool) (*Store, error) {
 	}
 	lockedfile.Confine(root)
 	st := &Store{Layout: Layout{project: abs, root: root}, caches: &caches{}}
+	lockedfile.RankLocks(root, st.lockRank)
 	st.durable.Store(true)
 	if err := st.openCheckout(fi); err != nil {
 		return nil, err

@@ -92,6 +92,14 @@ func (h *handle) release() error {
 // failed for lack of room wraps ErrDiskFull. With opt.Unless found in the
 // file, nothing is written and the flush does nothing.
 func (a *Appender) Write(ctx context.Context, line []byte, opt AppendOptions) (flush func() error, err error) {
+	rank := rankAcquire(a.path, true) // the file's lock, and a.mu that waits for it
+	flush, err = a.write(ctx, line, opt)
+	rank.release()
+	return flush, err
+}
+
+// write is Write, while the lock-order checker counts the file's lock held.
+func (a *Appender) write(ctx context.Context, line []byte, opt AppendOptions) (flush func() error, err error) {
 	if bytes.IndexByte(line, '\n') >= 0 {
 		return nil, errors.New("line contains a newline")
 	}
@@ -99,8 +107,6 @@ func (a *Appender) Write(ctx context.Context, line []byte, opt AppendOptions) (f
 	copy(buf, line)
 	buf[len(line)] = '\n'
 
-	rank := rankAcquire(a.path, true) // the file's lock, and a.mu that waits for it
-	defer rank.release()
 	a.mu.Lock()
 	defer a.mu.Unlock()
 	for attempt := 0; ; attempt++ {

@@ -46,7 +46,14 @@ const TempCompact = ".tmp-compact-"
 // file is nothing to do.
 func DropPrefix(ctx context.Context, path string, opt DropOptions, plan func(f *os.File, size int64, inode uint64) (int64, error), commit func(Dropped) error) (Dropped, error) {
 	rank := rankAcquire(path, true)
-	defer rank.release()
+	d, err := dropPrefix(ctx, path, opt, plan, commit)
+	rank.release()
+	return d, err
+}
+
+// dropPrefix is DropPrefix, while the lock-order checker counts the
+// file's lock held.
+func dropPrefix(ctx context.Context, path string, opt DropOptions, plan func(f *os.File, size int64, inode uint64) (int64, error), commit func(Dropped) error) (Dropped, error) {
 	f, fi, err := lockExisting(ctx, path)
 	if f == nil || err != nil {
 		return Dropped{}, err

@@ -27,14 +27,8 @@
 //     an unparsable complete line as path:line: reason without changing it;
 //   - no request value becomes part of a path without passing the id checks
 //     of storage/ids.go;
-//   - locks are taken in one order, so none can deadlock: the locks of a
-//     dual write are taken one after the other, a collection's .lock is
-//     released before any append, and an end hook (sessionEnded) runs
-//     after the sessions lock is released. Two locks are held across
-//     others: an agent's agents/<agent>/.lock around a marked operation
-//     (WithMarker: the task lock, then appends, inside it; it is always the
-//     outermost), and the watcher's watcher.lock, held for its life, which
-//     nothing waits for (a second watcher tries it and gives up). Open
-//     takes local.lock only to settle a checkout without its marker (a
-//     clone: checkout.go), outermost, before any other lock.
+//   - locks are taken in one order, so none can deadlock: the rank of every
+//     lock and what is taken inside each are the table in
+//     storage/lockorder.go, which lockedfile checks every acquisition
+//     against when built with the tag lockrank (as every test run is).
 package fsstore

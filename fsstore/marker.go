@@ -185,11 +185,13 @@ type markerUsed struct {
 // authorized an operation before (DESIGN section 11); what the caller passes
 // as arguments does not count. Received means handed to the agent: up to
 // its read cursor or the end of the batch ses holds (get_pending_messages),
-// never a message still waiting to be fetched. The check, op and the record of the use happen under one lock
-// (agents/<agent>/.lock, which read.json and auth.json updates share, and
-// always the outermost lock), so two calls cannot both use one message. op gets the marked
-// message and the marker's body, and returns the id of what it made or
-// changed. A refusal changes nothing.
+// never a message still waiting to be fetched. The check, op and the
+// record of the use happen under one lock, agents/<agent>/.lock (which
+// read.json and auth.json updates share; op takes its locks inside it:
+// lockorder.go), so two calls cannot both use one message;
+// markers.json's own lock is held only to write the record, not across
+// op. op gets the marked message and the marker's body, and returns the
+// id of what it made or changed. A refusal changes nothing.
 func (s *Store) WithMarker(ctx context.Context, ses Session, m Marker, op func(msg Message, body string) (string, error)) error {
 	agent := ses.Agent
 	info, ok := markerInfo[m]
@@ -203,26 +205,36 @@ func (s *Store) WithMarker(ctx context.Context, ses Session, m Marker, op func(m
 	if err := s.EnsureAgentDir(agent); err != nil {
 		return err
 	}
-	_, err = storage.UpdateDoc(ctx, s.Files, filepath.Join(dir, "markers.json"), storage.ModeFile, func(log *markerLog, _ bool) error {
-		msg, err := s.lastReceived(agent, ses.ID)
-		if err != nil {
-			return err
-		}
-		if msg == nil {
-			return storage.CodeErr(info.code, "%s needs the marker %s in the latest message someone sent you, and you have received none (call get_pending_messages first if one is waiting): ask the human to send %s followed by what they want, then call %s again", info.tool, m, m, info.tool)
-		}
-		use, ok := findMarker(msg.Content, m)
-		if !ok {
-			return storage.CodeErr(info.code, "%s needs the marker %s in the ordinary text of the latest message someone sent you (%s from %s has none; a marker in code, in a quote or in your arguments does not count, and a message you have not fetched with get_pending_messages is not received yet): ask %s to send %s followed by what they want if they want you to %s", info.tool, m, msg.ID, msg.SenderID, msg.SenderID, m, info.what)
-		}
-		key := markerKey(msg.ID, m)
-		if u, used := log.used(msg.ID, m); used {
-			return storage.CodeErr(storage.CodeMarkerAlreadyUsed, "the marker %s in message %s from %s already authorized %s (%s): one marker authorizes one operation; ask %s to send a new %s message for another", m, msg.ID, msg.SenderID, u.Tool, u.Result, msg.SenderID, m)
-		}
-		result, err := op(*msg, use.Body)
-		if err != nil {
-			return err
-		}
+	unlock, err := s.LockDir(ctx, dir)
+	if err != nil {
+		return err
+	}
+	defer unlock()
+	path := filepath.Join(dir, "markers.json")
+	var log markerLog
+	if err := s.ReadDoc(path, &log); err != nil && !errors.Is(err, storage.ErrNotFound) {
+		return err
+	}
+	msg, err := s.lastReceived(agent, ses.ID)
+	if err != nil {
+		return err
+	}
+	if msg == nil {
+		return storage.CodeErr(info.code, "%s needs the marker %s in the latest message someone sent you, and you have received none (call get_pending_messages first if one is waiting): ask the human to send %s followed by what they want, then call %s again", info.tool, m, m, info.tool)
+	}
+	use, ok := findMarker(msg.Content, m)
+	if !ok {
+		return storage.CodeErr(info.code, "%s needs the marker %s in the ordinary text of the latest message someone sent you (%s from %s has none; a marker in code, in a quote or in your arguments does not count, and a message you have not fetched with get_pending_messages is not received yet): ask %s to send %s followed by what they want if they want you to %s", info.tool, m, msg.ID, msg.SenderID, msg.SenderID, m, info.what)
+	}
+	key := markerKey(msg.ID, m)
+	if u, used := log.used(msg.ID, m); used {
+		return storage.CodeErr(storage.CodeMarkerAlreadyUsed, "the marker %s in message %s from %s already authorized %s (%s): one marker authorizes one operation; ask %s to send a new %s message for another", m, msg.ID, msg.SenderID, u.Tool, u.Result, msg.SenderID, m)
+	}
+	result, err := op(*msg, use.Body)
+	if err != nil {
+		return err
+	}
+	_, err = storage.UpdateDocHeld(ctx, s.Files, path, storage.ModeFile, func(log *markerLog, _ bool) error {
 		if log.Used == nil {
 			log.Used = map[string]markerUsed{}
 		}

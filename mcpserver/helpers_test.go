@@ -22,6 +22,7 @@ import (
 
 	"aipm/fsstore"
 	"aipm/fsstore/storage"
+	"aipm/internal/testenv"
 	"aipm/mcpserver"
 )
 
@@ -38,7 +39,7 @@ func TestMain(m *testing.M) {
 		panic(err)
 	}
 	aipmBin = filepath.Join(dir, "aipm")
-	build := exec.Command("go", "build", "-o", aipmBin, "../cmd/aipm")
+	build := exec.Command("go", append(append([]string{"build"}, testenv.GoBuildFlags()...), "-o", aipmBin, "../cmd/aipm")...)
 	build.Stderr = os.Stderr
 	if err := build.Run(); err != nil {
 		fmt.Fprintln(os.Stderr, "build aipm:", err)

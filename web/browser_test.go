@@ -48,7 +48,7 @@ func run(m *testing.M) int {
 	}
 	defer os.RemoveAll(dir)
 	aipmBin = filepath.Join(dir, "aipm")
-	build := exec.Command("go", "build", "-o", aipmBin, "../cmd/aipm")
+	build := exec.Command("go", append(append([]string{"build"}, testenv.GoBuildFlags()...), "-o", aipmBin, "../cmd/aipm")...)
 	build.Stderr = os.Stderr
 	if err := build.Run(); err != nil {
 		fmt.Fprintln(os.Stderr, "build aipm:", err)

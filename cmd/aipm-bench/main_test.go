@@ -201,7 +201,7 @@ func build(t *testing.T, pkgs ...string) string {
 		testenv.SkipMissing(t, "go on PATH (to build aipm-bench and the aipm it measures)")
 	}
 	dir := t.TempDir()
-	args := append([]string{"build", "-o", dir + string(filepath.Separator)}, pkgs...)
+	args := append(append(append([]string{"build"}, testenv.GoBuildFlags()...), "-o", dir+string(filepath.Separator)), pkgs...)
 	if out, err := exec.Command("go", args...).CombinedOutput(); err != nil {
 		t.Fatalf("go build %s: %v\n%s", strings.Join(pkgs, " "), err, out)
 	}

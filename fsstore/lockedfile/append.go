@@ -92,6 +92,14 @@ func (h *handle) release() error {
 // failed for lack of room wraps ErrDiskFull. With opt.Unless found in the
 // file, nothing is written and the flush does nothing.
 func (a *Appender) Write(ctx context.Context, line []byte, opt AppendOptions) (flush func() error, err error) {
+	rank := rankAcquire(a.path, true) // the file's lock, and a.mu that waits for it
+	flush, err = a.write(ctx, line, opt)
+	rank.release()
+	return flush, err
+}
+
+// write is Write, while the lock-order checker counts the file's lock held.
+func (a *Appender) write(ctx context.Context, line []byte, opt AppendOptions) (flush func() error, err error) {
 	if bytes.IndexByte(line, '\n') >= 0 {
 		return nil, errors.New("line contains a newline")
 	}
@@ -216,11 +224,13 @@ func (a *Appender) flusher(h *handle, created, durable bool) func() error {
 				}
 			}
 			if err != nil {
+				rank := rankAcquire(a.path, true)
 				a.mu.Lock()
 				if a.cur == h {
 					a.retire() // after a failed flush, start the next append afresh
 				}
 				a.mu.Unlock()
+				rank.release()
 			}
 			h.release()
 		})

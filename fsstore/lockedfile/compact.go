@@ -45,6 +45,15 @@ const TempCompact = ".tmp-compact-"
 // most a temporary file that RemoveStaleCompactions removes. A missing
 // file is nothing to do.
 func DropPrefix(ctx context.Context, path string, opt DropOptions, plan func(f *os.File, size int64, inode uint64) (int64, error), commit func(Dropped) error) (Dropped, error) {
+	rank := rankAcquire(path, true)
+	d, err := dropPrefix(ctx, path, opt, plan, commit)
+	rank.release()
+	return d, err
+}
+
+// dropPrefix is DropPrefix, while the lock-order checker counts the
+// file's lock held.
+func dropPrefix(ctx context.Context, path string, opt DropOptions, plan func(f *os.File, size int64, inode uint64) (int64, error), commit func(Dropped) error) (Dropped, error) {
 	f, fi, err := lockExisting(ctx, path)
 	if f == nil || err != nil {
 		return Dropped{}, err

@@ -20,4 +20,7 @@
 //   - ReadLocked and RewriteKeeping: a whole JSONL file read, and rewritten
 //     without some lines, under its lock (doctor's repair);
 //   - Scan: the low-level check of a whole file that doctor reports from.
+//   - RankLocks: a store's ranking of its lock paths, against which every
+//     lock taken here is checked when built with the tag lockrank
+//     (lockrank.go).
 package lockedfile

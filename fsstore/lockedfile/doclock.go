@@ -17,27 +17,33 @@ import (
 // needs no lock (unlock does nothing): there is nothing an editor could
 // hold. ino is the inode locked, 0 for none.
 func lockDoc(ctx context.Context, path string) (ino uint64, unlock func(), err error) {
+	rank := rankAcquire(path, true)
 	for {
 		f, err := Open(path)
 		if errors.Is(err, os.ErrNotExist) {
+			rank.release()
 			return 0, func() {}, nil
 		}
 		if err != nil {
+			rank.release()
 			return 0, nil, err
 		}
 		if err := flockCtx(ctx, f, syscall.LOCK_EX); err != nil {
+			rank.release()
 			return 0, nil, fmt.Errorf("lock %s: %w", path, err)
 		}
 		held, herr := f.Stat()
 		now, nerr := os.Stat(path)
 		if herr == nil && nerr == nil && os.SameFile(held, now) {
-			return Inode(held), func() { f.Close() }, nil // closing the last descriptor lets go of the flock
+			return Inode(held), func() { rank.release(); f.Close() }, nil // closing the last descriptor lets go of the flock
 		}
 		f.Close()
 		if herr != nil {
+			rank.release()
 			return 0, nil, herr
 		}
 		if nerr != nil && !errors.Is(nerr, os.ErrNotExist) {
+			rank.release()
 			return 0, nil, nerr
 		}
 	}

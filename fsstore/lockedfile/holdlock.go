@@ -19,6 +19,7 @@ func TryLockFile(path string, perm os.FileMode) (f *os.File, ok bool, err error)
 	if err != nil {
 		return nil, false, err
 	}
+	rankKnown(path) // held by a process, never waited for: not recorded
 	if ok, err = tryFlock(f, unix.LOCK_EX); !ok || err != nil {
 		f.Close()
 		return nil, false, err
@@ -34,11 +35,13 @@ func TryLockDir(dir string) (unlock func(), ok bool, err error) {
 	if err != nil {
 		return nil, false, err
 	}
+	held := rankAcquire(dir, false)
 	if ok, err = tryFlock(f, unix.LOCK_EX); !ok || err != nil {
+		held.release()
 		f.Close()
 		return nil, false, err
 	}
-	return func() { f.Close() }, true, nil
+	return func() { held.release(); f.Close() }, true, nil
 }
 
 // HeldDir reports whether some process holds the flock of the directory

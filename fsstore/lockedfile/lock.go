@@ -31,11 +31,13 @@ func lockFile(ctx context.Context, path string, perm os.FileMode, how int) (*os.
 // returns the function that releases it. The lock file is never removed:
 // removing it would let two lockers hold locks on different inodes.
 func Lock(ctx context.Context, path string, perm os.FileMode) (unlock func(), err error) {
+	held := rankAcquire(path, true)
 	f, err := lockFile(ctx, path, perm, syscall.LOCK_EX)
 	if err != nil {
+		held.release()
 		return nil, err
 	}
-	return func() { f.Close() }, nil
+	return func() { held.release(); f.Close() }, nil
 }
 
 // TryLock takes the flock of path (created with perm if needed) if no one
@@ -46,15 +48,17 @@ func TryLock(path string, perm os.FileMode) (unlock func(), ok bool, err error) 
 	if err != nil {
 		return nil, false, err
 	}
+	held := rankAcquire(path, false)
 	err = flockRetry(int(f.Fd()), syscall.LOCK_EX|syscall.LOCK_NB)
 	if err != nil {
+		held.release()
 		f.Close()
 		if errors.Is(err, syscall.EWOULDBLOCK) {
 			return nil, false, nil
 		}
 		return nil, false, fmt.Errorf("lock %s: %w", path, err)
 	}
-	return func() { f.Close() }, true, nil
+	return func() { held.release(); f.Close() }, true, nil
 }
 
 // Held reports whether some process holds the flock of path (a missing

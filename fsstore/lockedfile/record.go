@@ -19,6 +19,15 @@ import (
 // ReadRecord returns the content of the record file at path, read under
 // its shared flock; nil when there is none.
 func ReadRecord(path string) ([]byte, error) {
+	rank := rankAcquire(path, true)
+	data, err := readRecord(path)
+	rank.release()
+	return data, err
+}
+
+// readRecord is ReadRecord, while the lock-order checker counts the
+// file's lock held.
+func readRecord(path string) ([]byte, error) {
 	f, err := Open(path)
 	if errors.Is(err, os.ErrNotExist) {
 		return nil, nil
@@ -38,6 +47,15 @@ func ReadRecord(path string) ([]byte, error) {
 // from edit writes nothing and is returned. With create, a missing file is
 // created with perm; without, a missing file is os.ErrNotExist.
 func SwapRecord(ctx context.Context, path string, perm os.FileMode, create bool, edit func(old []byte) ([]byte, error)) error {
+	rank := rankAcquire(path, true)
+	err := swapRecord(ctx, path, perm, create, edit)
+	rank.release()
+	return err
+}
+
+// swapRecord is SwapRecord, while the lock-order checker counts the
+// file's lock held.
+func swapRecord(ctx context.Context, path string, perm os.FileMode, create bool, edit func(old []byte) ([]byte, error)) error {
 	flag := os.O_RDWR
 	if create {
 		flag |= os.O_CREATE

@@ -12,6 +12,15 @@ import (
 // itself is its lock, as for appends), with the file's FileInfo as the lock
 // saw it: the inode the lock is on.
 func withLock(ctx context.Context, path string, perm os.FileMode, fn func(held os.FileInfo) error) error {
+	rank := rankAcquire(path, true)
+	err := withLockHeld(ctx, path, perm, fn)
+	rank.release()
+	return err
+}
+
+// withLockHeld is withLock, while the lock-order checker counts the
+// file's lock held.
+func withLockHeld(ctx context.Context, path string, perm os.FileMode, fn func(held os.FileInfo) error) error {
 	f, err := lockFile(ctx, path, perm, syscall.LOCK_EX)
 	if err != nil {
 		return fmt.Errorf("lock %s: %w", path, err)

@@ -89,6 +89,7 @@ func OpenFiles(projectDir string, refuseNetwork bool) (*Files, error) {
 	}
 	lockedfile.Confine(root)
 	st := NewFiles(Layout{project: abs, root: root})
+	lockedfile.RankLocks(root, st.lockRank)
 	st.Durable.Store(true)
 	if err := st.openCheckout(fi); err != nil {
 		return nil, err

@@ -1,6 +1,8 @@
 // Package testenv is the one way a test of aipm may skip: because the
 // machine it runs on lacks something the test needs, named in the reason,
-// or because the runner asked for a short run (go test -short). A test
+// because the runner asked for a short run (go test -short), or because
+// the test binary was built without the lock-order checker a test is
+// about (go test -tags lockrank, as the README runs it). A test
 // that skips for any other reason hides a failure, as one that skipped for
 // months once did; TestNoOtherSkips fails on every other skip in the
 // repository's tests and testscripts.

@@ -1,0 +1,5 @@
+//go:build lockrank
+
+package testenv
+
+const lockRank = true

@@ -188,7 +188,7 @@ type markerUsed struct {
 // never a message still waiting to be fetched. The check, op and the
 // record of the use happen under one lock, agents/<agent>/.lock (which
 // read.json and auth.json updates share; op takes its locks inside it:
-// lockorder.go), so two calls cannot both use one message;
+// storage/lockorder.go), so two calls cannot both use one message;
 // markers.json's own lock is held only to write the record, not across
 // op. op gets the marked message and the marker's body, and returns the
 // id of what it made or changed. A refusal changes nothing.

@@ -3,6 +3,7 @@ package fsstore_test
 import (
 	"go/token"
 	"go/types"
+	"slices"
 	"sort"
 	"strings"
 	"testing"
@@ -56,7 +57,7 @@ func TestExportsUsedOutside(t *testing.T) {
 			return obj.Pkg() != nil && obj.Pkg().Path() == path
 		}
 		for id, obj := range p.TypesInfo.Defs {
-			if obj == nil || !obj.Exported() || !containsString(checked, obj.Pkg().Path()) || strings.HasSuffix(fset.Position(id.Pos()).Filename, "_test.go") {
+			if obj == nil || !obj.Exported() || !slices.Contains(checked, obj.Pkg().Path()) || strings.HasSuffix(fset.Position(id.Pos()).Filename, "_test.go") {
 				continue
 			}
 			switch o := obj.(type) {
@@ -75,7 +76,7 @@ func TestExportsUsedOutside(t *testing.T) {
 			exported[at(fset, obj)] = obj.Pkg().Name() + "." + qualifiedName(obj)
 		}
 		for _, obj := range p.TypesInfo.Uses {
-			if obj == nil || !containsString(checked, pkgPath(obj)) || own(obj) {
+			if obj == nil || !slices.Contains(checked, pkgPath(obj)) || own(obj) {
 				continue
 			}
 			if f, ok := obj.(*types.Func); ok && f.Origin() != nil {
@@ -86,14 +87,14 @@ func TestExportsUsedOutside(t *testing.T) {
 		// A type is used where a value of it is handled, named or not.
 		for _, tv := range p.TypesInfo.Types {
 			markNamed(tv.Type, func(obj types.Object) {
-				if containsString(checked, pkgPath(obj)) && path != pkgPath(obj) {
+				if slices.Contains(checked, pkgPath(obj)) && path != pkgPath(obj) {
 					used[at(fset, obj)] = true
 				}
 			})
 		}
 		for _, sel := range p.TypesInfo.Selections {
 			obj := sel.Obj()
-			if !containsString(checked, pkgPath(obj)) || path == pkgPath(obj) {
+			if !slices.Contains(checked, pkgPath(obj)) || path == pkgPath(obj) {
 				continue
 			}
 			if f, ok := obj.(*types.Func); ok {
@@ -119,15 +120,6 @@ func pkgPath(obj types.Object) string {
 		return ""
 	}
 	return obj.Pkg().Path()
-}
-
-func containsString(list []string, s string) bool {
-	for _, x := range list {
-		if x == s {
-			return true
-		}
-	}
-	return false
 }
 
 // qualifiedName is Name, or Type.Name for a method.

@@ -193,6 +193,11 @@ func writeTool(b *bytes.Buffer, t *mcp.Tool, level string, passes bool) error {
 	if err != nil {
 		return err
 	}
+	if len(out.order) == 0 && out.Title != "" {
+		_, home, _ := strings.Cut(out.Title, "fields as in ")
+		fmt.Fprintf(b, "\nResult fields: as in [`%s`](#%s).\n", home, home)
+		return nil
+	}
 	var fields []string
 	for _, name := range out.order {
 		fields = append(fields, fmt.Sprintf("`%s` (%s)", name, typeOf(out.Properties[name])))

@@ -175,13 +175,20 @@ func addTool[In, Out any](s *Server, srv *mcp.Server, t *mcp.Tool, h mcp.ToolHan
 // outputSchema is the output schema tool lists: Out's inferred schema,
 // tidied, with the notification line (which the server instructions
 // explain, once), and the records several tools share spelled out only in
-// their home tool's schema (see sharedViews).
+// their home tool's schema (see sharedViews). When Out itself is shared
+// and tool is not its home, the schema is the titled object alone: it
+// closes no fields, so the notification line needs no place in it.
 func outputSchema[Out any](tool string) *jsonschema.Schema {
 	opts := &jsonschema.ForOptions{TypeSchemas: map[reflect.Type]*jsonschema.Schema{}}
 	for _, v := range sharedViews {
-		if v.home != tool {
-			opts.TypeSchemas[v.typ] = &jsonschema.Schema{Type: "object", Title: v.title}
+		if v.home == tool {
+			continue
 		}
+		shared := &jsonschema.Schema{Type: "object", Title: v.title}
+		if v.typ == reflect.TypeFor[Out]() && tool != "" {
+			return shared // the whole result is a shared record
+		}
+		opts.TypeSchemas[v.typ] = shared
 	}
 	schema, err := jsonschema.For[Out](opts)
 	if err != nil {
@@ -199,10 +206,11 @@ func outputSchema[Out any](tool string) *jsonschema.Schema {
 // It accepts less than the listed schema, never more.
 func fullOutputSchema[Out any]() *jsonschema.Schema { return outputSchema[Out]("") }
 
-// sharedViews are the records that several tools return. Each is spelled
-// out, field by field, in the output schema of one tool, its home; in every
-// other tool's output schema it is an object titled with its home, so that
-// tools/list states each shape once (TestSize). No client shows output
+// sharedViews are the records that several tools return, inside their
+// results or as their whole result. Each is spelled out, field by field, in
+// the output schema of one tool, its home; in every other tool's output
+// schema it is an object titled with its home, so that tools/list states
+// each shape once (TestSize). No client shows output
 // schemas to the model; clients validate structured content against them
 // (and Codex keeps them as host metadata), which the titled objects serve
 // as well.
@@ -214,6 +222,11 @@ var sharedViews = []struct {
 	{reflect.TypeFor[DelegationView](), "get_task_conversations", "delegation: fields as in get_task_conversations"},
 	{reflect.TypeFor[ConversationView](), "get_task_conversations", "conversation: fields as in get_task_conversations"},
 	{reflect.TypeFor[MessageView](), "get_conversation_messages", "message: fields as in get_conversation_messages"},
+	// Whole results that several tools return.
+	{reflect.TypeFor[ConversationOut](), "start_conversation", "result: fields as in start_conversation"},
+	{reflect.TypeFor[SentOut](), "send_message", "result: fields as in send_message"},
+	{reflect.TypeFor[ChatTaskOut](), "update_task_from_chat", "result: fields as in update_task_from_chat"},
+	{reflect.TypeFor[DelegationOut](), "delegate_to_chat_session", "result: fields as in delegate_to_chat_session"},
 }
 
 // enums lists the allowed values of some input fields of a tool. Set as its

@@ -181,11 +181,11 @@ func addTool[In, Out any](s *Server, srv *mcp.Server, t *mcp.Tool, h mcp.ToolHan
 func outputSchema[Out any](tool string) *jsonschema.Schema {
 	opts := &jsonschema.ForOptions{TypeSchemas: map[reflect.Type]*jsonschema.Schema{}}
 	for _, v := range sharedViews {
-		if v.home == tool {
-			continue
+		if tool == "" || v.home == tool {
+			continue // spelled out
 		}
 		shared := &jsonschema.Schema{Type: "object", Title: v.title}
-		if v.typ == reflect.TypeFor[Out]() && tool != "" {
+		if v.typ == reflect.TypeFor[Out]() {
 			return shared // the whole result is a shared record
 		}
 		opts.TypeSchemas[v.typ] = shared
@@ -202,8 +202,9 @@ func outputSchema[Out any](tool string) *jsonschema.Schema {
 }
 
 // fullOutputSchema is Out's output schema with every shared record spelled
-// out: what a call's result is checked against when EnvCheckSchemas is set.
-// It accepts less than the listed schema, never more.
+// out (tool "" spells out them all): what a call's result is checked
+// against when EnvCheckSchemas is set. It accepts less than the listed
+// schema, never more.
 func fullOutputSchema[Out any]() *jsonschema.Schema { return outputSchema[Out]("") }
 
 // sharedViews are the records that several tools return, inside their

@@ -175,20 +175,19 @@ func addTool[In, Out any](s *Server, srv *mcp.Server, t *mcp.Tool, h mcp.ToolHan
 // outputSchema is the output schema tool lists: Out's inferred schema,
 // tidied, with the notification line (which the server instructions
 // explain, once), and the records several tools share spelled out only in
-// their home tool's schema (see sharedViews). When Out itself is shared
-// and tool is not its home, the schema is the titled object alone: it
-// closes no fields, so the notification line needs no place in it.
+// their home tool's schema (see sharedViews). It describes no field: no
+// client shows an output schema to the model, so a description there is
+// read by nobody and costs every tools/list answer (TestSize). What a field
+// means is said where it is declared, in its description tag, which the
+// full schema keeps; what the model must know of an answer, the answer
+// says (its instruction).
 func outputSchema[Out any](tool string) *jsonschema.Schema {
 	opts := &jsonschema.ForOptions{TypeSchemas: map[reflect.Type]*jsonschema.Schema{}}
 	for _, v := range sharedViews {
 		if tool == "" || v.home == tool {
 			continue // spelled out
 		}
-		shared := &jsonschema.Schema{Type: "object", Title: v.title}
-		if v.typ == reflect.TypeFor[Out]() {
-			return shared // the whole result is a shared record
-		}
-		opts.TypeSchemas[v.typ] = shared
+		opts.TypeSchemas[v.typ] = &jsonschema.Schema{Type: "object", Title: v.title}
 	}
 	schema, err := jsonschema.For[Out](opts)
 	if err != nil {
@@ -198,6 +197,9 @@ func outputSchema[Out any](tool string) *jsonschema.Schema {
 		schema.Properties = map[string]*jsonschema.Schema{}
 	}
 	schema.Properties[notificationField] = &jsonschema.Schema{Type: "string"}
+	if tool != "" {
+		undescribed(schema)
+	}
 	return tidy(schema)
 }
 
@@ -207,11 +209,10 @@ func outputSchema[Out any](tool string) *jsonschema.Schema {
 // schema, never more.
 func fullOutputSchema[Out any]() *jsonschema.Schema { return outputSchema[Out]("") }
 
-// sharedViews are the records that several tools return, inside their
-// results or as their whole result. Each is spelled out, field by field, in
-// the output schema of one tool, its home; in every other tool's output
-// schema it is an object titled with its home, so that tools/list states
-// each shape once (TestSize). No client shows output
+// sharedViews are the records that several tools return. Each is spelled
+// out, field by field, in the output schema of one tool, its home; in every
+// other tool's output schema it is an object titled with its home, so that
+// tools/list states each shape once (TestSize). No client shows output
 // schemas to the model; clients validate structured content against them
 // (and Codex keeps them as host metadata), which the titled objects serve
 // as well.
@@ -223,19 +224,16 @@ var sharedViews = []struct {
 	{reflect.TypeFor[DelegationView](), "get_task_conversations", "delegation: fields as in get_task_conversations"},
 	{reflect.TypeFor[ConversationView](), "get_task_conversations", "conversation: fields as in get_task_conversations"},
 	{reflect.TypeFor[MessageView](), "get_conversation_messages", "message: fields as in get_conversation_messages"},
-	// Whole results that several tools return.
-	{reflect.TypeFor[ConversationOut](), "start_conversation", "result: fields as in start_conversation"},
-	{reflect.TypeFor[SentOut](), "send_message", "result: fields as in send_message"},
-	{reflect.TypeFor[ChatTaskOut](), "update_task_from_chat", "result: fields as in update_task_from_chat"},
-	{reflect.TypeFor[DelegationOut](), "delegate_to_chat_session", "result: fields as in delegate_to_chat_session"},
 }
 
 // enums lists the allowed values of some input fields of a tool. Set as its
 // InputSchema, it asks addTool for In's schema with those values listed.
 type enums map[string][]string
 
-// Session is the argument every authenticated tool takes. What it is, the
-// server instructions say once, for every tool.
+// Session is the argument every authenticated tool takes. What it is, and
+// that it is needed, the server instructions say once, for every tool: the
+// schemas do not list it as required, since the gate refuses a call without
+// it (session_required) before its arguments are checked.
 type Session struct {
-	SessionToken string `json:"session_token"`
+	SessionToken string `json:"session_token,omitempty"`
 }

@@ -180,7 +180,9 @@ func writeTool(b *bytes.Buffer, t *mcp.Tool, level string, passes bool) error {
 		for _, name := range in.order {
 			p := in.Properties[name]
 			req := ""
-			if slices.Contains(in.Required, name) {
+			// The gate refuses a call without session_token before its
+			// schema is checked, which therefore does not require it.
+			if slices.Contains(in.Required, name) || name == "session_token" && level != "none" {
 				req = "yes"
 			}
 			fmt.Fprintf(b, "| `%s` | %s | %s | %s |\n", name, cell(typeOf(p)), req, cell(p.Description))

@@ -15,7 +15,7 @@ import (
 
 type NextActionIn struct {
 	Session
-	WaitSeconds int `json:"wait_seconds,omitempty" jsonschema:"how long to wait while idle: at most 50"`
+	WaitSeconds int `json:"wait_seconds,omitempty" jsonschema:"at most 50"`
 }
 
 type NextActionOut struct {
@@ -47,7 +47,7 @@ func getNextActionTool() toolSpec {
 	return toolSpec{
 		tool: mcp.Tool{
 			Name:        "get_next_action",
-			Description: "The aipm agent loop: what to do next; call it after authenticate and after each step. Waits while idle.",
+			Description: "What to do next: call it after each step; waits while idle.",
 			Annotations: mutating,
 		},
 		toldOfMessages: true,

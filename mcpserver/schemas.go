@@ -62,3 +62,20 @@ func tidy(s *jsonschema.Schema) *jsonschema.Schema {
 	tidy(s.AdditionalProperties)
 	return s
 }
+
+// undescribed removes, in place, the description of s and of every schema
+// in it (see outputSchema).
+func undescribed(s *jsonschema.Schema) {
+	if s == nil {
+		return
+	}
+	s.Description = ""
+	for _, sub := range s.Properties {
+		undescribed(sub)
+	}
+	for _, sub := range s.Defs {
+		undescribed(sub)
+	}
+	undescribed(s.Items)
+	undescribed(s.AdditionalProperties)
+}

@@ -93,7 +93,7 @@ func (s *Server) HoldCredential(c Credential) { s.cred = &c }
 // told more), the one search that loads every aipm tool: any answer may
 // name any of them as the next call (TestToolSearchLoadsNamedTools).
 const instructions = `aipm coordinates the agents of this project. Call authenticate(agent_id) first (add passkey only if it asks), then loop: get_next_action, do what its instruction says, get_next_action again, until it says exit. If your tools must be searched for before use, one search loads them all: query "+aipm", max_results 40.
-Pass the session_token authenticate returns to every other tool. Every answer carries a notification line: "notifications: none", or how many wait: then call get_notifications. A session is a task session (work on one task) or a chat session (messages, conversations); a tool whose description ends in (task) or (chat) works only in that kind. Chat command markers (@@タスク作成: and others) are explained by help.`
+Every other tool needs the session_token authenticate returns. Arguments left out: a conversation_id is your open conversation; a marker tool takes its text from after the marker, its task as your task in progress. Every answer carries a notification line: "notifications: none", or how many wait: then call get_notifications. A session is a task session (work on one task) or a chat session (messages, conversations); a tool whose description ends in (task) or (chat) works only in that kind. Chat command markers (@@タスク作成: and others) are explained by help.`
 
 // MCP builds the MCP server with every tool registered behind the gate.
 func (s *Server) MCP() *mcp.Server {

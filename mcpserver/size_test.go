@@ -27,12 +27,10 @@ import (
 // an idle chat session reads one get_next_action answer per wait (25 s by
 // default), all hour long. Output schemas go to the client only.
 const (
-	// Issue 25 added three tools (mark_read, report_block_from_chat,
-	// report_completion_from_chat, about 450 bytes each) and the group
-	// arguments of send_message and start_conversation (about 270): the
-	// limits moved from 30,000 and 10,000 by what they cost, no more.
-	maxToolsList     = 34_000 // the tools/list answer, as the server writes it
-	maxDefinitions   = 11_500 // the tool definitions Claude Code hands the model
+	// DESIGN section 13, P11, whatever the tool count: a new tool pays for
+	// itself inside these numbers.
+	maxToolsList     = 30_000 // the tools/list answer, as the server writes it
+	maxDefinitions   = 10_000 // the tool definitions Claude Code hands the model
 	maxIdleAnswer    = 200    // an idle get_next_action answer's structured content
 	maxInstructions  = 1_000  // the server instructions
 	maxNullableTypes = 0      // type arrays holding "null", in every schema

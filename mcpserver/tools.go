@@ -175,13 +175,19 @@ func addTool[In, Out any](s *Server, srv *mcp.Server, t *mcp.Tool, h mcp.ToolHan
 // outputSchema is the output schema tool lists: Out's inferred schema,
 // tidied, with the notification line (which the server instructions
 // explain, once), and the records several tools share spelled out only in
-// their home tool's schema (see sharedViews).
+// their home tool's schema (see sharedViews). It describes no field: no
+// client shows an output schema to the model, so a description there is
+// read by nobody and costs every tools/list answer (TestSize). What a field
+// means is said where it is declared, in its description tag, which the
+// full schema keeps; what the model must know of an answer, the answer
+// says (its instruction).
 func outputSchema[Out any](tool string) *jsonschema.Schema {
 	opts := &jsonschema.ForOptions{TypeSchemas: map[reflect.Type]*jsonschema.Schema{}}
 	for _, v := range sharedViews {
-		if v.home != tool {
-			opts.TypeSchemas[v.typ] = &jsonschema.Schema{Type: "object", Title: v.title}
+		if tool == "" || v.home == tool {
+			continue // spelled out
 		}
+		opts.TypeSchemas[v.typ] = &jsonschema.Schema{Type: "object", Title: v.title}
 	}
 	schema, err := jsonschema.For[Out](opts)
 	if err != nil {
@@ -191,12 +197,16 @@ func outputSchema[Out any](tool string) *jsonschema.Schema {
 		schema.Properties = map[string]*jsonschema.Schema{}
 	}
 	schema.Properties[notificationField] = &jsonschema.Schema{Type: "string"}
+	if tool != "" {
+		undescribed(schema)
+	}
 	return tidy(schema)
 }
 
 // fullOutputSchema is Out's output schema with every shared record spelled
-// out: what a call's result is checked against when EnvCheckSchemas is set.
-// It accepts less than the listed schema, never more.
+// out (tool "" spells out them all): what a call's result is checked
+// against when EnvCheckSchemas is set. It accepts less than the listed
+// schema, never more.
 func fullOutputSchema[Out any]() *jsonschema.Schema { return outputSchema[Out]("") }
 
 // sharedViews are the records that several tools return. Each is spelled
@@ -220,8 +230,10 @@ var sharedViews = []struct {
 // InputSchema, it asks addTool for In's schema with those values listed.
 type enums map[string][]string
 
-// Session is the argument every authenticated tool takes. What it is, the
-// server instructions say once, for every tool.
+// Session is the argument every authenticated tool takes. What it is, and
+// that it is needed, the server instructions say once, for every tool: the
+// schemas do not list it as required, since the gate refuses a call without
+// it (session_required) before its arguments are checked.
 type Session struct {
-	SessionToken string `json:"session_token"`
+	SessionToken string `json:"session_token,omitempty"`
 }

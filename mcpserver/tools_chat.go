@@ -14,7 +14,7 @@ import (
 
 type SendMessageIn struct {
 	Session
-	TargetAgentID  string   `json:"target_agent_id,omitempty" jsonschema:"an agent or human, not you"`
+	TargetAgentID  string   `json:"target_agent_id,omitempty"`
 	TargetAgentIDs []string `json:"target_agent_ids,omitempty"`
 	TargetGroup    string   `json:"target_group,omitempty"`
 	Content        string   `json:"content"`
@@ -280,7 +280,7 @@ func addRespondChat(srv *mcp.Server, s *Server, tool *mcp.Tool) {
 
 type MarkReadIn struct {
 	Session
-	MessageIDs []string `json:"message_ids" jsonschema:"ids of messages get_pending_messages returned, at most 100"`
+	MessageIDs []string `json:"message_ids" jsonschema:"at most 100"`
 }
 
 type MarkReadOut struct {
@@ -291,7 +291,7 @@ func markReadTool() toolSpec {
 	return toolSpec{
 		tool: mcp.Tool{
 			Name:        "mark_read",
-			Description: "Mark messages get_pending_messages returned as read now (any next call does it too); says when each was read. (chat)",
+			Description: "Mark messages get_pending_messages returned as read now (your next call does anyway). (chat)",
 			Annotations: mutating,
 		},
 		level: ChatOnly,

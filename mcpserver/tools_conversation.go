@@ -60,13 +60,13 @@ func turnNote(c fsstore.Conversation, me string) string {
 
 type StartConversationIn struct {
 	Session
-	TargetAgentID string `json:"target_agent_id,omitempty" jsonschema:"an AI agent, not you"`
+	TargetAgentID string `json:"target_agent_id,omitempty"`
 	// ParticipantAgentIDs start a group conversation instead.
-	ParticipantAgentIDs []string `json:"participant_agent_ids,omitempty" jsonschema:"other AI agents; turns in this order"`
+	ParticipantAgentIDs []string `json:"participant_agent_ids,omitempty" jsonschema:"turns in this order"`
 	Purpose             string   `json:"purpose,omitempty" jsonschema:"shown to them"`
 	InitialMessage      string   `json:"initial_message,omitempty"`
 	MaxTurns            int      `json:"max_turns,omitempty" jsonschema:"2 to 40 (default 20), all turns"`
-	DelegationID        string   `json:"delegation_id,omitempty" jsonschema:"default: your open delegation to this agent"`
+	DelegationID        string   `json:"delegation_id,omitempty" jsonschema:"default: your open one to this agent"`
 }
 
 func startConversationTool() toolSpec {
@@ -111,7 +111,7 @@ func addStartConversation(srv *mcp.Server, s *Server, tool *mcp.Tool) {
 
 type ConversationIDIn struct {
 	Session
-	ConversationID string `json:"conversation_id,omitempty" jsonschema:"default: your open one"`
+	ConversationID string `json:"conversation_id,omitempty"`
 }
 
 func endConversationTool() toolSpec {
@@ -145,15 +145,6 @@ func addEndConversation(srv *mcp.Server, s *Server, tool *mcp.Tool) {
 
 type SendConversationMessageIn struct {
 	Session
-	ConversationID string `json:"conversation_id,omitempty" jsonschema:"default: your open one"`
-	Content        string `json:"content"`
-}
-
-// RespondConversationMessageIn is SendConversationMessageIn without the
-// descriptions: the alias is listed as a name and a line, and the model
-// reads the arguments once, in send_conversation_message.
-type RespondConversationMessageIn struct {
-	Session
 	ConversationID string `json:"conversation_id,omitempty"`
 	Content        string `json:"content"`
 }
@@ -168,12 +159,7 @@ func sendConversationMessageTool() toolSpec {
 			Annotations: mutating,
 		},
 		level: ChatOnly,
-		add: func(srv *mcp.Server, s *Server, tool *mcp.Tool) {
-			addTool(s, srv, tool, func(ctx context.Context, _ *mcp.CallToolRequest, in SendConversationMessageIn) (*mcp.CallToolResult, ConversationOut, error) {
-				out, err := s.sendTurn(ctx, in)
-				return nil, out, err
-			})
-		},
+		add:   addSendTurn,
 	}
 }
 
@@ -185,13 +171,15 @@ func respondConversationMessageTool() toolSpec {
 			Annotations: mutating,
 		},
 		level: ChatOnly,
-		add: func(srv *mcp.Server, s *Server, tool *mcp.Tool) {
-			addTool(s, srv, tool, func(ctx context.Context, _ *mcp.CallToolRequest, in RespondConversationMessageIn) (*mcp.CallToolResult, ConversationOut, error) {
-				out, err := s.sendTurn(ctx, SendConversationMessageIn(in))
-				return nil, out, err
-			})
-		},
+		add:   addSendTurn,
 	}
+}
+
+func addSendTurn(srv *mcp.Server, s *Server, tool *mcp.Tool) {
+	addTool(s, srv, tool, func(ctx context.Context, _ *mcp.CallToolRequest, in SendConversationMessageIn) (*mcp.CallToolResult, ConversationOut, error) {
+		out, err := s.sendTurn(ctx, in)
+		return nil, out, err
+	})
 }
 
 // sendTurn sends the caller's turn in a conversation.

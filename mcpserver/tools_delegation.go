@@ -69,7 +69,7 @@ func reportDelegationTool() toolSpec {
 	return toolSpec{
 		tool: mcp.Tool{
 			Name:        "report_delegation_completed",
-			Description: "Close a delegation your task session gave you, with its result. (chat)",
+			Description: "Close a delegation from your task session with its result. (chat)",
 			Annotations: mutating,
 		},
 		level: ChatOnly,

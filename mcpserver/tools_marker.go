@@ -35,7 +35,7 @@ func carriesMarker(msgs []fsstore.Message) bool {
 
 type RequestTaskIn struct {
 	Session
-	Title        string `json:"title,omitempty" jsonschema:"default: text after the marker"`
+	Title        string `json:"title,omitempty"`
 	Description  string `json:"description,omitempty"`
 	Priority     string `json:"priority,omitempty" jsonschema:"low, normal (default), high or urgent"`
 	ParentTaskID string `json:"parent_task_id,omitempty"`
@@ -53,7 +53,7 @@ func requestTaskTool() toolSpec {
 	return toolSpec{
 		tool: mcp.Tool{
 			Name:        "request_task",
-			Description: "Create a task assigned to you, in backlog; in a chat session it needs the @@タスク作成: marker.",
+			Description: "Create a task for yourself, in backlog; a chat session needs the @@タスク作成: marker.",
 			Annotations: mutating,
 		},
 		level: Authenticated,
@@ -108,8 +108,8 @@ func addRequestTask(srv *mcp.Server, s *Server, tool *mcp.Tool) {
 
 type NotifyTaskSessionIn struct {
 	Session
-	Message       string `json:"message,omitempty" jsonschema:"default: text after the marker"`
-	RelatedTaskID string `json:"related_task_id,omitempty" jsonschema:"default: your task in progress"`
+	Message       string `json:"message,omitempty"`
+	RelatedTaskID string `json:"related_task_id,omitempty"`
 }
 
 type NotifyTaskSessionOut struct {

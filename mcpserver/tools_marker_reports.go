@@ -49,8 +49,8 @@ func markerCall(sender string, u fsstore.MarkerUse) string {
 
 type ReportBlockFromChatIn struct {
 	Session
-	TaskID string `json:"task_id,omitempty" jsonschema:"default: your task in progress"`
-	Reason string `json:"reason,omitempty" jsonschema:"default: text after the marker"`
+	TaskID string `json:"task_id,omitempty"`
+	Reason string `json:"reason,omitempty"`
 }
 
 func reportBlockFromChatTool() toolSpec {
@@ -83,8 +83,8 @@ func addReportBlockFromChat(srv *mcp.Server, s *Server, tool *mcp.Tool) {
 
 type ReportCompletionFromChatIn struct {
 	Session
-	TaskID  string `json:"task_id,omitempty" jsonschema:"default: your task in progress"`
-	Summary string `json:"summary,omitempty" jsonschema:"default: text after the marker"`
+	TaskID  string `json:"task_id,omitempty"`
+	Summary string `json:"summary,omitempty"`
 }
 
 type CompletionReportOut struct {

@@ -11,7 +11,7 @@ import (
 
 type GetNotificationsIn struct {
 	Session
-	MarkAsRead *bool `json:"mark_as_read,omitempty" jsonschema:"default true"`
+	MarkAsRead *bool `json:"mark_as_read,omitempty"`
 	Limit      int   `json:"limit,omitempty" jsonschema:"default 50, at most 500"`
 }
 

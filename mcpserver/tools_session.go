@@ -14,9 +14,9 @@ import (
 
 type AuthenticateIn struct {
 	AgentID   string `json:"agent_id"`
-	Passkey   string `json:"passkey,omitempty" jsonschema:"only if asked for"`
+	Passkey   string `json:"passkey,omitempty"`
 	ProjectID string `json:"project_id,omitempty"`
-	Purpose   string `json:"purpose,omitempty" jsonschema:"task or chat; default: from your work"`
+	Purpose   string `json:"purpose,omitempty" jsonschema:"task or chat"`
 }
 
 type AuthenticateOut struct {
@@ -33,7 +33,7 @@ func authenticateTool() toolSpec {
 	return toolSpec{
 		tool: mcp.Tool{
 			Name:        "authenticate",
-			Description: "Start your aipm session; call it first. Returns the session_token and the purpose: task or chat.",
+			Description: "Start your aipm session; returns its session_token and purpose.",
 			Annotations: mutating,
 		},
 		level: None,
@@ -166,7 +166,7 @@ func logoutTool() toolSpec {
 	return toolSpec{
 		tool: mcp.Tool{
 			Name:        "logout",
-			Description: "End your session; call it when get_next_action says logout or exit.",
+			Description: "End your session when get_next_action says so.",
 			Annotations: idempotent,
 		},
 		level:            Authenticated,

@@ -101,7 +101,7 @@ func listTasksTool() toolSpec {
 	return toolSpec{
 		tool: mcp.Tool{
 			Name:        "list_tasks",
-			Description: "Tasks of this project, newest first, optionally filtered.",
+			Description: "Tasks of this project, newest first.",
 			InputSchema: enums{"status": fsstore.Statuses},
 			Annotations: readOnly,
 		},
@@ -139,7 +139,7 @@ type UpdateTaskStatusIn struct {
 	Session
 	Status string `json:"status"`
 	Reason string `json:"reason,omitempty" jsonschema:"why; required for blocked"`
-	TaskID string `json:"task_id,omitempty" jsonschema:"default: this session's task"`
+	TaskID string `json:"task_id,omitempty"`
 }
 
 func updateTaskStatusTool() toolSpec {

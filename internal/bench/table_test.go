@@ -11,8 +11,9 @@ import (
 var (
 	met = Row{
 		id: "P1", what: "delivery p50/p99", aipm: "0.42 ms / 0.90 ms", floor: "0.30 ms / 0.61 ms",
-		compared: "p99 +0.29 ms", target: "p99 <= floor + 1 ms", met: true, cpu: "12% of a core",
-	}
+		compared: "p99 +0.29 ms", target: "p99 <= floor + 1 ms", cpu: "12% of a core",
+		aipmValues: values{"p50_ms": 0.42, "p99_ms": 0.9}, floorValues: values{"p50_ms": 0.3, "p99_ms": 0.61},
+	}.judged(atMost("p99 - floor p99", 0.29, 1, "ms"))
 	unmet = Row{
 		id: "P10h2", what: "P2 over http", aipm: "900 msg/s", floor: "local 1000 msg/s",
 		compared: "90% of local", target: ">= 50% of local",
@@ -84,9 +85,28 @@ func TestWriteJSON(t *testing.T) {
 		{"met and not", []Row{met, unmet}, `[
   {
     "aipm": "0.42 ms / 0.90 ms",
+    "aipm_values": {
+      "p50_ms": 0.42,
+      "p99_ms": 0.9
+    },
+    "checks": [
+      {
+        "of": "p99 - floor p99",
+        "value": 0.29,
+        "op": "<=",
+        "limit": 1,
+        "unit": "ms",
+        "met": true
+      }
+    ],
     "client_cpu": "12% of a core",
     "compared": "p99 +0.29 ms",
+    "error": "",
     "floor": "0.30 ms / 0.61 ms",
+    "floor_values": {
+      "p50_ms": 0.3,
+      "p99_ms": 0.61
+    },
     "id": "P1",
     "met": true,
     "target": "p99 <= floor + 1 ms",
@@ -94,9 +114,13 @@ func TestWriteJSON(t *testing.T) {
   },
   {
     "aipm": "900 msg/s",
+    "aipm_values": {},
+    "checks": [],
     "client_cpu": "",
     "compared": "90% of local",
+    "error": "",
     "floor": "local 1000 msg/s",
+    "floor_values": {},
     "id": "P10h2",
     "met": false,
     "target": ">= 50% of local",

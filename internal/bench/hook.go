@@ -100,9 +100,9 @@ func hookInput(event, cwd string) []byte {
 
 // runTimed starts argv in dir with env and stdin, as a client starts its
 // hook, and returns the time to its exit and how many bytes it printed.
-func runTimed(argv []string, dir string, env []string, stdin []byte) (time.Duration, []byte, error) {
+func (b *bench) runTimed(argv []string, dir string, env []string, stdin []byte) (time.Duration, []byte, error) {
 	var stdout, stderr bytes.Buffer
-	cmd := exec.Command(argv[0], argv[1:]...)
+	cmd := b.command(argv[0], argv[1:]...)
 	cmd.Dir, cmd.Env, cmd.Stdin, cmd.Stdout, cmd.Stderr = dir, env, bytes.NewReader(stdin), &stdout, &stderr
 	start := time.Now()
 	err := cmd.Run()
@@ -133,7 +133,7 @@ func (b *bench) helloFloor() (argv []string, label string) {
 	if err := os.WriteFile(filepath.Join(dir, "main.go"), []byte(src), 0o644); err != nil {
 		return []string{b.aipm, "version"}, "aipm version: " + err.Error()
 	}
-	cmd := exec.Command("go", "build", "-o", "hello", ".")
+	cmd := b.command("go", "build", "-o", "hello", ".")
 	cmd.Dir, cmd.Env = dir, append(os.Environ(), "GOWORK=off", "GOFLAGS=")
 	if out, err := cmd.CombinedOutput(); err != nil {
 		b.progress("P8a: go build of the hello-world floor failed (%v): %s", err, out)
@@ -157,7 +157,7 @@ func (b *bench) hookBinary() string {
 		return ""
 	}
 	out := filepath.Join(b.root, "aipm-hook")
-	cmd := exec.Command("go", "build", "-o", out, "aipm/cmd/aipm-hook")
+	cmd := b.command("go", "build", "-o", out, "aipm/cmd/aipm-hook")
 	if msg, err := cmd.CombinedOutput(); err != nil {
 		b.progress("P8a: no aipm-hook beside aipm or on PATH, and go build failed (%v): %s", err, msg)
 		return ""
@@ -192,7 +192,7 @@ func (b *bench) hookWallTime() ([]Row, error) {
 		if _, err := p.store.Notify(b.ctx, "r", fsstore.Notification{Message: msg}); err != nil {
 			return nil, fmt.Errorf("bench: notify r: %w", err)
 		}
-		if _, out, err := runTimed(argv, p.dir, p.env, stdin); err != nil {
+		if _, out, err := b.runTimed(argv, p.dir, p.env, stdin); err != nil {
 			return nil, err
 		} else if !bytes.Contains(out, []byte(msg)) {
 			return nil, fmt.Errorf("bench: %s did not tell the session's notification (no session found?): %q", strings.Join(argv, " "), out)
@@ -203,13 +203,13 @@ func (b *bench) hookWallTime() ([]Row, error) {
 	printed := make([]int, len(commands))
 	var floor []time.Duration
 	for range b.hooks {
-		d, _, err := runTimed(floorArgv, p.dir, p.env, stdin)
+		d, _, err := b.runTimed(floorArgv, p.dir, p.env, stdin)
 		if err != nil {
 			return nil, err
 		}
 		floor = append(floor, d)
 		for j, argv := range commands {
-			d, out, err := runTimed(argv, p.dir, p.env, stdin)
+			d, out, err := b.runTimed(argv, p.dir, p.env, stdin)
 			if err != nil {
 				return nil, err
 			}
@@ -294,7 +294,7 @@ const wakeSettle = 5 * time.Millisecond
 // for the next message).
 func (b *bench) wakeSample(p *hookProject, stdin []byte, i int) (time.Duration, error) {
 	var stdout, stderr bytes.Buffer
-	cmd := exec.Command(b.aipm, "hook", "--client", "claude", "--wake")
+	cmd := b.command(b.aipm, "hook", "--client", "claude", "--wake")
 	cmd.Dir, cmd.Env, cmd.Stdin, cmd.Stdout, cmd.Stderr = p.dir, p.env, bytes.NewReader(stdin), &stdout, &stderr
 	if err := cmd.Start(); err != nil {
 		return 0, fmt.Errorf("bench: start aipm hook --wake: %w", err)
@@ -318,6 +318,9 @@ func (b *bench) wakeSample(p *hookProject, stdin []byte, i int) (time.Duration, 
 	}
 	select {
 	case <-exited:
+	case <-b.ctx.Done():
+		kill()
+		return 0, fmt.Errorf("bench: waiting for aipm hook --wake to wake: %w", context.Cause(b.ctx))
 	case <-time.After(30 * time.Second):
 		kill()
 		return 0, errors.New("bench: aipm hook --wake did not wake within 30 s of the message")

@@ -36,6 +36,7 @@ func (b *bench) piledUp(id, what string, large int, fill func(store *fsstore.Sto
 		}
 		defer s.close()
 		var lat []time.Duration
+		b.doing.set(fmt.Sprintf("%s: %d calls with %d piled up", id, b.reads, n))
 		for i := 0; i < b.reads; i++ {
 			if between != nil {
 				if err := between(s); err != nil {

@@ -53,7 +53,7 @@ func (b *bench) throughput() ([]Row, error) {
 		var gos []io.WriteCloser
 		for i := 0; i < n; i++ {
 			in, out := filepath.Join(dir, fmt.Sprintf("s%d.jsonl", (i+1)%n)), filepath.Join(dir, fmt.Sprintf("s%d.jsonl", i))
-			cmd := exec.CommandContext(b.ctx, b.self, "bench-floor-writer", in, out, strconv.Itoa(per))
+			cmd := b.command(b.self, "bench-floor-writer", in, out, strconv.Itoa(per))
 			cmd.Stderr = b.log
 			stdin, err := cmd.StdinPipe()
 			if err != nil {
@@ -121,7 +121,7 @@ func (b *bench) rpcFloor(dir string, n, per int) (time.Duration, error) {
 	peers := make([]peer, n)
 	for i := range peers {
 		in, out := filepath.Join(dir, fmt.Sprintf("r%d.jsonl", (i+1)%n)), filepath.Join(dir, fmt.Sprintf("r%d.jsonl", i))
-		cmd := exec.CommandContext(b.ctx, b.self, "bench-floor-server", in, out)
+		cmd := b.command(b.self, "bench-floor-server", in, out)
 		cmd.Stderr = b.log
 		stdin, err := cmd.StdinPipe()
 		if err != nil {

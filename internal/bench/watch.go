@@ -7,7 +7,6 @@ import (
 	"io"
 	"log/slog"
 	"os"
-	"os/exec"
 	"path/filepath"
 	"slices"
 	"strings"
@@ -85,7 +84,7 @@ func (b *bench) watchBench() ([]Row, error) {
 	var toCall, execFloor []time.Duration
 	for i := 0; i < samples; i++ {
 		start := time.Now()
-		if err := exec.Command(b.aipm, "version").Run(); err != nil {
+		if err := b.command(b.aipm, "version").Run(); err != nil {
 			return nil, err
 		}
 		execFloor = append(execFloor, time.Since(start))

@@ -37,6 +37,9 @@ func TestWriteTable(t *testing.T) {
 		{"order kept", []Row{unmet, met}, header +
 			"P10h2  P2 over http      900 msg/s          local 1000 msg/s   90% of local  >= 50% of local      NO   -\n" +
 			"P1     delivery p50/p99  0.42 ms / 0.90 ms  0.30 ms / 0.61 ms  p99 +0.29 ms  p99 <= floor + 1 ms  yes  12% of a core\n"},
+		{"a target that did not finish", notMeasured(target{rows: []string{"P10h1"}, what: "P1 over http"}, `did not finish in 2m0s: waiting for the server to log "msg=waiting"`),
+			"id     what          aipm                                                                               raw floor  compared  target  met  client cpu\n" +
+				`P10h1  P1 over http  not measured: did not finish in 2m0s: waiting for the server to log "msg=waiting"  -          -         -       NO   -` + "\n"},
 		{"a missing link", missingLinks(map[string]string{"ssh": "no sshd"}, "1", "P1"),
 			"id     what                  aipm  raw floor  compared  target    met  client cpu\n" +
 				"P10s1  P1 over ssh: no sshd  -     -          -         measured  NO   -\n"},

@@ -1,7 +1,7 @@
 // Command aipm-bench measures aipm's performance targets (docs/operations.md,
 // "Benchmarks"), each beside its raw floor measured in the same run:
 //
-//	go run ./cmd/aipm-bench [--quick] [--only P4,...] [--json] [--aipm PATH]
+//	go run ./cmd/aipm-bench [--quick] [--only P4,...] [--json] [--aipm PATH] [--row-timeout D]
 //
 // It is a command of its own, not one of aipm's, so that the aipm users run
 // links neither the headless-Chromium driver of P9 (chromedp) nor the
@@ -21,6 +21,7 @@ import (
 	"path/filepath"
 	"strings"
 	"syscall"
+	"time"
 
 	"github.com/spf13/cobra"
 
@@ -57,17 +58,18 @@ func report(stderr io.Writer, err error, interrupted bool) int {
 }
 
 type options struct {
-	quick bool
-	json  bool
-	only  []string
-	aipm  string
+	quick      bool
+	json       bool
+	only       []string
+	aipm       string
+	rowTimeout time.Duration
 }
 
 // run builds the command and executes args.
 func run(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 	o := &options{}
 	root := &cobra.Command{
-		Use:   "aipm-bench [--quick] [--only P4,...] [--aipm PATH]",
+		Use:   "aipm-bench [--quick] [--only P4,...] [--aipm PATH] [--row-timeout D]",
 		Short: "Measure aipm's performance targets against their raw floors",
 		Long: `Measure aipm's performance targets (docs/operations.md lists them), each
 beside its raw floor measured in the same run, in throw-away projects with
@@ -80,11 +82,21 @@ and P2 over ssh, through a loopback sshd it starts with keys it generates
 (sshd and ssh-keygen installed; without them the ssh rows say so and are not
 met), and over aipm serve --http, each beside the local one.
 
+Every target has a deadline (minutes: 10, or 20 for those of a million
+lines of history; 2 with --quick; --row-timeout sets them all). A target
+that passes it, or fails, gives its rows not met with the reason ("did not
+finish in 10m0s: waiting for ..."), its processes are killed, and the run
+goes on; a server the bench started that exits makes what waits on it fail
+at once. The table is printed, then aipm-bench exits 1 naming those rows.
+With --json each row also carries its numbers (aipm_values, floor_values),
+its target as checks ({"of", "value", "op", "limit", "unit", "met"}; met
+when all hold) and error (why it was not measured, else "").
+
 The aipm measured is --aipm PATH; else the aipm beside this binary (both
 installed by go install ./cmd/...); else, run inside aipm's module (go run
 ./cmd/aipm-bench), ./cmd/aipm and ./cmd/aipm-hook built now into a temporary
 directory; else aipm on PATH. Its progress on stderr says which.`,
-		Example: "  go run ./cmd/aipm-bench --quick\n  go run ./cmd/aipm-bench --only P4\n  go run ./cmd/aipm-bench --only P6c,P6d\n  go run ./cmd/aipm-bench --quick --only P9\n  go run ./cmd/aipm-bench --json\n  go run ./cmd/aipm-bench --aipm ~/go/bin/aipm --only P4,P8",
+		Example: "  go run ./cmd/aipm-bench --quick\n  go run ./cmd/aipm-bench --only P4\n  go run ./cmd/aipm-bench --only P6c,P6d\n  go run ./cmd/aipm-bench --quick --only P9\n  go run ./cmd/aipm-bench --json\n  go run ./cmd/aipm-bench --aipm ~/go/bin/aipm --only P4,P8\n  go run ./cmd/aipm-bench --row-timeout 5m",
 		Args: func(cmd *cobra.Command, args []string) error {
 			if len(args) > 0 {
 				return usage{fmt.Errorf("aipm-bench takes no arguments, not %q: see aipm-bench --help", args[0])}
@@ -104,6 +116,7 @@ directory; else aipm on PATH. Its progress on stderr says which.`,
 	root.Flags().StringSliceVar(&o.only, "only", nil, "measure only these targets, e.g. P4 or P1,P4 (default: all)")
 	root.Flags().BoolVar(&o.json, "json", false, "print the rows as a JSON array")
 	root.Flags().StringVar(&o.aipm, "aipm", "", "the aipm binary to measure (default: beside aipm-bench, else built from the module, else on PATH)")
+	root.Flags().DurationVar(&o.rowTimeout, "row-timeout", 0, "every target's deadline, e.g. 90s (default: each target's own, 2m with --quick)")
 	root.CompletionOptions.DisableDefaultCmd = true
 	root.SetOut(stdout)
 	root.SetErr(stderr)
@@ -117,6 +130,9 @@ directory; else aipm on PATH. Its progress on stderr says which.`,
 func benchRun(ctx context.Context, o *options, stdout, stderr io.Writer) error {
 	if err := bench.Check(o.only); err != nil {
 		return usage{err}
+	}
+	if o.rowTimeout < 0 {
+		return usage{fmt.Errorf("--row-timeout %s: give a positive duration, e.g. 90s or 5m", o.rowTimeout)}
 	}
 	self, err := os.Executable()
 	if err != nil {
@@ -132,17 +148,21 @@ func benchRun(ctx context.Context, o *options, stdout, stderr io.Writer) error {
 		return err
 	}
 	fmt.Fprintf(stderr, "bench: measuring %s (%s)\n", aipm, from)
-	rows, err := bench.Run(ctx, bench.Options{Quick: o.quick, Only: o.only, Aipm: aipm, Self: self, Log: stderr})
+	rows, err := bench.Run(ctx, bench.Options{Quick: o.quick, Only: o.only, Aipm: aipm, Self: self, Log: stderr, RowTimeout: o.rowTimeout})
 	if errors.Is(err, bench.ErrUnknownTarget) {
 		return usage{err}
 	}
-	if err != nil {
+	if err != nil && !errors.Is(err, bench.ErrNotMeasured) {
 		return err
 	}
+	write := bench.WriteTable
 	if o.json {
-		return bench.WriteJSON(stdout, rows)
+		write = bench.WriteJSON
 	}
-	return bench.WriteTable(stdout, rows)
+	if werr := write(stdout, rows); werr != nil {
+		return werr
+	}
+	return err // the rows of targets not measured, after the table that shows why
 }
 
 // aipmBinary is the aipm to measure, and where it comes from: flag (the

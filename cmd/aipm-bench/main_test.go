@@ -147,6 +147,32 @@ func TestBenchOnly(t *testing.T) {
 	if _, ok := r["met"].(bool); !ok || r["id"] != "P4" || r["target"] != "<= 20 ms" || r["client_cpu"] == nil {
 		t.Errorf("--json row: %v", r)
 	}
+	// ... and its numbers: aipm's and the floor's p50, the target as a
+	// check of aipm's p50 against 20 ms, met as the row is.
+	aipmP50, _ := r["aipm_values"].(map[string]any)["p50_ms"].(float64)
+	floorP50, _ := r["floor_values"].(map[string]any)["p50_ms"].(float64)
+	checks, _ := r["checks"].([]any)
+	if aipmP50 <= 0 || floorP50 <= 0 || len(checks) != 1 || r["error"] != "" {
+		t.Fatalf("--json row's numbers: %v", r)
+	}
+	c := checks[0].(map[string]any)
+	if c["of"] != "p50" || c["value"] != aipmP50 || c["op"] != "<=" || c["limit"] != 20.0 || c["unit"] != "ms" || c["met"] != r["met"] || r["met"] != (aipmP50 <= 20) {
+		t.Errorf("--json row's check: %v, in %v", c, r)
+	}
+
+	// A target that passes its deadline: its row is printed not met with
+	// why, and aipm-bench exits 1 naming it.
+	stderr.Reset()
+	cmd = exec.Command(bench, "--quick", "--only", "P4", "--aipm", aipm, "--row-timeout", "1ms")
+	cmd.Stderr = &stderr
+	out, err = cmd.Output()
+	var exit *exec.ExitError
+	if !errors.As(err, &exit) || exit.ExitCode() != 1 || !strings.HasSuffix(stderr.String(), "aipm-bench: not measured: P4 (their rows say why)\n") {
+		t.Errorf("--row-timeout 1ms: err = %v, want exit code 1 naming P4\n%s", err, stderr.String())
+	}
+	if !regexp.MustCompile(`(?m)^P4 +aipm serve start -> first authenticate +not measured: did not finish in 1ms: .* +- +- +- +NO +-$`).Match(out) {
+		t.Errorf("--row-timeout 1ms: no row of P4 not measured in:\n%s", out)
+	}
 
 	for _, tc := range []struct {
 		name string
@@ -158,6 +184,7 @@ func TestBenchOnly(t *testing.T) {
 		{"not aipm", []string{"--only", "P4", "--aipm", bench}, `aipm-bench: --aipm "` + bench + `": ` + bench + ` version: exit status 2: give the path of an aipm binary (go build -o aipm ./cmd/aipm)` + "\n"},
 		{"an argument", []string{"P4"}, `aipm-bench: aipm-bench takes no arguments, not "P4": see aipm-bench --help` + "\n"},
 		{"a bad flag", []string{"--quik"}, `aipm-bench: unknown flag: --quik: see aipm-bench --help` + "\n"},
+		{"a negative deadline", []string{"--row-timeout", "-1s"}, `aipm-bench: --row-timeout -1s: give a positive duration, e.g. 90s or 5m` + "\n"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			var stderr strings.Builder
@@ -186,7 +213,6 @@ func TestBenchOnly(t *testing.T) {
 	cmd.Env = append(os.Environ(), "PATH="+filepath.Dir(goBin))
 	cmd.Stderr = &stderr
 	_, err = cmd.Output()
-	var exit *exec.ExitError
 	want := "aipm-bench: no aipm to measure: none beside aipm-bench, not run inside aipm's module (to build ./cmd/aipm), none on PATH; give one with --aipm PATH\n"
 	if !errors.As(err, &exit) || exit.ExitCode() != 2 || stderr.String() != want {
 		t.Errorf("outside the module: err = %v, stderr %q, want exit code 2 and %q", err, stderr.String(), want)

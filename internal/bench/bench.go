@@ -14,6 +14,8 @@ import (
 	"os"
 	"path/filepath"
 	"slices"
+	"strings"
+	"time"
 
 	"aipm/fsstore"
 	"aipm/fsstore/storage"
@@ -21,17 +23,21 @@ import (
 
 // Options are what one run measures, and with what.
 type Options struct {
-	Quick bool      // fewer iterations and a 100,000-line history (a smoke run)
-	Only  []string  // the targets to measure (P1 to P10, or a row of one); all when empty
-	Aipm  string    // the aipm binary measured: every aipm process the bench starts is one
-	Self  string    // the bench's own binary, which runs the floors' helpers (bench-floor-reader ...)
-	Log   io.Writer // progress lines
+	Quick      bool          // fewer iterations and a 100,000-line history (a smoke run)
+	Only       []string      // the targets to measure (P1 to P10, or a row of one); all when empty
+	Aipm       string        // the aipm binary measured: every aipm process the bench starts is one
+	Self       string        // the bench's own binary, which runs the floors' helpers (bench-floor-reader ...)
+	Log        io.Writer     // progress lines
+	RowTimeout time.Duration // every target's deadline; 0: each its own (targets), quickTimeout with Quick
 }
 
 // Run measures the performance targets of DESIGN section 13, each beside
 // its raw floor measured in the same run, and returns the rows in id order.
+// Each target has a deadline (runTarget); the rows of one that failed or
+// passed it are not met and say why, the run goes on, and the error
+// returned with all the rows is ErrNotMeasured naming them.
 func Run(ctx context.Context, opt Options) ([]Row, error) {
-	b := &bench{ctx: ctx, log: opt.Log, aipm: opt.Aipm, self: opt.Self, deliveries: 2000, sends: 400, reads: 200, history: 1_000_000, starts: 30, hooks: 300, webSamples: 1000, renders: 20}
+	b := &bench{ctx: ctx, log: opt.Log, aipm: opt.Aipm, self: opt.Self, grace: defaultGrace, deliveries: 2000, sends: 400, reads: 200, history: 1_000_000, starts: 30, hooks: 300, webSamples: 1000, renders: 20}
 	if opt.Quick {
 		b.deliveries, b.sends, b.reads, b.history, b.starts, b.hooks, b.webSamples, b.renders = 40, 50, 40, 100_000, 10, 8, 10, 5
 	}
@@ -45,21 +51,48 @@ func Run(ctx context.Context, opt Options) ([]Row, error) {
 	}
 	defer os.RemoveAll(root)
 	b.root = root
+	return b.runAll(measures, func(t target) time.Duration {
+		switch {
+		case opt.RowTimeout > 0:
+			return opt.RowTimeout
+		case opt.Quick:
+			return quickTimeout
+		}
+		return t.timeout
+	})
+}
+
+// runAll runs the targets in turn, each with its deadline, and returns
+// their rows in id order, with ErrNotMeasured naming those not measured.
+func (b *bench) runAll(targets []target, timeout func(target) time.Duration) ([]Row, error) {
 	var rows []Row
-	for _, measure := range measures {
-		r, err := measure()
+	var failed []string
+	for _, t := range targets {
+		r, err := b.runTarget(t, timeout(t))
 		if err != nil {
 			return nil, err
+		}
+		for _, row := range r {
+			if row.err != "" {
+				failed = append(failed, row.id)
+			}
 		}
 		rows = append(rows, r...)
 	}
 	slices.SortFunc(rows, func(a, b Row) int { return compareIDs(a.id, b.id) })
+	if len(failed) > 0 {
+		slices.SortFunc(failed, compareIDs)
+		return rows, fmt.Errorf("%w: %s (their rows say why)", ErrNotMeasured, strings.Join(failed, ", "))
+	}
 	return rows, nil
 }
 
 type bench struct {
 	aipm, self, root string
-	ctx              context.Context
+	ctx              context.Context         // the target's (runTarget): its end kills the target's processes
+	fail             context.CancelCauseFunc // ends ctx with a cause (failWith)
+	doing            *doing                  // what the target was last at
+	grace            time.Duration           // how long a target may take to return once its ctx ended
 	log              io.Writer
 
 	deliveries, sends, reads, history, starts int
@@ -68,6 +101,7 @@ type bench struct {
 }
 
 func (b *bench) progress(format string, args ...any) {
+	b.doing.set(fmt.Sprintf(format, args...))
 	fmt.Fprintf(b.log, "bench: "+format+"\n", args...)
 }
 

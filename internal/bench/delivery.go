@@ -88,9 +88,9 @@ func (b *bench) delivery() ([]Row, error) {
 			id: id, what: fmt.Sprintf("%s, %d samples", what, len(lat)),
 			aipm:     ms(percentile(lat, 50)) + " / " + ms(percentile(lat, 99)),
 			floor:    ms(percentile(floor, 50)) + " / " + ms(percentile(floor, 99)),
-			compared: "p99 " + signedMs(over), target: "p99 <= floor + 1 ms", met: over <= time.Millisecond,
-			cpu: usage.String(),
-		}
+			compared: "p99 " + signedMs(over), target: "p99 <= floor + 1 ms",
+			cpu: usage.String(), aipmValues: latencies(lat), floorValues: latencies(floor),
+		}.judged(atMost("p99 - floor p99", msOf(over), 1, "ms"))
 	}
 	return []Row{
 		row("P1", "delivery p50/p99: send issued -> receiver returns", fromStart, floorStart),
@@ -102,15 +102,24 @@ func (b *bench) delivery() ([]Row, error) {
 // wake times one wake of sb's waiting get_next_action: cause runs once
 // sb's server logs that it waits; the times are from cause's start and
 // from its return to the moment the wait answered. The answer must name
-// want: the action, or the text of an error result (an interrupt).
+// want: the action, or the text of an error result (an interrupt). A call
+// that ends before its server logged the wait (an error, a server gone)
+// ends the wait for the log line with it.
 func (b *bench) wake(sb *server, waiting *lineCounter, want string, cause func() error) (fromStart, fromReturn time.Duration, err error) {
 	before := waiting.count()
 	woke := make(chan time.Time, 1)
 	errc := make(chan error, 1)
+	logged, answered := context.WithCancelCause(b.ctx)
+	defer answered(nil)
 	go func() {
 		var out struct{ Action string }
 		err := sb.call(b.ctx, "get_next_action", map[string]any{"wait_seconds": 50}, &out)
 		woke <- time.Now()
+		if err != nil {
+			answered(fmt.Errorf("get_next_action of %s ended: %w", sb.agent, err))
+		} else {
+			answered(fmt.Errorf("get_next_action of %s answered %q at once", sb.agent, out.Action))
+		}
 		switch {
 		case err != nil && strings.Contains(err.Error(), want):
 			err = nil
@@ -119,7 +128,11 @@ func (b *bench) wake(sb *server, waiting *lineCounter, want string, cause func()
 		}
 		errc <- err
 	}()
-	waiting.waitPast(before) // B's server is in its wait
+	b.doing.set(fmt.Sprintf("waiting for %s's get_next_action to wait", sb.agent))
+	if err := waiting.waitPast(logged, before); err != nil { // B's server is in its wait
+		return 0, 0, err
+	}
+	b.doing.set(fmt.Sprintf("waiting for %s's get_next_action to answer %s", sb.agent, want))
 	started := time.Now()
 	if err := cause(); err != nil {
 		return 0, 0, err
@@ -147,7 +160,7 @@ func (b *bench) newDeliveryFloor(name string) (*deliveryFloor, error) {
 		return nil, err
 	}
 	path := filepath.Join(dir, "chat.jsonl")
-	cmd := exec.CommandContext(b.ctx, b.self, "bench-floor-reader", path)
+	cmd := b.command(b.self, "bench-floor-reader", path)
 	stdout, err := cmd.StdoutPipe()
 	if err != nil {
 		return nil, err

@@ -1,6 +1,7 @@
 package bench
 
 import (
+	"context"
 	"fmt"
 	"os"
 	"slices"
@@ -57,12 +58,25 @@ func (c *lineCounter) Write(p []byte) (int, error) {
 	return len(p), nil
 }
 
-func (c *lineCounter) waitPast(n int) {
+// waitPast waits until more than n lines were counted, or ctx ends: its
+// error then names the line waited for and why the wait ended (the
+// context's cause: a deadline, a server that exited).
+func (c *lineCounter) waitPast(ctx context.Context, n int) error {
+	stop := context.AfterFunc(ctx, func() {
+		c.mu.Lock()
+		c.cond.Broadcast()
+		c.mu.Unlock()
+	})
+	defer stop()
 	c.mu.Lock()
+	defer c.mu.Unlock()
 	for c.n <= n {
+		if ctx.Err() != nil {
+			return fmt.Errorf("waiting for the server to log %q: %w", c.want, context.Cause(ctx))
+		}
 		c.cond.Wait()
 	}
-	c.mu.Unlock()
+	return nil
 }
 
 func (c *lineCounter) count() int {

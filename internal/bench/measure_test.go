@@ -1,6 +1,8 @@
 package bench
 
 import (
+	"context"
+	"errors"
 	"os"
 	"testing"
 	"time"
@@ -119,8 +121,40 @@ func TestLineCounter(t *testing.T) {
 			if got := c.count(); got != tc.want {
 				t.Errorf("count = %d, want %d", got, tc.want)
 			}
-			c.waitPast(tc.want - 1) // already past: returns
+			if err := c.waitPast(context.Background(), tc.want-1); err != nil { // already past: returns
+				t.Errorf("waitPast(%d): %v", tc.want-1, err)
+			}
 		})
+	}
+}
+
+// TestLineCounterWaitEnds: a wait for a line that never comes ends with
+// its context, its error naming the line and the context's cause; a line
+// that comes ends it with none.
+func TestLineCounterWaitEnds(t *testing.T) {
+	c := newLineCounter("msg=waiting")
+	ctx, cancel := context.WithCancelCause(context.Background())
+	errc := make(chan error, 1)
+	go func() { errc <- c.waitPast(ctx, 0) }()
+	cancel(errors.New("aipm serve --http exited (exit status 1)"))
+	select {
+	case err := <-errc:
+		want := `waiting for the server to log "msg=waiting": aipm serve --http exited (exit status 1)`
+		if err == nil || err.Error() != want {
+			t.Errorf("waitPast: %v, want %s", err, want)
+		}
+	case <-time.After(10 * time.Second):
+		t.Fatal("waitPast did not end with its context")
+	}
+	go func() { errc <- c.waitPast(context.Background(), 0) }()
+	c.Write([]byte("level=DEBUG msg=waiting\n"))
+	select {
+	case err := <-errc:
+		if err != nil {
+			t.Errorf("waitPast with the line written: %v", err)
+		}
+	case <-time.After(10 * time.Second):
+		t.Fatal("waitPast did not end with the line")
 	}
 }
 

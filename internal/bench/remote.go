@@ -12,6 +12,7 @@ import (
 	"slices"
 	"strconv"
 	"strings"
+	"sync/atomic"
 	"time"
 
 	"github.com/modelcontextprotocol/go-sdk/mcp"
@@ -35,6 +36,9 @@ type link interface {
 	// holdsCredential says the link proves the agent's identity itself
 	// (HTTP's bearer token): authenticate then takes no passkey.
 	holdsCredential() bool
+	// processPerSession says each session is a process of its own, whose
+	// exit ends the session (stdio): serveOver watches it.
+	processPerSession() bool
 	close()
 }
 
@@ -51,8 +55,9 @@ type stdioLink struct {
 	done  func() // stops what the link started (sshd), if anything
 }
 
-func (l *stdioLink) name() string          { return l.label }
-func (l *stdioLink) holdsCredential() bool { return false }
+func (l *stdioLink) name() string            { return l.label }
+func (l *stdioLink) holdsCredential() bool   { return false }
+func (l *stdioLink) processPerSession() bool { return true }
 func (l *stdioLink) close() {
 	if l.done != nil {
 		l.done()
@@ -61,7 +66,7 @@ func (l *stdioLink) close() {
 
 func (l *stdioLink) connect(store *fsstore.Store, agent, passkey string, stderr io.Writer) (*mcp.ClientSession, *exec.Cmd, error) {
 	argv := l.argv(store.ProjectDir())
-	cmd := exec.Command(argv[0], argv[1:]...)
+	cmd := groupCommand(l.ctx, argv[0], argv[1:]...)
 	cmd.Env = append(os.Environ(), "AIPM_LOG=debug")
 	cmd.Stderr = stderr
 	cs, err := newClient().Connect(l.ctx, &mcp.CommandTransport{Command: cmd}, nil)
@@ -81,14 +86,17 @@ func (b *bench) localLink() link {
 // httpLink is one `aipm serve --http 127.0.0.1:0` for the project, each
 // agent its own client with its passkey as the bearer token.
 type httpLink struct {
-	ctx context.Context
-	cmd *exec.Cmd
-	url string
+	ctx     context.Context
+	cmd     *exec.Cmd
+	url     string
+	closing atomic.Bool   // close was called: the exit is no failure
+	exited  chan struct{} // closed when the server has exited (watchHTTP)
 }
 
-// startHTTP starts the project's HTTP server; its log goes to stderr.
+// startHTTP starts the project's HTTP server; its log goes to stderr. Its
+// exit before close ends the target's context (watchHTTP).
 func (b *bench) startHTTP(store *fsstore.Store, stderr io.Writer) (*httpLink, error) {
-	cmd := exec.Command(b.aipm, "--dir", store.ProjectDir(), "serve", "--http", "127.0.0.1:0")
+	cmd := b.command(b.aipm, "--dir", store.ProjectDir(), "serve", "--http", "127.0.0.1:0")
 	cmd.Env = append(os.Environ(), "AIPM_LOG=debug")
 	cmd.Stderr = stderr
 	stdout, err := cmd.StdoutPipe()
@@ -98,9 +106,10 @@ func (b *bench) startHTTP(store *fsstore.Store, stderr io.Writer) (*httpLink, er
 	if err := cmd.Start(); err != nil {
 		return nil, fmt.Errorf("start aipm serve --http: %w", err)
 	}
-	l := &httpLink{ctx: b.ctx, cmd: cmd}
+	l := &httpLink{ctx: b.ctx, cmd: cmd, exited: make(chan struct{})}
 	line, err := bufio.NewReader(stdout).ReadString('\n')
 	l.url = strings.TrimSpace(line)
+	b.watchHTTP(l) // after the read: Wait closes stdout
 	if err != nil || !strings.HasPrefix(l.url, "http://") {
 		l.close()
 		return nil, fmt.Errorf("aipm serve --http printed %q, not its URL: %v", line, err)
@@ -109,18 +118,18 @@ func (b *bench) startHTTP(store *fsstore.Store, stderr io.Writer) (*httpLink, er
 	return l, nil
 }
 
-func (l *httpLink) name() string          { return "http" }
-func (l *httpLink) holdsCredential() bool { return true }
+func (l *httpLink) name() string            { return "http" }
+func (l *httpLink) holdsCredential() bool   { return true }
+func (l *httpLink) processPerSession() bool { return false }
 
 func (l *httpLink) close() {
+	l.closing.Store(true)
 	l.cmd.Process.Signal(os.Interrupt)
-	done := make(chan struct{})
-	go func() { l.cmd.Wait(); close(done) }()
 	select {
-	case <-done:
+	case <-l.exited:
 	case <-time.After(5 * time.Second):
-		l.cmd.Process.Kill()
-		<-done
+		l.cmd.Cancel() // the process group
+		<-l.exited
 	}
 }
 
@@ -189,8 +198,10 @@ func (b *bench) remoteProjects(name string, stderr io.Writer, agents ...string) 
 	return out, missing, nil
 }
 
-// serveOver is serve through l.
+// serveOver is serve through l; a server that is a process of its own
+// is watched (b.watch).
 func (b *bench) serveOver(l link, store *fsstore.Store, agent, passkey string, stderr io.Writer) (*server, error) {
+	b.doing.set(fmt.Sprintf("starting aipm serve of %s (%s)", agent, l.name()))
 	cs, cmd, err := l.connect(store, agent, passkey, stderr)
 	if err != nil {
 		return nil, err
@@ -210,7 +221,11 @@ func (b *bench) serveOver(l link, store *fsstore.Store, agent, passkey string, s
 		cs.Close()
 		return nil, fmt.Errorf("%s: %w", l.name(), err)
 	}
-	return &server{cs: cs, cmd: cmd, token: out.SessionToken, agent: agent, passkey: passkey}, nil
+	s := &server{cs: cs, cmd: cmd, token: out.SessionToken, agent: agent, passkey: passkey}
+	if l.processPerSession() {
+		b.watch(s, l.name())
+	}
+	return s, nil
 }
 
 // remoteDelivery is P10's P1 rows: the delivery of P1 over ssh and over
@@ -271,8 +286,9 @@ func (b *bench) remoteDelivery() ([]Row, error) {
 			id: "P10" + p.name[:1] + "1", what: fmt.Sprintf("P1 over %s: send issued -> receiver returns, p50/p99, %d samples", p.name, len(p.lat)),
 			aipm:     ms(percentile(p.lat, 50)) + " / " + ms(percentile(p.lat, 99)),
 			floor:    "local " + ms(percentile(local, 50)) + " / " + ms(percentile(local, 99)),
-			compared: "p99 " + signedMs(over), target: "p99 <= local + 1 ms", met: over <= time.Millisecond,
-		})
+			compared: "p99 " + signedMs(over), target: "p99 <= local + 1 ms",
+			aipmValues: latencies(p.lat), floorValues: latencies(local),
+		}.judged(atMost("p99 - local p99", msOf(over), 1, "ms")))
 	}
 	return append(rows, missingLinks(missing, "1", "P1")...), nil
 }
@@ -328,14 +344,16 @@ func (b *bench) remoteThroughput() ([]Row, error) {
 		rows = append(rows, Row{
 			id: "P10" + name[:1] + "2", what: fmt.Sprintf("P2 over %s: send_message throughput, 8 servers, fsync, %d sends", name, n*per*rounds),
 			aipm: fmt.Sprintf("%.0f msg/s", rate(j)), floor: fmt.Sprintf("local %.0f msg/s", rate(0)),
-			compared: fmt.Sprintf("%.0f%% of local", 100*ratio), target: ">= 50% of local", met: ratio >= 0.5,
-		})
+			compared: fmt.Sprintf("%.0f%% of local", 100*ratio), target: ">= 50% of local",
+			aipmValues: throughputOf(rate(j)), floorValues: throughputOf(rate(0)),
+		}.judged(atLeast("aipm / local", ratio, 0.5, "x")))
 	}
 	return append(rows, missingLinks(missing, "2", "P2")...), nil
 }
 
 // sendAll has every server send per messages to the next agent, all at once.
 func (b *bench) sendAll(servers []*server, agents []string, per int) error {
+	b.doing.set(fmt.Sprintf("%d servers sending %d messages each", len(servers), per))
 	errc := make(chan error, len(servers))
 	for i, s := range servers {
 		go func() {
@@ -369,6 +387,7 @@ func (b *bench) sshLink(name string) (link, string, error) {
 	if err != nil {
 		return nil, "", err
 	}
+	context.AfterFunc(b.ctx, func() { srv.Close() }) // sshd is no child of the target's context: its end stops it too
 	return &stdioLink{ctx: b.ctx, label: "ssh", argv: func(dir string) []string {
 		return srv.Command("home", "env", "AIPM_LOG=debug", b.aipm, "--dir", dir, "serve")
 	}, done: func() { srv.Close() }}, "", nil

@@ -7,6 +7,7 @@ import (
 	"io"
 	"os/exec"
 	"strings"
+	"sync/atomic"
 
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
@@ -19,6 +20,7 @@ type server struct {
 	cmd            *exec.Cmd
 	token          string
 	agent, passkey string
+	closing        atomic.Bool // close was called: the session's end is no failure
 }
 
 // serve starts aipm serve in store's project and opens a chat session for
@@ -32,7 +34,10 @@ func (s *server) call(ctx context.Context, tool string, args map[string]any, out
 	return callTool(ctx, s.cs, tool, args, out)
 }
 
-func (s *server) close() { s.cs.Close() }
+func (s *server) close() {
+	s.closing.Store(true)
+	s.cs.Close()
+}
 
 // callTool calls a tool and decodes its structured result into out.
 func callTool(ctx context.Context, cs *mcp.ClientSession, tool string, args map[string]any, out any) error {

@@ -11,8 +11,9 @@ import (
 var (
 	met = Row{
 		id: "P1", what: "delivery p50/p99", aipm: "0.42 ms / 0.90 ms", floor: "0.30 ms / 0.61 ms",
-		compared: "p99 +0.29 ms", target: "p99 <= floor + 1 ms", met: true, cpu: "12% of a core",
-	}
+		compared: "p99 +0.29 ms", target: "p99 <= floor + 1 ms", cpu: "12% of a core",
+		aipmValues: values{"p50_ms": 0.42, "p99_ms": 0.9}, floorValues: values{"p50_ms": 0.3, "p99_ms": 0.61},
+	}.judged(atMost("p99 - floor p99", 0.29, 1, "ms"))
 	unmet = Row{
 		id: "P10h2", what: "P2 over http", aipm: "900 msg/s", floor: "local 1000 msg/s",
 		compared: "90% of local", target: ">= 50% of local",
@@ -36,6 +37,9 @@ func TestWriteTable(t *testing.T) {
 		{"order kept", []Row{unmet, met}, header +
 			"P10h2  P2 over http      900 msg/s          local 1000 msg/s   90% of local  >= 50% of local      NO   -\n" +
 			"P1     delivery p50/p99  0.42 ms / 0.90 ms  0.30 ms / 0.61 ms  p99 +0.29 ms  p99 <= floor + 1 ms  yes  12% of a core\n"},
+		{"a target that did not finish", notMeasured(target{rows: []string{"P10h1"}, what: "P1 over http"}, `did not finish in 2m0s: waiting for the server to log "msg=waiting"`),
+			"id     what          aipm                                                                               raw floor  compared  target  met  client cpu\n" +
+				`P10h1  P1 over http  not measured: did not finish in 2m0s: waiting for the server to log "msg=waiting"  -          -         -       NO   -` + "\n"},
 		{"a missing link", missingLinks(map[string]string{"ssh": "no sshd"}, "1", "P1"),
 			"id     what                  aipm  raw floor  compared  target    met  client cpu\n" +
 				"P10s1  P1 over ssh: no sshd  -     -          -         measured  NO   -\n"},
@@ -84,9 +88,28 @@ func TestWriteJSON(t *testing.T) {
 		{"met and not", []Row{met, unmet}, `[
   {
     "aipm": "0.42 ms / 0.90 ms",
+    "aipm_values": {
+      "p50_ms": 0.42,
+      "p99_ms": 0.9
+    },
+    "checks": [
+      {
+        "of": "p99 - floor p99",
+        "value": 0.29,
+        "op": "<=",
+        "limit": 1,
+        "unit": "ms",
+        "met": true
+      }
+    ],
     "client_cpu": "12% of a core",
     "compared": "p99 +0.29 ms",
+    "error": "",
     "floor": "0.30 ms / 0.61 ms",
+    "floor_values": {
+      "p50_ms": 0.3,
+      "p99_ms": 0.61
+    },
     "id": "P1",
     "met": true,
     "target": "p99 <= floor + 1 ms",
@@ -94,9 +117,13 @@ func TestWriteJSON(t *testing.T) {
   },
   {
     "aipm": "900 msg/s",
+    "aipm_values": {},
+    "checks": [],
     "client_cpu": "",
     "compared": "90% of local",
+    "error": "",
     "floor": "local 1000 msg/s",
+    "floor_values": {},
     "id": "P10h2",
     "met": false,
     "target": ">= 50% of local",

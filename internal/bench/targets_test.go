@@ -7,6 +7,7 @@ import (
 	"slices"
 	"strings"
 	"testing"
+	"time"
 )
 
 // TestMeasures: the measurements that run for the targets named, in the
@@ -68,7 +69,7 @@ func TestMeasures(t *testing.T) {
 			}
 			var got []string
 			for _, run := range runs {
-				got = append(got, methodName(run))
+				got = append(got, methodName(run.run))
 			}
 			if !slices.Equal(got, tc.want) {
 				t.Errorf("measures(%q) runs %q, want %q", tc.only, got, tc.want)
@@ -87,9 +88,9 @@ func TestCheckMessage(t *testing.T) {
 	}
 }
 
-// methodName is the name of the method a method value calls
-// (b.delivery: "delivery").
-func methodName(f func() ([]Row, error)) string {
+// methodName is the name of the method a method expression calls
+// ((*bench).delivery: "delivery").
+func methodName(f func(*bench) ([]Row, error)) string {
 	name := runtime.FuncForPC(reflect.ValueOf(f).Pointer()).Name()
 	return strings.TrimSuffix(name[strings.LastIndex(name, ".")+1:], "-fm")
 }
@@ -141,4 +142,30 @@ func sign(n int) int {
 		return 1
 	}
 	return 0
+}
+
+// TestTargets: every target has a deadline of minutes, says what it
+// measures, and names its rows, each row given by one target only and
+// run for a name of its own target (P3c by P3c or P3).
+func TestTargets(t *testing.T) {
+	seen := map[string]string{}
+	for _, tg := range targets() {
+		name := methodName(tg.run)
+		if tg.timeout < 5*time.Minute || tg.timeout < quickTimeout || tg.what == "" || len(tg.rows) == 0 || len(tg.names) == 0 {
+			t.Errorf("%s: deadline %s, what %q, rows %q, names %q", name, tg.timeout, tg.what, tg.rows, tg.names)
+		}
+		for _, id := range tg.rows {
+			if other, ok := seen[id]; ok {
+				t.Errorf("row %s given by %s and %s", id, other, name)
+			}
+			seen[id] = name
+			family := id[:2]
+			if len(id) > 2 && id[2] == '0' {
+				family = "P10"
+			}
+			if !slices.Contains(tg.names, family) && !slices.Contains(tg.names, strings.ToUpper(id)) {
+				t.Errorf("row %s of %s runs for neither %s nor %s: %q", id, name, family, strings.ToUpper(id), tg.names)
+			}
+		}
+	}
 }

@@ -277,21 +277,11 @@ var errTold = errors.New("told by another process")
 // LiveSessionsOf returns agent's sessions that are live at now and whose
 // aipm serve process runs, read without a lock or a sweep.
 func (s *Store) LiveSessionsOf(agent string, now time.Time) ([]Session, error) {
-	ids, err := s.agentSessionIDs(agent)
-	if err != nil {
-		return nil, err
+	live, err := s.liveSessions(agent, now)
+	for i := range live {
+		live[i] = s.withTold(live[i])
 	}
-	var live []Session
-	for _, id := range ids {
-		ses, err := s.session(id)
-		if err != nil {
-			continue // gone, or damaged: doctor reports it
-		}
-		if ses.Alive(now) && ses.Agent == agent {
-			live = append(live, s.withTold(ses))
-		}
-	}
-	return live, nil
+	return live, err
 }
 
 // Alive says whether the session is live at now and its aipm serve

@@ -18,7 +18,9 @@ type Store struct {
 // files (revalidated by stat) and the descriptors it appends through.
 type caches struct {
 	sessions lockedfile.StatCache[Session]
-	unread   lockedfile.StatCache[Unread]
+	// sessionIndex: each agent's session ids (agentSessionIDs).
+	sessionIndex lockedfile.StatCache[[]string]
+	unread       lockedfile.StatCache[Unread]
 	// quietChat: chat sessions found with no new message (NewMessagesFor).
 	quietChat lockedfile.StatCache[struct{}]
 	tasks     taskIndex

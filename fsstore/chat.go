@@ -218,7 +218,10 @@ func (s *Store) writeBoth(ctx context.Context, m OutgoingMessage, msg, sent Mess
 	if err != nil {
 		return err
 	}
-	flushOut, outErr := s.WriteJSONL(ctx, outbox, sent)
+	flushOut, own, outErr := s.WriteJSONLChange(ctx, outbox, sent)
+	if outErr == nil {
+		s.sentOwn(own)
+	}
 	if err := flushIn(); err != nil {
 		if outErr == nil {
 			flushOut()

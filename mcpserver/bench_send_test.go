@@ -12,6 +12,7 @@ import (
 	"strconv"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
@@ -81,11 +82,26 @@ var runtimeCalls = []string{"futex", "nanosleep", "sched_yield", "epoll_pwait", 
 // system calls by name, and their failures as name-err.
 func sendSyscalls(b *testing.B, strace, inbox string, n int) map[string]int {
 	b.Helper()
+	out := filepath.Join(b.TempDir(), "strace.txt")
+	serveSends(b, inbox, n, strace, "-f", "-c", "-o", out, "--")
+	f, err := os.Open(out)
+	if err != nil {
+		b.Fatal(err)
+	}
+	defer f.Close()
+	return straceCounts(b, f)
+}
+
+// serveSends runs one aipm serve (through the command wrap, if any) for n
+// sends of a chat session, inbox as BenchmarkSendSyscalls says, and
+// returns the state of the process that ran.
+func serveSends(b *testing.B, inbox string, n int, wrap ...string) *os.ProcessState {
+	b.Helper()
 	p := newProject(b)
 	recv := p.connect("")
 	p.authenticate(recv, "reviewer", "chat")
-	out := filepath.Join(b.TempDir(), "strace.txt")
-	cmd := exec.Command(strace, "-f", "-c", "-o", out, "--", aipmBin, "--dir", p.store.ProjectDir(), "serve")
+	argv := append(wrap, aipmBin, "--dir", p.store.ProjectDir(), "serve")
+	cmd := exec.Command(argv[0], argv[1:]...)
 	cmd.Env = append(os.Environ(), mcpserver.EnvCheckSchemas+"=0")
 	cmd.Stderr = os.Stderr
 	ctx := context.Background()
@@ -103,15 +119,38 @@ func sendSyscalls(b *testing.B, strace, inbox string, n int) map[string]int {
 			b.Fatal(r.text)
 		}
 	}
-	if err := cs.Close(); err != nil { // waits for strace, which writes its summary
+	if err := cs.Close(); err != nil { // waits for the process (strace writes its summary as it ends)
 		b.Logf("close: %v", err)
 	}
-	f, err := os.Open(out)
-	if err != nil {
-		b.Fatal(err)
+	if cmd.ProcessState == nil {
+		b.Fatal("aipm serve did not end")
 	}
-	defer f.Close()
-	return straceCounts(b, f)
+	return cmd.ProcessState
+}
+
+// BenchmarkSendCPU reports the CPU time aipm serve spends per send_message
+// (user and system, from the process's own accounting): the difference
+// between a run of 1+N sends and a run of 1, divided by N
+// (AIPM_BENCH_SENDS, default 200). On a shared machine it varies far less
+// than a send's latency.
+//
+//	go test -run '^$' -bench SendCPU -benchtime 1x -count 5 ./mcpserver
+func BenchmarkSendCPU(b *testing.B) {
+	n := envInt("AIPM_BENCH_SENDS", 200)
+	for _, inbox := range sendInboxes {
+		b.Run("inbox="+inbox, func(b *testing.B) {
+			for b.Loop() {
+				one := serveSends(b, inbox, 1)
+				many := serveSends(b, inbox, 1+n)
+				per := func(f func(*os.ProcessState) time.Duration) float64 {
+					return float64((f(many) - f(one)).Microseconds()) / float64(n)
+				}
+				b.ReportMetric(0, "ns/op")
+				b.ReportMetric(per((*os.ProcessState).UserTime), "user-µs/send")
+				b.ReportMetric(per((*os.ProcessState).SystemTime), "sys-µs/send")
+			}
+		})
+	}
 }
 
 // straceCounts parses the table strace -c writes: "% time seconds

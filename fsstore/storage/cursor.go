@@ -171,13 +171,46 @@ type ReadResult struct {
 }
 
 // readCursors reads an agent's read.json; a damaged one is an error that
-// says what to do, never "nothing read yet".
+// says what to do, never "nothing read yet". While one stat says the file
+// is the one this process read last (it is replaced by rename: a new
+// version is a new inode), what was read then is reused: a copy the
+// caller may change.
 func (s *Files) ReadCursors(path string) (Cursors, error) {
+	stamp, statErr := lockedfile.StampPath(path)
+	if statErr == nil {
+		if cursors, ok := s.io.cursors.Get(path, stamp); ok {
+			return cursors.clone(), nil
+		}
+	}
 	var cursors Cursors
 	if err := s.ReadDoc(path, &cursors); err != nil && !errors.Is(err, ErrNotFound) {
 		return nil, fmt.Errorf("the read cursors are damaged (%w): run aipm doctor", err)
 	}
+	if statErr == nil {
+		// Read after the stat: a version written in between is newer than
+		// the stamp says, and the next stat misses and reads it again.
+		s.io.cursors.Put(path, cursors.clone(), stamp)
+	}
 	return cursors, nil
+}
+
+// clone is a copy of c that shares nothing with it.
+func (c Cursors) clone() Cursors {
+	if c == nil {
+		return nil
+	}
+	out := make(Cursors, len(c))
+	for stream, sc := range c {
+		sc.Earlier = slices.Clone(sc.Earlier)
+		if sc.Pending != nil {
+			p := *sc.Pending
+			p.To.Earlier = slices.Clone(p.To.Earlier)
+			p.MessageIDs = slices.Clone(p.MessageIDs)
+			sc.Pending = &p
+		}
+		out[stream] = sc
+	}
+	return out
 }
 
 // cursorOf is cursors[stream]; a per-purpose notifications cursor not

@@ -207,7 +207,8 @@ func (s *Store) untoldWork(ctx context.Context, cfg *storage.Config, ses Session
 // written and told is false, and the caller reads again rather than tell
 // the same thing twice. A session that ended is not written to (told is
 // false). The record is the session's told file (toldPath), rewritten in
-// place: it is written at nearly every tool call, so it costs no rename.
+// place: it is written at nearly every tool call, so it costs no rename,
+// through a descriptor this process keeps (lockedfile.HeldRecord).
 func (s *Store) Surface(ctx context.Context, ses Session, n Notices, via string, edit func(*Surfaced)) (told bool, err error) {
 	to := n.To
 	if edit != nil {
@@ -223,7 +224,7 @@ func (s *Store) Surface(ctx context.Context, ses Session, n Notices, via string,
 	if err != nil {
 		return false, err
 	}
-	err = lockedfile.SwapRecord(ctx, path, storage.ModePrivateFile, true, func(old []byte) ([]byte, error) {
+	err = s.caches.told.Get(path, storage.ModePrivateFile).Swap(ctx, true, func(old []byte) ([]byte, error) {
 		if !decodeTold(old).equal(n.From) {
 			return nil, errTold
 		}
@@ -265,7 +266,7 @@ func decodeTold(data []byte) Surfaced {
 // withTold fills ses.Surfaced from its told record.
 func (s *Store) withTold(ses Session) Session {
 	if path, err := s.toldPath(ses.ID); err == nil {
-		data, _ := lockedfile.ReadRecord(path) // unreadable: nothing told
+		data, _ := s.caches.told.Get(path, storage.ModePrivateFile).Read() // unreadable: nothing told
 		ses.Surfaced = decodeTold(data)
 	}
 	return ses

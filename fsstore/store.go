@@ -23,8 +23,10 @@ type caches struct {
 	unread       lockedfile.StatCache[Unread]
 	// quietChat: chat sessions found with no new message (NewMessagesFor).
 	quietChat lockedfile.StatCache[struct{}]
-	tasks     taskIndex
-	bearers   bearerCache // HTTP bearer tokens found to be agents' passkeys (AgentOfPasskey)
+	// told: the descriptors of the sessions' told records (Surface).
+	told    lockedfile.HeldRecords
+	tasks   taskIndex
+	bearers bearerCache // HTTP bearer tokens found to be agents' passkeys (AgentOfPasskey)
 }
 
 // Open returns the store of the project directory dir, which must contain

@@ -116,7 +116,7 @@ func ReadPast(path string, cur Cursor, opt ReadOptions) (ReadResult, error) {
 	if err != nil {
 		return res, err
 	}
-	r, err := NewLineReader(f, path, start)
+	r, err := newLineReaderFor(f, path, start, fi.Size()-start.Offset)
 	if err != nil {
 		return res, err
 	}

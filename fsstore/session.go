@@ -265,19 +265,6 @@ func (s *Store) sweepOne(sw *sweep, path string, ses Session) error {
 	return nil
 }
 
-// processAlive says whether the process pid (an aipm serve holding a
-// session) still runs on this machine. Unknown pids count as alive.
-func processAlive(pid int) bool {
-	if pid <= 0 {
-		return true
-	}
-	err := syscall.Kill(pid, 0)
-	if err != nil && !errors.Is(err, syscall.EPERM) {
-		return false
-	}
-	return !zombie(pid)
-}
-
 // zombie says whether pid has exited and waits to be reaped (a process
 // whose parent died under a pid 1 that does not reap): it is gone. It
 // reads the start of /proc/<pid>/stat with three system calls (os.ReadFile

@@ -42,3 +42,43 @@ func TestZombie(t *testing.T) {
 		t.Errorf("reaped: zombie(%d) = true", exited)
 	}
 }
+
+// processAlive follows a process it found running to its end, exited
+// and not reaped (a zombie) or reaped; and says this process runs, however
+// often it is asked.
+func TestProcessAlive(t *testing.T) {
+	sleep, err := exec.LookPath("sleep")
+	if err != nil {
+		testenv.SkipMissing(t, "the program sleep")
+	}
+	for range 3 {
+		if !processAlive(os.Getpid()) {
+			t.Fatal("this process is not alive")
+		}
+	}
+	cmd := exec.Command(sleep, "60")
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	pid := cmd.Process.Pid
+	for range 2 {
+		if !processAlive(pid) {
+			t.Fatalf("a running child (%d) is not alive", pid)
+		}
+	}
+	cmd.Process.Kill()
+	deadline := time.Now().Add(10 * time.Second)
+	for !zombie(pid) && time.Now().Before(deadline) {
+		time.Sleep(time.Millisecond)
+	}
+	if processAlive(pid) {
+		t.Errorf("a killed child, not reaped (%d), is alive", pid)
+	}
+	cmd.Wait()
+	if processAlive(pid) {
+		t.Errorf("a reaped child (%d) is alive", pid)
+	}
+	if processAlive(1<<30) || !processAlive(0) {
+		t.Error("no such process is alive, or an unknown pid (0) is not")
+	}
+}

@@ -23,6 +23,8 @@ type caches struct {
 	unread       lockedfile.StatCache[Unread]
 	// quietChat: chat sessions found with no new message (NewMessagesFor).
 	quietChat lockedfile.StatCache[struct{}]
+	// convIndex: the conversations' index (keptConvIndex).
+	convIndex lockedfile.StatCache[convIndex]
 	// told: the descriptors of the sessions' told records (Surface).
 	told    lockedfile.HeldRecords
 	tasks   taskIndex

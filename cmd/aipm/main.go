@@ -65,10 +65,6 @@ func run(ctx context.Context, args []string, getenv func(string) string, stdin i
 		// A client runs aipm hook around every tool call (P8): the same.
 		root = newRoot(e)
 		root.AddCommand(newCmdHook(e))
-	case isPlainVersion(args):
-		// aipm version is the measure of a start itself (P4, P7): the same.
-		root = newRoot(e)
-		root.AddCommand(newCmdVersion(e))
 	default:
 		root = newCmdRoot(e)
 	}
@@ -95,27 +91,6 @@ func isHook(args []string) bool {
 		}
 	}
 	return false
-}
-
-// isPlainVersion reports whether args run aipm version with nothing but
-// the global flags --dir and --utc and version's --json: then the tree
-// with version alone parses and prints as the whole tree would. Anything
-// else (help, a typo, an extra argument) takes the whole tree.
-func isPlainVersion(args []string) bool {
-	version := false
-	for i := 0; i < len(args); i++ {
-		switch a := args[i]; {
-		case a == "version" && !version:
-			version = true
-		case version && (a == "--json" || a == "--json=true" || a == "--json=false"):
-		case a == "--dir" && i+1 < len(args):
-			i++ // its value, whatever it is
-		case strings.HasPrefix(a, "--dir="), a == "--utc", a == "--utc=true", a == "--utc=false":
-		default:
-			return false
-		}
-	}
-	return version
 }
 
 // isPlainServe reports whether args run aipm serve with nothing but the

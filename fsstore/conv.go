@@ -570,12 +570,7 @@ func (s *Store) createConversation(ctx context.Context, cfg *storage.Config, c C
 // first, with due timeouts applied. It reads the index and the few
 // documents it names, without a lock unless a timeout must be written.
 func (s *Store) conversationsOf(ctx context.Context, cfg *storage.Config, agent string) ([]Conversation, error) {
-	if _, err := os.Stat(s.convIndexPath()); errors.Is(err, os.ErrNotExist) {
-		if _, err := os.Stat(s.CollectionDir(storage.Conversations)); errors.Is(err, os.ErrNotExist) {
-			return nil, nil // no conversation ever: the common case
-		}
-	}
-	idx, err := s.readConvIndex()
+	idx, err := s.keptConvIndex() // no conversation ever, the common case: two stats
 	if err != nil {
 		return nil, err
 	}

@@ -162,3 +162,55 @@ func TestStartConversationRaceProcesses(t *testing.T) {
 		}
 	}
 }
+
+// A process that keeps the conversations' index between calls
+// (keptConvIndex) sees every conversation another process starts and
+// ends, with the index in place, gone, or damaged.
+func TestConversationIndexKept(t *testing.T) {
+	s, cfg := newConvStore(t)
+	other, err := Open(s.ProjectDir())
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx := context.Background()
+	open := func(step string, want ...string) {
+		t.Helper()
+		for range 2 { // the second read is the kept one
+			cs, err := s.conversationsOf(ctx, cfg, "a")
+			if err != nil {
+				t.Fatal(err)
+			}
+			var got []string
+			for _, c := range cs {
+				if c.Open() {
+					got = append(got, c.Other("a"))
+				}
+			}
+			if strings.Join(got, ",") != strings.Join(want, ",") {
+				t.Fatalf("%s: a's open conversations are with %v, want %v", step, got, want)
+			}
+		}
+	}
+	open("none yet")
+	ab, _, err := other.Conversations().Start(ctx, cfg, NewConversation{From: "a", To: "b"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	open("started elsewhere", "b")
+	if err := os.Remove(s.convIndexPath()); err != nil {
+		t.Fatal(err)
+	}
+	open("index removed", "b")
+	if _, _, err := other.Conversations().Start(ctx, cfg, NewConversation{From: "c", To: "a"}); err != nil {
+		t.Fatal(err)
+	}
+	open("another, the index written back", "b", "c")
+	if err := os.WriteFile(s.convIndexPath(), []byte(`{"pairs": [1,`), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	open("index damaged", "b", "c")
+	if _, err := other.Conversations().End(ctx, cfg, "a", ab.ID); err != nil {
+		t.Fatal(err)
+	}
+	open("one ended elsewhere", "c")
+}

@@ -66,3 +66,45 @@ func TestNewMessagesNotice(t *testing.T) {
 		t.Errorf("unread after expiry: %d (%v), want 4", len(msgs), err)
 	}
 }
+
+// TestNewMessagesAcrossOwnSend: a chat session found with nothing new
+// keeps that answer across its own sends (the sender's copy is no message
+// for it), never across a message another process wrote to its log,
+// before its send or after it.
+func TestNewMessagesAcrossOwnSend(t *testing.T) {
+	s, cfg := leadAndCoder(t)
+	other, err := Open(s.ProjectDir()) // another process: its own caches and descriptors
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx := context.Background()
+	send := func(st *Store, from, to string) {
+		t.Helper()
+		if _, err := st.Send(ctx, cfg, OutgoingMessage{From: from, To: to, Content: "hi"}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	chat := Session{ID: "ses_c", Agent: "coder", Purpose: storage.PurposeChat}
+	news := func(step, want string) {
+		t.Helper()
+		n, err := s.NewMessagesFor(ctx, chat)
+		if err != nil || n.Text() != want {
+			t.Fatalf("%s: %q (%v), want %q", step, n.Text(), err, want)
+		}
+		if n.Count() > 0 {
+			chat.Surfaced.Chat = n.Through // told, as the notification line records it
+		}
+	}
+	news("nothing sent", "")
+	send(s, "coder", "lead")
+	news("after a send", "")
+	send(s, "coder", "lead")
+	news("after another send", "")
+	send(other, "lead", "coder")
+	send(s, "coder", "lead")
+	news("a message, then a send", "1 new message from lead")
+	news("told", "")
+	send(s, "coder", "lead")
+	send(other, "lead", "coder")
+	news("a send, then a message", "1 new message from lead")
+}

@@ -207,7 +207,8 @@ func (s *Store) untoldWork(ctx context.Context, cfg *storage.Config, ses Session
 // written and told is false, and the caller reads again rather than tell
 // the same thing twice. A session that ended is not written to (told is
 // false). The record is the session's told file (toldPath), rewritten in
-// place: it is written at nearly every tool call, so it costs no rename.
+// place: it is written at nearly every tool call, so it costs no rename,
+// through a descriptor this process keeps (lockedfile.HeldRecord).
 func (s *Store) Surface(ctx context.Context, ses Session, n Notices, via string, edit func(*Surfaced)) (told bool, err error) {
 	to := n.To
 	if edit != nil {
@@ -223,7 +224,7 @@ func (s *Store) Surface(ctx context.Context, ses Session, n Notices, via string,
 	if err != nil {
 		return false, err
 	}
-	err = lockedfile.SwapRecord(ctx, path, storage.ModePrivateFile, true, func(old []byte) ([]byte, error) {
+	err = s.caches.told.Get(path, storage.ModePrivateFile).Swap(ctx, true, func(old []byte) ([]byte, error) {
 		if !decodeTold(old).equal(n.From) {
 			return nil, errTold
 		}
@@ -265,7 +266,7 @@ func decodeTold(data []byte) Surfaced {
 // withTold fills ses.Surfaced from its told record.
 func (s *Store) withTold(ses Session) Session {
 	if path, err := s.toldPath(ses.ID); err == nil {
-		data, _ := lockedfile.ReadRecord(path) // unreadable: nothing told
+		data, _ := s.caches.told.Get(path, storage.ModePrivateFile).Read() // unreadable: nothing told
 		ses.Surfaced = decodeTold(data)
 	}
 	return ses
@@ -277,21 +278,11 @@ var errTold = errors.New("told by another process")
 // LiveSessionsOf returns agent's sessions that are live at now and whose
 // aipm serve process runs, read without a lock or a sweep.
 func (s *Store) LiveSessionsOf(agent string, now time.Time) ([]Session, error) {
-	ids, err := s.agentSessionIDs(agent)
-	if err != nil {
-		return nil, err
+	live, err := s.liveSessions(agent, now)
+	for i := range live {
+		live[i] = s.withTold(live[i])
 	}
-	var live []Session
-	for _, id := range ids {
-		ses, err := s.session(id)
-		if err != nil {
-			continue // gone, or damaged: doctor reports it
-		}
-		if ses.Alive(now) && ses.Agent == agent {
-			live = append(live, s.withTold(ses))
-		}
-	}
-	return live, nil
+	return live, err
 }
 
 // Alive says whether the session is live at now and its aipm serve

@@ -67,20 +67,6 @@ func (s *Store) ensureSessionIndex() error {
 	return nil
 }
 
-// agentSessionIDs reads agent's index (the caller holds the sessions lock
-// and has called ensureSessionIndex).
-func (s *Store) agentSessionIDs(agent string) ([]string, error) {
-	path, err := s.sessionIndexPath(agent)
-	if err != nil {
-		return nil, err
-	}
-	var ix agentSessionIndex
-	if err := s.ReadDoc(path, &ix); err != nil && !errors.Is(err, storage.ErrNotFound) {
-		return nil, err
-	}
-	return ix.Sessions, nil
-}
-
 // setAgentSessionIDs replaces agent's index (the caller holds the sessions
 // lock); an agent without sessions has no file.
 func (s *Store) setAgentSessionIDs(agent string, ids []string) error {

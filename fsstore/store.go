@@ -18,11 +18,17 @@ type Store struct {
 // files (revalidated by stat) and the descriptors it appends through.
 type caches struct {
 	sessions lockedfile.StatCache[Session]
-	unread   lockedfile.StatCache[Unread]
+	// sessionIndex: each agent's session ids (agentSessionIDs).
+	sessionIndex lockedfile.StatCache[[]string]
+	unread       lockedfile.StatCache[Unread]
 	// quietChat: chat sessions found with no new message (NewMessagesFor).
 	quietChat lockedfile.StatCache[struct{}]
-	tasks     taskIndex
-	bearers   bearerCache // HTTP bearer tokens found to be agents' passkeys (AgentOfPasskey)
+	// convIndex: the conversations' index (keptConvIndex).
+	convIndex lockedfile.StatCache[convIndex]
+	// told: the descriptors of the sessions' told records (Surface).
+	told    lockedfile.HeldRecords
+	tasks   taskIndex
+	bearers bearerCache // HTTP bearer tokens found to be agents' passkeys (AgentOfPasskey)
 }
 
 // Open returns the store of the project directory dir, which must contain

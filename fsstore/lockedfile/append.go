@@ -21,7 +21,17 @@ type AppendOptions struct {
 	// holds these bytes (checked under the lock): an idempotent append.
 	// It reads the whole file, so it is for rare writes.
 	Unless []byte
+	// Changed, when set, receives the file's stamps just before and just
+	// after the line, both taken under the lock (one more fstat): a caller
+	// that knows what its own line changes in what it keeps of the file can
+	// keep it valid across the write (StatCache.Moved). Nothing written
+	// leaves it zero.
+	Changed *Change
 }
+
+// Change is one append seen under the lock: the file was Before, and
+// became After by the line alone.
+type Change struct{ Before, After Stamp }
 
 // An Appender appends whole lines to one file through a descriptor it keeps
 // open between appends: an append costs a lock on the held descriptor, a
@@ -117,10 +127,16 @@ func (a *Appender) write(ctx context.Context, line []byte, opt AppendOptions) (f
 		if err := a.lock(ctx, h); err != nil {
 			return nil, err
 		}
-		size, same, err := a.check(h)
+		held, same, err := a.check(h)
 		if err == nil && same {
+			size := held.Size()
 			var wrote bool
 			wrote, err = a.writeLocked(h, size, buf, opt)
+			if wrote && opt.Changed != nil {
+				if after, serr := h.f.Stat(); serr == nil {
+					*opt.Changed = Change{Before: StampOf(held), After: StampOf(after)}
+				}
+			}
 			flockRetry(h.fd, syscall.LOCK_UN)
 			if err != nil || !wrote {
 				return func() error { return nil }, err
@@ -154,20 +170,20 @@ func (a *Appender) open() (*handle, error) {
 }
 
 // check says whether the path still names the locked descriptor's inode
-// (DESIGN section 4 rule 2), and the file's size.
-func (a *Appender) check(h *handle) (size int64, same bool, err error) {
-	held, err := h.f.Stat()
+// (DESIGN section 4 rule 2), and returns what the descriptor's fstat says.
+func (a *Appender) check(h *handle) (held os.FileInfo, same bool, err error) {
+	held, err = h.f.Stat()
 	if err != nil {
-		return 0, false, err
+		return nil, false, err
 	}
 	now, err := os.Stat(a.path)
 	if errors.Is(err, os.ErrNotExist) {
-		return 0, false, nil // removed: reopen creates it again
+		return held, false, nil // removed: reopen creates it again
 	}
 	if err != nil {
-		return 0, false, err
+		return nil, false, err
 	}
-	return held.Size(), os.SameFile(held, now), nil
+	return held, os.SameFile(held, now), nil
 }
 
 // writeLocked writes buf at the end of the locked file of size bytes.

@@ -53,6 +53,12 @@ type ReadOptions struct {
 	// (a *LineError): nothing past a record that was not understood is
 	// consumed. Otherwise bad lines are listed in Bad and passed over.
 	Strict bool
+	// SkipTo, when set (its Offset, Line, Inode and LastID), is a place
+	// past cur to start at instead: taken only when it lies past cur in
+	// the file cur was measured in (or, for a cursor that never read, the
+	// file now) and the record that ends there is still its LastID, as
+	// checked on the descriptor the read uses. Result.Skipped says so.
+	SkipTo Cursor
 }
 
 // ReadResult is what ReadPast returns.
@@ -72,6 +78,8 @@ type ReadResult struct {
 	// none is): what a reader that passed over records not for it may start
 	// from next time to find the same records without passing over them again.
 	First Cursor
+	// Skipped says the read started at ReadOptions.SkipTo.
+	Skipped bool
 }
 
 // ReadPast reads the records of path past cur, oldest first, and returns
@@ -96,6 +104,11 @@ func ReadPast(path string, cur Cursor, opt ReadOptions) (ReadResult, error) {
 	if err != nil {
 		return res, err
 	}
+	if to, ok, err := skipTo(f, cur, opt.SkipTo, Inode(fi), fi.Size()); err != nil {
+		return res, fmt.Errorf("read %s: %w", path, err)
+	} else if ok {
+		cur, res.Skipped = to, true
+	}
 	next := cur
 	next.Earlier = slices.Clone(cur.Earlier)
 	next.Inode = Inode(fi)
@@ -103,7 +116,7 @@ func ReadPast(path string, cur Cursor, opt ReadOptions) (ReadResult, error) {
 	if err != nil {
 		return res, err
 	}
-	r, err := NewLineReader(f, path, start)
+	r, err := newLineReaderFor(f, path, start, fi.Size()-start.Offset)
 	if err != nil {
 		return res, err
 	}
@@ -160,6 +173,26 @@ func recordID(path string, rec Record, check func(Record) error) (string, *LineE
 		}
 	}
 	return id, nil
+}
+
+// skipTo is ReadOptions.SkipTo's rule: the cursor to start at instead of
+// cur, if mark is one to take, in f (whose inode and size are given).
+func skipTo(f *os.File, cur, mark Cursor, inode uint64, size int64) (Cursor, bool, error) {
+	if mark.Offset == 0 {
+		return cur, false, nil
+	}
+	if cur.Inode != 0 { // measured in that file, whatever the path names now
+		inode = cur.Inode
+	}
+	if mark.Inode != inode || mark.Offset <= cur.Offset || mark.LastID == "" || mark.Offset > size {
+		return cur, false, nil
+	}
+	// The record the mark follows must still end there: a file that reuses
+	// the inode number (a later compaction) holds other records.
+	if id, ok, err := idEndingAt(f, mark.Offset); err != nil || !ok || id != mark.LastID {
+		return cur, false, nil // not there (a read that fails is the read's to report)
+	}
+	return Cursor{Offset: mark.Offset, Line: mark.Line, Inode: inode, LastID: mark.LastID, RedeliverBefore: cur.RedeliverBefore}, true, nil
 }
 
 func finish(res ReadResult, next Cursor) ReadResult {

@@ -284,3 +284,50 @@ func TestCursorRemembersFew(t *testing.T) {
 		t.Fatalf("cursor remembers %v then %s, want %v then m19", cur.Earlier, cur.LastID, all[20-Remembered:19])
 	}
 }
+
+// SkipTo starts a read at a mark past the cursor, on the read's own
+// descriptor, only when the mark is in the file the cursor was measured in
+// (or the file now, for a cursor that never read) and its record still
+// ends there.
+func TestReadPastSkipTo(t *testing.T) {
+	path := filepath.Join(t.TempDir(), "s.jsonl")
+	appendIDs(t, path, "a", "b", "c", "d")
+	all, err := ReadPast(path, Cursor{}, ReadOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	after := func(i int) Cursor { // the cursor past the i-th record
+		c := Cursor{Offset: all.Records[i].End().Offset, Line: all.Records[i].End().Line, Inode: all.Next.Inode}
+		c.LastID = gjson.GetBytes(all.Records[i].Data, "id").Str
+		return c
+	}
+	moved := func(c Cursor, f func(*Cursor)) Cursor { f(&c); return c }
+	for _, tc := range []struct {
+		name    string
+		cur     Cursor
+		mark    Cursor
+		skipped bool
+		want    []string
+	}{
+		{"no mark", Cursor{}, Cursor{}, false, []string{"a", "b", "c", "d"}},
+		{"a mark, a new reader", Cursor{}, after(1), true, []string{"c", "d"}},
+		{"a mark past the cursor", after(0), after(2), true, []string{"d"}},
+		{"a mark before the cursor", after(2), after(0), false, []string{"d"}},
+		{"another record ends there", Cursor{}, moved(after(1), func(c *Cursor) { c.LastID = "x" }), false, []string{"a", "b", "c", "d"}},
+		{"another file", Cursor{}, moved(after(1), func(c *Cursor) { c.Inode++ }), false, []string{"a", "b", "c", "d"}},
+		{"past the end", Cursor{}, moved(after(3), func(c *Cursor) { c.Offset += 100 }), false, []string{"a", "b", "c", "d"}},
+		{"not where a line ends", Cursor{}, moved(after(1), func(c *Cursor) { c.Offset-- }), false, []string{"a", "b", "c", "d"}},
+	} {
+		res, err := ReadPast(path, tc.cur, ReadOptions{SkipTo: tc.mark})
+		if err != nil {
+			t.Fatalf("%s: %v", tc.name, err)
+		}
+		var got []string
+		for _, r := range res.Records {
+			got = append(got, gjson.GetBytes(r.Data, "id").Str)
+		}
+		if res.Skipped != tc.skipped || !slices.Equal(got, tc.want) {
+			t.Errorf("%s: skipped %v, read %v; want %v, %v", tc.name, res.Skipped, got, tc.skipped, tc.want)
+		}
+	}
+}

@@ -60,10 +60,26 @@ func openLines(path string, pos Position) (*LineReader, error) {
 // NewLineReader reads the open file f (named path in errors) from pos.
 // Closing the reader does not close f.
 func NewLineReader(f *os.File, path string, pos Position) (*LineReader, error) {
+	return newLineReader(f, path, pos, maxLineBuffer)
+}
+
+func newLineReader(f *os.File, path string, pos Position, buffer int) (*LineReader, error) {
 	if _, err := f.Seek(pos.Offset, io.SeekStart); err != nil {
 		return nil, fmt.Errorf("seek %s to %d: %w", path, pos.Offset, err)
 	}
-	return &LineReader{path: path, f: f, br: bufio.NewReaderSize(f, 64<<10), pos: pos}, nil
+	return &LineReader{path: path, f: f, br: bufio.NewReaderSize(f, buffer), pos: pos}, nil
+}
+
+// maxLineBuffer is the read buffer of a LineReader: lines longer than it
+// are read in parts.
+const maxLineBuffer = 64 << 10
+
+// newLineReaderFor is NewLineReader for a read of about left bytes (the
+// file's size past pos, when the read began): its buffer is no larger
+// than they need, so that a read of what is new, a line or two, does not
+// allocate the whole buffer at every call.
+func newLineReaderFor(f *os.File, path string, pos Position, left int64) (*LineReader, error) {
+	return newLineReader(f, path, pos, int(min(max(left+1, 512), maxLineBuffer)))
 }
 
 // Pos is the position after the last line Next consumed.

@@ -3,6 +3,8 @@ package lockedfile
 import (
 	"bytes"
 	"encoding/json"
+	"errors"
+	"io"
 	"os"
 	"path/filepath"
 	"strings"
@@ -118,4 +120,32 @@ func FuzzReadPast(f *testing.F) {
 			t.Fatalf("next cursor at %d is not on a line boundary", res.Next.Offset)
 		}
 	})
+}
+
+// A LineReader sized for a small read still reads lines longer than its
+// buffer (the file grew since it was sized) whole.
+func TestLineReaderSizedSmall(t *testing.T) {
+	path := filepath.Join(t.TempDir(), "l.jsonl")
+	long := `{"id":"a","pad":"` + strings.Repeat("x", 5000) + `"}`
+	if err := os.WriteFile(path, []byte(long+"\n"+`{"id":"b"}`+"\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	f, err := os.Open(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer f.Close()
+	r, err := newLineReaderFor(f, path, Position{}, 10)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, want := range []string{long, `{"id":"b"}`} {
+		rec, err := r.Next()
+		if err != nil || string(rec.Data) != want {
+			t.Fatalf("read %d bytes (%v), want %d", len(rec.Data), err, len(want))
+		}
+	}
+	if _, err := r.Next(); !errors.Is(err, io.EOF) {
+		t.Fatalf("past the end: %v", err)
+	}
 }

@@ -2,6 +2,7 @@ package lockedfile
 
 import (
 	"os"
+	"slices"
 	"sync"
 	"time"
 )
@@ -73,4 +74,23 @@ func (c *StatCache[V]) Put(key string, v V, stamps ...Stamp) {
 		c.m = map[string]stamped[V]{}
 	}
 	c.m[key] = stamped[V]{stamps: stamps, v: v}
+}
+
+// Moved declares every entry that holds stamp from valid at to instead:
+// the file changed from one to the other in a way the caller knows leaves
+// those values true (its own append of a line they do not depend on,
+// seen under the file's lock: Change).
+func (c *StatCache[V]) Moved(from, to Stamp) {
+	if from == (Stamp{}) || from == to {
+		return
+	}
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	for key, e := range c.m {
+		if i := slices.Index(e.stamps, from); i >= 0 {
+			stamps := slices.Clone(e.stamps)
+			stamps[i] = to
+			c.m[key] = stamped[V]{stamps: stamps, v: e.v}
+		}
+	}
 }

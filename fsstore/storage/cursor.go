@@ -171,13 +171,46 @@ type ReadResult struct {
 }
 
 // readCursors reads an agent's read.json; a damaged one is an error that
-// says what to do, never "nothing read yet".
+// says what to do, never "nothing read yet". While one stat says the file
+// is the one this process read last (it is replaced by rename: a new
+// version is a new inode), what was read then is reused: a copy the
+// caller may change.
 func (s *Files) ReadCursors(path string) (Cursors, error) {
+	stamp, statErr := lockedfile.StampPath(path)
+	if statErr == nil {
+		if cursors, ok := s.io.cursors.Get(path, stamp); ok {
+			return cursors.clone(), nil
+		}
+	}
 	var cursors Cursors
 	if err := s.ReadDoc(path, &cursors); err != nil && !errors.Is(err, ErrNotFound) {
 		return nil, fmt.Errorf("the read cursors are damaged (%w): run aipm doctor", err)
 	}
+	if statErr == nil {
+		// Read after the stat: a version written in between is newer than
+		// the stamp says, and the next stat misses and reads it again.
+		s.io.cursors.Put(path, cursors.clone(), stamp)
+	}
 	return cursors, nil
+}
+
+// clone is a copy of c that shares nothing with it.
+func (c Cursors) clone() Cursors {
+	if c == nil {
+		return nil
+	}
+	out := make(Cursors, len(c))
+	for stream, sc := range c {
+		sc.Earlier = slices.Clone(sc.Earlier)
+		if sc.Pending != nil {
+			p := *sc.Pending
+			p.To.Earlier = slices.Clone(p.To.Earlier)
+			p.MessageIDs = slices.Clone(p.MessageIDs)
+			sc.Pending = &p
+		}
+		out[stream] = sc
+	}
+	return out
 }
 
 // cursorOf is cursors[stream]; a per-purpose notifications cursor not
@@ -268,8 +301,12 @@ func (s *Files) ReadUnread(ctx context.Context, agent, stream string, opt ReadOp
 // their path in the project. It returns the records, the cursor just
 // before the first record returned, and the cursor after the last one.
 func (s *Files) readPast(logPath string, cur Cursor, opt ReadOptions) (res ReadResult, first, next Cursor, err error) {
-	rp, err := lockedfile.ReadPast(logPath, cur, lockedfile.ReadOptions{Limit: opt.Limit, Match: opt.Match, Check: opt.Check, Strict: opt.Strict})
-	res = ReadResult{Records: rp.Records, Redelivered: rp.Redelivered, More: rp.More, Bad: rp.Bad, Next: rp.Next}
+	var skip Cursor
+	if m := opt.SkipTo; opt.Peek {
+		skip = Cursor{Offset: m.Offset, Line: m.Line, Inode: m.Inode, LastID: m.ID}
+	}
+	rp, err := lockedfile.ReadPast(logPath, cur, lockedfile.ReadOptions{Limit: opt.Limit, Match: opt.Match, Check: opt.Check, Strict: opt.Strict, SkipTo: skip})
+	res = ReadResult{Records: rp.Records, Redelivered: rp.Redelivered, More: rp.More, Bad: rp.Bad, Next: rp.Next, Skipped: rp.Skipped}
 	for _, le := range res.Bad {
 		le.Path = s.Rel(logPath)
 	}
@@ -304,12 +341,10 @@ func (s *Files) peekUnread(ctx context.Context, logPath, cursorPath, stream stri
 			from.RedeliverBefore = start.RedeliverBefore
 		}
 	}
-	skipped := false
-	if from, skipped = skipTo(logPath, from, opt.SkipTo); skipped {
+	res, first, next, err := s.readPast(logPath, from, opt)
+	if res.Skipped {
 		key = "" // what lies before the mark was not looked at: nothing to remember
 	}
-	res, first, next, err := s.readPast(logPath, from, opt)
-	res.Skipped = skipped
 	if err != nil || len(res.Bad) > 0 {
 		return res, err
 	}
@@ -326,31 +361,6 @@ func (s *Files) peekUnread(ctx context.Context, logPath, cursorPath, stream stri
 		s.advanceCursor(ctx, cursorPath, stream, start, to)
 	}
 	return res, nil
-}
-
-// skipTo is where a peek from `from` starts given opt.SkipTo: the mark,
-// when it lies past from in the file at logPath as it is now.
-func skipTo(logPath string, from Cursor, mark Mark) (Cursor, bool) {
-	if mark.Offset == 0 {
-		return from, false
-	}
-	inode := from.Inode
-	if inode == 0 { // a reader that never read: the file's inode now
-		fi, err := os.Stat(logPath)
-		if err != nil {
-			return from, false
-		}
-		inode = lockedfile.Inode(fi)
-	}
-	if mark.Inode != inode || mark.Offset <= from.Offset || mark.ID == "" {
-		return from, false
-	}
-	// The record the mark follows must still end there: a file that reuses
-	// the inode number (a later compaction) holds other records.
-	if id, ok, err := lockedfile.IDEndingAt(logPath, mark.Offset); err != nil || !ok || id != mark.ID {
-		return from, false
-	}
-	return Cursor{Offset: mark.Offset, Line: mark.Line, Inode: inode, LastID: mark.ID, RedeliverBefore: from.RedeliverBefore}, true
 }
 
 // advanced is sc after a read by session (none: a reader that commits at

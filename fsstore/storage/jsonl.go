@@ -49,6 +49,19 @@ func (s *Files) WriteJSONL(ctx context.Context, path string, rec any) (flush fun
 	return s.writeLine(ctx, path, line, nil)
 }
 
+// WriteJSONLChange is WriteJSONL that also returns the file's stamps just
+// before and after the line (lockedfile.Change; zero if nothing was
+// written), for a caller that keeps something read from the file valid
+// across its own line.
+func (s *Files) WriteJSONLChange(ctx context.Context, path string, rec any) (flush func() error, ch lockedfile.Change, err error) {
+	line, err := json.Marshal(rec)
+	if err != nil {
+		return nil, ch, fmt.Errorf("append %s: encode: %w", s.Rel(path), err)
+	}
+	flush, err = s.writeLineWith(ctx, path, line, lockedfile.AppendOptions{Durable: s.Durable.Load(), Changed: &ch})
+	return flush, ch, err
+}
+
 // appendLine appends one line (without its newline) to path. A write that
 // failed for lack of room is a *CodeError disk_full, and leaves no fragment.
 func (s *Files) AppendLine(ctx context.Context, path string, line []byte) error {

@@ -42,6 +42,7 @@ type Files struct {
 // appends through, and the scans of logs it peeked into.
 type ioCaches struct {
 	peeks     lockedfile.StatCache[peekScan] // by log, stream, session and ScanKey; no stamps
+	cursors   lockedfile.StatCache[Cursors]  // each agent's read.json (ReadCursors)
 	appenders lockedfile.Appenders           // open descriptors of the files this process appends to
 }
 

@@ -7,6 +7,7 @@ import (
 	"path/filepath"
 	"regexp"
 	"strings"
+	"sync"
 
 	"aipm/internal/shell"
 )
@@ -42,7 +43,7 @@ const hookTimeout = 10
 
 // shellSafe is a command word that needs no quoting in a hook's command,
 // which clients run through a shell.
-var shellSafe = regexp.MustCompile(`^[A-Za-z0-9_./+@%=:,-]+$`)
+var shellSafe = sync.OnceValue(func() *regexp.Regexp { return regexp.MustCompile(`^[A-Za-z0-9_./+@%=:,-]+$`) })
 
 // hookBinary is the lighter binary that runs aipm's hooks (cmd/aipm-hook).
 const hookBinary = "aipm-hook"
@@ -72,7 +73,7 @@ func hookCommand(command, client string) string {
 	if filepath.Base(command) == hookBinary {
 		sub = ""
 	}
-	if !shellSafe.MatchString(command) {
+	if !shellSafe().MatchString(command) {
 		command = "'" + strings.ReplaceAll(command, "'", `'\''`) + "'"
 	}
 	return command + sub + " --client " + client

@@ -12,6 +12,7 @@ import (
 	"regexp"
 	"slices"
 	"strings"
+	"sync"
 
 	"github.com/BurntSushi/toml"
 )
@@ -273,7 +274,7 @@ func addToList(o *jsonObject, key, item string) (bool, error) {
 }
 
 // codexHeader matches a TOML table header: [a.b] or [[a.b]].
-var codexHeader = regexp.MustCompile(`^\s*\[\[?\s*([^\]]*?)\s*\]\]?\s*(#.*)?$`)
+var codexHeader = sync.OnceValue(func() *regexp.Regexp { return regexp.MustCompile(`^\s*\[\[?\s*([^\]]*?)\s*\]\]?\s*(#.*)?$`) })
 
 // codexWrite merges the [mcp_servers.aipm] table into the project's
 // .codex/config.toml and aipm's hooks into its .codex/hooks.json (the new
@@ -360,7 +361,7 @@ func spliceCodexTable(doc, table string) string {
 			continue
 		}
 		end := i + 1
-		for end < len(lines) && !codexHeader.MatchString(lines[end]) {
+		for end < len(lines) && !codexHeader().MatchString(lines[end]) {
 			end++
 		}
 		keep := end
@@ -395,7 +396,7 @@ func spliceCodexTable(doc, table string) string {
 }
 
 func isAipmHeader(line string) bool {
-	m := codexHeader.FindStringSubmatch(line)
+	m := codexHeader().FindStringSubmatch(line)
 	if m == nil {
 		return false
 	}

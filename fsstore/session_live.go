@@ -1,0 +1,60 @@
+package fsstore
+
+import (
+	"errors"
+	"slices"
+	"time"
+
+	"aipm/fsstore/lockedfile"
+	"aipm/fsstore/storage"
+)
+
+// liveSessions returns agent's sessions that are live at now and whose
+// aipm serve process runs, read without a lock or a sweep, and without
+// what their models were told (LiveSessionsOf adds it): what
+// ReceiverStateOf needs, at every send. The index and each document cost
+// a stat while they are the ones this process read last.
+func (s *Store) liveSessions(agent string, now time.Time) ([]Session, error) {
+	ids, err := s.agentSessionIDs(agent)
+	if err != nil {
+		return nil, err
+	}
+	var live []Session
+	for _, id := range ids {
+		ses, err := s.session(id)
+		if err != nil {
+			continue // gone, or damaged: doctor reports it
+		}
+		if ses.Alive(now) && ses.Agent == agent {
+			live = append(live, ses)
+		}
+	}
+	return live, nil
+}
+
+// agentSessionIDs reads agent's session index, reusing the ids this
+// process read last while one stat says the file is the same one (the
+// index is replaced by rename, never edited in place: a new version is a
+// new inode). The caller may change what it gets.
+func (s *Store) agentSessionIDs(agent string) ([]string, error) {
+	path, err := s.sessionIndexPath(agent)
+	if err != nil {
+		return nil, err
+	}
+	stamp, statErr := lockedfile.StampPath(path)
+	if statErr == nil {
+		if ids, ok := s.caches.sessionIndex.Get(path, stamp); ok {
+			return slices.Clone(ids), nil
+		}
+	}
+	var ix agentSessionIndex
+	if err := s.ReadDoc(path, &ix); err != nil && !errors.Is(err, storage.ErrNotFound) {
+		return nil, err
+	}
+	if statErr == nil {
+		// Read after the stat: a version written in between is newer than
+		// the stamp says, and the next stat misses and reads it again.
+		s.caches.sessionIndex.Put(path, slices.Clone(ix.Sessions), stamp)
+	}
+	return ix.Sessions, nil
+}

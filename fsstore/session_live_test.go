@@ -1,0 +1,84 @@
+package fsstore
+
+import (
+	"os"
+	"os/exec"
+	"testing"
+	"time"
+
+	"aipm/internal/testenv"
+)
+
+func TestZombie(t *testing.T) {
+	truePath, err := exec.LookPath("true")
+	if err != nil {
+		testenv.SkipMissing(t, "the program true")
+	}
+	cmd := exec.Command(truePath)
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	exited := cmd.Process.Pid
+	// Not reaped until Wait: once it has exited, it is a zombie.
+	deadline := time.Now().Add(10 * time.Second)
+	for !zombie(exited) && time.Now().Before(deadline) {
+		time.Sleep(time.Millisecond)
+	}
+	for _, tc := range []struct {
+		name string
+		pid  int
+		want bool
+	}{
+		{"this process", os.Getpid(), false},
+		{"an exited child not reaped", exited, true},
+		{"no such process", 1 << 30, false},
+	} {
+		if got := zombie(tc.pid); got != tc.want {
+			t.Errorf("%s: zombie(%d) = %v, want %v", tc.name, tc.pid, got, tc.want)
+		}
+	}
+	cmd.Wait()
+	if zombie(exited) {
+		t.Errorf("reaped: zombie(%d) = true", exited)
+	}
+}
+
+// processAlive follows a process it found running to its end, exited
+// and not reaped (a zombie) or reaped; and says this process runs, however
+// often it is asked.
+func TestProcessAlive(t *testing.T) {
+	sleep, err := exec.LookPath("sleep")
+	if err != nil {
+		testenv.SkipMissing(t, "the program sleep")
+	}
+	for range 3 {
+		if !processAlive(os.Getpid()) {
+			t.Fatal("this process is not alive")
+		}
+	}
+	cmd := exec.Command(sleep, "60")
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	pid := cmd.Process.Pid
+	for range 2 {
+		if !processAlive(pid) {
+			t.Fatalf("a running child (%d) is not alive", pid)
+		}
+	}
+	cmd.Process.Kill()
+	deadline := time.Now().Add(10 * time.Second)
+	for !zombie(pid) && time.Now().Before(deadline) {
+		time.Sleep(time.Millisecond)
+	}
+	if processAlive(pid) {
+		t.Errorf("a killed child, not reaped (%d), is alive", pid)
+	}
+	cmd.Wait()
+	if processAlive(pid) {
+		t.Errorf("a reaped child (%d) is alive", pid)
+	}
+	if processAlive(1<<30) || !processAlive(0) {
+		t.Error("no such process is alive, or an unknown pid (0) is not")
+	}
+}

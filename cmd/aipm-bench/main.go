@@ -189,8 +189,9 @@ func aipmBinary(ctx context.Context, flag, self, dir string, log io.Writer) (pat
 		return beside, "beside aipm-bench", isAipm(ctx, beside)
 	}
 	if inModule(ctx) {
-		fmt.Fprintln(log, "bench: building ./cmd/aipm and ./cmd/aipm-hook (go build)")
+		fmt.Fprintln(log, "bench: building ./cmd/aipm and ./cmd/aipm-hook (CGO_ENABLED=0 go build, as README installs them)")
 		cmd := exec.CommandContext(ctx, "go", "build", "-o", dir+string(filepath.Separator), "aipm/cmd/aipm", "aipm/cmd/aipm-hook")
+		cmd.Env = append(os.Environ(), "CGO_ENABLED=0") // as README's install builds them
 		if out, err := cmd.CombinedOutput(); err != nil {
 			return "", "", fmt.Errorf("go build ./cmd/aipm ./cmd/aipm-hook: %w\n%s", err, out)
 		}

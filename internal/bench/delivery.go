@@ -80,22 +80,30 @@ func (b *bench) delivery() ([]Row, error) {
 		}
 		floorStart, floorReturn = append(floorStart, fs), append(floorReturn, fr)
 	}
-	row := func(id, what string, lat, floor []time.Duration) Row {
+	// P1 and P1i are held to DESIGN's p50 as well; P1r, a view of P1 from
+	// the send's return, to the p99 alone.
+	row := func(id, what string, lat, floor []time.Duration, withP50 bool) Row {
 		slices.Sort(lat)
 		slices.Sort(floor)
-		over := percentile(lat, 99) - percentile(floor, 99)
+		p50, over := percentile(lat, 50), percentile(lat, 99)-percentile(floor, 99)
+		checks := []check{atMost("p99 - floor p99", msOf(over), 1, "ms")}
+		target := "p99 <= floor + 1 ms"
+		if withP50 {
+			checks = append(checks, atMost("p50", msOf(p50), deliveryP50Target, "ms"))
+			target = fmt.Sprintf("p50 <= %g ms, %s", deliveryP50Target, target)
+		}
 		return Row{
 			id: id, what: fmt.Sprintf("%s, %d samples", what, len(lat)),
-			aipm:     ms(percentile(lat, 50)) + " / " + ms(percentile(lat, 99)),
+			aipm:     ms(p50) + " / " + ms(percentile(lat, 99)),
 			floor:    ms(percentile(floor, 50)) + " / " + ms(percentile(floor, 99)),
-			compared: "p99 " + signedMs(over), target: "p99 <= floor + 1 ms",
+			compared: "p99 " + signedMs(over), target: target,
 			cpu: usage.String(), aipmValues: latencies(lat), floorValues: latencies(floor),
-		}.judged(atMost("p99 - floor p99", msOf(over), 1, "ms"))
+		}.judged(checks...)
 	}
 	return []Row{
-		row("P1", "delivery p50/p99: send issued -> receiver returns", fromStart, floorStart),
-		row("P1r", "delivery p50/p99: send returns -> receiver returns", fromReturn, floorReturn),
-		row("P1i", "interrupt p50/p99: written -> receiver's wait returns", interrupts, floorStart),
+		row("P1", "delivery p50/p99: send issued -> receiver returns", fromStart, floorStart, true),
+		row("P1r", "delivery p50/p99: send returns -> receiver returns", fromReturn, floorReturn, false),
+		row("P1i", "interrupt p50/p99: written -> receiver's wait returns", interrupts, floorStart, true),
 	}, nil
 }
 

@@ -33,9 +33,9 @@ func (b *bench) history1M() ([]Row, error) {
 	memory := Row{
 		id: "P5", what: "aipm serve resident memory (peak), " + lines + " lines",
 		aipm: fmt.Sprintf("%.1f MB", rssLong), floor: fmt.Sprintf("%.1f MB (100 lines)", rssShort),
-		compared: fmt.Sprintf("%+.1f MB", rssLong-rssShort), target: "<= 30 MB",
+		compared: fmt.Sprintf("%+.1f MB", rssLong-rssShort), target: fmt.Sprintf("<= %d MB", rssTarget),
 		aipmValues: values{"peak_rss_mb": rssLong}, floorValues: values{"peak_rss_mb": rssShort},
-	}.judged(atMost("peak RSS", rssLong, 30, "MB"))
+	}.judged(atMost("peak RSS", rssLong, rssTarget, "MB"))
 	return []Row{Row{
 		id: "P3", what: "get_pending_messages p50, " + lines + " lines vs 100",
 		aipm: ms(percentile(long, 50)), floor: ms(percentile(short, 50)) + " (100 lines)",

@@ -66,10 +66,10 @@ func (b *bench) piledUp(id, what string, large int, fill func(store *fsstore.Sto
 	return []Row{Row{
 		id: id, what: fmt.Sprintf("%s p50, %d vs 100 (slowest %s)", what, large, ms(big[len(big)-1])),
 		aipm: ms(percentile(big, 50)), floor: ms(percentile(small, 50)) + " (100)",
-		compared: fmt.Sprintf("%.2fx, RSS %.1f MB", ratio, rss), target: "<= 1.5x, RSS <= 30 MB",
+		compared: fmt.Sprintf("%.2fx, RSS %.1f MB", ratio, rss), target: fmt.Sprintf("<= 1.5x, RSS <= %d MB", rssTarget),
 		cpu:        usage.String(),
 		aipmValues: values{"p50_ms": msOf(percentile(big, 50)), "slowest_ms": msOf(big[len(big)-1]), "peak_rss_mb": rss}, floorValues: median(small),
-	}.judged(atMost("p50 / floor p50", ratio, 1.5, "x"), atMost("peak RSS", rss, 30, "MB"))}, nil
+	}.judged(atMost("p50 / floor p50", ratio, 1.5, "x"), atMost("peak RSS", rss, rssTarget, "MB"))}, nil
 }
 
 // ownSent is P6a: get_next_action when r's chat log holds n of r's own sent

@@ -60,7 +60,7 @@ func targets() []target {
 		{[]string{"P2"}, []string{"P2", "P2rpc"}, "send_message throughput, 8 servers", short, (*bench).throughput},
 		{[]string{"P3", "P5"}, []string{"P3", "P5"}, "get_pending_messages and memory with a long history", long, (*bench).history1M},
 		{[]string{"P3", "P3C", "P3S"}, []string{"P3c", "P3s"}, "get_pending_messages and size after compaction", long, (*bench).compacted},
-		{[]string{"P4"}, []string{"P4"}, "aipm serve start -> first authenticate", short, (*bench).startup},
+		{[]string{"P4"}, []string{"P4", "P4v"}, "aipm serve start -> first authenticate; aipm version", short, (*bench).startup},
 		{[]string{"P6", "P6A"}, []string{"P6a"}, "get_next_action over own sent copies", long, (*bench).ownSent},
 		{[]string{"P6", "P6B"}, []string{"P6b"}, "gated call with unread notifications", short, (*bench).unreadNotifications},
 		{[]string{"P6", "P6C"}, []string{"P6c"}, "list_tasks among tasks", short, (*bench).listTasks},

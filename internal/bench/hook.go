@@ -140,7 +140,7 @@ func (b *bench) helloFloor() (argv []string, label string) {
 	cmd := b.command("go", "build", "-o", "hello", ".")
 	cmd.Dir, cmd.Env = dir, append(os.Environ(), "GOWORK=off", "GOFLAGS=")
 	if out, err := cmd.CombinedOutput(); err != nil {
-		b.progress("P8a: go build of the hello-world floor failed (%v): %s", err, out)
+		b.progress("go build of the hello-world floor failed (%v): %s", err, out)
 		return []string{b.aipm, "version"}, "aipm version: go build failed"
 	}
 	return []string{filepath.Join(dir, "hello")}, "hello-world Go binary"

@@ -3,8 +3,9 @@ package fsstore
 import (
 	"errors"
 	"fmt"
-	"net"
+	"net/netip"
 	"os"
+	"strconv"
 	"strings"
 )
 
@@ -15,11 +16,18 @@ const envSSHConnection = "SSH_CONNECTION"
 // sshClient is the client's host:port in an SSH_CONNECTION value, or ""
 // when v is not one (not started under sshd).
 func sshClient(v string) string {
+	// netip, not net: aipm-hook links this package and starts sooner
+	// without the net package's initialisation.
 	f := strings.Fields(v)
-	if len(f) != 4 || net.ParseIP(f[0]) == nil {
+	if len(f) != 4 {
 		return ""
 	}
-	return net.JoinHostPort(f[0], f[1])
+	addr, err := netip.ParseAddr(f[0])
+	port, perr := strconv.ParseUint(f[1], 10, 16)
+	if err != nil || perr != nil || addr.Zone() != "" {
+		return ""
+	}
+	return netip.AddrPortFrom(addr, uint16(port)).String()
 }
 
 // ServeMany says this process serves the sessions of many agents and

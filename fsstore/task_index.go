@@ -42,20 +42,8 @@ func (s *Store) WatchTasks(w DirWatcher) {
 	ix.watcher = w
 }
 
-// racy says whether a modification time read at readAt is too recent to
-// prove that nothing changed since: file systems stamp times with a coarse
-// clock, so two changes within one tick share a time (git's "racy clean"
-// problem). A stamp that recent is looked at again on the next use. The
-// tick is a few milliseconds on Linux's native file systems, which stamp
-// nanoseconds; a time with none is taken to come from a file system that
-// stamps whole seconds (ext3, HFS+) or two (FAT).
-func racy(mtime, readAt time.Time) bool {
-	window := 100 * time.Millisecond
-	if mtime.Nanosecond() == 0 {
-		window = 2 * time.Second
-	}
-	return readAt.Sub(mtime) < window
-}
+// racy is lockedfile.Racy: a stamp this recent is looked at again.
+var racy = lockedfile.Racy
 
 // taskIndex is what this process knows of tasks/ (DESIGN section 3): for
 // each task file, the fields the filters need and the stamp of the version

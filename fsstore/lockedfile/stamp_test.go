@@ -4,6 +4,7 @@ import (
 	"context"
 	"path/filepath"
 	"testing"
+	"time"
 )
 
 // An append asked for its Change reports the file as it was just before
@@ -77,5 +78,41 @@ func TestStatCacheMoved(t *testing.T) {
 	cache.Moved(Stamp{}, a) // a missing file: nothing moves to it
 	if _, ok := cache.Get("on c", a); ok {
 		t.Error("an entry moved from the zero stamp")
+	}
+}
+
+// A value read from a file changed within Racy's window is not kept, and
+// drops what was kept for its key: a rename-replace can bring back the
+// inode number, size and coarse modification time of a version read a
+// moment ago.
+func TestStatCachePutRacy(t *testing.T) {
+	now := time.Now()
+	settled := Stamp{Ino: 1, Size: 10, MTime: now.Add(-time.Second)}
+	fresh := Stamp{Ino: 1, Size: 10, MTime: now}
+	wholeSeconds := Stamp{Ino: 3, Size: 10, MTime: now.Add(-time.Second).Truncate(time.Second)}
+	for _, tc := range []struct {
+		name   string
+		stamps []Stamp
+		kept   bool
+	}{
+		{"settled", []Stamp{settled}, true},
+		{"changed just now", []Stamp{fresh}, false},
+		{"one of two changed just now", []Stamp{settled, fresh}, false},
+		{"a missing file", []Stamp{{}}, true},
+		{"whole seconds, one ago", []Stamp{wholeSeconds}, false},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			var cache StatCache[string]
+			cache.Put("k", "v", tc.stamps...)
+			if _, ok := cache.Get("k", tc.stamps...); ok != tc.kept {
+				t.Errorf("kept = %v, want %v", ok, tc.kept)
+			}
+		})
+	}
+	var cache StatCache[string]
+	cache.Put("k", "old", settled)
+	cache.Put("k", "new", fresh)
+	if v, ok := cache.Get("k", settled); ok {
+		t.Errorf("a racy Put left %q kept", v)
 	}
 }

@@ -4,6 +4,7 @@ import (
 	"errors"
 	"maps"
 	"slices"
+	"time"
 
 	"aipm/fsstore/lockedfile"
 	"aipm/fsstore/storage"
@@ -19,6 +20,7 @@ import (
 // does). What it returns is the caller's to change.
 func (s *Store) keptConvIndex() (convIndex, error) {
 	path := s.convIndexPath()
+	seen := time.Now() // the directory is not lockedfile's: PutSeen
 	stamps, cacheable := s.convIndexStamps(path)
 	if cacheable {
 		if idx, ok := s.caches.convIndex.Get(path, stamps...); ok {
@@ -40,7 +42,7 @@ func (s *Store) keptConvIndex() (convIndex, error) {
 	if err == nil && cacheable {
 		// Read after the stats: a version written in between is newer than
 		// the stamps say, and the next look reads it again.
-		s.caches.convIndex.Put(path, idx.clone(), stamps...)
+		s.caches.convIndex.PutSeen(path, idx.clone(), seen, stamps...)
 	}
 	return idx, err
 }

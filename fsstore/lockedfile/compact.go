@@ -70,7 +70,7 @@ func dropPrefix(ctx context.Context, path string, opt DropOptions, plan func(f *
 	if _, err := f.ReadAt(last, d.Cut-1); err != nil || last[0] != '\n' {
 		return Dropped{}, fmt.Errorf("compact %s: cut %d is not at a line's start", path, d.Cut)
 	}
-	tmp, err := copyTail(path, f, fi.Mode().Perm(), d.Cut, d.Size, opt.Durable)
+	tmp, err := copyTail(path, f, fi, d.Cut, d.Size, opt.Durable)
 	if err != nil {
 		return Dropped{}, err
 	}
@@ -131,18 +131,22 @@ func lockExisting(ctx context.Context, path string) (*os.File, os.FileInfo, erro
 }
 
 // copyTail writes f's bytes [from, to) to a new temporary file beside
-// path and returns its name.
-func copyTail(path string, f *os.File, perm os.FileMode, from, to int64, durable bool) (string, error) {
+// path, with f's mode (fi) and a modification time later than f's, and
+// returns its name.
+func copyTail(path string, f *os.File, fi os.FileInfo, from, to int64, durable bool) (string, error) {
 	tmp, err := os.CreateTemp(filepath.Dir(path), "."+filepath.Base(path)+TempCompact+"*")
 	if err != nil {
 		return "", noRoom(fmt.Errorf("compact %s: %w", path, err))
 	}
 	_, werr := io.Copy(tmp, io.NewSectionReader(f, from, to-from))
+	if werr == nil {
+		werr = later(tmp, fi.ModTime())
+	}
 	var serr error
 	if durable {
 		serr = tmp.Sync()
 	}
-	if err := errors.Join(werr, tmp.Chmod(perm), serr, tmp.Close()); err != nil {
+	if err := errors.Join(werr, tmp.Chmod(fi.Mode().Perm()), serr, tmp.Close()); err != nil {
 		os.Remove(tmp.Name())
 		return "", noRoom(fmt.Errorf("compact %s: %w", path, err))
 	}

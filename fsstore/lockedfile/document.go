@@ -75,6 +75,9 @@ func WriteAtomic(path string, data []byte, perm os.FileMode, durable bool, expec
 		}
 	}()
 	_, werr := tmp.Write(data)
+	if werr == nil {
+		werr = laterThan(tmp, path)
+	}
 	var serr error
 	if durable {
 		serr = tmp.Sync()
@@ -112,6 +115,19 @@ func WriteAtomic(path string, data []byte, perm os.FileMode, durable bool, expec
 		return SyncDir(dir)
 	}
 	return nil
+}
+
+// laterThan is later for the file at path as it is now: nothing asked
+// when there is none.
+func laterThan(f *os.File, path string) error {
+	fi, err := os.Stat(path)
+	if errors.Is(err, os.ErrNotExist) {
+		return nil
+	}
+	if err != nil {
+		return err
+	}
+	return later(f, fi.ModTime())
 }
 
 // errExchange says the atomic exchange of two names is not available.

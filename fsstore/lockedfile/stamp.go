@@ -1,6 +1,7 @@
 package lockedfile
 
 import (
+	"fmt"
 	"os"
 	"slices"
 	"sync"
@@ -52,10 +53,35 @@ func Racy(mtime, readAt time.Time) bool {
 	return readAt.Sub(mtime) < window
 }
 
+// later gives f, written to replace a version of its file whose
+// modification time was prev, a modification time after prev: file
+// systems stamp times with a coarse clock, and a rename-replace can get
+// back an inode number its file had a moment ago (ext4 hands out the one
+// just freed), so without it two versions of the same size written within
+// one tick could share a whole stamp. Every writer here that replaces a
+// file (WriteAtomic, DropPrefix) calls it before its fsync, so that a path
+// they keep never shows one stamp for two versions: what StatCache.Put
+// relies on. A zero prev (no file to replace) asks nothing.
+func later(f *os.File, prev time.Time) error {
+	if prev.IsZero() {
+		return nil
+	}
+	fi, err := f.Stat()
+	if err != nil {
+		return err
+	}
+	if fi.ModTime().After(prev) {
+		return nil
+	}
+	if err := os.Chtimes(f.Name(), time.Time{}, prev.Add(time.Nanosecond)); err != nil {
+		return fmt.Errorf("set the modification time of %s: %w", f.Name(), err)
+	}
+	return nil
+}
+
 // StatCache keeps values decoded from files, each valid while the stamps it
 // was read under still describe the files: one stat per file revalidates
-// an entry instead of a read and a decode. A value read from a file changed
-// within Racy's window is not kept: the next use reads it again.
+// an entry instead of a read and a decode.
 type StatCache[V any] struct {
 	mu sync.Mutex
 	m  map[string]stamped[V]
@@ -86,15 +112,33 @@ func (c *StatCache[V]) Get(key string, stamps ...Stamp) (V, bool) {
 	return e.v, true
 }
 
-// Put keeps v for key, valid while stamps describe its files; unless one
-// of them is Racy now (a missing file's zero stamp never is): then the
-// entry kept for key, if any, is dropped.
+// Put keeps v for key, valid while stamps (taken before v was read)
+// describe its files. The files must be ones whose every new version has a
+// new stamp: those this package writes (an append grows its file,
+// WriteAtomic and DropPrefix make a replacement later than what it
+// replaces), and that are not removed and made again. For any other file
+// (a directory, a file people edit) use PutSeen. A stamp without
+// nanoseconds comes from a file system that stamps whole seconds (ext3,
+// HFS+) or two (FAT), where Later cannot tell versions apart: then nothing
+// is kept, and what was kept for key is dropped.
 func (c *StatCache[V]) Put(key string, v V, stamps ...Stamp) {
-	now := time.Now()
+	c.put(key, v, func(st Stamp) bool { return st.MTime.Nanosecond() == 0 }, stamps)
+}
+
+// PutSeen is Put for files others change too: nothing is kept, and what
+// was kept for key is dropped, if one of stamps is Racy at seen, the time
+// taken before the stats.
+func (c *StatCache[V]) PutSeen(key string, v V, seen time.Time, stamps ...Stamp) {
+	c.put(key, v, func(st Stamp) bool { return Racy(st.MTime, seen) }, stamps)
+}
+
+// put keeps v for key unless unsure says a stamp (not a missing file's)
+// may be shared by a later version.
+func (c *StatCache[V]) put(key string, v V, unsure func(Stamp) bool, stamps []Stamp) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	for _, st := range stamps {
-		if st != (Stamp{}) && Racy(st.MTime, now) {
+		if st != (Stamp{}) && unsure(st) {
 			delete(c.m, key)
 			return
 		}

@@ -2,6 +2,7 @@ package lockedfile
 
 import (
 	"context"
+	"os"
 	"path/filepath"
 	"testing"
 	"time"
@@ -57,7 +58,8 @@ func TestAppendChange(t *testing.T) {
 
 // Moved carries every entry valid at one stamp to another, and no other.
 func TestStatCacheMoved(t *testing.T) {
-	a, b, c := Stamp{Ino: 1, Size: 10}, Stamp{Ino: 1, Size: 20}, Stamp{Ino: 2, Size: 10}
+	at := time.Unix(1e9, 1)
+	a, b, c := Stamp{Ino: 1, Size: 10, MTime: at}, Stamp{Ino: 1, Size: 20, MTime: at}, Stamp{Ino: 2, Size: 10, MTime: at}
 	var cache StatCache[string]
 	cache.Put("on a", "x", a, c)
 	cache.Put("on c", "y", c)
@@ -81,38 +83,87 @@ func TestStatCacheMoved(t *testing.T) {
 	}
 }
 
-// A value read from a file changed within Racy's window is not kept, and
-// drops what was kept for its key: a rename-replace can bring back the
-// inode number, size and coarse modification time of a version read a
-// moment ago.
-func TestStatCachePutRacy(t *testing.T) {
+// Put keeps what was read under any stamp lockedfile's writers leave
+// (they never give a path one stamp for two versions), except one from a
+// file system that stamps whole seconds; PutSeen keeps nothing read from a
+// file changed within Racy's window of when it was seen. Neither leaves an
+// older value kept for the key when it keeps nothing.
+func TestStatCachePut(t *testing.T) {
 	now := time.Now()
 	settled := Stamp{Ino: 1, Size: 10, MTime: now.Add(-time.Second)}
 	fresh := Stamp{Ino: 1, Size: 10, MTime: now}
-	wholeSeconds := Stamp{Ino: 3, Size: 10, MTime: now.Add(-time.Second).Truncate(time.Second)}
+	wholeSeconds := Stamp{Ino: 3, Size: 10, MTime: now.Add(-time.Minute).Truncate(time.Second)}
 	for _, tc := range []struct {
-		name   string
-		stamps []Stamp
-		kept   bool
+		name    string
+		stamps  []Stamp
+		put     bool // Put keeps it
+		putSeen bool // PutSeen, seen now, keeps it
 	}{
-		{"settled", []Stamp{settled}, true},
-		{"changed just now", []Stamp{fresh}, false},
-		{"one of two changed just now", []Stamp{settled, fresh}, false},
-		{"a missing file", []Stamp{{}}, true},
-		{"whole seconds, one ago", []Stamp{wholeSeconds}, false},
+		{"settled", []Stamp{settled}, true, true},
+		{"changed just now", []Stamp{fresh}, true, false},
+		{"one of two changed just now", []Stamp{settled, fresh}, true, false},
+		{"a missing file", []Stamp{{}}, true, true},
+		{"whole seconds, a minute ago", []Stamp{wholeSeconds}, false, true},
+		{"whole seconds, this second", []Stamp{{Ino: 4, Size: 10, MTime: now.Truncate(time.Second)}}, false, false},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			var cache StatCache[string]
-			cache.Put("k", "v", tc.stamps...)
-			if _, ok := cache.Get("k", tc.stamps...); ok != tc.kept {
-				t.Errorf("kept = %v, want %v", ok, tc.kept)
+			var put, seen StatCache[string]
+			put.Put("k", "old", settled)
+			put.Put("k", "v", tc.stamps...)
+			seen.PutSeen("k", "old", now, settled)
+			seen.PutSeen("k", "v", now, tc.stamps...)
+			if v, ok := put.Get("k", tc.stamps...); ok != tc.put || ok && v != "v" {
+				t.Errorf("Put: kept %q %v, want %v", v, ok, tc.put)
+			}
+			if v, ok := seen.Get("k", tc.stamps...); ok != tc.putSeen || ok && v != "v" {
+				t.Errorf("PutSeen: kept %q %v, want %v", v, ok, tc.putSeen)
+			}
+			if _, ok := put.Get("k", settled); ok && !tc.put {
+				t.Error("Put kept nothing but left the older value")
 			}
 		})
 	}
-	var cache StatCache[string]
-	cache.Put("k", "old", settled)
-	cache.Put("k", "new", fresh)
-	if v, ok := cache.Get("k", settled); ok {
-		t.Errorf("a racy Put left %q kept", v)
+}
+
+// A file that WriteAtomic or DropPrefix replaces gets a modification time
+// after the one it replaces, even when that one is later than the clock
+// (written within the same tick, or set ahead): a path never shows one
+// stamp for two versions, which is what Put relies on.
+func TestReplacementIsLater(t *testing.T) {
+	ctx := context.Background()
+	for _, tc := range []struct {
+		name    string
+		replace func(path string) error
+	}{
+		{"WriteAtomic", func(path string) error {
+			return WriteAtomic(path, []byte(`{"v":2}`+"\n"), 0o644, false, nil)
+		}},
+		{"DropPrefix", func(path string) error {
+			_, err := DropPrefix(ctx, path, DropOptions{}, func(*os.File, int64, uint64) (int64, error) {
+				return int64(len(`{"v":1}` + "\n")), nil
+			}, nil)
+			return err
+		}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			path := filepath.Join(t.TempDir(), "f.jsonl")
+			if err := os.WriteFile(path, []byte(`{"v":1}`+"\n"+`{"v":2}`+"\n"), 0o644); err != nil {
+				t.Fatal(err)
+			}
+			ahead := time.Now().Add(time.Hour)
+			if err := os.Chtimes(path, time.Time{}, ahead); err != nil {
+				t.Fatal(err)
+			}
+			if err := tc.replace(path); err != nil {
+				t.Fatal(err)
+			}
+			fi, err := os.Stat(path)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if !fi.ModTime().After(ahead) {
+				t.Errorf("replacement's time %v, not after the replaced file's %v", fi.ModTime(), ahead)
+			}
+		})
 	}
 }

@@ -25,7 +25,9 @@ type AppendOptions struct {
 	// after the line, both taken under the lock (one more fstat): a caller
 	// that knows what its own line changes in what it keeps of the file can
 	// keep it valid across the write (StatCache.Moved). Nothing written
-	// leaves it zero.
+	// leaves it zero, and so does a write that first ended a torn last line
+	// (a writer that died left it): that fragment became a line the caller
+	// never saw.
 	Changed *Change
 }
 
@@ -130,9 +132,9 @@ func (a *Appender) write(ctx context.Context, line []byte, opt AppendOptions) (f
 		held, same, err := a.check(h)
 		if err == nil && same {
 			size := held.Size()
-			var wrote bool
-			wrote, err = a.writeLocked(h, size, buf, opt)
-			if wrote && opt.Changed != nil {
+			var wrote, mended bool
+			wrote, mended, err = a.writeLocked(h, size, buf, opt)
+			if wrote && !mended && opt.Changed != nil {
 				if after, serr := h.f.Stat(); serr == nil {
 					*opt.Changed = Change{Before: StampOf(held), After: StampOf(after)}
 				}
@@ -186,15 +188,16 @@ func (a *Appender) check(h *handle) (held os.FileInfo, same bool, err error) {
 	return held, os.SameFile(held, now), nil
 }
 
-// writeLocked writes buf at the end of the locked file of size bytes.
-func (a *Appender) writeLocked(h *handle, size int64, buf []byte, opt AppendOptions) (wrote bool, err error) {
+// writeLocked writes buf at the end of the locked file of size bytes;
+// mended says it first ended a torn last line.
+func (a *Appender) writeLocked(h *handle, size int64, buf []byte, opt AppendOptions) (wrote, mended bool, err error) {
 	if opt.Unless != nil {
 		data := make([]byte, size)
 		if _, err := h.f.ReadAt(data, 0); err != nil {
-			return false, fmt.Errorf("read: %w", err)
+			return false, false, fmt.Errorf("read: %w", err)
 		}
 		if bytes.Contains(data, opt.Unless) {
-			return false, nil
+			return false, false, nil
 		}
 	}
 	if size > 0 {
@@ -204,10 +207,11 @@ func (a *Appender) writeLocked(h *handle, size int64, buf []byte, opt AppendOpti
 		// invalid line and doctor's repair quarantines it.
 		var last [1]byte
 		if _, err := h.f.ReadAt(last[:], size-1); err != nil {
-			return false, fmt.Errorf("read last byte: %w", err)
+			return false, false, fmt.Errorf("read last byte: %w", err)
 		}
 		if last[0] != '\n' {
 			buf = append([]byte{'\n'}, buf...)
+			mended = true
 		}
 	}
 	if _, err := h.f.Write(buf); err != nil {
@@ -216,9 +220,9 @@ func (a *Appender) writeLocked(h *handle, size int64, buf []byte, opt AppendOpti
 		if terr := h.f.Truncate(size); terr != nil {
 			err = fmt.Errorf("%w (and truncating back to %d bytes failed: %v)", err, size, terr)
 		}
-		return false, noRoom(err)
+		return false, false, noRoom(err)
 	}
-	return true, nil
+	return true, mended, nil
 }
 
 // syncDir is SyncDir; a test counts its calls.

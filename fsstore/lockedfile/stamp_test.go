@@ -54,6 +54,22 @@ func TestAppendChange(t *testing.T) {
 	if _, err := mine.Write(context.Background(), []byte(`{"id":"d"}`), AppendOptions{Unless: []byte(`"d"`), Changed: &none}); err != nil || none != (Change{}) {
 		t.Errorf("nothing written: change %+v (%v), want none", none, err)
 	}
+	// A writer died after all of a line but its newline: the next append
+	// ends that line first, a change the caller did not see.
+	f, err := os.OpenFile(path, os.O_WRONLY|os.O_APPEND, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := f.WriteString(`{"id":"torn"}`); err != nil {
+		t.Fatal(err)
+	}
+	f.Close()
+	if ch = write(mine, `{"id":"e"}`); ch != (Change{}) {
+		t.Errorf("after a torn last line: change %+v, want none", ch)
+	}
+	if ch = write(mine, `{"id":"f"}`); ch == (Change{}) {
+		t.Error("the append after the mended one reported no change")
+	}
 }
 
 // Moved carries every entry valid at one stamp to another, and no other.

@@ -19,7 +19,8 @@ import (
 // file's own lock of an append (Appender.Write, with the Appender's mutex,
 // which is held while it waits for the flock), of Update (a document's),
 // of ReadLocked, RewriteKeeping and DropPrefix (a log's), and of
-// ReadRecord and SwapRecord (a record's), while each runs. A lock taken
+// ReadRecord, SwapRecord and a HeldRecord's Read and Swap (a record's,
+// with the HeldRecord's mutex), while each runs. A lock taken
 // without waiting (TryLock, TryLockDir) is not checked when taken (it
 // cannot wait), but is held: what is waited for while it is held is
 // checked against it. TryLockFile's lock must have a rank but is not

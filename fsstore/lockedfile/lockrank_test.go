@@ -145,6 +145,19 @@ func TestLockOrderCoversEveryLock(t *testing.T) {
 		{"SwapRecord", func() error {
 			return SwapRecord(ctx, data, 0o644, false, func(old []byte) ([]byte, error) { return old, nil })
 		}},
+		// Uncontended, a HeldRecord takes its flock without waiting, but it
+		// waits for its mutex: checked all the same.
+		{"HeldRecord.Read", func() error {
+			r := NewHeldRecord(data, 0o644)
+			defer r.Close()
+			_, err := r.Read()
+			return err
+		}},
+		{"HeldRecord.Swap", func() error {
+			r := NewHeldRecord(data, 0o644)
+			defer r.Close()
+			return r.Swap(ctx, false, func(old []byte) ([]byte, error) { return old, nil })
+		}},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			got := reports(t)

@@ -53,13 +53,13 @@ func (r *HeldRecord) drop() error {
 // Read is ReadRecord: the record's content, read under its shared flock;
 // nil when there is none.
 func (r *HeldRecord) Read() ([]byte, error) {
-	r.mu.Lock()
-	defer r.mu.Unlock()
+	rank := rankAcquire(r.path, true) // the record's lock, and r.mu that waits for it
 	var data []byte
 	done, missing, err := r.locked(syscall.LOCK_SH, false, func(f *os.File) (err error) {
 		data, err = readFrom0(f)
 		return err
 	})
+	rank.release()
 	switch {
 	case missing:
 		return nil, nil
@@ -74,8 +74,7 @@ func (r *HeldRecord) Read() ([]byte, error) {
 // edit writes nothing and is returned. With create, a missing file is
 // created; without, a missing file is os.ErrNotExist.
 func (r *HeldRecord) Swap(ctx context.Context, create bool, edit func(old []byte) ([]byte, error)) error {
-	r.mu.Lock()
-	defer r.mu.Unlock()
+	rank := rankAcquire(r.path, true)
 	done, missing, err := r.locked(syscall.LOCK_EX, create, func(f *os.File) error {
 		old, err := readFrom0(f)
 		if err != nil {
@@ -95,6 +94,7 @@ func (r *HeldRecord) Swap(ctx context.Context, create bool, edit func(old []byte
 		}
 		return nil
 	})
+	rank.release()
 	switch {
 	case missing:
 		return &os.PathError{Op: "open", Path: r.path, Err: syscall.ENOENT}
@@ -104,12 +104,16 @@ func (r *HeldRecord) Swap(ctx context.Context, create bool, edit func(old []byte
 	return SwapRecord(ctx, r.path, r.perm, create, edit)
 }
 
-// locked runs fn on the held descriptor under the flock how, taken without
-// waiting, while the path names the inode held. done is false when fn did
-// not run and the caller should take the plain way (another process holds
-// the lock, or the path kept changing); missing says there is no file
-// (and create was not asked). r.mu is held.
+// locked runs fn on the held descriptor under r.mu and the flock how,
+// taken without waiting, while the path names the inode held. done is
+// false when fn did not run and the caller should take the plain way
+// (another process holds the lock, or the path kept changing), which it
+// does after r.mu is released: the plain way waits for the flock on a
+// descriptor of its own, and other uses need not wait behind it. missing
+// says there is no file (and create was not asked).
 func (r *HeldRecord) locked(how int, create bool, fn func(f *os.File) error) (done, missing bool, err error) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
 	for attempt := 0; attempt < 2; attempt++ {
 		if r.f == nil {
 			flag := os.O_RDWR

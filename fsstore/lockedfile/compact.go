@@ -134,7 +134,7 @@ func lockExisting(ctx context.Context, path string) (*os.File, os.FileInfo, erro
 // path, with f's mode (fi) and a modification time later than f's, and
 // returns its name.
 func copyTail(path string, f *os.File, fi os.FileInfo, from, to int64, durable bool) (string, error) {
-	tmp, err := os.CreateTemp(filepath.Dir(path), "."+filepath.Base(path)+TempCompact+"*")
+	tmp, err := createTemp(filepath.Dir(path), "."+filepath.Base(path)+TempCompact)
 	if err != nil {
 		return "", noRoom(fmt.Errorf("compact %s: %w", path, err))
 	}

@@ -15,36 +15,37 @@ import (
 // checks that path still names the file it locked (a save by rename while
 // it waited replaces the file: then it locks the new one). A missing file
 // needs no lock (unlock does nothing): there is nothing an editor could
-// hold. ino is the inode locked, 0 for none.
-func lockDoc(ctx context.Context, path string) (ino uint64, unlock func(), err error) {
+// hold. f is the descriptor locked, open for reading at its start (nil
+// for none); held, what its fstat said.
+func lockDoc(ctx context.Context, path string) (f *os.File, held os.FileInfo, unlock func(), err error) {
 	rank := rankAcquire(path, true)
 	for {
 		f, err := Open(path)
 		if errors.Is(err, os.ErrNotExist) {
 			rank.release()
-			return 0, func() {}, nil
+			return nil, nil, func() {}, nil
 		}
 		if err != nil {
 			rank.release()
-			return 0, nil, err
+			return nil, nil, nil, err
 		}
 		if err := flockCtx(ctx, f, syscall.LOCK_EX); err != nil {
 			rank.release()
-			return 0, nil, fmt.Errorf("lock %s: %w", path, err)
+			return nil, nil, nil, fmt.Errorf("lock %s: %w", path, err)
 		}
 		held, herr := f.Stat()
 		now, nerr := os.Stat(path)
 		if herr == nil && nerr == nil && os.SameFile(held, now) {
-			return Inode(held), func() { rank.release(); f.Close() }, nil // closing the last descriptor lets go of the flock
+			return f, held, func() { rank.release(); f.Close() }, nil // closing the last descriptor lets go of the flock
 		}
 		f.Close()
 		if herr != nil {
 			rank.release()
-			return 0, nil, herr
+			return nil, nil, nil, herr
 		}
 		if nerr != nil && !errors.Is(nerr, os.ErrNotExist) {
 			rank.release()
-			return 0, nil, nerr
+			return nil, nil, nil, nerr
 		}
 	}
 }

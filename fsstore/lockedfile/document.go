@@ -32,6 +32,12 @@ func ReadDoc(path string) ([]byte, Identity, error) {
 	if err != nil {
 		return nil, Identity{}, err
 	}
+	return readDocFrom(f, fi, path)
+}
+
+// readDocFrom is ReadDoc of the document open at its start as f, whose
+// fstat said fi.
+func readDocFrom(f *os.File, fi os.FileInfo, path string) ([]byte, Identity, error) {
 	var buf bytes.Buffer
 	buf.Grow(int(min(fi.Size(), MaxDocument)) + 1)
 	if err := readBounded(f, path, &buf); err != nil {
@@ -63,7 +69,7 @@ func WriteAtomic(path string, data []byte, perm os.FileMode, durable bool, expec
 	if err := CheckDirs(path); err != nil {
 		return err
 	}
-	tmp, err := os.CreateTemp(dir, "."+filepath.Base(path)+".tmp-*") // dot: watchers skip it
+	tmp, err := createTemp(dir, "."+filepath.Base(path)+".tmp-") // dot: watchers skip it
 	if err != nil {
 		return noRoom(err)
 	}
@@ -85,6 +91,20 @@ func WriteAtomic(path string, data []byte, perm os.FileMode, durable bool, expec
 	if err := errors.Join(werr, tmp.Chmod(perm), serr, tmp.Close()); err != nil {
 		return noRoom(err)
 	}
+	if expect != nil && expect.Exists {
+		// The exchange checks what it took out: no read before it.
+		swapped, err := swapIfUnchanged(tmp.Name(), path, *expect)
+		if swapped { // the temp name is no longer ours to remove
+			renamed = true
+			if err == nil && durable {
+				return SyncDir(dir)
+			}
+			return err
+		}
+		if err != errExchange {
+			return err
+		}
+	}
 	if expect != nil {
 		ok, err := Current(path, *expect)
 		if err != nil {
@@ -92,19 +112,6 @@ func WriteAtomic(path string, data []byte, perm os.FileMode, durable bool, expec
 		}
 		if !ok {
 			return ErrChanged
-		}
-		if expect.Exists {
-			swapped, err := swapIfUnchanged(tmp.Name(), path, *expect)
-			if swapped { // the temp name is no longer ours to remove
-				renamed = true
-				if err == nil && durable {
-					return SyncDir(dir)
-				}
-				return err
-			}
-			if err != errExchange {
-				return err
-			}
 		}
 	}
 	if err := os.Rename(tmp.Name(), path); err != nil {
@@ -163,14 +170,23 @@ func swapIfUnchanged(tmp, path string, expect Identity) (swapped bool, err error
 	return true, ErrChanged
 }
 
-// SyncDir fsyncs a directory, making the names in it durable.
+// SyncDir fsyncs a directory, making the names in it durable. It opens
+// the directory as OpenFile opens files: without os.Open's attempt to
+// register the descriptor with the runtime's poller.
 func SyncDir(dir string) error {
-	d, err := os.Open(dir)
-	if err != nil {
-		return err
+	var fd int
+	var err error = syscall.EINTR
+	for err == syscall.EINTR {
+		fd, err = syscall.Open(dir, syscall.O_RDONLY|syscall.O_DIRECTORY|syscall.O_CLOEXEC, 0)
 	}
-	defer d.Close()
-	if err := d.Sync(); err != nil {
+	if err != nil {
+		return &os.PathError{Op: "open", Path: dir, Err: err}
+	}
+	defer syscall.Close(fd)
+	for err = syscall.EINTR; err == syscall.EINTR; {
+		err = syscall.Fsync(fd)
+	}
+	if err != nil {
 		return fmt.Errorf("sync directory %s: %w", dir, err)
 	}
 	return nil
@@ -211,18 +227,22 @@ func Update(ctx context.Context, path string, perm os.FileMode, durable bool, at
 
 // updateOnce is one pass of Update, under the file's flock.
 func updateOnce(ctx context.Context, path string, perm os.FileMode, durable bool, edit func(data []byte, exists bool) ([]byte, error)) error {
-	ino, unlock, err := lockDoc(ctx, path)
+	f, held, unlock, err := lockDoc(ctx, path)
 	if err != nil {
 		return err
 	}
 	defer unlock()
-	data, id, err := ReadDoc(path)
+	var data []byte
+	var id Identity
+	if f != nil {
+		// Read through the descriptor locked: the path named it just now.
+		data, id, err = readDocFrom(f, held, path)
+	} else if data, id, err = ReadDoc(path); err == nil {
+		return ErrChanged // created since the lock found none: lock it
+	}
 	exists := err == nil
 	if err != nil && !errors.Is(err, os.ErrNotExist) {
 		return err
-	}
-	if id.Ino != ino { // replaced (or created) between the lock and the read: lock what is there now
-		return ErrChanged
 	}
 	out, err := edit(data, exists)
 	if err != nil || out == nil {

@@ -46,36 +46,33 @@ func servedSchemas(tool string) (in, out json.RawMessage) {
 // is omitted, or an empty list is [], as TestResultsNeverNull checks), so
 // the type is T alone. TestSchemaLint holds every served schema to this.
 func tidy(s *jsonschema.Schema) *jsonschema.Schema {
-	if s == nil {
-		return nil
-	}
-	if types := slices.DeleteFunc(slices.Clone(s.Types), func(t string) bool { return t == "null" }); len(types) == 1 {
-		s.Type, s.Types = types[0], nil
-	}
-	for _, sub := range s.Properties {
-		tidy(sub)
-	}
-	for _, sub := range s.Defs {
-		tidy(sub)
-	}
-	tidy(s.Items)
-	tidy(s.AdditionalProperties)
+	eachSchema(s, func(s *jsonschema.Schema) {
+		if types := slices.DeleteFunc(slices.Clone(s.Types), func(t string) bool { return t == "null" }); len(types) == 1 {
+			s.Type, s.Types = types[0], nil
+		}
+	})
 	return s
 }
 
 // undescribed removes, in place, the description of s and of every schema
 // in it (see outputSchema).
 func undescribed(s *jsonschema.Schema) {
+	eachSchema(s, func(s *jsonschema.Schema) { s.Description = "" })
+}
+
+// eachSchema calls fn on s and on every schema in it, as tidy and
+// undescribed need: properties, definitions, items, additional properties.
+func eachSchema(s *jsonschema.Schema, fn func(*jsonschema.Schema)) {
 	if s == nil {
 		return
 	}
-	s.Description = ""
+	fn(s)
 	for _, sub := range s.Properties {
-		undescribed(sub)
+		eachSchema(sub, fn)
 	}
 	for _, sub := range s.Defs {
-		undescribed(sub)
+		eachSchema(sub, fn)
 	}
-	undescribed(s.Items)
-	undescribed(s.AdditionalProperties)
+	eachSchema(s.Items, fn)
+	eachSchema(s.AdditionalProperties, fn)
 }

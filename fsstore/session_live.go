@@ -35,12 +35,15 @@ func (s *Store) liveSessions(agent string, now time.Time) ([]Session, error) {
 // agentSessionIDs reads agent's session index, reusing the ids this
 // process read last while one stat says the file is the same one (the
 // index is replaced by rename, never edited in place: a new version is a
-// new inode). The caller may change what it gets.
+// new inode; but it is removed when the agent has no session and written
+// again later, so what was read within Racy's window is not kept). The
+// caller may change what it gets.
 func (s *Store) agentSessionIDs(agent string) ([]string, error) {
 	path, err := s.sessionIndexPath(agent)
 	if err != nil {
 		return nil, err
 	}
+	seen := time.Now() // the index is removed and written again: PutSeen
 	stamp, statErr := lockedfile.StampPath(path)
 	if statErr == nil {
 		if ids, ok := s.caches.sessionIndex.Get(path, stamp); ok {
@@ -54,7 +57,7 @@ func (s *Store) agentSessionIDs(agent string) ([]string, error) {
 	if statErr == nil {
 		// Read after the stat: a version written in between is newer than
 		// the stamp says, and the next stat misses and reads it again.
-		s.caches.sessionIndex.Put(path, slices.Clone(ix.Sessions), stamp)
+		s.caches.sessionIndex.PutSeen(path, slices.Clone(ix.Sessions), seen, stamp)
 	}
 	return ix.Sessions, nil
 }

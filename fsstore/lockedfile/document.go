@@ -2,6 +2,7 @@ package lockedfile
 
 import (
 	"bytes"
+	"cmp"
 	"context"
 	"crypto/sha256"
 	"errors"
@@ -9,6 +10,7 @@ import (
 	"os"
 	"path/filepath"
 	"syscall"
+	"time"
 )
 
 // Identity is what a reader read of a document: its inode and a hash of its
@@ -17,6 +19,15 @@ type Identity struct {
 	Exists bool
 	Ino    uint64
 	Sum    [sha256.Size]byte
+
+	stamp Stamp     // the file's stamp when it was opened: a cheap first check
+	floor time.Time // Update's: a version withdrawn since had this time
+}
+
+// same says a and b name one version: what Current and the exchange
+// compare (the stamp only rules out quickly).
+func (a Identity) same(b Identity) bool {
+	return a.Exists == b.Exists && a.Ino == b.Ino && a.Sum == b.Sum
 }
 
 // ReadDoc reads the whole file at path on one descriptor and returns its
@@ -43,7 +54,7 @@ func readDocFrom(f *os.File, fi os.FileInfo, path string) ([]byte, Identity, err
 	if err := readBounded(f, path, &buf); err != nil {
 		return nil, Identity{}, err
 	}
-	return buf.Bytes(), Identity{Exists: true, Ino: Inode(fi), Sum: sha256.Sum256(buf.Bytes())}, nil
+	return buf.Bytes(), Identity{Exists: true, Ino: Inode(fi), Sum: sha256.Sum256(buf.Bytes()), stamp: StampOf(fi)}, nil
 }
 
 // Current reports whether path still is what id says was read.
@@ -55,15 +66,17 @@ func Current(path string, id Identity) (bool, error) {
 	if err != nil {
 		return false, err
 	}
-	return now == id, nil
+	return now.same(id), nil
 }
 
 // WriteAtomic replaces path with data: temp file beside it, fsync, rename,
-// directory fsync (the syncs when durable). With expect, it first checks
-// that path still is what was read (ErrChanged otherwise), as late as
-// possible: just before the rename. POSIX has no rename-if-unchanged, so a
-// writer that skips the lock can still slip in between; the window is one
-// system call wide instead of a whole read-modify-write.
+// directory fsync (the syncs when durable). With expect, the new version
+// goes in only if path still is what was read (ErrChanged otherwise): a
+// stat first (a save since changed the stamp), then an atomic exchange
+// that looks at what it took out and puts a save made meanwhile back
+// (swapIfUnchanged). Where the exchange is not available, what is there is
+// read again just before a plain rename: a writer that skips the lock can
+// then still slip in between, in a window one system call wide.
 func WriteAtomic(path string, data []byte, perm os.FileMode, durable bool, expect *Identity) error {
 	dir := filepath.Dir(path)
 	if err := CheckDirs(path); err != nil {
@@ -82,7 +95,11 @@ func WriteAtomic(path string, data []byte, perm os.FileMode, durable bool, expec
 	}()
 	_, werr := tmp.Write(data)
 	if werr == nil {
-		werr = laterThan(tmp, path)
+		var floor time.Time
+		if expect != nil {
+			floor = expect.floor
+		}
+		werr = laterThan(tmp, path, floor)
 	}
 	var serr error
 	if durable {
@@ -92,8 +109,14 @@ func WriteAtomic(path string, data []byte, perm os.FileMode, durable bool, expec
 		return noRoom(err)
 	}
 	if expect != nil && expect.Exists {
+		if now, err := StampPath(path); err != nil || expect.stamp != (Stamp{}) && now != expect.stamp {
+			return cmp.Or(err, ErrChanged) // saved (or removed) since it was read
+		}
+		if testHookBeforeExchange != nil {
+			testHookBeforeExchange(path)
+		}
 		// The exchange checks what it took out: no read before it.
-		swapped, err := swapIfUnchanged(tmp.Name(), path, *expect)
+		swapped, err := swapIfUnchanged(tmp.Name(), path, expect)
 		if swapped { // the temp name is no longer ours to remove
 			renamed = true
 			if err == nil && durable {
@@ -124,18 +147,24 @@ func WriteAtomic(path string, data []byte, perm os.FileMode, durable bool, expec
 	return nil
 }
 
-// laterThan is later for the file at path as it is now: nothing asked
-// when there is none.
-func laterThan(f *os.File, path string) error {
+// laterThan is later for the file at path as it is now, and for floor (a
+// version Update put in place and withdrew): nothing asked when there is
+// neither.
+func laterThan(f *os.File, path string, floor time.Time) error {
 	fi, err := os.Stat(path)
-	if errors.Is(err, os.ErrNotExist) {
-		return nil
-	}
-	if err != nil {
+	if err != nil && !errors.Is(err, os.ErrNotExist) {
 		return err
 	}
-	return later(f, fi.ModTime())
+	if err == nil && fi.ModTime().After(floor) {
+		floor = fi.ModTime()
+	}
+	return later(f, floor)
 }
+
+// testHookBeforeExchange, when a test sets it, runs between WriteAtomic's
+// stamp check and its exchange: a save there is one only the exchange
+// sees.
+var testHookBeforeExchange func(path string)
 
 // errExchange says the atomic exchange of two names is not available.
 var errExchange = errors.New("exchange not supported")
@@ -147,21 +176,27 @@ var errExchange = errors.New("exchange not supported")
 // ErrChanged. A plain rename would have lost their save without a trace.
 // swapped says the exchange happened (tmp's name then no longer holds the
 // new document; it is removed here).
-func swapIfUnchanged(tmp, path string, expect Identity) (swapped bool, err error) {
+func swapIfUnchanged(tmp, path string, expect *Identity) (swapped bool, err error) {
 	ours, err := os.Stat(tmp)
 	if err != nil {
 		return false, err
 	}
 	if err := exchange(tmp, path); err != nil {
+		if _, serr := os.Lstat(path); errors.Is(err, syscall.ENOENT) && errors.Is(serr, os.ErrNotExist) {
+			return false, ErrChanged // removed since it was read
+		}
 		return false, err
 	}
 	defer os.Remove(tmp) // what path held, or ours again after a put-back
 	_, old, err := ReadDoc(tmp)
-	if err == nil && old == expect {
+	if err == nil && old.same(*expect) {
 		return true, nil
 	}
 	// Put theirs back, unless yet another save replaced ours meanwhile
-	// (then the newest save stands, as it would have without aipm).
+	// (then the newest save stands, as it would have without aipm). Ours
+	// was in place for a moment, and its inode is about to be freed: the
+	// next version Update writes is made later than it too.
+	expect.floor = ours.ModTime()
 	if now, serr := os.Stat(path); serr == nil && os.SameFile(now, ours) {
 		if err := exchange(tmp, path); err != nil {
 			return true, fmt.Errorf("put back %s after a concurrent save: %w", path, err)
@@ -214,8 +249,9 @@ func Inode(fi os.FileInfo) uint64 {
 // silently. It returns how many races it saw. It waits for an editor's
 // lock no longer than ctx allows.
 func Update(ctx context.Context, path string, perm os.FileMode, durable bool, attempts int, edit func(data []byte, exists bool) ([]byte, error)) (races int, err error) {
+	var floor time.Time // of a version put in place and withdrawn
 	for {
-		err := updateOnce(ctx, path, perm, durable, edit)
+		err := updateOnce(ctx, path, perm, durable, &floor, edit)
 		if !errors.Is(err, ErrChanged) {
 			return races, err
 		}
@@ -226,7 +262,7 @@ func Update(ctx context.Context, path string, perm os.FileMode, durable bool, at
 }
 
 // updateOnce is one pass of Update, under the file's flock.
-func updateOnce(ctx context.Context, path string, perm os.FileMode, durable bool, edit func(data []byte, exists bool) ([]byte, error)) error {
+func updateOnce(ctx context.Context, path string, perm os.FileMode, durable bool, floor *time.Time, edit func(data []byte, exists bool) ([]byte, error)) error {
 	f, held, unlock, err := lockDoc(ctx, path)
 	if err != nil {
 		return err
@@ -248,5 +284,8 @@ func updateOnce(ctx context.Context, path string, perm os.FileMode, durable bool
 	if err != nil || out == nil {
 		return err
 	}
-	return WriteAtomic(path, out, perm, durable, &id)
+	id.floor = *floor
+	err = WriteAtomic(path, out, perm, durable, &id)
+	*floor = id.floor
+	return err
 }

@@ -25,8 +25,24 @@ func TestUpdateReappliesAfterASave(t *testing.T) {
 			return os.Rename(tmp, path)
 		}},
 		{"in place", func(path string, data []byte) error { return os.WriteFile(path, data, 0o644) }},
+		// Saved after the stamp check: only the exchange's look at what it
+		// took out sees it, and puts it back.
+		{"just before the exchange", func(path string, data []byte) error {
+			testHookBeforeExchange = func(string) {
+				testHookBeforeExchange = nil
+				tmp := path + ".swp"
+				if err := os.WriteFile(tmp, data, 0o644); err != nil {
+					t.Error(err)
+				}
+				if err := os.Rename(tmp, path); err != nil {
+					t.Error(err)
+				}
+			}
+			return nil
+		}},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
+			t.Cleanup(func() { testHookBeforeExchange = nil })
 			path := filepath.Join(t.TempDir(), "doc.txt")
 			if err := os.WriteFile(path, []byte("a\n"), 0o644); err != nil {
 				t.Fatal(err)
@@ -63,6 +79,51 @@ func TestUpdateReappliesAfterASave(t *testing.T) {
 			matches, _ := filepath.Glob(filepath.Join(filepath.Dir(path), ".doc.txt.tmp-*"))
 			if len(matches) > 0 {
 				t.Fatalf("temp files left: %v", matches)
+			}
+		})
+	}
+}
+
+// A document removed while Update edits it is a change like a save:
+// Update reads again (there is none now) and writes what edit makes of
+// nothing, instead of failing on the exchange with the missing name.
+func TestUpdateAfterARemoval(t *testing.T) {
+	for _, tc := range []struct {
+		name   string
+		remove func(path string) error
+	}{
+		{"while editing", os.Remove},
+		{"just before the exchange", func(path string) error {
+			testHookBeforeExchange = func(string) {
+				testHookBeforeExchange = nil
+				if err := os.Remove(path); err != nil {
+					t.Error(err)
+				}
+			}
+			return nil
+		}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			t.Cleanup(func() { testHookBeforeExchange = nil })
+			path := filepath.Join(t.TempDir(), "doc.txt")
+			if err := os.WriteFile(path, []byte("a\n"), 0o644); err != nil {
+				t.Fatal(err)
+			}
+			var seen []bool
+			races, err := Update(context.Background(), path, 0o644, false, 3, func(data []byte, exists bool) ([]byte, error) {
+				seen = append(seen, exists)
+				if len(seen) == 1 {
+					if err := tc.remove(path); err != nil {
+						return nil, err
+					}
+				}
+				return []byte("b\n"), nil
+			})
+			if err != nil || races != 1 || len(seen) != 2 || !seen[0] || seen[1] {
+				t.Fatalf("Update: races %d, edits saw existing %v, err %v; want 1 race, [true false], no error", races, seen, err)
+			}
+			if got, _ := os.ReadFile(path); string(got) != "b\n" {
+				t.Fatalf("document %q, want b", got)
 			}
 		})
 	}

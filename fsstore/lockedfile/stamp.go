@@ -1,10 +1,10 @@
 package lockedfile
 
 import (
-	"fmt"
 	"os"
 	"slices"
 	"sync"
+	"sync/atomic"
 	"time"
 )
 
@@ -61,9 +61,14 @@ func Racy(mtime, readAt time.Time) bool {
 // one tick could share a whole stamp. Every writer here that replaces a
 // file (WriteAtomic, DropPrefix) calls it before its fsync, so that a path
 // they keep never shows one stamp for two versions: what StatCache.Put
-// relies on. A zero prev (no file to replace) asks nothing.
+// relies on. A time is set a step after prev that the file system keeps
+// (it may round: 100 ns on NTFS, 10 ms on exFAT, 2 s on FAT). Where none
+// can be set, the write goes on and this process's StatCache.Put keeps
+// nothing from then on. A zero prev (no file to replace) asks nothing, and
+// so does one more than a second ahead of the clock (set by hand or by a
+// clock stepped back): the clock's own time then differs from it.
 func later(f *os.File, prev time.Time) error {
-	if prev.IsZero() {
+	if prev.IsZero() || prev.After(time.Now().Add(time.Second)) {
 		return nil
 	}
 	fi, err := f.Stat()
@@ -73,11 +78,21 @@ func later(f *os.File, prev time.Time) error {
 	if fi.ModTime().After(prev) {
 		return nil
 	}
-	if err := os.Chtimes(f.Name(), time.Time{}, prev.Add(time.Nanosecond)); err != nil {
-		return fmt.Errorf("set the modification time of %s: %w", f.Name(), err)
+	for _, step := range []time.Duration{time.Nanosecond, time.Microsecond, 10 * time.Millisecond, time.Second, 2 * time.Second} {
+		if os.Chtimes(f.Name(), time.Time{}, prev.Truncate(step).Add(step)) != nil {
+			break
+		}
+		if fi, err := f.Stat(); err == nil && fi.ModTime().After(prev) {
+			return nil
+		}
 	}
+	stampsUnsure.Store(true)
 	return nil
 }
+
+// stampsUnsure says later could not set a time on some file: Put then
+// keeps nothing in this process.
+var stampsUnsure atomic.Bool
 
 // StatCache keeps values decoded from files, each valid while the stamps it
 // was read under still describe the files: one stat per file revalidates
@@ -117,12 +132,13 @@ func (c *StatCache[V]) Get(key string, stamps ...Stamp) (V, bool) {
 // new stamp: those this package writes (an append grows its file,
 // WriteAtomic and DropPrefix make a replacement later than what it
 // replaces), and that are not removed and made again. For any other file
-// (a directory, a file people edit) use PutSeen. A stamp without
-// nanoseconds comes from a file system that stamps whole seconds (ext3,
-// HFS+) or two (FAT), where Later cannot tell versions apart: then nothing
-// is kept, and what was kept for key is dropped.
+// (a directory, a file people edit, one removed and written again) use
+// PutSeen. A stamp without nanoseconds comes from a file system that
+// stamps whole seconds (ext3, HFS+) or two (FAT): then, and once later has
+// failed in this process, nothing is kept, and what was kept for key is
+// dropped.
 func (c *StatCache[V]) Put(key string, v V, stamps ...Stamp) {
-	c.put(key, v, func(st Stamp) bool { return st.MTime.Nanosecond() == 0 }, stamps)
+	c.put(key, v, func(st Stamp) bool { return st.MTime.Nanosecond() == 0 || stampsUnsure.Load() }, stamps)
 }
 
 // PutSeen is Put for files others change too: nothing is kept, and what
@@ -152,9 +168,9 @@ func (c *StatCache[V]) put(key string, v V, unsure func(Stamp) bool, stamps []St
 // Moved declares every entry that holds stamp from valid at to instead:
 // the file changed from one to the other in a way the caller knows leaves
 // those values true (its own append of a line they do not depend on,
-// seen under the file's lock: Change). It is not held to Racy: the caller
-// saw, under the lock, every byte that went from one stamp to the other,
-// and a line appended by anyone after it changes the size.
+// seen under the file's lock: Change): the caller saw, under the lock,
+// every byte that went from one stamp to the other, and a line appended
+// by anyone after it changes the size.
 func (c *StatCache[V]) Moved(from, to Stamp) {
 	if from == (Stamp{}) || from == to {
 		return

@@ -2,6 +2,7 @@ package lockedfile
 
 import (
 	"context"
+	"fmt"
 	"os"
 	"path/filepath"
 	"testing"
@@ -141,10 +142,11 @@ func TestStatCachePut(t *testing.T) {
 	}
 }
 
-// A file that WriteAtomic or DropPrefix replaces gets a modification time
-// after the one it replaces, even when that one is later than the clock
-// (written within the same tick, or set ahead): a path never shows one
-// stamp for two versions, which is what Put relies on.
+// A file that WriteAtomic, Update or DropPrefix replaces gets a
+// modification time after the one it replaces, even when that one is
+// later than the clock (written within the same tick, or a little ahead):
+// a path never shows one stamp for two versions, which is what Put relies
+// on. A time far ahead (set by hand) is left for the clock's to replace.
 func TestReplacementIsLater(t *testing.T) {
 	ctx := context.Background()
 	for _, tc := range []struct {
@@ -154,6 +156,10 @@ func TestReplacementIsLater(t *testing.T) {
 		{"WriteAtomic", func(path string) error {
 			return WriteAtomic(path, []byte(`{"v":2}`+"\n"), 0o644, false, nil)
 		}},
+		{"Update", func(path string) error {
+			_, err := Update(ctx, path, 0o644, false, 1, func([]byte, bool) ([]byte, error) { return []byte(`{"v":2}` + "\n"), nil })
+			return err
+		}},
 		{"DropPrefix", func(path string) error {
 			_, err := DropPrefix(ctx, path, DropOptions{}, func(*os.File, int64, uint64) (int64, error) {
 				return int64(len(`{"v":1}` + "\n")), nil
@@ -161,25 +167,27 @@ func TestReplacementIsLater(t *testing.T) {
 			return err
 		}},
 	} {
-		t.Run(tc.name, func(t *testing.T) {
-			path := filepath.Join(t.TempDir(), "f.jsonl")
-			if err := os.WriteFile(path, []byte(`{"v":1}`+"\n"+`{"v":2}`+"\n"), 0o644); err != nil {
-				t.Fatal(err)
-			}
-			ahead := time.Now().Add(time.Hour)
-			if err := os.Chtimes(path, time.Time{}, ahead); err != nil {
-				t.Fatal(err)
-			}
-			if err := tc.replace(path); err != nil {
-				t.Fatal(err)
-			}
-			fi, err := os.Stat(path)
-			if err != nil {
-				t.Fatal(err)
-			}
-			if !fi.ModTime().After(ahead) {
-				t.Errorf("replacement's time %v, not after the replaced file's %v", fi.ModTime(), ahead)
-			}
-		})
+		for _, ahead := range []time.Duration{500 * time.Millisecond, time.Hour} {
+			t.Run(fmt.Sprintf("%s/%v ahead", tc.name, ahead), func(t *testing.T) {
+				path := filepath.Join(t.TempDir(), "f.jsonl")
+				if err := os.WriteFile(path, []byte(`{"v":1}`+"\n"+`{"v":2}`+"\n"), 0o644); err != nil {
+					t.Fatal(err)
+				}
+				prev := time.Now().Add(ahead)
+				if err := os.Chtimes(path, time.Time{}, prev); err != nil {
+					t.Fatal(err)
+				}
+				if err := tc.replace(path); err != nil {
+					t.Fatal(err)
+				}
+				fi, err := os.Stat(path)
+				if err != nil {
+					t.Fatal(err)
+				}
+				if far := ahead > time.Second; fi.ModTime().After(prev) == far {
+					t.Errorf("replacement's time %v, replaced file's %v: want it after only when that is less than a second ahead", fi.ModTime(), prev)
+				}
+			})
+		}
 	}
 }

@@ -17,27 +17,12 @@ func TestUpdateReappliesAfterASave(t *testing.T) {
 		name string
 		save func(path string, data []byte) error
 	}{
-		{"rename-replace", func(path string, data []byte) error {
-			tmp := path + ".swp"
-			if err := os.WriteFile(tmp, data, 0o644); err != nil {
-				return err
-			}
-			return os.Rename(tmp, path)
-		}},
+		{"rename-replace", saveByRename},
 		{"in place", func(path string, data []byte) error { return os.WriteFile(path, data, 0o644) }},
 		// Saved after the stamp check: only the exchange's look at what it
 		// took out sees it, and puts it back.
 		{"just before the exchange", func(path string, data []byte) error {
-			testHookBeforeExchange = func(string) {
-				testHookBeforeExchange = nil
-				tmp := path + ".swp"
-				if err := os.WriteFile(tmp, data, 0o644); err != nil {
-					t.Error(err)
-				}
-				if err := os.Rename(tmp, path); err != nil {
-					t.Error(err)
-				}
-			}
+			onceBeforeExchange(t, func() error { return saveByRename(path, data) })
 			return nil
 		}},
 	} {
@@ -94,12 +79,7 @@ func TestUpdateAfterARemoval(t *testing.T) {
 	}{
 		{"while editing", os.Remove},
 		{"just before the exchange", func(path string) error {
-			testHookBeforeExchange = func(string) {
-				testHookBeforeExchange = nil
-				if err := os.Remove(path); err != nil {
-					t.Error(err)
-				}
-			}
+			onceBeforeExchange(t, func() error { return os.Remove(path) })
 			return nil
 		}},
 	} {
@@ -126,5 +106,26 @@ func TestUpdateAfterARemoval(t *testing.T) {
 				t.Fatalf("document %q, want b", got)
 			}
 		})
+	}
+}
+
+// saveByRename saves data at path as most editors do: a file beside it,
+// renamed over it.
+func saveByRename(path string, data []byte) error {
+	tmp := path + ".swp"
+	if err := os.WriteFile(tmp, data, 0o644); err != nil {
+		return err
+	}
+	return os.Rename(tmp, path)
+}
+
+// onceBeforeExchange runs do when the next WriteAtomic is about to
+// exchange: a change there is one only the exchange can see.
+func onceBeforeExchange(t *testing.T, do func() error) {
+	testHookBeforeExchange = func(string) {
+		testHookBeforeExchange = nil
+		if err := do(); err != nil {
+			t.Error(err)
+		}
 	}
 }

@@ -27,11 +27,7 @@ func TestUpdateReappliesAfterASave(t *testing.T) {
 		}},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			t.Cleanup(func() { testHookBeforeExchange = nil })
-			path := filepath.Join(t.TempDir(), "doc.txt")
-			if err := os.WriteFile(path, []byte("a\n"), 0o644); err != nil {
-				t.Fatal(err)
-			}
+			path := newDoc(t)
 			calls := 0
 			races, err := Update(context.Background(), path, 0o644, false, 3, func(data []byte, exists bool) ([]byte, error) {
 				calls++
@@ -84,11 +80,7 @@ func TestUpdateAfterARemoval(t *testing.T) {
 		}},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			t.Cleanup(func() { testHookBeforeExchange = nil })
-			path := filepath.Join(t.TempDir(), "doc.txt")
-			if err := os.WriteFile(path, []byte("a\n"), 0o644); err != nil {
-				t.Fatal(err)
-			}
+			path := newDoc(t)
 			var seen []bool
 			races, err := Update(context.Background(), path, 0o644, false, 3, func(data []byte, exists bool) ([]byte, error) {
 				seen = append(seen, exists)
@@ -128,4 +120,16 @@ func onceBeforeExchange(t *testing.T, do func() error) {
 			t.Error(err)
 		}
 	}
+}
+
+// newDoc is a document holding "a\n" in a new directory; the test's end
+// unsets testHookBeforeExchange.
+func newDoc(t *testing.T) string {
+	t.Helper()
+	t.Cleanup(func() { testHookBeforeExchange = nil })
+	path := filepath.Join(t.TempDir(), "doc.txt")
+	if err := os.WriteFile(path, []byte("a\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	return path
 }

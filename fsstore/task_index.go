@@ -42,9 +42,6 @@ func (s *Store) WatchTasks(w DirWatcher) {
 	ix.watcher = w
 }
 
-// racy is lockedfile.Racy: a stamp this recent is looked at again.
-var racy = lockedfile.Racy
-
 // taskIndex is what this process knows of tasks/ (DESIGN section 3): for
 // each task file, the fields the filters need and the stamp of the version
 // they were read from. It is derived from the files and checked against
@@ -189,6 +186,7 @@ var interned sync.Map
 func (s *Store) indexTask(ix *taskIndex, id string) {
 	path := filepath.Join(s.CollectionDir(storage.Tasks), id+".json")
 	e := &taskEntry{id: id}
+	seen := time.Now() // before the stat: Racy judges the stamp at it
 	err := func() error {
 		f, err := lockedfile.Open(path)
 		if err != nil {
@@ -221,7 +219,7 @@ func (s *Store) indexTask(ix *taskIndex, id string) {
 	if ix.buf.Cap() > 1<<20 {
 		ix.buf = bytes.Buffer{} // one huge file: do not keep its buffer
 	}
-	e.racy = racy(e.stamp.MTime, time.Now())
+	e.racy = lockedfile.Racy(e.stamp.MTime, seen)
 	if old, ok := ix.entries[id]; ok {
 		if old.status != e.status || old.err != e.err {
 			ix.derived = false
@@ -242,6 +240,7 @@ func (s *Store) refreshTasks(ix *taskIndex) error {
 		}
 	}
 	dirty, lost := ix.takeEvents()
+	seen := time.Now() // before the stat: Racy judges the stamp at it
 	fi, err := os.Stat(dir)
 	if errors.Is(err, os.ErrNotExist) {
 		ix.entries, ix.order, ix.dir, ix.built = map[string]*taskEntry{}, nil, lockedfile.Stamp{}, true
@@ -255,7 +254,7 @@ func (s *Store) refreshTasks(ix *taskIndex) error {
 	}
 	relisted := false
 	if stamp := lockedfile.StampOf(fi); !ix.built || stamp != ix.dir || ix.dirRacy {
-		if err := s.relistTasks(ix, dir, stamp, dirty); err != nil {
+		if err := s.relistTasks(ix, dir, stamp, seen, dirty); err != nil {
 			return err
 		}
 		relisted = true
@@ -265,11 +264,11 @@ func (s *Store) refreshTasks(ix *taskIndex) error {
 	return nil
 }
 
-// relistTasks lists tasks/ (stamped stamp, taken before the listing: a
-// change during it stamps the directory later, and the next call lists
-// again) and indexes the files that are new or were replaced by a rename;
-// those need no other look (they leave dirty).
-func (s *Store) relistTasks(ix *taskIndex, dir string, stamp lockedfile.Stamp, dirty map[string]bool) error {
+// relistTasks lists tasks/ (stamped stamp at statAt, both taken before the
+// listing: a change during it stamps the directory later, and the next
+// call lists again) and indexes the files that are new or were replaced by
+// a rename; those need no other look (they leave dirty).
+func (s *Store) relistTasks(ix *taskIndex, dir string, stamp lockedfile.Stamp, statAt time.Time, dirty map[string]bool) error {
 	names, err := lockedfile.ReadDirInodes(dir)
 	if err != nil {
 		return fmt.Errorf("list tasks: %w", err)
@@ -292,7 +291,7 @@ func (s *Store) relistTasks(ix *taskIndex, dir string, stamp lockedfile.Stamp, d
 			ix.order = nil
 		}
 	}
-	ix.dir, ix.dirRacy, ix.built = stamp, racy(stamp.MTime, time.Now()), true
+	ix.dir, ix.dirRacy, ix.built = stamp, lockedfile.Racy(stamp.MTime, statAt), true
 	return nil
 }
 

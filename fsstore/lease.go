@@ -1,0 +1,274 @@
+package fsstore
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"slices"
+	"time"
+
+	"aipm/fsstore/storage"
+)
+
+// A Lease is an agent's or a human's claim on paths of the project (DESIGN
+// section 18): exclusive (no one else may lease an overlapping path) or
+// shared (others may share it, no one may hold it exclusively). It lives
+// in .ai-pm/leases/leases.json until it expires, is released or broken,
+// or its session ends (unless Keep).
+type Lease struct {
+	ID        string    `json:"id"`
+	Holder    string    `json:"holder"`
+	Session   string    `json:"session,omitempty"`
+	Keep      bool      `json:"keep,omitempty"` // outlives its session
+	Paths     []string  `json:"paths"`
+	Exclusive bool      `json:"exclusive"`
+	Reason    string    `json:"reason,omitempty"`
+	TaskID    string    `json:"taskId,omitempty"`
+	CreatedAt time.Time `json:"createdAt"`
+	ExpiresAt time.Time `json:"expiresAt"`
+}
+
+// leasesDoc is leases.json.
+type leasesDoc struct {
+	Leases []Lease `json:"leases"`
+}
+
+// Lease limits. TODO(issue 37): the default and maximum TTL come from
+// config.toml ([leases] default_ttl, max_ttl).
+const (
+	DefaultLeaseTTL = time.Hour
+	MaxLeaseTTL     = 24 * time.Hour
+	MaxLeasePaths   = 64
+	MaxLeaseReason  = 500
+)
+
+// LeaseRequest is what TakeLease is asked.
+type LeaseRequest struct {
+	Holder  string
+	Session string // the session taking it: the lease ends with it unless Keep
+	Keep    bool
+	Paths   []string
+	Shared  bool
+	Reason  string
+	TaskID  string
+	TTL     time.Duration // 0: DefaultLeaseTTL
+}
+
+// ErrLeaseConflict is the kind of a take refused because another holder's
+// lease overlaps (a *LeaseConflictError says whose).
+var ErrLeaseConflict = errors.New("leased by another")
+
+// LeaseConflictError is a take or a write refused because of Lease: Path
+// (asked) overlaps Against (one of the lease's paths).
+type LeaseConflictError struct {
+	Lease         Lease
+	Path, Against string
+}
+
+func (e *LeaseConflictError) Error() string {
+	how := "shared"
+	if e.Lease.Exclusive {
+		how = "exclusively"
+	}
+	reason := ""
+	if e.Lease.Reason != "" {
+		reason = fmt.Sprintf(" (%s)", e.Lease.Reason)
+	}
+	return fmt.Sprintf("%s is leased %s by %s as %s until %s%s: ask %s with send_message to release it, or wait",
+		e.Path, how, e.Lease.Holder, e.Against, e.Lease.ExpiresAt.UTC().Format(time.RFC3339), reason, e.Lease.Holder)
+}
+
+func (e *LeaseConflictError) Unwrap() error { return ErrLeaseConflict }
+
+// conflicts says whether l and m cannot both be held: different holders,
+// one of them exclusive, a path of each overlapping. path and against are
+// the first such pair (from m, from l).
+func (l Lease) conflicts(m Lease) (path, against string, ok bool) {
+	if l.Holder == m.Holder || !l.Exclusive && !m.Exclusive {
+		return "", "", false
+	}
+	for _, p := range m.Paths {
+		for _, q := range l.Paths {
+			if leasePatternsOverlap(p, q) {
+				return p, q, true
+			}
+		}
+	}
+	return "", "", false
+}
+
+// leaseLive says whether l still holds at now: not expired, and its
+// session (if it ends with one) still live.
+func (s *Store) leaseLive(l Lease, now time.Time) bool {
+	if !now.Before(l.ExpiresAt) {
+		return false
+	}
+	if l.Session == "" || l.Keep {
+		return true
+	}
+	ses, err := s.session(l.Session)
+	return err == nil && ses.live(now)
+}
+
+// TakeLease takes a lease for req.Holder, or refuses it with a
+// *LeaseConflictError naming a live lease of another holder it overlaps;
+// nothing is written then. The check and the write hold leases/.lock: of
+// two takers racing for one path, exactly one wins. Dead leases are
+// dropped on the way (expiry needs no daemon).
+func (s *Store) TakeLease(ctx context.Context, req LeaseRequest) (Lease, error) {
+	l, err := s.newLease(req)
+	if err != nil {
+		return Lease{}, err
+	}
+	_, err = storage.UpdateDoc(ctx, s.Files, s.LeasesPath(), storage.ModeFile, func(doc *leasesDoc, _ bool) error {
+		s.dropDeadLeases(doc, l.CreatedAt)
+		for _, m := range doc.Leases {
+			if path, against, ok := m.conflicts(l); ok {
+				return &LeaseConflictError{Lease: m, Path: path, Against: against}
+			}
+		}
+		doc.Leases = append(doc.Leases, l)
+		return nil
+	})
+	if err != nil {
+		return Lease{}, err
+	}
+	return l, nil
+}
+
+// newLease checks req and makes its lease.
+func (s *Store) newLease(req LeaseRequest) (Lease, error) {
+	if err := storage.CheckAgentID(req.Holder); err != nil {
+		return Lease{}, err
+	}
+	if len(req.Paths) == 0 {
+		return Lease{}, storage.Kindf(storage.ErrInvalid, "a lease names at least one path: give the files, directories or globs you will change")
+	}
+	if len(req.Paths) > MaxLeasePaths {
+		return Lease{}, storage.Kindf(storage.ErrInvalid, "a lease names at most %d paths, not %d: lease a directory or a glob instead", MaxLeasePaths, len(req.Paths))
+	}
+	if len(req.Reason) > MaxLeaseReason {
+		return Lease{}, storage.Kindf(storage.ErrInvalid, "a lease's reason is at most %d bytes, not %d: say it shorter", MaxLeaseReason, len(req.Reason))
+	}
+	ttl := req.TTL
+	switch {
+	case ttl == 0:
+		ttl = DefaultLeaseTTL
+	case ttl < time.Second || ttl > MaxLeaseTTL:
+		return Lease{}, storage.Kindf(storage.ErrInvalid, "a lease lasts 1s to %v, not %v: renew it before it ends instead", MaxLeaseTTL, ttl)
+	}
+	var paths []string
+	for _, p := range req.Paths {
+		c, err := CleanLeasePattern(p)
+		if err != nil {
+			return Lease{}, storage.Kindf(storage.ErrInvalid, "%s", err)
+		}
+		if !slices.Contains(paths, c) {
+			paths = append(paths, c)
+		}
+	}
+	now := time.Now().UTC()
+	return Lease{
+		ID: storage.NewID(storage.PrefixLease), Holder: req.Holder, Session: req.Session, Keep: req.Keep,
+		Paths: paths, Exclusive: !req.Shared, Reason: req.Reason, TaskID: req.TaskID,
+		CreatedAt: now, ExpiresAt: now.Add(ttl),
+	}, nil
+}
+
+// dropDeadLeases removes from doc the leases no longer live at now.
+func (s *Store) dropDeadLeases(doc *leasesDoc, now time.Time) {
+	doc.Leases = slices.DeleteFunc(doc.Leases, func(l Lease) bool { return !s.leaseLive(l, now) })
+}
+
+// RenewLease extends holder's lease id to ttl from now (0: the default).
+func (s *Store) RenewLease(ctx context.Context, holder, id string, ttl time.Duration) (Lease, error) {
+	if ttl == 0 {
+		ttl = DefaultLeaseTTL
+	}
+	if ttl < time.Second || ttl > MaxLeaseTTL {
+		return Lease{}, storage.Kindf(storage.ErrInvalid, "a lease lasts 1s to %v, not %v", MaxLeaseTTL, ttl)
+	}
+	var renewed Lease
+	_, err := storage.UpdateDoc(ctx, s.Files, s.LeasesPath(), storage.ModeFile, func(doc *leasesDoc, _ bool) error {
+		now := time.Now().UTC()
+		s.dropDeadLeases(doc, now)
+		i := slices.IndexFunc(doc.Leases, func(l Lease) bool { return l.ID == id && l.Holder == holder })
+		if i < 0 {
+			return storage.Kindf(storage.ErrNotFound, "%s holds no live lease %s (it ended, or was released or broken): take it again", holder, id)
+		}
+		doc.Leases[i].ExpiresAt = now.Add(ttl)
+		renewed = doc.Leases[i]
+		return nil
+	})
+	return renewed, err
+}
+
+// ReleaseLeases ends holder's leases with the given ids, or, with none,
+// every lease holder has; it returns those it ended.
+func (s *Store) ReleaseLeases(ctx context.Context, holder string, ids []string) ([]Lease, error) {
+	var ended []Lease
+	_, err := storage.UpdateDoc(ctx, s.Files, s.LeasesPath(), storage.ModeFile, func(doc *leasesDoc, _ bool) error {
+		ended = nil
+		s.dropDeadLeases(doc, time.Now())
+		doc.Leases = slices.DeleteFunc(doc.Leases, func(l Lease) bool {
+			end := l.Holder == holder && (len(ids) == 0 || slices.Contains(ids, l.ID))
+			if end {
+				ended = append(ended, l)
+			}
+			return end
+		})
+		if len(ids) > 0 && len(ended) < len(ids) {
+			return storage.Kindf(storage.ErrNotFound, "%s holds no live lease among %v: list them with aipm leases", holder, ids)
+		}
+		return nil
+	})
+	return ended, err
+}
+
+// BreakLease ends lease id whoever holds it (a human's decision: the
+// caller checks that by is one). TODO(issue 37): tell the holder.
+func (s *Store) BreakLease(ctx context.Context, by, id, reason string) (Lease, error) {
+	var broken Lease
+	_, err := storage.UpdateDoc(ctx, s.Files, s.LeasesPath(), storage.ModeFile, func(doc *leasesDoc, _ bool) error {
+		s.dropDeadLeases(doc, time.Now())
+		i := slices.IndexFunc(doc.Leases, func(l Lease) bool { return l.ID == id })
+		if i < 0 {
+			return storage.Kindf(storage.ErrNotFound, "no live lease %s: list them with aipm leases", id)
+		}
+		broken = doc.Leases[i]
+		doc.Leases = slices.Delete(doc.Leases, i, i+1)
+		return nil
+	})
+	return broken, err
+}
+
+// Leases returns the live leases, oldest first. It takes no lock.
+func (s *Store) Leases() ([]Lease, error) {
+	var doc leasesDoc
+	if err := s.ReadDoc(s.LeasesPath(), &doc); err != nil && !errors.Is(err, storage.ErrNotFound) {
+		return nil, err
+	}
+	s.dropDeadLeases(&doc, time.Now())
+	return doc.Leases, nil
+}
+
+// LeaseBlocking returns the live lease of another holder than agent that
+// keeps agent from writing name (a clean project-relative path): an
+// exclusive one covering it. Nil when none does.
+func (s *Store) LeaseBlocking(agent, name string) (*LeaseConflictError, error) {
+	leases, err := s.Leases()
+	if err != nil {
+		return nil, err
+	}
+	for _, l := range leases {
+		if l.Holder == agent || !l.Exclusive {
+			continue
+		}
+		for _, p := range l.Paths {
+			if leasePatternCovers(p, name) {
+				return &LeaseConflictError{Lease: l, Path: name, Against: p}, nil
+			}
+		}
+	}
+	return nil, nil
+}

@@ -1,0 +1,250 @@
+package fsstore
+
+import (
+	"bufio"
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"strconv"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"aipm/fsstore/storage"
+)
+
+func init() { helperRoles["take-leases"] = helperTakeLeases }
+
+// helperTakeLeases, as holder arg, once told to go (a line on stdin),
+// tries n exclusive leases race/0 to race/(n-1), printing "won I" or
+// "lost I" for each.
+func helperTakeLeases(h *helperProc) error {
+	if _, err := bufio.NewReader(os.Stdin).ReadString('\n'); err != nil {
+		return err
+	}
+	for i := 0; i < h.n; i++ {
+		_, err := h.store.TakeLease(h.ctx, LeaseRequest{Holder: h.arg, Paths: []string{"race/" + strconv.Itoa(i)}, Reason: "race"})
+		var conflict *LeaseConflictError
+		switch {
+		case err == nil:
+			fmt.Fprintln(h.out, "won", i)
+		case errors.As(err, &conflict):
+			fmt.Fprintln(h.out, "lost", i)
+		default:
+			return err
+		}
+	}
+	return nil
+}
+
+// Eight processes race for the same 100 paths, each taking them in
+// order, all told to go at once (the first round races for a file that
+// does not exist yet): every path has exactly one winner, and the file
+// ends with exactly one lease per path.
+func TestTakeLeaseRace(t *testing.T) {
+	s := newTestStore(t)
+	const procs, rounds = 8, 100
+	wins := make([][]string, rounds)
+	var mu sync.Mutex
+	var wg sync.WaitGroup
+	var gos []io.WriteCloser
+	for p := range procs {
+		holder := "h" + strconv.Itoa(p)
+		cmd := helper(t, "take-leases", s.ProjectDir(), holder, strconv.Itoa(rounds))
+		out, err := cmd.StdoutPipe()
+		if err != nil {
+			t.Fatal(err)
+		}
+		in, err := cmd.StdinPipe()
+		if err != nil {
+			t.Fatal(err)
+		}
+		gos = append(gos, in)
+		if err := cmd.Start(); err != nil {
+			t.Fatal(err)
+		}
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			sc := bufio.NewScanner(out)
+			for sc.Scan() {
+				verdict, n, _ := strings.Cut(sc.Text(), " ")
+				i, err := strconv.Atoi(n)
+				if err != nil || i < 0 || i >= rounds {
+					t.Errorf("%s: %q", holder, sc.Text())
+					continue
+				}
+				if verdict == "won" {
+					mu.Lock()
+					wins[i] = append(wins[i], holder)
+					mu.Unlock()
+				}
+			}
+			if err := cmd.Wait(); err != nil {
+				t.Errorf("%s: %v", holder, err)
+			}
+		}()
+	}
+	time.Sleep(200 * time.Millisecond) // let them reach their read of "go"
+	for _, in := range gos {
+		io.WriteString(in, "go\n")
+		in.Close()
+	}
+	wg.Wait()
+	for i, w := range wins {
+		if len(w) != 1 {
+			t.Errorf("race/%d won by %v, want exactly one", i, w)
+		}
+	}
+	leases, err := s.Leases()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(leases) != rounds {
+		t.Errorf("%d leases on file, want %d", len(leases), rounds)
+	}
+}
+
+func TestLeaseLifecycle(t *testing.T) {
+	ctx := context.Background()
+	s := newTestStore(t)
+	take := func(holder string, shared bool, paths ...string) (Lease, error) {
+		return s.TakeLease(ctx, LeaseRequest{Holder: holder, Paths: paths, Shared: shared, Reason: "parser work"})
+	}
+	a, err := take("coder", false, "src/parser")
+	if err != nil {
+		t.Fatal(err)
+	}
+
+	// Another's overlapping take is refused, naming the holder, its path,
+	// the reason and how to ask; nothing is written.
+	_, err = take("tester", false, "src/parser/*.go")
+	var conflict *LeaseConflictError
+	if !errors.As(err, &conflict) || conflict.Lease.ID != a.ID || !errors.Is(err, ErrLeaseConflict) {
+		t.Fatalf("overlapping take: %v, want a conflict with %s", err, a.ID)
+	}
+	for _, want := range []string{"src/parser/*.go", "coder", "src/parser", "parser work", "send_message"} {
+		if !strings.Contains(err.Error(), want) {
+			t.Errorf("conflict %q does not say %q", err, want)
+		}
+	}
+	if leases, _ := s.Leases(); len(leases) != 1 {
+		t.Fatalf("%d leases after a refused take, want 1", len(leases))
+	}
+
+	// Elsewhere, the holder's own overlap, and shared beside shared pass.
+	for _, tc := range []struct {
+		holder string
+		shared bool
+		path   string
+	}{{"tester", false, "src/lexer"}, {"coder", false, "src/parser/ast.go"}, {"tester", true, "docs"}, {"writer", true, "docs/api.md"}} {
+		if _, err := take(tc.holder, tc.shared, tc.path); err != nil {
+			t.Errorf("take %s by %s: %v", tc.path, tc.holder, err)
+		}
+	}
+	if _, err := take("coder", false, "docs/index.md"); !errors.Is(err, ErrLeaseConflict) {
+		t.Errorf("exclusive inside shared leases: %v, want a conflict", err)
+	}
+
+	// Renew moves the expiry; release ends it, and the path is free.
+	renewed, err := s.RenewLease(ctx, "coder", a.ID, 2*time.Hour)
+	if err != nil || !renewed.ExpiresAt.After(a.ExpiresAt) {
+		t.Fatalf("renew: %v, %v", renewed.ExpiresAt, err)
+	}
+	if _, err := s.RenewLease(ctx, "tester", a.ID, 0); !errors.Is(err, storage.ErrNotFound) {
+		t.Errorf("renew of another's lease: %v, want not found", err)
+	}
+	if ended, err := s.ReleaseLeases(ctx, "coder", []string{a.ID}); err != nil || len(ended) != 1 {
+		t.Fatalf("release: %v %v", ended, err)
+	}
+	if _, err := take("tester", false, "src/parser/*.go"); err == nil {
+		t.Error("src/parser/ast.go is still coder's, yet src/parser/*.go was taken")
+	}
+	if _, err := s.ReleaseLeases(ctx, "coder", nil); err != nil {
+		t.Fatal(err)
+	}
+	b, err := take("tester", false, "src/parser/*.go")
+	if err != nil {
+		t.Fatalf("take after release: %v", err)
+	}
+
+	// A human breaks it.
+	if broken, err := s.BreakLease(ctx, "lead", b.ID, "stuck"); err != nil || broken.Holder != "tester" {
+		t.Fatalf("break: %v %v", broken, err)
+	}
+	if _, err := s.BreakLease(ctx, "lead", b.ID, "again"); !errors.Is(err, storage.ErrNotFound) {
+		t.Errorf("break of a broken lease: %v, want not found", err)
+	}
+}
+
+// An expired lease, or one whose session ended, holds nothing: the next
+// take drops it, with no daemon.
+func TestLeaseEnds(t *testing.T) {
+	ctx := context.Background()
+	s, cfg := leadAndCoder(t)
+	key, err := s.AddAgent(ctx, NewAgent{ID: "tester", Type: storage.AgentAI})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if cfg, err = s.LoadConfig(); err != nil {
+		t.Fatal(err)
+	}
+	ses, _, err := s.Authenticate(ctx, cfg, "tester", key, "", storage.PurposeChat)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := s.TakeLease(ctx, LeaseRequest{Holder: "tester", Session: ses.ID, Paths: []string{"a.go"}}); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := s.TakeLease(ctx, LeaseRequest{Holder: "tester", Session: ses.ID, Keep: true, Paths: []string{"b.go"}}); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := s.TakeLease(ctx, LeaseRequest{Holder: "tester", Paths: []string{"c.go"}, TTL: time.Second}); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := s.EndSession(ctx, ses.ID, "logout"); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := s.TakeLease(ctx, LeaseRequest{Holder: "coder", Paths: []string{"a.go"}}); err != nil {
+		t.Errorf("a lease of an ended session still holds: %v", err)
+	}
+	if _, err := s.TakeLease(ctx, LeaseRequest{Holder: "coder", Paths: []string{"b.go"}}); !errors.Is(err, ErrLeaseConflict) {
+		t.Errorf("a kept lease ended with its session: %v", err)
+	}
+	time.Sleep(1100 * time.Millisecond)
+	if _, err := s.TakeLease(ctx, LeaseRequest{Holder: "coder", Paths: []string{"c.go"}}); err != nil {
+		t.Errorf("an expired lease still holds: %v", err)
+	}
+	blocking, err := s.LeaseBlocking("coder", "b.go")
+	if err != nil || blocking == nil || blocking.Lease.Holder != "tester" {
+		t.Errorf("LeaseBlocking(coder, b.go) = %v, %v; want tester's", blocking, err)
+	}
+	if blocking, _ := s.LeaseBlocking("tester", "b.go"); blocking != nil {
+		t.Errorf("the holder's own lease blocks it: %v", blocking)
+	}
+}
+
+// Bad requests are refused with a sentence and change nothing.
+func TestTakeLeaseRefuses(t *testing.T) {
+	ctx := context.Background()
+	s := newTestStore(t)
+	for _, req := range []LeaseRequest{
+		{Holder: "coder"},
+		{Holder: "coder", Paths: []string{"../x"}},
+		{Holder: "coder", Paths: []string{".ai-pm/tasks"}},
+		{Holder: "../x", Paths: []string{"a"}},
+		{Holder: "coder", Paths: []string{"a"}, TTL: 48 * time.Hour},
+		{Holder: "coder", Paths: []string{"a"}, Reason: strings.Repeat("x", MaxLeaseReason+1)},
+		{Holder: "coder", Paths: make([]string, MaxLeasePaths+1)},
+	} {
+		if _, err := s.TakeLease(ctx, req); err == nil {
+			t.Errorf("TakeLease(%+v) taken", req)
+		}
+	}
+	if _, err := os.Stat(s.LeasesPath()); !errors.Is(err, os.ErrNotExist) {
+		t.Errorf("a refused take wrote %s", s.LeasesPath())
+	}
+}

@@ -256,19 +256,40 @@ func (s *Store) Leases() ([]Lease, error) {
 // keeps agent from writing name (a clean project-relative path): an
 // exclusive one covering it. Nil when none does.
 func (s *Store) LeaseBlocking(agent, name string) (*LeaseConflictError, error) {
+	blocked, err := s.LeaseCheck(agent, []string{name})
+	if err != nil || len(blocked) == 0 {
+		return nil, err
+	}
+	return blocked[0], nil
+}
+
+// LeaseCheck is LeaseBlocking for several names, reading the leases once:
+// one conflict for each name another holds exclusively, in names' order.
+func (s *Store) LeaseCheck(agent string, names []string) ([]*LeaseConflictError, error) {
 	leases, err := s.Leases()
 	if err != nil {
 		return nil, err
 	}
+	var blocked []*LeaseConflictError
+	for _, name := range names {
+		if c := blockingLease(leases, agent, name); c != nil {
+			blocked = append(blocked, c)
+		}
+	}
+	return blocked, nil
+}
+
+// blockingLease is the first of leases that keeps agent from writing name.
+func blockingLease(leases []Lease, agent, name string) *LeaseConflictError {
 	for _, l := range leases {
 		if l.Holder == agent || !l.Exclusive {
 			continue
 		}
 		for _, p := range l.Paths {
 			if leasePatternCovers(p, name) {
-				return &LeaseConflictError{Lease: l, Path: name, Against: p}, nil
+				return &LeaseConflictError{Lease: l, Path: name, Against: p}
 			}
 		}
 	}
-	return nil, nil
+	return nil
 }

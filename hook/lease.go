@@ -68,6 +68,7 @@ func (h *Hook) leaseRefusal(in Input) (string, error) {
 		return "", nil
 	}
 	project := h.Store.ProjectDir()
+	var names []string
 	for _, p := range paths {
 		if !filepath.IsAbs(p) {
 			p = filepath.Join(in.Cwd, p)
@@ -76,13 +77,14 @@ func (h *Hook) leaseRefusal(in Input) (string, error) {
 		if err != nil || rel == "." || rel == ".." || strings.HasPrefix(rel, ".."+string(filepath.Separator)) {
 			continue
 		}
-		conflict, err := h.Store.LeaseBlocking(h.Agent, filepath.ToSlash(rel))
-		if err != nil {
-			return "", err
-		}
-		if conflict != nil {
-			return "aipm: " + conflict.Error() + ".", nil
-		}
+		names = append(names, filepath.ToSlash(rel))
 	}
-	return "", nil
+	if len(names) == 0 {
+		return "", nil
+	}
+	blocked, err := h.Store.LeaseCheck(h.Agent, names)
+	if err != nil || len(blocked) == 0 {
+		return "", err
+	}
+	return "aipm: " + blocked[0].Error() + ".", nil
 }

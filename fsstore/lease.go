@@ -33,13 +33,11 @@ type leasesDoc struct {
 	Leases []Lease `json:"leases"`
 }
 
-// Lease limits. TODO(issue 37): the default and maximum TTL come from
-// config.toml ([leases] default_ttl, max_ttl).
+// Lease limits; how long a lease lasts is config.toml's (lease_ttl,
+// lease_max_ttl in [defaults]).
 const (
-	DefaultLeaseTTL = time.Hour
-	MaxLeaseTTL     = 24 * time.Hour
-	MaxLeasePaths   = 64
-	MaxLeaseReason  = 500
+	MaxLeasePaths  = 64
+	MaxLeaseReason = 500
 )
 
 // LeaseRequest is what TakeLease is asked.
@@ -51,7 +49,7 @@ type LeaseRequest struct {
 	Shared  bool
 	Reason  string
 	TaskID  string
-	TTL     time.Duration // 0: DefaultLeaseTTL
+	TTL     time.Duration // 0: the config's lease_ttl
 }
 
 // ErrLeaseConflict is the kind of a take refused because another holder's
@@ -115,8 +113,8 @@ func (s *Store) leaseLive(l Lease, now time.Time) bool {
 // nothing is written then. The check and the write hold leases/.lock: of
 // two takers racing for one path, exactly one wins. Dead leases are
 // dropped on the way (expiry needs no daemon).
-func (s *Store) TakeLease(ctx context.Context, req LeaseRequest) (Lease, error) {
-	l, err := s.newLease(req)
+func (s *Store) TakeLease(ctx context.Context, cfg *storage.Config, req LeaseRequest) (Lease, error) {
+	l, err := s.newLease(cfg, req)
 	if err != nil {
 		return Lease{}, err
 	}
@@ -137,7 +135,7 @@ func (s *Store) TakeLease(ctx context.Context, req LeaseRequest) (Lease, error) 
 }
 
 // newLease checks req and makes its lease.
-func (s *Store) newLease(req LeaseRequest) (Lease, error) {
+func (s *Store) newLease(cfg *storage.Config, req LeaseRequest) (Lease, error) {
 	if err := storage.CheckAgentID(req.Holder); err != nil {
 		return Lease{}, err
 	}
@@ -150,12 +148,9 @@ func (s *Store) newLease(req LeaseRequest) (Lease, error) {
 	if len(req.Reason) > MaxLeaseReason {
 		return Lease{}, storage.Kindf(storage.ErrInvalid, "a lease's reason is at most %d bytes, not %d: say it shorter", MaxLeaseReason, len(req.Reason))
 	}
-	ttl := req.TTL
-	switch {
-	case ttl == 0:
-		ttl = DefaultLeaseTTL
-	case ttl < time.Second || ttl > MaxLeaseTTL:
-		return Lease{}, storage.Kindf(storage.ErrInvalid, "a lease lasts 1s to %v, not %v: renew it before it ends instead", MaxLeaseTTL, ttl)
+	ttl, err := leaseTTL(cfg, req.TTL)
+	if err != nil {
+		return Lease{}, err
 	}
 	var paths []string
 	for _, p := range req.Paths {
@@ -180,16 +175,28 @@ func (s *Store) dropDeadLeases(doc *leasesDoc, now time.Time) {
 	doc.Leases = slices.DeleteFunc(doc.Leases, func(l Lease) bool { return !s.leaseLive(l, now) })
 }
 
-// RenewLease extends holder's lease id to ttl from now (0: the default).
-func (s *Store) RenewLease(ctx context.Context, holder, id string, ttl time.Duration) (Lease, error) {
+// leaseTTL is how long a lease asked for ttl lasts (0: the config's
+// lease_ttl), or why it cannot.
+func leaseTTL(cfg *storage.Config, ttl time.Duration) (time.Duration, error) {
+	d := cfg.Defaults
 	if ttl == 0 {
-		ttl = DefaultLeaseTTL
+		return min(d.LeaseTTL.Duration, d.LeaseMaxTTL.Duration), nil
 	}
-	if ttl < time.Second || ttl > MaxLeaseTTL {
-		return Lease{}, storage.Kindf(storage.ErrInvalid, "a lease lasts 1s to %v, not %v", MaxLeaseTTL, ttl)
+	if ttl < time.Second || ttl > d.LeaseMaxTTL.Duration {
+		return 0, storage.Kindf(storage.ErrInvalid, "a lease lasts 1s to %v (lease_max_ttl), not %v: ask for less and renew it before it ends", d.LeaseMaxTTL.Duration, ttl)
+	}
+	return ttl, nil
+}
+
+// RenewLease extends holder's lease id to ttl from now (0: the config's
+// lease_ttl).
+func (s *Store) RenewLease(ctx context.Context, cfg *storage.Config, holder, id string, asked time.Duration) (Lease, error) {
+	ttl, err := leaseTTL(cfg, asked)
+	if err != nil {
+		return Lease{}, err
 	}
 	var renewed Lease
-	_, err := storage.UpdateDoc(ctx, s.Files, s.LeasesPath(), storage.ModeFile, func(doc *leasesDoc, _ bool) error {
+	_, err = storage.UpdateDoc(ctx, s.Files, s.LeasesPath(), storage.ModeFile, func(doc *leasesDoc, _ bool) error {
 		now := time.Now().UTC()
 		s.dropDeadLeases(doc, now)
 		i := slices.IndexFunc(doc.Leases, func(l Lease) bool { return l.ID == id && l.Holder == holder })

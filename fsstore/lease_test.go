@@ -22,11 +22,15 @@ func init() { helperRoles["take-leases"] = helperTakeLeases }
 // tries n exclusive leases race/0 to race/(n-1), printing "won I" or
 // "lost I" for each.
 func helperTakeLeases(h *helperProc) error {
+	cfg, err := h.store.LoadConfig()
+	if err != nil {
+		return err
+	}
 	if _, err := bufio.NewReader(os.Stdin).ReadString('\n'); err != nil {
 		return err
 	}
 	for i := 0; i < h.n; i++ {
-		_, err := h.store.TakeLease(h.ctx, LeaseRequest{Holder: h.arg, Paths: []string{"race/" + strconv.Itoa(i)}, Reason: "race"})
+		_, err := h.store.TakeLease(h.ctx, cfg, LeaseRequest{Holder: h.arg, Paths: []string{"race/" + strconv.Itoa(i)}, Reason: "race"})
 		var conflict *LeaseConflictError
 		switch {
 		case err == nil:
@@ -110,9 +114,9 @@ func TestTakeLeaseRace(t *testing.T) {
 
 func TestLeaseLifecycle(t *testing.T) {
 	ctx := context.Background()
-	s := newTestStore(t)
+	s, cfg := leadAndCoder(t)
 	take := func(holder string, shared bool, paths ...string) (Lease, error) {
-		return s.TakeLease(ctx, LeaseRequest{Holder: holder, Paths: paths, Shared: shared, Reason: "parser work"})
+		return s.TakeLease(ctx, cfg, LeaseRequest{Holder: holder, Paths: paths, Shared: shared, Reason: "parser work"})
 	}
 	a, err := take("coder", false, "src/parser")
 	if err != nil {
@@ -150,11 +154,11 @@ func TestLeaseLifecycle(t *testing.T) {
 	}
 
 	// Renew moves the expiry; release ends it, and the path is free.
-	renewed, err := s.RenewLease(ctx, "coder", a.ID, 2*time.Hour)
+	renewed, err := s.RenewLease(ctx, cfg, "coder", a.ID, 2*time.Hour)
 	if err != nil || !renewed.ExpiresAt.After(a.ExpiresAt) {
 		t.Fatalf("renew: %v, %v", renewed.ExpiresAt, err)
 	}
-	if _, err := s.RenewLease(ctx, "tester", a.ID, 0); !errors.Is(err, storage.ErrNotFound) {
+	if _, err := s.RenewLease(ctx, cfg, "tester", a.ID, 0); !errors.Is(err, storage.ErrNotFound) {
 		t.Errorf("renew of another's lease: %v, want not found", err)
 	}
 	if ended, err := s.ReleaseLeases(ctx, "coder", []string{a.ID}); err != nil || len(ended) != 1 {
@@ -196,26 +200,26 @@ func TestLeaseEnds(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if _, err := s.TakeLease(ctx, LeaseRequest{Holder: "tester", Session: ses.ID, Paths: []string{"a.go"}}); err != nil {
+	if _, err := s.TakeLease(ctx, cfg, LeaseRequest{Holder: "tester", Session: ses.ID, Paths: []string{"a.go"}}); err != nil {
 		t.Fatal(err)
 	}
-	if _, err := s.TakeLease(ctx, LeaseRequest{Holder: "tester", Session: ses.ID, Keep: true, Paths: []string{"b.go"}}); err != nil {
+	if _, err := s.TakeLease(ctx, cfg, LeaseRequest{Holder: "tester", Session: ses.ID, Keep: true, Paths: []string{"b.go"}}); err != nil {
 		t.Fatal(err)
 	}
-	if _, err := s.TakeLease(ctx, LeaseRequest{Holder: "tester", Paths: []string{"c.go"}, TTL: time.Second}); err != nil {
+	if _, err := s.TakeLease(ctx, cfg, LeaseRequest{Holder: "tester", Paths: []string{"c.go"}, TTL: time.Second}); err != nil {
 		t.Fatal(err)
 	}
 	if _, err := s.EndSession(ctx, ses.ID, "logout"); err != nil {
 		t.Fatal(err)
 	}
-	if _, err := s.TakeLease(ctx, LeaseRequest{Holder: "coder", Paths: []string{"a.go"}}); err != nil {
+	if _, err := s.TakeLease(ctx, cfg, LeaseRequest{Holder: "coder", Paths: []string{"a.go"}}); err != nil {
 		t.Errorf("a lease of an ended session still holds: %v", err)
 	}
-	if _, err := s.TakeLease(ctx, LeaseRequest{Holder: "coder", Paths: []string{"b.go"}}); !errors.Is(err, ErrLeaseConflict) {
+	if _, err := s.TakeLease(ctx, cfg, LeaseRequest{Holder: "coder", Paths: []string{"b.go"}}); !errors.Is(err, ErrLeaseConflict) {
 		t.Errorf("a kept lease ended with its session: %v", err)
 	}
 	time.Sleep(1100 * time.Millisecond)
-	if _, err := s.TakeLease(ctx, LeaseRequest{Holder: "coder", Paths: []string{"c.go"}}); err != nil {
+	if _, err := s.TakeLease(ctx, cfg, LeaseRequest{Holder: "coder", Paths: []string{"c.go"}}); err != nil {
 		t.Errorf("an expired lease still holds: %v", err)
 	}
 	blocking, err := s.LeaseBlocking("coder", "b.go")
@@ -230,7 +234,7 @@ func TestLeaseEnds(t *testing.T) {
 // Bad requests are refused with a sentence and change nothing.
 func TestTakeLeaseRefuses(t *testing.T) {
 	ctx := context.Background()
-	s := newTestStore(t)
+	s, cfg := leadAndCoder(t)
 	for _, req := range []LeaseRequest{
 		{Holder: "coder"},
 		{Holder: "coder", Paths: []string{"../x"}},
@@ -240,7 +244,7 @@ func TestTakeLeaseRefuses(t *testing.T) {
 		{Holder: "coder", Paths: []string{"a"}, Reason: strings.Repeat("x", MaxLeaseReason+1)},
 		{Holder: "coder", Paths: make([]string, MaxLeasePaths+1)},
 	} {
-		if _, err := s.TakeLease(ctx, req); err == nil {
+		if _, err := s.TakeLease(ctx, cfg, req); err == nil {
 			t.Errorf("TakeLease(%+v) taken", req)
 		}
 	}

@@ -18,13 +18,13 @@ func TestPreToolUseLease(t *testing.T) {
 	h := newHook(t) // coder
 	ctx := context.Background()
 	project := h.Store.ProjectDir()
-	if _, err := h.Store.TakeLease(ctx, fsstore.LeaseRequest{Holder: "lead", Paths: []string{"src/parser"}, Reason: "rewriting the parser"}); err != nil {
+	if _, err := h.Store.TakeLease(ctx, h.Config, fsstore.LeaseRequest{Holder: "lead", Paths: []string{"src/parser"}, Reason: "rewriting the parser"}); err != nil {
 		t.Fatal(err)
 	}
-	if _, err := h.Store.TakeLease(ctx, fsstore.LeaseRequest{Holder: "lead", Paths: []string{"docs"}, Shared: true}); err != nil {
+	if _, err := h.Store.TakeLease(ctx, h.Config, fsstore.LeaseRequest{Holder: "lead", Paths: []string{"docs"}, Shared: true}); err != nil {
 		t.Fatal(err)
 	}
-	if _, err := h.Store.TakeLease(ctx, fsstore.LeaseRequest{Holder: "coder", Paths: []string{"src/lexer"}}); err != nil {
+	if _, err := h.Store.TakeLease(ctx, h.Config, fsstore.LeaseRequest{Holder: "coder", Paths: []string{"src/lexer"}}); err != nil {
 		t.Fatal(err)
 	}
 	abs := func(rel string) string { return filepath.Join(project, rel) }

@@ -222,10 +222,10 @@ func getConversationMessagesTool() toolSpec {
 	return toolSpec{
 		tool: mcp.Tool{
 			Name:        "get_conversation_messages",
-			Description: "Messages of a conversation your chat session held. (task)",
+			Description: "Messages of any conversation you took part in.",
 			Annotations: readOnly,
 		},
-		level: TaskOnly,
+		level: Authenticated,
 		page:  conversationMessagePage,
 		add:   addGetConversationMessages,
 	}

@@ -32,6 +32,10 @@ type NextActionOut struct {
 	State          string `json:"state,omitempty" jsonschema:"the conversation's state"`
 	EndedBy        string `json:"ended_by,omitempty" jsonschema:"who ended the conversation (system for a timeout)"`
 	Reason         string `json:"reason,omitempty" jsonschema:"why the conversation ended: initiator_ended, participant_ended, max_turns, timeout, session_expired or expired"`
+	// PreviousConversationID, on a conversation_request: the last
+	// conversation among the same parties, which get_conversation_messages
+	// reads (seed 001).
+	PreviousConversationID string `json:"previous_conversation_id,omitempty" jsonschema:"your last conversation with the same agents"`
 	// Parties, for a group conversation: everyone in turn order.
 	Parties  []string `json:"parties,omitempty"`
 	NextTurn string   `json:"next_turn,omitempty"`
@@ -300,6 +304,15 @@ func explainConversationRequest(out *NextActionOut, cfg *storage.Config, c fssto
 			c.Initiator, c.ID, strings.Join(c.Participants, ", "), purpose, c.MaxTurns, strings.Join(c.Parties(), ", "), c.NextSpeaker())
 	}
 	out.Tools = []string{"get_pending_messages", "send_conversation_message", "end_conversation"}
+	if p := c.Previous; p != nil {
+		about := ""
+		if p.Purpose != "" {
+			about = fmt.Sprintf(" (about %q)", p.Purpose)
+		}
+		out.PreviousConversationID = p.ID
+		out.Instruction += fmt.Sprintf(" You talked before in %s%s: get_conversation_messages(%s) reads it, if it helps.", p.ID, about, p.ID)
+		out.Tools = append(out.Tools, "get_conversation_messages")
+	}
 }
 
 // explainProcessDelegation: the chat session carries out a delegation of

@@ -628,3 +628,25 @@ func (p *project) addAgent(id, typ string) {
 		p.t.Fatal(err)
 	}
 }
+
+// Seed 001: a chat session reads a conversation it held before, and the
+// next request between the same agents names it.
+func TestConversationLooksBack(t *testing.T) {
+	p := newProject(t)
+	a, b := p.connect(""), p.connect("")
+	ta := p.authenticate(a, "coder", "chat")
+	tb := p.authenticate(b, "reviewer", "chat")
+	cnv := threeTurns(t, a, b, ta, tb)
+	toldMaxTurns(t, a, b, ta, tb)
+	r := call(t, b, "get_conversation_messages", map[string]any{"session_token": tb, "conversation_id": cnv})
+	if r.isError || r.str("conversation_id") != cnv || len(r.data["messages"].([]any)) != 3 {
+		t.Fatalf("a chat session reading its earlier conversation: %s", r.text)
+	}
+	if r := call(t, a, "start_conversation", map[string]any{"session_token": ta, "target_agent_id": "reviewer", "purpose": "the follow-up"}); r.isError {
+		t.Fatalf("start_conversation: %s", r.text)
+	}
+	r = call(t, b, "get_next_action", map[string]any{"session_token": tb})
+	if r.str("action") != "conversation_request" || r.str("previous_conversation_id") != cnv || !strings.Contains(r.str("instruction"), "get_conversation_messages("+cnv+")") {
+		t.Fatalf("the next request does not name %s: %s", cnv, r.text)
+	}
+}

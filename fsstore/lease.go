@@ -52,10 +52,6 @@ type LeaseRequest struct {
 	TTL     time.Duration // 0: the config's lease_ttl
 }
 
-// ErrLeaseConflict is the kind of a take refused because another holder's
-// lease overlaps (a *LeaseConflictError says whose).
-var ErrLeaseConflict = errors.New("leased by another")
-
 // LeaseConflictError is a take or a write refused because of Lease: Path
 // (asked) overlaps Against (one of the lease's paths).
 type LeaseConflictError struct {

@@ -6,15 +6,11 @@ package gitstaged
 import (
 	"bytes"
 	"context"
-	"errors"
 	"fmt"
 	"os/exec"
 	"path/filepath"
 	"strings"
 )
-
-// ErrNoRepository says the project is not in a git work tree.
-var ErrNoRepository = errors.New("not in a git repository")
 
 // In returns the paths the index of the git work tree holding projectDir
 // would change if committed now (added, changed or deleted; both names of

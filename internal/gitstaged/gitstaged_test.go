@@ -8,6 +8,8 @@ import (
 	"path/filepath"
 	"slices"
 	"testing"
+
+	"aipm/internal/testenv"
 )
 
 // The staged paths of a project in a subdirectory of its repository:
@@ -15,7 +17,7 @@ import (
 // project; unstaged changes and paths outside the project are not listed.
 func TestIn(t *testing.T) {
 	if _, err := exec.LookPath("git"); err != nil {
-		t.Skip("no git")
+		testenv.SkipMissing(t, "git")
 	}
 	ctx := context.Background()
 	repo := t.TempDir()

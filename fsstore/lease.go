@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"slices"
+	"strings"
 	"time"
 
 	"aipm/fsstore/storage"
@@ -107,8 +108,9 @@ func (s *Store) leaseLive(l Lease, now time.Time) bool {
 // TakeLease takes a lease for req.Holder, or refuses it with a
 // *LeaseConflictError naming a live lease of another holder it overlaps;
 // nothing is written then. The check and the write hold leases/.lock: of
-// two takers racing for one path, exactly one wins. Dead leases are
-// dropped on the way (expiry needs no daemon).
+// two takers racing for one path, exactly one wins. Taking again renews:
+// the holder's own leases whose every path the new one names are replaced
+// by it. Dead leases are dropped on the way (expiry needs no daemon).
 func (s *Store) TakeLease(ctx context.Context, cfg *storage.Config, req LeaseRequest) (Lease, error) {
 	l, err := s.newLease(cfg, req)
 	if err != nil {
@@ -121,6 +123,9 @@ func (s *Store) TakeLease(ctx context.Context, cfg *storage.Config, req LeaseReq
 				return &LeaseConflictError{Lease: m, Path: path, Against: against}
 			}
 		}
+		doc.Leases = slices.DeleteFunc(doc.Leases, func(m Lease) bool {
+			return m.Holder == l.Holder && !slices.ContainsFunc(m.Paths, func(p string) bool { return !slices.Contains(l.Paths, p) })
+		})
 		doc.Leases = append(doc.Leases, l)
 		return nil
 	})
@@ -148,15 +153,9 @@ func (s *Store) newLease(cfg *storage.Config, req LeaseRequest) (Lease, error) {
 	if err != nil {
 		return Lease{}, err
 	}
-	var paths []string
-	for _, p := range req.Paths {
-		c, err := CleanLeasePattern(p)
-		if err != nil {
-			return Lease{}, storage.Kindf(storage.ErrInvalid, "%s", err)
-		}
-		if !slices.Contains(paths, c) {
-			paths = append(paths, c)
-		}
+	paths, err := cleanLeasePatterns(req.Paths)
+	if err != nil {
+		return Lease{}, err
 	}
 	now := time.Now().UTC()
 	return Lease{
@@ -184,65 +183,89 @@ func leaseTTL(cfg *storage.Config, ttl time.Duration) (time.Duration, error) {
 	return ttl, nil
 }
 
-// RenewLease extends holder's lease id to ttl from now (0: the config's
-// lease_ttl).
-func (s *Store) RenewLease(ctx context.Context, cfg *storage.Config, holder, id string, asked time.Duration) (Lease, error) {
-	ttl, err := leaseTTL(cfg, asked)
-	if err != nil {
-		return Lease{}, err
-	}
-	var renewed Lease
-	_, err = storage.UpdateDoc(ctx, s.Files, s.LeasesPath(), storage.ModeFile, func(doc *leasesDoc, _ bool) error {
-		now := time.Now().UTC()
-		s.dropDeadLeases(doc, now)
-		i := slices.IndexFunc(doc.Leases, func(l Lease) bool { return l.ID == id && l.Holder == holder })
-		if i < 0 {
-			return storage.Kindf(storage.ErrNotFound, "%s holds no live lease %s (it ended, or was released or broken): take it again", holder, id)
+// cleanLeasePatterns cleans each of paths (CleanLeasePattern), dropping
+// repeats.
+func cleanLeasePatterns(paths []string) ([]string, error) {
+	var clean []string
+	for _, p := range paths {
+		c, err := CleanLeasePattern(p)
+		if err != nil {
+			return nil, storage.Kindf(storage.ErrInvalid, "%s", err)
 		}
-		doc.Leases[i].ExpiresAt = now.Add(ttl)
-		renewed = doc.Leases[i]
-		return nil
-	})
-	return renewed, err
+		if !slices.Contains(clean, c) {
+			clean = append(clean, c)
+		}
+	}
+	return clean, nil
 }
 
-// ReleaseLeases ends holder's leases with the given ids, or, with none,
-// every lease holder has; it returns those it ended.
-func (s *Store) ReleaseLeases(ctx context.Context, holder string, ids []string) ([]Lease, error) {
+// endLeases removes from the leases the live ones of holder ("" for any)
+// having a path that overlaps one of paths (none: every one of holder's),
+// and returns them; it refuses, changing nothing, when none is.
+func (s *Store) endLeases(ctx context.Context, holder string, paths []string) ([]Lease, error) {
+	clean, err := cleanLeasePatterns(paths)
+	if err != nil {
+		return nil, err
+	}
 	var ended []Lease
-	_, err := storage.UpdateDoc(ctx, s.Files, s.LeasesPath(), storage.ModeFile, func(doc *leasesDoc, _ bool) error {
+	_, err = storage.UpdateDoc(ctx, s.Files, s.LeasesPath(), storage.ModeFile, func(doc *leasesDoc, _ bool) error {
 		ended = nil
 		s.dropDeadLeases(doc, time.Now())
 		doc.Leases = slices.DeleteFunc(doc.Leases, func(l Lease) bool {
-			end := l.Holder == holder && (len(ids) == 0 || slices.Contains(ids, l.ID))
+			end := (holder == "" || l.Holder == holder) && (len(clean) == 0 || slices.ContainsFunc(l.Paths, func(p string) bool {
+				return slices.ContainsFunc(clean, func(c string) bool { return leasePatternsOverlap(p, c) })
+			}))
 			if end {
 				ended = append(ended, l)
 			}
 			return end
 		})
-		if len(ids) > 0 && len(ended) < len(ids) {
-			return storage.Kindf(storage.ErrNotFound, "%s holds no live lease among %v: list them with aipm leases", holder, ids)
+		if len(ended) == 0 {
+			who := "no one"
+			if holder != "" {
+				who = holder
+			}
+			if len(clean) == 0 {
+				return storage.Kindf(storage.ErrNotFound, "%s holds no live lease: nothing to end (list them with aipm leases)", who)
+			}
+			return storage.Kindf(storage.ErrNotFound, "%s holds no live lease on %s: list them with aipm leases", who, strings.Join(clean, ", "))
 		}
 		return nil
 	})
 	return ended, err
 }
 
-// BreakLease ends lease id whoever holds it (a human's decision: the
-// caller checks that by is one). TODO(issue 37): tell the holder.
-func (s *Store) BreakLease(ctx context.Context, by, id, reason string) (Lease, error) {
-	var broken Lease
-	_, err := storage.UpdateDoc(ctx, s.Files, s.LeasesPath(), storage.ModeFile, func(doc *leasesDoc, _ bool) error {
-		s.dropDeadLeases(doc, time.Now())
-		i := slices.IndexFunc(doc.Leases, func(l Lease) bool { return l.ID == id })
-		if i < 0 {
-			return storage.Kindf(storage.ErrNotFound, "no live lease %s: list them with aipm leases", id)
+// ReleaseLeases ends holder's leases on paths (each lease having a path
+// that overlaps one of them), or, with none, every lease holder has; it
+// returns those it ended, and refuses when there are none.
+func (s *Store) ReleaseLeases(ctx context.Context, holder string, paths []string) ([]Lease, error) {
+	return s.endLeases(ctx, holder, paths)
+}
+
+// BreakLeases ends every live lease, whoever holds it, having a path that
+// overlaps one of paths: a human's decision (the caller checks that by is
+// one), said with reason to each holder in a notification.
+func (s *Store) BreakLeases(ctx context.Context, by string, paths []string, reason string) ([]Lease, error) {
+	if len(paths) == 0 {
+		return nil, storage.Kindf(storage.ErrInvalid, "name the paths whose leases to break")
+	}
+	if strings.TrimSpace(reason) == "" || len(reason) > MaxLeaseReason {
+		return nil, storage.Kindf(storage.ErrInvalid, "breaking a lease needs a reason of 1 to %d bytes, which its holder is told: give --reason", MaxLeaseReason)
+	}
+	broken, err := s.endLeases(ctx, "", paths)
+	if err != nil {
+		return nil, err
+	}
+	for _, l := range broken {
+		if l.Holder == by {
+			continue
 		}
-		broken = doc.Leases[i]
-		doc.Leases = slices.Delete(doc.Leases, i, i+1)
-		return nil
-	})
-	return broken, err
+		msg := fmt.Sprintf("%s broke your lease %s on %s: %s. Take it again only after asking %s.", by, l.ID, strings.Join(l.Paths, ", "), reason, by)
+		if _, err := s.Notify(ctx, l.Holder, Notification{Message: msg, TaskID: l.TaskID, From: by}); err != nil && !errors.Is(err, storage.ErrNotFound) {
+			return broken, fmt.Errorf("tell %s its lease %s was broken: %w", l.Holder, l.ID, err)
+		}
+	}
+	return broken, nil
 }
 
 // Leases returns the live leases, oldest first. It takes no lock.
@@ -255,19 +278,9 @@ func (s *Store) Leases() ([]Lease, error) {
 	return doc.Leases, nil
 }
 
-// LeaseBlocking returns the live lease of another holder than agent that
-// keeps agent from writing name (a clean project-relative path): an
-// exclusive one covering it. Nil when none does.
-func (s *Store) LeaseBlocking(agent, name string) (*LeaseConflictError, error) {
-	blocked, err := s.LeaseCheck(agent, []string{name})
-	if err != nil || len(blocked) == 0 {
-		return nil, err
-	}
-	return blocked[0], nil
-}
-
-// LeaseCheck is LeaseBlocking for several names, reading the leases once:
-// one conflict for each name another holds exclusively, in names' order.
+// LeaseCheck returns, reading the leases once, one conflict for each of
+// names (clean project-relative paths, no globs) that a live exclusive
+// lease of another holder than agent covers, in names' order.
 func (s *Store) LeaseCheck(agent string, names []string) ([]*LeaseConflictError, error) {
 	leases, err := s.Leases()
 	if err != nil {

@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"io"
 	"os"
+	"slices"
 	"strconv"
 	"strings"
 	"sync"
@@ -153,33 +154,43 @@ func TestLeaseLifecycle(t *testing.T) {
 		t.Errorf("exclusive inside shared leases: %v, want a conflict", err)
 	}
 
-	// Renew moves the expiry; release ends it, and the path is free.
-	renewed, err := s.RenewLease(ctx, cfg, "coder", a.ID, 2*time.Hour)
+	// Taking the same paths again renews: one lease, a later expiry.
+	renewed, err := s.TakeLease(ctx, cfg, LeaseRequest{Holder: "coder", Paths: []string{"src/parser"}, TTL: 2 * time.Hour})
 	if err != nil || !renewed.ExpiresAt.After(a.ExpiresAt) {
 		t.Fatalf("renew: %v, %v", renewed.ExpiresAt, err)
 	}
-	if _, err := s.RenewLease(ctx, cfg, "tester", a.ID, 0); !errors.Is(err, storage.ErrNotFound) {
-		t.Errorf("renew of another's lease: %v, want not found", err)
-	}
-	if ended, err := s.ReleaseLeases(ctx, "coder", []string{a.ID}); err != nil || len(ended) != 1 {
-		t.Fatalf("release: %v %v", ended, err)
-	}
-	if _, err := take("tester", false, "src/parser/*.go"); err == nil {
-		t.Error("src/parser/ast.go is still coder's, yet src/parser/*.go was taken")
-	}
-	if _, err := s.ReleaseLeases(ctx, "coder", nil); err != nil {
-		t.Fatal(err)
-	}
-	b, err := take("tester", false, "src/parser/*.go")
-	if err != nil {
-		t.Fatalf("take after release: %v", err)
+	if leases, _ := s.Leases(); len(leases) != 5 || slices.ContainsFunc(leases, func(l Lease) bool { return l.ID == a.ID }) {
+		t.Fatalf("after a renew: %+v, want 5 leases, %s replaced", leases, a.ID)
 	}
 
-	// A human breaks it.
-	if broken, err := s.BreakLease(ctx, "lead", b.ID, "stuck"); err != nil || broken.Holder != "tester" {
+	// Release by a path ends the holder's leases overlapping it, not
+	// another's; with no path, all of the holder's.
+	if _, err := s.ReleaseLeases(ctx, "tester", []string{"src/parser"}); !errors.Is(err, storage.ErrNotFound) {
+		t.Errorf("release of another's lease: %v, want not found", err)
+	}
+	if ended, err := s.ReleaseLeases(ctx, "coder", []string{"src/parser/ast.go"}); err != nil || len(ended) != 2 {
+		t.Fatalf("release src/parser/ast.go: %v %v, want src/parser and src/parser/ast.go ended", ended, err)
+	}
+	if _, err := take("tester", false, "src/parser/*.go"); err != nil {
+		t.Fatalf("take after release: %v", err)
+	}
+	if _, err := s.ReleaseLeases(ctx, "coder", nil); !errors.Is(err, storage.ErrNotFound) {
+		t.Errorf("release when coder holds nothing: %v, want not found", err)
+	}
+
+	// A human breaks it; its holder is told why.
+	if _, err := s.BreakLeases(ctx, "lead", []string{"src/parser/x.go"}, ""); !errors.Is(err, storage.ErrInvalid) {
+		t.Errorf("break with no reason: %v, want invalid", err)
+	}
+	broken, err := s.BreakLeases(ctx, "lead", []string{"src/parser/x.go"}, "stuck")
+	if err != nil || len(broken) != 1 || broken[0].Holder != "tester" {
 		t.Fatalf("break: %v %v", broken, err)
 	}
-	if _, err := s.BreakLease(ctx, "lead", b.ID, "again"); !errors.Is(err, storage.ErrNotFound) {
+	notes, _, _, err := s.FollowNotifications("tester", storage.Cursor{})
+	if err != nil || len(notes) != 1 || !strings.Contains(notes[0].Message, "stuck") || notes[0].From != "lead" {
+		t.Errorf("tester told %+v, %v; want a notification from lead saying stuck", notes, err)
+	}
+	if _, err := s.BreakLeases(ctx, "lead", []string{"src/parser/x.go"}, "again"); !errors.Is(err, storage.ErrNotFound) {
 		t.Errorf("break of a broken lease: %v, want not found", err)
 	}
 }
@@ -222,11 +233,11 @@ func TestLeaseEnds(t *testing.T) {
 	if _, err := s.TakeLease(ctx, cfg, LeaseRequest{Holder: "coder", Paths: []string{"c.go"}}); err != nil {
 		t.Errorf("an expired lease still holds: %v", err)
 	}
-	blocking, err := s.LeaseBlocking("coder", "b.go")
-	if err != nil || blocking == nil || blocking.Lease.Holder != "tester" {
-		t.Errorf("LeaseBlocking(coder, b.go) = %v, %v; want tester's", blocking, err)
+	blocking, err := s.LeaseCheck("coder", []string{"a.go", "b.go"})
+	if err != nil || len(blocking) != 1 || blocking[0].Lease.Holder != "tester" || blocking[0].Path != "b.go" {
+		t.Errorf("LeaseCheck(coder, a.go b.go) = %v, %v; want tester's on b.go", blocking, err)
 	}
-	if blocking, _ := s.LeaseBlocking("tester", "b.go"); blocking != nil {
+	if blocking, _ := s.LeaseCheck("tester", []string{"b.go"}); len(blocking) != 0 {
 		t.Errorf("the holder's own lease blocks it: %v", blocking)
 	}
 }

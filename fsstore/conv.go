@@ -3,6 +3,7 @@ package fsstore
 import (
 	"aipm/fsstore/storage"
 	"bytes"
+	"cmp"
 	"context"
 	"encoding/json"
 	"errors"
@@ -878,6 +879,36 @@ func (cb ConversationBook) List(ctx context.Context, cfg *storage.Config, all bo
 		}
 	}
 	return out, nil
+}
+
+// Of returns agent's conversations in every state, the newest first, at
+// most limit of them; more says older ones were left out. It reads every
+// conversation document: it serves a model looking back, not a hot path.
+func (cb ConversationBook) Of(ctx context.Context, cfg *storage.Config, agent string, limit int) ([]Conversation, bool, error) {
+	s := cb.s
+	var mine []Conversation
+	err := storage.EachDoc(s.Files, storage.Conversations, func(_ string, c Conversation) error {
+		if c.hasParty(agent) {
+			mine = append(mine, c)
+		}
+		return nil
+	})
+	if err != nil {
+		return nil, false, err
+	}
+	slices.SortFunc(mine, func(a, b Conversation) int {
+		return cmp.Or(b.CreatedAt.Compare(a.CreatedAt), strings.Compare(b.ID, a.ID))
+	})
+	more := len(mine) > limit
+	mine = mine[:min(len(mine), limit)]
+	for i, c := range mine {
+		if !c.closed() {
+			if mine[i], err = s.conversation(ctx, cfg, c.ID); err != nil { // a due timeout applied
+				return nil, false, err
+			}
+		}
+	}
+	return mine, more, nil
 }
 
 // Messages returns the conversation and up to limit messages of conversation id as

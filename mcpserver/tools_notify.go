@@ -25,7 +25,7 @@ func getNotificationsTool() toolSpec {
 	return toolSpec{
 		tool: mcp.Tool{
 			Name:        "get_notifications",
-			Description: "Your unread notifications, newest first; read from your next call on unless mark_as_read is false.",
+			Description: "Your unread notifications, newest first; read on your next call unless mark_as_read is false.",
 			Annotations: mutating,
 		},
 		level:           Authenticated,

@@ -81,8 +81,11 @@ func leaseTable(leases []fsstore.Lease) *table.Table {
 		if l.Exclusive {
 			mode = "exclusive"
 		}
-		left := "in " + max(time.Until(l.ExpiresAt), 0).Round(time.Second).String()
-		t.Add(l.Holder, mode, visible(strings.Join(l.Paths, " ")), left, dash(visible(oneLine(l.Reason))))
+		left := max(time.Until(l.ExpiresAt), 0).Truncate(time.Second).String()
+		if d := time.Until(l.ExpiresAt); d >= time.Minute {
+			left = strings.TrimSuffix(d.Truncate(time.Minute).String(), "0s") // 1h59m
+		}
+		t.Add(l.Holder, mode, visible(strings.Join(l.Paths, " ")), "in "+left, dash(visible(oneLine(l.Reason))))
 	}
 	return t
 }
@@ -336,13 +339,13 @@ func leasesCheckRun(cmd *cobra.Command, o *leasesCheckOptions) error {
 	return failed("%s of %s leased by another: wait, or ask the holder to release it", plural(len(blocked), "path"), what)
 }
 
-// leaseConflictText is c's sentence for who: how to ask the holder is a
-// human's command (aipm send) unless who is an AI agent.
+// leaseConflictText is c's sentence for who: an AI agent asks the holder
+// with its own tool, a human with aipm send (cliMessage).
 func leaseConflictText(cfg *storage.Config, who string, c *fsstore.LeaseConflictError) string {
 	if a, _ := cfg.Agent(who); a.Type == storage.AgentAI {
 		return c.Error()
 	}
-	return strings.Replace(c.Error(), "with send_message", "with aipm send --to "+c.Lease.Holder, 1)
+	return cliMessage(c)
 }
 
 type leasesInstallHookOptions struct {

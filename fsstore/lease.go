@@ -56,8 +56,9 @@ type LeaseRequest struct {
 // LeaseConflictError is a take or a write refused because of Lease: Path
 // (asked) overlaps Against (one of the lease's paths).
 type LeaseConflictError struct {
-	Lease         Lease
-	Path, Against string
+	Lease   Lease  `json:"lease"`
+	Path    string `json:"path"`
+	Against string `json:"against"`
 }
 
 func (e *LeaseConflictError) Error() string {
@@ -221,14 +222,14 @@ func (s *Store) endLeases(ctx context.Context, holder string, paths []string) ([
 			return end
 		})
 		if len(ended) == 0 {
-			who := "no one"
+			who := "no one holds a live lease"
 			if holder != "" {
-				who = holder
+				who = holder + " holds no live lease"
 			}
 			if len(clean) == 0 {
-				return storage.Kindf(storage.ErrNotFound, "%s holds no live lease: nothing to end (list them with aipm leases)", who)
+				return storage.Kindf(storage.ErrNotFound, "%s: nothing to end (list them with aipm leases)", who)
 			}
-			return storage.Kindf(storage.ErrNotFound, "%s holds no live lease on %s: list them with aipm leases", who, strings.Join(clean, ", "))
+			return storage.Kindf(storage.ErrNotFound, "%s on %s: list them with aipm leases", who, strings.Join(clean, ", "))
 		}
 		return nil
 	})

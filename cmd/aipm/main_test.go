@@ -94,6 +94,7 @@ func TestScripts(t *testing.T) {
 			"handedit":           cmdHandEdit,
 			"sshd":               cmdSSHD,
 			"path-without":       cmdPathWithout,
+			"lease":              cmdLease,
 		},
 	})
 }
@@ -521,4 +522,26 @@ func cmdPathWithout(ts *testscript.TestScript, neg bool, args []string) {
 		dirs = append(dirs, farm)
 	}
 	ts.Setenv("PATH", strings.Join(dirs, string(filepath.ListSeparator)))
+}
+
+// lease AGENT PASSKEY PURPOSE PATH...: the agent authenticates for PURPOSE
+// (replacing its live session of that purpose) and leases PATHs
+// exclusively for that session, as its MCP server's lease tool does; the
+// lease ends with the session.
+func cmdLease(ts *testscript.TestScript, neg bool, args []string) {
+	if neg || len(args) < 4 {
+		ts.Fatalf("usage: lease AGENT PASSKEY PURPOSE PATH...")
+	}
+	dir, err := storage.FindProject(ts.MkAbs("."))
+	ts.Check(err)
+	store, err := fsstore.Open(dir)
+	ts.Check(err)
+	cfg, err := store.LoadConfig()
+	ts.Check(err)
+	ctx := context.Background()
+	ses, _, err := store.Authenticate(ctx, cfg, args[0], args[1], "", args[2])
+	ts.Check(err)
+	l, err := store.TakeLease(ctx, cfg, fsstore.LeaseRequest{Holder: args[0], Session: ses.ID, Paths: args[3:], Reason: "session work"})
+	ts.Check(err)
+	ts.Logf("%s leased %v for session %s", args[0], l.Paths, ses.ID)
 }

@@ -17,32 +17,45 @@ import (
 // a rename), relative to projectDir and slash-separated; paths of the
 // repository outside projectDir are left out.
 func In(ctx context.Context, projectDir string) ([]string, error) {
+	return list(ctx, projectDir, []string{"diff", "--cached", "--name-only", "--no-renames", "-z"})
+}
+
+// list returns the paths that the git commands (each printing
+// repository-relative names separated by NULs) name, each once, relative
+// to projectDir, leaving out those outside it.
+func list(ctx context.Context, projectDir string, commands ...[]string) ([]string, error) {
 	top, err := git(ctx, projectDir, "rev-parse", "--show-toplevel")
-	if err != nil {
-		return nil, err
-	}
-	out, err := git(ctx, projectDir, "diff", "--cached", "--name-only", "--no-renames", "-z")
 	if err != nil {
 		return nil, err
 	}
 	project, err := filepath.EvalSymlinks(projectDir)
 	if err != nil {
-		return nil, fmt.Errorf("git staged files: %w", err)
+		return nil, fmt.Errorf("git changed files: %w", err)
 	}
 	root, err := filepath.EvalSymlinks(strings.TrimSpace(top))
 	if err != nil {
-		return nil, fmt.Errorf("git staged files: %w", err)
+		return nil, fmt.Errorf("git changed files: %w", err)
 	}
 	var names []string
-	for _, name := range strings.Split(out, "\x00") {
-		if name == "" {
-			continue
+	seen := map[string]bool{}
+	for _, args := range commands {
+		out, err := git(ctx, root, args...)
+		if err != nil {
+			return nil, err
 		}
-		rel, err := filepath.Rel(project, filepath.Join(root, filepath.FromSlash(name)))
-		if err != nil || rel == ".." || strings.HasPrefix(rel, ".."+string(filepath.Separator)) {
-			continue
+		for _, name := range strings.Split(out, "\x00") {
+			if name == "" {
+				continue
+			}
+			rel, err := filepath.Rel(project, filepath.Join(root, filepath.FromSlash(name)))
+			if err != nil || rel == ".." || strings.HasPrefix(rel, ".."+string(filepath.Separator)) {
+				continue
+			}
+			if rel = filepath.ToSlash(rel); !seen[rel] {
+				seen[rel] = true
+				names = append(names, rel)
+			}
 		}
-		names = append(names, filepath.ToSlash(rel))
 	}
 	return names, nil
 }

@@ -15,6 +15,7 @@ import (
 // The staged paths of a project in a subdirectory of its repository:
 // added, changed, deleted and both names of a rename, relative to the
 // project; unstaged changes and paths outside the project are not listed.
+// The changed paths: those, the unstaged changes and the new files.
 func TestIn(t *testing.T) {
 	if _, err := exec.LookPath("git"); err != nil {
 		testenv.SkipMissing(t, "git")
@@ -63,6 +64,20 @@ func TestIn(t *testing.T) {
 	want := []string{"old.go", "renamed.go", "src/a.go", "src/new.go"}
 	if !slices.Equal(got, want) {
 		t.Errorf("In = %v, want %v", got, want)
+	}
+
+	// Changed: staged or not, and new files git does not ignore.
+	write("proj/src/untracked.go", "u")
+	write("proj/.gitignore", "*.log\n")
+	write("proj/debug.log", "ignored")
+	got, err = Changed(ctx, project)
+	if err != nil {
+		t.Fatal(err)
+	}
+	slices.Sort(got)
+	want = []string{".gitignore", "old.go", "renamed.go", "src/a.go", "src/b.go", "src/new.go", "src/untracked.go"}
+	if !slices.Equal(got, want) {
+		t.Errorf("Changed = %v, want %v", got, want)
 	}
 
 	if _, err := In(ctx, t.TempDir()); !errors.Is(err, ErrNoRepository) {

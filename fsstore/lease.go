@@ -1,6 +1,7 @@
 package fsstore
 
 import (
+	"cmp"
 	"context"
 	"errors"
 	"fmt"
@@ -37,7 +38,7 @@ type leasesDoc struct {
 // Lease limits; how long a lease lasts is config.toml's (lease_ttl,
 // lease_max_ttl in [defaults]).
 const (
-	MaxLeasePaths  = 64
+	maxLeasePaths  = 64
 	MaxLeaseReason = 500
 )
 
@@ -125,7 +126,11 @@ func (s *Store) TakeLease(ctx context.Context, cfg *storage.Config, req LeaseReq
 			}
 		}
 		doc.Leases = slices.DeleteFunc(doc.Leases, func(m Lease) bool {
-			return m.Holder == l.Holder && !slices.ContainsFunc(m.Paths, func(p string) bool { return !slices.Contains(l.Paths, p) })
+			renewed := m.Holder == l.Holder && !slices.ContainsFunc(m.Paths, func(p string) bool { return !slices.Contains(l.Paths, p) })
+			if renewed { // a renewal that says no reason or task keeps the old ones
+				l.Reason, l.TaskID = cmp.Or(l.Reason, m.Reason), cmp.Or(l.TaskID, m.TaskID)
+			}
+			return renewed
 		})
 		doc.Leases = append(doc.Leases, l)
 		return nil
@@ -144,8 +149,8 @@ func (s *Store) newLease(cfg *storage.Config, req LeaseRequest) (Lease, error) {
 	if len(req.Paths) == 0 {
 		return Lease{}, storage.Kindf(storage.ErrInvalid, "a lease names at least one path: give the files, directories or globs you will change")
 	}
-	if len(req.Paths) > MaxLeasePaths {
-		return Lease{}, storage.Kindf(storage.ErrInvalid, "a lease names at most %d paths, not %d: lease a directory or a glob instead", MaxLeasePaths, len(req.Paths))
+	if len(req.Paths) > maxLeasePaths {
+		return Lease{}, storage.Kindf(storage.ErrInvalid, "a lease names at most %d paths, not %d: lease a directory or a glob instead", maxLeasePaths, len(req.Paths))
 	}
 	if len(req.Reason) > MaxLeaseReason {
 		return Lease{}, storage.Kindf(storage.ErrInvalid, "a lease's reason is at most %d bytes, not %d: say it shorter", MaxLeaseReason, len(req.Reason))
@@ -184,12 +189,12 @@ func leaseTTL(cfg *storage.Config, ttl time.Duration) (time.Duration, error) {
 	return ttl, nil
 }
 
-// cleanLeasePatterns cleans each of paths (CleanLeasePattern), dropping
+// cleanLeasePatterns cleans each of paths (cleanLeasePattern), dropping
 // repeats.
 func cleanLeasePatterns(paths []string) ([]string, error) {
 	var clean []string
 	for _, p := range paths {
-		c, err := CleanLeasePattern(p)
+		c, err := cleanLeasePattern(p)
 		if err != nil {
 			return nil, storage.Kindf(storage.ErrInvalid, "%s", err)
 		}

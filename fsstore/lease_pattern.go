@@ -15,12 +15,12 @@ import (
 // maxLeasePattern is the longest pattern a lease takes, in bytes.
 const maxLeasePattern = 1024
 
-// CleanLeasePattern returns p in the one form leases store and compare:
+// cleanLeasePattern returns p in the one form leases store and compare:
 // cleaned, slash-separated, without a leading "./" or a trailing slash. It
 // refuses, with a sentence saying what to give instead, an empty pattern,
 // an absolute one, one that leaves the project (..), one inside .ai-pm,
 // and character classes ([...]), which aipm does not compare.
-func CleanLeasePattern(p string) (string, error) {
+func cleanLeasePattern(p string) (string, error) {
 	switch {
 	case strings.TrimSpace(p) == "":
 		return "", fmt.Errorf("an empty path: name a file, a directory or a glob relative to the project, like src/*.go")

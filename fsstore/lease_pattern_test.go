@@ -69,9 +69,9 @@ func TestCleanLeasePattern(t *testing.T) {
 		{in: ".ai-pm/config.toml", bad: true},
 		{in: "src/[ab].go", bad: true},
 	} {
-		got, err := CleanLeasePattern(tc.in)
+		got, err := cleanLeasePattern(tc.in)
 		if (err != nil) != tc.bad || got != tc.want {
-			t.Errorf("CleanLeasePattern(%q) = %q, %v; want %q, error %v", tc.in, got, err, tc.want, tc.bad)
+			t.Errorf("cleanLeasePattern(%q) = %q, %v; want %q, error %v", tc.in, got, err, tc.want, tc.bad)
 		}
 	}
 }

@@ -156,8 +156,8 @@ func TestLeaseLifecycle(t *testing.T) {
 
 	// Taking the same paths again renews: one lease, a later expiry.
 	renewed, err := s.TakeLease(ctx, cfg, LeaseRequest{Holder: "coder", Paths: []string{"src/parser"}, TTL: 2 * time.Hour})
-	if err != nil || !renewed.ExpiresAt.After(a.ExpiresAt) {
-		t.Fatalf("renew: %v, %v", renewed.ExpiresAt, err)
+	if err != nil || !renewed.ExpiresAt.After(a.ExpiresAt) || renewed.Reason != "parser work" {
+		t.Fatalf("renew: %v, %q, %v; want a later expiry and the old reason kept", renewed.ExpiresAt, renewed.Reason, err)
 	}
 	if leases, _ := s.Leases(); len(leases) != 5 || slices.ContainsFunc(leases, func(l Lease) bool { return l.ID == a.ID }) {
 		t.Fatalf("after a renew: %+v, want 5 leases, %s replaced", leases, a.ID)
@@ -253,7 +253,7 @@ func TestTakeLeaseRefuses(t *testing.T) {
 		{Holder: "../x", Paths: []string{"a"}},
 		{Holder: "coder", Paths: []string{"a"}, TTL: 48 * time.Hour},
 		{Holder: "coder", Paths: []string{"a"}, Reason: strings.Repeat("x", MaxLeaseReason+1)},
-		{Holder: "coder", Paths: make([]string, MaxLeasePaths+1)},
+		{Holder: "coder", Paths: make([]string, maxLeasePaths+1)},
 	} {
 		if _, err := s.TakeLease(ctx, cfg, req); err == nil {
 			t.Errorf("TakeLease(%+v) taken", req)

@@ -166,10 +166,11 @@ const (
 	Sessions      = "sessions"
 	Pending       = "pending"
 	Runs          = "runs"
-	// Leases is one document, leases.json, not one per entity: a take
-	// compares a path against every live lease.
-	Leases = "leases"
 )
+
+// leasesDir holds one document, leases.json, not one per entity: a take
+// compares a path against every live lease.
+const leasesDir = "leases"
 
 var IdPrefixOf = map[string]string{
 	Conversations: PrefixConversation,
@@ -179,7 +180,7 @@ var IdPrefixOf = map[string]string{
 }
 
 func (l Layout) ConfigPath() string            { return filepath.Join(l.root, "config.toml") }
-func (l Layout) LeasesPath() string            { return filepath.Join(l.root, Leases, "leases.json") }
+func (l Layout) LeasesPath() string            { return filepath.Join(l.root, leasesDir, "leases.json") }
 func (l Layout) QuarantineDir() string         { return filepath.Join(l.root, "quarantine") }
 func (l Layout) AgentsDir() string             { return filepath.Join(l.root, "agents") }
 func (l Layout) CollectionDir(c string) string { return filepath.Join(l.root, c) }

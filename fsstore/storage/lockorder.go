@@ -137,7 +137,7 @@ func lockClass(rel string) int {
 		return rankNone
 	}
 	switch dir {
-	case Conversations, Tasks, Delegations, Sessions, Pending, Runs, Leases:
+	case Conversations, Tasks, Delegations, Sessions, Pending, Runs, leasesDir:
 	default:
 		return rankNone
 	}

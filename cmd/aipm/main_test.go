@@ -95,8 +95,22 @@ func TestScripts(t *testing.T) {
 			"sshd":               cmdSSHD,
 			"path-without":       cmdPathWithout,
 			"lease":              cmdLease,
+			"expand":             cmdExpand,
 		},
 	})
+}
+
+// expand FILE replaces $VAR and ${VAR} in FILE with the script's
+// environment, as cmpenv reads its file: for a client's JSON that names
+// the script's own directory ($WORK).
+func cmdExpand(ts *testscript.TestScript, neg bool, args []string) {
+	if neg || len(args) != 1 {
+		ts.Fatalf("usage: expand FILE")
+	}
+	path := ts.MkAbs(args[0])
+	data, err := os.ReadFile(path)
+	ts.Check(err)
+	ts.Check(os.WriteFile(path, []byte(os.Expand(string(data), ts.Getenv)), 0o644))
 }
 
 // tear FILE N cuts N bytes off the end of FILE, as a writer killed mid-line

@@ -8,6 +8,8 @@ import (
 	"os"
 	"path/filepath"
 	"strings"
+
+	"aipm/fsstore/storage"
 )
 
 // hookMark ends the line InstallHook writes, which is how it finds the
@@ -52,11 +54,16 @@ func InstallHook(ctx context.Context, projectDir string) (path string, changed b
 	if err := os.MkdirAll(hooks, 0o755); err != nil {
 		return path, false, fmt.Errorf("install the pre-commit hook: %w", err)
 	}
-	if err := os.WriteFile(path, []byte(text), 0o755); err != nil {
+	target := path
+	if real, err := filepath.EvalSymlinks(path); err == nil {
+		target = real // a hook that is a link (a hook manager's) keeps its link
+	}
+	// Written beside it and renamed over it: a crash leaves the old hook or
+	// the new one, never half of one.
+	if err := storage.WriteFileAtomic(target, []byte(text), 0o755, true); err != nil {
 		return path, false, fmt.Errorf("install the pre-commit hook: %w", err)
 	}
-	// WriteFile keeps an existing file's mode: the hook must run.
-	return path, true, os.Chmod(path, 0o755)
+	return path, true, os.Chmod(target, 0o755)
 }
 
 // hookLine is the line of the hook that runs the check for the project

@@ -379,7 +379,7 @@
           el('span', { text: id }),
           l.taskId ? el('span.task', { text: 'task ' + (taskTitle.get(l.taskId) || l.taskId), title: str(l.taskId) }) : null,
           el('span', { text: 'taken ' + age(l.createdAt) + ' ago', title: fullTime(l.createdAt) }),
-          el('span', { text: l.session && !l.keep ? 'ends with its session' : 'outlives its session' })),
+          l.session ? el('span', { text: l.keep ? 'outlives its session' : 'ends with its session' }) : null),
         el('div.actions', null, reason,
           el('button.break', { type: 'button', text: 'Break', title: 'End every lease on these paths, whoever holds it; each holder is told the reason' }))));
     }

@@ -108,7 +108,7 @@ func TestBreakLeaseAction(t *testing.T) {
 		{`{"paths":["src/a.go"]}`, "reason"},
 		{`{"paths":[],"reason":"stuck"}`, "name the paths"},
 		{`{"as":"coder","paths":["src/a.go"],"reason":"stuck"}`, "not a human"},
-		{`{"paths":["docs/x.md"],"reason":"stuck"}`, "no live lease"},
+		{`{"paths":["docs/x.md"],"reason":"stuck"}`, "live lease on docs/x.md"},
 		{`{"paths":"src/a.go","reason":"stuck"}`, "not the JSON"},
 	} {
 		if code, body := v.post(t, "/api/leases/break", c.body, nil); code != 400 || !strings.Contains(body, c.want) {

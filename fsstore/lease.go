@@ -77,10 +77,12 @@ func (e *LeaseConflictError) Error() string {
 
 func (e *LeaseConflictError) Unwrap() error { return ErrLeaseConflict }
 
-// conflicts says whether l and m cannot both be held: different holders,
+// Conflicts says whether l and m cannot both be held: different holders,
 // one of them exclusive, a path of each overlapping. path and against are
-// the first such pair (from m, from l).
-func (l Lease) conflicts(m Lease) (path, against string, ok bool) {
+// the first such pair (from m, from l). TakeLease refuses such a pair, so
+// two live leases conflict only when leases.json was edited by hand (the
+// board shows it).
+func (l Lease) Conflicts(m Lease) (path, against string, ok bool) {
 	if l.Holder == m.Holder || !l.Exclusive && !m.Exclusive {
 		return "", "", false
 	}
@@ -121,7 +123,7 @@ func (s *Store) TakeLease(ctx context.Context, cfg *storage.Config, req LeaseReq
 	_, err = storage.UpdateDoc(ctx, s.Files, s.LeasesPath(), storage.ModeFile, func(doc *leasesDoc, _ bool) error {
 		s.dropDeadLeases(doc, l.CreatedAt)
 		for _, m := range doc.Leases {
-			if path, against, ok := m.conflicts(l); ok {
+			if path, against, ok := m.Conflicts(l); ok {
 				return &LeaseConflictError{Lease: m, Path: path, Against: against}
 			}
 		}

@@ -77,10 +77,7 @@ func leasesRun(o *leasesOptions) error {
 func leaseTable(leases []fsstore.Lease) *table.Table {
 	t := &table.Table{Header: []string{"HOLDER", "MODE", "PATHS", "EXPIRES", "REASON"}, Cut: 4}
 	for _, l := range leases {
-		mode := "shared"
-		if l.Exclusive {
-			mode = "exclusive"
-		}
+		mode := leaseMode(l)
 		left := max(time.Until(l.ExpiresAt), 0).Truncate(time.Second).String()
 		if d := time.Until(l.ExpiresAt); d >= time.Minute {
 			left = strings.TrimSuffix(d.Truncate(time.Minute).String(), "0s") // 1h59m
@@ -96,6 +93,7 @@ type leasesTakeOptions struct {
 	Shared bool
 	TTL    time.Duration
 	Reason string
+	Task   string
 	As     string
 	JSON   bool
 }
@@ -111,7 +109,8 @@ A path another holds in a way that conflicts is refused with who holds it,
 why and until when, and nothing is taken. Taking the same paths again renews
 the lease: it replaces the one it names every path of.`,
 		Example: `  aipm leases take src/parser --reason "rewriting the parser"
-  aipm leases take 'docs/*.md' --shared --ttl 30m`,
+  aipm leases take 'docs/*.md' --shared --ttl 30m
+  aipm leases take src/parser --task 01KAQ7`,
 		Args: leasePaths,
 		RunE: func(cmd *cobra.Command, args []string) error {
 			o.Paths = args
@@ -124,6 +123,7 @@ the lease: it replaces the one it names every path of.`,
 	c.Flags().BoolVar(&o.Shared, "shared", false, "share the paths with other shared holders instead of holding them alone")
 	c.Flags().DurationVar(&o.TTL, "ttl", 0, "how long the lease lasts (default lease_ttl)")
 	c.Flags().StringVar(&o.Reason, "reason", "", fmt.Sprintf("why, shown to whoever it keeps out (at most %d bytes)", fsstore.MaxLeaseReason))
+	c.Flags().StringVar(&o.Task, "task", "", "the task it is for (aipm task show and get_task list it)")
 	c.Flags().StringVar(&o.As, "as", "", "the human taking it (default $AIPM_AS, else the only human)")
 	c.Flags().BoolVar(&o.JSON, "json", false, "print the lease as JSON")
 	c.RegisterFlagCompletionFunc("as", e.completeAgents(-1, storage.AgentHuman))
@@ -147,7 +147,13 @@ func leasesTakeRun(cmd *cobra.Command, o *leasesTakeOptions) error {
 	if err != nil {
 		return err
 	}
-	l, err := store.TakeLease(cmd.Context(), cfg, fsstore.LeaseRequest{Holder: by, Paths: o.Paths, Shared: o.Shared, Reason: o.Reason, TTL: o.TTL})
+	var task string
+	if o.Task != "" {
+		if task, err = taskID(store, o.Task); err != nil {
+			return err
+		}
+	}
+	l, err := store.TakeLease(cmd.Context(), cfg, fsstore.LeaseRequest{Holder: by, Paths: o.Paths, Shared: o.Shared, Reason: o.Reason, TaskID: task, TTL: o.TTL})
 	if err != nil {
 		return err
 	}
@@ -392,4 +398,12 @@ func leasesInstallHookRun(cmd *cobra.Command, o *leasesInstallHookOptions) error
 		_, err = fmt.Fprintf(o.e.stdout, "%s runs aipm leases check --staged before each commit\n", path)
 	}
 	return err
+}
+
+// leaseMode is how l holds its paths: exclusive or shared.
+func leaseMode(l fsstore.Lease) string {
+	if l.Exclusive {
+		return "exclusive"
+	}
+	return "shared"
 }

@@ -5,6 +5,8 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"os"
+	"path/filepath"
 	"slices"
 	"strings"
 	"time"
@@ -68,12 +70,19 @@ func (e *LeaseConflictError) Error() string {
 		how = "exclusively"
 	}
 	reason := ""
-	if e.Lease.Reason != "" {
-		reason = fmt.Sprintf(" (%s)", e.Lease.Reason)
+	if r := e.Lease.Reason; r != "" {
+		if len(r) > MaxLeaseReason { // a hand edit: the sentence stays one
+			r = strings.ToValidUTF8(r[:MaxLeaseReason], "") + "…"
+		}
+		reason = fmt.Sprintf(" (%s)", r)
 	}
-	return fmt.Sprintf("%s is leased %s by %s as %s until %s%s: ask %s with send_message to release it, or wait",
-		e.Path, how, e.Lease.Holder, e.Against, e.Lease.ExpiresAt.UTC().Format(time.RFC3339), reason, e.Lease.Holder)
+	return fmt.Sprintf("%s is leased %s by %s as %s until %s%s: ask %s to release it %s, or wait",
+		e.Path, how, e.Lease.Holder, e.Against, e.Lease.ExpiresAt.UTC().Format(time.RFC3339), reason, e.Lease.Holder, LeaseAskTools)
 }
+
+// LeaseAskTools is how a LeaseConflictError tells a model to ask the
+// holder; the CLI says aipm send instead.
+const LeaseAskTools = "(send_message; from a task session, delegate_to_chat_session)"
 
 func (e *LeaseConflictError) Unwrap() error { return ErrLeaseConflict }
 
@@ -105,8 +114,16 @@ func (s *Store) leaseLive(l Lease, now time.Time) bool {
 	if l.Session == "" || l.Keep {
 		return true
 	}
+	if storage.CheckID(storage.PrefixSession, l.Session) != nil {
+		return false // no session can have that id: a hand edit
+	}
 	ses, err := s.session(l.Session)
-	return err == nil && ses.live(now)
+	if err != nil {
+		// Gone, it ended; unreadable (damaged, a permission), the lease is
+		// kept until its time is up rather than dropped for good.
+		return !errors.Is(err, storage.ErrNotFound)
+	}
+	return ses.live(now)
 }
 
 // TakeLease takes a lease for req.Holder, or refuses it with a
@@ -120,6 +137,9 @@ func (s *Store) TakeLease(ctx context.Context, cfg *storage.Config, req LeaseReq
 	if err != nil {
 		return Lease{}, err
 	}
+	if err := s.ignoreLeases(); err != nil {
+		return Lease{}, err
+	}
 	_, err = storage.UpdateDoc(ctx, s.Files, s.LeasesPath(), storage.ModeFile, func(doc *leasesDoc, _ bool) error {
 		s.dropDeadLeases(doc, l.CreatedAt)
 		for _, m := range doc.Leases {
@@ -129,8 +149,16 @@ func (s *Store) TakeLease(ctx context.Context, cfg *storage.Config, req LeaseReq
 		}
 		doc.Leases = slices.DeleteFunc(doc.Leases, func(m Lease) bool {
 			renewed := m.Holder == l.Holder && !slices.ContainsFunc(m.Paths, func(p string) bool { return !slices.Contains(l.Paths, p) })
-			if renewed { // a renewal that says no reason or task keeps the old ones
+			if renewed {
+				// A renewal extends: what it does not say (a reason, a task,
+				// keep, a later end) it keeps, and a kept lease stays kept.
 				l.Reason, l.TaskID = cmp.Or(l.Reason, m.Reason), cmp.Or(l.TaskID, m.TaskID)
+				if m.Keep {
+					l.Keep = true
+				}
+				if m.ExpiresAt.After(l.ExpiresAt) {
+					l.ExpiresAt = m.ExpiresAt
+				}
 			}
 			return renewed
 		})
@@ -141,6 +169,23 @@ func (s *Store) TakeLease(ctx context.Context, cfg *storage.Config, req LeaseReq
 		return Lease{}, err
 	}
 	return l, nil
+}
+
+// ignoreLeases keeps leases/ out of git with a .gitignore of its own: a
+// project made before leases has no line for it in .ai-pm/.gitignore, and
+// a lease file a checkout rewrites would take or end leases behind aipm.
+func (s *Store) ignoreLeases() error {
+	path := filepath.Join(filepath.Dir(s.LeasesPath()), ".gitignore")
+	if _, err := os.Lstat(path); err == nil {
+		return nil
+	}
+	if err := s.Files.MkdirAll(filepath.Dir(path)); err != nil { // no link followed
+		return fmt.Errorf("keep leases out of git: %w", err)
+	}
+	if err := storage.WriteFileAtomic(path, []byte("# Leases are runtime state: keep them out of git.\n*\n"), storage.ModeFile, s.Durable.Load()); err != nil {
+		return fmt.Errorf("keep leases out of git: %w", err)
+	}
+	return nil
 }
 
 // newLease checks req and makes its lease.
@@ -173,9 +218,17 @@ func (s *Store) newLease(cfg *storage.Config, req LeaseRequest) (Lease, error) {
 	}, nil
 }
 
-// dropDeadLeases removes from doc the leases no longer live at now.
+// dropDeadLeases removes from doc the leases no longer live at now, and
+// puts a hand-edited path ("src/", "./src") in the one form leases compare.
 func (s *Store) dropDeadLeases(doc *leasesDoc, now time.Time) {
 	doc.Leases = slices.DeleteFunc(doc.Leases, func(l Lease) bool { return !s.leaseLive(l, now) })
+	for _, l := range doc.Leases {
+		for i, p := range l.Paths {
+			if c, err := cleanLeasePattern(p); err == nil {
+				l.Paths[i] = c
+			}
+		}
+	}
 }
 
 // leaseTTL is how long a lease asked for ttl lasts (0: the config's

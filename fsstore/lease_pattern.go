@@ -12,8 +12,13 @@ import (
 // A pattern covers what it matches and everything below it: "src" and
 // "src/*.go" both cover "src/main.go", the first also "src/cmd/x.go".
 
-// maxLeasePattern is the longest pattern a lease takes, in bytes.
-const maxLeasePattern = 1024
+// maxLeasePattern is the longest pattern a lease takes, in bytes, and
+// maxLeaseSegment its longest name (NAME_MAX): comparing two globs costs
+// the product of their names' lengths.
+const (
+	maxLeasePattern = 1024
+	maxLeaseSegment = 255
+)
 
 // cleanLeasePattern returns p in the one form leases store and compare:
 // cleaned, slash-separated, without a leading "./" or a trailing slash. It
@@ -32,6 +37,14 @@ func cleanLeasePattern(p string) (string, error) {
 		return "", fmt.Errorf("%q is absolute: give it relative to the project directory", p)
 	}
 	c := path.Clean(p)
+	for _, seg := range strings.Split(c, "/") {
+		switch {
+		case strings.Contains(seg, "**"):
+			return "", fmt.Errorf("%q: ** is not a lease glob (a * stays within one directory): lease the directory itself, which covers everything below it", p)
+		case len(seg) > maxLeaseSegment:
+			return "", fmt.Errorf("%q has a name of %d bytes: at most %d", p, len(seg), maxLeaseSegment)
+		}
+	}
 	switch {
 	case c == ".":
 		return "", fmt.Errorf("%q names the whole project: name the files or directories you will change", p)

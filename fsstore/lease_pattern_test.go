@@ -1,6 +1,9 @@
 package fsstore
 
-import "testing"
+import (
+	"strings"
+	"testing"
+)
 
 func TestGlobsMeet(t *testing.T) {
 	for _, tc := range []struct {
@@ -68,6 +71,10 @@ func TestCleanLeasePattern(t *testing.T) {
 		{in: ".", bad: true},
 		{in: ".ai-pm/config.toml", bad: true},
 		{in: "src/[ab].go", bad: true},
+		{in: "**/*.go", bad: true},
+		{in: "src/**", bad: true},
+		{in: "src/" + strings.Repeat("*a", 128), bad: true}, // a name over 255 bytes
+		{in: "src/" + strings.Repeat("a", 255), want: "src/" + strings.Repeat("a", 255)},
 	} {
 		got, err := cleanLeasePattern(tc.in)
 		if (err != nil) != tc.bad || got != tc.want {

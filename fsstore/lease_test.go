@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"io"
 	"os"
+	"path/filepath"
 	"slices"
 	"strconv"
 	"strings"
@@ -261,5 +262,75 @@ func TestTakeLeaseRefuses(t *testing.T) {
 	}
 	if _, err := os.Stat(s.LeasesPath()); !errors.Is(err, os.ErrNotExist) {
 		t.Errorf("a refused take wrote %s", s.LeasesPath())
+	}
+}
+
+// A renewal extends: taking the same paths again without keep, a reason or
+// a long ttl keeps the kept lease kept, its reason and its later end.
+func TestLeaseRenewKeeps(t *testing.T) {
+	ctx := context.Background()
+	s, cfg := leadAndCoder(t)
+	first, err := s.TakeLease(ctx, cfg, LeaseRequest{Holder: "coder", Session: "ses_01M7YZWACRA0328GMTHNDHB18Z", Keep: true, Paths: []string{"src"}, Reason: "the long job", TTL: 8 * time.Hour})
+	if err != nil {
+		t.Fatal(err)
+	}
+	again, err := s.TakeLease(ctx, cfg, LeaseRequest{Holder: "coder", Session: "ses_01M7YZWACRA0328GMTHNDHB18Y", Paths: []string{"src"}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !again.Keep || again.Reason != "the long job" || again.ExpiresAt.Before(first.ExpiresAt) {
+		t.Errorf("renewed %+v; want kept, the old reason, ending no sooner than %v", again, first.ExpiresAt)
+	}
+	if leases, _ := s.Leases(); len(leases) != 1 {
+		t.Errorf("%d leases after a renewal, want 1", len(leases))
+	}
+	// leases/ keeps itself out of git, whatever .ai-pm/.gitignore says.
+	if data, err := os.ReadFile(filepath.Join(filepath.Dir(s.LeasesPath()), ".gitignore")); err != nil || !strings.Contains(string(data), "\n*\n") {
+		t.Errorf("leases/.gitignore: %q, %v", data, err)
+	}
+}
+
+// A hand edit of leases.json: a path in another form is compared in its
+// clean form, a session id that can name no session ends its lease, a
+// session file that cannot be read keeps it, and a damaged file is an
+// error, never "no leases".
+func TestLeasesEditedByHand(t *testing.T) {
+	s, _ := leadAndCoder(t)
+	later := time.Now().Add(time.Hour).UTC().Format(time.RFC3339)
+	write := func(body string) {
+		t.Helper()
+		if err := os.MkdirAll(filepath.Dir(s.LeasesPath()), 0o755); err != nil {
+			t.Fatal(err)
+		}
+		if err := os.WriteFile(s.LeasesPath(), []byte(body), 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	sessions := s.CollectionDir(storage.Sessions)
+	if err := os.MkdirAll(sessions, 0o700); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(filepath.Join(sessions, "ses_01M7YZWACRA0328GMTHNDHB18Z.json"), []byte("{damaged"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	write(`{"leases": [
+		{"id": "lse_1", "holder": "lead", "paths": ["./src/"], "exclusive": true, "expiresAt": "` + later + `"},
+		{"id": "lse_2", "holder": "lead", "session": "not-a-session", "paths": ["docs"], "exclusive": true, "expiresAt": "` + later + `"},
+		{"id": "lse_3", "holder": "lead", "session": "ses_01M7YZWACRA0328GMTHNDHB18Z", "paths": ["web"], "exclusive": true, "expiresAt": "` + later + `"}
+	]}`)
+	blocked, err := s.LeaseCheck("coder", []string{"src/a.go", "docs/a.md", "web/app.js"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	var got []string
+	for _, b := range blocked {
+		got = append(got, b.Path)
+	}
+	if want := []string{"src/a.go", "web/app.js"}; !slices.Equal(got, want) {
+		t.Errorf("blocked %v, want %v", got, want)
+	}
+	write(`{"leases": [`)
+	if _, err := s.LeaseCheck("coder", []string{"src/a.go"}); err == nil {
+		t.Error("a damaged leases.json read as no leases")
 	}
 }

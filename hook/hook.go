@@ -163,11 +163,7 @@ func (h *Hook) Run(ctx context.Context, in Input) (Result, error) {
 	}
 	if in.Event == PreToolUse {
 		// A lease holds whether or not the agent has an aipm session.
-		reason, err := h.leaseRefusal(in)
-		if err != nil {
-			return Result{}, err
-		}
-		if reason != "" {
+		if reason := h.leaseRefusal(in); reason != "" {
 			return deny(reason), nil
 		}
 	}

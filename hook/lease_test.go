@@ -3,6 +3,7 @@ package hook
 import (
 	"context"
 	"encoding/json"
+	"os"
 	"path/filepath"
 	"strings"
 	"testing"
@@ -28,6 +29,18 @@ func TestPreToolUseLease(t *testing.T) {
 		t.Fatal(err)
 	}
 	abs := func(rel string) string { return filepath.Join(project, rel) }
+	// The project reached through a link, as a client that reports
+	// physical paths (or a link inside it) names its files.
+	outside := t.TempDir()
+	if err := os.Symlink(project, filepath.Join(outside, "link")); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.MkdirAll(abs("src/parser"), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.Symlink(abs("src/parser"), abs("alias")); err != nil {
+		t.Fatal(err)
+	}
 	patch := func(files ...string) map[string]any {
 		text := "*** Begin Patch\n"
 		for _, f := range files {
@@ -52,6 +65,9 @@ func TestPreToolUseLease(t *testing.T) {
 		{"outside the project", "Write", map[string]any{"file_path": "/tmp/x.go"}, ""},
 		{"a read", "Read", map[string]any{"file_path": abs("src/parser/ast.go")}, ""},
 		{"apply_patch elsewhere", "apply_patch", patch("src/lexer/l.go"), ""},
+		{"apply_patch, an indented header", "apply_patch", map[string]any{"command": "*** Begin Patch\r\n  *** Add File: src/parser/q.go\r\n+package parser\r\n*** End Patch\r\n"}, "src/parser/q.go"},
+		{"Write through a link into the project", "Write", map[string]any{"file_path": filepath.Join(outside, "link", "src", "parser", "new.go")}, "lead"},
+		{"Edit through a link inside the project", "Edit", map[string]any{"file_path": abs("alias/ast.go")}, "src/parser"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			raw, _ := json.Marshal(tc.input)
@@ -67,5 +83,34 @@ func TestPreToolUseLease(t *testing.T) {
 				t.Errorf("printed %q, want a deny naming %q", out, tc.denied)
 			}
 		})
+	}
+}
+
+// Leases that cannot be read refuse every file write, saying what to
+// repair; a tool that writes no file is not held by them.
+func TestPreToolUseDamagedLeases(t *testing.T) {
+	h := newHook(t)
+	if err := os.MkdirAll(filepath.Dir(h.Store.LeasesPath()), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(h.Store.LeasesPath(), []byte(`{"leases": [`), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	project := h.Store.ProjectDir()
+	for _, tc := range []struct {
+		tool, input string
+		denied      bool
+	}{
+		{"Write", `{"file_path": "` + filepath.Join(project, "a.go") + `"}`, true},
+		{"Read", `{"file_path": "` + filepath.Join(project, "a.go") + `"}`, false},
+	} {
+		res, err := h.Run(context.Background(), Input{Event: PreToolUse, ToolName: tc.tool, ToolInput: json.RawMessage(tc.input), Cwd: project})
+		if err != nil {
+			t.Fatal(err)
+		}
+		out := string(res.Stdout)
+		if denied := strings.Contains(out, `"permissionDecision":"deny"`); denied != tc.denied || denied && !strings.Contains(out, "leases.json") {
+			t.Errorf("%s: printed %q, want denied %v naming leases.json", tc.tool, out, tc.denied)
+		}
 	}
 }

@@ -137,7 +137,7 @@ func cliMessage(err error) string {
 	msg := err.Error()
 	var lc *fsstore.LeaseConflictError
 	if errors.As(err, &lc) {
-		msg = strings.Replace(msg, "with send_message", "with aipm send --to "+lc.Lease.Holder, 1)
+		msg = strings.Replace(msg, fsstore.LeaseAskTools, "(aipm send --to "+lc.Lease.Holder+")", 1)
 	}
 	var ce *storage.CodeError
 	if errors.As(err, &ce) {

@@ -95,8 +95,8 @@ func withHookLine(old, line string) (string, error) {
 	}
 	lines := strings.SplitAfter(old, "\n")
 	for i, l := range lines {
-		if strings.HasSuffix(strings.TrimRight(l, "\n"), hookMark) {
-			lines[i] = line + "\n"
+		if text := strings.TrimRight(l, "\r\n"); strings.HasSuffix(text, hookMark) {
+			lines[i] = line + l[len(text):] // its own line ending (CRLF) kept
 			return strings.Join(lines, ""), nil
 		}
 	}

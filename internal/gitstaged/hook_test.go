@@ -20,6 +20,7 @@ func TestWithHookLine(t *testing.T) {
 		{"no newline", "#!/bin/sh", "#!/bin/sh\n" + line + "\n", nil},
 		{"there", "#!/bin/sh\n" + line + "\nmake lint\n", "#!/bin/sh\n" + line + "\nmake lint\n", nil},
 		{"older", "#!/bin/sh\naipm leases check --staged " + hookMark + "\n", "#!/bin/sh\n" + line + "\n", nil},
+		{"there, CRLF", "#!/bin/sh\r\n" + line + "\r\nmake lint\r\n", "#!/bin/sh\r\n" + line + "\r\nmake lint\r\n", nil},
 		{"python", "#!/usr/bin/env python3\nprint(1)\n", "", ErrForeignHook},
 		{"no shebang", "echo hi\n", "", ErrForeignHook},
 	} {

@@ -2,6 +2,7 @@ package mcpserver
 
 import (
 	"context"
+	"slices"
 	"time"
 
 	"github.com/modelcontextprotocol/go-sdk/mcp"
@@ -51,11 +52,22 @@ func addGetNotifications(srv *mcp.Server, s *Server, tool *mcp.Tool) {
 			return nil, GetNotificationsOut{}, fromStore(err, "notification_not_found")
 		}
 		views := notificationViews(fsstore.NewestFirst(unread), ses.Purpose)
-		msgs, moreMsgs, err := s.newMessageNotices(ctx, ses, limit)
-		if err != nil {
+		// The stored ones are the batch this call hands out (read from the
+		// next call on): all of them stay; derived new_message items, which
+		// only peek, fill the page, and the whole is newest first.
+		msgs, moreMsgs := []NotificationView(nil), false
+		if room := limit - len(views); room > 0 {
+			if msgs, moreMsgs, err = s.newMessageNotices(ctx, ses, room); err != nil {
+				return nil, GetNotificationsOut{}, err
+			}
+		} else if peeked, _, err := s.newMessageNotices(ctx, ses, 1); err != nil {
 			return nil, GetNotificationsOut{}, err
+		} else {
+			moreMsgs = len(peeked) > 0 // the page is full: they wait
 		}
-		return nil, GetNotificationsOut{Notifications: append(views, msgs...), HasMore: more || moreMsgs}, nil
+		all := append(views, msgs...)
+		slices.SortStableFunc(all, func(a, b NotificationView) int { return b.CreatedAt.Compare(a.CreatedAt) })
+		return nil, GetNotificationsOut{Notifications: all, HasMore: more || moreMsgs}, nil
 	})
 }
 

@@ -38,11 +38,24 @@ type leasesDoc struct {
 }
 
 // Lease limits; how long a lease lasts is config.toml's (lease_ttl,
-// lease_max_ttl in [defaults]).
+// lease_max_ttl in [defaults]). Every take compares its paths with every
+// live lease's, and every hook check reads them all: a holder holds a few.
 const (
 	maxLeasePaths  = 64
+	maxLeasesHeld  = 256
 	MaxLeaseReason = 500
 )
+
+// countHeld is how many of leases holder holds.
+func countHeld(leases []Lease, holder string) int {
+	n := 0
+	for _, l := range leases {
+		if l.Holder == holder {
+			n++
+		}
+	}
+	return n
+}
 
 // LeaseRequest is what TakeLease is asked.
 type LeaseRequest struct {
@@ -162,6 +175,9 @@ func (s *Store) TakeLease(ctx context.Context, cfg *storage.Config, req LeaseReq
 			}
 			return renewed
 		})
+		if held := countHeld(doc.Leases, l.Holder); held >= maxLeasesHeld {
+			return storage.Kindf(storage.ErrInvalid, "%s holds %d leases, the most one holder may: release some, or lease a directory that covers them", l.Holder, held)
+		}
 		doc.Leases = append(doc.Leases, l)
 		return nil
 	})

@@ -263,6 +263,17 @@ func TestTakeLeaseRefuses(t *testing.T) {
 	if _, err := os.Stat(s.LeasesPath()); !errors.Is(err, os.ErrNotExist) {
 		t.Errorf("a refused take wrote %s", s.LeasesPath())
 	}
+	for i := range maxLeasesHeld {
+		if _, err := s.TakeLease(ctx, cfg, LeaseRequest{Holder: "coder", Paths: []string{"f" + strconv.Itoa(i)}}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if _, err := s.TakeLease(ctx, cfg, LeaseRequest{Holder: "coder", Paths: []string{"one-more"}}); !errors.Is(err, storage.ErrInvalid) || !strings.Contains(err.Error(), "lease a directory") {
+		t.Errorf("a lease past the most one holder may hold: %v", err)
+	}
+	if _, err := s.TakeLease(ctx, cfg, LeaseRequest{Holder: "coder", Paths: []string{"f0"}}); err != nil {
+		t.Errorf("a renewal at the most: %v", err)
+	}
 }
 
 // A renewal extends: taking the same paths again without keep, a reason or

@@ -3,6 +3,7 @@ package fsstore
 import (
 	"aipm/fsstore/storage"
 	"bytes"
+	"cmp"
 	"context"
 	"encoding/json"
 	"errors"
@@ -87,6 +88,17 @@ type Conversation struct {
 	// conversation_ended (or who had no session left to tell).
 	Told    []string     `json:"told,omitempty"`
 	History []Transition `json:"history"`
+	// Previous is the last conversation among the same parties that had
+	// ended when this one started (seed 001: a new request names it, so
+	// that the model can look back).
+	Previous *PreviousConversation `json:"previous,omitempty"`
+}
+
+// PreviousConversation names an earlier conversation among the same
+// parties.
+type PreviousConversation struct {
+	ID      string `json:"id"`
+	Purpose string `json:"purpose,omitempty"`
 }
 
 // between names the parties for a sentence: "between a and b", or "among
@@ -261,6 +273,17 @@ func (c *Conversation) applyTimeout(cfg *storage.Config, now time.Time) bool {
 // documents are the truth; the index only says which ones to read.
 type convIndex struct {
 	Pairs map[string][]string `json:"pairs"`
+	// Last is, by set of parties, the conversation among them that ended
+	// last: the one a new conversation among them names (Previous).
+	Last map[string]string `json:"last,omitempty"`
+}
+
+// ended records that c, among its parties, ended last.
+func (idx *convIndex) ended(c Conversation) {
+	if idx.Last == nil {
+		idx.Last = map[string]string{}
+	}
+	idx.Last[c.key()] = c.ID
 }
 
 // partyKey is the index key of a set of parties.
@@ -295,10 +318,15 @@ func (s *Store) readConvIndex() (convIndex, error) {
 
 func (s *Store) rebuildConvIndex() (convIndex, error) {
 	idx := convIndex{Pairs: map[string][]string{}}
+	endedAt := map[string]time.Time{}
 	err := storage.EachDoc(s.Files, storage.Conversations, func(_ string, c Conversation) error {
-		if !c.closed() {
-			k := c.key()
+		k := c.key()
+		switch {
+		case !c.closed():
 			idx.Pairs[k] = append(idx.Pairs[k], c.ID)
+		case c.EndedAt.After(endedAt[k]):
+			endedAt[k] = c.EndedAt
+			idx.ended(c)
 		}
 		return nil
 	})
@@ -381,6 +409,7 @@ func (s *Store) writeConversationLocked(path string, c Conversation) error {
 	k := c.key()
 	if i := slices.Index(idx.Pairs[k], c.ID); i >= 0 {
 		idx.Pairs[k] = slices.Delete(idx.Pairs[k], i, i+1)
+		idx.ended(c) // it closes now: the last among its parties
 		return s.writeConvIndex(idx)
 	}
 	return nil
@@ -441,7 +470,7 @@ func (cb ConversationBook) Start(ctx context.Context, cfg *storage.Config, in Ne
 		State: ConvPending, MaxTurns: in.MaxTurns, TaskID: in.TaskID, CreatedAt: now, LastActivityAt: now,
 		History: []Transition{{State: ConvPending, At: now, By: in.From}},
 	}
-	if err := s.createConversation(ctx, cfg, c); err != nil {
+	if err := s.createConversation(ctx, cfg, &c); err != nil {
 		return Conversation{}, nil, err
 	}
 	if dlg != nil {
@@ -524,7 +553,7 @@ func (s *Store) checkConversationParties(cfg *storage.Config, from, to string) e
 	return nil
 }
 
-func (s *Store) createConversation(ctx context.Context, cfg *storage.Config, c Conversation) error {
+func (s *Store) createConversation(ctx context.Context, cfg *storage.Config, c *Conversation) error {
 	unlock, err := s.LockDir(ctx, s.CollectionDir(storage.Conversations))
 	if err != nil {
 		return err
@@ -536,6 +565,7 @@ func (s *Store) createConversation(ctx context.Context, cfg *storage.Config, c C
 	}
 	k := c.key()
 	kept := idx.Pairs[k][:0:0]
+	var ended []Conversation // indexed as open, but ended: closed or not
 	for _, id := range idx.Pairs[k] {
 		other, err := s.updateConversationLocked(cfg, id, func(*Conversation, time.Time) error { return storage.ErrNoChange })
 		if err != nil {
@@ -548,6 +578,7 @@ func (s *Store) createConversation(ctx context.Context, cfg *storage.Config, c C
 		if other.Open() {
 			return storage.CodeErr(storage.CodeConversationAlreadyActive, "a conversation %s is already %s (%s, started by %s): continue it with send_conversation_message, or end it with end_conversation first", c.between(), other.State, other.ID, other.Initiator)
 		}
+		ended = append(ended, other)
 		if !other.closed() {
 			kept = append(kept, id)
 		}
@@ -559,6 +590,21 @@ func (s *Store) createConversation(ctx context.Context, cfg *storage.Config, c C
 		return err
 	}
 	idx.Pairs[k] = append(kept, c.ID)
+	if last := idx.Last[k]; last != "" {
+		if prev, _, err := s.readConversation(last); err == nil {
+			ended = append(ended, prev)
+		}
+	}
+	slices.SortFunc(ended, func(a, b Conversation) int { return a.EndedAt.Compare(b.EndedAt) })
+	for _, other := range ended {
+		if other.closed() {
+			idx.ended(other)
+		}
+	}
+	if len(ended) > 0 {
+		prev := ended[len(ended)-1]
+		c.Previous = &PreviousConversation{ID: prev.ID, Purpose: prev.Purpose}
+	}
 	if err := s.writeConvIndex(idx); err != nil {
 		return err
 	}
@@ -833,6 +879,36 @@ func (cb ConversationBook) List(ctx context.Context, cfg *storage.Config, all bo
 		}
 	}
 	return out, nil
+}
+
+// Of returns agent's conversations in every state, the newest first, at
+// most limit of them; more says older ones were left out. It reads every
+// conversation document: it serves a model looking back, not a hot path.
+func (cb ConversationBook) Of(ctx context.Context, cfg *storage.Config, agent string, limit int) ([]Conversation, bool, error) {
+	s := cb.s
+	var mine []Conversation
+	err := storage.EachDoc(s.Files, storage.Conversations, func(_ string, c Conversation) error {
+		if c.hasParty(agent) {
+			mine = append(mine, c)
+		}
+		return nil
+	})
+	if err != nil {
+		return nil, false, err
+	}
+	slices.SortFunc(mine, func(a, b Conversation) int {
+		return cmp.Or(b.CreatedAt.Compare(a.CreatedAt), strings.Compare(b.ID, a.ID))
+	})
+	more := len(mine) > limit
+	mine = mine[:min(len(mine), limit)]
+	for i, c := range mine {
+		if !c.closed() {
+			if mine[i], err = s.conversation(ctx, cfg, c.ID); err != nil { // a due timeout applied
+				return nil, false, err
+			}
+		}
+	}
+	return mine, more, nil
 }
 
 // Messages returns the conversation and up to limit messages of conversation id as

@@ -66,7 +66,7 @@ func (s *Store) convIndexStamps(path string) ([]lockedfile.Stamp, bool) {
 
 // clone is a copy of idx that shares nothing with it.
 func (idx convIndex) clone() convIndex {
-	out := convIndex{Pairs: maps.Clone(idx.Pairs)}
+	out := convIndex{Pairs: maps.Clone(idx.Pairs), Last: maps.Clone(idx.Last)}
 	for k, ids := range out.Pairs {
 		out.Pairs[k] = slices.Clone(ids)
 	}

@@ -214,3 +214,42 @@ func TestConversationIndexKept(t *testing.T) {
 	}
 	open("one ended elsewhere", "c")
 }
+
+// A new conversation among parties who talked before names the last
+// conversation among them that ended (seed 001), whoever started either,
+// also after the index was lost; the first one among them names none.
+func TestConversationNamesThePrevious(t *testing.T) {
+	s, cfg := newConvStore(t)
+	ctx := context.Background()
+	start := func(from, to, purpose string) Conversation {
+		t.Helper()
+		c, _, err := s.Conversations().Start(ctx, cfg, NewConversation{From: from, To: to, Purpose: purpose})
+		if err != nil {
+			t.Fatal(err)
+		}
+		return c
+	}
+	end := func(c Conversation) {
+		t.Helper()
+		if _, err := s.Conversations().End(ctx, cfg, c.Initiator, c.ID); err != nil {
+			t.Fatal(err)
+		}
+	}
+	first := start("a", "b", "the parser")
+	if first.Previous != nil {
+		t.Errorf("the first conversation names %+v", first.Previous)
+	}
+	end(first)
+	second := start("b", "a", "the lexer")
+	if p := second.Previous; p == nil || p.ID != first.ID || p.Purpose != "the parser" {
+		t.Errorf("second names %+v, want %s about the parser", p, first.ID)
+	}
+	end(second)
+	if err := os.Remove(s.convIndexPath()); err != nil {
+		t.Fatal(err)
+	}
+	third := start("a", "b", "")
+	if p := third.Previous; p == nil || p.ID != second.ID {
+		t.Errorf("after the index was lost, third names %+v, want %s", p, second.ID)
+	}
+}

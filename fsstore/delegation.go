@@ -362,7 +362,7 @@ func (s *Store) recordConversation(ctx context.Context, id, cnv string) error {
 }
 
 // TaskConversations are the conversations and delegations of a task and
-// its parent (get_task_conversations).
+// its parent (get_task).
 type TaskConversations struct {
 	TaskIDs       []string       `json:"task_ids"`
 	Delegations   []Delegation   `json:"delegations"`

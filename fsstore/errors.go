@@ -31,3 +31,7 @@ var (
 	// could not be written: a caller may go on with the session.
 	ErrExpiryNotSaved = errors.New("the session's expiry could not be saved")
 )
+
+// ErrLeaseConflict is the kind of a take refused because another holder's
+// lease overlaps (a *LeaseConflictError says whose).
+var ErrLeaseConflict = errors.New("leased by another")

@@ -24,6 +24,7 @@ import (
 // and delegations stay versionable.
 const gitignore = `# Runtime state written by aipm; keep it out of git.
 sessions/
+leases/
 pending/
 runs/
 logs/

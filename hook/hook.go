@@ -50,6 +50,9 @@ type Input struct {
 	ToolName       string `json:"tool_name"`
 	StopHookActive bool   `json:"stop_hook_active"`
 	Cwd            string `json:"cwd"`
+	// ToolInput is the tool's arguments (PreToolUse): a file-writing
+	// tool's are looked at for leases.
+	ToolInput json.RawMessage `json:"tool_input"`
 }
 
 // ReadInput reads the client's event from stdin: one JSON value, and no
@@ -157,6 +160,12 @@ func (h *Hook) Run(ctx context.Context, in Input) (Result, error) {
 	case PreToolUse, PostToolUse, UserPromptSubmit, Stop:
 	default:
 		return Result{}, nil
+	}
+	if in.Event == PreToolUse {
+		// A lease holds whether or not the agent has an aipm session.
+		if reason := h.leaseRefusal(in); reason != "" {
+			return deny(reason), nil
+		}
 	}
 	ses, ok, err := h.Session(time.Now())
 	if err != nil || !ok {

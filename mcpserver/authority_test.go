@@ -75,9 +75,9 @@ func TestTaskInterruptReplaces(t *testing.T) {
 	if want := "queued an interrupt for coder's task session on " + task.ID; !strings.Contains(out, want) {
 		t.Fatalf("aipm interrupt --task said %q; want %q", out, want)
 	}
-	r := call(t, cs, "get_my_task", map[string]any{"session_token": token})
-	if !r.isError || !strings.HasPrefix(r.text, "INTERRUPT (get_my_task did not run)") || !strings.Contains(r.text, "wrong approach") {
-		t.Fatalf("get_my_task after aipm interrupt --task: %s", r.text)
+	r := call(t, cs, "get_task", map[string]any{"session_token": token})
+	if !r.isError || !strings.HasPrefix(r.text, "INTERRUPT (get_task did not run)") || !strings.Contains(r.text, "wrong approach") {
+		t.Fatalf("get_task after aipm interrupt --task: %s", r.text)
 	}
 	got := p.runHook(hook.Claude, "coder", "task", hook.PreToolUse, "Bash")
 	if !strings.Contains(got, `"permissionDecision":"deny"`) || !strings.Contains(got, "wrong approach") {
@@ -212,7 +212,7 @@ func TestShownInterruptIsRead(t *testing.T) {
 			}
 			switch via {
 			case "answer":
-				r := call(t, cs, "get_my_task", map[string]any{"session_token": token})
+				r := call(t, cs, "get_task", map[string]any{"session_token": token})
 				if !strings.HasPrefix(r.text, "INTERRUPT") || !strings.Contains(r.text, "requirements changed") || !strings.Contains(r.text, "the tests are flaky") {
 					t.Fatalf("replaced answer: %s", r.text)
 				}
@@ -227,7 +227,7 @@ func TestShownInterruptIsRead(t *testing.T) {
 			if got := p.runHook(hook.Claude, "coder", "task", hook.PreToolUse, "Bash"); !strings.Contains(got, `"permissionDecision":"deny"`) {
 				t.Fatalf("PreToolUse before the next call: %q", got)
 			}
-			if r := call(t, cs, "get_my_task", map[string]any{"session_token": token}); !strings.HasPrefix(r.text, "INTERRUPT (get_my_task did not run)") {
+			if r := call(t, cs, "get_task", map[string]any{"session_token": token}); !strings.HasPrefix(r.text, "INTERRUPT (get_task did not run)") {
 				t.Fatalf("a call that does not comply, after the interrupt was shown: %s", r.text)
 			}
 			if n := p.unreadNotifications(t, "coder"); n != 2 {

@@ -163,7 +163,7 @@ func TestAgentInterruptOnlyLiveSessions(t *testing.T) {
 	if err != nil {
 		t.Fatalf("aipm interrupt: %v\n%s", err, out)
 	}
-	if r := call(t, cs, "get_my_task", map[string]any{"session_token": tok}); !strings.HasPrefix(r.text, "INTERRUPT (get_my_task did not run)") {
+	if r := call(t, cs, "get_task", map[string]any{"session_token": tok}); !strings.HasPrefix(r.text, "INTERRUPT (get_task did not run)") {
 		t.Fatalf("live session after aipm interrupt: %s", r.text)
 	}
 	if r := call(t, cs, "logout", map[string]any{"session_token": tok}); r.isError {
@@ -171,7 +171,7 @@ func TestAgentInterruptOnlyLiveSessions(t *testing.T) {
 	}
 	later := p.connect("")
 	tok = p.authenticate(later, "coder", "task")
-	if r := call(t, later, "get_my_task", map[string]any{"session_token": tok}); r.isError || !strings.Contains(r.text, "notifications: none") {
+	if r := call(t, later, "get_task", map[string]any{"session_token": tok}); r.isError || !strings.Contains(r.text, "notifications: none") {
 		t.Fatalf("a session started after the interrupt: %s", r.text)
 	}
 }

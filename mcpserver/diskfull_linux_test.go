@@ -51,7 +51,7 @@ func TestDiskFull(t *testing.T) {
 	}{
 		{"get_task", map[string]any{"session_token": token, "task_id": task.ID}},
 		{"list_tasks", map[string]any{"session_token": token}},
-		{"get_my_task", map[string]any{"session_token": token}},
+		{"get_task", map[string]any{"session_token": token}},
 		{"help", map[string]any{"session_token": chat}},
 	} {
 		if r := call(t, cs, c.tool, c.args); r.isError {

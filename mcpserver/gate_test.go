@@ -171,7 +171,7 @@ func TestInterruptFlow(t *testing.T) {
 	}
 
 	var before string
-	for i, tool := range []string{"get_next_action", "get_task", "list_tasks", "get_my_task"} {
+	for i, tool := range []string{"get_next_action", "get_task", "list_tasks", "request_task"} {
 		r := call(t, cs, tool, map[string]any{"session_token": token, "task_id": task.ID})
 		if !r.isError || !strings.HasPrefix(r.text, "INTERRUPT ("+tool+" did not run)") || !strings.Contains(r.text, "requirements changed") {
 			t.Fatalf("%s after the interrupt: %s", tool, r.text)
@@ -221,18 +221,17 @@ func TestBadInput(t *testing.T) {
 		want string // a prefix of the error text
 	}{
 		{"no_such_tool", map[string]any{}, "unknown_tool: there is no tool \"no_such_tool\": call help"},
-		{"get_task", map[string]any{"session_token": token}, "invalid_arguments: the arguments of get_task do not match its input schema"},
 		{"get_task", map[string]any{"session_token": token, "task_id": "tsk_../../etc/passwd"}, "invalid_request: \"tsk_../../etc/passwd\" is not a valid tsk id"},
 		{"get_task", map[string]any{"session_token": token, "task_id": "tsk_01M7YZWACRA0328GMTHNDHB18Z"}, "task_not_found: task tsk_01M7YZWACRA0328GMTHNDHB18Z does not exist"},
 		{"get_task", map[string]any{"session_token": token, "task_id": task.ID, "extra": 1}, "invalid_arguments: the arguments of get_task do not match its input schema"},
 		{"list_tasks", map[string]any{"session_token": token, "status": "doing"}, "invalid_arguments: the arguments of list_tasks do not match its input schema (validating /properties/status: enum: doing does not equal any of"},
 		{"list_tasks", map[string]any{"session_token": token, "assignee": "../x"}, "invalid_agent_id"},
 		{"list_tasks", map[string]any{"session_token": token, "limit": 100000}, "invalid_limit"},
-		{"get_my_task", map[string]any{}, "session_required: get_my_task needs session_token"},
-		{"get_my_task", map[string]any{"session_token": "garbage"}, "invalid_session: get_my_task refused: session_token is malformed"},
-		{"get_my_task", map[string]any{"session_token": "ses_01M7YZWACRA0328GMTHNDHB18Z.x"}, "invalid_session: get_my_task refused: no such session"},
-		{"get_my_task", map[string]any{"session_token": token + "x"}, "invalid_session: get_my_task refused: session_token does not match"},
-		{"get_my_task", map[string]any{"session_token": expired}, "session_expired"},
+		{"get_task", map[string]any{}, "session_required: get_task needs session_token"},
+		{"get_task", map[string]any{"session_token": "garbage"}, "invalid_session: get_task refused: session_token is malformed"},
+		{"get_task", map[string]any{"session_token": "ses_01M7YZWACRA0328GMTHNDHB18Z.x"}, "invalid_session: get_task refused: no such session"},
+		{"get_task", map[string]any{"session_token": token + "x"}, "invalid_session: get_task refused: session_token does not match"},
+		{"get_task", map[string]any{"session_token": expired}, "session_expired"},
 		{"report_completed", map[string]any{"session_token": chat, "result": "success", "summary": "x"}, "wrong_session_purpose: report_completed needs a task session"},
 		{"report_completed", map[string]any{"session_token": token, "result": "great", "summary": "x"}, "invalid_arguments: the arguments of report_completed do not match its input schema (validating /properties/result: enum"},
 		{"update_task_status", map[string]any{"session_token": token, "status": "blocked"}, "reason_required"},

@@ -26,7 +26,7 @@ func TestInterruptKinds(t *testing.T) {
 		if _, err := p.store.UpdateTask(context.Background(), p.cfg, task.ID, "lead", fsstore.TaskChange{Status: c.status, Reason: "plans changed"}); err != nil {
 			t.Fatal(err)
 		}
-		r := call(t, cs, "get_my_task", map[string]any{"session_token": token})
+		r := call(t, cs, "get_task", map[string]any{"session_token": token})
 		if !r.isError || !strings.Contains(r.text, c.want) {
 			t.Errorf("%s: the interrupt says %q; want %s", c.status, r.text, c.want)
 		}

@@ -7,6 +7,7 @@ import (
 	"regexp"
 	"strings"
 	"testing"
+	"time"
 
 	"aipm/fsstore"
 	"aipm/fsstore/storage"
@@ -43,7 +44,7 @@ func TestInputLimits(t *testing.T) {
 		{"10 MB target", "send_message", map[string]any{"session_token": chat, "target_agent_id": huge, "content": "hi"}, "agent_not_found"},
 		{"10 MB related task", "send_message", map[string]any{"session_token": chat, "target_agent_id": "coder", "content": "hi", "related_task_id": huge}, "task_not_found"},
 		{"10 MB status", "update_task_status", map[string]any{"session_token": token, "status": huge}, "invalid_arguments"},
-		{"10 MB session token", "get_my_task", map[string]any{"session_token": huge}, "invalid_session"},
+		{"10 MB session token", "get_task", map[string]any{"session_token": huge}, "invalid_session"},
 		{"10 MB agent id", "authenticate", map[string]any{"agent_id": huge, "passkey": "x"}, "authentication_failed"},
 		{"10 MB passkey", "authenticate", map[string]any{"agent_id": "coder", "passkey": huge}, "authentication_failed"},
 		{"10 MB project id", "authenticate", map[string]any{"agent_id": "coder", "passkey": p.passkeys["coder"], "project_id": huge}, "authentication_failed"},
@@ -127,6 +128,11 @@ func statedLimit(t *testing.T, name, desc string, page [2]int) string {
 		return fmt.Sprintf("at most %d", fsstore.MaxMarkRead)
 	case name == "wait_seconds":
 		return fmt.Sprintf("at most %d", storage.MaxWait)
+	case name == "ttl":
+		if d, err := time.ParseDuration("30m"); err != nil || d != 30*time.Minute {
+			t.Errorf("ttl's example 30m does not parse: %v", err)
+		}
+		return "like 30m"
 	case name == "max_turns":
 		return fmt.Sprintf("%d to %d (default %d)", fsstore.MinMaxTurns, fsstore.MaxMaxTurns, fsstore.DefaultMaxTurns)
 	case strings.Contains(desc, "characters"):

@@ -32,6 +32,10 @@ type NextActionOut struct {
 	State          string `json:"state,omitempty" jsonschema:"the conversation's state"`
 	EndedBy        string `json:"ended_by,omitempty" jsonschema:"who ended the conversation (system for a timeout)"`
 	Reason         string `json:"reason,omitempty" jsonschema:"why the conversation ended: initiator_ended, participant_ended, max_turns, timeout, session_expired or expired"`
+	// PreviousConversationID, on a conversation_request: the last
+	// conversation among the same parties, which get_conversation_messages
+	// reads (seed 001).
+	PreviousConversationID string `json:"previous_conversation_id,omitempty" jsonschema:"your last conversation with the same agents"`
 	// Parties, for a group conversation: everyone in turn order.
 	Parties  []string `json:"parties,omitempty"`
 	NextTurn string   `json:"next_turn,omitempty"`
@@ -249,19 +253,19 @@ func explainWork(out *NextActionOut, n fsstore.Next) {
 	if len(n.Delegations) > 0 {
 		out.Delegations = delegationViews(n.Delegations)
 		d := n.Delegations[len(n.Delegations)-1]
-		out.Instruction = fmt.Sprintf("Your delegation %s is %s: %s. Read the details with get_task_conversations and get_conversation_messages. ", d.ID, d.Status, d.Result) + out.Instruction
+		out.Instruction = fmt.Sprintf("Your delegation %s is %s: %s. Read the details with get_task and get_conversation_messages. ", d.ID, d.Status, d.Result) + out.Instruction
 	}
 	for _, r := range n.Reports {
 		// A completion report (@@完了報告) is the task session's to decide on.
 		out.Instruction = "First, decide on a completion report: " + r.Message + ". " + fsstore.CompletionDecision + " (get_notifications marks it read.) " + out.Instruction
 	}
-	out.Tools = []string{"get_task", "update_task_status", "delegate_to_chat_session", "get_task_conversations", "get_conversation_messages", "report_completed", "get_notifications"}
+	out.Tools = []string{"get_task", "update_task_status", "delegate_to_chat_session", "get_conversation_messages", "lease", "report_completed", "get_notifications"}
 }
 
 // explainWait names what the session waits for: its delegation, its task
 // moving back to in_progress, or messages. A wait is answered again and
 // again, so it carries no task record (the instruction names the task;
-// get_my_task shows it).
+// get_task shows it).
 func (s *Server) explainWait(out *NextActionOut, ses fsstore.Session, n fsstore.Next) {
 	out.Task = nil
 	switch {
@@ -269,7 +273,7 @@ func (s *Server) explainWait(out *NextActionOut, ses fsstore.Session, n fsstore.
 		out.Action = "wait_for_delegation"
 		out.Delegations, out.Conversations = delegationViews(n.Delegations), conversationViews(n.Progress)
 		out.Instruction = fmt.Sprintf("Your chat session is still carrying out a delegation of task %s (%s). Call get_next_action again now to keep waiting; it returns work when the delegation is done.", n.Task.ID, delegationProgress(n))
-		out.Tools = []string{"get_task_conversations", "get_conversation_messages"}
+		out.Tools = []string{"get_task", "get_conversation_messages"}
 	case ses.Purpose == storage.PurposeTask:
 		out.Action = "wait_for_task"
 		out.Instruction = fmt.Sprintf("Task %s is %s: wait for it to be in progress again. Call get_next_action again now.", n.Task.ID, n.Task.Status)
@@ -300,6 +304,15 @@ func explainConversationRequest(out *NextActionOut, cfg *storage.Config, c fssto
 			c.Initiator, c.ID, strings.Join(c.Participants, ", "), purpose, c.MaxTurns, strings.Join(c.Parties(), ", "), c.NextSpeaker())
 	}
 	out.Tools = []string{"get_pending_messages", "send_conversation_message", "end_conversation"}
+	if p := c.Previous; p != nil {
+		about := ""
+		if p.Purpose != "" {
+			about = fmt.Sprintf(" (about %q)", p.Purpose)
+		}
+		out.PreviousConversationID = p.ID
+		out.Instruction += fmt.Sprintf(" You talked before in %s%s: get_conversation_messages(%s) reads it, if it helps.", p.ID, about, p.ID)
+		out.Tools = append(out.Tools, "get_conversation_messages")
+	}
 }
 
 // explainProcessDelegation: the chat session carries out a delegation of

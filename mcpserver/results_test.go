@@ -177,7 +177,7 @@ func TestResultsValidAtEveryRevision(t *testing.T) {
 				{"get_task", map[string]any{"session_token": token, "task_id": "tsk_01M7YZWACRA0328GMTHNDHB18Z"}, "task_not_found"},
 				{"authenticate", map[string]any{"agent_id": "coder", "passkey": "wrong"}, "authentication_failed"},
 				{"get_task", map[string]any{"session_token": token, "task_id": task.ID}, ""},
-				{"get_my_task", map[string]any{"session_token": token}, ""},
+				{"get_task", map[string]any{"session_token": token}, ""},
 				{"list_tasks", map[string]any{"session_token": token}, ""},
 				{"help", map[string]any{"session_token": token}, ""},
 				{"get_next_action", map[string]any{"session_token": token}, ""},
@@ -200,8 +200,8 @@ func TestResultsValidAtEveryRevision(t *testing.T) {
 
 			// The interrupt notice replaces the response of a gated tool.
 			interrupt(t, p, task.ID)
-			r := call(t, cs, "get_my_task", map[string]any{"session_token": token})
-			if !r.isError || !strings.HasPrefix(r.text, "INTERRUPT (get_my_task did not run)") {
+			r := call(t, cs, "get_task", map[string]any{"session_token": token})
+			if !r.isError || !strings.HasPrefix(r.text, "INTERRUPT (get_task did not run)") {
 				t.Errorf("after the interrupt: %q", r.text)
 			}
 			for _, tool := range []string{"get_notifications", "report_completed"} {
@@ -243,7 +243,7 @@ func TestNotificationLineInStructuredContent(t *testing.T) {
 		args map[string]any
 	}{
 		{"get_next_action", map[string]any{"session_token": token}},
-		{"get_my_task", map[string]any{"session_token": token}},
+		{"get_task", map[string]any{"session_token": token}},
 		{"get_task", map[string]any{"session_token": token, "task_id": task.ID}},
 		{"list_tasks", map[string]any{"session_token": token}},
 		{"get_notifications", map[string]any{"session_token": token, "mark_as_read": false}},

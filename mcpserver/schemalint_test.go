@@ -261,12 +261,12 @@ func TestResultsNeverNull(t *testing.T) {
 		args  map[string]any
 		lists []string // top-level fields that must be lists
 	}{
-		{"get_my_task", map[string]any{"session_token": chat}, []string{"assigned"}},
+		{"get_task", map[string]any{"session_token": chat}, []string{"assigned"}},
 		{"get_pending_messages", map[string]any{"session_token": chat}, []string{"pending_messages", "context", "pending_delegations"}},
 		{"get_notifications", map[string]any{"session_token": chat}, []string{"notifications"}},
 		{"list_tasks", map[string]any{"session_token": chat, "status": "done"}, []string{"tasks"}},
 		{"help", map[string]any{"session_token": chat}, []string{"tools"}},
-		{"get_task_conversations", map[string]any{"session_token": task}, []string{"task_ids", "delegations", "conversations"}},
+		{"get_task", map[string]any{"session_token": task}, []string{"task_ids", "delegations", "conversations"}},
 		{"request_task", map[string]any{"session_token": task, "title": "a subtask"}, []string{"asked_to_approve"}},
 	} {
 		r := call(t, cs, c.tool, c.args)
@@ -283,9 +283,9 @@ func TestResultsNeverNull(t *testing.T) {
 			}
 		}
 	}
-	if r := call(t, cs, "get_my_task", map[string]any{"session_token": chat}); r.data != nil {
+	if r := call(t, cs, "get_task", map[string]any{"session_token": chat}); r.data != nil {
 		if _, ok := r.data["task"]; ok {
-			t.Errorf("get_my_task without a task: task is present: %s", r.text)
+			t.Errorf("get_task without a task: task is present: %s", r.text)
 		}
 	}
 }

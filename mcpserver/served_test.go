@@ -47,7 +47,7 @@ func TestOverLimitFieldsServedCut(t *testing.T) {
 	}{
 		{"get_task", map[string]any{"session_token": token, "task_id": task.ID}},
 		{"list_tasks", map[string]any{"session_token": token}},
-		{"get_my_task", map[string]any{"session_token": token}},
+		{"get_task", map[string]any{"session_token": token}},
 	} {
 		r := call(t, cs, c.tool, c.args)
 		if r.isError {

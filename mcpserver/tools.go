@@ -66,7 +66,6 @@ func tools() []toolSpec {
 		logoutTool(),
 		getNextActionTool(),
 		getNotificationsTool(),
-		getMyTaskTool(),
 		getTaskTool(),
 		listTasksTool(),
 		updateTaskStatusTool(),
@@ -83,8 +82,8 @@ func tools() []toolSpec {
 		requestTaskTool(),
 		delegateTool(),
 		reportDelegationTool(),
-		getTaskConversationsTool(),
 		notifyTaskSessionTool(),
+		leaseTool(),
 		updateTaskFromChatTool(),
 		startTaskFromChatTool(),
 		reportBlockFromChatTool(),
@@ -221,8 +220,8 @@ var sharedViews = []struct {
 	home, title string
 }{
 	{reflect.TypeFor[TaskView](), "get_task", "task: fields as in get_task"},
-	{reflect.TypeFor[DelegationView](), "get_task_conversations", "delegation: fields as in get_task_conversations"},
-	{reflect.TypeFor[ConversationView](), "get_task_conversations", "conversation: fields as in get_task_conversations"},
+	{reflect.TypeFor[DelegationView](), "get_task", "delegation: fields as in get_task"},
+	{reflect.TypeFor[ConversationView](), "get_task", "conversation: fields as in get_task"},
 	{reflect.TypeFor[MessageView](), "get_conversation_messages", "message: fields as in get_conversation_messages"},
 }
 

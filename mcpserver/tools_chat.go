@@ -157,7 +157,7 @@ func getPendingMessagesTool() toolSpec {
 	return toolSpec{
 		tool: mcp.Tool{
 			Name:        "get_pending_messages",
-			Description: "Your unread chat messages, oldest first, with some context; read from your next call on. (chat)",
+			Description: "Your unread chat messages, oldest first, with context; read on your next call. (chat)",
 			Annotations: mutating,
 		},
 		toldOfMessages: true,
@@ -291,7 +291,7 @@ func markReadTool() toolSpec {
 	return toolSpec{
 		tool: mcp.Tool{
 			Name:        "mark_read",
-			Description: "Mark messages get_pending_messages returned as read now (your next call does anyway). (chat)",
+			Description: "Mark get_pending_messages' messages read now (your next call does anyway). (chat)",
 			Annotations: mutating,
 		},
 		level: ChatOnly,

@@ -73,7 +73,7 @@ func startConversationTool() toolSpec {
 	return toolSpec{
 		tool: mcp.Tool{
 			Name:        "start_conversation",
-			Description: "Start a turn-based conversation with another AI agent. (chat)",
+			Description: "Start a turn-based conversation with another agent. (chat)",
 			Annotations: mutating,
 		},
 		level: ChatOnly,
@@ -200,32 +200,38 @@ func (s *Server) sendTurn(ctx context.Context, in SendConversationMessageIn) (Co
 
 type GetConversationMessagesIn struct {
 	Session
-	ConversationID string `json:"conversation_id"`
+	ConversationID string `json:"conversation_id,omitempty"`
 	Limit          int    `json:"limit,omitempty" jsonschema:"default 50, at most 200"`
 }
 
+// ConversationMessagesOut is one conversation and its messages, or, asked
+// without conversation_id, the caller's conversations.
 type ConversationMessagesOut struct {
-	ConversationID string        `json:"conversation_id"`
-	Status         string        `json:"status"`
-	Initiator      string        `json:"initiator_id"`
-	Participant    string        `json:"participant_id"`
+	ConversationID string        `json:"conversation_id,omitempty"`
+	Status         string        `json:"status,omitempty"`
+	Initiator      string        `json:"initiator_id,omitempty"`
+	Participant    string        `json:"participant_id,omitempty"`
 	Participants   []string      `json:"participant_ids,omitempty"`
 	Purpose        string        `json:"purpose,omitempty"`
-	Turns          int           `json:"turns"`
-	MaxTurns       int           `json:"max_turns"`
+	Turns          int           `json:"turns,omitempty"`
+	MaxTurns       int           `json:"max_turns,omitempty"`
 	Reason         string        `json:"reason,omitempty"`
-	Messages       []MessageView `json:"messages" jsonschema:"the conversation's messages, oldest first"`
-	HasMore        bool          `json:"has_more" jsonschema:"older messages were left out; raise limit"`
+	Previous       string        `json:"previous_conversation_id,omitempty" jsonschema:"the last conversation among the same agents before this one"`
+	Messages       []MessageView `json:"messages,omitzero" jsonschema:"the conversation's messages, oldest first"`
+	// Conversations: asked without conversation_id, the caller's
+	// conversations, newest first.
+	Conversations []ConversationView `json:"conversations,omitzero" jsonschema:"without conversation_id: yours, newest first"`
+	HasMore       bool               `json:"has_more" jsonschema:"more were left out; raise limit"`
 }
 
 func getConversationMessagesTool() toolSpec {
 	return toolSpec{
 		tool: mcp.Tool{
 			Name:        "get_conversation_messages",
-			Description: "Messages of a conversation your chat session held. (task)",
+			Description: "A conversation you were in, with messages; without an id, all yours.",
 			Annotations: readOnly,
 		},
-		level: TaskOnly,
+		level: Authenticated,
 		page:  conversationMessagePage,
 		add:   addGetConversationMessages,
 	}
@@ -242,13 +248,24 @@ func addGetConversationMessages(srv *mcp.Server, s *Server, tool *mcp.Tool) {
 		if err != nil {
 			return nil, ConversationMessagesOut{}, err
 		}
+		if in.ConversationID == "" {
+			cs, more, err := s.store.Conversations().Of(ctx, cfg, ses.Agent, limit)
+			if err != nil {
+				return nil, ConversationMessagesOut{}, fromStore(err, "conversation_not_found")
+			}
+			return nil, ConversationMessagesOut{Conversations: nonNil(conversationViews(cs)), HasMore: more}, nil
+		}
 		c, msgs, more, err := s.store.Conversations().Messages(ctx, cfg, ses.Agent, in.ConversationID, limit)
 		if err != nil {
 			return nil, ConversationMessagesOut{}, fromStore(err, "conversation_not_found")
 		}
+		var previous string
+		if c.Previous != nil {
+			previous = c.Previous.ID
+		}
 		return nil, ConversationMessagesOut{
 			ConversationID: c.ID, Status: c.State, Initiator: c.Initiator, Participant: c.Participant, Participants: c.Participants, Purpose: c.Purpose,
-			Turns: c.Turns, MaxTurns: c.MaxTurns, Reason: c.EndReason, Messages: messageViews(msgs), HasMore: more,
+			Turns: c.Turns, MaxTurns: c.MaxTurns, Reason: c.EndReason, Previous: previous, Messages: nonNil(messageViews(msgs)), HasMore: more,
 		}, nil
 	})
 }

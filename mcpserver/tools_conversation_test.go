@@ -628,3 +628,52 @@ func (p *project) addAgent(id, typ string) {
 		p.t.Fatal(err)
 	}
 }
+
+// Seed 001: a chat session reads a conversation it held before, and the
+// next request between the same agents names it.
+func TestConversationLooksBack(t *testing.T) {
+	p := newProject(t)
+	a, b := p.connect(""), p.connect("")
+	ta := p.authenticate(a, "coder", "chat")
+	tb := p.authenticate(b, "reviewer", "chat")
+	cnv := threeTurns(t, a, b, ta, tb)
+	toldMaxTurns(t, a, b, ta, tb)
+	r := call(t, b, "get_conversation_messages", map[string]any{"session_token": tb, "conversation_id": cnv})
+	if r.isError || r.str("conversation_id") != cnv || len(r.data["messages"].([]any)) != 3 {
+		t.Fatalf("a chat session reading its earlier conversation: %s", r.text)
+	}
+	if r := call(t, a, "start_conversation", map[string]any{"session_token": ta, "target_agent_id": "reviewer", "purpose": "the follow-up"}); r.isError {
+		t.Fatalf("start_conversation: %s", r.text)
+	}
+	r = call(t, b, "get_next_action", map[string]any{"session_token": tb})
+	if r.str("action") != "conversation_request" || r.str("previous_conversation_id") != cnv || !strings.Contains(r.str("instruction"), "get_conversation_messages("+cnv+")") {
+		t.Fatalf("the next request does not name %s: %s", cnv, r.text)
+	}
+	next := r.str("conversation_id")
+
+	// Without an id: the caller's conversations, newest first, paged; the
+	// new one names the last.
+	r = call(t, b, "get_conversation_messages", map[string]any{"session_token": tb})
+	convs, _ := r.data["conversations"].([]any)
+	if r.isError || len(convs) != 2 || convs[0].(map[string]any)["id"] != next || convs[1].(map[string]any)["id"] != cnv || r.data["has_more"] != false {
+		t.Fatalf("the reviewer's conversations: %s", r.text)
+	}
+	r = call(t, b, "get_conversation_messages", map[string]any{"session_token": tb, "limit": 1})
+	if convs, _ := r.data["conversations"].([]any); len(convs) != 1 || r.data["has_more"] != true {
+		t.Fatalf("one page of one: %s", r.text)
+	}
+	r = call(t, b, "get_conversation_messages", map[string]any{"session_token": tb, "conversation_id": next})
+	if r.isError || r.str("previous_conversation_id") != cnv {
+		t.Fatalf("the new conversation does not name the last: %s", r.text)
+	}
+	// Someone who took part in neither lists none and reads neither.
+	p.addAgent("outsider", storage.AgentAI)
+	lead := p.connect("")
+	tl := p.authenticate(lead, "outsider", "chat")
+	if r := call(t, lead, "get_conversation_messages", map[string]any{"session_token": tl}); r.isError || len(r.data["conversations"].([]any)) != 0 {
+		t.Fatalf("an outsider's conversations: %s", r.text)
+	}
+	if r := call(t, lead, "get_conversation_messages", map[string]any{"session_token": tl, "conversation_id": cnv}); !r.isError {
+		t.Fatalf("an outsider read %s: %s", cnv, r.text)
+	}
+}

@@ -28,7 +28,7 @@ func delegateTool() toolSpec {
 	return toolSpec{
 		tool: mcp.Tool{
 			Name:        "delegate_to_chat_session",
-			Description: "Ask your chat session to talk to someone for this task; get_next_action brings the result. (task)",
+			Description: "Have your chat session talk to someone for this task; get_next_action brings the result. (task)",
 			Annotations: mutating,
 		},
 		level: TaskOnly,
@@ -53,7 +53,7 @@ func addDelegate(srv *mcp.Server, s *Server, tool *mcp.Tool) {
 			Success: true, DelegationID: d.ID, Status: d.Status, Delegation: ref(delegationView(d)),
 			Instruction: fmt.Sprintf("Delegation %s is registered; your chat session will carry it out. Go on with work that does not need the answer; "+
 				"when you need it, call get_next_action: it waits while the delegation is open and tells you when it is done. "+
-				"get_task_conversations shows its progress and result, get_conversation_messages the messages.", d.ID),
+				"get_task shows its progress and result, get_conversation_messages the messages.", d.ID),
 		}, nil
 	})
 }
@@ -91,42 +91,4 @@ func addReportDelegation(srv *mcp.Server, s *Server, tool *mcp.Tool) {
 	})
 }
 
-type TaskConversationsOut struct {
-	TaskIDs       []string           `json:"task_ids" jsonschema:"your task and its parent"`
-	Delegations   []DelegationView   `json:"delegations"`
-	Conversations []ConversationView `json:"conversations"`
-	Instruction   string             `json:"instruction"`
-}
-
 func ref[T any](v T) *T { return &v }
-
-func getTaskConversationsTool() toolSpec {
-	return toolSpec{
-		tool: mcp.Tool{
-			Name:        "get_task_conversations",
-			Description: "Delegations and conversations of your task and its parent. (task)",
-			Annotations: readOnly,
-		},
-		level: TaskOnly,
-		add:   addGetTaskConversations,
-	}
-}
-
-func addGetTaskConversations(srv *mcp.Server, s *Server, tool *mcp.Tool) {
-	addTool(s, srv, tool, func(ctx context.Context, _ *mcp.CallToolRequest, in Session) (*mcp.CallToolResult, TaskConversationsOut, error) {
-		ses := sessionFrom(ctx)
-		if ses.TaskID == "" {
-			return nil, TaskConversationsOut{}, toolErr("task_required", "this session has no task: call get_next_action")
-		}
-		cfg, err := s.config()
-		if err != nil {
-			return nil, TaskConversationsOut{}, err
-		}
-		tc, err := s.store.Delegations().TaskConversations(ctx, cfg, ses.TaskID)
-		if err != nil {
-			return nil, TaskConversationsOut{}, fromStore(err, "task_not_found")
-		}
-		out := TaskConversationsOut{TaskIDs: nonNil(tc.TaskIDs), Delegations: delegationViews(tc.Delegations), Conversations: conversationViews(tc.Conversations), Instruction: "Read a conversation's messages with get_conversation_messages(conversation_id). Call get_next_action to go on."}
-		return nil, out, nil
-	})
-}

@@ -181,11 +181,11 @@ func (g *delegationGame) report() {
 // reports the task completed.
 func (g *delegationGame) finish() {
 	t := g.t
-	r := call(t, g.aTask, "get_task_conversations", map[string]any{"session_token": g.tt})
+	r := call(t, g.aTask, "get_task", map[string]any{"session_token": g.tt})
 	convs, _ := r.data["conversations"].([]any)
 	dlgs, _ := r.data["delegations"].([]any)
 	if len(convs) != 1 || len(dlgs) != 1 {
-		t.Fatalf("get_task_conversations: %s", r.text)
+		t.Fatalf("get_task: %s", r.text)
 	}
 	c := convs[0].(map[string]any)
 	if c["id"] != g.cnv || c["state"] != "ended" || c["turns"] != float64(12) || c["task_id"] != g.task.ID {
@@ -264,7 +264,6 @@ func TestDelegationErrors(t *testing.T) {
 		{"empty note", "notify_task_session", tc, map[string]any{}, "message_required", "say what"},
 		{"note for another's task", "notify_task_session", tc, map[string]any{"message": "x", "related_task_id": other.ID}, "not_task_assignee", "only your own"},
 		{"note for no task", "notify_task_session", tc, map[string]any{"message": "x", "related_task_id": "tsk_01M7YZWACRA0328GMTHNDHB18Z"}, "task_not_found", ""},
-		{"task conversations from chat", "get_task_conversations", tc, map[string]any{}, "wrong_session_purpose", "task sessions"},
 	} {
 		t.Run(c.name, func(t *testing.T) {
 			before := p.tree()

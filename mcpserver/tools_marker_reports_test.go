@@ -74,7 +74,7 @@ func TestBlockFromChat(t *testing.T) {
 // interrupt that gives reason and tells it to report blocked.
 func checkPaused(t *testing.T, ts *mcp.ClientSession, token, reason string) {
 	t.Helper()
-	r := call(t, ts, "get_my_task", map[string]any{"session_token": token})
+	r := call(t, ts, "get_task", map[string]any{"session_token": token})
 	if !r.isError || !strings.Contains(r.text, reason) || !strings.Contains(r.text, `report_completed(result="blocked"`) {
 		t.Fatalf("task session after the block: %s", r.text)
 	}

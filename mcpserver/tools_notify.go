@@ -2,6 +2,8 @@ package mcpserver
 
 import (
 	"context"
+	"slices"
+	"time"
 
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
@@ -24,7 +26,7 @@ func getNotificationsTool() toolSpec {
 	return toolSpec{
 		tool: mcp.Tool{
 			Name:        "get_notifications",
-			Description: "Your unread notifications, newest first; read from your next call on unless mark_as_read is false.",
+			Description: "Your unread notifications, newest first; read on your next call unless mark_as_read is false.",
 			Annotations: mutating,
 		},
 		level:           Authenticated,
@@ -49,6 +51,51 @@ func addGetNotifications(srv *mcp.Server, s *Server, tool *mcp.Tool) {
 		if err != nil {
 			return nil, GetNotificationsOut{}, fromStore(err, "notification_not_found")
 		}
-		return nil, GetNotificationsOut{Notifications: notificationViews(fsstore.NewestFirst(unread), ses.Purpose), HasMore: more}, nil
+		views := notificationViews(fsstore.NewestFirst(unread), ses.Purpose)
+		// The stored ones are the batch this call hands out (read from the
+		// next call on): all of them stay; derived new_message items, which
+		// only peek, fill the page, and the whole is newest first.
+		msgs, moreMsgs := []NotificationView(nil), false
+		if room := limit - len(views); room > 0 {
+			if msgs, moreMsgs, err = s.newMessageNotices(ctx, ses, room); err != nil {
+				return nil, GetNotificationsOut{}, err
+			}
+		} else if peeked, _, err := s.newMessageNotices(ctx, ses, 1); err != nil {
+			return nil, GetNotificationsOut{}, err
+		} else {
+			moreMsgs = len(peeked) > 0 // the page is full: they wait
+		}
+		all := append(views, msgs...)
+		slices.SortStableFunc(all, func(a, b NotificationView) int { return b.CreatedAt.Compare(a.CreatedAt) })
+		return nil, GetNotificationsOut{Notifications: all, HasMore: more || moreMsgs}, nil
 	})
 }
+
+// newMessageNotices are seed 000's newMessage notifications for a chat
+// session: one for each unread message from others (at most limit, newest
+// first), with its message_id and sender_id. They are derived from the chat
+// log, not written at each send (P2 pays nothing for them), and are read
+// when the messages are: get_pending_messages or mark_read.
+func (s *Server) newMessageNotices(ctx context.Context, ses fsstore.Session, limit int) ([]NotificationView, bool, error) {
+	if ses.Purpose != storage.PurposeChat {
+		return nil, false, nil
+	}
+	msgs, more, err := s.store.Unread(ctx, ses.Agent, limit, true)
+	if err != nil {
+		return nil, false, fromStore(err, "message_not_found")
+	}
+	views := make([]NotificationView, 0, len(msgs))
+	for i := len(msgs) - 1; i >= 0; i-- {
+		m := msgs[i]
+		at, _ := time.Parse(time.RFC3339Nano, m.CreatedAt)
+		views = append(views, NotificationView{
+			ID: m.ID, Type: notifyNewMessage, Action: "read", Message: "A new message from " + m.SenderID + ".",
+			Instruction: "Read it with get_pending_messages.", From: m.SenderID, CreatedAt: at,
+			MessageID: m.ID, SenderID: m.SenderID, Redelivered: m.Redelivered,
+		})
+	}
+	return views, more, nil
+}
+
+// notifyNewMessage is the type of a newMessage notification (seed 000).
+const notifyNewMessage = "new_message"

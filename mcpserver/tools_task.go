@@ -10,63 +10,29 @@ import (
 	"aipm/fsstore/storage"
 )
 
+// TaskOut is get_task's answer: one task by id, or, asked without one,
+// the caller's current task and other open tasks. When the task is the
+// session's own, its and its parent's delegations and conversations come
+// with it; the live leases taken for it always do.
 type TaskOut struct {
-	Task *TaskView `json:"task"`
-}
-
-type MyTaskOut struct {
-	Task     *TaskView  `json:"task,omitempty" jsonschema:"the task this session works on, or your task in progress; absent if none"`
-	Assigned []TaskView `json:"assigned" jsonschema:"your other open tasks"`
-}
-
-func getMyTaskTool() toolSpec {
-	return toolSpec{
-		tool: mcp.Tool{
-			Name:        "get_my_task",
-			Description: "Your current task and your other open tasks.",
-			Annotations: readOnly,
-		},
-		level: Authenticated,
-		add:   addGetMyTask,
-	}
-}
-
-func addGetMyTask(srv *mcp.Server, s *Server, tool *mcp.Tool) {
-	addTool(s, srv, tool, func(ctx context.Context, _ *mcp.CallToolRequest, in Session) (*mcp.CallToolResult, MyTaskOut, error) {
-		ses := sessionFrom(ctx)
-		mine, _, _, err := s.store.Tasks(fsstore.TaskFilter{Assignee: ses.Agent, Open: true})
-		if err != nil {
-			return nil, MyTaskOut{}, fromStore(err, "task_not_found")
-		}
-		out := MyTaskOut{Assigned: []TaskView{}}
-		for i, t := range mine {
-			current := (ses.TaskID != "" && t.ID == ses.TaskID) || (ses.TaskID == "" && out.Task == nil && t.Status == fsstore.StatusInProgress)
-			if current {
-				out.Task = taskRef(&mine[i])
-			} else {
-				out.Assigned = append(out.Assigned, taskView(t))
-			}
-		}
-		if out.Task == nil && ses.TaskID != "" {
-			// The session's task is finished (or was reassigned): still its task.
-			if t, err := s.store.Task(ses.TaskID); err == nil && t.Assignee == ses.Agent {
-				out.Task = taskRef(&t)
-			}
-		}
-		return nil, out, nil
-	})
+	Task          *TaskView          `json:"task,omitempty" jsonschema:"without task_id: this session's task, or your task in progress; absent if none"`
+	Assigned      []TaskView         `json:"assigned,omitzero" jsonschema:"without task_id: your other open tasks"`
+	TaskIDs       []string           `json:"task_ids,omitzero" jsonschema:"your session's task and its parent"`
+	Delegations   []DelegationView   `json:"delegations,omitzero"`
+	Conversations []ConversationView `json:"conversations,omitzero"`
+	Leases        []LeaseView        `json:"leases,omitempty" jsonschema:"live leases taken for the task"`
 }
 
 type GetTaskIn struct {
 	Session
-	TaskID string `json:"task_id"`
+	TaskID string `json:"task_id,omitempty"`
 }
 
 func getTaskTool() toolSpec {
 	return toolSpec{
 		tool: mcp.Tool{
 			Name:        "get_task",
-			Description: "One task, by id.",
+			Description: "A task by id; without, yours with its conversations and your others.",
 			Annotations: readOnly,
 		},
 		level: Authenticated,
@@ -76,12 +42,67 @@ func getTaskTool() toolSpec {
 
 func addGetTask(srv *mcp.Server, s *Server, tool *mcp.Tool) {
 	addTool(s, srv, tool, func(ctx context.Context, _ *mcp.CallToolRequest, in GetTaskIn) (*mcp.CallToolResult, TaskOut, error) {
-		t, err := s.store.Task(in.TaskID)
-		if err != nil {
-			return nil, TaskOut{}, fromStore(err, "task_not_found")
+		ses := sessionFrom(ctx)
+		var out TaskOut
+		if in.TaskID != "" {
+			t, err := s.store.Task(in.TaskID)
+			if err != nil {
+				return nil, TaskOut{}, fromStore(err, "task_not_found")
+			}
+			out.Task = taskRef(&t)
+		} else if err := s.myTasks(ses, &out); err != nil {
+			return nil, TaskOut{}, err
 		}
-		return nil, TaskOut{Task: taskRef(&t)}, nil
+		if out.Task == nil {
+			return nil, out, nil
+		}
+		if ses.TaskID != "" && out.Task.ID == ses.TaskID {
+			cfg, err := s.config()
+			if err != nil {
+				return nil, TaskOut{}, err
+			}
+			tc, err := s.store.Delegations().TaskConversations(ctx, cfg, ses.TaskID)
+			if err != nil {
+				return nil, TaskOut{}, fromStore(err, "task_not_found")
+			}
+			out.TaskIDs, out.Delegations, out.Conversations = nonNil(tc.TaskIDs), nonNil(delegationViews(tc.Delegations)), nonNil(conversationViews(tc.Conversations))
+		}
+		leases, err := s.store.Leases()
+		if err != nil {
+			return nil, TaskOut{}, err
+		}
+		for _, l := range leases {
+			if l.TaskID == out.Task.ID {
+				out.Leases = append(out.Leases, leaseView(l))
+			}
+		}
+		return nil, out, nil
 	})
+}
+
+// myTasks fills out with the caller's current task (the session's, or
+// its task in progress) and its other open tasks.
+func (s *Server) myTasks(ses fsstore.Session, out *TaskOut) error {
+	mine, _, _, err := s.store.Tasks(fsstore.TaskFilter{Assignee: ses.Agent, Open: true})
+	if err != nil {
+		return fromStore(err, "task_not_found")
+	}
+	out.Assigned = []TaskView{}
+	for i, t := range mine {
+		current := (ses.TaskID != "" && t.ID == ses.TaskID) || (ses.TaskID == "" && out.Task == nil && t.Status == fsstore.StatusInProgress)
+		if current {
+			out.Task = taskRef(&mine[i])
+		} else {
+			out.Assigned = append(out.Assigned, taskView(t))
+		}
+	}
+	if out.Task == nil && ses.TaskID != "" {
+		// The session's task is finished (or was reassigned): still its task.
+		if t, err := s.store.Task(ses.TaskID); err == nil && t.Assignee == ses.Agent {
+			out.Task = taskRef(&t)
+		}
+	}
+	return nil
 }
 
 type ListTasksIn struct {
@@ -194,7 +215,7 @@ func reportCompletedTool() toolSpec {
 	return toolSpec{
 		tool: mcp.Tool{
 			Name:        "report_completed",
-			Description: "Finish your task and end this session: success sets it done, failed or blocked set it blocked, cancelled answers a cancel interrupt. (task)",
+			Description: "Finish your task and end this session (success: done; failed, blocked: blocked; cancelled: answers a cancel). (task)",
 			InputSchema: enums{"result": fsstore.ReportResults},
 			Annotations: idempotent,
 		},

@@ -78,13 +78,11 @@ func TestToolAnnotations(t *testing.T) {
 	cs := p.connect("")
 	token := p.authenticate(cs, "coder", "task")
 	readOnlyArgs := map[string]map[string]any{
-		"help":        {"session_token": token},
-		"get_my_task": {"session_token": token},
-		"get_task":    {"session_token": token, "task_id": task.ID},
-		"list_tasks":  {"session_token": token},
+		"help":       {"session_token": token},
+		"get_task":   {"session_token": token, "task_id": task.ID},
+		"list_tasks": {"session_token": token},
 
 		"get_conversation_messages": {"session_token": token, "conversation_id": "cnv_01M80000000000000000000000"},
-		"get_task_conversations":    {"session_token": token},
 	}
 	res, err := cs.ListTools(context.Background(), nil)
 	if err != nil {

@@ -98,7 +98,7 @@ func messageViews(ms []fsstore.Message) []MessageView {
 // what to do about it (seed 004: type, action, message, instruction).
 type NotificationView struct {
 	ID          string    `json:"id"`
-	Type        string    `json:"type" jsonschema:"interrupt or info"`
+	Type        string    `json:"type" jsonschema:"interrupt, info or new_message"`
 	Action      string    `json:"action" jsonschema:"an interrupt: pause (your task was blocked), cancel (it was cancelled) or stop; decide: a completion report on your task; read: information"`
 	Message     string    `json:"message"`
 	Instruction string    `json:"instruction" jsonschema:"what to do now, naming the exact next tool call"`
@@ -106,6 +106,9 @@ type NotificationView struct {
 	From        string    `json:"from,omitempty"`
 	CreatedAt   time.Time `json:"created_at"`
 	Redelivered bool      `json:"redelivered,omitempty" jsonschema:"true if it may have reached a client before, in an answer not known to be read"`
+	// MessageID and SenderID, on a new_message notification (seed 000).
+	MessageID string `json:"message_id,omitempty"`
+	SenderID  string `json:"sender_id,omitempty"`
 }
 
 func notificationViews(ns []fsstore.Notification, purpose string) []NotificationView {

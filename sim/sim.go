@@ -333,12 +333,12 @@ func (a *agent) workByDelegation(ctx context.Context, task, target, purpose stri
 		a.say("delegated %s to my chat session: %s with %s", r.str("delegation_id"), purpose, target)
 		return nil // get_next_action waits while the delegation is open
 	}
-	r, err := a.call(ctx, "get_task_conversations", map[string]any{})
+	r, err := a.call(ctx, "get_task", map[string]any{})
 	if err != nil {
 		return err
 	}
 	if r.isError {
-		return fmt.Errorf("get_task_conversations: %s", r.text)
+		return fmt.Errorf("get_task: %s", r.text)
 	}
 	convs, _ := r.data["conversations"].([]any)
 	status, summary := "success", ""

@@ -9,6 +9,7 @@ import (
 	"io"
 	"net/http"
 	"strconv"
+	"strings"
 
 	"aipm/fsstore"
 	"aipm/fsstore/storage"
@@ -16,17 +17,18 @@ import (
 
 // request is the JSON body of every action; each uses the fields it names.
 type request struct {
-	As          string `json:"as"`
-	To          string `json:"to"`
-	Content     string `json:"content"`
-	TaskID      string `json:"taskId"`
-	Title       string `json:"title"`
-	Description string `json:"description"`
-	Assignee    string `json:"assignee"`
-	Priority    string `json:"priority"`
-	Status      string `json:"status"`
-	Reason      string `json:"reason"`
-	Approval    string `json:"approval"`
+	As          string   `json:"as"`
+	To          string   `json:"to"`
+	Content     string   `json:"content"`
+	TaskID      string   `json:"taskId"`
+	Title       string   `json:"title"`
+	Description string   `json:"description"`
+	Assignee    string   `json:"assignee"`
+	Priority    string   `json:"priority"`
+	Status      string   `json:"status"`
+	Reason      string   `json:"reason"`
+	Approval    string   `json:"approval"`
+	Paths       []string `json:"paths"`
 }
 
 // act does one action as human by, through the same store calls as the
@@ -36,7 +38,8 @@ type act func(ctx context.Context, store *fsstore.Store, cfg *storage.Config, by
 // actions are the POST endpoints: a human sends or replies (aipm send),
 // creates a task (aipm task add), sets a task's status (aipm task status:
 // blocked needs a reason, the assignee is interrupted), approves or
-// rejects a requested task or change (aipm task approve|reject).
+// rejects a requested task or change (aipm task approve|reject), breaks
+// the leases on paths, telling each holder the reason (aipm leases break).
 var actions = map[string]act{
 	"/api/send": func(ctx context.Context, store *fsstore.Store, cfg *storage.Config, by string, r request) (string, error) {
 		m, err := store.Send(ctx, cfg, fsstore.OutgoingMessage{From: by, To: r.To, Content: r.Content})
@@ -64,6 +67,20 @@ var actions = map[string]act{
 		}
 		t, _, err := store.Decide(ctx, cfg, id, by, r.Approval, r.Reason)
 		return t.ID, err
+	},
+	"/api/leases/break": func(ctx context.Context, store *fsstore.Store, _ *storage.Config, by string, r request) (string, error) {
+		broken, err := store.BreakLeases(ctx, by, r.Paths, r.Reason)
+		ids := make([]string, 0, len(broken))
+		for _, l := range broken {
+			ids = append(ids, l.ID)
+		}
+		if len(broken) > 0 {
+			// They are broken: a holder the notification did not reach is
+			// no failed break (the CLI warns of it; the page shows the
+			// leases gone).
+			err = nil
+		}
+		return strings.Join(ids, ","), err
 	},
 }
 

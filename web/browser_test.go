@@ -8,6 +8,7 @@ package web_test
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"net/url"
@@ -429,5 +430,100 @@ func click(t *testing.T, ctx context.Context, tab *browser.Tab, sel string) {
 	t.Helper()
 	if !eval[bool](t, ctx, tab, `(() => { const e = document.querySelector(`+q(sel)+`); if (!e) return false; e.click(); return true })()`) {
 		t.Fatalf("no element %s to click", sel)
+	}
+}
+
+// TestLeasesLive: a lease taken while the page is open appears with its
+// holder, paths, kind, reason and task; its reason is text, never markup;
+// a release removes it without a reload; the break button ends a lease
+// and its holder is told the reason typed.
+func TestLeasesLive(t *testing.T) {
+	ctx := testCtx(t)
+	p := newProject(t, ctx)
+	task := p.task(fsstore.NewTask{Title: "Rewrite the parser", Assignee: "coder"})
+	tab := openBoard(t, ctx, p.serve())
+	eval[bool](t, ctx, tab, `window.__sameDocument = true`)
+	until(t, ctx, tab, `document.querySelector("#leases .empty")`)
+
+	const hostile = `<img src="/x.png" onerror="window.__xss = 3"><b>mine</b>`
+	take := func(holder string, req fsstore.LeaseRequest) fsstore.Lease {
+		t.Helper()
+		req.Holder = holder
+		l, err := p.store.TakeLease(ctx, p.cfg, req)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return l
+	}
+	coder := take("coder", fsstore.LeaseRequest{Paths: []string{"src/parser", "go.mod"}, Reason: hostile, TaskID: task.ID})
+	reviewer := take("reviewer", fsstore.LeaseRequest{Paths: []string{"docs/*.md"}, Shared: true, Reason: "proofreading"})
+
+	item := func(l fsstore.Lease) string { return "#leases .lease" + attr("data-lease-id", l.ID) }
+	until(t, ctx, tab, has(item(coder))+" && "+has(item(reviewer)))
+	shown := func(l fsstore.Lease) (got struct {
+		Holder, Kind, Reason, Task, Expiry string
+		Paths                              []string
+		ReasonKids                         int
+	}) {
+		t.Helper()
+		js := `(() => { const e = document.querySelector(` + q(item(l)) + `); return JSON.stringify({
+			holder: e.querySelector(".name").textContent,
+			kind: e.querySelector(".pill").textContent,
+			paths: [...e.querySelectorAll(".path")].map(p => p.textContent),
+			reason: e.querySelector(".why")?.textContent,
+			reasonKids: e.querySelector(".why")?.children.length,
+			task: e.querySelector(".task")?.textContent,
+			expiry: e.querySelector(".expiry").textContent,
+		}) })()`
+		if err := json.Unmarshal([]byte(eval[string](t, ctx, tab, js)), &got); err != nil {
+			t.Fatal(err)
+		}
+		return got
+	}
+	for _, c := range []struct {
+		lease        fsstore.Lease
+		holder, kind string
+		paths        []string
+		reason, task string
+	}{
+		{coder, "coder", "exclusive", []string{"src/parser", "go.mod"}, hostile, "task " + task.Title},
+		{reviewer, "reviewer", "shared", []string{"docs/*.md"}, "proofreading", ""},
+	} {
+		got := shown(c.lease)
+		if got.Holder != c.holder || got.Kind != c.kind || !slices.Equal(got.Paths, c.paths) || got.Reason != c.reason || got.ReasonKids != 0 || got.Task != c.task || !strings.HasPrefix(got.Expiry, "ends in ") {
+			t.Errorf("%s's lease shows %+v; want holder %s, %s, paths %q, reason %q as text, %q, ends in", c.holder, got, c.holder, c.kind, c.paths, c.reason, c.task)
+		}
+	}
+	if eval[bool](t, ctx, tab, `window.__xss !== undefined`) {
+		t.Error("the lease reason's markup ran (window.__xss is set)")
+	}
+	for _, r := range tab.Requests() {
+		if strings.Contains(r, "/x.png") {
+			t.Errorf("the lease reason's image was requested: %s", r)
+		}
+	}
+
+	// released elsewhere (the file changes): gone without a reload
+	if _, err := p.store.ReleaseLeases(ctx, "reviewer", nil); err != nil {
+		t.Fatal(err)
+	}
+	until(t, ctx, tab, "!"+has(item(reviewer))+" && "+has(item(coder)))
+
+	// broken from the page: the holder is told the reason typed
+	eval[bool](t, ctx, tab, `(document.querySelector(`+q(item(coder)+" input.reason")+`).value = "taking over") !== ""`)
+	click(t, ctx, tab, item(coder)+" button.break")
+	until(t, ctx, tab, "!"+has(item(coder))+` && document.querySelector("#leases .empty")`)
+	if e := eval[string](t, ctx, tab, `document.getElementById("error").textContent`); e != "" {
+		t.Errorf("#error says %q after the break", e)
+	}
+	if ls, err := p.store.Leases(); err != nil || len(ls) != 0 {
+		t.Errorf("leases after the break: %+v, %v; want none", ls, err)
+	}
+	notes, _ := p.store.NotificationsPath("coder")
+	if recs, _, _, _ := storage.ReadAll(notes); len(recs) != 1 || !strings.Contains(string(recs[0].Data), "taking over") {
+		t.Errorf("coder's notifications: %d, want one with the break's reason", len(recs))
+	}
+	if !eval[bool](t, ctx, tab, `window.__sameDocument === true`) {
+		t.Error("the page was reloaded")
 	}
 }

@@ -11,7 +11,7 @@ import (
 
 // TestBoardScreenshot renders the board of a project like aipm demo's
 // (ten tasks in every status, four agents, chats, a conversation, a
-// delegation, an approval); with UPDATE_SCREENSHOT=1 it writes it, at
+// delegation, an approval, two leases); with UPDATE_SCREENSHOT=1 it writes it, at
 // 1400x1000, to docs/board.png.
 func TestBoardScreenshot(t *testing.T) {
 	ctx := testCtx(t)
@@ -51,8 +51,17 @@ func TestBoardScreenshot(t *testing.T) {
 		t.Fatal(err)
 	}
 
+	for _, l := range []fsstore.LeaseRequest{
+		{Holder: "coder", Paths: []string{"internal/config/*.go"}, Reason: "the [web] table's parser", TaskID: parser.ID},
+		{Holder: "reviewer", Paths: []string{"web/server.go"}, Shared: true, Reason: "reading the SSE reconnect"},
+	} {
+		if _, err := p.store.TakeLease(ctx, p.cfg, l); err != nil {
+			t.Fatal(err)
+		}
+	}
+
 	tab := openBoard(t, ctx, p.serve())
-	until(t, ctx, tab, `document.querySelectorAll("#board .card").length === 10 && document.querySelector("#approvals .approval") && document.querySelector("#conversations .conversation") && document.querySelector("#delegations .delegation")`)
+	until(t, ctx, tab, `document.querySelectorAll("#board .card").length === 10 && document.querySelector("#approvals .approval") && document.querySelector("#conversations .conversation") && document.querySelector("#delegations .delegation") && document.querySelectorAll("#leases .lease").length === 2`)
 	png, err := tab.Screenshot(ctx, 1400, 1000)
 	if err != nil {
 		t.Fatal(err)

@@ -332,7 +332,7 @@ func TestEmptyProjectState(t *testing.T) {
 	if err := json.NewDecoder(resp.Body).Decode(&st); err != nil {
 		t.Fatal(err)
 	}
-	for _, key := range []string{"agents", "humans", "tasks", "chats", "conversations", "delegations", "approvals", "triggers", "timeline"} {
+	for _, key := range []string{"agents", "humans", "tasks", "chats", "conversations", "delegations", "approvals", "triggers", "timeline", "leases"} {
 		if _, ok := st[key].([]any); !ok {
 			t.Errorf("%s is %v, want a list", key, st[key])
 		}

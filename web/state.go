@@ -27,6 +27,7 @@ type State struct {
 	Approvals     []fsstore.Task         `json:"approvals"`
 	Triggers      []fsstore.Trigger      `json:"triggers"`
 	Timeline      []Event                `json:"timeline"`
+	Leases        []LeaseView            `json:"leases"`
 	// Statuses (in workflow order, each with whether a task in it is
 	// open), Priorities (lowest first) and DefaultPriority are fsstore's
 	// own: the page shows and orders tasks by them and restates none.
@@ -125,6 +126,24 @@ type Event struct {
 	PID     int       `json:"pid,omitempty"`
 }
 
+// LeaseView is a live file lease (DESIGN section 18) with the other shown
+// leases it cannot be held with. TakeLease refuses a conflicting take, so
+// Conflicts is empty unless leases.json was edited by hand; the page marks
+// such a lease, since the hook then denies writes to both holders.
+type LeaseView struct {
+	fsstore.Lease
+	Conflicts []LeaseConflict `json:"conflicts,omitempty"`
+}
+
+// LeaseConflict is another holder's lease (LeaseID, Holder) whose path
+// Against overlaps Path, one of this lease's, with one of the two exclusive.
+type LeaseConflict struct {
+	LeaseID string `json:"leaseId"`
+	Holder  string `json:"holder"`
+	Path    string `json:"path"`
+	Against string `json:"against"`
+}
+
 // Bounds on what one State carries.
 const (
 	maxTasks        = 500
@@ -132,6 +151,8 @@ const (
 	maxTimeline     = 50
 	// maxConversations bounds the conversations shown, open or ended, newest first.
 	maxConversations = 30
+	// maxLeases bounds the leases shown, oldest first.
+	maxLeases = 200
 )
 
 // buildState reads the State, without its event id and time (the feed
@@ -141,7 +162,7 @@ func buildState(ctx context.Context, store *fsstore.Store) State {
 	// Lists are [] when empty, never null: the page iterates them.
 	st := State{Statuses: statusViews(), Priorities: slices.Clone(fsstore.Priorities), DefaultPriority: fsstore.DefaultPriority,
 		Agents: []AgentView{}, Humans: []string{}, Tasks: []fsstore.Task{}, Chats: []Chat{}, Conversations: []fsstore.Conversation{},
-		Delegations: []fsstore.Delegation{}, Approvals: []fsstore.Task{}, Triggers: []fsstore.Trigger{}, Timeline: []Event{}}
+		Delegations: []fsstore.Delegation{}, Approvals: []fsstore.Task{}, Triggers: []fsstore.Trigger{}, Timeline: []Event{}, Leases: []LeaseView{}}
 	cfg, err := store.LoadConfig()
 	if err != nil {
 		st.Problems = []string{err.Error()}
@@ -149,7 +170,7 @@ func buildState(ctx context.Context, store *fsstore.Store) State {
 	}
 	st.Project = cfg.Project.Name
 	for _, part := range []func(context.Context, *fsstore.Store, *storage.Config, *State) error{
-		readAgents, readTasks, readChats, readWork, readTimeline,
+		readAgents, readTasks, readChats, readWork, readTimeline, readLeases,
 	} {
 		if err := part(ctx, store, cfg, &st); err != nil {
 			st.Problems = append(st.Problems, err.Error())
@@ -316,6 +337,28 @@ func readTimeline(_ context.Context, store *fsstore.Store, cfg *storage.Config, 
 	slices.SortFunc(st.Timeline, func(a, b Event) int { return b.At.Compare(a.At) })
 	if len(st.Timeline) > maxTimeline {
 		st.Timeline = st.Timeline[:maxTimeline]
+	}
+	return nil
+}
+
+// readLeases is the live leases, oldest first, each with the others it
+// conflicts with.
+func readLeases(_ context.Context, store *fsstore.Store, _ *storage.Config, st *State) error {
+	leases, err := store.Leases()
+	if err != nil {
+		return err
+	}
+	if len(leases) > maxLeases {
+		leases = leases[:maxLeases]
+	}
+	for _, l := range leases {
+		v := LeaseView{Lease: l}
+		for _, m := range leases {
+			if path, against, ok := m.Conflicts(l); ok {
+				v.Conflicts = append(v.Conflicts, LeaseConflict{LeaseID: m.ID, Holder: m.Holder, Path: path, Against: against})
+			}
+		}
+		st.Leases = append(st.Leases, v)
 	}
 	return nil
 }

@@ -189,7 +189,7 @@ func conversationShowRun(ctx context.Context, o *conversationShowOptions) error 
 	}
 	fmt.Fprintln(e.stdout, "messages:")
 	for _, m := range msgs {
-		e.writeMessage(m, m.SenderID+" → "+m.Audience(c.Initiator))
+		e.printer().Message(m, m.SenderID+" → "+m.Audience(c.Initiator))
 	}
 	return nil
 }

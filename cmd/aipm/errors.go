@@ -1,6 +1,7 @@
 package main
 
 import (
+	"aipm/fsstore"
 	"aipm/fsstore/storage"
 	"errors"
 	"fmt"
@@ -130,9 +131,14 @@ var cliSentences = map[string]string{
 }
 
 // cliMessage is the one line the CLI prints for err: its text, with a
-// store refusal written for a model put in the CLI's words.
+// store refusal written for a model put in the CLI's words (a lease
+// conflict's holder is asked with aipm send).
 func cliMessage(err error) string {
 	msg := err.Error()
+	var lc *fsstore.LeaseConflictError
+	if errors.As(err, &lc) {
+		msg = strings.Replace(msg, fsstore.LeaseAskTools, "(aipm send --to "+lc.Lease.Holder+")", 1)
+	}
 	var ce *storage.CodeError
 	if errors.As(err, &ce) {
 		if s, ok := cliSentences[ce.Code]; ok && ce.Msg != "" {

@@ -73,7 +73,7 @@ func inboxRun(ctx context.Context, o *inboxOptions) error {
 			fmt.Fprintln(e.stdout, "no unread messages")
 		}
 		for _, m := range msgs {
-			e.writeMessage(m, m.SenderID)
+			e.printer().Message(m, m.SenderID)
 		}
 	}
 	if !more {

@@ -94,8 +94,23 @@ func TestScripts(t *testing.T) {
 			"handedit":           cmdHandEdit,
 			"sshd":               cmdSSHD,
 			"path-without":       cmdPathWithout,
+			"lease":              cmdLease,
+			"expand":             cmdExpand,
 		},
 	})
+}
+
+// expand FILE replaces $VAR and ${VAR} in FILE with the script's
+// environment, as cmpenv reads its file: for a client's JSON that names
+// the script's own directory ($WORK).
+func cmdExpand(ts *testscript.TestScript, neg bool, args []string) {
+	if neg || len(args) != 1 {
+		ts.Fatalf("usage: expand FILE")
+	}
+	path := ts.MkAbs(args[0])
+	data, err := os.ReadFile(path)
+	ts.Check(err)
+	ts.Check(os.WriteFile(path, []byte(os.Expand(string(data), ts.Getenv)), 0o644))
 }
 
 // tear FILE N cuts N bytes off the end of FILE, as a writer killed mid-line
@@ -521,4 +536,26 @@ func cmdPathWithout(ts *testscript.TestScript, neg bool, args []string) {
 		dirs = append(dirs, farm)
 	}
 	ts.Setenv("PATH", strings.Join(dirs, string(filepath.ListSeparator)))
+}
+
+// lease AGENT PASSKEY PURPOSE PATH...: the agent authenticates for PURPOSE
+// (replacing its live session of that purpose) and leases PATHs
+// exclusively for that session, as its MCP server's lease tool does; the
+// lease ends with the session.
+func cmdLease(ts *testscript.TestScript, neg bool, args []string) {
+	if neg || len(args) < 4 {
+		ts.Fatalf("usage: lease AGENT PASSKEY PURPOSE PATH...")
+	}
+	dir, err := storage.FindProject(ts.MkAbs("."))
+	ts.Check(err)
+	store, err := fsstore.Open(dir)
+	ts.Check(err)
+	cfg, err := store.LoadConfig()
+	ts.Check(err)
+	ctx := context.Background()
+	ses, _, err := store.Authenticate(ctx, cfg, args[0], args[1], "", args[2])
+	ts.Check(err)
+	l, err := store.TakeLease(ctx, cfg, fsstore.LeaseRequest{Holder: args[0], Session: ses.ID, Paths: args[3:], Reason: "session work"})
+	ts.Check(err)
+	ts.Logf("%s leased %v for session %s", args[0], l.Paths, ses.ID)
 }

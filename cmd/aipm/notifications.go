@@ -2,14 +2,11 @@ package main
 
 import (
 	"context"
-	"fmt"
-	"slices"
 
 	"github.com/spf13/cobra"
 
-	"aipm/fsstore"
 	"aipm/fsstore/storage"
-	"aipm/wake"
+	"aipm/internal/transcript"
 )
 
 type notificationsOptions struct {
@@ -80,7 +77,7 @@ func notificationsRun(ctx context.Context, o *notificationsOptions) error {
 	var agents []string
 	if o.Agent != "" {
 		// An agent removed from the config keeps its history: the directory decides.
-		if dir, _ := store.AgentDir(o.Agent); !isDir(dir) {
+		if dir, _ := store.AgentDir(o.Agent); !transcript.IsDir(dir) {
 			return usageError("agent %q is not an agent of this project: see aipm agent list", o.Agent)
 		}
 		agents = []string{o.Agent}
@@ -89,148 +86,6 @@ func notificationsRun(ctx context.Context, o *notificationsOptions) error {
 			agents = append(agents, a.ID)
 		}
 	}
-	f := &notificationFeed{e: o.e, store: store, agents: agents, cursors: map[string]storage.Cursor{}, json: o.JSON, stream: o.Follow, unread: o.Unread}
-	return f.show(ctx, o.Last, o.Follow)
-}
-
-// notificationFeed prints the notifications of some agents.
-type notificationFeed struct {
-	e       *env
-	store   *fsstore.Store
-	agents  []string
-	cursors map[string]storage.Cursor
-	json    bool
-	stream  bool // JSON lines rather than one array
-	unread  bool // only the unread ones
-}
-
-// agentNotification is one notification as aipm notifications shows it.
-type agentNotification struct {
-	Agent string `json:"agent"`
-	fsstore.Notification
-	Read bool `json:"read"`
-}
-
-// show prints the notifications (the last ones only, if last > 0) and, if
-// follow, every one appended later until ctx ends. As in log --follow, the
-// subscription comes before the first read, so nothing written in between
-// is missed.
-func (f *notificationFeed) show(ctx context.Context, last int, follow bool) error {
-	var sub *wake.Subscription
-	if follow {
-		var targets []string
-		for _, a := range f.agents {
-			if dir, _ := f.store.AgentDir(a); isDir(dir) {
-				path, _ := f.store.NotificationsPath(a)
-				targets = append(targets, path)
-			}
-		}
-		var err error
-		if sub, err = wake.New().Subscribe(targets...); err != nil {
-			return fmt.Errorf("notifications --follow: %w", err)
-		}
-		defer sub.Close()
-	}
-	ns, err := f.read(ctx)
-	if err != nil {
-		return err
-	}
-	if last > 0 && len(ns) > last {
-		ns = ns[len(ns)-last:]
-	}
-	if err := f.print(ns, !follow); err != nil || !follow {
-		return err
-	}
-	for {
-		if _, err := sub.Wait(ctx, followRecheck); err != nil {
-			return nil // interrupted: how --follow ends (mainExit exits 130)
-		}
-		if ns, err = f.read(ctx); err != nil {
-			return err
-		}
-		if err := f.print(ns, false); err != nil {
-			return err
-		}
-	}
-}
-
-// read returns the notifications past each agent's cursor, oldest first
-// across agents, with whether they were read (only the unread ones, if
-// f.unread), and moves the cursors past them. Invalid lines are warnings.
-func (f *notificationFeed) read(ctx context.Context) ([]agentNotification, error) {
-	var out []agentNotification
-	for _, agent := range f.agents {
-		ns, cur, bad, err := f.store.FollowNotifications(agent, f.cursors[agent])
-		if err != nil {
-			return nil, fmt.Errorf("notifications of %s: %w", agent, err)
-		}
-		f.cursors[agent] = cur
-		for _, le := range bad {
-			fmt.Fprintf(f.e.stderr, "aipm: warning: skipped %v\n", le)
-		}
-		if len(ns) == 0 {
-			continue
-		}
-		unread, err := f.store.UnreadNotificationIDs(ctx, agent)
-		if err != nil {
-			return nil, fmt.Errorf("notifications of %s: %w", agent, err)
-		}
-		for _, n := range ns {
-			if !f.unread || unread[n.ID] {
-				out = append(out, agentNotification{Agent: agent, Notification: n, Read: !unread[n.ID]})
-			}
-		}
-	}
-	slices.SortStableFunc(out, func(a, b agentNotification) int { return a.CreatedAt.Compare(b.CreatedAt) })
-	return out, nil
-}
-
-// print writes ns; whole says this is the whole answer (not a follow's
-// later part), which may say there is none.
-func (f *notificationFeed) print(ns []agentNotification, whole bool) error {
-	switch {
-	case f.json && !f.stream:
-		if ns == nil {
-			ns = []agentNotification{}
-		}
-		return writeJSON(f.e.stdout, ns)
-	case f.json:
-		for _, n := range ns {
-			if err := writeJSONLine(f.e.stdout, n); err != nil {
-				return err
-			}
-		}
-		return nil
-	case len(ns) == 0 && whole:
-		what := "no notifications"
-		if f.unread {
-			what = "no unread notifications"
-		}
-		_, err := fmt.Fprintln(f.e.stdout, what)
-		return err
-	}
-	for _, n := range ns {
-		f.e.writeNotification(n)
-	}
-	return nil
-}
-
-// writeNotification prints "TIME  AGENT  TYPE  STATE  from WHO  TASK: MESSAGE",
-// the sender and the task only when there are, control characters escaped.
-func (e *env) writeNotification(n agentNotification) {
-	state := "unread"
-	switch {
-	case n.Expired:
-		state = "expired" // past its time to live: no session will get it
-	case n.Read:
-		state = "read"
-	}
-	head := fmt.Sprintf("%s  %s  %-9s  %-6s", e.timeText(n.CreatedAt), n.Agent, n.Type, state)
-	if n.From != "" {
-		head += "  from " + n.From
-	}
-	if n.TaskID != "" {
-		head += "  " + n.TaskID
-	}
-	fmt.Fprintf(e.stdout, "%s: %s\n", visible(head), visible(n.Message))
+	f := &transcript.Notifications{P: o.e.printer(), Store: store, Agents: agents, JSON: o.JSON, Stream: o.Follow, Unread: o.Unread}
+	return f.Show(ctx, o.Last, o.Follow)
 }

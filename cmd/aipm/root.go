@@ -38,6 +38,7 @@ func newCmdRoot(e *env) *cobra.Command {
 		{"work", newCmdConversation(e)},
 		{"work", newCmdDelegations(e, nil)},
 		{"work", newCmdInterrupt(e, nil)},
+		{"work", newCmdLeases(e, nil)},
 		{"agents", newCmdServe(e)},
 		{"agents", newCmdMCPConfig(e)},
 		{"agents", newCmdHook(e)},
@@ -142,7 +143,7 @@ func errNoVerb(cmd *cobra.Command) error {
 }
 
 // helpFunc wraps cobra's help (dflt) for the rule of unknown commands:
-// "aipm leases --help" is "aipm leases", a usage mistake, not the root's
+// "aipm locks --help" is "aipm locks", a usage mistake, not the root's
 // help. cobra shows help before it checks arguments, and its help cannot
 // fail, so the mistake is kept in e.helpErr for run to return. A group run
 // alone that cobra takes for help (completion) exits 2 like showHelp.

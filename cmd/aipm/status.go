@@ -13,6 +13,7 @@ import (
 
 	"aipm/fsstore"
 	"aipm/fsstore/storage"
+	"aipm/internal/status"
 	"aipm/internal/table"
 	"aipm/wake"
 )
@@ -53,63 +54,17 @@ report per line.`,
 	return c
 }
 
-// statusReport is what status shows; its JSON is status --json.
+// statusReport is the report (status.Collect) as the tables show it.
 type statusReport struct {
-	Project string         `json:"project"`
-	Agents  []agentStatus  `json:"agents"`
-	Tasks   map[string]int `json:"tasks"` // count by status, every status present
-	Pending int            `json:"tasksPendingApproval"`
-	// HandEdits counts the tasks whose status was edited by hand to one
-	// aipm does not allow (counted under their last valid status).
-	HandEdits int               `json:"tasksEditedByHand,omitempty"`
-	Triggers  []fsstore.Trigger `json:"pendingTriggers"`
-	// Conversations and Delegations are the open ones.
-	Conversations []fsstore.Conversation `json:"openConversations"`
-	Delegations   []fsstore.Delegation   `json:"openDelegations"`
-	Watch         *watchStatus           `json:"watcher"` // status_watch.go
-	// short shows ids in the tables (table.Shortener); not in the JSON.
+	*status.Report
+	// short shows ids in the tables (table.Shortener).
 	short func(string) string
 }
 
-type agentStatus struct {
-	ID                  string          `json:"id"`
-	Type                string          `json:"type"`
-	Sessions            []sessionStatus `json:"sessions"`
-	UnreadMessages      int             `json:"unreadMessages"`
-	UnreadNotifications int             `json:"unreadNotifications"`
-	// Unseen flags messages that waited past unsurfaced_after without
-	// reaching the agent, with what will happen to them (ReceiverStateOf).
-	Unseen *unseenStatus `json:"unseenMessages,omitempty"`
-}
-
-type unseenStatus struct {
-	fsstore.Unseen
-	fsstore.ReceiverState
-}
-
-type sessionStatus struct {
-	ID         string    `json:"id"`
-	Purpose    string    `json:"purpose"`
-	TaskID     string    `json:"taskId,omitempty"`
-	LastSeenAt time.Time `json:"lastSeenAt"`
-	SSHClient  string    `json:"sshClient,omitempty"`
-}
-
-// statusSection is one part of the report: collect fills its fields of
-// the report, print shows them. A new part (open conversations, say) is
-// one more entry in statusSections.
-type statusSection struct {
-	collect func(ctx context.Context, store *fsstore.Store, cfg *storage.Config, r *statusReport) error
-	print   func(e *env, w io.Writer, r *statusReport) error
-}
-
-var statusSections = []statusSection{
-	{collectAgents, printAgents},
-	{collectTasks, printTasks},
-	{collectTriggers, printTriggers},
-	{collectConversations, printConversations},
-	{collectDelegations, printDelegations},
-	{collectWatch, printWatch},
+// statusSections print the report's parts, in order; status.Collect
+// fills them.
+var statusSections = []func(e *env, w io.Writer, r *statusReport) error{
+	printAgents, printTasks, printTriggers, printConversations, printDelegations, printWatch, printLeases,
 }
 
 func statusRun(ctx context.Context, o *statusOptions) error {
@@ -147,19 +102,16 @@ func (o *statusOptions) draw(ctx context.Context, store *fsstore.Store) error {
 		return err
 	}
 	o.e.warnConfig(cfg)
-	r := &statusReport{Project: cfg.Project.Name, Agents: []agentStatus{}, Tasks: map[string]int{}, Triggers: []fsstore.Trigger{},
-		Conversations: []fsstore.Conversation{}, Delegations: []fsstore.Delegation{}}
-	for _, s := range statusSections {
-		if err := s.collect(ctx, store, cfg, r); err != nil {
-			return fmt.Errorf("status: %w", err)
-		}
+	report, err := status.Collect(ctx, store, cfg)
+	if err != nil {
+		return fmt.Errorf("status: %w", err)
 	}
-	e := o.e
+	e, r := o.e, &statusReport{Report: report}
 	switch {
 	case o.JSON && o.Watch:
-		return writeJSONLine(e.stdout, r)
+		return writeJSONLine(e.stdout, report)
 	case o.JSON:
-		return writeJSON(e.stdout, r)
+		return writeJSON(e.stdout, report)
 	}
 	if r.short, err = table.Shortener(store.IDs, storage.Tasks, storage.Conversations, storage.Delegations); err != nil {
 		return fmt.Errorf("status: %w", err)
@@ -169,43 +121,14 @@ func (o *statusOptions) draw(ctx context.Context, store *fsstore.Store) error {
 		b.WriteString("\x1b[H\x1b[2J")
 	}
 	fmt.Fprintf(&b, "project %s, %s\n", r.Project, e.timeText(time.Now()))
-	for _, s := range statusSections {
+	for _, print := range statusSections {
 		b.WriteString("\n")
-		if err := s.print(e, &b, r); err != nil {
+		if err := print(e, &b, r); err != nil {
 			return err
 		}
 	}
 	_, err = io.WriteString(e.stdout, b.String())
 	return err
-}
-
-func collectAgents(ctx context.Context, store *fsstore.Store, cfg *storage.Config, r *statusReport) error {
-	live, err := store.LiveSessions(time.Now())
-	if err != nil {
-		return err
-	}
-	for _, a := range cfg.Agents {
-		st := agentStatus{ID: a.ID, Type: a.Type, Sessions: []sessionStatus{}}
-		for _, s := range live {
-			if s.Agent == a.ID {
-				st.Sessions = append(st.Sessions, sessionStatus{ID: s.ID, Purpose: s.Purpose, TaskID: s.TaskID, LastSeenAt: s.LastSeenAt, SSHClient: s.SSHClient})
-			}
-		}
-		if st.UnreadMessages, st.UnreadNotifications, err = store.UnreadCounts(ctx, a.ID); err != nil {
-			return fmt.Errorf("unread of %s: %w", a.ID, err)
-		}
-		if st.UnreadMessages > 0 {
-			unseen, err := store.UnseenMessages(ctx, a.ID, time.Now().Add(-cfg.Defaults.UnsurfacedAfter.Duration))
-			if err != nil {
-				return fmt.Errorf("unseen messages of %s: %w", a.ID, err)
-			}
-			if unseen.Count > 0 {
-				st.Unseen = &unseenStatus{Unseen: unseen, ReceiverState: store.ReceiverStateOf(cfg, a.ID, time.Now())}
-			}
-		}
-		r.Agents = append(r.Agents, st)
-	}
-	return nil
 }
 
 func printAgents(e *env, w io.Writer, r *statusReport) error {
@@ -261,26 +184,6 @@ func printUnseen(e *env, w io.Writer, r *statusReport) error {
 	return nil
 }
 
-func collectTasks(ctx context.Context, store *fsstore.Store, cfg *storage.Config, r *statusReport) error {
-	tasks, _, _, err := store.Tasks(fsstore.TaskFilter{})
-	if err != nil {
-		return err
-	}
-	for _, s := range fsstore.Statuses {
-		r.Tasks[s] = 0
-	}
-	for _, t := range tasks {
-		r.Tasks[t.Status]++
-		if t.HandStatus != "" {
-			r.HandEdits++
-		}
-		if t.ApprovalStatus == fsstore.ApprovalPending {
-			r.Pending++
-		}
-	}
-	return nil
-}
-
 func printTasks(e *env, w io.Writer, r *statusReport) error {
 	t := &table.Table{Header: []string{"TASKS", "COUNT"}, Style: func(col int, cell string) string {
 		if col == 0 {
@@ -305,12 +208,6 @@ func printTasks(e *env, w io.Writer, r *statusReport) error {
 	return t.Print(w, e.colour, e.width)
 }
 
-func collectTriggers(ctx context.Context, store *fsstore.Store, cfg *storage.Config, r *statusReport) error {
-	ts, err := store.Triggers().Pending()
-	r.Triggers = append(r.Triggers, ts...)
-	return err
-}
-
 func printTriggers(e *env, w io.Writer, r *statusReport) error {
 	if len(r.Triggers) == 0 {
 		_, err := fmt.Fprintln(w, "no pending triggers")
@@ -323,12 +220,6 @@ func printTriggers(e *env, w io.Writer, r *statusReport) error {
 	return t.Print(w, e.colour, e.width)
 }
 
-func collectConversations(ctx context.Context, store *fsstore.Store, cfg *storage.Config, r *statusReport) error {
-	cs, err := store.Conversations().List(ctx, cfg, false)
-	r.Conversations = append(r.Conversations, cs...)
-	return err
-}
-
 func printConversations(e *env, w io.Writer, r *statusReport) error {
 	if len(r.Conversations) == 0 {
 		_, err := fmt.Fprintln(w, "no open conversations")
@@ -337,16 +228,18 @@ func printConversations(e *env, w io.Writer, r *statusReport) error {
 	return conversationTable(r.Conversations, r.short).Print(w, e.colour, e.width)
 }
 
-func collectDelegations(ctx context.Context, store *fsstore.Store, cfg *storage.Config, r *statusReport) error {
-	ds, err := store.Delegations().List(fsstore.DelegationFilter{Open: true})
-	r.Delegations = append(r.Delegations, ds...)
-	return err
-}
-
 func printDelegations(e *env, w io.Writer, r *statusReport) error {
 	if len(r.Delegations) == 0 {
 		_, err := fmt.Fprintln(w, "no open delegations")
 		return err
 	}
 	return delegationTable(r.Delegations, false, r.short).Print(w, e.colour, e.width)
+}
+
+func printLeases(e *env, w io.Writer, r *statusReport) error {
+	if len(r.Leases) == 0 {
+		_, err := fmt.Fprintln(w, "no file leases")
+		return err
+	}
+	return leaseTable(r.Leases).Print(w, e.colour, e.width)
 }

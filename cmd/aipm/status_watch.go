@@ -1,46 +1,12 @@
 package main
 
 import (
-	"context"
 	"fmt"
 	"io"
 	"time"
 
-	"aipm/fsstore"
-	"aipm/fsstore/storage"
 	"aipm/internal/table"
 )
-
-// watchStatus is the status section of aipm watch: the watcher (nil when
-// none runs) and the agent processes it started (runs/).
-type watchStatus struct {
-	Running   bool          `json:"running"`
-	PID       int           `json:"pid,omitempty"`
-	StartedAt time.Time     `json:"startedAt,omitzero"`
-	Processes []fsstore.Run `json:"agentProcesses"`
-}
-
-func collectWatch(_ context.Context, store *fsstore.Store, _ *storage.Config, r *statusReport) error {
-	info, err := store.RunningWatcher()
-	if err != nil {
-		return err
-	}
-	w := &watchStatus{Processes: []fsstore.Run{}}
-	if info != nil {
-		w.Running, w.PID, w.StartedAt = true, info.PID, info.StartedAt
-	}
-	runs, err := store.Runs().List()
-	if err != nil {
-		return err
-	}
-	for _, run := range runs {
-		if run.Alive() {
-			w.Processes = append(w.Processes, run)
-		}
-	}
-	r.Watch = w
-	return nil
-}
 
 func printWatch(e *env, w io.Writer, r *statusReport) error {
 	s := r.Watch

@@ -53,6 +53,10 @@ func taskShowRun(o *taskShowOptions) error {
 		return writeJSON(o.e.stdout, t)
 	}
 	e := o.e
+	leases, err := taskLeases(e, store, t.ID)
+	if err != nil {
+		return err
+	}
 	fields := []struct{ label, value string }{
 		{"id", t.ID},
 		{"title", t.Title},
@@ -71,6 +75,7 @@ func taskShowRun(o *taskShowOptions) error {
 		{"updated", e.timeText(t.UpdatedAt)},
 		{"description", t.Description},
 		{"pending change", pendingChangeText(t)},
+		{"leases", leases},
 	}
 	width := len("status changed by:")
 	var b strings.Builder
@@ -84,6 +89,22 @@ func taskShowRun(o *taskShowOptions) error {
 	}
 	_, err = fmt.Fprint(e.stdout, b.String())
 	return err
+}
+
+// taskLeases lists the live leases taken for task id, one a line ("" if
+// none).
+func taskLeases(e *env, store *fsstore.Store, id string) (string, error) {
+	leases, err := store.Leases()
+	if err != nil {
+		return "", fmt.Errorf("leases of %s: %w", id, err)
+	}
+	var lines []string
+	for _, l := range leases {
+		if l.TaskID == id {
+			lines = append(lines, fmt.Sprintf("%s holds %s (%s) until %s", l.Holder, strings.Join(l.Paths, ", "), leaseMode(l), e.timeText(l.ExpiresAt)))
+		}
+	}
+	return strings.Join(lines, "\n"), nil
 }
 
 // pendingChangeText says what a change asked through chat that waits for

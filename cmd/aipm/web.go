@@ -25,12 +25,13 @@ func newCmdWeb(e *env) *cobra.Command {
 		Short: "Serve a live board of the project to your browser",
 		Long: `Serve one page, from this binary, that shows the project live: the task
 board by status, agents with their sessions, processes and unread counts,
-chats per pair, conversations, delegations, approvals, triggers and what the
-watcher started. It changes the moment the files under .ai-pm/ change
-(server-sent events; aipm watch need not run). From the page a human sends
-and replies, creates tasks, sets a task's status (blocked needs a reason; the
-assignee is interrupted) and approves or rejects requested tasks, through the
-same rules as the CLI.
+chats per pair, conversations, delegations, approvals, triggers, what the
+watcher started and the live file leases. It changes the moment the files
+under .ai-pm/ change (server-sent events; aipm watch need not run). From the
+page a human sends and replies, creates tasks, sets a task's status (blocked
+needs a reason; the assignee is interrupted), approves or rejects requested
+tasks and breaks leases (with a reason each holder is told), through the same
+rules as the CLI.
 
 It prints the page's URL with a random token; the first visit trades the
 token for a cookie. It listens on loopback (127.0.0.1, a free port) unless

@@ -48,6 +48,10 @@ type Defaults struct {
 	// UnsurfacedAfter is how long a message may wait unseen (neither
 	// handed to a session nor told by a notice) before aipm status flags it.
 	UnsurfacedAfter Duration `toml:"unsurfaced_after"`
+	// LeaseTTL is how long a file lease lasts when its taker says nothing;
+	// LeaseMaxTTL, the longest one may be taken or renewed for.
+	LeaseTTL    Duration `toml:"lease_ttl"`
+	LeaseMaxTTL Duration `toml:"lease_max_ttl"`
 }
 
 // Agent is one [[agents]] entry.
@@ -84,6 +88,8 @@ var DefaultDefaults = Defaults{
 	SpawnCooldown:              Duration{30 * time.Second},
 	TriggerTTL:                 Duration{10 * time.Minute},
 	UnsurfacedAfter:            Duration{10 * time.Minute},
+	LeaseTTL:                   Duration{time.Hour},
+	LeaseMaxTTL:                Duration{8 * time.Hour},
 }
 
 // Duration is a TOML string such as "90s" or "1h".
@@ -205,6 +211,21 @@ func (c *configCheck) defaults(d *Defaults) {
 	if d.MaxConcurrent < 0 {
 		c.fail(c.loc().find("defaults", -1, "max_concurrent"), "max_concurrent = %d must be at least 1", d.MaxConcurrent)
 	}
+	ttl, maxTTL := orDefault(d.LeaseTTL, DefaultDefaults.LeaseTTL), orDefault(d.LeaseMaxTTL, DefaultDefaults.LeaseMaxTTL)
+	switch {
+	case d.LeaseTTL.Duration < 0 || d.LeaseTTL.Duration != 0 && d.LeaseTTL.Duration < time.Second:
+		c.fail(c.loc().find("defaults", -1, "lease_ttl"), "lease_ttl = %v is too short: use 1s or more", d.LeaseTTL.Duration)
+	case ttl > maxTTL:
+		c.fail(c.loc().find("defaults", -1, "lease_ttl"), "lease_ttl = %v is longer than lease_max_ttl = %v: shorten it or raise lease_max_ttl", ttl, maxTTL)
+	}
+}
+
+// orDefault is d's duration, or def's when d is not set.
+func orDefault(d, def Duration) time.Duration {
+	if d.Duration == 0 {
+		return def.Duration
+	}
+	return d.Duration
 }
 
 // agents checks each [[agents]] entry on its own and the ids' uniqueness.
@@ -271,6 +292,8 @@ func (c *Config) applyDefaults() {
 		{&d.SpawnCooldown, &def.SpawnCooldown},
 		{&d.TriggerTTL, &def.TriggerTTL},
 		{&d.UnsurfacedAfter, &def.UnsurfacedAfter},
+		{&d.LeaseTTL, &def.LeaseTTL},
+		{&d.LeaseMaxTTL, &def.LeaseMaxTTL},
 	} {
 		if p.v.Duration == 0 {
 			*p.v = *p.def

@@ -22,6 +22,7 @@ const (
 	PrefixTask         = "tsk_"
 	PrefixNotification = "ntf_"
 	PrefixSession      = "ses_"
+	PrefixLease        = "lse_"
 	prefixReceipt      = "rcp_"
 )
 

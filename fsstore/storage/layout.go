@@ -168,6 +168,10 @@ const (
 	Runs          = "runs"
 )
 
+// leasesDir holds one document, leases.json, not one per entity: a take
+// compares a path against every live lease.
+const leasesDir = "leases"
+
 var IdPrefixOf = map[string]string{
 	Conversations: PrefixConversation,
 	Delegations:   PrefixDelegation,
@@ -176,6 +180,7 @@ var IdPrefixOf = map[string]string{
 }
 
 func (l Layout) ConfigPath() string            { return filepath.Join(l.root, "config.toml") }
+func (l Layout) LeasesPath() string            { return filepath.Join(l.root, leasesDir, "leases.json") }
 func (l Layout) QuarantineDir() string         { return filepath.Join(l.root, "quarantine") }
 func (l Layout) AgentsDir() string             { return filepath.Join(l.root, "agents") }
 func (l Layout) CollectionDir(c string) string { return filepath.Join(l.root, c) }

@@ -54,7 +54,8 @@ const (
 	rankAgent
 	// A collection's lock, <collection>/.lock (conversations, tasks,
 	// delegations, sessions, pending, runs): the read-check-write of its
-	// documents (DESIGN section 4, rule 3). None is taken inside another;
+	// documents (DESIGN section 4, rule 3), and leases/.lock, the
+	// read-check-write of leases.json. None is taken inside another;
 	// a conversation turn appends to chat logs inside conversations/.lock
 	// (the turn is checked, written and counted at once: groupTurn,
 	// twoPartyTurn).
@@ -136,7 +137,7 @@ func lockClass(rel string) int {
 		return rankNone
 	}
 	switch dir {
-	case Conversations, Tasks, Delegations, Sessions, Pending, Runs:
+	case Conversations, Tasks, Delegations, Sessions, Pending, Runs, leasesDir:
 	default:
 		return rankNone
 	}

@@ -105,21 +105,21 @@ func (b *bench) nextActionNotified(s *server) error {
 	return nil
 }
 
-// unreadNotifications is P6b: a gated call (get_my_task) when r has n
+// unreadNotifications is P6b: a gated call (get_task) when r has n
 // unread notifications.
 func (b *bench) unreadNotifications() ([]Row, error) {
 	n := 100_000
 	if b.history < 1_000_000 {
 		n = 10_000
 	}
-	return b.piledUp("P6b", "gated call (get_my_task) with unread notifications", n, func(store *fsstore.Store, n int) error {
+	return b.piledUp("P6b", "gated call (get_task) with unread notifications", n, func(store *fsstore.Store, n int) error {
 		path, _ := store.NotificationsPath("r")
 		created := time.Now().UTC()
 		return fixtures.Of(store).Lines(path, n, func(i int) any {
 			return fsstore.Notification{ID: storage.NewID(storage.PrefixNotification), Type: storage.NotifyInfo, Message: fmt.Sprintf("notification %d", i), CreatedAt: created}
 		})
 	}, func(s *server) error {
-		return s.call(b.ctx, "get_my_task", map[string]any{}, nil)
+		return s.call(b.ctx, "get_task", map[string]any{}, nil)
 	}, nil)
 }
 
@@ -148,18 +148,18 @@ func (b *bench) listTasks() ([]Row, error) {
 	}, nil)
 }
 
-// myTask is P6d: get_my_task among n tasks, of which r has a few open.
+// myTask is P6d: get_task among n tasks, of which r has a few open.
 func (b *bench) myTask() ([]Row, error) {
-	return b.piledUp("P6d", "get_my_task among tasks", b.piled(), writeTasks, func(s *server) error {
+	return b.piledUp("P6d", "get_task among tasks", b.piled(), writeTasks, func(s *server) error {
 		var out struct {
 			Task     *struct{ ID string } `json:"task"`
 			Assigned []json.RawMessage    `json:"assigned"`
 		}
-		if err := s.call(b.ctx, "get_my_task", map[string]any{}, &out); err != nil {
+		if err := s.call(b.ctx, "get_task", map[string]any{}, &out); err != nil {
 			return err
 		}
 		if out.Task == nil || len(out.Assigned) != 1 {
-			return fmt.Errorf("get_my_task: task %v and %d others, want r's task in progress and 1 other", out.Task, len(out.Assigned))
+			return fmt.Errorf("get_task: task %v and %d others, want r's task in progress and 1 other", out.Task, len(out.Assigned))
 		}
 		return nil
 	}, nil)

@@ -64,7 +64,7 @@ func targets() []target {
 		{[]string{"P6", "P6A"}, []string{"P6a"}, "get_next_action over own sent copies", long, (*bench).ownSent},
 		{[]string{"P6", "P6B"}, []string{"P6b"}, "gated call with unread notifications", short, (*bench).unreadNotifications},
 		{[]string{"P6", "P6C"}, []string{"P6c"}, "list_tasks among tasks", short, (*bench).listTasks},
-		{[]string{"P6", "P6D"}, []string{"P6d"}, "get_my_task among tasks", short, (*bench).myTask},
+		{[]string{"P6", "P6D"}, []string{"P6d"}, "get_task among tasks", short, (*bench).myTask},
 		{[]string{"P6", "P6E"}, []string{"P6e"}, "authenticate among tasks", short, (*bench).authTasks},
 		{[]string{"P6", "P6F"}, []string{"P6f"}, "authenticate among other agents' sessions", short, (*bench).authSessions},
 		{[]string{"P6", "P6G"}, []string{"P6g"}, "authenticate over own sent copies", long, (*bench).authOwnSent},

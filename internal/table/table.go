@@ -203,3 +203,24 @@ func IsTerminal(w io.Writer) bool {
 	fi, err := f.Stat()
 	return err == nil && fi.Mode()&os.ModeCharDevice != 0
 }
+
+// Visible escapes control characters other than newline and tab, so text
+// from a file cannot drive the terminal.
+func Visible(s string) string {
+	isControl := func(r rune) bool {
+		return (r < 0x20 && r != '\n' && r != '\t') || (r >= 0x7f && r < 0xa0)
+	}
+	if !strings.ContainsFunc(s, isControl) {
+		return s
+	}
+	var b strings.Builder
+	for _, r := range s {
+		if isControl(r) {
+			q := strconv.QuoteRune(r)
+			b.WriteString(q[1 : len(q)-1])
+		} else {
+			b.WriteRune(r)
+		}
+	}
+	return b.String()
+}

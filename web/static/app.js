@@ -32,7 +32,16 @@
   function age(s) {
     const t = parseT(s);
     if (!t) return '';
-    let d = Math.max(0, Math.round((nowMs - t) / 1000));
+    return span(Math.max(0, Math.round((nowMs - t) / 1000)));
+  }
+  // left is how long until s, as age says how long since: '' once past.
+  function left(s) {
+    const t = parseT(s);
+    if (!t || t <= nowMs) return '';
+    return span(Math.round((t - nowMs) / 1000));
+  }
+  // span is d seconds in the largest unit that fits.
+  function span(d) {
     if (d < 60) return d + 's';
     d = Math.floor(d / 60);
     if (d < 60) return d + 'm';
@@ -83,6 +92,7 @@
   let humans = [];
   const drafts = new Map(); // taskId -> {status, reason} typed on a board card
   const approvalDrafts = new Map(); // taskId -> reason typed on an approval
+  const leaseDrafts = new Map(); // leaseId -> reason typed to break it
   const agentType = new Map();
   const taskTitle = new Map();
 
@@ -336,6 +346,50 @@
     $('#n-chats').textContent = String(chats.length);
   }
 
+  // ---- leases ----
+  // Each live lease: holder, exclusive or shared, its paths, reason, task
+  // and when it ends; a lease that conflicts with another's (only a hand
+  // edit of leases.json makes one) is marked. Break ends every lease on its
+  // paths, whoever holds it, and tells each holder the reason (aipm leases
+  // break).
+  function renderLeases(s) {
+    const list = arr(s.leases).filter(Boolean);
+    const f = document.createDocumentFragment();
+    const live = new Set();
+    let conflicted = 0;
+    for (const l of list) {
+      const id = str(l.id);
+      live.add(id);
+      const paths = el('div.paths');
+      for (const p of arr(l.paths)) paths.append(el('span.path', { text: str(p) }));
+      const conflicts = arr(l.conflicts).filter(Boolean);
+      if (conflicts.length) conflicted++;
+      const ends = left(l.expiresAt);
+      const reason = el('input.reason', { type: 'text', placeholder: 'why break it (its holder is told)', value: leaseDrafts.get(id) || '', ariaLabel: 'Reason to break the lease', maxLength: 500 });
+      f.append(el('div.item.lease', { dataset: { leaseId: id, holder: str(l.holder) } },
+        el('div.row', null,
+          el('span.name', { text: str(l.holder) }),
+          el('span.pill.' + (l.exclusive ? 'exclusive' : 'shared'), { text: l.exclusive ? 'exclusive' : 'shared' }),
+          el('span.age.expiry', { text: ends ? 'ends in ' + ends : 'ending', title: 'until ' + fullTime(l.expiresAt) })),
+        paths,
+        l.reason ? el('div.sub.why', { text: str(l.reason) }) : null,
+        ...conflicts.map((c) => el('div.badge.bad.conflict', { dataset: { leaseId: str(c.leaseId) },
+          text: 'conflicts with ' + str(c.holder) + "'s lease on " + str(c.against) + ' (' + str(c.path) + ')' })),
+        el('div.meta', null,
+          el('span', { text: id }),
+          l.taskId ? el('span.task', { text: 'task ' + (taskTitle.get(l.taskId) || l.taskId), title: str(l.taskId) }) : null,
+          el('span', { text: 'taken ' + age(l.createdAt) + ' ago', title: fullTime(l.createdAt) }),
+          l.session ? el('span', { text: l.keep ? 'outlives its session' : 'ends with its session' }) : null),
+        el('div.actions', null, reason,
+          el('button.break', { type: 'button', text: 'Break', title: 'End every lease on these paths, whoever holds it; each holder is told the reason' }))));
+    }
+    for (const id of leaseDrafts.keys()) if (!live.has(id)) leaseDrafts.delete(id);
+    if (!list.length) f.append(el('div.empty', { text: 'No live leases.' }));
+    $('#leases').replaceChildren(f);
+    $('#n-leases').textContent = list.length ? String(list.length) : '';
+    $('#n-leases').classList.toggle('hot', conflicted > 0);
+  }
+
   // ---- conversations, delegations, triggers, timeline ----
   const OPEN_CONV = { pending: 1, active: 2, terminating: 1 };
   function renderConversations(s) {
@@ -442,10 +496,11 @@
     const act = document.activeElement;
     let focus = null;
     if (act && act !== document.body) {
-      const holder = act.closest('[data-task-id]');
-      const sec = act.closest('#board, #approvals');
+      const holder = act.closest('[data-task-id], [data-lease-id]');
+      const sec = act.closest('#board, #approvals, #leases');
       if (holder && sec) {
-        focus = { sec: sec.id, id: holder.dataset.taskId, cls: act.classList[0], start: act.selectionStart, end: act.selectionEnd };
+        const key = holder.dataset.taskId !== undefined ? 'task-id' : 'lease-id';
+        focus = { sec: sec.id, key, id: holder.dataset.taskId !== undefined ? holder.dataset.taskId : holder.dataset.leaseId, cls: act.classList[0], start: act.selectionStart, end: act.selectionEnd };
       }
     }
 
@@ -460,10 +515,11 @@
     renderDelegations(s);
     renderTriggers(s);
     renderTimeline(s);
+    renderLeases(s);
     writeScroll(scroll);
 
     if (focus && focus.cls) {
-      const n = document.querySelector('#' + focus.sec + ' [data-task-id="' + CSS.escape(focus.id) + '"] .' + CSS.escape(focus.cls));
+      const n = document.querySelector('#' + focus.sec + ' [data-' + focus.key + '="' + CSS.escape(focus.id) + '"] .' + CSS.escape(focus.cls));
       if (n) {
         n.focus({ preventScroll: true });
         if (typeof focus.start === 'number' && n.setSelectionRange) {
@@ -554,6 +610,30 @@
         taskId: id, approval: b.classList.contains('approve') ? 'approved' : 'rejected', reason: r ? r.value : '',
       }, b);
       if (ok) approvalDrafts.delete(id);
+    });
+
+    const leases = $('#leases');
+    leases.addEventListener('input', (e) => {
+      const l = e.target.closest('.lease');
+      if (l && e.target.matches('input.reason')) leaseDrafts.set(l.dataset.leaseId, e.target.value);
+    });
+    leases.addEventListener('keydown', (e) => {
+      if (e.key === 'Enter' && e.target.matches('input.reason')) {
+        e.preventDefault();
+        const b = e.target.closest('.lease').querySelector('button.break');
+        if (b) b.click();
+      }
+    });
+    leases.addEventListener('click', async (e) => {
+      const b = e.target.closest('button.break');
+      if (!b) return;
+      const l = b.closest('.lease');
+      const id = l.dataset.leaseId;
+      const lease = arr(state && state.leases).find((x) => x && str(x.id) === id);
+      if (!lease) return;
+      const r = l.querySelector('input.reason');
+      const ok = await post('/api/leases/break', { paths: arr(lease.paths).map(str), reason: r ? r.value : '' }, b);
+      if (ok) leaseDrafts.delete(id);
     });
 
     const send = $('#send-form');

@@ -1,0 +1,388 @@
+package fsstore
+
+import (
+	"cmp"
+	"context"
+	"errors"
+	"fmt"
+	"os"
+	"path/filepath"
+	"slices"
+	"strings"
+	"time"
+
+	"aipm/fsstore/storage"
+)
+
+// A Lease is an agent's or a human's claim on paths of the project (DESIGN
+// section 18): exclusive (no one else may lease an overlapping path) or
+// shared (others may share it, no one may hold it exclusively). It lives
+// in .ai-pm/leases/leases.json until it expires, is released or broken,
+// or its session ends (unless Keep).
+type Lease struct {
+	ID        string    `json:"id"`
+	Holder    string    `json:"holder"`
+	Session   string    `json:"session,omitempty"`
+	Keep      bool      `json:"keep,omitempty"` // outlives its session
+	Paths     []string  `json:"paths"`
+	Exclusive bool      `json:"exclusive"`
+	Reason    string    `json:"reason,omitempty"`
+	TaskID    string    `json:"taskId,omitempty"`
+	CreatedAt time.Time `json:"createdAt"`
+	ExpiresAt time.Time `json:"expiresAt"`
+}
+
+// leasesDoc is leases.json.
+type leasesDoc struct {
+	Leases []Lease `json:"leases"`
+}
+
+// Lease limits; how long a lease lasts is config.toml's (lease_ttl,
+// lease_max_ttl in [defaults]). Every take compares its paths with every
+// live lease's, and every hook check reads them all: a holder holds a few.
+const (
+	maxLeasePaths  = 64
+	maxLeasesHeld  = 256
+	MaxLeaseReason = 500
+)
+
+// countHeld is how many of leases holder holds.
+func countHeld(leases []Lease, holder string) int {
+	n := 0
+	for _, l := range leases {
+		if l.Holder == holder {
+			n++
+		}
+	}
+	return n
+}
+
+// LeaseRequest is what TakeLease is asked.
+type LeaseRequest struct {
+	Holder  string
+	Session string // the session taking it: the lease ends with it unless Keep
+	Keep    bool
+	Paths   []string
+	Shared  bool
+	Reason  string
+	TaskID  string
+	TTL     time.Duration // 0: the config's lease_ttl
+}
+
+// LeaseConflictError is a take or a write refused because of Lease: Path
+// (asked) overlaps Against (one of the lease's paths).
+type LeaseConflictError struct {
+	Lease   Lease  `json:"lease"`
+	Path    string `json:"path"`
+	Against string `json:"against"`
+}
+
+func (e *LeaseConflictError) Error() string {
+	how := "shared"
+	if e.Lease.Exclusive {
+		how = "exclusively"
+	}
+	reason := ""
+	if r := e.Lease.Reason; r != "" {
+		if len(r) > MaxLeaseReason { // a hand edit: the sentence stays one
+			r = strings.ToValidUTF8(r[:MaxLeaseReason], "") + "…"
+		}
+		reason = fmt.Sprintf(" (%s)", r)
+	}
+	return fmt.Sprintf("%s is leased %s by %s as %s until %s%s: ask %s to release it %s, or wait",
+		e.Path, how, e.Lease.Holder, e.Against, e.Lease.ExpiresAt.UTC().Format(time.RFC3339), reason, e.Lease.Holder, LeaseAskTools)
+}
+
+// LeaseAskTools is how a LeaseConflictError tells a model to ask the
+// holder; the CLI says aipm send instead.
+const LeaseAskTools = "(send_message; from a task session, delegate_to_chat_session)"
+
+func (e *LeaseConflictError) Unwrap() error { return ErrLeaseConflict }
+
+// Conflicts says whether l and m cannot both be held: different holders,
+// one of them exclusive, a path of each overlapping. path and against are
+// the first such pair (from m, from l). TakeLease refuses such a pair, so
+// two live leases conflict only when leases.json was edited by hand (the
+// board shows it).
+func (l Lease) Conflicts(m Lease) (path, against string, ok bool) {
+	if l.Holder == m.Holder || !l.Exclusive && !m.Exclusive {
+		return "", "", false
+	}
+	for _, p := range m.Paths {
+		for _, q := range l.Paths {
+			if leasePatternsOverlap(p, q) {
+				return p, q, true
+			}
+		}
+	}
+	return "", "", false
+}
+
+// leaseLive says whether l still holds at now: not expired, and its
+// session (if it ends with one) still live.
+func (s *Store) leaseLive(l Lease, now time.Time) bool {
+	if !now.Before(l.ExpiresAt) {
+		return false
+	}
+	if l.Session == "" || l.Keep {
+		return true
+	}
+	if storage.CheckID(storage.PrefixSession, l.Session) != nil {
+		return false // no session can have that id: a hand edit
+	}
+	ses, err := s.session(l.Session)
+	if err != nil {
+		// Gone, it ended; unreadable (damaged, a permission), the lease is
+		// kept until its time is up rather than dropped for good.
+		return !errors.Is(err, storage.ErrNotFound)
+	}
+	return ses.live(now)
+}
+
+// TakeLease takes a lease for req.Holder, or refuses it with a
+// *LeaseConflictError naming a live lease of another holder it overlaps;
+// nothing is written then. The check and the write hold leases/.lock: of
+// two takers racing for one path, exactly one wins. Taking again renews:
+// the holder's own leases whose every path the new one names are replaced
+// by it. Dead leases are dropped on the way (expiry needs no daemon).
+func (s *Store) TakeLease(ctx context.Context, cfg *storage.Config, req LeaseRequest) (Lease, error) {
+	l, err := s.newLease(cfg, req)
+	if err != nil {
+		return Lease{}, err
+	}
+	if err := s.ignoreLeases(); err != nil {
+		return Lease{}, err
+	}
+	_, err = storage.UpdateDoc(ctx, s.Files, s.LeasesPath(), storage.ModeFile, func(doc *leasesDoc, _ bool) error {
+		s.dropDeadLeases(doc, l.CreatedAt)
+		for _, m := range doc.Leases {
+			if path, against, ok := m.Conflicts(l); ok {
+				return &LeaseConflictError{Lease: m, Path: path, Against: against}
+			}
+		}
+		doc.Leases = slices.DeleteFunc(doc.Leases, func(m Lease) bool {
+			renewed := m.Holder == l.Holder && !slices.ContainsFunc(m.Paths, func(p string) bool { return !slices.Contains(l.Paths, p) })
+			if renewed {
+				// A renewal extends: what it does not say (a reason, a task,
+				// keep, a later end) it keeps, and a kept lease stays kept.
+				l.Reason, l.TaskID = cmp.Or(l.Reason, m.Reason), cmp.Or(l.TaskID, m.TaskID)
+				if m.Keep {
+					l.Keep = true
+				}
+				if m.ExpiresAt.After(l.ExpiresAt) {
+					l.ExpiresAt = m.ExpiresAt
+				}
+			}
+			return renewed
+		})
+		if held := countHeld(doc.Leases, l.Holder); held >= maxLeasesHeld {
+			return storage.Kindf(storage.ErrInvalid, "%s holds %d leases, the most one holder may: release some, or lease a directory that covers them", l.Holder, held)
+		}
+		doc.Leases = append(doc.Leases, l)
+		return nil
+	})
+	if err != nil {
+		return Lease{}, err
+	}
+	return l, nil
+}
+
+// ignoreLeases keeps leases/ out of git with a .gitignore of its own: a
+// project made before leases has no line for it in .ai-pm/.gitignore, and
+// a lease file a checkout rewrites would take or end leases behind aipm.
+func (s *Store) ignoreLeases() error {
+	path := filepath.Join(filepath.Dir(s.LeasesPath()), ".gitignore")
+	if _, err := os.Lstat(path); err == nil {
+		return nil
+	}
+	if err := s.Files.MkdirAll(filepath.Dir(path)); err != nil { // no link followed
+		return fmt.Errorf("keep leases out of git: %w", err)
+	}
+	if err := storage.WriteFileAtomic(path, []byte("# Leases are runtime state: keep them out of git.\n*\n"), storage.ModeFile, s.Durable.Load()); err != nil {
+		return fmt.Errorf("keep leases out of git: %w", err)
+	}
+	return nil
+}
+
+// newLease checks req and makes its lease.
+func (s *Store) newLease(cfg *storage.Config, req LeaseRequest) (Lease, error) {
+	if err := storage.CheckAgentID(req.Holder); err != nil {
+		return Lease{}, err
+	}
+	if len(req.Paths) == 0 {
+		return Lease{}, storage.Kindf(storage.ErrInvalid, "a lease names at least one path: give the files, directories or globs you will change")
+	}
+	if len(req.Paths) > maxLeasePaths {
+		return Lease{}, storage.Kindf(storage.ErrInvalid, "a lease names at most %d paths, not %d: lease a directory or a glob instead", maxLeasePaths, len(req.Paths))
+	}
+	if len(req.Reason) > MaxLeaseReason {
+		return Lease{}, storage.Kindf(storage.ErrInvalid, "a lease's reason is at most %d bytes, not %d: say it shorter", MaxLeaseReason, len(req.Reason))
+	}
+	ttl, err := leaseTTL(cfg, req.TTL)
+	if err != nil {
+		return Lease{}, err
+	}
+	paths, err := cleanLeasePatterns(req.Paths)
+	if err != nil {
+		return Lease{}, err
+	}
+	now := time.Now().UTC()
+	return Lease{
+		ID: storage.NewID(storage.PrefixLease), Holder: req.Holder, Session: req.Session, Keep: req.Keep,
+		Paths: paths, Exclusive: !req.Shared, Reason: req.Reason, TaskID: req.TaskID,
+		CreatedAt: now, ExpiresAt: now.Add(ttl),
+	}, nil
+}
+
+// dropDeadLeases removes from doc the leases no longer live at now, and
+// puts a hand-edited path ("src/", "./src") in the one form leases compare.
+func (s *Store) dropDeadLeases(doc *leasesDoc, now time.Time) {
+	doc.Leases = slices.DeleteFunc(doc.Leases, func(l Lease) bool { return !s.leaseLive(l, now) })
+	for _, l := range doc.Leases {
+		for i, p := range l.Paths {
+			if c, err := cleanLeasePattern(p); err == nil {
+				l.Paths[i] = c
+			}
+		}
+	}
+}
+
+// leaseTTL is how long a lease asked for ttl lasts (0: the config's
+// lease_ttl), or why it cannot.
+func leaseTTL(cfg *storage.Config, ttl time.Duration) (time.Duration, error) {
+	d := cfg.Defaults
+	if ttl == 0 {
+		return min(d.LeaseTTL.Duration, d.LeaseMaxTTL.Duration), nil
+	}
+	if ttl < time.Second || ttl > d.LeaseMaxTTL.Duration {
+		return 0, storage.Kindf(storage.ErrInvalid, "a lease lasts 1s to %v (lease_max_ttl), not %v: ask for less and renew it before it ends", d.LeaseMaxTTL.Duration, ttl)
+	}
+	return ttl, nil
+}
+
+// cleanLeasePatterns cleans each of paths (cleanLeasePattern), dropping
+// repeats.
+func cleanLeasePatterns(paths []string) ([]string, error) {
+	var clean []string
+	for _, p := range paths {
+		c, err := cleanLeasePattern(p)
+		if err != nil {
+			return nil, storage.Kindf(storage.ErrInvalid, "%s", err)
+		}
+		if !slices.Contains(clean, c) {
+			clean = append(clean, c)
+		}
+	}
+	return clean, nil
+}
+
+// endLeases removes from the leases the live ones of holder ("" for any)
+// having a path that overlaps one of paths (none: every one of holder's),
+// and returns them; it refuses, changing nothing, when none is.
+func (s *Store) endLeases(ctx context.Context, holder string, paths []string) ([]Lease, error) {
+	clean, err := cleanLeasePatterns(paths)
+	if err != nil {
+		return nil, err
+	}
+	var ended []Lease
+	_, err = storage.UpdateDoc(ctx, s.Files, s.LeasesPath(), storage.ModeFile, func(doc *leasesDoc, _ bool) error {
+		ended = nil
+		s.dropDeadLeases(doc, time.Now())
+		doc.Leases = slices.DeleteFunc(doc.Leases, func(l Lease) bool {
+			end := (holder == "" || l.Holder == holder) && (len(clean) == 0 || slices.ContainsFunc(l.Paths, func(p string) bool {
+				return slices.ContainsFunc(clean, func(c string) bool { return leasePatternsOverlap(p, c) })
+			}))
+			if end {
+				ended = append(ended, l)
+			}
+			return end
+		})
+		if len(ended) == 0 {
+			who := "no one holds a live lease"
+			if holder != "" {
+				who = holder + " holds no live lease"
+			}
+			if len(clean) == 0 {
+				return storage.Kindf(storage.ErrNotFound, "%s: nothing to end (list them with aipm leases)", who)
+			}
+			return storage.Kindf(storage.ErrNotFound, "%s on %s: list them with aipm leases", who, strings.Join(clean, ", "))
+		}
+		return nil
+	})
+	return ended, err
+}
+
+// ReleaseLeases ends holder's leases on paths (each lease having a path
+// that overlaps one of them), or, with none, every lease holder has; it
+// returns those it ended, and refuses when there are none.
+func (s *Store) ReleaseLeases(ctx context.Context, holder string, paths []string) ([]Lease, error) {
+	return s.endLeases(ctx, holder, paths)
+}
+
+// BreakLeases ends every live lease, whoever holds it, having a path that
+// overlaps one of paths: a human's decision (the caller checks that by is
+// one), said with reason to each holder in a notification.
+func (s *Store) BreakLeases(ctx context.Context, by string, paths []string, reason string) ([]Lease, error) {
+	if len(paths) == 0 {
+		return nil, storage.Kindf(storage.ErrInvalid, "name the paths whose leases to break")
+	}
+	if strings.TrimSpace(reason) == "" || len(reason) > MaxLeaseReason {
+		return nil, storage.Kindf(storage.ErrInvalid, "breaking a lease needs a reason of 1 to %d bytes, which its holder is told: give --reason", MaxLeaseReason)
+	}
+	broken, err := s.endLeases(ctx, "", paths)
+	if err != nil {
+		return nil, err
+	}
+	for _, l := range broken {
+		if l.Holder == by {
+			continue
+		}
+		msg := fmt.Sprintf("%s broke your lease %s on %s: %s. Take it again only after asking %s.", by, l.ID, strings.Join(l.Paths, ", "), reason, by)
+		if _, err := s.Notify(ctx, l.Holder, Notification{Message: msg, TaskID: l.TaskID, From: by}); err != nil && !errors.Is(err, storage.ErrNotFound) {
+			return broken, fmt.Errorf("tell %s its lease %s was broken: %w", l.Holder, l.ID, err)
+		}
+	}
+	return broken, nil
+}
+
+// Leases returns the live leases, oldest first. It takes no lock.
+func (s *Store) Leases() ([]Lease, error) {
+	var doc leasesDoc
+	if err := s.ReadDoc(s.LeasesPath(), &doc); err != nil && !errors.Is(err, storage.ErrNotFound) {
+		return nil, err
+	}
+	s.dropDeadLeases(&doc, time.Now())
+	return doc.Leases, nil
+}
+
+// LeaseCheck returns, reading the leases once, one conflict for each of
+// names (clean project-relative paths, no globs) that a live exclusive
+// lease of another holder than agent covers, in names' order.
+func (s *Store) LeaseCheck(agent string, names []string) ([]*LeaseConflictError, error) {
+	leases, err := s.Leases()
+	if err != nil {
+		return nil, err
+	}
+	var blocked []*LeaseConflictError
+	for _, name := range names {
+		if c := blockingLease(leases, agent, name); c != nil {
+			blocked = append(blocked, c)
+		}
+	}
+	return blocked, nil
+}
+
+// blockingLease is the first of leases that keeps agent from writing name.
+func blockingLease(leases []Lease, agent, name string) *LeaseConflictError {
+	for _, l := range leases {
+		if l.Holder == agent || !l.Exclusive {
+			continue
+		}
+		for _, p := range l.Paths {
+			if leasePatternCovers(p, name) {
+				return &LeaseConflictError{Lease: l, Path: name, Against: p}
+			}
+		}
+	}
+	return nil
+}

@@ -1,0 +1,122 @@
+package hook
+
+import (
+	"encoding/json"
+	"fmt"
+	"path/filepath"
+	"strings"
+)
+
+// The clients' file-writing tools (DESIGN section 18): Claude Code's
+// Edit, Write, MultiEdit and NotebookEdit name their file in tool_input;
+// Codex's apply_patch carries the patch in tool_input.command, its files
+// on its "*** Add File:", "*** Update File:", "*** Delete File:" and
+// "*** Move to:" lines. A shell command that writes a file is left to the
+// lease's holder and the git guard (aipm leases check).
+var writingTools = map[string]func(input json.RawMessage) []string{
+	"Edit":         fileField("file_path"),
+	"Write":        fileField("file_path"),
+	"MultiEdit":    fileField("file_path"),
+	"NotebookEdit": fileField("notebook_path"),
+	"apply_patch":  patchFiles,
+}
+
+// fileField reads one path field of a tool's input.
+func fileField(name string) func(json.RawMessage) []string {
+	return func(input json.RawMessage) []string {
+		var fields map[string]json.RawMessage
+		if json.Unmarshal(input, &fields) != nil {
+			return nil
+		}
+		var p string
+		if json.Unmarshal(fields[name], &p) != nil || p == "" {
+			return nil
+		}
+		return []string{p}
+	}
+}
+
+// patchFiles reads the files an apply_patch patch writes.
+func patchFiles(input json.RawMessage) []string {
+	var in struct {
+		Command string `json:"command"`
+	}
+	if json.Unmarshal(input, &in) != nil {
+		return nil
+	}
+	var files []string
+	for _, line := range strings.Split(in.Command, "\n") {
+		line = strings.TrimSpace(line) // Codex trims a hunk's header too (and a CR)
+		for _, head := range []string{"*** Add File: ", "*** Update File: ", "*** Delete File: ", "*** Move to: "} {
+			if p, ok := strings.CutPrefix(line, head); ok && strings.TrimSpace(p) != "" {
+				files = append(files, strings.TrimSpace(p))
+			}
+		}
+	}
+	return files
+}
+
+// leaseRefusal is why in, a file-writing tool call, must not run: a file
+// it writes is under another's exclusive lease ("" when none is, or the
+// tool writes no file). Paths are taken relative to the call's cwd, and
+// only those inside the project are looked at, both with their symbolic
+// links resolved (a client reports physical paths, and a link inside the
+// project names a leased file too). Leases that cannot be read refuse the
+// call: a lease must not lapse because a file is damaged.
+func (h *Hook) leaseRefusal(in Input) string {
+	reason, err := h.leaseConflict(in)
+	if err != nil {
+		return fmt.Sprintf("aipm: the file leases cannot be read (%v), so no file may be written: ask a human to repair or remove %s", err, h.Store.Rel(h.Store.LeasesPath()))
+	}
+	return reason
+}
+
+// leaseConflict is leaseRefusal's check, with what kept it from reading.
+func (h *Hook) leaseConflict(in Input) (string, error) {
+	files := writingTools[in.ToolName]
+	if files == nil {
+		return "", nil
+	}
+	paths := files(in.ToolInput)
+	if len(paths) == 0 {
+		return "", nil
+	}
+	project := resolved(h.Store.ProjectDir())
+	var names []string
+	for _, p := range paths {
+		if !filepath.IsAbs(p) {
+			p = filepath.Join(in.Cwd, p)
+		}
+		rel, err := filepath.Rel(project, resolved(p))
+		if err != nil || rel == "." || rel == ".." || strings.HasPrefix(rel, ".."+string(filepath.Separator)) {
+			continue
+		}
+		names = append(names, filepath.ToSlash(rel))
+	}
+	if len(names) == 0 {
+		return "", nil
+	}
+	blocked, err := h.Store.LeaseCheck(h.Agent, names)
+	if err != nil || len(blocked) == 0 {
+		return "", err
+	}
+	return "aipm: " + blocked[0].Error() + ".", nil
+}
+
+// resolved is path with its symbolic links resolved, as far as it exists:
+// a file about to be created has its deepest existing directory resolved.
+func resolved(path string) string {
+	path = filepath.Clean(path)
+	var tail []string
+	for {
+		if real, err := filepath.EvalSymlinks(path); err == nil {
+			return filepath.Join(append([]string{real}, tail...)...)
+		}
+		parent := filepath.Dir(path)
+		if parent == path {
+			return filepath.Join(append([]string{path}, tail...)...)
+		}
+		tail = append([]string{filepath.Base(path)}, tail...)
+		path = parent
+	}
+}

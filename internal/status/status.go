@@ -1,0 +1,176 @@
+// Package status is what aipm status reports of a project: its agents
+// with their live sessions and unread counts, the tasks by status, the
+// pending triggers, open conversations and delegations, the watcher and
+// the agent processes it started, and the live file leases.
+package status
+
+import (
+	"context"
+	"fmt"
+	"time"
+
+	"aipm/fsstore"
+	"aipm/fsstore/storage"
+)
+
+// sections collect the parts of the report, in its order.
+var sections = []func(ctx context.Context, store *fsstore.Store, cfg *storage.Config, r *Report) error{
+	collectAgents, collectTasks, collectTriggers, collectConversations, collectDelegations, collectWatch, collectLeases,
+}
+
+// Collect reads the report of the project.
+func Collect(ctx context.Context, store *fsstore.Store, cfg *storage.Config) (*Report, error) {
+	r := &Report{Project: cfg.Project.Name, Agents: []Agent{}, Tasks: map[string]int{}, Triggers: []fsstore.Trigger{},
+		Conversations: []fsstore.Conversation{}, Delegations: []fsstore.Delegation{}, Leases: []fsstore.Lease{}}
+	for _, collect := range sections {
+		if err := collect(ctx, store, cfg, r); err != nil {
+			return nil, err
+		}
+	}
+	return r, nil
+}
+
+// Report is what aipm status shows; its JSON is status --json.
+type Report struct {
+	Project string         `json:"project"`
+	Agents  []Agent        `json:"agents"`
+	Tasks   map[string]int `json:"tasks"` // count by status, every status present
+	Pending int            `json:"tasksPendingApproval"`
+	// HandEdits counts the tasks whose status was edited by hand to one
+	// aipm does not allow (counted under their last valid status).
+	HandEdits int               `json:"tasksEditedByHand,omitempty"`
+	Triggers  []fsstore.Trigger `json:"pendingTriggers"`
+	// Conversations and Delegations are the open ones.
+	Conversations []fsstore.Conversation `json:"openConversations"`
+	Delegations   []fsstore.Delegation   `json:"openDelegations"`
+	Watch         *Watch                 `json:"watcher"`
+	Leases        []fsstore.Lease        `json:"leases"`
+}
+
+type Agent struct {
+	ID                  string    `json:"id"`
+	Type                string    `json:"type"`
+	Sessions            []Session `json:"sessions"`
+	UnreadMessages      int       `json:"unreadMessages"`
+	UnreadNotifications int       `json:"unreadNotifications"`
+	// Unseen flags messages that waited past unsurfaced_after without
+	// reaching the agent, with what will happen to them (ReceiverStateOf).
+	Unseen *Unseen `json:"unseenMessages,omitempty"`
+}
+
+type Unseen struct {
+	fsstore.Unseen
+	fsstore.ReceiverState
+}
+
+type Session struct {
+	ID         string    `json:"id"`
+	Purpose    string    `json:"purpose"`
+	TaskID     string    `json:"taskId,omitempty"`
+	LastSeenAt time.Time `json:"lastSeenAt"`
+	SSHClient  string    `json:"sshClient,omitempty"`
+}
+
+// Watch is the section of aipm watch: the watcher (nil when
+// none runs) and the agent processes it started (runs/).
+type Watch struct {
+	Running   bool          `json:"running"`
+	PID       int           `json:"pid,omitempty"`
+	StartedAt time.Time     `json:"startedAt,omitzero"`
+	Processes []fsstore.Run `json:"agentProcesses"`
+}
+
+func collectWatch(_ context.Context, store *fsstore.Store, _ *storage.Config, r *Report) error {
+	info, err := store.RunningWatcher()
+	if err != nil {
+		return err
+	}
+	w := &Watch{Processes: []fsstore.Run{}}
+	if info != nil {
+		w.Running, w.PID, w.StartedAt = true, info.PID, info.StartedAt
+	}
+	runs, err := store.Runs().List()
+	if err != nil {
+		return err
+	}
+	for _, run := range runs {
+		if run.Alive() {
+			w.Processes = append(w.Processes, run)
+		}
+	}
+	r.Watch = w
+	return nil
+}
+
+func collectAgents(ctx context.Context, store *fsstore.Store, cfg *storage.Config, r *Report) error {
+	live, err := store.LiveSessions(time.Now())
+	if err != nil {
+		return err
+	}
+	for _, a := range cfg.Agents {
+		st := Agent{ID: a.ID, Type: a.Type, Sessions: []Session{}}
+		for _, s := range live {
+			if s.Agent == a.ID {
+				st.Sessions = append(st.Sessions, Session{ID: s.ID, Purpose: s.Purpose, TaskID: s.TaskID, LastSeenAt: s.LastSeenAt, SSHClient: s.SSHClient})
+			}
+		}
+		if st.UnreadMessages, st.UnreadNotifications, err = store.UnreadCounts(ctx, a.ID); err != nil {
+			return fmt.Errorf("unread of %s: %w", a.ID, err)
+		}
+		if st.UnreadMessages > 0 {
+			unseen, err := store.UnseenMessages(ctx, a.ID, time.Now().Add(-cfg.Defaults.UnsurfacedAfter.Duration))
+			if err != nil {
+				return fmt.Errorf("unseen messages of %s: %w", a.ID, err)
+			}
+			if unseen.Count > 0 {
+				st.Unseen = &Unseen{Unseen: unseen, ReceiverState: store.ReceiverStateOf(cfg, a.ID, time.Now())}
+			}
+		}
+		r.Agents = append(r.Agents, st)
+	}
+	return nil
+}
+
+func collectTasks(ctx context.Context, store *fsstore.Store, cfg *storage.Config, r *Report) error {
+	tasks, _, _, err := store.Tasks(fsstore.TaskFilter{})
+	if err != nil {
+		return err
+	}
+	for _, s := range fsstore.Statuses {
+		r.Tasks[s] = 0
+	}
+	for _, t := range tasks {
+		r.Tasks[t.Status]++
+		if t.HandStatus != "" {
+			r.HandEdits++
+		}
+		if t.ApprovalStatus == fsstore.ApprovalPending {
+			r.Pending++
+		}
+	}
+	return nil
+}
+
+func collectTriggers(ctx context.Context, store *fsstore.Store, cfg *storage.Config, r *Report) error {
+	ts, err := store.Triggers().Pending()
+	r.Triggers = append(r.Triggers, ts...)
+	return err
+}
+
+func collectConversations(ctx context.Context, store *fsstore.Store, cfg *storage.Config, r *Report) error {
+	cs, err := store.Conversations().List(ctx, cfg, false)
+	r.Conversations = append(r.Conversations, cs...)
+	return err
+}
+
+func collectDelegations(ctx context.Context, store *fsstore.Store, cfg *storage.Config, r *Report) error {
+	ds, err := store.Delegations().List(fsstore.DelegationFilter{Open: true})
+	r.Delegations = append(r.Delegations, ds...)
+	return err
+}
+
+func collectLeases(ctx context.Context, store *fsstore.Store, cfg *storage.Config, r *Report) error {
+	ls, err := store.Leases()
+	r.Leases = append(r.Leases, ls...)
+	return err
+}

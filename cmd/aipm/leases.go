@@ -278,7 +278,8 @@ func newCmdLeasesCheck(e *env, runF func(*leasesCheckOptions) error) *cobra.Comm
 naming each path and who holds it, when a changed path is under another's
 exclusive lease; exit 0 when none is. The checker is $AIPM_AGENT_ID (an AI
 agent's client sets it), else --as, $AIPM_AS, or the project's only human:
-its own leases never block it.
+its own leases never block it. With none of these (a project of several
+humans, or none), the checker is no one, whom every exclusive lease holds.
 
 --staged checks what the next commit changes (git's index), for a pre-commit
 hook (aipm leases install-hook); without it, everything the working tree

@@ -326,23 +326,61 @@ func (s *Store) BreakLeases(ctx context.Context, by string, paths []string, reas
 	if len(paths) == 0 {
 		return nil, storage.Kindf(storage.ErrInvalid, "name the paths whose leases to break")
 	}
-	if strings.TrimSpace(reason) == "" || len(reason) > MaxLeaseReason {
-		return nil, storage.Kindf(storage.ErrInvalid, "breaking a lease needs a reason of 1 to %d bytes, which its holder is told: give --reason", MaxLeaseReason)
+	if err := checkBreakReason(reason); err != nil {
+		return nil, err
 	}
 	broken, err := s.endLeases(ctx, "", paths)
 	if err != nil {
 		return nil, err
 	}
+	return broken, s.tellBroken(ctx, by, reason, broken)
+}
+
+// BreakLease ends the one live lease id, whoever holds it, as BreakLeases
+// does: for a page that shows that lease, so that a lease taken since on
+// an overlapping path is not ended with it.
+func (s *Store) BreakLease(ctx context.Context, by, id, reason string) (Lease, error) {
+	if err := checkBreakReason(reason); err != nil {
+		return Lease{}, err
+	}
+	var broken Lease
+	_, err := storage.UpdateDoc(ctx, s.Files, s.LeasesPath(), storage.ModeFile, func(doc *leasesDoc, _ bool) error {
+		s.dropDeadLeases(doc, time.Now())
+		i := slices.IndexFunc(doc.Leases, func(l Lease) bool { return l.ID == id })
+		if i < 0 {
+			return storage.Kindf(storage.ErrNotFound, "no live lease %s: it ended or was released already", id)
+		}
+		broken = doc.Leases[i]
+		doc.Leases = slices.Delete(doc.Leases, i, i+1)
+		return nil
+	})
+	if err != nil {
+		return Lease{}, err
+	}
+	return broken, s.tellBroken(ctx, by, reason, []Lease{broken})
+}
+
+// checkBreakReason refuses a break without a reason its holders can read.
+func checkBreakReason(reason string) error {
+	if strings.TrimSpace(reason) == "" || len(reason) > MaxLeaseReason {
+		return storage.Kindf(storage.ErrInvalid, "breaking a lease needs a reason of 1 to %d bytes, which its holder is told: give --reason", MaxLeaseReason)
+	}
+	return nil
+}
+
+// tellBroken notifies the holder of each of broken (by's own aside) that
+// by broke it, and why.
+func (s *Store) tellBroken(ctx context.Context, by, reason string, broken []Lease) error {
 	for _, l := range broken {
 		if l.Holder == by {
 			continue
 		}
 		msg := fmt.Sprintf("%s broke your lease %s on %s: %s. Take it again only after asking %s.", by, l.ID, strings.Join(l.Paths, ", "), reason, by)
 		if _, err := s.Notify(ctx, l.Holder, Notification{Message: msg, TaskID: l.TaskID, From: by}); err != nil && !errors.Is(err, storage.ErrNotFound) {
-			return broken, fmt.Errorf("tell %s its lease %s was broken: %w", l.Holder, l.ID, err)
+			return fmt.Errorf("tell %s its lease %s was broken: %w", l.Holder, l.ID, err)
 		}
 	}
-	return broken, nil
+	return nil
 }
 
 // Leases returns the live leases, oldest first. It takes no lock.

@@ -29,6 +29,7 @@ type request struct {
 	Reason      string   `json:"reason"`
 	Approval    string   `json:"approval"`
 	Paths       []string `json:"paths"`
+	LeaseID     string   `json:"leaseId"`
 }
 
 // act does one action as human by, through the same store calls as the
@@ -39,7 +40,8 @@ type act func(ctx context.Context, store *fsstore.Store, cfg *storage.Config, by
 // creates a task (aipm task add), sets a task's status (aipm task status:
 // blocked needs a reason, the assignee is interrupted), approves or
 // rejects a requested task or change (aipm task approve|reject), breaks
-// the leases on paths, telling each holder the reason (aipm leases break).
+// a lease (by its id, as the page shows it) or the leases on paths,
+// telling each holder the reason (aipm leases break).
 var actions = map[string]act{
 	"/api/send": func(ctx context.Context, store *fsstore.Store, cfg *storage.Config, by string, r request) (string, error) {
 		m, err := store.Send(ctx, cfg, fsstore.OutgoingMessage{From: by, To: r.To, Content: r.Content})
@@ -69,6 +71,13 @@ var actions = map[string]act{
 		return t.ID, err
 	},
 	"/api/leases/break": func(ctx context.Context, store *fsstore.Store, _ *storage.Config, by string, r request) (string, error) {
+		if r.LeaseID != "" { // the page breaks the lease it shows
+			l, err := store.BreakLease(ctx, by, r.LeaseID, r.Reason)
+			if l.ID != "" {
+				err = nil // broken: see below
+			}
+			return l.ID, err
+		}
 		broken, err := store.BreakLeases(ctx, by, r.Paths, r.Reason)
 		ids := make([]string, 0, len(broken))
 		for _, l := range broken {

@@ -129,7 +129,33 @@ func TestBreakLeaseAction(t *testing.T) {
 	if len(recs) != 1 || !strings.Contains(string(recs[0].Data), "lead broke your lease") || !strings.Contains(string(recs[0].Data), "taking over the parser") {
 		t.Errorf("coder's notifications %d, want one saying lead broke the lease and why", len(recs))
 	}
+
 	if st := stateOf(t, srv); len(st.Leases) != 0 {
 		t.Errorf("the State after the break still lists %+v", st.Leases)
+	}
+
+	// The page breaks the lease it shows, by id: not a lease taken since on
+	// an overlapping path, and not one that is gone.
+	shown, err := store.TakeLease(ctx, cfg, fsstore.LeaseRequest{Holder: "coder", Paths: []string{"src"}, Shared: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	since, err := store.TakeLease(ctx, cfg, fsstore.LeaseRequest{Holder: "reviewer", Paths: []string{"src/a.go"}, Shared: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, c := range []struct{ body, want string }{
+		{`{"leaseId":"` + shown.ID + `"}`, "reason"},
+		{`{"leaseId":"` + held.ID + `","reason":"stuck"}`, "no live lease " + held.ID},
+	} {
+		if code, body := v.post(t, "/api/leases/break", c.body, nil); code != 400 || !strings.Contains(body, c.want) {
+			t.Errorf("break %s: %d %s; want 400 saying %q", c.body, code, body, c.want)
+		}
+	}
+	if code, body := v.post(t, "/api/leases/break", `{"leaseId":"`+shown.ID+`","reason":"done with src"}`, nil); code != 200 || !strings.Contains(body, shown.ID) {
+		t.Fatalf("break by id: %d %s; want 200 naming %s", code, body, shown.ID)
+	}
+	if ls, _ := store.Leases(); len(ls) != 1 || ls[0].ID != since.ID {
+		t.Errorf("after breaking %s, leases %+v; want only %s", shown.ID, ls, since.ID)
 	}
 }

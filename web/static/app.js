@@ -381,7 +381,7 @@
           el('span', { text: 'taken ' + age(l.createdAt) + ' ago', title: fullTime(l.createdAt) }),
           l.session ? el('span', { text: l.keep ? 'outlives its session' : 'ends with its session' }) : null),
         el('div.actions', null, reason,
-          el('button.break', { type: 'button', text: 'Break', title: 'End every lease on these paths, whoever holds it; each holder is told the reason' }))));
+          el('button.break', { type: 'button', text: 'Break', title: 'End this lease; its holder is told the reason' }))));
     }
     for (const id of leaseDrafts.keys()) if (!live.has(id)) leaseDrafts.delete(id);
     if (!list.length) f.append(el('div.empty', { text: 'No live leases.' }));
@@ -632,7 +632,7 @@
       const lease = arr(state && state.leases).find((x) => x && str(x.id) === id);
       if (!lease) return;
       const r = l.querySelector('input.reason');
-      const ok = await post('/api/leases/break', { paths: arr(lease.paths).map(str), reason: r ? r.value : '' }, b);
+      const ok = await post('/api/leases/break', { leaseId: id, reason: r ? r.value : '' }, b);
       if (ok) leaseDrafts.delete(id);
     });
 

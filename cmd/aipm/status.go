@@ -34,8 +34,10 @@ func newCmdStatus(e *env, runF func(*statusOptions) error) *cobra.Command {
 		Use:   "status [--watch]",
 		Short: "The project at a glance: agents online, unread counts, tasks, triggers",
 		Long: `Show the project at a glance: each agent with its live sessions (by purpose)
-and its unread messages and notifications, the tasks by status, and the
-pending triggers (work waiting for an agent's session to start).
+and its unread messages and notifications, the tasks by status, the pending
+triggers (work waiting for an agent's session to start), the open
+conversations and delegations, the watcher, and the live file leases (with
+any two that cannot both hold, which only a hand edit of leases.json makes).
 
 --watch redraws whenever a file under .ai-pm/ changes (woken by fsnotify, as
 the MCP server is), until Ctrl-C. With --json it prints one compact JSON
@@ -241,5 +243,14 @@ func printLeases(e *env, w io.Writer, r *statusReport) error {
 		_, err := fmt.Fprintln(w, "no file leases")
 		return err
 	}
-	return leaseTable(r.Leases).Print(w, e.colour, e.width)
+	if err := leaseTable(r.Leases).Print(w, e.colour, e.width); err != nil {
+		return err
+	}
+	for _, c := range r.LeaseConflicts {
+		if _, err := fmt.Fprintf(w, "conflict: %s's lease on %s and %s's on %s cannot both hold (leases.json was edited by hand): end one with aipm leases break\n",
+			visible(c.A.Holder), visible(c.PathA), visible(c.B.Holder), visible(c.PathB)); err != nil {
+			return err
+		}
+	}
+	return nil
 }

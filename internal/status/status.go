@@ -45,6 +45,19 @@ type Report struct {
 	Delegations   []fsstore.Delegation   `json:"openDelegations"`
 	Watch         *Watch                 `json:"watcher"`
 	Leases        []fsstore.Lease        `json:"leases"`
+	// LeaseConflicts are pairs of live leases that cannot both hold
+	// (Lease.Conflicts): only a hand edit of leases.json makes one.
+	LeaseConflicts []LeaseConflict `json:"leaseConflicts,omitempty"`
+}
+
+// LeaseConflict is two live leases that cannot both hold: A's path and
+// B's overlap, and one of them is exclusive.
+type LeaseConflict struct {
+	A fsstore.Lease `json:"a"`
+	B fsstore.Lease `json:"b"`
+	// PathA and PathB are the overlapping paths, of A and of B.
+	PathA string `json:"pathA"`
+	PathB string `json:"pathB"`
 }
 
 type Agent struct {
@@ -172,5 +185,12 @@ func collectDelegations(ctx context.Context, store *fsstore.Store, cfg *storage.
 func collectLeases(ctx context.Context, store *fsstore.Store, cfg *storage.Config, r *Report) error {
 	ls, err := store.Leases()
 	r.Leases = append(r.Leases, ls...)
+	for i, l := range ls {
+		for _, m := range ls[i+1:] {
+			if pathB, pathA, ok := l.Conflicts(m); ok {
+				r.LeaseConflicts = append(r.LeaseConflicts, LeaseConflict{A: l, B: m, PathA: pathA, PathB: pathB})
+			}
+		}
+	}
 	return err
 }

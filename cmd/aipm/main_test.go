@@ -412,12 +412,7 @@ func cmdAuthenticate(ts *testscript.TestScript, neg bool, args []string) {
 	if len(args) == 3 {
 		purpose = args[2]
 	}
-	dir, err := storage.FindProject(ts.MkAbs("."))
-	ts.Check(err)
-	store, err := fsstore.Open(dir)
-	ts.Check(err)
-	cfg, err := store.LoadConfig()
-	ts.Check(err)
+	store, cfg := scriptProject(ts)
 	ses, _, err := store.Authenticate(context.Background(), cfg, args[0], args[1], "", purpose)
 	switch {
 	case neg && errors.Is(err, storage.ErrBadPasskey):
@@ -538,6 +533,18 @@ func cmdPathWithout(ts *testscript.TestScript, neg bool, args []string) {
 	ts.Setenv("PATH", strings.Join(dirs, string(filepath.ListSeparator)))
 }
 
+// scriptProject opens the project the script's directory is in, and its
+// config.
+func scriptProject(ts *testscript.TestScript) (*fsstore.Store, *storage.Config) {
+	dir, err := storage.FindProject(ts.MkAbs("."))
+	ts.Check(err)
+	store, err := fsstore.Open(dir)
+	ts.Check(err)
+	cfg, err := store.LoadConfig()
+	ts.Check(err)
+	return store, cfg
+}
+
 // lease AGENT PASSKEY PURPOSE PATH...: the agent authenticates for PURPOSE
 // (replacing its live session of that purpose) and leases PATHs
 // exclusively for that session, as its MCP server's lease tool does; the
@@ -546,12 +553,7 @@ func cmdLease(ts *testscript.TestScript, neg bool, args []string) {
 	if neg || len(args) < 4 {
 		ts.Fatalf("usage: lease AGENT PASSKEY PURPOSE PATH...")
 	}
-	dir, err := storage.FindProject(ts.MkAbs("."))
-	ts.Check(err)
-	store, err := fsstore.Open(dir)
-	ts.Check(err)
-	cfg, err := store.LoadConfig()
-	ts.Check(err)
+	store, cfg := scriptProject(ts)
 	ctx := context.Background()
 	ses, _, err := store.Authenticate(ctx, cfg, args[0], args[1], "", args[2])
 	ts.Check(err)

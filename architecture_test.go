@@ -42,6 +42,8 @@ func TestArchitectureTrue(t *testing.T) {
 			case strings.HasPrefix(item, "Test") && ident.MatchString(item):
 				files, _ := filepath.Glob("*/*_test.go")
 				more, _ := filepath.Glob("*/*/*_test.go")
+				deeper, _ := filepath.Glob("*/*/*/*_test.go")
+				more = append(more, deeper...)
 				if !declares(append(files, more...), item) {
 					at("no test is named %s", item)
 				}
@@ -70,8 +72,8 @@ func TestArchitectureTrue(t *testing.T) {
 // qualified with, and where they are.
 var packageDirs = map[string]string{
 	"fsstore":    "fsstore",
-	"storage":    "fsstore/storage",
-	"lockedfile": "fsstore/lockedfile",
+	"storage":    "fsstore/internal/storage",
+	"lockedfile": "internal/lockedfile",
 	"mcpserver":  "mcpserver",
 	"hook":       "hook",
 	"watcher":    "watcher",

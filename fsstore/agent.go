@@ -1,7 +1,7 @@
 package fsstore
 
 import (
-	"aipm/fsstore/storage"
+	"aipm/fsstore/internal/storage"
 	"bytes"
 	"context"
 	"errors"
@@ -20,12 +20,12 @@ const endRemoved = "agent_removed"
 // a clone of a project, or an agent added to config.toml by hand, gets a
 // credential: passkey hashes are never committed.
 func (s *Store) ReissuePasskey(ctx context.Context, agent string) (string, error) {
-	unlock, err := s.LockDir(ctx, s.Root())
+	unlock, err := s.files.LockDir(ctx, s.files.Root())
 	if err != nil {
 		return "", err
 	}
 	defer unlock()
-	cfg, err := s.LoadConfig()
+	cfg, err := s.files.LoadConfig()
 	if err != nil {
 		return "", err
 	}
@@ -64,11 +64,11 @@ type RemovedAgent struct {
 // config would not be valid without it.
 func (s *Store) RemoveAgent(ctx context.Context, agent string, force bool) (RemovedAgent, error) {
 	out := RemovedAgent{ID: agent, OpenTasks: []string{}, EndedSessions: []string{}}
-	cfg, err := s.LoadConfig()
+	cfg, err := s.files.LoadConfig()
 	if err != nil {
 		return out, fmt.Errorf("the config is invalid, fix it first: %w", err)
 	}
-	if err := removable(cfg, agent, s.Rel(s.ConfigPath())); err != nil {
+	if err := removable(cfg, agent, s.files.Rel(s.files.ConfigPath())); err != nil {
 		return out, err
 	}
 	sessions, err := s.agentInUse(agent, &out)
@@ -79,7 +79,7 @@ func (s *Store) RemoveAgent(ctx context.Context, agent string, force bool) (Remo
 		return out, storage.Kindf(ErrInUse, "agent %q has %s: finish or reassign them first, or pass --force to remove it anyway", agent, inUse(out.OpenTasks, sessions))
 	}
 	err = s.EditConfig(ctx, func(old []byte, cfg *storage.Config) ([]byte, error) {
-		if err := removable(cfg, agent, s.Rel(s.ConfigPath())); err != nil {
+		if err := removable(cfg, agent, s.files.Rel(s.files.ConfigPath())); err != nil {
 			return nil, err
 		}
 		return withoutAgentEntry(old, cfg, agent)
@@ -93,7 +93,7 @@ func (s *Store) RemoveAgent(ctx context.Context, agent string, force bool) (Remo
 		}
 		out.EndedSessions = append(out.EndedSessions, ses.ID)
 	}
-	if path, err := s.PasskeyPath(agent); err == nil {
+	if path, err := s.files.PasskeyPath(agent); err == nil {
 		if err := os.Remove(path); err != nil && !errors.Is(err, os.ErrNotExist) {
 			return out, fmt.Errorf("agent %q removed, but its passkey hash was not: %w", agent, err)
 		}

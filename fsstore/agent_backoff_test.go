@@ -1,7 +1,7 @@
 package fsstore
 
 import (
-	"aipm/fsstore/storage"
+	"aipm/fsstore/internal/storage"
 	"bytes"
 	"errors"
 	"fmt"
@@ -68,7 +68,7 @@ func concurrentGuesses(t *testing.T, s *Store, mode string, procs int) int {
 	var cmds []*exec.Cmd
 	for i := range procs {
 		outs[i] = &bytes.Buffer{}
-		cmd := helper(t, mode, s.ProjectDir(), "a", "1")
+		cmd := helper(t, mode, s.files.ProjectDir(), "a", "1")
 		cmd.Stdout = outs[i]
 		if err := cmd.Start(); err != nil {
 			t.Fatal(err)
@@ -76,7 +76,7 @@ func concurrentGuesses(t *testing.T, s *Store, mode string, procs int) int {
 		cmds = append(cmds, cmd)
 	}
 	time.Sleep(300 * time.Millisecond) // let them start; the count does not depend on it
-	if err := os.WriteFile(filepath.Join(s.ProjectDir(), "go"), nil, 0o644); err != nil {
+	if err := os.WriteFile(filepath.Join(s.files.ProjectDir(), "go"), nil, 0o644); err != nil {
 		t.Fatal(err)
 	}
 	checked := 0

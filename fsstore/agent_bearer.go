@@ -10,8 +10,8 @@ import (
 	"strings"
 	"sync"
 
-	"aipm/fsstore/lockedfile"
-	"aipm/fsstore/storage"
+	"aipm/fsstore/internal/storage"
+	"aipm/internal/lockedfile"
 )
 
 // AgentOfPasskey finds the AI agent of cfg whose passkey is passkey (an
@@ -46,13 +46,13 @@ func (s *Store) AgentOfPasskey(ctx context.Context, cfg *storage.Config, passkey
 	if !passkeyShaped(passkey) {
 		return "", storage.ErrBadPasskey
 	}
-	unlock, err := lockedfile.Lock(ctx, s.BearerLockPath(), storage.ModePrivateFile)
+	unlock, err := lockedfile.Lock(ctx, s.files.BearerLockPath(), storage.ModePrivateFile)
 	if err != nil {
-		return "", fmt.Errorf("lock %s: %w", s.Rel(s.BearerLockPath()), err)
+		return "", fmt.Errorf("lock %s: %w", s.files.Rel(s.files.BearerLockPath()), err)
 	}
 	defer unlock()
 	var doc bearerFailures
-	if err := s.ReadDoc(s.BearerPath(), &doc); err != nil && !errors.Is(err, storage.ErrNotFound) {
+	if err := s.files.ReadDoc(s.files.BearerPath(), &doc); err != nil && !errors.Is(err, storage.ErrNotFound) {
 		return "", err
 	}
 	now := storage.TestHookAuthNow().UTC()
@@ -62,7 +62,7 @@ func (s *Store) AgentOfPasskey(ctx context.Context, cfg *storage.Config, passkey
 		if a.Type != storage.AgentAI {
 			continue
 		}
-		path, err := s.PasskeyPath(a.ID)
+		path, err := s.files.PasskeyPath(a.ID)
 		if err != nil {
 			continue
 		}
@@ -129,12 +129,12 @@ func (s *Store) writeBearerFailures(cfg *storage.Config, doc bearerFailures) err
 		}
 	}
 	if len(doc.Agents) == 0 {
-		if err := os.Remove(s.BearerPath()); err != nil && !errors.Is(err, os.ErrNotExist) {
+		if err := os.Remove(s.files.BearerPath()); err != nil && !errors.Is(err, os.ErrNotExist) {
 			return fmt.Errorf("reset wrong bearer tokens: %w", err)
 		}
 		return nil
 	}
-	return s.WriteDoc(s.BearerPath(), doc, storage.ModePrivateFile)
+	return s.files.WriteDoc(s.files.BearerPath(), doc, storage.ModePrivateFile)
 }
 
 // passkeyShaped says whether passkey has the form of the passkeys
@@ -151,7 +151,7 @@ func passkeyShaped(passkey string) bool {
 // bearerStampOK says whether agent's passkey.json still has the stamp it
 // had when key was found to be its passkey.
 func (s *Store) bearerStampOK(agent string, key [32]byte) bool {
-	path, err := s.PasskeyPath(agent)
+	path, err := s.files.PasskeyPath(agent)
 	if err != nil {
 		return false
 	}

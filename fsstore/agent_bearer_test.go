@@ -1,7 +1,7 @@
 package fsstore
 
 import (
-	"aipm/fsstore/storage"
+	"aipm/fsstore/internal/storage"
 	"context"
 	"encoding/base64"
 	"errors"
@@ -26,7 +26,7 @@ func wrongBearer(i int) string {
 func readBearerFailures(t *testing.T, s *Store) map[string]storage.AuthFailures {
 	t.Helper()
 	var doc bearerFailures
-	if err := s.ReadDoc(s.BearerPath(), &doc); err != nil && !errors.Is(err, storage.ErrNotFound) {
+	if err := s.files.ReadDoc(s.files.BearerPath(), &doc); err != nil && !errors.Is(err, storage.ErrNotFound) {
 		t.Fatal(err)
 	}
 	return doc.Agents
@@ -45,7 +45,7 @@ func TestAgentOfPasskeyBackoff(t *testing.T) {
 		}
 	}
 	keyA, keyB := mustPasskey(t, s, "a"), mustPasskey(t, s, "b")
-	cfg, err := s.LoadConfig()
+	cfg, err := s.files.LoadConfig()
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -95,10 +95,10 @@ func TestAgentOfPasskeyBackoff(t *testing.T) {
 	if agent, err := s.AgentOfPasskey(ctx, cfg, keyB); err != nil || agent != "b" {
 		t.Fatalf("b's passkey: %q, %v", agent, err)
 	}
-	if _, err := os.Stat(s.BearerPath()); !errors.Is(err, os.ErrNotExist) {
+	if _, err := os.Stat(s.files.BearerPath()); !errors.Is(err, os.ErrNotExist) {
 		t.Fatalf("no failure left, and bearer.json stays: %v", err)
 	}
-	if fi, err := os.Stat(s.BearerLockPath()); err != nil || fi.Mode().Perm() != storage.ModePrivateFile {
+	if fi, err := os.Stat(s.files.BearerLockPath()); err != nil || fi.Mode().Perm() != storage.ModePrivateFile {
 		t.Fatalf("bearer.lock: %v %v", fi, err)
 	}
 }
@@ -108,7 +108,7 @@ func TestAgentOfPasskeyBackoff(t *testing.T) {
 // "backoff" (refused before).
 func helperBearerWrong(h *helperProc) error {
 	storage.TestHookAuthNow = func() time.Time { return authClock }
-	cfg, err := h.store.LoadConfig()
+	cfg, err := h.store.files.LoadConfig()
 	if err != nil {
 		return err
 	}

@@ -1,8 +1,8 @@
 package fsstore
 
 import (
-	"aipm/fsstore/lockedfile"
-	"aipm/fsstore/storage"
+	"aipm/fsstore/internal/storage"
+	"aipm/internal/lockedfile"
 	"errors"
 	"fmt"
 	"log/slog"
@@ -14,7 +14,7 @@ import (
 // SaveCredential writes agent's passkey to CredentialPath (0600, directory
 // 0700), so that aipm watch can start the agent.
 func (s *Store) SaveCredential(agent, passkey string) (string, error) {
-	path, err := s.CredentialPath(agent)
+	path, err := s.files.CredentialPath(agent)
 	if err != nil {
 		return "", err
 	}
@@ -31,7 +31,7 @@ func (s *Store) SaveCredential(agent, passkey string) (string, error) {
 	if err := os.Chmod(dir, storage.ModePrivateDir); err != nil {
 		return "", fmt.Errorf("save credential: %w", err)
 	}
-	if err := storage.WriteFileAtomic(path, []byte(passkey+"\n"), storage.ModePrivateFile, s.Durable.Load()); err != nil {
+	if err := storage.WriteFileAtomic(path, []byte(passkey+"\n"), storage.ModePrivateFile, s.files.Durable.Load()); err != nil {
 		return "", fmt.Errorf("save credential: %w", err)
 	}
 	return path, nil

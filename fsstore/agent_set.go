@@ -1,7 +1,7 @@
 package fsstore
 
 import (
-	"aipm/fsstore/storage"
+	"aipm/fsstore/internal/storage"
 	"bytes"
 	"context"
 	"errors"
@@ -93,7 +93,7 @@ func (s *Store) SetAgent(ctx context.Context, id string, ch AgentChange) (before
 		return before, before, err
 	}
 	if before.Type == storage.AgentAI && after.Type == storage.AgentHuman {
-		if path, err := s.PasskeyPath(id); err == nil {
+		if path, err := s.files.PasskeyPath(id); err == nil {
 			if err := os.Remove(path); err != nil && !errors.Is(err, os.ErrNotExist) {
 				return before, after, fmt.Errorf("agent %q is a human now, but its passkey hash was not removed: %w", id, err)
 			}

@@ -1,7 +1,7 @@
 package fsstore
 
 import (
-	"aipm/fsstore/storage"
+	"aipm/fsstore/internal/storage"
 	"context"
 	"errors"
 	"os"
@@ -70,7 +70,7 @@ func TestReissuePasskey(t *testing.T) {
 	if _, err := s.AddAgent(ctx, NewAgent{ID: "lead", Type: storage.AgentHuman}); err != nil {
 		t.Fatal(err)
 	}
-	if path, _ := s.PasskeyPath("lead"); fileExists(path) {
+	if path, _ := s.files.PasskeyPath("lead"); fileExists(path) {
 		t.Error("a human got a passkey")
 	}
 	old, err := s.AddAgent(ctx, NewAgent{ID: "coder", Type: storage.AgentAI})
@@ -94,7 +94,7 @@ func TestReissuePasskey(t *testing.T) {
 		t.Errorf("reissue for nobody: %v, want ErrNotFound", err)
 	}
 	// doctor reports the AI agent once its hash is gone, and only it
-	path, _ := s.PasskeyPath("coder")
+	path, _ := s.files.PasskeyPath("coder")
 	if err := os.Remove(path); err != nil {
 		t.Fatal(err)
 	}

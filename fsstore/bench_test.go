@@ -39,11 +39,11 @@ func BenchmarkAppend(b *testing.B) {
 			if err != nil {
 				b.Fatal(err)
 			}
-			s.Durable.Store(durable)
-			path := filepath.Join(s.Root(), "agents", "a", "chat.jsonl")
+			s.files.Durable.Store(durable)
+			path := filepath.Join(s.files.Root(), "agents", "a", "chat.jsonl")
 			ctx := context.Background()
 			for b.Loop() {
-				if err := s.AppendLine(ctx, path, line); err != nil {
+				if err := s.files.AppendLine(ctx, path, line); err != nil {
 					b.Fatal(err)
 				}
 			}

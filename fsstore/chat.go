@@ -13,8 +13,8 @@ import (
 
 	"github.com/tidwall/gjson"
 
-	"aipm/fsstore/lockedfile"
-	"aipm/fsstore/storage"
+	"aipm/fsstore/internal/storage"
+	"aipm/internal/lockedfile"
 )
 
 // KindSystem marks a message aipm itself wrote.
@@ -124,7 +124,7 @@ func (s *Store) checkRecipient(cfg *storage.Config, from, to string) error {
 	if _, ok := cfg.Agent(to); ok {
 		return nil
 	}
-	if dir, _ := s.AgentDir(to); dirExists(dir) {
+	if dir, _ := s.files.AgentDir(to); dirExists(dir) {
 		return storage.CodeErr(storage.CodeTargetAgentNotInProject, "agent %q is no longer configured in this project: see aipm agent list for who you can message", to)
 	}
 	return storage.CodeErr(storage.CodeAgentNotFound, "there is no agent %q in this project: see aipm agent list (or list_tasks' assignees) for valid ids", to)
@@ -183,9 +183,9 @@ func (s *Store) Send(ctx context.Context, cfg *storage.Config, m OutgoingMessage
 		CreatedAt: time.Now().UTC().Format(timeFormat), ConversationID: cnv,
 		RelatedTaskID: m.RelatedTaskID, Kind: m.Kind,
 	}
-	inbox, _ := s.ChatPath(m.To)
+	inbox, _ := s.files.ChatPath(m.To)
 	if m.From == storage.SystemSender {
-		return msg, s.AppendJSONL(ctx, inbox, msg) // the system keeps no outbox
+		return msg, s.files.AppendJSONL(ctx, inbox, msg) // the system keeps no outbox
 	}
 	sent := msg
 	sent.ReceiverID = m.To
@@ -213,13 +213,13 @@ func (s *Store) Send(ctx context.Context, cfg *storage.Config, m OutgoingMessage
 // most a one-sided message, which doctor restores. A receiver's copy on
 // disk without the sender's is sent_partly.
 func (s *Store) writeBoth(ctx context.Context, m OutgoingMessage, msg, sent Message) error {
-	inbox, _ := s.ChatPath(m.To)
-	outbox, _ := s.ChatPath(m.From)
-	flushIn, err := s.WriteJSONL(ctx, inbox, msg)
+	inbox, _ := s.files.ChatPath(m.To)
+	outbox, _ := s.files.ChatPath(m.From)
+	flushIn, err := s.files.WriteJSONL(ctx, inbox, msg)
 	if err != nil {
 		return err
 	}
-	flushOut, own, outErr := s.WriteJSONLChange(ctx, outbox, sent)
+	flushOut, own, outErr := s.files.WriteJSONLChange(ctx, outbox, sent)
 	if outErr == nil {
 		s.sentOwn(own)
 	} else {
@@ -257,7 +257,7 @@ func flushBoth(in, out func() error) (inErr, outErr error) {
 // (unless peek; a peek may move it past a long run of the agent's own sent
 // copies, as ReadOptions.Advance says).
 func (s *Store) Unread(ctx context.Context, agent string, limit int, peek bool) ([]Message, bool, error) {
-	res, err := s.ReadUnread(ctx, agent, storage.StreamChat, storage.ReadOptions{Limit: limit, Match: fromOthers(agent), Peek: peek, ScanKey: "from-others", Advance: true})
+	res, err := s.files.ReadUnread(ctx, agent, storage.StreamChat, storage.ReadOptions{Limit: limit, Match: fromOthers(agent), Peek: peek, ScanKey: "from-others", Advance: true})
 	if err != nil {
 		return nil, false, err
 	}
@@ -265,8 +265,8 @@ func (s *Store) Unread(ctx context.Context, agent string, limit int, peek bool) 
 	if err == nil && !peek {
 		// Read at once (a human's aipm inbox): surfaced and read together.
 		ids := messageIDs(msgs)
-		s.WriteReceipt(ctx, agent, storage.ReceiptSurfaced, "", "aipm inbox", ids)
-		s.WriteReceipt(ctx, agent, storage.ReceiptRead, "", "aipm inbox", ids)
+		s.files.WriteReceipt(ctx, agent, storage.ReceiptSurfaced, "", "aipm inbox", ids)
+		s.files.WriteReceipt(ctx, agent, storage.ReceiptRead, "", "aipm inbox", ids)
 	}
 	return msgs, res.More, err
 }
@@ -276,19 +276,19 @@ func (s *Store) Unread(ctx context.Context, agent string, limit int, peek bool) 
 // session proves they were (Acknowledge), or come again (Unhand); a message
 // that may have reached a client before comes back with Redelivered set.
 func (s *Store) Deliver(ctx context.Context, ses Session, limit int) ([]Message, bool, error) {
-	res, err := s.ReadUnread(ctx, ses.Agent, storage.StreamChat, storage.ReadOptions{Limit: limit, Match: fromOthers(ses.Agent), Session: ses.ID, Via: "get_pending_messages"})
+	res, err := s.files.ReadUnread(ctx, ses.Agent, storage.StreamChat, storage.ReadOptions{Limit: limit, Match: fromOthers(ses.Agent), Session: ses.ID, Via: "get_pending_messages"})
 	if err != nil {
 		return nil, false, err
 	}
 	msgs, err := s.decodeMessages(ses.Agent, res)
 	if err == nil {
-		s.WriteReceipt(ctx, ses.Agent, storage.ReceiptSurfaced, ses.ID, "get_pending_messages", messageIDs(msgs))
+		s.files.WriteReceipt(ctx, ses.Agent, storage.ReceiptSurfaced, ses.ID, "get_pending_messages", messageIDs(msgs))
 	}
 	return msgs, res.More, err
 }
 
 func (s *Store) decodeMessages(agent string, res storage.ReadResult) ([]Message, error) {
-	path, _ := s.ChatPath(agent)
+	path, _ := s.files.ChatPath(agent)
 	out := make([]Message, 0, len(res.Records))
 	for i, r := range res.Records {
 		var m Message
@@ -296,7 +296,7 @@ func (s *Store) decodeMessages(agent string, res storage.ReadResult) ([]Message,
 			return nil, fmt.Errorf("chat line %d: %w", r.Line, err)
 		}
 		m.Redelivered = res.Redelivered[i]
-		out = append(out, m.served(lineOf(s.Rel(path), r.Line)))
+		out = append(out, m.served(lineOf(s.files.Rel(path), r.Line)))
 	}
 	return out, nil
 }
@@ -309,12 +309,12 @@ const contextWindow = 64 << 10
 // what session has received (its read cursor, or the end of the batch it
 // holds), oldest first. It reads at most the last 64 KiB before that.
 func (s *Store) Recent(agent, session string, n int) ([]Message, error) {
-	path, err := s.ChatPath(agent)
+	path, err := s.files.ChatPath(agent)
 	if err != nil {
 		return nil, err
 	}
-	cursorPath, _ := s.ReadCursorPath(agent)
-	cursors, err := s.ReadCursors(cursorPath)
+	cursorPath, _ := s.files.ReadCursorPath(agent)
+	cursors, err := s.files.ReadCursors(cursorPath)
 	if err != nil {
 		return nil, err
 	}
@@ -326,7 +326,7 @@ func (s *Store) Recent(agent, session string, n int) ([]Message, error) {
 // not, oldest first; like Recent it reads at most the last 64 KiB, so its
 // cost does not grow with the history (aipm web).
 func (s *Store) Tail(agent string, n int) ([]Message, error) {
-	path, err := s.ChatPath(agent)
+	path, err := s.files.ChatPath(agent)
 	if err != nil {
 		return nil, err
 	}
@@ -369,9 +369,9 @@ func (s *Store) tail(path string, end int64, n int) ([]Message, error) {
 		start := max(0, end-window)
 		buf := make([]byte, end-start)
 		if _, err := f.ReadAt(buf, start); err != nil && !errors.Is(err, io.EOF) {
-			return nil, fmt.Errorf("read %s: %w", s.Rel(path), err)
+			return nil, fmt.Errorf("read %s: %w", s.files.Rel(path), err)
 		}
-		out := lastMessages(buf, start > 0, n, s.Rel(path))
+		out := lastMessages(buf, start > 0, n, s.files.Rel(path))
 		if len(out) == n || start == 0 || window == contextWindow {
 			return out, nil
 		}
@@ -400,16 +400,16 @@ func lastMessages(buf []byte, partial bool, n int, rel string) []Message {
 // cur and the cursor after them. A replaced or truncated file is handled
 // as ReadUnread handles it.
 func (s *Store) Follow(agent string, cur storage.Cursor) ([]Message, storage.Cursor, []*storage.LineError, error) {
-	path, err := s.ChatPath(agent)
+	path, err := s.files.ChatPath(agent)
 	if err != nil {
 		return nil, cur, nil, err
 	}
 	res, err := lockedfile.ReadPast(path, cur, lockedfile.ReadOptions{})
 	if err != nil {
-		return nil, cur, nil, fmt.Errorf("read %s: %w", s.Rel(path), err)
+		return nil, cur, nil, fmt.Errorf("read %s: %w", s.files.Rel(path), err)
 	}
 	for _, le := range res.Bad {
-		le.Path = s.Rel(path)
+		le.Path = s.files.Rel(path)
 	}
 	msgs, bad := s.decodeLog(path, res.Records)
 	return msgs, res.Next, append(res.Bad, bad...), nil
@@ -424,10 +424,10 @@ func (s *Store) decodeLog(path string, recs []storage.Record) ([]Message, []*sto
 	for _, r := range recs {
 		m, err := decodeMessage(r.Data)
 		if err != nil {
-			bad = append(bad, &storage.LineError{Path: s.Rel(path), Line: r.Line, Err: err})
+			bad = append(bad, &storage.LineError{Path: s.files.Rel(path), Line: r.Line, Err: err})
 			continue
 		}
-		out = append(out, m.served(lineOf(s.Rel(path), r.Line)))
+		out = append(out, m.served(lineOf(s.files.Rel(path), r.Line)))
 	}
 	return out, bad
 }
@@ -439,4 +439,13 @@ func messageIDs(msgs []Message) []string {
 		ids[i] = m.ID
 	}
 	return ids
+}
+
+// CatchUp moves agent's chat cursor past every line of its log, handing
+// out and recording nothing: the agent has read its history. It is for a
+// project built by internal/fixtures (benchmarks, tests), whose history
+// went straight to the file.
+func (s *Store) CatchUp(ctx context.Context, agent string) error {
+	_, err := s.files.ReadUnread(ctx, agent, storage.StreamChat, storage.ReadOptions{Match: func(storage.Record) bool { return false }})
+	return err
 }

@@ -1,7 +1,7 @@
 package fsstore
 
 import (
-	"aipm/fsstore/storage"
+	"aipm/fsstore/internal/storage"
 	"context"
 	"fmt"
 	"slices"
@@ -108,10 +108,10 @@ func (s *Store) writeCopies(ctx context.Context, msg Message, agents []string) e
 		testHookGroupWrote(0)
 	}
 	for i, a := range agents {
-		path, err := s.ChatPath(a)
+		path, err := s.files.ChatPath(a)
 		if err == nil {
 			var flush func() error
-			if flush, err = s.WriteJSONL(ctx, path, msg); err == nil {
+			if flush, err = s.files.WriteJSONL(ctx, path, msg); err == nil {
 				flushes = append(flushes, flush)
 			}
 		}

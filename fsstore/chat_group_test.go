@@ -1,7 +1,7 @@
 package fsstore
 
 import (
-	"aipm/fsstore/storage"
+	"aipm/fsstore/internal/storage"
 	"context"
 	"errors"
 	"fmt"
@@ -22,7 +22,7 @@ func init() {
 // any copy, k: after k copies, -1: all flushed), printing "at n" there;
 // with n < -1 it sends -n messages, printing "acked ID" for each.
 func helperGroupSend(h *helperProc) error {
-	cfg, err := h.store.LoadConfig()
+	cfg, err := h.store.files.LoadConfig()
 	if err != nil {
 		return err
 	}
@@ -58,7 +58,7 @@ func groupStore(t *testing.T) (*Store, *storage.Config) {
 			t.Fatal(err)
 		}
 	}
-	cfg, err := s.LoadConfig()
+	cfg, err := s.files.LoadConfig()
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -71,7 +71,7 @@ func copiesOf(t *testing.T, s *Store, agents ...string) map[string]int {
 	t.Helper()
 	out := map[string]int{}
 	for _, a := range agents {
-		path, _ := s.ChatPath(a)
+		path, _ := s.files.ChatPath(a)
 		recs, _, _, err := storage.ReadAll(path)
 		if err != nil && !errors.Is(err, os.ErrNotExist) {
 			t.Fatal(err)
@@ -101,7 +101,7 @@ func TestGroupSendKilled(t *testing.T) {
 	for _, stopAt := range []int{0, 1, 2, 3, 4, -1} {
 		t.Run(fmt.Sprintf("at%d", stopAt), func(t *testing.T) {
 			s, _ := groupStore(t)
-			cmd := helper(t, "group-send", s.ProjectDir(), strconv.Itoa(stopAt), "0")
+			cmd := helper(t, "group-send", s.files.ProjectDir(), strconv.Itoa(stopAt), "0")
 			stdout, _ := cmd.StdoutPipe()
 			if err := cmd.Start(); err != nil {
 				t.Fatal(err)
@@ -157,7 +157,7 @@ func TestGroupSendKilledAtRandom(t *testing.T) {
 	s, _ := groupStore(t)
 	acked := map[string]bool{}
 	for round := 0; round < 6; round++ {
-		runKillable(t, helper(t, "group-send", s.ProjectDir(), "-1000", "0"), true, 60*time.Millisecond, func(l string) {
+		runKillable(t, helper(t, "group-send", s.files.ProjectDir(), "-1000", "0"), true, 60*time.Millisecond, func(l string) {
 			if id, ok := strings.CutPrefix(l, "acked "); ok {
 				acked[id] = true
 			}
@@ -282,7 +282,7 @@ func TestGroupTurnNotWrittenNotCounted(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	path, _ := s.ChatPath("alice")
+	path, _ := s.files.ChatPath("alice")
 	os.MkdirAll(strings.TrimSuffix(path, "/chat.jsonl"), 0o755)
 	target := path + ".elsewhere"
 	if err := os.WriteFile(target, nil, 0o644); err != nil {

@@ -8,8 +8,8 @@ import (
 
 	"github.com/tidwall/gjson"
 
-	"aipm/fsstore/lockedfile"
-	"aipm/fsstore/storage"
+	"aipm/fsstore/internal/storage"
+	"aipm/internal/lockedfile"
 )
 
 // MaxMarkRead is how many message ids one mark_read names at most.
@@ -35,7 +35,7 @@ func (s *Store) MarkRead(ctx context.Context, ses Session, ids []string) ([]Mark
 	if err != nil {
 		return nil, err
 	}
-	unread, err := s.ReadUnread(ctx, ses.Agent, storage.StreamChat, storage.ReadOptions{Peek: true, Match: fromOthers(ses.Agent), Session: ses.ID})
+	unread, err := s.files.ReadUnread(ctx, ses.Agent, storage.StreamChat, storage.ReadOptions{Peek: true, Match: fromOthers(ses.Agent), Session: ses.ID})
 	if err != nil {
 		return nil, err
 	}
@@ -44,7 +44,7 @@ func (s *Store) MarkRead(ctx context.Context, ses Session, ids []string) ([]Mark
 			return nil, storage.CodeErr(storage.CodeMessageNotHanded, "message %s has not been handed to you yet: call get_pending_messages, read it, then mark it read", id)
 		}
 	}
-	seen, err := s.Receipts(ses.Agent)
+	seen, err := s.files.Receipts(ses.Agent)
 	if err != nil {
 		return nil, err
 	}
@@ -64,7 +64,7 @@ func (s *Store) MarkRead(ctx context.Context, ses Session, ids []string) ([]Mark
 		return nil, err
 	}
 	lost = slices.DeleteFunc(lost, func(id string) bool { return slices.Contains(batch, id) }) // its receipt is written
-	s.WriteReceipt(ctx, ses.Agent, storage.ReceiptRead, ses.ID, "mark_read", lost)
+	s.files.WriteReceipt(ctx, ses.Agent, storage.ReceiptRead, ses.ID, "mark_read", lost)
 	out := make([]MarkedRead, len(ids))
 	now := time.Now().UTC()
 	for i, id := range ids {
@@ -81,7 +81,7 @@ func (s *Store) MarkRead(ctx context.Context, ses Session, ids []string) ([]Mark
 // which handed the batch was read, whatever the link could tell
 // (mcpserver/links.go).
 func (s *Store) readNamed(ctx context.Context, ses Session, ids []string) ([]string, error) {
-	read, _, err := s.AcknowledgeWhere(ctx, ses.Agent, ses.ID, "mark_read", func(stream string, p *storage.PendingBatch) bool {
+	read, _, err := s.files.AcknowledgeWhere(ctx, ses.Agent, ses.ID, "mark_read", func(stream string, p *storage.PendingBatch) bool {
 		return stream == storage.StreamChat && slices.ContainsFunc(ids, func(id string) bool { return slices.Contains(p.MessageIDs, id) })
 	})
 	return read, err
@@ -112,7 +112,7 @@ func checkMarkRead(ids []string) ([]string, error) {
 // they are not unread). It reads the whole log: only for reads whose
 // receipt is missing.
 func (s *Store) checkReceived(agent string, ids []string) error {
-	path, err := s.ChatPath(agent)
+	path, err := s.files.ChatPath(agent)
 	if err != nil {
 		return err
 	}
@@ -128,7 +128,7 @@ func (s *Store) checkReceived(agent string, ids []string) error {
 		return false
 	}})
 	if err != nil {
-		return fmt.Errorf("read %s: %w", s.Rel(path), err)
+		return fmt.Errorf("read %s: %w", s.files.Rel(path), err)
 	}
 	for _, id := range ids {
 		if want[id] {

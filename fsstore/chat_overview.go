@@ -1,7 +1,7 @@
 package fsstore
 
 import (
-	"aipm/fsstore/storage"
+	"aipm/fsstore/internal/storage"
 	"context"
 	"time"
 )
@@ -9,7 +9,7 @@ import (
 // UnreadCounts returns how many chat messages from others and how many
 // notifications agent has not read yet. Nothing is marked read.
 func (s *Store) UnreadCounts(ctx context.Context, agent string) (messages, notifications int, err error) {
-	chat, err := s.ReadUnread(ctx, agent, storage.StreamChat, storage.ReadOptions{Peek: true, Match: fromOthers(agent)})
+	chat, err := s.files.ReadUnread(ctx, agent, storage.StreamChat, storage.ReadOptions{Peek: true, Match: fromOthers(agent)})
 	if err != nil {
 		return 0, 0, err
 	}
@@ -31,11 +31,11 @@ type Unseen struct {
 // created before `before` and that no session was handed or told of (no
 // surfaced receipt): what aipm status flags. Nothing is marked read.
 func (s *Store) UnseenMessages(ctx context.Context, agent string, before time.Time) (Unseen, error) {
-	res, err := s.ReadUnread(ctx, agent, storage.StreamChat, storage.ReadOptions{Peek: true, Match: fromOthers(agent)})
+	res, err := s.files.ReadUnread(ctx, agent, storage.StreamChat, storage.ReadOptions{Peek: true, Match: fromOthers(agent)})
 	if err != nil || len(res.Records) == 0 {
 		return Unseen{}, err
 	}
-	seen, err := s.Receipts(agent)
+	seen, err := s.files.Receipts(agent)
 	if err != nil {
 		return Unseen{}, err
 	}

@@ -1,7 +1,7 @@
 package fsstore
 
 import (
-	"aipm/fsstore/storage"
+	"aipm/fsstore/internal/storage"
 	"context"
 	"testing"
 )
@@ -28,7 +28,7 @@ func TestUnreadCountsFollowTheSessions(t *testing.T) {
 		if _, _, err := s.SessionNotifications(ctx, ses, false, 0); err != nil {
 			t.Fatal(err)
 		}
-		if err := s.Acknowledge(ctx, ses.Agent, ses.ID); err != nil {
+		if err := s.files.Acknowledge(ctx, ses.Agent, ses.ID); err != nil {
 			t.Fatal(err)
 		}
 	}

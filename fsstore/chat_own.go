@@ -1,6 +1,6 @@
 package fsstore
 
-import "aipm/fsstore/lockedfile"
+import "aipm/internal/lockedfile"
 
 // sentOwn keeps what this process knows of the sender's chat log valid
 // across the sender's own copy of a message it just wrote (ch: the log's

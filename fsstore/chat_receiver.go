@@ -1,7 +1,7 @@
 package fsstore
 
 import (
-	"aipm/fsstore/storage"
+	"aipm/fsstore/internal/storage"
 	"fmt"
 	"os"
 	"time"
@@ -75,7 +75,7 @@ func (s *Store) Startable(a storage.Agent) (cred string, err error) {
 	if len(a.Command) == 0 {
 		return "", fmt.Errorf("%s has no command in config.toml", a.ID)
 	}
-	cred, err = s.CredentialPath(a.ID)
+	cred, err = s.files.CredentialPath(a.ID)
 	if err != nil {
 		return "", err
 	}
@@ -92,6 +92,6 @@ func (s *Store) startable(a storage.Agent) error {
 
 // watcherHeld says whether a watcher holds the project's lock now.
 func (s *Store) watcherHeld() bool {
-	info, err := s.RunningWatcher()
+	info, err := s.files.RunningWatcher()
 	return err == nil && info != nil
 }

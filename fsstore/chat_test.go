@@ -1,7 +1,7 @@
 package fsstore
 
 import (
-	"aipm/fsstore/storage"
+	"aipm/fsstore/internal/storage"
 	"bufio"
 	"context"
 	"math/rand/v2"
@@ -24,13 +24,13 @@ func TestDeliveryKilledReaders(t *testing.T) {
 	}
 	s := newTestStore(t)
 	ctx := context.Background()
-	chat, _ := s.ChatPath("bob")
+	chat, _ := s.files.ChatPath("bob")
 	written := make(chan []string, 1)
 	go func() {
 		var ids []string
 		for i := 0; i < messages; i++ {
 			m := Message{ID: storage.NewID(storage.PrefixMessage), SenderID: "alice", Content: "m" + strconv.Itoa(i), CreatedAt: time.Now().UTC().Format(timeFormat)}
-			if err := s.AppendJSONL(ctx, chat, m); err != nil {
+			if err := s.files.AppendJSONL(ctx, chat, m); err != nil {
 				t.Error(err)
 				break
 			}
@@ -49,7 +49,7 @@ func TestDeliveryKilledReaders(t *testing.T) {
 		}
 	}
 	run := func(n int, kill bool) {
-		cmd := helper(t, "deliver", s.ProjectDir(), "bob", strconv.Itoa(n))
+		cmd := helper(t, "deliver", s.files.ProjectDir(), "bob", strconv.Itoa(n))
 		stdout, _ := cmd.StdoutPipe()
 		if err := cmd.Start(); err != nil {
 			t.Fatal(err)
@@ -81,7 +81,7 @@ func TestDeliveryKilledReaders(t *testing.T) {
 		run(k, true)
 	}
 	ids := <-written
-	os.WriteFile(filepath.Join(s.ProjectDir(), "stop"), nil, 0o644)
+	os.WriteFile(filepath.Join(s.files.ProjectDir(), "stop"), nil, 0o644)
 	run(kills, false)
 	repeats := 0
 	for _, id := range ids {
@@ -110,14 +110,14 @@ func TestSendFullDisk(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
-	cfg, _ := s.LoadConfig()
+	cfg, _ := s.files.LoadConfig()
 	for i := 0; i < 3; i++ {
 		if _, err := s.Send(ctx, cfg, OutgoingMessage{From: "alice", To: "bob", Content: "hello " + strconv.Itoa(i)}); err != nil {
 			t.Fatal(err)
 		}
 	}
-	bob, _ := s.ChatPath("bob")
-	alice, _ := s.ChatPath("alice")
+	bob, _ := s.files.ChatPath("bob")
+	alice, _ := s.files.ChatPath("alice")
 	before := map[string]int64{}
 	for _, p := range []string{bob, alice} {
 		fi, err := os.Stat(p)
@@ -127,7 +127,7 @@ func TestSendFullDisk(t *testing.T) {
 		before[p] = fi.Size()
 	}
 	limit := max(before[bob], before[alice]) + 1000
-	out, err := helper(t, "send-full", s.ProjectDir(), "bob", strconv.FormatInt(limit, 10)).Output()
+	out, err := helper(t, "send-full", s.files.ProjectDir(), "bob", strconv.FormatInt(limit, 10)).Output()
 	if err != nil {
 		t.Fatalf("helper: %v\n%s", err, out)
 	}

@@ -1,7 +1,7 @@
 package fsstore
 
 import (
-	"aipm/fsstore/storage"
+	"aipm/fsstore/internal/storage"
 	"context"
 	"fmt"
 	"slices"
@@ -18,11 +18,11 @@ import (
 // never lost. With streams named, only the batches of those streams are
 // taken back. It says whether it took anything back.
 func (s *Store) Unhand(ctx context.Context, agent, session string, streams ...string) (bool, error) {
-	cursorPath, err := s.ReadCursorPath(agent)
+	cursorPath, err := s.files.ReadCursorPath(agent)
 	if err != nil {
 		return false, err
 	}
-	cursors, err := s.ReadCursors(cursorPath)
+	cursors, err := s.files.ReadCursors(cursorPath)
 	if err != nil {
 		return false, err
 	}
@@ -33,7 +33,7 @@ func (s *Store) Unhand(ctx context.Context, agent, session string, streams ...st
 		return false, nil
 	}
 	took := false
-	_, err = storage.UpdateDoc(ctx, s.Files, cursorPath, storage.ModeFile, func(cursors *storage.Cursors, _ bool) error {
+	_, err = storage.UpdateDoc(ctx, s.files, cursorPath, storage.ModeFile, func(cursors *storage.Cursors, _ bool) error {
 		took = storage.HoldsBatchIn(*cursors, session, named) // each try of the swap decides anew
 		if !took {
 			return storage.ErrNoChange

@@ -15,8 +15,8 @@ import (
 
 	"github.com/tidwall/gjson"
 
-	"aipm/fsstore/lockedfile"
-	"aipm/fsstore/storage"
+	"aipm/fsstore/internal/storage"
+	"aipm/internal/lockedfile"
 )
 
 // The logs compaction shortens, each with its retention and the read.json
@@ -109,12 +109,12 @@ func (s *Store) Compact(ctx context.Context, cfg *storage.Config, opt CompactOpt
 		return res, err
 	}
 	defer unlock()
-	entries, err := os.ReadDir(s.AgentsDir())
+	entries, err := os.ReadDir(s.files.AgentsDir())
 	if errors.Is(err, os.ErrNotExist) {
 		return res, nil
 	}
 	if err != nil {
-		return res, fmt.Errorf("compact: read %s: %w", s.Rel(s.AgentsDir()), err)
+		return res, fmt.Errorf("compact: read %s: %w", s.files.Rel(s.files.AgentsDir()), err)
 	}
 	var errs []error
 	if !opt.DryRun {
@@ -132,9 +132,9 @@ func (s *Store) Compact(ctx context.Context, cfg *storage.Config, opt CompactOpt
 		if !e.IsDir() || storage.CheckAgentID(e.Name()) != nil {
 			continue
 		}
-		dir := filepath.Join(s.AgentsDir(), e.Name())
+		dir := filepath.Join(s.files.AgentsDir(), e.Name())
 		if err := lockedfile.RemoveStaleCompactions(dir); err != nil {
-			errs = append(errs, fmt.Errorf("compact: clean %s: %w", s.Rel(dir), err))
+			errs = append(errs, fmt.Errorf("compact: clean %s: %w", s.files.Rel(dir), err))
 		}
 		for _, lr := range logRetentions(cfg) {
 			f, err := s.compactLog(ctx, e.Name(), lr, opt.DryRun)
@@ -152,7 +152,7 @@ func (s *Store) Compact(ctx context.Context, cfg *storage.Config, opt CompactOpt
 
 // compactLock takes the compaction lock, waiting for it or not.
 func (s *Store) compactLock(ctx context.Context, wait bool) (unlock func(), ok bool, err error) {
-	path := s.CompactLockPath()
+	path := s.files.CompactLockPath()
 	if wait {
 		unlock, err = lockedfile.Lock(ctx, path, storage.ModePrivateFile)
 		ok = err == nil
@@ -160,7 +160,7 @@ func (s *Store) compactLock(ctx context.Context, wait bool) (unlock func(), ok b
 		unlock, ok, err = lockedfile.TryLock(path, storage.ModePrivateFile)
 	}
 	if err != nil {
-		return nil, false, fmt.Errorf("compact: lock %s: %w", s.Rel(path), err)
+		return nil, false, fmt.Errorf("compact: lock %s: %w", s.files.Rel(path), err)
 	}
 	return unlock, ok, nil
 }
@@ -179,22 +179,22 @@ type compactPlan struct {
 // compactLog compacts one log of agent, holding the agent directory's
 // lock (read.json cannot move) from the plan to the cursors' translation.
 func (s *Store) compactLog(ctx context.Context, agent string, lr logRetention, dry bool) (CompactedFile, error) {
-	dir, err := s.AgentDir(agent)
+	dir, err := s.files.AgentDir(agent)
 	if err != nil {
 		return CompactedFile{}, err
 	}
 	path := filepath.Join(dir, lr.name)
-	out := CompactedFile{Path: s.Rel(path)}
-	held, err := s.LockDir(ctx, dir)
+	out := CompactedFile{Path: s.files.Rel(path)}
+	held, err := s.files.LockDir(ctx, dir)
 	if err != nil {
 		return out, err
 	}
 	unlock := sync.OnceFunc(held)
 	defer unlock()
-	cursorPath, _ := s.ReadCursorPath(agent)
+	cursorPath, _ := s.files.ReadCursorPath(agent)
 	var cursors storage.Cursors
 	if lr.stream != nil {
-		if cursors, err = s.ReadCursors(cursorPath); err != nil {
+		if cursors, err = s.files.ReadCursors(cursorPath); err != nil {
 			return out, fmt.Errorf("compact %s: %w", out.Path, err)
 		}
 	}
@@ -204,7 +204,7 @@ func (s *Store) compactLog(ctx context.Context, agent string, lr logRetention, d
 			return out, fmt.Errorf("compact %s: %w", out.Path, err)
 		}
 	}
-	d, err := lockedfile.DropPrefix(ctx, path, lockedfile.DropOptions{Durable: s.Durable.Load(), DryRun: dry},
+	d, err := lockedfile.DropPrefix(ctx, path, lockedfile.DropOptions{Durable: s.files.Durable.Load(), DryRun: dry},
 		func(f *os.File, size int64, inode uint64) (int64, error) {
 			return s.planCut(f, path, size, inode, lr, cursors, &plan)
 		},
@@ -364,7 +364,7 @@ func (s *Store) unreadNotificationsCut(f *os.File, path string, size int64, inod
 // unreadMessageIDs are the messages others sent to agent that it has not
 // read (past its committed chat cursor).
 func (s *Store) unreadMessageIDs(ctx context.Context, agent string) (map[string]bool, error) {
-	res, err := s.ReadUnread(ctx, agent, storage.StreamChat, storage.ReadOptions{Peek: true, Match: fromOthers(agent)})
+	res, err := s.files.ReadUnread(ctx, agent, storage.StreamChat, storage.ReadOptions{Peek: true, Match: fromOthers(agent)})
 	if err != nil {
 		return nil, err
 	}
@@ -436,11 +436,11 @@ func scanDropped(f *os.File, path string, cut int64, chat bool) (lines int, thro
 // nothing, and doctor only skips checks of lines that are still there.
 // The caller holds the agent directory's lock.
 func (s *Store) recordHorizon(ctx context.Context, agent string, through time.Time) error {
-	path, err := s.CompactionPath(agent)
+	path, err := s.files.CompactionPath(agent)
 	if err != nil {
 		return err
 	}
-	_, err = storage.UpdateDocHeld(ctx, s.Files, path, storage.ModeFile, func(c *compaction, _ bool) error {
+	_, err = storage.UpdateDocHeld(ctx, s.files, path, storage.ModeFile, func(c *compaction, _ bool) error {
 		if through.After(c.ChatThrough) {
 			c.ChatThrough = through.UTC()
 		}
@@ -454,12 +454,12 @@ func (s *Store) recordHorizon(ctx context.Context, agent string, through time.Ti
 // log because compaction dropped it: it is not newer than the log's
 // horizon. Doctor's mirror check restores no such copy.
 func (s *Store) compactedAway(agent string, m Message) bool {
-	path, err := s.CompactionPath(agent)
+	path, err := s.files.CompactionPath(agent)
 	if err != nil {
 		return false
 	}
 	var c compaction
-	if err := s.ReadDoc(path, &c); err != nil || c.ChatThrough.IsZero() {
+	if err := s.files.ReadDoc(path, &c); err != nil || c.ChatThrough.IsZero() {
 		return false
 	}
 	t, err := time.Parse(time.RFC3339Nano, m.CreatedAt)
@@ -480,7 +480,7 @@ func (s *Store) translateCursors(ctx context.Context, cursorPath string, lr logR
 		}
 		return c
 	}
-	_, err := storage.UpdateDocHeld(ctx, s.Files, cursorPath, storage.ModeFile, func(cursors *storage.Cursors, exists bool) error {
+	_, err := storage.UpdateDocHeld(ctx, s.files, cursorPath, storage.ModeFile, func(cursors *storage.Cursors, exists bool) error {
 		if !exists {
 			return storage.ErrNoChange
 		}

@@ -1,7 +1,7 @@
 package fsstore
 
 import (
-	"aipm/fsstore/storage"
+	"aipm/fsstore/internal/storage"
 	"bytes"
 	"context"
 	"encoding/json"
@@ -64,15 +64,15 @@ func TestCompactKeepsWhatReadersNeed(t *testing.T) {
 	if _, _, err := s.Deliver(ctx, coder, 20); err != nil {
 		t.Fatal(err)
 	}
-	if err := s.Acknowledge(ctx, "coder", coder.ID); err != nil {
+	if err := s.files.Acknowledge(ctx, "coder", coder.ID); err != nil {
 		t.Fatal(err)
 	}
 	res, err := s.Compact(ctx, cfg, CompactOptions{})
 	if err != nil {
 		t.Fatal(err)
 	}
-	coderChat, _ := s.ChatPath("coder")
-	leadChat, _ := s.ChatPath("lead")
+	coderChat, _ := s.files.ChatPath("coder")
+	leadChat, _ := s.files.ChatPath("lead")
 	if got := logIDs(t, coderChat); strings.Join(got, " ") != strings.Join(ids[19:], " ") {
 		t.Fatalf("coder's chat kept %d lines %v, want the last one read and the 10 unread (%v)", len(got), got, ids[19:])
 	}
@@ -92,7 +92,7 @@ func TestCompactKeepsWhatReadersNeed(t *testing.T) {
 	if got, re := deliveredIDs(msgs); strings.Join(got, " ") != strings.Join(ids[20:], " ") || re != 0 {
 		t.Fatalf("after compaction the reader got %v (%d marked redelivered), want %v unmarked", got, re, ids[20:])
 	}
-	s.Acknowledge(ctx, "coder", coder.ID)
+	s.files.Acknowledge(ctx, "coder", coder.ID)
 	if _, err := s.Compact(ctx, cfg, CompactOptions{}); err != nil {
 		t.Fatal(err)
 	}
@@ -126,9 +126,9 @@ func TestCompactStaleCursorFindsItsPlace(t *testing.T) {
 	ids := sendN(t, s, cfg, 30)
 	a := Session{ID: "ses_a", Agent: "coder", Purpose: storage.PurposeChat}
 	s.Deliver(ctx, a, 10)
-	s.Acknowledge(ctx, "coder", a.ID)
+	s.files.Acknowledge(ctx, "coder", a.ID)
 	s.Deliver(ctx, a, 5) // a batch a never acknowledges: a dies
-	cursorPath, _ := s.ReadCursorPath("coder")
+	cursorPath, _ := s.files.ReadCursorPath("coder")
 	before, err := os.ReadFile(cursorPath)
 	if err != nil {
 		t.Fatal(err)
@@ -173,8 +173,8 @@ func TestCompactDryRun(t *testing.T) {
 	ctx := context.Background()
 	cfg.Retain.ChatLines = 2
 	sendN(t, s, cfg, 10)
-	s.ReadUnread(ctx, "coder", storage.StreamChat, storage.ReadOptions{})
-	chat, _ := s.ChatPath("coder")
+	s.files.ReadUnread(ctx, "coder", storage.StreamChat, storage.ReadOptions{})
+	chat, _ := s.files.ChatPath("coder")
 	before, _ := os.ReadFile(chat)
 	res, err := s.Compact(ctx, cfg, CompactOptions{DryRun: true})
 	if err != nil {
@@ -202,11 +202,11 @@ func TestCompactHorizonDoctor(t *testing.T) {
 		t.Fatal(err)
 	}
 	sendN(t, s, cfg, 6)
-	s.ReadUnread(ctx, "coder", storage.StreamChat, storage.ReadOptions{})
+	s.files.ReadUnread(ctx, "coder", storage.StreamChat, storage.ReadOptions{})
 	old := time.Now().Add(-2 * inFlight) // past doctor's in-flight window
 	// the copies are old: rewrite both files' times the same way
 	for _, agent := range []string{"lead", "coder"} {
-		p, _ := s.ChatPath(agent)
+		p, _ := s.files.ChatPath(agent)
 		d, _ := os.ReadFile(p)
 		d = agedLines(d, old)
 		os.WriteFile(p, d, storage.ModeFile)
@@ -229,7 +229,7 @@ func TestCompactHorizonDoctor(t *testing.T) {
 	if n := mirror(); n != 0 {
 		t.Fatalf("doctor reports %d one-sided messages after a compaction", n)
 	}
-	horizon, _ := s.CompactionPath("coder")
+	horizon, _ := s.files.CompactionPath("coder")
 	os.Remove(horizon)
 	if n := mirror(); n != 5 {
 		t.Fatalf("without the horizon doctor reports %d one-sided messages, want the 5 compacted from coder's log", n)
@@ -259,8 +259,8 @@ func agedLines(data []byte, at time.Time) []byte {
 // included.
 func writeNotification(t *testing.T, s *Store, agent string, n Notification) {
 	t.Helper()
-	path, _ := s.NotificationsPath(agent)
-	if err := s.AppendJSONL(context.Background(), path, n); err != nil {
+	path, _ := s.files.NotificationsPath(agent)
+	if err := s.files.AppendJSONL(context.Background(), path, n); err != nil {
 		t.Fatal(err)
 	}
 }
@@ -292,17 +292,17 @@ func TestNotificationExpiry(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	s.SetNotificationTTLs(cfg)
+	s.files.SetNotificationTTLs(cfg)
 	task := Session{ID: "ses_t", Agent: "coder", Purpose: storage.PurposeTask, CreatedAt: old.Add(-time.Hour)}
 	if u, _ := s.Interrupt(ctx, task); u.Count != 2 {
 		t.Fatalf("with info = never a task session counts %d, want 2", u.Count)
 	}
 	cfg, _ = storage.ParseConfig("config.toml", []byte("[notifications.ttl]\ninterrupt = \"1h\"\n"))
-	s.SetNotificationTTLs(cfg)
+	s.files.SetNotificationTTLs(cfg)
 	tk := Task{ID: storage.NewID(storage.PrefixTask), Title: "x", Assignee: "coder", Status: StatusInProgress, AipmStatus: StatusInProgress}
 	setStatus := func(status string) {
 		tk.Status, tk.AipmStatus = status, status
-		if err := s.WriteDoc(filepath.Join(s.CollectionDir(storage.Tasks), tk.ID+".json"), tk, storage.ModeFile); err != nil {
+		if err := s.files.WriteDoc(filepath.Join(s.files.CollectionDir(storage.Tasks), tk.ID+".json"), tk, storage.ModeFile); err != nil {
 			t.Fatal(err)
 		}
 	}
@@ -366,7 +366,7 @@ func TestCompactNotifications(t *testing.T) {
 	if _, err := s.Compact(ctx, cfg, CompactOptions{}); err != nil {
 		t.Fatal(err)
 	}
-	path, _ := s.NotificationsPath("coder")
+	path, _ := s.files.NotificationsPath("coder")
 	if got := logIDs(t, path); strings.Join(got, " ") != strings.Join(ids[2:], " ") {
 		t.Fatalf("nobody read: kept %v, want the two unexpired %v", got, ids[2:])
 	}
@@ -384,8 +384,8 @@ func TestCompactTornTailAndLeftovers(t *testing.T) {
 	ctx := context.Background()
 	cfg.Retain.ChatLines = 2
 	sendN(t, s, cfg, 6)
-	s.ReadUnread(ctx, "coder", storage.StreamChat, storage.ReadOptions{})
-	chat, _ := s.ChatPath("coder")
+	s.files.ReadUnread(ctx, "coder", storage.StreamChat, storage.ReadOptions{})
+	chat, _ := s.files.ChatPath("coder")
 	torn := []byte(`{"id":"msg_torn","senderId":"lead","cont`)
 	f, _ := os.OpenFile(chat, os.O_APPEND|os.O_WRONLY, 0)
 	f.Write(torn)
@@ -414,8 +414,8 @@ func TestCompactRollsGroupSendsForward(t *testing.T) {
 	old := time.Now().Add(-2 * inFlight).UTC().Format(timeFormat)
 	lost := Message{ID: storage.NewID(storage.PrefixMessage), SenderID: "alice", ReceiverIDs: []string{"bob", "carol"}, Content: "killed midway", CreatedAt: old}
 	for _, agent := range []string{"alice", "bob"} { // carol's copy was never written
-		path, _ := s.ChatPath(agent)
-		if err := s.AppendJSONL(ctx, path, lost); err != nil {
+		path, _ := s.files.ChatPath(agent)
+		if err := s.files.AppendJSONL(ctx, path, lost); err != nil {
 			t.Fatal(err)
 		}
 	}
@@ -453,7 +453,7 @@ func TestCompactKeepsUnreadReceipts(t *testing.T) {
 			t.Fatal(err)
 		}
 		ids = append(ids, m.ID)
-		s.WriteReceipt(ctx, "coder", storage.ReceiptSurfaced, "ses_x", "hook PostToolUse", []string{m.ID})
+		s.files.WriteReceipt(ctx, "coder", storage.ReceiptSurfaced, "ses_x", "hook PostToolUse", []string{m.ID})
 	}
 	before := time.Now().Add(time.Hour)
 	if u, _ := s.UnseenMessages(ctx, "coder", before); u.Count != 0 {
@@ -465,7 +465,7 @@ func TestCompactKeepsUnreadReceipts(t *testing.T) {
 	if u, _ := s.UnseenMessages(ctx, "coder", before); u.Count != 0 {
 		t.Fatalf("after compaction %d surfaced messages count as never seen", u.Count)
 	}
-	seen, _ := s.Receipts("coder")
+	seen, _ := s.files.Receipts("coder")
 	for _, id := range ids {
 		if seen[id].SurfacedAt.IsZero() {
 			t.Errorf("the receipt of %s, unread, was dropped", id)

@@ -1,7 +1,7 @@
 package fsstore
 
 import (
-	"aipm/fsstore/storage"
+	"aipm/fsstore/internal/storage"
 	"bufio"
 	"context"
 	"fmt"
@@ -29,7 +29,7 @@ func init() {
 func helperSendTo(h *helperProc) error {
 	from, list, _ := strings.Cut(h.arg, ":")
 	to := strings.Split(list, ",")
-	cfg, err := h.store.LoadConfig()
+	cfg, err := h.store.files.LoadConfig()
 	if err != nil {
 		return err
 	}
@@ -49,7 +49,7 @@ func helperSendTo(h *helperProc) error {
 // does) until the stop file exists, printing the bytes each run dropped.
 func helperCompact(h *helperProc) error {
 	stop := filepath.Join(h.dir, "stop")
-	cfg, err := h.store.LoadConfig()
+	cfg, err := h.store.files.LoadConfig()
 	if err != nil {
 		return err
 	}
@@ -101,7 +101,7 @@ func compactUnderLoad(t *testing.T, kill bool) {
 	}
 	senders, receivers := []string{"h1", "h2", "h3", "h4"}, []string{"r1", "r2", "r3"}
 	s := loadProject(t, senders, receivers)
-	run := &loadRun{t: t, dir: s.ProjectDir(), sent: map[string]string{}, got: map[string][]bool{}}
+	run := &loadRun{t: t, dir: s.files.ProjectDir(), sent: map[string]string{}, got: map[string][]bool{}}
 	compactor := run.startCompactor()
 	var sending, reading sync.WaitGroup
 	for _, from := range senders {
@@ -116,7 +116,7 @@ func compactUnderLoad(t *testing.T, kill bool) {
 		}()
 	}
 	sending.Wait()
-	os.WriteFile(filepath.Join(s.ProjectDir(), "stop"), nil, 0o644)
+	os.WriteFile(filepath.Join(s.files.ProjectDir(), "stop"), nil, 0o644)
 	done.Store(true)
 	reading.Wait()
 	if err := compactor(); err != nil {
@@ -143,7 +143,7 @@ func loadProject(t *testing.T, senders, receivers []string) *Store {
 			t.Fatal(err)
 		}
 	}
-	f, err := os.OpenFile(s.ConfigPath(), os.O_APPEND|os.O_WRONLY, 0)
+	f, err := os.OpenFile(s.files.ConfigPath(), os.O_APPEND|os.O_WRONLY, 0)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -253,7 +253,7 @@ func (run *loadRun) check(kill bool) (repeats int) {
 // logs hold the retention.
 func (run *loadRun) checkRetention(s *Store, receivers []string) {
 	t := run.t
-	cfg, err := s.LoadConfig()
+	cfg, err := s.files.LoadConfig()
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -261,7 +261,7 @@ func (run *loadRun) checkRetention(s *Store, receivers []string) {
 		t.Fatal(err)
 	}
 	for _, r := range receivers {
-		path, _ := s.ChatPath(r)
+		path, _ := s.files.ChatPath(r)
 		if n := len(logIDs(t, path)); n != 10 {
 			t.Errorf("%s's chat holds %d lines after compaction with everything read, want 10", r, n)
 		}

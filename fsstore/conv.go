@@ -1,7 +1,7 @@
 package fsstore
 
 import (
-	"aipm/fsstore/storage"
+	"aipm/fsstore/internal/storage"
 	"bytes"
 	"cmp"
 	"context"
@@ -297,7 +297,7 @@ func partyKey(parties []string) string {
 func (c *Conversation) key() string { return partyKey(c.Parties()) }
 
 func (s *Store) convIndexPath() string {
-	return filepath.Join(s.CollectionDir(storage.Conversations), "index.json")
+	return filepath.Join(s.files.CollectionDir(storage.Conversations), "index.json")
 }
 
 // readConvIndex reads the index; a missing or damaged one is rebuilt from
@@ -305,7 +305,7 @@ func (s *Store) convIndexPath() string {
 // and the next change writes it back.
 func (s *Store) readConvIndex() (convIndex, error) {
 	var idx convIndex
-	err := s.ReadDoc(s.convIndexPath(), &idx)
+	err := s.files.ReadDoc(s.convIndexPath(), &idx)
 	var le *storage.LineError
 	if errors.Is(err, storage.ErrNotFound) || errors.As(err, &le) {
 		return s.rebuildConvIndex()
@@ -319,7 +319,7 @@ func (s *Store) readConvIndex() (convIndex, error) {
 func (s *Store) rebuildConvIndex() (convIndex, error) {
 	idx := convIndex{Pairs: map[string][]string{}}
 	endedAt := map[string]time.Time{}
-	err := storage.EachDoc(s.Files, storage.Conversations, func(_ string, c Conversation) error {
+	err := storage.EachDoc(s.files, storage.Conversations, func(_ string, c Conversation) error {
 		k := c.key()
 		switch {
 		case !c.closed():
@@ -339,18 +339,18 @@ func (s *Store) writeConvIndex(idx convIndex) error {
 			delete(idx.Pairs, k)
 		}
 	}
-	return s.WriteDoc(s.convIndexPath(), idx, storage.ModeFile)
+	return s.files.WriteDoc(s.convIndexPath(), idx, storage.ModeFile)
 }
 
 // readConversation reads one document; a malformed or unknown id is
 // conversation_not_found.
 func (s *Store) readConversation(id string) (Conversation, string, error) {
-	path, err := s.DocPath(storage.Conversations, id)
+	path, err := s.files.DocPath(storage.Conversations, id)
 	if err != nil {
 		return Conversation{}, "", storage.CodeErr(storage.CodeConversationNotFound, "%v", err)
 	}
 	var c Conversation
-	if err := s.ReadDoc(path, &c); err != nil {
+	if err := s.files.ReadDoc(path, &c); err != nil {
 		if errors.Is(err, storage.ErrNotFound) {
 			return Conversation{}, path, storage.CodeErr(storage.CodeConversationNotFound, "conversation %s does not exist: check the id (get_next_action and send_message responses carry it)", id)
 		}
@@ -365,7 +365,7 @@ func (s *Store) readConversation(id string) (Conversation, string, error) {
 // a conversation that is closed leaves the index in the same critical
 // section. Every change of a conversation goes through here.
 func (s *Store) updateConversation(ctx context.Context, cfg *storage.Config, id string, fn func(c *Conversation, now time.Time) error) (Conversation, error) {
-	unlock, err := s.LockDir(ctx, s.CollectionDir(storage.Conversations))
+	unlock, err := s.files.LockDir(ctx, s.files.CollectionDir(storage.Conversations))
 	if err != nil {
 		return Conversation{}, err
 	}
@@ -396,7 +396,7 @@ func (s *Store) updateConversationLocked(cfg *storage.Config, id string, fn func
 }
 
 func (s *Store) writeConversationLocked(path string, c Conversation) error {
-	if err := s.WriteDoc(path, c, storage.ModeFile); err != nil {
+	if err := s.files.WriteDoc(path, c, storage.ModeFile); err != nil {
 		return err
 	}
 	if !c.closed() {
@@ -554,7 +554,7 @@ func (s *Store) checkConversationParties(cfg *storage.Config, from, to string) e
 }
 
 func (s *Store) createConversation(ctx context.Context, cfg *storage.Config, c *Conversation) error {
-	unlock, err := s.LockDir(ctx, s.CollectionDir(storage.Conversations))
+	unlock, err := s.files.LockDir(ctx, s.files.CollectionDir(storage.Conversations))
 	if err != nil {
 		return err
 	}
@@ -608,8 +608,8 @@ func (s *Store) createConversation(ctx context.Context, cfg *storage.Config, c *
 	if err := s.writeConvIndex(idx); err != nil {
 		return err
 	}
-	path, _ := s.DocPath(storage.Conversations, c.ID)
-	return s.WriteDoc(path, c, storage.ModeFile)
+	path, _ := s.files.DocPath(storage.Conversations, c.ID)
+	return s.files.WriteDoc(path, c, storage.ModeFile)
 }
 
 // conversationsOf returns agent's conversations that are not closed, oldest
@@ -839,7 +839,7 @@ func (s *Store) conversation(ctx context.Context, cfg *storage.Config, id string
 	if d := c.Deadline(cfg); !d.IsZero() && !time.Now().Before(d) {
 		c, err = s.updateConversation(ctx, cfg, id, func(*Conversation, time.Time) error { return storage.ErrNoChange })
 	}
-	return c.served(s.Rel(path)), err
+	return c.served(s.files.Rel(path)), err
 }
 
 // List returns the conversations not yet closed (from the
@@ -848,11 +848,11 @@ func (cb ConversationBook) List(ctx context.Context, cfg *storage.Config, all bo
 	s := cb.s
 	var ids []string
 	if all {
-		if err := storage.EachDoc(s.Files, storage.Conversations, func(_ string, c Conversation) error { ids = append(ids, c.ID); return nil }); err != nil {
+		if err := storage.EachDoc(s.files, storage.Conversations, func(_ string, c Conversation) error { ids = append(ids, c.ID); return nil }); err != nil {
 			return nil, err
 		}
 	} else {
-		if _, err := os.Stat(s.CollectionDir(storage.Conversations)); errors.Is(err, os.ErrNotExist) {
+		if _, err := os.Stat(s.files.CollectionDir(storage.Conversations)); errors.Is(err, os.ErrNotExist) {
 			return nil, nil
 		}
 		idx, err := s.readConvIndex()
@@ -887,7 +887,7 @@ func (cb ConversationBook) List(ctx context.Context, cfg *storage.Config, all bo
 func (cb ConversationBook) Of(ctx context.Context, cfg *storage.Config, agent string, limit int) ([]Conversation, bool, error) {
 	s := cb.s
 	var mine []Conversation
-	err := storage.EachDoc(s.Files, storage.Conversations, func(_ string, c Conversation) error {
+	err := storage.EachDoc(s.files, storage.Conversations, func(_ string, c Conversation) error {
 		if c.hasParty(agent) {
 			mine = append(mine, c)
 		}
@@ -941,7 +941,7 @@ func (cb ConversationBook) Log(ctx context.Context, cfg *storage.Config, id stri
 
 // conversationLog reads the messages of c from agent's chat log.
 func (s *Store) conversationLog(c Conversation, agent string, limit int) ([]Message, bool, error) {
-	path, err := s.ChatPath(agent)
+	path, err := s.files.ChatPath(agent)
 	if err != nil {
 		return nil, false, err
 	}
@@ -957,7 +957,7 @@ func (s *Store) conversationLog(c Conversation, agent string, limit int) ([]Mess
 		}
 		var m Message
 		if json.Unmarshal(r.Data, &m) == nil && m.ConversationID == c.ID {
-			out = append(out, m.served(lineOf(s.Rel(path), r.Line)))
+			out = append(out, m.served(lineOf(s.files.Rel(path), r.Line)))
 		}
 	}
 	more := limit > 0 && len(out) > limit

@@ -6,8 +6,8 @@ import (
 	"slices"
 	"time"
 
-	"aipm/fsstore/lockedfile"
-	"aipm/fsstore/storage"
+	"aipm/fsstore/internal/storage"
+	"aipm/internal/lockedfile"
 )
 
 // keptConvIndex is readConvIndex for conversationsOf, which takes no lock
@@ -28,7 +28,7 @@ func (s *Store) keptConvIndex() (convIndex, error) {
 		}
 	}
 	var idx convIndex
-	err := s.ReadDoc(path, &idx)
+	err := s.files.ReadDoc(path, &idx)
 	var le *storage.LineError
 	switch {
 	case errors.Is(err, storage.ErrNotFound):
@@ -57,7 +57,7 @@ func (s *Store) convIndexStamps(path string) ([]lockedfile.Stamp, bool) {
 	if ix != (lockedfile.Stamp{}) {
 		return []lockedfile.Stamp{ix}, true
 	}
-	dir, err := lockedfile.StampPath(s.CollectionDir(storage.Conversations))
+	dir, err := lockedfile.StampPath(s.files.CollectionDir(storage.Conversations))
 	if err != nil {
 		return nil, false
 	}

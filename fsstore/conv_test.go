@@ -1,7 +1,7 @@
 package fsstore
 
 import (
-	"aipm/fsstore/storage"
+	"aipm/fsstore/internal/storage"
 	"bufio"
 	"context"
 	"errors"
@@ -23,7 +23,7 @@ func newConvStore(t *testing.T) (*Store, *storage.Config) {
 			t.Fatal(err)
 		}
 	}
-	cfg, err := s.LoadConfig()
+	cfg, err := s.files.LoadConfig()
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -122,7 +122,7 @@ func TestStartConversationRaceProcesses(t *testing.T) {
 	ctx := context.Background()
 	var outs []*bufio.Scanner
 	for _, pair := range []string{"a:b", "b:a"} {
-		cmd := helper(t, "start-conversation", s.ProjectDir(), pair, strconv.Itoa(rounds))
+		cmd := helper(t, "start-conversation", s.files.ProjectDir(), pair, strconv.Itoa(rounds))
 		stdout, err := cmd.StdoutPipe()
 		if err != nil {
 			t.Fatal(err)
@@ -134,7 +134,7 @@ func TestStartConversationRaceProcesses(t *testing.T) {
 		outs = append(outs, bufio.NewScanner(stdout))
 	}
 	for i := 0; i < rounds; i++ {
-		if err := os.WriteFile(filepath.Join(s.ProjectDir(), fmt.Sprintf("go-%d", i)), nil, 0o644); err != nil {
+		if err := os.WriteFile(filepath.Join(s.files.ProjectDir(), fmt.Sprintf("go-%d", i)), nil, 0o644); err != nil {
 			t.Fatal(err)
 		}
 		var started []string
@@ -168,7 +168,7 @@ func TestStartConversationRaceProcesses(t *testing.T) {
 // ends, with the index in place, gone, or damaged.
 func TestConversationIndexKept(t *testing.T) {
 	s, cfg := newConvStore(t)
-	other, err := Open(s.ProjectDir())
+	other, err := Open(s.files.ProjectDir())
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -1,7 +1,7 @@
 package fsstore
 
 import (
-	"aipm/fsstore/storage"
+	"aipm/fsstore/internal/storage"
 	"cmp"
 	"context"
 	"errors"
@@ -100,8 +100,8 @@ func (db DelegationBook) Create(ctx context.Context, cfg *storage.Config, in New
 		Purpose: in.Purpose, Context: in.Context, Status: DlgPending, CreatedAt: now,
 		History: []Transition{{State: DlgPending, At: now, By: in.Agent}},
 	}
-	path, _ := s.DocPath(storage.Delegations, d.ID)
-	_, err := storage.UpdateDoc(ctx, s.Files, path, storage.ModeFile, func(doc *Delegation, exists bool) error {
+	path, _ := s.files.DocPath(storage.Delegations, d.ID)
+	_, err := storage.UpdateDoc(ctx, s.files, path, storage.ModeFile, func(doc *Delegation, exists bool) error {
 		if exists {
 			return fmt.Errorf("delegation %s: %w", d.ID, storage.ErrExists)
 		}
@@ -114,18 +114,18 @@ func (db DelegationBook) Create(ctx context.Context, cfg *storage.Config, in New
 // delegation reads one delegation; a malformed or unknown id is
 // delegation_not_found.
 func (s *Store) delegation(id string) (Delegation, error) {
-	path, err := s.DocPath(storage.Delegations, id)
+	path, err := s.files.DocPath(storage.Delegations, id)
 	if err != nil {
 		return Delegation{}, storage.CodeErr(storage.CodeDelegationNotFound, "%v", err)
 	}
 	var d Delegation
-	if err := s.ReadDoc(path, &d); err != nil {
+	if err := s.files.ReadDoc(path, &d); err != nil {
 		if errors.Is(err, storage.ErrNotFound) {
 			return Delegation{}, storage.CodeErr(storage.CodeDelegationNotFound, "delegation %s does not exist: check the id (process_delegation and pending_delegations carry it)", id)
 		}
 		return Delegation{}, err
 	}
-	return d.served(s.Rel(path)), nil
+	return d.served(s.files.Rel(path)), nil
 }
 
 // DelegationFilter selects delegations; empty fields match everything.
@@ -148,9 +148,9 @@ func (f DelegationFilter) match(d Delegation) bool {
 func (db DelegationBook) List(f DelegationFilter) ([]Delegation, error) {
 	s := db.s
 	var out []Delegation
-	err := storage.EachDoc(s.Files, storage.Delegations, func(path string, d Delegation) error {
+	err := storage.EachDoc(s.files, storage.Delegations, func(path string, d Delegation) error {
 		if f.match(d) {
-			out = append(out, d.served(s.Rel(path)))
+			out = append(out, d.served(s.files.Rel(path)))
 		}
 		return nil
 	})
@@ -250,8 +250,8 @@ func (s *Store) updateDelegation(ctx context.Context, id string, fn func(d *Dele
 	if _, err := s.delegation(id); err != nil {
 		return Delegation{}, err
 	}
-	path, _ := s.DocPath(storage.Delegations, id)
-	return storage.UpdateDoc(ctx, s.Files, path, storage.ModeFile, func(d *Delegation, exists bool) error {
+	path, _ := s.files.DocPath(storage.Delegations, id)
+	return storage.UpdateDoc(ctx, s.files, path, storage.ModeFile, func(d *Delegation, exists bool) error {
 		if !exists {
 			return storage.CodeErr(storage.CodeDelegationNotFound, "delegation %s does not exist", id)
 		}
@@ -387,7 +387,7 @@ func (db DelegationBook) TaskConversations(ctx context.Context, cfg *storage.Con
 	}
 	out.Delegations = append(out.Delegations, ds...)
 	var ids []string
-	if err := storage.EachDoc(s.Files, storage.Conversations, func(_ string, c Conversation) error {
+	if err := storage.EachDoc(s.files, storage.Conversations, func(_ string, c Conversation) error {
 		if slices.Contains(out.TaskIDs, c.TaskID) {
 			ids = append(ids, c.ID)
 		}

@@ -3,9 +3,9 @@
 // and a chat marker are and may do, each rule in one place, called by the MCP
 // tools, the CLI, the watcher, the hooks and the board alike.
 //
-// It stores through the layer beneath it, fsstore/storage (the layout, ids,
+// It stores through the layer beneath it, fsstore/internal/storage (the layout, ids,
 // errors, the config, documents, logs, cursors: no rule), which in turn uses
-// the file mechanics of fsstore/lockedfile. Files are grouped by what they
+// the file mechanics of internal/lockedfile. Files are grouped by what they
 // are about: agent_, task_, chat_, conv_, delegation, notice_, marker_,
 // session_, watch_ (the watcher's runs and triggers), doctor_, compact.
 // The invariants the two layers keep together:

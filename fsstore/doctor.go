@@ -13,8 +13,8 @@ import (
 	"strings"
 	"time"
 
-	"aipm/fsstore/lockedfile"
-	"aipm/fsstore/storage"
+	"aipm/fsstore/internal/storage"
+	"aipm/internal/lockedfile"
 )
 
 // quarantinedLine is one line that repair moved aside, with where it was.
@@ -30,11 +30,11 @@ type quarantinedLine struct {
 // configProblems is what is wrong with config.toml and the passkeys it
 // implies.
 func (s *Store) configProblems() []storage.Problem {
-	rel := s.Rel(s.ConfigPath())
-	cfg, err := s.LoadConfig()
+	rel := s.files.Rel(s.files.ConfigPath())
+	cfg, err := s.files.LoadConfig()
 	if err != nil {
 		errs := []error{err}
-		if data, rerr := lockedfile.ReadFile(s.ConfigPath()); rerr == nil {
+		if data, rerr := lockedfile.ReadFile(s.files.ConfigPath()); rerr == nil {
 			if _, all := storage.CheckConfig(rel, data); len(all) > 0 {
 				errs = all // every error at once, not the first alone
 			}
@@ -65,12 +65,12 @@ func configErrorProblems(rel string, errs []error) []storage.Problem {
 // checkDir is doctor's look at a directory: quarantine/ and logs/ are
 // skipped, and a directory under agents/ must be named by an agent id.
 func (s *Store) checkDir(path, name string) ([]storage.Problem, error) {
-	if path != s.Root() && (name == "quarantine" || name == "logs") {
+	if path != s.files.Root() && (name == "quarantine" || name == "logs") {
 		return nil, fs.SkipDir
 	}
-	if filepath.Dir(path) == s.AgentsDir() {
+	if filepath.Dir(path) == s.files.AgentsDir() {
 		if err := storage.CheckAgentID(name); err != nil {
-			return []storage.Problem{{Path: s.Rel(path), Reason: "directory name is not an agent id: " + err.Error()}}, fs.SkipDir
+			return []storage.Problem{{Path: s.files.Rel(path), Reason: "directory name is not an agent id: " + err.Error()}}, fs.SkipDir
 		}
 	}
 	return nil, nil
@@ -79,7 +79,7 @@ func (s *Store) checkDir(path, name string) ([]storage.Problem, error) {
 // checkFile is doctor's look at one file: a stale temp file, a JSONL log,
 // or a JSON document and its schema.
 func (s *Store) checkFile(ctx context.Context, path string, d fs.DirEntry, repair bool) ([]storage.Problem, error) {
-	rel, name := s.Rel(path), d.Name()
+	rel, name := s.files.Rel(path), d.Name()
 	switch {
 	case strings.HasPrefix(name, ".") && strings.Contains(name, ".tmp-"):
 		if !isStale(d) {
@@ -101,7 +101,7 @@ func (s *Store) checkFile(ctx context.Context, path string, d fs.DirEntry, repai
 // checkJSONDoc checks that a JSON document parses and, where its place
 // says what it is, that it holds what that kind of document must.
 func (s *Store) checkJSONDoc(path string) []storage.Problem {
-	rel := s.Rel(path)
+	rel := s.files.Rel(path)
 	data, err := lockedfile.ReadFile(path)
 	if err != nil {
 		return []storage.Problem{{Path: rel, Reason: fmt.Sprintf("read %s: %v", rel, err)}}
@@ -132,15 +132,15 @@ func (s *Store) checkJSONDoc(path string) []storage.Problem {
 // what they should say. On a network filesystem it reports that first and
 // repairs nothing (another host may be writing the lines it would move).
 func (s *Store) Doctor(ctx context.Context, repair bool) ([]storage.Problem, error) {
-	problems, remote := s.FilesystemProblems()
+	problems, remote := s.files.FilesystemProblems()
 	repair = repair && !remote
 	problems = append(problems, s.configProblems()...)
-	err := filepath.WalkDir(s.Root(), func(path string, d fs.DirEntry, err error) error {
+	err := filepath.WalkDir(s.files.Root(), func(path string, d fs.DirEntry, err error) error {
 		if err != nil {
-			problems = append(problems, storage.Problem{Path: s.Rel(path), Reason: err.Error()})
+			problems = append(problems, storage.Problem{Path: s.files.Rel(path), Reason: err.Error()})
 			return nil
 		}
-		if p := notRegular(s.Rel(path), d); p != nil {
+		if p := notRegular(s.files.Rel(path), d); p != nil {
 			problems = append(problems, *p)
 			return nil
 		}
@@ -200,7 +200,7 @@ func isStale(d fs.DirEntry) bool {
 // with repair moves them to quarantine. It reads under the file's own lock,
 // so a tail it sees is not a write in progress.
 func (s *Store) checkJSONL(ctx context.Context, path string, repair bool) ([]storage.Problem, error) {
-	rel := s.Rel(path)
+	rel := s.files.Rel(path)
 	data, held, err := lockedfile.ReadLocked(ctx, path, storage.ModeFile)
 	if err != nil {
 		return nil, fmt.Errorf("read %s: %w", rel, err)
@@ -213,7 +213,7 @@ func (s *Store) checkJSONL(ctx context.Context, path string, repair bool) ([]sto
 // at path, read as data from the inode held, and with repair moves them
 // to quarantine.
 func (s *Store) quarantineBad(ctx context.Context, path string, held os.FileInfo, data []byte, repair bool) ([]storage.Problem, error) {
-	rel := s.Rel(path)
+	rel := s.files.Rel(path)
 	validate := lockedfile.InvalidLine
 	switch filepath.Base(path) {
 	case "chat.jsonl":
@@ -244,10 +244,10 @@ func (s *Store) quarantineBad(ctx context.Context, path string, held os.FileInfo
 		qbuf.Write(line)
 		qbuf.WriteByte('\n')
 	}
-	if err := s.MkdirAll(s.QuarantineDir()); err != nil {
+	if err := s.files.MkdirAll(s.files.QuarantineDir()); err != nil {
 		return problems, fmt.Errorf("quarantine: %w", err)
 	}
-	if err := storage.WriteFileAtomic(filepath.Join(s.QuarantineDir(), qname), qbuf.Bytes(), storage.ModeFile, true); err != nil {
+	if err := storage.WriteFileAtomic(filepath.Join(s.files.QuarantineDir(), qname), qbuf.Bytes(), storage.ModeFile, true); err != nil {
 		return problems, fmt.Errorf("quarantine %s: %w", rel, err)
 	}
 	switch err := lockedfile.RewriteKeeping(ctx, path, held, data, keep, true); {

@@ -1,7 +1,7 @@
 package fsstore
 
 import (
-	"aipm/fsstore/storage"
+	"aipm/fsstore/internal/storage"
 	"context"
 	"encoding/json"
 	"fmt"
@@ -93,7 +93,7 @@ func (s *Store) checkTwoParty(ctx context.Context, repair bool, cs *chatCopies) 
 func (s *Store) checkGroups(ctx context.Context, repair bool, cs *chatCopies) []storage.Problem {
 	var problems []storage.Problem
 	now := time.Now()
-	cfg, _ := s.LoadConfig() // nil when broken: the config check reports it
+	cfg, _ := s.files.LoadConfig() // nil when broken: the config check reports it
 	configured := func(a string) bool {
 		if cfg == nil {
 			return false
@@ -158,12 +158,12 @@ type chatCopies struct {
 // chatCopies reads every agent's chat log (nil without agents/); invalid
 // lines are left to the line check.
 func (s *Store) chatCopies() (*chatCopies, error) {
-	entries, err := os.ReadDir(s.AgentsDir())
+	entries, err := os.ReadDir(s.files.AgentsDir())
 	if os.IsNotExist(err) {
 		return nil, nil
 	}
 	if err != nil {
-		return nil, fmt.Errorf("read %s: %w", s.Rel(s.AgentsDir()), err)
+		return nil, fmt.Errorf("read %s: %w", s.files.Rel(s.files.AgentsDir()), err)
 	}
 	cs := &chatCopies{agents: map[string]bool{}, inbound: map[string]copyOf{}, outbound: map[string]copyOf{}, group: map[string]*groupCopies{}}
 	for _, e := range entries {
@@ -171,10 +171,10 @@ func (s *Store) chatCopies() (*chatCopies, error) {
 			continue
 		}
 		cs.agents[e.Name()] = true
-		path, _ := s.ChatPath(e.Name())
+		path, _ := s.files.ChatPath(e.Name())
 		recs, _, _, err := storage.ReadAll(path)
 		if err != nil {
-			return nil, fmt.Errorf("read %s: %w", s.Rel(path), err)
+			return nil, fmt.Errorf("read %s: %w", s.files.Rel(path), err)
 		}
 		for _, r := range recs {
 			m, err := decodeMessage(r.Data)
@@ -198,16 +198,16 @@ func (s *Store) chatCopies() (*chatCopies, error) {
 // restoreCopy reports a one-sided message and, with repair, appends the
 // missing copy to to's chat log unless its id is there already.
 func (s *Store) restoreCopy(ctx context.Context, repair bool, have copyOf, to string, missing Message, what string) storage.Problem {
-	dst, _ := s.ChatPath(to)
-	src, _ := s.ChatPath(have.agent)
-	p := storage.Problem{Path: s.Rel(src), Line: have.line, Reason: fmt.Sprintf("message %s is missing from %s (%s)", missing.ID, s.Rel(dst), what)}
+	dst, _ := s.files.ChatPath(to)
+	src, _ := s.files.ChatPath(have.agent)
+	p := storage.Problem{Path: s.files.Rel(src), Line: have.line, Reason: fmt.Sprintf("message %s is missing from %s (%s)", missing.ID, s.files.Rel(dst), what)}
 	if !repair {
 		return p
 	}
 	line, err := json.Marshal(missing)
 	if err == nil {
 		id, _ := json.Marshal(missing.ID)
-		err = s.AppendUnless(ctx, dst, line, []byte(`"id":`+string(id)))
+		err = s.files.AppendUnless(ctx, dst, line, []byte(`"id":`+string(id)))
 	}
 	if err != nil {
 		p.Reason += fmt.Sprintf(": could not restore it: %v", err)

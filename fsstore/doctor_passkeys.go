@@ -1,7 +1,7 @@
 package fsstore
 
 import (
-	"aipm/fsstore/storage"
+	"aipm/fsstore/internal/storage"
 	"errors"
 	"fmt"
 	"os"
@@ -19,21 +19,21 @@ func (s *Store) passkeyProblems(cfg *storage.Config) []storage.Problem {
 		if a.Type != storage.AgentAI {
 			continue
 		}
-		path, err := s.PasskeyPath(a.ID)
+		path, err := s.files.PasskeyPath(a.ID)
 		if err != nil {
 			continue // the config check reports a bad id
 		}
 		if _, err := os.Stat(path); errors.Is(err, os.ErrNotExist) {
-			out = append(out, storage.Problem{Path: s.Rel(path), Reason: fmt.Sprintf(
+			out = append(out, storage.Problem{Path: s.files.Rel(path), Reason: fmt.Sprintf(
 				"AI agent %q has no passkey and cannot authenticate (passkeys are not kept in git): run aipm agent passkey %s", a.ID, a.ID)})
 			continue
 		}
 		if len(a.Command) == 0 {
 			continue
 		}
-		if cred, err := s.CredentialPath(a.ID); err == nil {
+		if cred, err := s.files.CredentialPath(a.ID); err == nil {
 			if _, err := os.Stat(cred); errors.Is(err, os.ErrNotExist) {
-				out = append(out, storage.Problem{Path: s.Rel(cred), Reason: fmt.Sprintf(
+				out = append(out, storage.Problem{Path: s.files.Rel(cred), Reason: fmt.Sprintf(
 					"AI agent %q has a command but no saved passkey, so aipm watch cannot start it and its work waits: run aipm agent passkey %s --save", a.ID, a.ID)})
 			}
 		}

@@ -9,8 +9,8 @@ import (
 	"slices"
 	"strings"
 
-	"aipm/fsstore/lockedfile"
-	"aipm/fsstore/storage"
+	"aipm/fsstore/internal/storage"
+	"aipm/internal/lockedfile"
 )
 
 // schemaOf returns the meaning check of a document by where it lives, or
@@ -19,11 +19,11 @@ import (
 func (s *Store) schemaOf(path string) func(data []byte) [][2]string {
 	dir, name := filepath.Dir(path), filepath.Base(path)
 	switch {
-	case dir == s.CollectionDir(storage.Tasks) && strings.HasSuffix(name, ".json"):
+	case dir == s.files.CollectionDir(storage.Tasks) && strings.HasSuffix(name, ".json"):
 		return func(data []byte) [][2]string { return checkTaskDoc(strings.TrimSuffix(name, ".json"), data) }
-	case dir == s.CollectionDir(storage.Sessions) && strings.HasSuffix(name, ".json"):
+	case dir == s.files.CollectionDir(storage.Sessions) && strings.HasSuffix(name, ".json"):
 		return func(data []byte) [][2]string { return checkSessionDoc(strings.TrimSuffix(name, ".json"), data) }
-	case filepath.Dir(dir) == s.AgentsDir() && name == "read.json":
+	case filepath.Dir(dir) == s.files.AgentsDir() && name == "read.json":
 		return checkCursorsDoc
 	}
 	return nil

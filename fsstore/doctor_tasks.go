@@ -1,7 +1,7 @@
 package fsstore
 
 import (
-	"aipm/fsstore/storage"
+	"aipm/fsstore/internal/storage"
 	"fmt"
 )
 
@@ -15,12 +15,12 @@ func (s *Store) taskRuleProblems() ([]storage.Problem, error) {
 	if err != nil {
 		return nil, err
 	}
-	cfg, cfgErr := s.LoadConfig()
+	cfg, cfgErr := s.files.LoadConfig()
 	var problems []storage.Problem
 	for _, t := range tasks {
-		path, _ := s.DocPath(storage.Tasks, t.ID)
+		path, _ := s.files.DocPath(storage.Tasks, t.ID)
 		if why := t.illegalEdit(); why != "" {
-			problems = append(problems, storage.Problem{Path: s.Rel(path), Reason: why})
+			problems = append(problems, storage.Problem{Path: s.files.Rel(path), Reason: why})
 		}
 		if cfgErr != nil || t.Assignee == "" || !StatusOpen(t.Status) || storage.CheckAgentID(t.Assignee) != nil {
 			continue // a bad id is the schema check's
@@ -30,7 +30,7 @@ func (s *Store) taskRuleProblems() ([]storage.Problem, error) {
 			if t.Status == StatusInProgress {
 				fix = fmt.Sprintf("stop it with aipm task status %s todo, then assign it with aipm task assign %s AGENT", t.ID, t.ID)
 			}
-			problems = append(problems, storage.Problem{Path: s.Rel(path), Reason: fmt.Sprintf("the task is %s and assigned to %q, who is not an agent of this project (not in config.toml): nobody will work on it; %s", t.Status, t.Assignee, fix)})
+			problems = append(problems, storage.Problem{Path: s.files.Rel(path), Reason: fmt.Sprintf("the task is %s and assigned to %q, who is not an agent of this project (not in config.toml): nobody will work on it; %s", t.Status, t.Assignee, fix)})
 		}
 	}
 	return problems, nil

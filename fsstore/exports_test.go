@@ -19,7 +19,7 @@ import (
 // tests included; a name only its own package uses is unexported.
 func TestExportsUsedOutside(t *testing.T) {
 	testenv.SkipIfShort(t, "loads and type-checks the whole module")
-	checked := []string{"aipm/fsstore", "aipm/fsstore/storage"}
+	checked := []string{"aipm/fsstore", "aipm/fsstore/internal/storage"}
 	cfg := &packages.Config{Dir: "..", Tests: true, Mode: packages.NeedName | packages.NeedFiles | packages.NeedSyntax | packages.NeedTypes | packages.NeedTypesInfo | packages.NeedImports | packages.NeedDeps}
 	pkgs, err := packages.Load(cfg, "./...")
 	if err != nil {

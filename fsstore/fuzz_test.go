@@ -9,8 +9,8 @@ import (
 	"testing"
 	"unicode/utf8"
 
-	"aipm/fsstore/lockedfile"
-	"aipm/fsstore/storage"
+	"aipm/fsstore/internal/storage"
+	"aipm/internal/lockedfile"
 )
 
 // The fuzz targets of the attack suite (docs/operations.md): every parser
@@ -121,9 +121,9 @@ func FuzzPasskeyFile(f *testing.F) {
 	if err != nil {
 		f.Fatal(err)
 	}
-	record, _ := s.PasskeyPath("coder")
+	record, _ := s.files.PasskeyPath("coder")
 	keyFile := filepath.Join(f.TempDir(), "passkey")
-	if err := s.MkdirAll(filepath.Dir(record)); err != nil {
+	if err := s.files.MkdirAll(filepath.Dir(record)); err != nil {
 		f.Fatal(err)
 	}
 	f.Fuzz(func(t *testing.T, doc []byte, file string) {

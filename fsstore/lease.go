@@ -11,7 +11,7 @@ import (
 	"strings"
 	"time"
 
-	"aipm/fsstore/storage"
+	"aipm/fsstore/internal/storage"
 )
 
 // A Lease is an agent's or a human's claim on paths of the project (DESIGN
@@ -153,7 +153,7 @@ func (s *Store) TakeLease(ctx context.Context, cfg *storage.Config, req LeaseReq
 	if err := s.ignoreLeases(); err != nil {
 		return Lease{}, err
 	}
-	_, err = storage.UpdateDoc(ctx, s.Files, s.LeasesPath(), storage.ModeFile, func(doc *leasesDoc, _ bool) error {
+	_, err = storage.UpdateDoc(ctx, s.files, s.files.LeasesPath(), storage.ModeFile, func(doc *leasesDoc, _ bool) error {
 		s.dropDeadLeases(doc, l.CreatedAt)
 		for _, m := range doc.Leases {
 			if path, against, ok := m.Conflicts(l); ok {
@@ -191,14 +191,14 @@ func (s *Store) TakeLease(ctx context.Context, cfg *storage.Config, req LeaseReq
 // project made before leases has no line for it in .ai-pm/.gitignore, and
 // a lease file a checkout rewrites would take or end leases behind aipm.
 func (s *Store) ignoreLeases() error {
-	path := filepath.Join(filepath.Dir(s.LeasesPath()), ".gitignore")
+	path := filepath.Join(filepath.Dir(s.files.LeasesPath()), ".gitignore")
 	if _, err := os.Lstat(path); err == nil {
 		return nil
 	}
-	if err := s.Files.MkdirAll(filepath.Dir(path)); err != nil { // no link followed
+	if err := s.files.MkdirAll(filepath.Dir(path)); err != nil { // no link followed
 		return fmt.Errorf("keep leases out of git: %w", err)
 	}
-	if err := storage.WriteFileAtomic(path, []byte("# Leases are runtime state: keep them out of git.\n*\n"), storage.ModeFile, s.Durable.Load()); err != nil {
+	if err := storage.WriteFileAtomic(path, []byte("# Leases are runtime state: keep them out of git.\n*\n"), storage.ModeFile, s.files.Durable.Load()); err != nil {
 		return fmt.Errorf("keep leases out of git: %w", err)
 	}
 	return nil
@@ -285,7 +285,7 @@ func (s *Store) endLeases(ctx context.Context, holder string, paths []string) ([
 		return nil, err
 	}
 	var ended []Lease
-	_, err = storage.UpdateDoc(ctx, s.Files, s.LeasesPath(), storage.ModeFile, func(doc *leasesDoc, _ bool) error {
+	_, err = storage.UpdateDoc(ctx, s.files, s.files.LeasesPath(), storage.ModeFile, func(doc *leasesDoc, _ bool) error {
 		ended = nil
 		s.dropDeadLeases(doc, time.Now())
 		doc.Leases = slices.DeleteFunc(doc.Leases, func(l Lease) bool {
@@ -344,7 +344,7 @@ func (s *Store) BreakLease(ctx context.Context, by, id, reason string) (Lease, e
 		return Lease{}, err
 	}
 	var broken Lease
-	_, err := storage.UpdateDoc(ctx, s.Files, s.LeasesPath(), storage.ModeFile, func(doc *leasesDoc, _ bool) error {
+	_, err := storage.UpdateDoc(ctx, s.files, s.files.LeasesPath(), storage.ModeFile, func(doc *leasesDoc, _ bool) error {
 		s.dropDeadLeases(doc, time.Now())
 		i := slices.IndexFunc(doc.Leases, func(l Lease) bool { return l.ID == id })
 		if i < 0 {
@@ -386,7 +386,7 @@ func (s *Store) tellBroken(ctx context.Context, by, reason string, broken []Leas
 // Leases returns the live leases, oldest first. It takes no lock.
 func (s *Store) Leases() ([]Lease, error) {
 	var doc leasesDoc
-	if err := s.ReadDoc(s.LeasesPath(), &doc); err != nil && !errors.Is(err, storage.ErrNotFound) {
+	if err := s.files.ReadDoc(s.files.LeasesPath(), &doc); err != nil && !errors.Is(err, storage.ErrNotFound) {
 		return nil, err
 	}
 	s.dropDeadLeases(&doc, time.Now())

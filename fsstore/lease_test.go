@@ -15,7 +15,7 @@ import (
 	"testing"
 	"time"
 
-	"aipm/fsstore/storage"
+	"aipm/fsstore/internal/storage"
 )
 
 func init() { helperRoles["take-leases"] = helperTakeLeases }
@@ -24,7 +24,7 @@ func init() { helperRoles["take-leases"] = helperTakeLeases }
 // tries n exclusive leases race/0 to race/(n-1), printing "won I" or
 // "lost I" for each.
 func helperTakeLeases(h *helperProc) error {
-	cfg, err := h.store.LoadConfig()
+	cfg, err := h.store.files.LoadConfig()
 	if err != nil {
 		return err
 	}
@@ -59,7 +59,7 @@ func TestTakeLeaseRace(t *testing.T) {
 	var gos []io.WriteCloser
 	for p := range procs {
 		holder := "h" + strconv.Itoa(p)
-		cmd := helper(t, "take-leases", s.ProjectDir(), holder, strconv.Itoa(rounds))
+		cmd := helper(t, "take-leases", s.files.ProjectDir(), holder, strconv.Itoa(rounds))
 		out, err := cmd.StdoutPipe()
 		if err != nil {
 			t.Fatal(err)
@@ -205,7 +205,7 @@ func TestLeaseEnds(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if cfg, err = s.LoadConfig(); err != nil {
+	if cfg, err = s.files.LoadConfig(); err != nil {
 		t.Fatal(err)
 	}
 	ses, _, err := s.Authenticate(ctx, cfg, "tester", key, "", storage.PurposeChat)
@@ -260,8 +260,8 @@ func TestTakeLeaseRefuses(t *testing.T) {
 			t.Errorf("TakeLease(%+v) taken", req)
 		}
 	}
-	if _, err := os.Stat(s.LeasesPath()); !errors.Is(err, os.ErrNotExist) {
-		t.Errorf("a refused take wrote %s", s.LeasesPath())
+	if _, err := os.Stat(s.files.LeasesPath()); !errors.Is(err, os.ErrNotExist) {
+		t.Errorf("a refused take wrote %s", s.files.LeasesPath())
 	}
 	for i := range maxLeasesHeld {
 		if _, err := s.TakeLease(ctx, cfg, LeaseRequest{Holder: "coder", Paths: []string{"f" + strconv.Itoa(i)}}); err != nil {
@@ -296,7 +296,7 @@ func TestLeaseRenewKeeps(t *testing.T) {
 		t.Errorf("%d leases after a renewal, want 1", len(leases))
 	}
 	// leases/ keeps itself out of git, whatever .ai-pm/.gitignore says.
-	if data, err := os.ReadFile(filepath.Join(filepath.Dir(s.LeasesPath()), ".gitignore")); err != nil || !strings.Contains(string(data), "\n*\n") {
+	if data, err := os.ReadFile(filepath.Join(filepath.Dir(s.files.LeasesPath()), ".gitignore")); err != nil || !strings.Contains(string(data), "\n*\n") {
 		t.Errorf("leases/.gitignore: %q, %v", data, err)
 	}
 }
@@ -310,14 +310,14 @@ func TestLeasesEditedByHand(t *testing.T) {
 	later := time.Now().Add(time.Hour).UTC().Format(time.RFC3339)
 	write := func(body string) {
 		t.Helper()
-		if err := os.MkdirAll(filepath.Dir(s.LeasesPath()), 0o755); err != nil {
+		if err := os.MkdirAll(filepath.Dir(s.files.LeasesPath()), 0o755); err != nil {
 			t.Fatal(err)
 		}
-		if err := os.WriteFile(s.LeasesPath(), []byte(body), 0o644); err != nil {
+		if err := os.WriteFile(s.files.LeasesPath(), []byte(body), 0o644); err != nil {
 			t.Fatal(err)
 		}
 	}
-	sessions := s.CollectionDir(storage.Sessions)
+	sessions := s.files.CollectionDir(storage.Sessions)
 	if err := os.MkdirAll(sessions, 0o700); err != nil {
 		t.Fatal(err)
 	}

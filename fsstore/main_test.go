@@ -1,7 +1,7 @@
 package fsstore
 
 import (
-	"aipm/fsstore/storage"
+	"aipm/fsstore/internal/storage"
 	"bufio"
 	"context"
 	"errors"
@@ -92,7 +92,7 @@ func runHelper(role string, args []string) error {
 func helperAppend(h *helperProc) error {
 	for i := 0; i < h.n; i++ {
 		id := storage.NewID(storage.PrefixMessage)
-		if err := h.store.AppendJSONL(h.ctx, h.arg, testLine{ID: id, Writer: h.name, Seq: i, Pad: strings.Repeat("x", i%300)}); err != nil {
+		if err := h.store.files.AppendJSONL(h.ctx, h.arg, testLine{ID: id, Writer: h.name, Seq: i, Pad: strings.Repeat("x", i%300)}); err != nil {
 			return err
 		}
 		fmt.Fprintln(h.out, id)
@@ -105,7 +105,7 @@ func helperAppend(h *helperProc) error {
 // to be killed.
 func helperAppendThenTear(h *helperProc) error {
 	for i := 0; i < h.n; i++ {
-		if err := h.store.AppendJSONL(h.ctx, h.arg, testLine{ID: storage.NewID(storage.PrefixMessage), Writer: h.name, Seq: i}); err != nil {
+		if err := h.store.files.AppendJSONL(h.ctx, h.arg, testLine{ID: storage.NewID(storage.PrefixMessage), Writer: h.name, Seq: i}); err != nil {
 			return err
 		}
 	}
@@ -132,7 +132,7 @@ func helperAppendOverLimit(h *helperProc) error {
 	if err := syscall.Setrlimit(syscall.RLIMIT_FSIZE, &syscall.Rlimit{Cur: lim, Max: lim}); err != nil {
 		return err
 	}
-	err = h.store.AppendJSONL(h.ctx, h.arg, testLine{ID: storage.NewID(storage.PrefixMessage), Writer: h.name, Pad: strings.Repeat("x", 3*h.n)})
+	err = h.store.files.AppendJSONL(h.ctx, h.arg, testLine{ID: storage.NewID(storage.PrefixMessage), Writer: h.name, Pad: strings.Repeat("x", 3*h.n)})
 	fmt.Fprintln(h.out, storage.IsDiskFull(err), err)
 	return nil
 }
@@ -143,7 +143,7 @@ func helperRead(h *helperProc) error {
 	stop := filepath.Join(h.dir, "stop")
 	for {
 		_, stopErr := os.Stat(stop)
-		res, err := h.store.ReadUnread(h.ctx, h.arg, storage.StreamChat, storage.ReadOptions{Limit: 1 + os.Getpid()%7})
+		res, err := h.store.files.ReadUnread(h.ctx, h.arg, storage.StreamChat, storage.ReadOptions{Limit: 1 + os.Getpid()%7})
 		if err != nil {
 			return err
 		}
@@ -164,7 +164,7 @@ func helperDeliver(h *helperProc) error {
 	ses := Session{ID: fmt.Sprintf("ses_%d", h.n), Agent: h.arg, Purpose: storage.PurposeChat}
 	for {
 		_, stopErr := os.Stat(stop)
-		if err := h.store.Acknowledge(h.ctx, ses.Agent, ses.ID); err != nil { // the session's next call
+		if err := h.store.files.Acknowledge(h.ctx, ses.Agent, ses.ID); err != nil { // the session's next call
 			return err
 		}
 		msgs, _, err := h.store.Deliver(h.ctx, ses, 1+os.Getpid()%5)
@@ -189,7 +189,7 @@ func helperSendFull(h *helperProc) error {
 	if err := syscall.Setrlimit(syscall.RLIMIT_FSIZE, &syscall.Rlimit{Cur: uint64(h.n), Max: uint64(h.n)}); err != nil {
 		return err
 	}
-	cfg, err := h.store.LoadConfig()
+	cfg, err := h.store.files.LoadConfig()
 	if err != nil {
 		return err
 	}
@@ -212,7 +212,7 @@ func helperSendFull(h *helperProc) error {
 // i starts when the file go-i exists.
 func helperStartConversation(h *helperProc) error {
 	from, to, _ := strings.Cut(h.arg, ":")
-	cfg, err := h.store.LoadConfig()
+	cfg, err := h.store.files.LoadConfig()
 	if err != nil {
 		return err
 	}
@@ -274,7 +274,7 @@ func leadAndCoder(t *testing.T) (*Store, *storage.Config) {
 			t.Fatal(err)
 		}
 	}
-	cfg, err := s.LoadConfig()
+	cfg, err := s.files.LoadConfig()
 	if err != nil {
 		t.Fatal(err)
 	}

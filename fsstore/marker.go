@@ -11,8 +11,8 @@ import (
 	"unicode"
 	"unicode/utf8"
 
-	"aipm/fsstore/lockedfile"
-	"aipm/fsstore/storage"
+	"aipm/fsstore/internal/storage"
+	"aipm/internal/lockedfile"
 )
 
 // Marker is a chat command marker (DESIGN section 11, seed 003): a human
@@ -198,21 +198,21 @@ func (s *Store) WithMarker(ctx context.Context, ses Session, m Marker, op func(m
 	if !ok || info.code == "" {
 		return fmt.Errorf("marker %q authorizes no operation", string(m))
 	}
-	dir, err := s.AgentDir(agent)
+	dir, err := s.files.AgentDir(agent)
 	if err != nil {
 		return err
 	}
-	if err := s.EnsureAgentDir(agent); err != nil {
+	if err := s.files.EnsureAgentDir(agent); err != nil {
 		return err
 	}
-	unlock, err := s.LockDir(ctx, dir)
+	unlock, err := s.files.LockDir(ctx, dir)
 	if err != nil {
 		return err
 	}
 	defer unlock()
 	path := filepath.Join(dir, "markers.json")
 	var log markerLog
-	if err := s.ReadDoc(path, &log); err != nil && !errors.Is(err, storage.ErrNotFound) {
+	if err := s.files.ReadDoc(path, &log); err != nil && !errors.Is(err, storage.ErrNotFound) {
 		return err
 	}
 	msg, err := s.lastReceived(agent, ses.ID)
@@ -234,7 +234,7 @@ func (s *Store) WithMarker(ctx context.Context, ses Session, m Marker, op func(m
 	if err != nil {
 		return err
 	}
-	_, err = storage.UpdateDocHeld(ctx, s.Files, path, storage.ModeFile, func(log *markerLog, _ bool) error {
+	_, err = storage.UpdateDocHeld(ctx, s.files, path, storage.ModeFile, func(log *markerLog, _ bool) error {
 		if log.Used == nil {
 			log.Used = map[string]markerUsed{}
 		}
@@ -249,7 +249,7 @@ func (s *Store) WithMarker(ctx context.Context, ses Session, m Marker, op func(m
 // to the end of the batch session holds, or the read cursor), or nil. It
 // reads backwards from there, a window at a time.
 func (s *Store) lastReceived(agent, session string) (*Message, error) {
-	path, err := s.ChatPath(agent)
+	path, err := s.files.ChatPath(agent)
 	if err != nil {
 		return nil, err
 	}
@@ -277,11 +277,11 @@ func (s *Store) lastReceived(agent, session string) (*Message, error) {
 // has received messages: the end of the batch it holds, or else the read
 // cursor (a cursor of a replaced file counts for nothing).
 func (s *Store) receivedEnd(agent, session, path string) (int64, error) {
-	cursorPath, err := s.ReadCursorPath(agent)
+	cursorPath, err := s.files.ReadCursorPath(agent)
 	if err != nil {
 		return 0, err
 	}
-	cursors, err := s.ReadCursors(cursorPath)
+	cursors, err := s.files.ReadCursors(cursorPath)
 	if err != nil {
 		return 0, err
 	}
@@ -291,7 +291,7 @@ func (s *Store) receivedEnd(agent, session, path string) (int64, error) {
 		return 0, nil
 	}
 	if err != nil {
-		return 0, fmt.Errorf("read %s: %w", s.Rel(path), err)
+		return 0, fmt.Errorf("read %s: %w", s.files.Rel(path), err)
 	}
 	if cur.Inode != 0 && cur.Inode != lockedfile.Inode(fi) {
 		return 0, nil // the log was replaced: nothing in it was handed out yet

@@ -1,7 +1,7 @@
 package fsstore
 
 import (
-	"aipm/fsstore/storage"
+	"aipm/fsstore/internal/storage"
 	"context"
 	"fmt"
 	"slices"
@@ -81,12 +81,12 @@ func (ct ChatTasks) requestChange(ctx context.Context, cfg *storage.Config, t Ta
 	if err := applyTaskChange(&trial, req.By, req.changeOf(t.Assignee), time.Now().UTC()); err != nil {
 		return ChatChange{}, transitionErr(err)
 	}
-	path, err := s.DocPath(storage.Tasks, t.ID)
+	path, err := s.files.DocPath(storage.Tasks, t.ID)
 	if err != nil {
 		return ChatChange{}, err
 	}
 	req.At = time.Now().UTC()
-	after, err := storage.UpdateDoc(ctx, s.Files, path, storage.ModeFile, func(cur *Task, exists bool) error {
+	after, err := storage.UpdateDoc(ctx, s.files, path, storage.ModeFile, func(cur *Task, exists bool) error {
 		if !exists {
 			return storage.Kindf(storage.ErrNotFound, "task %s does not exist: see list_tasks", t.ID)
 		}

@@ -1,7 +1,7 @@
 package fsstore
 
 import (
-	"aipm/fsstore/storage"
+	"aipm/fsstore/internal/storage"
 	"context"
 	"errors"
 	"sync"
@@ -245,7 +245,7 @@ func testStoreWith(t *testing.T) (*Store, *storage.Config) {
 			t.Fatal(err)
 		}
 	}
-	cfg, err := s.LoadConfig()
+	cfg, err := s.files.LoadConfig()
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -9,8 +9,8 @@ import (
 	"strings"
 	"time"
 
-	"aipm/fsstore/lockedfile"
-	"aipm/fsstore/storage"
+	"aipm/fsstore/internal/storage"
+	"aipm/internal/lockedfile"
 )
 
 // Notification is one line of agents/<agent>/notifications.jsonl.
@@ -91,7 +91,7 @@ func (s *Store) UnreadNotificationIDs(ctx context.Context, agent string) (map[st
 	now := time.Now()
 	for _, purpose := range []string{storage.PurposeTask, storage.PurposeChat} {
 		var last Notification
-		_, err := s.ReadUnread(ctx, agent, storage.NotificationStream(purpose), storage.ReadOptions{
+		_, err := s.files.ReadUnread(ctx, agent, storage.NotificationStream(purpose), storage.ReadOptions{
 			Peek:  true,
 			Check: func(r storage.Record) (err error) { last, err = decodeNotification(r); return err },
 			Match: func(storage.Record) bool {
@@ -127,13 +127,13 @@ func (s *Store) UnreadNotificationIDs(ctx context.Context, agent string) (map[st
 // lines that are not notifications. A replaced or truncated file is handled
 // as ReadUnread handles it.
 func (s *Store) FollowNotifications(agent string, cur storage.Cursor) ([]Notification, storage.Cursor, []*storage.LineError, error) {
-	path, err := s.NotificationsPath(agent)
+	path, err := s.files.NotificationsPath(agent)
 	if err != nil {
 		return nil, cur, nil, err
 	}
 	res, err := lockedfile.ReadPast(path, cur, lockedfile.ReadOptions{})
 	if err != nil {
-		return nil, cur, nil, fmt.Errorf("read %s: %w", s.Rel(path), err)
+		return nil, cur, nil, fmt.Errorf("read %s: %w", s.files.Rel(path), err)
 	}
 	bad := res.Bad
 	out := make([]Notification, 0, len(res.Records))
@@ -145,10 +145,10 @@ func (s *Store) FollowNotifications(agent string, cur storage.Cursor) ([]Notific
 			continue
 		}
 		n.Expired = s.expired(n, now)
-		out = append(out, n.served(lineOf(s.Rel(path), r.Line)))
+		out = append(out, n.served(lineOf(s.files.Rel(path), r.Line)))
 	}
 	for _, le := range bad {
-		le.Path = s.Rel(path)
+		le.Path = s.files.Rel(path)
 	}
 	return out, res.Next, bad, nil
 }
@@ -215,7 +215,7 @@ func (s *Store) readNotificationRecords(ctx context.Context, ses Session, opt st
 	opt.Match = func(r storage.Record) bool {
 		return last.concerns(ses) && !s.expired(last, now) && (match == nil || match(r, last))
 	}
-	res, err := s.ReadUnread(ctx, ses.Agent, storage.NotificationStream(ses.Purpose), opt)
+	res, err := s.files.ReadUnread(ctx, ses.Agent, storage.NotificationStream(ses.Purpose), opt)
 	if err != nil {
 		return nil, res, fmt.Errorf("%w: %w; run aipm doctor (--repair moves a bad line to quarantine/)", ErrNotificationsUnreadable, err)
 	}
@@ -225,8 +225,8 @@ func (s *Store) readNotificationRecords(ctx context.Context, ses Session, opt st
 			return nil, res, fmt.Errorf("notification at line %d: %w", r.Line, err)
 		}
 		out[i].Redelivered = res.Redelivered[i]
-		if path, err := s.NotificationsPath(ses.Agent); err == nil {
-			out[i] = out[i].served(lineOf(s.Rel(path), r.Line))
+		if path, err := s.files.NotificationsPath(ses.Agent); err == nil {
+			out[i] = out[i].served(lineOf(s.files.Rel(path), r.Line))
 		}
 	}
 	return out, res, nil
@@ -318,11 +318,11 @@ func (s *Store) Interrupt(ctx context.Context, ses Session) (Unread, error) {
 // get_notifications), oldest first, and whether that batch was only shown
 // (PendingBatch.Shown).
 func (s *Store) held(ctx context.Context, ses Session) ([]Notification, bool, error) {
-	cursorPath, err := s.ReadCursorPath(ses.Agent)
+	cursorPath, err := s.files.ReadCursorPath(ses.Agent)
 	if err != nil {
 		return nil, false, err
 	}
-	cursors, err := s.ReadCursors(cursorPath)
+	cursors, err := s.files.ReadCursors(cursorPath)
 	if err != nil {
 		return nil, false, err
 	}
@@ -330,7 +330,7 @@ func (s *Store) held(ctx context.Context, ses Session) ([]Notification, bool, er
 	if sc.Pending == nil || sc.Pending.Session != ses.ID {
 		return nil, false, nil
 	}
-	path, err := s.NotificationsPath(ses.Agent)
+	path, err := s.files.NotificationsPath(ses.Agent)
 	if err != nil {
 		return nil, false, err
 	}
@@ -343,7 +343,7 @@ func (s *Store) held(ctx context.Context, ses Session) ([]Notification, bool, er
 		}
 		n, err := decodeNotification(r)
 		if err == nil && n.concerns(ses) && !s.expired(n, now) {
-			out = append(out, n.served(lineOf(s.Rel(path), r.Line)))
+			out = append(out, n.served(lineOf(s.files.Rel(path), r.Line)))
 		}
 		return false
 	}})
@@ -420,11 +420,11 @@ func (s *Store) unreadStamps(agent string) ([]lockedfile.Stamp, bool) {
 // streamStamps stamps the two files what is unread in one of agent's
 // streams depends on: its log and the agent's read cursors.
 func (s *Store) streamStamps(agent, stream string) ([]lockedfile.Stamp, bool) {
-	logPath, err := s.StreamPath(agent, stream)
+	logPath, err := s.files.StreamPath(agent, stream)
 	if err != nil {
 		return nil, false
 	}
-	cursorPath, err := s.ReadCursorPath(agent)
+	cursorPath, err := s.files.ReadCursorPath(agent)
 	if err != nil {
 		return nil, false
 	}
@@ -443,7 +443,7 @@ func (s *Store) streamStamps(agent, stream string) ([]lockedfile.Stamp, bool) {
 // and time. A notification with a Key already in the file is not written
 // again: what is returned then is in no file (its id names nothing).
 func (s *Store) Notify(ctx context.Context, agent string, n Notification) (Notification, error) {
-	path, err := s.NotificationsPath(agent)
+	path, err := s.files.NotificationsPath(agent)
 	if err != nil {
 		return n, err
 	}
@@ -452,14 +452,14 @@ func (s *Store) Notify(ctx context.Context, agent string, n Notification) (Notif
 	}
 	n.ID, n.CreatedAt, n.Redelivered = storage.NewID(storage.PrefixNotification), time.Now().UTC(), false
 	if n.Key == "" {
-		return n, s.AppendJSONL(ctx, path, n)
+		return n, s.files.AppendJSONL(ctx, path, n)
 	}
 	line, err := json.Marshal(n)
 	if err != nil {
-		return n, fmt.Errorf("append %s: encode: %w", s.Rel(path), err)
+		return n, fmt.Errorf("append %s: encode: %w", s.files.Rel(path), err)
 	}
 	key, _ := json.Marshal(n.Key)
-	return n, s.AppendUnless(ctx, path, line, []byte(`"key":`+string(key)))
+	return n, s.files.AppendUnless(ctx, path, line, []byte(`"key":`+string(key)))
 }
 
 // SessionNotifications returns the unread notifications that concern ses,
@@ -491,7 +491,7 @@ func (s *Store) SessionNotifications(ctx context.Context, ses Session, peek bool
 // lists and leaves unread.
 func (s *Store) ListNotifications(ctx context.Context, ses Session, peek bool, limit int) (ns []Notification, more bool, err error) {
 	if peek {
-		if _, err := s.AcknowledgeCall(ctx, ses.Agent, ses.ID, "get_notifications", false); err != nil {
+		if _, err := s.files.AcknowledgeCall(ctx, ses.Agent, ses.ID, "get_notifications", false); err != nil {
 			return nil, false, err
 		}
 	}
@@ -511,7 +511,7 @@ func NewestFirst(ns []Notification) []Notification {
 // task that is still blocked or cancelled never expires: the task session
 // must still stop.
 func (s *Store) expired(n Notification, now time.Time) bool {
-	ttl := s.NotificationTTL(n.Type)
+	ttl := s.files.NotificationTTL(n.Type)
 	if ttl <= 0 || now.Sub(n.CreatedAt) < ttl {
 		return false
 	}
@@ -520,7 +520,7 @@ func (s *Store) expired(n Notification, now time.Time) bool {
 
 // expiresAt is when n expires (zero: never, or not by time alone).
 func (s *Store) expiresAt(n Notification) time.Time {
-	ttl := s.NotificationTTL(n.Type)
+	ttl := s.files.NotificationTTL(n.Type)
 	if ttl <= 0 {
 		return time.Time{}
 	}

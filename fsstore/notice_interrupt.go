@@ -8,8 +8,8 @@ import (
 	"fmt"
 	"time"
 
-	"aipm/fsstore/lockedfile"
-	"aipm/fsstore/storage"
+	"aipm/fsstore/internal/storage"
+	"aipm/internal/lockedfile"
 )
 
 // Interruption is one interrupt to write (DESIGN section 6): Agent is told
@@ -103,13 +103,13 @@ func (s *Store) WriteInterrupt(ctx context.Context, in Interruption) (Notificati
 // keeps the old statusChangedAt. The same save seen again has the same key;
 // a later edit (blocked, in_progress, then cancelled) a new one.
 func (s *Store) handEditKey(t Task) (string, error) {
-	path, err := s.DocPath(storage.Tasks, t.ID)
+	path, err := s.files.DocPath(storage.Tasks, t.ID)
 	if err != nil {
 		return "", err
 	}
 	_, id, err := lockedfile.ReadDoc(path)
 	if err != nil {
-		return "", fmt.Errorf("read %s: %w", s.Rel(path), err)
+		return "", fmt.Errorf("read %s: %w", s.files.Rel(path), err)
 	}
 	return "interrupt:" + t.ID + ":" + t.Status + ":edit:" + hex.EncodeToString(id.Sum[:12]), nil
 }
@@ -139,7 +139,7 @@ func interruptText(in Interruption) string {
 // about task written at or after since: what keeps the watcher from
 // interrupting twice for one change.
 func (s *Store) hasInterruptSince(agent, taskID string, since time.Time) (bool, error) {
-	path, err := s.NotificationsPath(agent)
+	path, err := s.files.NotificationsPath(agent)
 	if err != nil {
 		return false, err
 	}

@@ -1,7 +1,7 @@
 package fsstore
 
 import (
-	"aipm/fsstore/storage"
+	"aipm/fsstore/internal/storage"
 	"context"
 	"testing"
 	"time"
@@ -15,7 +15,7 @@ func TestNewMessagesNotice(t *testing.T) {
 	if _, err := s.AddAgent(context.Background(), NewAgent{ID: "ops", Type: storage.AgentHuman}); err != nil {
 		t.Fatal(err)
 	}
-	cfg, err := s.LoadConfig()
+	cfg, err := s.files.LoadConfig()
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -56,7 +56,7 @@ func TestNewMessagesNotice(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	s.SetNotificationTTLs(ttl)
+	s.files.SetNotificationTTLs(ttl)
 	time.Sleep(60 * time.Millisecond)
 	send("ops", "four")
 	if n, _ := s.NewMessagesFor(ctx, chat); n.Text() != "1 new message from ops" {
@@ -73,7 +73,7 @@ func TestNewMessagesNotice(t *testing.T) {
 // before its send or after it.
 func TestNewMessagesAcrossOwnSend(t *testing.T) {
 	s, cfg := leadAndCoder(t)
-	other, err := Open(s.ProjectDir()) // another process: its own caches and descriptors
+	other, err := Open(s.files.ProjectDir()) // another process: its own caches and descriptors
 	if err != nil {
 		t.Fatal(err)
 	}

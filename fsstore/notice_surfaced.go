@@ -12,8 +12,8 @@ import (
 
 	"github.com/tidwall/gjson"
 
-	"aipm/fsstore/lockedfile"
-	"aipm/fsstore/storage"
+	"aipm/fsstore/internal/storage"
+	"aipm/internal/lockedfile"
 )
 
 // Surfaced is what a session's model has been told of (DESIGN section 15),
@@ -121,7 +121,7 @@ func (s *Store) untoldNotifications(ctx context.Context, ses Session) ([]Notific
 func (s *Store) untoldMessages(ctx context.Context, ses Session) ([]Message, storage.Mark, error) {
 	mark := ses.Surfaced.Chat
 	opt := storage.ReadOptions{Match: fromOthers(ses.Agent), Peek: true, Session: ses.ID, ScanKey: "from-others", SkipTo: mark}
-	res, err := s.ReadUnread(ctx, ses.Agent, storage.StreamChat, opt)
+	res, err := s.files.ReadUnread(ctx, ses.Agent, storage.StreamChat, opt)
 	if err != nil {
 		return nil, mark, err
 	}
@@ -240,7 +240,7 @@ func (s *Store) Surface(ctx context.Context, ses Session, n Notices, via string,
 		os.Remove(path) // the session was removed meanwhile: no record outlives it
 		return false, nil
 	}
-	s.WriteReceipt(ctx, ses.Agent, storage.ReceiptSurfaced, ses.ID, via, messageIDs(n.Messages))
+	s.files.WriteReceipt(ctx, ses.Agent, storage.ReceiptSurfaced, ses.ID, via, messageIDs(n.Messages))
 	return true, nil
 }
 
@@ -250,7 +250,7 @@ func (s *Store) toldPath(id string) (string, error) {
 	if err := storage.CheckID(storage.PrefixSession, id); err != nil {
 		return "", err
 	}
-	return filepath.Join(s.CollectionDir(storage.Sessions), "."+id+".told"), nil
+	return filepath.Join(s.files.CollectionDir(storage.Sessions), "."+id+".told"), nil
 }
 
 // decodeTold decodes a told record; none, or one a power cut tore, is
@@ -305,7 +305,7 @@ func (s *Store) Session(id string) (Session, error) {
 // wakeLockPath is the lock a client's idle-wake hook holds while it waits
 // for session id (sessions/.<id>.wake): one waits per session.
 func (s *Store) wakeLockPath(id string) string {
-	return filepath.Join(s.CollectionDir(storage.Sessions), "."+id+".wake")
+	return filepath.Join(s.files.CollectionDir(storage.Sessions), "."+id+".wake")
 }
 
 // TryWakeLock takes session ses's idle-wake lock without waiting; ok is

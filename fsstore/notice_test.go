@@ -1,7 +1,7 @@
 package fsstore
 
 import (
-	"aipm/fsstore/storage"
+	"aipm/fsstore/internal/storage"
 	"context"
 	"errors"
 	"os"
@@ -47,7 +47,7 @@ func TestInterruptIdempotent(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
-	path, _ := s.NotificationsPath("coder")
+	path, _ := s.files.NotificationsPath("coder")
 	if recs, _, _, _ := storage.ReadAll(path); len(recs) != 1 {
 		t.Fatalf("%d interrupt lines for one status change, want 1", len(recs))
 	}
@@ -83,7 +83,7 @@ func TestAgentInterruptStopsOnlyLiveSessions(t *testing.T) {
 func TestCachesFollowOtherWriters(t *testing.T) {
 	s, cfg := newConvStore(t)
 	ctx := context.Background()
-	other, err := Open(s.ProjectDir())
+	other, err := Open(s.files.ProjectDir())
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -123,7 +123,7 @@ func wantUnreadFollowsOther(t *testing.T, s, other *Store, ses Session) {
 	if _, _, err := other.SessionNotifications(ctx, ses, false, 0); err != nil {
 		t.Fatal(err)
 	}
-	if err := other.Acknowledge(ctx, "b", ses.ID); err != nil {
+	if err := other.files.Acknowledge(ctx, "b", ses.ID); err != nil {
 		t.Fatal(err)
 	}
 	if u, err := s.Interrupt(ctx, ses); err != nil || u.Interrupt != nil || u.Count != 0 {
@@ -142,7 +142,7 @@ func wantSessionFollowsOther(t *testing.T, s, other *Store, ses Session, token s
 	if _, err := s.CheckSession(ctx, token); !errors.Is(err, ErrSessionEnded) {
 		t.Fatalf("after another process ended the session: %v, want ErrSessionEnded", err)
 	}
-	path, _ := s.DocPath(storage.Sessions, ses.ID)
+	path, _ := s.files.DocPath(storage.Sessions, ses.ID)
 	if err := os.Remove(path); err != nil {
 		t.Fatal(err)
 	}

@@ -16,8 +16,8 @@ import (
 
 	"github.com/BurntSushi/toml"
 
-	"aipm/fsstore/lockedfile"
-	"aipm/fsstore/storage"
+	"aipm/fsstore/internal/storage"
+	"aipm/internal/lockedfile"
 )
 
 // gitignore keeps runtime state out of git; chat logs, tasks, conversations
@@ -134,15 +134,15 @@ const configRaces = 6
 // text: comments and layout survive. A config that is invalid before the
 // edit is refused.
 func (s *Store) EditConfig(ctx context.Context, edit func(text []byte, cfg *storage.Config) ([]byte, error)) error {
-	unlock, err := s.LockDir(ctx, s.Root())
+	unlock, err := s.files.LockDir(ctx, s.files.Root())
 	if err != nil {
 		return err
 	}
 	defer unlock()
-	path := s.ConfigPath()
+	path := s.files.ConfigPath()
 	var editErr error
-	races, err := lockedfile.Update(ctx, path, storage.ModeFile, s.Durable.Load(), configRaces, func(old []byte, exists bool) ([]byte, error) {
-		updated, err := editConfigText(s.Rel(path), old, exists, edit)
+	races, err := lockedfile.Update(ctx, path, storage.ModeFile, s.files.Durable.Load(), configRaces, func(old []byte, exists bool) ([]byte, error) {
+		updated, err := editConfigText(s.files.Rel(path), old, exists, edit)
 		editErr = err
 		return updated, err
 	})
@@ -150,7 +150,7 @@ func (s *Store) EditConfig(ctx context.Context, edit func(text []byte, cfg *stor
 	case err == nil || err == editErr:
 		return err
 	case errors.Is(err, lockedfile.ErrChanged):
-		return fmt.Errorf("%s was saved by someone else %d times while aipm was changing it; nothing was changed: run the command again", s.Rel(path), races)
+		return fmt.Errorf("%s was saved by someone else %d times while aipm was changing it; nothing was changed: run the command again", s.files.Rel(path), races)
 	}
 	return fmt.Errorf("write config: %w", err)
 }
@@ -192,11 +192,11 @@ func (s *Store) AddAgent(ctx context.Context, a NewAgent) (passkey string, err e
 	}
 	exists := func(cfg *storage.Config) error {
 		if _, ok := cfg.Agent(a.ID); ok {
-			return storage.Kindf(storage.ErrExists, "agent %q already exists in %s: choose another id", a.ID, s.Rel(s.ConfigPath()))
+			return storage.Kindf(storage.ErrExists, "agent %q already exists in %s: choose another id", a.ID, s.files.Rel(s.files.ConfigPath()))
 		}
 		return nil
 	}
-	if cfg, err := s.LoadConfig(); err == nil { // before a passkey of that id is touched
+	if cfg, err := s.files.LoadConfig(); err == nil { // before a passkey of that id is touched
 		if err := exists(cfg); err != nil {
 			return "", err
 		}
@@ -217,7 +217,7 @@ func (s *Store) AddAgent(ctx context.Context, a NewAgent) (passkey string, err e
 			updated = append(updated, '\n')
 		}
 		updated = append(updated, entry.Bytes()...)
-		if _, err := storage.ParseConfig(s.Rel(s.ConfigPath()), updated); err != nil {
+		if _, err := storage.ParseConfig(s.files.Rel(s.files.ConfigPath()), updated); err != nil {
 			// The line would be one of the new entry, which is not in the
 			// file: say what is wrong without pointing into it.
 			var le *storage.LineError
@@ -229,7 +229,7 @@ func (s *Store) AddAgent(ctx context.Context, a NewAgent) (passkey string, err e
 		return updated, nil
 	})
 	if err != nil {
-		if path, perr := s.PasskeyPath(a.ID); perr == nil && passkey != "" {
+		if path, perr := s.files.PasskeyPath(a.ID); perr == nil && passkey != "" {
 			os.Remove(path)
 		}
 		return "", err
@@ -249,7 +249,7 @@ type passkeyRecord struct {
 const passkeyPrefix = "aipk_"
 
 func (s *Store) newPasskey(agent string) (string, error) {
-	path, err := s.PasskeyPath(agent)
+	path, err := s.files.PasskeyPath(agent)
 	if err != nil {
 		return "", err
 	}
@@ -267,7 +267,7 @@ func (s *Store) newPasskey(agent string) (string, error) {
 		Hash:      hashPasskey(salt[:16], passkey),
 		CreatedAt: time.Now().UTC(),
 	}
-	if err := s.WriteDoc(path, rec, storage.ModePrivateFile); err != nil {
+	if err := s.files.WriteDoc(path, rec, storage.ModePrivateFile); err != nil {
 		return "", err
 	}
 	return passkey, nil
@@ -282,12 +282,12 @@ func hashPasskey(salt []byte, passkey string) string {
 
 // checkPasskey compares passkey with the agent's stored hash in constant time.
 func (s *Store) checkPasskey(agent, passkey string) error {
-	path, err := s.PasskeyPath(agent)
+	path, err := s.files.PasskeyPath(agent)
 	if err != nil {
 		return err
 	}
 	var rec passkeyRecord
-	if err := s.ReadDoc(path, &rec); err != nil {
+	if err := s.files.ReadDoc(path, &rec); err != nil {
 		if errors.Is(err, storage.ErrNotFound) {
 			return storage.Kindf(storage.ErrBadPasskey, "agent %q has no passkey (a clone of the project, or an agent added by hand): run aipm agent passkey %s", agent, agent)
 		}
@@ -295,7 +295,7 @@ func (s *Store) checkPasskey(agent, passkey string) error {
 	}
 	salt, err := hex.DecodeString(rec.Salt)
 	if err != nil || rec.Algorithm != "sha256" {
-		return storage.Kindf(storage.ErrBadPasskey, "%s is damaged: run aipm agent passkey %s to issue a new passkey", s.Rel(path), agent)
+		return storage.Kindf(storage.ErrBadPasskey, "%s is damaged: run aipm agent passkey %s to issue a new passkey", s.files.Rel(path), agent)
 	}
 	if err := storage.CheckPasskeyArg(passkey); err != nil {
 		return err

@@ -1,7 +1,7 @@
 package fsstore
 
 import (
-	"aipm/fsstore/storage"
+	"aipm/fsstore/internal/storage"
 	"context"
 	"errors"
 	"testing"
@@ -15,7 +15,7 @@ func TestAddAgentInvalidEntry(t *testing.T) {
 	if !errors.Is(err, storage.ErrInvalid) || err.Error() != `agent "bot" cannot be added: agent "bot": parent "nobody" is not a configured agent: add it or fix the id` {
 		t.Errorf("AddAgent with an unknown parent: %v", err)
 	}
-	if cfg, err := s.LoadConfig(); err != nil || len(cfg.Agents) != 0 {
+	if cfg, err := s.files.LoadConfig(); err != nil || len(cfg.Agents) != 0 {
 		t.Errorf("config after the refusal: %+v, %v", cfg, err)
 	}
 }

@@ -1,7 +1,7 @@
 package fsstore
 
 import (
-	"aipm/fsstore/storage"
+	"aipm/fsstore/internal/storage"
 	"errors"
 	"fmt"
 	"os"
@@ -77,7 +77,7 @@ func (s *Store) ResolveID(collection, arg string) (string, error) {
 }
 
 func (s *Store) docPathUnchecked(collection, id string) string {
-	return s.CollectionDir(collection) + string(os.PathSeparator) + id + ".json"
+	return s.files.CollectionDir(collection) + string(os.PathSeparator) + id + ".json"
 }
 
 // IDs lists the ids of collection's documents, sorted (so oldest first:
@@ -87,7 +87,7 @@ func (s *Store) IDs(collection string) ([]string, error) {
 	if !ok {
 		return nil, fmt.Errorf("collection %q has no id documents", collection)
 	}
-	entries, err := os.ReadDir(s.CollectionDir(collection))
+	entries, err := os.ReadDir(s.files.CollectionDir(collection))
 	if err != nil && !errors.Is(err, os.ErrNotExist) {
 		return nil, fmt.Errorf("list %s: %w", collection, err)
 	}

@@ -1,7 +1,7 @@
 package fsstore
 
 import (
-	"aipm/fsstore/storage"
+	"aipm/fsstore/internal/storage"
 	"errors"
 	"path/filepath"
 	"strings"
@@ -11,7 +11,7 @@ import (
 func TestResolveID(t *testing.T) {
 	s := newTestStore(t)
 	for _, id := range []string{"tsk_01M7YZWACRA0328GMTHNDHB18Z", "tsk_01M7YZWACRA0328GMTHNDHB190", "tsk_01M7YZWACRA0328GMTHNDHC000"} {
-		if err := s.WriteDoc(filepath.Join(s.CollectionDir(storage.Tasks), id+".json"), Task{ID: id}, storage.ModeFile); err != nil {
+		if err := s.files.WriteDoc(filepath.Join(s.files.CollectionDir(storage.Tasks), id+".json"), Task{ID: id}, storage.ModeFile); err != nil {
 			t.Fatal(err)
 		}
 	}
@@ -52,7 +52,7 @@ func TestResolveIDListsAtMostTen(t *testing.T) {
 	s := newTestStore(t)
 	for i := 0; i < 12; i++ {
 		id := storage.NewID(storage.PrefixTask)
-		if err := s.WriteDoc(filepath.Join(s.CollectionDir(storage.Tasks), id+".json"), Task{ID: id}, storage.ModeFile); err != nil {
+		if err := s.files.WriteDoc(filepath.Join(s.files.CollectionDir(storage.Tasks), id+".json"), Task{ID: id}, storage.ModeFile); err != nil {
 			t.Fatal(err)
 		}
 	}

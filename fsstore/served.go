@@ -1,7 +1,7 @@
 package fsstore
 
 import (
-	"aipm/fsstore/storage"
+	"aipm/fsstore/internal/storage"
 	"bytes"
 	"fmt"
 	"path/filepath"
@@ -141,14 +141,14 @@ func (s *Store) longFieldProblems(path string, data []byte) []storage.Problem {
 	kind := filepath.Base(path)
 	if !strings.HasSuffix(kind, ".jsonl") {
 		kind = filepath.Base(filepath.Dir(path))
-		if filepath.Dir(path) != s.CollectionDir(kind) {
+		if filepath.Dir(path) != s.files.CollectionDir(kind) {
 			return nil
 		}
 	}
 	if servedKeys[kind] == nil {
 		return nil
 	}
-	rel := s.Rel(path)
+	rel := s.files.Rel(path)
 	var out []storage.Problem
 	if !strings.HasSuffix(kind, ".jsonl") {
 		for _, kr := range longFields(kind, data) {

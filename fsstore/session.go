@@ -1,8 +1,8 @@
 package fsstore
 
 import (
-	"aipm/fsstore/lockedfile"
-	"aipm/fsstore/storage"
+	"aipm/fsstore/internal/storage"
+	"aipm/internal/lockedfile"
 	"bytes"
 	"context"
 	"crypto/rand"
@@ -100,7 +100,7 @@ func (s *Store) Authenticate(ctx context.Context, cfg *storage.Config, agent, pa
 		ID: storage.NewID(storage.PrefixSession), Agent: agent, Purpose: purpose, TaskID: taskID,
 		PID: os.Getpid(), CreatedAt: now, LastSeenAt: now, Idle: cfg.Defaults.SessionIdleTimeout,
 	}
-	if !s.ServesMany.Load() {
+	if !s.files.ServesMany.Load() {
 		ses.RunID, ses.SSHClient = os.Getenv(EnvRunID), sshClient(os.Getenv(envSSHConnection))
 	}
 	token := ses.ID + "." + base64.RawURLEncoding.EncodeToString(secret[:])
@@ -112,12 +112,12 @@ func (s *Store) Authenticate(ctx context.Context, cfg *storage.Config, agent, pa
 	var replaced []Session
 	err = s.withAgentSessionIDs(ctx, agent, func(ids []string) error {
 		for _, id := range ids {
-			path, err := s.DocPath(storage.Sessions, id)
+			path, err := s.files.DocPath(storage.Sessions, id)
 			if err != nil {
 				continue
 			}
 			var old Session
-			if s.ReadDoc(path, &old) != nil {
+			if s.files.ReadDoc(path, &old) != nil {
 				continue // gone, or damaged: doctor reports it
 			}
 			if old.Agent == agent && old.Purpose == purpose && old.EndedAt.IsZero() {
@@ -132,8 +132,8 @@ func (s *Store) Authenticate(ctx context.Context, cfg *storage.Config, agent, pa
 		if err := s.setAgentSessionIDs(agent, append(ids, ses.ID)); err != nil {
 			return err
 		}
-		path, _ := s.DocPath(storage.Sessions, ses.ID)
-		return s.WriteDoc(path, ses, storage.ModePrivateFile)
+		path, _ := s.files.DocPath(storage.Sessions, ses.ID)
+		return s.files.WriteDoc(path, ses, storage.ModePrivateFile)
 	})
 	if err != nil {
 		return Session{}, "", err
@@ -174,7 +174,7 @@ func checkAuthRequest(cfg *storage.Config, agent, projectID, requested string) e
 // processes (guardCredential): a failure is counted, a success resets the
 // count.
 func (s *Store) checkCredential(ctx context.Context, agent, passkey string) error {
-	return s.GuardCredential(ctx, agent, func() error { return s.checkPasskey(agent, passkey) })
+	return s.files.GuardCredential(ctx, agent, func() error { return s.checkPasskey(agent, passkey) })
 }
 
 // sweepSessions ends the sessions that are over without anyone having
@@ -184,7 +184,7 @@ func (s *Store) checkCredential(ctx context.Context, agent, passkey string) erro
 // that agent's, through the session index (authenticate), and returns the
 // agent's live sessions.
 func (s *Store) sweepSessions(ctx context.Context, agent string, now time.Time) ([]Session, error) {
-	if _, err := os.Stat(s.CollectionDir(storage.Sessions)); errors.Is(err, os.ErrNotExist) {
+	if _, err := os.Stat(s.files.CollectionDir(storage.Sessions)); errors.Is(err, os.ErrNotExist) {
 		return nil, nil // no session yet: nothing to create on the way
 	}
 	sw := &sweep{now: now, gone: map[string][]string{}}
@@ -195,7 +195,7 @@ func (s *Store) sweepSessions(ctx context.Context, agent string, now time.Time) 
 		}
 		defer unlock()
 		if agent == "" {
-			err = storage.EachDoc(s.Files, storage.Sessions, func(path string, ses Session) error { return s.sweepOne(sw, path, ses) })
+			err = storage.EachDoc(s.files, storage.Sessions, func(path string, ses Session) error { return s.sweepOne(sw, path, ses) })
 		} else {
 			err = s.sweepAgent(sw, agent)
 		}
@@ -226,13 +226,13 @@ func (s *Store) sweepAgent(sw *sweep, agent string) error {
 		return err
 	}
 	for _, id := range ids {
-		path, err := s.DocPath(storage.Sessions, id)
+		path, err := s.files.DocPath(storage.Sessions, id)
 		if err != nil {
 			sw.gone[agent] = append(sw.gone[agent], id) // the index was damaged
 			continue
 		}
 		var ses Session
-		if err := s.ReadDoc(path, &ses); err != nil {
+		if err := s.files.ReadDoc(path, &ses); err != nil {
 			if errors.Is(err, storage.ErrNotFound) {
 				sw.gone[agent] = append(sw.gone[agent], id)
 			}
@@ -372,7 +372,7 @@ func (s *Store) taskInProgress(agent string) string {
 // LiveSessions lists the sessions live at now.
 func (s *Store) LiveSessions(now time.Time) ([]Session, error) {
 	var out []Session
-	err := storage.EachDoc(s.Files, storage.Sessions, func(_ string, ses Session) error {
+	err := storage.EachDoc(s.files, storage.Sessions, func(_ string, ses Session) error {
 		if ses.live(now) {
 			out = append(out, ses)
 		}
@@ -396,7 +396,7 @@ func (s *Store) CheckSession(ctx context.Context, token string) (Session, error)
 	if !ok || storage.CheckID(storage.PrefixSession, id) != nil {
 		return Session{}, fmt.Errorf("session_token is malformed: pass the token authenticate returned: %w", ErrBadToken)
 	}
-	path, _ := s.DocPath(storage.Sessions, id)
+	path, _ := s.files.DocPath(storage.Sessions, id)
 	ses, err := s.readSession(path)
 	if err != nil {
 		if errors.Is(err, storage.ErrNotFound) {
@@ -415,7 +415,7 @@ func (s *Store) CheckSession(ctx context.Context, token string) (Session, error)
 		return ses, fmt.Errorf("this session expired after %s without a call: %w", ses.Idle.Duration, ErrSessionExpired)
 	}
 	if now.Sub(ses.LastSeenAt) > min(touchEvery, ses.Idle.Duration/10) {
-		touched, err := storage.UpdateDoc(ctx, s.Files, path, storage.ModePrivateFile, func(cur *Session, exists bool) error {
+		touched, err := storage.UpdateDoc(ctx, s.files, path, storage.ModePrivateFile, func(cur *Session, exists bool) error {
 			if !exists || !cur.EndedAt.IsZero() {
 				return storage.ErrNoChange
 			}
@@ -438,16 +438,16 @@ func (s *Store) readSession(path string) (Session, error) {
 	fi, err := os.Stat(path)
 	if err != nil {
 		if os.IsNotExist(err) {
-			return Session{}, fmt.Errorf("read %s: %w", s.Rel(path), storage.ErrNotFound)
+			return Session{}, fmt.Errorf("read %s: %w", s.files.Rel(path), storage.ErrNotFound)
 		}
-		return Session{}, fmt.Errorf("read %s: %w", s.Rel(path), err)
+		return Session{}, fmt.Errorf("read %s: %w", s.files.Rel(path), err)
 	}
 	stamp := lockedfile.StampOf(fi)
 	if ses, ok := s.caches.sessions.Get(path, stamp); ok {
 		return ses, nil
 	}
 	var ses Session
-	if err := s.ReadDoc(path, &ses); err != nil {
+	if err := s.files.ReadDoc(path, &ses); err != nil {
 		return Session{}, err
 	}
 	s.caches.sessions.Put(path, ses, stamp)
@@ -458,7 +458,7 @@ func (s *Store) readSession(path string) (Session, error) {
 // exiting) through endSession, then runs its end hook. Ending an ended
 // session is a no-op.
 func (s *Store) EndSession(ctx context.Context, id, reason string) (Session, error) {
-	path, err := s.DocPath(storage.Sessions, id)
+	path, err := s.files.DocPath(storage.Sessions, id)
 	if err != nil {
 		return Session{}, err
 	}
@@ -470,7 +470,7 @@ func (s *Store) EndSession(ctx context.Context, id, reason string) (Session, err
 			return err
 		}
 		defer unlock()
-		if err := s.ReadDoc(path, &ses); err != nil {
+		if err := s.files.ReadDoc(path, &ses); err != nil {
 			return fmt.Errorf("session %s: %w", id, err)
 		}
 		if !ses.EndedAt.IsZero() {
@@ -506,7 +506,7 @@ func (s *Store) endSession(path string, ses Session, reason string, now time.Tim
 		}
 		return ses, nil
 	}
-	return ses, s.WriteDoc(path, ses, storage.ModePrivateFile)
+	return ses, s.files.WriteDoc(path, ses, storage.ModePrivateFile)
 }
 
 // sessionsEnded runs the end hook of sessions that ended under the
@@ -527,7 +527,7 @@ func (s *Store) sessionEnded(ctx context.Context, ses Session) error {
 	if ses.Purpose != storage.PurposeChat || ses.EndReason == endReplaced {
 		return nil
 	}
-	cfg, err := s.LoadConfig()
+	cfg, err := s.files.LoadConfig()
 	if err != nil { // timeouts only matter for reading; the defaults will do
 		cfg = &storage.Config{Defaults: storage.DefaultDefaults}
 	}
@@ -539,7 +539,7 @@ func (s *Store) sessionEnded(ctx context.Context, ses Session) error {
 
 // session reads a session document by id.
 func (s *Store) session(id string) (Session, error) {
-	path, err := s.DocPath(storage.Sessions, id)
+	path, err := s.files.DocPath(storage.Sessions, id)
 	if err != nil {
 		return Session{}, err
 	}
@@ -548,11 +548,11 @@ func (s *Store) session(id string) (Session, error) {
 
 // SetReplyTo records whom respond_chat answers in this session.
 func (s *Store) SetReplyTo(ctx context.Context, id, agent string) error {
-	path, err := s.DocPath(storage.Sessions, id)
+	path, err := s.files.DocPath(storage.Sessions, id)
 	if err != nil {
 		return err
 	}
-	_, err = storage.UpdateDoc(ctx, s.Files, path, storage.ModePrivateFile, func(ses *Session, exists bool) error {
+	_, err = storage.UpdateDoc(ctx, s.files, path, storage.ModePrivateFile, func(ses *Session, exists bool) error {
 		if !exists {
 			return fmt.Errorf("session %s: %w", id, storage.ErrNotFound)
 		}

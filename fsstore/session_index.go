@@ -1,7 +1,7 @@
 package fsstore
 
 import (
-	"aipm/fsstore/storage"
+	"aipm/fsstore/internal/storage"
 	"context"
 	"errors"
 	"fmt"
@@ -19,20 +19,20 @@ func (s *Store) sessionIndexPath(agent string) (string, error) {
 	if err := storage.CheckAgentID(agent); err != nil {
 		return "", err
 	}
-	return filepath.Join(s.CollectionDir(storage.Sessions), storage.SessionIndexDir, agent+".json"), nil
+	return filepath.Join(s.files.CollectionDir(storage.Sessions), storage.SessionIndexDir, agent+".json"), nil
 }
 
 // ensureSessionIndex rebuilds sessions/by-agent/ from the session documents
 // when it is missing. The caller holds the sessions lock.
 func (s *Store) ensureSessionIndex() error {
-	dir := filepath.Join(s.CollectionDir(storage.Sessions), storage.SessionIndexDir)
+	dir := filepath.Join(s.files.CollectionDir(storage.Sessions), storage.SessionIndexDir)
 	if fi, err := os.Stat(dir); err == nil && fi.IsDir() {
 		return nil
 	} else if err != nil && !errors.Is(err, os.ErrNotExist) {
 		return fmt.Errorf("session index: %w", err)
 	}
 	byAgent := map[string][]string{}
-	if err := storage.EachDoc(s.Files, storage.Sessions, func(_ string, ses Session) error {
+	if err := storage.EachDoc(s.files, storage.Sessions, func(_ string, ses Session) error {
 		if storage.CheckAgentID(ses.Agent) == nil {
 			byAgent[ses.Agent] = append(byAgent[ses.Agent], ses.ID)
 		}
@@ -40,11 +40,11 @@ func (s *Store) ensureSessionIndex() error {
 	}); err != nil {
 		return err
 	}
-	if err := s.MkdirAll(s.CollectionDir(storage.Sessions)); err != nil {
+	if err := s.files.MkdirAll(s.files.CollectionDir(storage.Sessions)); err != nil {
 		return fmt.Errorf("session index: %w", err)
 	}
 	// Built beside, renamed into place: a crash leaves no half index.
-	tmp, err := os.MkdirTemp(s.CollectionDir(storage.Sessions), "."+storage.SessionIndexDir+".tmp-*")
+	tmp, err := os.MkdirTemp(s.files.CollectionDir(storage.Sessions), "."+storage.SessionIndexDir+".tmp-*")
 	if err != nil {
 		return fmt.Errorf("session index: %w", err)
 	}
@@ -54,15 +54,15 @@ func (s *Store) ensureSessionIndex() error {
 	}
 	for agent, ids := range byAgent {
 		slices.Sort(ids)
-		if err := s.WriteDoc(filepath.Join(tmp, agent+".json"), agentSessionIndex{Sessions: ids}, storage.ModePrivateFile); err != nil {
+		if err := s.files.WriteDoc(filepath.Join(tmp, agent+".json"), agentSessionIndex{Sessions: ids}, storage.ModePrivateFile); err != nil {
 			return fmt.Errorf("session index: %w", err)
 		}
 	}
 	if err := os.Rename(tmp, dir); err != nil {
 		return fmt.Errorf("session index: %w", err)
 	}
-	if s.Durable.Load() {
-		return storage.SyncDir(s.CollectionDir(storage.Sessions))
+	if s.files.Durable.Load() {
+		return storage.SyncDir(s.files.CollectionDir(storage.Sessions))
 	}
 	return nil
 }
@@ -80,7 +80,7 @@ func (s *Store) setAgentSessionIDs(agent string, ids []string) error {
 		}
 		return nil
 	}
-	return s.WriteDoc(path, agentSessionIndex{Sessions: ids}, storage.ModePrivateFile)
+	return s.files.WriteDoc(path, agentSessionIndex{Sessions: ids}, storage.ModePrivateFile)
 }
 
 // dropIndexedSessions removes ids from their agents' index files (the
@@ -116,7 +116,7 @@ func sessionVerdict(ses Session, now time.Time) (remove bool, endReason string) 
 // with the index built first if it is missing, so that the change can keep
 // it.
 func (s *Store) lockSessions(ctx context.Context) (unlock func(), err error) {
-	unlock, err = s.LockDir(ctx, s.CollectionDir(storage.Sessions))
+	unlock, err = s.files.LockDir(ctx, s.files.CollectionDir(storage.Sessions))
 	if err != nil {
 		return nil, err
 	}
@@ -146,17 +146,17 @@ func (s *Store) withAgentSessionIDs(ctx context.Context, agent string, fn func(i
 // index (written by something that does not keep it: authenticate would
 // not see them); repair adds them.
 func (s *Store) sessionIndexProblems(ctx context.Context, repair bool) ([]storage.Problem, error) {
-	if _, err := os.Stat(filepath.Join(s.CollectionDir(storage.Sessions), storage.SessionIndexDir)); err != nil {
+	if _, err := os.Stat(filepath.Join(s.files.CollectionDir(storage.Sessions), storage.SessionIndexDir)); err != nil {
 		return nil, nil // none yet: the next authenticate builds it from the documents
 	}
-	unlock, err := s.LockDir(ctx, s.CollectionDir(storage.Sessions))
+	unlock, err := s.files.LockDir(ctx, s.files.CollectionDir(storage.Sessions))
 	if err != nil {
 		return nil, err
 	}
 	defer unlock()
 	indexed := map[string][]string{}
 	var problems []storage.Problem
-	err = storage.EachDoc(s.Files, storage.Sessions, func(path string, ses Session) error {
+	err = storage.EachDoc(s.files, storage.Sessions, func(path string, ses Session) error {
 		if storage.CheckAgentID(ses.Agent) != nil {
 			return nil // doctor's schema check reports it
 		}
@@ -172,7 +172,7 @@ func (s *Store) sessionIndexProblems(ctx context.Context, repair bool) ([]storag
 			return nil
 		}
 		ixPath, _ := s.sessionIndexPath(ses.Agent)
-		p := storage.Problem{Path: s.Rel(path), Reason: fmt.Sprintf("missing from %s, so authenticate does not see it", s.Rel(ixPath))}
+		p := storage.Problem{Path: s.files.Rel(path), Reason: fmt.Sprintf("missing from %s, so authenticate does not see it", s.files.Rel(ixPath))}
 		if repair {
 			ids = append(ids, ses.ID)
 			indexed[ses.Agent] = ids

@@ -9,7 +9,7 @@ import (
 	"testing"
 	"time"
 
-	"aipm/fsstore/storage"
+	"aipm/fsstore/internal/storage"
 	"aipm/internal/testenv"
 )
 
@@ -68,8 +68,8 @@ func mustAuthenticate(t *testing.T, s *Store, cfg *storage.Config, agent, key, p
 // timeouts ago.
 func expireSession(t *testing.T, s *Store, ses Session) {
 	t.Helper()
-	path, _ := s.DocPath(storage.Sessions, ses.ID)
-	if _, err := storage.UpdateDoc(context.Background(), s.Files, path, storage.ModePrivateFile, func(doc *Session, _ bool) error {
+	path, _ := s.files.DocPath(storage.Sessions, ses.ID)
+	if _, err := storage.UpdateDoc(context.Background(), s.files, path, storage.ModePrivateFile, func(doc *Session, _ bool) error {
 		doc.LastSeenAt = doc.LastSeenAt.Add(-2 * doc.Idle.Duration)
 		return nil
 	}); err != nil {
@@ -79,7 +79,7 @@ func expireSession(t *testing.T, s *Store, ses Session) {
 
 // sessionExists says whether ses's document is there.
 func sessionExists(s *Store, ses Session) bool {
-	path, _ := s.DocPath(storage.Sessions, ses.ID)
+	path, _ := s.files.DocPath(storage.Sessions, ses.ID)
 	_, err := os.Stat(path)
 	return err == nil
 }
@@ -90,8 +90,8 @@ func sessionExists(s *Store, ses Session) bool {
 func addBlockingAndDamagedSessions(t *testing.T, s *Store, agent string) (fifoPath, damaged, damagedPath string) {
 	t.Helper()
 	fifo, damaged := storage.NewID(storage.PrefixSession), storage.NewID(storage.PrefixSession)
-	fifoPath, _ = s.DocPath(storage.Sessions, fifo)
-	damagedPath, _ = s.DocPath(storage.Sessions, damaged)
+	fifoPath, _ = s.files.DocPath(storage.Sessions, fifo)
+	damagedPath, _ = s.files.DocPath(storage.Sessions, damaged)
 	if err := syscall.Mkfifo(fifoPath, 0o600); err != nil {
 		testenv.SkipMissing(t, "FIFOs (mkfifo: "+err.Error()+")")
 	}
@@ -157,7 +157,7 @@ func TestSessionIndexRebuilt(t *testing.T) {
 	if _, _, err := s.Authenticate(ctx, cfg, "b", mustPasskey(t, s, "b"), "", storage.PurposeChat); err != nil {
 		t.Fatal(err)
 	}
-	if err := os.RemoveAll(filepath.Join(s.CollectionDir(storage.Sessions), storage.SessionIndexDir)); err != nil {
+	if err := os.RemoveAll(filepath.Join(s.files.CollectionDir(storage.Sessions), storage.SessionIndexDir)); err != nil {
 		t.Fatal(err)
 	}
 	second, _, err := s.Authenticate(ctx, cfg, "a", key, "", storage.PurposeChat)
@@ -183,7 +183,7 @@ func TestSessionIndexRebuilt(t *testing.T) {
 	if got, _ := s.agentSessionIDs("b"); len(got) != 1 {
 		t.Fatalf("b's rebuilt index: %v", got)
 	}
-	fi, err := os.Stat(filepath.Join(s.CollectionDir(storage.Sessions), storage.SessionIndexDir))
+	fi, err := os.Stat(filepath.Join(s.files.CollectionDir(storage.Sessions), storage.SessionIndexDir))
 	if err != nil || fi.Mode().Perm() != 0o700 {
 		t.Fatalf("index directory: %v %v, want mode 0700", fi, err)
 	}
@@ -200,8 +200,8 @@ func TestDoctorSessionIndex(t *testing.T) {
 	}
 	stray := live
 	stray.ID = storage.NewID(storage.PrefixSession)
-	path, _ := s.DocPath(storage.Sessions, stray.ID)
-	if err := s.WriteDoc(path, stray, storage.ModePrivateFile); err != nil {
+	path, _ := s.files.DocPath(storage.Sessions, stray.ID)
+	if err := s.files.WriteDoc(path, stray, storage.ModePrivateFile); err != nil {
 		t.Fatal(err)
 	}
 	for _, repair := range []bool{false, true} {
@@ -209,7 +209,7 @@ func TestDoctorSessionIndex(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		if len(problems) != 1 || problems[0].Path != s.Rel(path) || problems[0].Repaired != repair {
+		if len(problems) != 1 || problems[0].Path != s.files.Rel(path) || problems[0].Repaired != repair {
 			t.Fatalf("repair=%v: %v", repair, problems)
 		}
 	}

@@ -5,8 +5,8 @@ import (
 	"slices"
 	"time"
 
-	"aipm/fsstore/lockedfile"
-	"aipm/fsstore/storage"
+	"aipm/fsstore/internal/storage"
+	"aipm/internal/lockedfile"
 )
 
 // liveSessions returns agent's sessions that are live at now and whose
@@ -51,7 +51,7 @@ func (s *Store) agentSessionIDs(agent string) ([]string, error) {
 		}
 	}
 	var ix agentSessionIndex
-	if err := s.ReadDoc(path, &ix); err != nil && !errors.Is(err, storage.ErrNotFound) {
+	if err := s.files.ReadDoc(path, &ix); err != nil && !errors.Is(err, storage.ErrNotFound) {
 		return nil, err
 	}
 	if statErr == nil {

@@ -1,7 +1,7 @@
 package fsstore
 
 import (
-	"aipm/fsstore/storage"
+	"aipm/fsstore/internal/storage"
 	"context"
 	"errors"
 	"time"
@@ -302,30 +302,30 @@ func (s *Store) NextAction(ctx context.Context, cfg *storage.Config, ses Session
 // answer of Work for ses: what a waiting get_next_action watches. The
 // directories are created if missing, so that they can be watched.
 func (s *Store) WakeTargets(ses Session) ([]string, error) {
-	chat, err := s.ChatPath(ses.Agent)
+	chat, err := s.files.ChatPath(ses.Agent)
 	if err != nil {
 		return nil, err
 	}
-	notes, _ := s.NotificationsPath(ses.Agent)
-	sesPath, err := s.DocPath(storage.Sessions, ses.ID)
+	notes, _ := s.files.NotificationsPath(ses.Agent)
+	sesPath, err := s.files.DocPath(storage.Sessions, ses.ID)
 	if err != nil {
 		return nil, err
 	}
-	targets := []string{chat, notes, sesPath, s.CollectionDir(storage.Delegations), s.CollectionDir(storage.Conversations)}
-	dirs := []string{s.CollectionDir(storage.Sessions), s.CollectionDir(storage.Delegations), s.CollectionDir(storage.Conversations)}
-	if err := s.EnsureAgentDir(ses.Agent); err != nil {
+	targets := []string{chat, notes, sesPath, s.files.CollectionDir(storage.Delegations), s.files.CollectionDir(storage.Conversations)}
+	dirs := []string{s.files.CollectionDir(storage.Sessions), s.files.CollectionDir(storage.Delegations), s.files.CollectionDir(storage.Conversations)}
+	if err := s.files.EnsureAgentDir(ses.Agent); err != nil {
 		return nil, err
 	}
 	if ses.Purpose == storage.PurposeTask && ses.TaskID != "" {
-		task, err := s.DocPath(storage.Tasks, ses.TaskID)
+		task, err := s.files.DocPath(storage.Tasks, ses.TaskID)
 		if err != nil {
 			return nil, err
 		}
 		targets = append(targets, task)
-		dirs = append(dirs, s.CollectionDir(storage.Tasks))
+		dirs = append(dirs, s.files.CollectionDir(storage.Tasks))
 	}
 	for _, d := range dirs {
-		if err := s.MkdirAll(d); err != nil {
+		if err := s.files.MkdirAll(d); err != nil {
 			return nil, err
 		}
 	}

@@ -33,19 +33,19 @@ func sshClient(v string) string {
 // ServeMany says this process serves the sessions of many agents and
 // clients (aipm serve --http): the sessions it opens take no run id and no
 // ssh client from its environment, which speaks for none of them.
-func (s *Store) ServeMany() { s.ServesMany.Store(true) }
+func (s *Store) ServeMany() { s.files.ServesMany.Store(true) }
 
 // SavedCredential is agent's credential as saved on this machine
 // (CredentialPath, written by aipm agent passkey ID --save): what
 // aipm serve --agent holds, so that a remote client's entry carries no
 // secret. The file is checked as AIPM_PASSKEY_FILE is (0600, not empty).
 func (s *Store) SavedCredential(agent string) (*Credential, error) {
-	path, err := s.CredentialPath(agent)
+	path, err := s.files.CredentialPath(agent)
 	if err != nil {
 		return nil, err
 	}
 	if _, err := os.Stat(path); errors.Is(err, os.ErrNotExist) {
-		return nil, fmt.Errorf("%s has no saved passkey on this machine (%s): save one with aipm agent passkey %s --save", agent, s.Rel(path), agent)
+		return nil, fmt.Errorf("%s has no saved passkey on this machine (%s): save one with aipm agent passkey %s --save", agent, s.files.Rel(path), agent)
 	}
 	return CredentialFromEnv(func(k string) string {
 		switch k {

@@ -1,7 +1,7 @@
 package fsstore
 
 import (
-	"aipm/fsstore/storage"
+	"aipm/fsstore/internal/storage"
 	"context"
 	"errors"
 	"os/exec"
@@ -80,8 +80,8 @@ func wantDeadSessionEnded(t *testing.T, s *Store, cfg *storage.Config, chat Sess
 	if err := dead.Run(); err != nil {
 		t.Fatal(err)
 	}
-	path, _ := s.DocPath(storage.Sessions, chat.ID)
-	if _, err := storage.UpdateDoc(ctx, s.Files, path, storage.ModePrivateFile, func(ses *Session, _ bool) error { ses.PID = dead.Process.Pid; return nil }); err != nil {
+	path, _ := s.files.DocPath(storage.Sessions, chat.ID)
+	if _, err := storage.UpdateDoc(ctx, s.files, path, storage.ModePrivateFile, func(ses *Session, _ bool) error { ses.PID = dead.Process.Pid; return nil }); err != nil {
 		t.Fatal(err)
 	}
 	ses, err := purpose("")

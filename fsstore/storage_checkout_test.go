@@ -9,8 +9,8 @@ import (
 	"testing"
 	"time"
 
-	"aipm/fsstore/lockedfile"
-	"aipm/fsstore/storage"
+	"aipm/fsstore/internal/storage"
+	"aipm/internal/lockedfile"
 )
 
 // usedProject is a project where bob has n messages from alice and one
@@ -19,10 +19,10 @@ func usedProject(t *testing.T, n int) *Store {
 	t.Helper()
 	s := newTestStore(t)
 	ctx := context.Background()
-	chat, _ := s.ChatPath("bob")
+	chat, _ := s.files.ChatPath("bob")
 	for i := 0; i < n; i++ {
 		m := Message{ID: storage.NewID(storage.PrefixMessage), SenderID: "alice", Content: "old", CreatedAt: time.Now().UTC().Format(timeFormat)}
-		if err := s.AppendJSONL(ctx, chat, m); err != nil {
+		if err := s.files.AppendJSONL(ctx, chat, m); err != nil {
 			t.Fatal(err)
 		}
 	}
@@ -37,11 +37,11 @@ func usedProject(t *testing.T, n int) *Store {
 func cloneOf(t *testing.T, s *Store) string {
 	t.Helper()
 	dst := t.TempDir()
-	err := filepath.WalkDir(s.ProjectDir(), func(path string, d fs.DirEntry, err error) error {
+	err := filepath.WalkDir(s.files.ProjectDir(), func(path string, d fs.DirEntry, err error) error {
 		if err != nil {
 			return err
 		}
-		rel, _ := filepath.Rel(s.ProjectDir(), path)
+		rel, _ := filepath.Rel(s.files.ProjectDir(), path)
 		switch name := d.Name(); {
 		case d.IsDir():
 			return os.MkdirAll(filepath.Join(dst, rel), 0o755)
@@ -80,7 +80,7 @@ func wantUnread(t *testing.T, dir string, messages, notifications int) {
 // message is.
 func TestCloneOpenedAtOnce(t *testing.T) {
 	s := usedProject(t, 50)
-	wantUnread(t, s.ProjectDir(), 50, 1)
+	wantUnread(t, s.files.ProjectDir(), 50, 1)
 	clone := cloneOf(t, s)
 	// The lock is held until every helper is started, so that they all
 	// find no marker and queue for it.
@@ -117,12 +117,12 @@ func TestCloneOpenedAtOnce(t *testing.T) {
 	}
 	wantUnread(t, clone, 0, 0)
 	c, _ := Open(clone)
-	chat, _ := c.ChatPath("bob")
-	if err := c.AppendJSONL(context.Background(), chat, Message{ID: storage.NewID(storage.PrefixMessage), SenderID: "alice", Content: "new", CreatedAt: time.Now().UTC().Format(timeFormat)}); err != nil {
+	chat, _ := c.files.ChatPath("bob")
+	if err := c.files.AppendJSONL(context.Background(), chat, Message{ID: storage.NewID(storage.PrefixMessage), SenderID: "alice", Content: "new", CreatedAt: time.Now().UTC().Format(timeFormat)}); err != nil {
 		t.Fatal(err)
 	}
 	wantUnread(t, clone, 1, 0)
-	wantUnread(t, s.ProjectDir(), 50, 1) // the original is not touched
+	wantUnread(t, s.files.ProjectDir(), 50, 1) // the original is not touched
 }
 
 // A process killed while it moved a clone's cursors leaves the marker
@@ -155,12 +155,12 @@ func TestCloneResetFinishedAfterKill(t *testing.T) {
 // read cursors (or passkeys) of its own, so it is no clone.
 func TestCheckoutWithoutMarkerKeepsReadState(t *testing.T) {
 	s := usedProject(t, 3)
-	if _, err := s.ReadUnread(context.Background(), "bob", storage.StreamChat, storage.ReadOptions{Limit: 1}); err != nil {
+	if _, err := s.files.ReadUnread(context.Background(), "bob", storage.StreamChat, storage.ReadOptions{Limit: 1}); err != nil {
 		t.Fatal(err)
 	}
-	os.Remove(s.LocalMarkerPath())
-	wantUnread(t, s.ProjectDir(), 2, 1)
-	if _, err := os.Stat(s.LocalMarkerPath()); err != nil {
+	os.Remove(s.files.LocalMarkerPath())
+	wantUnread(t, s.files.ProjectDir(), 2, 1)
+	if _, err := os.Stat(s.files.LocalMarkerPath()); err != nil {
 		t.Errorf("no marker written: %v", err)
 	}
 }
@@ -173,7 +173,7 @@ func TestCloneCost(t *testing.T) {
 		n = 1000000
 	}
 	s := newTestStore(t)
-	chat, _ := s.ChatPath("bob")
+	chat, _ := s.files.ChatPath("bob")
 	var b strings.Builder
 	for i := 0; i < n; i++ {
 		b.WriteString(`{"id":"` + storage.NewID(storage.PrefixMessage) + `","senderId":"alice","content":"a message of some ordinary length, as people write them","createdAt":"2026-11-25T12:00:00Z"}` + "\n")

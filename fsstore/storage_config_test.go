@@ -1,7 +1,7 @@
 package fsstore
 
 import (
-	"aipm/fsstore/storage"
+	"aipm/fsstore/internal/storage"
 	"context"
 	"fmt"
 	"os"
@@ -212,23 +212,23 @@ func TestDurabilityFollowsTheConfig(t *testing.T) {
 	ctx := context.Background()
 	setDurability := func(value string) {
 		t.Helper()
-		data, err := os.ReadFile(s.ConfigPath())
+		data, err := os.ReadFile(s.files.ConfigPath())
 		if err != nil {
 			t.Fatal(err)
 		}
 		text := regexp.MustCompile(`durability = "[a-z]+"`).ReplaceAllString(string(data), fmt.Sprintf("durability = %q", value))
-		if err := os.WriteFile(s.ConfigPath(), []byte(text), storage.ModeFile); err != nil {
+		if err := os.WriteFile(s.files.ConfigPath(), []byte(text), storage.ModeFile); err != nil {
 			t.Fatal(err)
 		}
 	}
-	path := filepath.Join(s.Root(), "probe.jsonl")
+	path := filepath.Join(s.files.Root(), "probe.jsonl")
 	var wg sync.WaitGroup
 	for w := 0; w < 4; w++ {
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
 			for i := 0; i < 50; i++ {
-				if err := s.AppendJSONL(ctx, path, map[string]int{"i": i}); err != nil {
+				if err := s.files.AppendJSONL(ctx, path, map[string]int{"i": i}); err != nil {
 					t.Error(err)
 					return
 				}
@@ -237,19 +237,19 @@ func TestDurabilityFollowsTheConfig(t *testing.T) {
 	}
 	for _, value := range []string{storage.DurableNone, storage.DurableFsync, storage.DurableNone} {
 		setDurability(value)
-		if _, err := s.LoadConfig(); err != nil {
+		if _, err := s.files.LoadConfig(); err != nil {
 			t.Fatal(err)
 		}
-		if got := s.Durable.Load(); got != (value == storage.DurableFsync) {
+		if got := s.files.Durable.Load(); got != (value == storage.DurableFsync) {
 			t.Errorf("durability %q loaded: durable = %v", value, got)
 		}
 	}
 	wg.Wait()
 	setDurability("sometimes")
-	if _, err := s.LoadConfig(); err == nil {
+	if _, err := s.files.LoadConfig(); err == nil {
 		t.Fatal("an invalid durability loaded")
 	}
-	if s.Durable.Load() {
+	if s.files.Durable.Load() {
 		t.Error("an invalid config changed the durability in force")
 	}
 }

@@ -1,7 +1,7 @@
 package fsstore
 
 import (
-	"aipm/fsstore/storage"
+	"aipm/fsstore/internal/storage"
 	"bufio"
 	"bytes"
 	"context"
@@ -20,13 +20,13 @@ import (
 func TestCursorConcurrentProcesses(t *testing.T) {
 	const writers, lines, readers = 4, 1500, 3
 	s := newTestStore(t)
-	chat, _ := s.ChatPath("bob")
+	chat, _ := s.files.ChatPath("bob")
 	var wg sync.WaitGroup
 	var mu sync.Mutex
 	got := map[string]int{}
 	var readCmds []func() error
 	for r := 0; r < readers; r++ {
-		cmd := helper(t, "read", s.ProjectDir(), "bob", "0")
+		cmd := helper(t, "read", s.files.ProjectDir(), "bob", "0")
 		stdout, _ := cmd.StdoutPipe()
 		if err := cmd.Start(); err != nil {
 			t.Fatal(err)
@@ -47,7 +47,7 @@ func TestCursorConcurrentProcesses(t *testing.T) {
 	var wmu sync.Mutex
 	var wwg sync.WaitGroup
 	for w := 0; w < writers; w++ {
-		cmd := helper(t, "append", s.ProjectDir(), chat, strconv.Itoa(lines))
+		cmd := helper(t, "append", s.files.ProjectDir(), chat, strconv.Itoa(lines))
 		stdout, _ := cmd.StdoutPipe()
 		if err := cmd.Start(); err != nil {
 			t.Fatal(err)
@@ -67,7 +67,7 @@ func TestCursorConcurrentProcesses(t *testing.T) {
 		}()
 	}
 	wwg.Wait()
-	os.WriteFile(filepath.Join(s.ProjectDir(), "stop"), nil, 0o644)
+	os.WriteFile(filepath.Join(s.files.ProjectDir(), "stop"), nil, 0o644)
 	wg.Wait()
 	for _, wait := range readCmds {
 		if err := wait(); err != nil {
@@ -90,7 +90,7 @@ func TestCursorConcurrentProcesses(t *testing.T) {
 func writeIDs(t *testing.T, s *Store, path string, ids ...string) {
 	t.Helper()
 	for _, id := range ids {
-		if err := s.AppendJSONL(context.Background(), path, map[string]string{"id": id, "senderId": "alice"}); err != nil {
+		if err := s.files.AppendJSONL(context.Background(), path, map[string]string{"id": id, "senderId": "alice"}); err != nil {
 			t.Fatal(err)
 		}
 	}
@@ -98,7 +98,7 @@ func writeIDs(t *testing.T, s *Store, path string, ids ...string) {
 
 func readIDs(t *testing.T, s *Store, agent string, opt storage.ReadOptions) []string {
 	t.Helper()
-	res, err := s.ReadUnread(context.Background(), agent, storage.StreamChat, opt)
+	res, err := s.files.ReadUnread(context.Background(), agent, storage.StreamChat, opt)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -111,13 +111,13 @@ func readIDs(t *testing.T, s *Store, agent string, opt storage.ReadOptions) []st
 
 func TestCursorLimitPeekAndMatch(t *testing.T) {
 	s := newTestStore(t)
-	chat, _ := s.ChatPath("bob")
+	chat, _ := s.files.ChatPath("bob")
 	ids := []string{storage.NewID(storage.PrefixMessage), storage.NewID(storage.PrefixMessage), storage.NewID(storage.PrefixMessage), storage.NewID(storage.PrefixMessage)}
 	writeIDs(t, s, chat, ids...)
 	if got := readIDs(t, s, "bob", storage.ReadOptions{Limit: 2, Peek: true}); strings.Join(got, ",") != strings.Join(ids[:2], ",") {
 		t.Fatalf("peek %v", got)
 	}
-	res, _ := s.ReadUnread(context.Background(), "bob", storage.StreamChat, storage.ReadOptions{Limit: 2})
+	res, _ := s.files.ReadUnread(context.Background(), "bob", storage.StreamChat, storage.ReadOptions{Limit: 2})
 	if len(res.Records) != 2 || !res.More || idOf(res.Records[0]) != ids[0] {
 		t.Fatalf("first read: %d records, more=%v", len(res.Records), res.More)
 	}
@@ -146,7 +146,7 @@ func editorRewrite(t *testing.T, path, content string) {
 
 func TestCursorSurvivesEditorReplace(t *testing.T) {
 	s := newTestStore(t)
-	chat, _ := s.ChatPath("bob")
+	chat, _ := s.files.ChatPath("bob")
 	var ids []string
 	for i := 0; i < 6; i++ {
 		ids = append(ids, storage.NewID(storage.PrefixMessage))
@@ -184,7 +184,7 @@ func TestCursorSurvivesEditorReplace(t *testing.T) {
 
 func TestUpdateDocConcurrent(t *testing.T) {
 	s := newTestStore(t)
-	path := filepath.Join(s.CollectionDir(storage.Tasks), "counter.json")
+	path := filepath.Join(s.files.CollectionDir(storage.Tasks), "counter.json")
 	type counter struct {
 		N int `json:"n"`
 	}
@@ -194,7 +194,7 @@ func TestUpdateDocConcurrent(t *testing.T) {
 		go func() {
 			defer wg.Done()
 			for i := 0; i < 50; i++ {
-				if _, err := storage.UpdateDoc(context.Background(), s.Files, path, storage.ModeFile, func(c *counter, _ bool) error { c.N++; return nil }); err != nil {
+				if _, err := storage.UpdateDoc(context.Background(), s.files, path, storage.ModeFile, func(c *counter, _ bool) error { c.N++; return nil }); err != nil {
 					t.Error(err)
 				}
 			}
@@ -202,7 +202,7 @@ func TestUpdateDocConcurrent(t *testing.T) {
 	}
 	wg.Wait()
 	var c counter
-	if err := s.ReadDoc(path, &c); err != nil || c.N != 400 {
+	if err := s.files.ReadDoc(path, &c); err != nil || c.N != 400 {
 		t.Fatalf("counter = %d, err %v; want 400", c.N, err)
 	}
 	data, _ := os.ReadFile(path)
@@ -217,24 +217,24 @@ func TestModes(t *testing.T) {
 	if _, err := s.AddAgent(ctx, NewAgent{ID: "bob", Type: storage.AgentAI}); err != nil {
 		t.Fatal(err)
 	}
-	chat, _ := s.ChatPath("bob")
+	chat, _ := s.files.ChatPath("bob")
 	writeIDs(t, s, chat, storage.NewID(storage.PrefixMessage))
-	ses, _ := s.DocPath(storage.Sessions, storage.NewID(storage.PrefixSession))
-	if err := s.WriteDoc(ses, map[string]string{}, storage.ModePrivateFile); err != nil {
+	ses, _ := s.files.DocPath(storage.Sessions, storage.NewID(storage.PrefixSession))
+	if err := s.files.WriteDoc(ses, map[string]string{}, storage.ModePrivateFile); err != nil {
 		t.Fatal(err)
 	}
-	passkey, _ := s.PasskeyPath("bob")
-	agentDir, _ := s.AgentDir("bob")
+	passkey, _ := s.files.PasskeyPath("bob")
+	agentDir, _ := s.files.AgentDir("bob")
 	for _, tc := range []struct {
 		path string
 		want os.FileMode
 	}{
-		{s.Root(), 0o755 | os.ModeDir},
-		{s.ConfigPath(), 0o644},
+		{s.files.Root(), 0o755 | os.ModeDir},
+		{s.files.ConfigPath(), 0o644},
 		{agentDir, 0o755 | os.ModeDir},
 		{chat, 0o644},
 		{passkey, 0o600},
-		{s.CollectionDir(storage.Sessions), 0o700 | os.ModeDir},
+		{s.files.CollectionDir(storage.Sessions), 0o700 | os.ModeDir},
 		{ses, 0o600},
 	} {
 		fi, err := os.Stat(tc.path)
@@ -242,7 +242,7 @@ func TestModes(t *testing.T) {
 			t.Fatal(err)
 		}
 		if fi.Mode() != tc.want {
-			t.Errorf("%s: mode %v, want %v", s.Rel(tc.path), fi.Mode(), tc.want)
+			t.Errorf("%s: mode %v, want %v", s.files.Rel(tc.path), fi.Mode(), tc.want)
 		}
 	}
 }
@@ -263,7 +263,7 @@ func TestPeekRemembersItsScan(t *testing.T) {
 	}
 	// Rewrite an already scanned line in place as if another agent sent it:
 	// a peek that rescanned would find it, one that remembers does not.
-	path, _ := s.ChatPath("b")
+	path, _ := s.files.ChatPath("b")
 	data, err := os.ReadFile(path)
 	if err != nil {
 		t.Fatal(err)
@@ -290,7 +290,7 @@ func TestPeekRemembersItsScan(t *testing.T) {
 		t.Fatalf("peek after a new message: %v, %v; want it", msgs, err)
 	}
 	// Another process has no memory of the scan: it finds the forged line.
-	other, err := Open(s.ProjectDir())
+	other, err := Open(s.files.ProjectDir())
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -317,7 +317,7 @@ func TestPeekRemembersItsScanToAFind(t *testing.T) {
 		t.Fatalf("first peek: %v, %v", msgs, err)
 	}
 	// Forge the second own copy as if h sent it: a rescan would find it first.
-	path, _ := s.ChatPath("b")
+	path, _ := s.files.ChatPath("b")
 	data, err := os.ReadFile(path)
 	if err != nil {
 		t.Fatal(err)
@@ -337,7 +337,7 @@ func TestPeekRemembersItsScanToAFind(t *testing.T) {
 	if msgs, _, err := s.Unread(ctx, "b", 1, true); err != nil || len(msgs) != 1 || msgs[0].Content != "for you" {
 		t.Fatalf("second peek rescanned what the first passed over: %v, %v", msgs, err)
 	}
-	other, err := Open(s.ProjectDir())
+	other, err := Open(s.files.ProjectDir())
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -367,7 +367,7 @@ func TestPeekAdvancesPastOwnCopies(t *testing.T) {
 	if cur.Offset < storage.AdvanceAfter || cur.Pending != nil {
 		t.Fatalf("cursor after the peek: %+v; want it past the own copies", cur)
 	}
-	other, err := Open(s.ProjectDir()) // another process: no memory, the cursor is enough
+	other, err := Open(s.files.ProjectDir()) // another process: no memory, the cursor is enough
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -413,8 +413,8 @@ func sendOwnCopies(t *testing.T, s *Store, cfg *storage.Config, n int) {
 // chatCursorOf is agent's committed chat cursor.
 func chatCursorOf(t *testing.T, s *Store, agent string) storage.StreamCursor {
 	t.Helper()
-	path, _ := s.ReadCursorPath(agent)
-	cursors, err := s.ReadCursors(path)
+	path, _ := s.files.ReadCursorPath(agent)
+	cursors, err := s.files.ReadCursors(path)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -435,11 +435,11 @@ func TestDamagedReadCursors(t *testing.T) {
 		}
 		keys[a.ID] = key
 	}
-	cfg, _ := s.LoadConfig()
+	cfg, _ := s.files.LoadConfig()
 	if _, err := s.Send(ctx, cfg, OutgoingMessage{From: "alice", To: "bob", Content: "hello"}); err != nil {
 		t.Fatal(err)
 	}
-	path, _ := s.ReadCursorPath("bob")
+	path, _ := s.files.ReadCursorPath("bob")
 	if err := os.WriteFile(path, []byte("{\"chat\": {\"offset\": \n"), 0o644); err != nil {
 		t.Fatal(err)
 	}

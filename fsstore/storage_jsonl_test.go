@@ -1,7 +1,7 @@
 package fsstore
 
 import (
-	"aipm/fsstore/storage"
+	"aipm/fsstore/internal/storage"
 	"bufio"
 	"bytes"
 	"context"
@@ -26,11 +26,11 @@ func idOf(r storage.Record) string { return gjson.GetBytes(r.Data, "id").String(
 func TestAppendManyProcesses(t *testing.T) {
 	const procs, lines = 8, 5000
 	s := newTestStore(t)
-	path := filepath.Join(s.Root(), "agents", "a", "chat.jsonl")
+	path := filepath.Join(s.files.Root(), "agents", "a", "chat.jsonl")
 	var wg sync.WaitGroup
 	acked := make([][]string, procs)
 	for p := 0; p < procs; p++ {
-		cmd := helper(t, "append", s.ProjectDir(), path, strconv.Itoa(lines))
+		cmd := helper(t, "append", s.files.ProjectDir(), path, strconv.Itoa(lines))
 		stdout, err := cmd.StdoutPipe()
 		if err != nil {
 			t.Fatal(err)
@@ -84,8 +84,8 @@ func TestAppendManyProcesses(t *testing.T) {
 
 func TestKilledWriterMidLine(t *testing.T) {
 	s := newTestStore(t)
-	path := filepath.Join(s.Root(), "agents", "a", "chat.jsonl")
-	cmd := helper(t, "append-then-tear", s.ProjectDir(), path, "10")
+	path := filepath.Join(s.files.Root(), "agents", "a", "chat.jsonl")
+	cmd := helper(t, "append-then-tear", s.files.ProjectDir(), path, "10")
 	stdout, _ := cmd.StdoutPipe()
 	if err := cmd.Start(); err != nil {
 		t.Fatal(err)
@@ -101,7 +101,7 @@ func TestKilledWriterMidLine(t *testing.T) {
 		t.Fatalf("after kill: %d records, bad=%v, tail=%d, err=%v; want 10 records and a torn tail", len(recs), bad, tail, err)
 	}
 	// The next writer ends the fragment, so its own line stays whole.
-	if err := s.AppendJSONL(context.Background(), path, testLine{ID: storage.NewID(storage.PrefixMessage), Writer: "next"}); err != nil {
+	if err := s.files.AppendJSONL(context.Background(), path, testLine{ID: storage.NewID(storage.PrefixMessage), Writer: "next"}); err != nil {
 		t.Fatal(err)
 	}
 	recs, bad, tail, err = storage.ReadAll(path)
@@ -120,10 +120,10 @@ func TestKilledWriterMidLine(t *testing.T) {
 // file, and the file reads cleanly apart from at most one torn line.
 func TestKilledWriterRandomInstants(t *testing.T) {
 	s := newTestStore(t)
-	path := filepath.Join(s.Root(), "agents", "a", "chat.jsonl")
+	path := filepath.Join(s.files.Root(), "agents", "a", "chat.jsonl")
 	var acked []string
 	for round := 0; round < 5; round++ {
-		cmd := helper(t, "append", s.ProjectDir(), path, "100000")
+		cmd := helper(t, "append", s.files.ProjectDir(), path, "100000")
 		stdout, _ := cmd.StdoutPipe()
 		if err := cmd.Start(); err != nil {
 			t.Fatal(err)
@@ -169,11 +169,11 @@ func TestKilledWriterRandomInstants(t *testing.T) {
 // copies under the file's lock, as aipm doctor --repair does.
 func TestRenameReplaceDuringAppend(t *testing.T) {
 	s := newTestStore(t)
-	path := filepath.Join(s.Root(), "agents", "a", "chat.jsonl")
-	if err := s.AppendJSONL(context.Background(), path, testLine{ID: storage.NewID(storage.PrefixMessage)}); err != nil {
+	path := filepath.Join(s.files.Root(), "agents", "a", "chat.jsonl")
+	if err := s.files.AppendJSONL(context.Background(), path, testLine{ID: storage.NewID(storage.PrefixMessage)}); err != nil {
 		t.Fatal(err)
 	}
-	cmd := helper(t, "append", s.ProjectDir(), path, "3000")
+	cmd := helper(t, "append", s.files.ProjectDir(), path, "3000")
 	stdout, _ := cmd.StdoutPipe()
 	if err := cmd.Start(); err != nil {
 		t.Fatal(err)
@@ -231,8 +231,8 @@ loop:
 
 func TestAppendRejectsNewline(t *testing.T) {
 	s := newTestStore(t)
-	path := filepath.Join(s.Root(), "x.jsonl")
-	if err := s.AppendLine(context.Background(), path, []byte("{}\n{}")); err == nil {
+	path := filepath.Join(s.files.Root(), "x.jsonl")
+	if err := s.files.AppendLine(context.Background(), path, []byte("{}\n{}")); err == nil {
 		t.Fatal("a line with a newline was appended")
 	}
 	if _, err := os.Stat(path); !errors.Is(err, os.ErrNotExist) {
@@ -245,12 +245,12 @@ func TestAppendRejectsNewline(t *testing.T) {
 // the error says disk full.
 func TestShortAppendTakenBack(t *testing.T) {
 	s := newTestStore(t)
-	path := filepath.Join(s.Root(), "agents", "a", "chat.jsonl")
-	if err := s.AppendJSONL(context.Background(), path, testLine{ID: storage.NewID(storage.PrefixMessage)}); err != nil {
+	path := filepath.Join(s.files.Root(), "agents", "a", "chat.jsonl")
+	if err := s.files.AppendJSONL(context.Background(), path, testLine{ID: storage.NewID(storage.PrefixMessage)}); err != nil {
 		t.Fatal(err)
 	}
 	before, _ := os.ReadFile(path)
-	out, err := helper(t, "append-over-limit", s.ProjectDir(), path, "20").Output()
+	out, err := helper(t, "append-over-limit", s.files.ProjectDir(), path, "20").Output()
 	if err != nil {
 		t.Fatalf("helper: %v", err)
 	}

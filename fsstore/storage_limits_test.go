@@ -1,7 +1,7 @@
 package fsstore
 
 import (
-	"aipm/fsstore/storage"
+	"aipm/fsstore/internal/storage"
 	"errors"
 	"strings"
 	"testing"

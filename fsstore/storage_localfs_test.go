@@ -1,7 +1,7 @@
 package fsstore
 
 import (
-	"aipm/fsstore/storage"
+	"aipm/fsstore/internal/storage"
 	"context"
 	"errors"
 	"os"
@@ -80,7 +80,7 @@ func TestInitRefusesNetworkFilesystem(t *testing.T) {
 // in, which reports it first and repairs nothing.
 func TestOpenRefusesNetworkFilesystem(t *testing.T) {
 	s, _ := leadAndCoder(t)
-	chat, err := s.ChatPath("coder")
+	chat, err := s.files.ChatPath("coder")
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -88,10 +88,10 @@ func TestOpenRefusesNetworkFilesystem(t *testing.T) {
 		t.Fatal(err)
 	}
 	pretend(t, 0xFE534D42)
-	if _, err := Open(s.ProjectDir()); !errors.Is(err, storage.ErrNetworkFilesystem) || !strings.HasPrefix(err.Error(), ".ai-pm is on a network filesystem (smb2): ") {
+	if _, err := Open(s.files.ProjectDir()); !errors.Is(err, storage.ErrNetworkFilesystem) || !strings.HasPrefix(err.Error(), ".ai-pm is on a network filesystem (smb2): ") {
 		t.Fatalf("Open on smb2: %v", err)
 	}
-	checked, err := OpenToCheck(s.ProjectDir())
+	checked, err := OpenToCheck(s.files.ProjectDir())
 	if err != nil {
 		t.Fatalf("OpenToCheck on smb2: %v", err)
 	}
@@ -102,15 +102,15 @@ func TestOpenRefusesNetworkFilesystem(t *testing.T) {
 	if len(problems) != 2 || problems[0].Path != storage.DirName || !strings.Contains(problems[0].Reason, "(smb2)") || problems[1].Repaired {
 		t.Fatalf("doctor --repair on smb2: %v, want the filesystem, then the torn line unrepaired", problems)
 	}
-	if _, err := os.Stat(filepath.Join(s.Root(), "quarantine")); !errors.Is(err, os.ErrNotExist) {
+	if _, err := os.Stat(filepath.Join(s.files.Root(), "quarantine")); !errors.Is(err, os.ErrNotExist) {
 		t.Errorf("doctor --repair on smb2 quarantined something: %v", err)
 	}
 
 	storage.TestHookStatfs = nil
-	if _, err := Open(s.ProjectDir()); err != nil {
+	if _, err := Open(s.files.ProjectDir()); err != nil {
 		t.Fatalf("Open on the real (local) filesystem: %v", err)
 	}
-	if _, ok := storage.LocalDirs.Load(s.Root()); !ok {
+	if _, ok := storage.LocalDirs.Load(s.files.Root()); !ok {
 		t.Errorf("a local .ai-pm is not remembered: every Open would ask statfs again")
 	}
 	problems, err = s.Doctor(context.Background(), true)

@@ -1,8 +1,8 @@
 package fsstore
 
 import (
-	"aipm/fsstore/lockedfile"
-	"aipm/fsstore/storage"
+	"aipm/fsstore/internal/storage"
+	"aipm/internal/lockedfile"
 )
 
 // Store is one project's .ai-pm/ directory with its rules: the storage
@@ -10,7 +10,7 @@ import (
 // process keeps of the entities between calls (revalidated by stat). It is
 // safe for concurrent use by many goroutines and processes.
 type Store struct {
-	*storage.Files
+	files  *storage.Files
 	caches *caches
 }
 
@@ -51,5 +51,5 @@ func openStore(projectDir string, refuseNetwork bool) (*Store, error) {
 	if err != nil {
 		return nil, err
 	}
-	return &Store{Files: files, caches: &caches{}}, nil
+	return &Store{files: files, caches: &caches{}}, nil
 }

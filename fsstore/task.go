@@ -1,7 +1,7 @@
 package fsstore
 
 import (
-	"aipm/fsstore/storage"
+	"aipm/fsstore/internal/storage"
 	"cmp"
 	"context"
 	"errors"
@@ -217,8 +217,8 @@ func (s *Store) CreateTask(ctx context.Context, cfg *storage.Config, in NewTask)
 	if in.NeedsApproval {
 		t.ApprovalStatus, t.AskedToApprove = ApprovalPending, in.AskedToApprove
 	}
-	path, _ := s.DocPath(storage.Tasks, t.ID)
-	_, err := storage.UpdateDoc(ctx, s.Files, path, storage.ModeFile, func(doc *Task, exists bool) error {
+	path, _ := s.files.DocPath(storage.Tasks, t.ID)
+	_, err := storage.UpdateDoc(ctx, s.files, path, storage.ModeFile, func(doc *Task, exists bool) error {
 		if exists {
 			return fmt.Errorf("task %s: %w", t.ID, storage.ErrExists)
 		}
@@ -230,18 +230,18 @@ func (s *Store) CreateTask(ctx context.Context, cfg *storage.Config, in NewTask)
 
 // Task reads one task.
 func (s *Store) Task(id string) (Task, error) {
-	path, err := s.DocPath(storage.Tasks, id)
+	path, err := s.files.DocPath(storage.Tasks, id)
 	if err != nil {
 		return Task{}, err
 	}
 	var t Task
-	if err := s.ReadDoc(path, &t); err != nil {
+	if err := s.files.ReadDoc(path, &t); err != nil {
 		if errors.Is(err, storage.ErrNotFound) {
 			return Task{}, storage.Kindf(storage.ErrNotFound, "task %s does not exist: see list_tasks or aipm task list", id)
 		}
 		return Task{}, err
 	}
-	return t.served(s.Rel(path)), nil
+	return t.served(s.files.Rel(path)), nil
 }
 
 // TaskFilter selects tasks; empty fields match everything.
@@ -266,7 +266,7 @@ func (s *Store) Tasks(f TaskFilter) ([]Task, bool, []error, error) {
 			return nil, false, nil, err
 		}
 	}
-	dir := s.CollectionDir(storage.Tasks)
+	dir := s.files.CollectionDir(storage.Tasks)
 	var out []Task
 	var bad []error
 	after := ""
@@ -300,7 +300,7 @@ func (s *Store) Tasks(f TaskFilter) ([]Task, bool, []error, error) {
 				s.recheckTask(id) // edited in place since the index looked
 				continue
 			}
-			out = append(out, t.served(s.Rel(filepath.Join(dir, id+".json"))))
+			out = append(out, t.served(s.files.Rel(filepath.Join(dir, id+".json"))))
 		}
 		if want == 0 || len(ids) < want {
 			return out, false, bad, nil
@@ -444,7 +444,7 @@ func (ch TaskChange) checkFields() error {
 // assignee (Interrupts), the interrupt notification is appended after the
 // lock is released (rule 4: never two locks at once).
 func (s *Store) UpdateTask(ctx context.Context, cfg *storage.Config, id, by string, ch TaskChange) (Task, error) {
-	path, err := s.DocPath(storage.Tasks, id)
+	path, err := s.files.DocPath(storage.Tasks, id)
 	if err != nil {
 		return Task{}, err
 	}
@@ -452,7 +452,7 @@ func (s *Store) UpdateTask(ctx context.Context, cfg *storage.Config, id, by stri
 		return Task{}, err
 	}
 	var before Task
-	after, err := storage.UpdateDoc(ctx, s.Files, path, storage.ModeFile, func(t *Task, exists bool) error {
+	after, err := storage.UpdateDoc(ctx, s.files, path, storage.ModeFile, func(t *Task, exists bool) error {
 		if !exists {
 			return storage.Kindf(storage.ErrNotFound, "task %s does not exist: see list_tasks or aipm task list", id)
 		}
@@ -476,23 +476,23 @@ func (s *Store) UpdateTask(ctx context.Context, cfg *storage.Config, id, by stri
 		// An approved @@ブロック報告 carries its reason in the request.
 		in := Interruption{Agent: after.Assignee, By: by, Reason: cmp.Or(ch.Reason, after.BlockedReason), Task: &after, StatusChange: true}
 		if _, _, err := s.WriteInterrupt(ctx, in); err != nil {
-			return after.served(s.Rel(path)), fmt.Errorf("task %s changed, but the interrupt for %s was not written: %w", id, after.Assignee, err)
+			return after.served(s.files.Rel(path)), fmt.Errorf("task %s changed, but the interrupt for %s was not written: %w", id, after.Assignee, err)
 		}
 	}
 	if after.Status != before.Status && after.Status != StatusInProgress && !Interrupts(before, after, by) {
 		// A delegation ends when its task ends (an interrupt ended them above).
 		why := fmt.Sprintf("%s set task %s to %s.", cmp.Or(by, HandEdit), after.ID, after.Status)
 		if err := s.endTaskDelegations(ctx, after, cmp.Or(by, HandEdit), why); err != nil {
-			return after.served(s.Rel(path)), fmt.Errorf("task %s changed, but its open delegations were not ended: %w", id, err)
+			return after.served(s.files.Rel(path)), fmt.Errorf("task %s changed, but its open delegations were not ended: %w", id, err)
 		}
 	}
 	if req := before.PendingChange; req != nil && after.PendingChange == nil && ch.Approval == ApprovalApproved && req.Marker == MarkerComplete.String() {
 		// An approved @@完了報告 changes nothing on the task: it goes to the task session.
 		if _, err := s.completionNotice(ctx, after, *req); err != nil {
-			return after.served(s.Rel(path)), fmt.Errorf("task %s: the completion report was approved, but it did not reach %s's task session: %w", id, after.Assignee, err)
+			return after.served(s.files.Rel(path)), fmt.Errorf("task %s: the completion report was approved, but it did not reach %s's task session: %w", id, after.Assignee, err)
 		}
 	}
-	return after.served(s.Rel(path)), nil
+	return after.served(s.files.Rel(path)), nil
 }
 
 // checkStart refuses to set a task in progress (from before to after) for

@@ -1,7 +1,7 @@
 package fsstore
 
 import (
-	"aipm/fsstore/storage"
+	"aipm/fsstore/internal/storage"
 	"context"
 	"encoding/json"
 	"errors"
@@ -93,7 +93,7 @@ func editorLock(path string) (*os.File, error) {
 // helperTaskUpdater changes task arg's description through UpdateTask
 // until the stop file exists, printing each change made.
 func helperTaskUpdater(h *helperProc) error {
-	cfg, err := h.store.LoadConfig()
+	cfg, err := h.store.files.LoadConfig()
 	if err != nil {
 		return err
 	}
@@ -138,17 +138,17 @@ func editorRace(t *testing.T, role string, saves int) int {
 	if err != nil {
 		t.Fatal(err)
 	}
-	path, _ := s.DocPath(storage.Tasks, task.ID)
+	path, _ := s.files.DocPath(storage.Tasks, task.ID)
 	var updaters []func() error
 	for i := 0; i < 2; i++ {
-		cmd := helper(t, "task-updater", s.ProjectDir(), task.ID, "0")
+		cmd := helper(t, "task-updater", s.files.ProjectDir(), task.ID, "0")
 		if err := cmd.Start(); err != nil {
 			t.Fatal(err)
 		}
 		updaters = append(updaters, cmd.Wait)
 	}
-	out, err := helper(t, role, s.ProjectDir(), path, strconv.Itoa(saves)).Output()
-	os.WriteFile(filepath.Join(s.ProjectDir(), "stop"), nil, 0o644)
+	out, err := helper(t, role, s.files.ProjectDir(), path, strconv.Itoa(saves)).Output()
+	os.WriteFile(filepath.Join(s.files.ProjectDir(), "stop"), nil, 0o644)
 	var errs []error
 	for _, wait := range updaters {
 		errs = append(errs, wait())

@@ -1,8 +1,8 @@
 package fsstore
 
 import (
-	"aipm/fsstore/lockedfile"
-	"aipm/fsstore/storage"
+	"aipm/fsstore/internal/storage"
+	"aipm/internal/lockedfile"
 	"bytes"
 	"errors"
 	"fmt"
@@ -125,21 +125,21 @@ func (ix *taskIndex) takeEvents() (map[string]bool, bool) {
 func (s *Store) readTask(path string, t *Task) (lockedfile.Stamp, error) {
 	f, err := lockedfile.Open(path)
 	if errors.Is(err, os.ErrNotExist) {
-		return lockedfile.Stamp{}, fmt.Errorf("read %s: %w", s.Rel(path), storage.ErrNotFound)
+		return lockedfile.Stamp{}, fmt.Errorf("read %s: %w", s.files.Rel(path), storage.ErrNotFound)
 	}
 	if err != nil {
-		return lockedfile.Stamp{}, fmt.Errorf("read %s: %w", s.Rel(path), err)
+		return lockedfile.Stamp{}, fmt.Errorf("read %s: %w", s.files.Rel(path), err)
 	}
 	defer f.Close()
 	fi, err := f.Stat()
 	if err != nil {
-		return lockedfile.Stamp{}, fmt.Errorf("read %s: %w", s.Rel(path), err)
+		return lockedfile.Stamp{}, fmt.Errorf("read %s: %w", s.files.Rel(path), err)
 	}
 	var data bytes.Buffer
 	if err := lockedfile.ReadBounded(f, &data); err != nil {
-		return lockedfile.Stamp{}, fmt.Errorf("read %s: %w", s.Rel(path), err)
+		return lockedfile.Stamp{}, fmt.Errorf("read %s: %w", s.files.Rel(path), err)
 	}
-	return lockedfile.StampOf(fi), storage.DecodeDoc(s.Rel(path), data.Bytes(), t)
+	return lockedfile.StampOf(fi), storage.DecodeDoc(s.files.Rel(path), data.Bytes(), t)
 }
 
 // summarize reads the fields the filters need from a task document without
@@ -184,7 +184,7 @@ var interned sync.Map
 
 // indexTask reads the task file of id into the index (or drops it if gone).
 func (s *Store) indexTask(ix *taskIndex, id string) {
-	path := filepath.Join(s.CollectionDir(storage.Tasks), id+".json")
+	path := filepath.Join(s.files.CollectionDir(storage.Tasks), id+".json")
 	e := &taskEntry{id: id}
 	seen := time.Now() // before the stat: Racy judges the stamp at it
 	err := func() error {
@@ -212,9 +212,9 @@ func (s *Store) indexTask(ix *taskIndex, id string) {
 		return
 	}
 	if err != nil {
-		e.err = fmt.Errorf("read %s: %w", s.Rel(path), err)
+		e.err = fmt.Errorf("read %s: %w", s.files.Rel(path), err)
 	} else {
-		e.err = summarize(s.Rel(path), ix.buf.Bytes(), e)
+		e.err = summarize(s.files.Rel(path), ix.buf.Bytes(), e)
 	}
 	if ix.buf.Cap() > 1<<20 {
 		ix.buf = bytes.Buffer{} // one huge file: do not keep its buffer
@@ -233,7 +233,7 @@ func (s *Store) indexTask(ix *taskIndex, id string) {
 
 // refreshTasks brings the index up to date with tasks/ (ix.mu held).
 func (s *Store) refreshTasks(ix *taskIndex) error {
-	dir := s.CollectionDir(storage.Tasks)
+	dir := s.files.CollectionDir(storage.Tasks)
 	if ix.watcher != nil {
 		if err := s.watchTasksDir(ix, dir); err != nil {
 			return err

@@ -1,7 +1,7 @@
 package fsstore
 
 import (
-	"aipm/fsstore/storage"
+	"aipm/fsstore/internal/storage"
 	"bytes"
 	"context"
 	"os"
@@ -36,7 +36,7 @@ func TestTasksLooksPastStaleEntries(t *testing.T) {
 	}
 	// The two newest move to b in place; the index has not heard of it.
 	for _, id := range ids[:2] {
-		path, _ := s.DocPath(storage.Tasks, id)
+		path, _ := s.files.DocPath(storage.Tasks, id)
 		data, err := os.ReadFile(path)
 		if err != nil {
 			t.Fatal(err)

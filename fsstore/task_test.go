@@ -1,7 +1,7 @@
 package fsstore
 
 import (
-	"aipm/fsstore/storage"
+	"aipm/fsstore/internal/storage"
 	"context"
 	"encoding/json"
 	"os"
@@ -87,7 +87,7 @@ func TestUpdateTaskRacingAnEditor(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	path, _ := s.DocPath(storage.Tasks, task.ID)
+	path, _ := s.files.DocPath(storage.Tasks, task.ID)
 	edit := func(change func(m map[string]any)) {
 		data, _ := os.ReadFile(path)
 		var m map[string]any

@@ -1,7 +1,7 @@
 package fsstore
 
 import (
-	"aipm/fsstore/storage"
+	"aipm/fsstore/internal/storage"
 	"bufio"
 	"context"
 	"errors"
@@ -30,7 +30,7 @@ func init() {
 func helperTortureSend(h *helperProc, full bool) error {
 	if full {
 		signal.Ignore(syscall.SIGXFSZ)
-		chat, _ := h.store.ChatPath(h.arg)
+		chat, _ := h.store.files.ChatPath(h.arg)
 		var size int64 // none yet: the writers before were killed before they sent
 		if fi, err := os.Stat(chat); err == nil {
 			size = fi.Size()
@@ -42,7 +42,7 @@ func helperTortureSend(h *helperProc, full bool) error {
 			return err
 		}
 	}
-	cfg, err := h.store.LoadConfig()
+	cfg, err := h.store.files.LoadConfig()
 	if err != nil {
 		return err
 	}
@@ -141,7 +141,7 @@ func TestTorture(t *testing.T) {
 	for stop := false; !stop; session++ {
 		select {
 		case <-writing:
-			os.WriteFile(filepath.Join(s.ProjectDir(), "stop"), nil, 0o644)
+			os.WriteFile(filepath.Join(s.files.ProjectDir(), "stop"), nil, 0o644)
 			stop = true
 		default:
 		}
@@ -157,7 +157,7 @@ func tortureWriter(t *testing.T, s *Store, c *tortureCounts, rounds, perRound in
 			role = "torture-send-full"
 		}
 		kill := rand.IntN(2) == 0
-		killed := runKillable(t, helper(t, role, s.ProjectDir(), "bob", strconv.Itoa(perRound)), kill, 200*time.Millisecond, func(l string) {
+		killed := runKillable(t, helper(t, role, s.files.ProjectDir(), "bob", strconv.Itoa(perRound)), kill, 200*time.Millisecond, func(l string) {
 			c.mu.Lock()
 			defer c.mu.Unlock()
 			if id, ok := strings.CutPrefix(l, "acked "); ok {
@@ -179,7 +179,7 @@ func tortureWriter(t *testing.T, s *Store, c *tortureCounts, rounds, perRound in
 // tortureEditor appends junk lines to bob's chat log, as a careless human
 // might, until the writers are done.
 func tortureEditor(t *testing.T, s *Store, c *tortureCounts, writing chan struct{}) {
-	chat, _ := s.ChatPath("bob")
+	chat, _ := s.files.ChatPath("bob")
 	for {
 		select {
 		case <-writing:
@@ -201,7 +201,7 @@ func tortureEditor(t *testing.T, s *Store, c *tortureCounts, writing chan struct
 // readerRun runs one chat session of bob that takes batches, killed at a
 // random instant when kill.
 func (c *tortureCounts) readerRun(t *testing.T, s *Store, session int, kill bool) {
-	killed := runKillable(t, helper(t, "deliver", s.ProjectDir(), "bob", strconv.Itoa(session)), kill, 100*time.Millisecond, func(l string) {
+	killed := runKillable(t, helper(t, "deliver", s.files.ProjectDir(), "bob", strconv.Itoa(session)), kill, 100*time.Millisecond, func(l string) {
 		id, flag, ok := strings.Cut(l, " ")
 		if !ok || (flag != "true" && flag != "false") {
 			return

@@ -10,8 +10,8 @@ import (
 	"strings"
 	"time"
 
-	"aipm/fsstore/lockedfile"
-	"aipm/fsstore/storage"
+	"aipm/fsstore/internal/storage"
+	"aipm/internal/lockedfile"
 )
 
 // Environment of a process the watcher starts (DESIGN section 12).
@@ -54,11 +54,11 @@ func (r Run) Alive() bool { return r.PID > 0 && processAlive(r.PID) }
 // between starting the process and recording its pid) or no record at all.
 func (rt RunTable) Claim(ctx context.Context, r Run) (claimed bool, stale *Run, slot *os.File, err error) {
 	s := rt.s
-	path, err := s.TriggerPath(storage.Runs, r.Agent, r.Purpose)
+	path, err := s.files.TriggerPath(storage.Runs, r.Agent, r.Purpose)
 	if err != nil {
 		return false, nil, nil, err
 	}
-	if err := s.MkdirAll(filepath.Dir(path)); err != nil {
+	if err := s.files.MkdirAll(filepath.Dir(path)); err != nil {
 		return false, nil, nil, fmt.Errorf("claim run: %w", err)
 	}
 	// Taken without waiting, so holding it while UpdateDoc waits for the
@@ -67,7 +67,7 @@ func (rt RunTable) Claim(ctx context.Context, r Run) (claimed bool, stale *Run, 
 	if err != nil || !ok {
 		return false, nil, nil, wrapErr("claim run", err)
 	}
-	_, err = storage.UpdateDoc(ctx, s.Files, path, storage.ModeFile, func(doc *Run, exists bool) error {
+	_, err = storage.UpdateDoc(ctx, s.files, path, storage.ModeFile, func(doc *Run, exists bool) error {
 		stale, claimed = nil, false
 		if exists && doc.Alive() {
 			return storage.ErrNoChange
@@ -98,7 +98,7 @@ func (rt RunTable) Live(r Run) bool {
 	if r.Alive() {
 		return true
 	}
-	path, err := rt.s.TriggerPath(storage.Runs, r.Agent, r.Purpose)
+	path, err := rt.s.files.TriggerPath(storage.Runs, r.Agent, r.Purpose)
 	if err != nil {
 		return false
 	}
@@ -117,11 +117,11 @@ func wrapErr(what string, err error) error {
 // SetPID records the pid of a claimed run once its process started.
 func (rt RunTable) SetPID(ctx context.Context, r Run) error {
 	s := rt.s
-	path, err := s.TriggerPath(storage.Runs, r.Agent, r.Purpose)
+	path, err := s.files.TriggerPath(storage.Runs, r.Agent, r.Purpose)
 	if err != nil {
 		return err
 	}
-	_, err = storage.UpdateDoc(ctx, s.Files, path, storage.ModeFile, func(doc *Run, exists bool) error {
+	_, err = storage.UpdateDoc(ctx, s.files, path, storage.ModeFile, func(doc *Run, exists bool) error {
 		if !exists || doc.ID != r.ID {
 			return storage.ErrNoChange
 		}
@@ -136,18 +136,18 @@ func (rt RunTable) SetPID(ctx context.Context, r Run) error {
 // session_expired (EndSession's hook).
 func (rt RunTable) Release(ctx context.Context, r Run) error {
 	s := rt.s
-	path, err := s.TriggerPath(storage.Runs, r.Agent, r.Purpose)
+	path, err := s.files.TriggerPath(storage.Runs, r.Agent, r.Purpose)
 	if err != nil {
 		return err
 	}
 	err = func() error {
-		unlock, err := s.LockDir(ctx, filepath.Dir(path))
+		unlock, err := s.files.LockDir(ctx, filepath.Dir(path))
 		if err != nil {
 			return err
 		}
 		defer unlock()
 		var cur Run
-		if err := s.ReadDoc(path, &cur); err != nil {
+		if err := s.files.ReadDoc(path, &cur); err != nil {
 			if errors.Is(err, storage.ErrNotFound) {
 				return nil
 			}
@@ -224,7 +224,7 @@ func runsSSH(command []string) bool {
 func (rt RunTable) List() ([]Run, error) {
 	s := rt.s
 	var out []Run
-	err := storage.EachDoc(s.Files, storage.Runs, func(_ string, r Run) error { out = append(out, r); return nil })
+	err := storage.EachDoc(s.files, storage.Runs, func(_ string, r Run) error { out = append(out, r); return nil })
 	slices.SortFunc(out, func(a, b Run) int { return a.StartedAt.Compare(b.StartedAt) })
 	return out, err
 }
@@ -234,12 +234,12 @@ func (rt RunTable) List() ([]Run, error) {
 // there.
 func (rt RunTable) OpenLog(run Run) (*os.File, error) {
 	s := rt.s
-	if err := s.MkdirAll(filepath.Dir(run.Log)); err != nil {
-		return nil, fmt.Errorf("run log %s: %w", s.Rel(run.Log), err)
+	if err := s.files.MkdirAll(filepath.Dir(run.Log)); err != nil {
+		return nil, fmt.Errorf("run log %s: %w", s.files.Rel(run.Log), err)
 	}
 	f, err := lockedfile.OpenFile(run.Log, os.O_WRONLY|os.O_CREATE|os.O_APPEND, storage.ModeFile)
 	if err != nil {
-		return nil, fmt.Errorf("run log %s: %w", s.Rel(run.Log), err)
+		return nil, fmt.Errorf("run log %s: %w", s.files.Rel(run.Log), err)
 	}
 	return f, nil
 }
@@ -257,7 +257,7 @@ const logStamp = "20060102T150405.000000000Z"
 // LogPath is the log of agent's process for purpose started at:
 // logs/<agent>/<time>.<purpose>.log (History reads the names back).
 func (rt RunTable) LogPath(agent, purpose string, at time.Time) (string, error) {
-	dir, err := rt.s.LogDir(agent)
+	dir, err := rt.s.files.LogDir(agent)
 	if err != nil {
 		return "", err
 	}
@@ -277,7 +277,7 @@ type Started struct {
 func (rt RunTable) History(agents []string, limit int) ([]Started, error) {
 	var out []Started
 	for _, agent := range agents {
-		dir, err := rt.s.LogDir(agent)
+		dir, err := rt.s.files.LogDir(agent)
 		if err != nil {
 			continue
 		}

@@ -1,7 +1,7 @@
 package fsstore
 
 import (
-	"aipm/fsstore/storage"
+	"aipm/fsstore/internal/storage"
 	"context"
 	"errors"
 	"fmt"
@@ -39,7 +39,7 @@ func (tq TriggerQueue) Write(ctx context.Context, t Trigger) error {
 // purpose).
 func (tq TriggerQueue) Add(ctx context.Context, t Trigger) (bool, error) {
 	s := tq.s
-	path, err := s.TriggerPath(storage.Pending, t.Agent, t.Purpose)
+	path, err := s.files.TriggerPath(storage.Pending, t.Agent, t.Purpose)
 	if err != nil {
 		return false, err
 	}
@@ -47,7 +47,7 @@ func (tq TriggerQueue) Add(ctx context.Context, t Trigger) (bool, error) {
 		t.CreatedAt = time.Now().UTC()
 	}
 	wrote := false
-	_, err = storage.UpdateDoc(ctx, s.Files, path, storage.ModeFile, func(doc *Trigger, exists bool) error {
+	_, err = storage.UpdateDoc(ctx, s.files, path, storage.ModeFile, func(doc *Trigger, exists bool) error {
 		// Under the pending lock, which Authenticate's take of a trigger
 		// waits for after it wrote its session: a live session of that
 		// agent and purpose needs no trigger.
@@ -65,19 +65,19 @@ func (tq TriggerQueue) Add(ctx context.Context, t Trigger) (bool, error) {
 func (tq TriggerQueue) Pending() ([]Trigger, error) {
 	s := tq.s
 	var out []Trigger
-	err := storage.EachDoc(s.Files, storage.Pending, func(_ string, t Trigger) error { out = append(out, t); return nil })
+	err := storage.EachDoc(s.files, storage.Pending, func(_ string, t Trigger) error { out = append(out, t); return nil })
 	sort.Slice(out, func(i, j int) bool { return out[i].CreatedAt.Before(out[j].CreatedAt) })
 	return out, err
 }
 
 // peekTrigger returns agent's trigger for purpose, if any, leaving it.
 func (s *Store) peekTrigger(agent, purpose string) (Trigger, bool, error) {
-	path, err := s.TriggerPath(storage.Pending, agent, purpose)
+	path, err := s.files.TriggerPath(storage.Pending, agent, purpose)
 	if err != nil {
 		return Trigger{}, false, err
 	}
 	var t Trigger
-	if err := s.ReadDoc(path, &t); err != nil {
+	if err := s.files.ReadDoc(path, &t); err != nil {
 		if errors.Is(err, storage.ErrNotFound) {
 			return Trigger{}, false, nil
 		}
@@ -88,20 +88,20 @@ func (s *Store) peekTrigger(agent, purpose string) (Trigger, bool, error) {
 
 // takeTrigger removes and returns agent's trigger for purpose, if any.
 func (s *Store) takeTrigger(ctx context.Context, agent, purpose string) (Trigger, bool, error) {
-	path, err := s.TriggerPath(storage.Pending, agent, purpose)
+	path, err := s.files.TriggerPath(storage.Pending, agent, purpose)
 	if err != nil {
 		return Trigger{}, false, err
 	}
 	if _, err := os.Stat(path); errors.Is(err, os.ErrNotExist) {
 		return Trigger{}, false, nil // the common case, without a lock
 	}
-	unlock, err := s.LockDir(ctx, filepath.Dir(path))
+	unlock, err := s.files.LockDir(ctx, filepath.Dir(path))
 	if err != nil {
 		return Trigger{}, false, err
 	}
 	defer unlock()
 	var t Trigger
-	if err := s.ReadDoc(path, &t); err != nil {
+	if err := s.files.ReadDoc(path, &t); err != nil {
 		if errors.Is(err, storage.ErrNotFound) {
 			return Trigger{}, false, nil
 		}
@@ -117,17 +117,17 @@ func (s *Store) takeTrigger(ctx context.Context, agent, purpose string) (Trigger
 // ttl at now, under the pending lock, and reports whether it did.
 func (tq TriggerQueue) Expire(ctx context.Context, agent, purpose string, ttl time.Duration, now time.Time) (Trigger, bool, error) {
 	s := tq.s
-	path, err := s.TriggerPath(storage.Pending, agent, purpose)
+	path, err := s.files.TriggerPath(storage.Pending, agent, purpose)
 	if err != nil {
 		return Trigger{}, false, err
 	}
-	unlock, err := s.LockDir(ctx, filepath.Dir(path))
+	unlock, err := s.files.LockDir(ctx, filepath.Dir(path))
 	if err != nil {
 		return Trigger{}, false, err
 	}
 	defer unlock()
 	var t Trigger
-	if err := s.ReadDoc(path, &t); err != nil {
+	if err := s.files.ReadDoc(path, &t); err != nil {
 		if errors.Is(err, storage.ErrNotFound) {
 			return Trigger{}, false, nil
 		}
@@ -146,12 +146,12 @@ func (tq TriggerQueue) Expire(ctx context.Context, agent, purpose string, ttl ti
 // since, still waits: a process started for it exited without taking it.
 func (tq TriggerQueue) Untaken(agent, purpose string, since time.Time) bool {
 	s := tq.s
-	path, err := s.TriggerPath(storage.Pending, agent, purpose)
+	path, err := s.files.TriggerPath(storage.Pending, agent, purpose)
 	if err != nil {
 		return false
 	}
 	var t Trigger
-	return s.ReadDoc(path, &t) == nil && t.CreatedAt.Before(since)
+	return s.files.ReadDoc(path, &t) == nil && t.CreatedAt.Before(since)
 }
 
 // hasLiveSession says whether agent has a live session (one a sweep would

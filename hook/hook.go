@@ -19,7 +19,6 @@ import (
 	"time"
 
 	"aipm/fsstore"
-	"aipm/fsstore/storage"
 )
 
 // Clients.
@@ -132,7 +131,7 @@ func headInput(head []byte) Input {
 // Hook answers one client event for one agent.
 type Hook struct {
 	Store  *fsstore.Store
-	Config *storage.Config
+	Config *fsstore.Config
 	Agent  string
 	// Purpose is the purpose the agent's process was started for
 	// (AIPM_PURPOSE), or "".

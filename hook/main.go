@@ -10,7 +10,6 @@ import (
 	"time"
 
 	"aipm/fsstore"
-	"aipm/fsstore/storage"
 	"aipm/wake"
 )
 
@@ -154,7 +153,7 @@ func mistake(env Env, format string, args ...any) int {
 }
 
 // forAgent is the hook of the agent whose credential the environment
-// holds, in the project storage.LocateProject finds (dir is --dir); nil
+// holds, in the project fsstore.LocateProject finds (dir is --dir); nil
 // when there is no credential, no project, or the credential is not the
 // agent's.
 func forAgent(dir string, getenv func(string) string) *Hook {
@@ -162,7 +161,7 @@ func forAgent(dir string, getenv func(string) string) *Hook {
 	if err != nil || cred == nil {
 		return nil
 	}
-	dir, err = storage.LocateProject(dir, getenv("AIPM_DIR"))
+	dir, err = fsstore.LocateProject(dir, getenv("AIPM_DIR"))
 	if err != nil {
 		return nil
 	}
@@ -175,7 +174,7 @@ func forAgent(dir string, getenv func(string) string) *Hook {
 		return nil
 	}
 	purpose := getenv(fsstore.EnvPurpose)
-	if purpose != storage.PurposeTask && purpose != storage.PurposeChat {
+	if purpose != fsstore.PurposeTask && purpose != fsstore.PurposeChat {
 		purpose = ""
 	}
 	return &Hook{Store: store, Config: cfg, Agent: cred.Agent, Purpose: purpose, Parent: os.Getppid()}

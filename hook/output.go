@@ -6,7 +6,6 @@ import (
 	"strings"
 
 	"aipm/fsstore"
-	"aipm/fsstore/storage"
 )
 
 // The JSON both clients document (Claude Code's hooks reference; Codex's
@@ -37,18 +36,18 @@ func encode(o output) Result {
 
 // addContext adds text to the model's context at event.
 func addContext(event, text string) Result {
-	return encode(output{HookSpecificOutput: &specificOutput{HookEventName: event, AdditionalContext: storage.Clip(text, MaxContext)}})
+	return encode(output{HookSpecificOutput: &specificOutput{HookEventName: event, AdditionalContext: fsstore.Clip(text, MaxContext)}})
 }
 
 // deny refuses the tool call, with reason shown to the model.
 func deny(reason string) Result {
 	return encode(output{HookSpecificOutput: &specificOutput{
-		HookEventName: PreToolUse, PermissionDecision: "deny", PermissionDecisionReason: storage.Clip(reason, MaxContext)}})
+		HookEventName: PreToolUse, PermissionDecision: "deny", PermissionDecisionReason: fsstore.Clip(reason, MaxContext)}})
 }
 
 // block keeps the model working at Stop, with reason as what to do.
 func block(reason string) Result {
-	return encode(output{Decision: "block", Reason: storage.Clip(reason, MaxContext)})
+	return encode(output{Decision: "block", Reason: fsstore.Clip(reason, MaxContext)})
 }
 
 // interruptText states the interrupt and what the session does about it
@@ -105,7 +104,7 @@ func untoldText(n fsstore.Notices) string {
 	}
 	if len(n.Notifications) > 0 {
 		first := n.Notifications[len(n.Notifications)-1]
-		fmt.Fprintf(&b, "\naipm: %s (newest: %q); get_notifications shows them.", count(len(n.Notifications), "new notification"), storage.Clip(first.Message, 200))
+		fmt.Fprintf(&b, "\naipm: %s (newest: %q); get_notifications shows them.", count(len(n.Notifications), "new notification"), fsstore.Clip(first.Message, 200))
 	}
 	return b.String()
 }

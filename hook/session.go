@@ -10,7 +10,6 @@ import (
 	"time"
 
 	"aipm/fsstore"
-	"aipm/fsstore/storage"
 )
 
 // Session is the aipm session of the client that runs the hook: the
@@ -131,7 +130,7 @@ func (h *Hook) sessionStart(ctx context.Context) (Result, error) {
 // what counts as work is the rule's own (Next.IsWorkFor).
 func (h *Hook) pendingWork(ctx context.Context) (string, error) {
 	var parts []string
-	for _, purpose := range []string{storage.PurposeTask, storage.PurposeChat} {
+	for _, purpose := range []string{fsstore.PurposeTask, fsstore.PurposeChat} {
 		if h.Purpose != "" && purpose != h.Purpose {
 			continue
 		}
@@ -141,9 +140,9 @@ func (h *Hook) pendingWork(ctx context.Context) (string, error) {
 		}
 		switch {
 		case !next.IsWorkFor(purpose):
-		case purpose == storage.PurposeTask && next.Task != nil:
-			parts = append(parts, fmt.Sprintf("task %s %q in progress", next.Task.ID, storage.Clip(next.Task.Title, 120)))
-		case purpose == storage.PurposeChat:
+		case purpose == fsstore.PurposeTask && next.Task != nil:
+			parts = append(parts, fmt.Sprintf("task %s %q in progress", next.Task.ID, fsstore.Clip(next.Task.Title, 120)))
+		case purpose == fsstore.PurposeChat:
 			parts = append(parts, "chat: "+strings.ReplaceAll(next.Action, "_", " "))
 		}
 	}

@@ -8,7 +8,6 @@ import (
 	"testing"
 
 	"aipm/fsstore"
-	"aipm/fsstore/storage"
 )
 
 // TestPendingWorkIsTheRule: what the session start calls pending work is
@@ -20,16 +19,16 @@ func TestPendingWorkIsTheRule(t *testing.T) {
 		want  map[string]string // purpose -> what pendingWork says
 	}{
 		{"nothing", func(*testing.T, *Hook) {},
-			map[string]string{storage.PurposeTask: "none", storage.PurposeChat: "none"}},
+			map[string]string{fsstore.PurposeTask: "none", fsstore.PurposeChat: "none"}},
 		{"a task to do", func(t *testing.T, h *Hook) { newTask(t, h, fsstore.StatusTodo) },
-			map[string]string{storage.PurposeTask: "none", storage.PurposeChat: "none"}},
+			map[string]string{fsstore.PurposeTask: "none", fsstore.PurposeChat: "none"}},
 		{"a task in progress", func(t *testing.T, h *Hook) { newTask(t, h, fsstore.StatusInProgress) },
-			map[string]string{storage.PurposeTask: `"Write the parser" in progress`, storage.PurposeChat: "none"}},
+			map[string]string{fsstore.PurposeTask: `"Write the parser" in progress`, fsstore.PurposeChat: "none"}},
 		{"an unread message", func(t *testing.T, h *Hook) {
 			if _, err := h.Store.Send(context.Background(), h.Config, fsstore.OutgoingMessage{From: "lead", To: h.Agent, Content: "hello"}); err != nil {
 				t.Fatal(err)
 			}
-		}, map[string]string{storage.PurposeTask: "none", storage.PurposeChat: "chat: get pending messages"}},
+		}, map[string]string{fsstore.PurposeTask: "none", fsstore.PurposeChat: "chat: get pending messages"}},
 	}
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {
@@ -87,8 +86,8 @@ func newHook(t *testing.T) *Hook {
 		t.Fatal(err)
 	}
 	for _, a := range []fsstore.NewAgent{
-		{ID: "lead", Type: storage.AgentHuman, Role: storage.RoleManager},
-		{ID: "coder", Type: storage.AgentAI, Parent: "lead"},
+		{ID: "lead", Type: fsstore.AgentHuman, Role: fsstore.RoleManager},
+		{ID: "coder", Type: fsstore.AgentAI, Parent: "lead"},
 	} {
 		if _, err := store.AddAgent(ctx, a); err != nil {
 			t.Fatal(err)

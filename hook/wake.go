@@ -6,7 +6,6 @@ import (
 	"time"
 
 	"aipm/fsstore"
-	"aipm/fsstore/storage"
 	"aipm/wake"
 )
 
@@ -117,5 +116,5 @@ func (h *Hook) wakeOnce(ctx context.Context, ses fsstore.Session, w *watch) (str
 	if err != nil || !told {
 		return "", false, err
 	}
-	return storage.Clip(reason, MaxContext), true, nil
+	return fsstore.Clip(reason, MaxContext), true, nil
 }

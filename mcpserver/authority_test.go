@@ -9,7 +9,6 @@ import (
 	"testing"
 
 	"aipm/fsstore"
-	"aipm/fsstore/storage"
 	"aipm/hook"
 	"aipm/internal/fixtures"
 )
@@ -112,7 +111,7 @@ func TestHumanStopIsFinal(t *testing.T) {
 			token := p.authenticate(cs, "coder", "task")
 			if tc.hand {
 				fix := fixtures.Of(p.store)
-				if err := fix.HandEdit(storage.Tasks, task.ID, func(doc map[string]any) { doc["status"] = tc.status }); err != nil {
+				if err := fix.HandEdit(fsstore.Tasks, task.ID, func(doc map[string]any) { doc["status"] = tc.status }); err != nil {
 					t.Fatal(err)
 				}
 			} else if _, err := p.store.UpdateTask(ctx, p.cfg, task.ID, "lead", fsstore.TaskChange{Status: tc.status, Reason: "plans changed"}); err != nil {
@@ -335,7 +334,7 @@ func TestTurnNotWrittenNotCounted(t *testing.T) {
 		t.Fatalf("a turn into a symbolic link was written: %s", r.text)
 	}
 	var doc fsstore.Conversation
-	p.doc(t, storage.Conversations, c.ID, &doc)
+	p.doc(t, fsstore.Conversations, c.ID, &doc)
 	if doc.Turns != 0 {
 		t.Fatalf("the unwritten turn was counted: %d turns", doc.Turns)
 	}
@@ -343,7 +342,7 @@ func TestTurnNotWrittenNotCounted(t *testing.T) {
 	if r := send(); r.isError {
 		t.Fatalf("the turn sent again: %s", r.text)
 	}
-	p.doc(t, storage.Conversations, c.ID, &doc)
+	p.doc(t, fsstore.Conversations, c.ID, &doc)
 	if doc.Turns != 1 {
 		t.Fatalf("after the turn was written: %d turns; want 1", doc.Turns)
 	}

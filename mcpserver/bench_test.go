@@ -13,7 +13,6 @@ import (
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
 	"aipm/fsstore"
-	"aipm/fsstore/storage"
 )
 
 // BenchmarkServeStart measures P4 (DESIGN section 13): from starting the
@@ -96,7 +95,7 @@ func (w *waitLines) Write(b []byte) (int, error) {
 //
 //	go test -run '^$' -bench Wake ./mcpserver
 func BenchmarkWake(b *testing.B) {
-	for _, durability := range []string{storage.DurableFsync, storage.DurableNone} {
+	for _, durability := range []string{fsstore.DurableFsync, fsstore.DurableNone} {
 		b.Run("durability="+durability, func(b *testing.B) { benchWake(b, durability) })
 	}
 }

@@ -17,7 +17,6 @@ import (
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
 	"aipm/fsstore"
-	"aipm/fsstore/storage"
 	"aipm/mcpserver"
 )
 
@@ -33,7 +32,7 @@ func TestCancelledCallGetsNoResponse(t *testing.T) {
 		t.Run(version, func(t *testing.T) {
 			p := newProject(t)
 			rs := p.startRawAt(version)
-			token := rs.authenticate(p, "coder", storage.PurposeChat)
+			token := rs.authenticate(p, "coder", fsstore.PurposeChat)
 
 			rs.call(`7`, "tools/call", map[string]any{"name": "get_next_action", "arguments": map[string]any{"session_token": token, "wait_seconds": 20}})
 			// A chat session with nothing to do waits: nothing is answered
@@ -85,7 +84,7 @@ func TestClientTimeoutLeavesSessionUsable(t *testing.T) {
 				t.Fatalf("connect (protocol %s): %v", version, err)
 			}
 			t.Cleanup(func() { cs.Close() })
-			token := p.authenticate(cs, "coder", storage.PurposeChat)
+			token := p.authenticate(cs, "coder", fsstore.PurposeChat)
 
 			callCtx, stop := context.WithTimeout(context.Background(), 300*time.Millisecond)
 			defer stop()
@@ -149,7 +148,7 @@ func TestGateCancelledCallIsNoResult(t *testing.T) {
 				t.Fatal(err)
 			}
 			t.Cleanup(func() { cs.Close() })
-			token := p.authenticate(cs, "coder", storage.PurposeChat)
+			token := p.authenticate(cs, "coder", fsstore.PurposeChat)
 
 			callCtx, stop := context.WithTimeout(ctx, 300*time.Millisecond)
 			defer stop()

@@ -1,7 +1,7 @@
 package mcpserver_test
 
 import (
-	"aipm/fsstore/storage"
+	"aipm/fsstore"
 	"os"
 	"testing"
 )
@@ -13,7 +13,7 @@ func TestServeKeepsConfigWhileSaved(t *testing.T) {
 	p := newProject(t)
 	cs := p.connect("")
 	p.send("reviewer", "coder", "hello")
-	token := p.authenticate(cs, "coder", storage.PurposeChat)
+	token := p.authenticate(cs, "coder", fsstore.PurposeChat)
 	path := p.store.ConfigPath()
 	good, err := os.ReadFile(path)
 	if err != nil {

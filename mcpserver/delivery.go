@@ -7,7 +7,6 @@ import (
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
 	"aipm/fsstore"
-	"aipm/fsstore/storage"
 )
 
 // deliver is the delivery part of the gate (DESIGN sections 4 rule 6 and
@@ -83,7 +82,7 @@ func (s *Server) lineFor(ctx context.Context, ses fsstore.Session, spec toolSpec
 		return notificationLine(u, fsstore.NewMessages{})
 	}
 	n := fsstore.Notices{From: ses.Surfaced, To: ses.Surfaced}
-	if u.New > 0 && u.Through != (storage.Mark{}) {
+	if u.New > 0 && u.Through != (fsstore.Mark{}) {
 		n.To.Notifications = u.Through
 	}
 	if msgs.Count() > 0 {
@@ -120,8 +119,8 @@ func (t toolSpec) readStreams(purpose string) []string {
 	switch t.readsStream {
 	case "":
 		return nil
-	case storage.StreamNotifications:
-		return []string{storage.NotificationStream(purpose)}
+	case fsstore.StreamNotifications:
+		return []string{fsstore.NotificationStream(purpose)}
 	}
 	return []string{t.readsStream}
 }

@@ -14,7 +14,6 @@ import (
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
 	"aipm/fsstore"
-	"aipm/fsstore/storage"
 )
 
 // A full disk, played by a file size limit on the aipm serve process
@@ -101,7 +100,7 @@ func fileSizeLimit(t *testing.T, pid int, limit uint64) {
 func backdate(t *testing.T, p *project, token string, d time.Duration) {
 	t.Helper()
 	id, _, _ := strings.Cut(token, ".")
-	path, _ := p.store.DocPath(storage.Sessions, id)
+	path, _ := p.store.DocPath(fsstore.Sessions, id)
 	var ses fsstore.Session
 	if err := readDoc(path, &ses); err != nil {
 		t.Fatal(err)

@@ -1,7 +1,7 @@
 package mcpserver
 
 import (
-	"aipm/fsstore/storage"
+	"aipm/fsstore"
 	"errors"
 )
 
@@ -19,17 +19,17 @@ func toolErr(code, msg string) error { return &ToolError{Code: code, Msg: msg} }
 // fromStore turns a store error into a tool error with a code.
 func fromStore(err error, notFoundCode string) error {
 	var te *ToolError
-	var ce *storage.CodeError
+	var ce *fsstore.CodeError
 	switch {
 	case errors.As(err, &te):
 		return err
 	case errors.As(err, &ce):
 		return toolErr(ce.Code, ce.Msg)
-	case storage.IsDiskFull(err):
+	case fsstore.IsDiskFull(err):
 		return toolErr("disk_full", "the disk holding .ai-pm is full (or a file size limit was reached), so nothing was written: ask a human to free space, then call again; read-only tools still work")
-	case errors.Is(err, storage.ErrNotFound):
+	case errors.Is(err, fsstore.ErrNotFound):
 		return toolErr(notFoundCode, err.Error())
-	case errors.Is(err, storage.ErrExists):
+	case errors.Is(err, fsstore.ErrExists):
 		return toolErr("already_exists", err.Error())
 	}
 	return toolErr("invalid_request", err.Error())

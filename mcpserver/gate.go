@@ -10,7 +10,6 @@ import (
 	"github.com/tidwall/gjson"
 
 	"aipm/fsstore"
-	"aipm/fsstore/storage"
 )
 
 // gate wraps every tools/call (DESIGN sections 5 and 6): a server that
@@ -53,7 +52,7 @@ func (s *Server) gate() mcp.Middleware {
 			name := call.Params.Name
 			spec, known := lookupTool(name)
 			if !known {
-				return refusal(call, toolErr("unknown_tool", fmt.Sprintf("there is no tool %q: call help for the tools you can use", storage.Clip(name, 64)))), nil
+				return refusal(call, toolErr("unknown_tool", fmt.Sprintf("there is no tool %q: call help for the tools you can use", fsstore.Clip(name, 64)))), nil
 			}
 			if err := checkArguments(call.Params.Arguments); err != nil {
 				return refusal(call, err), nil
@@ -164,9 +163,9 @@ func (s *Server) foreign(ses fsstore.Session) bool {
 
 func purposeOf(l Level) string {
 	if l == TaskOnly {
-		return storage.PurposeTask
+		return fsstore.PurposeTask
 	}
-	return storage.PurposeChat
+	return fsstore.PurposeChat
 }
 
 // sessionError explains why a token was refused.

@@ -12,7 +12,6 @@ import (
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
 	"aipm/fsstore"
-	"aipm/fsstore/storage"
 )
 
 // The authorization matrix of DESIGN section 5: every built tool, called
@@ -253,7 +252,7 @@ func TestBadInput(t *testing.T) {
 func ageSession(t *testing.T, p *project, token string) {
 	t.Helper()
 	id, _, _ := strings.Cut(token, ".")
-	path, _ := p.store.DocPath(storage.Sessions, id)
+	path, _ := p.store.DocPath(fsstore.Sessions, id)
 	var ses fsstore.Session
 	if err := readDoc(path, &ses); err != nil {
 		t.Fatal(err)

@@ -11,7 +11,6 @@ import (
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
 	"aipm/fsstore"
-	"aipm/fsstore/storage"
 )
 
 // protocols are the protocol versions every group path runs at.
@@ -21,7 +20,7 @@ var groupProtocols = []string{"2025-06-18", "2025-11-25", "2026-07-28"}
 // team = [coder, reviewer, tester] to the project.
 func (p *project) withTester() {
 	p.t.Helper()
-	key, err := p.store.AddAgent(context.Background(), fsstore.NewAgent{ID: "tester", Type: storage.AgentAI, Parent: "lead"})
+	key, err := p.store.AddAgent(context.Background(), fsstore.NewAgent{ID: "tester", Type: fsstore.AgentAI, Parent: "lead"})
 	if err != nil {
 		p.t.Fatal(err)
 	}
@@ -161,12 +160,12 @@ func autoStartConversation(t *testing.T, proto string) {
 		t.Fatalf("auto start: %s", r.text)
 	}
 	var c fsstore.Conversation
-	p.doc(t, storage.Conversations, cnv, &c)
+	p.doc(t, fsstore.Conversations, cnv, &c)
 	if c.State != fsstore.ConvPending || c.Turns != 1 || c.Participant != "tester" {
 		t.Errorf("conversation %+v", c)
 	}
 	// the watcher's rule: tester must be started for it
-	if next, err := p.store.Work(context.Background(), p.cfg, "tester", storage.PurposeChat, nil); err != nil || !next.StartsSession(storage.PurposeChat) || next.Action != fsstore.ActConversationRequest {
+	if next, err := p.store.Work(context.Background(), p.cfg, "tester", fsstore.PurposeChat, nil); err != nil || !next.StartsSession(fsstore.PurposeChat) || next.Action != fsstore.ActConversationRequest {
 		t.Errorf("tester's work = %+v, %v", next, err)
 	}
 	r = call(t, a, "send_message", args(map[string]any{"target_agent_id": "tester"}))
@@ -255,7 +254,7 @@ func groupTurns(t *testing.T, p *project, do func(agent, tool string, args map[s
 		}
 	}
 	var c fsstore.Conversation
-	p.doc(t, storage.Conversations, cnv, &c)
+	p.doc(t, fsstore.Conversations, cnv, &c)
 	if c.State != fsstore.ConvActive || fmt.Sprint(c.Accepted) != "[reviewer tester]" || fmt.Sprint(c.Participants) != "[reviewer tester]" {
 		t.Fatalf("after both accepted: %+v", c)
 	}
@@ -300,7 +299,7 @@ func toldOnce(t *testing.T, p *project, do func(agent, tool string, args map[str
 			t.Errorf("%s told twice", agent)
 		}
 	}
-	p.doc(t, storage.Conversations, cnv, &c)
+	p.doc(t, fsstore.Conversations, cnv, &c)
 	if c.State != fsstore.ConvEnded || len(c.Told) != 3 {
 		t.Errorf("after all told: %+v", c)
 	}
@@ -332,7 +331,7 @@ func TestGroupConversationLeave(t *testing.T) {
 		}
 	}
 	var c fsstore.Conversation
-	p.doc(t, storage.Conversations, cnv, &c)
+	p.doc(t, fsstore.Conversations, cnv, &c)
 	if c.State != fsstore.ConvEnded {
 		t.Errorf("state %s", c.State)
 	}

@@ -21,7 +21,6 @@ import (
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
 	"aipm/fsstore"
-	"aipm/fsstore/storage"
 	"aipm/internal/testenv"
 	"aipm/mcpserver"
 )
@@ -54,7 +53,7 @@ func TestMain(m *testing.M) {
 type project struct {
 	t        testing.TB
 	store    *fsstore.Store
-	cfg      *storage.Config
+	cfg      *fsstore.Config
 	passkeys map[string]string
 }
 
@@ -66,9 +65,9 @@ func newProject(t testing.TB) *project {
 	}
 	p := &project{t: t, store: store, passkeys: map[string]string{}}
 	for _, a := range []fsstore.NewAgent{
-		{ID: "lead", Type: storage.AgentHuman, Role: storage.RoleManager},
-		{ID: "coder", Type: storage.AgentAI, Parent: "lead"},
-		{ID: "reviewer", Type: storage.AgentAI, Parent: "lead"},
+		{ID: "lead", Type: fsstore.AgentHuman, Role: fsstore.RoleManager},
+		{ID: "coder", Type: fsstore.AgentAI, Parent: "lead"},
+		{ID: "reviewer", Type: fsstore.AgentAI, Parent: "lead"},
 	} {
 		key, err := store.AddAgent(context.Background(), a)
 		if err != nil {

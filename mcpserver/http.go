@@ -14,7 +14,6 @@ import (
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
 	"aipm/fsstore"
-	"aipm/fsstore/storage"
 	"aipm/wake"
 )
 
@@ -32,7 +31,7 @@ import (
 // none), any request from a client address in back-off after failed
 // tokens (429 with Retry-After), a missing or wrong token (401,
 // WWW-Authenticate: Bearer; counted per client address, and per agent
-// across processes by fsstore.AgentOfPasskey, on storage.BackoffAfter's
+// across processes by fsstore.AgentOfPasskey, on fsstore.BackoffAfter's
 // schedule), a token not compared because of that back-off (429), what
 // passes one agent's bounds (HTTPLimits: 413, 429), and then what the SDK
 // refuses: a Host that is not loopback on a loopback listener (DNS
@@ -268,7 +267,7 @@ func (h *HTTP) failed(client string) {
 		h.failures[client] = f
 	}
 	f.n++
-	f.notBefore = h.now().Add(storage.BackoffAfter(f.n))
+	f.notBefore = h.now().Add(fsstore.BackoffAfter(f.n))
 }
 
 // maxClients bounds the failure table; past it, entries whose back-off

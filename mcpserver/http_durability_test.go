@@ -1,7 +1,7 @@
 package mcpserver_test
 
 import (
-	"aipm/fsstore/storage"
+	"aipm/fsstore"
 	"fmt"
 	"os"
 	"testing"
@@ -29,7 +29,7 @@ func TestHTTPDurability(t *testing.T) {
 		id := fmt.Sprintf("a%d", i)
 		cs := p.connectHTTP(srv.url, "2025-11-25", p.passkeys[id], nil)
 		reads := p.connectHTTP(srv.url, "2025-11-25", p.passkeys[id], nil)
-		clients[i] = chatClient{cs: cs, token: p.authenticateHeld(cs, id, storage.PurposeChat), reads: reads}
+		clients[i] = chatClient{cs: cs, token: p.authenticateHeld(cs, id, fsstore.PurposeChat), reads: reads}
 	}
 	start := time.Now()
 	sent, received := exchange(t, clients, perAgent)

@@ -18,7 +18,6 @@ import (
 	"github.com/modelcontextprotocol/go-sdk/auth"
 
 	"aipm/fsstore"
-	"aipm/fsstore/storage"
 )
 
 // HTTPLimits bound what one client address, and one agent, can take of a
@@ -40,7 +39,7 @@ type HTTPLimits struct {
 
 // MaxToolCall is the default bound on a request body: the largest call a
 // tool accepts is request_task's, a 200-character title and a 20,000-
-// character description (storage.TextLimits), under 250,000 bytes even
+// character description (fsstore.TextLimits), under 250,000 bytes even
 // with every character a JSON-escaped surrogate pair (12 bytes); the rest
 // of any call is ids and a few words.
 const MaxToolCall = 512 << 10
@@ -235,13 +234,13 @@ func (h *HTTP) admit(w http.ResponseWriter, r *http.Request) (_ *http.Request, r
 		return refuse(http.StatusUnauthorized, "no bearer token: send Authorization: Bearer <the agent's passkey, as aipm agent add printed it>")
 	}
 	agent, key, err := h.check(r.Context(), token, client)
-	var wait *storage.BackoffError
+	var wait *fsstore.BackoffError
 	switch {
 	case errors.As(err, &wait):
 		d := max(wait.Until.Sub(wait.Now), time.Second)
 		w.Header().Set("Retry-After", retryAfter(d))
 		return refuse(http.StatusTooManyRequests, fmt.Sprintf("too many wrong bearer tokens were tried on this project's agents: try again in %s with the passkey aipm agent add printed", d.Round(time.Second)))
-	case errors.Is(err, storage.ErrBadPasskey):
+	case errors.Is(err, fsstore.ErrBadPasskey):
 		if strings.HasPrefix(token, "$") {
 			// A client config's ${AIPM_PASSKEY} sent as it stands: Claude
 			// Code sends an unset variable's reference literally.
@@ -307,7 +306,7 @@ func (h *HTTP) check(ctx context.Context, token, client string) (string, [32]byt
 		return "", key, fmt.Errorf("read config: %w", err)
 	}
 	agent, err := h.store.AgentOfPasskey(ctx, cfg, token)
-	if errors.Is(err, storage.ErrBadPasskey) {
+	if errors.Is(err, fsstore.ErrBadPasskey) {
 		h.failed(client)
 	}
 	if err != nil {

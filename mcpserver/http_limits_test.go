@@ -20,7 +20,6 @@ import (
 	"time"
 
 	"aipm/fsstore"
-	"aipm/fsstore/storage"
 	"aipm/mcpserver"
 )
 
@@ -165,7 +164,7 @@ func TestHTTPSlowClients(t *testing.T) {
 	// An agent from another address is served while they are held.
 	start := time.Now()
 	cs := p.connectHTTP(url, "2025-11-25", p.passkeys["coder"], nil)
-	token := p.authenticateHeld(cs, "coder", storage.PurposeChat)
+	token := p.authenticateHeld(cs, "coder", fsstore.PurposeChat)
 	if r := call(t, cs, "help", map[string]any{"session_token": token}); r.isError {
 		t.Fatalf("help: %s", r.text)
 	}
@@ -201,7 +200,7 @@ func TestHTTPSlowClients(t *testing.T) {
 	// A call that waits longer than the body timeout still answers: the
 	// deadline ends with the body.
 	cs = p.connectHTTP(url, "2025-11-25", p.passkeys["reviewer"], nil)
-	token = p.authenticateHeld(cs, "reviewer", storage.PurposeChat)
+	token = p.authenticateHeld(cs, "reviewer", fsstore.PurposeChat)
 	if r := call(t, cs, "get_next_action", map[string]any{"session_token": token, "wait_seconds": 2}); r.isError {
 		t.Fatalf("a wait longer than the body timeout: %s", r.text)
 	}
@@ -214,12 +213,12 @@ func wrongToken(i int) string {
 	return "aipk_" + base64.RawURLEncoding.EncodeToString(key[:])
 }
 
-// maxChecks is how many wrong tokens in a row storage.BackoffAfter lets
+// maxChecks is how many wrong tokens in a row fsstore.BackoffAfter lets
 // one agent's passkey be compared with within span.
 func maxChecks(span time.Duration) int {
 	n, at := 1, time.Duration(0)
 	for {
-		at += storage.BackoffAfter(n)
+		at += fsstore.BackoffAfter(n)
 		if at > span {
 			return n
 		}
@@ -376,7 +375,7 @@ func TestHTTPAgentBounds(t *testing.T) {
 	}
 	astral := `\ud83d\ude00` // one character
 	largest := fmt.Sprintf(`{"jsonrpc":"2.0","id":8,"method":"tools/call","params":{"name":"request_task","arguments":{"session_token":"ses_x.y","title":"%s","description":"%s"}}}`,
-		strings.Repeat(astral, storage.MaxTitle), strings.Repeat(astral, storage.MaxDescription))
+		strings.Repeat(astral, fsstore.MaxTitle), strings.Repeat(astral, fsstore.MaxDescription))
 	resp, body = post(t, &http.Client{}, srv.url, largest, with(bearerOf(token), "Mcp-Session-Id", id, "Mcp-Protocol-Version", "2025-06-18"))
 	if resp.StatusCode != http.StatusOK || !strings.Contains(body, `"id":8`) {
 		t.Fatalf("the largest call a tool accepts (%d bytes): %d %.300s", len(largest), resp.StatusCode, body)
@@ -471,7 +470,7 @@ func TestMaxToolCallFitsEveryTool(t *testing.T) {
 		}
 		size := 4 << 10 // the frame, ids, enums and numbers
 		for name := range schema.Properties {
-			size += 12 * storage.TextLimits[name]
+			size += 12 * fsstore.TextLimits[name]
 		}
 		size += fsstore.MaxMarkRead * 64 // mark_read's message ids
 		if size > mcpserver.MaxToolCall {

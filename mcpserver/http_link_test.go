@@ -15,7 +15,6 @@ import (
 	"time"
 
 	"aipm/fsstore"
-	"aipm/fsstore/storage"
 )
 
 // The link cut mid-call: a client's TCP connection closes while the
@@ -29,7 +28,7 @@ func TestHTTPLinkCutLosesNothing(t *testing.T) {
 	p := newProject(t)
 	srv := p.serveHTTP()
 	reviewer := p.connectHTTP(srv.url, "2025-11-25", p.passkeys["reviewer"], nil)
-	rtok := p.authenticateHeld(reviewer, "reviewer", storage.PurposeChat)
+	rtok := p.authenticateHeld(reviewer, "reviewer", fsstore.PurposeChat)
 
 	raw := p.rawMCP(srv, "reviewer")
 	cut := func(body string, after func()) {
@@ -70,7 +69,7 @@ func TestHTTPLinkCutLosesNothing(t *testing.T) {
 			t.Fatalf("a batch is still pending before the round: %s", data)
 		}
 		for i := range n {
-			p.send("coder", "reviewer", fmt.Sprintf("%03d %s", i, strings.Repeat("x", storage.MaxContent-8)))
+			p.send("coder", "reviewer", fmt.Sprintf("%03d %s", i, strings.Repeat("x", fsstore.MaxContent-8)))
 		}
 		comesAgain, waiting := srv.stderr.count("its batch comes again"), srv.stderr.count("waiting for it")
 		var read chan result
@@ -235,9 +234,9 @@ func TestHTTPCutAtEveryByte(t *testing.T) {
 	srv := p.serveHTTP()
 	task := p.taskInProgress("coder", "port the parser")
 	reviewer := p.connectHTTP(srv.url, "2025-11-25", p.passkeys["reviewer"], nil)
-	rtok := p.authenticateHeld(reviewer, "reviewer", storage.PurposeChat)
+	rtok := p.authenticateHeld(reviewer, "reviewer", fsstore.PurposeChat)
 	coder := p.connectHTTP(srv.url, "2025-11-25", p.passkeys["coder"], nil)
-	ctok := p.authenticateHeld(coder, "coder", storage.PurposeTask)
+	ctok := p.authenticateHeld(coder, "coder", fsstore.PurposeTask)
 	p.send("lead", "reviewer", "cut me")
 	if _, err := p.store.UpdateTask(context.Background(), p.cfg, task.ID, "lead", fsstore.TaskChange{Status: fsstore.StatusBlocked, Reason: "hold on"}); err != nil {
 		t.Fatal(err)
@@ -304,7 +303,7 @@ func TestMarkReadProvesOverHTTP(t *testing.T) {
 	p := newProject(t)
 	srv := p.serveHTTP()
 	reads := p.connectHTTP(srv.url, "2025-11-25", p.passkeys["reviewer"], nil)
-	tok := p.authenticateHeld(reads, "reviewer", storage.PurposeChat)
+	tok := p.authenticateHeld(reads, "reviewer", fsstore.PurposeChat)
 	other := p.connectHTTP(srv.url, "2025-11-25", p.passkeys["reviewer"], nil)
 	p.send("lead", "reviewer", "one")
 	p.send("lead", "reviewer", "two")

@@ -26,7 +26,6 @@ import (
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
 	"aipm/fsstore"
-	"aipm/fsstore/storage"
 )
 
 // httpServer is one `aipm serve --http` process of a test.
@@ -138,8 +137,8 @@ func TestHTTPSessionsAtEveryRevision(t *testing.T) {
 			srv := p.serveHTTP()
 			coder := p.connectHTTP(srv.url, rev, p.passkeys["coder"], nil)
 			reviewer := p.connectHTTP(srv.url, rev, p.passkeys["reviewer"], nil)
-			ctok := p.authenticateHeld(coder, "coder", storage.PurposeChat)
-			rtok := p.authenticateHeld(reviewer, "reviewer", storage.PurposeChat)
+			ctok := p.authenticateHeld(coder, "coder", fsstore.PurposeChat)
+			rtok := p.authenticateHeld(reviewer, "reviewer", fsstore.PurposeChat)
 
 			// A wait that a send from the other agent ends.
 			got := make(chan result, 1)
@@ -221,7 +220,7 @@ const initBody = `{"jsonrpc":"2.0","id":1,"method":"initialize","params":{"proto
 // its agent; a web page's Origin and a foreign Host are refused.
 func TestHTTPRefusals(t *testing.T) {
 	p := newProject(t)
-	goneKey, err := p.store.AddAgent(context.Background(), fsstore.NewAgent{ID: "gone", Type: storage.AgentAI, Parent: "lead"})
+	goneKey, err := p.store.AddAgent(context.Background(), fsstore.NewAgent{ID: "gone", Type: fsstore.AgentAI, Parent: "lead"})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -271,7 +270,7 @@ func TestHTTPRefusals(t *testing.T) {
 // passes another client's back-off without ending it.
 func TestHTTPBackoff(t *testing.T) {
 	p := newProject(t)
-	freshKey, err := p.store.AddAgent(context.Background(), fsstore.NewAgent{ID: "fresh", Type: storage.AgentAI, Parent: "lead"})
+	freshKey, err := p.store.AddAgent(context.Background(), fsstore.NewAgent{ID: "fresh", Type: fsstore.AgentAI, Parent: "lead"})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -279,7 +278,7 @@ func TestHTTPBackoff(t *testing.T) {
 	client := &http.Client{}
 
 	// Three failures are free; the fourth starts a back-off of a second
-	// (storage.BackoffAfter), during which a right token is refused too.
+	// (fsstore.BackoffAfter), during which a right token is refused too.
 	// (The fourth is a client config's variable sent unexpanded, as Claude
 	// Code sends an unset one: the answer says so.)
 	for range 3 {
@@ -339,7 +338,7 @@ func TestHTTPOverTLS(t *testing.T) {
 	}
 	base := &http.Transport{TLSClientConfig: &tls.Config{RootCAs: pool}}
 	cs := p.connectHTTP(srv.url, "2025-11-25", p.passkeys["coder"], base)
-	p.authenticateHeld(cs, "coder", storage.PurposeChat)
+	p.authenticateHeld(cs, "coder", fsstore.PurposeChat)
 	// Plain HTTP to the TLS port gets nowhere.
 	if resp, err := http.Post("http"+strings.TrimPrefix(srv.url, "https"), "application/json", strings.NewReader(initBody)); err == nil && resp.StatusCode == 200 {
 		t.Fatal("plain HTTP was served on the TLS port")

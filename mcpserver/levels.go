@@ -1,6 +1,8 @@
 package mcpserver
 
-import "aipm/fsstore/storage"
+import (
+	"aipm/fsstore"
+)
 
 // Level is what a tool requires of the caller's session (DESIGN section 5);
 // each tool's spec (tools.go) names its level.
@@ -21,9 +23,9 @@ func (l Level) String() string {
 func (l Level) allows(purpose string) bool {
 	switch l {
 	case TaskOnly:
-		return purpose == storage.PurposeTask
+		return purpose == fsstore.PurposeTask
 	case ChatOnly:
-		return purpose == storage.PurposeChat
+		return purpose == fsstore.PurposeChat
 	}
 	return true
 }

@@ -10,7 +10,6 @@ import (
 	"time"
 
 	"aipm/fsstore"
-	"aipm/fsstore/storage"
 	"aipm/mcpserver"
 )
 
@@ -24,7 +23,7 @@ func TestInputLimits(t *testing.T) {
 	token := p.authenticate(cs, "coder", "task")
 	chat := p.authenticate(cs, "reviewer", "chat")
 	huge := "tsk_" + strings.Repeat("A", 10<<20) // a 10 MB id
-	over := func(field string) string { return strings.Repeat("é", storage.TextLimits[field]+1) }
+	over := func(field string) string { return strings.Repeat("é", fsstore.TextLimits[field]+1) }
 	before := p.tree()
 	for _, tc := range []struct {
 		name string
@@ -77,7 +76,7 @@ var textField = map[string]string{
 
 // TestStatedLimits: every number an input schema's description states is
 // the limit the code enforces: a text argument's "at most N characters" is
-// its CheckText limit (fsstore/storage/limits.go), a listing's "default D, at most
+// its CheckText limit (fsstore/internal/storage/limits.go), a listing's "default D, at most
 // M" its page limit, wait_seconds' and max_turns' bounds fsstore's. A
 // number the test cannot account for fails it, so a new stated limit comes
 // with its check here.
@@ -127,7 +126,7 @@ func statedLimit(t *testing.T, name, desc string, page [2]int) string {
 	case name == "message_ids":
 		return fmt.Sprintf("at most %d", fsstore.MaxMarkRead)
 	case name == "wait_seconds":
-		return fmt.Sprintf("at most %d", storage.MaxWait)
+		return fmt.Sprintf("at most %d", fsstore.MaxWait)
 	case name == "ttl":
 		if d, err := time.ParseDuration("30m"); err != nil || d != 30*time.Minute {
 			t.Errorf("ttl's example 30m does not parse: %v", err)
@@ -140,12 +139,12 @@ func statedLimit(t *testing.T, name, desc string, page [2]int) string {
 		if f, ok := textField[name]; ok {
 			field = f
 		}
-		limit, ok := storage.TextLimits[field]
+		limit, ok := fsstore.TextLimits[field]
 		if !ok {
 			t.Errorf("%s states a length but is no CheckText field: map it in textField", name)
 			return ""
 		}
-		if storage.CheckText(field, strings.Repeat("é", limit)) != nil || storage.CheckText(field, strings.Repeat("é", limit+1)) == nil {
+		if fsstore.CheckText(field, strings.Repeat("é", limit)) != nil || fsstore.CheckText(field, strings.Repeat("é", limit+1)) == nil {
 			t.Errorf("CheckText(%q) does not enforce %d characters", field, limit)
 		}
 		return fmt.Sprintf("at most %d characters", limit)

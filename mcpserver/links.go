@@ -12,7 +12,6 @@ import (
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
 	"aipm/fsstore"
-	"aipm/fsstore/storage"
 )
 
 // links keeps the one invariant of delivery (DESIGN section 4 rule 6,
@@ -43,7 +42,7 @@ import (
 // The answer that shows an interrupt instead of a call's is carried the
 // same way (Server.showInterrupt), whatever showing it hands. What an
 // answer hands stays pending in the agent's read.json
-// (storage.StreamCursor.Pending) until a later call of the session
+// (fsstore.StreamCursor.Pending) until a later call of the session
 // settles it:
 //
 //  1. One answer at a time carries a session's batch: a call that may hand
@@ -464,7 +463,7 @@ func (ls *links) settle(ctx context.Context, c *carrying, l *link, ses fsstore.S
 			c.carrier, c.clear, c.shown = nil, true, false
 		}
 	default:
-		ls.takeBack(ctx, ses, "the call cannot prove its answer was read", storage.NotificationStream(ses.Purpose))
+		ls.takeBack(ctx, ses, "the call cannot prove its answer was read", fsstore.NotificationStream(ses.Purpose))
 	}
 }
 

@@ -12,7 +12,6 @@ import (
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
 	"aipm/fsstore"
-	"aipm/fsstore/storage"
 )
 
 // linksFixture is a links over a project whose AI agent coder has a chat
@@ -36,8 +35,8 @@ func newLinksFixture(t *testing.T) *linksFixture {
 	}
 	keys := map[string]string{}
 	for _, a := range []fsstore.NewAgent{
-		{ID: "lead", Type: storage.AgentHuman, Role: storage.RoleManager},
-		{ID: "coder", Type: storage.AgentAI, Parent: "lead"},
+		{ID: "lead", Type: fsstore.AgentHuman, Role: fsstore.RoleManager},
+		{ID: "coder", Type: fsstore.AgentAI, Parent: "lead"},
 	} {
 		if keys[a.ID], err = store.AddAgent(ctx, a); err != nil {
 			t.Fatal(err)
@@ -47,7 +46,7 @@ func newLinksFixture(t *testing.T) *linksFixture {
 	if err != nil {
 		t.Fatal(err)
 	}
-	ses, _, err := store.Authenticate(ctx, cfg, "coder", keys["coder"], "", storage.PurposeChat)
+	ses, _, err := store.Authenticate(ctx, cfg, "coder", keys["coder"], "", fsstore.PurposeChat)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -91,7 +90,7 @@ func rpcID(t *testing.T, n int64) jsonrpc.ID {
 
 // The calls of the steps, as the gate describes them to links.begin.
 var (
-	pendingMessages = callKind{tool: "get_pending_messages", hands: true, readStreams: []string{storage.StreamChat}}
+	pendingMessages = callKind{tool: "get_pending_messages", hands: true, readStreams: []string{fsstore.StreamChat}}
 	listTasks       = callKind{tool: "list_tasks"}
 	nextAction      = callKind{tool: "get_next_action", reads: true}
 )

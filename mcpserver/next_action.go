@@ -10,7 +10,6 @@ import (
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
 	"aipm/fsstore"
-	"aipm/fsstore/storage"
 )
 
 type NextActionIn struct {
@@ -81,8 +80,8 @@ func (s *Server) nextAction(ctx context.Context, ses fsstore.Session, waitSecond
 	if err != nil {
 		return NextActionOut{}, err
 	}
-	if waitSeconds < 0 || waitSeconds > storage.MaxWait {
-		return NextActionOut{}, toolErr("invalid_wait", fmt.Sprintf("wait_seconds %d is out of range: use 1 to %d (clients abandon calls after 60 s)", waitSeconds, storage.MaxWait))
+	if waitSeconds < 0 || waitSeconds > fsstore.MaxWait {
+		return NextActionOut{}, toolErr("invalid_wait", fmt.Sprintf("wait_seconds %d is out of range: use 1 to %d (clients abandon calls after 60 s)", waitSeconds, fsstore.MaxWait))
 	}
 	if waitSeconds == 0 {
 		waitSeconds = cfg.Defaults.WaitSeconds
@@ -120,7 +119,7 @@ func (s *Server) nextAction(ctx context.Context, ses fsstore.Session, waitSecond
 // look asks the rule once. An unread interrupt ends the wait instead,
 // whether it was there before the look (nothing is taken) or is what a
 // get_notifications answer found.
-func (s *Server) look(ctx context.Context, cfg *storage.Config, ses fsstore.Session) (fsstore.Next, error) {
+func (s *Server) look(ctx context.Context, cfg *fsstore.Config, ses fsstore.Session) (fsstore.Next, error) {
 	if err := s.endOnInterrupt(ctx, ses); err != nil {
 		return fsstore.Next{}, err
 	}
@@ -180,7 +179,7 @@ const interruptGrace = 500 * time.Millisecond
 // taskStopped says the answer for a task session is to exit because its
 // task was set to blocked or cancelled: an interrupt may be on its way.
 func taskStopped(ses fsstore.Session, next fsstore.Next) bool {
-	return ses.Purpose == storage.PurposeTask && next.Action == fsstore.ActExit && next.Task != nil &&
+	return ses.Purpose == fsstore.PurposeTask && next.Action == fsstore.ActExit && next.Task != nil &&
 		(next.Task.Status == fsstore.StatusBlocked || next.Task.Status == fsstore.StatusCancelled)
 }
 
@@ -204,7 +203,7 @@ var errWaitInterrupted = toolErr("interrupted", "an interrupt arrived for this s
 
 // explain turns the rule's answer into the response: the action, an
 // instruction naming the exact next call, and the data it needs.
-func (s *Server) explain(cfg *storage.Config, ses fsstore.Session, n fsstore.Next) NextActionOut {
+func (s *Server) explain(cfg *fsstore.Config, ses fsstore.Session, n fsstore.Next) NextActionOut {
 	out := NextActionOut{Action: n.Action, Task: taskRef(n.Task)}
 	switch n.Action {
 	case fsstore.ActExit:
@@ -269,12 +268,12 @@ func explainWork(out *NextActionOut, n fsstore.Next) {
 func (s *Server) explainWait(out *NextActionOut, ses fsstore.Session, n fsstore.Next) {
 	out.Task = nil
 	switch {
-	case ses.Purpose == storage.PurposeTask && len(n.Delegations) > 0:
+	case ses.Purpose == fsstore.PurposeTask && len(n.Delegations) > 0:
 		out.Action = "wait_for_delegation"
 		out.Delegations, out.Conversations = delegationViews(n.Delegations), conversationViews(n.Progress)
 		out.Instruction = fmt.Sprintf("Your chat session is still carrying out a delegation of task %s (%s). Call get_next_action again now to keep waiting; it returns work when the delegation is done.", n.Task.ID, delegationProgress(n))
 		out.Tools = []string{"get_task", "get_conversation_messages"}
-	case ses.Purpose == storage.PurposeTask:
+	case ses.Purpose == fsstore.PurposeTask:
 		out.Action = "wait_for_task"
 		out.Instruction = fmt.Sprintf("Task %s is %s: wait for it to be in progress again. Call get_next_action again now.", n.Task.ID, n.Task.Status)
 	default:
@@ -285,7 +284,7 @@ func (s *Server) explainWait(out *NextActionOut, ses fsstore.Session, n fsstore.
 
 // explainConversationRequest: another agent asks the chat session for a
 // conversation.
-func explainConversationRequest(out *NextActionOut, cfg *storage.Config, c fsstore.Conversation) {
+func explainConversationRequest(out *NextActionOut, cfg *fsstore.Config, c fsstore.Conversation) {
 	out.ConversationID, out.FromAgentID, out.Purpose, out.MaxTurns, out.State = c.ID, c.Initiator, c.Purpose, c.MaxTurns, c.State
 	out.FromAgentName = c.Initiator
 	if a, ok := cfg.Agent(c.Initiator); ok && a.Name != "" {

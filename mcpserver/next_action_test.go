@@ -8,7 +8,6 @@ import (
 	"time"
 
 	"aipm/fsstore"
-	"aipm/fsstore/storage"
 	"aipm/internal/fixtures"
 )
 
@@ -23,21 +22,21 @@ func TestInterruptEndsWait(t *testing.T) {
 		watcher   bool // the interrupt is the watcher's (a hand edit)
 		interrupt func(t *testing.T, p *project, task fsstore.Task)
 	}{
-		{"task session, task blocked from the CLI", storage.PurposeTask, false, func(t *testing.T, p *project, task fsstore.Task) {
+		{"task session, task blocked from the CLI", fsstore.PurposeTask, false, func(t *testing.T, p *project, task fsstore.Task) {
 			p.aipm(t, "task", "status", task.ID, "blocked", "--reason", "plans changed", "--as", "lead")
 		}},
-		{"task session, task file edited by hand", storage.PurposeTask, true, func(t *testing.T, p *project, task fsstore.Task) {
-			if err := fixtures.Of(p.store).HandEdit(storage.Tasks, task.ID, func(f map[string]any) { f["status"] = fsstore.StatusBlocked }); err != nil {
+		{"task session, task file edited by hand", fsstore.PurposeTask, true, func(t *testing.T, p *project, task fsstore.Task) {
+			if err := fixtures.Of(p.store).HandEdit(fsstore.Tasks, task.ID, func(f map[string]any) { f["status"] = fsstore.StatusBlocked }); err != nil {
 				t.Fatal(err)
 			}
 		}},
-		{"task session, task cancelled by its requester", storage.PurposeTask, false, func(t *testing.T, p *project, task fsstore.Task) {
+		{"task session, task cancelled by its requester", fsstore.PurposeTask, false, func(t *testing.T, p *project, task fsstore.Task) {
 			// only a human or the requester cancels: the requester, here lead, in this process
 			if _, err := p.store.UpdateTask(context.Background(), p.cfg, task.ID, task.Requester, fsstore.TaskChange{Status: fsstore.StatusCancelled, Reason: "plans changed"}); err != nil {
 				t.Fatal(err)
 			}
 		}},
-		{"chat session, aipm interrupt", storage.PurposeChat, false, func(t *testing.T, p *project, _ fsstore.Task) {
+		{"chat session, aipm interrupt", fsstore.PurposeChat, false, func(t *testing.T, p *project, _ fsstore.Task) {
 			p.aipm(t, "interrupt", "coder", "plans changed", "--as", "lead")
 		}},
 	}
@@ -52,7 +51,7 @@ func TestInterruptEndsWait(t *testing.T) {
 				waiting := &lineWatch{want: "msg=waiting", seen: make(chan struct{})}
 				cs := p.connectWith(rev, []string{"AIPM_LOG=debug"}, waiting)
 				token := p.authenticate(cs, "coder", src.purpose)
-				if src.purpose == storage.PurposeTask {
+				if src.purpose == fsstore.PurposeTask {
 					// An open delegation: the task session waits for its result.
 					if r := call(t, cs, "delegate_to_chat_session", map[string]any{"session_token": token, "target_agent_id": "reviewer", "purpose": "ask about the grammar"}); r.isError {
 						t.Fatalf("delegate_to_chat_session: %s", r.text)
@@ -87,7 +86,7 @@ func TestInterruptEndsWait(t *testing.T) {
 func wantInstruction(t *testing.T, text, purpose string) {
 	t.Helper()
 	want, never := `report_completed(result="`, "logout" // blocked or cancelled: TestInterruptKinds
-	if purpose == storage.PurposeChat {
+	if purpose == fsstore.PurposeChat {
 		want, never = never, want
 	}
 	if !strings.Contains(text, want) || strings.Contains(text, never) {
@@ -103,7 +102,7 @@ func TestNotificationLineCountsWhatEndedTheWait(t *testing.T) {
 			p := newProject(t)
 			waiting := &lineWatch{want: "msg=waiting", seen: make(chan struct{})}
 			cs := p.connectWith(rev, []string{"AIPM_LOG=debug"}, waiting)
-			token := p.authenticate(cs, "coder", storage.PurposeChat)
+			token := p.authenticate(cs, "coder", fsstore.PurposeChat)
 			got := make(chan result, 1)
 			go func() {
 				got <- call(t, cs, "get_next_action", map[string]any{"session_token": token, "wait_seconds": 40})

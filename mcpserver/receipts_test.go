@@ -13,14 +13,13 @@ import (
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
 	"aipm/fsstore"
-	"aipm/fsstore/storage"
 )
 
 // withBuilder adds to p an AI agent with a command, which only a running
 // watcher starts.
 func (p *project) withBuilder() {
 	p.t.Helper()
-	key, err := p.store.AddAgent(context.Background(), fsstore.NewAgent{ID: "builder", Type: storage.AgentAI, Parent: "lead", Command: []string{"sleep", "30"}})
+	key, err := p.store.AddAgent(context.Background(), fsstore.NewAgent{ID: "builder", Type: fsstore.AgentAI, Parent: "lead", Command: []string{"sleep", "30"}})
 	if err != nil {
 		p.t.Fatal(err)
 	}
@@ -72,7 +71,7 @@ func sent(t *testing.T, cs *mcp.ClientSession, token, target, content string) re
 
 // seen is what aipm log --json says each message agent received went
 // through, by content.
-func (p *project) seen(agent string) map[string]storage.Seen {
+func (p *project) seen(agent string) map[string]fsstore.Seen {
 	p.t.Helper()
 	out, err := exec.Command(aipmBin, "--dir", p.store.ProjectDir(), "log", agent, "--json").Output()
 	if err != nil {
@@ -80,12 +79,12 @@ func (p *project) seen(agent string) map[string]storage.Seen {
 	}
 	var logged []struct {
 		fsstore.Message
-		storage.Seen
+		fsstore.Seen
 	}
 	if err := json.Unmarshal(out, &logged); err != nil {
 		p.t.Fatal(err)
 	}
-	got := map[string]storage.Seen{}
+	got := map[string]fsstore.Seen{}
 	for _, m := range logged {
 		got[m.Content] = m.Seen
 	}
@@ -162,7 +161,7 @@ func (c *chaos) nobodyWillTake() {
 	c.send("builder", "b1", fsstore.ReceiverQueued)  // a command, no watcher
 	c.send("lead", "h1", fsstore.ReceiverQueued)     // a human
 	// without a saved passkey the watcher cannot start reviewer2
-	if _, err := c.p.store.AddAgent(context.Background(), fsstore.NewAgent{ID: "reviewer2", Type: storage.AgentAI, Command: []string{"sleep", "30"}}); err != nil {
+	if _, err := c.p.store.AddAgent(context.Background(), fsstore.NewAgent{ID: "reviewer2", Type: fsstore.AgentAI, Command: []string{"sleep", "30"}}); err != nil {
 		c.t.Fatal(err)
 	}
 	if r := sent(c.t, c.coder, c.ctok, "reviewer2", "r1"); r.str("receiver_state") != fsstore.ReceiverQueued || !strings.Contains(r.str("receiver_note"), "no saved passkey") {
@@ -339,7 +338,7 @@ func TestMarkRead(t *testing.T) {
 				{[]any{}, "message_required"},
 				{[]any{"x"}, "message_not_found"},
 				{[]any{first, third}, "message_not_handed"},
-				{[]any{storage.NewID(storage.PrefixMessage)}, "message_not_found"},
+				{[]any{fsstore.NewID(fsstore.PrefixMessage)}, "message_not_found"},
 				{make([]any, fsstore.MaxMarkRead+1), "message_required"},
 			} {
 				for i := range c.ids {

@@ -9,7 +9,6 @@ import (
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
 	"aipm/fsstore"
-	"aipm/fsstore/storage"
 )
 
 // This file builds what a tools/call returns when the gate, not a tool,
@@ -166,5 +165,5 @@ func explainSchemaError(res *mcp.CallToolResult, tool string) {
 	detail = strings.TrimPrefix(detail, "validating root: ")
 	res.Content[0] = &mcp.TextContent{Text: fmt.Sprintf(
 		"invalid_arguments: the arguments of %s do not match its input schema (%s): fix them as the schema in tools/list says and call %s again",
-		tool, storage.Clip(detail, maxEchoedError), tool)}
+		tool, fsstore.Clip(detail, maxEchoedError), tool)}
 }

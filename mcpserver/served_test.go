@@ -8,7 +8,6 @@ import (
 	"testing"
 
 	"aipm/fsstore"
-	"aipm/fsstore/storage"
 )
 
 // TestOverLimitFieldsServedCut: a field written by hand far past its limit
@@ -19,7 +18,7 @@ func TestOverLimitFieldsServedCut(t *testing.T) {
 	p := newProject(t)
 	task := p.taskInProgress("coder", "big")
 	huge := strings.Repeat("x", 2<<20)
-	path := filepath.Join(p.store.CollectionDir(storage.Tasks), task.ID+".json")
+	path := filepath.Join(p.store.CollectionDir(fsstore.Tasks), task.ID+".json")
 	var doc map[string]any
 	if err := readDoc(path, &doc); err != nil {
 		t.Fatal(err)
@@ -39,7 +38,7 @@ func TestOverLimitFieldsServedCut(t *testing.T) {
 	f.Close()
 
 	cs := p.connect("")
-	token := p.authenticate(cs, "coder", storage.PurposeTask)
+	token := p.authenticate(cs, "coder", fsstore.PurposeTask)
 	wantMarker := "… [cut: 2,097,152 bytes in .ai-pm/tasks/" + task.ID + ".json; limit 20,000]"
 	for _, c := range []struct {
 		tool string
@@ -57,7 +56,7 @@ func TestOverLimitFieldsServedCut(t *testing.T) {
 			t.Errorf("%s: %d bytes of text, marker %q present: %v", c.tool, len(r.text), wantMarker, strings.Contains(r.text, wantMarker))
 		}
 	}
-	chatToken := p.authenticate(cs, "coder", storage.PurposeChat)
+	chatToken := p.authenticate(cs, "coder", fsstore.PurposeChat)
 	r := call(t, cs, "get_pending_messages", map[string]any{"session_token": chatToken})
 	if r.isError {
 		t.Fatalf("get_pending_messages: %s", r.text)

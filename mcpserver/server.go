@@ -11,7 +11,6 @@ import (
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
 	"aipm/fsstore"
-	"aipm/fsstore/storage"
 	"aipm/wake"
 )
 
@@ -45,7 +44,7 @@ type Server struct {
 	unavailable string
 
 	mu       sync.Mutex
-	cfg      *storage.Config
+	cfg      *fsstore.Config
 	cfgStamp [2]int64 // mtime, size of the config the cache holds
 	sessions []string // opened here: ended when the server exits
 }
@@ -136,7 +135,7 @@ func (s *Server) endOpened(ctx context.Context) {
 	s.mu.Unlock()
 	for _, id := range ids {
 		// A session already swept away (ended, then removed) needs nothing.
-		if _, endErr := s.store.EndSession(ctx, id, fsstore.EndExited); endErr != nil && !errors.Is(endErr, storage.ErrNotFound) {
+		if _, endErr := s.store.EndSession(ctx, id, fsstore.EndExited); endErr != nil && !errors.Is(endErr, fsstore.ErrNotFound) {
 			s.log.Warn("end session at exit", "session", id, "err", endErr)
 		}
 	}
@@ -144,7 +143,7 @@ func (s *Server) endOpened(ctx context.Context) {
 
 // config returns the project's config, re-read when the file changed. Its
 // error is the tool error config_invalid, ready to return.
-func (s *Server) config() (*storage.Config, error) {
+func (s *Server) config() (*fsstore.Config, error) {
 	cfg, err := s.loadConfig()
 	if err != nil {
 		return nil, toolErr("config_invalid", err.Error()+": ask a human to fix it (aipm doctor shows what is wrong)")
@@ -152,7 +151,7 @@ func (s *Server) config() (*storage.Config, error) {
 	return cfg, nil
 }
 
-func (s *Server) loadConfig() (*storage.Config, error) {
+func (s *Server) loadConfig() (*fsstore.Config, error) {
 	fi, err := os.Stat(s.store.ConfigPath())
 	if err != nil {
 		return nil, fmt.Errorf("read config: %w", err)
@@ -165,7 +164,7 @@ func (s *Server) loadConfig() (*storage.Config, error) {
 	}
 	cfg, err := s.store.LoadConfig()
 	if err == nil {
-		err = storage.Adopt(s.cfg, cfg)
+		err = fsstore.Adopt(s.cfg, cfg)
 	}
 	if err != nil {
 		if s.cfg != nil {
@@ -174,7 +173,7 @@ func (s *Server) loadConfig() (*storage.Config, error) {
 		}
 		return nil, err
 	}
-	for _, w := range storage.NewWarnings(s.cfg, cfg) {
+	for _, w := range fsstore.NewWarnings(s.cfg, cfg) {
 		s.log.Warn("config: " + w.Error())
 	}
 	s.cfg, s.cfgStamp = cfg, stamp

@@ -17,7 +17,6 @@ import (
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
 	"aipm/fsstore"
-	"aipm/fsstore/storage"
 	"aipm/internal/sshtest"
 	"aipm/internal/testenv"
 	"aipm/mcpserver"
@@ -86,7 +85,7 @@ func (p *project) session(token string) fsstore.Session {
 	p.t.Helper()
 	id, _, _ := strings.Cut(token, ".")
 	var ses fsstore.Session
-	p.doc(p.t, storage.Sessions, id, &ses)
+	p.doc(p.t, fsstore.Sessions, id, &ses)
 	return ses
 }
 
@@ -356,7 +355,7 @@ func TestSSHWatcherStartedRemoteAgent(t *testing.T) {
 		}
 		return false
 	})
-	if ses.RunID != "" || ses.Purpose != storage.PurposeChat {
+	if ses.RunID != "" || ses.Purpose != fsstore.PurposeChat {
 		t.Fatalf("the remote session: %+v", ses)
 	}
 	if err := syscall.Kill(run.PID, syscall.SIGKILL); err != nil { // the watcher's child: ssh hostB

@@ -14,7 +14,6 @@ import (
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
 	"aipm/fsstore"
-	"aipm/fsstore/storage"
 	"aipm/internal/failpoint"
 	"aipm/mcpserver"
 )
@@ -66,7 +65,7 @@ func TestStdioOverlapKilledBeforeAnswer(t *testing.T) {
 			p.send("lead", "reviewer", "two")
 			held := &lineWatch{want: "failpoint " + mcpserver.FailpointHandedUnwritten + ": holding", seen: make(chan struct{})}
 			srv := p.serveStdio([]string{failpoint.Env + "=" + mcpserver.FailpointHandedUnwritten, "AIPM_LOG=debug"}, held)
-			tok := p.authenticate(srv.cs, "reviewer", storage.PurposeChat)
+			tok := p.authenticate(srv.cs, "reviewer", fsstore.PurposeChat)
 			go tryCall(srv.cs, "get_pending_messages", map[string]any{"session_token": tok}) // its answer never comes
 			select {
 			case <-held.seen:
@@ -108,7 +107,7 @@ func TestStdioOverlapKilledBeforeAnswer(t *testing.T) {
 			srv.kill()
 
 			next := p.connect("")
-			ntok := p.authenticate(next, "reviewer", storage.PurposeChat)
+			ntok := p.authenticate(next, "reviewer", fsstore.PurposeChat)
 			if got := msgs(call(t, next, "get_pending_messages", map[string]any{"session_token": ntok})); strings.Join(got, " ") != "*one *two" {
 				t.Fatalf("after the kill, with %s beside the held answer: %v, want *one *two", overlap, got)
 			}
@@ -194,7 +193,7 @@ func TestStdioKilledAtRandomLosesNothing(t *testing.T) {
 		default:
 		}
 		srv := p.serveStdio(nil, nil)
-		tok := p.authenticate(srv.cs, "reviewer", storage.PurposeChat)
+		tok := p.authenticate(srv.cs, "reviewer", fsstore.PurposeChat)
 		read := map[string]any{"session_token": tok, "limit": 10}
 		rounds := rand.IntN(4)
 		for round := 0; done || round <= rounds; round++ {

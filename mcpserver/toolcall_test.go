@@ -15,7 +15,6 @@ import (
 	"github.com/tidwall/gjson"
 
 	"aipm/fsstore"
-	"aipm/fsstore/storage"
 	"aipm/mcpserver"
 )
 
@@ -28,7 +27,7 @@ import (
 func TestToolCallsMatchTheSDK(t *testing.T) {
 	p := newProject(t)
 	for _, id := range []string{"coder2", "reviewer2"} {
-		key, err := p.store.AddAgent(context.Background(), fsstore.NewAgent{ID: id, Type: storage.AgentAI, Parent: "lead"})
+		key, err := p.store.AddAgent(context.Background(), fsstore.NewAgent{ID: id, Type: fsstore.AgentAI, Parent: "lead"})
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -46,7 +45,7 @@ func TestToolCallsMatchTheSDK(t *testing.T) {
 	theirs.SDKTools()
 	connect := func(s *mcpserver.Server, chatAgent, taskAgent string) side {
 		cs := connectInProcess(t, s.MCP())
-		return side{t: t, cs: cs, chat: p.authenticate(cs, chatAgent, storage.PurposeChat), task: p.authenticate(cs, taskAgent, storage.PurposeTask)}
+		return side{t: t, cs: cs, chat: p.authenticate(cs, chatAgent, fsstore.PurposeChat), task: p.authenticate(cs, taskAgent, fsstore.PurposeTask)}
 	}
 	a, b := connect(ours, "coder", "reviewer"), connect(theirs, "coder2", "reviewer2")
 
@@ -264,7 +263,7 @@ func BenchmarkToolCall(b *testing.B) {
 			}
 			ctx := context.Background()
 			cs := connectInProcess(b, s.MCP())
-			token := p.authenticate(cs, "coder", storage.PurposeChat)
+			token := p.authenticate(cs, "coder", fsstore.PurposeChat)
 			args := map[string]any{"session_token": token, "target_agent_id": "reviewer", "content": "hello"}
 			for b.Loop() {
 				res, err := cs.CallTool(ctx, &mcp.CallToolParams{Name: "send_message", Arguments: args})

@@ -9,7 +9,6 @@ import (
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
 	"aipm/fsstore"
-	"aipm/fsstore/storage"
 )
 
 type SendMessageIn struct {
@@ -91,7 +90,7 @@ func (s *Server) send(ctx context.Context, m fsstore.OutgoingMessage) (SentOut, 
 
 // sent is send_message's answer for a message sent (msg) and the
 // conversation it is a turn of (c, or nil).
-func (s *Server) sent(cfg *storage.Config, m fsstore.OutgoingMessage, msg fsstore.Message, c *fsstore.Conversation) SentOut {
+func (s *Server) sent(cfg *fsstore.Config, m fsstore.OutgoingMessage, msg fsstore.Message, c *fsstore.Conversation) SentOut {
 	out := SentOut{Success: true, MessageID: msg.ID, TargetAgentID: m.To, CreatedAt: msg.CreatedAt}
 	if c != nil {
 		left := c.TurnsLeft()
@@ -163,7 +162,7 @@ func getPendingMessagesTool() toolSpec {
 		toldOfMessages: true,
 		level:          ChatOnly,
 		handsBatch:     true,
-		readsStream:    storage.StreamChat,
+		readsStream:    fsstore.StreamChat,
 		page:           pendingMessagePage,
 		add:            addGetPendingMessages,
 	}

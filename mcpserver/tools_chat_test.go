@@ -13,7 +13,6 @@ import (
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
 	"aipm/fsstore"
-	"aipm/fsstore/storage"
 	"aipm/internal/testenv"
 )
 
@@ -166,7 +165,7 @@ func (p *project) addAIAgents(n int) {
 	p.t.Helper()
 	for i := 0; i < n; i++ {
 		id := fmt.Sprintf("a%d", i)
-		key, err := p.store.AddAgent(context.Background(), fsstore.NewAgent{ID: id, Type: storage.AgentAI})
+		key, err := p.store.AddAgent(context.Background(), fsstore.NewAgent{ID: id, Type: fsstore.AgentAI})
 		if err != nil {
 			p.t.Fatal(err)
 		}
@@ -288,7 +287,7 @@ func checkChatCopies(t *testing.T, p *project, agents int, sent map[string]strin
 	inFile := map[string]int{}
 	for i := 0; i < agents; i++ {
 		path, _ := p.store.ChatPath(fmt.Sprintf("a%d", i))
-		recs, bad, tail, err := storage.ReadAll(path)
+		recs, bad, tail, err := fsstore.ReadAll(path)
 		if err != nil || len(bad) > 0 || tail != 0 {
 			t.Fatalf("a%d: err=%v bad=%v tail=%d", i, err, bad, tail)
 		}

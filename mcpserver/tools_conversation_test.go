@@ -16,7 +16,6 @@ import (
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
 	"aipm/fsstore"
-	"aipm/fsstore/storage"
 )
 
 // shiritori is the word chain of seed 001's scenario: each word starts with
@@ -360,7 +359,7 @@ func TestConversationUniquenessRace(t *testing.T) {
 	var idx struct {
 		Pairs map[string][]string `json:"pairs"`
 	}
-	data, _ := os.ReadFile(p.store.CollectionDir(storage.Conversations) + "/index.json")
+	data, _ := os.ReadFile(p.store.CollectionDir(fsstore.Conversations) + "/index.json")
 	if err := json.Unmarshal(data, &idx); err != nil || len(idx.Pairs) != 0 {
 		t.Fatalf("index after every conversation ended: %s (%v)", data, err)
 	}
@@ -442,7 +441,7 @@ func TestConversationEndsWithSession(t *testing.T) {
 	}
 	id, _, _ := strings.Cut(ta, ".")
 	var ses fsstore.Session
-	if p.doc(t, storage.Sessions, id, &ses); ses.EndReason != fsstore.EndExited {
+	if p.doc(t, fsstore.Sessions, id, &ses); ses.EndReason != fsstore.EndExited {
 		t.Fatalf("A's session: %+v", ses)
 	}
 }
@@ -470,7 +469,7 @@ func TestWaitingNextActionExitsWhenReplaced(t *testing.T) {
 // message, and nothing changed on disk.
 func TestConversationErrors(t *testing.T) {
 	p := newProject(t)
-	p.addAgent("tester", storage.AgentAI)
+	p.addAgent("tester", fsstore.AgentAI)
 	os.MkdirAll(filepath.Join(p.store.Root(), "agents", "former"), 0o755) // an agent removed from the config
 	a := p.connect("")
 	ta := p.authenticate(a, "coder", "chat")
@@ -569,7 +568,7 @@ func TestTaskSessionWaitsAndWakes(t *testing.T) {
 
 func readConversation(t *testing.T, p *project, id string) fsstore.Conversation {
 	t.Helper()
-	path, _ := p.store.DocPath(storage.Conversations, id)
+	path, _ := p.store.DocPath(fsstore.Conversations, id)
 	var c fsstore.Conversation
 	if err := readDoc(path, &c); err != nil {
 		t.Fatal(err)
@@ -580,7 +579,7 @@ func readConversation(t *testing.T, p *project, id string) fsstore.Conversation 
 func chatLines(t *testing.T, p *project, agent string) []fsstore.Message {
 	t.Helper()
 	path, _ := p.store.ChatPath(agent)
-	recs, bad, _, err := storage.ReadAll(path)
+	recs, bad, _, err := fsstore.ReadAll(path)
 	if err != nil || len(bad) > 0 {
 		t.Fatalf("%s: %v %v", path, err, bad)
 	}
@@ -667,7 +666,7 @@ func TestConversationLooksBack(t *testing.T) {
 		t.Fatalf("the new conversation does not name the last: %s", r.text)
 	}
 	// Someone who took part in neither lists none and reads neither.
-	p.addAgent("outsider", storage.AgentAI)
+	p.addAgent("outsider", fsstore.AgentAI)
 	lead := p.connect("")
 	tl := p.authenticate(lead, "outsider", "chat")
 	if r := call(t, lead, "get_conversation_messages", map[string]any{"session_token": tl}); r.isError || len(r.data["conversations"].([]any)) != 0 {

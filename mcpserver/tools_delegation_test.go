@@ -10,7 +10,6 @@ import (
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
 	"aipm/fsstore"
-	"aipm/fsstore/storage"
 )
 
 // Seed 002's scenario with real MCP clients, each with its own aipm serve
@@ -212,7 +211,7 @@ func (g *delegationGame) finish() {
 		t.Fatalf("task is %s", got.Status)
 	}
 	var got fsstore.Delegation
-	if g.p.doc(g.t, storage.Delegations, g.dlg, &got); got.Status != fsstore.DlgCompleted || len(got.History) != 3 {
+	if g.p.doc(g.t, fsstore.Delegations, g.dlg, &got); got.Status != fsstore.DlgCompleted || len(got.History) != 3 {
 		t.Fatalf("delegation file: %+v", got)
 	}
 }
@@ -222,7 +221,7 @@ func (g *delegationGame) finish() {
 func TestDelegationErrors(t *testing.T) {
 	p := newProject(t)
 	ctx := context.Background()
-	p.addAgent("tester", storage.AgentAI)
+	p.addAgent("tester", fsstore.AgentAI)
 	task := p.taskInProgress("coder", "errors")
 	cs := p.connect("")
 	tt := p.authenticate(cs, "coder", "task")
@@ -236,7 +235,7 @@ func TestDelegationErrors(t *testing.T) {
 		t.Fatal(r.text)
 	}
 	other, _ := p.store.CreateTask(ctx, p.cfg, fsstore.NewTask{Title: "reviewer's", Assignee: "reviewer", Requester: "lead", Status: fsstore.StatusTodo})
-	long := strings.Repeat("あ", max(storage.MaxContext, storage.MaxResult)+1)
+	long := strings.Repeat("あ", max(fsstore.MaxContext, fsstore.MaxResult)+1)
 	p.deliver(cs, tc, "lead", "@@タスク通知:")
 
 	for _, c := range []struct {
@@ -248,7 +247,7 @@ func TestDelegationErrors(t *testing.T) {
 		{"unknown target", "delegate_to_chat_session", tt, map[string]any{"target_agent_id": "nobody", "purpose": "x"}, "agent_not_found", "aipm agent list"},
 		{"bad target id", "delegate_to_chat_session", tt, map[string]any{"target_agent_id": "../x", "purpose": "x"}, "agent_not_found", ""},
 		{"no purpose", "delegate_to_chat_session", tt, map[string]any{"target_agent_id": "reviewer", "purpose": " "}, "purpose_required", "say what"},
-		{"long purpose", "delegate_to_chat_session", tt, map[string]any{"target_agent_id": "reviewer", "purpose": strings.Repeat("x", storage.MaxPurpose+1)}, "purpose_too_long", "the limit is"},
+		{"long purpose", "delegate_to_chat_session", tt, map[string]any{"target_agent_id": "reviewer", "purpose": strings.Repeat("x", fsstore.MaxPurpose+1)}, "purpose_too_long", "the limit is"},
 		{"long context", "delegate_to_chat_session", tt, map[string]any{"target_agent_id": "reviewer", "purpose": "x", "context": long}, "context_too_long", "the limit is"},
 		{"from chat", "delegate_to_chat_session", tc, map[string]any{"target_agent_id": "reviewer", "purpose": "x"}, "wrong_session_purpose", "task session"},
 		{"unknown delegation", "report_delegation_completed", tc, map[string]any{"delegation_id": "dlg_01M7YZWACRA0328GMTHNDHB18Z", "result": "x"}, "delegation_not_found", "check the id"},
@@ -311,8 +310,8 @@ func TestInterruptEndsDelegations(t *testing.T) {
 			p := newProject(t)
 			task := p.taskInProgress("coder", "survey the API")
 			cs := p.connect(rev)
-			tt := p.authenticate(cs, "coder", storage.PurposeTask)
-			ta := p.authenticate(cs, "coder", storage.PurposeChat)
+			tt := p.authenticate(cs, "coder", fsstore.PurposeTask)
+			ta := p.authenticate(cs, "coder", fsstore.PurposeChat)
 			taken := delegate(t, cs, tt, "ask about v1")
 			if r := call(t, cs, "get_next_action", map[string]any{"session_token": ta}); r.str("action") != "process_delegation" {
 				t.Fatalf("chat session's get_next_action: %s", r.text)
@@ -323,7 +322,7 @@ func TestInterruptEndsDelegations(t *testing.T) {
 
 			for _, id := range []string{taken, pending} {
 				var d fsstore.Delegation
-				p.doc(t, storage.Delegations, id, &d)
+				p.doc(t, fsstore.Delegations, id, &d)
 				if d.Status != fsstore.DlgFailed || !strings.Contains(d.Result, "the API is frozen") {
 					t.Fatalf("delegation %s after the interrupt: %s, %q", id, d.Status, d.Result)
 				}
@@ -342,15 +341,15 @@ func TestInterruptEndsDelegations(t *testing.T) {
 		p := newProject(t)
 		task := p.taskInProgress("coder", "survey the API")
 		cs := p.connect("")
-		tt := p.authenticate(cs, "coder", storage.PurposeTask)
+		tt := p.authenticate(cs, "coder", fsstore.PurposeTask)
 		id := delegate(t, cs, tt, "ask about v1")
 		p.aipm(t, "task", "status", task.ID, "blocked", "--reason", "waiting for a decision", "--as", "coder")
-		ta := p.authenticate(cs, "coder", storage.PurposeChat)
+		ta := p.authenticate(cs, "coder", fsstore.PurposeChat)
 		if r := call(t, cs, "get_next_action", map[string]any{"session_token": ta, "wait_seconds": 1}); r.str("action") == "process_delegation" {
 			t.Fatalf("a delegation of a blocked task was handed out: %s", r.text)
 		}
 		var d fsstore.Delegation
-		p.doc(t, storage.Delegations, id, &d)
+		p.doc(t, fsstore.Delegations, id, &d)
 		if d.Status != fsstore.DlgFailed || !strings.Contains(d.Result, "coder set task "+task.ID+" to blocked") {
 			t.Fatalf("the delegation of a task its agent blocked: %s (%q)", d.Status, d.Result)
 		}

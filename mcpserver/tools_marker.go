@@ -7,7 +7,6 @@ import (
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
 	"aipm/fsstore"
-	"aipm/fsstore/storage"
 )
 
 // markerHelp explains the chat command markers (DESIGN section 11, seed
@@ -78,7 +77,7 @@ func addRequestTask(srv *mcp.Server, s *Server, tool *mcp.Tool) {
 			}
 			return got.Task.ID, nil // created: the marker is used even if a notice failed
 		}
-		if ses.Purpose == storage.PurposeChat {
+		if ses.Purpose == fsstore.PurposeChat {
 			err = s.store.WithMarker(ctx, ses, fsstore.MarkerCreate, func(msg fsstore.Message, body string) (string, error) {
 				req.Requester, req.SourceMessageID = msg.SenderID, msg.ID
 				if req.Title == "" {
@@ -213,7 +212,7 @@ func chatTaskOut(c fsstore.ChatChange, sender string, notice error) ChatTaskOut 
 // a marker: change runs under marker m of the latest message the session
 // received (fsstore.WithMarker), from its sender; sender is who to tell,
 // notice a change made (or waiting for approval) whose telling failed.
-func (s *Server) markedChange(ctx context.Context, m fsstore.Marker, change func(cfg *storage.Config, ses fsstore.Session, msg fsstore.Message, body string) (fsstore.ChatChange, error)) (c fsstore.ChatChange, sender string, notice, err error) {
+func (s *Server) markedChange(ctx context.Context, m fsstore.Marker, change func(cfg *fsstore.Config, ses fsstore.Session, msg fsstore.Message, body string) (fsstore.ChatChange, error)) (c fsstore.ChatChange, sender string, notice, err error) {
 	ses := sessionFrom(ctx)
 	cfg, err := s.config()
 	if err != nil {
@@ -233,7 +232,7 @@ func (s *Server) markedChange(ctx context.Context, m fsstore.Marker, change func
 
 func addUpdateTaskFromChat(srv *mcp.Server, s *Server, tool *mcp.Tool) {
 	addTool(s, srv, tool, func(ctx context.Context, _ *mcp.CallToolRequest, in UpdateTaskFromChatIn) (*mcp.CallToolResult, ChatTaskOut, error) {
-		c, sender, notice, err := s.markedChange(ctx, fsstore.MarkerAdjust, func(cfg *storage.Config, ses fsstore.Session, msg fsstore.Message, _ string) (fsstore.ChatChange, error) {
+		c, sender, notice, err := s.markedChange(ctx, fsstore.MarkerAdjust, func(cfg *fsstore.Config, ses fsstore.Session, msg fsstore.Message, _ string) (fsstore.ChatChange, error) {
 			return s.store.FromChat().UpdateTask(ctx, cfg, ses.Agent, msg.SenderID, in.TaskID, in.Description, in.Status)
 		})
 		if err != nil {
@@ -262,7 +261,7 @@ func startTaskFromChatTool() toolSpec {
 
 func addStartTaskFromChat(srv *mcp.Server, s *Server, tool *mcp.Tool) {
 	addTool(s, srv, tool, func(ctx context.Context, _ *mcp.CallToolRequest, in StartTaskFromChatIn) (*mcp.CallToolResult, ChatTaskOut, error) {
-		c, sender, notice, err := s.markedChange(ctx, fsstore.MarkerStart, func(cfg *storage.Config, ses fsstore.Session, msg fsstore.Message, _ string) (fsstore.ChatChange, error) {
+		c, sender, notice, err := s.markedChange(ctx, fsstore.MarkerStart, func(cfg *fsstore.Config, ses fsstore.Session, msg fsstore.Message, _ string) (fsstore.ChatChange, error) {
 			return s.store.FromChat().StartTask(ctx, cfg, ses.Agent, msg.SenderID, in.TaskID)
 		})
 		if err != nil {

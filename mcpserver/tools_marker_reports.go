@@ -9,7 +9,6 @@ import (
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
 	"aipm/fsstore"
-	"aipm/fsstore/storage"
 )
 
 // markerInstruction is what a get_pending_messages answer holding a marked
@@ -20,7 +19,7 @@ func markerInstruction(msgs []fsstore.Message) string {
 	var b strings.Builder
 	for i := len(msgs) - 1; i >= 0; i-- {
 		m := msgs[i]
-		if m.Kind == fsstore.KindSystem || m.SenderID == storage.SystemSender || m.ReceiverID != "" {
+		if m.Kind == fsstore.KindSystem || m.SenderID == fsstore.SystemSender || m.ReceiverID != "" {
 			continue
 		}
 		for _, u := range fsstore.ParseMarkers(m.Content) {
@@ -39,7 +38,7 @@ func markerCall(sender string, u fsstore.MarkerUse) string {
 	if u.Marker == fsstore.MarkerCheck {
 		question := ""
 		if u.Body != "" {
-			question = fmt.Sprintf(" (they ask: %q)", storage.Clip(u.Body, 200))
+			question = fmt.Sprintf(" (they ask: %q)", fsstore.Clip(u.Body, 200))
 		}
 		return fmt.Sprintf("%s asks for the state of your tasks with %s%s: call list_tasks(assignee=your agent id), then answer %s with respond_chat, giving each open task's id, title and status.",
 			sender, u.Marker, question, sender)
@@ -67,7 +66,7 @@ func reportBlockFromChatTool() toolSpec {
 
 func addReportBlockFromChat(srv *mcp.Server, s *Server, tool *mcp.Tool) {
 	addTool(s, srv, tool, func(ctx context.Context, _ *mcp.CallToolRequest, in ReportBlockFromChatIn) (*mcp.CallToolResult, ChatTaskOut, error) {
-		c, sender, notice, err := s.markedChange(ctx, fsstore.MarkerBlock, func(cfg *storage.Config, ses fsstore.Session, msg fsstore.Message, body string) (fsstore.ChatChange, error) {
+		c, sender, notice, err := s.markedChange(ctx, fsstore.MarkerBlock, func(cfg *fsstore.Config, ses fsstore.Session, msg fsstore.Message, body string) (fsstore.ChatChange, error) {
 			return s.store.FromChat().BlockTask(ctx, cfg, ses.Agent, msg.SenderID, in.TaskID, cmp.Or(in.Reason, body), msg.ID)
 		})
 		if err != nil {

@@ -10,7 +10,6 @@ import (
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
 	"aipm/fsstore"
-	"aipm/fsstore/storage"
 )
 
 // Seed 003's test table, through a real aipm serve: a human sends coder a
@@ -169,7 +168,7 @@ func TestRequestTaskApproval(t *testing.T) {
 // addBossAndGuest adds two humans: boss, and guest, whose parent is boss.
 func addBossAndGuest(t *testing.T, p *project) {
 	t.Helper()
-	for _, a := range []fsstore.NewAgent{{ID: "boss", Type: storage.AgentHuman}, {ID: "guest", Type: storage.AgentHuman, Parent: "boss"}} {
+	for _, a := range []fsstore.NewAgent{{ID: "boss", Type: fsstore.AgentHuman}, {ID: "guest", Type: fsstore.AgentHuman, Parent: "boss"}} {
 		if _, err := p.store.AddAgent(context.Background(), a); err != nil {
 			t.Fatal(err)
 		}
@@ -240,7 +239,7 @@ func TestMarkerRaceProcesses(t *testing.T) {
 func notificationLines(t *testing.T, p *project, agent string) []fsstore.Notification {
 	t.Helper()
 	path, _ := p.store.NotificationsPath(agent)
-	recs, bad, _, err := storage.ReadAll(path)
+	recs, bad, _, err := fsstore.ReadAll(path)
 	if err != nil || len(bad) > 0 {
 		t.Fatalf("%s: %v %v", path, err, bad)
 	}

@@ -8,7 +8,6 @@ import (
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
 	"aipm/fsstore"
-	"aipm/fsstore/storage"
 )
 
 type GetNotificationsIn struct {
@@ -33,7 +32,7 @@ func getNotificationsTool() toolSpec {
 		passesInterrupt: true,
 		handsBatch:      true,
 		marksRead:       true,
-		readsStream:     storage.StreamNotifications, // ListNotifications acknowledges it, after listing a batch only shown
+		readsStream:     fsstore.StreamNotifications, // ListNotifications acknowledges it, after listing a batch only shown
 		page:            notificationPage,
 		add:             addGetNotifications,
 	}
@@ -77,7 +76,7 @@ func addGetNotifications(srv *mcp.Server, s *Server, tool *mcp.Tool) {
 // log, not written at each send (P2 pays nothing for them), and are read
 // when the messages are: get_pending_messages or mark_read.
 func (s *Server) newMessageNotices(ctx context.Context, ses fsstore.Session, limit int) ([]NotificationView, bool, error) {
-	if ses.Purpose != storage.PurposeChat {
+	if ses.Purpose != fsstore.PurposeChat {
 		return nil, false, nil
 	}
 	msgs, more, err := s.store.Unread(ctx, ses.Agent, limit, true)

@@ -9,7 +9,6 @@ import (
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
 	"aipm/fsstore"
-	"aipm/fsstore/storage"
 )
 
 type AuthenticateIn struct {
@@ -52,24 +51,24 @@ func addAuthenticate(srv *mcp.Server, s *Server, tool *mcp.Tool) {
 			purpose = s.purpose
 		}
 		if s.locked && in.AgentID != s.cred.Agent {
-			return nil, AuthenticateOut{}, toolErr("wrong_agent", fmt.Sprintf("this connection is authorized as %q by its bearer token, not as %q: authenticate as %s, or connect with %s's passkey as the bearer token", s.cred.Agent, storage.Clip(in.AgentID, 64), s.cred.Agent, storage.Clip(in.AgentID, 64)))
+			return nil, AuthenticateOut{}, toolErr("wrong_agent", fmt.Sprintf("this connection is authorized as %q by its bearer token, not as %q: authenticate as %s, or connect with %s's passkey as the bearer token", s.cred.Agent, fsstore.Clip(in.AgentID, 64), s.cred.Agent, fsstore.Clip(in.AgentID, 64)))
 		}
 		passkey := in.Passkey
 		if passkey == "" {
 			if s.cred == nil || s.cred.Agent != in.AgentID {
-				return nil, AuthenticateOut{}, toolErr("passkey_required", fmt.Sprintf("this aipm serve holds no passkey for %q: pass passkey, or configure the server's environment with AIPM_AGENT_ID and AIPM_PASSKEY_FILE (see aipm mcp-config)", storage.Clip(in.AgentID, 64)))
+				return nil, AuthenticateOut{}, toolErr("passkey_required", fmt.Sprintf("this aipm serve holds no passkey for %q: pass passkey, or configure the server's environment with AIPM_AGENT_ID and AIPM_PASSKEY_FILE (see aipm mcp-config)", fsstore.Clip(in.AgentID, 64)))
 			}
 			passkey = s.cred.Passkey
 		}
 		ses, token, err := s.store.Authenticate(ctx, cfg, in.AgentID, passkey, in.ProjectID, purpose)
 		switch {
-		case errors.Is(err, storage.ErrBackoff):
+		case errors.Is(err, fsstore.ErrBackoff):
 			return nil, AuthenticateOut{}, toolErr("authentication_backoff", err.Error())
-		case errors.Is(err, storage.ErrBadPasskey):
+		case errors.Is(err, fsstore.ErrBadPasskey):
 			return nil, AuthenticateOut{}, toolErr("authentication_failed", fmt.Sprintf("the passkey for %q is wrong: use the passkey aipm agent add printed (or fix the file AIPM_PASSKEY_FILE names for aipm serve)", in.AgentID))
 		case errors.Is(err, fsstore.ErrNothingToDo):
 			return nil, AuthenticateOut{}, toolErr("nothing_to_do", err.Error()+". Exit now; aipm starts you again when there is work.")
-		case errors.Is(err, storage.ErrNotFound):
+		case errors.Is(err, fsstore.ErrNotFound):
 			return nil, AuthenticateOut{}, toolErr("agent_not_found", err.Error())
 		case err != nil:
 			return nil, AuthenticateOut{}, toolErr("authentication_failed", err.Error())
@@ -80,7 +79,7 @@ func addAuthenticate(srv *mcp.Server, s *Server, tool *mcp.Tool) {
 			IdleTimeout: ses.Idle.String(),
 			Instruction: fmt.Sprintf("You are in a %s session. Call get_next_action(session_token) now and follow its instruction.", ses.Purpose),
 		}
-		if ses.Purpose == storage.PurposeChat {
+		if ses.Purpose == fsstore.PurposeChat {
 			out.Instruction += " " + markerHelp // once per chat session (see markerHelp)
 		}
 		return nil, out, nil
@@ -125,7 +124,7 @@ func addHelp(srv *mcp.Server, s *Server, tool *mcp.Tool) {
 		if in.SessionToken != "" {
 			got, err := s.store.CheckSession(ctx, in.SessionToken)
 			if (err == nil || errors.Is(err, fsstore.ErrExpiryNotSaved)) && s.foreign(got) {
-				err = storage.ErrNotFound // another agent's token says nothing here
+				err = fsstore.ErrNotFound // another agent's token says nothing here
 			}
 			if err == nil || errors.Is(err, fsstore.ErrExpiryNotSaved) {
 				ses, out.Purpose = &got, got.Purpose

@@ -7,7 +7,6 @@ import (
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
 	"aipm/fsstore"
-	"aipm/fsstore/storage"
 )
 
 // TaskOut is get_task's answer: one task by id, or, asked without one,
@@ -139,12 +138,12 @@ func addListTasks(srv *mcp.Server, s *Server, tool *mcp.Tool) {
 			return nil, ListTasksOut{}, err
 		}
 		if in.Assignee != "" {
-			if err := storage.CheckAgentID(in.Assignee); err != nil {
+			if err := fsstore.CheckAgentID(in.Assignee); err != nil {
 				return nil, ListTasksOut{}, toolErr("invalid_agent_id", err.Error())
 			}
 		}
 		if in.ParentID != "" {
-			if err := storage.CheckID(storage.PrefixTask, in.ParentID); err != nil {
+			if err := fsstore.CheckID(fsstore.PrefixTask, in.ParentID); err != nil {
 				return nil, ListTasksOut{}, toolErr("invalid_task_id", err.Error())
 			}
 		}

@@ -12,7 +12,6 @@ import (
 	"time"
 
 	"aipm/fsstore"
-	"aipm/fsstore/storage"
 	"aipm/internal/testenv"
 )
 
@@ -172,7 +171,7 @@ func TestTSClientReadsOnce(t *testing.T) {
 	needTSClient(t)
 	p := newProject(t)
 	srv := p.serveHTTP()
-	if err := p.store.Triggers().Write(context.Background(), fsstore.Trigger{Agent: "reviewer", Purpose: storage.PurposeChat, Reason: "test"}); err != nil {
+	if err := p.store.Triggers().Write(context.Background(), fsstore.Trigger{Agent: "reviewer", Purpose: fsstore.PurposeChat, Reason: "test"}); err != nil {
 		t.Fatal(err)
 	}
 	p.send("lead", "reviewer", "one")

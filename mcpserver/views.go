@@ -4,7 +4,6 @@ import (
 	"time"
 
 	"aipm/fsstore"
-	"aipm/fsstore/storage"
 )
 
 // Every tool argument and result uses one naming style: snake_case. The
@@ -117,7 +116,7 @@ func notificationViews(ns []fsstore.Notification, purpose string) []Notification
 		v := NotificationView{ID: n.ID, Type: n.Type, Message: n.Message, TaskID: n.TaskID, From: n.From, CreatedAt: n.CreatedAt, Redelivered: n.Redelivered,
 			Action: "read", Instruction: "Nothing to do beyond reading it; carry on."}
 		switch {
-		case n.Type == storage.NotifyInterrupt:
+		case n.Type == fsstore.NotifyInterrupt:
 			v.Action = interruptAction(n.Kind)
 			v.Instruction = fsstore.InterruptInstruction(purpose, n.Kind)
 		case fsstore.IsCompletionReport(n):

@@ -1,7 +1,7 @@
 package watcher
 
 import (
-	"aipm/fsstore/storage"
+	"aipm/fsstore"
 	"os"
 	"testing"
 )
@@ -18,7 +18,7 @@ func TestWatcherCompacts(t *testing.T) {
 	f.Close()
 	lines := func() int {
 		path, _ := p.store.ChatPath("lead")
-		recs, _, _, err := storage.ReadAll(path)
+		recs, _, _, err := fsstore.ReadAll(path)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -42,8 +42,8 @@ func TestWatcherCompacts(t *testing.T) {
 	}
 }
 
-func readAll(t *testing.T, path string) []storage.Record {
-	recs, _, _, err := storage.ReadAll(path)
+func readAll(t *testing.T, path string) []fsstore.Record {
+	recs, _, _, err := fsstore.ReadAll(path)
 	if err != nil {
 		t.Fatal(err)
 	}

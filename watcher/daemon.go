@@ -13,7 +13,6 @@ import (
 	"github.com/fsnotify/fsnotify"
 
 	"aipm/fsstore"
-	"aipm/fsstore/storage"
 )
 
 // Daemon is aipm watch: it watches .ai-pm/ and runs the reactions on every
@@ -21,7 +20,7 @@ import (
 type Daemon struct {
 	store   *fsstore.Store
 	log     *slog.Logger
-	cfg     *storage.Config
+	cfg     *fsstore.Config
 	starter *starter
 	once    bool
 	// tasks is the view of the last pass (what a hand edit changed); bad
@@ -235,7 +234,7 @@ func (d *Daemon) loadConfig() error {
 func (d *Daemon) reloadConfig() {
 	cfg, err := d.store.LoadConfig()
 	if err == nil {
-		err = storage.Adopt(d.cfg, cfg)
+		err = fsstore.Adopt(d.cfg, cfg)
 	}
 	if err != nil {
 		d.log.Error("config not reloaded; keeping the previous one", "err", err)
@@ -247,8 +246,8 @@ func (d *Daemon) reloadConfig() {
 
 // adopt puts cfg in force, logging each warning it has that the config
 // it replaces had not (an unknown key is said once, not at every save).
-func (d *Daemon) adopt(cfg *storage.Config) {
-	for _, w := range storage.NewWarnings(d.cfg, cfg) {
+func (d *Daemon) adopt(cfg *fsstore.Config) {
+	for _, w := range fsstore.NewWarnings(d.cfg, cfg) {
 		d.log.Warn("config: " + w.Error())
 	}
 	d.cfg = cfg

@@ -21,7 +21,6 @@ import (
 	"time"
 
 	"aipm/fsstore"
-	"aipm/fsstore/storage"
 )
 
 // The test binary re-executes itself as an agent process (the watcher
@@ -74,7 +73,7 @@ func helper(role string) error {
 		if _, _, err := store.Authenticate(ctx, cfg, agent, passkey, "", os.Getenv(fsstore.EnvPurpose)); err != nil {
 			return err
 		}
-		if agent == "coder" && os.Getenv(fsstore.EnvPurpose) == storage.PurposeChat {
+		if agent == "coder" && os.Getenv(fsstore.EnvPurpose) == fsstore.PurposeChat {
 			store.Unread(ctx, agent, 100, false)
 			if _, _, err := store.Conversations().Start(ctx, cfg, fsstore.NewConversation{From: agent, To: "reviewer", Purpose: "test"}); err != nil {
 				return err
@@ -109,11 +108,11 @@ func newProject(t *testing.T, defaults string, commands map[string]string) *proj
 	}
 	ctx := context.Background()
 	p := &project{t: t, store: store, passkeys: map[string]string{}, log: &syncBuffer{}}
-	if _, err := store.AddAgent(ctx, fsstore.NewAgent{ID: "lead", Type: storage.AgentHuman}); err != nil {
+	if _, err := store.AddAgent(ctx, fsstore.NewAgent{ID: "lead", Type: fsstore.AgentHuman}); err != nil {
 		t.Fatal(err)
 	}
 	for _, id := range []string{"coder", "reviewer"} {
-		a := fsstore.NewAgent{ID: id, Type: storage.AgentAI, Parent: "lead"}
+		a := fsstore.NewAgent{ID: id, Type: fsstore.AgentAI, Parent: "lead"}
 		if role := commands[id]; role != "" {
 			a.Command = []string{os.Args[0], "-test.run=^$", "helper:" + role}
 		}
@@ -134,7 +133,7 @@ func newProject(t *testing.T, defaults string, commands map[string]string) *proj
 	return p
 }
 
-func (p *project) cfg() *storage.Config {
+func (p *project) cfg() *fsstore.Config {
 	cfg, err := p.store.LoadConfig()
 	if err != nil {
 		p.t.Fatal(err)
@@ -166,7 +165,7 @@ func (p *project) passOnce(d *Daemon) {
 func (p *project) workingTask() fsstore.Task {
 	p.t.Helper()
 	task := p.startedTask("coder")
-	if _, _, err := p.store.Authenticate(context.Background(), p.cfg(), "coder", p.passkeys["coder"], "", storage.PurposeTask); err != nil {
+	if _, _, err := p.store.Authenticate(context.Background(), p.cfg(), "coder", p.passkeys["coder"], "", fsstore.PurposeTask); err != nil {
 		p.t.Fatal(err)
 	}
 	return task
@@ -265,7 +264,7 @@ func (p *project) writeRename(path string, data []byte) {
 }
 
 func (p *project) interrupts(agent string) int {
-	recs, _, _, _ := storage.ReadAll(p.path("agents/" + agent + "/notifications.jsonl"))
+	recs, _, _, _ := fsstore.ReadAll(p.path("agents/" + agent + "/notifications.jsonl"))
 	n := 0
 	for _, r := range recs {
 		if bytes.Contains(r.Data, []byte(`"type":"interrupt"`)) {
@@ -350,7 +349,7 @@ func TestOnceTriggers(t *testing.T) {
 		t.Errorf("%d triggers written over three passes, want 3:\n%s", n, p.log)
 	}
 	// A live session of the purpose takes the place of a trigger.
-	if _, _, err := p.store.Authenticate(ctx, p.cfg(), "coder", p.passkeys["coder"], "", storage.PurposeChat); err != nil {
+	if _, _, err := p.store.Authenticate(ctx, p.cfg(), "coder", p.passkeys["coder"], "", fsstore.PurposeChat); err != nil {
 		t.Fatal(err)
 	}
 	p.send("lead", "coder", "again")
@@ -422,7 +421,7 @@ func TestTriggerExpiry(t *testing.T) {
 	p := newProject(t, `trigger_ttl = "1s"`, nil)
 	ctx := context.Background()
 	old := time.Now().Add(-time.Hour).UTC()
-	if err := p.store.Triggers().Write(ctx, fsstore.Trigger{Agent: "coder", Purpose: storage.PurposeChat, Reason: "test", CreatedAt: old}); err != nil {
+	if err := p.store.Triggers().Write(ctx, fsstore.Trigger{Agent: "coder", Purpose: fsstore.PurposeChat, Reason: "test", CreatedAt: old}); err != nil {
 		t.Fatal(err)
 	}
 	for i := 0; i < 2; i++ {
@@ -444,7 +443,7 @@ func TestSecondWatcherRefuses(t *testing.T) {
 	p := newProject(t, "", nil)
 	p.run()
 	err := p.daemon().Once(context.Background())
-	if !errors.Is(err, storage.ErrWatcherRunning) || !strings.Contains(err.Error(), fmt.Sprintf("pid %d", os.Getpid())) {
+	if !errors.Is(err, fsstore.ErrWatcherRunning) || !strings.Contains(err.Error(), fmt.Sprintf("pid %d", os.Getpid())) {
 		t.Fatalf("second watcher: %v; want ErrWatcherRunning naming pid %d", err, os.Getpid())
 	}
 	info, err := p.store.RunningWatcher()
@@ -601,7 +600,7 @@ func TestDelegationTrigger(t *testing.T) {
 	p := newProject(t, "", nil)
 	ctx := context.Background()
 	task := p.startedTask("coder")
-	taskSes, _, err := p.store.Authenticate(ctx, p.cfg(), "coder", p.passkeys["coder"], "", storage.PurposeTask)
+	taskSes, _, err := p.store.Authenticate(ctx, p.cfg(), "coder", p.passkeys["coder"], "", fsstore.PurposeTask)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -637,7 +636,7 @@ func TestDelegationTrigger(t *testing.T) {
 
 	// A chat session takes it and ends while processing it: the trigger is
 	// written again, for the next chat session to take it over.
-	chat, _, err := p.store.Authenticate(ctx, p.cfg(), "coder", p.passkeys["coder"], "", storage.PurposeChat)
+	chat, _, err := p.store.Authenticate(ctx, p.cfg(), "coder", p.passkeys["coder"], "", fsstore.PurposeChat)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -1,7 +1,7 @@
 package watcher
 
 import (
-	"aipm/fsstore/storage"
+	"aipm/fsstore"
 	"context"
 	"go/ast"
 	"go/parser"
@@ -80,11 +80,11 @@ func layoutNames(t *testing.T) []string {
 		t.Fatal(err)
 	}
 	paths = append(paths, p.store.ConfigPath())
-	for _, c := range []string{storage.Conversations, storage.Delegations, storage.Tasks, storage.Sessions, storage.Pending, storage.Runs} {
+	for _, c := range []string{fsstore.Conversations, fsstore.Delegations, fsstore.Tasks, fsstore.Sessions, fsstore.Pending, fsstore.Runs} {
 		paths = append(paths, p.store.CollectionDir(c))
 	}
-	for _, c := range []string{storage.Pending, storage.Runs} {
-		path, err := p.store.TriggerPath(c, "coder", storage.PurposeTask)
+	for _, c := range []string{fsstore.Pending, fsstore.Runs} {
+		path, err := p.store.TriggerPath(c, "coder", fsstore.PurposeTask)
 		if err != nil {
 			t.Fatal(err)
 		}

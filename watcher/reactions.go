@@ -6,7 +6,6 @@ import (
 	"time"
 
 	"aipm/fsstore"
-	"aipm/fsstore/storage"
 )
 
 // Pass is one reconcile pass: the state read once at its start, shared by
@@ -14,7 +13,7 @@ import (
 // restarted watcher needs nothing but the files.
 type Pass struct {
 	Ctx   context.Context
-	Cfg   *storage.Config
+	Cfg   *fsstore.Config
 	Now   time.Time
 	Live  []fsstore.Session
 	Runs  []fsstore.Run
@@ -152,7 +151,7 @@ func reactTriggerTTL(d *Daemon, p *Pass) error {
 		d.log.Warn("trigger expired", "agent", t.Agent, "purpose", t.Purpose, "reason", t.Reason, "ttl", ttl)
 		text := fmt.Sprintf("aipm: %s was not started for %s (%s) within %s: nobody took the trigger. Is aipm watch running, and does %s have a command and a saved passkey?", t.Agent, t.Purpose, t.Reason, ttl, t.Agent)
 		for _, h := range tellWhom(p.Cfg, t.Agent) {
-			if _, err := d.store.Send(p.Ctx, p.Cfg, fsstore.OutgoingMessage{From: storage.SystemSender, To: h, Content: text, Kind: fsstore.KindSystem}); err != nil {
+			if _, err := d.store.Send(p.Ctx, p.Cfg, fsstore.OutgoingMessage{From: fsstore.SystemSender, To: h, Content: text, Kind: fsstore.KindSystem}); err != nil {
 				d.log.Error("trigger expiry message", "to", h, "err", err)
 			}
 		}
@@ -161,15 +160,15 @@ func reactTriggerTTL(d *Daemon, p *Pass) error {
 }
 
 // tellWhom is agent's human parent, else every human of the project.
-func tellWhom(cfg *storage.Config, agent string) []string {
+func tellWhom(cfg *fsstore.Config, agent string) []string {
 	if a, ok := cfg.Agent(agent); ok && a.Parent != "" {
-		if p, ok := cfg.Agent(a.Parent); ok && p.Type == storage.AgentHuman {
+		if p, ok := cfg.Agent(a.Parent); ok && p.Type == fsstore.AgentHuman {
 			return []string{p.ID}
 		}
 	}
 	var out []string
 	for _, a := range cfg.Agents {
-		if a.Type == storage.AgentHuman {
+		if a.Type == fsstore.AgentHuman {
 			out = append(out, a.ID)
 		}
 	}
@@ -183,10 +182,10 @@ func tellWhom(cfg *storage.Config, agent string) []string {
 // delegations all arrive here.
 func reactTriggers(d *Daemon, p *Pass) error {
 	for _, a := range p.Cfg.Agents {
-		if a.Type != storage.AgentAI {
+		if a.Type != fsstore.AgentAI {
 			continue
 		}
-		for _, purpose := range []string{storage.PurposeTask, storage.PurposeChat} {
+		for _, purpose := range []string{fsstore.PurposeTask, fsstore.PurposeChat} {
 			if _, ok := p.liveSession(a.ID, purpose); ok || p.running(a.ID, purpose) {
 				continue
 			}
@@ -199,7 +198,7 @@ func reactTriggers(d *Daemon, p *Pass) error {
 				continue
 			}
 			t := fsstore.Trigger{Agent: a.ID, Purpose: purpose, Reason: next.Action}
-			if purpose == storage.PurposeTask {
+			if purpose == fsstore.PurposeTask {
 				t.TaskID, t.Reason = next.Task.ID, "task in progress"
 			}
 			wrote, err := d.store.Triggers().Add(p.Ctx, t)
@@ -228,7 +227,7 @@ func reactInterrupts(d *Daemon, p *Pass) error {
 		if t.Status != fsstore.StatusBlocked && t.Status != fsstore.StatusCancelled {
 			continue
 		}
-		ses, ok := p.liveSession(t.Assignee, storage.PurposeTask)
+		ses, ok := p.liveSession(t.Assignee, fsstore.PurposeTask)
 		if !ok || ses.TaskID != t.ID {
 			continue
 		}
@@ -327,7 +326,7 @@ func (d *Daemon) loadTasks(p *Pass) error {
 	p.Tasks = p.Tasks[:0]
 	for _, t := range tasks {
 		if err := fsstore.CheckStatus(t.Status); err != nil {
-			path, _ := d.store.DocPath(storage.Tasks, t.ID)
+			path, _ := d.store.DocPath(fsstore.Tasks, t.ID)
 			report(path, fmt.Errorf("%s: %w", d.store.Rel(path), err))
 			continue
 		}

@@ -11,7 +11,6 @@ import (
 	"time"
 
 	"aipm/fsstore"
-	"aipm/fsstore/storage"
 	"aipm/wake"
 )
 
@@ -187,7 +186,7 @@ func (r *taskReader) waitListed(step taskStep) {
 
 // handEditRaw writes task back as its file (rename-save).
 func (p *project) handEditRaw(task fsstore.Task, t *testing.T) {
-	data, err := storage.EncodeDoc(task)
+	data, err := fsstore.EncodeDoc(task)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -221,7 +220,7 @@ func TestTasksLimit(t *testing.T) {
 			t.Errorf("limit %d: %v more=%v %v; want %v more=%v", tc.limit, got, more, err, tc.want, tc.more)
 		}
 	}
-	if _, _, _, err := p.store.Tasks(fsstore.TaskFilter{Status: "doing", Limit: 1}); err == nil || errors.Is(err, storage.ErrNotFound) {
+	if _, _, _, err := p.store.Tasks(fsstore.TaskFilter{Status: "doing", Limit: 1}); err == nil || errors.Is(err, fsstore.ErrNotFound) {
 		t.Errorf("unknown status: %v", err)
 	}
 }

@@ -11,7 +11,6 @@ import (
 	"time"
 
 	"aipm/fsstore"
-	"aipm/fsstore/storage"
 	"aipm/internal/failpoint"
 )
 
@@ -56,7 +55,7 @@ func (st *starter) owns(r fsstore.Run) bool {
 // start starts a's command for trigger t unless it runs already, the
 // limit is reached, or the agent cools down after a failure; it returns
 // when to try again (zero: no retry needed).
-func (st *starter) start(ctx context.Context, cfg *storage.Config, a storage.Agent, t fsstore.Trigger) time.Time {
+func (st *starter) start(ctx context.Context, cfg *fsstore.Config, a fsstore.Agent, t fsstore.Trigger) time.Time {
 	k := key(t.Agent, t.Purpose)
 	if st.running[k] != nil {
 		return time.Time{}
@@ -79,7 +78,7 @@ func (st *starter) start(ctx context.Context, cfg *storage.Config, a storage.Age
 	now := time.Now().UTC()
 	logPath, _ := st.store.Runs().LogPath(a.ID, t.Purpose, now)
 	run := fsstore.Run{
-		ID: storage.NewID("run_"), Agent: a.ID, Purpose: t.Purpose, Command: a.Command, Reason: t.Reason, StartedAt: now,
+		ID: fsstore.NewID("run_"), Agent: a.ID, Purpose: t.Purpose, Command: a.Command, Reason: t.Reason, StartedAt: now,
 		Log: logPath,
 	}
 	claimed, stale, slot, err := st.store.Runs().Claim(ctx, run)
@@ -106,7 +105,7 @@ func (st *starter) start(ctx context.Context, cfg *storage.Config, a storage.Age
 
 // spawn starts a's command; the process inherits slot, the run's lock
 // (fsstore RunTable.Claim), as its file descriptor 3.
-func (st *starter) spawn(cfg *storage.Config, a storage.Agent, t fsstore.Trigger, run *fsstore.Run, cred string, slot *os.File) error {
+func (st *starter) spawn(cfg *fsstore.Config, a fsstore.Agent, t fsstore.Trigger, run *fsstore.Run, cred string, slot *os.File) error {
 	out, err := st.store.Runs().OpenLog(*run)
 	if err != nil {
 		return err
@@ -159,7 +158,7 @@ func (st *starter) spawn(cfg *storage.Config, a storage.Agent, t fsstore.Trigger
 // finished handles a process's exit: its run record goes, its sessions
 // end, and a failure (a non-zero exit, or an exit that left its trigger
 // untaken) starts the cooldown.
-func (st *starter) finished(ctx context.Context, cfg *storage.Config, n exitNote) {
+func (st *starter) finished(ctx context.Context, cfg *fsstore.Config, n exitNote) {
 	r := n.p.run
 	k := key(r.Agent, r.Purpose)
 	if st.running[k] == n.p {
@@ -190,7 +189,7 @@ func (st *starter) finished(ctx context.Context, cfg *storage.Config, n exitNote
 
 // stopAll signals every started process group (SIGTERM), waits up to
 // bound, kills what is left, and releases their runs.
-func (st *starter) stopAll(ctx context.Context, cfg *storage.Config, bound time.Duration) {
+func (st *starter) stopAll(ctx context.Context, cfg *fsstore.Config, bound time.Duration) {
 	st.stopping = true
 	for _, p := range st.running {
 		syscall.Kill(-p.run.PID, syscall.SIGTERM)

@@ -12,7 +12,6 @@ import (
 	"strings"
 
 	"aipm/fsstore"
-	"aipm/fsstore/storage"
 )
 
 // request is the JSON body of every action; each uses the fields it names.
@@ -34,7 +33,7 @@ type request struct {
 
 // act does one action as human by, through the same store calls as the
 // CLI command of the same name, and returns the id of what it made.
-type act func(ctx context.Context, store *fsstore.Store, cfg *storage.Config, by string, r request) (string, error)
+type act func(ctx context.Context, store *fsstore.Store, cfg *fsstore.Config, by string, r request) (string, error)
 
 // actions are the POST endpoints: a human sends or replies (aipm send),
 // creates a task (aipm task add), sets a task's status (aipm task status:
@@ -43,34 +42,34 @@ type act func(ctx context.Context, store *fsstore.Store, cfg *storage.Config, by
 // a lease (by its id, as the page shows it) or the leases on paths,
 // telling each holder the reason (aipm leases break).
 var actions = map[string]act{
-	"/api/send": func(ctx context.Context, store *fsstore.Store, cfg *storage.Config, by string, r request) (string, error) {
+	"/api/send": func(ctx context.Context, store *fsstore.Store, cfg *fsstore.Config, by string, r request) (string, error) {
 		m, err := store.Send(ctx, cfg, fsstore.OutgoingMessage{From: by, To: r.To, Content: r.Content})
 		return m.ID, err
 	},
-	"/api/tasks": func(ctx context.Context, store *fsstore.Store, cfg *storage.Config, by string, r request) (string, error) {
+	"/api/tasks": func(ctx context.Context, store *fsstore.Store, cfg *fsstore.Config, by string, r request) (string, error) {
 		t, err := store.CreateTask(ctx, cfg, fsstore.NewTask{Title: r.Title, Description: r.Description, Priority: r.Priority, Assignee: r.Assignee, Requester: by})
 		return t.ID, err
 	},
-	"/api/tasks/status": func(ctx context.Context, store *fsstore.Store, cfg *storage.Config, by string, r request) (string, error) {
+	"/api/tasks/status": func(ctx context.Context, store *fsstore.Store, cfg *fsstore.Config, by string, r request) (string, error) {
 		if err := errors.Join(fsstore.CheckStatus(r.Status), fsstore.CheckStatusReason(r.Status, r.Reason)); err != nil {
 			return "", err
 		}
-		id, err := store.ResolveID(storage.Tasks, r.TaskID)
+		id, err := store.ResolveID(fsstore.Tasks, r.TaskID)
 		if err != nil {
 			return "", err
 		}
 		t, err := store.UpdateTask(ctx, cfg, id, by, fsstore.TaskChange{Status: r.Status, Reason: r.Reason})
 		return t.ID, err
 	},
-	"/api/tasks/decision": func(ctx context.Context, store *fsstore.Store, cfg *storage.Config, by string, r request) (string, error) {
-		id, err := store.ResolveID(storage.Tasks, r.TaskID)
+	"/api/tasks/decision": func(ctx context.Context, store *fsstore.Store, cfg *fsstore.Config, by string, r request) (string, error) {
+		id, err := store.ResolveID(fsstore.Tasks, r.TaskID)
 		if err != nil {
 			return "", err
 		}
 		t, _, err := store.Decide(ctx, cfg, id, by, r.Approval, r.Reason)
 		return t.ID, err
 	},
-	"/api/leases/break": func(ctx context.Context, store *fsstore.Store, _ *storage.Config, by string, r request) (string, error) {
+	"/api/leases/break": func(ctx context.Context, store *fsstore.Store, _ *fsstore.Config, by string, r request) (string, error) {
 		if r.LeaseID != "" { // the page breaks the lease it shows
 			l, err := store.BreakLease(ctx, by, r.LeaseID, r.Reason)
 			if l.ID != "" {
@@ -112,7 +111,7 @@ func (s *Server) action(a act) http.HandlerFunc {
 			err = errors.New("more than one JSON value")
 		}
 		if err != nil {
-			refuse(w, http.StatusBadRequest, "the request is not the JSON this action takes ("+storage.Clip(err.Error(), 120)+")")
+			refuse(w, http.StatusBadRequest, "the request is not the JSON this action takes ("+fsstore.Clip(err.Error(), 120)+")")
 			return
 		}
 		cfg, err := s.store.LoadConfig()
@@ -127,7 +126,7 @@ func (s *Server) action(a act) http.HandlerFunc {
 		}
 		id, err := a(r.Context(), s.store, cfg, by, req)
 		if err != nil {
-			refuse(w, statusOf(err), storage.Clip(err.Error(), 500))
+			refuse(w, statusOf(err), fsstore.Clip(err.Error(), 500))
 			return
 		}
 		s.states.rebuild(context.WithoutCancel(r.Context())) // the page sees its own action at once, even if the client left
@@ -137,12 +136,12 @@ func (s *Server) action(a act) http.HandlerFunc {
 }
 
 // human is who acts: as, or the project's only human, and a human.
-func human(cfg *storage.Config, as string) (string, error) {
+func human(cfg *fsstore.Config, as string) (string, error) {
 	by, err := cfg.Actor(as)
 	if err != nil {
 		return "", err
 	}
-	if a, _ := cfg.Agent(by); a.Type != storage.AgentHuman {
+	if a, _ := cfg.Agent(by); a.Type != fsstore.AgentHuman {
 		return "", fmt.Errorf("%q is an AI agent, not a human: act as one of the project's humans", by)
 	}
 	return by, nil
@@ -151,8 +150,8 @@ func human(cfg *storage.Config, as string) (string, error) {
 // statusOf is the HTTP status of a refused action: the request's fault
 // (400) or the project's state refusing it (409).
 func statusOf(err error) int {
-	var ce *storage.CodeError
-	if errors.As(err, &ce) && ce.Refusal() || errors.Is(err, storage.ErrInvalid) || errors.Is(err, storage.ErrAmbiguous) || errors.Is(err, storage.ErrNotFound) {
+	var ce *fsstore.CodeError
+	if errors.As(err, &ce) && ce.Refusal() || errors.Is(err, fsstore.ErrInvalid) || errors.Is(err, fsstore.ErrAmbiguous) || errors.Is(err, fsstore.ErrNotFound) {
 		return http.StatusBadRequest
 	}
 	return http.StatusConflict

@@ -22,7 +22,6 @@ import (
 	"time"
 
 	"aipm/fsstore"
-	"aipm/fsstore/storage"
 	"aipm/internal/browser"
 	"aipm/internal/fixtures"
 	"aipm/internal/testenv"
@@ -73,7 +72,7 @@ type project struct {
 	t     *testing.T
 	ctx   context.Context
 	store *fsstore.Store
-	cfg   *storage.Config
+	cfg   *fsstore.Config
 }
 
 func newProject(t *testing.T, ctx context.Context) *project {
@@ -89,9 +88,9 @@ func newNamedProject(t *testing.T, ctx context.Context, name string) *project {
 	}
 	p := &project{t: t, ctx: ctx, store: store}
 	for _, a := range []fsstore.NewAgent{
-		{ID: "lead", Type: storage.AgentHuman, Role: storage.RoleManager},
-		{ID: "coder", Type: storage.AgentAI, Parent: "lead"},
-		{ID: "reviewer", Type: storage.AgentAI, Parent: "lead"},
+		{ID: "lead", Type: fsstore.AgentHuman, Role: fsstore.RoleManager},
+		{ID: "coder", Type: fsstore.AgentAI, Parent: "lead"},
+		{ID: "reviewer", Type: fsstore.AgentAI, Parent: "lead"},
 	} {
 		if _, err := store.AddAgent(ctx, a); err != nil {
 			t.Fatal(err)
@@ -346,7 +345,7 @@ func TestHandEditMovesCard(t *testing.T) {
 	card := ".card" + attr("data-task-id", task.ID)
 	until(t, ctx, tab, has(".column"+attr("data-status", fsstore.StatusTodo)+" "+card))
 
-	if err := fixtures.Of(p.store).HandEdit(storage.Tasks, task.ID, func(f map[string]any) { f["status"] = fsstore.StatusCancelled }); err != nil {
+	if err := fixtures.Of(p.store).HandEdit(fsstore.Tasks, task.ID, func(f map[string]any) { f["status"] = fsstore.StatusCancelled }); err != nil {
 		t.Fatal(err)
 	}
 	until(t, ctx, tab, has(".column"+attr("data-status", fsstore.StatusCancelled)+" "+card))
@@ -520,7 +519,7 @@ func TestLeasesLive(t *testing.T) {
 		t.Errorf("leases after the break: %+v, %v; want none", ls, err)
 	}
 	notes, _ := p.store.NotificationsPath("coder")
-	if recs, _, _, _ := storage.ReadAll(notes); len(recs) != 1 || !strings.Contains(string(recs[0].Data), "taking over") {
+	if recs, _, _, _ := fsstore.ReadAll(notes); len(recs) != 1 || !strings.Contains(string(recs[0].Data), "taking over") {
 		t.Errorf("coder's notifications: %d, want one with the break's reason", len(recs))
 	}
 	if !eval[bool](t, ctx, tab, `window.__sameDocument === true`) {

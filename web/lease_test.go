@@ -11,7 +11,6 @@ import (
 	"time"
 
 	"aipm/fsstore"
-	"aipm/fsstore/storage"
 	"aipm/web"
 )
 
@@ -125,7 +124,7 @@ func TestBreakLeaseAction(t *testing.T) {
 		t.Errorf("after the break, leases %+v; want none", ls)
 	}
 	notes, _ := store.NotificationsPath("coder")
-	recs, _, _, _ := storage.ReadAll(notes)
+	recs, _, _, _ := fsstore.ReadAll(notes)
 	if len(recs) != 1 || !strings.Contains(string(recs[0].Data), "lead broke your lease") || !strings.Contains(string(recs[0].Data), "taking over the parser") {
 		t.Errorf("coder's notifications %d, want one saying lead broke the lease and why", len(recs))
 	}

@@ -6,7 +6,6 @@ import (
 	"testing"
 
 	"aipm/fsstore"
-	"aipm/fsstore/storage"
 )
 
 // TestBoardScreenshot renders the board of a project like aipm demo's
@@ -16,7 +15,7 @@ import (
 func TestBoardScreenshot(t *testing.T) {
 	ctx := testCtx(t)
 	p := newNamedProject(t, ctx, "demo")
-	if _, err := p.store.AddAgent(ctx, fsstore.NewAgent{ID: "tester", Type: storage.AgentAI, Parent: "lead"}); err != nil {
+	if _, err := p.store.AddAgent(ctx, fsstore.NewAgent{ID: "tester", Type: fsstore.AgentAI, Parent: "lead"}); err != nil {
 		t.Fatal(err)
 	}
 	var err error

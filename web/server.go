@@ -29,7 +29,6 @@ import (
 	"time"
 
 	"aipm/fsstore"
-	"aipm/fsstore/storage"
 	"aipm/wake"
 )
 
@@ -195,7 +194,7 @@ func (s *Server) guard(next http.Handler) http.Handler {
 			w.Header().Set(k, v)
 		}
 		if !s.hostOK(r.Host) {
-			refuse(w, http.StatusForbidden, "this server answers only to "+s.origin+" (Host "+storage.Clip(r.Host, 80)+" refused)")
+			refuse(w, http.StatusForbidden, "this server answers only to "+s.origin+" (Host "+fsstore.Clip(r.Host, 80)+" refused)")
 			return
 		}
 		if origin := r.Header.Get("Origin"); origin != "" && origin != "http://"+r.Host {

@@ -13,7 +13,6 @@ import (
 	"time"
 
 	"aipm/fsstore"
-	"aipm/fsstore/storage"
 	"aipm/web"
 )
 
@@ -26,8 +25,8 @@ func newBoard(t *testing.T) (*web.Server, *fsstore.Store, fsstore.Task) {
 	}
 	ctx := context.Background()
 	for _, a := range []fsstore.NewAgent{
-		{ID: "lead", Type: storage.AgentHuman, Role: storage.RoleManager},
-		{ID: "coder", Type: storage.AgentAI, Parent: "lead"},
+		{ID: "lead", Type: fsstore.AgentHuman, Role: fsstore.RoleManager},
+		{ID: "coder", Type: fsstore.AgentAI, Parent: "lead"},
 	} {
 		if _, err := store.AddAgent(ctx, a); err != nil {
 			t.Fatal(err)
@@ -186,7 +185,7 @@ func TestBoardLoopbackOnly(t *testing.T) {
 
 func chatLines(t *testing.T, store *fsstore.Store) int {
 	path, _ := store.ChatPath("coder")
-	recs, _, _, err := storage.ReadAll(path)
+	recs, _, _, err := fsstore.ReadAll(path)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -223,7 +222,7 @@ func TestBoardActionsAndStream(t *testing.T) {
 		t.Fatalf("task after the page blocked it: %s by %s", got.Status, got.StatusChangedBy)
 	}
 	notes, _ := store.NotificationsPath("coder")
-	if recs, _, _, _ := storage.ReadAll(notes); len(recs) != 1 || !strings.Contains(string(recs[0].Data), `"type":"interrupt"`) {
+	if recs, _, _, _ := fsstore.ReadAll(notes); len(recs) != 1 || !strings.Contains(string(recs[0].Data), `"type":"interrupt"`) {
 		t.Fatalf("the assignee was not interrupted: %d notifications", len(recs))
 	}
 	waitEvent(t, events, `"blockedReason":"API changes"`)
@@ -367,7 +366,7 @@ func TestBoardActsLikeTheCLI(t *testing.T) {
 		t.Fatalf("reject from a page at localhost: %d %s", resp.StatusCode, body)
 	}
 	notes, _ := store.NotificationsPath("coder")
-	recs, _, _, _ := storage.ReadAll(notes)
+	recs, _, _, _ := fsstore.ReadAll(notes)
 	if len(recs) != 1 || !strings.Contains(string(recs[0].Data), "Do not start it") {
 		t.Fatalf("coder was not told of the rejection: %d notifications", len(recs))
 	}
@@ -398,7 +397,7 @@ func TestGroupMessageIsOneChat(t *testing.T) {
 	}
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()
-	for _, a := range []fsstore.NewAgent{{ID: "lead", Type: storage.AgentHuman}, {ID: "a1", Type: storage.AgentAI}, {ID: "a2", Type: storage.AgentAI}} {
+	for _, a := range []fsstore.NewAgent{{ID: "lead", Type: fsstore.AgentHuman}, {ID: "a1", Type: fsstore.AgentAI}, {ID: "a2", Type: fsstore.AgentAI}} {
 		if _, err := store.AddAgent(ctx, a); err != nil {
 			t.Fatal(err)
 		}

@@ -8,7 +8,6 @@ import (
 	"time"
 
 	"aipm/fsstore"
-	"aipm/fsstore/storage"
 )
 
 // State is what the page shows: the whole project as the files say, with
@@ -111,8 +110,8 @@ type Chat struct {
 // group message, each receiver's in SeenBy.
 type ChatMessage struct {
 	fsstore.Message
-	storage.Seen
-	SeenBy map[string]storage.Seen `json:"seenBy,omitempty"`
+	fsstore.Seen
+	SeenBy map[string]fsstore.Seen `json:"seenBy,omitempty"`
 }
 
 // Event is one line of the timeline: the watcher started a process, or a
@@ -169,7 +168,7 @@ func buildState(ctx context.Context, store *fsstore.Store) State {
 		return st
 	}
 	st.Project = cfg.Project.Name
-	for _, part := range []func(context.Context, *fsstore.Store, *storage.Config, *State) error{
+	for _, part := range []func(context.Context, *fsstore.Store, *fsstore.Config, *State) error{
 		readAgents, readTasks, readChats, readWork, readTimeline, readLeases,
 	} {
 		if err := part(ctx, store, cfg, &st); err != nil {
@@ -179,7 +178,7 @@ func buildState(ctx context.Context, store *fsstore.Store) State {
 	return st
 }
 
-func readAgents(ctx context.Context, store *fsstore.Store, cfg *storage.Config, st *State) error {
+func readAgents(ctx context.Context, store *fsstore.Store, cfg *fsstore.Config, st *State) error {
 	now := time.Now()
 	sessions, err := store.LiveSessions(now)
 	if err != nil {
@@ -191,7 +190,7 @@ func readAgents(ctx context.Context, store *fsstore.Store, cfg *storage.Config, 
 	}
 	for _, a := range cfg.Agents {
 		v := AgentView{ID: a.ID, Type: a.Type, Role: a.Role, Parent: a.Parent, Sessions: []SessionView{}, Runs: []RunView{}}
-		if a.Type == storage.AgentHuman {
+		if a.Type == fsstore.AgentHuman {
 			st.Humans = append(st.Humans, a.ID)
 		}
 		for _, s := range sessions {
@@ -212,7 +211,7 @@ func readAgents(ctx context.Context, store *fsstore.Store, cfg *storage.Config, 
 	return nil
 }
 
-func readTasks(_ context.Context, store *fsstore.Store, _ *storage.Config, st *State) error {
+func readTasks(_ context.Context, store *fsstore.Store, _ *fsstore.Config, st *State) error {
 	tasks, _, problems, err := store.Tasks(fsstore.TaskFilter{Limit: maxTasks})
 	if err != nil {
 		return err
@@ -232,11 +231,11 @@ func readTasks(_ context.Context, store *fsstore.Store, _ *storage.Config, st *S
 // readChats reads the tail of every agent's log and groups the messages
 // by the agents they are between (each message is in two logs, a group
 // message in each party's: counted once).
-func readChats(_ context.Context, store *fsstore.Store, cfg *storage.Config, st *State) error {
+func readChats(_ context.Context, store *fsstore.Store, cfg *fsstore.Config, st *State) error {
 	seen := map[string]bool{}
 	chats := map[string][]ChatMessage{} // by the parties, joined
-	receipts := map[string]map[string]storage.Seen{}
-	seenBy := func(agent, id string) storage.Seen {
+	receipts := map[string]map[string]fsstore.Seen{}
+	seenBy := func(agent, id string) fsstore.Seen {
 		if _, ok := receipts[agent]; !ok {
 			receipts[agent], _ = store.Receipts(agent) // unreadable: shown without times
 		}
@@ -258,7 +257,7 @@ func readChats(_ context.Context, store *fsstore.Store, cfg *storage.Config, st 
 				receivers = []string{cmp.Or(m.ReceiverID, a.ID)}
 				cm.Seen = seenBy(receivers[0], m.ID)
 			} else {
-				cm.SeenBy = map[string]storage.Seen{}
+				cm.SeenBy = map[string]fsstore.Seen{}
 				for _, r := range receivers {
 					cm.SeenBy[r] = seenBy(r, m.ID)
 				}
@@ -289,7 +288,7 @@ func compareTime(a, b string) int {
 	return ta.Compare(tb)
 }
 
-func readWork(ctx context.Context, store *fsstore.Store, cfg *storage.Config, st *State) error {
+func readWork(ctx context.Context, store *fsstore.Store, cfg *fsstore.Config, st *State) error {
 	convs, err := store.Conversations().List(ctx, cfg, true)
 	if err != nil {
 		return err
@@ -312,7 +311,7 @@ func readWork(ctx context.Context, store *fsstore.Store, cfg *storage.Config, st
 
 // readTimeline is what the watcher started (from its logs) and the
 // triggers that wait for it, newest first.
-func readTimeline(_ context.Context, store *fsstore.Store, cfg *storage.Config, st *State) error {
+func readTimeline(_ context.Context, store *fsstore.Store, cfg *fsstore.Config, st *State) error {
 	ids := make([]string, 0, len(cfg.Agents))
 	for _, a := range cfg.Agents {
 		ids = append(ids, a.ID)
@@ -343,7 +342,7 @@ func readTimeline(_ context.Context, store *fsstore.Store, cfg *storage.Config, 
 
 // readLeases is the live leases, oldest first, each with the others it
 // conflicts with.
-func readLeases(_ context.Context, store *fsstore.Store, _ *storage.Config, st *State) error {
+func readLeases(_ context.Context, store *fsstore.Store, _ *fsstore.Config, st *State) error {
 	leases, err := store.Leases()
 	if err != nil {
 		return err

@@ -8,7 +8,6 @@ import (
 	"github.com/spf13/cobra"
 
 	"aipm/fsstore"
-	"aipm/fsstore/storage"
 	"aipm/internal/launch"
 )
 
@@ -43,14 +42,14 @@ narrows or widens that). Its passkey is saved for aipm watch.`,
 		Args: argsExactly(1, "exactly one agent id"),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			o.Agent.ID = args[0]
-			if err := storage.CheckAgentID(o.Agent.ID); err != nil {
+			if err := fsstore.CheckAgentID(o.Agent.ID); err != nil {
 				return asUsage(err)
 			}
-			if !slices.Contains([]string{storage.AgentAI, storage.AgentHuman}, o.Agent.Type) {
+			if !slices.Contains([]string{fsstore.AgentAI, fsstore.AgentHuman}, o.Agent.Type) {
 				return usageError("agent add needs --type ai or --type human, got %q", o.Agent.Type)
 			}
 			if o.Client.set(cmd) {
-				if o.Agent.Type != storage.AgentAI {
+				if o.Agent.Type != fsstore.AgentAI {
 					return usageError("agent add: --client is for AI agents: humans act through the CLI")
 				}
 				if o.Command != "" {
@@ -93,16 +92,16 @@ func agentAddRun(cmd *cobra.Command, o *agentAddOptions) error {
 			return err
 		}
 	}
-	if a.Role != "" && a.Role != storage.RoleWorker && a.Role != storage.RoleManager {
+	if a.Role != "" && a.Role != fsstore.RoleWorker && a.Role != fsstore.RoleManager {
 		return usageError("agent add: role %q is invalid: use worker or manager", a.Role)
 	}
 	if o.Command != "" {
 		a.Command = strings.Fields(o.Command)
 	}
-	if len(a.Command) > 0 && a.Type != storage.AgentAI {
+	if len(a.Command) > 0 && a.Type != fsstore.AgentAI {
 		return usageError("agent add: --command is for AI agents: humans act through the CLI")
 	}
-	if o.Save && a.Type != storage.AgentAI {
+	if o.Save && a.Type != fsstore.AgentAI {
 		return usageError("agent add: --save-passkey is for AI agents: humans have no passkey")
 	}
 	passkey, err := store.AddAgent(cmd.Context(), a)
@@ -134,9 +133,9 @@ func agentAddRun(cmd *cobra.Command, o *agentAddOptions) error {
 	if saved != "" {
 		fmt.Fprintf(w, "saved for aipm watch in %s\n", store.Rel(saved))
 	}
-	if starts, may := launch.Starts(storage.Agent{ID: a.ID, Command: a.Command}); starts != "" && may != "" {
+	if starts, may := launch.Starts(fsstore.Agent{ID: a.ID, Command: a.Command}); starts != "" && may != "" {
 		fmt.Fprintf(w, "aipm watch starts %s as %s when it has work; it may %s\n", starts, a.ID, may)
 	}
-	launch.WarnMissing(o.e.stderr, o.e.getenv("PATH"), storage.Agent{ID: a.ID, Command: a.Command})
+	launch.WarnMissing(o.e.stderr, o.e.getenv("PATH"), fsstore.Agent{ID: a.ID, Command: a.Command})
 	return nil
 }

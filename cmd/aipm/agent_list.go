@@ -6,7 +6,7 @@ import (
 
 	"github.com/spf13/cobra"
 
-	"aipm/fsstore/storage"
+	"aipm/fsstore"
 	"aipm/internal/launch"
 	"aipm/internal/table"
 )
@@ -65,7 +65,7 @@ func agentListRun(o *agentListOptions) error {
 		info := agentInfo{ID: a.ID, Type: a.Type, Role: a.Role, Parent: a.Parent, Name: a.Name}
 		info.Starts, info.May = launch.Starts(a)
 		if info.Role == "" {
-			info.Role = storage.RoleWorker
+			info.Role = fsstore.RoleWorker
 		}
 		if path, err := store.PasskeyPath(a.ID); err == nil {
 			_, serr := os.Stat(path)
@@ -90,7 +90,7 @@ func agentListRun(o *agentListOptions) error {
 	t := &table.Table{Header: []string{"ID", "TYPE", "ROLE", "PARENT", "NAME", "PASSKEY", "STARTS"}}
 	for _, a := range list {
 		key := "-"
-		if a.Type == storage.AgentAI {
+		if a.Type == fsstore.AgentAI {
 			key = map[bool]string{true: "yes", false: "MISSING"}[a.Passkey]
 		}
 		starts := dash(a.Starts)

@@ -1,7 +1,7 @@
 package main
 
 import (
-	"aipm/fsstore/storage"
+	"aipm/fsstore"
 	"fmt"
 
 	"github.com/spf13/cobra"
@@ -34,7 +34,7 @@ aipm doctor lists every AI agent without a passkey.`,
 			return agentPasskeyRun(cmd, o)
 		},
 	}
-	c.ValidArgsFunction = e.completeAgents(0, storage.AgentAI)
+	c.ValidArgsFunction = e.completeAgents(0, fsstore.AgentAI)
 	c.Flags().BoolVar(&o.Save, "save", false, "also save it in .ai-pm/credentials/ID.passkey (0600, not in git), so that aipm watch can start the agent")
 	c.Flags().BoolVar(&o.JSON, "json", false, "print {id, passkey} as JSON")
 	return c

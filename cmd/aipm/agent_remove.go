@@ -8,7 +8,6 @@ import (
 	"github.com/spf13/cobra"
 
 	"aipm/fsstore"
-	"aipm/fsstore/storage"
 )
 
 type agentRemoveOptions struct {
@@ -65,7 +64,7 @@ func agentRemoveRun(cmd *cobra.Command, o *agentRemoveOptions) error {
 	if o.JSON {
 		return writeJSON(o.e.stdout, res)
 	}
-	fmt.Fprintf(o.e.stdout, "removed agent %s (its chat history stays in %s/agents/%s)\n", o.Agent, storage.DirName, o.Agent)
+	fmt.Fprintf(o.e.stdout, "removed agent %s (its chat history stays in %s/agents/%s)\n", o.Agent, fsstore.DirName, o.Agent)
 	if len(res.EndedSessions) > 0 {
 		fmt.Fprintf(o.e.stdout, "ended %s: %s\n", plural(len(res.EndedSessions), "live session"), strings.Join(res.EndedSessions, ", "))
 	}

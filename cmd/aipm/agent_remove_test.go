@@ -14,7 +14,6 @@ import (
 	"time"
 
 	"aipm/fsstore"
-	"aipm/fsstore/storage"
 )
 
 // TestAgentRemoveKeepsConcurrentHandEdits: `aipm agent remove` (its own
@@ -59,7 +58,7 @@ func TestAgentRemoveKeepsConcurrentHandEdits(t *testing.T) {
 			clobbered := 0
 			for round := range 8 {
 				agent := fmt.Sprintf("x%d", round)
-				if _, err := store.AddAgent(ctx, fsstore.NewAgent{ID: agent, Type: storage.AgentAI}); err != nil {
+				if _, err := store.AddAgent(ctx, fsstore.NewAgent{ID: agent, Type: fsstore.AgentAI}); err != nil {
 					t.Fatal(err)
 				}
 				remove := exec.Command("aipm", "--dir", dir, "agent", "remove", agent)

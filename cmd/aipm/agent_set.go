@@ -10,7 +10,6 @@ import (
 	"github.com/spf13/cobra"
 
 	"aipm/fsstore"
-	"aipm/fsstore/storage"
 	"aipm/internal/launch"
 )
 
@@ -54,7 +53,7 @@ live); a human made an AI agent needs one: run aipm agent passkey ID.`,
 		Args: argsExactly(1, "exactly one agent id"),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			o.Agent = args[0]
-			if err := storage.CheckAgentID(o.Agent); err != nil {
+			if err := fsstore.CheckAgentID(o.Agent); err != nil {
 				return asUsage(err)
 			}
 			f := cmd.Flags()
@@ -170,7 +169,7 @@ func agentSetRun(cmd *cobra.Command, o *agentSetOptions) error {
 	for _, c := range changed {
 		fmt.Fprintf(w, "%s: %s %s -> %s\n", after.ID, c.Key, agentValueText(c.From), agentValueText(c.To))
 	}
-	if before.Type == storage.AgentHuman && after.Type == storage.AgentAI {
+	if before.Type == fsstore.AgentHuman && after.Type == fsstore.AgentAI {
 		fmt.Fprintf(w, "%s has no passkey yet: run aipm agent passkey %s\n", after.ID, after.ID)
 	}
 	if starts, may := launch.Starts(after); o.Client != nil && may != "" {

@@ -8,7 +8,6 @@ import (
 	"github.com/spf13/cobra"
 
 	"aipm/fsstore"
-	"aipm/fsstore/storage"
 	"aipm/internal/table"
 )
 
@@ -72,7 +71,7 @@ func conversationsRun(ctx context.Context, o *conversationsOptions) error {
 		_, err := fmt.Fprintln(o.e.stdout, "no open conversations (aipm conversations --all lists closed ones)")
 		return err
 	}
-	short, err := table.Shortener(store.IDs, storage.Conversations, storage.Tasks)
+	short, err := table.Shortener(store.IDs, fsstore.Conversations, fsstore.Tasks)
 	if err != nil {
 		return fmt.Errorf("conversations: %w", err)
 	}
@@ -142,7 +141,7 @@ func conversationShowRun(ctx context.Context, o *conversationShowOptions) error 
 	if err != nil {
 		return err
 	}
-	id, err := store.ResolveID(storage.Conversations, o.ID)
+	id, err := store.ResolveID(fsstore.Conversations, o.ID)
 	if err != nil {
 		return asUsage(err)
 	}
@@ -254,7 +253,7 @@ func delegationsRun(o *delegationsOptions) error {
 		_, err := fmt.Fprintln(o.e.stdout, "no open delegations (aipm delegations --all lists closed ones)")
 		return err
 	}
-	short, err := table.Shortener(store.IDs, storage.Delegations, storage.Tasks)
+	short, err := table.Shortener(store.IDs, fsstore.Delegations, fsstore.Tasks)
 	if err != nil {
 		return fmt.Errorf("delegations: %w", err)
 	}

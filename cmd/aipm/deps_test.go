@@ -35,7 +35,7 @@ func TestUserBinaryDeps(t *testing.T) {
 		t.Fatal("go list -deps ./cmd/aipm listed nothing")
 	}
 	for _, pkg := range pkgs {
-		for _, banned := range []string{"github.com/chromedp", "aipm/internal/sshtest", "aipm/internal/browser", "aipm/internal/bench"} {
+		for _, banned := range []string{"github.com/chromedp", "aipm/internal/sshtest", "aipm/internal/browser", "aipm/internal/bench", "aipm/fsstore/fsstoretest"} {
 			if pkg == banned || strings.HasPrefix(pkg, banned+"/") {
 				t.Errorf("aipm links %s (wanted only by cmd/aipm-bench and tests)", pkg)
 			}

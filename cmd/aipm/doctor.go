@@ -7,7 +7,6 @@ import (
 	"github.com/spf13/cobra"
 
 	"aipm/fsstore"
-	"aipm/fsstore/storage"
 	"aipm/internal/clientconfig"
 	"aipm/internal/launch"
 )
@@ -129,7 +128,7 @@ func doctorRun(cmd *cobra.Command, o *doctorOptions) error {
 
 // printAgentAccess says, for each agent aipm watch starts as a real client,
 // what it may do (doctor's closing lines, as agent list's STARTS column).
-func printAgentAccess(w io.Writer, cfg *storage.Config) {
+func printAgentAccess(w io.Writer, cfg *fsstore.Config) {
 	if cfg == nil {
 		return
 	}

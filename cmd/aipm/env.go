@@ -7,7 +7,6 @@ import (
 	"os"
 
 	"aipm/fsstore"
-	"aipm/fsstore/storage"
 	"aipm/internal/table"
 )
 
@@ -23,7 +22,7 @@ type env struct {
 	colour bool   // stdout is a terminal and NO_COLOR is unset
 	width  int    // how wide a table may be (table.Width), 0 for no limit
 	// warned is the config whose warnings were last printed (warnConfig).
-	warned *storage.Config
+	warned *fsstore.Config
 	// helpErr is the usage mistake found while cobra showed help
 	// (helpFunc), which run returns.
 	helpErr error
@@ -54,7 +53,7 @@ func (e *env) projectDir() (string, error) {
 // AIPM_DIR as given, else the nearest directory upwards that holds .ai-pm/.
 // No project is a usage mistake (exit 2).
 func (e *env) findProject() (string, error) {
-	dir, err := storage.LocateProject(e.dir, e.getenv("AIPM_DIR"))
+	dir, err := fsstore.LocateProject(e.dir, e.getenv("AIPM_DIR"))
 	return dir, asUsage(err)
 }
 
@@ -71,7 +70,7 @@ func (e *env) openStoreBy(open func(string) (*fsstore.Store, error)) (*fsstore.S
 		return nil, err
 	}
 	store, err := open(dir)
-	if errors.Is(err, storage.ErrNetworkFilesystem) {
+	if errors.Is(err, fsstore.ErrNetworkFilesystem) {
 		return nil, err
 	}
 	return store, asUsage(err)
@@ -80,13 +79,13 @@ func (e *env) openStoreBy(open func(string) (*fsstore.Store, error)) (*fsstore.S
 // open opens the project's store and its config; the config's durability
 // applies to every write. A store without a valid config is returned with
 // the config's error (doctor reports it).
-func (e *env) open() (*fsstore.Store, *storage.Config, error) {
+func (e *env) open() (*fsstore.Store, *fsstore.Config, error) {
 	return e.openBy(fsstore.Open)
 }
 
 // openBy is open with the store opened by open: fsstore.OpenToCheck for
 // doctor, which reports a network filesystem rather than refusing it.
-func (e *env) openBy(open func(string) (*fsstore.Store, error)) (*fsstore.Store, *storage.Config, error) {
+func (e *env) openBy(open func(string) (*fsstore.Store, error)) (*fsstore.Store, *fsstore.Config, error) {
 	store, err := e.openStoreBy(open)
 	if err != nil {
 		return nil, nil, err
@@ -100,7 +99,7 @@ func (e *env) openBy(open func(string) (*fsstore.Store, error)) (*fsstore.Store,
 }
 
 // openAs opens the project and resolves who acts (see actor).
-func (e *env) openAs(as string) (*fsstore.Store, *storage.Config, string, error) {
+func (e *env) openAs(as string) (*fsstore.Store, *fsstore.Config, string, error) {
 	store, cfg, err := e.open()
 	if err != nil {
 		return nil, nil, "", err
@@ -113,8 +112,8 @@ func (e *env) openAs(as string) (*fsstore.Store, *storage.Config, string, error)
 }
 
 // actor is who a CLI action is credited to: --as, else AIPM_AS, else the
-// project's only human (storage.Config.Actor). Never an invented id.
-func (e *env) actor(cfg *storage.Config, as string) (string, error) {
+// project's only human (fsstore.Config.Actor). Never an invented id.
+func (e *env) actor(cfg *fsstore.Config, as string) (string, error) {
 	if as == "" {
 		as = e.getenv("AIPM_AS")
 	}
@@ -124,12 +123,12 @@ func (e *env) actor(cfg *storage.Config, as string) (string, error) {
 
 // human resolves the actor and checks that it is a human; what says what
 // the command does for a human.
-func (e *env) human(cfg *storage.Config, as, what string) (string, error) {
+func (e *env) human(cfg *fsstore.Config, as, what string) (string, error) {
 	by, err := e.actor(cfg, as)
 	if err != nil {
 		return "", err
 	}
-	if a, _ := cfg.Agent(by); a.Type != storage.AgentHuman {
+	if a, _ := cfg.Agent(by); a.Type != fsstore.AgentHuman {
 		return "", usageError("%q is an AI agent, not a human: %s; pass --as with a human (see aipm agent list)", by, what)
 	}
 	return by, nil
@@ -139,17 +138,17 @@ func (e *env) human(cfg *storage.Config, as, what string) (string, error) {
 // with or without tsk_. Anything that names no single task is a usage
 // mistake (exit 2).
 func taskID(store *fsstore.Store, arg string) (string, error) {
-	id, err := store.ResolveID(storage.Tasks, arg)
+	id, err := store.ResolveID(fsstore.Tasks, arg)
 	return id, asUsage(err)
 }
 
 // agentRef checks that id, if given, names an agent of the project (exit 2
 // otherwise); what names the argument in the message.
-func agentRef(cfg *storage.Config, id, what string) error {
+func agentRef(cfg *fsstore.Config, id, what string) error {
 	if id == "" {
 		return nil
 	}
-	if err := storage.CheckAgentID(id); err != nil {
+	if err := fsstore.CheckAgentID(id); err != nil {
 		if what == "agent" { // the message already says "agent id"
 			return asUsage(err)
 		}
@@ -162,11 +161,11 @@ func agentRef(cfg *storage.Config, id, what string) error {
 }
 
 // aiAgent checks that id names an AI agent of the project.
-func aiAgent(cfg *storage.Config, id, why string) error {
+func aiAgent(cfg *fsstore.Config, id, why string) error {
 	if err := agentRef(cfg, id, "agent"); err != nil {
 		return err
 	}
-	if a, _ := cfg.Agent(id); a.Type != storage.AgentAI {
+	if a, _ := cfg.Agent(id); a.Type != fsstore.AgentAI {
 		return usageError("agent %q is a human: %s", id, why)
 	}
 	return nil
@@ -176,8 +175,8 @@ func aiAgent(cfg *storage.Config, id, why string) error {
 // ignores (an unknown key: a typo, most often); the command goes on. A
 // command that reads the config again (status --watch) says only what is
 // new since it last did.
-func (e *env) warnConfig(cfg *storage.Config) {
-	warnings := storage.NewWarnings(e.warned, cfg)
+func (e *env) warnConfig(cfg *fsstore.Config) {
+	warnings := fsstore.NewWarnings(e.warned, cfg)
 	e.warned = cfg
 	if len(warnings) == 0 {
 		return

@@ -2,7 +2,6 @@ package main
 
 import (
 	"aipm/fsstore"
-	"aipm/fsstore/storage"
 	"errors"
 	"fmt"
 	"io"
@@ -70,8 +69,8 @@ func exitCode(err error, interrupted bool) int {
 	if errors.As(err, &ee) {
 		return ee.code
 	}
-	var ce *storage.CodeError
-	if errors.As(err, &ce) && ce.Refusal() || errors.Is(err, storage.ErrInvalid) || errors.Is(err, storage.ErrAmbiguous) {
+	var ce *fsstore.CodeError
+	if errors.As(err, &ce) && ce.Refusal() || errors.Is(err, fsstore.ErrInvalid) || errors.Is(err, fsstore.ErrAmbiguous) {
 		return exitUsage
 	}
 	return exitFailed
@@ -125,9 +124,9 @@ func flagValueKind(f *pflag.Flag) string {
 // commands check what they can first, with the value in their message;
 // these are the rest.
 var cliSentences = map[string]string{
-	storage.CodeAgentNotFound:           "that agent is not one of this project's: see aipm agent list",
-	storage.CodeTargetAgentNotInProject: "that agent is no longer in this project's config.toml: see aipm agent list",
-	storage.CodeContentEmpty:            "the message is empty: give its text, or - to read it from stdin",
+	fsstore.CodeAgentNotFound:           "that agent is not one of this project's: see aipm agent list",
+	fsstore.CodeTargetAgentNotInProject: "that agent is no longer in this project's config.toml: see aipm agent list",
+	fsstore.CodeContentEmpty:            "the message is empty: give its text, or - to read it from stdin",
 }
 
 // cliMessage is the one line the CLI prints for err: its text, with a
@@ -139,7 +138,7 @@ func cliMessage(err error) string {
 	if errors.As(err, &lc) {
 		msg = strings.Replace(msg, fsstore.LeaseAskTools, "(aipm send --to "+lc.Lease.Holder+")", 1)
 	}
-	var ce *storage.CodeError
+	var ce *fsstore.CodeError
 	if errors.As(err, &ce) {
 		if s, ok := cliSentences[ce.Code]; ok && ce.Msg != "" {
 			msg = strings.Replace(msg, ce.Msg, s, 1)

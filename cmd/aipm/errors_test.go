@@ -1,7 +1,7 @@
 package main
 
 import (
-	"aipm/fsstore/storage"
+	"aipm/fsstore"
 	"fmt"
 	"io"
 	"testing"
@@ -17,10 +17,10 @@ func TestExitCode(t *testing.T) {
 		{io.EOF, false, 1},
 		{usageError("x"), false, 2},
 		{failed("x"), false, 1},
-		{&storage.CodeError{Code: "content_too_long"}, false, 2},
-		{&storage.CodeError{Code: storage.CodeReasonRequired}, false, 2},
-		{fmt.Errorf("send: %w", &storage.CodeError{Code: storage.CodeDiskFull}), false, 1},
-		{&storage.CodeError{Code: storage.CodeSentPartly}, false, 1},
+		{&fsstore.CodeError{Code: "content_too_long"}, false, 2},
+		{&fsstore.CodeError{Code: fsstore.CodeReasonRequired}, false, 2},
+		{fmt.Errorf("send: %w", &fsstore.CodeError{Code: fsstore.CodeDiskFull}), false, 1},
+		{&fsstore.CodeError{Code: fsstore.CodeSentPartly}, false, 1},
 		{nil, true, 130},
 		{io.EOF, true, 130},
 	} {

@@ -6,7 +6,6 @@ import (
 	"github.com/spf13/cobra"
 
 	"aipm/fsstore"
-	"aipm/fsstore/storage"
 )
 
 type initOptions struct {
@@ -47,7 +46,7 @@ func initRun(o *initOptions) error {
 		return err
 	}
 	if !o.JSON {
-		_, err = fmt.Fprintf(o.e.stdout, "initialized %s\n", storage.DirName)
+		_, err = fmt.Fprintf(o.e.stdout, "initialized %s\n", fsstore.DirName)
 		return err
 	}
 	cfg, err := store.LoadConfig()

@@ -7,7 +7,6 @@ import (
 	"github.com/spf13/cobra"
 
 	"aipm/fsstore"
-	"aipm/fsstore/storage"
 )
 
 type interruptOptions struct {
@@ -43,11 +42,11 @@ agent sees it at its next call, not before.`,
 			return interruptRun(cmd, o)
 		},
 	}
-	c.ValidArgsFunction = e.completeAgents(0, storage.AgentAI)
+	c.ValidArgsFunction = e.completeAgents(0, fsstore.AgentAI)
 	c.RegisterFlagCompletionFunc("task", func(cmd *cobra.Command, args []string, toComplete string) ([]cobra.Completion, cobra.ShellCompDirective) {
 		return e.taskIDs(toComplete), cobra.ShellCompDirectiveNoFileComp
 	})
-	c.RegisterFlagCompletionFunc("as", e.completeAgents(-1, storage.AgentHuman))
+	c.RegisterFlagCompletionFunc("as", e.completeAgents(-1, fsstore.AgentHuman))
 	c.Flags().StringVar(&o.Task, "task", "", "the task the agent must stop working on (id or unique start)")
 	c.Flags().StringVar(&o.As, "as", "", "who interrupts (default $AIPM_AS, else the only human)")
 	c.Flags().BoolVar(&o.JSON, "json", false, "print the queued notification as JSON")

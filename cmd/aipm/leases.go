@@ -9,7 +9,6 @@ import (
 	"github.com/spf13/cobra"
 
 	"aipm/fsstore"
-	"aipm/fsstore/storage"
 	"aipm/internal/gitstaged"
 	"aipm/internal/table"
 )
@@ -126,7 +125,7 @@ the lease: it replaces the one it names every path of.`,
 	c.Flags().StringVar(&o.Task, "task", "", "the task it is for (aipm task show and get_task list it)")
 	c.Flags().StringVar(&o.As, "as", "", "the human taking it (default $AIPM_AS, else the only human)")
 	c.Flags().BoolVar(&o.JSON, "json", false, "print the lease as JSON")
-	c.RegisterFlagCompletionFunc("as", e.completeAgents(-1, storage.AgentHuman))
+	c.RegisterFlagCompletionFunc("as", e.completeAgents(-1, fsstore.AgentHuman))
 	return c
 }
 
@@ -191,7 +190,7 @@ have a path overlapping one of PATHs; with none, every lease the human holds.`,
 	}
 	c.Flags().StringVar(&o.As, "as", "", "the human releasing (default $AIPM_AS, else the only human)")
 	c.Flags().BoolVar(&o.JSON, "json", false, "print the ended leases as a JSON array")
-	c.RegisterFlagCompletionFunc("as", e.completeAgents(-1, storage.AgentHuman))
+	c.RegisterFlagCompletionFunc("as", e.completeAgents(-1, fsstore.AgentHuman))
 	return c
 }
 
@@ -219,7 +218,7 @@ is told in a notification who broke it and --reason.`,
 	c.Flags().StringVar(&o.Reason, "reason", "", "why, told to each holder")
 	c.Flags().StringVar(&o.As, "as", "", "the human breaking them (default $AIPM_AS, else the only human)")
 	c.Flags().BoolVar(&o.JSON, "json", false, "print the broken leases as a JSON array")
-	c.RegisterFlagCompletionFunc("as", e.completeAgents(-1, storage.AgentHuman))
+	c.RegisterFlagCompletionFunc("as", e.completeAgents(-1, fsstore.AgentHuman))
 	return c
 }
 
@@ -356,8 +355,8 @@ func leasesCheckRun(cmd *cobra.Command, o *leasesCheckOptions) error {
 
 // leaseConflictText is c's sentence for who: an AI agent asks the holder
 // with its own tool, a human with aipm send (cliMessage).
-func leaseConflictText(cfg *storage.Config, who string, c *fsstore.LeaseConflictError) string {
-	if a, _ := cfg.Agent(who); a.Type == storage.AgentAI {
+func leaseConflictText(cfg *fsstore.Config, who string, c *fsstore.LeaseConflictError) string {
+	if a, _ := cfg.Agent(who); a.Type == fsstore.AgentAI {
 		return c.Error()
 	}
 	return cliMessage(c)

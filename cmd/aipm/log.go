@@ -5,7 +5,7 @@ import (
 
 	"github.com/spf13/cobra"
 
-	"aipm/fsstore/storage"
+	"aipm/fsstore"
 	"aipm/internal/transcript"
 )
 
@@ -36,7 +36,7 @@ compact JSON message per line instead (a stream never closes an array).`,
 			if o.Last < 0 {
 				return usageError("log --last must not be negative, got %d", o.Last)
 			}
-			if err := storage.CheckAgentID(o.Agent); err != nil {
+			if err := fsstore.CheckAgentID(o.Agent); err != nil {
 				return asUsage(err)
 			}
 			if runF != nil {

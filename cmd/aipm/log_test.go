@@ -11,7 +11,6 @@ import (
 	"time"
 
 	"aipm/fsstore"
-	"aipm/fsstore/storage"
 )
 
 // lockedBuffer is a bytes.Buffer that run's goroutine writes while the test reads.
@@ -83,7 +82,7 @@ func TestLogFollow(t *testing.T) {
 	sendToBob(t, store, cfg, "first message")
 	waitPrinted(t, stdout, "alice → bob: first message")
 
-	replaceByRename(t, filepath.Join(dir, storage.DirName, "agents", "bob", "chat.jsonl"))
+	replaceByRename(t, filepath.Join(dir, fsstore.DirName, "agents", "bob", "chat.jsonl"))
 	sendToBob(t, store, cfg, "second message")
 	waitPrinted(t, stdout, "alice → bob: second message")
 	sendToBob(t, store, cfg, "third message") // anything printed twice comes before it
@@ -97,7 +96,7 @@ func TestLogFollow(t *testing.T) {
 	cmd.stop(t)
 }
 
-func newChatProject(t *testing.T, dir string) (*fsstore.Store, *storage.Config) {
+func newChatProject(t *testing.T, dir string) (*fsstore.Store, *fsstore.Config) {
 	t.Helper()
 	if _, err := fsstore.Init(dir, "follow"); err != nil {
 		t.Fatal(err)
@@ -106,7 +105,7 @@ func newChatProject(t *testing.T, dir string) (*fsstore.Store, *storage.Config) 
 	if err != nil {
 		t.Fatal(err)
 	}
-	for _, a := range []fsstore.NewAgent{{ID: "alice", Type: storage.AgentHuman}, {ID: "bob", Type: storage.AgentAI}} {
+	for _, a := range []fsstore.NewAgent{{ID: "alice", Type: fsstore.AgentHuman}, {ID: "bob", Type: fsstore.AgentAI}} {
 		if _, err := store.AddAgent(context.Background(), a); err != nil {
 			t.Fatal(err)
 		}
@@ -118,7 +117,7 @@ func newChatProject(t *testing.T, dir string) (*fsstore.Store, *storage.Config) 
 	return store, cfg
 }
 
-func sendToBob(t *testing.T, store *fsstore.Store, cfg *storage.Config, text string) {
+func sendToBob(t *testing.T, store *fsstore.Store, cfg *fsstore.Config, text string) {
 	t.Helper()
 	m := fsstore.OutgoingMessage{From: "alice", To: "bob", Content: text}
 	if _, err := store.Send(context.Background(), cfg, m); err != nil {

@@ -23,7 +23,7 @@ import (
 	"github.com/tidwall/gjson"
 
 	"aipm/fsstore"
-	"aipm/fsstore/storage"
+	"aipm/fsstore/fsstoretest"
 	"aipm/hook"
 	"aipm/internal/sshtest"
 	"aipm/mcpserver"
@@ -50,7 +50,7 @@ func TestMain(m *testing.M) {
 }
 
 // envTestFSType, in a script's environment, names the filesystem the aipm
-// it runs takes every directory to be on (storage.PretendFilesystem): nfs,
+// it runs takes every directory to be on (fsstoretest.PretendFilesystem): nfs,
 // smb2, fuse, 9p, ..., or local. Only this test binary reads it.
 const envTestFSType = "AIPM_TEST_FSTYPE"
 
@@ -59,7 +59,7 @@ func pretendFilesystem() {
 	if name == "" {
 		return
 	}
-	if err := storage.PretendFilesystem(name); err != nil {
+	if err := fsstoretest.PretendFilesystem(name); err != nil {
 		fmt.Fprintf(os.Stderr, "%s: %v\n", envTestFSType, err)
 		os.Exit(2)
 	}
@@ -134,7 +134,7 @@ func cmdJSONLCount(ts *testscript.TestScript, neg bool, args []string) {
 	}
 	want, err := strconv.Atoi(args[1])
 	ts.Check(err)
-	recs, _, _, err := storage.ReadAll(ts.MkAbs(args[0]))
+	recs, _, _, err := fsstore.ReadAll(ts.MkAbs(args[0]))
 	ts.Check(err)
 	if (len(recs) == want) == neg {
 		ts.Fatalf("%s has %d valid lines; want %s%d", args[0], len(recs), map[bool]string{true: "not ", false: ""}[neg], want)
@@ -193,7 +193,7 @@ func cmdRepeatFile(ts *testscript.TestScript, neg bool, args []string) {
 }
 
 func treeDigest(ts *testscript.TestScript) string {
-	root := ts.MkAbs(storage.DirName)
+	root := ts.MkAbs(fsstore.DirName)
 	var lines []string
 	filepath.WalkDir(root, func(path string, d fs.DirEntry, err error) error {
 		if err != nil || d.Name() == ".lock" {
@@ -415,7 +415,7 @@ func cmdAuthenticate(ts *testscript.TestScript, neg bool, args []string) {
 	store, cfg := scriptProject(ts)
 	ses, _, err := store.Authenticate(context.Background(), cfg, args[0], args[1], "", purpose)
 	switch {
-	case neg && errors.Is(err, storage.ErrBadPasskey):
+	case neg && errors.Is(err, fsstore.ErrBadPasskey):
 		ts.Logf("refused: %v", err)
 	case neg:
 		ts.Fatalf("authenticate %s: got %v, want a refused passkey", args[0], err)
@@ -535,8 +535,8 @@ func cmdPathWithout(ts *testscript.TestScript, neg bool, args []string) {
 
 // scriptProject opens the project the script's directory is in, and its
 // config.
-func scriptProject(ts *testscript.TestScript) (*fsstore.Store, *storage.Config) {
-	dir, err := storage.FindProject(ts.MkAbs("."))
+func scriptProject(ts *testscript.TestScript) (*fsstore.Store, *fsstore.Config) {
+	dir, err := fsstore.FindProject(ts.MkAbs("."))
 	ts.Check(err)
 	store, err := fsstore.Open(dir)
 	ts.Check(err)

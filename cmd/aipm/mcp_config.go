@@ -9,7 +9,6 @@ import (
 	"github.com/spf13/cobra"
 
 	"aipm/fsstore"
-	"aipm/fsstore/storage"
 	"aipm/internal/clientconfig"
 	"aipm/internal/remote"
 )
@@ -182,7 +181,7 @@ func (o *mcpConfigOptions) entry() (srv clientconfig.Server, dir, note string, e
 	case o.KeyFile != "":
 		return srv, "", "", usageError("mcp-config --remote takes no --passkey-file: the passkey stays on the home machine (aipm agent passkey %s --save there)", o.Agent)
 	}
-	if err := storage.CheckAgentID(o.Agent); err != nil {
+	if err := fsstore.CheckAgentID(o.Agent); err != nil {
 		return srv, "", "", usageError("mcp-config: --agent: %v", err)
 	}
 	t, err := remote.Parse(o.Remote)
@@ -212,8 +211,8 @@ func (o *mcpConfigOptions) entry() (srv clientconfig.Server, dir, note string, e
 
 // pinnedCredential is the environment that pins the server to agent: it
 // must be an AI agent of the project and keyFile must exist.
-func pinnedCredential(cfg *storage.Config, agent, keyFile string) (map[string]string, error) {
-	if err := storage.CheckAgentID(agent); err != nil {
+func pinnedCredential(cfg *fsstore.Config, agent, keyFile string) (map[string]string, error) {
+	if err := fsstore.CheckAgentID(agent); err != nil {
 		return nil, usageError("mcp-config: --agent: %v", err)
 	}
 	if err := agentRef(cfg, agent, "--agent"); err != nil {

@@ -5,7 +5,7 @@ import (
 
 	"github.com/spf13/cobra"
 
-	"aipm/fsstore/storage"
+	"aipm/fsstore"
 	"aipm/internal/transcript"
 )
 
@@ -48,7 +48,7 @@ read; with --follow it prints one compact JSON object per line instead.`,
 		RunE: func(cmd *cobra.Command, args []string) error {
 			if len(args) == 1 {
 				o.Agent = args[0]
-				if err := storage.CheckAgentID(o.Agent); err != nil {
+				if err := fsstore.CheckAgentID(o.Agent); err != nil {
 					return asUsage(err)
 				}
 			}

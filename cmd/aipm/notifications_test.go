@@ -8,7 +8,6 @@ import (
 	"testing"
 
 	"aipm/fsstore"
-	"aipm/fsstore/storage"
 )
 
 // TestNotificationsFollow: aipm notifications --follow prints each new
@@ -32,7 +31,7 @@ func TestNotificationsFollow(t *testing.T) {
 
 			notifyBob(t, store, "first notice")
 			waitPrinted(t, stdout, tc.want("first notice"))
-			replaceByRename(t, filepath.Join(dir, storage.DirName, "agents", "bob", "notifications.jsonl"))
+			replaceByRename(t, filepath.Join(dir, fsstore.DirName, "agents", "bob", "notifications.jsonl"))
 			notifyBob(t, store, "second notice")
 			waitPrinted(t, stdout, tc.want("second notice"))
 			notifyBob(t, store, "third notice") // anything printed twice comes before it

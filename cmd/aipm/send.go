@@ -9,7 +9,6 @@ import (
 	"github.com/spf13/cobra"
 
 	"aipm/fsstore"
-	"aipm/fsstore/storage"
 )
 
 // Humans chat through send, inbox and log (DESIGN section 7); AI agents use
@@ -67,7 +66,7 @@ then one in each receiver's, all naming every receiver.`,
 	c.Flags().StringVar(&o.Group, "group", "", "a group of config.toml's [groups] receiving")
 	c.Flags().BoolVar(&o.JSON, "json", false, "print the message as JSON")
 	c.RegisterFlagCompletionFunc("to", e.completeAgents(-1, ""))
-	c.RegisterFlagCompletionFunc("as", e.completeAgents(-1, storage.AgentHuman))
+	c.RegisterFlagCompletionFunc("as", e.completeAgents(-1, fsstore.AgentHuman))
 	return c
 }
 

@@ -15,7 +15,6 @@ import (
 	"github.com/spf13/cobra"
 
 	"aipm/fsstore"
-	"aipm/fsstore/storage"
 	"aipm/mcpserver"
 )
 
@@ -114,11 +113,11 @@ func serveUnavailable(ctx context.Context, e *env, log *slog.Logger, err error) 
 // when no project holds the directory its MCP client started it in, where
 // it looked and the ways to point it at one.
 func serveProblem(err error) string {
-	if errors.Is(err, storage.ErrNoProject) {
+	if errors.Is(err, fsstore.ErrNoProject) {
 		wd, _ := os.Getwd()
 		return fmt.Sprintf("no aipm project: no %s in %s, where the MCP client started aipm serve, or in any parent; "+
 			"start the client in the project's directory, start the server as aipm --dir PATH serve or with AIPM_DIR=PATH, "+
-			"or create a project with aipm init", storage.DirName, wd)
+			"or create a project with aipm init", fsstore.DirName, wd)
 	}
 	return cliMessage(err)
 }

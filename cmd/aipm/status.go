@@ -12,7 +12,6 @@ import (
 	"github.com/spf13/cobra"
 
 	"aipm/fsstore"
-	"aipm/fsstore/storage"
 	"aipm/internal/status"
 	"aipm/internal/table"
 	"aipm/wake"
@@ -115,7 +114,7 @@ func (o *statusOptions) draw(ctx context.Context, store *fsstore.Store) error {
 	case o.JSON:
 		return writeJSON(e.stdout, report)
 	}
-	if r.short, err = table.Shortener(store.IDs, storage.Tasks, storage.Conversations, storage.Delegations); err != nil {
+	if r.short, err = table.Shortener(store.IDs, fsstore.Tasks, fsstore.Conversations, fsstore.Delegations); err != nil {
 		return fmt.Errorf("status: %w", err)
 	}
 	var b strings.Builder
@@ -152,7 +151,7 @@ func printAgents(e *env, w io.Writer, r *statusReport) error {
 			ses = append(ses, one)
 		}
 		notes := fmt.Sprint(a.UnreadNotifications)
-		if a.Type == storage.AgentHuman {
+		if a.Type == fsstore.AgentHuman {
 			notes = "-"
 		}
 		t.Add(a.ID, a.Type, dash(strings.Join(ses, ", ")), fmt.Sprint(a.UnreadMessages), notes)

@@ -9,7 +9,6 @@ import (
 	"github.com/spf13/cobra"
 
 	"aipm/fsstore"
-	"aipm/fsstore/storage"
 )
 
 type taskEditOptions struct {
@@ -77,7 +76,7 @@ func checkTaskEdit(ch fsstore.TaskChange) error {
 		if *ch.Title == "" {
 			return usageError("task edit: the title is empty: say in a few words what the work is")
 		}
-		if err := storage.CheckText("title", *ch.Title); err != nil {
+		if err := fsstore.CheckText("title", *ch.Title); err != nil {
 			return usageError("task edit: %v", err)
 		}
 	}
@@ -85,7 +84,7 @@ func checkTaskEdit(ch fsstore.TaskChange) error {
 		return usageError("task edit: priority %q is invalid: use one of %s", *ch.Priority, strings.Join(fsstore.Priorities, ", "))
 	}
 	if ch.Description != nil {
-		if err := storage.CheckText("description", *ch.Description); err != nil {
+		if err := fsstore.CheckText("description", *ch.Description); err != nil {
 			return usageError("task edit: %v", err)
 		}
 	}

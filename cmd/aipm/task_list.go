@@ -6,7 +6,6 @@ import (
 	"github.com/spf13/cobra"
 
 	"aipm/fsstore"
-	"aipm/fsstore/storage"
 	"aipm/internal/table"
 )
 
@@ -91,7 +90,7 @@ func taskListRun(o *taskListOptions) error {
 		_, err := fmt.Fprintln(o.e.stdout, "no matching tasks")
 		return err
 	}
-	short, err := table.Shortener(store.IDs, storage.Tasks)
+	short, err := table.Shortener(store.IDs, fsstore.Tasks)
 	if err != nil {
 		return fmt.Errorf("task list: %w", err)
 	}

@@ -8,7 +8,6 @@ import (
 	"github.com/spf13/cobra"
 
 	"aipm/fsstore"
-	"aipm/fsstore/storage"
 )
 
 type taskStatusOptions struct {
@@ -72,8 +71,8 @@ func taskStatusRun(cmd *cobra.Command, o *taskStatusOptions) error {
 		return fmt.Errorf("task status: %w", err)
 	}
 	after, err := store.UpdateTask(cmd.Context(), cfg, id, by, fsstore.TaskChange{Status: o.Status, Reason: o.Reason})
-	var ce *storage.CodeError
-	if errors.As(err, &ce) && ce.Code == storage.CodeReasonRequired {
+	var ce *fsstore.CodeError
+	if errors.As(err, &ce) && ce.Code == fsstore.CodeReasonRequired {
 		return usageError("task status: a task set to blocked needs a reason: pass --reason \"why\"")
 	}
 	if err != nil {

@@ -18,7 +18,6 @@ import (
 	"time"
 
 	"aipm/fsstore"
-	"aipm/fsstore/storage"
 )
 
 // Options are what one run measures, and with what.
@@ -117,7 +116,7 @@ func (b *bench) project(name string, agents ...string) (*fsstore.Store, map[stri
 	}
 	keys := map[string]string{}
 	for _, a := range agents {
-		if keys[a], err = store.AddAgent(b.ctx, fsstore.NewAgent{ID: a, Type: storage.AgentAI}); err != nil {
+		if keys[a], err = store.AddAgent(b.ctx, fsstore.NewAgent{ID: a, Type: fsstore.AgentAI}); err != nil {
 			return nil, nil, err
 		}
 	}

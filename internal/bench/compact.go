@@ -7,7 +7,6 @@ import (
 	"time"
 
 	"aipm/fsstore"
-	"aipm/fsstore/storage"
 	"aipm/internal/fixtures"
 )
 
@@ -31,11 +30,11 @@ func (b *bench) compacted() ([]Row, error) {
 		return nil, err
 	}
 	if err := fixtures.Of(store).Lines(wpath, b.history, func(i int) any {
-		return fsstore.Message{ID: storage.NewID(storage.PrefixMessage), SenderID: "w", ReceiverID: "r", Content: fmt.Sprintf("history line %d: a message of ordinary length, about like this one", i), CreatedAt: "2026-11-21T12:00:00.000000Z"}
+		return fsstore.Message{ID: fsstore.NewID(fsstore.PrefixMessage), SenderID: "w", ReceiverID: "r", Content: fmt.Sprintf("history line %d: a message of ordinary length, about like this one", i), CreatedAt: "2026-11-21T12:00:00.000000Z"}
 	}); err != nil {
 		return nil, err
 	}
-	if _, err := store.ReadUnread(b.ctx, "r", storage.StreamChat, storage.ReadOptions{Match: func(storage.Record) bool { return false }}); err != nil {
+	if err := store.CatchUp(b.ctx, "r"); err != nil {
 		return nil, err
 	}
 	before, err := dirSize(store.Root())

@@ -9,7 +9,6 @@ import (
 	"time"
 
 	"aipm/fsstore"
-	"aipm/fsstore/storage"
 	"aipm/internal/fixtures"
 )
 
@@ -57,7 +56,7 @@ func (b *bench) pendingLatency(name string, history int) ([]time.Duration, float
 		return nil, 0, err
 	}
 	// r has read all of it: pass the cursor over every line once.
-	if _, err := store.ReadUnread(b.ctx, "r", storage.StreamChat, storage.ReadOptions{Match: func(storage.Record) bool { return false }}); err != nil {
+	if err := store.CatchUp(b.ctx, "r"); err != nil {
 		return nil, 0, err
 	}
 	return b.timePending(store, keys)
@@ -100,6 +99,6 @@ func (b *bench) timePending(store *fsstore.Store, keys map[string]string) ([]tim
 // writeHistory writes n chat lines as other agents' messages.
 func writeHistory(store *fsstore.Store, path string, n int) error {
 	return fixtures.Of(store).Lines(path, n, func(i int) any {
-		return fsstore.Message{ID: storage.NewID(storage.PrefixMessage), SenderID: "w", Content: fmt.Sprintf("history line %d: a message of ordinary length, about like this one", i), CreatedAt: "2026-11-21T12:00:00.000000Z"}
+		return fsstore.Message{ID: fsstore.NewID(fsstore.PrefixMessage), SenderID: "w", Content: fmt.Sprintf("history line %d: a message of ordinary length, about like this one", i), CreatedAt: "2026-11-21T12:00:00.000000Z"}
 	})
 }

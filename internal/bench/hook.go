@@ -16,7 +16,6 @@ import (
 	"time"
 
 	"aipm/fsstore"
-	"aipm/fsstore/storage"
 )
 
 // hookProject is P8's project as a client's hook finds it: the AI agent r
@@ -27,7 +26,7 @@ import (
 // the hook resolves the chat session, the one that reads the most).
 type hookProject struct {
 	store *fsstore.Store
-	cfg   *storage.Config
+	cfg   *fsstore.Config
 	chat  fsstore.Session
 	dir   string
 	env   []string
@@ -42,11 +41,11 @@ func (b *bench) hookProject(name string) (*hookProject, error) {
 	if err != nil {
 		return nil, fmt.Errorf("bench: init %s: %w", name, err)
 	}
-	key, err := store.AddAgent(b.ctx, fsstore.NewAgent{ID: "r", Type: storage.AgentAI})
+	key, err := store.AddAgent(b.ctx, fsstore.NewAgent{ID: "r", Type: fsstore.AgentAI})
 	if err != nil {
 		return nil, fmt.Errorf("bench: add agent r: %w", err)
 	}
-	if _, err := store.AddAgent(b.ctx, fsstore.NewAgent{ID: "w", Type: storage.AgentHuman}); err != nil {
+	if _, err := store.AddAgent(b.ctx, fsstore.NewAgent{ID: "w", Type: fsstore.AgentHuman}); err != nil {
 		return nil, fmt.Errorf("bench: add agent w: %w", err)
 	}
 	if err := writeTasks(store, 4); err != nil {
@@ -56,17 +55,17 @@ func (b *bench) hookProject(name string) (*hookProject, error) {
 	if err := writeHistory(store, chatPath, 1000); err != nil {
 		return nil, fmt.Errorf("bench: write chat history: %w", err)
 	}
-	if _, err := store.ReadUnread(b.ctx, "r", storage.StreamChat, storage.ReadOptions{Match: func(storage.Record) bool { return false }}); err != nil {
+	if err := store.CatchUp(b.ctx, "r"); err != nil {
 		return nil, fmt.Errorf("bench: read chat history: %w", err)
 	}
 	cfg, err := store.LoadConfig()
 	if err != nil {
 		return nil, fmt.Errorf("bench: %w", err)
 	}
-	if _, _, err := store.Authenticate(b.ctx, cfg, "r", key, "", storage.PurposeTask); err != nil {
+	if _, _, err := store.Authenticate(b.ctx, cfg, "r", key, "", fsstore.PurposeTask); err != nil {
 		return nil, fmt.Errorf("bench: authenticate r's task session: %w", err)
 	}
-	chat, _, err := store.Authenticate(b.ctx, cfg, "r", key, "", storage.PurposeChat)
+	chat, _, err := store.Authenticate(b.ctx, cfg, "r", key, "", fsstore.PurposeChat)
 	if err != nil {
 		return nil, fmt.Errorf("bench: authenticate r's chat session: %w", err)
 	}
@@ -75,7 +74,7 @@ func (b *bench) hookProject(name string) (*hookProject, error) {
 		return nil, fmt.Errorf("bench: write passkey file: %w", err)
 	}
 	env := slices.DeleteFunc(os.Environ(), func(kv string) bool { return strings.HasPrefix(kv, "AIPM_") })
-	env = append(env, fsstore.EnvAgentID+"=r", fsstore.EnvPasskeyFile+"="+keyFile, fsstore.EnvPurpose+"="+storage.PurposeChat)
+	env = append(env, fsstore.EnvAgentID+"=r", fsstore.EnvPasskeyFile+"="+keyFile, fsstore.EnvPurpose+"="+fsstore.PurposeChat)
 	return &hookProject{store: store, cfg: cfg, chat: chat, dir: dir, env: env}, nil
 }
 
@@ -310,7 +309,7 @@ func (b *bench) wakeSample(p *hookProject, stdin []byte, i int) (time.Duration, 
 	kill := func() { cmd.Process.Kill(); <-exited }
 
 	// sessions/.<id>.wake: the lock fsstore's TryWakeLock takes.
-	lock := filepath.Join(p.store.CollectionDir(storage.Sessions), "."+p.chat.ID+".wake")
+	lock := filepath.Join(p.store.CollectionDir(fsstore.Sessions), "."+p.chat.ID+".wake")
 	if err := waitFlocked(b.ctx, lock, cmd.Process.Pid, exited); err != nil {
 		kill()
 		return 0, fmt.Errorf("bench: aipm hook --wake: %w (exit %v, stderr %q)", err, exitErr, stderr.String())

@@ -10,7 +10,6 @@ import (
 	"time"
 
 	"aipm/fsstore"
-	"aipm/fsstore/storage"
 	"aipm/internal/fixtures"
 )
 
@@ -84,7 +83,7 @@ func (b *bench) ownSent() ([]Row, error) {
 func (b *bench) fillOwnSent(store *fsstore.Store, n int) error {
 	path, _ := store.ChatPath("r")
 	if err := fixtures.Of(store).Lines(path, n, func(i int) any {
-		return fsstore.Message{ID: storage.NewID(storage.PrefixMessage), SenderID: "r", ReceiverID: "w", Content: fmt.Sprintf("sent line %d: a message of ordinary length, about like this one", i), CreatedAt: "2026-11-21T12:00:00.000000Z"}
+		return fsstore.Message{ID: fsstore.NewID(fsstore.PrefixMessage), SenderID: "r", ReceiverID: "w", Content: fmt.Sprintf("sent line %d: a message of ordinary length, about like this one", i), CreatedAt: "2026-11-21T12:00:00.000000Z"}
 	}); err != nil {
 		return err
 	}
@@ -116,7 +115,7 @@ func (b *bench) unreadNotifications() ([]Row, error) {
 		path, _ := store.NotificationsPath("r")
 		created := time.Now().UTC()
 		return fixtures.Of(store).Lines(path, n, func(i int) any {
-			return fsstore.Notification{ID: storage.NewID(storage.PrefixNotification), Type: storage.NotifyInfo, Message: fmt.Sprintf("notification %d", i), CreatedAt: created}
+			return fsstore.Notification{ID: fsstore.NewID(fsstore.PrefixNotification), Type: fsstore.NotifyInfo, Message: fmt.Sprintf("notification %d", i), CreatedAt: created}
 		})
 	}, func(s *server) error {
 		return s.call(b.ctx, "get_task", map[string]any{}, nil)
@@ -168,7 +167,7 @@ func (b *bench) myTask() ([]Row, error) {
 // authTasks is P6e: authenticate (purpose chosen from the work: r's task
 // in progress) among n tasks; the session it opens is logged out untimed.
 func (b *bench) authTasks() ([]Row, error) {
-	return b.piledUp("P6e", "authenticate among tasks", b.piled(), writeTasks, b.authenticate(storage.PurposeTask), b.logout)
+	return b.piledUp("P6e", "authenticate among tasks", b.piled(), writeTasks, b.authenticate(fsstore.PurposeTask), b.logout)
 }
 
 // authSessions is P6f: authenticate among n sessions of other agents (half
@@ -180,7 +179,7 @@ func (b *bench) authSessions() ([]Row, error) {
 			return err
 		}
 		return writeSessions(store, n)
-	}, b.authenticate(storage.PurposeTask), b.logout)
+	}, b.authenticate(fsstore.PurposeTask), b.logout)
 }
 
 // authOwnSent is P6g: authenticate when r's chat log holds n of its own
@@ -191,11 +190,11 @@ func (b *bench) authOwnSent() ([]Row, error) {
 		path, _ := store.ChatPath("r")
 		return fixtures.Of(store).Lines(path, n+1, func(i int) any {
 			if i == n {
-				return fsstore.Message{ID: storage.NewID(storage.PrefixMessage), SenderID: "w", Content: "the one unread message", CreatedAt: "2026-11-21T12:00:00.000000Z"}
+				return fsstore.Message{ID: fsstore.NewID(fsstore.PrefixMessage), SenderID: "w", Content: "the one unread message", CreatedAt: "2026-11-21T12:00:00.000000Z"}
 			}
-			return fsstore.Message{ID: storage.NewID(storage.PrefixMessage), SenderID: "r", ReceiverID: "w", Content: fmt.Sprintf("sent line %d: a message of ordinary length, about like this one", i), CreatedAt: "2026-11-21T12:00:00.000000Z"}
+			return fsstore.Message{ID: fsstore.NewID(fsstore.PrefixMessage), SenderID: "r", ReceiverID: "w", Content: fmt.Sprintf("sent line %d: a message of ordinary length, about like this one", i), CreatedAt: "2026-11-21T12:00:00.000000Z"}
 		})
-	}, b.authenticate(storage.PurposeChat), b.logout)
+	}, b.authenticate(fsstore.PurposeChat), b.logout)
 }
 
 // authenticate is a timed call: authenticate as the server's agent without
@@ -231,7 +230,7 @@ func writeTasks(store *fsstore.Store, n int) error {
 	now := time.Now().UTC()
 	for i := range n {
 		t := fsstore.Task{
-			ID: storage.NewID(storage.PrefixTask), Title: fmt.Sprintf("task %d", i), Description: "a task of ordinary length, written for the benchmark",
+			ID: fsstore.NewID(fsstore.PrefixTask), Title: fmt.Sprintf("task %d", i), Description: "a task of ordinary length, written for the benchmark",
 			Status: fsstore.StatusDone, Priority: "normal", Assignee: []string{"r", "w"}[i%2], ApprovalStatus: fsstore.ApprovalApproved,
 			StatusChangedBy: "w", StatusChangedAt: now, CreatedAt: now, UpdatedAt: now,
 		}
@@ -241,7 +240,7 @@ func writeTasks(store *fsstore.Store, n int) error {
 		case 3, 2, 1:
 			t.Status = fsstore.StatusTodo
 		}
-		if err := fixtures.Of(store).Doc(storage.Tasks, t.ID, t); err != nil {
+		if err := fixtures.Of(store).Doc(fsstore.Tasks, t.ID, t); err != nil {
 			return err
 		}
 	}
@@ -255,13 +254,13 @@ func writeSessions(store *fsstore.Store, n int) error {
 	now := time.Now().UTC()
 	for i := range n {
 		ses := fsstore.Session{
-			ID: storage.NewID(storage.PrefixSession), Agent: fmt.Sprintf("other%d", i%50), Purpose: []string{storage.PurposeChat, storage.PurposeTask}[i/50%2],
-			TokenHash: strings.Repeat("0", 64), PID: os.Getpid(), CreatedAt: now, LastSeenAt: now, Idle: storage.Duration{Duration: time.Hour},
+			ID: fsstore.NewID(fsstore.PrefixSession), Agent: fmt.Sprintf("other%d", i%50), Purpose: []string{fsstore.PurposeChat, fsstore.PurposeTask}[i/50%2],
+			TokenHash: strings.Repeat("0", 64), PID: os.Getpid(), CreatedAt: now, LastSeenAt: now, Idle: fsstore.Duration{Duration: time.Hour},
 		}
 		if i%2 == 1 {
 			ses.LastSeenAt = now.Add(-2 * time.Hour)
 		}
-		if err := fixtures.Of(store).Doc(storage.Sessions, ses.ID, ses); err != nil {
+		if err := fixtures.Of(store).Doc(fsstore.Sessions, ses.ID, ses); err != nil {
 			return err
 		}
 	}

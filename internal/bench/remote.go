@@ -18,7 +18,6 @@ import (
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
 	"aipm/fsstore"
-	"aipm/fsstore/storage"
 	"aipm/internal/sshtest"
 )
 
@@ -206,7 +205,7 @@ func (b *bench) serveOver(l link, store *fsstore.Store, agent, passkey string, s
 	if err != nil {
 		return nil, err
 	}
-	if err := store.Triggers().Write(b.ctx, fsstore.Trigger{Agent: agent, Purpose: storage.PurposeChat, Reason: "bench"}); err != nil {
+	if err := store.Triggers().Write(b.ctx, fsstore.Trigger{Agent: agent, Purpose: fsstore.PurposeChat, Reason: "bench"}); err != nil {
 		cs.Close()
 		return nil, err
 	}

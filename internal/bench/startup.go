@@ -8,7 +8,6 @@ import (
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
 	"aipm/fsstore"
-	"aipm/fsstore/storage"
 )
 
 // startup is P4: starting aipm serve to its first response that reads the
@@ -37,7 +36,7 @@ func (b *bench) startup() ([]Row, error) {
 			*run.lat = append(*run.lat, time.Since(start))
 		}
 
-		if err := store.Triggers().Write(b.ctx, fsstore.Trigger{Agent: "a", Purpose: storage.PurposeChat, Reason: "bench"}); err != nil {
+		if err := store.Triggers().Write(b.ctx, fsstore.Trigger{Agent: "a", Purpose: fsstore.PurposeChat, Reason: "bench"}); err != nil {
 			return nil, err
 		}
 		start := time.Now()

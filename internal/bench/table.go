@@ -1,7 +1,7 @@
 package bench
 
 import (
-	"aipm/fsstore/storage"
+	"aipm/fsstore"
 	"fmt"
 	"io"
 	"strings"
@@ -57,7 +57,7 @@ func WriteJSON(w io.Writer, rows []Row) error {
 	for _, r := range rows {
 		out = append(out, r.JSON())
 	}
-	data, err := storage.EncodeDoc(out)
+	data, err := fsstore.EncodeDoc(out)
 	if err != nil {
 		return fmt.Errorf("encode JSON: %w", err)
 	}

@@ -13,8 +13,8 @@ import (
 	"time"
 
 	"aipm/fsstore"
-	"aipm/fsstore/storage"
 	"aipm/internal/fixtures"
+	"aipm/internal/lockedfile"
 	"aipm/wake"
 	"aipm/watcher"
 )
@@ -41,7 +41,7 @@ func (b *bench) watchBench() ([]Row, error) {
 	if err != nil {
 		return nil, err
 	}
-	if err := fixtures.Of(store).Collections(storage.Pending, storage.Sessions, storage.Runs); err != nil {
+	if err := fixtures.Of(store).Collections(fsstore.Pending, fsstore.Sessions, fsstore.Runs); err != nil {
 		return nil, err
 	}
 	ctx, cancel := context.WithCancel(b.ctx)
@@ -55,11 +55,13 @@ func (b *bench) watchBench() ([]Row, error) {
 	// A change -> its trigger. The agent "reader" has no command: only the
 	// trigger is measured; reading the message and removing the trigger
 	// prepare the next sample.
-	trigger, _ := store.TriggerPath(storage.Pending, "reader", storage.PurposeChat)
+	trigger, _ := store.TriggerPath(fsstore.Pending, "reader", fsstore.PurposeChat)
+	probe := newFloorLog(filepath.Join(b.root, "p7-floor.jsonl"))
+	defer probe.Close()
 	var toTrigger, floor []time.Duration
 	for i := 0; i < samples*3; i++ {
 		lat, err := waitFor(ctx, hub, trigger, func() error {
-			_, err := store.Send(ctx, cfg, fsstore.OutgoingMessage{From: storage.SystemSender, To: "reader", Content: "bench"})
+			_, err := store.Send(ctx, cfg, fsstore.OutgoingMessage{From: fsstore.SystemSender, To: "reader", Content: "bench"})
 			return err
 		}, func() bool { return fileExists(trigger) })
 		if err != nil {
@@ -69,9 +71,8 @@ func (b *bench) watchBench() ([]Row, error) {
 		if err := settle(ctx, store); err != nil {
 			return nil, err
 		}
-		probe := filepath.Join(b.root, "p7-floor.jsonl")
-		lat, err = waitFor(ctx, hub, probe, func() error {
-			return store.AppendJSONL(ctx, probe, map[string]int{"n": i})
+		lat, err = waitFor(ctx, hub, probe.path, func() error {
+			return probe.append(ctx, i)
 		}, func() bool { return true })
 		if err != nil {
 			return nil, err
@@ -80,7 +81,7 @@ func (b *bench) watchBench() ([]Row, error) {
 	}
 
 	// A trigger -> the agent process started -> its first tool call.
-	sessions := store.CollectionDir(storage.Sessions)
+	sessions := store.CollectionDir(fsstore.Sessions)
 	var toCall, execFloor []time.Duration
 	for i := 0; i < samples; i++ {
 		start := time.Now()
@@ -90,7 +91,7 @@ func (b *bench) watchBench() ([]Row, error) {
 		execFloor = append(execFloor, time.Since(start))
 		var ses fsstore.Session
 		lat, err := waitFor(ctx, hub, sessions, func() error {
-			return store.Triggers().Write(ctx, fsstore.Trigger{Agent: "coder", Purpose: storage.PurposeChat, Reason: "bench"})
+			return store.Triggers().Write(ctx, fsstore.Trigger{Agent: "coder", Purpose: fsstore.PurposeChat, Reason: "bench"})
 		}, func() bool {
 			live, _ := store.LiveSessions(time.Now())
 			if len(live) > 0 {
@@ -105,7 +106,7 @@ func (b *bench) watchBench() ([]Row, error) {
 		if _, err := store.EndSession(ctx, ses.ID, fsstore.EndLogout); err != nil {
 			return nil, err
 		}
-		runs := store.CollectionDir(storage.Runs)
+		runs := store.CollectionDir(fsstore.Runs)
 		if _, err := waitFor(ctx, hub, runs, func() error { return nil }, func() bool {
 			r, _ := store.Runs().List()
 			return len(r) == 0
@@ -135,7 +136,7 @@ func settle(ctx context.Context, store *fsstore.Store) error {
 		return err
 	}
 	for i := 0; ; i++ {
-		_, removed, err := store.Triggers().Expire(ctx, "reader", storage.PurposeChat, 0, time.Now())
+		_, removed, err := store.Triggers().Expire(ctx, "reader", fsstore.PurposeChat, 0, time.Now())
 		if err != nil {
 			return err
 		}
@@ -173,6 +174,26 @@ func waitFor(ctx context.Context, hub *wake.Hub, target string, act func() error
 	return time.Since(start), nil
 }
 
+// floorLog is the inotify floor's file: a locked, fsync'd append of one
+// line, as every append of aipm's is (lockedfile), with no rule behind it.
+type floorLog struct {
+	*lockedfile.Appender
+	path string
+}
+
+func newFloorLog(path string) floorLog {
+	return floorLog{lockedfile.NewAppender(path, fsstore.ModeFile), path}
+}
+
+// append writes the line {"n":n} and waits for the disk.
+func (l floorLog) append(ctx context.Context, n int) error {
+	flush, err := l.Write(ctx, fmt.Appendf(nil, `{"n":%d}`, n), lockedfile.AppendOptions{Durable: true})
+	if err != nil {
+		return fmt.Errorf("bench: append %s: %w", l.path, err)
+	}
+	return flush()
+}
+
 func fileExists(path string) bool {
 	_, err := os.Stat(path)
 	return err == nil
@@ -187,7 +208,7 @@ func (b *bench) setAgentCommand(store *fsstore.Store, agent string, command []st
 		}
 		q += fmt.Sprintf("%q", c)
 	}
-	return store.EditConfig(b.ctx, func(data []byte, _ *storage.Config) ([]byte, error) {
+	return store.EditConfig(b.ctx, func(data []byte, _ *fsstore.Config) ([]byte, error) {
 		text := string(data)
 		marker := fmt.Sprintf("id = %q\n", agent)
 		i := strings.Index(text, marker)

@@ -13,7 +13,6 @@ import (
 	"time"
 
 	"aipm/fsstore"
-	"aipm/fsstore/storage"
 	"aipm/internal/browser"
 	"aipm/web"
 )
@@ -86,7 +85,7 @@ func (b *bench) webLive() ([]Row, error) {
 	if err != nil {
 		return nil, err
 	}
-	if _, err := store.AddAgent(b.ctx, fsstore.NewAgent{ID: "lead", Type: storage.AgentHuman}); err != nil {
+	if _, err := store.AddAgent(b.ctx, fsstore.NewAgent{ID: "lead", Type: fsstore.AgentHuman}); err != nil {
 		return nil, err
 	}
 	cfg, err := store.LoadConfig()
@@ -244,7 +243,7 @@ func (b *bench) renderProject(br *browser.Browser, name string, history int) (*w
 	if err != nil {
 		return nil, nil, nil, err
 	}
-	if _, err := store.AddAgent(b.ctx, fsstore.NewAgent{ID: "lead", Type: storage.AgentHuman}); err != nil {
+	if _, err := store.AddAgent(b.ctx, fsstore.NewAgent{ID: "lead", Type: fsstore.AgentHuman}); err != nil {
 		return nil, nil, nil, err
 	}
 	path, _ := store.ChatPath("r")
@@ -292,7 +291,7 @@ func (b *bench) webWeight() ([]Row, error) {
 	if err != nil {
 		return nil, err
 	}
-	if _, err := store.AddAgent(b.ctx, fsstore.NewAgent{ID: "lead", Type: storage.AgentHuman}); err != nil {
+	if _, err := store.AddAgent(b.ctx, fsstore.NewAgent{ID: "lead", Type: fsstore.AgentHuman}); err != nil {
 		return nil, err
 	}
 	srv, stop, err := b.startWeb(store)

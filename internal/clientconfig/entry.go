@@ -12,7 +12,7 @@ import (
 	"github.com/BurntSushi/toml"
 
 	"aipm/fsstore"
-	"aipm/fsstore/storage"
+	"aipm/internal/lockedfile"
 	"aipm/internal/shell"
 )
 
@@ -112,7 +112,7 @@ func claudeServer(s Server) Server {
 
 // claudeConfig is the .mcp.json document for Claude Code.
 func claudeConfig(s Server) ([]byte, error) {
-	return storage.EncodeDoc(map[string]map[string]Server{"mcpServers": {ServerName: claudeServer(s)}})
+	return lockedfile.EncodeDoc(map[string]map[string]Server{"mcpServers": {ServerName: claudeServer(s)}})
 }
 
 // claudeSettings are the .claude/settings.json keys that let Claude Code

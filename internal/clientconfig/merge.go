@@ -1,7 +1,8 @@
 package clientconfig
 
 import (
-	"aipm/fsstore/storage"
+	"aipm/fsstore"
+	"aipm/internal/lockedfile"
 	"bytes"
 	"encoding/json"
 	"errors"
@@ -35,7 +36,7 @@ type jsonMember struct {
 
 // jsonError is why data is not the JSON it should be, with its line.
 func jsonError(data []byte, err error) error {
-	return fmt.Errorf("it is not valid JSON at line %d: %s", storage.JSONLine(data, err), storage.JSONWords(data, err))
+	return fmt.Errorf("it is not valid JSON at line %d: %s", lockedfile.JSONLine(data, err), lockedfile.JSONWords(data, err))
 }
 
 // parseObject decodes one JSON object; empty input is an empty object.
@@ -307,7 +308,7 @@ func codexWriteConfig(project string, s Server) (fileChange, error) {
 		Servers map[string]any `toml:"mcp_servers"`
 	}
 	if _, err := toml.Decode(string(data), &have); err != nil {
-		if line, what, ok := storage.TOMLSyntax(err); ok {
+		if line, what, ok := fsstore.TOMLSyntax(err); ok {
 			return fileChange{}, fmt.Errorf("%s is not valid TOML at line %d (%s): fix it by hand, then run mcp-config again", codexConfigFile, line, what)
 		}
 		return fileChange{}, fmt.Errorf("%s has an mcp_servers that is not a table of servers: fix it by hand, then run mcp-config again", codexConfigFile)

@@ -1,7 +1,8 @@
 package clientconfig
 
 import (
-	"aipm/fsstore/storage"
+	"aipm/fsstore"
+	"aipm/internal/lockedfile"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -132,7 +133,7 @@ func readCodexConfig(path string) (cfg *codexUserConfig, missing bool, err error
 		return cfg, missing, err
 	}
 	if _, err := toml.Decode(string(data), cfg); err != nil {
-		if line, what, ok := storage.TOMLSyntax(err); ok {
+		if line, what, ok := fsstore.TOMLSyntax(err); ok {
 			return nil, false, fmt.Errorf("%s is not valid TOML at line %d (%s)", path, line, what)
 		}
 		return nil, false, fmt.Errorf("%s is not what Codex writes: its projects' trust_level and its hooks.state's trusted_hash must be strings", path)
@@ -199,7 +200,7 @@ func AipmCodexHooks(path string) ([]string, error) {
 		} `json:"hooks"`
 	}
 	if err := json.Unmarshal(data, &doc); err != nil {
-		return nil, fmt.Errorf("%s is not a hooks file (line %d: %s)", CodexHooksFile, storage.JSONLine(data, err), storage.JSONWords(data, err))
+		return nil, fmt.Errorf("%s is not a hooks file (line %d: %s)", CodexHooksFile, lockedfile.JSONLine(data, err), lockedfile.JSONWords(data, err))
 	}
 	var suffixes []string
 	for event, groups := range doc.Hooks {

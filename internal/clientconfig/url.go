@@ -1,7 +1,7 @@
 package clientconfig
 
 import (
-	"aipm/fsstore/storage"
+	"aipm/internal/lockedfile"
 	"bytes"
 	"fmt"
 	"net/url"
@@ -34,7 +34,7 @@ func URLDoc(client, raw string) ([]byte, string, error) {
 	switch client {
 	case "claude":
 		entry := map[string]any{"type": "http", "url": raw, "headers": map[string]string{"Authorization": "Bearer ${" + urlEnvVar + "}"}}
-		doc, err := storage.EncodeDoc(map[string]map[string]any{"mcpServers": {ServerName: entry}})
+		doc, err := lockedfile.EncodeDoc(map[string]map[string]any{"mcpServers": {ServerName: entry}})
 		if err != nil {
 			return nil, "", err
 		}

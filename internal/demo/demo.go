@@ -24,7 +24,6 @@ import (
 	"time"
 
 	"aipm/fsstore"
-	"aipm/fsstore/storage"
 	"aipm/internal/fixtures"
 	"aipm/internal/shell"
 	"aipm/watcher"
@@ -224,7 +223,7 @@ func Run(ctx context.Context, o Options) (err error) {
 		return err
 	}
 	if !o.Remove {
-		d.printf("\nthe demo project is in %s (%s holds its state)\n", dir, storage.DirName)
+		d.printf("\nthe demo project is in %s (%s holds its state)\n", dir, fsstore.DirName)
 	}
 	d.tryNext(dir, aipmWord(exe, onPath), !o.Remove)
 	if board != nil {
@@ -370,7 +369,7 @@ func (d *demo) handEditInterrupts() error {
 	if err := d.until("coder's task session to work on the task", func() bool {
 		live, _ := d.store.LiveSessions(time.Now())
 		return slices.ContainsFunc(live, func(s fsstore.Session) bool { return s.Agent == "coder" && s.TaskID == id }) &&
-			d.runLogSays("coder", storage.PurposeTask, "working on "+id)
+			d.runLogSays("coder", fsstore.PurposeTask, "working on "+id)
 	}); err != nil {
 		return err
 	}
@@ -424,7 +423,7 @@ func (d *demo) summary() error {
 	for _, c := range convs {
 		d.printf("\nconversation %s: %s → %s, %s after %d turns (%s)\n", c.ID, c.Initiator, c.Other(c.Initiator), c.State, c.Turns, c.EndReason)
 	}
-	d.printf("\nfiles under %s:\n", storage.DirName)
+	d.printf("\nfiles under %s:\n", fsstore.DirName)
 	filepath.WalkDir(d.store.Root(), func(path string, de os.DirEntry, err error) error {
 		if err == nil && !de.IsDir() && !strings.HasSuffix(path, ".lock") {
 			d.printf("  %s\n", d.store.Rel(path))
@@ -434,10 +433,10 @@ func (d *demo) summary() error {
 	return nil
 }
 
-func mustConfig(s *fsstore.Store) *storage.Config {
+func mustConfig(s *fsstore.Store) *fsstore.Config {
 	cfg, err := s.LoadConfig()
 	if err != nil {
-		return &storage.Config{}
+		return &fsstore.Config{}
 	}
 	return cfg
 }
@@ -466,7 +465,7 @@ func (d *demo) until(what string, cond func() bool) error {
 // receiver), until the returned function is called.
 func (d *demo) followChat(ctx context.Context) (stop func()) {
 	agents := []string{"lead", "coder", "reviewer", "tester"} // tester: --scenario group
-	cursors := map[string]storage.Cursor{}
+	cursors := map[string]fsstore.Cursor{}
 	type line struct {
 		at       time.Time
 		from, to string
@@ -565,7 +564,7 @@ func (d *demo) state(format string, args ...any) {
 
 // demoDefaults adds keys to the [defaults] table of the demo's config.
 func demoDefaults(ctx context.Context, s *fsstore.Store, keys string) error {
-	return s.EditConfig(ctx, func(text []byte, _ *storage.Config) ([]byte, error) {
+	return s.EditConfig(ctx, func(text []byte, _ *fsstore.Config) ([]byte, error) {
 		return []byte(strings.Replace(string(text), "[defaults]\n", "[defaults]\n"+keys, 1)), nil
 	})
 }
@@ -573,7 +572,7 @@ func demoDefaults(ctx context.Context, s *fsstore.Store, keys string) error {
 // demoHandEdit changes a task's status the way a human's editor does:
 // a new file renamed over the old one, with no lock and no aipm.
 func demoHandEdit(s *fsstore.Store, id, status string) error {
-	return fixtures.Of(s).HandEdit(storage.Tasks, id, func(fields map[string]any) { fields["status"] = status })
+	return fixtures.Of(s).HandEdit(fsstore.Tasks, id, func(fields map[string]any) { fields["status"] = status })
 }
 
 // demoLog prints the watcher's log lines into the transcript.

@@ -4,7 +4,6 @@ import (
 	"strings"
 
 	"aipm/fsstore"
-	"aipm/fsstore/storage"
 )
 
 // The group scenario (aipm demo --scenario group, issue 25): three
@@ -80,7 +79,7 @@ func (d *demo) groupSetUp() error {
 	if _, err := d.aipm("agent", "add", "tester", "--type", "ai", "--parent", "lead", "--command", "aipm sim", "--save-passkey"); err != nil {
 		return err
 	}
-	if err := d.store.EditConfig(d.ctx, func(text []byte, _ *storage.Config) ([]byte, error) {
+	if err := d.store.EditConfig(d.ctx, func(text []byte, _ *fsstore.Config) ([]byte, error) {
 		return append(text, "\n[groups]\nteam = [\"coder\", \"reviewer\", \"tester\"]\n"...), nil
 	}); err != nil {
 		return err

@@ -9,7 +9,7 @@ import (
 	"path/filepath"
 	"strings"
 
-	"aipm/fsstore/storage"
+	"aipm/internal/lockedfile"
 )
 
 // hookMark ends the line InstallHook writes, which is how it finds the
@@ -60,7 +60,7 @@ func InstallHook(ctx context.Context, projectDir string) (path string, changed b
 	}
 	// Written beside it and renamed over it: a crash leaves the old hook or
 	// the new one, never half of one.
-	if err := storage.WriteFileAtomic(target, []byte(text), 0o755, true); err != nil {
+	if err := lockedfile.WriteAtomic(target, []byte(text), 0o755, true, nil); err != nil {
 		return path, false, fmt.Errorf("install the pre-commit hook: %w", err)
 	}
 	return path, true, os.Chmod(target, 0o755)

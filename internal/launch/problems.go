@@ -6,7 +6,6 @@ import (
 	"strings"
 
 	"aipm/fsstore"
-	"aipm/fsstore/storage"
 	"aipm/internal/clientconfig"
 )
 
@@ -17,18 +16,18 @@ import (
 // stop it between tool calls). A missing saved passkey is the store's
 // check (fsstore passkeyProblems). path is the PATH value aipm watch runs
 // with.
-func StartProblems(path string, store *fsstore.Store, cfg *storage.Config) []storage.Problem {
+func StartProblems(path string, store *fsstore.Store, cfg *fsstore.Config) []fsstore.Problem {
 	if cfg == nil {
 		return nil
 	}
 	config := store.Rel(store.ConfigPath())
-	var out []storage.Problem
-	add := func(a storage.Agent, format string, args ...any) {
-		out = append(out, storage.Problem{Path: config, Reason: fmt.Sprintf("agent %s: ", a.ID) + fmt.Sprintf(format, args...)})
+	var out []fsstore.Problem
+	add := func(a fsstore.Agent, format string, args ...any) {
+		out = append(out, fsstore.Problem{Path: config, Reason: fmt.Sprintf("agent %s: ", a.ID) + fmt.Sprintf(format, args...)})
 	}
 	hooks, _ := clientconfig.AipmCodexHooks(filepath.Join(store.ProjectDir(), clientconfig.CodexHooksFile))
 	for _, a := range cfg.Agents {
-		if a.Type != storage.AgentAI || len(a.Command) == 0 {
+		if a.Type != fsstore.AgentAI || len(a.Command) == 0 {
 			continue
 		}
 		spec, ok, err := SpecOf(a.Command)

@@ -14,7 +14,6 @@ import (
 	"time"
 
 	"aipm/fsstore"
-	"aipm/fsstore/storage"
 	"aipm/internal/clientconfig"
 	"aipm/internal/shell"
 )
@@ -24,7 +23,7 @@ import (
 // environment and streams.
 type Options struct {
 	Store          *fsstore.Store
-	Config         *storage.Config
+	Config         *fsstore.Config
 	Agent          string
 	Spec           Spec
 	Getenv         func(string) string
@@ -115,19 +114,19 @@ func reportRefused(ctx context.Context, o Options, refused []string) {
 	fmt.Fprintln(o.Stderr, "aipm: "+msg)
 	var to []string
 	if a, ok := cfg.Agent(agent); ok {
-		if p, ok := cfg.Agent(a.Parent); ok && p.Type == storage.AgentHuman {
+		if p, ok := cfg.Agent(a.Parent); ok && p.Type == fsstore.AgentHuman {
 			to = []string{p.ID}
 		}
 	}
 	if len(to) == 0 {
 		for _, a := range cfg.Agents {
-			if a.Type == storage.AgentHuman {
+			if a.Type == fsstore.AgentHuman {
 				to = append(to, a.ID)
 			}
 		}
 	}
 	for _, h := range to {
-		if _, err := store.Send(ctx, cfg, fsstore.OutgoingMessage{From: storage.SystemSender, To: h, Content: msg, Kind: fsstore.KindSystem}); err != nil {
+		if _, err := store.Send(ctx, cfg, fsstore.OutgoingMessage{From: fsstore.SystemSender, To: h, Content: msg, Kind: fsstore.KindSystem}); err != nil {
 			fmt.Fprintf(o.Stderr, "aipm: tell %s: %v\n", h, err)
 		}
 	}

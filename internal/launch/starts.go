@@ -6,7 +6,7 @@ import (
 	"path/filepath"
 	"strings"
 
-	"aipm/fsstore/storage"
+	"aipm/fsstore"
 	"aipm/internal/clientconfig"
 )
 
@@ -14,7 +14,7 @@ import (
 // may do: "claude", "edit files and run ..." for a launched client; the
 // command's first word (two for aipm's: "aipm sim") and "" otherwise; ""
 // when it has no command.
-func Starts(a storage.Agent) (starts, may string) {
+func Starts(a fsstore.Agent) (starts, may string) {
 	if len(a.Command) == 0 {
 		return "", ""
 	}
@@ -34,7 +34,7 @@ func Starts(a storage.Agent) (starts, may string) {
 
 // WarnMissing says, on w, when the client an agent's command
 // launches is not on path.
-func WarnMissing(w io.Writer, path string, a storage.Agent) {
+func WarnMissing(w io.Writer, path string, a fsstore.Agent) {
 	spec, ok, err := SpecOf(a.Command)
 	if !ok || err != nil {
 		return

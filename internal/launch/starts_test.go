@@ -1,7 +1,7 @@
 package launch
 
 import (
-	"aipm/fsstore/storage"
+	"aipm/fsstore"
 	"os"
 	"path/filepath"
 	"strings"
@@ -23,7 +23,7 @@ func TestStarts(t *testing.T) {
 		{[]string{"aipm", "sim"}, "aipm sim", ""},
 		{[]string{"/usr/bin/python3", "agent.py"}, "python3", ""},
 	} {
-		starts, may := Starts(storage.Agent{ID: "a", Command: tc.command})
+		starts, may := Starts(fsstore.Agent{ID: "a", Command: tc.command})
 		if starts != tc.starts || may != tc.may {
 			t.Errorf("Starts(%q) = %q, %q; want %q, %q", tc.command, starts, may, tc.starts, tc.may)
 		}

@@ -10,16 +10,15 @@ import (
 	"time"
 
 	"aipm/fsstore"
-	"aipm/fsstore/storage"
 )
 
 // sections collect the parts of the report, in its order.
-var sections = []func(ctx context.Context, store *fsstore.Store, cfg *storage.Config, r *Report) error{
+var sections = []func(ctx context.Context, store *fsstore.Store, cfg *fsstore.Config, r *Report) error{
 	collectAgents, collectTasks, collectTriggers, collectConversations, collectDelegations, collectWatch, collectLeases,
 }
 
 // Collect reads the report of the project.
-func Collect(ctx context.Context, store *fsstore.Store, cfg *storage.Config) (*Report, error) {
+func Collect(ctx context.Context, store *fsstore.Store, cfg *fsstore.Config) (*Report, error) {
 	r := &Report{Project: cfg.Project.Name, Agents: []Agent{}, Tasks: map[string]int{}, Triggers: []fsstore.Trigger{},
 		Conversations: []fsstore.Conversation{}, Delegations: []fsstore.Delegation{}, Leases: []fsstore.Lease{}}
 	for _, collect := range sections {
@@ -93,7 +92,7 @@ type Watch struct {
 	Processes []fsstore.Run `json:"agentProcesses"`
 }
 
-func collectWatch(_ context.Context, store *fsstore.Store, _ *storage.Config, r *Report) error {
+func collectWatch(_ context.Context, store *fsstore.Store, _ *fsstore.Config, r *Report) error {
 	info, err := store.RunningWatcher()
 	if err != nil {
 		return err
@@ -115,7 +114,7 @@ func collectWatch(_ context.Context, store *fsstore.Store, _ *storage.Config, r 
 	return nil
 }
 
-func collectAgents(ctx context.Context, store *fsstore.Store, cfg *storage.Config, r *Report) error {
+func collectAgents(ctx context.Context, store *fsstore.Store, cfg *fsstore.Config, r *Report) error {
 	live, err := store.LiveSessions(time.Now())
 	if err != nil {
 		return err
@@ -144,7 +143,7 @@ func collectAgents(ctx context.Context, store *fsstore.Store, cfg *storage.Confi
 	return nil
 }
 
-func collectTasks(ctx context.Context, store *fsstore.Store, cfg *storage.Config, r *Report) error {
+func collectTasks(ctx context.Context, store *fsstore.Store, cfg *fsstore.Config, r *Report) error {
 	tasks, _, _, err := store.Tasks(fsstore.TaskFilter{})
 	if err != nil {
 		return err
@@ -164,25 +163,25 @@ func collectTasks(ctx context.Context, store *fsstore.Store, cfg *storage.Config
 	return nil
 }
 
-func collectTriggers(ctx context.Context, store *fsstore.Store, cfg *storage.Config, r *Report) error {
+func collectTriggers(ctx context.Context, store *fsstore.Store, cfg *fsstore.Config, r *Report) error {
 	ts, err := store.Triggers().Pending()
 	r.Triggers = append(r.Triggers, ts...)
 	return err
 }
 
-func collectConversations(ctx context.Context, store *fsstore.Store, cfg *storage.Config, r *Report) error {
+func collectConversations(ctx context.Context, store *fsstore.Store, cfg *fsstore.Config, r *Report) error {
 	cs, err := store.Conversations().List(ctx, cfg, false)
 	r.Conversations = append(r.Conversations, cs...)
 	return err
 }
 
-func collectDelegations(ctx context.Context, store *fsstore.Store, cfg *storage.Config, r *Report) error {
+func collectDelegations(ctx context.Context, store *fsstore.Store, cfg *fsstore.Config, r *Report) error {
 	ds, err := store.Delegations().List(fsstore.DelegationFilter{Open: true})
 	r.Delegations = append(r.Delegations, ds...)
 	return err
 }
 
-func collectLeases(ctx context.Context, store *fsstore.Store, cfg *storage.Config, r *Report) error {
+func collectLeases(ctx context.Context, store *fsstore.Store, cfg *fsstore.Config, r *Report) error {
 	ls, err := store.Leases()
 	r.Leases = append(r.Leases, ls...)
 	for i, l := range ls {

@@ -3,8 +3,8 @@ package testenv
 import "testing"
 
 // LockRank says whether this test binary was built with the tag lockrank,
-// which makes fsstore/lockedfile check every lock taken against the lock
-// order (fsstore/storage/lockorder.go).
+// which makes internal/lockedfile check every lock taken against the lock
+// order (fsstore/internal/storage/lockorder.go).
 const LockRank = lockRank
 
 // SkipWithoutLockRank skips t, a test of the lock-order checker itself,

@@ -7,7 +7,6 @@ import (
 	"slices"
 
 	"aipm/fsstore"
-	"aipm/fsstore/storage"
 	"aipm/wake"
 )
 
@@ -34,7 +33,7 @@ func (l *ChatLog) Show(ctx context.Context, last int, follow bool) error {
 		}
 		defer sub.Close()
 	}
-	msgs, cur, bad, err := l.Store.Follow(l.Agent, storage.Cursor{})
+	msgs, cur, bad, err := l.Store.Follow(l.Agent, fsstore.Cursor{})
 	if err != nil {
 		return fmt.Errorf("log %s: %w", l.Agent, err)
 	}
@@ -62,14 +61,14 @@ func (l *ChatLog) Show(ctx context.Context, last int, follow bool) error {
 // agent received, when it was surfaced to its sessions and when read.
 type loggedMessage struct {
 	fsstore.Message
-	storage.Seen
+	fsstore.Seen
 	// SeenBy is, for a group message the agent sent, what each receiver
 	// saw of it.
-	SeenBy map[string]storage.Seen `json:"seenBy,omitempty"`
+	SeenBy map[string]fsstore.Seen `json:"seenBy,omitempty"`
 }
 
 // print writes messages to stdout and invalid lines to stderr as warnings.
-func (l *ChatLog) print(msgs []fsstore.Message, bad []*storage.LineError) error {
+func (l *ChatLog) print(msgs []fsstore.Message, bad []*fsstore.LineError) error {
 	for _, le := range bad {
 		fmt.Fprintf(l.P.Stderr, "aipm: warning: skipped %v\n", le)
 	}
@@ -85,7 +84,7 @@ func (l *ChatLog) print(msgs []fsstore.Message, bad []*storage.LineError) error 
 		case m.ReceiverID != "":
 			logged[i].Seen = receipts(m.ReceiverID)[m.ID]
 		case len(m.ReceiverIDs) > 0:
-			logged[i].SeenBy = map[string]storage.Seen{}
+			logged[i].SeenBy = map[string]fsstore.Seen{}
 			for _, r := range m.ReceiverIDs {
 				if r != l.Agent {
 					logged[i].SeenBy[r] = receipts(r)[m.ID]
@@ -117,9 +116,9 @@ func (l *ChatLog) print(msgs []fsstore.Message, bad []*storage.LineError) error 
 // receiptsOf reads each agent's receipts once, when first asked: what
 // the agents of the printed messages saw of them. An unreadable file is
 // warned of once and leaves its times out.
-func (l *ChatLog) receiptsOf() func(agent string) map[string]storage.Seen {
-	read := map[string]map[string]storage.Seen{}
-	return func(agent string) map[string]storage.Seen {
+func (l *ChatLog) receiptsOf() func(agent string) map[string]fsstore.Seen {
+	read := map[string]map[string]fsstore.Seen{}
+	return func(agent string) map[string]fsstore.Seen {
 		if seen, ok := read[agent]; ok {
 			return seen
 		}

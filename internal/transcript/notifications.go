@@ -6,7 +6,6 @@ import (
 	"slices"
 
 	"aipm/fsstore"
-	"aipm/fsstore/storage"
 	"aipm/internal/table"
 	"aipm/wake"
 )
@@ -19,7 +18,7 @@ type Notifications struct {
 	JSON    bool
 	Stream  bool // JSON lines rather than one array
 	Unread  bool // only the unread ones
-	cursors map[string]storage.Cursor
+	cursors map[string]fsstore.Cursor
 }
 
 // AgentNotification is one notification as aipm notifications shows it.
@@ -50,7 +49,7 @@ func (f *Notifications) Show(ctx context.Context, last int, follow bool) error {
 		defer sub.Close()
 	}
 	if f.cursors == nil {
-		f.cursors = map[string]storage.Cursor{}
+		f.cursors = map[string]fsstore.Cursor{}
 	}
 	ns, err := f.read(ctx)
 	if err != nil {

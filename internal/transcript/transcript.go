@@ -15,7 +15,6 @@ import (
 	"time"
 
 	"aipm/fsstore"
-	"aipm/fsstore/storage"
 	"aipm/internal/table"
 )
 
@@ -30,7 +29,7 @@ func WriteJSON(w io.Writer, v any) error {
 		_, err := io.WriteString(w, "[]\n")
 		return err
 	}
-	data, err := storage.EncodeDoc(v)
+	data, err := fsstore.EncodeDoc(v)
 	if err != nil {
 		return fmt.Errorf("encode JSON: %w", err)
 	}
@@ -76,7 +75,7 @@ func IsDir(path string) bool {
 
 // writeSeen prints, under a received message, when it was surfaced to
 // the agent's sessions (and how) and when read; nothing before either.
-func (p *Printer) writeSeen(who string, s storage.Seen) {
+func (p *Printer) writeSeen(who string, s fsstore.Seen) {
 	var parts []string
 	if !s.SurfacedAt.IsZero() {
 		parts = append(parts, fmt.Sprintf("surfaced %s (%s)", p.TimeText(s.SurfacedAt), table.Visible(s.SurfacedVia)))
@@ -97,7 +96,7 @@ func (p *Printer) Message(m fsstore.Message, who string) {
 	if t, err := time.Parse(time.RFC3339Nano, m.CreatedAt); err == nil {
 		stamp = p.TimeText(t)
 	}
-	if m.Kind == fsstore.KindSystem || m.SenderID == storage.SystemSender {
+	if m.Kind == fsstore.KindSystem || m.SenderID == fsstore.SystemSender {
 		who = "[system] " + who
 	}
 	if m.ConversationID != "" {

@@ -11,7 +11,7 @@ import (
 
 	"github.com/tidwall/gjson"
 
-	"aipm/fsstore/lockedfile"
+	"aipm/internal/lockedfile"
 )
 
 // Cursor is a reader's place in a JSONL file (DESIGN section 4, rule 6):

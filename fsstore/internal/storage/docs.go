@@ -9,7 +9,7 @@ import (
 	"path/filepath"
 	"strings"
 
-	"aipm/fsstore/lockedfile"
+	"aipm/internal/lockedfile"
 )
 
 // lockDir takes dir/.lock, the lock of the collection of documents in dir

@@ -6,7 +6,7 @@ import (
 	"path/filepath"
 	"time"
 
-	"aipm/fsstore/lockedfile"
+	"aipm/internal/lockedfile"
 )
 
 // WatcherInfo is .ai-pm/watcher.json: who holds the project's watcher lock.

@@ -4,7 +4,7 @@ import (
 	"errors"
 	"fmt"
 
-	"aipm/fsstore/lockedfile"
+	"aipm/internal/lockedfile"
 )
 
 // ErrNotFound says a document or agent does not exist; callers branch on it

@@ -9,7 +9,7 @@ import (
 	"path/filepath"
 	"time"
 
-	"aipm/fsstore/lockedfile"
+	"aipm/internal/lockedfile"
 )
 
 // The file primitives, under the names the rest of aipm uses.

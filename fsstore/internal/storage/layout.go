@@ -1,7 +1,7 @@
 package storage
 
 import (
-	"aipm/fsstore/lockedfile"
+	"aipm/internal/lockedfile"
 	"errors"
 	"fmt"
 	"os"

@@ -5,7 +5,7 @@ import (
 	"encoding/json"
 	"time"
 
-	"aipm/fsstore/lockedfile"
+	"aipm/internal/lockedfile"
 )
 
 // Receipt events.

@@ -4,7 +4,7 @@ import (
 	"path/filepath"
 	"strings"
 
-	"aipm/fsstore/lockedfile"
+	"aipm/internal/lockedfile"
 )
 
 // The lock order: the rank of every lock aipm takes under .ai-pm, outermost

@@ -12,7 +12,7 @@
 // local-filesystem check (localfs.go), a clone's checkout marker
 // (checkout.go), the back-off of wrong passkeys (backoff.go) and the
 // watcher's lock (watcher.go). The file mechanics themselves are
-// fsstore/lockedfile's.
+// internal/lockedfile's.
 //
 // It imports lockedfile and nothing of the rules: the rules (package
 // fsstore) call it, never the other way; TestImportsNoRules holds that. A

@@ -10,7 +10,7 @@ import (
 	"syscall"
 	"time"
 
-	"aipm/fsstore/lockedfile"
+	"aipm/internal/lockedfile"
 )
 
 // A checkout is one copy of a project's .ai-pm/ on disk. Read state

@@ -8,7 +8,7 @@ import (
 	"strings"
 	"time"
 
-	"aipm/fsstore/lockedfile"
+	"aipm/internal/lockedfile"
 )
 
 // A config.toml saved in place (cat new > config.toml, most editors'

@@ -5,7 +5,11 @@ package fsstore
 // view of changes, and what the links settle (mcpserver/links.go). Store
 // embeds nothing, so that every method of a *Store is declared in fsstore.
 
-import "context"
+import (
+	"context"
+
+	"aipm/fsstore/internal/storage"
+)
 
 // AcknowledgeCall is AcknowledgeVia for a call that proved the answer
 // before it was read (mcpserver/links.go). A batch only shown to the model
@@ -103,7 +107,7 @@ func (s *Store) Root() string { return s.files.Root() }
 // RunningWatcher returns the project's running watcher, or nil if none
 // holds the lock (an empty WatcherInfo when watcher.json cannot be read).
 // It only reads.
-func (s *Store) RunningWatcher() (*WatcherInfo, error) { return s.files.RunningWatcher() }
+func (s *Store) RunningWatcher() (*storage.WatcherInfo, error) { return s.files.RunningWatcher() }
 
 // TriggerPath is pending/<agent>.<purpose>.json (collection Pending) or
 // runs/<agent>.<purpose>.json (collection Runs).

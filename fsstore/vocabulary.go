@@ -38,23 +38,11 @@ type (
 	// Problem is one thing doctor found, located as Path:Line (Line 0: the
 	// whole file). Repaired says --repair fixed it.
 	Problem = storage.Problem
-	// ReadOptions shape one ReadUnread call.
-	ReadOptions = storage.ReadOptions
 	// Record is one complete line of a JSONL file.
 	Record = storage.Record
 	// Seen is when a message was first surfaced to the agent's sessions and
 	// first read (zero: not yet), and how it was surfaced.
 	Seen = storage.Seen
-	// WatcherInfo is .ai-pm/watcher.json: who holds the project's watcher lock.
-	WatcherInfo = storage.WatcherInfo
-	// StreamCursor is one stream's entry in an agent's read.json: the committed
-	// cursor (what the agent has received) and, while a session holds a batch it
-	// has not acknowledged yet, where that batch ends. Read means received: the
-	// batch is committed when a later call of the same session proves its
-	// answer was read (Acknowledge; mcpserver's links.go says what proves it),
-	// or taken back (Unhand); a session that dies first leaves it pending, and
-	// the next reader gets it again, marked redelivered.
-	StreamCursor = storage.StreamCursor
 )
 
 // Session purposes (DESIGN section 5).

@@ -42,7 +42,7 @@ import (
 // The answer that shows an interrupt instead of a call's is carried the
 // same way (Server.showInterrupt), whatever showing it hands. What an
 // answer hands stays pending in the agent's read.json
-// (fsstore.StreamCursor.Pending) until a later call of the session
+// (the stream cursor's Pending batch) until a later call of the session
 // settles it:
 //
 //  1. One answer at a time carries a session's batch: a call that may hand

@@ -110,14 +110,6 @@ const (
 	CodeAutoStartRefused                 = "auto_start_refused"
 )
 
-// JSONWords says what a JSON decoding error of data means, in words for a
-// person who edits the file (lockedfile.JSONWords): for the CLI's own JSON
-// files too (a client's hooks file).
-func JSONWords(data []byte, err error) string { return lockedfile.JSONWords(data, err) }
-
-// JSONLine is the line of data a JSON decoding error is at.
-func JSONLine(data []byte, err error) int { return lockedfile.JSONLine(data, err) }
-
 // ErrBackoff says authenticate refused to check a passkey because of
 // earlier failures; the error it wraps says until when.
 var ErrBackoff = errors.New("too many failed authenticates")

@@ -109,8 +109,8 @@ func resolved(path string) string {
 	path = filepath.Clean(path)
 	var tail []string
 	for {
-		if real, err := filepath.EvalSymlinks(path); err == nil {
-			return filepath.Join(append([]string{real}, tail...)...)
+		if linked, err := filepath.EvalSymlinks(path); err == nil {
+			return filepath.Join(append([]string{linked}, tail...)...)
 		}
 		parent := filepath.Dir(path)
 		if parent == path {

@@ -146,7 +146,7 @@ func (h *HTTP) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	}
 	defer release()
 	w.Header().Set("Keep-Alive", keepAlive)
-	rw := &linkWriter{ResponseWriter: w, links: h.links, link: h.links.add(r.Context(), connOf(r))}
+	rw := &linkWriter{ResponseWriter: w, links: h.links, link: h.links.addWithin(r.Context(), connOf(r))}
 	r.Header.Set(linkHeader, rw.link.id)
 	// Deferred, so that a handler's panic (recovered by net/http) leaves no
 	// session waiting for this answer for ever.

@@ -8,6 +8,7 @@ import (
 // each tool's spec (tools.go) names its level.
 type Level int
 
+// The levels, from none to the narrowest (DESIGN section 5).
 const (
 	None          Level = iota // no session: authenticate, help
 	Authenticated              // any live session

@@ -188,17 +188,29 @@ func (ls *links) carrying(session string) *carrying {
 }
 
 // add registers a request that came in on conn (nil: an order nobody
-// knows). Its id travels to the gate in linkHeader. parent, if not nil, is
-// the request's context (HTTP).
-func (ls *links) add(parent context.Context, conn *linkConn) *link {
+// knows), with no context of its own (stdio). Its id travels to the gate
+// in linkHeader.
+func (ls *links) add(conn *linkConn) *link { return ls.register(ls.newLink(conn)) }
+
+// addWithin is add for a request whose context is parent (HTTP): the
+// link's context ends with it.
+func (ls *links) addWithin(parent context.Context, conn *linkConn) *link {
+	l := ls.newLink(conn)
+	l.ctx, l.cancel = context.WithCancel(parent)
+	return ls.register(l)
+}
+
+// newLink is a request on conn, not registered yet.
+func (ls *links) newLink(conn *linkConn) *link {
 	var b [12]byte
 	if _, err := rand.Read(b[:]); err != nil {
 		panic(err) // crypto/rand does not fail on Linux
 	}
-	l := &link{id: hex.EncodeToString(b[:]), conn: conn, arrived: ls.seq.Add(1), out: make(chan struct{})}
-	if parent != nil {
-		l.ctx, l.cancel = context.WithCancel(parent)
-	}
+	return &link{id: hex.EncodeToString(b[:]), conn: conn, arrived: ls.seq.Add(1), out: make(chan struct{})}
+}
+
+// register makes l findable by its id.
+func (ls *links) register(l *link) *link {
 	ls.mu.Lock()
 	ls.requests[l.id] = l
 	ls.mu.Unlock()
@@ -211,7 +223,7 @@ func (ls *links) add(parent context.Context, conn *linkConn) *link {
 // cannot tell the two answers apart. Once conn hung up, the request is not
 // kept in it.
 func (ls *links) arrive(conn *linkConn, id jsonrpc.ID) *link {
-	l := ls.add(nil, conn)
+	l := ls.add(conn)
 	conn.mu.Lock()
 	old := conn.calls[id]
 	if !conn.closed {

@@ -76,7 +76,7 @@ func (f *linksFixture) request(conn string) *link {
 		f.ids++
 		return f.ls.arrive(f.conn(conn), rpcID(f.t, f.ids))
 	}
-	return f.ls.add(context.Background(), f.conn(conn))
+	return f.ls.addWithin(context.Background(), f.conn(conn))
 }
 
 // rpcID is the JSON-RPC id n.

@@ -179,14 +179,14 @@ func (c *stdioConn) readLoop(r io.Reader) {
 	}
 }
 
-// readFrame reads one line without its newline. A line longer than max is
-// read to its end but not kept: tooLong is true and line holds at most its
-// first max bytes.
-func readFrame(br *bufio.Reader, max int) (line []byte, tooLong bool, err error) {
+// readFrame reads one line without its newline. A line longer than limit
+// is read to its end but not kept: tooLong is true and line holds at most
+// its first limit bytes.
+func readFrame(br *bufio.Reader, limit int) (line []byte, tooLong bool, err error) {
 	for {
 		chunk, err := br.ReadSlice('\n')
 		if !tooLong {
-			if len(line)+len(chunk) > max+1 { // +1: the newline
+			if len(line)+len(chunk) > limit+1 { // +1: the newline
 				tooLong = true // keep what came before; drop the rest
 			} else {
 				line = append(line, chunk...)

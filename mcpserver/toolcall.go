@@ -28,11 +28,12 @@ import (
 // exactly what it saw before. TestToolCallsMatchTheSDK compares both paths
 // call by call against a server registered through mcp.AddTool.
 
-// EnvCheckSchemas, when "1", makes aipm serve check what the fast path
-// skips: every argument set it admits is also validated against the input
-// schema, and every structured result against the output schema with every
-// shared record spelled out (fullOutputSchema, tools.go); a miss is
-// an internal error. The tests run every server this way.
+// EnvCheckSchemas names the variable that, set to "1", makes aipm serve
+// check what the fast path skips: every argument set it admits is also
+// validated against the input schema, and every structured result against
+// the output schema with every shared record spelled out
+// (fullOutputSchema, tools.go); a miss is an internal error. The tests run
+// every server this way.
 const EnvCheckSchemas = "AIPM_CHECK_SCHEMAS"
 
 // typedTool is what a typed tool's calls need of its schemas. All of it is

@@ -11,6 +11,7 @@ import (
 	"aipm/fsstore"
 )
 
+// SendMessageIn is send_message's arguments: one receiver, several, or a group.
 type SendMessageIn struct {
 	Session
 	TargetAgentID  string   `json:"target_agent_id,omitempty"`
@@ -136,11 +137,13 @@ func (s *Server) autoStart(ctx context.Context, m fsstore.OutgoingMessage) (Sent
 	return out, nil
 }
 
+// GetPendingMessagesIn is get_pending_messages' arguments.
 type GetPendingMessagesIn struct {
 	Session
 	Limit int `json:"limit,omitempty" jsonschema:"default 20, at most 100"`
 }
 
+// PendingMessagesOut is get_pending_messages' result.
 type PendingMessagesOut struct {
 	PendingMessages    []MessageView    `json:"pending_messages" jsonschema:"unread messages, oldest first"`
 	HasMore            bool             `json:"has_more" jsonschema:"more unread messages wait: call get_pending_messages again"`
@@ -249,6 +252,7 @@ func (s *Server) groupTurns(ctx context.Context, agent string, msgs []fsstore.Me
 	return b.String()
 }
 
+// RespondChatIn is respond_chat's arguments.
 type RespondChatIn struct {
 	Session
 	Content string `json:"content"`
@@ -277,11 +281,13 @@ func addRespondChat(srv *mcp.Server, s *Server, tool *mcp.Tool) {
 	})
 }
 
+// MarkReadIn is mark_read's arguments.
 type MarkReadIn struct {
 	Session
 	MessageIDs []string `json:"message_ids" jsonschema:"at most 100"`
 }
 
+// MarkReadOut is mark_read's result.
 type MarkReadOut struct {
 	Read []fsstore.MarkedRead `json:"read" jsonschema:"each message and when it was read"`
 }

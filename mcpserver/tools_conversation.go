@@ -58,6 +58,7 @@ func turnNote(c fsstore.Conversation, me string) string {
 	return "Call get_next_action to wait for the answer."
 }
 
+// StartConversationIn is start_conversation's arguments.
 type StartConversationIn struct {
 	Session
 	TargetAgentID string `json:"target_agent_id,omitempty"`
@@ -109,6 +110,7 @@ func addStartConversation(srv *mcp.Server, s *Server, tool *mcp.Tool) {
 	})
 }
 
+// ConversationIDIn is the arguments of a tool that names one conversation (end_conversation).
 type ConversationIDIn struct {
 	Session
 	ConversationID string `json:"conversation_id,omitempty"`
@@ -143,6 +145,7 @@ func addEndConversation(srv *mcp.Server, s *Server, tool *mcp.Tool) {
 	})
 }
 
+// SendConversationMessageIn is send_conversation_message's arguments.
 type SendConversationMessageIn struct {
 	Session
 	ConversationID string `json:"conversation_id,omitempty"`
@@ -198,6 +201,7 @@ func (s *Server) sendTurn(ctx context.Context, in SendConversationMessageIn) (Co
 	return out, nil
 }
 
+// GetConversationMessagesIn is get_conversation_messages' arguments.
 type GetConversationMessagesIn struct {
 	Session
 	ConversationID string `json:"conversation_id,omitempty"`

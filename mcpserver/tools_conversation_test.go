@@ -599,14 +599,14 @@ func setDefaults(t testing.TB, p *project, lines ...string) {
 	setConfig(t, p, "[defaults]\n", "[defaults]\n"+strings.Join(lines, "\n")+"\n")
 }
 
-// setConfig replaces old with new in the config.
-func setConfig(t testing.TB, p *project, old, new string) {
+// setConfig replaces old with replacement in the config.
+func setConfig(t testing.TB, p *project, old, replacement string) {
 	t.Helper()
 	data, err := os.ReadFile(p.store.ConfigPath())
 	if err != nil {
 		t.Fatal(err)
 	}
-	out := strings.Replace(string(data), old, new, 1)
+	out := strings.Replace(string(data), old, replacement, 1)
 	if err := os.WriteFile(p.store.ConfigPath(), []byte(out), 0o644); err != nil {
 		t.Fatal(err)
 	}

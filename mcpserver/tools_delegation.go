@@ -9,6 +9,7 @@ import (
 	"aipm/fsstore"
 )
 
+// DelegateIn is delegate_to_chat_session's arguments.
 type DelegateIn struct {
 	Session
 	TargetAgentID string `json:"target_agent_id" jsonschema:"an agent or human, not you"`
@@ -16,6 +17,7 @@ type DelegateIn struct {
 	Context       string `json:"context,omitempty"`
 }
 
+// DelegationOut is delegate_to_chat_session's result.
 type DelegationOut struct {
 	Success      bool            `json:"success"`
 	DelegationID string          `json:"delegation_id"`
@@ -58,6 +60,7 @@ func addDelegate(srv *mcp.Server, s *Server, tool *mcp.Tool) {
 	})
 }
 
+// ReportDelegationIn is report_delegation_completed's arguments.
 type ReportDelegationIn struct {
 	Session
 	DelegationID string `json:"delegation_id"`

@@ -40,6 +40,7 @@ func leaseView(l fsstore.Lease) LeaseView {
 	return LeaseView{ID: l.ID, Holder: l.Holder, Paths: l.Paths, Exclusive: l.Exclusive, Reason: l.Reason, TaskID: l.TaskID, ExpiresAt: l.ExpiresAt}
 }
 
+// LeaseOut is the lease tool's result: the caller's live leases.
 type LeaseOut struct {
 	Leases      []LeaseView `json:"leases" jsonschema:"your live leases"`
 	Instruction string      `json:"instruction"`

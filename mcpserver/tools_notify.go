@@ -10,12 +10,14 @@ import (
 	"aipm/fsstore"
 )
 
+// GetNotificationsIn is get_notifications' arguments.
 type GetNotificationsIn struct {
 	Session
 	MarkAsRead *bool `json:"mark_as_read,omitempty"`
 	Limit      int   `json:"limit,omitempty" jsonschema:"default 50, at most 500"`
 }
 
+// GetNotificationsOut is get_notifications' result.
 type GetNotificationsOut struct {
 	Notifications []NotificationView `json:"notifications" jsonschema:"newest first"`
 	HasMore       bool               `json:"has_more" jsonschema:"more unread notifications wait: call get_notifications again"`

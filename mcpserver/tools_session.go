@@ -11,6 +11,7 @@ import (
 	"aipm/fsstore"
 )
 
+// AuthenticateIn is authenticate's arguments.
 type AuthenticateIn struct {
 	AgentID   string `json:"agent_id"`
 	Passkey   string `json:"passkey,omitempty"`
@@ -18,6 +19,7 @@ type AuthenticateIn struct {
 	Purpose   string `json:"purpose,omitempty" jsonschema:"task or chat"`
 }
 
+// AuthenticateOut is authenticate's result: the session and what to do first.
 type AuthenticateOut struct {
 	SessionToken string `json:"session_token"`
 	SessionID    string `json:"session_id"`
@@ -86,10 +88,12 @@ func addAuthenticate(srv *mcp.Server, s *Server, tool *mcp.Tool) {
 	})
 }
 
+// HelpIn is help's arguments.
 type HelpIn struct {
 	SessionToken string `json:"session_token,omitempty"`
 }
 
+// ToolHelp is one tool as help lists it.
 type ToolHelp struct {
 	Name      string `json:"name"`
 	Level     string `json:"level"`
@@ -97,6 +101,7 @@ type ToolHelp struct {
 	Why       string `json:"why,omitempty" jsonschema:"why the tool is unavailable now"`
 }
 
+// HelpOut is help's result.
 type HelpOut struct {
 	Purpose string     `json:"purpose,omitempty"`
 	Tools   []ToolHelp `json:"tools"`
@@ -156,6 +161,7 @@ func toolHelp(name string, level Level, ses *fsstore.Session, sesErr error) Tool
 	return h
 }
 
+// ActionOut is a result that says what to do next, and nothing else.
 type ActionOut struct {
 	Action      string `json:"action"`
 	Instruction string `json:"instruction"`

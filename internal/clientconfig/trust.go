@@ -25,8 +25,8 @@ func projectDirs(project string) []string {
 		abs = project
 	}
 	dirs := []string{abs}
-	if real, err := filepath.EvalSymlinks(abs); err == nil && real != abs {
-		dirs = append(dirs, real)
+	if linked, err := filepath.EvalSymlinks(abs); err == nil && linked != abs {
+		dirs = append(dirs, linked)
 	}
 	return dirs
 }

@@ -55,8 +55,8 @@ func InstallHook(ctx context.Context, projectDir string) (path string, changed b
 		return path, false, fmt.Errorf("install the pre-commit hook: %w", err)
 	}
 	target := path
-	if real, err := filepath.EvalSymlinks(path); err == nil {
-		target = real // a hook that is a link (a hook manager's) keeps its link
+	if linked, err := filepath.EvalSymlinks(path); err == nil {
+		target = linked // a hook that is a link (a hook manager's) keeps its link
 	}
 	// Written beside it and renamed over it: a crash leaves the old hook or
 	// the new one, never half of one.

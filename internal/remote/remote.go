@@ -58,7 +58,7 @@ func Split(args []string) (value string, rest []string, found bool, err error) {
 		switch a := args[i]; {
 		case a == "--remote":
 			if i+1 >= len(args) {
-				return "", nil, true, fmt.Errorf("--remote needs a value: aipm --remote HOST[:PATH] COMMAND ...")
+				return "", nil, true, fmt.Errorf("--remote needs a value: aipm --remote HOST[:PATH] COMMAND [ARGS]")
 			}
 			rest = append(append(rest, args[:i]...), args[i+2:]...)
 			return args[i+1], rest, true, nil
@@ -86,7 +86,7 @@ func laterRemote(cmd []string) error {
 			return nil
 		}
 		if a == "--remote" || strings.HasPrefix(a, "--remote=") {
-			return fmt.Errorf("--remote goes before the command: aipm --remote HOST[:PATH] %s ...", cmd[0])
+			return fmt.Errorf("--remote goes before the command: aipm --remote HOST[:PATH] %s [ARGS]", cmd[0])
 		}
 	}
 	return nil

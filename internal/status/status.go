@@ -59,6 +59,7 @@ type LeaseConflict struct {
 	PathB string `json:"pathB"`
 }
 
+// Agent is one agent as status reports it: its sessions and what waits for it.
 type Agent struct {
 	ID                  string    `json:"id"`
 	Type                string    `json:"type"`
@@ -70,11 +71,14 @@ type Agent struct {
 	Unseen *Unseen `json:"unseenMessages,omitempty"`
 }
 
+// Unseen is an agent's unread messages and notifications, with what will
+// happen to the messages (live, starting, queued).
 type Unseen struct {
 	fsstore.Unseen
 	fsstore.ReceiverState
 }
 
+// Session is one live session of an agent.
 type Session struct {
 	ID         string    `json:"id"`
 	Purpose    string    `json:"purpose"`

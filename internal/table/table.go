@@ -32,7 +32,7 @@ type Table struct {
 // Add appends a row.
 func (t *Table) Add(cells ...string) { t.Rows = append(t.Rows, cells) }
 
-// print writes the table, no line wider than width (0: no limit) if the
+// Print writes the table, no line wider than width (0: no limit) if the
 // cut column can make it so.
 func (t *Table) Print(w io.Writer, colour bool, width int) error {
 	all := append([][]string{t.Header}, t.Rows...)

@@ -1,11 +1,15 @@
 // Package fsstore holds the rules of a project's .ai-pm/ directory: what a
 // message, a task, a session, a conversation, a delegation, a notification
 // and a chat marker are and may do, each rule in one place, called by the MCP
-// tools, the CLI, the watcher, the hooks and the board alike.
+// tools, the CLI, the watcher, the hooks and the board alike. It is the one
+// package a caller imports to work with a project: the names a caller needs
+// of the storage beneath it are given here (vocabulary.go), and so are the
+// storage methods a caller needs (store_places.go); Store embeds nothing.
 //
-// It stores through the layer beneath it, fsstore/internal/storage (the layout, ids,
-// errors, the config, documents, logs, cursors: no rule), which in turn uses
-// the file mechanics of internal/lockedfile. Files are grouped by what they
+// It stores through the layer beneath it, fsstore/internal/storage (the
+// layout, ids, errors, the config, documents, logs, cursors: no rule),
+// which only fsstore can import and which in turn uses the file mechanics
+// of internal/lockedfile. Files are grouped by what they
 // are about: agent_, task_, chat_, conv_, delegation, notice_, marker_,
 // session_, watch_ (the watcher's runs and triggers), doctor_, compact.
 // The invariants the two layers keep together:

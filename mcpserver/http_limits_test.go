@@ -332,33 +332,20 @@ func TestHTTPAgentBounds(t *testing.T) {
 	p := newProject(t)
 	srv := p.serveHTTP()
 	token := p.passkeys["coder"]
+	checkHugeCallsBounded(t, srv, token)
+	checkLargestCallPasses(t, srv.url, token)
+	checkCallsInFlightBounded(t, srv.url, token)
+	checkSessionsBounded(t, srv.url, token, p.passkeys["reviewer"])
+}
+
+// checkHugeCallsBounded: 20 parallel 15 MiB calls, every other one sent
+// chunked, are each refused as too large (naming the limit) or as too
+// many, and leave the server's peak RSS under 100 MiB.
+func checkHugeCallsBounded(t *testing.T, srv *httpServer, token string) {
 	huge := `{"jsonrpc":"2.0","id":7,"method":"tools/call","params":{"name":"send_message","arguments":{"content":"` + strings.Repeat("x", 15<<20) + `"}}}`
 	var wg sync.WaitGroup
 	for i := range 20 {
-		wg.Add(1)
-		go func() {
-			defer wg.Done()
-			var body io.Reader = strings.NewReader(huge)
-			if i%2 == 1 {
-				body = io.MultiReader(body) // no length known: sent chunked
-			}
-			req, _ := http.NewRequest(http.MethodPost, srv.url, body)
-			req.Header.Set("Authorization", "Bearer "+token)
-			req.Header.Set("Content-Type", "application/json")
-			req.Header.Set("Accept", "application/json, text/event-stream")
-			resp, err := http.DefaultClient.Do(req)
-			if err != nil {
-				return // the server closed the connection as the body kept coming
-			}
-			data, _ := io.ReadAll(resp.Body)
-			resp.Body.Close()
-			if resp.StatusCode != http.StatusRequestEntityTooLarge && resp.StatusCode != http.StatusTooManyRequests {
-				t.Errorf("a 15 MiB call: %d %.200s", resp.StatusCode, data)
-			}
-			if resp.StatusCode == http.StatusRequestEntityTooLarge && !strings.Contains(string(data), strconv.Itoa(mcpserver.MaxToolCall)) {
-				t.Errorf("the refusal of a 15 MiB call does not name the limit: %s", data)
-			}
-		}()
+		wg.Go(func() { checkHugeCallRefused(t, srv.url, token, huge, i%2 == 1) })
 	}
 	wg.Wait()
 	hwm := vmHWM(t, srv.cmd.Process.Pid)
@@ -366,37 +353,65 @@ func TestHTTPAgentBounds(t *testing.T) {
 	if hwm > 100<<20 {
 		t.Fatalf("peak RSS %d MiB; want under 100 MiB", hwm>>20)
 	}
+}
 
-	// The largest call a tool takes: request_task's title and description
-	// at their limits, every character a JSON-escaped surrogate pair.
-	id, resp, body := initSession(t, srv.url, token)
+// checkHugeCallRefused posts the huge call, chunked (no length known) or
+// not: unless the server closes the connection as the body keeps coming,
+// it answers 413 naming the limit, or 429.
+func checkHugeCallRefused(t *testing.T, url, token, huge string, chunked bool) {
+	var body io.Reader = strings.NewReader(huge)
+	if chunked {
+		body = io.MultiReader(body) // no length known: sent chunked
+	}
+	req, _ := http.NewRequest(http.MethodPost, url, body)
+	req.Header.Set("Authorization", "Bearer "+token)
+	req.Header.Set("Content-Type", "application/json")
+	req.Header.Set("Accept", "application/json, text/event-stream")
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		return // the server closed the connection as the body kept coming
+	}
+	data, _ := io.ReadAll(resp.Body)
+	resp.Body.Close()
+	if resp.StatusCode != http.StatusRequestEntityTooLarge && resp.StatusCode != http.StatusTooManyRequests {
+		t.Errorf("a 15 MiB call: %d %.200s", resp.StatusCode, data)
+	}
+	if resp.StatusCode == http.StatusRequestEntityTooLarge && !strings.Contains(string(data), strconv.Itoa(mcpserver.MaxToolCall)) {
+		t.Errorf("the refusal of a 15 MiB call does not name the limit: %s", data)
+	}
+}
+
+// checkLargestCallPasses: the largest call a tool takes, request_task's
+// title and description at their limits, every character a JSON-escaped
+// surrogate pair, is answered in an MCP session it opens (and leaves
+// open).
+func checkLargestCallPasses(t *testing.T, url, token string) {
+	id, resp, body := initSession(t, url, token)
 	if id == "" {
 		t.Fatalf("initialize: %d %s", resp.StatusCode, body)
 	}
 	astral := `\ud83d\ude00` // one character
 	largest := fmt.Sprintf(`{"jsonrpc":"2.0","id":8,"method":"tools/call","params":{"name":"request_task","arguments":{"session_token":"ses_x.y","title":"%s","description":"%s"}}}`,
 		strings.Repeat(astral, fsstore.MaxTitle), strings.Repeat(astral, fsstore.MaxDescription))
-	resp, body = post(t, &http.Client{}, srv.url, largest, with(bearerOf(token), "Mcp-Session-Id", id, "Mcp-Protocol-Version", "2025-06-18"))
+	resp, body = post(t, &http.Client{}, url, largest, with(bearerOf(token), "Mcp-Session-Id", id, "Mcp-Protocol-Version", "2025-06-18"))
 	if resp.StatusCode != http.StatusOK || !strings.Contains(body, `"id":8`) {
 		t.Fatalf("the largest call a tool accepts (%d bytes): %d %.300s", len(largest), resp.StatusCode, body)
 	}
+}
 
-	// Calls in flight: requests whose body is still coming hold their
-	// places; one past the bound is refused at once.
+// checkCallsInFlightBounded: requests whose body is still coming hold
+// their places; one past the bound is refused at once, saying so, and
+// only that one.
+func checkCallsInFlightBounded(t *testing.T, url, token string) {
 	calls := mcpserver.DefaultHTTPLimits.CallsPerAgent
 	var slow []*rawConn
 	for range calls + 1 {
-		slow = append(slow, dialFrom(t, "127.0.0.1", srv.url, bodyPart(token, 100)))
+		slow = append(slow, dialFrom(t, "127.0.0.1", url, bodyPart(token, 100)))
 	}
 	var refusedCall *rawConn
 	waitUntil(t, 30*time.Second, "no call past the bound was refused", func() bool {
-		for _, c := range slow {
-			if c.isClosed() {
-				refusedCall = c
-				return true
-			}
-		}
-		return false
+		refusedCall = firstClosed(slow)
+		return refusedCall != nil
 	})
 	if a := refusedCall.answer(); !strings.HasPrefix(a, "HTTP/1.1 429") || !strings.Contains(a, fmt.Sprintf("coder has %d calls in flight", calls)) || !strings.Contains(a, "wait for one to answer") {
 		t.Fatalf("the call past the bound: %q", a)
@@ -407,15 +422,60 @@ func TestHTTPAgentBounds(t *testing.T) {
 	for _, c := range slow {
 		c.Close()
 	}
+}
 
-	// MCP sessions: up to the bound, then a refusal that says what to do;
-	// a session ended makes room.
-	var ids []string
+// firstClosed is the first of conns the server closed, or nil.
+func firstClosed(conns []*rawConn) *rawConn {
+	for _, c := range conns {
+		if c.isClosed() {
+			return c
+		}
+	}
+	return nil
+}
+
+// checkSessionsBounded: the agent opens MCP sessions up to the bound (the
+// largest call's is open already), then is refused with what to do;
+// another agent is not; a session ended makes room.
+func checkSessionsBounded(t *testing.T, url, token, otherToken string) {
+	ids := []string{sessionOnceCallsGiveBack(t, url, token)}
+	sessions := mcpserver.DefaultHTTPLimits.SessionsPerAgent
+	for len(ids) < sessions-1 { // the one of the largest call is open too
+		id, resp, body := initSession(t, url, token)
+		if id == "" {
+			t.Fatalf("session %d of at most %d: %d %s", len(ids)+2, sessions, resp.StatusCode, body)
+		}
+		ids = append(ids, id)
+	}
+	_, resp, body := initSession(t, url, token)
+	if resp.StatusCode != http.StatusTooManyRequests || !strings.Contains(body, fmt.Sprintf("coder has %d MCP sessions open", sessions)) || !strings.Contains(body, "close the MCP clients") {
+		t.Fatalf("a session past the bound: %d %s", resp.StatusCode, body)
+	}
+	if id, resp, body := initSession(t, url, otherToken); id == "" {
+		t.Fatalf("another agent's session was refused: %d %s", resp.StatusCode, body)
+	}
+	req, _ := http.NewRequest(http.MethodDelete, url, nil)
+	req.Header.Set("Authorization", "Bearer "+token)
+	req.Header.Set("Mcp-Session-Id", ids[0])
+	if resp, err := http.DefaultClient.Do(req); err != nil || resp.StatusCode != http.StatusNoContent {
+		t.Fatalf("DELETE a session: %v %v", resp, err)
+	}
+	if id, resp, body := initSession(t, url, token); id == "" {
+		t.Fatalf("a session after one ended: %d %s", resp.StatusCode, body)
+	}
+}
+
+// sessionOnceCallsGiveBack opens an MCP session as soon as the slow
+// calls' places are given back (until then initialize is refused for
+// calls in flight; any other refusal fails the test) and returns its id.
+func sessionOnceCallsGiveBack(t *testing.T, url, token string) string {
+	t.Helper()
+	var opened string
 	waitUntil(t, 30*time.Second, "the slow calls' places were not given back", func() bool {
-		id, resp, body := initSession(t, srv.url, token)
+		id, resp, body := initSession(t, url, token)
 		switch {
 		case id != "":
-			ids = append(ids, id)
+			opened = id
 			return true
 		case resp.StatusCode == http.StatusTooManyRequests && strings.Contains(body, "calls in flight"):
 			return false
@@ -423,30 +483,7 @@ func TestHTTPAgentBounds(t *testing.T) {
 		t.Fatalf("initialize: %d %s", resp.StatusCode, body)
 		return false
 	})
-	sessions := mcpserver.DefaultHTTPLimits.SessionsPerAgent
-	for len(ids) < sessions-1 { // the one of the largest call is open too
-		id, resp, body := initSession(t, srv.url, token)
-		if id == "" {
-			t.Fatalf("session %d of at most %d: %d %s", len(ids)+2, sessions, resp.StatusCode, body)
-		}
-		ids = append(ids, id)
-	}
-	_, resp, body = initSession(t, srv.url, token)
-	if resp.StatusCode != http.StatusTooManyRequests || !strings.Contains(body, fmt.Sprintf("coder has %d MCP sessions open", sessions)) || !strings.Contains(body, "close the MCP clients") {
-		t.Fatalf("a session past the bound: %d %s", resp.StatusCode, body)
-	}
-	if id, resp, body := initSession(t, srv.url, p.passkeys["reviewer"]); id == "" {
-		t.Fatalf("another agent's session was refused: %d %s", resp.StatusCode, body)
-	}
-	req, _ := http.NewRequest(http.MethodDelete, srv.url, nil)
-	req.Header.Set("Authorization", "Bearer "+token)
-	req.Header.Set("Mcp-Session-Id", ids[0])
-	if resp, err := http.DefaultClient.Do(req); err != nil || resp.StatusCode != http.StatusNoContent {
-		t.Fatalf("DELETE a session: %v %v", resp, err)
-	}
-	if id, resp, body := initSession(t, srv.url, token); id == "" {
-		t.Fatalf("a session after one ended: %d %s", resp.StatusCode, body)
-	}
+	return opened
 }
 
 // Every tool's largest call fits in a request body: its free-text fields

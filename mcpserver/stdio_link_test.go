@@ -137,6 +137,34 @@ func TestStdioKilledAtRandomLosesNothing(t *testing.T) {
 		n = 10000
 	}
 	p := newProject(t)
+	sent, sending := sendInBackground(t, p, n)
+	got := &deliveries{plain: map[string]int{}, marked: map[string]int{}}
+	kills := 0
+	for done, after := false, 0; !done; {
+		select {
+		case <-sending:
+			// Once every message reached a client (or after enough more
+			// servers, if some never do), one more server, read to the end
+			// and not killed.
+			after++
+			done = got.received() >= n || after > 20+n/20
+		default:
+		}
+		if serveOverlappingReads(p, got, done) {
+			kills++
+		}
+	}
+	lost, twice := got.lostAndTwice(sent)
+	t.Logf("%d messages, %d servers killed: %d never returned, %d returned twice unmarked, %d repeats marked", n, kills, lost, twice, total(got.marked))
+	if lost > 0 || twice > 0 {
+		t.Fatalf("%d of %d messages never returned to a client, %d returned twice without the mark", lost, n, twice)
+	}
+}
+
+// sendInBackground sends n messages of 2,000 bytes from lead to reviewer
+// through the store, beside the test; it returns the ids sent, to be read
+// only once the channel it returns is closed, when the sending is over.
+func sendInBackground(t *testing.T, p *project, n int) (map[string]bool, <-chan struct{}) {
 	sent := map[string]bool{}
 	sending := make(chan struct{})
 	go func() {
@@ -150,99 +178,120 @@ func TestStdioKilledAtRandomLosesNothing(t *testing.T) {
 			sent[m.ID] = true // read only after sending is closed
 		}
 	}()
+	return sent, sending
+}
 
-	var mu sync.Mutex
-	plain, marked := map[string]int{}, map[string]int{}
-	record := func(r result, err error) int {
-		if err != nil || r.isError {
-			return 0
-		}
-		list, _ := r.data["pending_messages"].([]any)
-		mu.Lock()
-		defer mu.Unlock()
-		for _, m := range list {
-			m := m.(map[string]any)
-			if m["redelivered"] == true {
-				marked[m["id"].(string)]++
-			} else {
-				plain[m["id"].(string)]++
-			}
-		}
-		return len(list)
+// deliveries counts, by message id, the times a message reached a client
+// unmarked (plain) and marked redelivered.
+type deliveries struct {
+	mu            sync.Mutex
+	plain, marked map[string]int
+}
+
+// record counts the messages of a get_pending_messages answer (none when
+// the call failed) and returns how many it held.
+func (d *deliveries) record(r result, err error) int {
+	if err != nil || r.isError {
+		return 0
 	}
-	kills := 0
-	received := func() int {
-		mu.Lock()
-		defer mu.Unlock()
-		seen := 0
-		for id := range plain {
-			if marked[id] == 0 {
-				seen++
-			}
-		}
-		return seen + len(marked)
-	}
-	for done, after := false, 0; !done; {
-		select {
-		case <-sending:
-			// Once every message reached a client (or after enough more
-			// servers, if some never do), one more server, read to the end
-			// and not killed.
-			after++
-			done = received() >= n || after > 20+n/20
-		default:
-		}
-		srv := p.serveStdio(nil, nil)
-		tok := p.authenticate(srv.cs, "reviewer", fsstore.PurposeChat)
-		read := map[string]any{"session_token": tok, "limit": 10}
-		rounds := rand.IntN(4)
-		for round := 0; done || round <= rounds; round++ {
-			var wg sync.WaitGroup
-			got := make([]int, 2)
-			for i := range got {
-				wg.Go(func() { got[i] = record(tryCall(srv.cs, "get_pending_messages", read)) })
-			}
-			answered := make(chan struct{}, 3)
-			for range 3 {
-				wg.Go(func() {
-					time.Sleep(time.Duration(rand.IntN(3000)) * time.Microsecond) // into a read, or not
-					tryCall(srv.cs, "list_tasks", map[string]any{"session_token": tok})
-					answered <- struct{}{}
-				})
-			}
-			wg.Go(func() {
-				tryCall(srv.cs, "send_message", map[string]any{"session_token": tok, "target_agent_id": "coder", "content": "ok"})
-			})
-			if !done && round == rounds {
-				// At a random instant, or as soon as a call beside the
-				// reads has its answer: a read's answer may be on its way.
-				if rand.IntN(2) == 0 {
-					time.Sleep(time.Duration(rand.IntN(3000)) * time.Microsecond)
-				} else {
-					<-answered
-				}
-				srv.kill()
-				kills++
-			}
-			wg.Wait()
-			if done && got[0]+got[1] == 0 {
-				break
-			}
+	list, _ := r.data["pending_messages"].([]any)
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	for _, m := range list {
+		m := m.(map[string]any)
+		if m["redelivered"] == true {
+			d.marked[m["id"].(string)]++
+		} else {
+			d.plain[m["id"].(string)]++
 		}
 	}
-	lost, twice := 0, 0
+	return len(list)
+}
+
+// received is how many messages reached a client: those marked
+// redelivered at least once, and those only ever unmarked.
+func (d *deliveries) received() int {
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	seen := 0
+	for id := range d.plain {
+		if d.marked[id] == 0 {
+			seen++
+		}
+	}
+	return seen + len(d.marked)
+}
+
+// lostAndTwice counts the messages sent that never reached a client, and
+// those that reached one more than once unmarked.
+func (d *deliveries) lostAndTwice(sent map[string]bool) (lost, twice int) {
+	d.mu.Lock()
+	defer d.mu.Unlock()
 	for id := range sent {
-		if plain[id]+marked[id] == 0 {
+		if d.plain[id]+d.marked[id] == 0 {
 			lost++
 		}
-		if plain[id] > 1 {
+		if d.plain[id] > 1 {
 			twice++
 		}
 	}
-	t.Logf("%d messages, %d servers killed: %d never returned, %d returned twice unmarked, %d repeats marked", n, kills, lost, twice, total(marked))
-	if lost > 0 || twice > 0 {
-		t.Fatalf("%d of %d messages never returned to a client, %d returned twice without the mark", lost, n, twice)
+	return lost, twice
+}
+
+// serveOverlappingReads starts an aipm serve and plays rounds of
+// overlapping calls of one reviewer session on it. Unless last, it lives
+// a random number of rounds (one to four) and is killed into its last;
+// the last server is not killed and plays rounds until one reads
+// nothing. It says whether it killed the server.
+func serveOverlappingReads(p *project, got *deliveries, last bool) (killed bool) {
+	srv := p.serveStdio(nil, nil)
+	tok := p.authenticate(srv.cs, "reviewer", fsstore.PurposeChat)
+	rounds := rand.IntN(4)
+	for round := 0; last || round <= rounds; round++ {
+		kill := !last && round == rounds
+		read := overlappingRound(srv, tok, got, kill)
+		killed = killed || kill
+		if last && read == 0 {
+			break
+		}
 	}
+	return killed
+}
+
+// overlappingRound plays one round on srv for the session tok: two reads
+// of at most 10 messages (recorded in got), three list_tasks each up to
+// 3 ms later, and a send. With kill, the server is SIGKILLed into the
+// round: at a random instant, or as soon as a list_tasks has its answer
+// (a read's answer may be on its way). It returns how many messages the
+// reads returned.
+func overlappingRound(srv stdioServe, tok string, got *deliveries, kill bool) int {
+	read := map[string]any{"session_token": tok, "limit": 10}
+	var wg sync.WaitGroup
+	counts := make([]int, 2)
+	for i := range counts {
+		wg.Go(func() { counts[i] = got.record(tryCall(srv.cs, "get_pending_messages", read)) })
+	}
+	answered := make(chan struct{}, 3)
+	for range 3 {
+		wg.Go(func() {
+			time.Sleep(time.Duration(rand.IntN(3000)) * time.Microsecond) // into a read, or not
+			tryCall(srv.cs, "list_tasks", map[string]any{"session_token": tok})
+			answered <- struct{}{}
+		})
+	}
+	wg.Go(func() {
+		tryCall(srv.cs, "send_message", map[string]any{"session_token": tok, "target_agent_id": "coder", "content": "ok"})
+	})
+	if kill {
+		if rand.IntN(2) == 0 {
+			time.Sleep(time.Duration(rand.IntN(3000)) * time.Microsecond)
+		} else {
+			<-answered
+		}
+		srv.kill()
+	}
+	wg.Wait()
+	return counts[0] + counts[1]
 }
 
 func total(m map[string]int) int {

@@ -3,6 +3,8 @@ package mcpserver_test
 import (
 	"strings"
 	"testing"
+
+	"github.com/modelcontextprotocol/go-sdk/mcp"
 )
 
 // The lease tool (DESIGN section 18) through aipm serve at each protocol
@@ -12,77 +14,116 @@ import (
 // session's end ending its leases unless kept.
 func TestLeaseTool(t *testing.T) {
 	for _, rev := range revisions {
-		t.Run(rev, func(t *testing.T) {
-			p := newProject(t)
-			task := p.taskInProgress("coder", "Rewrite the parser")
-			coder, reviewer := p.connect(rev), p.connect(rev)
-			ct := p.authenticate(coder, "coder", "task")
-			rt := p.authenticate(reviewer, "reviewer", "chat")
+		t.Run(rev, func(t *testing.T) { checkLeaseToolAt(t, rev) })
+	}
+}
 
-			r := call(t, coder, "lease", map[string]any{"session_token": ct, "paths": []string{"src/parser"}, "reason": "rewriting the parser"})
-			leases, _ := r.data["leases"].([]any)
-			if r.isError || len(leases) != 1 {
-				t.Fatalf("take: %s", r.text)
-			}
-			taken := leases[0].(map[string]any)
-			if taken["holder"] != "coder" || taken["exclusive"] != true || taken["task_id"] != task.ID {
-				t.Fatalf("taken: %v", taken)
-			}
+// leaseSessions are the two sessions TestLeaseTool leases through: the
+// coder's, for its task in progress, and the reviewer's, for chat.
+type leaseSessions struct {
+	p                         *project
+	coder, reviewer           *mcp.ClientSession
+	coderToken, reviewerToken string // their session tokens
+}
 
-			before := p.tree()
-			r = call(t, reviewer, "lease", map[string]any{"session_token": rt, "paths": []string{"src/parser/*.go"}})
-			if !r.isError || !strings.HasPrefix(r.text, "lease_conflict") {
-				t.Fatalf("conflicting take: %s", r.text)
-			}
-			for _, want := range []string{"coder", "rewriting the parser", "send_message", "Nothing was leased"} {
-				if !strings.Contains(r.text, want) {
-					t.Errorf("conflict %q does not say %q", r.text, want)
-				}
-			}
-			for _, bad := range []map[string]any{
-				{"session_token": rt, "paths": []string{"../outside"}},
-				{"session_token": rt, "paths": []string{}},
-				{"session_token": rt, "paths": []string{"docs"}, "ttl": "soon"},
-				{"session_token": rt, "paths": []string{"docs"}, "ttl": "100h"},
-				{"session_token": rt, "paths": []string{"docs"}, "release": true},
-			} {
-				if r := call(t, reviewer, "lease", bad); !r.isError || len(r.text) < 20 {
-					t.Errorf("lease %v: %s, want a refusal that says why", bad, r.text)
-				}
-			}
-			if p.tree() != before {
-				t.Error("refused lease calls changed .ai-pm")
-			}
+// checkLeaseToolAt plays TestLeaseTool's story at protocol revision rev.
+func checkLeaseToolAt(t *testing.T, rev string) {
+	p := newProject(t)
+	task := p.taskInProgress("coder", "Rewrite the parser")
+	s := leaseSessions{p: p, coder: p.connect(rev), reviewer: p.connect(rev)}
+	s.coderToken = p.authenticate(s.coder, "coder", "task")
+	s.reviewerToken = p.authenticate(s.reviewer, "reviewer", "chat")
 
-			if r := call(t, reviewer, "lease", map[string]any{"session_token": rt, "paths": []string{"docs"}, "shared": true, "keep": true}); r.isError {
-				t.Fatalf("shared take: %s", r.text)
-			}
-			r = call(t, coder, "lease", map[string]any{"session_token": ct, "paths": []string{"src/parser"}, "ttl": "2h"})
-			if leases, _ := r.data["leases"].([]any); r.isError || len(leases) != 1 || leases[0].(map[string]any)["expires_at"] == taken["expires_at"] {
-				t.Fatalf("renew: %s", r.text)
-			}
-			r = call(t, coder, "get_task", map[string]any{"session_token": ct})
-			if ls, _ := r.data["leases"].([]any); r.isError || len(ls) != 1 {
-				t.Fatalf("get_task's leases: %s", r.text)
-			}
+	taken := s.takeParser(t, task.ID)
+	s.checkRefusalsChangeNothing(t)
+	s.checkSharedAndRenew(t, taken)
+	s.checkReleaseFrees(t)
+	s.checkLogoutEndsUnkept(t)
+}
 
-			r = call(t, coder, "lease", map[string]any{"session_token": ct, "paths": []string{"src/parser/lexer.go"}, "release": true})
-			if leases, _ := r.data["leases"].([]any); r.isError || len(leases) != 0 {
-				t.Fatalf("release: %s", r.text)
-			}
-			if r := call(t, reviewer, "lease", map[string]any{"session_token": rt, "paths": []string{"src/parser/*.go"}}); r.isError {
-				t.Fatalf("take after release: %s", r.text)
-			}
+// takeParser: the coder leases src/parser, exclusive and for its task,
+// and gets that one lease back, which it returns.
+func (s leaseSessions) takeParser(t *testing.T, taskID string) map[string]any {
+	r := call(t, s.coder, "lease", map[string]any{"session_token": s.coderToken, "paths": []string{"src/parser"}, "reason": "rewriting the parser"})
+	leases, _ := r.data["leases"].([]any)
+	if r.isError || len(leases) != 1 {
+		t.Fatalf("take: %s", r.text)
+	}
+	taken := leases[0].(map[string]any)
+	if taken["holder"] != "coder" || taken["exclusive"] != true || taken["task_id"] != taskID {
+		t.Fatalf("taken: %v", taken)
+	}
+	return taken
+}
 
-			// The reviewer's session ends: its lease on src/parser/*.go
-			// with it, the kept one on docs stays.
-			if r := call(t, reviewer, "logout", map[string]any{"session_token": rt}); r.isError {
-				t.Fatalf("logout: %s", r.text)
-			}
-			live, err := p.store.Leases()
-			if err != nil || len(live) != 1 || live[0].Paths[0] != "docs" {
-				t.Fatalf("after the reviewer's logout: %+v, %v; want only the kept lease on docs", live, err)
-			}
-		})
+// checkRefusalsChangeNothing: the reviewer's take of what the coder holds
+// is a lease_conflict naming the holder, its reason, what to do and that
+// nothing was leased; bad calls are refused saying why; none of them
+// changes .ai-pm.
+func (s leaseSessions) checkRefusalsChangeNothing(t *testing.T) {
+	before := s.p.tree()
+	r := call(t, s.reviewer, "lease", map[string]any{"session_token": s.reviewerToken, "paths": []string{"src/parser/*.go"}})
+	if !r.isError || !strings.HasPrefix(r.text, "lease_conflict") {
+		t.Fatalf("conflicting take: %s", r.text)
+	}
+	for _, want := range []string{"coder", "rewriting the parser", "send_message", "Nothing was leased"} {
+		if !strings.Contains(r.text, want) {
+			t.Errorf("conflict %q does not say %q", r.text, want)
+		}
+	}
+	for _, bad := range []map[string]any{
+		{"session_token": s.reviewerToken, "paths": []string{"../outside"}},
+		{"session_token": s.reviewerToken, "paths": []string{}},
+		{"session_token": s.reviewerToken, "paths": []string{"docs"}, "ttl": "soon"},
+		{"session_token": s.reviewerToken, "paths": []string{"docs"}, "ttl": "100h"},
+		{"session_token": s.reviewerToken, "paths": []string{"docs"}, "release": true},
+	} {
+		if r := call(t, s.reviewer, "lease", bad); !r.isError || len(r.text) < 20 {
+			t.Errorf("lease %v: %s, want a refusal that says why", bad, r.text)
+		}
+	}
+	if s.p.tree() != before {
+		t.Error("refused lease calls changed .ai-pm")
+	}
+}
+
+// checkSharedAndRenew: the reviewer takes a shared lease on docs, kept
+// past its session; the coder renews its lease by taking it again (a new
+// expiry), and get_task shows the task's one lease.
+func (s leaseSessions) checkSharedAndRenew(t *testing.T, taken map[string]any) {
+	if r := call(t, s.reviewer, "lease", map[string]any{"session_token": s.reviewerToken, "paths": []string{"docs"}, "shared": true, "keep": true}); r.isError {
+		t.Fatalf("shared take: %s", r.text)
+	}
+	r := call(t, s.coder, "lease", map[string]any{"session_token": s.coderToken, "paths": []string{"src/parser"}, "ttl": "2h"})
+	if leases, _ := r.data["leases"].([]any); r.isError || len(leases) != 1 || leases[0].(map[string]any)["expires_at"] == taken["expires_at"] {
+		t.Fatalf("renew: %s", r.text)
+	}
+	r = call(t, s.coder, "get_task", map[string]any{"session_token": s.coderToken})
+	if ls, _ := r.data["leases"].([]any); r.isError || len(ls) != 1 {
+		t.Fatalf("get_task's leases: %s", r.text)
+	}
+}
+
+// checkReleaseFrees: the coder's release of a path within its lease
+// leaves it no lease, and the reviewer can then take what conflicted.
+func (s leaseSessions) checkReleaseFrees(t *testing.T) {
+	r := call(t, s.coder, "lease", map[string]any{"session_token": s.coderToken, "paths": []string{"src/parser/lexer.go"}, "release": true})
+	if leases, _ := r.data["leases"].([]any); r.isError || len(leases) != 0 {
+		t.Fatalf("release: %s", r.text)
+	}
+	if r := call(t, s.reviewer, "lease", map[string]any{"session_token": s.reviewerToken, "paths": []string{"src/parser/*.go"}}); r.isError {
+		t.Fatalf("take after release: %s", r.text)
+	}
+}
+
+// checkLogoutEndsUnkept: the reviewer's session ends, its lease on
+// src/parser/*.go with it; the kept one on docs stays.
+func (s leaseSessions) checkLogoutEndsUnkept(t *testing.T) {
+	if r := call(t, s.reviewer, "logout", map[string]any{"session_token": s.reviewerToken}); r.isError {
+		t.Fatalf("logout: %s", r.text)
+	}
+	live, err := s.p.store.Leases()
+	if err != nil || len(live) != 1 || live[0].Paths[0] != "docs" {
+		t.Fatalf("after the reviewer's logout: %+v, %v; want only the kept lease on docs", live, err)
 	}
 }

@@ -105,16 +105,7 @@ type deferredTool struct{ name, description string }
 //     max_results of them.
 func claudeToolSearch(tools []deferredTool, query string, maxResults int) []string {
 	if rest, ok := cutPrefixFold(query, "select:"); ok {
-		var found []string
-		for _, want := range strings.Split(rest, ",") {
-			want = strings.TrimSpace(want)
-			for _, tool := range tools {
-				if tool.name == want && !slices.Contains(found, tool.name) {
-					found = append(found, tool.name)
-				}
-			}
-		}
-		return found
+		return selectTools(tools, rest)
 	}
 	q := strings.ToLower(strings.TrimSpace(query))
 	for _, tool := range tools {
@@ -123,29 +114,45 @@ func claudeToolSearch(tools []deferredTool, query string, maxResults int) []stri
 		}
 	}
 	if strings.HasPrefix(q, "mcp__") && len(q) > len("mcp__") {
-		var found []string
-		for _, tool := range tools {
-			if strings.HasPrefix(strings.ToLower(tool.name), q) && len(found) < maxResults {
-				found = append(found, tool.name)
-			}
-		}
-		if len(found) > 0 {
+		if found := toolsPrefixed(tools, q, maxResults); len(found) > 0 {
 			return found
 		}
 	}
-	terms := strings.Fields(q)
-	var required, optional []string
-	for _, term := range terms {
-		if strings.HasPrefix(term, "+") && len(term) > 1 {
-			required = append(required, term[1:])
-		} else {
-			optional = append(optional, term)
+	return keywordSearch(tools, q, maxResults)
+}
+
+// selectTools is ToolSearch's select:a,b,c: the tools named exactly so
+// (each once), in the order named.
+func selectTools(tools []deferredTool, list string) []string {
+	var found []string
+	for _, want := range strings.Split(list, ",") {
+		want = strings.TrimSpace(want)
+		for _, tool := range tools {
+			if tool.name == want && !slices.Contains(found, tool.name) {
+				found = append(found, tool.name)
+			}
 		}
 	}
-	scoring := terms
-	if len(required) > 0 {
-		scoring = append(required, optional...)
+	return found
+}
+
+// toolsPrefixed is ToolSearch's mcp__ query: the first maxResults tools
+// whose lower-cased names start with prefix.
+func toolsPrefixed(tools []deferredTool, prefix string, maxResults int) []string {
+	var found []string
+	for _, tool := range tools {
+		if strings.HasPrefix(strings.ToLower(tool.name), prefix) && len(found) < maxResults {
+			found = append(found, tool.name)
+		}
 	}
+	return found
+}
+
+// keywordSearch is ToolSearch's keyword query q (lower-cased): of the
+// tools that have every required (+) word, those scoring above 0, highest
+// first (ties in list order), at most maxResults of them.
+func keywordSearch(tools []deferredTool, q string, maxResults int) []string {
+	required, scoring := searchTerms(q)
 	type scored struct {
 		name  string
 		score int
@@ -154,37 +161,10 @@ func claudeToolSearch(tools []deferredTool, query string, maxResults int) []stri
 	for _, tool := range tools {
 		parts, full := mcpNameParts(tool.name)
 		desc := strings.ToLower(tool.description)
-		inName := func(term string) (exact, partial bool) {
-			for _, part := range parts {
-				exact = exact || part == term
-				partial = partial || strings.Contains(part, term)
-			}
-			return exact, partial
-		}
-		candidate := true
-		for _, term := range required {
-			exact, partial := inName(term)
-			candidate = candidate && (exact || partial || wordIn(desc, term))
-		}
-		if !candidate {
+		if !hasEveryTerm(parts, desc, required) {
 			continue
 		}
-		score := 0
-		for _, term := range scoring {
-			switch exact, partial := inName(term); {
-			case exact:
-				score += 12
-			case partial:
-				score += 6
-			}
-			if strings.Contains(full, term) && score == 0 {
-				score += 3
-			}
-			if wordIn(desc, term) {
-				score += 2
-			}
-		}
-		if score > 0 {
+		if score := keywordScore(parts, full, desc, scoring); score > 0 {
 			ranked = append(ranked, scored{tool.name, score})
 		}
 	}
@@ -194,6 +174,70 @@ func claudeToolSearch(tools []deferredTool, query string, maxResults int) []stri
 		found = append(found, r.name)
 	}
 	return found
+}
+
+// searchTerms splits a keyword query into its required words (those
+// prefixed +, without it) and the words that score: every word as given
+// when none is required, else the required ones, then the others.
+func searchTerms(q string) (required, scoring []string) {
+	terms := strings.Fields(q)
+	var optional []string
+	for _, term := range terms {
+		if strings.HasPrefix(term, "+") && len(term) > 1 {
+			required = append(required, term[1:])
+		} else {
+			optional = append(optional, term)
+		}
+	}
+	if len(required) == 0 {
+		return nil, terms
+	}
+	return required, append(required, optional...)
+}
+
+// termInName says whether term equals a part of a tool's name (exact) and
+// whether one contains it (partial).
+func termInName(parts []string, term string) (exact, partial bool) {
+	for _, part := range parts {
+		exact = exact || part == term
+		partial = partial || strings.Contains(part, term)
+	}
+	return exact, partial
+}
+
+// hasEveryTerm says whether each of terms is in a part of the tool's name
+// or a word of its description.
+func hasEveryTerm(parts []string, desc string, terms []string) bool {
+	for _, term := range terms {
+		exact, partial := termInName(parts, term)
+		if !exact && !partial && !wordIn(desc, term) {
+			return false
+		}
+	}
+	return true
+}
+
+// keywordScore is a tool's score for the terms: each scores 12 for a part
+// of the name it equals, else 6 for a part containing it, else 3 when
+// nothing scored yet and the name's words contain it, and 2 more when it
+// is a word of the description.
+func keywordScore(parts []string, full, desc string, terms []string) int {
+	score := 0
+	for _, term := range terms {
+		switch exact, partial := termInName(parts, term); {
+		case exact:
+			score += 12
+		case partial:
+			score += 6
+		}
+		if strings.Contains(full, term) && score == 0 {
+			score += 3
+		}
+		if wordIn(desc, term) {
+			score += 2
+		}
+	}
+	return score
 }
 
 // mcpNameParts splits an MCP tool's client name (mcp__server__tool_name),

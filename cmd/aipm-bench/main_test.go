@@ -107,75 +107,10 @@ func TestBenchQuick(t *testing.T) {
 func TestBenchOnly(t *testing.T) {
 	testenv.SkipIfShort(t, "starts processes")
 	bench := filepath.Join(build(t, "."), "aipm-bench")
-	var stderr strings.Builder
-	cmd := exec.Command(bench, "--quick", "--only", "p4")
-	cmd.Stderr = &stderr
-	out, err := cmd.Output()
-	if err != nil {
-		t.Fatalf("aipm-bench --quick --only p4: %v\n%s\n%s", err, out, stderr.String())
-	}
-	if !regexp.MustCompile(`(?m)^bench: measuring \S+/aipm \(built from \./cmd/aipm\)$`).MatchString(stderr.String()) {
-		t.Errorf("run in the module, aipm-bench did not say it measures the aipm it built:\n%s", stderr.String())
-	}
-	rows := regexp.MustCompile(`(?m)^P\w+ `).FindAllString(string(out), -1)
-	if !slices.Equal(rows, []string{"P4 ", "P4v "}) {
-		t.Errorf("--only p4 printed rows %q, want only P4's, P4 and P4v:\n%s", rows, out)
-	}
-	if !regexp.MustCompile(`(?m)^P4 +aipm serve start -> first authenticate p50 +[\d.]+ ms`).Match(out) {
-		t.Errorf("no P4 measurement in:\n%s", out)
-	}
-	if strings.Contains(stderr.String(), "P1:") || !strings.Contains(stderr.String(), "P4:") {
-		t.Errorf("--only p4 measured other targets:\n%s", stderr.String())
-	}
-
-	// --json: an array of rows, each with its target, met as a boolean and
-	// the client's CPU; --aipm names the aipm measured.
+	t.Run("only p4 in the module", func(t *testing.T) { checkOnlyInModule(t, bench) })
 	aipm := filepath.Join(build(t, "../aipm"), "aipm")
-	stderr.Reset()
-	cmd = exec.Command(bench, "--quick", "--only", "P4", "--json", "--aipm", aipm)
-	cmd.Stderr = &stderr
-	out, err = cmd.Output()
-	if err != nil {
-		t.Fatalf("aipm-bench --quick --only P4 --json --aipm %s: %v\n%s\n%s", aipm, err, out, stderr.String())
-	}
-	if want := "bench: measuring " + aipm + " (--aipm)\n"; !strings.HasPrefix(stderr.String(), want) {
-		t.Errorf("stderr does not start with %q:\n%s", want, stderr.String())
-	}
-	var rowsJSON []map[string]any
-	if err := json.Unmarshal(out, &rowsJSON); err != nil || len(rowsJSON) != 2 {
-		t.Fatalf("--json printed %d rows (%v):\n%s", len(rowsJSON), err, out)
-	}
-	r := rowsJSON[0]
-	if _, ok := r["met"].(bool); !ok || r["id"] != "P4" || r["target"] != "<= 8 ms" || r["client_cpu"] == nil {
-		t.Errorf("--json row: %v", r)
-	}
-	// ... and its numbers: aipm's and the floor's p50, the target as a
-	// check of aipm's p50 against 8 ms, met as the row is.
-	aipmP50, _ := r["aipm_values"].(map[string]any)["p50_ms"].(float64)
-	floorP50, _ := r["floor_values"].(map[string]any)["p50_ms"].(float64)
-	checks, _ := r["checks"].([]any)
-	if aipmP50 <= 0 || floorP50 <= 0 || len(checks) != 1 || r["error"] != "" {
-		t.Fatalf("--json row's numbers: %v", r)
-	}
-	c := checks[0].(map[string]any)
-	if c["of"] != "p50" || c["value"] != aipmP50 || c["op"] != "<=" || c["limit"] != 8.0 || c["unit"] != "ms" || c["met"] != r["met"] || r["met"] != (aipmP50 <= 8) {
-		t.Errorf("--json row's check: %v, in %v", c, r)
-	}
-
-	// A target that passes its deadline: its row is printed not met with
-	// why, and aipm-bench exits 1 naming it.
-	stderr.Reset()
-	cmd = exec.Command(bench, "--quick", "--only", "P4", "--aipm", aipm, "--row-timeout", "1ms")
-	cmd.Stderr = &stderr
-	out, err = cmd.Output()
-	var exit *exec.ExitError
-	if !errors.As(err, &exit) || exit.ExitCode() != 1 || !strings.HasSuffix(stderr.String(), "aipm-bench: not measured: P4, P4v (their rows say why)\n") {
-		t.Errorf("--row-timeout 1ms: err = %v, want exit code 1 naming P4\n%s", err, stderr.String())
-	}
-	if !regexp.MustCompile(`(?m)^P4 +aipm serve start -> first authenticate; aipm version +not measured: did not finish in 1ms: .* +- +- +- +NO +-$`).Match(out) {
-		t.Errorf("--row-timeout 1ms: no row of P4 not measured in:\n%s", out)
-	}
-
+	t.Run("json with aipm", func(t *testing.T) { checkJSONWithAipm(t, bench, aipm) })
+	t.Run("row past its deadline", func(t *testing.T) { checkRowTimeout(t, bench, aipm) })
 	for _, tc := range []struct {
 		name string
 		args []string
@@ -188,34 +123,123 @@ func TestBenchOnly(t *testing.T) {
 		{"a bad flag", []string{"--quik"}, `aipm-bench: unknown flag: --quik: see aipm-bench --help` + "\n"},
 		{"a negative deadline", []string{"--row-timeout", "-1s"}, `aipm-bench: --row-timeout -1s: give a positive duration, e.g. 90s or 5m` + "\n"},
 	} {
-		t.Run(tc.name, func(t *testing.T) {
-			var stderr strings.Builder
-			cmd := exec.Command(bench, tc.args...)
-			cmd.Stderr = &stderr
-			out, err := cmd.Output()
-			var exit *exec.ExitError
-			if !errors.As(err, &exit) || exit.ExitCode() != 2 {
-				t.Fatalf("aipm-bench %s: err = %v, want exit code 2\n%s\n%s", strings.Join(tc.args, " "), err, out, stderr.String())
-			}
-			if stderr.String() != tc.want || len(out) != 0 {
-				t.Errorf("aipm-bench %s: stdout %q, stderr %q, want nothing and %q", strings.Join(tc.args, " "), out, stderr.String(), tc.want)
-			}
-		})
+		t.Run(tc.name, func(t *testing.T) { checkUsageMistake(t, bench, tc.args, tc.want) })
 	}
+	t.Run("outside the module", func(t *testing.T) { checkNothingToMeasure(t, bench) })
+}
 
-	// Outside the module, with no aipm beside aipm-bench nor on PATH (only
-	// go's directory), there is nothing to measure.
+// runBench runs aipm-bench with args and returns its stdout, its stderr
+// and how it ended.
+func runBench(bench string, args ...string) ([]byte, string, error) {
+	var stderr strings.Builder
+	cmd := exec.Command(bench, args...)
+	cmd.Stderr = &stderr
+	out, err := cmd.Output()
+	return out, stderr.String(), err
+}
+
+// checkOnlyInModule: --only p4, run in the module with no --aipm, says it
+// measures the aipm it built and prints and measures P4's rows only.
+func checkOnlyInModule(t *testing.T, bench string) {
+	out, stderr, err := runBench(bench, "--quick", "--only", "p4")
+	if err != nil {
+		t.Fatalf("aipm-bench --quick --only p4: %v\n%s\n%s", err, out, stderr)
+	}
+	if !regexp.MustCompile(`(?m)^bench: measuring \S+/aipm \(built from \./cmd/aipm\)$`).MatchString(stderr) {
+		t.Errorf("run in the module, aipm-bench did not say it measures the aipm it built:\n%s", stderr)
+	}
+	rows := regexp.MustCompile(`(?m)^P\w+ `).FindAllString(string(out), -1)
+	if !slices.Equal(rows, []string{"P4 ", "P4v "}) {
+		t.Errorf("--only p4 printed rows %q, want only P4's, P4 and P4v:\n%s", rows, out)
+	}
+	if !regexp.MustCompile(`(?m)^P4 +aipm serve start -> first authenticate p50 +[\d.]+ ms`).Match(out) {
+		t.Errorf("no P4 measurement in:\n%s", out)
+	}
+	if strings.Contains(stderr, "P1:") || !strings.Contains(stderr, "P4:") {
+		t.Errorf("--only p4 measured other targets:\n%s", stderr)
+	}
+}
+
+// checkJSONWithAipm: --json prints an array of rows, each with its
+// target, met as a boolean and the client's CPU; --aipm names the aipm
+// measured.
+func checkJSONWithAipm(t *testing.T, bench, aipm string) {
+	out, stderr, err := runBench(bench, "--quick", "--only", "P4", "--json", "--aipm", aipm)
+	if err != nil {
+		t.Fatalf("aipm-bench --quick --only P4 --json --aipm %s: %v\n%s\n%s", aipm, err, out, stderr)
+	}
+	if want := "bench: measuring " + aipm + " (--aipm)\n"; !strings.HasPrefix(stderr, want) {
+		t.Errorf("stderr does not start with %q:\n%s", want, stderr)
+	}
+	var rowsJSON []map[string]any
+	if err := json.Unmarshal(out, &rowsJSON); err != nil || len(rowsJSON) != 2 {
+		t.Fatalf("--json printed %d rows (%v):\n%s", len(rowsJSON), err, out)
+	}
+	r := rowsJSON[0]
+	if _, ok := r["met"].(bool); !ok || r["id"] != "P4" || r["target"] != "<= 8 ms" || r["client_cpu"] == nil {
+		t.Errorf("--json row: %v", r)
+	}
+	checkJSONRowNumbers(t, r)
+}
+
+// checkJSONRowNumbers: a P4 row's numbers in --json are aipm's and the
+// floor's p50, and the target as a check of aipm's p50 against 8 ms, met
+// as the row is.
+func checkJSONRowNumbers(t *testing.T, r map[string]any) {
+	aipmP50, _ := r["aipm_values"].(map[string]any)["p50_ms"].(float64)
+	floorP50, _ := r["floor_values"].(map[string]any)["p50_ms"].(float64)
+	checks, _ := r["checks"].([]any)
+	if aipmP50 <= 0 || floorP50 <= 0 || len(checks) != 1 || r["error"] != "" {
+		t.Fatalf("--json row's numbers: %v", r)
+	}
+	c := checks[0].(map[string]any)
+	if c["of"] != "p50" || c["value"] != aipmP50 || c["op"] != "<=" || c["limit"] != 8.0 || c["unit"] != "ms" || c["met"] != r["met"] || r["met"] != (aipmP50 <= 8) {
+		t.Errorf("--json row's check: %v, in %v", c, r)
+	}
+}
+
+// checkRowTimeout: a target that passes its deadline has its row printed
+// not met with why, and aipm-bench exits 1 naming it.
+func checkRowTimeout(t *testing.T, bench, aipm string) {
+	out, stderr, err := runBench(bench, "--quick", "--only", "P4", "--aipm", aipm, "--row-timeout", "1ms")
+	var exit *exec.ExitError
+	if !errors.As(err, &exit) || exit.ExitCode() != 1 || !strings.HasSuffix(stderr, "aipm-bench: not measured: P4, P4v (their rows say why)\n") {
+		t.Errorf("--row-timeout 1ms: err = %v, want exit code 1 naming P4\n%s", err, stderr)
+	}
+	if !regexp.MustCompile(`(?m)^P4 +aipm serve start -> first authenticate; aipm version +not measured: did not finish in 1ms: .* +- +- +- +NO +-$`).Match(out) {
+		t.Errorf("--row-timeout 1ms: no row of P4 not measured in:\n%s", out)
+	}
+}
+
+// checkUsageMistake: aipm-bench with args exits 2, prints nothing, and
+// says want on stderr.
+func checkUsageMistake(t *testing.T, bench string, args []string, want string) {
+	out, stderr, err := runBench(bench, args...)
+	var exit *exec.ExitError
+	if !errors.As(err, &exit) || exit.ExitCode() != 2 {
+		t.Fatalf("aipm-bench %s: err = %v, want exit code 2\n%s\n%s", strings.Join(args, " "), err, out, stderr)
+	}
+	if stderr != want || len(out) != 0 {
+		t.Errorf("aipm-bench %s: stdout %q, stderr %q, want nothing and %q", strings.Join(args, " "), out, stderr, want)
+	}
+}
+
+// checkNothingToMeasure: outside the module, with no aipm beside
+// aipm-bench nor on PATH (only go's directory), there is nothing to
+// measure.
+func checkNothingToMeasure(t *testing.T, bench string) {
 	goBin, err := exec.LookPath("go")
 	if err != nil {
 		t.Fatal(err) // build found it
 	}
-	stderr.Reset()
-	cmd = exec.Command(bench, "--only", "P4")
+	var stderr strings.Builder
+	cmd := exec.Command(bench, "--only", "P4")
 	cmd.Dir = t.TempDir()
 	cmd.Env = append(os.Environ(), "PATH="+filepath.Dir(goBin))
 	cmd.Stderr = &stderr
 	_, err = cmd.Output()
 	want := "aipm-bench: no aipm to measure: none beside aipm-bench, not run inside aipm's module (to build ./cmd/aipm), none on PATH; give one with --aipm PATH\n"
+	var exit *exec.ExitError
 	if !errors.As(err, &exit) || exit.ExitCode() != 2 || stderr.String() != want {
 		t.Errorf("outside the module: err = %v, stderr %q, want exit code 2 and %q", err, stderr.String(), want)
 	}

@@ -63,19 +63,20 @@ func TestLaunchSpecOf(t *testing.T) {
 // permissions, and nothing secret: the prompt names no passkey.
 func TestLaunchArgs(t *testing.T) {
 	const exe, word, prompt = "/opt/aipm", "aipm-hook", "PROMPT"
+	t.Run("claude", func(t *testing.T) { checkClaudeLaunchArgs(t, exe, word, prompt) })
+	t.Run("codex", func(t *testing.T) { checkCodexLaunchArgs(t, exe, word, prompt) })
+}
+
+// checkClaudeLaunchArgs: claude's --settings carry mcp-config's hooks and
+// the sandbox, its --mcp-config this aipm's server, its tools aipm's, and
+// each access level its permission mode.
+func checkClaudeLaunchArgs(t *testing.T, exe, word, prompt string) {
 	claude := claudeLaunchArgs(Spec{Client: "claude", Access: AccessProject}, exe, word, prompt)
-	value := func(args []string, flag string) string {
-		i := slices.Index(args, flag)
-		if i < 0 || i+1 >= len(args) {
-			t.Fatalf("%s missing in %q", flag, args)
-		}
-		return args[i+1]
-	}
 	var settings struct {
 		Hooks   json.RawMessage `json:"hooks"`
 		Sandbox map[string]bool `json:"sandbox"`
 	}
-	if err := json.Unmarshal([]byte(value(claude, "--settings")), &settings); err != nil {
+	if err := json.Unmarshal([]byte(flagValue(t, claude, "--settings")), &settings); err != nil {
 		t.Fatal(err)
 	}
 	want, _ := clientconfig.HooksDocument(clientconfig.ClaudeHookEvents(word))
@@ -86,23 +87,56 @@ func TestLaunchArgs(t *testing.T) {
 	if !sameJSON(settings.Hooks, wantDoc.Hooks) {
 		t.Errorf("claude's --settings hooks are\n%s\nwant\n%s", settings.Hooks, wantDoc.Hooks)
 	}
-	if !settings.Sandbox["enabled"] || value(claude, "--permission-mode") != "acceptEdits" || value(claude, "--allowedTools") != "mcp__aipm" {
+	if !settings.Sandbox["enabled"] || flagValue(t, claude, "--permission-mode") != "acceptEdits" || flagValue(t, claude, "--allowedTools") != "mcp__aipm" {
 		t.Errorf("claude with access project: %q", claude)
 	}
-	if got := value(claude, "--mcp-config"); got != `{"mcpServers":{"aipm":{"args":["serve"],"command":"/opt/aipm"}}}` {
+	if got := flagValue(t, claude, "--mcp-config"); got != `{"mcpServers":{"aipm":{"args":["serve"],"command":"/opt/aipm"}}}` {
 		t.Errorf("claude's --mcp-config is %s", got)
 	}
 	for access, mode := range map[string]string{AccessRead: "default", AccessFull: "bypassPermissions"} {
-		if got := value(claudeLaunchArgs(Spec{Client: "claude", Access: access}, exe, word, prompt), "--permission-mode"); got != mode {
+		if got := flagValue(t, claudeLaunchArgs(Spec{Client: "claude", Access: access}, exe, word, prompt), "--permission-mode"); got != mode {
 			t.Errorf("claude with access %s: permission mode %s, want %s", access, got, mode)
 		}
 	}
+}
 
+// checkCodexLaunchArgs: codex runs exec in the workspace sandbox with the
+// extra arguments and the prompt last, and its -c values, TOML as codex
+// parses them, give this aipm's server approved and mcp-config's hooks.
+func checkCodexLaunchArgs(t *testing.T, exe, word, prompt string) {
 	codex := codexLaunchArgs(Spec{Client: "codex", Access: AccessProject, Model: "m", Extra: []string{"--x"}}, exe, word, prompt)
-	if codex[0] != "exec" || value(codex, "--sandbox") != "workspace-write" || codex[len(codex)-1] != prompt || codex[len(codex)-2] != "--x" {
+	if codex[0] != "exec" || flagValue(t, codex, "--sandbox") != "workspace-write" || codex[len(codex)-1] != prompt || codex[len(codex)-2] != "--x" {
 		t.Errorf("codex: %q", codex)
 	}
 	// Every -c value is TOML, as codex parses it; the hooks are mcp-config's.
+	got := codexConfigValues(t, codex)
+	if got["mcp_servers.aipm.command"] != exe || got["mcp_servers.aipm.default_tools_approval_mode"] != "approve" {
+		t.Errorf("codex's server: %v", got)
+	}
+	for _, ev := range clientconfig.CodexHookEvents(word) {
+		raw, _ := json.Marshal(got["hooks."+ev.Name])
+		want, _ := json.Marshal([]clientconfig.HookGroup{ev.Group})
+		if !sameJSON(raw, want) {
+			t.Errorf("codex's hooks.%s is %s, want %s", ev.Name, raw, want)
+		}
+	}
+}
+
+// flagValue is the argument after flag in args; the test fails when there
+// is none.
+func flagValue(t *testing.T, args []string, flag string) string {
+	t.Helper()
+	i := slices.Index(args, flag)
+	if i < 0 || i+1 >= len(args) {
+		t.Fatalf("%s missing in %q", flag, args)
+	}
+	return args[i+1]
+}
+
+// codexConfigValues decodes codex's -c key=value arguments, each value as
+// TOML; the test fails on one that is not.
+func codexConfigValues(t *testing.T, codex []string) map[string]any {
+	t.Helper()
 	got := map[string]any{}
 	for i, a := range codex {
 		if a != "-c" {
@@ -115,16 +149,7 @@ func TestLaunchArgs(t *testing.T) {
 		}
 		got[key] = doc["v"]
 	}
-	if got["mcp_servers.aipm.command"] != exe || got["mcp_servers.aipm.default_tools_approval_mode"] != "approve" {
-		t.Errorf("codex's server: %v", got)
-	}
-	for _, ev := range clientconfig.CodexHookEvents(word) {
-		raw, _ := json.Marshal(got["hooks."+ev.Name])
-		want, _ := json.Marshal([]clientconfig.HookGroup{ev.Group})
-		if !sameJSON(raw, want) {
-			t.Errorf("codex's hooks.%s is %s, want %s", ev.Name, raw, want)
-		}
-	}
+	return got
 }
 
 // TestExampleLaunchCommands: config.example.toml's client commands are

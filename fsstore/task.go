@@ -181,7 +181,9 @@ type NewTask struct {
 	SourceMessageID string
 }
 
-// CreateTask writes a new task after checking its fields against cfg.
+// CreateTask writes a new task after checking its fields against cfg; it
+// starts in one of StartStatuses (NewTask.checkStatus), todo if none is
+// given.
 func (s *Store) CreateTask(ctx context.Context, cfg *storage.Config, in NewTask) (Task, error) {
 	title := strings.TrimSpace(in.Title)
 	if title == "" {
@@ -199,17 +201,11 @@ func (s *Store) CreateTask(ctx context.Context, cfg *storage.Config, in NewTask)
 	if in.Status == "" {
 		in.Status = StatusTodo
 	}
-	if err := CheckStatus(in.Status); err != nil {
+	if err := in.checkStatus(); err != nil {
 		return Task{}, err
-	}
-	if !StatusOpen(in.Status) || (in.NeedsApproval && in.Status == StatusInProgress) {
-		return Task{}, fmt.Errorf("a new task cannot start as %s: create it, then change its status", in.Status)
 	}
 	if err := storage.CheckAgentRef(cfg, in.Assignee, "assignee"); err != nil {
 		return Task{}, err
-	}
-	if in.Status == StatusInProgress && in.Assignee == "" {
-		return Task{}, errors.New("a task in progress needs an assignee: pass one")
 	}
 	if in.ParentID != "" {
 		if _, err := s.Task(in.ParentID); err != nil {
@@ -407,7 +403,7 @@ func (ch TaskChange) check(cfg *storage.Config) error {
 			}
 		}
 	}
-	if ch.Status == StatusBlocked && !ch.Report && strings.TrimSpace(ch.Reason) == "" {
+	if needsReason(ch.Status) && !ch.Report && strings.TrimSpace(ch.Reason) == "" {
 		return storage.CodeErr(storage.CodeReasonRequired, "say why the task is blocked: pass reason")
 	}
 	if ch.Assignee != nil {

@@ -14,8 +14,28 @@ import (
 var StartStatuses = []string{StatusBacklog, StatusTodo, StatusInProgress}
 
 // plannedStatuses are the statuses of planned work, not started: a task
-// waiting for approval starts in one.
+// waiting for approval starts in one, and they are the only ones
+// @@タスク調整 changes (checkPlanned).
 var plannedStatuses = []string{StatusBacklog, StatusTodo}
+
+// AdjustStatuses are the statuses @@タスク調整 may set
+// (update_task_from_chat), in workflow order: where a planned task may go
+// (the transitions from plannedStatuses), but a status that needs a reason
+// (needsReason), which the marker does not give: @@ブロック報告 blocks a
+// task, with its reason.
+var AdjustStatuses = adjustStatuses()
+
+// adjustStatuses computes AdjustStatuses from the transitions.
+func adjustStatuses() []string {
+	var out []string
+	for _, to := range Statuses {
+		reached := slices.ContainsFunc(plannedStatuses, func(from string) bool { return slices.Contains(transitions[from], to) })
+		if reached && !needsReason(to) {
+			out = append(out, to)
+		}
+	}
+	return out
+}
 
 // needsReason is the one rule of which status a change must say why it
 // sets (TaskChange.check): blocked, so that the task's assignee and its

@@ -80,3 +80,30 @@ func TestStopsWork(t *testing.T) {
 		}
 	}
 }
+
+// AdjustStatuses are exactly the statuses update_task_from_chat can set
+// on some planned task, asked by a sender with authority over it: tried
+// for every status from every planned one.
+func TestAdjustStatusesAreWhatChatCanSet(t *testing.T) {
+	s, cfg := leadAndCoder(t)
+	ctx := context.Background()
+	var set []string
+	for _, to := range Statuses {
+		for _, from := range plannedStatuses {
+			task, err := s.CreateTask(ctx, cfg, NewTask{Title: from + " to " + to, Assignee: "coder", Requester: "lead", Status: from})
+			if err != nil {
+				t.Fatal(err)
+			}
+			if _, err := s.FromChat().UpdateTask(ctx, cfg, "coder", "lead", task.ID, nil, to); err == nil {
+				set = append(set, to)
+				break
+			}
+		}
+	}
+	if !slices.Equal(set, AdjustStatuses) {
+		t.Fatalf("@@タスク調整 can set %v; AdjustStatuses says %v", set, AdjustStatuses)
+	}
+	if want := []string{StatusBacklog, StatusTodo, StatusInProgress, StatusCancelled}; !slices.Equal(AdjustStatuses, want) {
+		t.Fatalf("AdjustStatuses = %v, want %v", AdjustStatuses, want)
+	}
+}

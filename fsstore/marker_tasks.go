@@ -105,7 +105,7 @@ func (ct ChatTasks) UpdateTask(ctx context.Context, cfg *storage.Config, agent, 
 // 003): only while it is backlog or todo, so that chat never rewrites work
 // under way (its task session would not be told), ends it, or reopens it.
 func checkPlanned(t Task) error {
-	if t.Status != StatusBacklog && t.Status != StatusTodo {
+	if !slices.Contains(plannedStatuses, t.Status) {
 		return storage.CodeErr(storage.CodeTaskNotAdjustable, "task %s is %s: @@タスク調整 changes only backlog or todo tasks; ask a human to change it with aipm task status %s (or aipm interrupt for work in progress)", t.ID, t.Status, t.ID)
 	}
 	return nil

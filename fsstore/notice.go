@@ -408,7 +408,7 @@ func (n Notification) reportsStatus() bool {
 // taskStopped says whether task id is blocked or cancelled.
 func (s *Store) taskStopped(id string) bool {
 	t, err := s.Task(id)
-	return err == nil && (t.Status == StatusBlocked || t.Status == StatusCancelled)
+	return err == nil && StopsWork(t.Status)
 }
 
 // unreadStamps stamps the two files a session's unread notifications

@@ -32,9 +32,18 @@ type Interruption struct {
 	HandEdit bool
 }
 
-// interruptKind is the kind of the interrupt a status change to the key
-// causes.
-var interruptKind = map[string]string{StatusBlocked: interruptPause, StatusCancelled: interruptCancel}
+// interruptKind is the kind of the interrupt a status change to status
+// causes: cancel for a cancelled task, pause for any other stop
+// (StopsWork), none for a status that does not stop the work.
+func interruptKind(status string) string {
+	switch {
+	case !StopsWork(status):
+		return ""
+	case status == StatusCancelled:
+		return interruptCancel
+	}
+	return interruptPause
+}
 
 // HandEdit is who changed a task file by hand, as far as anyone knows.
 const HandEdit = "a human (hand edit of the task file)"
@@ -57,7 +66,7 @@ func (s *Store) WriteInterrupt(ctx context.Context, in Interruption) (Notificati
 	if in.Task != nil {
 		n.TaskID = in.Task.ID
 		if in.StatusChange {
-			n.Kind = interruptKind[in.Task.Status]
+			n.Kind = interruptKind(in.Task.Status)
 		}
 	}
 	switch {

@@ -89,6 +89,16 @@ type Task struct {
 // (the work may still happen).
 func StatusOpen(status string) bool { return status != StatusDone && status != StatusCancelled }
 
+// StopsWork is the one rule of a stop (DESIGN sections 6 and 11): a task
+// set to blocked or cancelled stops the work of its task session, blocked
+// until someone moves it back (an interrupt of kind pause), cancelled for
+// good (cancel). Everything that follows from a stop asks it: who is
+// interrupted (Interrupts, and the watcher for a hand edit), the kind of
+// the interrupt, whether an interrupt still stops a session, whether a
+// task session's wait ends, which status only a human lifts
+// (checkHumanStop), and which change carries a reason (CheckStatusReason).
+func StopsWork(status string) bool { return status == StatusBlocked || status == StatusCancelled }
+
 // CheckStatus reports whether s is a task status.
 func CheckStatus(s string) error {
 	return storage.CheckEnum("status", s, Statuses)
@@ -157,8 +167,7 @@ func (t Task) illegalEdit() string {
 // that was in progress to blocked or cancelled. The watcher calls it for
 // hand edits too.
 func Interrupts(before, after Task, by string) bool {
-	return before.Status == StatusInProgress &&
-		(after.Status == StatusBlocked || after.Status == StatusCancelled) &&
+	return before.Status == StatusInProgress && StopsWork(after.Status) &&
 		after.Assignee != "" && by != after.Assignee
 }
 
@@ -172,7 +181,9 @@ type NewTask struct {
 	SourceMessageID string
 }
 
-// CreateTask writes a new task after checking its fields against cfg.
+// CreateTask writes a new task after checking its fields against cfg; it
+// starts in one of StartStatuses (NewTask.checkStatus), todo if none is
+// given.
 func (s *Store) CreateTask(ctx context.Context, cfg *storage.Config, in NewTask) (Task, error) {
 	title := strings.TrimSpace(in.Title)
 	if title == "" {
@@ -190,17 +201,11 @@ func (s *Store) CreateTask(ctx context.Context, cfg *storage.Config, in NewTask)
 	if in.Status == "" {
 		in.Status = StatusTodo
 	}
-	if err := CheckStatus(in.Status); err != nil {
+	if err := in.checkStatus(); err != nil {
 		return Task{}, err
-	}
-	if !StatusOpen(in.Status) || (in.NeedsApproval && in.Status == StatusInProgress) {
-		return Task{}, fmt.Errorf("a new task cannot start as %s: create it, then change its status", in.Status)
 	}
 	if err := storage.CheckAgentRef(cfg, in.Assignee, "assignee"); err != nil {
 		return Task{}, err
-	}
-	if in.Status == StatusInProgress && in.Assignee == "" {
-		return Task{}, errors.New("a task in progress needs an assignee: pass one")
 	}
 	if in.ParentID != "" {
 		if _, err := s.Task(in.ParentID); err != nil {
@@ -398,7 +403,7 @@ func (ch TaskChange) check(cfg *storage.Config) error {
 			}
 		}
 	}
-	if ch.Status == StatusBlocked && !ch.Report && strings.TrimSpace(ch.Reason) == "" {
+	if needsReason(ch.Status) && !ch.Report && strings.TrimSpace(ch.Reason) == "" {
 		return storage.CodeErr(storage.CodeReasonRequired, "say why the task is blocked: pass reason")
 	}
 	if ch.Assignee != nil {
@@ -412,7 +417,7 @@ func (ch TaskChange) check(cfg *storage.Config) error {
 // (the tools, the CLI, the board); the CLI and the board also call it
 // before they open the project, to answer a usage error.
 func CheckStatusReason(status, reason string) error {
-	if reason != "" && status != StatusBlocked && status != StatusCancelled {
+	if reason != "" && !StopsWork(status) {
 		return storage.Kindf(storage.ErrInvalid, "a reason goes with blocked or cancelled, not %s: leave the reason out", status)
 	}
 	return nil
@@ -513,7 +518,7 @@ func checkStart(cfg *storage.Config, before, after Task) error {
 // by a human's change. by is who makes the change: for a marker, its
 // sender, so that a marker with a human's authority lifts it too.
 func checkHumanStop(c *storage.Config, before, after Task, by string) error {
-	if after.Status == before.Status || (before.Status != StatusBlocked && before.Status != StatusCancelled) {
+	if after.Status == before.Status || !StopsWork(before.Status) {
 		return nil
 	}
 	if !stoppedByHuman(c, before) || c.IsHuman(by) {

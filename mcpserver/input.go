@@ -65,15 +65,26 @@ func hex4(b []byte) (rune, bool) {
 	return r, true
 }
 
+// argsDescriber is an In type that describes some of its fields itself,
+// in words built from the rule that decides them (fsstore's lists), where
+// a description tag could only restate the rule by hand.
+type argsDescriber interface {
+	describeArgs(properties map[string]*jsonschema.Schema)
+}
+
 // inputSchema is In's inferred schema, tidied, with the allowed values of
 // its enum fields listed, so that a model sees them and the SDK refuses any
-// other value, the empty string too.
+// other value, the empty string too, and the descriptions In gives its
+// fields (argsDescriber).
 func inputSchema[In any](e enums) *jsonschema.Schema {
 	schema, err := jsonschema.For[In](nil)
 	if err != nil {
 		panic(err)
 	}
 	tidy(schema)
+	if d, ok := any(*new(In)).(argsDescriber); ok {
+		d.describeArgs(schema.Properties)
+	}
 	for field, allowed := range e {
 		p := schema.Properties[field]
 		if p == nil {

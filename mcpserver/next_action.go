@@ -180,7 +180,7 @@ const interruptGrace = 500 * time.Millisecond
 // task was set to blocked or cancelled: an interrupt may be on its way.
 func taskStopped(ses fsstore.Session, next fsstore.Next) bool {
 	return ses.Purpose == fsstore.PurposeTask && next.Action == fsstore.ActExit && next.Task != nil &&
-		(next.Task.Status == fsstore.StatusBlocked || next.Task.Status == fsstore.StatusCancelled)
+		fsstore.StopsWork(next.Task.Status)
 }
 
 // endOnInterrupt ends the call's wait if the session has an unread

@@ -3,7 +3,9 @@ package mcpserver
 import (
 	"context"
 	"fmt"
+	"strings"
 
+	"github.com/google/jsonschema-go/jsonschema"
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
 	"aipm/fsstore"
@@ -36,8 +38,21 @@ type RequestTaskIn struct {
 	Session
 	Title        string `json:"title,omitempty"`
 	Description  string `json:"description,omitempty"`
-	Priority     string `json:"priority,omitempty" jsonschema:"low, normal (default), high or urgent"`
+	Priority     string `json:"priority,omitempty"`
 	ParentTaskID string `json:"parent_task_id,omitempty"`
+}
+
+// describeArgs lists the priorities a task may have, from fsstore's list,
+// the default marked.
+func (RequestTaskIn) describeArgs(p map[string]*jsonschema.Schema) {
+	words := make([]string, len(fsstore.Priorities))
+	for i, pr := range fsstore.Priorities {
+		words[i] = pr
+		if pr == fsstore.DefaultPriority {
+			words[i] += " (default)"
+		}
+	}
+	p["priority"].Description = strings.Join(words, ", ")
 }
 
 type RequestTaskOut struct {
@@ -157,7 +172,15 @@ type UpdateTaskFromChatIn struct {
 	Session
 	TaskID      string  `json:"task_id"`
 	Description *string `json:"description,omitempty"`
-	Status      string  `json:"status,omitempty" jsonschema:"backlog, todo, in_progress, blocked, done or cancelled"`
+	Status      string  `json:"status,omitempty"`
+}
+
+// describeArgs lists the statuses @@タスク調整 may set, from fsstore's
+// rule (AdjustStatuses). They are not an enum: a status outside them is
+// refused by the store, with the reason (invalid_transition,
+// task_not_adjustable, reason_required).
+func (UpdateTaskFromChatIn) describeArgs(p map[string]*jsonschema.Schema) {
+	p["status"].Description = strings.Join(fsstore.AdjustStatuses, ", ")
 }
 
 func updateTaskFromChatTool() toolSpec {

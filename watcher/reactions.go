@@ -224,7 +224,7 @@ func reactTriggers(d *Daemon, p *Pass) error {
 // means it was done.
 func reactInterrupts(d *Daemon, p *Pass) error {
 	for _, t := range p.Tasks {
-		if t.Status != fsstore.StatusBlocked && t.Status != fsstore.StatusCancelled {
+		if !fsstore.StopsWork(t.Status) {
 			continue
 		}
 		ses, ok := p.liveSession(t.Assignee, fsstore.PurposeTask)

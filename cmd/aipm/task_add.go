@@ -37,17 +37,11 @@ project's only human). A task may start in progress if it has an assignee.`,
 			if !slices.Contains(fsstore.Priorities, o.Task.Priority) {
 				return usageError("task add: priority %q is invalid: use one of %s", o.Task.Priority, strings.Join(fsstore.Priorities, ", "))
 			}
-			if err := fsstore.CheckStatus(o.Task.Status); err != nil {
+			if err := fsstore.CheckStartStatus(o.Task.Status); err != nil {
 				return usageError("task add: %v", err)
 			}
-			switch o.Task.Status {
-			case fsstore.StatusBacklog, fsstore.StatusTodo:
-			case fsstore.StatusInProgress:
-				if o.Task.Assignee == "" {
-					return usageError("task add: a task in progress needs an assignee: pass --assignee AGENT")
-				}
-			default:
-				return usageError("task add: a new task cannot start as %s: use backlog, todo or in_progress, then change its status", o.Task.Status)
+			if o.Task.Status == fsstore.StatusInProgress && o.Task.Assignee == "" {
+				return usageError("task add: a task in progress needs an assignee: pass --assignee AGENT")
 			}
 			if runF != nil {
 				return runF(o)
@@ -59,7 +53,7 @@ project's only human). A task may start in progress if it has an assignee.`,
 	f.StringVar(&o.Task.Description, "description", "", "details of the work")
 	f.StringVar(&o.Task.Assignee, "assignee", "", "the agent who does the work")
 	f.StringVar(&o.Task.Priority, "priority", fsstore.DefaultPriority, strings.Join(fsstore.Priorities, ", "))
-	f.StringVar(&o.Task.Status, "status", fsstore.StatusTodo, "backlog, todo or in_progress")
+	f.StringVar(&o.Task.Status, "status", fsstore.StatusTodo, strings.Join(fsstore.StartStatuses, ", "))
 	f.StringVar(&o.Task.ParentID, "parent", "", "the parent task's id (or a unique start of it)")
 	f.StringVar(&o.As, "as", "", "who requests it (default $AIPM_AS, else the only human)")
 	f.BoolVar(&o.JSON, "json", false, "print the new task as JSON")

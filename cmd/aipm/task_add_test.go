@@ -27,6 +27,7 @@ func TestTaskAddFlags(t *testing.T) {
 		{args: []string{"a", "b"}, code: exitUsage},
 		{args: []string{"x", "--priority", "whenever"}, code: exitUsage},
 		{args: []string{"x", "--status", "done"}, code: exitUsage},
+		{args: []string{"x", "--status", "blocked"}, code: exitUsage},
 		{args: []string{"x", "--status", "in_progress"}, code: exitUsage},
 		{args: []string{"x", "--colour"}, code: exitUsage},
 	} {

@@ -57,7 +57,7 @@ func CheckStartStatus(status string) error {
 	return nil
 }
 
-// checkStatus is CreateTask's check of the status in starts in,
+// checkStatus is CreateTask's check of the status in starts in
 // (CheckStartStatus) and of what that status asks of the rest of in: a
 // task in progress has an assignee, and needs no approval (a task waiting
 // for approval cannot be started).

@@ -55,7 +55,7 @@ func (s *Store) AgentOfPasskey(ctx context.Context, cfg *storage.Config, passkey
 	if err := s.files.ReadDoc(s.files.BearerPath(), &doc); err != nil && !errors.Is(err, storage.ErrNotFound) {
 		return "", err
 	}
-	now := storage.TestHookAuthNow().UTC()
+	now := s.files.Now().UTC()
 	var compared []string
 	var wait *storage.BackoffError
 	for _, a := range cfg.Agents {

@@ -75,7 +75,7 @@ func (s *Files) GuardCredential(ctx context.Context, agent string, check func() 
 		return err
 	}
 	defer unlock()
-	now := TestHookAuthNow().UTC()
+	now := s.Now().UTC()
 	var f AuthFailures
 	exists := true
 	if err := s.ReadDoc(path, &f); err != nil {
@@ -104,5 +104,7 @@ func (s *Files) GuardCredential(ctx context.Context, agent string, check func() 
 	return err
 }
 
-// testHookAuthNow, in tests, is the clock of guardCredential.
-var TestHookAuthNow = time.Now
+// Now is the time by the clock of the credential back-offs
+// (GuardCredential, and fsstore's bearer tokens): time.Now, but in tests
+// that stop it (SetClock).
+func (s *Files) Now() time.Time { return s.seams.now() }

@@ -94,7 +94,7 @@ type ReadOptions struct {
 	// sent copies) pays for them once, not on every peek.
 	ScanKey string
 	// Advance, on a peek from the committed cursor (no Session) that passed
-	// over at least advanceAfter bytes of records Match refused, moves the
+	// over at least 1 MiB (SetAdvanceAfter) of records Match refused, moves the
 	// committed cursor past them, as the next read would, so that the next
 	// process does not pass over them again. Only for a Match that every
 	// reader of the stream uses.
@@ -112,10 +112,6 @@ type ReadOptions struct {
 	// new, not for the backlog.
 	SkipTo Mark
 }
-
-// advanceAfter is how much a peek must pass over before it moves the
-// committed cursor (a locked, durable write) past it.
-var AdvanceAfter int64 = 1 << 20
 
 // passedOver is how many bytes lie between cursors from and to of one file
 // (everything up to to when the file was replaced).
@@ -357,7 +353,7 @@ func (s *Files) peekUnread(ctx context.Context, logPath, cursorPath, stream stri
 	if key != "" {
 		s.io.peeks.Put(key, peekScan{from: start, to: to})
 	}
-	if opt.Advance && opt.Session == "" && passedOver(start, to) >= AdvanceAfter {
+	if opt.Advance && opt.Session == "" && passedOver(start, to) >= s.seams.advanceAfter {
 		s.advanceCursor(ctx, cursorPath, stream, start, to)
 	}
 	return res, nil

@@ -2,7 +2,7 @@
 // project's .ai-pm/ directory is stored, knowing nothing of what a message,
 // a task or a session means.
 //
-// It holds the handle Files (the Layout, the durability in force, the
+// It holds the handle Files (the layout, the durability in force, the
 // append descriptors this process keeps), every path (layout.go), the
 // identifiers and their checks (ids.go), the errors and their codes
 // (errors.go), the limits of stored fields (limits.go), the config's

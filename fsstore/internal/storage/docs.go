@@ -98,10 +98,6 @@ type settler interface{ Settle() }
 // to a document that someone kept rewriting under it.
 const casAttempts = 8
 
-// testHookBeforeWrite, in tests, runs between UpdateDoc's read and its
-// write: where an editor's save would race it.
-var TestHookBeforeWrite func(path string)
-
 // UpdateDoc is the read-modify-write of DESIGN section 4 rules 3 and 8: it
 // holds the collection lock of path's directory, reads the document (and
 // its identity) into a fresh T (exists says whether there was one), calls
@@ -147,8 +143,8 @@ func UpdateDocHeld[T any](ctx context.Context, s *Files, path string, perm os.Fi
 			editErr = fmt.Errorf("write %s: %w", s.Rel(path), err)
 			return nil, editErr
 		}
-		if TestHookBeforeWrite != nil {
-			TestHookBeforeWrite(path)
+		if s.seams.beforeWrite != nil {
+			s.seams.beforeWrite(path)
 		}
 		return out, nil
 	})

@@ -93,7 +93,7 @@ var lockOrder = [rankCount]string{
 
 // lockRank is the rank of the lock at path (registered with
 // lockedfile.RankLocks by Open): its place in the layout, or no rank.
-func (l Layout) lockRank(path string) lockedfile.Rank {
+func (l layout) lockRank(path string) lockedfile.Rank {
 	rel, err := filepath.Rel(l.root, path)
 	if err != nil || rel == ".." || strings.HasPrefix(rel, ".."+string(filepath.Separator)) {
 		return lockedfile.Rank{}

@@ -33,7 +33,7 @@ type receipt struct {
 }
 
 // receiptsPath holds the agent's receipts.
-func (l Layout) receiptsPath(agent string) (string, error) {
+func (l layout) receiptsPath(agent string) (string, error) {
 	return l.agentFile(agent, "receipts.jsonl")
 }
 

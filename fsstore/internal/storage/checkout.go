@@ -158,13 +158,13 @@ func (s *Files) cursorsToEnd(ctx context.Context, agent string) error {
 	if err != nil {
 		return err
 	}
-	none := ReadOptions{Match: func(Record) bool { return false }}
+	none := ReadOptions{ReadOptions: lockedfile.ReadOptions{Match: func(Record) bool { return false }}}
 	_, err = UpdateDoc(ctx, s, cursorPath, ModeFile, func(cursors *Cursors, _ bool) error {
-		_, _, chatEnd, err := s.readPast(chat, CursorOf(*cursors, StreamChat).Cursor, none)
+		_, chatEnd, err := s.readPast(chat, CursorOf(*cursors, StreamChat).Cursor, none)
 		if err != nil {
 			return err
 		}
-		_, _, notesEnd, err := s.readPast(notes, CursorOf(*cursors, StreamNotifications).Cursor, none)
+		_, notesEnd, err := s.readPast(notes, CursorOf(*cursors, StreamNotifications).Cursor, none)
 		if err != nil {
 			return err
 		}

@@ -178,7 +178,7 @@ func TestCloneResetFinishedAfterKill(t *testing.T) {
 // read cursors (or passkeys) of its own, so it is no clone.
 func TestCheckoutWithoutMarkerKeepsReadState(t *testing.T) {
 	s := usedProject(t, 3)
-	if _, err := s.ReadUnread(context.Background(), "bob", StreamChat, ReadOptions{Limit: 1}); err != nil {
+	if _, err := s.ReadUnread(context.Background(), "bob", StreamChat, ReadOptions{ReadOptions: lockedfile.ReadOptions{Limit: 1}}); err != nil {
 		t.Fatal(err)
 	}
 	os.Remove(s.localMarkerPath())

@@ -9,6 +9,8 @@ import (
 	"strings"
 	"sync"
 	"testing"
+
+	"aipm/internal/lockedfile"
 )
 
 // Writers and readers in separate processes on one file and one cursor:
@@ -110,15 +112,15 @@ func TestCursorLimitPeekAndMatch(t *testing.T) {
 	chat, _ := s.ChatPath("bob")
 	ids := []string{NewID(PrefixMessage), NewID(PrefixMessage), NewID(PrefixMessage), NewID(PrefixMessage)}
 	writeIDs(t, s, chat, ids...)
-	if got := readIDs(t, s, "bob", ReadOptions{Limit: 2, Peek: true}); strings.Join(got, ",") != strings.Join(ids[:2], ",") {
+	if got := readIDs(t, s, "bob", ReadOptions{ReadOptions: lockedfile.ReadOptions{Limit: 2}, Peek: true}); strings.Join(got, ",") != strings.Join(ids[:2], ",") {
 		t.Fatalf("peek %v", got)
 	}
-	res, _ := s.ReadUnread(context.Background(), "bob", StreamChat, ReadOptions{Limit: 2})
+	res, _ := s.ReadUnread(context.Background(), "bob", StreamChat, ReadOptions{ReadOptions: lockedfile.ReadOptions{Limit: 2}})
 	if len(res.Records) != 2 || !res.More || idOf(res.Records[0]) != ids[0] {
 		t.Fatalf("first read: %d records, more=%v", len(res.Records), res.More)
 	}
 	skip := ids[2]
-	got := readIDs(t, s, "bob", ReadOptions{Match: func(r Record) bool { return idOf(r) != skip }})
+	got := readIDs(t, s, "bob", ReadOptions{ReadOptions: lockedfile.ReadOptions{Match: func(r Record) bool { return idOf(r) != skip }}})
 	if strings.Join(got, ",") != ids[3] {
 		t.Fatalf("second read %v, want [%s]", got, ids[3])
 	}
@@ -148,7 +150,7 @@ func TestCursorSurvivesEditorReplace(t *testing.T) {
 		ids = append(ids, NewID(PrefixMessage))
 	}
 	writeIDs(t, s, chat, ids...)
-	if got := readIDs(t, s, "bob", ReadOptions{Limit: 3}); len(got) != 3 {
+	if got := readIDs(t, s, "bob", ReadOptions{ReadOptions: lockedfile.ReadOptions{Limit: 3}}); len(got) != 3 {
 		t.Fatalf("read %v", got)
 	}
 	data, _ := os.ReadFile(chat)

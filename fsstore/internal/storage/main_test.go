@@ -13,6 +13,7 @@ import (
 	"testing"
 	"time"
 
+	"aipm/internal/lockedfile"
 	"github.com/tidwall/gjson"
 )
 
@@ -138,7 +139,7 @@ func helperRead(h *helperProc) error {
 	stop := filepath.Join(h.dir, "stop")
 	for {
 		_, stopErr := os.Stat(stop)
-		res, err := h.files.ReadUnread(h.ctx, h.arg, StreamChat, ReadOptions{Limit: 1 + os.Getpid()%7})
+		res, err := h.files.ReadUnread(h.ctx, h.arg, StreamChat, ReadOptions{ReadOptions: lockedfile.ReadOptions{Limit: 1 + os.Getpid()%7}})
 		if err != nil {
 			return err
 		}

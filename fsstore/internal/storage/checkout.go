@@ -186,7 +186,7 @@ func (s *Files) cursorsToEnd(ctx context.Context, agent string) error {
 	return nil
 }
 
-// writeInitMarker writes the marker of a new project into its tree, dir,
+// WriteInitMarker writes the marker of a new project into its tree, dir,
 // before Init renames it into place (the rename keeps the inode).
 func WriteInitMarker(dir string) error {
 	fi, err := os.Stat(dir)

@@ -57,6 +57,8 @@ const (
 // NotificationStream is the notifications cursor of a session purpose.
 func NotificationStream(purpose string) string { return StreamNotifications + "." + purpose }
 
+// StreamPath is the log agent's stream reads: the chat log, or the
+// notifications log for any notifications stream.
 func (s *Files) StreamPath(agent, stream string) (string, error) {
 	switch {
 	case stream == StreamChat:
@@ -147,7 +149,7 @@ type peekScan struct{ from, to Cursor }
 // whose Skipped says a peek started at ReadOptions.SkipTo.
 type ReadResult = lockedfile.ReadResult
 
-// readCursors reads an agent's read.json; a damaged one is an error that
+// ReadCursors reads an agent's read.json; a damaged one is an error that
 // says what to do, never "nothing read yet". While one stat says the file
 // is the one this process read last (it is replaced by rename: a new
 // version is a new inode), what was read then is reused: a copy the
@@ -190,7 +192,7 @@ func (c Cursors) clone() Cursors {
 	return out
 }
 
-// cursorOf is cursors[stream]; a per-purpose notifications cursor not
+// CursorOf is cursors[stream]; a per-purpose notifications cursor not
 // written yet starts where the older shared one was.
 func CursorOf(cursors Cursors, stream string) StreamCursor {
 	sc, ok := cursors[stream]
@@ -200,7 +202,7 @@ func CursorOf(cursors Cursors, stream string) StreamCursor {
 	return sc
 }
 
-// startFor is where session reads from: after its own pending batch, or at
+// StartFor is where session reads from: after its own pending batch, or at
 // the committed cursor, with another session's unacknowledged batch marked
 // for redelivery.
 func StartFor(sc StreamCursor, session string) Cursor {
@@ -369,6 +371,8 @@ func advanced(sc StreamCursor, start, next Cursor, session string, handed bool) 
 	return sc, !EqualStream(sc, before)
 }
 
+// EqualStream says whether a and b are the same place with the same
+// pending batch (its session and end).
 func EqualStream(a, b StreamCursor) bool {
 	if !equalCursor(a.Cursor, b.Cursor) || (a.Pending == nil) != (b.Pending == nil) {
 		return false
@@ -422,7 +426,7 @@ func (s *Files) AcknowledgeShown(ctx context.Context, agent, session, via string
 	return err
 }
 
-// acknowledgeWhere commits the batches handed to session in agent's streams
+// AcknowledgeWhere commits the batches handed to session in agent's streams
 // that `in` accepts (it sees each stream's batch), and returns the chat
 // messages it committed; kept says the session still holds a batch only
 // shown (PendingBatch.Shown) that `in` left.
@@ -463,7 +467,7 @@ func (s *Files) AcknowledgeWhere(ctx context.Context, agent, session, via string
 	return read, kept, nil
 }
 
-// recordIDs are the ids of recs (JSON objects with an id: ReadPast's rule).
+// RecordIDs are the ids of recs (JSON objects with an id: ReadPast's rule).
 func RecordIDs(recs []Record) []string {
 	ids := make([]string, 0, len(recs))
 	for _, r := range recs {
@@ -472,7 +476,7 @@ func RecordIDs(recs []Record) []string {
 	return ids
 }
 
-// holdsBatchIn says whether session holds a batch that `in` accepts.
+// HoldsBatchIn says whether session holds a batch that `in` accepts.
 func HoldsBatchIn(cursors Cursors, session string, in func(stream string, p *PendingBatch) bool) bool {
 	for stream, sc := range cursors {
 		if sc.Pending != nil && sc.Pending.Session == session && in(stream, sc.Pending) {
@@ -504,7 +508,7 @@ func (m Mark) Cursor() Cursor {
 	return Cursor{Offset: m.Offset, Line: m.Line, Inode: m.Inode, LastID: m.ID}
 }
 
-// covers says whether the record starting at offset of the file with
+// Covers says whether the record starting at offset of the file with
 // inode lies before m.
 func (m Mark) Covers(inode uint64, offset int64) bool {
 	return m.Inode == inode && offset < m.Offset

@@ -90,7 +90,7 @@ func layoutOf(projectDir string) layout {
 	return layout{project: projectDir, root: filepath.Join(projectDir, DirName)}
 }
 
-// openFiles opens the .ai-pm/ directory of projectDir (Open, OpenToCheck).
+// OpenFiles opens the .ai-pm/ directory of projectDir (Open, OpenToCheck).
 func OpenFiles(projectDir string, refuseNetwork bool) (*Files, error) {
 	abs, err := filepath.Abs(projectDir)
 	if err != nil {
@@ -170,9 +170,11 @@ func (s *Files) setDurability(cfg *Config) {
 	s.Durable.Store(cfg.Defaults.Durability != DurableNone)
 }
 
-// ProjectDir is the project directory; Root is its .ai-pm directory.
+// ProjectDir is the project directory.
 func (l layout) ProjectDir() string { return l.project }
-func (l layout) Root() string       { return l.root }
+
+// Root is the project's .ai-pm directory.
+func (l layout) Root() string { return l.root }
 
 // Rel returns path relative to the project directory, for messages.
 func (l layout) Rel(path string) string {
@@ -196,6 +198,8 @@ const (
 // compares a path against every live lease.
 const leasesDir = "leases"
 
+// IdPrefixOf is the id prefix of each collection of id documents
+// (<collection>/<id>.json); pending/ and runs/ have none.
 var IdPrefixOf = map[string]string{
 	Conversations: PrefixConversation,
 	Delegations:   PrefixDelegation,
@@ -203,10 +207,20 @@ var IdPrefixOf = map[string]string{
 	Sessions:      PrefixSession,
 }
 
-func (l layout) ConfigPath() string            { return filepath.Join(l.root, "config.toml") }
-func (l layout) LeasesPath() string            { return filepath.Join(l.root, leasesDir, "leases.json") }
-func (l layout) QuarantineDir() string         { return filepath.Join(l.root, "quarantine") }
-func (l layout) AgentsDir() string             { return filepath.Join(l.root, "agents") }
+// ConfigPath is config.toml, the project's configuration.
+func (l layout) ConfigPath() string { return filepath.Join(l.root, "config.toml") }
+
+// LeasesPath is leases/leases.json, every live lease of the project.
+func (l layout) LeasesPath() string { return filepath.Join(l.root, leasesDir, "leases.json") }
+
+// QuarantineDir is quarantine/, where doctor --repair keeps the bad lines
+// it takes out of a log.
+func (l layout) QuarantineDir() string { return filepath.Join(l.root, "quarantine") }
+
+// AgentsDir is agents/, which holds a directory per agent.
+func (l layout) AgentsDir() string { return filepath.Join(l.root, "agents") }
+
+// CollectionDir is the directory of collection c (Tasks, Sessions, ...).
 func (l layout) CollectionDir(c string) string { return filepath.Join(l.root, c) }
 
 // AgentDir is agents/<agent>/; the id is checked first.
@@ -228,7 +242,8 @@ func (l layout) agentFile(agent, name string) (string, error) {
 // ChatPath is the agent's chat log, inbox and outbox (DESIGN section 3).
 func (l layout) ChatPath(agent string) (string, error) { return l.agentFile(agent, "chat.jsonl") }
 
-// readCursorPath holds the agent's read cursors into its own files.
+// ReadCursorPath is agents/<agent>/read.json, the agent's read cursors
+// into its own logs.
 func (l layout) ReadCursorPath(agent string) (string, error) { return l.agentFile(agent, "read.json") }
 
 // NotificationsPath holds notifications addressed to the agent.
@@ -292,7 +307,7 @@ func (l layout) dirMode(dir string) os.FileMode {
 	return ModeDir
 }
 
-// ensureAgentDir creates agents/<agent>/ if it is missing (an agent added to
+// EnsureAgentDir creates agents/<agent>/ if it is missing (an agent added to
 // config.toml by hand has none until its first message).
 func (s *Files) EnsureAgentDir(agent string) error {
 	dir, err := s.AgentDir(agent)
@@ -340,9 +355,16 @@ func (s *Files) WatchedDirs() []string {
 // which the next reader drops). A project without sessions/by-agent/ (made
 // by an older aipm, or a human who removed it) gets it rebuilt from every
 // session document, once, by the first writer that finds it missing.
+
+// SessionIndexDir is the directory of the session index inside sessions/.
 const SessionIndexDir = "by-agent"
 
-func (l layout) BearerPath() string     { return filepath.Join(l.root, "bearer.json") }
+// BearerPath is bearer.json, the wrong bearer tokens in a row per AI agent
+// (fsstore's AgentOfPasskey).
+func (l layout) BearerPath() string { return filepath.Join(l.root, "bearer.json") }
+
+// BearerLockPath is bearer.lock, taken while bearer.json is read and
+// written.
 func (l layout) BearerLockPath() string { return filepath.Join(l.root, "bearer.lock") }
 
 // CompactionPath is the record of what compaction dropped from the
@@ -352,4 +374,6 @@ func (l layout) CompactionPath(agent string) (string, error) {
 	return l.agentFile(agent, "compacted.json")
 }
 
+// CompactLockPath is compact.lock, held while a compaction of the
+// project's logs runs (one at a time).
 func (l layout) CompactLockPath() string { return filepath.Join(l.root, "compact.lock") }

@@ -137,7 +137,7 @@ func checkLocal(root string) error {
 	return nil
 }
 
-// checkLocalProject refuses to create .ai-pm/ in a project directory on a
+// CheckLocalProject refuses to create .ai-pm/ in a project directory on a
 // network filesystem (Init, before it writes anything). A directory that
 // does not exist is left to Init's own error.
 func CheckLocalProject(dir string) error {
@@ -153,7 +153,7 @@ func CheckLocalProject(dir string) error {
 	return nil
 }
 
-// filesystemProblems is doctor's report of a network filesystem (Open
+// FilesystemProblems is doctor's report of a network filesystem (Open
 // refuses one; OpenToCheck lets doctor in to say so), and whether it was
 // found: repair is then withheld, since another host may be writing the
 // lines it would move.

@@ -50,7 +50,7 @@ const (
 	// compacted.json and auth.json, and what is done under them: a marked
 	// operation (WithMarker: a task's collection lock and document,
 	// appends), a compaction of its logs (a log's lock, then
-	// compacted.json's), a check of a passkey (guardCredential).
+	// compacted.json's), a check of a passkey (GuardCredential).
 	rankAgent
 	// A collection's lock, <collection>/.lock (conversations, tasks,
 	// delegations, sessions, pending, runs): the read-check-write of its

@@ -24,7 +24,7 @@ var authClock = time.Date(2030, 1, 2, 3, 4, 5, 0, time.UTC)
 // with a wrong one and prints "checked" (the passkey was checked) or
 // "backoff" (refused before checking).
 func helperAuthWrong(h *helperProc) error {
-	storage.TestHookAuthNow = func() time.Time { return authClock }
+	h.store.setClock(func() time.Time { return authClock })
 	for {
 		if _, err := os.Stat(filepath.Join(h.dir, "go")); err == nil {
 			break

@@ -9,6 +9,7 @@ import (
 	"os"
 	"strings"
 	"sync"
+	"time"
 
 	"aipm/fsstore/internal/storage"
 	"aipm/internal/lockedfile"
@@ -37,11 +38,8 @@ func (s *Store) AgentOfPasskey(ctx context.Context, cfg *storage.Config, passkey
 		return "", storage.Kindf(storage.ErrBadPasskey, "%v", err)
 	}
 	key := sha256.Sum256([]byte(passkey))
-	if agent, ok := s.caches.bearers.get(key); ok {
-		if a, configured := cfg.Agent(agent); configured && a.Type == storage.AgentAI && s.bearerStampOK(agent, key) {
-			return agent, nil
-		}
-		s.caches.bearers.forget(key)
+	if agent, ok := s.cachedBearer(cfg, key); ok {
+		return agent, nil
 	}
 	if !passkeyShaped(passkey) {
 		return "", storage.ErrBadPasskey
@@ -51,13 +49,57 @@ func (s *Store) AgentOfPasskey(ctx context.Context, cfg *storage.Config, passkey
 		return "", fmt.Errorf("lock %s: %w", s.files.Rel(s.files.BearerLockPath()), err)
 	}
 	defer unlock()
-	var doc bearerFailures
-	if err := s.files.ReadDoc(s.files.BearerPath(), &doc); err != nil && !errors.Is(err, storage.ErrNotFound) {
+	doc, err := s.loadBearerFailures()
+	if err != nil {
 		return "", err
 	}
-	now := storage.TestHookAuthNow().UTC()
-	var compared []string
-	var wait *storage.BackoffError
+	now := s.files.Now().UTC()
+	scan, err := s.scanPasskeys(cfg, doc, passkey, now)
+	switch {
+	case err != nil:
+		return "", err
+	case scan.agent == "":
+		return "", s.countBearerMiss(cfg, doc, scan, now)
+	}
+	if err := s.forgetBearerFailures(cfg, doc, scan.agent); err != nil {
+		return "", err
+	}
+	s.caches.bearers.put(key, scan.agent, scan.stamp)
+	return scan.agent, nil
+}
+
+// cachedBearer is the agent whose passkey has the hash key, as found
+// before, while that still holds: it is one of cfg's AI agents and its
+// passkey.json keeps the stamp it had then. An entry that no longer holds
+// is forgotten.
+func (s *Store) cachedBearer(cfg *storage.Config, key [32]byte) (string, bool) {
+	agent, ok := s.caches.bearers.get(key)
+	if !ok {
+		return "", false
+	}
+	if a, configured := cfg.Agent(agent); configured && a.Type == storage.AgentAI && s.bearerStampOK(agent, key) {
+		return agent, true
+	}
+	s.caches.bearers.forget(key)
+	return "", false
+}
+
+// passkeyScan is what a comparison of a bearer token with the AI agents'
+// passkeys found (scanPasskeys).
+type passkeyScan struct {
+	agent    string           // the agent whose passkey it is ("": none)
+	stamp    lockedfile.Stamp // that agent's passkey.json's stamp before the comparison
+	compared []string         // the agents it was compared with and is not the passkey of
+	// wait, when an agent was passed over because its back-off is not
+	// over, is the refusal until the first of those back-offs ends.
+	wait *storage.BackoffError
+}
+
+// scanPasskeys compares passkey with the passkey of each AI agent of cfg
+// that has one, in cfg's order, until one is it; an agent whose back-off
+// in doc is not over at now is passed over, not compared with.
+func (s *Store) scanPasskeys(cfg *storage.Config, doc bearerFailures, passkey string, now time.Time) (passkeyScan, error) {
+	var scan passkeyScan
 	for _, a := range cfg.Agents {
 		if a.Type != storage.AgentAI {
 			continue
@@ -71,33 +113,54 @@ func (s *Store) AgentOfPasskey(ctx context.Context, cfg *storage.Config, passkey
 			continue
 		}
 		if f := doc.Agents[a.ID]; now.Before(f.NotBefore) {
-			if wait == nil || f.NotBefore.Before(wait.Until) {
-				wait = &storage.BackoffError{Failures: f.Failures, Until: f.NotBefore, Now: now}
+			if scan.wait == nil || f.NotBefore.Before(scan.wait.Until) {
+				scan.wait = &storage.BackoffError{Failures: f.Failures, Until: f.NotBefore, Now: now}
 			}
 			continue
 		}
 		err = s.checkPasskey(a.ID, passkey)
 		switch {
 		case errors.Is(err, storage.ErrBadPasskey):
-			compared = append(compared, a.ID)
+			scan.compared = append(scan.compared, a.ID)
 			continue
 		case err != nil:
-			return "", err
+			return scan, err
 		}
-		if _, failed := doc.Agents[a.ID]; failed {
-			delete(doc.Agents, a.ID)
-			if err := s.writeBearerFailures(cfg, doc); err != nil {
-				return "", err
-			}
-		}
-		s.caches.bearers.put(key, a.ID, before)
-		return a.ID, nil
+		scan.agent, scan.stamp = a.ID, before
+		return scan, nil
 	}
-	if len(compared) > 0 {
+	return scan, nil
+}
+
+// loadBearerFailures reads bearer.json (none yet: no failures).
+func (s *Store) loadBearerFailures() (bearerFailures, error) {
+	var doc bearerFailures
+	if err := s.files.ReadDoc(s.files.BearerPath(), &doc); err != nil && !errors.Is(err, storage.ErrNotFound) {
+		return bearerFailures{}, err
+	}
+	return doc, nil
+}
+
+// forgetBearerFailures clears the wrong tokens in a row counted for agent,
+// whose passkey a token just was.
+func (s *Store) forgetBearerFailures(cfg *storage.Config, doc bearerFailures, agent string) error {
+	if _, failed := doc.Agents[agent]; !failed {
+		return nil
+	}
+	delete(doc.Agents, agent)
+	return s.writeBearerFailures(cfg, doc)
+}
+
+// countBearerMiss records a token that was no agent's passkey, as a
+// failure at now for every agent the scan compared it with, and returns
+// the answer: the scan's wait if an agent was passed over, else
+// ErrBadPasskey.
+func (s *Store) countBearerMiss(cfg *storage.Config, doc bearerFailures, scan passkeyScan, now time.Time) error {
+	if len(scan.compared) > 0 {
 		if doc.Agents == nil {
 			doc.Agents = map[string]storage.AuthFailures{}
 		}
-		for _, agent := range compared {
+		for _, agent := range scan.compared {
 			f := doc.Agents[agent]
 			f.Failures++
 			f.LastFailureAt = now
@@ -105,13 +168,13 @@ func (s *Store) AgentOfPasskey(ctx context.Context, cfg *storage.Config, passkey
 			doc.Agents[agent] = f
 		}
 		if err := s.writeBearerFailures(cfg, doc); err != nil {
-			return "", fmt.Errorf("%w (and the failure could not be counted: %v)", storage.ErrBadPasskey, err)
+			return fmt.Errorf("%w (and the failure could not be counted: %v)", storage.ErrBadPasskey, err)
 		}
 	}
-	if wait != nil {
-		return "", wait
+	if scan.wait != nil {
+		return scan.wait
 	}
-	return "", storage.ErrBadPasskey
+	return storage.ErrBadPasskey
 }
 
 // bearerFailures is bearer.json: per AI agent, the bearer tokens in a row

@@ -50,8 +50,7 @@ func TestAgentOfPasskeyBackoff(t *testing.T) {
 		t.Fatal(err)
 	}
 	now := time.Date(2030, 1, 2, 3, 4, 5, 0, time.UTC)
-	defer func(old func() time.Time) { storage.TestHookAuthNow = old }(storage.TestHookAuthNow)
-	storage.TestHookAuthNow = func() time.Time { return now }
+	s.setClock(func() time.Time { return now })
 
 	for _, token := range []string{"${AIPM_PASSKEY}", "aipk_short", strings.Repeat("x", 43)} {
 		if _, err := s.AgentOfPasskey(ctx, cfg, token); !errors.Is(err, storage.ErrBadPasskey) {
@@ -107,7 +106,7 @@ func TestAgentOfPasskeyBackoff(t *testing.T) {
 // token and prints "checked" (compared with the agent's passkey) or
 // "backoff" (refused before).
 func helperBearerWrong(h *helperProc) error {
-	storage.TestHookAuthNow = func() time.Time { return authClock }
+	h.store.setClock(func() time.Time { return authClock })
 	cfg, err := h.store.files.LoadConfig()
 	if err != nil {
 		return err

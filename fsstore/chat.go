@@ -257,7 +257,7 @@ func flushBoth(in, out func() error) (inErr, outErr error) {
 // (unless peek; a peek may move it past a long run of the agent's own sent
 // copies, as ReadOptions.Advance says).
 func (s *Store) Unread(ctx context.Context, agent string, limit int, peek bool) ([]Message, bool, error) {
-	res, err := s.files.ReadUnread(ctx, agent, storage.StreamChat, storage.ReadOptions{Limit: limit, Match: fromOthers(agent), Peek: peek, ScanKey: "from-others", Advance: true})
+	res, err := s.files.ReadUnread(ctx, agent, storage.StreamChat, storage.ReadOptions{ReadOptions: lockedfile.ReadOptions{Limit: limit, Match: fromOthers(agent)}, Peek: peek, ScanKey: "from-others", Advance: true})
 	if err != nil {
 		return nil, false, err
 	}
@@ -276,7 +276,7 @@ func (s *Store) Unread(ctx context.Context, agent string, limit int, peek bool) 
 // session proves they were (Acknowledge), or come again (Unhand); a message
 // that may have reached a client before comes back with Redelivered set.
 func (s *Store) Deliver(ctx context.Context, ses Session, limit int) ([]Message, bool, error) {
-	res, err := s.files.ReadUnread(ctx, ses.Agent, storage.StreamChat, storage.ReadOptions{Limit: limit, Match: fromOthers(ses.Agent), Session: ses.ID, Via: "get_pending_messages"})
+	res, err := s.files.ReadUnread(ctx, ses.Agent, storage.StreamChat, storage.ReadOptions{ReadOptions: lockedfile.ReadOptions{Limit: limit, Match: fromOthers(ses.Agent)}, Session: ses.ID, Via: "get_pending_messages"})
 	if err != nil {
 		return nil, false, err
 	}
@@ -446,6 +446,6 @@ func messageIDs(msgs []Message) []string {
 // project built by internal/fixtures (benchmarks, tests), whose history
 // went straight to the file.
 func (s *Store) CatchUp(ctx context.Context, agent string) error {
-	_, err := s.files.ReadUnread(ctx, agent, storage.StreamChat, storage.ReadOptions{Match: func(storage.Record) bool { return false }})
+	_, err := s.files.ReadUnread(ctx, agent, storage.StreamChat, storage.ReadOptions{ReadOptions: lockedfile.ReadOptions{Match: func(storage.Record) bool { return false }}})
 	return err
 }

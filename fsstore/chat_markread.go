@@ -35,7 +35,7 @@ func (s *Store) MarkRead(ctx context.Context, ses Session, ids []string) ([]Mark
 	if err != nil {
 		return nil, err
 	}
-	unread, err := s.files.ReadUnread(ctx, ses.Agent, storage.StreamChat, storage.ReadOptions{Peek: true, Match: fromOthers(ses.Agent), Session: ses.ID})
+	unread, err := s.files.ReadUnread(ctx, ses.Agent, storage.StreamChat, storage.ReadOptions{ReadOptions: lockedfile.ReadOptions{Match: fromOthers(ses.Agent)}, Peek: true, Session: ses.ID})
 	if err != nil {
 		return nil, err
 	}

@@ -2,6 +2,7 @@ package fsstore
 
 import (
 	"aipm/fsstore/internal/storage"
+	"aipm/internal/lockedfile"
 	"context"
 	"time"
 )
@@ -9,7 +10,7 @@ import (
 // UnreadCounts returns how many chat messages from others and how many
 // notifications agent has not read yet. Nothing is marked read.
 func (s *Store) UnreadCounts(ctx context.Context, agent string) (messages, notifications int, err error) {
-	chat, err := s.files.ReadUnread(ctx, agent, storage.StreamChat, storage.ReadOptions{Peek: true, Match: fromOthers(agent)})
+	chat, err := s.files.ReadUnread(ctx, agent, storage.StreamChat, storage.ReadOptions{ReadOptions: lockedfile.ReadOptions{Match: fromOthers(agent)}, Peek: true})
 	if err != nil {
 		return 0, 0, err
 	}
@@ -31,7 +32,7 @@ type Unseen struct {
 // created before `before` and that no session was handed or told of (no
 // surfaced receipt): what aipm status flags. Nothing is marked read.
 func (s *Store) UnseenMessages(ctx context.Context, agent string, before time.Time) (Unseen, error) {
-	res, err := s.files.ReadUnread(ctx, agent, storage.StreamChat, storage.ReadOptions{Peek: true, Match: fromOthers(agent)})
+	res, err := s.files.ReadUnread(ctx, agent, storage.StreamChat, storage.ReadOptions{ReadOptions: lockedfile.ReadOptions{Match: fromOthers(agent)}, Peek: true})
 	if err != nil || len(res.Records) == 0 {
 		return Unseen{}, err
 	}

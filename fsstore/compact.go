@@ -364,7 +364,7 @@ func (s *Store) unreadNotificationsCut(f *os.File, path string, size int64, inod
 // unreadMessageIDs are the messages others sent to agent that it has not
 // read (past its committed chat cursor).
 func (s *Store) unreadMessageIDs(ctx context.Context, agent string) (map[string]bool, error) {
-	res, err := s.files.ReadUnread(ctx, agent, storage.StreamChat, storage.ReadOptions{Peek: true, Match: fromOthers(agent)})
+	res, err := s.files.ReadUnread(ctx, agent, storage.StreamChat, storage.ReadOptions{ReadOptions: lockedfile.ReadOptions{Match: fromOthers(agent)}, Peek: true})
 	if err != nil {
 		return nil, err
 	}

@@ -15,6 +15,8 @@ import (
 	"syscall"
 	"testing"
 	"time"
+
+	"github.com/tidwall/gjson"
 )
 
 // The test binary re-executes itself as a helper process when AIPM_HELPER
@@ -31,19 +33,12 @@ func TestMain(m *testing.M) {
 	os.Exit(m.Run())
 }
 
-type testLine struct {
-	ID     string `json:"id"`
-	Writer string `json:"writer"`
-	Seq    int    `json:"seq"`
-	Pad    string `json:"pad,omitempty"`
-}
-
 // helperProc is what a helper process's role works with.
 type helperProc struct {
 	store *Store
 	ctx   context.Context
 	out   *bufio.Writer // flushed when the role returns
-	name  string        // the writer's name in testLine: the pid
+	name  string        // the helper's name: its pid
 	dir   string        // args[0]: the project dir
 	arg   string        // args[1]: a path or an agent
 	n     int           // args[2]: a count
@@ -51,23 +46,15 @@ type helperProc struct {
 
 // helperRoles are the roles a helper process can play, by AIPM_HELPER.
 var helperRoles = map[string]func(h *helperProc) error{
-	"append":             helperAppend,
-	"append-then-tear":   helperAppendThenTear,
-	"append-over-limit":  helperAppendOverLimit,
-	"read":               helperRead,
 	"deliver":            helperDeliver,
 	"send-full":          helperSendFull,
 	"start-conversation": helperStartConversation,
-	"open":               helperOpen,
 }
 
 // runHelper args: project dir, path or agent, count.
 func runHelper(role string, args []string) error {
 	out := bufio.NewWriter(os.Stdout)
 	defer out.Flush()
-	if role == "open" {
-		storage.TestHookCloneReset = func() { fmt.Fprintln(out, "reset") }
-	}
 	store, err := Open(args[0])
 	if err != nil {
 		return err
@@ -86,75 +73,6 @@ func runHelper(role string, args []string) error {
 		arg:   args[1],
 		n:     n,
 	})
-}
-
-// helperAppend appends n lines to the file arg, acknowledging each.
-func helperAppend(h *helperProc) error {
-	for i := 0; i < h.n; i++ {
-		id := storage.NewID(storage.PrefixMessage)
-		if err := h.store.files.AppendJSONL(h.ctx, h.arg, testLine{ID: id, Writer: h.name, Seq: i, Pad: strings.Repeat("x", i%300)}); err != nil {
-			return err
-		}
-		fmt.Fprintln(h.out, id)
-		h.out.Flush()
-	}
-	return nil
-}
-
-// helperAppendThenTear appends n whole lines, then half of one, then waits
-// to be killed.
-func helperAppendThenTear(h *helperProc) error {
-	for i := 0; i < h.n; i++ {
-		if err := h.store.files.AppendJSONL(h.ctx, h.arg, testLine{ID: storage.NewID(storage.PrefixMessage), Writer: h.name, Seq: i}); err != nil {
-			return err
-		}
-	}
-	f, err := os.OpenFile(h.arg, os.O_WRONLY|os.O_APPEND, 0)
-	if err != nil {
-		return err
-	}
-	f.Write([]byte(`{"id":"msg_torn","writer":"` + h.name + `","se`))
-	f.Sync()
-	fmt.Fprintln(h.out, "torn")
-	h.out.Flush()
-	time.Sleep(time.Hour)
-	return nil
-}
-
-// helperAppendOverLimit appends, with a file size limit n bytes above the
-// file's size, one longer line.
-func helperAppendOverLimit(h *helperProc) error {
-	fi, err := os.Stat(h.arg)
-	if err != nil {
-		return err
-	}
-	lim := uint64(fi.Size()) + uint64(h.n)
-	if err := syscall.Setrlimit(syscall.RLIMIT_FSIZE, &syscall.Rlimit{Cur: lim, Max: lim}); err != nil {
-		return err
-	}
-	err = h.store.files.AppendJSONL(h.ctx, h.arg, testLine{ID: storage.NewID(storage.PrefixMessage), Writer: h.name, Pad: strings.Repeat("x", 3*h.n)})
-	fmt.Fprintln(h.out, storage.IsDiskFull(err), err)
-	return nil
-}
-
-// helperRead reads the agent arg's chat cursor until the stop file exists
-// and nothing is left.
-func helperRead(h *helperProc) error {
-	stop := filepath.Join(h.dir, "stop")
-	for {
-		_, stopErr := os.Stat(stop)
-		res, err := h.store.files.ReadUnread(h.ctx, h.arg, storage.StreamChat, storage.ReadOptions{Limit: 1 + os.Getpid()%7})
-		if err != nil {
-			return err
-		}
-		for _, r := range res.Records {
-			fmt.Fprintln(h.out, idOf(r))
-		}
-		h.out.Flush()
-		if stopErr == nil && len(res.Records) == 0 {
-			return nil
-		}
-	}
 }
 
 // helperDeliver, as chat session n of agent arg: acknowledges, takes a
@@ -238,12 +156,8 @@ func helperStartConversation(h *helperProc) error {
 	return nil
 }
 
-// helperOpen opened the project (runHelper did, printing "reset" if it
-// moved a clone's cursors) and prints "opened".
-func helperOpen(h *helperProc) error {
-	fmt.Fprintln(h.out, "opened")
-	return nil
-}
+// idOf is the id of record r.
+func idOf(r storage.Record) string { return gjson.GetBytes(r.Data, "id").String() }
 
 // helper starts the test binary as a helper process.
 func helper(t *testing.T, role string, args ...string) *exec.Cmd {

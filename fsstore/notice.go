@@ -92,20 +92,22 @@ func (s *Store) UnreadNotificationIDs(ctx context.Context, agent string) (map[st
 	for _, purpose := range []string{storage.PurposeTask, storage.PurposeChat} {
 		var last Notification
 		_, err := s.files.ReadUnread(ctx, agent, storage.NotificationStream(purpose), storage.ReadOptions{
-			Peek:  true,
-			Check: func(r storage.Record) (err error) { last, err = decodeNotification(r); return err },
-			Match: func(storage.Record) bool {
-				if s.expired(last, now) {
-					return false // never counted
-				}
-				if last.forPurpose(purpose) {
-					unreadBy[last.ID]++
-				}
-				need[last.ID] = 1
-				if last.TaskID == "" {
-					need[last.ID] = 2 // for every session: read once any has
-				}
-				return false // counted, not returned
+			Peek: true,
+			ReadOptions: lockedfile.ReadOptions{
+				Check: func(r storage.Record) (err error) { last, err = decodeNotification(r); return err },
+				Match: func(storage.Record) bool {
+					if s.expired(last, now) {
+						return false // never counted
+					}
+					if last.forPurpose(purpose) {
+						unreadBy[last.ID]++
+					}
+					need[last.ID] = 1
+					if last.TaskID == "" {
+						need[last.ID] = 2 // for every session: read once any has
+					}
+					return false // counted, not returned
+				},
 			},
 		})
 		if err != nil {
@@ -184,7 +186,7 @@ func checkDecoded(n Notification) error {
 // a line that cannot be decoded stops the read with an error naming
 // path:line, and nothing past it is consumed.
 func (s *Store) sessionNotifications(ctx context.Context, ses Session, peek bool, limit int) ([]Notification, bool, error) {
-	return s.readNotifications(ctx, ses, storage.ReadOptions{Peek: peek, Limit: limit}, nil)
+	return s.readNotifications(ctx, ses, storage.ReadOptions{ReadOptions: lockedfile.ReadOptions{Limit: limit}, Peek: peek}, nil)
 }
 
 // readNotifications is sessionNotifications with opt's Peek and Limit;
@@ -373,7 +375,7 @@ func (s *Store) ShowInterrupt(ctx context.Context, ses Session, intr Notificatio
 	if i < 0 || !show(ns[:i]) {
 		return false, nil // read, or handed already; or not shown
 	}
-	handed, _, err := s.readNotifications(ctx, ses, storage.ReadOptions{Limit: i + 1, Shown: true}, nil)
+	handed, _, err := s.readNotifications(ctx, ses, storage.ReadOptions{ReadOptions: lockedfile.ReadOptions{Limit: i + 1}, Shown: true}, nil)
 	if err != nil {
 		return false, err
 	}

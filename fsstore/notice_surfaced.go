@@ -120,7 +120,7 @@ func (s *Store) untoldNotifications(ctx context.Context, ses Session) ([]Notific
 // has not received (nor holds in a batch) and was not told of.
 func (s *Store) untoldMessages(ctx context.Context, ses Session) ([]Message, storage.Mark, error) {
 	mark := ses.Surfaced.Chat
-	opt := storage.ReadOptions{Match: fromOthers(ses.Agent), Peek: true, Session: ses.ID, ScanKey: "from-others", SkipTo: mark}
+	opt := storage.ReadOptions{ReadOptions: lockedfile.ReadOptions{Match: fromOthers(ses.Agent), SkipTo: mark.Cursor()}, Peek: true, Session: ses.ID, ScanKey: "from-others"}
 	res, err := s.files.ReadUnread(ctx, ses.Agent, storage.StreamChat, opt)
 	if err != nil {
 		return nil, mark, err

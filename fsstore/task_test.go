@@ -104,13 +104,13 @@ func TestUpdateTaskRacingAnEditor(t *testing.T) {
 	edit(func(m map[string]any) { m["x-estimate"] = map[string]any{"days": 3.0} })
 
 	saves := 0
-	storage.TestHookBeforeWrite = func(string) {
+	s.setBeforeWrite(func(string) {
 		if saves < 2 { // two saves in a row: the second re-read is raced too
 			saves++
 			edit(func(m map[string]any) { m["title"] = "edited title"; m["x-owner-note"] = "mine" })
 		}
-	}
-	defer func() { storage.TestHookBeforeWrite = nil }()
+	})
+	defer s.setBeforeWrite(nil)
 	got, err := s.UpdateTask(ctx, cfg, task.ID, "lead", TaskChange{Status: StatusBacklog})
 	if err != nil {
 		t.Fatal(err)
@@ -132,7 +132,7 @@ func TestUpdateTaskRacingAnEditor(t *testing.T) {
 	}
 
 	// An editor that never stops saving: aipm refuses rather than overwrite.
-	storage.TestHookBeforeWrite = func(string) { edit(func(m map[string]any) { m["title"] = "again" }) }
+	s.setBeforeWrite(func(string) { edit(func(m map[string]any) { m["title"] = "again" }) })
 	if _, err := s.UpdateTask(ctx, cfg, task.ID, "lead", TaskChange{Status: StatusTodo}); err == nil || !strings.Contains(err.Error(), "changed by someone else") {
 		t.Fatalf("UpdateTask under a saving editor: %v", err)
 	}

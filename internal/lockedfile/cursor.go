@@ -120,6 +120,13 @@ func ReadPast(path string, cur Cursor, opt ReadOptions) (ReadResult, error) {
 	if err != nil {
 		return res, err
 	}
+	return readRecords(r, path, res, next, skip, opt)
+}
+
+// readRecords is ReadPast's reading: the records of r from next on, as
+// opt says, into res; the records whose ids are in skip are consumed
+// without being returned (they were, before a lost place was found again).
+func readRecords(r *LineReader, path string, res ReadResult, next Cursor, skip map[string]bool, opt ReadOptions) (ReadResult, error) {
 	redeliverBefore := next.RedeliverBefore
 	for {
 		rec, err := r.Next()

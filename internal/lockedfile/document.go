@@ -78,27 +78,39 @@ func Current(path string, id Identity) (bool, error) {
 // read again just before a plain rename: a writer that skips the lock can
 // then still slip in between, in a window one system call wide.
 func WriteAtomic(path string, data []byte, perm os.FileMode, durable bool, expect *Identity) error {
-	dir := filepath.Dir(path)
 	if err := CheckDirs(path); err != nil {
 		return err
 	}
-	tmp, err := createTemp(dir, "."+filepath.Base(path)+".tmp-") // dot: watchers skip it
-	if err != nil {
-		return noRoom(err)
+	var floor time.Time
+	if expect != nil {
+		floor = expect.floor
 	}
-	renamed := false
-	defer func() {
-		if !renamed { // never remove by name after the rename: the name is the document now
-			tmp.Close()
-			os.Remove(tmp.Name())
-		}
-	}()
+	tmp, err := writeTemp(path, data, perm, durable, floor)
+	if err != nil {
+		return err
+	}
+	placed, err := putInPlace(tmp, path, expect)
+	if !placed { // never remove by name once placed: the name is the document now
+		os.Remove(tmp)
+		return err
+	}
+	if err == nil && durable {
+		return SyncDir(filepath.Dir(path))
+	}
+	return err
+}
+
+// writeTemp writes data to a new temp file beside path (its name begins
+// with a dot: watchers skip it) with mode perm, stamped later than path
+// and than floor (laterThan), synced when durable, and returns its name.
+// A temp file that could not be written whole is removed.
+func writeTemp(path string, data []byte, perm os.FileMode, durable bool, floor time.Time) (string, error) {
+	tmp, err := createTemp(filepath.Dir(path), "."+filepath.Base(path)+".tmp-")
+	if err != nil {
+		return "", noRoom(err)
+	}
 	_, werr := tmp.Write(data)
 	if werr == nil {
-		var floor time.Time
-		if expect != nil {
-			floor = expect.floor
-		}
 		werr = laterThan(tmp, path, floor)
 	}
 	var serr error
@@ -106,45 +118,43 @@ func WriteAtomic(path string, data []byte, perm os.FileMode, durable bool, expec
 		serr = tmp.Sync()
 	}
 	if err := errors.Join(werr, tmp.Chmod(perm), serr, tmp.Close()); err != nil {
-		return noRoom(err)
+		os.Remove(tmp.Name())
+		return "", noRoom(err)
 	}
+	return tmp.Name(), nil
+}
+
+// putInPlace puts the temp file tmp in place of path, by WriteAtomic's
+// rules for expect, and says whether it did: once placed (or exchanged,
+// even when what the exchange took out was then put back), the name tmp
+// is no longer the caller's to remove.
+func putInPlace(tmp, path string, expect *Identity) (placed bool, err error) {
 	if expect != nil && expect.Exists {
 		if now, err := StampPath(path); err != nil || expect.stamp != (Stamp{}) && now != expect.stamp {
-			return cmp.Or(err, ErrChanged) // saved (or removed) since it was read
+			return false, cmp.Or(err, ErrChanged) // saved (or removed) since it was read
 		}
 		if testHookBeforeExchange != nil {
 			testHookBeforeExchange(path)
 		}
 		// The exchange checks what it took out: no read before it.
-		swapped, err := swapIfUnchanged(tmp.Name(), path, expect)
-		if swapped { // the temp name is no longer ours to remove
-			renamed = true
-			if err == nil && durable {
-				return SyncDir(dir)
-			}
-			return err
-		}
-		if err != errExchange {
-			return err
+		swapped, err := swapIfUnchanged(tmp, path, expect)
+		if swapped || err != errExchange {
+			return swapped, err
 		}
 	}
 	if expect != nil {
 		ok, err := Current(path, *expect)
 		if err != nil {
-			return err
+			return false, err
 		}
 		if !ok {
-			return ErrChanged
+			return false, ErrChanged
 		}
 	}
-	if err := os.Rename(tmp.Name(), path); err != nil {
-		return err
+	if err := os.Rename(tmp, path); err != nil {
+		return false, err
 	}
-	renamed = true
-	if durable {
-		return SyncDir(dir)
-	}
-	return nil
+	return true, nil
 }
 
 // laterThan is later for the file at path as it is now, and for floor (a

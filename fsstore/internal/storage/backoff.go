@@ -16,12 +16,13 @@ import (
 // attempt is even checked, up to a cap. A success removes the file.
 
 const (
+	// FreeFailures is how many failures in a row cost nothing (BackoffAfter).
 	FreeFailures = 3
 	backoffBase  = time.Second
 	backoffCap   = 5 * time.Minute
 )
 
-// authFailures is agents/<agent>/auth.json.
+// AuthFailures is agents/<agent>/auth.json.
 type AuthFailures struct {
 	Failures      int       `json:"failures"`
 	LastFailureAt time.Time `json:"lastFailureAt"`
@@ -60,7 +61,7 @@ func BackoffAfter(failures int) time.Duration {
 
 func (s *Files) authPath(agent string) (string, error) { return s.agentFile(agent, "auth.json") }
 
-// guardCredential runs check (the passkey's comparison) slowed per agent
+// GuardCredential runs check (the passkey's comparison) slowed per agent
 // across processes: under the agent directory's lock it refuses an attempt
 // made before the back-off ends, runs check, and counts a failure
 // (ErrBadPasskey) or forgets the failures after a success. One lock for
@@ -75,7 +76,7 @@ func (s *Files) GuardCredential(ctx context.Context, agent string, check func() 
 		return err
 	}
 	defer unlock()
-	now := TestHookAuthNow().UTC()
+	now := s.Now().UTC()
 	var f AuthFailures
 	exists := true
 	if err := s.ReadDoc(path, &f); err != nil {
@@ -104,5 +105,7 @@ func (s *Files) GuardCredential(ctx context.Context, agent string, check func() 
 	return err
 }
 
-// testHookAuthNow, in tests, is the clock of guardCredential.
-var TestHookAuthNow = time.Now
+// Now is the time by the clock of the credential back-offs
+// (GuardCredential, and fsstore's bearer tokens): time.Now, but in tests
+// that stop it (SetClock).
+func (s *Files) Now() time.Time { return s.seams.now() }

@@ -41,20 +41,17 @@ type checkoutMarker struct {
 
 const (
 	markerReady     = "ready"
-	MarkerResetting = "resetting"
+	markerResetting = "resetting"
 )
 
-func (l Layout) LocalMarkerPath() string { return filepath.Join(l.root, "local.json") }
-func (l Layout) localLockPath() string   { return filepath.Join(l.root, "local.lock") }
-
-// testHookCloneReset, in tests, runs when Open moves a clone's cursors.
-var TestHookCloneReset func()
+func (l layout) localMarkerPath() string { return filepath.Join(l.root, "local.json") }
+func (l layout) localLockPath() string   { return filepath.Join(l.root, "local.lock") }
 
 // markerFits says whether the marker at path is ready and was written in
 // the directory of inode ino.
-func (s *Files) MarkerFits(ino uint64) (checkoutMarker, bool) {
+func (s *Files) markerFits(ino uint64) (checkoutMarker, bool) {
 	var m checkoutMarker
-	if err := s.ReadDoc(s.LocalMarkerPath(), &m); err != nil {
+	if err := s.ReadDoc(s.localMarkerPath(), &m); err != nil {
 		return checkoutMarker{}, false
 	}
 	return m, m.Inode == ino && m.State == markerReady
@@ -65,7 +62,7 @@ func (s *Files) MarkerFits(ino uint64) (checkoutMarker, bool) {
 // read as it is.
 func (s *Files) openCheckout(root os.FileInfo) error {
 	ino := lockedfile.Inode(root)
-	if _, ok := s.MarkerFits(ino); ok {
+	if _, ok := s.markerFits(ino); ok {
 		return nil // the common case: one small read
 	}
 	err := s.settleCheckout(context.Background(), ino)
@@ -83,34 +80,32 @@ func (s *Files) settleCheckout(ctx context.Context, ino uint64) error {
 		return fmt.Errorf("lock %s: %w", s.Rel(s.localLockPath()), err)
 	}
 	defer unlock()
-	m, ok := s.MarkerFits(ino)
+	m, ok := s.markerFits(ino)
 	switch {
 	case ok:
 		return nil // another process settled it meanwhile
-	case m.Inode == ino && m.State == MarkerResetting:
+	case m.Inode == ino && m.State == markerResetting:
 		// a move that was killed midway: finish it
 	case s.hasLocalState():
 		// A checkout made before aipm wrote markers, or moved to another
 		// file system: its read state is its own.
-		return s.WriteMarker(ino, markerReady)
+		return s.writeMarker(ino, markerReady)
 	default:
-		if err := s.WriteMarker(ino, MarkerResetting); err != nil {
+		if err := s.writeMarker(ino, markerResetting); err != nil {
 			return err
 		}
 	}
-	if TestHookCloneReset != nil {
-		TestHookCloneReset()
-	}
+	s.movedClone = true
 	if err := s.markHistoryRead(ctx); err != nil {
 		return fmt.Errorf("mark the history of this clone read: %w", err)
 	}
-	return s.WriteMarker(ino, markerReady)
+	return s.writeMarker(ino, markerReady)
 }
 
-func (s *Files) WriteMarker(ino uint64, state string) error {
-	err := s.WriteDoc(s.LocalMarkerPath(), checkoutMarker{Inode: ino, State: state, CreatedAt: time.Now().UTC()}, ModeFile)
+func (s *Files) writeMarker(ino uint64, state string) error {
+	err := s.WriteDoc(s.localMarkerPath(), checkoutMarker{Inode: ino, State: state, CreatedAt: time.Now().UTC()}, ModeFile)
 	if err != nil {
-		return fmt.Errorf("write %s: %w", s.Rel(s.LocalMarkerPath()), err)
+		return fmt.Errorf("write %s: %w", s.Rel(s.localMarkerPath()), err)
 	}
 	return nil
 }
@@ -163,13 +158,13 @@ func (s *Files) cursorsToEnd(ctx context.Context, agent string) error {
 	if err != nil {
 		return err
 	}
-	none := ReadOptions{Match: func(Record) bool { return false }}
+	none := ReadOptions{ReadOptions: lockedfile.ReadOptions{Match: func(Record) bool { return false }}}
 	_, err = UpdateDoc(ctx, s, cursorPath, ModeFile, func(cursors *Cursors, _ bool) error {
-		_, _, chatEnd, err := s.readPast(chat, CursorOf(*cursors, StreamChat).Cursor, none)
+		_, chatEnd, err := s.readPast(chat, CursorOf(*cursors, StreamChat).Cursor, none)
 		if err != nil {
 			return err
 		}
-		_, _, notesEnd, err := s.readPast(notes, CursorOf(*cursors, StreamNotifications).Cursor, none)
+		_, notesEnd, err := s.readPast(notes, CursorOf(*cursors, StreamNotifications).Cursor, none)
 		if err != nil {
 			return err
 		}
@@ -191,7 +186,7 @@ func (s *Files) cursorsToEnd(ctx context.Context, agent string) error {
 	return nil
 }
 
-// writeInitMarker writes the marker of a new project into its tree, dir,
+// WriteInitMarker writes the marker of a new project into its tree, dir,
 // before Init renames it into place (the rename keeps the inode).
 func WriteInitMarker(dir string) error {
 	fi, err := os.Stat(dir)

@@ -95,6 +95,7 @@ var DefaultDefaults = Defaults{
 // Duration is a TOML string such as "90s" or "1h".
 type Duration struct{ time.Duration }
 
+// UnmarshalText reads a positive duration as time.ParseDuration does.
 func (d *Duration) UnmarshalText(b []byte) error {
 	v, err := time.ParseDuration(string(b))
 	if err != nil {
@@ -107,6 +108,7 @@ func (d *Duration) UnmarshalText(b []byte) error {
 	return nil
 }
 
+// MarshalText writes d as time.Duration's String does ("1h30m0s").
 func (d Duration) MarshalText() ([]byte, error) { return []byte(d.String()), nil }
 
 func (*Duration) tomlKind() string { return `a duration in quotes, such as "90s", "10m" or "1h"` }
@@ -153,7 +155,7 @@ func CheckConfig(name string, data []byte) (*Config, []error) {
 	var cfg Config
 	// The locator finds the line of a key; only an error or a warning
 	// needs one.
-	c := &configCheck{name: name, loc: sync.OnceValue(func() *locator { return NewLocator(data) })}
+	c := &configCheck{name: name, loc: sync.OnceValue(func() *Locator { return NewLocator(data) })}
 	md, err := toml.Decode(string(data), &cfg)
 	if err != nil {
 		return nil, c.decodeErrors(data, err)
@@ -184,7 +186,7 @@ func errLine(err error) int {
 // configCheck checks a decoded config, naming the line of what is wrong.
 type configCheck struct {
 	name string
-	loc  func() *locator
+	loc  func() *Locator
 	errs []error // every error found, in the order found
 }
 
@@ -312,22 +314,28 @@ func (c *Config) applyDefaults() {
 	}
 }
 
-// locator maps TOML keys to line numbers, because the TOML decoder reports
-// positions only for syntax errors. It understands [table], [[array]] and
-// key = value lines, which is all config.toml uses.
-type locator struct {
+// A Locator maps TOML keys to line numbers, because the TOML decoder
+// reports positions only for syntax errors. It understands [table],
+// [[array]] and key = value lines, which is all config.toml uses.
+type Locator struct {
 	keys     map[string]int // "section\x00index\x00key" -> line
 	sections map[string]int // "section\x00index" -> header line
 }
 
+// The line shapes of config.toml a Locator (and an edit of the config by
+// line, fsstore's) tells apart, compiled once.
 var (
+	// TableHeader matches a [table] header; its group is the table's name.
 	TableHeader = sync.OnceValue(func() *regexp.Regexp { return regexp.MustCompile(`^\s*\[\s*([A-Za-z0-9_.-]+)\s*\]`) })
+	// ArrayHeader matches an [[array]] header; its group is the array's name.
 	ArrayHeader = sync.OnceValue(func() *regexp.Regexp { return regexp.MustCompile(`^\s*\[\[\s*([A-Za-z0-9_.-]+)\s*\]\]`) })
-	KeyLine     = sync.OnceValue(func() *regexp.Regexp { return regexp.MustCompile(`^\s*"?([A-Za-z0-9_-]+)"?\s*=`) })
+	// KeyLine matches a key = value line; its group is the key.
+	KeyLine = sync.OnceValue(func() *regexp.Regexp { return regexp.MustCompile(`^\s*"?([A-Za-z0-9_-]+)"?\s*=`) })
 )
 
-func NewLocator(data []byte) *locator {
-	l := &locator{keys: map[string]int{}, sections: map[string]int{}}
+// NewLocator reads the lines of the config data.
+func NewLocator(data []byte) *Locator {
+	l := &Locator{keys: map[string]int{}, sections: map[string]int{}}
 	count := map[string]int{}
 	section, index := "", -1
 	for i, line := range strings.Split(string(data), "\n") {
@@ -359,15 +367,15 @@ func NewLocator(data []byte) *locator {
 	return l
 }
 
-// find returns the line of key in section (entry index of an array of
-// tables, or -1), falling back to the section header, then to line 1.
 // has says whether the config sets key in section (entry index).
-func (l *locator) has(section string, index int, key string) bool {
+func (l *Locator) has(section string, index int, key string) bool {
 	_, ok := l.keys[section+"\x00"+strconv.Itoa(index)+"\x00"+key]
 	return ok
 }
 
-func (l *locator) find(section string, index int, key string) int {
+// find returns the line of key in section (entry index of an array of
+// tables, or -1), falling back to the section header, then to line 1.
+func (l *Locator) find(section string, index int, key string) int {
 	if n, ok := l.keys[section+"\x00"+strconv.Itoa(index)+"\x00"+key]; ok {
 		return n
 	}
@@ -382,7 +390,9 @@ func (l *locator) find(section string, index int, key string) int {
 	return l.Section(section, index)
 }
 
-func (l *locator) Section(section string, index int) int {
+// Section returns the header line of section (entry index of an array of
+// tables, or -1), falling back to its first entry, then to line 1.
+func (l *Locator) Section(section string, index int) int {
 	if n, ok := l.sections[section+"\x00"+strconv.Itoa(index)]; ok {
 		return n
 	}
@@ -392,7 +402,7 @@ func (l *locator) Section(section string, index int) int {
 	return 1
 }
 
-// humans are the project's humans (only the managers, if managers).
+// Humans are the project's humans (only the managers, if managers).
 func (c *Config) Humans(managers bool) []string {
 	var out []string
 	for _, a := range c.Agents {
@@ -403,7 +413,7 @@ func (c *Config) Humans(managers bool) []string {
 	return out
 }
 
-// isApprover reports whether id is one of the config's approvers: a human
+// IsApprover reports whether id is one of the config's approvers: a human
 // with the role manager.
 func (c *Config) IsApprover(id string) bool {
 	a, ok := c.Agent(id)
@@ -422,7 +432,7 @@ func (c *Config) Ancestors(agent string) []string {
 	return out
 }
 
-// humanAncestors are the humans in agent's parent chain, nearest first.
+// HumanAncestors are the humans in agent's parent chain, nearest first.
 func (c *Config) HumanAncestors(agent string) []string {
 	var out []string
 	for _, id := range c.Ancestors(agent) {
@@ -433,12 +443,14 @@ func (c *Config) HumanAncestors(agent string) []string {
 	return out
 }
 
-// isHuman says whether id is a human of the project.
+// IsHuman says whether id is a human of the project.
 func (c *Config) IsHuman(id string) bool {
 	a, ok := c.Agent(id)
 	return ok && a.Type == AgentHuman
 }
 
+// CheckAgentRef checks id, named what in the error, as a reference to an
+// agent of cfg; "" refers to none and passes.
 func CheckAgentRef(cfg *Config, id, what string) error {
 	if id == "" {
 		return nil

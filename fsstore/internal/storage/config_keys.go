@@ -76,7 +76,7 @@ func (c *configCheck) unknownKeys(undecoded []toml.Key) []error {
 		unknown[k.String()] = true
 		table, key := strings.Join(k[:len(k)-1], "."), k[len(k)-1]
 		line := c.loc().find(table, -1, key)
-		warnings = append(warnings, &LineError{Path: c.name, Line: line, Err: &unknownKey{Key: k.String(), Nearest: NearestKey(key, KnownKeys(k[:len(k)-1]))}})
+		warnings = append(warnings, &LineError{Path: c.name, Line: line, Err: &unknownKey{Key: k.String(), Nearest: nearestKey(key, knownKeys(k[:len(k)-1]))}})
 	}
 	slices.SortStableFunc(warnings, func(a, b error) int { return errLine(a) - errLine(b) })
 	return warnings
@@ -123,7 +123,7 @@ func tomlFieldOf(t reflect.Type, key string) (tomlField, bool) {
 // knownKeys are the keys aipm reads in the table at path ("defaults",
 // "notifications.ttl"; an entry of [[agents]] is "agents"), nil for a
 // table it does not know.
-func KnownKeys(path []string) []string {
+func knownKeys(path []string) []string {
 	t := reflect.TypeFor[Config]()
 	for _, p := range path {
 		f, _ := tomlFieldOf(t, p)
@@ -146,7 +146,7 @@ func KnownKeys(path []string) []string {
 // nearestKey is the known key nearest to key, if it is near enough to be
 // what was meant (a letter or two off, or swapped; case and '-' for '_'
 // do not count); "" if none is.
-func NearestKey(key string, known []string) string {
+func nearestKey(key string, known []string) string {
 	norm := func(s string) string { return strings.ReplaceAll(strings.ToLower(s), "-", "_") }
 	best, bestD := "", 0
 	for _, k := range known {

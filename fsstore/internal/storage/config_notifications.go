@@ -50,6 +50,7 @@ type TTL struct {
 	Set bool
 }
 
+// UnmarshalText reads "never", a duration ("90m") or a number of days ("7d").
 func (t *TTL) UnmarshalText(b []byte) error {
 	s := strings.TrimSpace(string(b))
 	if s == "never" {
@@ -82,6 +83,7 @@ func parseTTL(s string) (time.Duration, error) {
 	return time.ParseDuration(s)
 }
 
+// MarshalText writes "never" for no time to live, else the duration.
 func (t TTL) MarshalText() ([]byte, error) {
 	if t.Duration == 0 {
 		return []byte("never"), nil
@@ -120,14 +122,14 @@ func (t notificationTTLs) of(typ string) time.Duration {
 	return 0
 }
 
-// setNotificationTTLs makes cfg's times to live the ones this store's
+// SetNotificationTTLs makes cfg's times to live the ones this store's
 // reads apply (LoadConfig).
 func (s *Files) SetNotificationTTLs(cfg *Config) {
 	ttls := cfg.Notifications.TTL
 	s.ttls.Store(&ttls)
 }
 
-// notificationTTL is the time to live of typ in force (0: for ever).
+// NotificationTTL is the time to live of typ in force (0: for ever).
 func (s *Files) NotificationTTL(typ string) time.Duration {
 	var ttls notificationTTLs
 	if p := s.ttls.Load(); p != nil {

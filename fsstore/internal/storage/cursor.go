@@ -57,6 +57,8 @@ const (
 // NotificationStream is the notifications cursor of a session purpose.
 func NotificationStream(purpose string) string { return StreamNotifications + "." + purpose }
 
+// StreamPath is the log agent's stream reads: the chat log, or the
+// notifications log for any notifications stream.
 func (s *Files) StreamPath(agent, stream string) (string, error) {
 	switch {
 	case stream == StreamChat:
@@ -67,19 +69,18 @@ func (s *Files) StreamPath(agent, stream string) (string, error) {
 	return "", fmt.Errorf("unknown stream %q", stream)
 }
 
-// ReadOptions shape one ReadUnread call.
+// ReadOptions shape one ReadUnread call: how the log is read
+// (lockedfile.ReadOptions: Limit, Match, Check, Strict, SkipTo), and what
+// the read does with the agent's cursor. Records that Match refuses are
+// passed over and the cursor may move past them: they are not for this
+// reader (its own outgoing copies, say). SkipTo is taken on a peek only:
+// there it starts at that place of the log instead of the cursor when it
+// lies past it in the same file, so that the records before it (what a
+// session was already told of, its Surfaced mark: Mark.Cursor) are
+// neither read nor returned, and a reader of what is new pays for what is
+// new, not for the backlog.
 type ReadOptions struct {
-	// Limit is the most records returned; 0 means no limit.
-	Limit int
-	// Match selects the records the reader wants (nil: all). Records that do
-	// not match are passed over and the cursor may move past them: they are
-	// not for this reader (its own outgoing copies, say).
-	Match func(Record) bool
-	// Check validates a record beyond JSON; a record it refuses is a bad line.
-	Check func(Record) error
-	// Strict fails on the first bad line (a *LineError) instead of passing
-	// over it: nothing past a record that was not understood is consumed.
-	Strict bool
+	lockedfile.ReadOptions
 	// Peek returns the records without moving anything.
 	Peek bool
 	// Session, when set, reads as that session: a peek starts after the
@@ -94,10 +95,10 @@ type ReadOptions struct {
 	// sent copies) pays for them once, not on every peek.
 	ScanKey string
 	// Advance, on a peek from the committed cursor (no Session) that passed
-	// over at least advanceAfter bytes of records Match refused, moves the
-	// committed cursor past them, as the next read would, so that the next
-	// process does not pass over them again. Only for a Match that every
-	// reader of the stream uses.
+	// over at least 1 MiB (SetAdvanceAfter) of records Match refused, moves
+	// the committed cursor past them, as the next read would, so that the
+	// next process does not pass over them again. Only for a Match that
+	// every reader of the stream uses.
 	Advance bool
 	// Via names the call that reads, for the read receipt of the batch
 	// the read acknowledges (default "next call").
@@ -105,17 +106,7 @@ type ReadOptions struct {
 	// Shown, on a read by a Session, marks the batch it hands as shown
 	// rather than listed (PendingBatch.Shown).
 	Shown bool
-	// SkipTo, on a peek, starts at this place of the log instead of the
-	// cursor when it lies past it in the same file: the records before it
-	// are neither read nor returned (what a session was already told of,
-	// its Surfaced mark), so that a reader of what is new pays for what is
-	// new, not for the backlog.
-	SkipTo Mark
 }
-
-// advanceAfter is how much a peek must pass over before it moves the
-// committed cursor (a locked, durable write) past it.
-var AdvanceAfter int64 = 1 << 20
 
 // passedOver is how many bytes lie between cursors from and to of one file
 // (everything up to to when the file was replaced).
@@ -153,24 +144,12 @@ func (s *Files) advanceCursor(ctx context.Context, cursorPath, stream string, fr
 // not want: to the first one it wanted, or the end.
 type peekScan struct{ from, to Cursor }
 
-// ReadResult is what ReadUnread returns.
-type ReadResult struct {
-	Records []Record
-	// Redelivered[i] says Records[i] may have reached a client before (a
-	// session that died before acknowledging it, or a lost place in the file).
-	Redelivered []bool
-	// More says at least one more matching record is past the last one returned.
-	More bool
-	// Bad lists invalid complete lines that were passed over.
-	Bad []*LineError
-	// Next is the place just past what the read went through (its inode
-	// names the file read): where a Mark of what was seen goes.
-	Next Cursor
-	// Skipped says a peek started at ReadOptions.SkipTo.
-	Skipped bool
-}
+// ReadResult is what ReadUnread returns: lockedfile's, whose Next (its
+// inode names the file read) is where a Mark of what was seen goes, and
+// whose Skipped says a peek started at ReadOptions.SkipTo.
+type ReadResult = lockedfile.ReadResult
 
-// readCursors reads an agent's read.json; a damaged one is an error that
+// ReadCursors reads an agent's read.json; a damaged one is an error that
 // says what to do, never "nothing read yet". While one stat says the file
 // is the one this process read last (it is replaced by rename: a new
 // version is a new inode), what was read then is reused: a copy the
@@ -213,7 +192,7 @@ func (c Cursors) clone() Cursors {
 	return out
 }
 
-// cursorOf is cursors[stream]; a per-purpose notifications cursor not
+// CursorOf is cursors[stream]; a per-purpose notifications cursor not
 // written yet starts where the older shared one was.
 func CursorOf(cursors Cursors, stream string) StreamCursor {
 	sc, ok := cursors[stream]
@@ -223,7 +202,7 @@ func CursorOf(cursors Cursors, stream string) StreamCursor {
 	return sc
 }
 
-// startFor is where session reads from: after its own pending batch, or at
+// StartFor is where session reads from: after its own pending batch, or at
 // the committed cursor, with another session's unacknowledged batch marked
 // for redelivery.
 func StartFor(sc StreamCursor, session string) Cursor {
@@ -272,7 +251,7 @@ func (s *Files) ReadUnread(ctx context.Context, agent, stream string, opt ReadOp
 		start := StartFor(sc, opt.Session)
 		var next Cursor
 		var err error
-		if res, _, next, err = s.readPast(logPath, start, opt); err != nil {
+		if res, next, err = s.readPast(logPath, start, opt); err != nil {
 			return err
 		}
 		after, changed := advanced(sc, start, next, opt.Session, len(res.Records) > 0)
@@ -298,15 +277,15 @@ func (s *Files) ReadUnread(ctx context.Context, agent, stream string, opt ReadOp
 }
 
 // readPast reads logPath past cur as opt says, with bad lines named by
-// their path in the project. It returns the records, the cursor just
-// before the first record returned, and the cursor after the last one.
-func (s *Files) readPast(logPath string, cur Cursor, opt ReadOptions) (res ReadResult, first, next Cursor, err error) {
-	var skip Cursor
-	if m := opt.SkipTo; opt.Peek {
-		skip = Cursor{Offset: m.Offset, Line: m.Line, Inode: m.Inode, LastID: m.ID}
+// their path in the project. It returns the records (and res.First, the
+// cursor just before the first one returned) and next, the cursor after
+// the last one: cur when the read fails.
+func (s *Files) readPast(logPath string, cur Cursor, opt ReadOptions) (res ReadResult, next Cursor, err error) {
+	read := opt.ReadOptions
+	if !opt.Peek {
+		read.SkipTo = Cursor{} // only a peek starts past the cursor
 	}
-	rp, err := lockedfile.ReadPast(logPath, cur, lockedfile.ReadOptions{Limit: opt.Limit, Match: opt.Match, Check: opt.Check, Strict: opt.Strict, SkipTo: skip})
-	res = ReadResult{Records: rp.Records, Redelivered: rp.Redelivered, More: rp.More, Bad: rp.Bad, Next: rp.Next, Skipped: rp.Skipped}
+	res, err = lockedfile.ReadPast(logPath, cur, read)
 	for _, le := range res.Bad {
 		le.Path = s.Rel(logPath)
 	}
@@ -314,11 +293,11 @@ func (s *Files) readPast(logPath string, cur Cursor, opt ReadOptions) (res ReadR
 	switch {
 	case errors.As(err, &le):
 		le.Path = s.Rel(logPath)
-		return res, rp.First, cur, err
+		return res, cur, err
 	case err != nil:
-		return res, rp.First, cur, fmt.Errorf("read %s: %w", s.Rel(logPath), err)
+		return res, cur, fmt.Errorf("read %s: %w", s.Rel(logPath), err)
 	}
-	return res, rp.First, rp.Next, nil
+	return res, res.Next, nil
 }
 
 // peekUnread is ReadUnread with Peek: it moves nothing (but for Advance),
@@ -341,7 +320,7 @@ func (s *Files) peekUnread(ctx context.Context, logPath, cursorPath, stream stri
 			from.RedeliverBefore = start.RedeliverBefore
 		}
 	}
-	res, first, next, err := s.readPast(logPath, from, opt)
+	res, next, err := s.readPast(logPath, from, opt)
 	if res.Skipped {
 		key = "" // what lies before the mark was not looked at: nothing to remember
 	}
@@ -352,12 +331,12 @@ func (s *Files) peekUnread(ctx context.Context, logPath, cursorPath, stream stri
 	// found (or the end): the next peek starts there.
 	to := next
 	if len(res.Records) > 0 {
-		to = first
+		to = res.First
 	}
 	if key != "" {
 		s.io.peeks.Put(key, peekScan{from: start, to: to})
 	}
-	if opt.Advance && opt.Session == "" && passedOver(start, to) >= AdvanceAfter {
+	if opt.Advance && opt.Session == "" && passedOver(start, to) >= s.seams.advanceAfter {
 		s.advanceCursor(ctx, cursorPath, stream, start, to)
 	}
 	return res, nil
@@ -392,6 +371,8 @@ func advanced(sc StreamCursor, start, next Cursor, session string, handed bool) 
 	return sc, !EqualStream(sc, before)
 }
 
+// EqualStream says whether a and b are the same place with the same
+// pending batch (its session and end).
 func EqualStream(a, b StreamCursor) bool {
 	if !equalCursor(a.Cursor, b.Cursor) || (a.Pending == nil) != (b.Pending == nil) {
 		return false
@@ -445,7 +426,7 @@ func (s *Files) AcknowledgeShown(ctx context.Context, agent, session, via string
 	return err
 }
 
-// acknowledgeWhere commits the batches handed to session in agent's streams
+// AcknowledgeWhere commits the batches handed to session in agent's streams
 // that `in` accepts (it sees each stream's batch), and returns the chat
 // messages it committed; kept says the session still holds a batch only
 // shown (PendingBatch.Shown) that `in` left.
@@ -486,7 +467,7 @@ func (s *Files) AcknowledgeWhere(ctx context.Context, agent, session, via string
 	return read, kept, nil
 }
 
-// recordIDs are the ids of recs (JSON objects with an id: ReadPast's rule).
+// RecordIDs are the ids of recs (JSON objects with an id: ReadPast's rule).
 func RecordIDs(recs []Record) []string {
 	ids := make([]string, 0, len(recs))
 	for _, r := range recs {
@@ -495,7 +476,7 @@ func RecordIDs(recs []Record) []string {
 	return ids
 }
 
-// holdsBatchIn says whether session holds a batch that `in` accepts.
+// HoldsBatchIn says whether session holds a batch that `in` accepts.
 func HoldsBatchIn(cursors Cursors, session string, in func(stream string, p *PendingBatch) bool) bool {
 	for stream, sc := range cursors {
 		if sc.Pending != nil && sc.Pending.Session == session && in(stream, sc.Pending) {
@@ -521,7 +502,13 @@ type Mark struct {
 	ID string `json:"id,omitempty"`
 }
 
-// covers says whether the record starting at offset of the file with
+// Cursor is the place m marks as a reader's cursor: where a peek that
+// skips what was told starts (ReadOptions.SkipTo).
+func (m Mark) Cursor() Cursor {
+	return Cursor{Offset: m.Offset, Line: m.Line, Inode: m.Inode, LastID: m.ID}
+}
+
+// Covers says whether the record starting at offset of the file with
 // inode lies before m.
 func (m Mark) Covers(inode uint64, offset int64) bool {
 	return m.Inode == inode && offset < m.Offset

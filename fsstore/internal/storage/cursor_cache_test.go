@@ -12,8 +12,8 @@ import (
 // returns is the caller's to change.
 func TestReadCursorsKept(t *testing.T) {
 	dir := t.TempDir()
-	l := Layout{project: dir, root: filepath.Join(dir, DirName)}
-	mine, other := NewFiles(l), NewFiles(l) // two processes
+	l := layout{project: dir, root: filepath.Join(dir, DirName)}
+	mine, other := newFiles(l), newFiles(l) // two processes
 	path, _ := l.ReadCursorPath("coder")
 	if err := os.MkdirAll(filepath.Dir(path), 0o755); err != nil {
 		t.Fatal(err)

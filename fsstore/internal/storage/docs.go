@@ -12,7 +12,7 @@ import (
 	"aipm/internal/lockedfile"
 )
 
-// lockDir takes dir/.lock, the lock of the collection of documents in dir
+// LockDir takes dir/.lock, the lock of the collection of documents in dir
 // (DESIGN section 4, rule 3), and returns the function that releases it.
 // The lock file is never removed (removing it would let two lockers hold
 // locks on different inodes).
@@ -27,7 +27,7 @@ func (s *Files) LockDir(ctx context.Context, dir string) (unlock func(), err err
 	return unlock, nil
 }
 
-// mkdirAll creates dir and its missing parents with the layout's modes.
+// MkdirAll creates dir and its missing parents with the layout's modes.
 func (s *Files) MkdirAll(dir string) error {
 	if err := lockedfile.CheckDir(dir); err != nil {
 		return err
@@ -50,7 +50,7 @@ func (s *Files) MkdirAll(dir string) error {
 	return nil
 }
 
-// writeDoc replaces path with v atomically (DESIGN section 4, rule 3). The
+// WriteDoc replaces path with v atomically (DESIGN section 4, rule 3). The
 // caller holds the collection's lock when the write depends on a read.
 func (s *Files) WriteDoc(path string, v any, perm os.FileMode) error {
 	data, err := lockedfile.EncodeDoc(v)
@@ -66,7 +66,7 @@ func (s *Files) WriteDoc(path string, v any, perm os.FileMode) error {
 	return nil
 }
 
-// readDoc decodes the JSON document at path into v. A missing file is
+// ReadDoc decodes the JSON document at path into v. A missing file is
 // ErrNotFound; invalid JSON is a *LineError naming the line.
 func (s *Files) ReadDoc(path string, v any) error {
 	data, err := lockedfile.ReadFile(path)
@@ -79,6 +79,9 @@ func (s *Files) ReadDoc(path string, v any) error {
 	return DecodeDoc(s.Rel(path), data, v)
 }
 
+// DecodeDoc decodes the JSON document data, read from path, into v, and
+// has v judge what a person wrote into it if it can (its Settle method);
+// invalid JSON is a *LineError naming the line.
 func DecodeDoc(path string, data []byte, v any) error {
 	if err := json.Unmarshal(data, v); err != nil {
 		return &LineError{Path: path, Line: lockedfile.JSONLine(data, err), Err: errors.New(lockedfile.JSONWords(data, err))}
@@ -89,7 +92,7 @@ func DecodeDoc(path string, data []byte, v any) error {
 	return nil
 }
 
-// A Settler is a document that judges what a person wrote into it once it
+// A settler is a document that judges what a person wrote into it once it
 // is decoded, wherever it is read (a task's status edited by hand: the rule
 // is the task's, Task.Settle).
 type settler interface{ Settle() }
@@ -97,10 +100,6 @@ type settler interface{ Settle() }
 // casAttempts bounds how often UpdateDoc re-reads and re-applies a change
 // to a document that someone kept rewriting under it.
 const casAttempts = 8
-
-// testHookBeforeWrite, in tests, runs between UpdateDoc's read and its
-// write: where an editor's save would race it.
-var TestHookBeforeWrite func(path string)
 
 // UpdateDoc is the read-modify-write of DESIGN section 4 rules 3 and 8: it
 // holds the collection lock of path's directory, reads the document (and
@@ -121,7 +120,7 @@ func UpdateDoc[T any](ctx context.Context, s *Files, path string, perm os.FileMo
 	return UpdateDocHeld(ctx, s, path, perm, fn)
 }
 
-// updateDocHeld is UpdateDoc for a caller that holds the directory's lock
+// UpdateDocHeld is UpdateDoc for a caller that holds the directory's lock
 // already (compaction, which holds it across a log's replacement).
 func UpdateDocHeld[T any](ctx context.Context, s *Files, path string, perm os.FileMode, fn func(doc *T, exists bool) error) (T, error) {
 	var doc T
@@ -147,8 +146,8 @@ func UpdateDocHeld[T any](ctx context.Context, s *Files, path string, perm os.Fi
 			editErr = fmt.Errorf("write %s: %w", s.Rel(path), err)
 			return nil, editErr
 		}
-		if TestHookBeforeWrite != nil {
-			TestHookBeforeWrite(path)
+		if s.seams.beforeWrite != nil {
+			s.seams.beforeWrite(path)
 		}
 		return out, nil
 	})
@@ -168,15 +167,16 @@ func UpdateDocHeld[T any](ctx context.Context, s *Files, path string, perm os.Fi
 	return doc, nil
 }
 
-// writeFileAtomic writes data to a temp file beside path, syncs it, renames
+// WriteFileAtomic writes data to a temp file beside path, syncs it, renames
 // it over path and syncs the directory so the new name is durable.
 func WriteFileAtomic(path string, data []byte, perm os.FileMode, durable bool) error {
 	return lockedfile.WriteAtomic(path, data, perm, durable, nil)
 }
 
+// SyncDir makes the entries of dir durable (lockedfile.SyncDir).
 func SyncDir(dir string) error { return lockedfile.SyncDir(dir) }
 
-// eachDoc is the one listing of a collection: fn gets the path and the
+// EachDoc is the one listing of a collection: fn gets the path and the
 // decoded document of every readable document of collection, in name
 // order (for id documents, creation order). Names that are not the
 // collection's (a temp file, an editor's backup) are passed over, and a

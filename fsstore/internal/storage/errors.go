@@ -29,7 +29,7 @@ type kindError struct {
 func (e *kindError) Error() string { return e.msg }
 func (e *kindError) Unwrap() error { return e.kind }
 
-// kindf formats a message of the given kind (ErrNotFound, ErrExists, ...).
+// Kindf formats a message of the given kind (ErrNotFound, ErrExists, ...).
 func Kindf(kind error, format string, args ...any) error {
 	return &kindError{msg: fmt.Sprintf(format, args...), kind: kind}
 }
@@ -56,6 +56,7 @@ func (e *CodeError) Unwrap() error { return e.Err }
 // be written: no room on the disk, or a send delivered only in part.
 func (e *CodeError) Refusal() bool { return e.Code != CodeDiskFull && e.Code != CodeSentPartly }
 
+// CodeErr is the *CodeError of code with a message formatted as fmt.Sprintf.
 func CodeErr(code, format string, args ...any) error {
 	return &CodeError{Code: code, Msg: fmt.Sprintf(format, args...)}
 }
@@ -114,7 +115,8 @@ const (
 // earlier failures; the error it wraps says until when.
 var ErrBackoff = errors.New("too many failed authenticates")
 
-// ErrNoChange, returned by an UpdateDoc function, leaves the document as it was.
+// ErrNoChange is what an UpdateDoc function returns to leave the document
+// as it was.
 var ErrNoChange = errors.New("no change")
 
 // ErrBadPasskey says a passkey does not match.

@@ -102,7 +102,7 @@ func isIDBody(body string) bool {
 	return len(body) == 26 && '0' <= body[0] && body[0] <= '7' && IsCrockford(body)
 }
 
-// isCrockford reports whether s is made only of Crockford base-32 digits
+// IsCrockford reports whether s is made only of Crockford base-32 digits
 // (upper case): ^[0-9A-HJKMNP-TV-Z]*$.
 func IsCrockford(s string) bool {
 	for i := 0; i < len(s); i++ {
@@ -148,7 +148,7 @@ func CheckPurpose(p string) error {
 // SystemSender is the reserved sender id of messages the system writes.
 const SystemSender = "system"
 
-// maxEchoedID is how much of a malformed id an error repeats.
+// MaxEchoedID is how much of a malformed id an error repeats.
 const MaxEchoedID = 80
 
 // Clip returns s if it has at most n bytes, else its first n bytes (whole

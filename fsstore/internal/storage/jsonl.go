@@ -40,7 +40,7 @@ func (s *Files) AppendJSONL(ctx context.Context, path string, rec any) error {
 	return s.AppendLine(ctx, path, line)
 }
 
-// writeJSONL is the first half of AppendJSONL: see writeLine.
+// WriteJSONL is the first half of AppendJSONL: see writeLine.
 func (s *Files) WriteJSONL(ctx context.Context, path string, rec any) (flush func() error, err error) {
 	line, err := json.Marshal(rec)
 	if err != nil {
@@ -62,13 +62,13 @@ func (s *Files) WriteJSONLChange(ctx context.Context, path string, rec any) (flu
 	return flush, ch, err
 }
 
-// appendLine appends one line (without its newline) to path. A write that
+// AppendLine appends one line (without its newline) to path. A write that
 // failed for lack of room is a *CodeError disk_full, and leaves no fragment.
 func (s *Files) AppendLine(ctx context.Context, path string, line []byte) error {
 	return s.AppendUnless(ctx, path, line, nil)
 }
 
-// appendUnless is appendLine that writes nothing if the file already holds
+// AppendUnless is AppendLine that writes nothing if the file already holds
 // the bytes unless (nil: always write).
 func (s *Files) AppendUnless(ctx context.Context, path string, line, unless []byte) error {
 	flush, err := s.writeLine(ctx, path, line, unless)

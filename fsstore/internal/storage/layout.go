@@ -8,6 +8,7 @@ import (
 	"path/filepath"
 	"strings"
 	"sync/atomic"
+	"time"
 )
 
 // DirName is the name of the state directory inside a project.
@@ -23,20 +24,43 @@ const (
 	ModePrivateDir  os.FileMode = 0o700
 )
 
-// Files is one project's .ai-pm/ directory as storage: its Layout, its
+// Files is one project's .ai-pm/ directory as storage: its layout, its
 // durability, and what this process keeps of its files between calls. Besides
 // a bounded cache of append descriptors (lockedfile.Appenders) it holds no
 // open files; every operation opens, locks and closes what it needs, so it
 // is safe for concurrent use by many goroutines and processes.
 type Files struct {
-	Layout
+	layout
 	Durable atomic.Bool                      // fsync appends and documents: the config's durability, set by LoadConfig
 	ttls    atomic.Pointer[notificationTTLs] // the config's [notifications.ttl], set by LoadConfig (nil: defaults)
 	// servesMany: this process serves many agents' sessions (aipm serve
 	// --http), so its environment's run id and ssh client are no session's.
 	ServesMany atomic.Bool
 	io         *ioCaches
+	seams      seams
+	// movedClone says that opening this checkout moved a clone's read
+	// cursors (settleCheckout): of processes opening a new clone at once,
+	// exactly one does.
+	movedClone bool
 }
+
+// seams are the few places where a test of the store reaches into its
+// Files; newFiles sets what the product uses, and only fsstore's tests
+// change them (SetClock, SetBeforeWrite, SetAdvanceAfter), before the
+// Files is shared.
+type seams struct {
+	// now is the clock of the credential back-offs (Now).
+	now func() time.Time
+	// beforeWrite, when set, runs between UpdateDoc's read and its write:
+	// where an editor's save would race it.
+	beforeWrite func(path string)
+	// advanceAfter is how much a peek must pass over before it moves the
+	// committed cursor (a locked, durable write) past it.
+	advanceAfter int64
+}
+
+// defaultAdvanceAfter is seams.advanceAfter outside tests.
+const defaultAdvanceAfter int64 = 1 << 20
 
 // ioCaches is what Files keeps between calls: the descriptors this process
 // appends through, and the scans of logs it peeked into.
@@ -46,27 +70,27 @@ type ioCaches struct {
 	appenders lockedfile.Appenders           // open descriptors of the files this process appends to
 }
 
-// Layout is where everything lives under a project's .ai-pm/ (DESIGN
+// layout is where everything lives under a project's .ai-pm/ (DESIGN
 // section 3): path arithmetic only, no I/O. Every path aipm opens is built
 // here, and no request value becomes part of one without its id check.
-type Layout struct {
+type layout struct {
 	project string // the project directory (parent of .ai-pm)
 	root    string // project/.ai-pm
 }
 
 // newFiles is the storage of the directory l lays out, not opened: no
 // check of the filesystem nor of the checkout.
-func NewFiles(l Layout) *Files {
-	return &Files{Layout: l, io: &ioCaches{}}
+func newFiles(l layout) *Files {
+	return &Files{layout: l, io: &ioCaches{}, seams: seams{now: time.Now, advanceAfter: defaultAdvanceAfter}}
 }
 
-// LayoutOf is the layout of the project directory projectDir, an absolute
+// layoutOf is the layout of the project directory projectDir, an absolute
 // path: paths only, no I/O.
-func LayoutOf(projectDir string) Layout {
-	return Layout{project: projectDir, root: filepath.Join(projectDir, DirName)}
+func layoutOf(projectDir string) layout {
+	return layout{project: projectDir, root: filepath.Join(projectDir, DirName)}
 }
 
-// openFiles opens the .ai-pm/ directory of projectDir (Open, OpenToCheck).
+// OpenFiles opens the .ai-pm/ directory of projectDir (Open, OpenToCheck).
 func OpenFiles(projectDir string, refuseNetwork bool) (*Files, error) {
 	abs, err := filepath.Abs(projectDir)
 	if err != nil {
@@ -89,7 +113,7 @@ func OpenFiles(projectDir string, refuseNetwork bool) (*Files, error) {
 		}
 	}
 	lockedfile.Confine(root)
-	st := NewFiles(Layout{project: abs, root: root})
+	st := newFiles(layout{project: abs, root: root})
 	lockedfile.RankLocks(root, st.lockRank)
 	st.Durable.Store(true)
 	if err := st.openCheckout(fi); err != nil {
@@ -146,12 +170,14 @@ func (s *Files) setDurability(cfg *Config) {
 	s.Durable.Store(cfg.Defaults.Durability != DurableNone)
 }
 
-// ProjectDir is the project directory; Root is its .ai-pm directory.
-func (l Layout) ProjectDir() string { return l.project }
-func (l Layout) Root() string       { return l.root }
+// ProjectDir is the project directory.
+func (l layout) ProjectDir() string { return l.project }
+
+// Root is the project's .ai-pm directory.
+func (l layout) Root() string { return l.root }
 
 // Rel returns path relative to the project directory, for messages.
-func (l Layout) Rel(path string) string {
+func (l layout) Rel(path string) string {
 	if r, err := filepath.Rel(l.project, path); err == nil {
 		return r
 	}
@@ -172,6 +198,8 @@ const (
 // compares a path against every live lease.
 const leasesDir = "leases"
 
+// IdPrefixOf is the id prefix of each collection of id documents
+// (<collection>/<id>.json); pending/ and runs/ have none.
 var IdPrefixOf = map[string]string{
 	Conversations: PrefixConversation,
 	Delegations:   PrefixDelegation,
@@ -179,21 +207,31 @@ var IdPrefixOf = map[string]string{
 	Sessions:      PrefixSession,
 }
 
-func (l Layout) ConfigPath() string            { return filepath.Join(l.root, "config.toml") }
-func (l Layout) LeasesPath() string            { return filepath.Join(l.root, leasesDir, "leases.json") }
-func (l Layout) QuarantineDir() string         { return filepath.Join(l.root, "quarantine") }
-func (l Layout) AgentsDir() string             { return filepath.Join(l.root, "agents") }
-func (l Layout) CollectionDir(c string) string { return filepath.Join(l.root, c) }
+// ConfigPath is config.toml, the project's configuration.
+func (l layout) ConfigPath() string { return filepath.Join(l.root, "config.toml") }
+
+// LeasesPath is leases/leases.json, every live lease of the project.
+func (l layout) LeasesPath() string { return filepath.Join(l.root, leasesDir, "leases.json") }
+
+// QuarantineDir is quarantine/, where doctor --repair keeps the bad lines
+// it takes out of a log.
+func (l layout) QuarantineDir() string { return filepath.Join(l.root, "quarantine") }
+
+// AgentsDir is agents/, which holds a directory per agent.
+func (l layout) AgentsDir() string { return filepath.Join(l.root, "agents") }
+
+// CollectionDir is the directory of collection c (Tasks, Sessions, ...).
+func (l layout) CollectionDir(c string) string { return filepath.Join(l.root, c) }
 
 // AgentDir is agents/<agent>/; the id is checked first.
-func (l Layout) AgentDir(agent string) (string, error) {
+func (l layout) AgentDir(agent string) (string, error) {
 	if err := CheckAgentID(agent); err != nil {
 		return "", err
 	}
 	return filepath.Join(l.root, "agents", agent), nil
 }
 
-func (l Layout) agentFile(agent, name string) (string, error) {
+func (l layout) agentFile(agent, name string) (string, error) {
 	dir, err := l.AgentDir(agent)
 	if err != nil {
 		return "", err
@@ -202,21 +240,22 @@ func (l Layout) agentFile(agent, name string) (string, error) {
 }
 
 // ChatPath is the agent's chat log, inbox and outbox (DESIGN section 3).
-func (l Layout) ChatPath(agent string) (string, error) { return l.agentFile(agent, "chat.jsonl") }
+func (l layout) ChatPath(agent string) (string, error) { return l.agentFile(agent, "chat.jsonl") }
 
-// readCursorPath holds the agent's read cursors into its own files.
-func (l Layout) ReadCursorPath(agent string) (string, error) { return l.agentFile(agent, "read.json") }
+// ReadCursorPath is agents/<agent>/read.json, the agent's read cursors
+// into its own logs.
+func (l layout) ReadCursorPath(agent string) (string, error) { return l.agentFile(agent, "read.json") }
 
 // NotificationsPath holds notifications addressed to the agent.
-func (l Layout) NotificationsPath(agent string) (string, error) {
+func (l layout) NotificationsPath(agent string) (string, error) {
 	return l.agentFile(agent, "notifications.jsonl")
 }
 
 // PasskeyPath holds the salted hash of the agent's passkey (mode 0600).
-func (l Layout) PasskeyPath(agent string) (string, error) { return l.agentFile(agent, "passkey.json") }
+func (l layout) PasskeyPath(agent string) (string, error) { return l.agentFile(agent, "passkey.json") }
 
 // DocPath is <collection>/<id>.json for an id of the collection's prefix.
-func (l Layout) DocPath(collection, id string) (string, error) {
+func (l layout) DocPath(collection, id string) (string, error) {
 	prefix, ok := IdPrefixOf[collection]
 	if !ok {
 		return "", fmt.Errorf("collection %q has no id documents", collection)
@@ -229,7 +268,7 @@ func (l Layout) DocPath(collection, id string) (string, error) {
 
 // TriggerPath is pending/<agent>.<purpose>.json (collection Pending) or
 // runs/<agent>.<purpose>.json (collection Runs).
-func (l Layout) TriggerPath(collection, agent, purpose string) (string, error) {
+func (l layout) TriggerPath(collection, agent, purpose string) (string, error) {
 	if collection != Pending && collection != Runs {
 		return "", fmt.Errorf("collection %q has no agent.purpose documents", collection)
 	}
@@ -243,7 +282,7 @@ func (l Layout) TriggerPath(collection, agent, purpose string) (string, error) {
 }
 
 // LogDir is logs/<agent>/, where the watcher writes a started process's output.
-func (l Layout) LogDir(agent string) (string, error) {
+func (l layout) LogDir(agent string) (string, error) {
 	if err := CheckAgentID(agent); err != nil {
 		return "", err
 	}
@@ -253,7 +292,7 @@ func (l Layout) LogDir(agent string) (string, error) {
 // CredentialPath is credentials/<agent>.passkey (mode 0600, kept out of
 // git): the passkey the watcher hands to the agent processes it starts, as
 // a file named by AIPM_PASSKEY_FILE, never in an argument.
-func (l Layout) CredentialPath(agent string) (string, error) {
+func (l layout) CredentialPath(agent string) (string, error) {
 	if err := CheckAgentID(agent); err != nil {
 		return "", err
 	}
@@ -261,14 +300,14 @@ func (l Layout) CredentialPath(agent string) (string, error) {
 }
 
 // dirMode is the mode of a directory created under .ai-pm.
-func (l Layout) dirMode(dir string) os.FileMode {
+func (l layout) dirMode(dir string) os.FileMode {
 	if dir == l.CollectionDir(Sessions) || dir == filepath.Join(l.CollectionDir(Sessions), SessionIndexDir) {
 		return ModePrivateDir
 	}
 	return ModeDir
 }
 
-// ensureAgentDir creates agents/<agent>/ if it is missing (an agent added to
+// EnsureAgentDir creates agents/<agent>/ if it is missing (an agent added to
 // config.toml by hand has none until its first message).
 func (s *Files) EnsureAgentDir(agent string) error {
 	dir, err := s.AgentDir(agent)
@@ -316,16 +355,25 @@ func (s *Files) WatchedDirs() []string {
 // which the next reader drops). A project without sessions/by-agent/ (made
 // by an older aipm, or a human who removed it) gets it rebuilt from every
 // session document, once, by the first writer that finds it missing.
+
+// SessionIndexDir is the directory of the session index inside sessions/.
 const SessionIndexDir = "by-agent"
 
-func (l Layout) BearerPath() string     { return filepath.Join(l.root, "bearer.json") }
-func (l Layout) BearerLockPath() string { return filepath.Join(l.root, "bearer.lock") }
+// BearerPath is bearer.json, the wrong bearer tokens in a row per AI agent
+// (fsstore's AgentOfPasskey).
+func (l layout) BearerPath() string { return filepath.Join(l.root, "bearer.json") }
+
+// BearerLockPath is bearer.lock, taken while bearer.json is read and
+// written.
+func (l layout) BearerLockPath() string { return filepath.Join(l.root, "bearer.lock") }
 
 // CompactionPath is the record of what compaction dropped from the
 // agent's chat log (agents/<agent>/compacted.json): doctor's mirror check
 // does not restore what was dropped on purpose.
-func (l Layout) CompactionPath(agent string) (string, error) {
+func (l layout) CompactionPath(agent string) (string, error) {
 	return l.agentFile(agent, "compacted.json")
 }
 
-func (l Layout) CompactLockPath() string { return filepath.Join(l.root, "compact.lock") }
+// CompactLockPath is compact.lock, held while a compaction of the
+// project's logs runs (one at a time).
+func (l layout) CompactLockPath() string { return filepath.Join(l.root, "compact.lock") }

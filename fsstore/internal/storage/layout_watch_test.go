@@ -6,7 +6,7 @@ import (
 )
 
 func TestQuietChange(t *testing.T) {
-	l := Layout{project: filepath.FromSlash("/p"), root: filepath.FromSlash("/p/.ai-pm")}
+	l := layout{project: filepath.FromSlash("/p"), root: filepath.FromSlash("/p/.ai-pm")}
 	chat, _ := l.ChatPath("coder")
 	cursor, _ := l.ReadCursorPath("coder")
 	log, _ := l.LogDir("coder")

@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"sort"
 	"sync"
+	"sync/atomic"
 
 	"golang.org/x/sys/unix"
 )
@@ -32,15 +33,15 @@ var networkFilesystems = map[int64]string{
 	unix.OCFS2_SUPER_MAGIC: "ocfs2",
 }
 
-// NetworkFilesystem returns the name of the network filesystem whose
+// networkFilesystem returns the name of the network filesystem whose
 // statfs f_type is magic, and false for any other filesystem.
-func NetworkFilesystem(magic int64) (string, bool) {
+func networkFilesystem(magic int64) (string, bool) {
 	name, ok := networkFilesystems[magic]
 	return name, ok
 }
 
-// NetworkFilesystemNames lists the names of the refused filesystems, sorted.
-func NetworkFilesystemNames() []string {
+// networkFilesystemNames lists the names of the refused filesystems, sorted.
+func networkFilesystemNames() []string {
 	names := make([]string, 0, len(networkFilesystems))
 	for _, n := range networkFilesystems {
 		names = append(names, n)
@@ -49,38 +50,39 @@ func NetworkFilesystemNames() []string {
 	return names
 }
 
-// testHookStatfs, in tests, replaces statfs(2): it returns the f_type of
-// the filesystem path is on. PretendFilesystem sets it too.
-var TestHookStatfs func(path string) (int64, error)
+// pretended, when set, is the f_type every statfs of this process answers
+// instead of asking the kernel (PretendFilesystem, and storage's tests).
+var pretended atomic.Pointer[int64]
 
 // PretendFilesystem is a test knob: from now on this process takes every
-// directory to be on the filesystem named (one of NetworkFilesystemNames,
-// or "local" for one aipm accepts) instead of asking statfs. Only the test
-// binary of cmd/aipm calls it, when its environment sets AIPM_TEST_FSTYPE
-// (testdata/script/remote_fs.txtar); the aipm binary never does.
-func PretendFilesystem(name string) error {
-	if name == "local" {
-		TestHookStatfs = func(string) (int64, error) { return unix.TMPFS_MAGIC, nil }
-		return nil
-	}
-	for magic, n := range networkFilesystems {
+// directory to be on the filesystem named (one of networkFilesystemNames,
+// or "local" for one aipm accepts) instead of asking statfs, until stop is
+// called. Only tests call it: the test binary of cmd/aipm when its
+// environment sets AIPM_TEST_FSTYPE (testdata/script/remote_fs.txtar,
+// through fsstore/fsstoretest), and fsstore's; the aipm binary never does.
+func PretendFilesystem(name string) (stop func(), err error) {
+	magic, ok := int64(unix.TMPFS_MAGIC), name == "local"
+	for m, n := range networkFilesystems {
 		if n == name {
-			TestHookStatfs = func(string) (int64, error) { return magic, nil }
-			return nil
+			magic, ok = m, true
 		}
 	}
-	return fmt.Errorf("no filesystem named %q to pretend: name one of %v, or local", name, NetworkFilesystemNames())
+	if !ok {
+		return nil, fmt.Errorf("no filesystem named %q to pretend: name one of %v, or local", name, networkFilesystemNames())
+	}
+	was := pretended.Swap(&magic)
+	return func() { pretended.Store(was) }, nil
 }
 
 // localDirs holds the directories found on a local filesystem by this
 // process: each is asked once (a refusal is asked again, as it ends the
 // command anyway).
-var LocalDirs sync.Map // path -> struct{}
+var localDirs sync.Map // path -> struct{}
 
 // statfsType is the f_type of the filesystem dir is on.
 func statfsType(dir string) (int64, error) {
-	if TestHookStatfs != nil {
-		return TestHookStatfs(dir)
+	if magic := pretended.Load(); magic != nil {
+		return *magic, nil
 	}
 	var st unix.Statfs_t
 	if err := unix.Statfs(dir, &st); err != nil {
@@ -91,9 +93,10 @@ func statfsType(dir string) (int64, error) {
 
 // networkFilesystemOf returns the name of the network filesystem dir is on,
 // or "" when it is on a local one. A statfs that fails is an error.
-func NetworkFilesystemOf(dir string) (string, error) {
-	if TestHookStatfs == nil {
-		if _, ok := LocalDirs.Load(dir); ok {
+func networkFilesystemOf(dir string) (string, error) {
+	pretending := pretended.Load() != nil
+	if !pretending {
+		if _, ok := localDirs.Load(dir); ok {
 			return "", nil
 		}
 	}
@@ -101,11 +104,11 @@ func NetworkFilesystemOf(dir string) (string, error) {
 	if err != nil {
 		return "", fmt.Errorf("check the filesystem of %s: %w", dir, err)
 	}
-	if name, ok := NetworkFilesystem(magic); ok {
+	if name, ok := networkFilesystem(magic); ok {
 		return name, nil
 	}
-	if TestHookStatfs == nil {
-		LocalDirs.Store(dir, struct{}{})
+	if !pretending {
+		localDirs.Store(dir, struct{}{})
 	}
 	return "", nil
 }
@@ -113,18 +116,18 @@ func NetworkFilesystemOf(dir string) (string, error) {
 // networkRefusal is the one sentence of the refusal: what is on which
 // network filesystem, why that breaks aipm, and the way that works.
 func networkRefusal(what, fsName string) error {
-	return Kindf(ErrNetworkFilesystem, "%s is on a network filesystem (%s): %s", what, fsName, NetworkAdvice)
+	return Kindf(ErrNetworkFilesystem, "%s is on a network filesystem (%s): %s", what, fsName, networkAdvice)
 }
 
 // networkAdvice is why, and the remote way (docs/operations.md and docs/remote.md).
-const NetworkAdvice = "its locks and appends are not safe there and this machine cannot see other hosts' writes; " +
+const networkAdvice = "its locks and appends are not safe there and this machine cannot see other hosts' writes; " +
 	"keep .ai-pm on one machine's local disk and reach it from the others with ssh -T HOST aipm --dir PATH serve --agent ID, " +
 	"or aipm serve --http (docs/remote.md)"
 
 // checkLocal refuses a store whose .ai-pm/ is on a network filesystem:
 // Open runs it once per directory and process.
 func checkLocal(root string) error {
-	name, err := NetworkFilesystemOf(root)
+	name, err := networkFilesystemOf(root)
 	if err != nil {
 		return err
 	}
@@ -134,11 +137,11 @@ func checkLocal(root string) error {
 	return nil
 }
 
-// checkLocalProject refuses to create .ai-pm/ in a project directory on a
+// CheckLocalProject refuses to create .ai-pm/ in a project directory on a
 // network filesystem (Init, before it writes anything). A directory that
 // does not exist is left to Init's own error.
 func CheckLocalProject(dir string) error {
-	name, err := NetworkFilesystemOf(dir)
+	name, err := networkFilesystemOf(dir)
 	switch {
 	case errors.Is(err, unix.ENOENT):
 		return nil
@@ -150,25 +153,25 @@ func CheckLocalProject(dir string) error {
 	return nil
 }
 
-// filesystemProblems is doctor's report of a network filesystem (Open
+// FilesystemProblems is doctor's report of a network filesystem (Open
 // refuses one; OpenToCheck lets doctor in to say so), and whether it was
 // found: repair is then withheld, since another host may be writing the
 // lines it would move.
 func (s *Files) FilesystemProblems() ([]Problem, bool) {
-	name, err := NetworkFilesystemOf(s.root)
+	name, err := networkFilesystemOf(s.root)
 	switch {
 	case err != nil:
 		return []Problem{{Path: DirName, Reason: err.Error()}}, false
 	case name == "":
 		return nil, false
 	}
-	return []Problem{{Path: DirName, Reason: fmt.Sprintf("on a network filesystem (%s), so aipm refuses it and doctor --repair repairs nothing: %s", name, NetworkAdvice)}}, true
+	return []Problem{{Path: DirName, Reason: fmt.Sprintf("on a network filesystem (%s), so aipm refuses it and doctor --repair repairs nothing: %s", name, networkAdvice)}}, true
 }
 
 // OnNetworkFilesystem returns the name of the network filesystem .ai-pm/
 // is on, or "" when it is on a local one (or statfs fails: doctor reports
 // that as a problem of its own).
 func (s *Files) OnNetworkFilesystem() string {
-	name, _ := NetworkFilesystemOf(s.root)
+	name, _ := networkFilesystemOf(s.root)
 	return name
 }

@@ -1,7 +1,9 @@
 package storage
 
 import (
+	"path"
 	"path/filepath"
+	"slices"
 	"strings"
 
 	"aipm/internal/lockedfile"
@@ -50,7 +52,7 @@ const (
 	// compacted.json and auth.json, and what is done under them: a marked
 	// operation (WithMarker: a task's collection lock and document,
 	// appends), a compaction of its logs (a log's lock, then
-	// compacted.json's), a check of a passkey (guardCredential).
+	// compacted.json's), a check of a passkey (GuardCredential).
 	rankAgent
 	// A collection's lock, <collection>/.lock (conversations, tasks,
 	// delegations, sessions, pending, runs): the read-check-write of its
@@ -93,7 +95,7 @@ var lockOrder = [rankCount]string{
 
 // lockRank is the rank of the lock at path (registered with
 // lockedfile.RankLocks by Open): its place in the layout, or no rank.
-func (l Layout) lockRank(path string) lockedfile.Rank {
+func (l layout) lockRank(path string) lockedfile.Rank {
 	rel, err := filepath.Rel(l.root, path)
 	if err != nil || rel == ".." || strings.HasPrefix(rel, ".."+string(filepath.Separator)) {
 		return lockedfile.Rank{}
@@ -105,53 +107,67 @@ func (l Layout) lockRank(path string) lockedfile.Rank {
 	return lockedfile.Rank{Order: r, Name: lockOrder[r]}
 }
 
+// lockPlaces says which lock ranks where, as a table of rows like
+// lockOrder's: the first row that holds a path gives its rank, and a path
+// no row holds has none (a lock aipm never takes).
+var lockPlaces = []lockPlace{
+	{in: topDir, name: ".", rank: rankWatcher}, // .ai-pm itself
+	{in: topDir, name: "watcher.lock", rank: rankWatcher},
+	{in: topDir, name: "local.lock", rank: rankLocal},
+	{in: topDir, name: "compact.lock", rank: rankCompact},
+	{in: topDir, name: "bearer.lock", rank: rankBearer},
+	{in: topDir, name: ".lock", rank: rankProject},
+	{in: topDir, name: "config.toml", rank: rankDocument},
+	{in: anyDir, suffix: ".jsonl", rank: rankLog},
+	{in: agentDirs, name: ".lock", rank: rankAgent},
+	{in: agentDirs, suffix: ".json", rank: rankDocument},
+	{in: collectionDirs, name: ".lock", rank: rankCollection},
+	{in: []string{Runs}, hidden: true, suffix: ".lock", rank: rankRunSlot},
+	{in: []string{Sessions}, hidden: true, suffix: ".wake", rank: rankWake},
+	{in: []string{Sessions}, hidden: true, suffix: ".told", rank: rankTold},
+	{in: collectionDirs, suffix: ".json", rank: rankDocument},
+}
+
+// The directories a lockPlace is in, as path.Match patterns of the path
+// relative to .ai-pm, slash-separated.
+var (
+	anyDir         []string // nil: any directory
+	topDir         = []string{""}
+	agentDirs      = []string{"agents/?*"}
+	collectionDirs = []string{Conversations, Tasks, Delegations, Sessions, Pending, Runs, leasesDir}
+)
+
+// A lockPlace is a row of lockPlaces: the locks in one of the directories
+// in whose name is name, or, when name is "", whose name begins with a
+// dot or not as hidden says and ends in suffix.
+type lockPlace struct {
+	in     []string
+	name   string
+	hidden bool
+	suffix string
+	rank   int
+}
+
+// holds says whether the lock name in dir is one of p's.
+func (p lockPlace) holds(dir, name string) bool {
+	inDir := func(pattern string) bool { ok, _ := path.Match(pattern, dir); return ok }
+	if p.in != nil && !slices.ContainsFunc(p.in, inDir) {
+		return false
+	}
+	if p.name != "" {
+		return name == p.name
+	}
+	return strings.HasPrefix(name, ".") == p.hidden && strings.HasSuffix(name, p.suffix)
+}
+
 // lockClass is the rank of the lock at rel, a slash-separated path
-// relative to .ai-pm.
+// relative to .ai-pm: the first of lockPlaces that holds it.
 func lockClass(rel string) int {
-	switch rel {
-	case ".", "watcher.lock":
-		return rankWatcher
-	case "local.lock":
-		return rankLocal
-	case "compact.lock":
-		return rankCompact
-	case "bearer.lock":
-		return rankBearer
-	case ".lock":
-		return rankProject
-	case "config.toml":
-		return rankDocument
-	}
 	dir, name := pathSplit(rel)
-	hidden := strings.HasPrefix(name, ".")
-	switch parent, agent := pathSplit(dir); {
-	case !hidden && strings.HasSuffix(name, ".jsonl"):
-		return rankLog
-	case parent == "agents" && agent != "":
-		switch {
-		case name == ".lock":
-			return rankAgent
-		case !hidden && strings.HasSuffix(name, ".json"):
-			return rankDocument
+	for _, p := range lockPlaces {
+		if p.holds(dir, name) {
+			return p.rank
 		}
-		return rankNone
-	}
-	switch dir {
-	case Conversations, Tasks, Delegations, Sessions, Pending, Runs, leasesDir:
-	default:
-		return rankNone
-	}
-	switch {
-	case name == ".lock":
-		return rankCollection
-	case dir == Runs && hidden && strings.HasSuffix(name, ".lock"):
-		return rankRunSlot
-	case dir == Sessions && hidden && strings.HasSuffix(name, ".wake"):
-		return rankWake
-	case dir == Sessions && hidden && strings.HasSuffix(name, ".told"):
-		return rankTold
-	case !hidden && strings.HasSuffix(name, ".json"):
-		return rankDocument
 	}
 	return rankNone
 }

@@ -13,7 +13,7 @@ func TestLockOrderTable(t *testing.T) {
 			t.Errorf("rank %d has no name in lockOrder", r)
 		}
 	}
-	l := Layout{project: "/p", root: "/p/.ai-pm"}
+	l := layout{project: "/p", root: "/p/.ai-pm"}
 	for _, tc := range []struct {
 		rel  string
 		want int

@@ -33,11 +33,11 @@ type receipt struct {
 }
 
 // receiptsPath holds the agent's receipts.
-func (l Layout) receiptsPath(agent string) (string, error) {
+func (l layout) receiptsPath(agent string) (string, error) {
 	return l.agentFile(agent, "receipts.jsonl")
 }
 
-// writeReceipt appends a receipt for ids, best effort (see Receipt).
+// WriteReceipt appends a receipt for ids, best effort (see receipt).
 func (s *Files) WriteReceipt(ctx context.Context, agent, event, session, via string, ids []string) {
 	if len(ids) == 0 {
 		return

@@ -15,8 +15,8 @@ type WatcherInfo struct {
 	StartedAt time.Time `json:"startedAt"`
 }
 
-func (l Layout) watcherLockPath() string { return filepath.Join(l.root, "watcher.lock") }
-func (l Layout) watcherInfoPath() string { return filepath.Join(l.root, "watcher.json") }
+func (l layout) watcherLockPath() string { return filepath.Join(l.root, "watcher.lock") }
+func (l layout) watcherInfoPath() string { return filepath.Join(l.root, "watcher.json") }
 
 // LockWatcher takes the project's watcher lock (one watcher per project,
 // DESIGN section 12) and records this process in watcher.json; release

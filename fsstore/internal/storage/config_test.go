@@ -1,7 +1,6 @@
-package fsstore
+package storage
 
 import (
-	"aipm/fsstore/internal/storage"
 	"context"
 	"fmt"
 	"os"
@@ -15,11 +14,11 @@ import (
 )
 
 func TestExampleConfigLoads(t *testing.T) {
-	data, err := os.ReadFile(filepath.Join("..", "config.example.toml"))
+	data, err := os.ReadFile(filepath.Join("..", "..", "..", "config.example.toml"))
 	if err != nil {
 		t.Fatal(err)
 	}
-	cfg, err := storage.ParseConfig("config.example.toml", data)
+	cfg, err := ParseConfig("config.example.toml", data)
 	if err != nil {
 		t.Fatalf("config.example.toml: %v", err)
 	}
@@ -54,7 +53,7 @@ func TestConfigUnknownKeysWarn(t *testing.T) {
 		{"unknown sub-table", "[project]\nname = \"p\"\n[project.extra]\ny = 1\n", "config.toml:3: unknown key \"project.extra\" is ignored: fix or remove it"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			cfg, err := storage.ParseConfig("config.toml", []byte(tc.toml))
+			cfg, err := ParseConfig("config.toml", []byte(tc.toml))
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -68,7 +67,7 @@ func TestConfigUnknownKeysWarn(t *testing.T) {
 // TestCheckConfigEvery: every error of a config at once, in line order.
 func TestCheckConfigEvery(t *testing.T) {
 	data := "[defaults]\ndurability = \"maybe\"\nwait_seconds = 90\n\n[[agents]]\nid = \"a\"\ntype = \"robot\"\nparent = \"ghost\"\n\n[[agents]]\ntype = \"ai\"\n"
-	_, errs := storage.CheckConfig("config.toml", []byte(data))
+	_, errs := CheckConfig("config.toml", []byte(data))
 	var got []string
 	for _, err := range errs {
 		got = append(got, err.Error())
@@ -117,7 +116,7 @@ func TestParseConfigErrors(t *testing.T) {
 		{"table for a list of tables", "[agents]\nid = \"a\"\n", "config.toml:1: agents must be a list of tables (got a table)"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			_, err := storage.ParseConfig("config.toml", []byte(tc.toml))
+			_, err := ParseConfig("config.toml", []byte(tc.toml))
 			if err == nil {
 				t.Fatalf("no error; want %q", tc.want)
 			}
@@ -132,7 +131,7 @@ func TestParseConfigErrors(t *testing.T) {
 // once, in line order, none in the TOML decoder's words.
 func TestConfigTypeErrorsAll(t *testing.T) {
 	data := "[defaults]\nwait_seconds = \"x\"\nspawn_cooldown = \"soon\"\n\n[retention]\nchat_lines = \"many\"\n"
-	_, errs := storage.CheckConfig("config.toml", []byte(data))
+	_, errs := CheckConfig("config.toml", []byte(data))
 	want := []string{"config.toml:2: wait_seconds must be", "config.toml:3: spawn_cooldown: invalid duration", "config.toml:6: chat_lines must be a whole number"}
 	if len(errs) != len(want) {
 		t.Fatalf("errors %q, want %d", errs, len(want))
@@ -145,7 +144,7 @@ func TestConfigTypeErrorsAll(t *testing.T) {
 }
 
 func TestNearestKey(t *testing.T) {
-	known := storage.KnownKeys([]string{"defaults"})
+	known := knownKeys([]string{"defaults"})
 	if !slices.Contains(known, "chat_idle_timeout") || slices.Contains(known, "id") {
 		t.Fatalf("known keys of [defaults] = %v", known)
 	}
@@ -157,14 +156,14 @@ func TestNearestKey(t *testing.T) {
 		{"colour", ""}, // near nothing
 		{"wait", ""},   // a prefix is not a typo
 	} {
-		if got := storage.NearestKey(tc.key, known); got != tc.want {
+		if got := nearestKey(tc.key, known); got != tc.want {
 			t.Errorf("nearestKey(%q) = %q, want %q", tc.key, got, tc.want)
 		}
 	}
-	if got := storage.KnownKeys([]string{"agents"}); !slices.Contains(got, "command") {
+	if got := knownKeys([]string{"agents"}); !slices.Contains(got, "command") {
 		t.Errorf("known keys of an [[agents]] entry = %v", got)
 	}
-	if got := storage.KnownKeys([]string{"bogus"}); got != nil {
+	if got := knownKeys([]string{"bogus"}); got != nil {
 		t.Errorf("known keys of an unknown table = %v", got)
 	}
 }
@@ -172,35 +171,35 @@ func TestNearestKey(t *testing.T) {
 // TestNewWarnings: a reload says only the unknown keys the config in
 // force did not have, wherever they moved.
 func TestNewWarnings(t *testing.T) {
-	parse := func(data string) *storage.Config {
+	parse := func(data string) *Config {
 		t.Helper()
-		cfg, err := storage.ParseConfig("config.toml", []byte(data))
+		cfg, err := ParseConfig("config.toml", []byte(data))
 		if err != nil {
 			t.Fatal(err)
 		}
 		return cfg
 	}
 	old := parse("[defaults]\nchat_idel_timeout = \"5m\"\n")
-	if got := storage.NewWarnings(nil, old); len(got) != 1 {
+	if got := NewWarnings(nil, old); len(got) != 1 {
 		t.Fatalf("first load: %q", got)
 	}
 	moved := parse("[project]\nname = \"p\"\n[defaults]\nchat_idel_timeout = \"5m\"\n")
-	if got := storage.NewWarnings(old, moved); len(got) != 0 {
+	if got := NewWarnings(old, moved); len(got) != 0 {
 		t.Errorf("the same key on another line: %q", got)
 	}
 	more := parse("[defaults]\nchat_idel_timeout = \"5m\"\nwait_secs = 3\n")
-	if got := storage.NewWarnings(old, more); len(got) != 1 || !strings.Contains(got[0].Error(), "config.toml:3: unknown key \"defaults.wait_secs\"") {
+	if got := NewWarnings(old, more); len(got) != 1 || !strings.Contains(got[0].Error(), "config.toml:3: unknown key \"defaults.wait_secs\"") {
 		t.Errorf("a new key: %q", got)
 	}
 }
 
 func TestParseConfigDefaults(t *testing.T) {
-	cfg, err := storage.ParseConfig("config.toml", []byte("[project]\nname = \"p\"\n"))
+	cfg, err := ParseConfig("config.toml", []byte("[project]\nname = \"p\"\n"))
 	if err != nil {
 		t.Fatal(err)
 	}
-	if cfg.Defaults != storage.DefaultDefaults {
-		t.Errorf("defaults = %+v, want %+v", cfg.Defaults, storage.DefaultDefaults)
+	if cfg.Defaults != DefaultDefaults {
+		t.Errorf("defaults = %+v, want %+v", cfg.Defaults, DefaultDefaults)
 	}
 }
 
@@ -208,48 +207,48 @@ func TestParseConfigDefaults(t *testing.T) {
 // append (a server's config reload under calls in flight): under -race this
 // is the check that the store's durability is read and written atomically.
 func TestDurabilityFollowsTheConfig(t *testing.T) {
-	s, _ := testStoreWith(t)
+	s := newTestFiles(t)
 	ctx := context.Background()
 	setDurability := func(value string) {
 		t.Helper()
-		data, err := os.ReadFile(s.files.ConfigPath())
+		data, err := os.ReadFile(s.ConfigPath())
 		if err != nil {
 			t.Fatal(err)
 		}
 		text := regexp.MustCompile(`durability = "[a-z]+"`).ReplaceAllString(string(data), fmt.Sprintf("durability = %q", value))
-		if err := os.WriteFile(s.files.ConfigPath(), []byte(text), storage.ModeFile); err != nil {
+		if err := os.WriteFile(s.ConfigPath(), []byte(text), ModeFile); err != nil {
 			t.Fatal(err)
 		}
 	}
-	path := filepath.Join(s.files.Root(), "probe.jsonl")
+	path := filepath.Join(s.Root(), "probe.jsonl")
 	var wg sync.WaitGroup
 	for w := 0; w < 4; w++ {
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
 			for i := 0; i < 50; i++ {
-				if err := s.files.AppendJSONL(ctx, path, map[string]int{"i": i}); err != nil {
+				if err := s.AppendJSONL(ctx, path, map[string]int{"i": i}); err != nil {
 					t.Error(err)
 					return
 				}
 			}
 		}()
 	}
-	for _, value := range []string{storage.DurableNone, storage.DurableFsync, storage.DurableNone} {
+	for _, value := range []string{DurableNone, DurableFsync, DurableNone} {
 		setDurability(value)
-		if _, err := s.files.LoadConfig(); err != nil {
+		if _, err := s.LoadConfig(); err != nil {
 			t.Fatal(err)
 		}
-		if got := s.files.Durable.Load(); got != (value == storage.DurableFsync) {
+		if got := s.Durable.Load(); got != (value == DurableFsync) {
 			t.Errorf("durability %q loaded: durable = %v", value, got)
 		}
 	}
 	wg.Wait()
 	setDurability("sometimes")
-	if _, err := s.files.LoadConfig(); err == nil {
+	if _, err := s.LoadConfig(); err == nil {
 		t.Fatal("an invalid durability loaded")
 	}
-	if s.files.Durable.Load() {
+	if s.Durable.Load() {
 		t.Error("an invalid config changed the durability in force")
 	}
 }

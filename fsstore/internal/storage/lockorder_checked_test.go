@@ -1,7 +1,6 @@
-package fsstore
+package storage
 
 import (
-	"aipm/fsstore/internal/storage"
 	"aipm/internal/lockedfile"
 	"aipm/internal/testenv"
 	"context"
@@ -15,32 +14,35 @@ import (
 func TestLockOrderChecked(t *testing.T) {
 	testenv.SkipWithoutLockRank(t)
 	ctx := context.Background()
-	s, _ := leadAndCoder(t)
-	agentDir, _ := s.files.AgentDir("coder")
-	chat, _ := s.files.ChatPath("coder")
+	s := newTestFiles(t)
+	if err := s.EnsureAgentDir("coder"); err != nil {
+		t.Fatal(err)
+	}
+	agentDir, _ := s.AgentDir("coder")
+	chat, _ := s.ChatPath("coder")
 	for _, tc := range []struct {
 		name         string
 		dirs         []string // collection locks taken in this order
 		appendChat   bool     // then an append to coder's chat log
 		taking, held string   // the report: the lock waited for, the lock held ("" for none)
 	}{
-		{"agent, tasks, a log", []string{agentDir, s.files.CollectionDir(storage.Tasks)}, true, "", ""},
-		{"conversations, a log", []string{s.files.CollectionDir(storage.Conversations)}, true, "", ""},
-		{"tasks, then an agent", []string{s.files.CollectionDir(storage.Tasks), agentDir}, false, "agents/coder/.lock", "tasks/.lock"},
-		{"sessions, then tasks", []string{s.files.CollectionDir(storage.Sessions), s.files.CollectionDir(storage.Tasks)}, false, "tasks/.lock", "sessions/.lock"},
+		{"agent, tasks, a log", []string{agentDir, s.CollectionDir(Tasks)}, true, "", ""},
+		{"conversations, a log", []string{s.CollectionDir(Conversations)}, true, "", ""},
+		{"tasks, then an agent", []string{s.CollectionDir(Tasks), agentDir}, false, "agents/coder/.lock", "tasks/.lock"},
+		{"sessions, then tasks", []string{s.CollectionDir(Sessions), s.CollectionDir(Tasks)}, false, "tasks/.lock", "sessions/.lock"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			var got []*lockedfile.LockOrderError
 			defer lockedfile.OnLockOrderViolation(func(e *lockedfile.LockOrderError) { got = append(got, e) })()
 			for _, dir := range tc.dirs {
-				unlock, err := s.files.LockDir(ctx, dir)
+				unlock, err := s.LockDir(ctx, dir)
 				if err != nil {
 					t.Fatal(err)
 				}
 				defer unlock()
 			}
 			if tc.appendChat {
-				if err := s.files.AppendJSONL(ctx, chat, map[string]string{"id": "msg_x"}); err != nil {
+				if err := s.AppendJSONL(ctx, chat, map[string]string{"id": "msg_x"}); err != nil {
 					t.Fatal(err)
 				}
 			}
@@ -53,7 +55,7 @@ func TestLockOrderChecked(t *testing.T) {
 			if len(got) != 1 {
 				t.Fatalf("%d reports, want 1: %v", len(got), got)
 			}
-			rel := func(p string) string { r, _ := filepath.Rel(s.files.Root(), p); return filepath.ToSlash(r) }
+			rel := func(p string) string { r, _ := filepath.Rel(s.Root(), p); return filepath.ToSlash(r) }
 			if rel(got[0].Taking.Path) != tc.taking || rel(got[0].Held.Path) != tc.held {
 				t.Errorf("report: %s while %s is held, want %s while %s", rel(got[0].Taking.Path), rel(got[0].Held.Path), tc.taking, tc.held)
 			}

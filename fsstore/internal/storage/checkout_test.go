@@ -1,47 +1,54 @@
-package fsstore
+package storage
 
 import (
 	"context"
 	"io/fs"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
 	"time"
 
-	"aipm/fsstore/internal/storage"
 	"aipm/internal/lockedfile"
 )
 
 // usedProject is a project where bob has n messages from alice and one
 // notification, none read.
-func usedProject(t *testing.T, n int) *Store {
+func usedProject(t *testing.T, n int) *Files {
 	t.Helper()
-	s := newTestStore(t)
+	s := newTestFiles(t)
 	ctx := context.Background()
-	chat, _ := s.files.ChatPath("bob")
+	chat, _ := s.ChatPath("bob")
 	for i := 0; i < n; i++ {
-		m := Message{ID: storage.NewID(storage.PrefixMessage), SenderID: "alice", Content: "old", CreatedAt: time.Now().UTC().Format(timeFormat)}
-		if err := s.files.AppendJSONL(ctx, chat, m); err != nil {
+		if err := s.AppendJSONL(ctx, chat, testMessage("old")); err != nil {
 			t.Fatal(err)
 		}
 	}
-	if _, err := s.Notify(ctx, "bob", Notification{Message: "old news"}); err != nil {
+	notes, _ := s.NotificationsPath("bob")
+	note := map[string]string{"id": NewID(PrefixNotification), "type": NotifyInfo, "message": "old news", "createdAt": time.Now().UTC().Format(time.RFC3339Nano)}
+	if err := s.AppendJSONL(ctx, notes, note); err != nil {
 		t.Fatal(err)
 	}
 	return s
 }
 
+// testMessage is a message from alice saying content, as the chat log
+// holds it.
+func testMessage(content string) map[string]string {
+	return map[string]string{"id": NewID(PrefixMessage), "senderId": "alice", "content": content, "createdAt": time.Now().UTC().Format(time.RFC3339Nano)}
+}
+
 // cloneOf copies s's project the way git clone does: without the files
 // .ai-pm/.gitignore keeps out (read cursors, passkeys, the local marker).
-func cloneOf(t *testing.T, s *Store) string {
+func cloneOf(t *testing.T, s *Files) string {
 	t.Helper()
 	dst := t.TempDir()
-	err := filepath.WalkDir(s.files.ProjectDir(), func(path string, d fs.DirEntry, err error) error {
+	err := filepath.WalkDir(s.ProjectDir(), func(path string, d fs.DirEntry, err error) error {
 		if err != nil {
 			return err
 		}
-		rel, _ := filepath.Rel(s.files.ProjectDir(), path)
+		rel, _ := filepath.Rel(s.ProjectDir(), path)
 		switch name := d.Name(); {
 		case d.IsDir():
 			return os.MkdirAll(filepath.Join(dst, rel), 0o755)
@@ -60,15 +67,31 @@ func cloneOf(t *testing.T, s *Store) string {
 	return dst
 }
 
+// wantUnread opens the project dir and checks what bob has not read: the
+// messages past his chat cursor, and the notifications past the cursors of
+// both session purposes (a notification of no task is unread until some
+// session read it).
 func wantUnread(t *testing.T, dir string, messages, notifications int) {
 	t.Helper()
-	s, err := Open(dir)
+	s, err := OpenFiles(dir, true)
 	if err != nil {
 		t.Fatal(err)
 	}
-	m, n, err := s.UnreadCounts(context.Background(), "bob")
-	if err != nil {
-		t.Fatal(err)
+	peek := func(stream string) []string {
+		t.Helper()
+		res, err := s.ReadUnread(context.Background(), "bob", stream, ReadOptions{Peek: true})
+		if err != nil {
+			t.Fatal(err)
+		}
+		return RecordIDs(res.Records)
+	}
+	m := len(peek(StreamChat))
+	byTask := peek(NotificationStream(PurposeTask))
+	n := 0
+	for _, id := range peek(NotificationStream(PurposeChat)) {
+		if slices.Contains(byTask, id) {
+			n++
+		}
 	}
 	if m != messages || n != notifications {
 		t.Errorf("bob has %d unread messages and %d notifications, want %d and %d", m, n, messages, notifications)
@@ -80,11 +103,11 @@ func wantUnread(t *testing.T, dir string, messages, notifications int) {
 // message is.
 func TestCloneOpenedAtOnce(t *testing.T) {
 	s := usedProject(t, 50)
-	wantUnread(t, s.files.ProjectDir(), 50, 1)
+	wantUnread(t, s.ProjectDir(), 50, 1)
 	clone := cloneOf(t, s)
 	// The lock is held until every helper is started, so that they all
 	// find no marker and queue for it.
-	unlock, err := lockedfile.Lock(context.Background(), filepath.Join(clone, storage.DirName, "local.lock"), 0o600)
+	unlock, err := lockedfile.Lock(context.Background(), filepath.Join(clone, DirName, "local.lock"), 0o600)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -116,13 +139,13 @@ func TestCloneOpenedAtOnce(t *testing.T) {
 		t.Errorf("%d processes moved the clone's cursors, want 1", resets)
 	}
 	wantUnread(t, clone, 0, 0)
-	c, _ := Open(clone)
-	chat, _ := c.files.ChatPath("bob")
-	if err := c.files.AppendJSONL(context.Background(), chat, Message{ID: storage.NewID(storage.PrefixMessage), SenderID: "alice", Content: "new", CreatedAt: time.Now().UTC().Format(timeFormat)}); err != nil {
+	c, _ := OpenFiles(clone, true)
+	chat, _ := c.ChatPath("bob")
+	if err := c.AppendJSONL(context.Background(), chat, testMessage("new")); err != nil {
 		t.Fatal(err)
 	}
 	wantUnread(t, clone, 1, 0)
-	wantUnread(t, s.files.ProjectDir(), 50, 1) // the original is not touched
+	wantUnread(t, s.ProjectDir(), 50, 1) // the original is not touched
 }
 
 // A process killed while it moved a clone's cursors leaves the marker
@@ -130,13 +153,13 @@ func TestCloneOpenedAtOnce(t *testing.T) {
 func TestCloneResetFinishedAfterKill(t *testing.T) {
 	s := usedProject(t, 5)
 	clone := cloneOf(t, s)
-	root := filepath.Join(clone, storage.DirName)
+	root := filepath.Join(clone, DirName)
 	fi, err := os.Stat(root)
 	if err != nil {
 		t.Fatal(err)
 	}
-	c := storage.NewFiles(storage.LayoutOf(clone))
-	if err := c.WriteMarker(lockedfile.Inode(fi), storage.MarkerResetting); err != nil {
+	c := newFiles(layoutOf(clone))
+	if err := c.writeMarker(lockedfile.Inode(fi), markerResetting); err != nil {
 		t.Fatal(err)
 	}
 	// as far as the killed process got: a cursor file (local state that
@@ -146,7 +169,7 @@ func TestCloneResetFinishedAfterKill(t *testing.T) {
 		t.Fatal(err)
 	}
 	wantUnread(t, clone, 0, 0)
-	if _, ok := c.MarkerFits(lockedfile.Inode(fi)); !ok {
+	if _, ok := c.markerFits(lockedfile.Inode(fi)); !ok {
 		t.Error("the marker is not ready after the move was finished")
 	}
 }
@@ -155,12 +178,12 @@ func TestCloneResetFinishedAfterKill(t *testing.T) {
 // read cursors (or passkeys) of its own, so it is no clone.
 func TestCheckoutWithoutMarkerKeepsReadState(t *testing.T) {
 	s := usedProject(t, 3)
-	if _, err := s.files.ReadUnread(context.Background(), "bob", storage.StreamChat, storage.ReadOptions{Limit: 1}); err != nil {
+	if _, err := s.ReadUnread(context.Background(), "bob", StreamChat, ReadOptions{ReadOptions: lockedfile.ReadOptions{Limit: 1}}); err != nil {
 		t.Fatal(err)
 	}
-	os.Remove(s.files.LocalMarkerPath())
-	wantUnread(t, s.files.ProjectDir(), 2, 1)
-	if _, err := os.Stat(s.files.LocalMarkerPath()); err != nil {
+	os.Remove(s.localMarkerPath())
+	wantUnread(t, s.ProjectDir(), 2, 1)
+	if _, err := os.Stat(s.localMarkerPath()); err != nil {
 		t.Errorf("no marker written: %v", err)
 	}
 }
@@ -172,11 +195,11 @@ func TestCloneCost(t *testing.T) {
 	if os.Getenv("AIPM_LONG") != "" {
 		n = 1000000
 	}
-	s := newTestStore(t)
-	chat, _ := s.files.ChatPath("bob")
+	s := newTestFiles(t)
+	chat, _ := s.ChatPath("bob")
 	var b strings.Builder
 	for i := 0; i < n; i++ {
-		b.WriteString(`{"id":"` + storage.NewID(storage.PrefixMessage) + `","senderId":"alice","content":"a message of some ordinary length, as people write them","createdAt":"2026-11-25T12:00:00Z"}` + "\n")
+		b.WriteString(`{"id":"` + NewID(PrefixMessage) + `","senderId":"alice","content":"a message of some ordinary length, as people write them","createdAt":"2026-11-25T12:00:00Z"}` + "\n")
 	}
 	os.MkdirAll(filepath.Dir(chat), 0o755)
 	if err := os.WriteFile(chat, []byte(b.String()), 0o644); err != nil {
@@ -184,7 +207,7 @@ func TestCloneCost(t *testing.T) {
 	}
 	clone := cloneOf(t, s)
 	start := time.Now()
-	if _, err := Open(clone); err != nil {
+	if _, err := OpenFiles(clone, true); err != nil {
 		t.Fatal(err)
 	}
 	t.Logf("a clone with a %d-line chat log (%d bytes) opened in %s", n, b.Len(), time.Since(start))

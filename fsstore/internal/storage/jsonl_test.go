@@ -1,7 +1,6 @@
-package fsstore
+package storage
 
 import (
-	"aipm/fsstore/internal/storage"
 	"bufio"
 	"bytes"
 	"context"
@@ -21,16 +20,14 @@ import (
 	"github.com/tidwall/gjson"
 )
 
-func idOf(r storage.Record) string { return gjson.GetBytes(r.Data, "id").String() }
-
 func TestAppendManyProcesses(t *testing.T) {
 	const procs, lines = 8, 5000
-	s := newTestStore(t)
-	path := filepath.Join(s.files.Root(), "agents", "a", "chat.jsonl")
+	s := newTestFiles(t)
+	path := filepath.Join(s.Root(), "agents", "a", "chat.jsonl")
 	var wg sync.WaitGroup
 	acked := make([][]string, procs)
 	for p := 0; p < procs; p++ {
-		cmd := helper(t, "append", s.files.ProjectDir(), path, strconv.Itoa(lines))
+		cmd := helper(t, "append", s.ProjectDir(), path, strconv.Itoa(lines))
 		stdout, err := cmd.StdoutPipe()
 		if err != nil {
 			t.Fatal(err)
@@ -49,7 +46,7 @@ func TestAppendManyProcesses(t *testing.T) {
 		}()
 	}
 	wg.Wait()
-	recs, bad, tail, err := storage.ReadAll(path)
+	recs, bad, tail, err := ReadAll(path)
 	if err != nil || len(bad) > 0 || tail != 0 {
 		t.Fatalf("ReadAll: err=%v bad=%v tail=%d", err, bad, tail)
 	}
@@ -83,9 +80,9 @@ func TestAppendManyProcesses(t *testing.T) {
 }
 
 func TestKilledWriterMidLine(t *testing.T) {
-	s := newTestStore(t)
-	path := filepath.Join(s.files.Root(), "agents", "a", "chat.jsonl")
-	cmd := helper(t, "append-then-tear", s.files.ProjectDir(), path, "10")
+	s := newTestFiles(t)
+	path := filepath.Join(s.Root(), "agents", "a", "chat.jsonl")
+	cmd := helper(t, "append-then-tear", s.ProjectDir(), path, "10")
 	stdout, _ := cmd.StdoutPipe()
 	if err := cmd.Start(); err != nil {
 		t.Fatal(err)
@@ -96,15 +93,15 @@ func TestKilledWriterMidLine(t *testing.T) {
 	cmd.Process.Signal(syscall.SIGKILL)
 	cmd.Wait()
 
-	recs, bad, tail, err := storage.ReadAll(path)
+	recs, bad, tail, err := ReadAll(path)
 	if err != nil || len(bad) != 0 || len(recs) != 10 || tail == 0 {
 		t.Fatalf("after kill: %d records, bad=%v, tail=%d, err=%v; want 10 records and a torn tail", len(recs), bad, tail, err)
 	}
 	// The next writer ends the fragment, so its own line stays whole.
-	if err := s.files.AppendJSONL(context.Background(), path, testLine{ID: storage.NewID(storage.PrefixMessage), Writer: "next"}); err != nil {
+	if err := s.AppendJSONL(context.Background(), path, testLine{ID: NewID(PrefixMessage), Writer: "next"}); err != nil {
 		t.Fatal(err)
 	}
-	recs, bad, tail, err = storage.ReadAll(path)
+	recs, bad, tail, err = ReadAll(path)
 	if err != nil || len(recs) != 11 || len(bad) != 1 || bad[0].Line != 11 || tail != 0 {
 		t.Fatalf("after next append: %d records, bad=%v, tail=%d, err=%v; want 11 records and line 11 reported", len(recs), bad, tail, err)
 	}
@@ -119,11 +116,11 @@ func TestKilledWriterMidLine(t *testing.T) {
 // A writer killed at random instants: every append it acknowledged is in the
 // file, and the file reads cleanly apart from at most one torn line.
 func TestKilledWriterRandomInstants(t *testing.T) {
-	s := newTestStore(t)
-	path := filepath.Join(s.files.Root(), "agents", "a", "chat.jsonl")
+	s := newTestFiles(t)
+	path := filepath.Join(s.Root(), "agents", "a", "chat.jsonl")
 	var acked []string
 	for round := 0; round < 5; round++ {
-		cmd := helper(t, "append", s.files.ProjectDir(), path, "100000")
+		cmd := helper(t, "append", s.ProjectDir(), path, "100000")
 		stdout, _ := cmd.StdoutPipe()
 		if err := cmd.Start(); err != nil {
 			t.Fatal(err)
@@ -146,7 +143,7 @@ func TestKilledWriterRandomInstants(t *testing.T) {
 		}
 		cmd.Wait()
 	}
-	recs, bad, _, err := storage.ReadAll(path)
+	recs, bad, _, err := ReadAll(path)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -168,12 +165,12 @@ func TestKilledWriterRandomInstants(t *testing.T) {
 // acknowledged append is in the file at the path afterwards. The "editor"
 // copies under the file's lock, as aipm doctor --repair does.
 func TestRenameReplaceDuringAppend(t *testing.T) {
-	s := newTestStore(t)
-	path := filepath.Join(s.files.Root(), "agents", "a", "chat.jsonl")
-	if err := s.files.AppendJSONL(context.Background(), path, testLine{ID: storage.NewID(storage.PrefixMessage)}); err != nil {
+	s := newTestFiles(t)
+	path := filepath.Join(s.Root(), "agents", "a", "chat.jsonl")
+	if err := s.AppendJSONL(context.Background(), path, testLine{ID: NewID(PrefixMessage)}); err != nil {
 		t.Fatal(err)
 	}
-	cmd := helper(t, "append", s.files.ProjectDir(), path, "3000")
+	cmd := helper(t, "append", s.ProjectDir(), path, "3000")
 	stdout, _ := cmd.StdoutPipe()
 	if err := cmd.Start(); err != nil {
 		t.Fatal(err)
@@ -200,7 +197,7 @@ loop:
 		if err != nil {
 			t.Fatal(err)
 		}
-		if err := storage.WriteFileAtomic(path, data, 0o644, false); err != nil {
+		if err := WriteFileAtomic(path, data, 0o644, false); err != nil {
 			t.Fatal(err)
 		}
 		fl.Unlock()
@@ -210,7 +207,7 @@ loop:
 	if err := cmd.Wait(); err != nil {
 		t.Fatal(err)
 	}
-	recs, bad, tail, err := storage.ReadAll(path)
+	recs, bad, tail, err := ReadAll(path)
 	if err != nil || len(bad) > 0 || tail != 0 {
 		t.Fatalf("err=%v bad=%v tail=%d", err, bad, tail)
 	}
@@ -230,9 +227,9 @@ loop:
 }
 
 func TestAppendRejectsNewline(t *testing.T) {
-	s := newTestStore(t)
-	path := filepath.Join(s.files.Root(), "x.jsonl")
-	if err := s.files.AppendLine(context.Background(), path, []byte("{}\n{}")); err == nil {
+	s := newTestFiles(t)
+	path := filepath.Join(s.Root(), "x.jsonl")
+	if err := s.AppendLine(context.Background(), path, []byte("{}\n{}")); err == nil {
 		t.Fatal("a line with a newline was appended")
 	}
 	if _, err := os.Stat(path); !errors.Is(err, os.ErrNotExist) {
@@ -244,13 +241,13 @@ func TestAppendRejectsNewline(t *testing.T) {
 // few bytes of the line through) is taken back: the file is as it was, and
 // the error says disk full.
 func TestShortAppendTakenBack(t *testing.T) {
-	s := newTestStore(t)
-	path := filepath.Join(s.files.Root(), "agents", "a", "chat.jsonl")
-	if err := s.files.AppendJSONL(context.Background(), path, testLine{ID: storage.NewID(storage.PrefixMessage)}); err != nil {
+	s := newTestFiles(t)
+	path := filepath.Join(s.Root(), "agents", "a", "chat.jsonl")
+	if err := s.AppendJSONL(context.Background(), path, testLine{ID: NewID(PrefixMessage)}); err != nil {
 		t.Fatal(err)
 	}
 	before, _ := os.ReadFile(path)
-	out, err := helper(t, "append-over-limit", s.files.ProjectDir(), path, "20").Output()
+	out, err := helper(t, "append-over-limit", s.ProjectDir(), path, "20").Output()
 	if err != nil {
 		t.Fatalf("helper: %v", err)
 	}

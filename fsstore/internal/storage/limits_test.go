@@ -1,7 +1,6 @@
-package fsstore
+package storage
 
 import (
-	"aipm/fsstore/internal/storage"
 	"errors"
 	"strings"
 	"testing"
@@ -11,34 +10,21 @@ import (
 // bytes) and refuses one more with <field>_too_long; bytes that are not
 // UTF-8 are content_invalid.
 func TestCheckText(t *testing.T) {
-	for field, limit := range storage.TextLimits {
+	for field, limit := range TextLimits {
 		t.Run(field, func(t *testing.T) {
-			if err := storage.CheckText(field, strings.Repeat("é", limit)); err != nil {
+			if err := CheckText(field, strings.Repeat("é", limit)); err != nil {
 				t.Errorf("%d characters: %v", limit, err)
 			}
-			var ce *storage.CodeError
-			err := storage.CheckText(field, strings.Repeat("é", limit+1))
+			var ce *CodeError
+			err := CheckText(field, strings.Repeat("é", limit+1))
 			if !errors.As(err, &ce) || ce.Code != field+"_too_long" || !strings.Contains(ce.Msg, "the limit is") {
 				t.Errorf("%d characters: %v", limit+1, err)
 			}
-			err = storage.CheckText(field, "ok \xff")
+			err = CheckText(field, "ok \xff")
 			if !errors.As(err, &ce) || ce.Code != "content_invalid" {
 				t.Errorf("invalid UTF-8: %v", err)
 			}
 		})
-	}
-}
-
-func TestCheckEnum(t *testing.T) {
-	var ce *storage.CodeError
-	for _, v := range []string{"", "doing", strings.Repeat("x", 1<<20)} {
-		err := CheckStatus(v)
-		if !errors.As(err, &ce) || ce.Code != "invalid_status" || len(err.Error()) > 300 {
-			t.Errorf("status %.20q: %v", v, err)
-		}
-	}
-	if err := CheckStatus(StatusTodo); err != nil {
-		t.Error(err)
 	}
 }
 
@@ -51,11 +37,11 @@ func TestClip(t *testing.T) {
 		{strings.Repeat("é", 6), strings.Repeat("é", 5) + "... (12 bytes)"},
 		{"aéééééé", "aéééé... (13 bytes)"},
 	} {
-		if got := storage.Clip(tc.in, 10); got != tc.want {
+		if got := Clip(tc.in, 10); got != tc.want {
 			t.Errorf("Clip(%q) = %q, want %q", tc.in, got, tc.want)
 		}
 	}
-	if err := storage.CheckID(storage.PrefixTask, "tsk_"+strings.Repeat("A", 10<<20)); len(err.Error()) > 300 {
+	if err := CheckID(PrefixTask, "tsk_"+strings.Repeat("A", 10<<20)); len(err.Error()) > 300 {
 		t.Errorf("a 10 MB id is echoed in %d bytes", len(err.Error()))
 	}
 }

@@ -44,61 +44,96 @@ func TestAgentOfPasskeyBackoff(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
-	keyA, keyB := mustPasskey(t, s, "a"), mustPasskey(t, s, "b")
-	cfg, err := s.files.LoadConfig()
-	if err != nil {
+	b := bearerBackoff{t: t, s: s, keyA: mustPasskey(t, s, "a"), keyB: mustPasskey(t, s, "b")}
+	var err error
+	if b.cfg, err = s.files.LoadConfig(); err != nil {
 		t.Fatal(err)
 	}
-	now := time.Date(2030, 1, 2, 3, 4, 5, 0, time.UTC)
-	s.setClock(func() time.Time { return now })
+	b.now = time.Date(2030, 1, 2, 3, 4, 5, 0, time.UTC)
+	s.setClock(func() time.Time { return b.now })
 
+	b.noFormCountsForNone()
+	got := b.wrongTokensCountForEvery()
+	b.backoffWaitsForRightToo(got)
+	b.now = b.now.Add(time.Second)
+	b.rightPasskeyEndsItsCount()
+}
+
+// bearerBackoff is TestAgentOfPasskeyBackoff's project: agents a and b,
+// their passkeys, and the clock the store's back-off reads.
+type bearerBackoff struct {
+	t          *testing.T
+	s          *Store
+	cfg        *storage.Config
+	keyA, keyB string
+	now        time.Time
+}
+
+// noFormCountsForNone: a token that cannot be a passkey is compared with
+// none and counts for none.
+func (b *bearerBackoff) noFormCountsForNone() {
 	for _, token := range []string{"${AIPM_PASSKEY}", "aipk_short", strings.Repeat("x", 43)} {
-		if _, err := s.AgentOfPasskey(ctx, cfg, token); !errors.Is(err, storage.ErrBadPasskey) {
-			t.Fatalf("token %q: %v, want ErrBadPasskey", token, err)
+		if _, err := b.s.AgentOfPasskey(b.t.Context(), b.cfg, token); !errors.Is(err, storage.ErrBadPasskey) {
+			b.t.Fatalf("token %q: %v, want ErrBadPasskey", token, err)
 		}
 	}
-	if got := readBearerFailures(t, s); len(got) != 0 {
-		t.Fatalf("tokens of no passkey's form were counted: %v", got)
+	if got := readBearerFailures(b.t, b.s); len(got) != 0 {
+		b.t.Fatalf("tokens of no passkey's form were counted: %v", got)
 	}
+}
 
+// wrongTokensCountForEvery: a wrong token counts against every agent it
+// was compared with; it returns the counts.
+func (b *bearerBackoff) wrongTokensCountForEvery() map[string]storage.AuthFailures {
 	for i := range storage.FreeFailures + 1 {
-		if _, err := s.AgentOfPasskey(ctx, cfg, wrongBearer(i)); !errors.Is(err, storage.ErrBadPasskey) {
-			t.Fatalf("wrong token %d: %v, want ErrBadPasskey", i, err)
+		if _, err := b.s.AgentOfPasskey(b.t.Context(), b.cfg, wrongBearer(i)); !errors.Is(err, storage.ErrBadPasskey) {
+			b.t.Fatalf("wrong token %d: %v, want ErrBadPasskey", i, err)
 		}
 	}
-	got := readBearerFailures(t, s)
+	got := readBearerFailures(b.t, b.s)
 	if got["a"].Failures != storage.FreeFailures+1 || got["b"].Failures != storage.FreeFailures+1 {
-		t.Fatalf("after %d wrong tokens: %v", storage.FreeFailures+1, got)
+		b.t.Fatalf("after %d wrong tokens: %v", storage.FreeFailures+1, got)
 	}
+	return got
+}
+
+// backoffWaitsForRightToo: an agent in back-off is not compared with (its
+// own right passkey waits too), the refusal names no agent, and a refused
+// token is not counted.
+func (b *bearerBackoff) backoffWaitsForRightToo(got map[string]storage.AuthFailures) {
 	var be *storage.BackoffError
-	for _, token := range []string{wrongBearer(99), keyA} {
-		if _, err := s.AgentOfPasskey(ctx, cfg, token); !errors.As(err, &be) || !be.Until.Equal(now.Add(time.Second)) {
-			t.Fatalf("in back-off: %v, want a BackoffError until %v", err, now.Add(time.Second))
+	for _, token := range []string{wrongBearer(99), b.keyA} {
+		if _, err := b.s.AgentOfPasskey(b.t.Context(), b.cfg, token); !errors.As(err, &be) || !be.Until.Equal(b.now.Add(time.Second)) {
+			b.t.Fatalf("in back-off: %v, want a BackoffError until %v", err, b.now.Add(time.Second))
 		}
 	}
 	if strings.Contains(be.Error(), `"a"`) || strings.Contains(be.Error(), `"b"`) {
-		t.Fatalf("a bearer token's back-off names an agent: %v", be)
+		b.t.Fatalf("a bearer token's back-off names an agent: %v", be)
 	}
-	if again := readBearerFailures(t, s); again["a"] != got["a"] || again["b"] != got["b"] {
-		t.Fatalf("a refused token was counted: %v, was %v", again, got)
+	if again := readBearerFailures(b.t, b.s); again["a"] != got["a"] || again["b"] != got["b"] {
+		b.t.Fatalf("a refused token was counted: %v, was %v", again, got)
 	}
+}
 
-	now = now.Add(time.Second)
-	if agent, err := s.AgentOfPasskey(ctx, cfg, keyA); err != nil || agent != "a" {
-		t.Fatalf("a's passkey after the wait: %q, %v", agent, err)
+// rightPasskeyEndsItsCount: after the wait a right passkey ends its
+// agent's count only; with no failure left bearer.json goes, and
+// bearer.lock is private.
+func (b *bearerBackoff) rightPasskeyEndsItsCount() {
+	if agent, err := b.s.AgentOfPasskey(b.t.Context(), b.cfg, b.keyA); err != nil || agent != "a" {
+		b.t.Fatalf("a's passkey after the wait: %q, %v", agent, err)
 	}
-	got = readBearerFailures(t, s)
+	got := readBearerFailures(b.t, b.s)
 	if _, ok := got["a"]; ok || got["b"].Failures != storage.FreeFailures+1 {
-		t.Fatalf("a's right passkey (compared with b's too) counted wrong: %v", got)
+		b.t.Fatalf("a's right passkey (compared with b's too) counted wrong: %v", got)
 	}
-	if agent, err := s.AgentOfPasskey(ctx, cfg, keyB); err != nil || agent != "b" {
-		t.Fatalf("b's passkey: %q, %v", agent, err)
+	if agent, err := b.s.AgentOfPasskey(b.t.Context(), b.cfg, b.keyB); err != nil || agent != "b" {
+		b.t.Fatalf("b's passkey: %q, %v", agent, err)
 	}
-	if _, err := os.Stat(s.files.BearerPath()); !errors.Is(err, os.ErrNotExist) {
-		t.Fatalf("no failure left, and bearer.json stays: %v", err)
+	if _, err := os.Stat(b.s.files.BearerPath()); !errors.Is(err, os.ErrNotExist) {
+		b.t.Fatalf("no failure left, and bearer.json stays: %v", err)
 	}
-	if fi, err := os.Stat(s.files.BearerLockPath()); err != nil || fi.Mode().Perm() != storage.ModePrivateFile {
-		t.Fatalf("bearer.lock: %v %v", fi, err)
+	if fi, err := os.Stat(b.s.files.BearerLockPath()); err != nil || fi.Mode().Perm() != storage.ModePrivateFile {
+		b.t.Fatalf("bearer.lock: %v %v", fi, err)
 	}
 }
 

@@ -33,7 +33,7 @@ const maxListed = 10
 // either case. No match is ErrNotFound, several are ErrAmbiguous (the
 // message lists them), a malformed arg is ErrInvalid.
 func (s *Store) ResolveID(collection, arg string) (string, error) {
-	prefix, ok := storage.IdPrefixOf[collection]
+	prefix, ok := storage.IDPrefixOf[collection]
 	if !ok {
 		return "", fmt.Errorf("collection %q has no id documents", collection)
 	}
@@ -83,7 +83,7 @@ func (s *Store) docPathUnchecked(collection, id string) string {
 // IDs lists the ids of collection's documents, sorted (so oldest first:
 // ids are time-sortable). A collection not created yet has none.
 func (s *Store) IDs(collection string) ([]string, error) {
-	prefix, ok := storage.IdPrefixOf[collection]
+	prefix, ok := storage.IDPrefixOf[collection]
 	if !ok {
 		return nil, fmt.Errorf("collection %q has no id documents", collection)
 	}

@@ -43,7 +43,7 @@ const (
 	ApprovalRejected = "rejected"
 )
 
-// Priorities, lowest first.
+// Priorities are the task priorities, lowest first.
 var Priorities = []string{"low", "normal", "high", "urgent"}
 
 // DefaultPriority is a new task's priority when none is given.
@@ -314,8 +314,9 @@ func (s *Store) Tasks(f TaskFilter) ([]Task, bool, []error, error) {
 	}
 }
 
-// Report results (report_completed) and the status each sets. A failed
-// task is blocked: a person has to look at it.
+// ReportResults are the results a report gives (report_completed), each
+// setting a status (reportStatus). A failed task is blocked: a person has
+// to look at it.
 var ReportResults = []string{"success", "failed", "blocked", resultCancelled}
 
 // resultCancelled is the report of a task cancelled under its session (a

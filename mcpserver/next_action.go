@@ -12,11 +12,13 @@ import (
 	"aipm/fsstore"
 )
 
+// NextActionIn is get_next_action's arguments.
 type NextActionIn struct {
 	Session
 	WaitSeconds int `json:"wait_seconds,omitempty" jsonschema:"at most 50"`
 }
 
+// NextActionOut is get_next_action's result: the action, what to do, and the data it needs.
 type NextActionOut struct {
 	Action      string    `json:"action" jsonschema:"exit, logout, work, conversation_ended, conversation_request, process_delegation, get_pending_messages, get_notifications, wait_for_messages, wait_for_task or wait_for_delegation"`
 	Instruction string    `json:"instruction" jsonschema:"what to do now, naming the exact next tool call"`

@@ -34,6 +34,7 @@ func carriesMarker(msgs []fsstore.Message) bool {
 	return false
 }
 
+// RequestTaskIn is request_task's arguments.
 type RequestTaskIn struct {
 	Session
 	Title        string `json:"title,omitempty"`
@@ -55,6 +56,7 @@ func (RequestTaskIn) describeArgs(p map[string]*jsonschema.Schema) {
 	p["priority"].Description = strings.Join(words, ", ")
 }
 
+// RequestTaskOut is request_task's result.
 type RequestTaskOut struct {
 	Success        bool      `json:"success"`
 	Task           *TaskView `json:"task"`
@@ -120,12 +122,14 @@ func addRequestTask(srv *mcp.Server, s *Server, tool *mcp.Tool) {
 	})
 }
 
+// NotifyTaskSessionIn is notify_task_session's arguments (@@タスク通知:).
 type NotifyTaskSessionIn struct {
 	Session
 	Message       string `json:"message,omitempty"`
 	RelatedTaskID string `json:"related_task_id,omitempty"`
 }
 
+// NotifyTaskSessionOut is notify_task_session's result.
 type NotifyTaskSessionOut struct {
 	Success        bool   `json:"success"`
 	NotificationID string `json:"notification_id"`
@@ -168,6 +172,7 @@ func addNotifyTaskSession(srv *mcp.Server, s *Server, tool *mcp.Tool) {
 	})
 }
 
+// UpdateTaskFromChatIn is update_task_from_chat's arguments (@@タスク調整:): the fields to change.
 type UpdateTaskFromChatIn struct {
 	Session
 	TaskID      string  `json:"task_id"`
@@ -265,6 +270,7 @@ func addUpdateTaskFromChat(srv *mcp.Server, s *Server, tool *mcp.Tool) {
 	})
 }
 
+// StartTaskFromChatIn is start_task_from_chat's arguments (@@タスク開始:).
 type StartTaskFromChatIn struct {
 	Session
 	TaskID string `json:"task_id"`

@@ -46,6 +46,7 @@ func markerCall(sender string, u fsstore.MarkerUse) string {
 	return fmt.Sprintf("%s's message carries the marker %s, so call %s.", sender, u.Marker, u.Marker.Tool())
 }
 
+// ReportBlockFromChatIn is report_block_from_chat's arguments (@@ブロック報告:).
 type ReportBlockFromChatIn struct {
 	Session
 	TaskID string `json:"task_id,omitempty"`
@@ -80,12 +81,14 @@ func addReportBlockFromChat(srv *mcp.Server, s *Server, tool *mcp.Tool) {
 	})
 }
 
+// ReportCompletionFromChatIn is report_completion_from_chat's arguments (@@完了報告).
 type ReportCompletionFromChatIn struct {
 	Session
 	TaskID  string `json:"task_id,omitempty"`
 	Summary string `json:"summary,omitempty"`
 }
 
+// CompletionReportOut is the result of a completion reported through chat.
 type CompletionReportOut struct {
 	Task           *TaskView `json:"task"`
 	ReportStatus   string    `json:"report_status" jsonschema:"passed_on (your task session decides), or pending_approval when a human must approve passing it on"`

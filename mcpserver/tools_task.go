@@ -22,6 +22,7 @@ type TaskOut struct {
 	Leases        []LeaseView        `json:"leases,omitempty" jsonschema:"live leases taken for the task"`
 }
 
+// GetTaskIn is get_task's arguments (no task id: your task).
 type GetTaskIn struct {
 	Session
 	TaskID string `json:"task_id,omitempty"`
@@ -104,6 +105,7 @@ func (s *Server) myTasks(ses fsstore.Session, out *TaskOut) error {
 	return nil
 }
 
+// ListTasksIn is list_tasks' arguments: the filters and the page.
 type ListTasksIn struct {
 	Session
 	Status   string `json:"status,omitempty"`
@@ -112,6 +114,7 @@ type ListTasksIn struct {
 	Limit    int    `json:"limit,omitempty" jsonschema:"default 50, at most 500"`
 }
 
+// ListTasksOut is list_tasks' result.
 type ListTasksOut struct {
 	Tasks   []TaskView `json:"tasks"`
 	HasMore bool       `json:"has_more"`
@@ -155,6 +158,7 @@ func addListTasks(srv *mcp.Server, s *Server, tool *mcp.Tool) {
 	})
 }
 
+// UpdateTaskStatusIn is update_task_status's arguments.
 type UpdateTaskStatusIn struct {
 	Session
 	Status string `json:"status"`
@@ -198,12 +202,14 @@ func addUpdateTaskStatus(srv *mcp.Server, s *Server, tool *mcp.Tool) {
 	})
 }
 
+// ReportCompletedIn is report_completed's arguments.
 type ReportCompletedIn struct {
 	Session
 	Result  string `json:"result"`
 	Summary string `json:"summary" jsonschema:"what you did and what is left"`
 }
 
+// ReportCompletedOut is report_completed's result.
 type ReportCompletedOut struct {
 	Action      string    `json:"action"`
 	Instruction string    `json:"instruction"`

@@ -357,9 +357,9 @@ func NewLocator(data []byte) *Locator {
 				l.keys[k] = n
 			}
 			// index -1 of an array section finds a key in any entry
-			if any := section + "\x00-1\x00" + m[1]; index >= 0 {
-				if _, seen := l.keys[any]; !seen {
-					l.keys[any] = n
+			if anyEntry := section + "\x00-1\x00" + m[1]; index >= 0 {
+				if _, seen := l.keys[anyEntry]; !seen {
+					l.keys[anyEntry] = n
 				}
 			}
 		}

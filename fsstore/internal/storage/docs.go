@@ -215,7 +215,7 @@ func isDocName(collection, name string) bool {
 	if !ok || strings.HasPrefix(name, ".") {
 		return false
 	}
-	if prefix, ok := IdPrefixOf[collection]; ok {
+	if prefix, ok := IDPrefixOf[collection]; ok {
 		return CheckID(prefix, base) == nil
 	}
 	return true

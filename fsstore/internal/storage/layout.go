@@ -198,9 +198,9 @@ const (
 // compares a path against every live lease.
 const leasesDir = "leases"
 
-// IdPrefixOf is the id prefix of each collection of id documents
+// IDPrefixOf is the id prefix of each collection of id documents
 // (<collection>/<id>.json); pending/ and runs/ have none.
-var IdPrefixOf = map[string]string{
+var IDPrefixOf = map[string]string{
 	Conversations: PrefixConversation,
 	Delegations:   PrefixDelegation,
 	Tasks:         PrefixTask,
@@ -256,7 +256,7 @@ func (l layout) PasskeyPath(agent string) (string, error) { return l.agentFile(a
 
 // DocPath is <collection>/<id>.json for an id of the collection's prefix.
 func (l layout) DocPath(collection, id string) (string, error) {
-	prefix, ok := IdPrefixOf[collection]
+	prefix, ok := IDPrefixOf[collection]
 	if !ok {
 		return "", fmt.Errorf("collection %q has no id documents", collection)
 	}

@@ -91,6 +91,9 @@ func (ct ChatTasks) UpdateTask(ctx context.Context, cfg *storage.Config, agent, 
 	if description == nil && status == "" {
 		return ChatChange{}, storage.CodeErr(storage.CodeNothingToChange, "pass description, status or both")
 	}
+	if needsReason(status) {
+		return ChatChange{}, storage.CodeErr(storage.CodeReasonRequired, "@@タスク調整 cannot set %s, which needs a reason it does not carry: report the block with report_block_from_chat (the @@ブロック報告: marker)", status)
+	}
 	if err := (ChangeRequest{Status: status, Description: description}).changeOf(agent).check(cfg); err != nil {
 		return ChatChange{}, err
 	}

@@ -47,6 +47,7 @@ func TestChatCommandMarkers(t *testing.T) {
 		{"adjust/absent", "lead", "説明を更新して", "update_task_from_chat", map[string]any{"task_id": approved.ID, "description": "x"}, "task_adjust_marker_required"},
 		{"adjust/mixed", "lead", "＠@タスク調整: todo にして", "update_task_from_chat", map[string]any{"task_id": approved.ID, "status": "todo"}, ""},
 		{"adjust/no bypass of the transitions", "lead", "@@タスク調整: done にして", "update_task_from_chat", map[string]any{"task_id": approved.ID, "status": "done"}, "invalid_transition"},
+		{"adjust/a block goes through its own marker", "lead", "@@タスク調整: blocked にして", "update_task_from_chat", map[string]any{"task_id": approved.ID, "status": "blocked"}, "reason_required"},
 		{"adjust/pending approval", "lead", "@@タスク調整: 説明", "update_task_from_chat", map[string]any{"task_id": pending.ID, "description": "x"}, "task_pending_approval"},
 		{"start/absent", "lead", "始めて", "start_task_from_chat", map[string]any{"task_id": approved.ID}, "task_start_marker_required"},
 		{"start/pending approval", "lead", "@@タスク開始: それ", "start_task_from_chat", map[string]any{"task_id": pending.ID}, "task_pending_approval"},

@@ -12,6 +12,7 @@ import (
 	"time"
 
 	"aipm/fsstore/internal/storage"
+	"aipm/internal/failpoint"
 )
 
 // A Lease is an agent's or a human's claim on paths of the project (DESIGN
@@ -32,9 +33,11 @@ type Lease struct {
 	ExpiresAt time.Time `json:"expiresAt"`
 }
 
-// leasesDoc is leases.json.
+// leasesDoc is leases.json: the live leases, and the tombstones of the
+// breaks whose holders are not told yet (lease_break.go).
 type leasesDoc struct {
-	Leases []Lease `json:"leases"`
+	Leases []Lease       `json:"leases"`
+	Broken []brokenLease `json:"broken,omitempty"`
 }
 
 // Lease limits; how long a lease lasts is config.toml's (lease_ttl,
@@ -46,11 +49,18 @@ const (
 	MaxLeaseReason = 500
 )
 
-// countHeld is how many of leases holder holds.
-func countHeld(leases []Lease, holder string) int {
+// held is how many leases of doc holder holds: a tombstone counts until
+// its holder is told, so that leases.json stays bounded however many
+// breaks go untold.
+func (doc *leasesDoc) held(holder string) int {
 	n := 0
-	for _, l := range leases {
+	for _, l := range doc.Leases {
 		if l.Holder == holder {
+			n++
+		}
+	}
+	for _, b := range doc.Broken {
+		if b.Lease.Holder == holder {
 			n++
 		}
 	}
@@ -153,8 +163,7 @@ func (s *Store) TakeLease(ctx context.Context, cfg *storage.Config, req LeaseReq
 	if err := s.ignoreLeases(); err != nil {
 		return Lease{}, err
 	}
-	_, err = storage.UpdateDoc(ctx, s.files, s.files.LeasesPath(), storage.ModeFile, func(doc *leasesDoc, _ bool) error {
-		s.dropDeadLeases(doc, l.CreatedAt)
+	err = s.updateLeases(ctx, l.CreatedAt, func(doc *leasesDoc) error {
 		for _, m := range doc.Leases {
 			if path, against, ok := m.Conflicts(l); ok {
 				return &LeaseConflictError{Lease: m, Path: path, Against: against}
@@ -175,7 +184,7 @@ func (s *Store) TakeLease(ctx context.Context, cfg *storage.Config, req LeaseReq
 			}
 			return renewed
 		})
-		if held := countHeld(doc.Leases, l.Holder); held >= maxLeasesHeld {
+		if held := doc.held(l.Holder); held >= maxLeasesHeld {
 			return storage.Kindf(storage.ErrInvalid, "%s holds %d leases, the most one holder may: release some, or lease a directory that covers them", l.Holder, held)
 		}
 		doc.Leases = append(doc.Leases, l)
@@ -185,6 +194,43 @@ func (s *Store) TakeLease(ctx context.Context, cfg *storage.Config, req LeaseReq
 		return Lease{}, err
 	}
 	return l, nil
+}
+
+// updateLeases is the one read-change-write of leases.json, under
+// leases/.lock: the leases ended by now are dropped, then change changes
+// the rest (an error writes nothing). Once the lock is released (telling
+// takes the holder's notifications lock: never two locks at once), it
+// finishes every break the file records as untold (finishBreaks): the
+// ones change made, and any a breaker killed half-way left. Only a
+// failure to tell of a break change made is the caller's error; another
+// tombstone left untold waits for the next write, and doctor reports it.
+func (s *Store) updateLeases(ctx context.Context, now time.Time, change func(doc *leasesDoc) error) error {
+	var before, after []brokenLease
+	_, err := storage.UpdateDoc(ctx, s.files, s.files.LeasesPath(), storage.ModeFile, func(doc *leasesDoc, _ bool) error {
+		s.dropDeadLeases(doc, now)
+		before = slices.Clone(doc.Broken)
+		if err := change(doc); err != nil {
+			return err
+		}
+		after = slices.Clone(doc.Broken)
+		return nil
+	})
+	untold := before // on file whatever change did
+	if err == nil {
+		untold = after
+	}
+	if len(untold) == 0 {
+		return err
+	}
+	failpoint.Kill(failpointBreakUntold)
+	told, tellErr := s.finishBreaks(ctx, untold)
+	found := brokenIDs(before)
+	for _, b := range untold {
+		if !found[b.Lease.ID] && !told[b.Lease.ID] {
+			return errors.Join(err, tellErr)
+		}
+	}
+	return err
 }
 
 // ignoreLeases keeps leases/ out of git with a .gitignore of its own: a
@@ -278,16 +324,17 @@ func cleanLeasePatterns(paths []string) ([]string, error) {
 
 // endLeases removes from the leases the live ones of holder ("" for any)
 // having a path that overlaps one of paths (none: every one of holder's),
-// and returns them; it refuses, changing nothing, when none is.
-func (s *Store) endLeases(ctx context.Context, holder string, paths []string) ([]Lease, error) {
+// and returns them; it refuses, changing nothing, when none is. A break
+// (brk not nil) leaves a tombstone of each, whose holder is told.
+func (s *Store) endLeases(ctx context.Context, holder string, paths []string, brk *breaking) ([]Lease, error) {
 	clean, err := cleanLeasePatterns(paths)
 	if err != nil {
 		return nil, err
 	}
 	var ended []Lease
-	_, err = storage.UpdateDoc(ctx, s.files, s.files.LeasesPath(), storage.ModeFile, func(doc *leasesDoc, _ bool) error {
+	now := time.Now().UTC()
+	err = s.updateLeases(ctx, now, func(doc *leasesDoc) error {
 		ended = nil
-		s.dropDeadLeases(doc, time.Now())
 		doc.Leases = slices.DeleteFunc(doc.Leases, func(l Lease) bool {
 			end := (holder == "" || l.Holder == holder) && (len(clean) == 0 || slices.ContainsFunc(l.Paths, func(p string) bool {
 				return slices.ContainsFunc(clean, func(c string) bool { return leasePatternsOverlap(p, c) })
@@ -307,6 +354,7 @@ func (s *Store) endLeases(ctx context.Context, holder string, paths []string) ([
 			}
 			return storage.Kindf(storage.ErrNotFound, "%s on %s: list them with aipm leases", who, strings.Join(clean, ", "))
 		}
+		brk.bury(doc, ended, now)
 		return nil
 	})
 	return ended, err
@@ -316,71 +364,7 @@ func (s *Store) endLeases(ctx context.Context, holder string, paths []string) ([
 // that overlaps one of them), or, with none, every lease holder has; it
 // returns those it ended, and refuses when there are none.
 func (s *Store) ReleaseLeases(ctx context.Context, holder string, paths []string) ([]Lease, error) {
-	return s.endLeases(ctx, holder, paths)
-}
-
-// BreakLeases ends every live lease, whoever holds it, having a path that
-// overlaps one of paths: a human's decision (the caller checks that by is
-// one), said with reason to each holder in a notification.
-func (s *Store) BreakLeases(ctx context.Context, by string, paths []string, reason string) ([]Lease, error) {
-	if len(paths) == 0 {
-		return nil, storage.Kindf(storage.ErrInvalid, "name the paths whose leases to break")
-	}
-	if err := checkBreakReason(reason); err != nil {
-		return nil, err
-	}
-	broken, err := s.endLeases(ctx, "", paths)
-	if err != nil {
-		return nil, err
-	}
-	return broken, s.tellBroken(ctx, by, reason, broken)
-}
-
-// BreakLease ends the one live lease id, whoever holds it, as BreakLeases
-// does: for a page that shows that lease, so that a lease taken since on
-// an overlapping path is not ended with it.
-func (s *Store) BreakLease(ctx context.Context, by, id, reason string) (Lease, error) {
-	if err := checkBreakReason(reason); err != nil {
-		return Lease{}, err
-	}
-	var broken Lease
-	_, err := storage.UpdateDoc(ctx, s.files, s.files.LeasesPath(), storage.ModeFile, func(doc *leasesDoc, _ bool) error {
-		s.dropDeadLeases(doc, time.Now())
-		i := slices.IndexFunc(doc.Leases, func(l Lease) bool { return l.ID == id })
-		if i < 0 {
-			return storage.Kindf(storage.ErrNotFound, "no live lease %s: it ended or was released already", id)
-		}
-		broken = doc.Leases[i]
-		doc.Leases = slices.Delete(doc.Leases, i, i+1)
-		return nil
-	})
-	if err != nil {
-		return Lease{}, err
-	}
-	return broken, s.tellBroken(ctx, by, reason, []Lease{broken})
-}
-
-// checkBreakReason refuses a break without a reason its holders can read.
-func checkBreakReason(reason string) error {
-	if strings.TrimSpace(reason) == "" || len(reason) > MaxLeaseReason {
-		return storage.Kindf(storage.ErrInvalid, "breaking a lease needs a reason of 1 to %d bytes, which its holder is told: give --reason", MaxLeaseReason)
-	}
-	return nil
-}
-
-// tellBroken notifies the holder of each of broken (by's own aside) that
-// by broke it, and why.
-func (s *Store) tellBroken(ctx context.Context, by, reason string, broken []Lease) error {
-	for _, l := range broken {
-		if l.Holder == by {
-			continue
-		}
-		msg := fmt.Sprintf("%s broke your lease %s on %s: %s. Take it again only after asking %s.", by, l.ID, strings.Join(l.Paths, ", "), reason, by)
-		if _, err := s.Notify(ctx, l.Holder, Notification{Message: msg, TaskID: l.TaskID, From: by}); err != nil && !errors.Is(err, storage.ErrNotFound) {
-			return fmt.Errorf("tell %s its lease %s was broken: %w", l.Holder, l.ID, err)
-		}
-	}
-	return nil
+	return s.endLeases(ctx, holder, paths, nil)
 }
 
 // Leases returns the live leases, oldest first. It takes no lock.

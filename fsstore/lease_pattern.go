@@ -94,31 +94,35 @@ func globsMeet(p, q string) bool {
 		return p == q
 	}
 	pr, qr := []rune(p), []rune(q)
-	n, m := len(pr), len(qr)
-	f := make([][]bool, n+1)
+	f := make([][]bool, len(pr)+1)
 	for i := range f {
-		f[i] = make([]bool, m+1)
+		f[i] = make([]bool, len(qr)+1)
 	}
-	for i := n; i >= 0; i-- {
-		for j := m; j >= 0; j-- {
-			switch {
-			case i == n && j == m:
-				f[i][j] = true
-			case i < n && pr[i] == '*' && f[i+1][j]:
-				f[i][j] = true
-			case j < m && qr[j] == '*' && f[i][j+1]:
-				f[i][j] = true
-			case i < n && j < m:
-				switch {
-				case pr[i] == '*':
-					f[i][j] = f[i][j+1] || qr[j] == '*' && f[i+1][j]
-				case qr[j] == '*':
-					f[i][j] = f[i+1][j]
-				default:
-					f[i][j] = (pr[i] == qr[j] || pr[i] == '?' || qr[j] == '?') && f[i+1][j+1]
-				}
-			}
+	for i := len(pr); i >= 0; i-- {
+		for j := len(qr); j >= 0; j-- {
+			f[i][j] = globsMeetFrom(f, pr, qr, i, j)
 		}
 	}
 	return f[0][0]
+}
+
+// globsMeetFrom is globsMeet's f[i][j], whether p[i:] and q[j:] match a
+// name in common, from the cells after it (f[i+1][...], f[i][j+1]).
+func globsMeetFrom(f [][]bool, p, q []rune, i, j int) bool {
+	n, m := len(p), len(q)
+	switch {
+	case i == n && j == m:
+		return true
+	case i < n && p[i] == '*' && f[i+1][j]: // p's * matches nothing
+		return true
+	case j < m && q[j] == '*' && f[i][j+1]: // q's * matches nothing
+		return true
+	case i == n || j == m:
+		return false
+	case p[i] == '*': // it takes q's next character, or q's * takes one too
+		return f[i][j+1] || q[j] == '*' && f[i+1][j]
+	case q[j] == '*': // it takes p's next character
+		return f[i+1][j]
+	}
+	return (p[i] == q[j] || p[i] == '?' || q[j] == '?') && f[i+1][j+1]
 }

@@ -124,10 +124,26 @@ func TestLeaseLifecycle(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
+	checkLeaseOverlaps(t, s, take, a)
 
-	// Another's overlapping take is refused, naming the holder, its path,
-	// the reason and how to ask; nothing is written.
-	_, err = take("tester", false, "src/parser/*.go")
+	// Taking the same paths again renews: one lease, a later expiry.
+	renewed, err := s.TakeLease(ctx, cfg, LeaseRequest{Holder: "coder", Paths: []string{"src/parser"}, TTL: 2 * time.Hour})
+	if err != nil || !renewed.ExpiresAt.After(a.ExpiresAt) || renewed.Reason != "parser work" {
+		t.Fatalf("renew: %v, %q, %v; want a later expiry and the old reason kept", renewed.ExpiresAt, renewed.Reason, err)
+	}
+	if leases, _ := s.Leases(); len(leases) != 5 || slices.ContainsFunc(leases, func(l Lease) bool { return l.ID == a.ID }) {
+		t.Fatalf("after a renew: %+v, want 5 leases, %s replaced", leases, a.ID)
+	}
+	checkLeaseRelease(t, s, take)
+	checkLeaseBreak(t, s)
+}
+
+// checkLeaseOverlaps: another's take overlapping a is refused, naming the
+// holder, its path, the reason and how to ask, and nothing is written;
+// elsewhere, the holder's own overlap, and shared beside shared pass.
+func checkLeaseOverlaps(t *testing.T, s *Store, take func(holder string, shared bool, paths ...string) (Lease, error), a Lease) {
+	t.Helper()
+	_, err := take("tester", false, "src/parser/*.go")
 	var conflict *LeaseConflictError
 	if !errors.As(err, &conflict) || conflict.Lease.ID != a.ID || !errors.Is(err, ErrLeaseConflict) {
 		t.Fatalf("overlapping take: %v, want a conflict with %s", err, a.ID)
@@ -140,8 +156,6 @@ func TestLeaseLifecycle(t *testing.T) {
 	if leases, _ := s.Leases(); len(leases) != 1 {
 		t.Fatalf("%d leases after a refused take, want 1", len(leases))
 	}
-
-	// Elsewhere, the holder's own overlap, and shared beside shared pass.
 	for _, tc := range []struct {
 		holder string
 		shared bool
@@ -154,18 +168,13 @@ func TestLeaseLifecycle(t *testing.T) {
 	if _, err := take("coder", false, "docs/index.md"); !errors.Is(err, ErrLeaseConflict) {
 		t.Errorf("exclusive inside shared leases: %v, want a conflict", err)
 	}
+}
 
-	// Taking the same paths again renews: one lease, a later expiry.
-	renewed, err := s.TakeLease(ctx, cfg, LeaseRequest{Holder: "coder", Paths: []string{"src/parser"}, TTL: 2 * time.Hour})
-	if err != nil || !renewed.ExpiresAt.After(a.ExpiresAt) || renewed.Reason != "parser work" {
-		t.Fatalf("renew: %v, %q, %v; want a later expiry and the old reason kept", renewed.ExpiresAt, renewed.Reason, err)
-	}
-	if leases, _ := s.Leases(); len(leases) != 5 || slices.ContainsFunc(leases, func(l Lease) bool { return l.ID == a.ID }) {
-		t.Fatalf("after a renew: %+v, want 5 leases, %s replaced", leases, a.ID)
-	}
-
-	// Release by a path ends the holder's leases overlapping it, not
-	// another's; with no path, all of the holder's.
+// checkLeaseRelease: release by a path ends the holder's leases
+// overlapping it, not another's; with no path, all of the holder's.
+func checkLeaseRelease(t *testing.T, s *Store, take func(holder string, shared bool, paths ...string) (Lease, error)) {
+	t.Helper()
+	ctx := context.Background()
 	if _, err := s.ReleaseLeases(ctx, "tester", []string{"src/parser"}); !errors.Is(err, storage.ErrNotFound) {
 		t.Errorf("release of another's lease: %v, want not found", err)
 	}
@@ -178,8 +187,13 @@ func TestLeaseLifecycle(t *testing.T) {
 	if _, err := s.ReleaseLeases(ctx, "coder", nil); !errors.Is(err, storage.ErrNotFound) {
 		t.Errorf("release when coder holds nothing: %v, want not found", err)
 	}
+}
 
-	// A human breaks it; its holder is told why.
+// checkLeaseBreak: a human breaks tester's lease on src/parser/*.go; its
+// holder is told why.
+func checkLeaseBreak(t *testing.T, s *Store) {
+	t.Helper()
+	ctx := context.Background()
 	if _, err := s.BreakLeases(ctx, "lead", []string{"src/parser/x.go"}, ""); !errors.Is(err, storage.ErrInvalid) {
 		t.Errorf("break with no reason: %v, want invalid", err)
 	}

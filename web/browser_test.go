@@ -445,73 +445,26 @@ func TestLeasesLive(t *testing.T) {
 	until(t, ctx, tab, `document.querySelector("#leases .empty")`)
 
 	const hostile = `<img src="/x.png" onerror="window.__xss = 3"><b>mine</b>`
-	take := func(holder string, req fsstore.LeaseRequest) fsstore.Lease {
-		t.Helper()
-		req.Holder = holder
-		l, err := p.store.TakeLease(ctx, p.cfg, req)
-		if err != nil {
-			t.Fatal(err)
-		}
-		return l
-	}
-	coder := take("coder", fsstore.LeaseRequest{Paths: []string{"src/parser", "go.mod"}, Reason: hostile, TaskID: task.ID})
-	reviewer := take("reviewer", fsstore.LeaseRequest{Paths: []string{"docs/*.md"}, Shared: true, Reason: "proofreading"})
-
-	item := func(l fsstore.Lease) string { return "#leases .lease" + attr("data-lease-id", l.ID) }
-	until(t, ctx, tab, has(item(coder))+" && "+has(item(reviewer)))
-	shown := func(l fsstore.Lease) (got struct {
-		Holder, Kind, Reason, Task, Expiry string
-		Paths                              []string
-		ReasonKids                         int
-	}) {
-		t.Helper()
-		js := `(() => { const e = document.querySelector(` + q(item(l)) + `); return JSON.stringify({
-			holder: e.querySelector(".name").textContent,
-			kind: e.querySelector(".pill").textContent,
-			paths: [...e.querySelectorAll(".path")].map(p => p.textContent),
-			reason: e.querySelector(".why")?.textContent,
-			reasonKids: e.querySelector(".why")?.children.length,
-			task: e.querySelector(".task")?.textContent,
-			expiry: e.querySelector(".expiry").textContent,
-		}) })()`
-		if err := json.Unmarshal([]byte(eval[string](t, ctx, tab, js)), &got); err != nil {
-			t.Fatal(err)
-		}
-		return got
-	}
-	for _, c := range []struct {
-		lease        fsstore.Lease
-		holder, kind string
-		paths        []string
-		reason, task string
-	}{
-		{coder, "coder", "exclusive", []string{"src/parser", "go.mod"}, hostile, "task " + task.Title},
-		{reviewer, "reviewer", "shared", []string{"docs/*.md"}, "proofreading", ""},
+	coder := p.lease("coder", fsstore.LeaseRequest{Paths: []string{"src/parser", "go.mod"}, Reason: hostile, TaskID: task.ID})
+	reviewer := p.lease("reviewer", fsstore.LeaseRequest{Paths: []string{"docs/*.md"}, Shared: true, Reason: "proofreading"})
+	until(t, ctx, tab, has(leaseItem(coder))+" && "+has(leaseItem(reviewer)))
+	for _, want := range []leaseShown{
+		{Lease: coder, Holder: "coder", Kind: "exclusive", Paths: []string{"src/parser", "go.mod"}, Reason: hostile, Task: "task " + task.Title},
+		{Lease: reviewer, Holder: "reviewer", Kind: "shared", Paths: []string{"docs/*.md"}, Reason: "proofreading"},
 	} {
-		got := shown(c.lease)
-		if got.Holder != c.holder || got.Kind != c.kind || !slices.Equal(got.Paths, c.paths) || got.Reason != c.reason || got.ReasonKids != 0 || got.Task != c.task || !strings.HasPrefix(got.Expiry, "ends in ") {
-			t.Errorf("%s's lease shows %+v; want holder %s, %s, paths %q, reason %q as text, %q, ends in", c.holder, got, c.holder, c.kind, c.paths, c.reason, c.task)
-		}
+		checkLeaseShown(t, ctx, tab, want)
 	}
-	if eval[bool](t, ctx, tab, `window.__xss !== undefined`) {
-		t.Error("the lease reason's markup ran (window.__xss is set)")
-	}
-	for _, r := range tab.Requests() {
-		if strings.Contains(r, "/x.png") {
-			t.Errorf("the lease reason's image was requested: %s", r)
-		}
-	}
+	checkInert(t, ctx, tab)
 
 	// released elsewhere (the file changes): gone without a reload
 	if _, err := p.store.ReleaseLeases(ctx, "reviewer", nil); err != nil {
 		t.Fatal(err)
 	}
-	until(t, ctx, tab, "!"+has(item(reviewer))+" && "+has(item(coder)))
+	until(t, ctx, tab, "!"+has(leaseItem(reviewer))+" && "+has(leaseItem(coder)))
 
 	// broken from the page: the holder is told the reason typed
-	eval[bool](t, ctx, tab, `(document.querySelector(`+q(item(coder)+" input.reason")+`).value = "taking over") !== ""`)
-	click(t, ctx, tab, item(coder)+" button.break")
-	until(t, ctx, tab, "!"+has(item(coder))+` && document.querySelector("#leases .empty")`)
+	breakFromPage(t, ctx, tab, coder, "taking over")
+	until(t, ctx, tab, "!"+has(leaseItem(coder))+` && document.querySelector("#leases .empty")`)
 	if e := eval[string](t, ctx, tab, `document.getElementById("error").textContent`); e != "" {
 		t.Errorf("#error says %q after the break", e)
 	}
@@ -525,4 +478,103 @@ func TestLeasesLive(t *testing.T) {
 	if !eval[bool](t, ctx, tab, `window.__sameDocument === true`) {
 		t.Error("the page was reloaded")
 	}
+}
+
+// lease takes a lease for holder.
+func (p *project) lease(holder string, req fsstore.LeaseRequest) fsstore.Lease {
+	p.t.Helper()
+	req.Holder = holder
+	l, err := p.store.TakeLease(p.ctx, p.cfg, req)
+	if err != nil {
+		p.t.Fatal(err)
+	}
+	return l
+}
+
+// leaseItem is the selector of l's item in the page's list of leases.
+func leaseItem(l fsstore.Lease) string { return "#leases .lease" + attr("data-lease-id", l.ID) }
+
+// leaseShown is what the page shows of a lease (Lease aside).
+type leaseShown struct {
+	Lease                              fsstore.Lease `json:"-"`
+	Holder, Kind, Reason, Task, Expiry string
+	Paths                              []string
+	ReasonKids                         int
+}
+
+// checkLeaseShown fails t unless the page shows want.Lease as want says:
+// its reason as text (no element in it), its end to come.
+func checkLeaseShown(t *testing.T, ctx context.Context, tab *browser.Tab, want leaseShown) {
+	t.Helper()
+	js := `(() => { const e = document.querySelector(` + q(leaseItem(want.Lease)) + `); return JSON.stringify({
+		holder: e.querySelector(".name").textContent,
+		kind: e.querySelector(".pill").textContent,
+		paths: [...e.querySelectorAll(".path")].map(p => p.textContent),
+		reason: e.querySelector(".why")?.textContent,
+		reasonKids: e.querySelector(".why")?.children.length,
+		task: e.querySelector(".task")?.textContent,
+		expiry: e.querySelector(".expiry").textContent,
+	}) })()`
+	var got leaseShown
+	if err := json.Unmarshal([]byte(eval[string](t, ctx, tab, js)), &got); err != nil {
+		t.Fatal(err)
+	}
+	if got.Holder != want.Holder || got.Kind != want.Kind || !slices.Equal(got.Paths, want.Paths) || got.Reason != want.Reason || got.ReasonKids != 0 || got.Task != want.Task || !strings.HasPrefix(got.Expiry, "ends in ") {
+		t.Errorf("%s's lease shows %+v; want holder %s, %s, paths %q, reason %q as text, %q, ends in", want.Holder, got, want.Holder, want.Kind, want.Paths, want.Reason, want.Task)
+	}
+}
+
+// checkInert fails t if a lease reason's markup ran or asked for its
+// image.
+func checkInert(t *testing.T, ctx context.Context, tab *browser.Tab) {
+	t.Helper()
+	if eval[bool](t, ctx, tab, `window.__xss !== undefined`) {
+		t.Error("the lease reason's markup ran (window.__xss is set)")
+	}
+	for _, r := range tab.Requests() {
+		if strings.Contains(r, "/x.png") {
+			t.Errorf("the lease reason's image was requested: %s", r)
+		}
+	}
+}
+
+// breakFromPage types reason beside l in the page, clicks its Break
+// button and waits for the server's answer to that action (the page shows
+// the lease gone as soon as leases.json changes, before the break has told
+// the holder): it fails t unless the answer is a success naming l.
+func breakFromPage(t *testing.T, ctx context.Context, tab *browser.Tab, l fsstore.Lease, reason string) {
+	t.Helper()
+	const path = "/api/leases/break"
+	recordAnswers(t, ctx, tab, path)
+	eval[bool](t, ctx, tab, `(document.querySelector(`+q(leaseItem(l)+" input.reason")+`).value = `+q(reason)+`) !== ""`)
+	click(t, ctx, tab, leaseItem(l)+" button.break")
+	until(t, ctx, tab, `window.__answers[`+q(path)+`].length > 0`)
+	var answers []struct {
+		Status int
+		Body   string
+	}
+	if err := json.Unmarshal([]byte(eval[string](t, ctx, tab, `JSON.stringify(window.__answers[`+q(path)+`])`)), &answers); err != nil {
+		t.Fatal(err)
+	}
+	if len(answers) != 1 || answers[0].Status != 200 || !strings.Contains(answers[0].Body, l.ID) {
+		t.Fatalf("the page's break of %s was answered %+v; want one 200 naming it", l.ID, answers)
+	}
+}
+
+// recordAnswers makes the page keep the answer (status and body) of each
+// of its requests to path in window.__answers[path], in order: what a test
+// waits on when an action's effect is not all on the page.
+func recordAnswers(t *testing.T, ctx context.Context, tab *browser.Tab, path string) {
+	t.Helper()
+	eval[bool](t, ctx, tab, `(() => {
+		const path = `+q(path)+`, answers = (window.__answers ||= {});
+		answers[path] = [];
+		const fetch = window.fetch.bind(window);
+		window.fetch = async (url, ...rest) => {
+			const r = await fetch(url, ...rest);
+			if (String(url) === path) answers[path].push({status: r.status, body: await r.clone().text()});
+			return r;
+		};
+		return true;
+	})()`)
 }

@@ -132,9 +132,15 @@ func TestBreakLeaseAction(t *testing.T) {
 	if st := stateOf(t, srv); len(st.Leases) != 0 {
 		t.Errorf("the State after the break still lists %+v", st.Leases)
 	}
+	checkBreakByID(t, v, store, cfg, held)
+}
 
-	// The page breaks the lease it shows, by id: not a lease taken since on
-	// an overlapping path, and not one that is gone.
+// checkBreakByID: the page breaks the lease it shows, by id: not a lease
+// taken since on an overlapping path, and not one that is gone (held,
+// broken already).
+func checkBreakByID(t *testing.T, v *visitor, store *fsstore.Store, cfg *fsstore.Config, held fsstore.Lease) {
+	t.Helper()
+	ctx := context.Background()
 	shown, err := store.TakeLease(ctx, cfg, fsstore.LeaseRequest{Holder: "coder", Paths: []string{"src"}, Shared: true})
 	if err != nil {
 		t.Fatal(err)

@@ -291,7 +291,7 @@ func (s *Server) Close() error {
 				break
 			}
 			for _, k := range kids {
-				syscall.Kill(k, syscall.SIGKILL)
+				syscall.Kill(k.pid, syscall.SIGKILL)
 			}
 			time.Sleep(10 * time.Millisecond)
 		}
@@ -304,48 +304,61 @@ func (s *Server) Close() error {
 	return nil
 }
 
-// descendants lists the processes under pid, from /proc.
-func descendants(pid int) []int {
-	entries, err := os.ReadDir("/proc")
-	if err != nil {
-		return nil
-	}
-	parent := map[int]int{}
-	for _, e := range entries {
-		p, err := strconv.Atoi(e.Name())
-		if err != nil {
-			continue
-		}
-		stat, err := os.ReadFile("/proc/" + e.Name() + "/stat")
-		if err != nil {
-			continue
-		}
-		// pid (comm) state ppid ...: comm may hold spaces and parentheses.
-		i := bytes.LastIndexByte(stat, ')')
-		if i < 0 {
-			continue
-		}
-		f := strings.Fields(string(stat[i+1:]))
-		if len(f) < 2 {
-			continue
-		}
-		if pp, err := strconv.Atoi(f[1]); err == nil {
-			parent[p] = pp
-		}
-	}
-	var out []int
-	for p := range parent {
-		for q := parent[p]; q > 1; q = parent[q] {
+// A process is one entry of /proc.
+type process struct {
+	pid, ppid int
+	comm      string // its command's name
+}
+
+// descendants lists the processes under pid, from one reading of /proc.
+func descendants(pid int) []process {
+	table := processes()
+	var out []process
+	for _, p := range table {
+		for q := p.ppid; q > 1; q = table[q].ppid {
 			if q == pid {
 				out = append(out, p)
 				break
 			}
-			if _, ok := parent[q]; !ok {
+			if _, ok := table[q]; !ok {
 				break
 			}
 		}
 	}
 	return out
+}
+
+// processes reads /proc's table of processes, by pid (none when /proc
+// cannot be read).
+func processes() map[int]process {
+	entries, err := os.ReadDir("/proc")
+	if err != nil {
+		return nil
+	}
+	table := map[int]process{}
+	for _, e := range entries {
+		pid, err := strconv.Atoi(e.Name())
+		if err != nil {
+			continue
+		}
+		stat, err := os.ReadFile("/proc/" + e.Name() + "/stat")
+		if err != nil {
+			continue // it ended meanwhile
+		}
+		// pid (comm) state ppid ...: comm may hold spaces and parentheses.
+		open, shut := bytes.IndexByte(stat, '('), bytes.LastIndexByte(stat, ')')
+		if open < 0 || shut < open {
+			continue
+		}
+		f := strings.Fields(string(stat[shut+1:]))
+		if len(f) < 2 {
+			continue
+		}
+		if ppid, err := strconv.Atoi(f[1]); err == nil {
+			table[pid] = process{pid: pid, ppid: ppid, comm: string(stat[open+1 : shut])}
+		}
+	}
+	return table
 }
 
 // lockedBuffer is a bytes.Buffer safe for concurrent writes and reads.

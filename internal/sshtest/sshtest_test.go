@@ -3,6 +3,7 @@ package sshtest
 import (
 	"context"
 	"os/exec"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -36,12 +37,8 @@ func TestServer(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer sleeper.Process.Kill()
-	deadline := time.Now().Add(10 * time.Second)
-	for len(descendants(s.cmd.Process.Pid)) < 2 && time.Now().Before(deadline) {
-		time.Sleep(20 * time.Millisecond)
-	}
-	if n := len(descendants(s.cmd.Process.Pid)); n < 2 {
-		t.Fatalf("sshd has %d processes under it, want its session and sleep", n)
+	if kids := waitUnder(s.cmd.Process.Pid, "sleep", 10*time.Second); !slices.ContainsFunc(kids, named("sleep")) {
+		t.Fatalf("sshd has %v under it, want its session and sleep", kids)
 	}
 	start := time.Now()
 	s.Close()
@@ -54,4 +51,24 @@ func TestServer(t *testing.T) {
 	if kids := descendants(s.cmd.Process.Pid); len(kids) != 0 {
 		t.Errorf("processes left under sshd: %v", kids)
 	}
+}
+
+// waitUnder reads the processes under pid until a reading holds one
+// named comm, for patience at most, and returns the last reading: the one
+// a test checks (a second reading races with the processes it looks at:
+// sshd's pre-authentication child ends on its own).
+func waitUnder(pid int, comm string, patience time.Duration) []process {
+	deadline := time.Now().Add(patience)
+	for {
+		kids := descendants(pid)
+		if slices.ContainsFunc(kids, named(comm)) || time.Now().After(deadline) {
+			return kids
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+}
+
+// named is whether a process's command is comm.
+func named(comm string) func(process) bool {
+	return func(p process) bool { return p.comm == comm }
 }

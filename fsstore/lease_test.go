@@ -214,12 +214,13 @@ func checkLeaseBreak(t *testing.T, s *Store) {
 // take drops it, with no daemon.
 func TestLeaseEnds(t *testing.T) {
 	ctx := context.Background()
-	s, cfg := leadAndCoder(t)
+	s, _ := leadAndCoder(t)
 	key, err := s.AddAgent(ctx, NewAgent{ID: "tester", Type: storage.AgentAI})
 	if err != nil {
 		t.Fatal(err)
 	}
-	if cfg, err = s.files.LoadConfig(); err != nil {
+	cfg, err := s.files.LoadConfig()
+	if err != nil {
 		t.Fatal(err)
 	}
 	ses, _, err := s.Authenticate(ctx, cfg, "tester", key, "", storage.PurposeChat)

@@ -198,7 +198,7 @@ func (l *loop) watchError(fsw *fsnotify.Watcher, err error) {
 	l.runPass()
 }
 
-// relevant filters out what never changes a reaction (the Layout's
+// relevant filters out what never changes a reaction (the store's
 // QuietChange): the started processes' output, lock files and temporary
 // files.
 func (d *Daemon) relevant(ev fsnotify.Event) bool { return !d.store.QuietChange(ev.Name) }

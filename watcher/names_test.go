@@ -16,9 +16,9 @@ import (
 )
 
 // TestNoLayoutNames: the watcher names no file of .ai-pm/ itself; it asks
-// the Layout (fsstore) for every path and for what a change means
+// the store (fsstore) for every path and for what a change means
 // (QuietChange, UnwatchedDir). The names are those of a project the
-// watcher runs on, as the Layout lays it out.
+// watcher runs on, as the storage lays it out.
 func TestNoLayoutNames(t *testing.T) {
 	names := layoutNames(t)
 	for _, want := range []string{"config.toml", "chat.jsonl", "read.json", "watcher.lock", "watcher.json", "logs", "pending", ".lock"} {

@@ -163,7 +163,7 @@ func (s *Store) TakeLease(ctx context.Context, cfg *storage.Config, req LeaseReq
 	if err := s.ignoreLeases(); err != nil {
 		return Lease{}, err
 	}
-	err = s.updateLeases(ctx, l.CreatedAt, func(doc *leasesDoc) error {
+	_, err = s.updateLeases(ctx, l.CreatedAt, func(doc *leasesDoc) error {
 		for _, m := range doc.Leases {
 			if path, against, ok := m.Conflicts(l); ok {
 				return &LeaseConflictError{Lease: m, Path: path, Against: against}
@@ -204,9 +204,11 @@ func (s *Store) TakeLease(ctx context.Context, cfg *storage.Config, req LeaseReq
 // ones change made, and any a breaker killed half-way left. Only a
 // failure to tell of a break change made is the caller's error; another
 // tombstone left untold waits for the next write, and doctor reports it.
-func (s *Store) updateLeases(ctx context.Context, now time.Time, change func(doc *leasesDoc) error) error {
+// written says whether change's document is on disk: an error with
+// written true is a telling that failed, the change made all the same.
+func (s *Store) updateLeases(ctx context.Context, now time.Time, change func(doc *leasesDoc) error) (written bool, err error) {
 	var before, after []brokenLease
-	_, err := storage.UpdateDoc(ctx, s.files, s.files.LeasesPath(), storage.ModeFile, func(doc *leasesDoc, _ bool) error {
+	_, err = storage.UpdateDoc(ctx, s.files, s.files.LeasesPath(), storage.ModeFile, func(doc *leasesDoc, _ bool) error {
 		s.dropDeadLeases(doc, now)
 		before = slices.Clone(doc.Broken)
 		if err := change(doc); err != nil {
@@ -215,22 +217,23 @@ func (s *Store) updateLeases(ctx context.Context, now time.Time, change func(doc
 		after = slices.Clone(doc.Broken)
 		return nil
 	})
+	written = err == nil
 	untold := before // on file whatever change did
-	if err == nil {
+	if written {
 		untold = after
 	}
 	if len(untold) == 0 {
-		return err
+		return written, err
 	}
 	failpoint.Kill(failpointBreakUntold)
 	told, tellErr := s.finishBreaks(ctx, untold)
 	found := brokenIDs(before)
 	for _, b := range untold {
 		if !found[b.Lease.ID] && !told[b.Lease.ID] {
-			return errors.Join(err, tellErr)
+			return written, errors.Join(err, tellErr)
 		}
 	}
-	return err
+	return written, err
 }
 
 // ignoreLeases keeps leases/ out of git with a .gitignore of its own: a
@@ -333,7 +336,7 @@ func (s *Store) endLeases(ctx context.Context, holder string, paths []string, br
 	}
 	var ended []Lease
 	now := time.Now().UTC()
-	err = s.updateLeases(ctx, now, func(doc *leasesDoc) error {
+	written, err := s.updateLeases(ctx, now, func(doc *leasesDoc) error {
 		ended = nil
 		doc.Leases = slices.DeleteFunc(doc.Leases, func(l Lease) bool {
 			end := (holder == "" || l.Holder == holder) && (len(clean) == 0 || slices.ContainsFunc(l.Paths, func(p string) bool {
@@ -357,6 +360,9 @@ func (s *Store) endLeases(ctx context.Context, holder string, paths []string, br
 		brk.bury(doc, ended, now)
 		return nil
 	})
+	if !written {
+		return nil, err // nothing ended
+	}
 	return ended, err
 }
 

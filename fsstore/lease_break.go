@@ -23,7 +23,11 @@ import (
 //
 // A process killed after step 1 leaves the tombstone: the next write of
 // leases.json (a take, a release, a break; updateLeases) finishes it, and
-// doctor reports it and, with --repair, finishes it too.
+// doctor reports it and, with --repair, finishes it too. The holder is
+// told once: the key keeps a second line out while the first is in its
+// notifications, so only a breaker killed between steps 2 and 3 whose
+// holder's read notification is compacted away before the next write of
+// the leases tells it twice, the same words again.
 
 // A brokenLease is the tombstone of a broken lease whose holder is not
 // told yet. It is no lease: no reader takes it as live.
@@ -90,7 +94,7 @@ func (s *Store) BreakLease(ctx context.Context, by, id, reason string) (Lease, e
 	brk := &breaking{by: by, reason: reason}
 	var broken Lease
 	now := time.Now().UTC()
-	err := s.updateLeases(ctx, now, func(doc *leasesDoc) error {
+	written, err := s.updateLeases(ctx, now, func(doc *leasesDoc) error {
 		broken = Lease{}
 		i := slices.IndexFunc(doc.Leases, func(l Lease) bool { return l.ID == id })
 		if i < 0 {
@@ -101,6 +105,9 @@ func (s *Store) BreakLease(ctx context.Context, by, id, reason string) (Lease, e
 		brk.bury(doc, []Lease{broken}, now)
 		return nil
 	})
+	if !written {
+		return Lease{}, err // nothing broken
+	}
 	return broken, err
 }
 
@@ -136,7 +143,8 @@ func (s *Store) finishBreaks(ctx context.Context, untold []brokenLease) (told ma
 }
 
 // tellBroken notifies b's holder that its lease was broken, by whom and
-// why; a holder who is no agent (removed since) has no one to tell.
+// why; a holder whose id cannot be an agent's (a hand edit) has no one to
+// tell.
 func (s *Store) tellBroken(ctx context.Context, b brokenLease) error {
 	l := b.Lease
 	if storage.CheckAgentID(l.Holder) != nil {
@@ -193,8 +201,8 @@ func (s *Store) untoldBreakProblems(ctx context.Context, repair bool) ([]storage
 	problems := make([]storage.Problem, 0, len(doc.Broken))
 	for _, b := range doc.Broken {
 		problems = append(problems, storage.Problem{Path: rel, Repaired: told[b.Lease.ID], Reason: fmt.Sprintf(
-			"%s broke %s's lease %s at %s, and %s is not told yet (the break stopped half-way, or its notification failed): aipm doctor --repair tells it",
-			b.By, b.Lease.Holder, b.Lease.ID, b.BrokenAt.UTC().Format(time.RFC3339), b.Lease.Holder)})
+			"%s broke %s's lease %s at %s, and the break is not finished (it stopped half-way, or telling %s failed): %s may not be told yet; aipm doctor --repair finishes it",
+			b.By, b.Lease.Holder, b.Lease.ID, b.BrokenAt.UTC().Format(time.RFC3339), b.Lease.Holder, b.Lease.Holder)})
 	}
 	return problems, err
 }

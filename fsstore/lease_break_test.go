@@ -171,3 +171,49 @@ func TestBreakUntoldWaits(t *testing.T) {
 		t.Errorf("doctor after the break was finished: %v", untold)
 	}
 }
+
+// TestEndLeasesUnwrittenEndsNothing: a break or a release whose write of
+// leases.json does not go through (an editor that never stops saving it)
+// ends nothing, and says so: no lease is returned as ended, and the lease
+// is still live.
+func TestEndLeasesUnwrittenEndsNothing(t *testing.T) {
+	s, cfg := leadAndCoder(t)
+	ctx := t.Context()
+	held, err := s.TakeLease(ctx, cfg, LeaseRequest{Holder: "coder", Paths: []string{"src/parser"}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	path := s.files.LeasesPath()
+	s.setBeforeWrite(func(string) { // a save by rename, without any lock
+		data, err := os.ReadFile(path)
+		if err != nil {
+			t.Error(err)
+			return
+		}
+		if err := os.WriteFile(path+".swp", data, 0o644); err != nil {
+			t.Error(err)
+			return
+		}
+		if err := os.Rename(path+".swp", path); err != nil {
+			t.Error(err)
+		}
+	})
+	defer s.setBeforeWrite(nil)
+
+	if ended, err := s.BreakLeases(ctx, "lead", []string{"src/parser"}, "taking over"); err == nil || ended != nil {
+		t.Errorf("BreakLeases unwritten: %v, %v; want nothing ended and an error", ended, err)
+	}
+	if broken, err := s.BreakLease(ctx, "lead", held.ID, "taking over"); err == nil || broken.ID != "" {
+		t.Errorf("BreakLease unwritten: %+v, %v; want nothing broken and an error", broken, err)
+	}
+	if ended, err := s.ReleaseLeases(ctx, "coder", []string{"src/parser"}); err == nil || ended != nil {
+		t.Errorf("ReleaseLeases unwritten: %v, %v; want nothing ended and an error", ended, err)
+	}
+	s.setBeforeWrite(nil)
+	if live, err := s.Leases(); err != nil || len(live) != 1 || live[0].ID != held.ID {
+		t.Errorf("after the unwritten ends: %v, %v; want %s still live", live, err, held.ID)
+	}
+	if n := brokenNotes(t, s, held.ID); n != 0 {
+		t.Errorf("coder was told of a break that did not happen (%d notifications)", n)
+	}
+}

@@ -2,6 +2,7 @@ package fsstore
 
 import (
 	"aipm/fsstore/internal/storage"
+	"aipm/internal/helperproc"
 	"bytes"
 	"errors"
 	"fmt"
@@ -68,7 +69,7 @@ func concurrentGuesses(t *testing.T, s *Store, mode string, procs int) int {
 	var cmds []*exec.Cmd
 	for i := range procs {
 		outs[i] = &bytes.Buffer{}
-		cmd := helper(t, mode, s.files.ProjectDir(), "a", "1")
+		cmd := helperproc.Command(t, mode, s.files.ProjectDir(), "a", "1")
 		cmd.Stdout = outs[i]
 		if err := cmd.Start(); err != nil {
 			t.Fatal(err)

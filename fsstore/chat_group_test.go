@@ -2,6 +2,7 @@ package fsstore
 
 import (
 	"aipm/fsstore/internal/storage"
+	"aipm/internal/helperproc"
 	"context"
 	"errors"
 	"fmt"
@@ -101,7 +102,7 @@ func TestGroupSendKilled(t *testing.T) {
 	for _, stopAt := range []int{0, 1, 2, 3, 4, -1} {
 		t.Run(fmt.Sprintf("at%d", stopAt), func(t *testing.T) {
 			s, _ := groupStore(t)
-			cmd := helper(t, "group-send", s.files.ProjectDir(), strconv.Itoa(stopAt), "0")
+			cmd := helperproc.Command(t, "group-send", s.files.ProjectDir(), strconv.Itoa(stopAt), "0")
 			stdout, _ := cmd.StdoutPipe()
 			if err := cmd.Start(); err != nil {
 				t.Fatal(err)
@@ -157,7 +158,7 @@ func TestGroupSendKilledAtRandom(t *testing.T) {
 	s, _ := groupStore(t)
 	acked := map[string]bool{}
 	for round := 0; round < 6; round++ {
-		runKillable(t, helper(t, "group-send", s.files.ProjectDir(), "-1000", "0"), true, 60*time.Millisecond, func(l string) {
+		runKillable(t, helperproc.Command(t, "group-send", s.files.ProjectDir(), "-1000", "0"), true, 60*time.Millisecond, func(l string) {
 			if id, ok := strings.CutPrefix(l, "acked "); ok {
 				acked[id] = true
 			}

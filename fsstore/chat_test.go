@@ -2,6 +2,7 @@ package fsstore
 
 import (
 	"aipm/fsstore/internal/storage"
+	"aipm/internal/helperproc"
 	"bufio"
 	"context"
 	"math/rand/v2"
@@ -49,7 +50,7 @@ func TestDeliveryKilledReaders(t *testing.T) {
 		}
 	}
 	run := func(n int, kill bool) {
-		cmd := helper(t, "deliver", s.files.ProjectDir(), "bob", strconv.Itoa(n))
+		cmd := helperproc.Command(t, "deliver", s.files.ProjectDir(), "bob", strconv.Itoa(n))
 		stdout, _ := cmd.StdoutPipe()
 		if err := cmd.Start(); err != nil {
 			t.Fatal(err)
@@ -127,7 +128,7 @@ func TestSendFullDisk(t *testing.T) {
 		before[p] = fi.Size()
 	}
 	limit := max(before[bob], before[alice]) + 1000
-	out, err := helper(t, "send-full", s.files.ProjectDir(), "bob", strconv.FormatInt(limit, 10)).Output()
+	out, err := helperproc.Command(t, "send-full", s.files.ProjectDir(), "bob", strconv.FormatInt(limit, 10)).Output()
 	if err != nil {
 		t.Fatalf("helper: %v\n%s", err, out)
 	}

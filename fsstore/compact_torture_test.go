@@ -2,6 +2,7 @@ package fsstore
 
 import (
 	"aipm/fsstore/internal/storage"
+	"aipm/internal/helperproc"
 	"bufio"
 	"context"
 	"fmt"
@@ -155,7 +156,7 @@ func loadProject(t *testing.T, senders, receivers []string) *Store {
 // startCompactor starts the compacting process; the function returned
 // waits for it (it ends at the stop file).
 func (run *loadRun) startCompactor() func() error {
-	cmd := helper(run.t, "compact", run.dir, "-", "0")
+	cmd := helperproc.Command(run.t, "compact", run.dir, "-", "0")
 	out, _ := cmd.StdoutPipe()
 	if err := cmd.Start(); err != nil {
 		run.t.Fatal(err)
@@ -174,7 +175,7 @@ func (run *loadRun) startCompactor() func() error {
 
 // startSender starts a process sending n messages from `from`.
 func (run *loadRun) startSender(wg *sync.WaitGroup, from string, receivers []string, n int) {
-	cmd := helper(run.t, "send-to", run.dir, from+":"+strings.Join(receivers, ","), strconv.Itoa(n))
+	cmd := helperproc.Command(run.t, "send-to", run.dir, from+":"+strings.Join(receivers, ","), strconv.Itoa(n))
 	out, _ := cmd.StdoutPipe()
 	if err := cmd.Start(); err != nil {
 		run.t.Fatal(err)
@@ -271,7 +272,7 @@ func (run *loadRun) checkRetention(s *Store, receivers []string) {
 // runReader runs one chat session n of agent (helperDeliver) and returns
 // what it printed; with kill, it is SIGKILLed after a few milliseconds.
 func runReader(t *testing.T, dir, agent string, n int, kill bool) ([]byte, error) {
-	cmd := helper(t, "deliver", dir, agent, strconv.Itoa(n))
+	cmd := helperproc.Command(t, "deliver", dir, agent, strconv.Itoa(n))
 	stdout, _ := cmd.StdoutPipe()
 	if err := cmd.Start(); err != nil {
 		return nil, err

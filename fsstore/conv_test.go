@@ -2,6 +2,7 @@ package fsstore
 
 import (
 	"aipm/fsstore/internal/storage"
+	"aipm/internal/helperproc"
 	"bufio"
 	"context"
 	"errors"
@@ -122,7 +123,7 @@ func TestStartConversationRaceProcesses(t *testing.T) {
 	ctx := context.Background()
 	var outs []*bufio.Scanner
 	for _, pair := range []string{"a:b", "b:a"} {
-		cmd := helper(t, "start-conversation", s.files.ProjectDir(), pair, strconv.Itoa(rounds))
+		cmd := helperproc.Command(t, "start-conversation", s.files.ProjectDir(), pair, strconv.Itoa(rounds))
 		stdout, err := cmd.StdoutPipe()
 		if err != nil {
 			t.Fatal(err)

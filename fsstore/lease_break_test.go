@@ -1,6 +1,7 @@
 package fsstore
 
 import (
+	"aipm/internal/helperproc"
 	"context"
 	"errors"
 	"os"
@@ -85,7 +86,7 @@ func TestBreakKilled(t *testing.T) {
 // at.
 func breakKilledAt(t *testing.T, s *Store, at string) {
 	t.Helper()
-	cmd := helper(t, "break-leases", s.files.ProjectDir(), "lead", "0")
+	cmd := helperproc.Command(t, "break-leases", s.files.ProjectDir(), "lead", "0")
 	cmd.Env = append(cmd.Env, failpoint.Env+"="+at)
 	err := cmd.Run()
 	var exit *exec.ExitError

@@ -1,6 +1,7 @@
 package fsstore
 
 import (
+	"aipm/internal/helperproc"
 	"bufio"
 	"context"
 	"errors"
@@ -59,7 +60,7 @@ func TestTakeLeaseRace(t *testing.T) {
 	var gos []io.WriteCloser
 	for p := range procs {
 		holder := "h" + strconv.Itoa(p)
-		cmd := helper(t, "take-leases", s.files.ProjectDir(), holder, strconv.Itoa(rounds))
+		cmd := helperproc.Command(t, "take-leases", s.files.ProjectDir(), holder, strconv.Itoa(rounds))
 		out, err := cmd.StdoutPipe()
 		if err != nil {
 			t.Fatal(err)

@@ -2,12 +2,12 @@ package fsstore
 
 import (
 	"aipm/fsstore/internal/storage"
+	"aipm/internal/helperproc"
 	"bufio"
 	"context"
 	"errors"
 	"fmt"
 	"os"
-	"os/exec"
 	"os/signal"
 	"path/filepath"
 	"strconv"
@@ -19,19 +19,10 @@ import (
 	"github.com/tidwall/gjson"
 )
 
-// The test binary re-executes itself as a helper process when AIPM_HELPER
-// names a role; the roles below are the other processes of the multi-process
-// tests. Each prints one line per acknowledged operation on stdout.
-func TestMain(m *testing.M) {
-	if role := os.Getenv("AIPM_HELPER"); role != "" {
-		if err := runHelper(role, os.Args[len(os.Args)-3:]); err != nil {
-			fmt.Fprintln(os.Stderr, "helper:", err)
-			os.Exit(1)
-		}
-		os.Exit(0)
-	}
-	os.Exit(m.Run())
-}
+// The test binary is also the other processes of the multi-process tests
+// (helperproc): the roles below, each printing one line per acknowledged
+// operation on stdout.
+func TestMain(m *testing.M) { helperproc.Main(m, runHelper) }
 
 // helperProc is what a helper process's role works with.
 type helperProc struct {
@@ -158,15 +149,6 @@ func helperStartConversation(h *helperProc) error {
 
 // idOf is the id of record r.
 func idOf(r storage.Record) string { return gjson.GetBytes(r.Data, "id").String() }
-
-// helper starts the test binary as a helper process.
-func helper(t *testing.T, role string, args ...string) *exec.Cmd {
-	t.Helper()
-	cmd := exec.Command(os.Args[0], append([]string{"-test.run=^$"}, args...)...)
-	cmd.Env = append(os.Environ(), "AIPM_HELPER="+role)
-	cmd.Stderr = os.Stderr
-	return cmd
-}
 
 // newTestStore makes a project with an empty .ai-pm/.
 func newTestStore(t *testing.T) *Store {

@@ -2,6 +2,7 @@ package fsstore
 
 import (
 	"aipm/fsstore/internal/storage"
+	"aipm/internal/helperproc"
 	"context"
 	"encoding/json"
 	"errors"
@@ -141,13 +142,13 @@ func editorRace(t *testing.T, role string, saves int) int {
 	path, _ := s.files.DocPath(storage.Tasks, task.ID)
 	var updaters []func() error
 	for i := 0; i < 2; i++ {
-		cmd := helper(t, "task-updater", s.files.ProjectDir(), task.ID, "0")
+		cmd := helperproc.Command(t, "task-updater", s.files.ProjectDir(), task.ID, "0")
 		if err := cmd.Start(); err != nil {
 			t.Fatal(err)
 		}
 		updaters = append(updaters, cmd.Wait)
 	}
-	out, err := helper(t, role, s.files.ProjectDir(), path, strconv.Itoa(saves)).Output()
+	out, err := helperproc.Command(t, role, s.files.ProjectDir(), path, strconv.Itoa(saves)).Output()
 	os.WriteFile(filepath.Join(s.files.ProjectDir(), "stop"), nil, 0o644)
 	var errs []error
 	for _, wait := range updaters {

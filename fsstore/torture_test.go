@@ -2,6 +2,7 @@ package fsstore
 
 import (
 	"aipm/fsstore/internal/storage"
+	"aipm/internal/helperproc"
 	"bufio"
 	"context"
 	"errors"
@@ -157,7 +158,7 @@ func tortureWriter(t *testing.T, s *Store, c *tortureCounts, rounds, perRound in
 			role = "torture-send-full"
 		}
 		kill := rand.IntN(2) == 0
-		killed := runKillable(t, helper(t, role, s.files.ProjectDir(), "bob", strconv.Itoa(perRound)), kill, 200*time.Millisecond, func(l string) {
+		killed := runKillable(t, helperproc.Command(t, role, s.files.ProjectDir(), "bob", strconv.Itoa(perRound)), kill, 200*time.Millisecond, func(l string) {
 			c.mu.Lock()
 			defer c.mu.Unlock()
 			if id, ok := strings.CutPrefix(l, "acked "); ok {
@@ -201,7 +202,7 @@ func tortureEditor(t *testing.T, s *Store, c *tortureCounts, writing chan struct
 // readerRun runs one chat session of bob that takes batches, killed at a
 // random instant when kill.
 func (c *tortureCounts) readerRun(t *testing.T, s *Store, session int, kill bool) {
-	killed := runKillable(t, helper(t, "deliver", s.files.ProjectDir(), "bob", strconv.Itoa(session)), kill, 100*time.Millisecond, func(l string) {
+	killed := runKillable(t, helperproc.Command(t, "deliver", s.files.ProjectDir(), "bob", strconv.Itoa(session)), kill, 100*time.Millisecond, func(l string) {
 		id, flag, ok := strings.Cut(l, " ")
 		if !ok || (flag != "true" && flag != "false") {
 			return

@@ -1,6 +1,7 @@
 package storage
 
 import (
+	"aipm/internal/helperproc"
 	"context"
 	"io/fs"
 	"os"
@@ -114,7 +115,7 @@ func TestCloneOpenedAtOnce(t *testing.T) {
 	var procs []*strings.Builder
 	var waits []func() error
 	for i := 0; i < 6; i++ {
-		cmd := helper(t, "open", clone, "bob", "0")
+		cmd := helperproc.Command(t, "open", clone, "bob", "0")
 		out := &strings.Builder{}
 		cmd.Stdout = out
 		if err := cmd.Start(); err != nil {

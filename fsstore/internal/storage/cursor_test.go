@@ -1,6 +1,7 @@
 package storage
 
 import (
+	"aipm/internal/helperproc"
 	"bufio"
 	"context"
 	"os"
@@ -24,7 +25,7 @@ func TestCursorConcurrentProcesses(t *testing.T) {
 	got := map[string]int{}
 	var readCmds []func() error
 	for r := 0; r < readers; r++ {
-		cmd := helper(t, "read", s.ProjectDir(), "bob", "0")
+		cmd := helperproc.Command(t, "read", s.ProjectDir(), "bob", "0")
 		stdout, _ := cmd.StdoutPipe()
 		if err := cmd.Start(); err != nil {
 			t.Fatal(err)
@@ -45,7 +46,7 @@ func TestCursorConcurrentProcesses(t *testing.T) {
 	var wmu sync.Mutex
 	var wwg sync.WaitGroup
 	for w := 0; w < writers; w++ {
-		cmd := helper(t, "append", s.ProjectDir(), chat, strconv.Itoa(lines))
+		cmd := helperproc.Command(t, "append", s.ProjectDir(), chat, strconv.Itoa(lines))
 		stdout, _ := cmd.StdoutPipe()
 		if err := cmd.Start(); err != nil {
 			t.Fatal(err)

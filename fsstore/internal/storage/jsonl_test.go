@@ -1,6 +1,7 @@
 package storage
 
 import (
+	"aipm/internal/helperproc"
 	"bufio"
 	"bytes"
 	"context"
@@ -27,7 +28,7 @@ func TestAppendManyProcesses(t *testing.T) {
 	var wg sync.WaitGroup
 	acked := make([][]string, procs)
 	for p := 0; p < procs; p++ {
-		cmd := helper(t, "append", s.ProjectDir(), path, strconv.Itoa(lines))
+		cmd := helperproc.Command(t, "append", s.ProjectDir(), path, strconv.Itoa(lines))
 		stdout, err := cmd.StdoutPipe()
 		if err != nil {
 			t.Fatal(err)
@@ -82,7 +83,7 @@ func TestAppendManyProcesses(t *testing.T) {
 func TestKilledWriterMidLine(t *testing.T) {
 	s := newTestFiles(t)
 	path := filepath.Join(s.Root(), "agents", "a", "chat.jsonl")
-	cmd := helper(t, "append-then-tear", s.ProjectDir(), path, "10")
+	cmd := helperproc.Command(t, "append-then-tear", s.ProjectDir(), path, "10")
 	stdout, _ := cmd.StdoutPipe()
 	if err := cmd.Start(); err != nil {
 		t.Fatal(err)
@@ -120,7 +121,7 @@ func TestKilledWriterRandomInstants(t *testing.T) {
 	path := filepath.Join(s.Root(), "agents", "a", "chat.jsonl")
 	var acked []string
 	for round := 0; round < 5; round++ {
-		cmd := helper(t, "append", s.ProjectDir(), path, "100000")
+		cmd := helperproc.Command(t, "append", s.ProjectDir(), path, "100000")
 		stdout, _ := cmd.StdoutPipe()
 		if err := cmd.Start(); err != nil {
 			t.Fatal(err)
@@ -170,7 +171,7 @@ func TestRenameReplaceDuringAppend(t *testing.T) {
 	if err := s.AppendJSONL(context.Background(), path, testLine{ID: NewID(PrefixMessage)}); err != nil {
 		t.Fatal(err)
 	}
-	cmd := helper(t, "append", s.ProjectDir(), path, "3000")
+	cmd := helperproc.Command(t, "append", s.ProjectDir(), path, "3000")
 	stdout, _ := cmd.StdoutPipe()
 	if err := cmd.Start(); err != nil {
 		t.Fatal(err)
@@ -247,7 +248,7 @@ func TestShortAppendTakenBack(t *testing.T) {
 		t.Fatal(err)
 	}
 	before, _ := os.ReadFile(path)
-	out, err := helper(t, "append-over-limit", s.ProjectDir(), path, "20").Output()
+	out, err := helperproc.Command(t, "append-over-limit", s.ProjectDir(), path, "20").Output()
 	if err != nil {
 		t.Fatalf("helper: %v", err)
 	}

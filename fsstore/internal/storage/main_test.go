@@ -1,11 +1,11 @@
 package storage
 
 import (
+	"aipm/internal/helperproc"
 	"bufio"
 	"context"
 	"fmt"
 	"os"
-	"os/exec"
 	"path/filepath"
 	"strconv"
 	"strings"
@@ -14,23 +14,14 @@ import (
 	"time"
 
 	"aipm/internal/lockedfile"
+
 	"github.com/tidwall/gjson"
 )
 
-// The test binary re-executes itself as a helper process when AIPM_HELPER
-// names a role; the roles below are the other processes of the
-// multi-process tests. Each prints one line per acknowledged operation on
-// stdout.
-func TestMain(m *testing.M) {
-	if role := os.Getenv("AIPM_HELPER"); role != "" {
-		if err := runHelper(role, os.Args[len(os.Args)-3:]); err != nil {
-			fmt.Fprintln(os.Stderr, "helper:", err)
-			os.Exit(1)
-		}
-		os.Exit(0)
-	}
-	os.Exit(m.Run())
-}
+// The test binary is also the other processes of the multi-process tests
+// (helperproc): the roles below, each printing one line per acknowledged
+// operation on stdout.
+func TestMain(m *testing.M) { helperproc.Main(m, runHelper) }
 
 // testLine is a record the appending helpers write.
 type testLine struct {
@@ -161,15 +152,6 @@ func helperOpen(h *helperProc) error {
 	}
 	fmt.Fprintln(h.out, "opened")
 	return nil
-}
-
-// helper starts the test binary as a helper process.
-func helper(t *testing.T, role string, args ...string) *exec.Cmd {
-	t.Helper()
-	cmd := exec.Command(os.Args[0], append([]string{"-test.run=^$"}, args...)...)
-	cmd.Env = append(os.Environ(), "AIPM_HELPER="+role)
-	cmd.Stderr = os.Stderr
-	return cmd
 }
 
 // idOf is the id of record r.

@@ -26,8 +26,9 @@ func TestArchitectureTrue(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	t.Run("imports", func(t *testing.T) { checkImportBlock(t, string(data), listPackages(t)) })
-	t.Run("packages", func(t *testing.T) { checkPackageTable(t, string(data), listPackages(t)) })
+	pkgs := listPackages(t)
+	t.Run("imports", func(t *testing.T) { checkImportBlock(t, string(data), pkgs) })
+	t.Run("packages", func(t *testing.T) { checkPackageTable(t, string(data), pkgs) })
 	t.Run("names", func(t *testing.T) { checkNames(t, data) })
 }
 

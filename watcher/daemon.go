@@ -8,6 +8,7 @@ import (
 	"log/slog"
 	"os"
 	"path/filepath"
+	"strings"
 	"time"
 
 	"github.com/fsnotify/fsnotify"
@@ -95,6 +96,9 @@ func (d *Daemon) Run(ctx context.Context) error {
 	l.runPass()
 	for {
 		if d.UntilIdle && len(d.starter.running) == 0 {
+			if left := d.starter.unfinished(); len(left) > 0 {
+				return &UnfinishedError{Runs: left}
+			}
 			d.log.Info("idle: no agent runs and none has work to start")
 			return nil
 		}
@@ -121,6 +125,25 @@ func (d *Daemon) Run(ctx context.Context) error {
 			l.runPass()
 		}
 	}
+}
+
+// UnfinishedError is what Run returns under UntilIdle when no agent
+// runs but work remains for agents whose runs failed: not idle, since
+// nobody will take that work until someone fixes what stopped them.
+type UnfinishedError struct {
+	Runs []fsstore.Outcome // the last outcome of each, a problem
+}
+
+func (e *UnfinishedError) Error() string {
+	var b strings.Builder
+	fmt.Fprintf(&b, "watch: not idle: the work of %d agent run(s) remains and nothing will take it until it is fixed: ", len(e.Runs))
+	for i, o := range e.Runs {
+		if i > 0 {
+			b.WriteString("; ")
+		}
+		b.WriteString(o.Problem)
+	}
+	return b.String()
 }
 
 // loop is the state of Run's event loop: a burst of events coalesces into

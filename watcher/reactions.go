@@ -62,6 +62,7 @@ type Reaction struct {
 var reactions = []Reaction{
 	{"session deadlines", reactSessions},
 	{"finished runs", reactRuns},
+	{"runs that never authenticate", reactAuthDeadline},
 	{"conversation deadlines", reactConversations},
 	{"trigger deadlines", reactTriggerTTL},
 	{"triggers", reactTriggers},
@@ -113,6 +114,31 @@ func reactRuns(d *Daemon, p *Pass) error {
 	return nil
 }
 
+// reactAuthDeadline stops a process this watcher started that has not
+// authenticated within [defaults] authenticate_within: a client that
+// cannot reach its model (a wrong endpoint, no login) never makes its
+// first tool call, and would otherwise run, or retry, for ever. Its exit
+// then tells its human why (starter.finished).
+func reactAuthDeadline(d *Daemon, p *Pass) error {
+	within := p.Cfg.Defaults.AuthenticateWithin.Duration
+	for _, pr := range d.starter.running {
+		if pr.authenticated || pr.stoppedFor != "" {
+			continue
+		}
+		if d.starter.authenticated(pr, p.Live) {
+			pr.authenticated = true
+			continue
+		}
+		deadline := pr.run.StartedAt.Add(within)
+		if p.Now.Before(deadline) {
+			p.Due(deadline)
+			continue
+		}
+		d.starter.stopUnauthenticated(pr, within)
+	}
+	return nil
+}
+
 // adoptedPoll is how often a run this watcher did not start (it has no
 // exit notice for it) is checked.
 const adoptedPoll = time.Second
@@ -150,29 +176,13 @@ func reactTriggerTTL(d *Daemon, p *Pass) error {
 		}
 		d.log.Warn("trigger expired", "agent", t.Agent, "purpose", t.Purpose, "reason", t.Reason, "ttl", ttl)
 		text := fmt.Sprintf("aipm: %s was not started for %s (%s) within %s: nobody took the trigger. Is aipm watch running, and does %s have a command and a saved passkey?", t.Agent, t.Purpose, t.Reason, ttl, t.Agent)
-		for _, h := range tellWhom(p.Cfg, t.Agent) {
+		for _, h := range p.Cfg.TellWhom(t.Agent) {
 			if _, err := d.store.Send(p.Ctx, p.Cfg, fsstore.OutgoingMessage{From: fsstore.SystemSender, To: h, Content: text, Kind: fsstore.KindSystem}); err != nil {
 				d.log.Error("trigger expiry message", "to", h, "err", err)
 			}
 		}
 	}
 	return nil
-}
-
-// tellWhom is agent's human parent, else every human of the project.
-func tellWhom(cfg *fsstore.Config, agent string) []string {
-	if a, ok := cfg.Agent(agent); ok && a.Parent != "" {
-		if p, ok := cfg.Agent(a.Parent); ok && p.Type == fsstore.AgentHuman {
-			return []string{p.ID}
-		}
-	}
-	var out []string
-	for _, a := range cfg.Agents {
-		if a.Type == fsstore.AgentHuman {
-			out = append(out, a.ID)
-		}
-	}
-	return out
 }
 
 // reactTriggers writes pending/<agent>.<purpose>.json for every AI agent

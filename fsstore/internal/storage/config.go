@@ -45,6 +45,11 @@ type Defaults struct {
 	MaxConcurrent              int      `toml:"max_concurrent"`
 	SpawnCooldown              Duration `toml:"spawn_cooldown"`
 	TriggerTTL                 Duration `toml:"trigger_ttl"`
+	// AuthenticateWithin is how long a process aipm watch started may run
+	// without authenticating (taking its trigger) before the watcher
+	// stops it and tells its human: a client that cannot reach its model
+	// never gets to its first tool call.
+	AuthenticateWithin Duration `toml:"authenticate_within"`
 	// UnsurfacedAfter is how long a message may wait unseen (neither
 	// handed to a session nor told by a notice) before aipm status flags it.
 	UnsurfacedAfter Duration `toml:"unsurfaced_after"`
@@ -87,6 +92,7 @@ var DefaultDefaults = Defaults{
 	MaxConcurrent:              4,
 	SpawnCooldown:              Duration{30 * time.Second},
 	TriggerTTL:                 Duration{10 * time.Minute},
+	AuthenticateWithin:         Duration{2 * time.Minute},
 	UnsurfacedAfter:            Duration{10 * time.Minute},
 	LeaseTTL:                   Duration{time.Hour},
 	LeaseMaxTTL:                Duration{8 * time.Hour},
@@ -293,6 +299,7 @@ func (c *Config) applyDefaults() {
 		{&d.ConversationActiveTimeout, &def.ConversationActiveTimeout},
 		{&d.SpawnCooldown, &def.SpawnCooldown},
 		{&d.TriggerTTL, &def.TriggerTTL},
+		{&d.AuthenticateWithin, &def.AuthenticateWithin},
 		{&d.UnsurfacedAfter, &def.UnsurfacedAfter},
 		{&d.LeaseTTL, &def.LeaseTTL},
 		{&d.LeaseMaxTTL, &def.LeaseMaxTTL},
@@ -411,6 +418,18 @@ func (c *Config) Humans(managers bool) []string {
 		}
 	}
 	return out
+}
+
+// TellWhom is who hears what happened to agent's work that nobody asked
+// for (a run that failed, a trigger nobody took): its parent when that is
+// a human, else every human of the project.
+func (c *Config) TellWhom(agent string) []string {
+	if a, ok := c.Agent(agent); ok && a.Parent != "" {
+		if p, ok := c.Agent(a.Parent); ok && p.Type == AgentHuman {
+			return []string{p.ID}
+		}
+	}
+	return c.Humans(false)
 }
 
 // IsApprover reports whether id is one of the config's approvers: a human

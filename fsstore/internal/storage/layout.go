@@ -281,6 +281,24 @@ func (l layout) TriggerPath(collection, agent, purpose string) (string, error) {
 	return filepath.Join(l.root, collection, agent+"."+purpose+".json"), nil
 }
 
+// OutcomesDir is runs/outcomes/: how each agent's last run of each purpose
+// ended, kept after its run record goes.
+func (l layout) OutcomesDir() string { return filepath.Join(l.root, Runs, outcomesDir) }
+
+// outcomesDir is the folder of outcomes inside runs/.
+const outcomesDir = "outcomes"
+
+// OutcomePath is runs/outcomes/<agent>.<purpose>.json.
+func (l layout) OutcomePath(agent, purpose string) (string, error) {
+	if err := CheckAgentID(agent); err != nil {
+		return "", err
+	}
+	if err := CheckPurpose(purpose); err != nil {
+		return "", err
+	}
+	return filepath.Join(l.OutcomesDir(), agent+"."+purpose+".json"), nil
+}
+
 // LogDir is logs/<agent>/, where the watcher writes a started process's output.
 func (l layout) LogDir(agent string) (string, error) {
 	if err := CheckAgentID(agent); err != nil {

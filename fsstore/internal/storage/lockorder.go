@@ -134,7 +134,7 @@ var (
 	anyDir         []string // nil: any directory
 	topDir         = []string{""}
 	agentDirs      = []string{"agents/?*"}
-	collectionDirs = []string{Conversations, Tasks, Delegations, Sessions, Pending, Runs, leasesDir}
+	collectionDirs = []string{Conversations, Tasks, Delegations, Sessions, Pending, Runs, Runs + "/" + outcomesDir, leasesDir}
 )
 
 // A lockPlace is a row of lockPlaces: the locks in one of the directories

@@ -40,7 +40,9 @@ type Daemon struct {
 	// and the demo wait on it).
 	Passes chan<- int
 	// UntilIdle makes Run return once a pass leaves no agent process of
-	// its own running (aipm watch --until-idle: scripts, a first try).
+	// its own running (aipm watch --until-idle: scripts, a first try):
+	// nil when no work is left that a started agent could take, an
+	// *UnfinishedError when the work of a run that failed remains.
 	UntilIdle bool
 }
 

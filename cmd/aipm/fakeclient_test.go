@@ -27,6 +27,10 @@ import (
 // arguments, its working directory, and which credential variables it
 // saw. AIPM_FAKE_DENY=Write,Bash makes the fake claude report those tool
 // calls as refused in its -p JSON result (permission_denials).
+// AIPM_FAKE_MODE plays a client that cannot work: "offline" one that
+// cannot reach its model (it says so, as Codex does, and waits for ever),
+// "notools" one that started without aipm's tools (it exits 0 having done
+// nothing, as Claude Code does when its MCP server connects late).
 
 // fakeClientRecord is one start of a fake client.
 type fakeClientRecord struct {
@@ -47,6 +51,15 @@ func fakeClientMain(client string) int {
 	if err := appendFakeRecord(rec); err != nil {
 		fmt.Fprintf(os.Stderr, "fake %s: %v\n", client, err)
 		return 1
+	}
+	switch os.Getenv("AIPM_FAKE_MODE") {
+	case "offline":
+		fmt.Fprintf(os.Stderr, "fake %s: stream error: error sending request for url (http://127.0.0.1:9/v1/responses)\n", client)
+		fmt.Fprintln(os.Stderr, "\x1b[2mReconnecting… waiting for network\x1b[0m")
+		select {}
+	case "notools":
+		fmt.Println("I have no tools to call aipm with.")
+		return 0
 	}
 	var server []string
 	var err error

@@ -29,13 +29,18 @@ func newCmdWatch(e *env, runF func(*watchOptions) error) *cobra.Command {
   - conversation, session and trigger deadlines are applied;
   - an agent whose config has a command is started for its trigger, with
     AIPM_AGENT_ID, AIPM_PASSKEY_FILE, AIPM_PURPOSE and AIPM_PROJECT_DIR; its
-    output goes to .ai-pm/logs/AGENT/;
+    output goes to .ai-pm/logs/AGENT/; one that has not authenticated within
+    [defaults] authenticate_within (2m) is stopped;
+  - how each run ended is recorded (aipm status shows it), and a run that
+    failed, never authenticated or exited without working is told to the
+    agent's human once, with its log's last line and the fix;
   - config.toml is reloaded when edited (an invalid one keeps the old).
 It logs to stderr and stops on Ctrl-C or SIGTERM, stopping the agents it
 started. --once runs one pass (no process is started) and exits: for cron and
 scripts. --until-idle runs like a watcher until no agent it started is
 running and none has work to start, then exits: a first try, a script, a CI
-job. An agent can be started only if its passkey was saved with
+job; it exits 1, naming the agent and why, when a run failed and its work
+remains. An agent can be started only if its passkey was saved with
 aipm agent passkey ID --save; one whose client (aipm agent add --client) is
 not on PATH is named at start.`,
 		Example: "  aipm watch\n  aipm watch --log-format json 2>watch.log\n  aipm watch --once\n  aipm watch --until-idle",
@@ -54,7 +59,7 @@ not on PATH is named at start.`,
 		},
 	}
 	c.Flags().BoolVar(&o.Once, "once", false, "run one reconcile pass and exit")
-	c.Flags().BoolVar(&o.UntilIdle, "until-idle", false, "exit once no agent it started is running and none has work to start")
+	c.Flags().BoolVar(&o.UntilIdle, "until-idle", false, "exit once no agent it started is running and none has work to start; exit 1, naming the agent and why, when a run failed and its work remains")
 	c.Flags().StringVar(&o.LogFormat, "log-format", "text", "log format on stderr: text or json")
 	return c
 }

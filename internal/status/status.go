@@ -93,7 +93,17 @@ type Watch struct {
 	Running   bool          `json:"running"`
 	PID       int           `json:"pid,omitempty"`
 	StartedAt time.Time     `json:"startedAt,omitzero"`
-	Processes []fsstore.Run `json:"agentProcesses"`
+	Processes []Process `json:"agentProcesses"`
+	// LastRuns is how each agent's last run of each purpose ended, newest
+	// first (fsstore Outcome: its problem and its log's last line).
+	LastRuns []fsstore.Outcome `json:"lastRuns"`
+}
+
+// Process is a live process the watcher started, with the last
+// meaningful line of its log: what it is doing, or why it is stuck.
+type Process struct {
+	fsstore.Run
+	LogLine string `json:"logLine,omitempty"`
 }
 
 func collectWatch(_ context.Context, store *fsstore.Store, _ *fsstore.Config, r *Report) error {
@@ -101,7 +111,7 @@ func collectWatch(_ context.Context, store *fsstore.Store, _ *fsstore.Config, r 
 	if err != nil {
 		return err
 	}
-	w := &Watch{Processes: []fsstore.Run{}}
+	w := &Watch{Processes: []Process{}, LastRuns: []fsstore.Outcome{}}
 	if info != nil {
 		w.Running, w.PID, w.StartedAt = true, info.PID, info.StartedAt
 	}
@@ -111,9 +121,14 @@ func collectWatch(_ context.Context, store *fsstore.Store, _ *fsstore.Config, r 
 	}
 	for _, run := range runs {
 		if run.Alive() {
-			w.Processes = append(w.Processes, run)
+			w.Processes = append(w.Processes, Process{Run: run, LogLine: fsstore.LastLogLine(run.Log)})
 		}
 	}
+	outcomes, err := store.Runs().Outcomes()
+	if err != nil {
+		return err
+	}
+	w.LastRuns = append(w.LastRuns, outcomes...)
 	r.Watch = w
 	return nil
 }

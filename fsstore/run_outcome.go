@@ -137,7 +137,7 @@ func (rt RunTable) Outcomes() ([]Outcome, error) {
 			continue
 		}
 		agent, purpose := name[:dot], name[dot+1:]
-		if o, ok := rt.Outcome(agent, purpose); ok {
+		if o, ok := rt.outcome(agent, purpose); ok {
 			out = append(out, o)
 		}
 	}
@@ -145,9 +145,9 @@ func (rt RunTable) Outcomes() ([]Outcome, error) {
 	return out, nil
 }
 
-// Outcome is the last outcome of agent's runs of purpose; ok is false
+// outcome is the last outcome of agent's runs of purpose; ok is false
 // when none is recorded (or it cannot be read).
-func (rt RunTable) Outcome(agent, purpose string) (o Outcome, ok bool) {
+func (rt RunTable) outcome(agent, purpose string) (o Outcome, ok bool) {
 	path, err := rt.s.files.OutcomePath(agent, purpose)
 	if err != nil {
 		return Outcome{}, false

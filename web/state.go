@@ -71,12 +71,15 @@ func statusLabel(status string) string {
 // AgentView is one agent with its live sessions, running processes and
 // unread counts.
 type AgentView struct {
-	ID                  string        `json:"id"`
-	Type                string        `json:"type"`
-	Role                string        `json:"role,omitempty"`
-	Parent              string        `json:"parent,omitempty"`
-	Sessions            []SessionView `json:"sessions"`
-	Runs                []RunView     `json:"runs"`
+	ID       string        `json:"id"`
+	Type     string        `json:"type"`
+	Role     string        `json:"role,omitempty"`
+	Parent   string        `json:"parent,omitempty"`
+	Sessions []SessionView `json:"sessions"`
+	Runs     []RunView     `json:"runs"`
+	// Problems are the agent's last runs that failed (fsstore Outcome),
+	// each with the sentence its human was told.
+	Problems            []ProblemView `json:"problems"`
 	UnreadMessages      int           `json:"unreadMessages"`
 	UnreadNotifications int           `json:"unreadNotifications"`
 }
@@ -96,6 +99,17 @@ type RunView struct {
 	PID       int       `json:"pid"`
 	StartedAt time.Time `json:"startedAt"`
 	Reason    string    `json:"reason,omitempty"`
+	LogLine   string    `json:"logLine,omitempty"` // its log's last meaningful line
+}
+
+// ProblemView is the last run of one purpose of an agent that did not
+// work: how it ended, the sentence with the fix, its log's last line.
+type ProblemView struct {
+	Purpose string    `json:"purpose"`
+	State   string    `json:"state"`
+	Problem string    `json:"problem"`
+	LogLine string    `json:"logLine,omitempty"`
+	EndedAt time.Time `json:"endedAt"`
 }
 
 // Chat is the last messages among its agents (two, or a group message's
@@ -188,8 +202,12 @@ func readAgents(ctx context.Context, store *fsstore.Store, cfg *fsstore.Config, 
 	if err != nil {
 		return err
 	}
+	outcomes, err := store.Runs().Outcomes()
+	if err != nil {
+		return err
+	}
 	for _, a := range cfg.Agents {
-		v := AgentView{ID: a.ID, Type: a.Type, Role: a.Role, Parent: a.Parent, Sessions: []SessionView{}, Runs: []RunView{}}
+		v := AgentView{ID: a.ID, Type: a.Type, Role: a.Role, Parent: a.Parent, Sessions: []SessionView{}, Runs: []RunView{}, Problems: []ProblemView{}}
 		if a.Type == fsstore.AgentHuman {
 			st.Humans = append(st.Humans, a.ID)
 		}
@@ -200,7 +218,12 @@ func readAgents(ctx context.Context, store *fsstore.Store, cfg *fsstore.Config, 
 		}
 		for _, r := range runs {
 			if r.Agent == a.ID && r.Alive() {
-				v.Runs = append(v.Runs, RunView{Purpose: r.Purpose, PID: r.PID, StartedAt: r.StartedAt, Reason: r.Reason})
+				v.Runs = append(v.Runs, RunView{Purpose: r.Purpose, PID: r.PID, StartedAt: r.StartedAt, Reason: r.Reason, LogLine: fsstore.LastLogLine(r.Log)})
+			}
+		}
+		for _, o := range outcomes {
+			if o.Agent == a.ID && o.Failed() {
+				v.Problems = append(v.Problems, ProblemView{Purpose: o.Purpose, State: o.State, Problem: o.Problem, LogLine: o.LogLine, EndedAt: o.EndedAt})
 			}
 		}
 		if v.UnreadMessages, v.UnreadNotifications, err = store.UnreadCounts(ctx, a.ID); err != nil {

@@ -160,3 +160,34 @@ func TestBoardTakesTheVocabulary(t *testing.T) {
 		t.Errorf("the task added from the page: %+v, want priority %s", tasks, chosen)
 	}
 }
+
+// TestStateShowsFailedRuns: an agent's last run that failed is on the
+// board with the sentence its human was told; a run that worked is not.
+func TestStateShowsFailedRuns(t *testing.T) {
+	srv, store, _ := newBoard(t)
+	ctx := context.Background()
+	cfg, err := store.LoadConfig()
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, o := range []fsstore.Outcome{
+		{RunID: "run_1", Agent: "coder", Purpose: fsstore.PurposeTask, State: fsstore.OutcomeNoAuth, Problem: "coder's task run had not authenticated within 2m", LogLine: "Reconnecting… waiting for network"},
+		{RunID: "run_2", Agent: "coder", Purpose: fsstore.PurposeChat, State: fsstore.OutcomeWorked},
+	} {
+		if _, err := store.Runs().RecordOutcome(ctx, cfg, o); err != nil {
+			t.Fatal(err)
+		}
+	}
+	st := stateOf(t, srv)
+	for _, a := range st.Agents {
+		if a.ID != "coder" {
+			continue
+		}
+		if len(a.Problems) != 1 || a.Problems[0].Purpose != fsstore.PurposeTask || a.Problems[0].State != fsstore.OutcomeNoAuth ||
+			!strings.Contains(a.Problems[0].Problem, "had not authenticated") || a.Problems[0].LogLine != "Reconnecting… waiting for network" {
+			t.Fatalf("coder's problems on the board: %+v, want the task run that never authenticated", a.Problems)
+		}
+		return
+	}
+	t.Fatal("no agent coder on the board")
+}

@@ -261,7 +261,8 @@
           unread),
         el('div.sub', null,
           el('span.sessions', { text: sesText, title: ses.map((x) => str(x.id) + ' seen ' + age(x.lastSeenAt) + ' ago').join('\n') }),
-          el('span.runs', { text: runText, title: runs.map((r) => str(r.reason)).join('\n') })),
+          el('span.runs', { text: runText, title: runs.map((r) => str(r.reason) + (r.logLine ? '\nits log ends: ' + str(r.logLine) : '')).join('\n') })),
+        ...arr(a.problems).map((p) => el('div.problem', { text: str(p.problem), title: str(p.purpose) + ' run ' + str(p.state).replace(/_/g, ' ') + (p.endedAt ? ' ' + age(p.endedAt) + ' ago' : '') + (p.logLine ? '\nits log ends: ' + str(p.logLine) : '') })),
         a.parent ? el('div.parent', { text: 'reports to ' + a.parent }) : null);
       if (!live) item.classList.add('idle');
       f.append(item);

@@ -103,6 +103,7 @@ func doctorRun(cmd *cobra.Command, o *doctorOptions) error {
 	for _, client := range []string{"claude", "codex"} {
 		warn(o.e, clientconfig.Clients[client].Trust(o.e.getenv, store.ProjectDir()))
 	}
+	warnFailedRuns(o.e, store)
 	if err != nil {
 		return err
 	}
@@ -124,6 +125,18 @@ func doctorRun(cmd *cobra.Command, o *doctorOptions) error {
 		fmt.Fprintf(o.e.stdout, "repaired %s\n", plural(len(problems), "problem"))
 	}
 	return nil
+}
+
+// warnFailedRuns warns of each agent's last run that failed (aipm status
+// shows the same): a problem of the last run, not of the files, so it
+// does not make doctor fail.
+func warnFailedRuns(e *env, store *fsstore.Store) {
+	outcomes, _ := store.Runs().Outcomes()
+	for _, o := range outcomes {
+		if o.Failed() {
+			warn(e, fmt.Sprintf("a last run, ended %s: %s", e.age(o.EndedAt), o.Problem))
+		}
+	}
 }
 
 // printAgentAccess says, for each agent aipm watch starts as a real client,

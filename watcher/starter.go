@@ -286,7 +286,9 @@ func (st *starter) unfinished() []fsstore.Outcome {
 			out = append(out, o)
 		}
 	}
-	slices.SortFunc(out, func(a, b fsstore.Outcome) int { return strings.Compare(key(a.Agent, a.Purpose), key(b.Agent, b.Purpose)) })
+	slices.SortFunc(out, func(a, b fsstore.Outcome) int {
+		return strings.Compare(key(a.Agent, a.Purpose), key(b.Agent, b.Purpose))
+	})
 	return out
 }
 

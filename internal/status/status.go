@@ -90,9 +90,9 @@ type Session struct {
 // Watch is the section of aipm watch: the watcher (nil when
 // none runs) and the agent processes it started (runs/).
 type Watch struct {
-	Running   bool          `json:"running"`
-	PID       int           `json:"pid,omitempty"`
-	StartedAt time.Time     `json:"startedAt,omitzero"`
+	Running   bool      `json:"running"`
+	PID       int       `json:"pid,omitempty"`
+	StartedAt time.Time `json:"startedAt,omitzero"`
 	Processes []Process `json:"agentProcesses"`
 	// LastRuns is how each agent's last run of each purpose ended, newest
 	// first (fsstore Outcome: its problem and its log's last line).

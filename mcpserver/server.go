@@ -7,10 +7,12 @@ import (
 	"log/slog"
 	"os"
 	"sync"
+	"time"
 
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
 	"aipm/fsstore"
+	"aipm/internal/failpoint"
 	"aipm/wake"
 )
 
@@ -88,10 +90,13 @@ func (s *Server) HoldCredential(c Credential) { s.cred = &c }
 // once, so that no tool description repeats it (TestSize holds the tools'
 // definitions to their size). They name authenticate and get_next_action,
 // and, for a client that shows the model only the tools' names until it
-// searches (Claude Code's tool search, which loads 5 tools a search unless
-// told more), the one search that loads every aipm tool: any answer may
-// name any of them as the next call (TestToolSearchLoadsNamedTools).
-const instructions = `aipm coordinates the agents of this project. Call authenticate(agent_id) first (add passkey only if it asks), then loop: get_next_action, do what its instruction says, get_next_action again, until it says exit. If your tools must be searched for before use, one search loads them all: query "+aipm", max_results 40.
+// searches, the one search that loads every aipm tool: any answer may name
+// any of them as the next call (TestToolSearchLoadsNamedTools). Claude
+// Code's ToolSearch loads 5 tools a search unless max_results says more,
+// Codex's tool_search 8 unless limit does; Codex shows the model only the
+// instructions' first 247 characters until it searches, so the search
+// comes first.
+const instructions = `aipm coordinates the agents of this project. If your tools must be searched for before use, one search loads them all: query "+aipm", max_results (or limit) 40. Call authenticate(agent_id) first (add passkey only if it asks), then loop: get_next_action, do what its instruction says, get_next_action again, until it says exit.
 Every other tool needs the session_token authenticate returns. Arguments left out: a conversation_id is your open conversation; a marker tool takes its text from after the marker, its task as your task in progress. Every answer carries a notification line: "notifications: none", or how many wait: then call get_notifications. A session is a task session (work on one task) or a chat session (messages, conversations); a tool whose description ends in (task) or (chat) works only in that kind. Chat command markers (@@タスク作成: and others) are explained by help. Lease files before you edit them; another's lease refuses your edit.`
 
 // MCP builds the MCP server with every tool registered behind the gate.
@@ -105,8 +110,27 @@ func (s *Server) MCP() *mcp.Server {
 		tool := t.tool
 		t.add(srv, s, &tool)
 	}
-	srv.AddReceivingMiddleware(s.gate())
+	srv.AddReceivingMiddleware(slowStart(), s.gate())
 	return srv
+}
+
+// failpointSlowStart is where a test slows aipm serve (the failpoint
+// package): the handshake's first request (initialize, or server/discover
+// from a client of MCP 2026-07-28) answered 3 s late, as on a loaded
+// machine, for the tests that drive the real clients: a client that does
+// not wait for its MCP servers starts its first turn without aipm's tools.
+const failpointSlowStart = "slow-start"
+
+// slowStart delays the first request this server receives at
+// failpointSlowStart.
+func slowStart() mcp.Middleware {
+	var once sync.Once
+	return func(next mcp.MethodHandler) mcp.MethodHandler {
+		return func(ctx context.Context, method string, req mcp.Request) (mcp.Result, error) {
+			once.Do(func() { failpoint.Delay(failpointSlowStart, 3*time.Second) })
+			return next(ctx, method, req)
+		}
+	}
 }
 
 // Run serves MCP over t until the client disconnects or ctx ends; then the

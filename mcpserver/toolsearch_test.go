@@ -15,51 +15,36 @@ import (
 	"strings"
 	"testing"
 
+	"aipm/internal/scriptedmodel"
 	"aipm/mcpserver"
 )
 
 // TestToolSearchLoadsNamedTools: a client that shows the model only the
 // tools' names until it searches (Claude Code's tool search, on by
-// default) loads, with the one search the server instructions give, every
-// tool that anything aipm says names: the instructions, get_next_action's
-// instruction for every action, authenticate's answer, the error texts,
-// the descriptions, the hook's context lines. Those are collected from the
-// string literals of the code that writes them (model-facing packages),
-// so that a new answer naming a tool is checked without a list to keep up.
-// The search is played over the tools as the server lists them, named as
-// the client names them (mcp__aipm__<tool>).
+// default; Codex's, for a model it knows) loads, with the one search the
+// server instructions give, every tool that anything aipm says names: the
+// instructions, get_next_action's instruction for every action,
+// authenticate's answer, the error texts, the descriptions, the hook's
+// context lines. Those are collected from the string literals of the code
+// that writes them (model-facing packages), so that a new answer naming a
+// tool is checked without a list to keep up. The search is read from the
+// instructions as each client shows them (Claude Code whole, Codex their
+// first 247 characters) and called in their words with each client's own
+// search tool's parameters (scriptedmodel.SearchHintCall, which the
+// end-to-end tests of the real clients use too), then played over the
+// tools as the server lists them, as each client searches them.
 func TestToolSearchLoadsNamedTools(t *testing.T) {
 	p := newProject(t)
 	cs := connectInProcess(t, mcpserver.New(p.store, slog.New(slog.NewTextHandler(io.Discard, nil)), "test").MCP())
 	instructions := cs.InitializeResult().Instructions
-	// The search: the first quoted text after "search", and its
-	// max_results if the sentence gives one.
-	m := regexp.MustCompile(`search[^"]*"([^"]+)"(?:[^.]*?max_results (\d+))?`).FindStringSubmatch(instructions)
-	if m == nil {
-		t.Fatalf("the instructions give no search: %s", instructions)
-	}
-	query, maxResults := m[1], claudeDefaultMaxResults
-	if m[2] != "" {
-		maxResults, _ = strconv.Atoi(m[2])
-	}
 	res, err := cs.ListTools(context.Background(), nil)
 	if err != nil {
 		t.Fatal(err)
 	}
-	var deferred []deferredTool
 	served := map[string]bool{}
 	for _, tool := range res.Tools {
 		served[tool.Name] = true
-		deferred = append(deferred, deferredTool{"mcp__" + clientServerName + "__" + tool.Name, tool.Description})
 	}
-	loaded := map[string]bool{}
-	var loadedNames []string
-	for _, name := range claudeToolSearch(deferred, query, maxResults) {
-		name = strings.TrimPrefix(name, "mcp__"+clientServerName+"__")
-		loaded[name] = true
-		loadedNames = append(loadedNames, name)
-	}
-
 	named := namedTools(t, served, "../mcpserver", "../fsstore", "../hook")
 	// The scan reads what is served: it finds the tools the served
 	// instructions name.
@@ -68,17 +53,82 @@ func TestToolSearchLoadsNamedTools(t *testing.T) {
 			t.Errorf("the served instructions name %s, but no string literal of the scanned code does: the scan misses what the model reads", name)
 		}
 	}
-	var missing []string
-	for name, where := range named {
-		if !loaded[name] {
-			missing = append(missing, fmt.Sprintf("%s (named at %s)", name, where))
+	for _, c := range []struct {
+		client string
+		// shown is the request as the client shows the model the
+		// instructions and its search tool, before any search.
+		shown *scriptedmodel.Request
+		// search plays the client's search and returns the tools it
+		// loads, by the names the server gives them.
+		search func(input map[string]any) []string
+	}{
+		{"Claude Code", &scriptedmodel.Request{API: scriptedmodel.Anthropic, Text: "\n## " + clientServerName + "\n" + instructions + "\n\n",
+			Tools: []scriptedmodel.Tool{{Name: "ToolSearch", Search: true, Parameters: searchSchema("query", "max_results")}}},
+			func(input map[string]any) []string {
+				var deferred []deferredTool
+				for _, tool := range res.Tools {
+					deferred = append(deferred, deferredTool{"mcp__" + clientServerName + "__" + tool.Name, tool.Description})
+				}
+				var loaded []string
+				for _, name := range claudeToolSearch(deferred, str(input["query"]), count(input["max_results"], claudeDefaultMaxResults)) {
+					loaded = append(loaded, strings.TrimPrefix(name, "mcp__"+clientServerName+"__"))
+				}
+				return loaded
+			}},
+		{"Codex", &scriptedmodel.Request{API: scriptedmodel.OpenAI, Text: "\n- mcp__" + clientServerName + ": " + codexShown(instructions) + "\n",
+			Tools: []scriptedmodel.Tool{{Name: "tool_search", Search: true, Parameters: searchSchema("query", "limit")}}},
+			func(input map[string]any) []string {
+				var docs []codexSearchDoc
+				for _, tool := range res.Tools {
+					docs = append(docs, codexMCPSearchDoc(clientServerName, instructions, tool))
+				}
+				return codexToolSearch(docs, str(input["query"]), count(input["limit"], codexDefaultLimit))
+			}},
+	} {
+		call, ok := scriptedmodel.SearchHintCall(c.shown)
+		if !ok {
+			t.Errorf("%s: the instructions as %s shows them give no search: %q", c.client, c.client, scriptedmodel.ServerInstructions(c.shown, clientServerName))
+			continue
+		}
+		loadedNames := c.search(call.Input)
+		loaded := map[string]bool{}
+		for _, name := range loadedNames {
+			loaded[name] = true
+		}
+		var missing []string
+		for name, where := range named {
+			if !loaded[name] {
+				missing = append(missing, fmt.Sprintf("%s (named at %s)", name, where))
+			}
+		}
+		slices.Sort(missing)
+		if len(missing) > 0 {
+			t.Errorf("%s: the search the instructions give (%q, called with %v) loads %d of %d tools (%s), not these %d that aipm's texts name:\n  %s",
+				c.client, scriptedmodel.Hint(c.shown), call.Input, len(loaded), len(served), strings.Join(loadedNames, ", "), len(missing), strings.Join(missing, "\n  "))
 		}
 	}
-	slices.Sort(missing)
-	if len(missing) > 0 {
-		t.Errorf("the search the instructions give (%q, max_results %d) loads %d of %d tools (%s), not these %d that aipm's texts name:\n  %s",
-			query, maxResults, len(loaded), len(served), strings.Join(loadedNames, ", "), len(missing), strings.Join(missing, "\n  "))
+}
+
+// searchSchema is a search tool's input schema with these properties.
+func searchSchema(props ...string) map[string]any {
+	m := map[string]any{}
+	for _, p := range props {
+		m[p] = map[string]any{}
 	}
+	return map[string]any{"type": "object", "properties": m}
+}
+
+func str(v any) string {
+	s, _ := v.(string)
+	return s
+}
+
+// count is a search call's count argument, or def when it gives none.
+func count(v any, def int) int {
+	if n, ok := v.(int); ok {
+		return n
+	}
+	return def
 }
 
 // claudeDefaultMaxResults is how many tools Claude Code's ToolSearch loads

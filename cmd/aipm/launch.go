@@ -18,11 +18,13 @@ func newCmdLaunch(e *env) *cobra.Command {
 		Short: "Start Claude Code or Codex headless as an aipm agent (the command aipm agent add --client writes)",
 		Long: `Start a real client headless as one agent of this project: what aipm watch
 runs for an agent added with aipm agent add ID --type ai --client claude|codex.
-The client gets aipm's MCP server (this aipm), aipm's hooks, aipm's tools
-allowed without a prompt (also in a folder it never trusted), the agent's
-access as its permissions (Claude Code: acceptEdits and its Bash sandbox;
-Codex: the workspace-write sandbox), and an opening prompt naming the agent,
-the project and the aipm loop. The credential stays in the environment:
+The client gets aipm's MCP server (this aipm, connected before its first
+turn: Claude Code's alwaysLoad, which also hands the model aipm's tools
+whole; Codex's required), aipm's hooks, aipm's tools allowed without a
+prompt (also in a folder it never trusted), the agent's access as its
+permissions (Claude Code: acceptEdits and its Bash sandbox; Codex: the
+workspace-write sandbox), and an opening prompt naming the agent, the
+project and the aipm loop. The credential stays in the environment:
 AIPM_PASSKEY_FILE, or the passkey saved by aipm agent passkey ID --save. The
 user's own client settings are not touched.
 

@@ -1,12 +1,14 @@
-// Package failpoint stops a process at a named point when a test asks:
-// the environment variable AIPM_TEST_FAILPOINT, which only tests set,
-// names the point. A crash or a stall at the worst moment, on demand.
+// Package failpoint stops or slows a process at a named point when a test
+// asks: the environment variable AIPM_TEST_FAILPOINT, which only tests set,
+// names the point. A crash, a stall or a delay at the worst moment, on
+// demand.
 package failpoint
 
 import (
 	"fmt"
 	"os"
 	"syscall"
+	"time"
 )
 
 // Env names the point a process stops at.
@@ -31,5 +33,13 @@ func Hold(name string) {
 	if named == name {
 		fmt.Fprintf(os.Stderr, "failpoint %s: holding\n", name)
 		select {}
+	}
+}
+
+// Delay makes the calling goroutine wait d at the point name, when Env
+// names it: a slow machine, on demand.
+func Delay(name string, d time.Duration) {
+	if named == name {
+		time.Sleep(d)
 	}
 }

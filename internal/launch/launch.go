@@ -178,11 +178,17 @@ func launchPrompt(spec Spec, agent, project, dir, purpose string) string {
 }
 
 // claudeLaunchArgs: claude -p, aipm's server alone (--strict-mcp-config),
-// the hooks and the sandbox in --settings, aipm's tools allowed on the
-// command line (which a folder never trusted requires), and the access
-// level as a permission mode.
+// loaded before the first turn (alwaysLoad), the hooks and the sandbox in
+// --settings, aipm's tools allowed on the command line (which a folder
+// never trusted requires), and the access level as a permission mode.
 func claudeLaunchArgs(spec Spec, exe, hookWord, prompt string) []string {
-	mcp, _ := json.Marshal(map[string]any{"mcpServers": map[string]any{clientconfig.ServerName: map[string]any{"command": exe, "args": clientconfig.ServeArgs}}})
+	server := map[string]any{"command": exe, "args": clientconfig.ServeArgs}
+	// alwaysLoad: Claude Code connects the server before the first model
+	// request, whatever its own setting for waiting on MCP servers says,
+	// and hands the model aipm's tools whole instead of deferring them
+	// behind its tool search.
+	server["alwaysLoad"] = true
+	mcp, _ := json.Marshal(map[string]any{"mcpServers": map[string]any{clientconfig.ServerName: server}})
 	// {"hooks": ...}, as mcp-config writes them, and the sandbox.
 	var settings map[string]json.RawMessage
 	hooks, _ := clientconfig.HooksDocument(clientconfig.ClaudeHookEvents(hookWord))
@@ -231,10 +237,11 @@ func claudeFinish(stdout []byte) (string, []string) {
 }
 
 // codexLaunchArgs: codex exec with aipm's server and hooks given on the
-// command line (a project Codex never trusted ignores .codex/), its tools
-// approved, the credential variables passed through, and the access level
-// as the sandbox. aipm's hooks are its own, checked by aipm, so the run
-// skips Codex's review of hooks (--dangerously-bypass-hook-trust).
+// command line (a project Codex never trusted ignores .codex/), the server
+// required (started before the first turn), its tools approved, the
+// credential variables passed through, and the access level as the
+// sandbox. aipm's hooks are its own, checked by aipm, so the run skips
+// Codex's review of hooks (--dangerously-bypass-hook-trust).
 func codexLaunchArgs(spec Spec, exe, hookWord, prompt string) []string {
 	sandbox := map[string]string{AccessRead: "read-only", AccessProject: "workspace-write", AccessFull: "danger-full-access"}[spec.Access]
 	args := []string{"exec", "--skip-git-repo-check", "--sandbox", sandbox, "--dangerously-bypass-hook-trust"}
@@ -245,6 +252,10 @@ func codexLaunchArgs(spec Spec, exe, hookWord, prompt string) []string {
 	set(server+".env_vars", tomlStrings(append(slices.Clone(clientconfig.CredentialVars), fsstore.EnvPurpose, fsstore.EnvProjectDir, fsstore.EnvRunID)))
 	set(server+".default_tools_approval_mode", tomlString("approve"))
 	set(server+".tool_timeout_sec", "60")
+	// required: the first turn waits for the server (an optional one gets
+	// about a second, then the turn starts without it), and the run fails
+	// if it cannot start.
+	set(server+".required", "true")
 	for _, ev := range clientconfig.CodexHookEvents(hookWord) {
 		set("hooks."+ev.Name, tomlHookGroups(ev.Group))
 	}

@@ -90,7 +90,8 @@ func checkClaudeLaunchArgs(t *testing.T, exe, word, prompt string) {
 	if !settings.Sandbox["enabled"] || flagValue(t, claude, "--permission-mode") != "acceptEdits" || flagValue(t, claude, "--allowedTools") != "mcp__aipm" {
 		t.Errorf("claude with access project: %q", claude)
 	}
-	if got := flagValue(t, claude, "--mcp-config"); got != `{"mcpServers":{"aipm":{"args":["serve"],"command":"/opt/aipm"}}}` {
+	// alwaysLoad: connected before the first turn, its tools not deferred.
+	if got := flagValue(t, claude, "--mcp-config"); got != `{"mcpServers":{"aipm":{"alwaysLoad":true,"args":["serve"],"command":"/opt/aipm"}}}` {
 		t.Errorf("claude's --mcp-config is %s", got)
 	}
 	for access, mode := range map[string]string{AccessRead: "default", AccessFull: "bypassPermissions"} {
@@ -102,7 +103,8 @@ func checkClaudeLaunchArgs(t *testing.T, exe, word, prompt string) {
 
 // checkCodexLaunchArgs: codex runs exec in the workspace sandbox with the
 // extra arguments and the prompt last, and its -c values, TOML as codex
-// parses them, give this aipm's server approved and mcp-config's hooks.
+// parses them, give this aipm's server, required and approved, and
+// mcp-config's hooks.
 func checkCodexLaunchArgs(t *testing.T, exe, word, prompt string) {
 	codex := codexLaunchArgs(Spec{Client: "codex", Access: AccessProject, Model: "m", Extra: []string{"--x"}}, exe, word, prompt)
 	if codex[0] != "exec" || flagValue(t, codex, "--sandbox") != "workspace-write" || codex[len(codex)-1] != prompt || codex[len(codex)-2] != "--x" {
@@ -110,7 +112,7 @@ func checkCodexLaunchArgs(t *testing.T, exe, word, prompt string) {
 	}
 	// Every -c value is TOML, as codex parses it; the hooks are mcp-config's.
 	got := codexConfigValues(t, codex)
-	if got["mcp_servers.aipm.command"] != exe || got["mcp_servers.aipm.default_tools_approval_mode"] != "approve" {
+	if got["mcp_servers.aipm.command"] != exe || got["mcp_servers.aipm.default_tools_approval_mode"] != "approve" || got["mcp_servers.aipm.required"] != true {
 		t.Errorf("codex's server: %v", got)
 	}
 	for _, ev := range clientconfig.CodexHookEvents(word) {

@@ -156,8 +156,20 @@ func TestNearestKey(t *testing.T) {
 		{"colour", ""}, // near nothing
 		{"wait", ""},   // a prefix is not a typo
 	} {
-		if got := nearestKey(tc.key, known); got != tc.want {
-			t.Errorf("nearestKey(%q) = %q, want %q", tc.key, got, tc.want)
+		if got := Nearest(tc.key, known); got != tc.want {
+			t.Errorf("Nearest(%q) = %q, want %q", tc.key, got, tc.want)
+		}
+	}
+	flags := []string{"dir", "as", "parent", "save-passkey", "type"}
+	for _, tc := range []struct{ word, want string }{
+		{"dri", "dir"},                  // swapped, in a short word
+		{"parnet", "parent"},            // swapped
+		{"save_pasKey", "save-passkey"}, // '_' for '-', case, a letter left out
+		{"sa", ""},                      // too short to guess
+		{"colour", ""},                  // near nothing
+	} {
+		if got := Nearest(tc.word, flags); got != tc.want {
+			t.Errorf("Nearest(%q) among flags = %q, want %q", tc.word, got, tc.want)
 		}
 	}
 	if got := knownKeys([]string{"agents"}); !slices.Contains(got, "command") {

@@ -91,6 +91,9 @@ func TestReadme(t *testing.T) {
 	if testCmd == "" || !strings.Contains(string(readme), "```sh\n"+testCmd+"\n```") {
 		t.Errorf("README.md does not show .ci/run's test command %q in a ```sh block of its own", testCmd)
 	}
+	if strings.Contains(testCmd, "-race") && !strings.Contains(string(readme), "C compiler") {
+		t.Errorf("README.md's test command has -race, which needs cgo: say that it needs a C compiler")
+	}
 	gomod, err := os.ReadFile(filepath.Join("..", "..", "go.mod"))
 	if err != nil {
 		t.Fatal(err)

@@ -412,7 +412,19 @@ func (s *Store) Follow(agent string, cur storage.Cursor) ([]Message, storage.Cur
 		le.Path = s.files.Rel(path)
 	}
 	msgs, bad := s.decodeLog(path, res.Records)
-	return msgs, res.Next, append(res.Bad, bad...), nil
+	return msgs, res.Next, unfinishedLine(s.files.Rel(path), res, append(res.Bad, bad...)), nil
+}
+
+// unfinishedLine adds to bad, the lines a reader of a log passed over, its
+// unterminated last line if res reached one: never shown, and said once
+// (aipm log, aipm notifications), since it may be a write in progress, or
+// a writer that died.
+func unfinishedLine(rel string, res storage.ReadResult, bad []*storage.LineError) []*storage.LineError {
+	if res.Tail == 0 {
+		return bad
+	}
+	return append(bad, &storage.LineError{Path: rel, Line: res.TailLine, Err: fmt.Errorf(
+		"an unfinished last line (%d bytes without a newline): a writer may still be writing it; if it stays, aipm doctor reports it", res.Tail)})
 }
 
 // decodeLog decodes records as messages for Follow: a line that is a JSON

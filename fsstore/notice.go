@@ -152,7 +152,7 @@ func (s *Store) FollowNotifications(agent string, cur storage.Cursor) ([]Notific
 	for _, le := range bad {
 		le.Path = s.files.Rel(path)
 	}
-	return out, res.Next, bad, nil
+	return out, res.Next, unfinishedLine(s.files.Rel(path), res, bad), nil
 }
 
 // checkNotification is the schema of a notifications line.

@@ -85,7 +85,7 @@ func (s *Store) checkFile(ctx context.Context, path string, d fs.DirEntry, repai
 		if !isStale(d) {
 			return nil, nil // a write in progress: its writer owns it
 		}
-		p := storage.Problem{Path: rel, Reason: "stale temporary file left by an interrupted write"}
+		p := storage.Problem{Path: rel, Reason: "stale temporary file left by an interrupted write", Repairable: true}
 		if repair {
 			p.Repaired = os.Remove(path) == nil
 		}
@@ -233,7 +233,7 @@ func (s *Store) quarantineBad(ctx context.Context, path string, held os.FileInfo
 	}
 	var problems []storage.Problem
 	for _, q := range bad {
-		problems = append(problems, storage.Problem{Path: rel, Line: q.Line, Reason: q.Reason})
+		problems = append(problems, storage.Problem{Path: rel, Line: q.Line, Reason: q.Reason, Repairable: true})
 	}
 	if !repair {
 		return problems, nil

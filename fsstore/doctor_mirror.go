@@ -200,7 +200,7 @@ func (s *Store) chatCopies() (*chatCopies, error) {
 func (s *Store) restoreCopy(ctx context.Context, repair bool, have copyOf, to string, missing Message, what string) storage.Problem {
 	dst, _ := s.files.ChatPath(to)
 	src, _ := s.files.ChatPath(have.agent)
-	p := storage.Problem{Path: s.files.Rel(src), Line: have.line, Reason: fmt.Sprintf("message %s is missing from %s (%s)", missing.ID, s.files.Rel(dst), what)}
+	p := storage.Problem{Path: s.files.Rel(src), Line: have.line, Reason: fmt.Sprintf("message %s is missing from %s (%s)", missing.ID, s.files.Rel(dst), what), Repairable: true}
 	if !repair {
 		return p
 	}

@@ -36,7 +36,8 @@ type (
 	// records may be told once more, never lost.
 	Mark = storage.Mark
 	// Problem is one thing doctor found, located as Path:Line (Line 0: the
-	// whole file). Repaired says --repair fixed it.
+	// whole file). Repaired says --repair fixed it; Repairable that
+	// --repair would (or tried to).
 	Problem = storage.Problem
 	// Record is one complete line of a JSONL file.
 	Record = storage.Record

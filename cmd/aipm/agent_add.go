@@ -34,7 +34,10 @@ passkey: they act through the CLI with --as ID.
 watch starts headless when it has work (command = ["aipm", "launch",
 "claude"]: see aipm launch --help): aipm's MCP server, hooks and tools, and
 permission to edit files and run commands inside the project (--access
-narrows or widens that). Its passkey is saved for aipm watch.`,
+narrows or widens that). Its passkey is saved for aipm watch.
+
+A passkey saved (--client, --save-passkey) is not printed: the file is what a
+client is given (--json gives passkeyFile instead of passkey).`,
 		Example: `  aipm agent add lead --type human --role manager --name "Project Lead"
   aipm agent add coder --type ai --parent lead --client claude
   aipm agent add reviewer --type ai --client codex --access read
@@ -74,7 +77,7 @@ narrows or widens that). Its passkey is saved for aipm watch.`,
 	c.Flags().StringVar(&o.Agent.Parent, "parent", "", "id of the agent this one answers to")
 	c.Flags().StringVar(&o.Command, "command", "", "what aipm watch starts when the agent has work, split at spaces (edit config.toml for arguments with spaces)")
 	c.Flags().BoolVar(&o.Save, "save-passkey", false, "also save the passkey in .ai-pm/credentials/ID.passkey (0600, not in git), so that aipm watch can start the agent")
-	c.Flags().BoolVar(&o.JSON, "json", false, "print {id, type, passkey} as JSON")
+	c.Flags().BoolVar(&o.JSON, "json", false, "print {id, type, passkey} as JSON ({id, type, passkeyFile} when it is saved)")
 	o.Client.register(c)
 	c.RegisterFlagCompletionFunc("type", cobra.FixedCompletions([]string{"ai", "human"}, cobra.ShellCompDirectiveNoFileComp))
 	c.RegisterFlagCompletionFunc("role", cobra.FixedCompletions([]string{"worker", "manager"}, cobra.ShellCompDirectiveNoFileComp))
@@ -116,22 +119,30 @@ func agentAddRun(cmd *cobra.Command, o *agentAddOptions) error {
 	}
 	if o.JSON {
 		out := struct {
-			ID      string `json:"id"`
-			Type    string `json:"type"`
-			Passkey string `json:"passkey,omitempty"`
-		}{a.ID, a.Type, passkey}
+			ID          string `json:"id"`
+			Type        string `json:"type"`
+			Passkey     string `json:"passkey,omitempty"`
+			PasskeyFile string `json:"passkeyFile,omitempty"`
+		}{ID: a.ID, Type: a.Type, Passkey: passkey}
+		if saved != "" {
+			out.Passkey, out.PasskeyFile = "", store.Rel(saved)
+		}
 		return writeJSON(o.e.stdout, out)
 	}
 	w := o.e.stdout
 	fmt.Fprintf(w, "added %s agent %s\n", a.Type, a.ID)
-	if passkey == "" {
+	switch {
+	case passkey == "":
 		fmt.Fprintf(w, "humans need no passkey: act as %s with --as %s (or AIPM_AS=%s)\n", a.ID, a.ID, a.ID)
 		return nil
-	}
-	fmt.Fprintf(w, "passkey: %s\n", passkey)
-	fmt.Fprintln(w, "(shown once; aipm stores only its hash: aipm agent passkey issues a new one)")
-	if saved != "" {
+	case saved != "":
+		// Saved, it is never printed (scrollback, screen shares, CI logs):
+		// the file is what a client is given.
+		fmt.Fprintf(w, "passkey: saved, not printed (aipm keeps only its hash; aipm agent passkey %s issues a new one)\n", a.ID)
 		fmt.Fprintf(w, "saved for aipm watch in %s\n", store.Rel(saved))
+	default:
+		fmt.Fprintf(w, "passkey: %s\n", passkey)
+		fmt.Fprintln(w, "(shown once; aipm stores only its hash: aipm agent passkey issues a new one)")
 	}
 	if starts, may := launch.Starts(fsstore.Agent{ID: a.ID, Command: a.Command}); starts != "" && may != "" {
 		fmt.Fprintf(w, "aipm watch starts %s as %s when it has work; it may %s\n", starts, a.ID, may)

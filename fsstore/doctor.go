@@ -127,8 +127,9 @@ func (s *Store) checkJSONDoc(path string) []storage.Problem {
 
 // Doctor reads every file of the layout and returns what is wrong. With
 // repair, torn tails and invalid JSONL lines move to quarantine/ (valid lines
-// are left byte for byte), stale temp files are removed and the holders of
-// leases broken but not told are told (untoldBreakProblems); damaged JSON
+// are left byte for byte), stale temp files are removed, the holders of
+// leases broken but not told are told (untoldBreakProblems), and so are the
+// requesters of tasks that ended untold (untoldTaskProblems); damaged JSON
 // documents and config errors are only reported, because only a person knows
 // what they should say. On a network filesystem it reports that first and
 // repairs nothing (another host may be writing the lines it would move).
@@ -174,6 +175,11 @@ func (s *Store) Doctor(ctx context.Context, repair bool) ([]storage.Problem, err
 	}
 	untold, err := s.untoldBreakProblems(ctx, repair)
 	problems = append(problems, untold...)
+	if err != nil {
+		return problems, fmt.Errorf("doctor: %w", err)
+	}
+	ended, err := s.untoldTaskProblems(ctx, repair)
+	problems = append(problems, ended...)
 	if err != nil {
 		return problems, fmt.Errorf("doctor: %w", err)
 	}

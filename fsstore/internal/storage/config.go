@@ -443,6 +443,19 @@ func (c *Config) HumanAncestors(agent string) []string {
 	return out
 }
 
+// TellWhom is who is told what happens to agent when nobody asked for it
+// (a trigger nobody took, tool calls its client refused, a task it ended
+// that has no requester to tell): its parent if that is a human, else
+// every human of the project.
+func (c *Config) TellWhom(agent string) []string {
+	if a, ok := c.Agent(agent); ok && a.Parent != "" {
+		if p, ok := c.Agent(a.Parent); ok && p.Type == AgentHuman {
+			return []string{p.ID}
+		}
+	}
+	return c.Humans(false)
+}
+
 // IsHuman says whether id is a human of the project.
 func (c *Config) IsHuman(id string) bool {
 	a, ok := c.Agent(id)

@@ -264,3 +264,27 @@ func TestDurabilityFollowsTheConfig(t *testing.T) {
 		t.Error("an invalid config changed the durability in force")
 	}
 }
+
+// TestTellWhom: an agent's human parent, else every human.
+func TestTellWhom(t *testing.T) {
+	c := &Config{Agents: []Agent{
+		{ID: "lead", Type: AgentHuman, Role: RoleManager},
+		{ID: "ops", Type: AgentHuman},
+		{ID: "coder", Type: AgentAI, Parent: "lead"},
+		{ID: "sub", Type: AgentAI, Parent: "coder"},
+		{ID: "bot", Type: AgentAI},
+	}}
+	for _, tc := range []struct {
+		agent string
+		want  []string
+	}{
+		{"coder", []string{"lead"}},
+		{"sub", []string{"lead", "ops"}}, // its parent is no human
+		{"bot", []string{"lead", "ops"}},
+		{"ghost", []string{"lead", "ops"}},
+	} {
+		if got := c.TellWhom(tc.agent); !slices.Equal(got, tc.want) {
+			t.Errorf("TellWhom(%s) = %v, want %v", tc.agent, got, tc.want)
+		}
+	}
+}

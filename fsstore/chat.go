@@ -369,7 +369,7 @@ func (s *Store) tail(path string, end int64, n int) ([]Message, error) {
 		start := max(0, end-window)
 		buf := make([]byte, end-start)
 		if _, err := f.ReadAt(buf, start); err != nil && !errors.Is(err, io.EOF) {
-			return nil, fmt.Errorf("read %s: %w", s.files.Rel(path), err)
+			return nil, s.files.Failed("read", path, err)
 		}
 		out := lastMessages(buf, start > 0, n, s.files.Rel(path))
 		if len(out) == n || start == 0 || window == contextWindow {
@@ -406,7 +406,7 @@ func (s *Store) Follow(agent string, cur storage.Cursor) ([]Message, storage.Cur
 	}
 	res, err := lockedfile.ReadPast(path, cur, lockedfile.ReadOptions{})
 	if err != nil {
-		return nil, cur, nil, fmt.Errorf("read %s: %w", s.files.Rel(path), err)
+		return nil, cur, nil, s.files.Failed("read", path, err)
 	}
 	for _, le := range res.Bad {
 		le.Path = s.files.Rel(path)

@@ -163,7 +163,7 @@ func (s *Store) chatCopies() (*chatCopies, error) {
 		return nil, nil
 	}
 	if err != nil {
-		return nil, fmt.Errorf("read %s: %w", s.files.Rel(s.files.AgentsDir()), err)
+		return nil, s.files.Failed("read", s.files.AgentsDir(), err)
 	}
 	cs := &chatCopies{agents: map[string]bool{}, inbound: map[string]copyOf{}, outbound: map[string]copyOf{}, group: map[string]*groupCopies{}}
 	for _, e := range entries {
@@ -174,7 +174,7 @@ func (s *Store) chatCopies() (*chatCopies, error) {
 		path, _ := s.files.ChatPath(e.Name())
 		recs, _, _, err := storage.ReadAll(path)
 		if err != nil {
-			return nil, fmt.Errorf("read %s: %w", s.files.Rel(path), err)
+			return nil, s.files.Failed("read", path, err)
 		}
 		for _, r := range recs {
 			m, err := decodeMessage(r.Data)

@@ -87,7 +87,37 @@ func TestReissuePasskey(t *testing.T) {
 	if err := s.checkPasskey("coder", fresh.Passkey); err != nil {
 		t.Errorf("new passkey: %v", err)
 	}
-	// one saved for aipm watch is replaced by the next, asked or not
+	if _, err := s.ReissuePasskey(ctx, "lead", false); !errors.Is(err, errNotAI) {
+		t.Errorf("reissue for a human: %v, want ErrNotAI", err)
+	}
+	if _, err := s.ReissuePasskey(ctx, "ghost", false); !errors.Is(err, storage.ErrNotFound) {
+		t.Errorf("reissue for nobody: %v, want ErrNotFound", err)
+	}
+	// doctor reports the AI agent once its hash is gone, and only it
+	path, _ := s.files.PasskeyPath("coder")
+	if err := os.Remove(path); err != nil {
+		t.Fatal(err)
+	}
+	problems, err := s.Doctor(ctx, true)
+	if err != nil || len(problems) != 1 || !strings.HasSuffix(problems[0].Reason, "run aipm agent passkey coder") || problems[0].Repaired {
+		t.Errorf("doctor without coder's passkey: %v, %v", problems, err)
+	}
+}
+
+func fileExists(path string) bool {
+	_, err := os.Stat(path)
+	return err == nil
+}
+
+// TestReissueKeepsSavedPasskey: a passkey saved for aipm watch is replaced
+// by the next one issued, asked or not, so that the watcher's starts keep
+// authenticating; a saved passkey that is not the agent's is stale.
+func TestReissueKeepsSavedPasskey(t *testing.T) {
+	s := newTestStore(t)
+	ctx := context.Background()
+	if _, err := s.AddAgent(ctx, NewAgent{ID: "coder", Type: storage.AgentAI}); err != nil {
+		t.Fatal(err)
+	}
 	if got := s.SavedPasskeyOf("coder"); got != savedNone {
 		t.Errorf("saved passkey before one is saved: %s", got)
 	}
@@ -111,24 +141,4 @@ func TestReissuePasskey(t *testing.T) {
 	if _, err := s.ReissuePasskey(ctx, "coder", true); err != nil {
 		t.Fatal(err)
 	}
-	if _, err := s.ReissuePasskey(ctx, "lead", false); !errors.Is(err, errNotAI) {
-		t.Errorf("reissue for a human: %v, want ErrNotAI", err)
-	}
-	if _, err := s.ReissuePasskey(ctx, "ghost", false); !errors.Is(err, storage.ErrNotFound) {
-		t.Errorf("reissue for nobody: %v, want ErrNotFound", err)
-	}
-	// doctor reports the AI agent once its hash is gone, and only it
-	path, _ := s.files.PasskeyPath("coder")
-	if err := os.Remove(path); err != nil {
-		t.Fatal(err)
-	}
-	problems, err := s.Doctor(ctx, true)
-	if err != nil || len(problems) != 1 || !strings.HasSuffix(problems[0].Reason, "run aipm agent passkey coder") || problems[0].Repaired {
-		t.Errorf("doctor without coder's passkey: %v, %v", problems, err)
-	}
-}
-
-func fileExists(path string) bool {
-	_, err := os.Stat(path)
-	return err == nil
 }

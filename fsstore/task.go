@@ -468,27 +468,11 @@ func (s *Store) UpdateTask(ctx context.Context, cfg *storage.Config, id, by stri
 		if !exists {
 			return storage.Kindf(storage.ErrNotFound, "task %s does not exist: see list_tasks or aipm task list", id)
 		}
-		before = *t
+		before, now = *t, time.Now().UTC()
 		before.Untold = slices.Clone(t.Untold)
-		now = time.Now().UTC()
-		done, err := applyDecision(cfg, t, by, ch, now)
-		if err != nil {
-			return err
-		}
-		if !done {
-			if err := applyTaskChange(t, by, ch, now); err != nil {
-				return err
-			}
-		}
-		if err := errors.Join(checkStart(cfg, before, *t), checkHumanStop(cfg, before, *t, by), checkCancel(cfg, before, *t, by)); err != nil {
-			return err
-		}
-		// The message that the task ended is written with the change that
-		// ends it, and sent after it (sendTells): told once, even by a
-		// process killed in between.
-		tells = endTells(cfg, before, *t, by, now)
-		t.Untold = append(t.Untold, tells...)
-		return nil
+		var err error
+		tells, err = changeTask(cfg, t, by, ch, now)
+		return err
 	})
 	if err != nil {
 		return Task{}, err
@@ -520,6 +504,31 @@ func (s *Store) UpdateTask(ctx context.Context, cfg *storage.Config, id, by stri
 		}
 	}
 	return after.served(s.files.Rel(path)), nil
+}
+
+// changeTask is UpdateTask's change of t, made by `by` at now, as read
+// under the tasks lock: a decision on a pending request or the change
+// itself, checked against the rules of who may; the message that the task
+// ended is written with the change that ends it, and sent after it
+// (sendTells), so that it is told once, even by a process killed in
+// between. Like applyTaskChange it may run more than once.
+func changeTask(cfg *storage.Config, t *Task, by string, ch TaskChange, now time.Time) ([]taskTell, error) {
+	before := *t
+	done, err := applyDecision(cfg, t, by, ch, now)
+	if err != nil {
+		return nil, err
+	}
+	if !done {
+		if err := applyTaskChange(t, by, ch, now); err != nil {
+			return nil, err
+		}
+	}
+	if err := errors.Join(checkStart(cfg, before, *t), checkHumanStop(cfg, before, *t, by), checkCancel(cfg, before, *t, by)); err != nil {
+		return nil, err
+	}
+	tells := endTells(cfg, before, *t, by, now)
+	t.Untold = append(t.Untold, tells...)
+	return tells, nil
 }
 
 // checkStart refuses to set a task in progress (from before to after) for

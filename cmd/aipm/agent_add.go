@@ -2,6 +2,7 @@ package main
 
 import (
 	"fmt"
+	"io"
 	"slices"
 	"strings"
 
@@ -131,22 +132,27 @@ func agentAddRun(cmd *cobra.Command, o *agentAddOptions) error {
 	}
 	w := o.e.stdout
 	fmt.Fprintf(w, "added %s agent %s\n", a.Type, a.ID)
-	switch {
-	case passkey == "":
+	if passkey == "" {
 		fmt.Fprintf(w, "humans need no passkey: act as %s with --as %s (or AIPM_AS=%s)\n", a.ID, a.ID, a.ID)
 		return nil
-	case saved != "":
-		// Saved, it is never printed (scrollback, screen shares, CI logs):
-		// the file is what a client is given.
-		fmt.Fprintf(w, "passkey: saved, not printed (aipm keeps only its hash; aipm agent passkey %s issues a new one)\n", a.ID)
-		fmt.Fprintf(w, "saved for aipm watch in %s\n", store.Rel(saved))
-	default:
-		fmt.Fprintf(w, "passkey: %s\n", passkey)
-		fmt.Fprintln(w, "(shown once; aipm stores only its hash: aipm agent passkey issues a new one)")
 	}
+	printNewPasskey(w, a.ID, passkey, store.Rel(saved), saved != "")
 	if starts, may := launch.Starts(fsstore.Agent{ID: a.ID, Command: a.Command}); starts != "" && may != "" {
 		fmt.Fprintf(w, "aipm watch starts %s as %s when it has work; it may %s\n", starts, a.ID, may)
 	}
 	launch.WarnMissing(o.e.stderr, o.e.getenv("PATH"), fsstore.Agent{ID: a.ID, Command: a.Command})
 	return nil
+}
+
+// printNewPasskey says an AI agent's new passkey: printed once, or, saved
+// for aipm watch (in rel), never (scrollback, screen shares, CI logs): the
+// file is what a client is given.
+func printNewPasskey(w io.Writer, id, passkey, rel string, saved bool) {
+	if !saved {
+		fmt.Fprintf(w, "passkey: %s\n", passkey)
+		fmt.Fprintln(w, "(shown once; aipm stores only its hash: aipm agent passkey issues a new one)")
+		return
+	}
+	fmt.Fprintf(w, "passkey: saved, not printed (aipm keeps only its hash; aipm agent passkey %s issues a new one)\n", id)
+	fmt.Fprintf(w, "saved for aipm watch in %s\n", rel)
 }

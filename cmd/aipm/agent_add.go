@@ -124,10 +124,7 @@ func agentAddRun(cmd *cobra.Command, o *agentAddOptions) error {
 			Type        string `json:"type"`
 			Passkey     string `json:"passkey,omitempty"`
 			PasskeyFile string `json:"passkeyFile,omitempty"`
-		}{ID: a.ID, Type: a.Type, Passkey: passkey}
-		if saved != "" {
-			out.Passkey, out.PasskeyFile = "", store.Rel(saved)
-		}
+		}{ID: a.ID, Type: a.Type, Passkey: map[bool]string{true: passkey}[saved == ""], PasskeyFile: store.Rel(saved)}
 		return writeJSON(o.e.stdout, out)
 	}
 	w := o.e.stdout
@@ -145,8 +142,7 @@ func agentAddRun(cmd *cobra.Command, o *agentAddOptions) error {
 }
 
 // printNewPasskey says an AI agent's new passkey: printed once, or, saved
-// for aipm watch (in rel), never (scrollback, screen shares, CI logs): the
-// file is what a client is given.
+// (in rel), never (scrollback, screen shares, CI logs).
 func printNewPasskey(w io.Writer, id, passkey, rel string, saved bool) {
 	if !saved {
 		fmt.Fprintf(w, "passkey: %s\n", passkey)

@@ -94,14 +94,11 @@ func agentListRun(o *agentListOptions) error {
 	t := &table.Table{Header: []string{"ID", "TYPE", "ROLE", "PARENT", "NAME", "PASSKEY", "STARTS"}}
 	for _, a := range list {
 		key := "-"
-		switch {
-		case a.Type != fsstore.AgentAI:
-		case !a.Passkey:
-			key = "MISSING"
-		case a.SavedPasskey == fsstore.SavedStale:
+		if a.Type == fsstore.AgentAI {
+			key = map[bool]string{true: "yes", false: "MISSING"}[a.Passkey]
+		}
+		if key == "yes" && a.SavedPasskey == fsstore.SavedStale {
 			key = "STALE" // saved, and not its passkey: aipm doctor says more
-		default:
-			key = "yes"
 		}
 		starts := dash(a.Starts)
 		if a.May != "" {

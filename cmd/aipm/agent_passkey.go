@@ -63,14 +63,9 @@ func agentPasskeyRun(cmd *cobra.Command, o *agentPasskeyOptions) error {
 		return writeJSON(w, map[string]string{"id": o.Agent, "passkeyFile": store.Rel(r.Saved)})
 	case o.JSON:
 		return writeJSON(w, map[string]string{"id": o.Agent, "passkey": r.Passkey})
-	case r.Saved != "":
-		// Saved, it is never printed: the file is what a client is given.
+	case r.Saved != "": // saved, it is never printed: the file is what a client is given
 		fmt.Fprintf(w, "new passkey for %s: saved, not printed: the old one no longer works\n", o.Agent)
-		replacing := ""
-		if r.Replaced {
-			replacing = ", replacing the one saved before"
-		}
-		fmt.Fprintf(w, "saved for aipm watch in %s%s\n", store.Rel(r.Saved), replacing)
+		fmt.Fprintf(w, "saved for aipm watch in %s%s\n", store.Rel(r.Saved), map[bool]string{true: ", replacing the one saved before"}[r.Replaced])
 		return nil
 	}
 	fmt.Fprintf(w, "new passkey for %s: %s\n", o.Agent, r.Passkey)

@@ -23,9 +23,8 @@ func newCmdDoctor(e *env, runF func(*doctorOptions) error) *cobra.Command {
 		Use:   "doctor [--repair]",
 		Short: "Check every file of .ai-pm/; --repair quarantines torn and invalid lines",
 		Long: `Check every file of the project's .ai-pm/ directory and print each problem as
-path:line: what is wrong, and what to do. Exit 1 while problems are left;
-the last line says how many of them --repair repairs, and suggests it only
-then (--json: "repairable" on each).
+path:line: what is wrong, and what to do. Exit 1 while problems are left; the
+last line says how many of them --repair repairs (--json: "repairable").
 
 --repair moves torn and invalid JSONL lines to .ai-pm/quarantine/ (valid lines
 are kept byte for byte), removes stale temporary files, restores the missing
@@ -129,17 +128,13 @@ func doctorRun(cmd *cobra.Command, o *doctorOptions) error {
 // doctorHint is what doctor's last line says to do about the problems
 // left: aipm doctor --repair only when some of them are ones it repairs.
 func doctorHint(store *fsstore.Store, repaired bool, left, repairable int) string {
-	switch {
+	switch one := left == 1; {
 	case store.OnNetworkFilesystem() != "":
 		return "move the project to a local disk first (doctor repairs nothing on a network filesystem), then run aipm doctor again"
-	case (repaired || repairable == 0) && left == 1:
-		return "fix it as its line says"
 	case repaired || repairable == 0:
-		return "fix them as each line says"
-	case repairable == left && left == 1:
-		return "run aipm doctor --repair, which repairs it"
+		return map[bool]string{true: "fix it as its line says", false: "fix them as each line says"}[one]
 	case repairable == left:
-		return "run aipm doctor --repair, which repairs them"
+		return "run aipm doctor --repair, which repairs " + map[bool]string{true: "it", false: "them"}[one]
 	}
 	return fmt.Sprintf("run aipm doctor --repair, which repairs %d of them; fix the rest as each line says", repairable)
 }

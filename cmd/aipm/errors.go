@@ -5,7 +5,6 @@ import (
 	"errors"
 	"fmt"
 	"io"
-	"slices"
 	"strings"
 
 	"github.com/spf13/cobra"
@@ -106,18 +105,13 @@ func flagError(cmd *cobra.Command, err error) error {
 	return usageError("%v: see %s", err, help)
 }
 
-// nearestFlag is the visible flag of cmd (its own and those it inherits)
-// nearest to name, if one is near enough to be what was meant
-// (fsstore.Nearest).
+// nearestFlag is the visible flag of cmd (its own and, merged in before
+// parsing, those it inherits) nearest to name, if one is near enough to be
+// what was meant (fsstore.Nearest).
 func nearestFlag(cmd *cobra.Command, name string) string {
 	var known []string
 	cmd.Flags().VisitAll(func(f *pflag.Flag) {
 		if !f.Hidden {
-			known = append(known, f.Name)
-		}
-	})
-	cmd.InheritedFlags().VisitAll(func(f *pflag.Flag) {
-		if !f.Hidden && !slices.Contains(known, f.Name) {
 			known = append(known, f.Name)
 		}
 	})

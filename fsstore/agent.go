@@ -15,24 +15,46 @@ import (
 // endRemoved is the end reason of a session whose agent was removed.
 const endRemoved = "agent_removed"
 
+// Reissued is a passkey ReissuePasskey issued, and where it saved it.
+type Reissued struct {
+	Passkey string
+	// Saved is the credential file it was saved in for aipm watch ("" if
+	// none); Replaced says a passkey was saved there before.
+	Saved    string
+	Replaced bool
+}
+
 // ReissuePasskey issues a new passkey for an AI agent, replacing the stored
 // hash (the old passkey stops working at once), and returns it. It is how
 // a clone of a project, or an agent added to config.toml by hand, gets a
-// credential: passkey hashes are never committed.
-func (s *Store) ReissuePasskey(ctx context.Context, agent string) (string, error) {
+// credential: passkey hashes are never committed. The new passkey is saved
+// for aipm watch (SaveCredential) when save asks, and whenever a passkey
+// was saved before: that one no longer works, and a watcher that started
+// the agent with it would fail on authenticate.
+func (s *Store) ReissuePasskey(ctx context.Context, agent string, save bool) (Reissued, error) {
 	unlock, err := s.files.LockDir(ctx, s.files.Root())
 	if err != nil {
-		return "", err
+		return Reissued{}, err
 	}
 	defer unlock()
 	cfg, err := s.files.LoadConfig()
 	if err != nil {
-		return "", err
+		return Reissued{}, err
 	}
 	if err := checkAIAgent(cfg, agent); err != nil {
-		return "", err
+		return Reissued{}, err
 	}
-	return s.newPasskey(agent)
+	var out Reissued
+	out.Replaced = s.SavedPasskeyOf(agent) != savedNone
+	if out.Passkey, err = s.newPasskey(agent); err != nil {
+		return Reissued{}, err
+	}
+	if save || out.Replaced {
+		if out.Saved, err = s.SaveCredential(agent, out.Passkey); err != nil {
+			return out, fmt.Errorf("a new passkey for %s was issued, but not saved for aipm watch: %w (run aipm agent passkey %s --save)", agent, err, agent)
+		}
+	}
+	return out, nil
 }
 
 // checkAIAgent says whether agent is a configured AI agent.

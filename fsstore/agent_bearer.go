@@ -46,7 +46,7 @@ func (s *Store) AgentOfPasskey(ctx context.Context, cfg *storage.Config, passkey
 	}
 	unlock, err := lockedfile.Lock(ctx, s.files.BearerLockPath(), storage.ModePrivateFile)
 	if err != nil {
-		return "", fmt.Errorf("lock %s: %w", s.files.Rel(s.files.BearerLockPath()), err)
+		return "", s.files.Failed("lock", s.files.BearerLockPath(), err)
 	}
 	defer unlock()
 	doc, err := s.loadBearerFailures()

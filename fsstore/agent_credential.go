@@ -37,6 +37,37 @@ func (s *Store) SaveCredential(agent, passkey string) (string, error) {
 	return path, nil
 }
 
+// What the passkey saved for aipm watch (credentials/ID.passkey) is
+// (SavedPasskeyOf).
+const (
+	savedNone    = "none"    // nothing saved
+	savedCurrent = "current" // the agent's passkey
+	SavedStale   = "stale"   // not the agent's passkey, or unreadable
+)
+
+// SavedPasskeyOf says whether agent has a passkey saved for aipm watch,
+// and whether it is the agent's passkey: a saved passkey that is not (a
+// new one issued since by an older aipm, a file edited or copied from
+// another clone) makes every start of the agent fail on authenticate.
+// The file is read as a client's AIPM_PASSKEY_FILE is (CredentialFromEnv).
+func (s *Store) SavedPasskeyOf(agent string) string {
+	path, err := s.files.CredentialPath(agent)
+	if err != nil {
+		return savedNone
+	}
+	data, err := lockedfile.ReadFile(path)
+	switch {
+	case errors.Is(err, os.ErrNotExist):
+		return savedNone
+	case err != nil:
+		return SavedStale
+	}
+	if s.checkPasskey(agent, strings.TrimRight(string(data), "\r\n")) != nil {
+		return SavedStale
+	}
+	return savedCurrent
+}
+
 // ReadPasskeyFile reads a passkey file (AIPM_PASSKEY_FILE).
 func ReadPasskeyFile(path string) (string, error) {
 	data, err := os.ReadFile(path)

@@ -77,20 +77,20 @@ func TestReissuePasskey(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	fresh, err := s.ReissuePasskey(ctx, "coder")
-	if err != nil {
-		t.Fatal(err)
+	fresh, err := s.ReissuePasskey(ctx, "coder", false)
+	if err != nil || fresh.Saved != "" {
+		t.Fatal(fresh, err)
 	}
 	if err := s.checkPasskey("coder", old); !errors.Is(err, storage.ErrBadPasskey) {
 		t.Errorf("old passkey after reissue: %v, want ErrBadPasskey", err)
 	}
-	if err := s.checkPasskey("coder", fresh); err != nil {
+	if err := s.checkPasskey("coder", fresh.Passkey); err != nil {
 		t.Errorf("new passkey: %v", err)
 	}
-	if _, err := s.ReissuePasskey(ctx, "lead"); !errors.Is(err, errNotAI) {
+	if _, err := s.ReissuePasskey(ctx, "lead", false); !errors.Is(err, errNotAI) {
 		t.Errorf("reissue for a human: %v, want ErrNotAI", err)
 	}
-	if _, err := s.ReissuePasskey(ctx, "ghost"); !errors.Is(err, storage.ErrNotFound) {
+	if _, err := s.ReissuePasskey(ctx, "ghost", false); !errors.Is(err, storage.ErrNotFound) {
 		t.Errorf("reissue for nobody: %v, want ErrNotFound", err)
 	}
 	// doctor reports the AI agent once its hash is gone, and only it
@@ -107,4 +107,38 @@ func TestReissuePasskey(t *testing.T) {
 func fileExists(path string) bool {
 	_, err := os.Stat(path)
 	return err == nil
+}
+
+// TestReissueKeepsSavedPasskey: a passkey saved for aipm watch is replaced
+// by the next one issued, asked or not, so that the watcher's starts keep
+// authenticating; a saved passkey that is not the agent's is stale.
+func TestReissueKeepsSavedPasskey(t *testing.T) {
+	s := newTestStore(t)
+	ctx := context.Background()
+	if _, err := s.AddAgent(ctx, NewAgent{ID: "coder", Type: storage.AgentAI}); err != nil {
+		t.Fatal(err)
+	}
+	if got := s.SavedPasskeyOf("coder"); got != savedNone {
+		t.Errorf("saved passkey before one is saved: %s", got)
+	}
+	saved, err := s.ReissuePasskey(ctx, "coder", true)
+	if err != nil || saved.Saved == "" || saved.Replaced || s.SavedPasskeyOf("coder") != savedCurrent {
+		t.Fatalf("reissue with save: %+v, %v; saved passkey %s", saved, err, s.SavedPasskeyOf("coder"))
+	}
+	again, err := s.ReissuePasskey(ctx, "coder", false)
+	if err != nil || again.Saved != saved.Saved || !again.Replaced || s.SavedPasskeyOf("coder") != savedCurrent {
+		t.Fatalf("reissue of a saved passkey: %+v, %v; saved passkey %s", again, err, s.SavedPasskeyOf("coder"))
+	}
+	if _, err := s.SaveCredential("coder", again.Passkey); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(saved.Saved, []byte(saved.Passkey+"\n"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	if got := s.SavedPasskeyOf("coder"); got != SavedStale {
+		t.Errorf("a saved passkey that is not the agent's: %s, want stale", got)
+	}
+	if _, err := s.ReissuePasskey(ctx, "coder", true); err != nil {
+		t.Fatal(err)
+	}
 }

@@ -369,7 +369,7 @@ func (s *Store) tail(path string, end int64, n int) ([]Message, error) {
 		start := max(0, end-window)
 		buf := make([]byte, end-start)
 		if _, err := f.ReadAt(buf, start); err != nil && !errors.Is(err, io.EOF) {
-			return nil, fmt.Errorf("read %s: %w", s.files.Rel(path), err)
+			return nil, s.files.Failed("read", path, err)
 		}
 		out := lastMessages(buf, start > 0, n, s.files.Rel(path))
 		if len(out) == n || start == 0 || window == contextWindow {
@@ -406,13 +406,25 @@ func (s *Store) Follow(agent string, cur storage.Cursor) ([]Message, storage.Cur
 	}
 	res, err := lockedfile.ReadPast(path, cur, lockedfile.ReadOptions{})
 	if err != nil {
-		return nil, cur, nil, fmt.Errorf("read %s: %w", s.files.Rel(path), err)
+		return nil, cur, nil, s.files.Failed("read", path, err)
 	}
 	for _, le := range res.Bad {
 		le.Path = s.files.Rel(path)
 	}
 	msgs, bad := s.decodeLog(path, res.Records)
-	return msgs, res.Next, append(res.Bad, bad...), nil
+	return msgs, res.Next, unfinishedLine(s.files.Rel(path), res, append(res.Bad, bad...)), nil
+}
+
+// unfinishedLine adds to bad, the lines a reader of a log passed over, its
+// unterminated last line if res reached one: never shown, and said once
+// (aipm log, aipm notifications), since it may be a write in progress, or
+// a writer that died.
+func unfinishedLine(rel string, res storage.ReadResult, bad []*storage.LineError) []*storage.LineError {
+	if res.Tail == 0 {
+		return bad
+	}
+	return append(bad, &storage.LineError{Path: rel, Line: res.TailLine, Err: fmt.Errorf(
+		"an unfinished last line (%d bytes without a newline): a writer may still be writing it; if it stays, aipm doctor reports it", res.Tail)})
 }
 
 // decodeLog decodes records as messages for Follow: a line that is a JSON

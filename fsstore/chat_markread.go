@@ -2,7 +2,6 @@ package fsstore
 
 import (
 	"context"
-	"fmt"
 	"slices"
 	"time"
 
@@ -128,7 +127,7 @@ func (s *Store) checkReceived(agent string, ids []string) error {
 		return false
 	}})
 	if err != nil {
-		return fmt.Errorf("read %s: %w", s.files.Rel(path), err)
+		return s.files.Failed("read", path, err)
 	}
 	for _, id := range ids {
 		if want[id] {

@@ -114,7 +114,7 @@ func (s *Store) Compact(ctx context.Context, cfg *storage.Config, opt CompactOpt
 		return res, nil
 	}
 	if err != nil {
-		return res, fmt.Errorf("compact: read %s: %w", s.files.Rel(s.files.AgentsDir()), err)
+		return res, fmt.Errorf("compact: %w", s.files.Failed("read", s.files.AgentsDir(), err))
 	}
 	var errs []error
 	if !opt.DryRun {
@@ -134,7 +134,7 @@ func (s *Store) Compact(ctx context.Context, cfg *storage.Config, opt CompactOpt
 		}
 		dir := filepath.Join(s.files.AgentsDir(), e.Name())
 		if err := lockedfile.RemoveStaleCompactions(dir); err != nil {
-			errs = append(errs, fmt.Errorf("compact: clean %s: %w", s.files.Rel(dir), err))
+			errs = append(errs, fmt.Errorf("compact: %w", s.files.Failed("clean", dir, err)))
 		}
 		for _, lr := range logRetentions(cfg) {
 			f, err := s.compactLog(ctx, e.Name(), lr, opt.DryRun)
@@ -160,7 +160,7 @@ func (s *Store) compactLock(ctx context.Context, wait bool) (unlock func(), ok b
 		unlock, ok, err = lockedfile.TryLock(path, storage.ModePrivateFile)
 	}
 	if err != nil {
-		return nil, false, fmt.Errorf("compact: lock %s: %w", s.files.Rel(path), err)
+		return nil, false, fmt.Errorf("compact: %w", s.files.Failed("lock", path, err))
 	}
 	return unlock, ok, nil
 }

@@ -85,7 +85,7 @@ func (s *Store) checkFile(ctx context.Context, path string, d fs.DirEntry, repai
 		if !isStale(d) {
 			return nil, nil // a write in progress: its writer owns it
 		}
-		p := storage.Problem{Path: rel, Reason: "stale temporary file left by an interrupted write"}
+		p := storage.Problem{Path: rel, Reason: "stale temporary file left by an interrupted write", Repairable: true}
 		if repair {
 			p.Repaired = os.Remove(path) == nil
 		}
@@ -127,8 +127,9 @@ func (s *Store) checkJSONDoc(path string) []storage.Problem {
 
 // Doctor reads every file of the layout and returns what is wrong. With
 // repair, torn tails and invalid JSONL lines move to quarantine/ (valid lines
-// are left byte for byte), stale temp files are removed and the holders of
-// leases broken but not told are told (untoldBreakProblems); damaged JSON
+// are left byte for byte), stale temp files are removed, the holders of
+// leases broken but not told are told (untoldBreakProblems), and so are the
+// requesters of tasks that ended untold (untoldTaskProblems); damaged JSON
 // documents and config errors are only reported, because only a person knows
 // what they should say. On a network filesystem it reports that first and
 // repairs nothing (another host may be writing the lines it would move).
@@ -174,6 +175,11 @@ func (s *Store) Doctor(ctx context.Context, repair bool) ([]storage.Problem, err
 	}
 	untold, err := s.untoldBreakProblems(ctx, repair)
 	problems = append(problems, untold...)
+	if err != nil {
+		return problems, fmt.Errorf("doctor: %w", err)
+	}
+	ended, err := s.untoldTaskProblems(ctx, repair)
+	problems = append(problems, ended...)
 	if err != nil {
 		return problems, fmt.Errorf("doctor: %w", err)
 	}
@@ -233,7 +239,7 @@ func (s *Store) quarantineBad(ctx context.Context, path string, held os.FileInfo
 	}
 	var problems []storage.Problem
 	for _, q := range bad {
-		problems = append(problems, storage.Problem{Path: rel, Line: q.Line, Reason: q.Reason})
+		problems = append(problems, storage.Problem{Path: rel, Line: q.Line, Reason: q.Reason, Repairable: true})
 	}
 	if !repair {
 		return problems, nil

@@ -163,7 +163,7 @@ func (s *Store) chatCopies() (*chatCopies, error) {
 		return nil, nil
 	}
 	if err != nil {
-		return nil, fmt.Errorf("read %s: %w", s.files.Rel(s.files.AgentsDir()), err)
+		return nil, s.files.Failed("read", s.files.AgentsDir(), err)
 	}
 	cs := &chatCopies{agents: map[string]bool{}, inbound: map[string]copyOf{}, outbound: map[string]copyOf{}, group: map[string]*groupCopies{}}
 	for _, e := range entries {
@@ -174,7 +174,7 @@ func (s *Store) chatCopies() (*chatCopies, error) {
 		path, _ := s.files.ChatPath(e.Name())
 		recs, _, _, err := storage.ReadAll(path)
 		if err != nil {
-			return nil, fmt.Errorf("read %s: %w", s.files.Rel(path), err)
+			return nil, s.files.Failed("read", path, err)
 		}
 		for _, r := range recs {
 			m, err := decodeMessage(r.Data)
@@ -200,7 +200,7 @@ func (s *Store) chatCopies() (*chatCopies, error) {
 func (s *Store) restoreCopy(ctx context.Context, repair bool, have copyOf, to string, missing Message, what string) storage.Problem {
 	dst, _ := s.files.ChatPath(to)
 	src, _ := s.files.ChatPath(have.agent)
-	p := storage.Problem{Path: s.files.Rel(src), Line: have.line, Reason: fmt.Sprintf("message %s is missing from %s (%s)", missing.ID, s.files.Rel(dst), what)}
+	p := storage.Problem{Path: s.files.Rel(src), Line: have.line, Reason: fmt.Sprintf("message %s is missing from %s (%s)", missing.ID, s.files.Rel(dst), what), Repairable: true}
 	if !repair {
 		return p
 	}

@@ -200,7 +200,7 @@ func (s *Store) untoldBreakProblems(ctx context.Context, repair bool) ([]storage
 	rel := s.files.Rel(s.files.LeasesPath())
 	problems := make([]storage.Problem, 0, len(doc.Broken))
 	for _, b := range doc.Broken {
-		problems = append(problems, storage.Problem{Path: rel, Repaired: told[b.Lease.ID], Reason: fmt.Sprintf(
+		problems = append(problems, storage.Problem{Path: rel, Repaired: told[b.Lease.ID], Repairable: true, Reason: fmt.Sprintf(
 			"%s broke %s's lease %s at %s, and the break is not finished (it stopped half-way, or telling %s failed): %s may not be told yet; aipm doctor --repair finishes it",
 			b.By, b.Lease.Holder, b.Lease.ID, b.BrokenAt.UTC().Format(time.RFC3339), b.Lease.Holder, b.Lease.Holder)})
 	}

@@ -11,6 +11,8 @@ import (
 // glob with * (any run of characters but /) and ? (one character but /).
 // A pattern covers what it matches and everything below it: "src" and
 // "src/*.go" both cover "src/main.go", the first also "src/cmd/x.go".
+// "src/**", what git and editors write for everything below src, is taken
+// as "src"; a ** anywhere else is refused.
 
 // maxLeasePattern is the longest pattern a lease takes, in bytes, and
 // maxLeaseSegment its longest name (NAME_MAX): comparing two globs costs
@@ -24,7 +26,8 @@ const (
 // cleaned, slash-separated, without a leading "./" or a trailing slash. It
 // refuses, with a sentence saying what to give instead, an empty pattern,
 // an absolute one, one that leaves the project (..), one inside .ai-pm,
-// and character classes ([...]), which aipm does not compare.
+// character classes ([...]), which aipm does not compare, and a ** that
+// does not end the pattern (a trailing /** is dropped: the directory).
 func cleanLeasePattern(p string) (string, error) {
 	switch {
 	case strings.TrimSpace(p) == "":
@@ -37,10 +40,20 @@ func cleanLeasePattern(p string) (string, error) {
 		return "", fmt.Errorf("%q is absolute: give it relative to the project directory", p)
 	}
 	c := path.Clean(p)
-	for _, seg := range strings.Split(c, "/") {
+	for strings.HasSuffix(c, "/**") {
+		c = strings.TrimSuffix(c, "/**") // DIR/**, git's and editors' "everything below DIR": DIR covers it
+	}
+	if c == "**" {
+		c = "."
+	}
+	segs := strings.Split(c, "/")
+	for i, seg := range segs {
 		switch {
 		case strings.Contains(seg, "**"):
-			return "", fmt.Errorf("%q: ** is not a lease glob (a * stays within one directory): lease the directory itself, which covers everything below it", p)
+			if i == 0 {
+				return "", fmt.Errorf("%q: ** is not a lease glob inside a path (a * stays within one directory): lease the directories the files are in, which cover everything below them", p)
+			}
+			return "", fmt.Errorf("%q: ** is not a lease glob inside a path (a * stays within one directory): lease the directory %s, which covers everything below it", p, strings.Join(segs[:i], "/"))
 		case len(seg) > maxLeaseSegment:
 			return "", fmt.Errorf("%q has a name of %d bytes: at most %d", p, len(seg), maxLeaseSegment)
 		}

@@ -72,7 +72,12 @@ func TestCleanLeasePattern(t *testing.T) {
 		{in: ".ai-pm/config.toml", bad: true},
 		{in: "src/[ab].go", bad: true},
 		{in: "**/*.go", bad: true},
-		{in: "src/**", bad: true},
+		{in: "src/**", want: "src"},
+		{in: "./src/lib/**/", want: "src/lib"},
+		{in: "src/**/**", want: "src"},
+		{in: "**", bad: true},
+		{in: "src/**/*.go", bad: true},
+		{in: "src/a**", bad: true},
 		{in: "src/" + strings.Repeat("*a", 128), bad: true}, // a name over 255 bytes
 		{in: "src/" + strings.Repeat("a", 255), want: "src/" + strings.Repeat("a", 255)},
 	} {

@@ -291,7 +291,7 @@ func (s *Store) receivedEnd(agent, session, path string) (int64, error) {
 		return 0, nil
 	}
 	if err != nil {
-		return 0, fmt.Errorf("read %s: %w", s.files.Rel(path), err)
+		return 0, s.files.Failed("read", path, err)
 	}
 	if cur.Inode != 0 && cur.Inode != lockedfile.Inode(fi) {
 		return 0, nil // the log was replaced: nothing in it was handed out yet

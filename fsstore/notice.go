@@ -135,7 +135,7 @@ func (s *Store) FollowNotifications(agent string, cur storage.Cursor) ([]Notific
 	}
 	res, err := lockedfile.ReadPast(path, cur, lockedfile.ReadOptions{})
 	if err != nil {
-		return nil, cur, nil, fmt.Errorf("read %s: %w", s.files.Rel(path), err)
+		return nil, cur, nil, s.files.Failed("read", path, err)
 	}
 	bad := res.Bad
 	out := make([]Notification, 0, len(res.Records))
@@ -152,7 +152,7 @@ func (s *Store) FollowNotifications(agent string, cur storage.Cursor) ([]Notific
 	for _, le := range bad {
 		le.Path = s.files.Rel(path)
 	}
-	return out, res.Next, bad, nil
+	return out, res.Next, unfinishedLine(s.files.Rel(path), res, bad), nil
 }
 
 // checkNotification is the schema of a notifications line.
@@ -458,7 +458,7 @@ func (s *Store) Notify(ctx context.Context, agent string, n Notification) (Notif
 	}
 	line, err := json.Marshal(n)
 	if err != nil {
-		return n, fmt.Errorf("append %s: encode: %w", s.files.Rel(path), err)
+		return n, s.files.Failed("append", path, fmt.Errorf("encode: %w", err))
 	}
 	key, _ := json.Marshal(n.Key)
 	return n, s.files.AppendUnless(ctx, path, line, []byte(`"key":`+string(key)))

@@ -118,7 +118,7 @@ func (s *Store) handEditKey(t Task) (string, error) {
 	}
 	_, id, err := lockedfile.ReadDoc(path)
 	if err != nil {
-		return "", fmt.Errorf("read %s: %w", s.files.Rel(path), err)
+		return "", s.files.Failed("read", path, err)
 	}
 	return "interrupt:" + t.ID + ":" + t.Status + ":edit:" + hex.EncodeToString(id.Sum[:12]), nil
 }

@@ -440,7 +440,7 @@ func (s *Store) readSession(path string) (Session, error) {
 		if os.IsNotExist(err) {
 			return Session{}, fmt.Errorf("read %s: %w", s.files.Rel(path), storage.ErrNotFound)
 		}
-		return Session{}, fmt.Errorf("read %s: %w", s.files.Rel(path), err)
+		return Session{}, s.files.Failed("read", path, err)
 	}
 	stamp := lockedfile.StampOf(fi)
 	if ses, ok := s.caches.sessions.Get(path, stamp); ok {

@@ -172,7 +172,7 @@ func (s *Store) sessionIndexProblems(ctx context.Context, repair bool) ([]storag
 			return nil
 		}
 		ixPath, _ := s.sessionIndexPath(ses.Agent)
-		p := storage.Problem{Path: s.files.Rel(path), Reason: fmt.Sprintf("missing from %s, so authenticate does not see it", s.files.Rel(ixPath))}
+		p := storage.Problem{Path: s.files.Rel(path), Reason: fmt.Sprintf("missing from %s, so authenticate does not see it", s.files.Rel(ixPath)), Repairable: true}
 		if repair {
 			ids = append(ids, ses.ID)
 			indexed[ses.Agent] = ids

@@ -83,6 +83,10 @@ type Task struct {
 	// PendingChange is a change asked through chat that waits for a
 	// human's decision (ChangeRequest).
 	PendingChange *ChangeRequest `json:"pendingChange,omitempty"`
+
+	// Untold are the messages a status change owes and has not sent yet
+	// (taskTell): written with the change, taken out once sent.
+	Untold []taskTell `json:"untold,omitempty"`
 }
 
 // StatusOpen is the one rule of an open task: one not done or cancelled
@@ -458,22 +462,17 @@ func (s *Store) UpdateTask(ctx context.Context, cfg *storage.Config, id, by stri
 		return Task{}, err
 	}
 	var before Task
+	var tells []taskTell
+	var now time.Time
 	after, err := storage.UpdateDoc(ctx, s.files, path, storage.ModeFile, func(t *Task, exists bool) error {
 		if !exists {
 			return storage.Kindf(storage.ErrNotFound, "task %s does not exist: see list_tasks or aipm task list", id)
 		}
-		before = *t
-		now := time.Now().UTC()
-		done, err := applyDecision(cfg, t, by, ch, now)
-		if err != nil {
-			return err
-		}
-		if !done {
-			if err := applyTaskChange(t, by, ch, now); err != nil {
-				return err
-			}
-		}
-		return errors.Join(checkStart(cfg, before, *t), checkHumanStop(cfg, before, *t, by), checkCancel(cfg, before, *t, by))
+		before, now = *t, time.Now().UTC()
+		before.Untold = slices.Clone(t.Untold)
+		var err error
+		tells, err = changeTask(cfg, t, by, ch, now)
+		return err
 	})
 	if err != nil {
 		return Task{}, err
@@ -498,7 +497,38 @@ func (s *Store) UpdateTask(ctx context.Context, cfg *storage.Config, id, by stri
 			return after.served(s.files.Rel(path)), fmt.Errorf("task %s: the completion report was approved, but it did not reach %s's task session: %w", id, after.Assignee, err)
 		}
 	}
+	if len(after.Untold) > 0 {
+		var err error
+		if after.Untold, err = s.sendTells(ctx, after, tells, now); err != nil {
+			return after.served(s.files.Rel(path)), fmt.Errorf("task %s changed, but %w; aipm doctor --repair tells them", id, err)
+		}
+	}
 	return after.served(s.files.Rel(path)), nil
+}
+
+// changeTask is UpdateTask's change of t, made by `by` at now, as read
+// under the tasks lock: a decision on a pending request or the change
+// itself, checked against the rules of who may; the message that the task
+// ended is written with the change that ends it, and sent after it
+// (sendTells), so that it is told once, even by a process killed in
+// between. Like applyTaskChange it may run more than once.
+func changeTask(cfg *storage.Config, t *Task, by string, ch TaskChange, now time.Time) ([]taskTell, error) {
+	before := *t
+	done, err := applyDecision(cfg, t, by, ch, now)
+	if err != nil {
+		return nil, err
+	}
+	if !done {
+		if err := applyTaskChange(t, by, ch, now); err != nil {
+			return nil, err
+		}
+	}
+	if err := errors.Join(checkStart(cfg, before, *t), checkHumanStop(cfg, before, *t, by), checkCancel(cfg, before, *t, by)); err != nil {
+		return nil, err
+	}
+	tells := endTells(cfg, before, *t, by, now)
+	t.Untold = append(t.Untold, tells...)
+	return tells, nil
 }
 
 // checkStart refuses to set a task in progress (from before to after) for

@@ -128,16 +128,16 @@ func (s *Store) readTask(path string, t *Task) (lockedfile.Stamp, error) {
 		return lockedfile.Stamp{}, fmt.Errorf("read %s: %w", s.files.Rel(path), storage.ErrNotFound)
 	}
 	if err != nil {
-		return lockedfile.Stamp{}, fmt.Errorf("read %s: %w", s.files.Rel(path), err)
+		return lockedfile.Stamp{}, s.files.Failed("read", path, err)
 	}
 	defer f.Close()
 	fi, err := f.Stat()
 	if err != nil {
-		return lockedfile.Stamp{}, fmt.Errorf("read %s: %w", s.files.Rel(path), err)
+		return lockedfile.Stamp{}, s.files.Failed("read", path, err)
 	}
 	var data bytes.Buffer
 	if err := lockedfile.ReadBounded(f, &data); err != nil {
-		return lockedfile.Stamp{}, fmt.Errorf("read %s: %w", s.files.Rel(path), err)
+		return lockedfile.Stamp{}, s.files.Failed("read", path, err)
 	}
 	return lockedfile.StampOf(fi), storage.DecodeDoc(s.files.Rel(path), data.Bytes(), t)
 }
@@ -212,7 +212,7 @@ func (s *Store) indexTask(ix *taskIndex, id string) {
 		return
 	}
 	if err != nil {
-		e.err = fmt.Errorf("read %s: %w", s.files.Rel(path), err)
+		e.err = s.files.Failed("read", path, err)
 	} else {
 		e.err = summarize(s.files.Rel(path), ix.buf.Bytes(), e)
 	}

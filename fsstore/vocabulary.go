@@ -36,7 +36,8 @@ type (
 	// records may be told once more, never lost.
 	Mark = storage.Mark
 	// Problem is one thing doctor found, located as Path:Line (Line 0: the
-	// whole file). Repaired says --repair fixed it.
+	// whole file). Repaired says --repair fixed it; Repairable that
+	// --repair would (or tried to).
 	Problem = storage.Problem
 	// Record is one complete line of a JSONL file.
 	Record = storage.Record
@@ -192,6 +193,11 @@ func CheckID(prefix string, id string) error { return storage.CheckID(prefix, id
 // most its limit. The codes are the seeds' (content_too_long) generalised:
 // <field>_too_long, and content_invalid for bytes that are not UTF-8.
 func CheckText(field string, value string) error { return storage.CheckText(field, value) }
+
+// Nearest is the known word (a config key, a command's flag) nearest to
+// word, if it is near enough to be what was meant; "" if none is: the one
+// rule of "did you mean".
+func Nearest(word string, known []string) string { return storage.Nearest(word, known) }
 
 // Clip returns s if it has at most n bytes, else its first n bytes (whole
 // characters) and how long it was: an error repeats what it was given, but

@@ -235,11 +235,11 @@ func (rt RunTable) List() ([]Run, error) {
 func (rt RunTable) OpenLog(run Run) (*os.File, error) {
 	s := rt.s
 	if err := s.files.MkdirAll(filepath.Dir(run.Log)); err != nil {
-		return nil, fmt.Errorf("run log %s: %w", s.files.Rel(run.Log), err)
+		return nil, s.files.Failed("run log", run.Log, err)
 	}
 	f, err := lockedfile.OpenFile(run.Log, os.O_WRONLY|os.O_CREATE|os.O_APPEND, storage.ModeFile)
 	if err != nil {
-		return nil, fmt.Errorf("run log %s: %w", s.files.Rel(run.Log), err)
+		return nil, s.files.Failed("run log", run.Log, err)
 	}
 	return f, nil
 }

@@ -214,13 +214,20 @@ func (s *Server) noticeForNewSession(ctx context.Context, call *mcp.CallToolRequ
 // many unread notifications concern the session, announced once (DESIGN
 // section 15); later lines say they were told. A negative count means the
 // notifications could not be read. New messages a chat session was not told
-// of follow, by sender (the new_message notice, DESIGN section 6).
+// of follow, by sender (the new_message notice, DESIGN section 6); with
+// them the line never says "none" (get_notifications lists them).
 func notificationLine(u fsstore.Unread, msgs fsstore.NewMessages) string {
-	line := notificationCount(u)
-	if msgs.Count() > 0 {
-		line += "; " + msgs.Text() + ": call get_pending_messages when you are ready"
+	if msgs.Count() == 0 {
+		return notificationCount(u)
 	}
-	return line
+	news := msgs.Text() + ": call get_pending_messages when you are ready"
+	switch {
+	case u.Count == 0:
+		return "notifications: " + news
+	case u.Count > 0 && u.New == 0:
+		return fmt.Sprintf("notifications: %d unread, told before; %s", u.Count, news)
+	}
+	return notificationCount(u) + "; " + news
 }
 
 func notificationCount(u fsstore.Unread) string {

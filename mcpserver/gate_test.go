@@ -236,6 +236,10 @@ func TestBadInput(t *testing.T) {
 		{"update_task_status", map[string]any{"session_token": token, "status": "blocked"}, "reason_required"},
 		{"update_task_status", map[string]any{"session_token": token, "status": "backlog"}, "invalid_request: task " + task.ID + " cannot go from in_progress to backlog"},
 		{"update_task_status", map[string]any{"session_token": chat, "status": "done", "task_id": task.ID}, "wrong_session_purpose"},
+		// a null argument is named, with what to give instead
+		{"send_message", map[string]any{"session_token": chat, "target_agent_id": "lead", "content": "x", "conversation_id": nil}, "invalid_arguments: the arguments of send_message do not match its input schema (conversation_id: null is not allowed: give a string or leave it out)"},
+		{"list_tasks", map[string]any{"session_token": token, "limit": nil}, "invalid_arguments: the arguments of list_tasks do not match its input schema (limit: null is not allowed: give an integer or leave it out)"},
+		{"send_message", map[string]any{"session_token": chat, "target_agent_id": "lead", "content": nil}, "invalid_arguments: the arguments of send_message do not match its input schema (content: null is not allowed: give a string):"},
 	} {
 		r := call(t, cs, tc.tool, tc.args)
 		if !r.isError || !strings.HasPrefix(r.text, tc.want) {

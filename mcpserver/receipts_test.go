@@ -281,7 +281,7 @@ func TestNewMessageNotice(t *testing.T) {
 			if got := line("list_tasks", chat, map[string]any{"limit": 100000}); got != "notifications: none" {
 				t.Errorf("a refused call told: %q", got)
 			}
-			want := "notifications: none; 3 new messages from lead, 1 from reviewer: call get_pending_messages when you are ready"
+			want := "notifications: 3 new messages from lead, 1 from reviewer: call get_pending_messages when you are ready" // not "none": get_notifications lists them
 			if got := line("list_tasks", chat, nil); got != want {
 				t.Errorf("first call after four messages:\n got %q\nwant %q", got, want)
 			}
@@ -295,8 +295,20 @@ func TestNewMessageNotice(t *testing.T) {
 			if got := line("list_tasks", chat, nil); !strings.Contains(got, "1 new message from lead:") {
 				t.Errorf("after a fifth: %q", got)
 			}
+			// with notifications: the count, then the messages, neither said as none
+			if _, err := p.store.Notify(context.Background(), "coder", fsstore.Notification{Message: "look"}); err != nil {
+				t.Fatal(err)
+			}
+			p.send("lead", "coder", "six")
+			if got, want := line("list_tasks", chat, nil), "notifications: you have 1 notification: call get_notifications; 1 new message from lead: call get_pending_messages when you are ready"; got != want {
+				t.Errorf("a notification and a message:\n got %q\nwant %q", got, want)
+			}
+			p.send("lead", "coder", "seven")
+			if got, want := line("list_tasks", chat, nil), "notifications: 1 unread, told before; 1 new message from lead: call get_pending_messages when you are ready"; got != want {
+				t.Errorf("a notification told before and a message:\n got %q\nwant %q", got, want)
+			}
 			got := p.seen("coder")
-			for _, m := range []string{"one", "two", "three", "four", "five"} {
+			for _, m := range []string{"one", "two", "three", "four", "five", "six", "seven"} {
 				if s := got[m]; s.SurfacedVia != "notification line" || !s.ReadAt.IsZero() {
 					t.Errorf("%s: %+v; want surfaced by the notification line, unread", m, s)
 				}

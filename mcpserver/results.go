@@ -4,9 +4,12 @@ import (
 	"bytes"
 	"encoding/json"
 	"fmt"
+	"regexp"
+	"slices"
 	"strings"
 
 	"github.com/modelcontextprotocol/go-sdk/mcp"
+	"github.com/tidwall/gjson"
 
 	"aipm/fsstore"
 )
@@ -162,8 +165,35 @@ func explainSchemaError(res *mcp.CallToolResult, tool string) {
 			return
 		}
 	}
-	detail = strings.TrimPrefix(detail, "validating root: ")
+	detail = nullInWords(tool, strings.TrimPrefix(detail, "validating root: "))
 	res.Content[0] = &mcp.TextContent{Text: fmt.Sprintf(
 		"invalid_arguments: the arguments of %s do not match its input schema (%s): fix them as the schema in tools/list says and call %s again",
 		tool, fsstore.Clip(detail, maxEchoedError), tool)}
+}
+
+// nullArgument is the jsonschema text of an argument given as null where
+// the schema wants a type: the SDK prints the null value as
+// <invalid reflect.Value>.
+var nullArgument = regexp.MustCompile(`^validating /properties/([^/:]+): type: <invalid reflect\.Value> has type "null", want "(\w+)"$`)
+
+// nullInWords says a null argument as the one sentence a model can act on
+// ("conversation_id: null is not allowed: give a string or leave it out",
+// the last words only for an argument the tool's schema does not
+// require); a null deeper in an argument is at least called null.
+func nullInWords(tool, detail string) string {
+	m := nullArgument.FindStringSubmatch(detail)
+	if m == nil {
+		return strings.ReplaceAll(detail, "<invalid reflect.Value>", "null")
+	}
+	article := "a"
+	if strings.ContainsRune("aeiou", rune(m[2][0])) {
+		article = "an"
+	}
+	text := fmt.Sprintf("%s: null is not allowed: give %s %s", m[1], article, m[2])
+	schema, err := schemaFiles.ReadFile("schemas/" + tool + ".input.json")
+	required := err == nil && slices.ContainsFunc(gjson.GetBytes(schema, "required").Array(), func(r gjson.Result) bool { return r.Str == m[1] })
+	if !required {
+		text += " or leave it out"
+	}
+	return text
 }

@@ -2,6 +2,7 @@ package main
 
 import (
 	"fmt"
+	"io"
 	"slices"
 	"strings"
 
@@ -34,7 +35,10 @@ passkey: they act through the CLI with --as ID.
 watch starts headless when it has work (command = ["aipm", "launch",
 "claude"]: see aipm launch --help): aipm's MCP server, hooks and tools, and
 permission to edit files and run commands inside the project (--access
-narrows or widens that). Its passkey is saved for aipm watch.`,
+narrows or widens that). Its passkey is saved for aipm watch.
+
+A passkey saved (--client, --save-passkey) is not printed: the file is what a
+client is given (--json gives passkeyFile instead of passkey).`,
 		Example: `  aipm agent add lead --type human --role manager --name "Project Lead"
   aipm agent add coder --type ai --parent lead --client claude
   aipm agent add reviewer --type ai --client codex --access read
@@ -74,7 +78,7 @@ narrows or widens that). Its passkey is saved for aipm watch.`,
 	c.Flags().StringVar(&o.Agent.Parent, "parent", "", "id of the agent this one answers to")
 	c.Flags().StringVar(&o.Command, "command", "", "what aipm watch starts when the agent has work, split at spaces (edit config.toml for arguments with spaces)")
 	c.Flags().BoolVar(&o.Save, "save-passkey", false, "also save the passkey in .ai-pm/credentials/ID.passkey (0600, not in git), so that aipm watch can start the agent")
-	c.Flags().BoolVar(&o.JSON, "json", false, "print {id, type, passkey} as JSON")
+	c.Flags().BoolVar(&o.JSON, "json", false, "print {id, type, passkey} as JSON ({id, type, passkeyFile} when it is saved)")
 	o.Client.register(c)
 	c.RegisterFlagCompletionFunc("type", cobra.FixedCompletions([]string{"ai", "human"}, cobra.ShellCompDirectiveNoFileComp))
 	c.RegisterFlagCompletionFunc("role", cobra.FixedCompletions([]string{"worker", "manager"}, cobra.ShellCompDirectiveNoFileComp))
@@ -116,10 +120,11 @@ func agentAddRun(cmd *cobra.Command, o *agentAddOptions) error {
 	}
 	if o.JSON {
 		out := struct {
-			ID      string `json:"id"`
-			Type    string `json:"type"`
-			Passkey string `json:"passkey,omitempty"`
-		}{a.ID, a.Type, passkey}
+			ID          string `json:"id"`
+			Type        string `json:"type"`
+			Passkey     string `json:"passkey,omitempty"`
+			PasskeyFile string `json:"passkeyFile,omitempty"`
+		}{ID: a.ID, Type: a.Type, Passkey: map[bool]string{true: passkey}[saved == ""], PasskeyFile: store.Rel(saved)}
 		return writeJSON(o.e.stdout, out)
 	}
 	w := o.e.stdout
@@ -128,14 +133,22 @@ func agentAddRun(cmd *cobra.Command, o *agentAddOptions) error {
 		fmt.Fprintf(w, "humans need no passkey: act as %s with --as %s (or AIPM_AS=%s)\n", a.ID, a.ID, a.ID)
 		return nil
 	}
-	fmt.Fprintf(w, "passkey: %s\n", passkey)
-	fmt.Fprintln(w, "(shown once; aipm stores only its hash: aipm agent passkey issues a new one)")
-	if saved != "" {
-		fmt.Fprintf(w, "saved for aipm watch in %s\n", store.Rel(saved))
-	}
+	printNewPasskey(w, a.ID, passkey, store.Rel(saved), saved != "")
 	if starts, may := launch.Starts(fsstore.Agent{ID: a.ID, Command: a.Command}); starts != "" && may != "" {
 		fmt.Fprintf(w, "aipm watch starts %s as %s when it has work; it may %s\n", starts, a.ID, may)
 	}
 	launch.WarnMissing(o.e.stderr, o.e.getenv("PATH"), fsstore.Agent{ID: a.ID, Command: a.Command})
 	return nil
+}
+
+// printNewPasskey says an AI agent's new passkey: printed once, or, saved
+// (in rel), never (scrollback, screen shares, CI logs).
+func printNewPasskey(w io.Writer, id, passkey, rel string, saved bool) {
+	if !saved {
+		fmt.Fprintf(w, "passkey: %s\n", passkey)
+		fmt.Fprintln(w, "(shown once; aipm stores only its hash: aipm agent passkey issues a new one)")
+		return
+	}
+	fmt.Fprintf(w, "passkey: saved, not printed (aipm keeps only its hash; aipm agent passkey %s issues a new one)\n", id)
+	fmt.Fprintf(w, "saved for aipm watch in %s\n", rel)
 }

@@ -22,7 +22,7 @@ func newCmdAgentList(e *env, runF func(*agentListOptions) error) *cobra.Command 
 	c := &cobra.Command{
 		Use:     "list",
 		Short:   "List the project's agents",
-		Long:    "List the agents of .ai-pm/config.toml: id, type, role, parent, name, whether an AI agent has a passkey, and what aipm watch starts for it and what that may do (a client added with --client: read, edit and run inside the project, or anything). --quiet prints the ids only, one a line.",
+		Long:    "List the agents of .ai-pm/config.toml: id, type, role, parent, name, whether an AI agent has a passkey (STALE: the one saved for aipm watch is not it), and what aipm watch starts for it and what that may do (a client added with --client: read, edit and run inside the project, or anything). --quiet prints the ids only, one a line.",
 		Example: "  aipm agent list\n  aipm agent list --json\n  aipm agent list -q",
 		Args:    argsNone,
 		RunE: func(cmd *cobra.Command, args []string) error {
@@ -48,6 +48,9 @@ type agentInfo struct {
 	Parent  string `json:"parent,omitempty"`
 	Name    string `json:"name,omitempty"`
 	Passkey bool   `json:"hasPasskey"`
+	// SavedPasskey is whether its passkey is saved for aipm watch, and is
+	// its passkey: none, current or stale (fsstore.SavedPasskeyOf).
+	SavedPasskey string `json:"savedPasskey,omitempty"`
 	// Starts is what aipm watch starts for the agent (a client, a
 	// command's first word), May what that may do; both omitted when it
 	// has no command.
@@ -67,9 +70,10 @@ func agentListRun(o *agentListOptions) error {
 		if info.Role == "" {
 			info.Role = fsstore.RoleWorker
 		}
-		if path, err := store.PasskeyPath(a.ID); err == nil {
+		if path, err := store.PasskeyPath(a.ID); err == nil && a.Type == fsstore.AgentAI {
 			_, serr := os.Stat(path)
 			info.Passkey = serr == nil
+			info.SavedPasskey = store.SavedPasskeyOf(a.ID)
 		}
 		list = append(list, info)
 	}
@@ -93,6 +97,9 @@ func agentListRun(o *agentListOptions) error {
 		if a.Type == fsstore.AgentAI {
 			key = map[bool]string{true: "yes", false: "MISSING"}[a.Passkey]
 		}
+		if key == "yes" && a.SavedPasskey == fsstore.SavedStale {
+			key = "STALE" // saved, and not its passkey: aipm doctor says more
+		}
 		starts := dash(a.Starts)
 		if a.May != "" {
 			starts += ": may " + a.May
@@ -100,7 +107,7 @@ func agentListRun(o *agentListOptions) error {
 		t.Add(a.ID, a.Type, a.Role, dash(a.Parent), dash(a.Name), key, starts)
 	}
 	t.Style = func(col int, cell string) string {
-		if col == 5 && cell == "MISSING" {
+		if col == 5 && (cell == "MISSING" || cell == "STALE") {
 			return "31"
 		}
 		return ""

@@ -23,12 +23,14 @@ func newCmdDoctor(e *env, runF func(*doctorOptions) error) *cobra.Command {
 		Use:   "doctor [--repair]",
 		Short: "Check every file of .ai-pm/; --repair quarantines torn and invalid lines",
 		Long: `Check every file of the project's .ai-pm/ directory and print each problem as
-path:line: what is wrong, and what to do. Exit 1 while problems are left.
+path:line: what is wrong, and what to do. Exit 1 while problems are left; the
+last line says how many of them --repair repairs (--json: "repairable").
 
 --repair moves torn and invalid JSONL lines to .ai-pm/quarantine/ (valid lines
-are kept byte for byte) and removes stale temporary files. Damaged JSON
-documents and config errors are only reported: only a person knows what they
-should say. A .ai-pm/ on a network filesystem (NFS, SMB/CIFS, FUSE, 9p, ...),
+are kept byte for byte), removes stale temporary files, restores the missing
+copy of a message, indexes a session missing from its agent's index, and
+tells the holder of a lease broken half-way. Damaged JSON documents and
+config errors are only reported: only a person knows what they should say. A .ai-pm/ on a network filesystem (NFS, SMB/CIFS, FUSE, 9p, ...),
 which every other command refuses, is reported, and --repair then repairs
 nothing. An AI agent without a passkey (a clone of the project: passkeys
 are not kept in git) is reported with the command that issues one, and so
@@ -64,10 +66,11 @@ which it skips silently (open codex in the project and trust them with
 
 // doctorProblem is one problem in doctor --json.
 type doctorProblem struct {
-	Path     string `json:"path"`
-	Line     int    `json:"line,omitempty"`
-	Reason   string `json:"reason"`
-	Repaired bool   `json:"repaired"`
+	Path       string `json:"path"`
+	Line       int    `json:"line,omitempty"`
+	Reason     string `json:"reason"`
+	Repaired   bool   `json:"repaired"`
+	Repairable bool   `json:"repairable"`
 }
 
 func doctorRun(cmd *cobra.Command, o *doctorOptions) error {
@@ -79,12 +82,15 @@ func doctorRun(cmd *cobra.Command, o *doctorOptions) error {
 	problems, err := store.Doctor(cmd.Context(), o.Repair)
 	problems = append(problems, launch.StartProblems(o.e.getenv("PATH"), store, cfg)...)
 	fsstore.SortProblems(problems)
-	unrepaired := 0
+	unrepaired, repairable := 0, 0
 	list := []doctorProblem{}
 	for _, p := range problems {
-		list = append(list, doctorProblem{Path: p.Path, Line: p.Line, Reason: p.Reason, Repaired: p.Repaired})
+		list = append(list, doctorProblem{Path: p.Path, Line: p.Line, Reason: p.Reason, Repaired: p.Repaired, Repairable: p.Repairable})
 		if !p.Repaired {
 			unrepaired++
+			if p.Repairable {
+				repairable++
+			}
 		}
 		if o.JSON {
 			continue
@@ -109,14 +115,7 @@ func doctorRun(cmd *cobra.Command, o *doctorOptions) error {
 	}
 	switch {
 	case unrepaired > 0:
-		hint := "run aipm doctor --repair to quarantine torn and invalid lines; fix the rest as each line says"
-		switch {
-		case store.OnNetworkFilesystem() != "":
-			hint = "move the project to a local disk first (doctor repairs nothing on a network filesystem), then run aipm doctor again"
-		case o.Repair:
-			hint = "fix them as each line says"
-		}
-		return failed("%s left: %s", plural(unrepaired, "problem"), hint)
+		return failed("%s left: %s", plural(unrepaired, "problem"), doctorHint(store, o.Repair, unrepaired, repairable))
 	case o.JSON:
 	case len(problems) == 0:
 		printAgentAccess(o.e.stdout, cfg)
@@ -137,6 +136,20 @@ func warnFailedRuns(e *env, store *fsstore.Store) {
 			warn(e, fmt.Sprintf("a last run, ended %s: %s", e.age(o.EndedAt), o.Problem))
 		}
 	}
+}
+
+// doctorHint is what doctor's last line says to do about the problems
+// left: aipm doctor --repair only when some of them are ones it repairs.
+func doctorHint(store *fsstore.Store, repaired bool, left, repairable int) string {
+	switch one := left == 1; {
+	case store.OnNetworkFilesystem() != "":
+		return "move the project to a local disk first (doctor repairs nothing on a network filesystem), then run aipm doctor again"
+	case repaired || repairable == 0:
+		return map[bool]string{true: "fix it as its line says", false: "fix them as each line says"}[one]
+	case repairable == left:
+		return "run aipm doctor --repair, which repairs " + map[bool]string{true: "it", false: "them"}[one]
+	}
+	return fmt.Sprintf("run aipm doctor --repair, which repairs %d of them; fix the rest as each line says", repairable)
 }
 
 // printAgentAccess says, for each agent aipm watch starts as a real client,

@@ -195,3 +195,11 @@ func warn(e *env, msg string) {
 		fmt.Fprintf(e.stderr, "aipm: warning: %s\n", msg)
 	}
 }
+
+// warnSkipped is the warning of a listing that passed over files it could
+// not read (task list, status): each is named, with what to do.
+func warnSkipped[T any](e *env, skipped []T) {
+	for _, p := range skipped {
+		fmt.Fprintf(e.stderr, "aipm: warning: skipped %v: fix it by hand (aipm doctor lists every problem)\n", p)
+	}
+}

@@ -97,9 +97,25 @@ func flagError(cmd *cobra.Command, err error) error {
 		if short := unknown.GetSpecifiedShortnames(); short != "" {
 			name = "-" + unknown.GetSpecifiedName()[:1]
 		}
+		if near := nearestFlag(cmd, unknown.GetSpecifiedName()); near != "" && unknown.GetSpecifiedShortnames() == "" {
+			return usageError("%s has no flag %s: did you mean --%s?", cmd.CommandPath(), name, near)
+		}
 		return usageError("%s has no flag %s: see %s", cmd.CommandPath(), name, help)
 	}
 	return usageError("%v: see %s", err, help)
+}
+
+// nearestFlag is the visible flag of cmd (its own and, merged in before
+// parsing, those it inherits) nearest to name, if one is near enough to be
+// what was meant (fsstore.Nearest).
+func nearestFlag(cmd *cobra.Command, name string) string {
+	var known []string
+	cmd.Flags().VisitAll(func(f *pflag.Flag) {
+		if !f.Hidden {
+			known = append(known, f.Name)
+		}
+	})
+	return fsstore.Nearest(name, known)
 }
 
 // flagValueKind says in words what a flag's value must be.

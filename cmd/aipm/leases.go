@@ -34,7 +34,8 @@ exclusively. A lease ends when it expires, when its holder releases it, when a
 human breaks it, or with the agent's session that took it.
 
 PATHs are relative to the project directory, whatever the working directory:
-a file, a directory (everything under it) or a glob with * and ?.`,
+a file, a directory (everything under it; DIR/** is taken as DIR) or a glob
+with * and ? (within one directory).`,
 		Example: `  aipm leases
   aipm leases take src/parser --reason "rewriting the parser" --ttl 2h
   aipm leases release src/parser

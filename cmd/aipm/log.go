@@ -25,7 +25,8 @@ func newCmdLog(e *env, runF func(*logOptions) error) *cobra.Command {
 		Long: `Show an agent's chat log (.ai-pm/agents/AGENT/chat.jsonl) as a transcript:
 TIME  sender → receiver: text. Nothing is marked read. --follow keeps printing
 new messages, woken by fsnotify, until Ctrl-C (exit 130). Invalid lines are
-warnings on stderr; a torn last line (a write in progress) is not shown.
+warnings on stderr; a torn last line (a write in progress, or a writer that
+died) is not shown, and is said in one warning.
 
 --json prints a JSON array of the messages; with --follow it prints one
 compact JSON message per line instead (a stream never closes an array).`,

@@ -91,6 +91,9 @@ func TestReadme(t *testing.T) {
 	if testCmd == "" || !strings.Contains(string(readme), "```sh\n"+testCmd+"\n```") {
 		t.Errorf("README.md does not show .ci/run's test command %q in a ```sh block of its own", testCmd)
 	}
+	if strings.Contains(testCmd, "-race") && !strings.Contains(string(readme), "C compiler") {
+		t.Errorf("README.md's test command has -race, which needs cgo: say that it needs a C compiler")
+	}
 	gomod, err := os.ReadFile(filepath.Join("..", "..", "go.mod"))
 	if err != nil {
 		t.Fatal(err)
@@ -110,9 +113,20 @@ func TestReadme(t *testing.T) {
 	}
 	var script strings.Builder
 	script.WriteString("mkdir home project\ncd project\n")
-	for _, c := range cmds {
+	teamEnd := -1 // the team path's last command: the one after its aipm watch
+	for i, c := range cmds {
 		script.WriteString("# README: " + c + "\n")
 		script.WriteString("exec bash -c '" + strings.ReplaceAll(c, "'", "''") + "'\n")
+		if teamEnd < 0 && i > 0 && strings.HasPrefix(cmds[i-1], "aipm watch --until-idle") {
+			// The team path ends with what the agent said: its report of
+			// the task, to the human who asked for it.
+			teamEnd = i
+			script.WriteString("# the README's team path ends with what coder said\n" +
+				"stdout '\\[system\\] coder: Task tsk_\\S+ \"Write the tokenizer\" is done \\(coder reported success\\): did \"Write the tokenizer\" in \\d+ steps$'\n")
+		}
+	}
+	if teamEnd < 0 || !strings.HasPrefix(cmds[teamEnd], "aipm inbox") {
+		t.Errorf("README.md's team path (\"A team of real agents\") does not end, after its aipm watch --until-idle, with aipm inbox, which shows what the agent said")
 	}
 	// The team path ("A team of real agents") did what it says: the
 	// watcher started coder's claude (the tests' stand-in, which records

@@ -37,6 +37,8 @@ and its unread messages and notifications, the tasks by status, the pending
 triggers (work waiting for an agent's session to start), the open
 conversations and delegations, the watcher, and the live file leases (with
 any two that cannot both hold, which only a hand edit of leases.json makes).
+A task file that cannot be read is counted nowhere and named in a warning on
+stderr, as aipm task list names it (unreadableTasks in the JSON).
 
 --watch redraws whenever a file under .ai-pm/ changes (woken by fsnotify, as
 the MCP server is), until Ctrl-C. With --json it prints one compact JSON
@@ -107,6 +109,7 @@ func (o *statusOptions) draw(ctx context.Context, store *fsstore.Store) error {
 	if err != nil {
 		return fmt.Errorf("status: %w", err)
 	}
+	warnSkipped(o.e, report.UnreadableTasks)
 	e, r := o.e, &statusReport{Report: report}
 	switch {
 	case o.JSON && o.Watch:

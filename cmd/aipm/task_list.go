@@ -68,9 +68,7 @@ func taskListRun(o *taskListOptions) error {
 			return err
 		}
 	}
-	for _, p := range problems {
-		fmt.Fprintf(o.e.stderr, "aipm: warning: skipped %v: fix it by hand (aipm doctor lists every problem)\n", p)
-	}
+	warnSkipped(o.e, problems)
 	switch {
 	case o.JSON:
 		if tasks == nil {

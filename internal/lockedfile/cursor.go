@@ -80,6 +80,12 @@ type ReadResult struct {
 	First Cursor
 	// Skipped says the read started at ReadOptions.SkipTo.
 	Skipped bool
+	// Tail is, when the read reached the end of the file, the size of its
+	// unterminated last line (a write in progress, or a writer that died),
+	// which is line TailLine; never a record. Both are 0 when the file ends
+	// with a newline, or the read stopped before its end (Limit).
+	Tail     int64
+	TailLine int
 }
 
 // ReadPast reads the records of path past cur, oldest first, and returns
@@ -133,6 +139,10 @@ func readRecords(r *LineReader, path string, res ReadResult, next Cursor, skip m
 		var le *LineError
 		switch {
 		case errors.Is(err, io.EOF):
+			res.Tail, res.TailLine = r.Tail(), r.Pos().Line+1
+			if res.Tail == 0 {
+				res.TailLine = 0
+			}
 			return finish(res, next), nil
 		case errors.As(err, &le):
 		case err != nil:

@@ -331,3 +331,29 @@ func TestReadPastSkipTo(t *testing.T) {
 		}
 	}
 }
+
+// TestReadPastTail: a read that reaches the end says how much of an
+// unterminated last line is there, and which line it is; a limited read
+// that stops before the end says nothing of it.
+func TestReadPastTail(t *testing.T) {
+	path := filepath.Join(t.TempDir(), "x.jsonl")
+	if err := os.WriteFile(path, []byte(line("a")+"\n\n"+line("b")+"\n"+`{"id":"c","pa`), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	res, err := ReadPast(path, Cursor{}, ReadOptions{})
+	if err != nil || len(res.Records) != 2 || res.Tail != int64(len(`{"id":"c","pa`)) || res.TailLine != 4 {
+		t.Fatalf("ReadPast: %d records, tail %d on line %d, %v; want 2, %d on line 4", len(res.Records), res.Tail, res.TailLine, err, len(`{"id":"c","pa`))
+	}
+	if res, err = ReadPast(path, Cursor{}, ReadOptions{Limit: 1}); err != nil || res.Tail != 0 || res.TailLine != 0 {
+		t.Fatalf("a limited read: tail %d on line %d, %v; want none", res.Tail, res.TailLine, err)
+	}
+	if res, err = ReadPast(path, res.Next, ReadOptions{}); err != nil || res.Tail == 0 || res.TailLine != 4 {
+		t.Fatalf("from a cursor: tail %d on line %d, %v; want line 4", res.Tail, res.TailLine, err)
+	}
+	if err := os.WriteFile(path, []byte(line("a")+"\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	if res, err = ReadPast(path, Cursor{}, ReadOptions{}); err != nil || res.Tail != 0 || res.TailLine != 0 {
+		t.Fatalf("a file that ends with a newline: tail %d on line %d, %v", res.Tail, res.TailLine, err)
+	}
+}

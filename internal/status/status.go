@@ -37,8 +37,12 @@ type Report struct {
 	Pending int            `json:"tasksPendingApproval"`
 	// HandEdits counts the tasks whose status was edited by hand to one
 	// aipm does not allow (counted under their last valid status).
-	HandEdits int               `json:"tasksEditedByHand,omitempty"`
-	Triggers  []fsstore.Trigger `json:"pendingTriggers"`
+	HandEdits int `json:"tasksEditedByHand,omitempty"`
+	// UnreadableTasks are the task files that could not be read (half a
+	// JSON document, a hand edit gone wrong), counted nowhere: each
+	// "path:line: what is wrong".
+	UnreadableTasks []string          `json:"unreadableTasks,omitempty"`
+	Triggers        []fsstore.Trigger `json:"pendingTriggers"`
 	// Conversations and Delegations are the open ones.
 	Conversations []fsstore.Conversation `json:"openConversations"`
 	Delegations   []fsstore.Delegation   `json:"openDelegations"`
@@ -163,9 +167,12 @@ func collectAgents(ctx context.Context, store *fsstore.Store, cfg *fsstore.Confi
 }
 
 func collectTasks(ctx context.Context, store *fsstore.Store, cfg *fsstore.Config, r *Report) error {
-	tasks, _, _, err := store.Tasks(fsstore.TaskFilter{})
+	tasks, _, bad, err := store.Tasks(fsstore.TaskFilter{})
 	if err != nil {
 		return err
+	}
+	for _, e := range bad {
+		r.UnreadableTasks = append(r.UnreadableTasks, e.Error())
 	}
 	for _, s := range fsstore.Statuses {
 		r.Tasks[s] = 0

@@ -70,7 +70,7 @@ type loggedMessage struct {
 // print writes messages to stdout and invalid lines to stderr as warnings.
 func (l *ChatLog) print(msgs []fsstore.Message, bad []*fsstore.LineError) error {
 	for _, le := range bad {
-		fmt.Fprintf(l.P.Stderr, "aipm: warning: skipped %v\n", le)
+		l.P.Skipped(le)
 	}
 	receipts := l.receiptsOf()
 	logged := make([]loggedMessage, len(msgs))

@@ -86,7 +86,7 @@ func (f *Notifications) read(ctx context.Context) ([]AgentNotification, error) {
 		}
 		f.cursors[agent] = cur
 		for _, le := range bad {
-			fmt.Fprintf(f.P.Stderr, "aipm: warning: skipped %v\n", le)
+			f.P.Skipped(le)
 		}
 		if len(ns) == 0 {
 			continue

@@ -54,6 +54,22 @@ const timeLayout = "2006-01-02 15:04:05 -07:00"
 type Printer struct {
 	Stdout, Stderr io.Writer
 	UTC            bool
+	// skipped are the lines already warned of: a follow reads a file's
+	// unfinished last line again at every wake until it is finished, and
+	// says it once.
+	skipped map[string]bool
+}
+
+// Skipped warns, once, of a line a reader passed over: invalid, or an
+// unfinished last line.
+func (p *Printer) Skipped(le *fsstore.LineError) {
+	if p.skipped == nil {
+		p.skipped = map[string]bool{}
+	}
+	if text := le.Error(); !p.skipped[text] {
+		p.skipped[text] = true
+		fmt.Fprintf(p.Stderr, "aipm: warning: skipped %s\n", text)
+	}
 }
 
 // TimeText renders t in local time, or UTC with p.UTC; zero is "".

@@ -77,7 +77,7 @@ func (s *Files) openCheckout(root os.FileInfo) error {
 func (s *Files) settleCheckout(ctx context.Context, ino uint64) error {
 	unlock, err := lockedfile.Lock(ctx, s.localLockPath(), ModePrivateFile)
 	if err != nil {
-		return fmt.Errorf("lock %s: %w", s.Rel(s.localLockPath()), err)
+		return s.Failed("lock", s.localLockPath(), err)
 	}
 	defer unlock()
 	m, ok := s.markerFits(ino)
@@ -105,7 +105,7 @@ func (s *Files) settleCheckout(ctx context.Context, ino uint64) error {
 func (s *Files) writeMarker(ino uint64, state string) error {
 	err := s.WriteDoc(s.localMarkerPath(), checkoutMarker{Inode: ino, State: state, CreatedAt: time.Now().UTC()}, ModeFile)
 	if err != nil {
-		return fmt.Errorf("write %s: %w", s.Rel(s.localMarkerPath()), err)
+		return s.Failed("write", s.localMarkerPath(), err)
 	}
 	return nil
 }

@@ -420,18 +420,6 @@ func (c *Config) Humans(managers bool) []string {
 	return out
 }
 
-// TellWhom is who hears what happened to agent's work that nobody asked
-// for (a run that failed, a trigger nobody took): its parent when that is
-// a human, else every human of the project.
-func (c *Config) TellWhom(agent string) []string {
-	if a, ok := c.Agent(agent); ok && a.Parent != "" {
-		if p, ok := c.Agent(a.Parent); ok && p.Type == AgentHuman {
-			return []string{p.ID}
-		}
-	}
-	return c.Humans(false)
-}
-
 // IsApprover reports whether id is one of the config's approvers: a human
 // with the role manager.
 func (c *Config) IsApprover(id string) bool {
@@ -460,6 +448,19 @@ func (c *Config) HumanAncestors(agent string) []string {
 		}
 	}
 	return out
+}
+
+// TellWhom is who is told what happens to agent when nobody asked for it
+// (a trigger nobody took, a run of its that failed, tool calls its client
+// refused, a task it ended that has no requester to tell): its parent if that is a human, else
+// every human of the project.
+func (c *Config) TellWhom(agent string) []string {
+	if a, ok := c.Agent(agent); ok && a.Parent != "" {
+		if p, ok := c.Agent(a.Parent); ok && p.Type == AgentHuman {
+			return []string{p.ID}
+		}
+	}
+	return c.Humans(false)
 }
 
 // IsHuman says whether id is a human of the project.

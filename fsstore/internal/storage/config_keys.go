@@ -76,7 +76,7 @@ func (c *configCheck) unknownKeys(undecoded []toml.Key) []error {
 		unknown[k.String()] = true
 		table, key := strings.Join(k[:len(k)-1], "."), k[len(k)-1]
 		line := c.loc().find(table, -1, key)
-		warnings = append(warnings, &LineError{Path: c.name, Line: line, Err: &unknownKey{Key: k.String(), Nearest: nearestKey(key, knownKeys(k[:len(k)-1]))}})
+		warnings = append(warnings, &LineError{Path: c.name, Line: line, Err: &unknownKey{Key: k.String(), Nearest: Nearest(key, knownKeys(k[:len(k)-1]))}})
 	}
 	slices.SortStableFunc(warnings, func(a, b error) int { return errLine(a) - errLine(b) })
 	return warnings
@@ -143,15 +143,16 @@ func knownKeys(path []string) []string {
 	return keys
 }
 
-// nearestKey is the known key nearest to key, if it is near enough to be
-// what was meant (a letter or two off, or swapped; case and '-' for '_'
-// do not count); "" if none is.
-func nearestKey(key string, known []string) string {
+// Nearest is the one rule of "did you mean": the known word (a config
+// key, a command's flag) nearest to word, if it is near enough to be what
+// was meant (a letter or two off, or swapped, in a word at least three
+// times that long; case and '-' for '_' do not count); "" if none is.
+func Nearest(word string, known []string) string {
 	norm := func(s string) string { return strings.ReplaceAll(strings.ToLower(s), "-", "_") }
 	best, bestD := "", 0
 	for _, k := range known {
-		d := editDistance(norm(key), k)
-		if d > 2 || d*4 > utf8.RuneCountInString(k) || best != "" && d >= bestD {
+		d := editDistance(norm(word), norm(k))
+		if d > 2 || d*3 > utf8.RuneCountInString(k) || best != "" && d >= bestD {
 			continue
 		}
 		best, bestD = k, d

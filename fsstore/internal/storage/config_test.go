@@ -156,8 +156,20 @@ func TestNearestKey(t *testing.T) {
 		{"colour", ""}, // near nothing
 		{"wait", ""},   // a prefix is not a typo
 	} {
-		if got := nearestKey(tc.key, known); got != tc.want {
-			t.Errorf("nearestKey(%q) = %q, want %q", tc.key, got, tc.want)
+		if got := Nearest(tc.key, known); got != tc.want {
+			t.Errorf("Nearest(%q) = %q, want %q", tc.key, got, tc.want)
+		}
+	}
+	flags := []string{"dir", "as", "parent", "save-passkey", "type"}
+	for _, tc := range []struct{ word, want string }{
+		{"dri", "dir"},                  // swapped, in a short word
+		{"parnet", "parent"},            // swapped
+		{"save_pasKey", "save-passkey"}, // '_' for '-', case, a letter left out
+		{"sa", ""},                      // too short to guess
+		{"colour", ""},                  // near nothing
+	} {
+		if got := Nearest(tc.word, flags); got != tc.want {
+			t.Errorf("Nearest(%q) among flags = %q, want %q", tc.word, got, tc.want)
 		}
 	}
 	if got := knownKeys([]string{"agents"}); !slices.Contains(got, "command") {
@@ -250,5 +262,29 @@ func TestDurabilityFollowsTheConfig(t *testing.T) {
 	}
 	if s.Durable.Load() {
 		t.Error("an invalid config changed the durability in force")
+	}
+}
+
+// TestTellWhom: an agent's human parent, else every human.
+func TestTellWhom(t *testing.T) {
+	c := &Config{Agents: []Agent{
+		{ID: "lead", Type: AgentHuman, Role: RoleManager},
+		{ID: "ops", Type: AgentHuman},
+		{ID: "coder", Type: AgentAI, Parent: "lead"},
+		{ID: "sub", Type: AgentAI, Parent: "coder"},
+		{ID: "bot", Type: AgentAI},
+	}}
+	for _, tc := range []struct {
+		agent string
+		want  []string
+	}{
+		{"coder", []string{"lead"}},
+		{"sub", []string{"lead", "ops"}}, // its parent is no human
+		{"bot", []string{"lead", "ops"}},
+		{"ghost", []string{"lead", "ops"}},
+	} {
+		if got := c.TellWhom(tc.agent); !slices.Equal(got, tc.want) {
+			t.Errorf("TellWhom(%s) = %v, want %v", tc.agent, got, tc.want)
+		}
 	}
 }

@@ -295,7 +295,7 @@ func (s *Files) readPast(logPath string, cur Cursor, opt ReadOptions) (res ReadR
 		le.Path = s.Rel(logPath)
 		return res, cur, err
 	case err != nil:
-		return res, cur, fmt.Errorf("read %s: %w", s.Rel(logPath), err)
+		return res, cur, s.Failed("read", logPath, err)
 	}
 	return res, res.Next, nil
 }

@@ -18,11 +18,11 @@ import (
 // locks on different inodes).
 func (s *Files) LockDir(ctx context.Context, dir string) (unlock func(), err error) {
 	if err := s.MkdirAll(dir); err != nil {
-		return nil, fmt.Errorf("lock %s: %w", s.Rel(dir), err)
+		return nil, s.Failed("lock", dir, err)
 	}
 	unlock, err = lockedfile.Lock(ctx, filepath.Join(dir, ".lock"), ModePrivateFile)
 	if err != nil {
-		return nil, fmt.Errorf("lock %s: %w", s.Rel(dir), err)
+		return nil, s.Failed("lock", dir, err)
 	}
 	return unlock, nil
 }
@@ -55,13 +55,13 @@ func (s *Files) MkdirAll(dir string) error {
 func (s *Files) WriteDoc(path string, v any, perm os.FileMode) error {
 	data, err := lockedfile.EncodeDoc(v)
 	if err != nil {
-		return fmt.Errorf("write %s: encode: %w", s.Rel(path), err)
+		return s.Failed("write", path, fmt.Errorf("encode: %w", err))
 	}
 	if err := s.MkdirAll(filepath.Dir(path)); err != nil {
-		return fmt.Errorf("write %s: %w", s.Rel(path), err)
+		return s.Failed("write", path, err)
 	}
 	if err := WriteFileAtomic(path, data, perm, s.Durable.Load()); err != nil {
-		return fmt.Errorf("write %s: %w", s.Rel(path), err)
+		return s.Failed("write", path, err)
 	}
 	return nil
 }
@@ -74,7 +74,7 @@ func (s *Files) ReadDoc(path string, v any) error {
 		return fmt.Errorf("read %s: %w", s.Rel(path), ErrNotFound)
 	}
 	if err != nil {
-		return fmt.Errorf("read %s: %w", s.Rel(path), err)
+		return s.Failed("read", path, err)
 	}
 	return DecodeDoc(s.Rel(path), data, v)
 }
@@ -139,11 +139,11 @@ func UpdateDocHeld[T any](ctx context.Context, s *Files, path string, perm os.Fi
 		}
 		out, err := lockedfile.EncodeKeeping(&doc, data)
 		if err != nil {
-			editErr = fmt.Errorf("write %s: encode: %w", s.Rel(path), err)
+			editErr = s.Failed("write", path, fmt.Errorf("encode: %w", err))
 			return nil, editErr
 		}
 		if err := s.MkdirAll(filepath.Dir(path)); err != nil {
-			editErr = fmt.Errorf("write %s: %w", s.Rel(path), err)
+			editErr = s.Failed("write", path, err)
 			return nil, editErr
 		}
 		if s.seams.beforeWrite != nil {
@@ -160,9 +160,9 @@ func UpdateDocHeld[T any](ctx context.Context, s *Files, path string, perm os.Fi
 	case errors.Is(err, lockedfile.ErrChanged):
 		return doc, fmt.Errorf("write %s: it was changed by someone else %d times while aipm updated it (an editor saving it?); nothing was written: try again once it is saved", s.Rel(path), races)
 	case edits == 0:
-		return doc, fmt.Errorf("read %s: %w", s.Rel(path), err)
+		return doc, s.Failed("read", path, err)
 	default:
-		return doc, fmt.Errorf("write %s: %w", s.Rel(path), err)
+		return doc, s.Failed("write", path, err)
 	}
 	return doc, nil
 }

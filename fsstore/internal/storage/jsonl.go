@@ -35,7 +35,7 @@ const replacedPatience = 2 * time.Second
 func (s *Files) AppendJSONL(ctx context.Context, path string, rec any) error {
 	line, err := json.Marshal(rec)
 	if err != nil {
-		return fmt.Errorf("append %s: encode: %w", s.Rel(path), err)
+		return s.Failed("append", path, fmt.Errorf("encode: %w", err))
 	}
 	return s.AppendLine(ctx, path, line)
 }
@@ -44,7 +44,7 @@ func (s *Files) AppendJSONL(ctx context.Context, path string, rec any) error {
 func (s *Files) WriteJSONL(ctx context.Context, path string, rec any) (flush func() error, err error) {
 	line, err := json.Marshal(rec)
 	if err != nil {
-		return nil, fmt.Errorf("append %s: encode: %w", s.Rel(path), err)
+		return nil, s.Failed("append", path, fmt.Errorf("encode: %w", err))
 	}
 	return s.writeLine(ctx, path, line, nil)
 }
@@ -56,7 +56,7 @@ func (s *Files) WriteJSONL(ctx context.Context, path string, rec any) (flush fun
 func (s *Files) WriteJSONLChange(ctx context.Context, path string, rec any) (flush func() error, ch lockedfile.Change, err error) {
 	line, err := json.Marshal(rec)
 	if err != nil {
-		return nil, ch, fmt.Errorf("append %s: encode: %w", s.Rel(path), err)
+		return nil, ch, s.Failed("append", path, fmt.Errorf("encode: %w", err))
 	}
 	flush, err = s.writeLineWith(ctx, path, line, lockedfile.AppendOptions{Durable: s.Durable.Load(), Changed: &ch})
 	return flush, ch, err
@@ -115,16 +115,16 @@ func (s *Files) writeLineWith(ctx context.Context, path string, line []byte, opt
 			return func() error {
 				if err := flush(); err != nil {
 					if errors.Is(err, lockedfile.ErrDiskFull) {
-						return diskFull(s.Rel(path), err)
+						return s.diskFull(path, err)
 					}
-					return fmt.Errorf("append %s: flush: %w", s.Rel(path), err)
+					return s.Failed("append", path, fmt.Errorf("flush: %w", err))
 				}
 				return nil
 			}, nil
 		case errors.Is(err, lockedfile.ErrDiskFull):
-			return nil, diskFull(s.Rel(path), err)
+			return nil, s.diskFull(path, err)
 		case !errors.Is(err, lockedfile.ErrReplaced):
-			return nil, fmt.Errorf("append %s: %w", s.Rel(path), err)
+			return nil, s.Failed("append", path, err)
 		}
 		if time.Now().After(deadline) || ctx.Err() != nil {
 			return nil, fmt.Errorf("append %s: the file kept being replaced (%d attempts): %w", s.Rel(path), attempt+1, err)
@@ -134,6 +134,6 @@ func (s *Files) writeLineWith(ctx context.Context, path string, line []byte, opt
 }
 
 // diskFull is the one refusal for a write that found no room.
-func diskFull(rel string, err error) error {
-	return &CodeError{Code: CodeDiskFull, Msg: fmt.Sprintf("no room to write %s (%v): nothing was written; free disk space (or raise the file-size limit) and try again", rel, err), Err: err}
+func (l layout) diskFull(path string, err error) error {
+	return &CodeError{Code: CodeDiskFull, Msg: fmt.Sprintf("no room to write %s (%s): nothing was written; free disk space (or raise the file-size limit) and try again", l.Rel(path), l.words(err.Error(), path)), Err: err}
 }

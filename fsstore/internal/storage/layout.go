@@ -184,6 +184,47 @@ func (l layout) Rel(path string) string {
 	return path
 }
 
+// Failed is the error of op (read, write, lock, append, ...) on path, as
+// the storage layer and the rules say every such error: the path once,
+// relative to the project (what a person finds the file by, and all an
+// agent on another machine should learn of the home's layout), then err's
+// own words without their repetition of the path (lockedfile's and the
+// operating system's name it again, absolutely), any other path of the
+// project in them relative too. errors.Is and errors.As see err.
+func (l layout) Failed(op, path string, err error) error {
+	return &failed{text: op + " " + l.Rel(path) + ": " + l.words(err.Error(), path), err: err}
+}
+
+// failed is an error of Failed.
+type failed struct {
+	text string
+	err  error
+}
+
+func (e *failed) Error() string { return e.text }
+func (e *failed) Unwrap() error { return e.err }
+
+// words is msg, an error's text about path, without the path it begins
+// with ("PATH: ", or "OP PATH: ", absolute or relative), as often as it
+// does, and with every other path of the project relative.
+func (l layout) words(msg, path string) string {
+	names := []string{path, l.Rel(path)}
+	for cut := true; cut; {
+		cut = false
+		for _, name := range names {
+			if rest, ok := strings.CutPrefix(msg, name+": "); ok {
+				msg, cut = rest, true
+				continue
+			}
+			op, rest, ok := strings.Cut(msg, " "+name+": ")
+			if ok && op != "" && !strings.ContainsAny(op, " :") {
+				msg, cut = rest, true
+			}
+		}
+	}
+	return strings.ReplaceAll(msg, l.project+string(filepath.Separator), "")
+}
+
 // Collections of JSON documents, one file per entity.
 const (
 	Conversations = "conversations"

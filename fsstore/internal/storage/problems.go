@@ -3,12 +3,14 @@ package storage
 import "fmt"
 
 // Problem is one thing doctor found, located as Path:Line (Line 0: the
-// whole file). Repaired says --repair fixed it.
+// whole file). Repaired says --repair fixed it; Repairable that --repair
+// would (or tried to): the rest only a person can fix.
 type Problem struct {
-	Path     string // relative to the project directory
-	Line     int
-	Reason   string
-	Repaired bool
+	Path       string // relative to the project directory
+	Line       int
+	Reason     string
+	Repaired   bool
+	Repairable bool
 }
 
 func (p Problem) String() string {

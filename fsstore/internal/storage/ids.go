@@ -23,6 +23,9 @@ const (
 	PrefixNotification = "ntf_"
 	PrefixSession      = "ses_"
 	PrefixLease        = "lse_"
+	// PrefixRun starts the id of one run of an agent's client: aipm
+	// watch's runs, and aipm launch's by hand.
+	PrefixRun = "run_"
 	prefixReceipt      = "rcp_"
 )
 

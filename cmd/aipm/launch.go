@@ -81,7 +81,7 @@ func launchRun(ctx context.Context, e *env, spec launch.Spec) error {
 		return err
 	}
 	err = launch.Run(ctx, launch.Options{Store: store, Config: cfg, Agent: agent, Spec: spec,
-		Getenv: e.getenv, Stdout: e.stdout, Stderr: e.stderr})
+		Getenv: e.getenv, Stdout: e.stdout, Stderr: e.stderr, Root: e.root})
 	var ee *exec.ExitError
 	if errors.As(err, &ee) {
 		code := ee.ExitCode()

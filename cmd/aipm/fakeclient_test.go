@@ -67,39 +67,49 @@ type fakeClientRecord struct {
 func fakeClientMain(client string) int {
 	args := os.Args[1:]
 	if len(args) == 1 && args[0] == "--version" {
-		v := launch.Tested(client) // the pins of testdata/realclients
-		if env := os.Getenv("AIPM_FAKE_VERSION"); env != "" {
-			v = env
-		}
-		if client == "claude" {
-			fmt.Printf("%s (Claude Code)\n", v)
-		} else {
-			fmt.Printf("codex-cli %s\n", v)
-		}
+		fakeVersion(client)
 		return 0
 	}
+	if err := fakeClientRun(client, args); err != nil {
+		fmt.Fprintf(os.Stderr, "fake %s: %v\n", client, err)
+		return 1
+	}
+	return 0
+}
+
+// fakeVersion prints the client's --version line.
+func fakeVersion(client string) {
+	v := launch.Tested(client) // the pins of testdata/realclients
+	if env := os.Getenv("AIPM_FAKE_VERSION"); env != "" {
+		v = env
+	}
+	if client == "claude" {
+		fmt.Printf("%s (Claude Code)\n", v)
+	} else {
+		fmt.Printf("codex-cli %s\n", v)
+	}
+}
+
+// fakeClientRun is one start of the fake client: recorded, then an agent
+// (aipm sim) against the MCP server its command line names, then its
+// result on stdout.
+func fakeClientRun(client string, args []string) error {
 	dir, _ := os.Getwd()
 	rec := fakeClientRecord{Client: client, Args: args, Dir: dir, Agent: os.Getenv(fsstore.EnvAgentID),
 		PasskeyFile: os.Getenv(fsstore.EnvPasskeyFile) != "", Passkey: os.Getenv(fsstore.EnvPasskey) != "", Purpose: os.Getenv(fsstore.EnvPurpose)}
 	if err := appendFakeRecord(rec); err != nil {
-		fmt.Fprintf(os.Stderr, "fake %s: %v\n", client, err)
-		return 1
+		return err
 	}
-	var server []string
-	var err error
-	switch client {
-	case "claude":
+	serverOf := codexServerOf
+	if client == "claude" {
 		if hasArg(args, "--permission-mode", "bypassPermissions") && fakeRoot() && os.Getenv("IS_SANDBOX") != "1" {
-			fmt.Fprintln(os.Stderr, "--dangerously-skip-permissions cannot be used with root/sudo privileges for security reasons")
-			return 1
+			return errors.New("--dangerously-skip-permissions cannot be used with root/sudo privileges for security reasons")
 		}
-		server, err = claudeServerOf(args)
-	case "codex":
-		server, err = codexServerOf(args)
+		serverOf = claudeServerOf
 	}
+	server, err := serverOf(args)
 	if err != nil {
-		fmt.Fprintf(os.Stderr, "fake %s: %v\n", client, err)
-		return 1
+		return err
 	}
 	model := &fakeModel{client: client, args: args, dir: dir}
 	for _, call := range strings.Split(os.Getenv("AIPM_FAKE_TOOLS"), ",") {
@@ -117,12 +127,10 @@ func fakeClientMain(client string) int {
 		}
 	}
 	if err := sim.Run(context.Background(), opts); err != nil {
-		fmt.Fprintf(os.Stderr, "fake %s: %v\n", client, err)
-		return 1
+		return err
 	}
 	if model.err != nil {
-		fmt.Fprintf(os.Stderr, "fake %s: %v\n", client, model.err)
-		return 1
+		return model.err
 	}
 	switch {
 	case client == "claude" && hasArg(args, "--output-format", "json"):
@@ -134,14 +142,11 @@ func fakeClientMain(client string) int {
 		if model.denials == nil {
 			model.denials = []map[string]any{}
 		}
-		json.NewEncoder(os.Stdout).Encode(map[string]any{"type": "result", "subtype": "success", "result": "fake claude: done", "permission_denials": model.denials})
+		return json.NewEncoder(os.Stdout).Encode(map[string]any{"type": "result", "subtype": "success", "result": "fake claude: done", "permission_denials": model.denials})
 	case client == "codex" && slices.Contains(args, "--json"):
-		if err := fakeCodexEvents(os.Stdout); err != nil {
-			fmt.Fprintf(os.Stderr, "fake codex: %v\n", err)
-			return 1
-		}
+		return fakeCodexEvents(os.Stdout)
 	}
-	return 0
+	return nil
 }
 
 // fakeRoot says whether the fake client runs as root: the user

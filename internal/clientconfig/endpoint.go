@@ -84,111 +84,140 @@ func claudeEndpoint(getenv func(string) string) Endpoint {
 // codex saved (auth.json); a provider of model_providers at its base_url
 // with its env_key; Ollama and LM Studio on localhost.
 func codexEndpoint(getenv func(string) string, args []string) Endpoint {
-	home := CodexHome(getenv)
-	file := filepath.Join(home, "config.toml")
-	cfg := map[string]any{}
-	if data, err := os.ReadFile(file); err == nil {
-		toml.Decode(string(data), &cfg)
+	c, oss := readCodexSettings(getenv, args)
+	if oss {
+		return Endpoint{Unknown: "--oss runs it against a local model server of its own choice"}
 	}
-	from := map[string]string{} // a -c key -> "-c"
-	profile := ""
-	for i := 0; i < len(args); i++ {
-		a := args[i]
-		var kv string
-		switch {
-		case (a == "-c" || a == "--config") && i+1 < len(args):
-			kv = args[i+1]
-			i++
-		case strings.HasPrefix(a, "--config="):
-			kv = strings.TrimPrefix(a, "--config=")
-		case (a == "-p" || a == "--profile") && i+1 < len(args):
-			profile = args[i+1]
-			i++
-			continue
-		case a == "--oss":
-			return Endpoint{Unknown: "--oss runs it against a local model server of its own choice"}
-		default:
-			continue
-		}
-		key, value, ok := strings.Cut(kv, "=")
-		if !ok {
-			continue
-		}
-		var v struct{ V any }
-		if _, err := toml.Decode("V = "+value, &v); err != nil {
-			v.V = value // Codex takes a value that is not TOML as a string
-		}
-		setDotted(cfg, strings.TrimSpace(key), v.V)
-		from[strings.TrimSpace(key)] = "-c " + strings.TrimSpace(key)
-	}
-	if profile == "" {
-		profile, _ = cfg["profile"].(string)
-	}
-	get := func(key string) (string, string) {
-		if p, ok := lookup(cfg, "profiles."+profile+"."+key).(string); ok && profile != "" {
-			return p, "profiles." + profile + "." + key + " in " + file
-		}
-		v, _ := lookup(cfg, key).(string)
-		where := key + " in " + file
-		if f, ok := from[key]; ok {
-			where = f + " on its command line"
-		}
-		return v, where
-	}
-	provider, _ := get("model_provider")
+	provider, _ := c.get("model_provider")
 	if provider == "" {
 		provider = "openai"
 	}
-	auth := filepath.Join(home, "auth.json")
-	login := func(e Endpoint) Endpoint {
+	table := "model_providers." + provider + "."
+	if baseURL, where := c.get(table + "base_url"); baseURL != "" {
+		e := Endpoint{URL: baseURL, From: where}
+		key, _ := c.get(table + "env_key")
+		needs, _ := lookup(c.doc, table+"requires_openai_auth").(bool)
 		switch {
-		case getenv("CODEX_API_KEY") != "":
-			e.Credential = "CODEX_API_KEY"
-		case regular(auth):
-			e.Credential = auth
+		case key != "" && getenv(key) != "":
+			e.Credential = key
+		case key != "":
+			e.NoCredential = "set " + key + " (" + table + "env_key) in the agent's env or the environment aipm watch runs with"
+		case needs:
+			return c.login(e)
 		default:
-			e.NoCredential = "set CODEX_API_KEY in the agent's env or the environment aipm watch runs with, or run codex login as the user aipm watch runs as"
+			e.Credential = "none needed (" + strings.TrimSuffix(table, ".") + " has no env_key)"
 		}
 		return e
 	}
-	table := "model_providers." + provider + "."
-	baseURL, _ := lookup(cfg, table+"base_url").(string)
-	switch {
-	case baseURL != "":
-		e := Endpoint{URL: baseURL, From: table + "base_url in " + file}
-		if f, ok := from[table+"base_url"]; ok {
-			e.From = f + " on its command line"
-		}
-		if key, _ := lookup(cfg, table+"env_key").(string); key != "" {
-			if getenv(key) != "" {
-				e.Credential = key
-			} else {
-				e.NoCredential = "set " + key + " (model_providers." + provider + ".env_key) in the agent's env or the environment aipm watch runs with"
-			}
-			return e
-		}
-		if needs, _ := lookup(cfg, table+"requires_openai_auth").(bool); needs {
-			return login(e)
-		}
-		e.Credential = "none needed (model_providers." + provider + " has no env_key)"
-		return e
-	case provider == "openai":
-		e := Endpoint{URL: "https://api.openai.com/v1", From: "the default: openai_base_url is unset in " + file}
-		if u, where := get("openai_base_url"); u != "" {
+	switch provider {
+	case "openai":
+		e := Endpoint{URL: "https://api.openai.com/v1", From: "the default: openai_base_url is unset in " + c.file}
+		if u, where := c.get("openai_base_url"); u != "" {
 			e.URL, e.From = u, where
-		} else if fileHas(auth, `"chatgpt"`) {
-			e.URL, e.From = "https://chatgpt.com/backend-api/codex", "its ChatGPT login in "+auth
+		} else if fileHas(c.auth(), `"chatgpt"`) {
+			e.URL, e.From = "https://chatgpt.com/backend-api/codex", "its ChatGPT login in "+c.auth()
 		}
-		return login(e)
-	case provider == "ollama":
+		return c.login(e)
+	case "ollama":
 		return Endpoint{URL: "http://localhost:11434/v1", From: "model_provider ollama", Credential: "none needed"}
-	case provider == "lmstudio":
+	case "lmstudio":
 		return Endpoint{URL: "http://localhost:1234/v1", From: "model_provider lmstudio", Credential: "none needed"}
-	case provider == "amazon-bedrock":
+	case "amazon-bedrock":
 		return Endpoint{Unknown: "model_provider amazon-bedrock is a cloud provider's"}
 	}
 	// A provider Codex does not know, with no base_url: it cannot start.
-	return Endpoint{From: "model_provider " + provider + " has no base_url in [model_providers." + provider + "] of " + file}
+	return Endpoint{From: "model_provider " + provider + " has no base_url in [model_providers." + provider + "] of " + c.file}
+}
+
+// codexSettings are the user's Codex config with the -c values of a
+// command line laid over it, as codex exec reads them.
+type codexSettings struct {
+	getenv  func(string) string
+	home    string         // CodexHome
+	file    string         // its config.toml
+	doc     map[string]any // the settings
+	onLine  map[string]bool
+	profile string // -p, else profile in config.toml
+}
+
+// readCodexSettings reads the user's Codex config and args' -c KEY=VALUE
+// and -p PROFILE; oss says args ask for --oss.
+func readCodexSettings(getenv func(string) string, args []string) (c codexSettings, oss bool) {
+	c = codexSettings{getenv: getenv, home: CodexHome(getenv), doc: map[string]any{}, onLine: map[string]bool{}}
+	c.file = filepath.Join(c.home, "config.toml")
+	if data, err := os.ReadFile(c.file); err == nil {
+		toml.Decode(string(data), &c.doc)
+	}
+	for i := 0; i < len(args); i++ {
+		a, next := args[i], ""
+		if i+1 < len(args) {
+			next = args[i+1]
+		}
+		switch {
+		case a == "--oss":
+			oss = true
+		case (a == "-p" || a == "--profile") && next != "":
+			c.profile = next
+			i++
+		case (a == "-c" || a == "--config") && next != "":
+			c.set(next)
+			i++
+		case strings.HasPrefix(a, "--config="):
+			c.set(strings.TrimPrefix(a, "--config="))
+		}
+	}
+	if c.profile == "" {
+		c.profile, _ = c.doc["profile"].(string)
+	}
+	return c, oss
+}
+
+// set lays one -c KEY=VALUE over the settings: VALUE is TOML, or a string
+// when it is not (as Codex takes it).
+func (c codexSettings) set(kv string) {
+	key, value, ok := strings.Cut(kv, "=")
+	if !ok {
+		return
+	}
+	var v struct{ V any }
+	if _, err := toml.Decode("V = "+value, &v); err != nil {
+		v.V = value
+	}
+	key = strings.TrimSpace(key)
+	setDotted(c.doc, key, v.V)
+	c.onLine[key] = true
+}
+
+// get is the string setting key (its profile's first) and where it was
+// set.
+func (c codexSettings) get(key string) (value, where string) {
+	if c.profile != "" {
+		if p, ok := lookup(c.doc, "profiles."+c.profile+"."+key).(string); ok {
+			return p, "profiles." + c.profile + "." + key + " in " + c.file
+		}
+	}
+	value, _ = lookup(c.doc, key).(string)
+	if c.onLine[key] {
+		return value, "-c " + key + " on its command line"
+	}
+	return value, key + " in " + c.file
+}
+
+// auth is the login codex saved.
+func (c codexSettings) auth() string { return filepath.Join(c.home, "auth.json") }
+
+// login is e with the credential of Codex's own login: $CODEX_API_KEY
+// (codex exec's), else the login codex saved.
+func (c codexSettings) login(e Endpoint) Endpoint {
+	switch {
+	case c.getenv("CODEX_API_KEY") != "":
+		e.Credential = "CODEX_API_KEY"
+	case regular(c.auth()):
+		e.Credential = c.auth()
+	default:
+		e.NoCredential = "set CODEX_API_KEY in the agent's env or the environment aipm watch runs with, or run codex login as the user aipm watch runs as"
+	}
+	return e
 }
 
 // lookup is the value at a dotted key of a decoded TOML document (nil

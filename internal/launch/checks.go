@@ -103,18 +103,35 @@ func CheckClients(ctx context.Context, h Host, store *fsstore.Store, cfg *fsstor
 	if cfg == nil {
 		return rep
 	}
-	config := store.Rel(store.ConfigPath())
-	type launched struct {
-		a    fsstore.Agent
-		spec Spec
-		env  func(string) string
-	}
 	var agents []launched
 	for _, a := range cfg.Agents {
 		if spec, ok, err := SpecOf(a.Command); a.Type == fsstore.AgentAI && ok && err == nil {
 			agents = append(agents, launched{a, spec, h.agentEnv(a)})
 		}
 	}
+	rep.startChecks(h, store.Rel(store.ConfigPath()), agents)
+	// The clients' versions and endpoints, all looked at at once.
+	var wg sync.WaitGroup
+	var mu sync.Mutex
+	rep.versionChecks(ctx, &wg, &mu, agents)
+	rep.endpointChecks(ctx, &wg, &mu, agents)
+	wg.Wait()
+	slices.Sort(rep.Versions)
+	slices.Sort(rep.Warnings)
+	return rep
+}
+
+// launched is an agent aipm watch starts as a real client, with its spec
+// and the environment its client gets.
+type launched struct {
+	a    fsstore.Agent
+	spec Spec
+	env  func(string) string
+}
+
+// startChecks: Claude Code with --access full as root (a problem), and
+// its Bash sandbox without bubblewrap or socat on Linux.
+func (rep *ClientReport) startChecks(h Host, config string, agents []launched) {
 	var sandboxed, missing []string
 	for _, l := range agents {
 		if msg := RootProblem(l.spec, l.a.ID, h.Root, l.env); msg != "" {
@@ -128,24 +145,25 @@ func CheckClients(ctx context.Context, h Host, store *fsstore.Store, cfg *fsstor
 			missing = m
 		}
 	}
-	if len(sandboxed) > 0 {
-		are := strings.Join(missing, " and ") + " are"
-		if len(missing) == 1 {
-			are = missing[0] + " is"
-		}
-		rep.Warnings = append(rep.Warnings, fmt.Sprintf("%s: Claude Code's Bash sandbox (--access project) needs bubblewrap and socat on Linux, and %s not on PATH, so the commands it runs are refused: "+
-			"install them (apt install bubblewrap socat, or dnf install bubblewrap socat)", agentsNamed(sandboxed), are))
+	if len(sandboxed) == 0 {
+		return
 	}
+	are := strings.Join(missing, " and ") + " are"
+	if len(missing) == 1 {
+		are = missing[0] + " is"
+	}
+	rep.Warnings = append(rep.Warnings, fmt.Sprintf("%s: Claude Code's Bash sandbox (--access project) needs bubblewrap and socat on Linux, and %s not on PATH, so the commands it runs are refused: "+
+		"install them (apt install bubblewrap socat, or dnf install bubblewrap socat)", agentsNamed(sandboxed), are))
+}
 
-	// The clients' versions and the endpoints, all looked at at once.
-	var mu sync.Mutex
-	var wg sync.WaitGroup
+// versionChecks runs each client's --version once, on wg.
+func (rep *ClientReport) versionChecks(ctx context.Context, wg *sync.WaitGroup, mu *sync.Mutex, agents []launched) {
 	checked := map[string]bool{}
 	for _, l := range agents {
 		c := launchClients[l.spec.Client]
 		program := shell.LookPath(l.env("PATH"), c.program)
 		if program == "" || checked[program] {
-			continue
+			continue // not there: StartProblems says so
 		}
 		checked[program] = true
 		wg.Add(1)
@@ -160,6 +178,11 @@ func CheckClients(ctx context.Context, h Host, store *fsstore.Store, cfg *fsstor
 			}
 		}()
 	}
+}
+
+// endpointChecks looks at each client's model endpoint and credential,
+// and dials each endpoint once, on wg.
+func (rep *ClientReport) endpointChecks(ctx context.Context, wg *sync.WaitGroup, mu *sync.Mutex, agents []launched) {
 	type target struct {
 		client string
 		ep     clientconfig.Endpoint
@@ -194,10 +217,6 @@ func CheckClients(ctx context.Context, h Host, store *fsstore.Store, cfg *fsstor
 			}
 		}()
 	}
-	wg.Wait()
-	slices.Sort(rep.Versions)
-	slices.Sort(rep.Warnings)
-	return rep
 }
 
 // sandboxMissing are the programs of Claude Code's Linux sandbox that are

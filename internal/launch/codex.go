@@ -252,7 +252,7 @@ func refusedWrite(output string) string {
 // when there is none): $CODEX_HOME/sessions/YYYY/MM/DD/rollout-*-<thread>.jsonl,
 // CODEX_HOME defaulting to ~/.codex.
 func (c *codexOutput) rollout() string {
-	if c.thread == "" || strings.ContainsFunc(c.thread, func(r rune) bool { return !(r == '-' || r >= '0' && r <= '9' || r >= 'a' && r <= 'z' || r >= 'A' && r <= 'Z') }) {
+	if c.thread == "" || strings.ContainsFunc(c.thread, notIDRune) {
 		return ""
 	}
 	matches, _ := filepath.Glob(filepath.Join(clientconfig.CodexHome(c.getenv), "sessions", "*", "*", "*", "rollout-*-"+c.thread+".jsonl"))
@@ -260,4 +260,10 @@ func (c *codexOutput) rollout() string {
 		return ""
 	}
 	return matches[len(matches)-1]
+}
+
+// notIDRune says whether r cannot be in a thread id (a UUID): the id is
+// part of a glob.
+func notIDRune(r rune) bool {
+	return !(r == '-' || r >= '0' && r <= '9' || r >= 'a' && r <= 'z' || r >= 'A' && r <= 'Z')
 }

@@ -14,10 +14,16 @@
 //   - launch.go: what a command line says (Spec, SpecOf, Flags), each
 //     client's command line (claudeLaunchArgs, codexLaunchArgs) and the
 //     opening prompt.
-//   - run.go: the client started and waited for (Run); the tool calls it
-//     refused told to the agent's human.
+//   - run.go: the client started and waited for (Run); what it refused
+//     told to the agent's human.
+//   - refusals.go: the client's refusals read from its output, told apart
+//     from the calls aipm's own hook denied, and the sentence with the fix;
+//     codex.go: Codex's --json events and its record of the session.
 //   - starts.go, problems.go: what aipm watch starts for an agent and what
 //     it may do (Starts), and what stops it (StartProblems, for doctor).
+//   - checks.go: what the clients need of the machine (CheckClients, for
+//     doctor): not root for Claude Code's full access, a version as new as
+//     the one tested, a model endpoint there, its sandbox's programs.
 package launch
 
 import (

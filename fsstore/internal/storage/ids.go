@@ -25,8 +25,8 @@ const (
 	PrefixLease        = "lse_"
 	// PrefixRun starts the id of one run of an agent's client: aipm
 	// watch's runs, and aipm launch's by hand.
-	PrefixRun = "run_"
-	prefixReceipt      = "rcp_"
+	PrefixRun     = "run_"
+	prefixReceipt = "rcp_"
 )
 
 const crockford = "0123456789ABCDEFGHJKMNPQRSTVWXYZ"

@@ -130,7 +130,8 @@ type launched struct {
 }
 
 // startChecks: Claude Code with --access full as root (a problem), and
-// its Bash sandbox without bubblewrap or socat on Linux.
+// its Bash sandbox without bubblewrap or socat on Linux (Claude Code
+// 2.1.332 then says "Sandbox disabled" and runs commands unsandboxed).
 func (rep *ClientReport) startChecks(h Host, config string, agents []launched) {
 	var sandboxed, missing []string
 	for _, l := range agents {
@@ -152,7 +153,8 @@ func (rep *ClientReport) startChecks(h Host, config string, agents []launched) {
 	if len(missing) == 1 {
 		are = missing[0] + " is"
 	}
-	rep.Warnings = append(rep.Warnings, fmt.Sprintf("%s: Claude Code's Bash sandbox (--access project) needs bubblewrap and socat on Linux, and %s not on PATH, so the commands it runs are refused: "+
+	rep.Warnings = append(rep.Warnings, fmt.Sprintf("%s: Claude Code's Bash sandbox (--access project) needs bubblewrap and socat on Linux, and %s not on PATH, "+
+		"so Claude Code turns the sandbox off and runs its commands without it (only its permission checks hold them, and nothing keeps them off the network): "+
 		"install them (apt install bubblewrap socat, or dnf install bubblewrap socat)", agentsNamed(sandboxed), are))
 }
 

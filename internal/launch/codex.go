@@ -182,7 +182,9 @@ func (c *codexOutput) recorded() (refused []refusal, ok bool) {
 			} `json:"payload"`
 		}
 		if err := dec.Decode(&rec); err != nil {
-			return refused, err == io.EOF
+			// The end, or a line cut short by a Codex that was killed: what
+			// was read stands, unless nothing of it was a call.
+			return refused, err == io.EOF || len(names) > 0
 		}
 		p := rec.Payload
 		if rec.Type != "response_item" {

@@ -97,6 +97,17 @@ func TestCodexOutput(t *testing.T) {
 		t.Errorf("from the session record: refusals %+v, want %+v", got, want)
 	}
 
+	// A record cut short (a Codex killed mid-line) keeps what it holds.
+	cut := codexRecord[:strings.Index(codexRecord, `"call_m"`)]
+	if err := os.WriteFile(filepath.Join(dir, "rollout-2026-12-02T12-38-12-01a236c3-357c-7d22-839e-1f546b8800dd.jsonl"), []byte(cut), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	out = newCodexOutput(read, &strings.Builder{}, getenv)
+	feed(out, codexEvents)
+	if got := out.refusals(); !reflect.DeepEqual(got, want) {
+		t.Errorf("from a record cut short: refusals %+v, want %+v", got, want)
+	}
+
 	out = newCodexOutput(Spec{Client: "codex", Access: AccessFull}, &strings.Builder{}, getenv)
 	feed(out, codexEvents)
 	if got := out.refusals(); len(got) != 0 {

@@ -82,6 +82,7 @@ const (
 	PrefixTask         = storage.PrefixTask
 	PrefixNotification = storage.PrefixNotification
 	PrefixSession      = storage.PrefixSession
+	PrefixRun          = storage.PrefixRun
 )
 
 // The streams of an agent's read.json: its chat log, and its notifications

@@ -49,6 +49,9 @@ type Input struct {
 	ToolName       string `json:"tool_name"`
 	StopHookActive bool   `json:"stop_hook_active"`
 	Cwd            string `json:"cwd"`
+	// ToolUseID is the client's id of the tool call (PreToolUse): Claude
+	// Code's permission_denials and Codex's records name a call by it.
+	ToolUseID string `json:"tool_use_id"`
 	// ToolInput is the tool's arguments (PreToolUse): a file-writing
 	// tool's are looked at for leases.
 	ToolInput json.RawMessage `json:"tool_input"`
@@ -123,6 +126,8 @@ func headInput(head []byte) Input {
 			json.Unmarshal(v, &in.SessionID)
 		case "cwd":
 			json.Unmarshal(v, &in.Cwd)
+		case "tool_use_id":
+			json.Unmarshal(v, &in.ToolUseID)
 		}
 	}
 	return in
@@ -140,6 +145,10 @@ type Hook struct {
 	// finds the aipm session of its own client when the agent has two
 	// (see Session).
 	Parent int
+	// Launch is the client run the hook's client is, as aipm launch named
+	// it (fsstore.EnvLaunchID); "" for a client aipm did not start. The
+	// tool calls the hook denies are recorded under it (Main).
+	Launch string
 }
 
 // Result is what the hook process prints and its exit code.
@@ -147,6 +156,9 @@ type Result struct {
 	Stdout []byte
 	Stderr string
 	Exit   int
+	// Denied is the tool call refused (a PreToolUse denied), nil for
+	// any other answer: Main records it for aipm launch.
+	Denied *fsstore.Denial
 }
 
 // Run answers in for the client. A missing session, or nothing new,
@@ -162,8 +174,8 @@ func (h *Hook) Run(ctx context.Context, in Input) (Result, error) {
 	}
 	if in.Event == PreToolUse {
 		// A lease holds whether or not the agent has an aipm session.
-		if reason := h.leaseRefusal(in); reason != "" {
-			return deny(reason), nil
+		if reason, d := h.leaseRefusal(in); reason != "" {
+			return denied(reason, d), nil
 		}
 	}
 	ses, ok, err := h.Session(time.Now())
@@ -192,35 +204,36 @@ func (h *Hook) preToolUse(ctx context.Context, ses fsstore.Session, own bool) (R
 	if own {
 		return Result{}, nil
 	}
-	reason, err := h.refusal(ctx, ses)
+	reason, why, err := h.refusal(ctx, ses)
 	switch {
 	case err != nil:
 		return Result{}, err
 	case reason == "":
 		return Result{}, h.toolUsed(ctx, ses)
 	}
-	return deny(reason), nil
+	return denied(reason, fsstore.Denial{Why: why}), nil
 }
 
 // refusal is why a tool must not run now ("" when nothing stops it): an
-// interrupt waits for ses, or its notifications cannot be read. The
-// refusal never depends on recording it: the reason carries the
-// interrupt, and whatever else the model was not told of when that could
-// be recorded as told.
-func (h *Hook) refusal(ctx context.Context, ses fsstore.Session) (string, error) {
+// interrupt waits for ses, or its notifications cannot be read; why is
+// which (fsstore.DeniedInterrupt, fsstore.DeniedUnreadable). The refusal
+// never depends on recording it: the reason carries the interrupt, and
+// whatever else the model was not told of when that could be recorded as
+// told.
+func (h *Hook) refusal(ctx context.Context, ses fsstore.Session) (reason, why string, err error) {
 	unread, err := h.Store.Interrupt(ctx, ses)
 	if errors.Is(err, fsstore.ErrNotificationsUnreadable) {
 		// Fail closed, as aipm's own tools do: one of them may be an interrupt.
-		return fmt.Sprintf("aipm: %s's notifications cannot be read, and one of them may be an interrupt: %v. A human runs aipm doctor --repair; until then only aipm's own tools run.", ses.Agent, err), nil
+		return fmt.Sprintf("aipm: %s's notifications cannot be read, and one of them may be an interrupt: %v. A human runs aipm doctor --repair; until then only aipm's own tools run.", ses.Agent, err), fsstore.DeniedUnreadable, nil
 	}
 	if err != nil {
-		return "", err
+		return "", "", err
 	}
 	if unread.Interrupt == nil {
-		return "", nil
+		return "", "", nil
 	}
 	earlier := h.showInterrupt(ctx, ses, unread.Interrupt)
-	reason := interruptText(ses, unread.Interrupt) + earlier
+	reason = interruptText(ses, unread.Interrupt) + earlier
 	for range tellAttempts {
 		n, err := h.Store.Notices(ctx, h.Config, ses)
 		if err != nil || n.Interrupt == nil {
@@ -236,7 +249,7 @@ func (h *Hook) refusal(ctx context.Context, ses fsstore.Session) (string, error)
 		}
 		ses = h.reread(ses)
 	}
-	return reason, nil
+	return reason, fsstore.DeniedInterrupt, nil
 }
 
 // showInterrupt hands the session the interrupt its model is about to be

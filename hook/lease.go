@@ -5,6 +5,8 @@ import (
 	"fmt"
 	"path/filepath"
 	"strings"
+
+	"aipm/fsstore"
 )
 
 // The clients' file-writing tools (DESIGN section 18): Claude Code's
@@ -58,28 +60,34 @@ func patchFiles(input json.RawMessage) []string {
 
 // leaseRefusal is why in, a file-writing tool call, must not run: a file
 // it writes is under another's exclusive lease ("" when none is, or the
-// tool writes no file). Paths are taken relative to the call's cwd, and
-// only those inside the project are looked at, both with their symbolic
-// links resolved (a client reports physical paths, and a link inside the
-// project names a leased file too). Leases that cannot be read refuse the
-// call: a lease must not lapse because a file is damaged.
-func (h *Hook) leaseRefusal(in Input) string {
-	reason, err := h.leaseConflict(in)
-	if err != nil {
-		return fmt.Sprintf("aipm: the file leases cannot be read (%v), so no file may be written: ask a human to repair or remove %s", err, h.Store.Rel(h.Store.LeasesPath()))
+// tool writes no file), and the denial to record. Paths are taken
+// relative to the call's cwd, and only those inside the project are
+// looked at, both with their symbolic links resolved (a client reports
+// physical paths, and a link inside the project names a leased file too).
+// Leases that cannot be read refuse the call: a lease must not lapse
+// because a file is damaged.
+func (h *Hook) leaseRefusal(in Input) (string, fsstore.Denial) {
+	conflict, err := h.leaseConflict(in)
+	switch {
+	case err != nil:
+		return fmt.Sprintf("aipm: the file leases cannot be read (%v), so no file may be written: ask a human to repair or remove %s", err, h.Store.Rel(h.Store.LeasesPath())),
+			fsstore.Denial{Why: fsstore.DeniedUnreadable}
+	case conflict == nil:
+		return "", fsstore.Denial{}
 	}
-	return reason
+	return "aipm: " + conflict.Error() + ".", fsstore.Denial{Why: fsstore.DeniedLease, Holder: conflict.Lease.Holder, Path: conflict.Path}
 }
 
-// leaseConflict is leaseRefusal's check, with what kept it from reading.
-func (h *Hook) leaseConflict(in Input) (string, error) {
+// leaseConflict is leaseRefusal's check: the first lease that keeps in
+// from running (nil when none does), or what kept it from reading.
+func (h *Hook) leaseConflict(in Input) (*fsstore.LeaseConflictError, error) {
 	files := writingTools[in.ToolName]
 	if files == nil {
-		return "", nil
+		return nil, nil
 	}
 	paths := files(in.ToolInput)
 	if len(paths) == 0 {
-		return "", nil
+		return nil, nil
 	}
 	project := resolved(h.Store.ProjectDir())
 	var names []string
@@ -94,13 +102,13 @@ func (h *Hook) leaseConflict(in Input) (string, error) {
 		names = append(names, filepath.ToSlash(rel))
 	}
 	if len(names) == 0 {
-		return "", nil
+		return nil, nil
 	}
 	blocked, err := h.Store.LeaseCheck(h.Agent, names)
 	if err != nil || len(blocked) == 0 {
-		return "", err
+		return nil, err
 	}
-	return "aipm: " + blocked[0].Error() + ".", nil
+	return blocked[0], nil
 }
 
 // resolved is path with its symbolic links resolved, as far as it exists:

@@ -7,6 +7,7 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
+	"time"
 
 	"aipm/fsstore"
 )
@@ -112,5 +113,43 @@ func TestPreToolUseDamagedLeases(t *testing.T) {
 		if denied := strings.Contains(out, `"permissionDecision":"deny"`); denied != tc.denied || denied && !strings.Contains(out, "leases.json") {
 			t.Errorf("%s: printed %q, want denied %v naming leases.json", tc.tool, out, tc.denied)
 		}
+	}
+}
+
+// A call a lease denies is recorded for the client run aipm launch
+// started (Hook.Launch), with the client's id of the call, the holder and
+// the path; a client aipm did not start leaves no record.
+func TestLeaseDenialRecorded(t *testing.T) {
+	h := newHook(t)
+	ctx := context.Background()
+	if _, err := h.Store.TakeLease(ctx, h.Config, fsstore.LeaseRequest{Holder: "lead", Paths: []string{"src"}}); err != nil {
+		t.Fatal(err)
+	}
+	project := h.Store.ProjectDir()
+	in := Input{Event: PreToolUse, ToolName: "Write", ToolUseID: "toolu_01", Cwd: project,
+		ToolInput: json.RawMessage(`{"file_path": "` + filepath.Join(project, "src", "x.go") + `"}`)}
+	env := Env{Stderr: &strings.Builder{}}
+	run := fsstore.NewID(fsstore.PrefixRun)
+	for _, launch := range []string{"", run} {
+		h.Launch = launch
+		res, err := h.Run(ctx, in)
+		if err != nil || res.Denied == nil {
+			t.Fatalf("launch %q: %+v, %v; want a denial", launch, res, err)
+		}
+		h.recordDenial(ctx, env, in, res.Denied)
+	}
+	got, err := h.Store.Runs().TakeDenials("coder", run)
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := fsstore.Denial{ToolUseID: "toolu_01", Tool: "Write", Why: fsstore.DeniedLease, Holder: "lead", Path: "src/x.go"}
+	if len(got) != 1 || got[0].At.IsZero() {
+		t.Fatalf("recorded %+v, want one denial", got)
+	}
+	if got[0].At = (time.Time{}); got[0] != want {
+		t.Errorf("recorded %+v, want %+v", got[0], want)
+	}
+	if s := env.Stderr.(*strings.Builder).String(); s != "" {
+		t.Errorf("stderr %q", s)
 	}
 }

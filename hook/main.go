@@ -81,11 +81,27 @@ func Main(ctx context.Context, o Options, env Env) (code int) {
 		fmt.Fprintf(env.Stderr, "aipm hook: %v\n", err)
 		return 0
 	}
+	h.recordDenial(ctx, env, in, res.Denied)
 	if _, err := env.Stdout.Write(res.Stdout); err != nil {
 		return 1
 	}
 	fmt.Fprint(env.Stderr, res.Stderr)
 	return res.Exit
+}
+
+// recordDenial records the tool call in that the hook denies (d nil:
+// none) for the client run aipm launch started (h.Launch), so that its
+// end tells aipm's own denials from the client's refusals. Nothing is
+// written for a client aipm did not start; a failure to record is said on
+// stderr and denies all the same.
+func (h *Hook) recordDenial(ctx context.Context, env Env, in Input, d *fsstore.Denial) {
+	if d == nil || h.Launch == "" {
+		return
+	}
+	d.ToolUseID, d.Tool = in.ToolUseID, in.ToolName
+	if err := h.Store.Runs().RecordDenial(ctx, h.Agent, h.Launch, *d); err != nil {
+		fmt.Fprintf(env.Stderr, "aipm hook: %v\n", err)
+	}
 }
 
 // Command is the aipm-hook binary: its flags (--client, --wake, --dir,
@@ -126,16 +142,18 @@ func unreadable(ctx context.Context, o Options, env Env, in Input, err error) in
 	ctx, cancel := context.WithTimeout(ctx, WorkLimit)
 	defer cancel()
 	ses, ok, serr := h.Session(time.Now())
-	var reason string
+	var reason, why string
 	if serr == nil && ok {
-		reason, serr = h.refusal(ctx, ses)
+		reason, why, serr = h.refusal(ctx, ses)
 	}
 	switch {
 	case serr != nil:
 		fmt.Fprintf(env.Stderr, "aipm hook: %v\n", serr)
 	case reason == "":
 	case tool:
-		if _, err := env.Stdout.Write(deny(reason).Stdout); err != nil {
+		res := denied(reason, fsstore.Denial{Why: why})
+		h.recordDenial(ctx, env, in, res.Denied)
+		if _, err := env.Stdout.Write(res.Stdout); err != nil {
 			return 1
 		}
 		fmt.Fprintf(env.Stderr, "aipm: hook: "+format+"\n", err, MaxInput>>20)
@@ -177,5 +195,5 @@ func forAgent(dir string, getenv func(string) string) *Hook {
 	if purpose != fsstore.PurposeTask && purpose != fsstore.PurposeChat {
 		purpose = ""
 	}
-	return &Hook{Store: store, Config: cfg, Agent: cred.Agent, Purpose: purpose, Parent: os.Getppid()}
+	return &Hook{Store: store, Config: cfg, Agent: cred.Agent, Purpose: purpose, Parent: os.Getppid(), Launch: getenv(fsstore.EnvLaunchID)}
 }

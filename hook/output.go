@@ -39,10 +39,13 @@ func addContext(event, text string) Result {
 	return encode(output{HookSpecificOutput: &specificOutput{HookEventName: event, AdditionalContext: fsstore.Clip(text, MaxContext)}})
 }
 
-// deny refuses the tool call, with reason shown to the model.
-func deny(reason string) Result {
-	return encode(output{HookSpecificOutput: &specificOutput{
+// denied refuses the tool call, with reason shown to the model, and
+// carries d, why it was refused, for Main to record.
+func denied(reason string, d fsstore.Denial) Result {
+	res := encode(output{HookSpecificOutput: &specificOutput{
 		HookEventName: PreToolUse, PermissionDecision: "deny", PermissionDecisionReason: fsstore.Clip(reason, MaxContext)}})
+	res.Denied = &d
+	return res
 }
 
 // block keeps the model working at Stop, with reason as what to do.

@@ -19,7 +19,7 @@ func TestHookOutputsMatchClientSchemas(t *testing.T) {
 		{SessionStart, addContext(SessionStart, "aipm: you are agent coder")},
 		{UserPromptSubmit, addContext(UserPromptSubmit, "aipm: 1 new message")},
 		{PostToolUse, addContext(PostToolUse, "aipm: 1 new message")},
-		{PreToolUse, deny("aipm interrupt for coder: stop")},
+		{PreToolUse, denied("aipm interrupt for coder: stop", fsstore.Denial{Why: fsstore.DeniedInterrupt})},
 		{Stop, block("aipm: 1 new message")},
 	}
 	for _, client := range []string{Claude, Codex} {

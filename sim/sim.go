@@ -40,6 +40,11 @@ type Options struct {
 	Step time.Duration
 	// ServeStderr receives aipm serve's log (nil: discarded).
 	ServeStderr io.Writer
+	// Between, when set, runs after each step of task work but the last
+	// (a get_task each), before the pause: what a client does between
+	// two of its model's aipm calls (the tests' fake clients call their
+	// hooks there).
+	Between func(ctx context.Context, task string, step int)
 }
 
 type agent struct {
@@ -295,6 +300,9 @@ func (a *agent) work(ctx context.Context, task map[string]any, dlgs []any) error
 		}
 		if done, err := a.checkReports(ctx, r); done || err != nil {
 			return err
+		}
+		if a.o.Between != nil && i < steps-1 {
+			a.o.Between(ctx, id, i)
 		}
 		select {
 		case <-ctx.Done():

@@ -138,6 +138,7 @@ func agentAddRun(cmd *cobra.Command, o *agentAddOptions) error {
 		fmt.Fprintf(w, "aipm watch starts %s as %s when it has work; it may %s\n", starts, a.ID, may)
 	}
 	launch.WarnMissing(o.e.stderr, o.e.getenv("PATH"), fsstore.Agent{ID: a.ID, Command: a.Command})
+	launch.WarnRoot(o.e.stderr, o.e.host(), fsstore.Agent{ID: a.ID, Command: a.Command})
 	return nil
 }
 

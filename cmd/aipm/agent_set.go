@@ -179,6 +179,7 @@ func agentSetRun(cmd *cobra.Command, o *agentSetOptions) error {
 		}
 	}
 	launch.WarnMissing(o.e.stderr, o.e.getenv("PATH"), after)
+	launch.WarnRoot(o.e.stderr, o.e.host(), after)
 	return nil
 }
 

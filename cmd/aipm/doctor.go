@@ -36,7 +36,19 @@ nothing. An AI agent without a passkey (a clone of the project: passkeys
 are not kept in git) is reported with the command that issues one, and so
 is an agent aipm watch cannot start: a command but no saved passkey, a
 client (aipm agent add --client) that is not on PATH, a Codex without aipm's
-hooks.
+hooks, Claude Code with --access full as root (it refuses to start).
+
+For each client the agents run, doctor runs its --version once and says
+which version it checked against the one aipm was tested with. It warns on
+stderr, without failing, of what may keep a started agent from working: a
+client older than the version tested, a model endpoint that is unset or
+cannot be reached (a TCP connection to its host, at most 2 s), no
+credential for it (Claude Code: ANTHROPIC_BASE_URL and ANTHROPIC_API_KEY,
+ANTHROPIC_AUTH_TOKEN, CLAUDE_CODE_OAUTH_TOKEN or its login; Codex: the
+model provider of its config.toml, openai_base_url, and CODEX_API_KEY or its
+login), in the environment doctor runs with and the agent's own env entries,
+and bubblewrap or socat missing on Linux, which Claude Code's Bash sandbox
+(--access project) needs.
 
 When the project holds aipm's entries for a client that will ignore them,
 doctor warns on stderr, with the fix; a warning does not make doctor fail.
@@ -81,6 +93,8 @@ func doctorRun(cmd *cobra.Command, o *doctorOptions) error {
 	// A config error is one of the problems doctor reports, not a reason to stop.
 	problems, err := store.Doctor(cmd.Context(), o.Repair)
 	problems = append(problems, launch.StartProblems(o.e.getenv("PATH"), store, cfg)...)
+	clients := launch.CheckClients(cmd.Context(), o.e.host(), store, cfg)
+	problems = append(problems, clients.Problems...)
 	fsstore.SortProblems(problems)
 	unrepaired, repairable := 0, 0
 	list := []doctorProblem{}
@@ -109,6 +123,9 @@ func doctorRun(cmd *cobra.Command, o *doctorOptions) error {
 	for _, client := range []string{"claude", "codex"} {
 		warn(o.e, clientconfig.Clients[client].Trust(o.e.getenv, store.ProjectDir()))
 	}
+	for _, w := range clients.Warnings {
+		warn(o.e, w)
+	}
 	warnFailedRuns(o.e, store)
 	if err != nil {
 		return err
@@ -119,6 +136,9 @@ func doctorRun(cmd *cobra.Command, o *doctorOptions) error {
 	case o.JSON:
 	case len(problems) == 0:
 		printAgentAccess(o.e.stdout, cfg)
+		for _, v := range clients.Versions {
+			fmt.Fprintln(o.e.stdout, v)
+		}
 		fmt.Fprintln(o.e.stdout, "no problems found")
 	default:
 		fmt.Fprintf(o.e.stdout, "repaired %s\n", plural(len(problems), "problem"))

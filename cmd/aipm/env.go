@@ -7,6 +7,7 @@ import (
 	"os"
 
 	"aipm/fsstore"
+	"aipm/internal/launch"
 	"aipm/internal/table"
 )
 
@@ -26,12 +27,22 @@ type env struct {
 	// helpErr is the usage mistake found while cobra showed help
 	// (helpFunc), which run returns.
 	helpErr error
+	// root: this process runs as root, as aipm watch then does (Claude
+	// Code refuses --access full to root).
+	root bool
 }
+
+// effectiveUID is the process's effective user id (the tests' aipm plays
+// another: main_test.go).
+var effectiveUID = os.Geteuid
 
 func newEnv(getenv func(string) string, stdin io.Reader, stdout, stderr io.Writer) *env {
 	return &env{getenv: getenv, stdin: stdin, stdout: stdout, stderr: stderr,
-		colour: table.IsTerminal(stdout) && getenv("NO_COLOR") == "", width: table.Width(getenv, stdout)}
+		colour: table.IsTerminal(stdout) && getenv("NO_COLOR") == "", width: table.Width(getenv, stdout), root: effectiveUID() == 0}
 }
+
+// host is the machine aipm watch runs on, as this command sees it.
+func (e *env) host() launch.Host { return launch.Host{Getenv: e.getenv, Root: e.root} }
 
 // projectDir is where a new project goes: --dir, else AIPM_DIR, else the
 // working directory.

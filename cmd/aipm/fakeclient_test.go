@@ -5,15 +5,20 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"io"
 	"io/fs"
 	"os"
+	"os/exec"
 	"path/filepath"
+	"slices"
 	"strconv"
 	"strings"
+	"time"
 
 	"github.com/BurntSushi/toml"
 
 	"aipm/fsstore"
+	"aipm/internal/launch"
 	"aipm/sim"
 )
 
@@ -25,8 +30,29 @@ import (
 // Each start writes N.json, the first N free, in the directory
 // $AIPM_FAKE_CLIENT_LOG (default fake-clients in the working directory): the client, its
 // arguments, its working directory, and which credential variables it
-// saw. AIPM_FAKE_DENY=Write,Bash makes the fake claude report those tool
-// calls as refused in its -p JSON result (permission_denials).
+// saw. --version prints the pinned version (testdata/realclients), or
+// $AIPM_FAKE_VERSION, as the real client prints its own.
+//
+// The fake claude, as Claude Code 2.1.332 does:
+//   - refuses --permission-mode bypassPermissions to root (the user
+//     $AIPM_TEST_EUID names) unless IS_SANDBOX=1: a line on stderr, exit 1;
+//   - AIPM_FAKE_DENY=Write,Bash: reports those tool calls as refused by its
+//     permissions in its -p JSON result (permission_denials);
+//   - AIPM_FAKE_TOOLS=Write:src/x.go,Bash: its model makes those tool calls
+//     (a file for the writing tools) before its aipm work, each through the
+//     PreToolUse hook of its --settings; a call the hook denies is in
+//     permission_denials too;
+//   - AIPM_FAKE_BLOCKED_BY=lead: between two steps of its task work the
+//     human lead blocks the task, and then its model makes a Bash call
+//     (through the hook).
+//
+// The fake codex, with --json, prints Codex 0.171.0's events
+// (thread.started, turn.started, item.completed, turn.completed);
+// AIPM_FAKE_REFUSE=patch,write makes its sandbox refuse an apply_patch
+// and a command's write, which, as in Codex 0.171.0, no event shows and
+// its session record ($CODEX_HOME/sessions/.../rollout-*-<thread>.jsonl)
+// does.
+//
 // AIPM_FAKE_MODE plays a client that cannot work: "offline" one that
 // cannot reach its model (it says so, as Codex does, and waits for ever),
 // "notools" one that started without aipm's tools (it exits 0 having done
@@ -45,12 +71,39 @@ type fakeClientRecord struct {
 
 func fakeClientMain(client string) int {
 	args := os.Args[1:]
+	if len(args) == 1 && args[0] == "--version" {
+		fakeVersion(client)
+		return 0
+	}
+	if err := fakeClientRun(client, args); err != nil {
+		fmt.Fprintf(os.Stderr, "fake %s: %v\n", client, err)
+		return 1
+	}
+	return 0
+}
+
+// fakeVersion prints the client's --version line.
+func fakeVersion(client string) {
+	v := launch.Tested(client) // the pins of testdata/realclients
+	if env := os.Getenv("AIPM_FAKE_VERSION"); env != "" {
+		v = env
+	}
+	if client == "claude" {
+		fmt.Printf("%s (Claude Code)\n", v)
+	} else {
+		fmt.Printf("codex-cli %s\n", v)
+	}
+}
+
+// fakeClientRun is one start of the fake client: recorded, then an agent
+// (aipm sim) against the MCP server its command line names, then its
+// result on stdout.
+func fakeClientRun(client string, args []string) error {
 	dir, _ := os.Getwd()
 	rec := fakeClientRecord{Client: client, Args: args, Dir: dir, Agent: os.Getenv(fsstore.EnvAgentID),
 		PasskeyFile: os.Getenv(fsstore.EnvPasskeyFile) != "", Passkey: os.Getenv(fsstore.EnvPasskey) != "", Purpose: os.Getenv(fsstore.EnvPurpose)}
 	if err := appendFakeRecord(rec); err != nil {
-		fmt.Fprintf(os.Stderr, "fake %s: %v\n", client, err)
-		return 1
+		return err
 	}
 	switch os.Getenv("AIPM_FAKE_MODE") {
 	case "offline":
@@ -59,36 +112,204 @@ func fakeClientMain(client string) int {
 		select {}
 	case "notools":
 		fmt.Println("I have no tools to call aipm with.")
-		return 0
+		return nil
 	}
-	var server []string
-	var err error
-	switch client {
-	case "claude":
-		server, err = claudeServerOf(args)
-	case "codex":
-		server, err = codexServerOf(args)
+	serverOf := codexServerOf
+	if client == "claude" {
+		if hasArg(args, "--permission-mode", "bypassPermissions") && fakeRoot() && os.Getenv("IS_SANDBOX") != "1" {
+			return errors.New("--dangerously-skip-permissions cannot be used with root/sudo privileges for security reasons")
+		}
+		serverOf = claudeServerOf
 	}
+	server, err := serverOf(args)
 	if err != nil {
-		fmt.Fprintf(os.Stderr, "fake %s: %v\n", client, err)
-		return 1
+		return err
 	}
-	err = sim.Run(context.Background(), sim.Options{Server: server, ProjectDir: dir, Agent: rec.Agent, Purpose: rec.Purpose,
-		Out: os.Stderr, ServeStderr: os.Stderr})
-	if err != nil {
-		fmt.Fprintf(os.Stderr, "fake %s: %v\n", client, err)
-		return 1
+	model := &fakeModel{client: client, args: args, dir: dir}
+	for _, call := range strings.Split(os.Getenv("AIPM_FAKE_TOOLS"), ",") {
+		if tool, file, _ := strings.Cut(call, ":"); tool != "" {
+			model.toolCall(tool, file)
+		}
 	}
-	if client == "claude" && hasArg(args, "--output-format", "json") {
-		var denials []map[string]string
-		for _, tool := range strings.Split(os.Getenv("AIPM_FAKE_DENY"), ",") {
-			if tool != "" {
-				denials = append(denials, map[string]string{"tool_name": tool})
+	opts := sim.Options{Server: server, ProjectDir: dir, Agent: rec.Agent, Purpose: rec.Purpose, Out: os.Stderr, ServeStderr: os.Stderr}
+	if human := os.Getenv("AIPM_FAKE_BLOCKED_BY"); human != "" {
+		opts.Between = func(ctx context.Context, task string, step int) {
+			if step == 0 {
+				model.blockedBy(human, task)
+				model.toolCall("Bash", "")
 			}
 		}
-		json.NewEncoder(os.Stdout).Encode(map[string]any{"type": "result", "result": "fake claude: done", "permission_denials": denials})
 	}
-	return 0
+	if err := sim.Run(context.Background(), opts); err != nil {
+		return err
+	}
+	if model.err != nil {
+		return model.err
+	}
+	switch {
+	case client == "claude" && hasArg(args, "--output-format", "json"):
+		for i, tool := range strings.Split(os.Getenv("AIPM_FAKE_DENY"), ",") {
+			if tool != "" {
+				model.denials = append(model.denials, map[string]any{"tool_name": tool, "tool_use_id": fmt.Sprintf("toolu_deny%d", i), "tool_input": map[string]any{}})
+			}
+		}
+		if model.denials == nil {
+			model.denials = []map[string]any{}
+		}
+		return json.NewEncoder(os.Stdout).Encode(map[string]any{"type": "result", "subtype": "success", "result": "fake claude: done", "permission_denials": model.denials})
+	case client == "codex" && slices.Contains(args, "--json"):
+		return fakeCodexEvents(os.Stdout)
+	}
+	return nil
+}
+
+// fakeRoot says whether the fake client runs as root: the user
+// $AIPM_TEST_EUID names, else its own.
+func fakeRoot() bool {
+	if uid, err := strconv.Atoi(os.Getenv(envTestEUID)); err == nil {
+		return uid == 0
+	}
+	return os.Geteuid() == 0
+}
+
+// fakeModel is what the fake client's model does besides aipm's tools:
+// its own tool calls, through the client's PreToolUse hook.
+type fakeModel struct {
+	client  string
+	args    []string
+	dir     string
+	calls   int
+	denials []map[string]any // as claude -p's permission_denials
+	err     error
+}
+
+// toolCall is one call of the client's tool (file: the file a writing
+// tool writes), which its PreToolUse hook may deny, as Claude Code runs
+// it: the command of --settings' hooks.PreToolUse, through sh, the event
+// on stdin.
+func (m *fakeModel) toolCall(tool, file string) {
+	m.calls++
+	id := fmt.Sprintf("toolu_fake%d", m.calls)
+	input := map[string]any{"command": "make test"}
+	if file != "" {
+		input = map[string]any{"file_path": filepath.Join(m.dir, file), "content": "x"}
+	}
+	command, err := preToolUseHook(m.args)
+	if err != nil {
+		m.err = err
+		return
+	}
+	event, _ := json.Marshal(map[string]any{"session_id": "fake-session", "hook_event_name": "PreToolUse", "cwd": m.dir,
+		"tool_name": tool, "tool_input": input, "tool_use_id": id})
+	cmd := exec.Command("sh", "-c", command)
+	cmd.Stdin, cmd.Stderr = strings.NewReader(string(event)), os.Stderr
+	out, err := cmd.Output()
+	if err != nil {
+		m.err = fmt.Errorf("PreToolUse hook %q: %v", command, err)
+		return
+	}
+	var answer struct {
+		Specific struct {
+			Decision string `json:"permissionDecision"`
+		} `json:"hookSpecificOutput"`
+	}
+	if len(strings.TrimSpace(string(out))) > 0 {
+		if err := json.Unmarshal(out, &answer); err != nil {
+			m.err = fmt.Errorf("PreToolUse hook printed %q: %v", out, err)
+			return
+		}
+	}
+	if answer.Specific.Decision == "deny" {
+		m.denials = append(m.denials, map[string]any{"tool_name": tool, "tool_use_id": id, "tool_input": input})
+	}
+}
+
+// blockedBy has the human block task, as a human does while the agent
+// works (aipm task status, without the agent's credential).
+func (m *fakeModel) blockedBy(human, task string) {
+	cmd := exec.Command("aipm", "task", "status", task, "blocked", "--reason", "the spec changed", "--as", human)
+	cmd.Dir = m.dir
+	for _, kv := range os.Environ() {
+		if k, _, _ := strings.Cut(kv, "="); !strings.HasPrefix(k, "AIPM_") || k == envTestEUID {
+			cmd.Env = append(cmd.Env, kv)
+		}
+	}
+	if out, err := cmd.CombinedOutput(); err != nil {
+		m.err = fmt.Errorf("block %s as %s: %v: %s", task, human, err, out)
+	}
+}
+
+// preToolUseHook is the command of the PreToolUse hook claude's
+// --settings JSON names.
+func preToolUseHook(args []string) (string, error) {
+	for i := 0; i+1 < len(args); i++ {
+		if args[i] != "--settings" {
+			continue
+		}
+		var settings struct {
+			Hooks map[string][]struct {
+				Hooks []struct {
+					Command string `json:"command"`
+				} `json:"hooks"`
+			} `json:"hooks"`
+		}
+		if err := json.Unmarshal([]byte(args[i+1]), &settings); err != nil {
+			return "", fmt.Errorf("--settings: %v", err)
+		}
+		if groups := settings.Hooks["PreToolUse"]; len(groups) > 0 && len(groups[0].Hooks) > 0 {
+			return groups[0].Hooks[0].Command, nil
+		}
+	}
+	return "", fmt.Errorf("no PreToolUse hook in --settings")
+}
+
+// fakeCodexEvents prints codex exec --json's events of a run that did
+// its work, and, for AIPM_FAKE_REFUSE, writes the session record of the
+// calls its sandbox refused, as Codex 0.171.0 was seen to (a
+// read-only sandbox: "patch rejected: writing is blocked by read-only
+// sandbox; rejected by user approval settings", and a command's
+// "Read-only file system", neither of them an event).
+func fakeCodexEvents(w io.Writer) error {
+	thread := fmt.Sprintf("01a236c3-357c-7d22-839e-%012x", time.Now().UnixNano()&0xffffffffffff)
+	enc := json.NewEncoder(w)
+	enc.Encode(map[string]any{"type": "thread.started", "thread_id": thread})
+	enc.Encode(map[string]any{"type": "turn.started"})
+	var record []map[string]any
+	call := func(id, command, output string) {
+		record = append(record,
+			map[string]any{"type": "response_item", "payload": map[string]any{"type": "function_call", "name": "exec_command", "arguments": fmt.Sprintf(`{"cmd": %q}`, command), "call_id": id}},
+			map[string]any{"type": "response_item", "payload": map[string]any{"type": "function_call_output", "call_id": id, "output": output}})
+	}
+	for _, what := range strings.Split(os.Getenv("AIPM_FAKE_REFUSE"), ",") {
+		switch what {
+		case "patch":
+			call("call_patch", "apply_patch <<'EOF'\n*** Begin Patch\n*** Add File: hello.txt\n+hello\n*** End Patch\nEOF\n",
+				"patch rejected: writing is blocked by read-only sandbox; rejected by user approval settings")
+		case "write":
+			call("call_write", "echo hi > x.txt",
+				"Chunk ID: c90313\nWall time: 0.0000 seconds\nProcess exited with code 1\nOriginal token count: 12\nOutput:\n/bin/bash: line 1: x.txt: Read-only file system\n")
+		}
+	}
+	call("call_ls", "ls", "Chunk ID: 9fb65c\nWall time: 0.0000 seconds\nProcess exited with code 0\nOriginal token count: 3\nOutput:\nx.go\n")
+	enc.Encode(map[string]any{"type": "item.started", "item": map[string]any{"id": "item_1", "type": "command_execution", "command": "/bin/bash -lc ls", "aggregated_output": "", "exit_code": nil, "status": "in_progress"}})
+	enc.Encode(map[string]any{"type": "item.completed", "item": map[string]any{"id": "item_1", "type": "command_execution", "command": "/bin/bash -lc ls", "aggregated_output": "x.go\n", "exit_code": 0, "status": "completed"}})
+	enc.Encode(map[string]any{"type": "item.completed", "item": map[string]any{"id": "item_2", "type": "agent_message", "text": "fake codex: done"}})
+	enc.Encode(map[string]any{"type": "turn.completed", "usage": map[string]any{"input_tokens": 1, "cached_input_tokens": 0, "output_tokens": 1}})
+	home := os.Getenv("CODEX_HOME")
+	if home == "" {
+		home = filepath.Join(os.Getenv("HOME"), ".codex")
+	}
+	now := time.Now().UTC()
+	dir := filepath.Join(home, "sessions", now.Format("2006"), now.Format("01"), now.Format("02"))
+	if err := os.MkdirAll(dir, 0o755); err != nil {
+		return err
+	}
+	var b strings.Builder
+	for _, r := range record {
+		line, _ := json.Marshal(r)
+		b.Write(append(line, '\n'))
+	}
+	return os.WriteFile(filepath.Join(dir, "rollout-"+now.Format("2006-01-02T15-04-05")+"-"+thread+".jsonl"), []byte(b.String()), 0o644)
 }
 
 func appendFakeRecord(rec fakeClientRecord) error {

@@ -28,13 +28,20 @@ project and the aipm loop. The credential stays in the environment:
 AIPM_PASSKEY_FILE, or the passkey saved by aipm agent passkey ID --save. The
 user's own client settings are not touched.
 
---access: read (read the project; no edit, no command), project (the
-default: edit files and run commands inside the project), full (anything,
-without asking). Arguments after -- go to the client as they are.
+--access: read (read the project; no edit, no command; Codex runs commands
+that do not write), project (the default: edit files and run commands
+inside the project), full (do anything, without asking). Arguments after --
+go to the client as they are. Claude Code refuses full to root: aipm launch
+then does not start it, and says why with the fixes.
 
-When Claude Code refused tool calls, the agent's human (its parent, else the
-project's humans) gets a system message naming them: a task reported done
-by an agent whose edits were refused is not a silent success.`,
+When the client refused tool calls (Claude Code's permission_denials;
+Codex's sandbox refusing a patch or a command's write, read from its
+session record under $CODEX_HOME/sessions), the agent's human (its parent,
+else the project's humans) gets a system message naming them, with the fix:
+a task reported done by an agent whose edits were refused is not a silent
+success. The calls aipm's own hook denied (while an interrupt waits, a
+write under another's lease) are aipm's rules at work: one line of the
+run's log says them, and nobody is told to widen anything.`,
 		Example: `  AIPM_AGENT_ID=coder aipm launch claude
   aipm launch codex --agent coder --model gpt-5-codex
   aipm launch claude --agent coder --access read -- --max-turns 50`,
@@ -83,7 +90,7 @@ func launchRun(ctx context.Context, e *env, spec launch.Spec) error {
 		return err
 	}
 	err = launch.Run(ctx, launch.Options{Store: store, Config: cfg, Agent: agent, Spec: spec,
-		Getenv: e.getenv, Stdout: e.stdout, Stderr: e.stderr})
+		Getenv: e.getenv, Stdout: e.stdout, Stderr: e.stderr, Root: e.root})
 	var ee *exec.ExitError
 	if errors.As(err, &ee) {
 		code := ee.ExitCode()

@@ -8,6 +8,7 @@ import (
 	"errors"
 	"fmt"
 	"io/fs"
+	"net"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -36,6 +37,7 @@ func TestMain(m *testing.M) {
 	testscript.Main(m, map[string]func(){
 		"aipm": func() {
 			pretendFilesystem()
+			pretendUser()
 			os.Exit(mainExit())
 		},
 		// claude and codex are stand-ins for the real clients
@@ -65,9 +67,27 @@ func pretendFilesystem() {
 	}
 }
 
+// envTestEUID, in a script's environment, is the effective user id the
+// aipm it runs and the fake clients take themselves to run as (0: root).
+// Only this test binary reads it; every script starts as 1000, not root,
+// whoever runs the tests.
+const envTestEUID = "AIPM_TEST_EUID"
+
+func pretendUser() {
+	if uid, err := strconv.Atoi(os.Getenv(envTestEUID)); err == nil {
+		effectiveUID = func() int { return uid }
+	}
+}
+
 // TestScripts runs testdata/script/*.txtar: the CLI's behaviour, one
 // command per script. UPDATE_SCRIPTS=1 rewrites cmp targets.
+//
+// Every script's clients have a model endpoint that is there: a loopback
+// listener that accepts and closes, named by ANTHROPIC_BASE_URL and, in
+// $CODEX_HOME/config.toml, openai_base_url, with a credential for each
+// (what aipm doctor looks at; the fake clients send nothing).
 func TestScripts(t *testing.T) {
+	endpoint := loopbackEndpoint(t)
 	testscript.Run(t, testscript.Params{
 		Dir:                 filepath.Join("..", "..", "testdata", "script"),
 		RequireExplicitExec: true,
@@ -75,7 +95,17 @@ func TestScripts(t *testing.T) {
 		Setup: func(e *testscript.Env) error {
 			e.Setenv("AIPM_DIR", "")
 			e.Setenv(mcpserver.EnvCheckSchemas, "1")
-			return nil
+			e.Setenv(envTestEUID, "1000")
+			e.Setenv("ENDPOINT", endpoint)
+			e.Setenv("ANTHROPIC_BASE_URL", "http://"+endpoint)
+			e.Setenv("ANTHROPIC_API_KEY", "test-key")
+			codexHome := filepath.Join(e.WorkDir, ".codex-home")
+			if err := os.MkdirAll(codexHome, 0o755); err != nil {
+				return err
+			}
+			e.Setenv("CODEX_HOME", codexHome)
+			e.Setenv("CODEX_API_KEY", "test-key")
+			return os.WriteFile(filepath.Join(codexHome, "config.toml"), []byte(`openai_base_url = "http://`+endpoint+`/v1"`+"\n"), 0o644)
 		},
 		Cmds: map[string]func(ts *testscript.TestScript, neg bool, args []string){
 			"tear":               cmdTear,
@@ -98,6 +128,27 @@ func TestScripts(t *testing.T) {
 			"expand":             cmdExpand,
 		},
 	})
+}
+
+// loopbackEndpoint listens on a loopback port for the test's life,
+// accepting and closing every connection: a model endpoint that can be
+// reached. It returns host:port.
+func loopbackEndpoint(t *testing.T) string {
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { ln.Close() })
+	go func() {
+		for {
+			c, err := ln.Accept()
+			if err != nil {
+				return
+			}
+			c.Close()
+		}
+	}()
+	return ln.Addr().String()
 }
 
 // expand FILE replaces $VAR and ${VAR} in FILE with the script's

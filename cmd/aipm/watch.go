@@ -77,6 +77,7 @@ func watchRun(cmd *cobra.Command, o *watchOptions) error {
 	if cfg, err := store.LoadConfig(); err == nil {
 		for _, a := range cfg.Agents {
 			launch.WarnMissing(o.e.stderr, o.e.getenv("PATH"), a)
+			launch.WarnRoot(o.e.stderr, o.e.host(), a)
 		}
 	}
 	d := watcher.New(store, slog.New(h))

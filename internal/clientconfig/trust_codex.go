@@ -118,10 +118,16 @@ func codexHasServer(project string) (bool, error) {
 // codexConfigPath is the user's Codex config: $CODEX_HOME/config.toml,
 // else $HOME/.codex/config.toml.
 func codexConfigPath(getenv func(string) string) string {
+	return filepath.Join(CodexHome(getenv), "config.toml")
+}
+
+// CodexHome is Codex's own folder of the user (its config, login and
+// session records): $CODEX_HOME, else $HOME/.codex.
+func CodexHome(getenv func(string) string) string {
 	if home := getenv("CODEX_HOME"); home != "" {
-		return filepath.Join(home, "config.toml")
+		return home
 	}
-	return filepath.Join(getenv("HOME"), ".codex", "config.toml")
+	return filepath.Join(getenv("HOME"), ".codex")
 }
 
 // readCodexConfig reads the user's Codex config; a missing one (missing

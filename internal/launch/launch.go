@@ -14,16 +14,22 @@
 //   - launch.go: what a command line says (Spec, SpecOf, Flags), each
 //     client's command line (claudeLaunchArgs, codexLaunchArgs) and the
 //     opening prompt.
-//   - run.go: the client started and waited for (Run); the tool calls it
-//     refused told to the agent's human.
+//   - run.go: the client started and waited for (Run); what it refused
+//     told to the agent's human.
+//   - refusals.go: the client's refusals read from its output, told apart
+//     from the calls aipm's own hook denied, and the sentence with the fix;
+//     codex.go: Codex's --json events and its record of the session.
 //   - starts.go, problems.go: what aipm watch starts for an agent and what
 //     it may do (Starts), and what stops it (StartProblems, for doctor).
+//   - checks.go: what the clients need of the machine (CheckClients, for
+//     doctor): not root for Claude Code's full access, a version as new as
+//     the one tested, a model endpoint there, its sandbox's programs.
 package launch
 
 import (
-	"bytes"
 	"encoding/json"
 	"fmt"
+	"io"
 	"path/filepath"
 	"slices"
 	"strings"
@@ -37,9 +43,9 @@ import (
 
 // Access levels: what a launched client may do beyond aipm's tools.
 const (
-	AccessRead    = "read"    // read the project; no edit, no command
+	AccessRead    = "read"    // read the project; no edit (Codex: commands that do not write)
 	AccessProject = "project" // edit files and run commands inside the project
-	AccessFull    = "full"    // everything, without asking
+	AccessFull    = "full"    // do anything, without asking
 )
 
 // AccessLevels are the access levels, narrowest first.
@@ -59,7 +65,7 @@ type Spec struct {
 func Flags(spec *Spec) *pflag.FlagSet {
 	fs := pflag.NewFlagSet("launch", pflag.ContinueOnError)
 	fs.StringVar(&spec.Model, "model", "", "the client's model (its --model); default: the client's own")
-	fs.StringVar(&spec.Access, "access", AccessProject, "what the agent may do: read (the project, no edit or command), project (edit files and run commands inside the project), full (anything, without asking)")
+	fs.StringVar(&spec.Access, "access", AccessProject, "what the agent may do: read (the project, no edit; Codex also runs commands that do not write), project (edit files and run commands inside the project), full (do anything, without asking)")
 	fs.StringVar(&spec.Agent, "agent", "", "the agent to start (default $AIPM_AGENT_ID, as aipm watch sets it)")
 	return fs
 }
@@ -116,13 +122,18 @@ func (spec Spec) Command() []string {
 	return cmd
 }
 
-// May is what an agent launched with spec may do, for agent list and doctor.
+// May is what an agent launched with spec may do, for agent list and
+// doctor ("it may ..."): each client's own terms of its access level.
 func (spec Spec) May() string {
 	switch spec.Access {
 	case AccessRead:
+		if spec.Client == "codex" {
+			// Codex's read-only sandbox runs commands and fails their writes.
+			return "read the project and run commands that do not write; no edit"
+		}
 		return "read the project; no edit, no command"
 	case AccessFull:
-		return "anything, without asking"
+		return "do anything, without asking"
 	}
 	return "edit files and run commands inside the project"
 }
@@ -135,17 +146,25 @@ func (nopWriter) Write(p []byte) (int, error) { return len(p), nil }
 type launchClient struct {
 	program string // the executable looked up on PATH
 	install string // how to get it, for the sentence when it is missing
+	pkg     string // its npm package, for the update aipm doctor suggests
+	// tested is the version of the client aipm's end-to-end tests drive
+	// (testdata/realclients/package.json pins it): aipm doctor warns of
+	// an older one.
+	tested string
 	// argv is the client's command line (without the program): exe is
 	// this aipm's absolute path (the MCP server and the hooks run it).
 	argv func(spec Spec, exe, hookWord, prompt string) []string
-	// finish reads the client's stdout (captured when set) after it exits:
-	// what it prints for the run's log, and the tool calls it refused.
-	finish func(stdout []byte) (text string, refused []string)
+	// output reads what the client prints on stdout as it runs, writing
+	// the text for the run's log to log, and says at the end which tool
+	// calls it refused (refusals.go).
+	output func(spec Spec, log io.Writer, getenv func(string) string) clientOutput
 }
 
 var launchClients = map[string]launchClient{
-	"claude": {program: "claude", install: "install Claude Code (npm install -g @anthropic-ai/claude-code)", argv: claudeLaunchArgs, finish: claudeFinish},
-	"codex":  {program: "codex", install: "install Codex CLI (npm install -g @openai/codex)", argv: codexLaunchArgs},
+	"claude": {program: "claude", install: "install Claude Code (npm install -g @anthropic-ai/claude-code)", pkg: "@anthropic-ai/claude-code", tested: "2.1.332",
+		argv: claudeLaunchArgs, output: newClaudeOutput},
+	"codex": {program: "codex", install: "install Codex CLI (npm install -g @openai/codex)", pkg: "@openai/codex", tested: "0.171.0",
+		argv: codexLaunchArgs, output: newCodexOutput},
 }
 
 // Missing is the one sentence for a client that is not on PATH, or
@@ -217,34 +236,16 @@ func claudeLaunchArgs(spec Spec, exe, hookWord, prompt string) []string {
 	return append(args, spec.Extra...)
 }
 
-// claudeFinish reads claude -p's JSON result: its text for the log and
-// the tools whose calls were refused (permission_denials).
-func claudeFinish(stdout []byte) (string, []string) {
-	var r struct {
-		Result  string `json:"result"`
-		Denials []struct {
-			Tool string `json:"tool_name"`
-		} `json:"permission_denials"`
-	}
-	if err := json.Unmarshal(bytes.TrimSpace(stdout), &r); err != nil {
-		return string(stdout), nil // not the JSON result: pass it on as it is
-	}
-	var refused []string
-	for _, d := range r.Denials {
-		refused = append(refused, d.Tool)
-	}
-	return r.Result + "\n", refused
-}
-
 // codexLaunchArgs: codex exec with aipm's server and hooks given on the
 // command line (a project Codex never trusted ignores .codex/), the server
 // required (started before the first turn), its tools approved, the
 // credential variables passed through, and the access level as the
 // sandbox. aipm's hooks are its own, checked by aipm, so the run skips
-// Codex's review of hooks (--dangerously-bypass-hook-trust).
+// Codex's review of hooks (--dangerously-bypass-hook-trust). Its events
+// come as JSON lines (--json), which aipm launch reads (codexOutput).
 func codexLaunchArgs(spec Spec, exe, hookWord, prompt string) []string {
 	sandbox := map[string]string{AccessRead: "read-only", AccessProject: "workspace-write", AccessFull: "danger-full-access"}[spec.Access]
-	args := []string{"exec", "--skip-git-repo-check", "--sandbox", sandbox, "--dangerously-bypass-hook-trust"}
+	args := []string{"exec", "--json", "--skip-git-repo-check", "--sandbox", sandbox, "--dangerously-bypass-hook-trust"}
 	set := func(key, value string) { args = append(args, "-c", key+"="+value) }
 	server := "mcp_servers." + clientconfig.ServerName
 	set(server+".command", tomlString(exe))

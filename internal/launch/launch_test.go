@@ -2,6 +2,8 @@ package launch
 
 import (
 	"encoding/json"
+	"os"
+	"path/filepath"
 	"reflect"
 	"slices"
 	"strings"
@@ -183,4 +185,24 @@ func TestExampleLaunchCommands(t *testing.T) {
 func sameJSON(a, b []byte) bool {
 	var va, vb any
 	return json.Unmarshal(a, &va) == nil && json.Unmarshal(b, &vb) == nil && reflect.DeepEqual(va, vb)
+}
+
+// TestClientsPinned: the versions aipm doctor compares a client with are
+// the ones the end-to-end tests install (testdata/realclients/package.json).
+func TestClientsPinned(t *testing.T) {
+	data, err := os.ReadFile(filepath.Join("..", "..", "testdata", "realclients", "package.json"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	var pkg struct {
+		Dependencies map[string]string `json:"dependencies"`
+	}
+	if err := json.Unmarshal(data, &pkg); err != nil {
+		t.Fatal(err)
+	}
+	for name, c := range launchClients {
+		if got := pkg.Dependencies[c.pkg]; got != c.tested {
+			t.Errorf("%s: tested %q, but testdata/realclients pins %s at %q", name, c.tested, c.pkg, got)
+		}
+	}
 }

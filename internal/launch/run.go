@@ -1,7 +1,6 @@
 package launch
 
 import (
-	"bytes"
 	"context"
 	"errors"
 	"fmt"
@@ -9,7 +8,6 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
-	"strings"
 	"syscall"
 	"time"
 
@@ -28,17 +26,34 @@ type Options struct {
 	Spec           Spec
 	Getenv         func(string) string
 	Stdout, Stderr io.Writer
+	// Root says aipm launch runs as root (os.Geteuid() == 0): Claude Code
+	// then refuses --access full (rootRefusesFull).
+	Root bool
 }
 
 // Run starts the client of o.Spec headless as o.Agent and waits for it:
 // aipm launch. A client that exits with a failure is an error wrapping
-// its *exec.ExitError.
+// its *exec.ExitError. A client that will refuse to start (Claude Code
+// with --access full as root) is not started: its human is told why, with
+// the fix. When the client has exited, the tool calls it refused by its
+// own permissions or sandbox reach its human in one sentence with the fix
+// (reportRefused); the calls aipm's own hook denied are one line of the
+// run's log.
 func Run(ctx context.Context, o Options) error {
 	store, cfg, agent, spec := o.Store, o.Config, o.Agent, o.Spec
 	c := launchClients[spec.Client]
 	program := shell.LookPath(o.Getenv("PATH"), c.program)
 	if program == "" {
 		return fmt.Errorf("launch: %s", Missing(o.Getenv("PATH"), spec))
+	}
+	if msg := RootProblem(spec, agent, o.Root, o.Getenv); msg != "" {
+		tellOutcome(ctx, o, fsstore.OutcomeFailed, msg)
+		return fmt.Errorf("launch: %s was not started", c.program)
+	}
+	// The hooks the client runs record the calls they deny under this id.
+	launchID := o.Getenv(fsstore.EnvRunID)
+	if fsstore.CheckID(fsstore.PrefixRun, launchID) != nil {
+		launchID = fsstore.NewID(fsstore.PrefixRun)
 	}
 	env := os.Environ()
 	if o.Getenv(fsstore.EnvPasskeyFile) == "" && o.Getenv(fsstore.EnvPasskey) == "" {
@@ -49,7 +64,7 @@ func Run(ctx context.Context, o Options) error {
 		}
 		env = append(env, fsstore.EnvPasskeyFile+"="+cred)
 	}
-	env = append(env, fsstore.EnvAgentID+"="+agent, fsstore.EnvProjectDir+"="+store.ProjectDir())
+	env = append(env, fsstore.EnvAgentID+"="+agent, fsstore.EnvProjectDir+"="+store.ProjectDir(), fsstore.EnvLaunchID+"="+launchID)
 	exe, err := os.Executable()
 	if err != nil {
 		return fmt.Errorf("launch: cannot find this aipm's path, which the client starts as its MCP server: %w", err)
@@ -66,20 +81,10 @@ func Run(ctx context.Context, o Options) error {
 	cmd.Dir = store.ProjectDir()
 	cmd.Env = env
 	cmd.Stderr = o.Stderr
-	var out bytes.Buffer
-	if c.finish != nil {
-		cmd.Stdout = &out
-	} else {
-		cmd.Stdout = o.Stdout
-	}
+	out := c.output(spec, o.Stdout, o.Getenv)
+	cmd.Stdout = out
 	runErr := cmd.Run()
-	if c.finish != nil {
-		text, refused := c.finish(out.Bytes())
-		fmt.Fprint(o.Stdout, text)
-		if len(refused) > 0 {
-			reportRefused(ctx, o, refused)
-		}
-	}
+	reportRefused(ctx, o, launchID, out.refusals())
 	var ee *exec.ExitError
 	if errors.As(runErr, &ee) {
 		return fmt.Errorf("launch: %s ended: %w", c.program, ee)
@@ -90,44 +95,19 @@ func Run(ctx context.Context, o Options) error {
 	return nil
 }
 
-// reportRefused tells the agent's human that the client refused tool
-// calls: a system message to its parent when that is a human, else to
-// every human of the project; and a line in the run's log.
-func reportRefused(ctx context.Context, o Options, refused []string) {
-	store, cfg, agent, spec := o.Store, o.Config, o.Agent, o.Spec
-	counts := map[string]int{}
-	var names []string
-	for _, t := range refused {
-		if counts[t] == 0 {
-			names = append(names, t)
-		}
-		counts[t]++
+// reportRefused says what was refused in the client run launchID: the
+// calls aipm's own hook denied (fsstore RunTable.TakeDenials) as one
+// line of the run's log, and the client's own refusals, the rest of
+// refused, to the agent's human as the run's outcome (tellOutcome).
+func reportRefused(ctx context.Context, o Options, launchID string, refused []refusal) {
+	denials, err := o.Store.Runs().TakeDenials(o.Agent, launchID)
+	if err != nil {
+		fmt.Fprintf(o.Stderr, "aipm: %v\n", err)
 	}
-	for i, n := range names {
-		if counts[n] > 1 {
-			names[i] = fmt.Sprintf("%s ×%d", n, counts[n])
-		}
+	if line := deniedLine(denials); line != "" {
+		fmt.Fprintln(o.Stderr, line)
 	}
-	msg := fmt.Sprintf("%s's %s refused %d tool call(s) (%s) with access %q: its work may be incomplete even if it reported done; "+
-		"widen what it may do with aipm agent set %s --client %s --access full, or check its log (aipm status)",
-		agent, spec.Client, len(refused), strings.Join(names, ", "), spec.Access, agent, spec.Client)
-	fmt.Fprintln(o.Stderr, "aipm: "+msg)
-	var to []string
-	if a, ok := cfg.Agent(agent); ok {
-		if p, ok := cfg.Agent(a.Parent); ok && p.Type == fsstore.AgentHuman {
-			to = []string{p.ID}
-		}
-	}
-	if len(to) == 0 {
-		for _, a := range cfg.Agents {
-			if a.Type == fsstore.AgentHuman {
-				to = append(to, a.ID)
-			}
-		}
-	}
-	for _, h := range to {
-		if _, err := store.Send(ctx, cfg, fsstore.OutgoingMessage{From: fsstore.SystemSender, To: h, Content: msg, Kind: fsstore.KindSystem}); err != nil {
-			fmt.Fprintf(o.Stderr, "aipm: tell %s: %v\n", h, err)
-		}
+	if client := ownDenials(refused, denials); len(client) > 0 {
+		tellOutcome(ctx, o, fsstore.OutcomeRefused, refusedProblem(o, client))
 	}
 }

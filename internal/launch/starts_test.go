@@ -17,8 +17,9 @@ func TestStarts(t *testing.T) {
 	}{
 		{nil, "", ""},
 		{[]string{"aipm", "launch", "claude"}, "claude", "edit files and run commands inside the project"},
-		{[]string{"/opt/aipm", "launch", "codex", "--access", "read"}, "codex", "read the project; no edit, no command"},
-		{[]string{"aipm", "launch", "claude", "--access", "full"}, "claude", "anything, without asking"},
+		{[]string{"/opt/aipm", "launch", "codex", "--access", "read"}, "codex", "read the project and run commands that do not write; no edit"},
+		{[]string{"aipm", "launch", "claude", "--access", "read"}, "claude", "read the project; no edit, no command"},
+		{[]string{"aipm", "launch", "claude", "--access", "full"}, "claude", "do anything, without asking"},
 		{[]string{"aipm", "launch", "gemini"}, "aipm launch (invalid)", ""},
 		{[]string{"aipm", "sim"}, "aipm sim", ""},
 		{[]string{"/usr/bin/python3", "agent.py"}, "python3", ""},

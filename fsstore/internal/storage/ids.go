@@ -23,7 +23,10 @@ const (
 	PrefixNotification = "ntf_"
 	PrefixSession      = "ses_"
 	PrefixLease        = "lse_"
-	prefixReceipt      = "rcp_"
+	// PrefixRun starts the id of one run of an agent's client: aipm
+	// watch's runs, and aipm launch's by hand.
+	PrefixRun     = "run_"
+	prefixReceipt = "rcp_"
 )
 
 const crockford = "0123456789ABCDEFGHJKMNPQRSTVWXYZ"

@@ -348,6 +348,20 @@ func (l layout) LogDir(agent string) (string, error) {
 	return filepath.Join(l.logsDir(), agent), nil
 }
 
+// DenialsPath is logs/<agent>/denials.<run>.jsonl: the tool calls aipm's
+// hook denied in one client run of agent, beside the run's log (out of
+// the watcher's sight, as logs/ is).
+func (l layout) DenialsPath(agent, run string) (string, error) {
+	dir, err := l.LogDir(agent)
+	if err != nil {
+		return "", err
+	}
+	if err := CheckID(PrefixRun, run); err != nil {
+		return "", err
+	}
+	return filepath.Join(dir, "denials."+run+".jsonl"), nil
+}
+
 // CredentialPath is credentials/<agent>.passkey (mode 0600, kept out of
 // git): the passkey the watcher hands to the agent processes it starts, as
 // a file named by AIPM_PASSKEY_FILE, never in an argument.

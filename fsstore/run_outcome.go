@@ -166,10 +166,8 @@ const maxLogLine = 240
 var ansiEscape = regexp.MustCompile(`\x1b(?:\[[0-9;?]*[ -/]*[@-~]|\][^\x07\x1b]*(?:\x07|\x1b\\)|[@-Z\\-_])`)
 
 // LastLogLine is the last meaningful line of a run's log (path absolute,
-// as Run.Log): the last one with a letter or a digit, without terminal
-// escapes, clipped; "" when there is none. A client's last words are most
-// often why it stopped ("Reconnecting... waiting for network", "claude
-// is not on PATH ...").
+// as Run.Log), as LastLine finds it in the log's last 16 KiB; "" when
+// there is none or the log cannot be read.
 func LastLogLine(path string) string {
 	f, err := os.Open(path)
 	if err != nil {
@@ -180,6 +178,15 @@ func LastLogLine(path string) string {
 		f.Seek(fi.Size()-logTail, io.SeekStart)
 	}
 	data, _ := io.ReadAll(io.LimitReader(f, logTail))
+	return LastLine(data)
+}
+
+// LastLine is the last meaningful line of a program's output: the last
+// one with a letter or a digit, without terminal escapes, clipped; ""
+// when there is none. A client's last words are most often why it
+// stopped ("Reconnecting... waiting for network", "claude is not on
+// PATH ...").
+func LastLine(data []byte) string {
 	data = ansiEscape.ReplaceAll(data, nil)
 	lines := bytes.FieldsFunc(data, func(r rune) bool { return r == '\n' || r == '\r' })
 	for i := len(lines) - 1; i >= 0; i-- {

@@ -56,7 +56,9 @@ import (
 // AIPM_FAKE_MODE plays a client that cannot work: "offline" one that
 // cannot reach its model (it says so, as Codex does, and waits for ever),
 // "notools" one that started without aipm's tools (it exits 0 having done
-// nothing, as Claude Code does when its MCP server connects late).
+// nothing, as Claude Code does when its MCP server connects late),
+// "unreachable" one that gives up on its model (exit 1, as Claude Code
+// does after its retries).
 
 // fakeClientRecord is one start of a fake client.
 type fakeClientRecord struct {
@@ -113,6 +115,8 @@ func fakeClientRun(client string, args []string) error {
 	case "notools":
 		fmt.Println("I have no tools to call aipm with.")
 		return nil
+	case "unreachable":
+		return errors.New("API Error: Unable to connect to API (ECONNREFUSED)")
 	}
 	serverOf := codexServerOf
 	if client == "claude" {

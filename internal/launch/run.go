@@ -8,6 +8,8 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"slices"
+	"sync"
 	"syscall"
 	"time"
 
@@ -80,19 +82,51 @@ func Run(ctx context.Context, o Options) error {
 	cmd.WaitDelay = 5 * time.Second
 	cmd.Dir = store.ProjectDir()
 	cmd.Env = env
-	cmd.Stderr = o.Stderr
-	out := c.output(spec, o.Stdout, o.Getenv)
+	// What the client says last, on either stream, is most often why it
+	// failed: its exit's error quotes it, so that the run's last log line
+	// (what its human is told) is the client's words, not only an exit
+	// status.
+	said := &tail{}
+	cmd.Stderr = io.MultiWriter(o.Stderr, said)
+	out := c.output(spec, io.MultiWriter(o.Stdout, said), o.Getenv)
 	cmd.Stdout = out
 	runErr := cmd.Run()
 	reportRefused(ctx, o, launchID, out.refusals())
 	var ee *exec.ExitError
 	if errors.As(runErr, &ee) {
+		if last := fsstore.LastLine(said.bytes()); last != "" {
+			return fmt.Errorf("launch: %s ended (%w), having said last: %s", c.program, ee, last)
+		}
 		return fmt.Errorf("launch: %s ended: %w", c.program, ee)
 	}
 	if runErr != nil {
 		return fmt.Errorf("launch: run %s: %w", c.program, runErr)
 	}
 	return nil
+}
+
+// tail keeps the last tailSize bytes written to it.
+type tail struct {
+	mu  sync.Mutex
+	buf []byte
+}
+
+const tailSize = 8 << 10
+
+func (t *tail) Write(p []byte) (int, error) {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	t.buf = append(t.buf, p...)
+	if over := len(t.buf) - tailSize; over > 0 {
+		t.buf = append(t.buf[:0], t.buf[over:]...)
+	}
+	return len(p), nil
+}
+
+func (t *tail) bytes() []byte {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	return slices.Clone(t.buf)
 }
 
 // reportRefused says what was refused in the client run launchID: the

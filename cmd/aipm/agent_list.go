@@ -100,11 +100,11 @@ func agentListRun(o *agentListOptions) error {
 		if key == "yes" && a.SavedPasskey == fsstore.SavedStale {
 			key = "STALE" // saved, and not its passkey: aipm doctor says more
 		}
-		starts := dash(a.Starts)
+		starts := table.Dash(a.Starts)
 		if a.May != "" {
 			starts += ": may " + a.May
 		}
-		t.Add(a.ID, a.Type, a.Role, dash(a.Parent), dash(a.Name), key, starts)
+		t.Add(a.ID, a.Type, a.Role, table.Dash(a.Parent), table.Dash(a.Name), key, starts)
 	}
 	t.Style = func(col int, cell string) string {
 		if col == 5 && (cell == "MISSING" || cell == "STALE") {

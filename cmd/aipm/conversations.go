@@ -8,6 +8,7 @@ import (
 	"github.com/spf13/cobra"
 
 	"aipm/fsstore"
+	"aipm/internal/status"
 	"aipm/internal/table"
 )
 
@@ -75,25 +76,8 @@ func conversationsRun(ctx context.Context, o *conversationsOptions) error {
 	if err != nil {
 		return fmt.Errorf("conversations: %w", err)
 	}
-	return conversationTable(cs, short).Print(o.e.stdout, o.e.colour, o.e.width)
+	return status.ConversationTable(cs, short).Print(o.e.stdout, o.e.colour, o.e.width)
 }
-
-// conversationTable is the one table of conversations (conversations and
-// status); short shows conversation and task ids (table.Shortener).
-func conversationTable(cs []fsstore.Conversation, short func(string) string) *table.Table {
-	t := &table.Table{Header: []string{"CONVERSATION", "STATE", "INITIATOR", "PARTICIPANT", "TURNS", "TASK", "PURPOSE"}, Cut: 6}
-	for _, c := range cs {
-		state := c.State
-		if c.EndReason != "" {
-			state += " (" + c.EndReason + ")"
-		}
-		t.Add(short(c.ID), state, c.Initiator, strings.Join(c.Others(c.Initiator), ", "), fmt.Sprintf("%d/%d", c.Turns, c.MaxTurns), dash(short(c.TaskID)), visible(oneLine(c.Purpose)))
-	}
-	return t
-}
-
-// oneLine folds runs of white space (newlines included) into one space.
-func oneLine(s string) string { return strings.Join(strings.Fields(s), " ") }
 
 type conversationShowOptions struct {
 	e    *env
@@ -257,23 +241,5 @@ func delegationsRun(o *delegationsOptions) error {
 	if err != nil {
 		return fmt.Errorf("delegations: %w", err)
 	}
-	return delegationTable(ds, o.All, short).Print(o.e.stdout, o.e.colour, o.e.width)
-}
-
-// delegationTable is the one table of delegations (delegations and status);
-// short shows delegation and task ids (table.Shortener).
-func delegationTable(ds []fsstore.Delegation, results bool, short func(string) string) *table.Table {
-	t := &table.Table{Header: []string{"DELEGATION", "STATUS", "AGENT", "TO", "TASK", "PURPOSE"}, Cut: 5}
-	if results {
-		t.Header = append(t.Header, "RESULT")
-		t.Cut = 6
-	}
-	for _, d := range ds {
-		row := []string{short(d.ID), d.Status, d.Agent, d.Target, dash(short(d.TaskID)), visible(oneLine(d.Purpose))}
-		if results {
-			row = append(row, dash(visible(oneLine(d.Result))))
-		}
-		t.Add(row...)
-	}
-	return t
+	return status.DelegationTable(ds, o.All, short).Print(o.e.stdout, o.e.colour, o.e.width)
 }

@@ -7,6 +7,7 @@ import (
 	"github.com/spf13/cobra"
 
 	"aipm/fsstore"
+	"aipm/internal/table"
 )
 
 type interruptOptions struct {
@@ -72,7 +73,7 @@ func interruptRun(cmd *cobra.Command, o *interruptOptions) error {
 			return err
 		}
 		if t.Assignee != o.Agent {
-			return usageError("task %s is assigned to %s, not %s: interrupt its assignee, or leave out --task", t.ID, dash(t.Assignee), o.Agent)
+			return usageError("task %s is assigned to %s, not %s: interrupt its assignee, or leave out --task", t.ID, table.Dash(t.Assignee), o.Agent)
 		}
 		in.Task = &t
 	}

@@ -10,7 +10,7 @@ import (
 
 	"aipm/fsstore"
 	"aipm/internal/gitstaged"
-	"aipm/internal/table"
+	"aipm/internal/status"
 )
 
 // File leases (DESIGN section 18): humans take, release and break them
@@ -70,21 +70,7 @@ func leasesRun(o *leasesOptions) error {
 		_, err := fmt.Fprintln(o.e.stdout, "no leases: take one with aipm leases take PATH")
 		return err
 	}
-	return leaseTable(leases).Print(o.e.stdout, o.e.colour, o.e.width)
-}
-
-// leaseTable is the one table of leases (leases and status).
-func leaseTable(leases []fsstore.Lease) *table.Table {
-	t := &table.Table{Header: []string{"HOLDER", "MODE", "PATHS", "EXPIRES", "REASON"}, Cut: 4}
-	for _, l := range leases {
-		mode := leaseMode(l)
-		left := max(time.Until(l.ExpiresAt), 0).Truncate(time.Second).String()
-		if d := time.Until(l.ExpiresAt); d >= time.Minute {
-			left = strings.TrimSuffix(d.Truncate(time.Minute).String(), "0s") // 1h59m
-		}
-		t.Add(l.Holder, mode, visible(strings.Join(l.Paths, " ")), "in "+left, dash(visible(oneLine(l.Reason))))
-	}
-	return t
+	return status.LeaseTable(leases).Print(o.e.stdout, o.e.colour, o.e.width)
 }
 
 type leasesTakeOptions struct {
@@ -407,12 +393,4 @@ func leasesInstallHookRun(cmd *cobra.Command, o *leasesInstallHookOptions) error
 		_, err = fmt.Fprintf(o.e.stdout, "%s runs aipm leases check --staged before each commit\n", path)
 	}
 	return err
-}
-
-// leaseMode is how l holds its paths: exclusive or shared.
-func leaseMode(l fsstore.Lease) string {
-	if l.Exclusive {
-		return "exclusive"
-	}
-	return "shared"
 }

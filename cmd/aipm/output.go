@@ -2,10 +2,8 @@ package main
 
 import (
 	"fmt"
-	"strings"
 	"time"
 
-	"aipm/fsstore"
 	"aipm/internal/table"
 	"aipm/internal/transcript"
 )
@@ -17,21 +15,6 @@ var (
 	writeJSONLine = transcript.WriteJSONLine
 )
 
-// statusStyle colours task statuses: what needs a person stands out.
-func statusStyle(status string) string {
-	switch strings.Fields(status + " ")[0] {
-	case fsstore.StatusBlocked:
-		return "31" // red
-	case fsstore.StatusInProgress:
-		return "33" // yellow
-	case fsstore.StatusDone:
-		return "32" // green
-	case fsstore.StatusCancelled:
-		return "2" // dim
-	}
-	return ""
-}
-
 // printer prints messages and notifications as this command shows them.
 func (e *env) printer() *transcript.Printer {
 	return &transcript.Printer{Stdout: e.stdout, Stderr: e.stderr, UTC: e.utc}
@@ -39,13 +22,6 @@ func (e *env) printer() *transcript.Printer {
 
 // timeText renders t in local time, or UTC with --utc; zero is "".
 func (e *env) timeText(t time.Time) string { return e.printer().TimeText(t) }
-
-func dash(s string) string {
-	if s == "" {
-		return "-"
-	}
-	return s
-}
 
 func plural(n int, what string) string {
 	if n == 1 {

@@ -1,6 +1,7 @@
 package main
 
 import (
+	"aipm/internal/status"
 	"aipm/internal/table"
 	"os"
 	"strings"
@@ -12,7 +13,7 @@ import (
 func TestTableColour(t *testing.T) {
 	tab := &table.Table{Header: []string{"ID", "STATUS", "TITLE"}, Style: func(col int, cell string) string {
 		if col == 1 {
-			return statusStyle(cell)
+			return status.TaskStyle(cell)
 		}
 		return ""
 	}}

@@ -6,6 +6,7 @@ import (
 	"github.com/spf13/cobra"
 
 	"aipm/fsstore"
+	"aipm/internal/status"
 	"aipm/internal/table"
 )
 
@@ -94,11 +95,11 @@ func taskListRun(o *taskListOptions) error {
 	}
 	t := &table.Table{Header: []string{"ID", "STATUS", "PRIORITY", "ASSIGNEE", "UPDATED", "TITLE"}, Cut: 5}
 	for _, task := range tasks {
-		t.Add(short(task.ID), statusText(task), task.Priority, dash(task.Assignee), o.e.age(task.UpdatedAt), visible(oneLine(task.Title)))
+		t.Add(short(task.ID), statusText(task), task.Priority, table.Dash(task.Assignee), o.e.age(task.UpdatedAt), visible(table.OneLine(task.Title)))
 	}
 	t.Style = func(col int, cell string) string {
 		if col == 1 {
-			return statusStyle(cell)
+			return status.TaskStyle(cell)
 		}
 		return ""
 	}

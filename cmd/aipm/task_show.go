@@ -7,6 +7,7 @@ import (
 	"github.com/spf13/cobra"
 
 	"aipm/fsstore"
+	"aipm/internal/status"
 )
 
 type taskShowOptions struct {
@@ -101,7 +102,7 @@ func taskLeases(e *env, store *fsstore.Store, id string) (string, error) {
 	var lines []string
 	for _, l := range leases {
 		if l.TaskID == id {
-			lines = append(lines, fmt.Sprintf("%s holds %s (%s) until %s", l.Holder, strings.Join(l.Paths, ", "), leaseMode(l), e.timeText(l.ExpiresAt)))
+			lines = append(lines, fmt.Sprintf("%s holds %s (%s) until %s", l.Holder, strings.Join(l.Paths, ", "), status.LeaseMode(l), e.timeText(l.ExpiresAt)))
 		}
 	}
 	return strings.Join(lines, "\n"), nil

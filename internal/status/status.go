@@ -1,7 +1,8 @@
 // Package status is what aipm status reports of a project: its agents
 // with their live sessions and unread counts, the tasks by status, the
 // pending triggers, open conversations and delegations, the watcher and
-// the agent processes it started, and the live file leases.
+// the agent processes it started, and the live file leases; and how it
+// prints them (Print).
 package status
 
 import (

@@ -224,3 +224,14 @@ func Visible(s string) string {
 	}
 	return b.String()
 }
+
+// Dash is how a table shows an empty cell: "-".
+func Dash(s string) string {
+	if s == "" {
+		return "-"
+	}
+	return s
+}
+
+// OneLine folds runs of white space (newlines included) into one space.
+func OneLine(s string) string { return strings.Join(strings.Fields(s), " ") }

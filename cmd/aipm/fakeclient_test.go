@@ -97,6 +97,22 @@ func fakeVersion(client string) {
 	}
 }
 
+// fakeCannotWork plays a client that cannot work (AIPM_FAKE_MODE).
+func fakeCannotWork(client, mode string) error {
+	switch mode {
+	case "offline":
+		fmt.Fprintf(os.Stderr, "fake %s: stream error: error sending request for url (http://127.0.0.1:9/v1/responses)\n", client)
+		fmt.Fprintln(os.Stderr, "\x1b[2mReconnecting… waiting for network\x1b[0m")
+		select {}
+	case "notools":
+		fmt.Println("I have no tools to call aipm with.")
+		return nil
+	case "unreachable":
+		return errors.New("API Error: Unable to connect to API (ECONNREFUSED)")
+	}
+	return fmt.Errorf("AIPM_FAKE_MODE %q is unknown: use offline, notools or unreachable", mode)
+}
+
 // fakeClientRun is one start of the fake client: recorded, then an agent
 // (aipm sim) against the MCP server its command line names, then its
 // result on stdout.
@@ -107,16 +123,8 @@ func fakeClientRun(client string, args []string) error {
 	if err := appendFakeRecord(rec); err != nil {
 		return err
 	}
-	switch os.Getenv("AIPM_FAKE_MODE") {
-	case "offline":
-		fmt.Fprintf(os.Stderr, "fake %s: stream error: error sending request for url (http://127.0.0.1:9/v1/responses)\n", client)
-		fmt.Fprintln(os.Stderr, "\x1b[2mReconnecting… waiting for network\x1b[0m")
-		select {}
-	case "notools":
-		fmt.Println("I have no tools to call aipm with.")
-		return nil
-	case "unreachable":
-		return errors.New("API Error: Unable to connect to API (ECONNREFUSED)")
+	if mode := os.Getenv("AIPM_FAKE_MODE"); mode != "" {
+		return fakeCannotWork(client, mode)
 	}
 	serverOf := codexServerOf
 	if client == "claude" {
@@ -150,18 +158,25 @@ func fakeClientRun(client string, args []string) error {
 	if model.err != nil {
 		return model.err
 	}
+	return model.result()
+}
+
+// result is what the fake client prints when its work is done: Claude
+// Code's -p JSON result (its permission_denials: the hook's denials and
+// AIPM_FAKE_DENY's), Codex's --json events.
+func (m *fakeModel) result() error {
 	switch {
-	case client == "claude" && hasArg(args, "--output-format", "json"):
+	case m.client == "claude" && hasArg(m.args, "--output-format", "json"):
 		for i, tool := range strings.Split(os.Getenv("AIPM_FAKE_DENY"), ",") {
 			if tool != "" {
-				model.denials = append(model.denials, map[string]any{"tool_name": tool, "tool_use_id": fmt.Sprintf("toolu_deny%d", i), "tool_input": map[string]any{}})
+				m.denials = append(m.denials, map[string]any{"tool_name": tool, "tool_use_id": fmt.Sprintf("toolu_deny%d", i), "tool_input": map[string]any{}})
 			}
 		}
-		if model.denials == nil {
-			model.denials = []map[string]any{}
+		if m.denials == nil {
+			m.denials = []map[string]any{}
 		}
-		return json.NewEncoder(os.Stdout).Encode(map[string]any{"type": "result", "subtype": "success", "result": "fake claude: done", "permission_denials": model.denials})
-	case client == "codex" && slices.Contains(args, "--json"):
+		return json.NewEncoder(os.Stdout).Encode(map[string]any{"type": "result", "subtype": "success", "result": "fake claude: done", "permission_denials": m.denials})
+	case m.client == "codex" && slices.Contains(m.args, "--json"):
 		return fakeCodexEvents(os.Stdout)
 	}
 	return nil

@@ -94,6 +94,7 @@ func (d *Daemon) Run(ctx context.Context) error {
 		d.log.Info("stopped")
 	}()
 
+	d.starter.noRetry = d.UntilIdle
 	l := &loop{d: d, ctx: ctx}
 	l.runPass()
 	for {

@@ -30,6 +30,10 @@ type starter struct {
 	outcomes map[string]fsstore.Outcome
 	exited   chan exitNote
 	stopping bool // stopAll signalled the processes: their exits are no failures
+	// noRetry: a run that failed is not started again in this watcher's
+	// life (aipm watch --until-idle, which then exits naming it), where a
+	// watcher that runs on retries it after the cooldown.
+	noRetry bool
 }
 
 type proc struct {
@@ -68,6 +72,9 @@ func (st *starter) owns(r fsstore.Run) bool {
 func (st *starter) start(ctx context.Context, cfg *fsstore.Config, a fsstore.Agent, t fsstore.Trigger) time.Time {
 	k := key(t.Agent, t.Purpose)
 	if st.running[k] != nil {
+		return time.Time{}
+	}
+	if st.noRetry && st.outcomes[k].Failed() {
 		return time.Time{}
 	}
 	if until := st.cooldown[k]; time.Now().Before(until) {

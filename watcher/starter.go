@@ -289,7 +289,7 @@ const stopGrace = 5 * time.Second
 func (st *starter) unfinished() []fsstore.Outcome {
 	var out []fsstore.Outcome
 	for _, o := range st.outcomes {
-		if o.Failed() && st.store.Triggers().Untaken(o.Agent, o.Purpose, time.Now().Add(time.Hour)) {
+		if o.Failed() && st.store.Triggers().Untaken(o.Agent, o.Purpose, time.Now()) {
 			out = append(out, o)
 		}
 	}

@@ -129,7 +129,11 @@ func (l Lease) Conflicts(m Lease) (path, against string, ok bool) {
 }
 
 // leaseLive says whether l still holds at now: not expired, and its
-// session (if it ends with one) still live.
+// session (if it ends with one) still live with its aipm serve process
+// running (Session.Alive: the one the session names, not another given
+// its pid since). A lease ends when its holder's process is gone, for
+// every reader at once: a serve killed before it could end its session
+// leaves the session document as it was, until a sweep removes it.
 func (s *Store) leaseLive(l Lease, now time.Time) bool {
 	if !now.Before(l.ExpiresAt) {
 		return false
@@ -146,7 +150,7 @@ func (s *Store) leaseLive(l Lease, now time.Time) bool {
 		// kept until its time is up rather than dropped for good.
 		return !errors.Is(err, storage.ErrNotFound)
 	}
-	return ses.live(now)
+	return ses.Alive(now)
 }
 
 // TakeLease takes a lease for req.Holder, or refuses it with a

@@ -3,7 +3,6 @@ package fsstore
 import (
 	"aipm/fsstore/internal/storage"
 	"aipm/internal/lockedfile"
-	"bytes"
 	"context"
 	"crypto/rand"
 	"crypto/sha256"
@@ -13,9 +12,7 @@ import (
 	"errors"
 	"fmt"
 	"os"
-	"strconv"
 	"strings"
-	"syscall"
 	"time"
 )
 
@@ -31,12 +28,15 @@ const (
 // Session is sessions/<id>.json (mode 0600). The token is never stored: only
 // the SHA-256 of its secret part.
 type Session struct {
-	ID         string    `json:"id"`
-	Agent      string    `json:"agentId"`
-	Purpose    string    `json:"purpose"`
-	TaskID     string    `json:"taskId,omitempty"`
-	TokenHash  string    `json:"tokenHash"`
-	PID        int       `json:"pid"`
+	ID        string `json:"id"`
+	Agent     string `json:"agentId"`
+	Purpose   string `json:"purpose"`
+	TaskID    string `json:"taskId,omitempty"`
+	TokenHash string `json:"tokenHash"`
+	PID       int    `json:"pid"`
+	// PIDStart tells PID's process from a later one given its pid
+	// (processStart): the boot and the start time of the aipm serve.
+	PIDStart   string    `json:"pidStart,omitempty"`
 	CreatedAt  time.Time `json:"createdAt"`
 	LastSeenAt time.Time `json:"lastSeenAt"`
 	EndedAt    time.Time `json:"endedAt,omitzero"`
@@ -98,7 +98,7 @@ func (s *Store) Authenticate(ctx context.Context, cfg *storage.Config, agent, pa
 	}
 	ses := Session{
 		ID: storage.NewID(storage.PrefixSession), Agent: agent, Purpose: purpose, TaskID: taskID,
-		PID: os.Getpid(), CreatedAt: now, LastSeenAt: now, Idle: cfg.Defaults.SessionIdleTimeout,
+		PID: os.Getpid(), PIDStart: ownStart(), CreatedAt: now, LastSeenAt: now, Idle: cfg.Defaults.SessionIdleTimeout,
 	}
 	if !s.files.ServesMany.Load() {
 		ses.RunID, ses.SSHClient = os.Getenv(EnvRunID), sshClient(os.Getenv(envSSHConnection))
@@ -263,30 +263,6 @@ func (s *Store) sweepOne(sw *sweep, path string, ses Session) error {
 		sw.over = append(sw.over, ended)
 	}
 	return nil
-}
-
-// zombie says whether pid has exited and waits to be reaped (a process
-// whose parent died under a pid 1 that does not reap): it is gone. It
-// reads the start of /proc/<pid>/stat with three system calls (os.ReadFile
-// takes ten): the state follows the command name, at most 16 bytes, in
-// parentheses.
-func zombie(pid int) bool {
-	fd, err := syscall.Open("/proc/"+strconv.Itoa(pid)+"/stat", syscall.O_RDONLY|syscall.O_CLOEXEC, 0)
-	if err != nil {
-		return false
-	}
-	defer syscall.Close(fd)
-	var buf [128]byte
-	n, err := syscall.Read(fd, buf[:])
-	for errors.Is(err, syscall.EINTR) {
-		n, err = syscall.Read(fd, buf[:])
-	}
-	if err != nil || n <= 0 {
-		return false
-	}
-	data := buf[:n]
-	i := bytes.LastIndexByte(data, ')')
-	return i >= 0 && i+2 < len(data) && data[i+2] == 'Z'
 }
 
 // requestedPurpose is choosePurpose for a purpose asked for: its trigger,

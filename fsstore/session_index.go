@@ -106,7 +106,7 @@ func sessionVerdict(ses Session, now time.Time) (remove bool, endReason string) 
 		return true, "" // its end was handled when it ended
 	case !ses.live(now):
 		return true, EndExpired
-	case !processAlive(ses.PID):
+	case !processAlive(ses.PID, ses.PIDStart):
 		return true, EndExited
 	}
 	return false, ""

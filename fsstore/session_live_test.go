@@ -3,6 +3,8 @@ package fsstore
 import (
 	"os"
 	"os/exec"
+	"strconv"
+	"strings"
 	"testing"
 	"time"
 
@@ -45,14 +47,20 @@ func TestZombie(t *testing.T) {
 
 // processAlive follows a process it found running to its end, exited
 // and not reaped (a zombie) or reaped; and says this process runs, however
-// often it is asked.
+// often it is asked. A start that is not the process's (its pid given to
+// another since) is a process gone, watched or not; an unknown start ("")
+// is any process at the pid.
 func TestProcessAlive(t *testing.T) {
 	sleep, err := exec.LookPath("sleep")
 	if err != nil {
 		testenv.SkipMissing(t, "the program sleep")
 	}
+	self := os.Getpid()
+	if ownStart() == "" || ownStart() != processStart(self) {
+		t.Fatalf("this process's start: %q, then %q", ownStart(), processStart(self))
+	}
 	for range 3 {
-		if !processAlive(os.Getpid()) {
+		if !processAlive(self, ownStart()) || !processAlive(self, "") {
 			t.Fatal("this process is not alive")
 		}
 	}
@@ -61,9 +69,21 @@ func TestProcessAlive(t *testing.T) {
 		t.Fatal(err)
 	}
 	pid := cmd.Process.Pid
-	for range 2 {
-		if !processAlive(pid) {
+	start := processStart(pid)
+	if start == "" || start == ownStart() {
+		t.Fatalf("the child's start %q (this process's %q)", start, ownStart())
+	}
+	// Another process that held pid before (or will): this one's start
+	// with a tick of its own.
+	boot, ticks, _ := strings.Cut(start, "/")
+	n, _ := strconv.ParseUint(ticks, 10, 64)
+	other := boot + "/" + strconv.FormatUint(n+1, 10)
+	for range 2 { // not watched, then watched
+		if !processAlive(pid, start) || !processAlive(pid, "") {
 			t.Fatalf("a running child (%d) is not alive", pid)
+		}
+		if processAlive(pid, other) {
+			t.Fatalf("the process started at %s is alive at pid %d, which the one started at %s holds", other, pid, start)
 		}
 	}
 	cmd.Process.Kill()
@@ -71,14 +91,14 @@ func TestProcessAlive(t *testing.T) {
 	for !zombie(pid) && time.Now().Before(deadline) {
 		time.Sleep(time.Millisecond)
 	}
-	if processAlive(pid) {
+	if processAlive(pid, start) {
 		t.Errorf("a killed child, not reaped (%d), is alive", pid)
 	}
 	cmd.Wait()
-	if processAlive(pid) {
+	if processAlive(pid, start) || processAlive(pid, "") {
 		t.Errorf("a reaped child (%d) is alive", pid)
 	}
-	if processAlive(1<<30) || !processAlive(0) {
+	if processAlive(1<<30, "") || !processAlive(0, "") {
 		t.Error("no such process is alive, or an unknown pid (0) is not")
 	}
 }

@@ -39,7 +39,7 @@ type Run struct {
 }
 
 // Alive says whether the run's process still exists.
-func (r Run) Alive() bool { return r.PID > 0 && processAlive(r.PID) }
+func (r Run) Alive() bool { return r.PID > 0 && processAlive(r.PID, "") }
 
 // Claim records r as runs/<agent>.<purpose>.json unless a live process
 // already holds that slot: the claim, under the runs lock, that makes a

@@ -8,6 +8,7 @@ import (
 
 	"aipm/fsstore"
 	"aipm/internal/clientconfig"
+	"aipm/internal/gitstaged"
 	"aipm/internal/launch"
 )
 
@@ -61,7 +62,11 @@ pass --allowedTools mcp__aipm). Codex (the [mcp_servers.aipm] table in
 config ($CODEX_HOME/config.toml, default ~/.codex/config.toml) does not
 trust the project, so Codex ignores them, or does not trust aipm's hooks,
 which it skips silently (open codex in the project and trust them with
-/hooks). A missing file trusts nothing; one that cannot be read is said.`,
+/hooks). A missing file trusts nothing; one that cannot be read is said.
+Once aipm leases install-hook guarded the project's git commits, it warns of
+each pre-commit hook git would now run without aipm's line (missing, not
+executable, or another after core.hooksPath was set), for the project's work
+tree, its linked worktrees and its submodules.`,
 		Example: "  aipm doctor\n  aipm doctor --repair\n  aipm doctor --json",
 		Args:    argsNone,
 		RunE: func(cmd *cobra.Command, args []string) error {
@@ -127,6 +132,10 @@ func doctorRun(cmd *cobra.Command, o *doctorOptions) error {
 		warn(o.e, w)
 	}
 	warnFailedRuns(o.e, store)
+	guard, _ := gitstaged.GuardProblems(cmd.Context(), store.ProjectDir()) // no git, no guard
+	for _, w := range guard {
+		warn(o.e, w)
+	}
 	if err != nil {
 		return err
 	}

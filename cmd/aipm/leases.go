@@ -1,6 +1,8 @@
 package main
 
 import (
+	"cmp"
+	"context"
 	"errors"
 	"fmt"
 	"strings"
@@ -260,17 +262,26 @@ func newCmdLeasesCheck(e *env, runF func(*leasesCheckOptions) error) *cobra.Comm
 	c := &cobra.Command{
 		Use:   "check [--staged]",
 		Short: "Exit 1 when git's changes touch a path another holds exclusively",
-		Long: `Check the changes of the project's git working tree against the leases: exit 1,
+		Long: `Check the changes of a git work tree of the project against the leases: exit 1,
 naming each path and who holds it, when a changed path is under another's
-exclusive lease; exit 0 when none is. The checker is $AIPM_AGENT_ID (an AI
-agent's client sets it), else --as, $AIPM_AS, or the project's only human:
-its own leases never block it. With none of these (a project of several
-humans, or none), the checker is no one, whom every exclusive lease holds.
+exclusive lease; exit 0 when none is. The checker is proven, never named by
+an id alone: an AI agent by its credential ($AIPM_AGENT_ID with its
+$AIPM_PASSKEY_FILE or $AIPM_PASSKEY, as its client holds them; an id without
+its passkey is refused), else the human --as or $AIPM_AS names (never an AI
+agent), or the project's only human: its own leases never block it. With
+none of these (a project of several humans, or none), the checker is no one,
+whom every exclusive lease holds.
 
---staged checks what the next commit changes (git's index), for a pre-commit
-hook (aipm leases install-hook); without it, everything the working tree
-changes from the last commit, staged or not, and new files git does not
-ignore.`,
+The work tree is the working directory's (where git runs a hook) when its
+files are the project's, else the project's: a linked worktree (git worktree
+add, inside the project or not) is checked as its main work tree, with the
+project's own .ai-pm, and a submodule as its path in the project. --staged
+checks what the next commit changes (git's index; a submodule's new commit
+stands for the files it changes), for a pre-commit hook (aipm leases
+install-hook); without it, everything the working tree changes from the last
+commit, staged or not, and new files git does not ignore. Once install-hook
+guarded the project, a work tree whose pre-commit hook no longer runs the
+check (a core.hooksPath set since) is warned of, as aipm doctor does.`,
 		Example: "  aipm leases check\n  aipm leases check --staged --as ops",
 		Args:    argsNone,
 		RunE: func(cmd *cobra.Command, args []string) error {
@@ -289,35 +300,38 @@ ignore.`,
 }
 
 func leasesCheckRun(cmd *cobra.Command, o *leasesCheckOptions) error {
-	store, cfg, err := o.e.open()
+	ctx := cmd.Context()
+	e, start, err := o.e.leaseHome(ctx)
 	if err != nil {
 		return err
 	}
-	who := o.e.getenv(fsstore.EnvAgentID)
-	if err := agentRef(cfg, who, "$"+fsstore.EnvAgentID); err != nil {
+	store, cfg, err := e.open()
+	if err != nil {
 		return err
 	}
-	switch {
-	case who != "":
-	case o.As == "" && o.e.getenv("AIPM_AS") == "":
-		// A commit names no one (a project of several humans, or none):
-		// the only human if there is one, else no one, whom every
-		// exclusive lease holds; so a guard never refuses a commit that
-		// touches no leased path.
-		who, _ = o.e.actor(cfg, "")
-	default:
-		if who, err = o.e.actor(cfg, o.As); err != nil {
-			return err
-		}
+	who, err := o.checker(store, cfg)
+	if err != nil {
+		return err
 	}
+	// The tree committed in: the working directory's (where git runs the
+	// hook: a linked worktree, a submodule) when its files are the
+	// project's, else the one --dir names.
+	tree, err := gitstaged.TreeOf(ctx, ".", true)
+	if err != nil || !tree.Overlaps(store.ProjectDir()) {
+		tree, err = gitstaged.TreeOf(ctx, start, false)
+	}
+	if errors.Is(err, gitstaged.ErrNoRepository) {
+		return usageError("leases check: the project is not in a git work tree: it checks git's changes")
+	} else if err != nil {
+		return fmt.Errorf("leases check: %w", err)
+	}
+	warn(o.e, gitstaged.GuardProblem(ctx, store.ProjectDir(), tree))
 	changed, what := gitstaged.Changed, "the working tree changes"
 	if o.Staged {
 		changed, what = gitstaged.In, "the staged changes"
 	}
-	names, err := changed(cmd.Context(), store.ProjectDir())
-	if errors.Is(err, gitstaged.ErrNoRepository) {
-		return usageError("leases check: the project is not in a git work tree: it checks git's changes")
-	} else if err != nil {
+	names, err := changed(ctx, tree, store.ProjectDir())
+	if err != nil {
 		return fmt.Errorf("leases check: %w", err)
 	}
 	blocked, err := store.LeaseCheck(who, names)
@@ -340,6 +354,62 @@ func leasesCheckRun(cmd *cobra.Command, o *leasesCheckOptions) error {
 	return failed("%s of %s leased by another: wait, or ask the holder to release it", plural(len(blocked), "path"), what)
 }
 
+// checker is who the check is for, as far as it is proven: an AI agent by
+// its credential (AIPM_AGENT_ID with AIPM_PASSKEY or AIPM_PASSKEY_FILE,
+// the passkey checked), never by its id alone; without one, a human
+// (--as, AIPM_AS, or the only human), who has no credential to show, or
+// no one, whom every exclusive lease holds.
+func (o *leasesCheckOptions) checker(store *fsstore.Store, cfg *fsstore.Config) (string, error) {
+	cred, err := fsstore.CredentialFromEnv(o.e.getenv)
+	switch {
+	case err != nil:
+		return "", usageError("leases check: %v: an AI agent's check is proven by its passkey", err)
+	case cred == nil && o.As == "" && o.e.getenv("AIPM_AS") == "":
+		// A commit names no one (a project of several humans, or none):
+		// the only human if there is one, else no one; so a guard never
+		// refuses a commit that touches no leased path.
+		who, _ := o.e.actor(cfg, "")
+		return who, nil
+	case cred == nil:
+		return o.e.human(cfg, o.As, "an AI agent is proven by its passkey (AIPM_AGENT_ID with AIPM_PASSKEY_FILE), not named")
+	}
+	if err := agentRef(cfg, cred.Agent, "$"+fsstore.EnvAgentID); err != nil {
+		return "", err
+	}
+	if a, _ := cfg.Agent(cred.Agent); a.Type != fsstore.AgentAI {
+		return "", usageError("$%s is %s, a human: humans have no passkey; unset %s, and the check is --as, $AIPM_AS or the only human", fsstore.EnvAgentID, cred.Agent, fsstore.EnvAgentID)
+	}
+	if err := store.VerifyPasskey(cred.Agent, cred.Passkey); err != nil {
+		return "", failed("leases check: $%s is %s, and its passkey is not %s's (%v): the check is refused; point %s at %s's passkey file", fsstore.EnvAgentID, cred.Agent, cred.Agent, err, fsstore.EnvPasskeyFile, cred.Agent)
+	}
+	if o.As != "" && o.As != cred.Agent {
+		return "", usageError("leases check: the environment proves %s (its passkey): --as %s cannot make it another; drop --as", cred.Agent, o.As)
+	}
+	return cred.Agent, nil
+}
+
+// leaseHome is e for the project a lease check or install-hook is for,
+// found where it is at home in its repository (gitstaged.Tree): --dir or
+// $AIPM_DIR, else the nearest .ai-pm upwards from the working directory,
+// each taken at home, so that in a linked worktree or a submodule it is
+// the project's own .ai-pm, not a checkout's copy of it; and start, the
+// directory as given. Outside a git work tree, e as it is.
+func (e *env) leaseHome(ctx context.Context) (*env, string, error) {
+	start := cmp.Or(e.dir, e.getenv("AIPM_DIR"), ".")
+	home, err := gitstaged.Home(ctx, start)
+	if err != nil {
+		return e, start, nil // not in git: found as any command finds it
+	}
+	if e.dir == "" && e.getenv("AIPM_DIR") == "" {
+		if home, err = fsstore.FindProject(home); err != nil {
+			return nil, "", asUsage(err)
+		}
+	}
+	at := *e
+	at.dir = home
+	return &at, start, nil
+}
+
 // leaseConflictText is c's sentence for who: an AI agent asks the holder
 // with its own tool, a human with aipm send (cliMessage).
 func leaseConflictText(cfg *fsstore.Config, who string, c *fsstore.LeaseConflictError) string {
@@ -360,10 +430,14 @@ func newCmdLeasesInstallHook(e *env, runF func(*leasesInstallHookOptions) error)
 		Short: "Make git's pre-commit hook run aipm leases check --staged",
 		Long: `Add to the pre-commit hook of the project's git work tree (in core.hooksPath
 when set) one line that runs aipm leases check --staged, so that a commit of
-a path another holds exclusively is refused. A missing hook is created; an
+a path another holds exclusively is refused; and the same to the hook of each
+submodule checked out in it, whose commits run a hook of their own, and of
+each linked worktree git runs another hook for. A missing hook is created; an
 existing shell script keeps everything it does, the line going right after
 its first; a second run changes nothing. A hook in another language is left
-alone, and the line to add to it is printed. The hook runs the aipm on PATH.`,
+alone, and the line to add to it is printed. The hook runs the aipm on PATH.
+Run it again after adding a submodule or a worktree, or setting
+core.hooksPath: aipm doctor warns of a hook git runs without the line.`,
 		Example: "  aipm leases install-hook",
 		Args:    argsNone,
 		RunE: func(cmd *cobra.Command, args []string) error {
@@ -377,20 +451,39 @@ alone, and the line to add to it is printed. The hook runs the aipm on PATH.`,
 }
 
 func leasesInstallHookRun(cmd *cobra.Command, o *leasesInstallHookOptions) error {
-	dir, err := o.e.findProject()
+	e, _, err := o.e.leaseHome(cmd.Context())
 	if err != nil {
 		return err
 	}
-	path, changed, err := gitstaged.InstallHook(cmd.Context(), dir)
-	switch {
-	case errors.Is(err, gitstaged.ErrNoRepository):
-		return usageError("leases install-hook: the project is not in a git work tree: run git init first")
-	case err != nil:
-		return fmt.Errorf("leases install-hook: %s: %w", path, err)
-	case !changed:
-		_, err = fmt.Fprintf(o.e.stdout, "%s already runs aipm leases check --staged\n", path)
-	default:
-		_, err = fmt.Fprintf(o.e.stdout, "%s runs aipm leases check --staged before each commit\n", path)
+	dir, err := e.findProject()
+	if err != nil {
+		return err
 	}
-	return err
+	hooks, err := gitstaged.InstallHook(cmd.Context(), dir)
+	if errors.Is(err, gitstaged.ErrNoRepository) {
+		return usageError("leases install-hook: the project is not in a git work tree: run git init first")
+	}
+	bad := 0
+	for _, h := range hooks {
+		sub := ""
+		if h.Where != "" {
+			sub = " in " + h.Where
+		}
+		switch {
+		case h.Err != nil:
+			bad++
+			fmt.Fprintf(o.e.stderr, "aipm: leases install-hook: %s: %v\n", h.Path, h.Err)
+		case !h.Changed:
+			fmt.Fprintf(o.e.stdout, "%s already runs aipm leases check --staged%s\n", h.Path, sub)
+		default:
+			fmt.Fprintf(o.e.stdout, "%s runs aipm leases check --staged before each commit%s\n", h.Path, sub)
+		}
+	}
+	if err != nil {
+		return fmt.Errorf("leases install-hook: %w", err)
+	}
+	if bad > 0 {
+		return failed("leases install-hook: %s of %d not guarded: add the line to each yourself, as its line says", plural(bad, "hook"), len(hooks))
+	}
+	return nil
 }

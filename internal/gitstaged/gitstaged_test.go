@@ -56,7 +56,15 @@ func TestIn(t *testing.T) {
 	write("other/x.go", "x2")     // outside the project
 	run("add", "proj/src/a.go", "proj/src/new.go", "other/x.go")
 	run("mv", "proj/old.go", "proj/renamed.go")
-	got, err := In(ctx, project)
+	home, err := Home(ctx, project)
+	if err != nil {
+		t.Fatal(err)
+	}
+	tree, err := TreeOf(ctx, project, false)
+	if err != nil {
+		t.Fatal(err)
+	}
+	got, err := In(ctx, tree, home)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -70,7 +78,7 @@ func TestIn(t *testing.T) {
 	write("proj/src/untracked.go", "u")
 	write("proj/.gitignore", "*.log\n")
 	write("proj/debug.log", "ignored")
-	got, err = Changed(ctx, project)
+	got, err = Changed(ctx, tree, home)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -80,7 +88,7 @@ func TestIn(t *testing.T) {
 		t.Errorf("Changed = %v, want %v", got, want)
 	}
 
-	if _, err := In(ctx, t.TempDir()); !errors.Is(err, ErrNoRepository) {
+	if _, err := TreeOf(ctx, t.TempDir(), false); !errors.Is(err, ErrNoRepository) {
 		t.Errorf("outside a repository: %v, want ErrNoRepository", err)
 	}
 }

@@ -151,13 +151,8 @@ func (c *collector) add(name string) {
 	}
 }
 
-// git runs git in dir, with this process's environment, and returns its
-// standard output; its error names what git said.
-func git(ctx context.Context, dir string, args ...string) (string, error) {
-	return gitEnv(ctx, nil, dir, args...)
-}
-
-// gitEnv is git with the environment env (nil: this process's).
+// gitEnv runs git in dir with the environment env (nil: this process's)
+// and returns its standard output; its error names what git said.
 func gitEnv(ctx context.Context, env []string, dir string, args ...string) (string, error) {
 	cmd := exec.CommandContext(ctx, "git", append([]string{"-C", dir}, args...)...)
 	cmd.Env = env

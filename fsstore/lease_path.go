@@ -141,17 +141,21 @@ func swapCase(r rune) rune {
 // Linux bounds them (ELOOP after 40).
 const maxLinkHops = 40
 
-// resolveLinks returns the absolute path p (made absolute when relative)
-// with every symbolic link in it followed, component by component, as a
-// write through p would follow them: a link's target takes its place (a
-// relative one read from the link's directory, its ".." from the resolved
-// directory, not lexically), a link that points at nothing is followed to
+// resolveLinks returns the absolute path p (a relative one is taken from
+// the working directory) with every symbolic link in it followed,
+// component by component, as a write through p would follow them: a
+// ".." is the parent of the directory resolved so far, never taken
+// lexically (p is not cleaned first: "link/../x" is x beside the link's
+// target), a link's target takes its place (a relative one read from the
+// link's directory), a link that points at nothing is followed to
 // where a write through it would create the file, and from the first
 // component that does not exist the rest is taken as written. Past
 // maxLinkHops links the rest is taken as written too.
 func resolveLinks(p string) string {
-	if abs, err := filepath.Abs(p); err == nil {
-		p = abs
+	if !filepath.IsAbs(p) {
+		if wd, err := os.Getwd(); err == nil {
+			p = wd + string(filepath.Separator) + p
+		}
 	}
 	vol := filepath.VolumeName(p)
 	done := vol + string(filepath.Separator)
@@ -221,17 +225,16 @@ func relUnder(root, p string, fold bool) (string, bool) {
 	return strings.Join(pc[len(rc):], "/"), true
 }
 
-// leasePatterns cleans the patterns of a take (cleanLeasePattern) and
-// resolves each one's literal prefix through symbolic links
-// (resolveLeasePattern), in NFC, dropping repeats: what the lease stores.
+// leasePatterns is what a take of paths leases: each pattern checked as
+// cleanLeasePattern checks it, then its literal prefix resolved through
+// symbolic links (resolveLeasePattern), dropping repeats.
 func (s *Store) leasePatterns(paths []string) ([]string, error) {
-	clean, err := cleanLeasePatterns(paths)
-	if err != nil {
-		return nil, err
-	}
 	var out []string
-	for _, c := range clean {
-		r, err := s.resolveLeasePattern(c)
+	for _, p := range paths {
+		if _, err := cleanLeasePattern(p); err != nil {
+			return nil, storage.Kindf(storage.ErrInvalid, "%s", err)
+		}
+		r, err := s.resolveLeasePattern(p)
 		if err != nil {
 			return nil, storage.Kindf(storage.ErrInvalid, "%s", err)
 		}
@@ -246,47 +249,44 @@ func (s *Store) leasePatterns(paths []string) ([]string, error) {
 // cleaned as written, and also as it resolves when that differs and stays
 // in the project (a lease written by hand may name a path through a link).
 func (s *Store) leaseEndPatterns(paths []string) ([]string, error) {
-	clean, err := cleanLeasePatterns(paths)
+	out, err := cleanLeasePatterns(paths)
 	if err != nil {
 		return nil, err
 	}
-	out := slices.Clone(clean)
-	for _, c := range clean {
-		if r, err := s.resolveLeasePattern(c); err == nil && !slices.Contains(out, r) {
+	for _, p := range paths {
+		if r, err := s.resolveLeasePattern(p); err == nil && !slices.Contains(out, r) {
 			out = append(out, r)
 		}
 	}
 	return out, nil
 }
 
-// resolveLeasePattern is the clean pattern c with its literal prefix (the
-// segments before the first glob) resolved through symbolic links
-// (resolveLinks), project-relative, in NFC; the glob segments stay as
-// written. It refuses, with one sentence, a prefix that leads outside the
-// project, or one that leads to what no lease may name (cleanLeasePattern:
-// the project itself, .ai-pm).
-func (s *Store) resolveLeasePattern(c string) (string, error) {
-	segs := strings.Split(c, "/")
+// resolveLeasePattern is the pattern p, as given (a ".." in it is
+// resolved, not cleaned away: "link/../x" is x beside the link's target),
+// with its literal prefix (the segments before the first glob) resolved
+// through symbolic links (resolveLinks), project-relative, the glob
+// segments as written, then cleaned (cleanLeasePattern) in NFC. It
+// refuses, with one sentence, a prefix that leads outside the project, or
+// one that leads to what no lease may name (the project itself, .ai-pm).
+func (s *Store) resolveLeasePattern(p string) (string, error) {
+	segs := strings.Split(p, "/")
 	n := slices.IndexFunc(segs, isLeaseGlob)
 	if n < 0 {
 		n = len(segs)
 	}
-	if n == 0 {
-		return norm.NFC.String(c), nil
+	r := p
+	if n > 0 {
+		lfs := s.leaseFS()
+		at := resolveLinks(lfs.root + string(filepath.Separator) + filepath.FromSlash(strings.Join(segs[:n], "/")))
+		rel, ok := relUnder(lfs.root, at, lfs.fold)
+		if !ok {
+			return "", fmt.Errorf("%q leads through a symbolic link to %s, outside the project: lease a path inside it", p, at)
+		}
+		r = strings.Join(append([]string{rel}, segs[n:]...), "/")
 	}
-	lfs := s.leaseFS()
-	at := resolveLinks(filepath.Join(lfs.root, filepath.FromSlash(strings.Join(segs[:n], "/"))))
-	rel, ok := relUnder(lfs.root, at, lfs.fold)
-	if !ok {
-		return "", fmt.Errorf("%q leads through a symbolic link to %s, outside the project: lease a path inside it", c, at)
-	}
-	r := norm.NFC.String(path.Join(append([]string{rel}, segs[n:]...)...))
-	if r == norm.NFC.String(c) {
-		return r, nil
-	}
-	clean, err := cleanLeasePattern(r)
+	clean, err := cleanLeasePattern(norm.NFC.String(r))
 	if err != nil {
-		return "", fmt.Errorf("%q is %s through a symbolic link: %w", c, r, err)
+		return "", fmt.Errorf("%q is %s through a symbolic link: %w", p, r, err)
 	}
 	return clean, nil
 }
@@ -324,15 +324,17 @@ type leaseFile struct {
 	linked os.FileInfo // the file, when it is a regular file of more than one link
 }
 
-// leaseFile makes name (absolute, or relative to the project directory)
-// the leaseFile it is (lease_path.go's rule).
+// leaseFile makes name (absolute, or relative to the project directory;
+// a ".." in it is resolved, not cleaned away) the leaseFile it is
+// (lease_path.go's rule).
 func (s *Store) leaseFile(name string) leaseFile {
 	lfs := s.leaseFS()
-	abs := filepath.Clean(name)
+	abs := name
 	if !filepath.IsAbs(abs) {
-		abs = filepath.Join(s.ProjectDir(), filepath.FromSlash(name))
+		abs = s.ProjectDir() + string(filepath.Separator) + filepath.FromSlash(name)
 	}
 	real := resolveLinks(abs)
+	abs = filepath.Clean(abs) // as spelled
 	var f leaseFile
 	for _, c := range [][2]string{{lfs.root, real}, {lfs.root, abs}, {s.ProjectDir(), abs}} {
 		if rel, ok := relUnder(c[0], c[1], lfs.fold); ok && rel != "." && !slices.Contains(f.names, rel) {

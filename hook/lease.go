@@ -90,8 +90,8 @@ func (h *Hook) leaseConflict(in Input) (*fsstore.LeaseConflictError, error) {
 	}
 	names := make([]string, 0, len(paths))
 	for _, p := range paths {
-		if !filepath.IsAbs(p) {
-			p = filepath.Join(in.Cwd, p)
+		if !filepath.IsAbs(p) && in.Cwd != "" {
+			p = in.Cwd + string(filepath.Separator) + p // not cleaned: a ".." after a link is the link's target's parent
 		}
 		names = append(names, p)
 	}

@@ -307,11 +307,19 @@ func (s *Store) LeasesConflict(l, m Lease) (path, against string, ok bool) {
 	return m.Paths[slices.Index(km.Paths, path)], l.Paths[slices.Index(kl.Paths, against)], true
 }
 
-// keyedLease is l with its paths as leases compare them.
+// keyedLease is l with its paths as leases compare them (l itself, its
+// paths shared, when none changes: the common case, which the board pays
+// for every pair of leases).
 func (s *Store) keyedLease(l Lease) Lease {
-	l.Paths = slices.Clone(l.Paths)
 	for i, p := range l.Paths {
-		l.Paths[i] = s.leaseKey(p)
+		if k := s.leaseKey(p); k != p {
+			paths := slices.Clone(l.Paths)
+			for j := i; j < len(paths); j++ {
+				paths[j] = s.leaseKey(paths[j])
+			}
+			l.Paths = paths
+			return l
+		}
 	}
 	return l
 }
@@ -333,20 +341,20 @@ func (s *Store) leaseFile(name string) leaseFile {
 	if !filepath.IsAbs(abs) {
 		abs = s.ProjectDir() + string(filepath.Separator) + filepath.FromSlash(name)
 	}
-	real := resolveLinks(abs)
+	resolved := resolveLinks(abs)
 	abs = filepath.Clean(abs) // as spelled
 	var f leaseFile
-	for _, c := range [][2]string{{lfs.root, real}, {lfs.root, abs}, {s.ProjectDir(), abs}} {
+	for _, c := range [][2]string{{lfs.root, resolved}, {lfs.root, abs}, {s.ProjectDir(), abs}} {
 		if rel, ok := relUnder(c[0], c[1], lfs.fold); ok && rel != "." && !slices.Contains(f.names, rel) {
 			f.names = append(f.names, rel)
 		}
 	}
-	f.shown = real
+	f.shown = resolved
 	if len(f.names) > 0 {
 		f.shown = f.names[0]
 	}
 	// A hard link outside the project is the leased file all the same.
-	if fi, err := os.Stat(real); err == nil && fi.Mode().IsRegular() && linkCount(fi) > 1 {
+	if fi, err := os.Stat(resolved); err == nil && fi.Mode().IsRegular() && linkCount(fi) > 1 {
 		f.linked = fi
 	}
 	return f
@@ -417,7 +425,7 @@ func (s *Store) linkedLease(leases []Lease, agent string, f leaseFile, budget *i
 // that is want; each entry looked at costs one of *budget.
 func (lfs *leaseFS) search(dir string, segs []string, want os.FileInfo, budget *int) bool {
 	if len(segs) > 0 && !isLeaseGlob(segs[0]) {
-		if *budget <= 0 {
+		if *budget <= 0 || segs[0] == "" || segs[0] == "." || segs[0] == ".." { // a hand edit's: never outside the project
 			return false
 		}
 		*budget--

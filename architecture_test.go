@@ -152,6 +152,7 @@ var outsideModules = map[string]string{
 	"toml":               "github.com/BurntSushi/toml",
 	"gjson":              "github.com/tidwall/gjson",
 	"x/sys":              "golang.org/x/sys",
+	"x/text":             "golang.org/x/text",
 	"fsnotify":           "github.com/fsnotify/fsnotify",
 	"the MCP SDK":        "github.com/modelcontextprotocol/go-sdk",
 	"chromedp":           "github.com/chromedp",

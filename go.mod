@@ -16,6 +16,7 @@ require (
 	github.com/spf13/pflag v1.0.9
 	github.com/tidwall/gjson v1.20.0
 	golang.org/x/sys v0.47.0
+	golang.org/x/text v0.35.0
 	golang.org/x/tools v0.42.0
 )
 

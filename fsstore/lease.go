@@ -169,7 +169,7 @@ func (s *Store) TakeLease(ctx context.Context, cfg *storage.Config, req LeaseReq
 	}
 	_, err = s.updateLeases(ctx, l.CreatedAt, func(doc *leasesDoc) error {
 		for _, m := range doc.Leases {
-			if path, against, ok := m.Conflicts(l); ok {
+			if path, against, ok := s.LeasesConflict(m, l); ok {
 				return &LeaseConflictError{Lease: m, Path: path, Against: against}
 			}
 		}
@@ -275,7 +275,7 @@ func (s *Store) newLease(cfg *storage.Config, req LeaseRequest) (Lease, error) {
 	if err != nil {
 		return Lease{}, err
 	}
-	paths, err := cleanLeasePatterns(req.Paths)
+	paths, err := s.leasePatterns(req.Paths)
 	if err != nil {
 		return Lease{}, err
 	}
@@ -334,7 +334,7 @@ func cleanLeasePatterns(paths []string) ([]string, error) {
 // and returns them; it refuses, changing nothing, when none is. A break
 // (brk not nil) leaves a tombstone of each, whose holder is told.
 func (s *Store) endLeases(ctx context.Context, holder string, paths []string, brk *breaking) ([]Lease, error) {
-	clean, err := cleanLeasePatterns(paths)
+	clean, err := s.leaseEndPatterns(paths)
 	if err != nil {
 		return nil, err
 	}
@@ -344,7 +344,7 @@ func (s *Store) endLeases(ctx context.Context, holder string, paths []string, br
 		ended = nil
 		doc.Leases = slices.DeleteFunc(doc.Leases, func(l Lease) bool {
 			end := (holder == "" || l.Holder == holder) && (len(clean) == 0 || slices.ContainsFunc(l.Paths, func(p string) bool {
-				return slices.ContainsFunc(clean, func(c string) bool { return leasePatternsOverlap(p, c) })
+				return slices.ContainsFunc(clean, func(c string) bool { return leasePatternsOverlap(s.leaseKey(p), s.leaseKey(c)) })
 			}))
 			if end {
 				ended = append(ended, l)
@@ -388,30 +388,29 @@ func (s *Store) Leases() ([]Lease, error) {
 }
 
 // LeaseCheck returns, reading the leases once, one conflict for each of
-// names (clean project-relative paths, no globs) that a live exclusive
-// lease of another holder than agent covers, in names' order.
+// names (files to be written: absolute, or relative to the project
+// directory; no globs) that a live exclusive lease of another holder than
+// agent covers, in names' order. Each is taken as the file it is, not its
+// spelling (lease_path.go): links followed, hard links, case and Unicode
+// forms; a path outside the project is no lease's unless it is a hard link
+// of a leased file.
 func (s *Store) LeaseCheck(agent string, names []string) ([]*LeaseConflictError, error) {
 	leases, err := s.Leases()
 	if err != nil {
 		return nil, err
 	}
-	var blocked []*LeaseConflictError
-	for _, name := range names {
-		if c := blockingLease(leases, agent, name); c != nil {
-			blocked = append(blocked, c)
-		}
-	}
-	return blocked, nil
+	return s.checkLeaseFiles(leases, agent, names), nil
 }
 
-// blockingLease is the first of leases that keeps agent from writing name.
-func blockingLease(leases []Lease, agent, name string) *LeaseConflictError {
+// blockingLease is the first of leases that keeps agent from writing name,
+// both compared by key (leaseKey).
+func blockingLease(leases []Lease, agent, name string, key func(string) string) *LeaseConflictError {
 	for _, l := range leases {
 		if l.Holder == agent || !l.Exclusive {
 			continue
 		}
 		for _, p := range l.Paths {
-			if leasePatternCovers(p, name) {
+			if leasePatternCovers(key(p), key(name)) {
 				return &LeaseConflictError{Lease: l, Path: name, Against: p}
 			}
 		}

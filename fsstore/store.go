@@ -29,6 +29,7 @@ type caches struct {
 	told    lockedfile.HeldRecords
 	tasks   taskIndex
 	bearers bearerCache // HTTP bearer tokens found to be agents' passkeys (AgentOfPasskey)
+	leaseFS leaseFS     // the project's file system as leases compare names (lease_path.go)
 }
 
 // Open returns the store of the project directory dir, which must contain

@@ -61,9 +61,8 @@ func patchFiles(input json.RawMessage) []string {
 // leaseRefusal is why in, a file-writing tool call, must not run: a file
 // it writes is under another's exclusive lease ("" when none is, or the
 // tool writes no file), and the denial to record. Paths are taken
-// relative to the call's cwd, and only those inside the project are
-// looked at, both with their symbolic links resolved (a client reports
-// physical paths, and a link inside the project names a leased file too).
+// relative to the call's cwd, and checked as the files they are
+// (fsstore's LeaseCheck: links, hard links, case and Unicode forms).
 // Leases that cannot be read refuse the call: a lease must not lapse
 // because a file is damaged.
 func (h *Hook) leaseRefusal(in Input) (string, fsstore.Denial) {
@@ -89,42 +88,16 @@ func (h *Hook) leaseConflict(in Input) (*fsstore.LeaseConflictError, error) {
 	if len(paths) == 0 {
 		return nil, nil
 	}
-	project := resolved(h.Store.ProjectDir())
-	var names []string
+	names := make([]string, 0, len(paths))
 	for _, p := range paths {
-		if !filepath.IsAbs(p) {
-			p = filepath.Join(in.Cwd, p)
+		if !filepath.IsAbs(p) && in.Cwd != "" {
+			p = in.Cwd + string(filepath.Separator) + p // not cleaned: a ".." after a link is the link's target's parent
 		}
-		rel, err := filepath.Rel(project, resolved(p))
-		if err != nil || rel == "." || rel == ".." || strings.HasPrefix(rel, ".."+string(filepath.Separator)) {
-			continue
-		}
-		names = append(names, filepath.ToSlash(rel))
-	}
-	if len(names) == 0 {
-		return nil, nil
+		names = append(names, p)
 	}
 	blocked, err := h.Store.LeaseCheck(h.Agent, names)
 	if err != nil || len(blocked) == 0 {
 		return nil, err
 	}
 	return blocked[0], nil
-}
-
-// resolved is path with its symbolic links resolved, as far as it exists:
-// a file about to be created has its deepest existing directory resolved.
-func resolved(path string) string {
-	path = filepath.Clean(path)
-	var tail []string
-	for {
-		if linked, err := filepath.EvalSymlinks(path); err == nil {
-			return filepath.Join(append([]string{linked}, tail...)...)
-		}
-		parent := filepath.Dir(path)
-		if parent == path {
-			return filepath.Join(append([]string{path}, tail...)...)
-		}
-		tail = append([]string{filepath.Base(path)}, tail...)
-		path = parent
-	}
 }

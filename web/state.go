@@ -376,7 +376,7 @@ func readLeases(_ context.Context, store *fsstore.Store, _ *fsstore.Config, st *
 	for _, l := range leases {
 		v := LeaseView{Lease: l}
 		for _, m := range leases {
-			if path, against, ok := m.Conflicts(l); ok {
+			if path, against, ok := store.LeasesConflict(m, l); ok {
 				v.Conflicts = append(v.Conflicts, LeaseConflict{LeaseID: m.ID, Holder: m.Holder, Path: path, Against: against})
 			}
 		}

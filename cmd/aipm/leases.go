@@ -37,7 +37,11 @@ human breaks it, or with the agent's session that took it.
 
 PATHs are relative to the project directory, whatever the working directory:
 a file, a directory (everything under it; DIR/** is taken as DIR) or a glob
-with * and ? (within one directory).`,
+with * and ? (within one directory). A lease binds the file, not its
+spelling: a path is taken through its symbolic links (a lease stores where
+they lead, and one leading out of the project is refused), a hard link of a
+leased file is the leased file, names compare in Unicode NFC, and their case
+folds where the project's file system is case-insensitive.`,
 		Example: `  aipm leases
   aipm leases take src/parser --reason "rewriting the parser" --ttl 2h
   aipm leases release src/parser

@@ -1,6 +1,7 @@
 package fsstore
 
 import (
+	"cmp"
 	"context"
 	"encoding/json"
 	"errors"
@@ -8,6 +9,8 @@ import (
 	"slices"
 	"strings"
 	"time"
+
+	"github.com/tidwall/gjson"
 
 	"aipm/fsstore/internal/storage"
 	"aipm/internal/lockedfile"
@@ -52,26 +55,45 @@ func interruptKey(t Task) string {
 }
 
 // concerns says whether ses may see, count and consume n (DESIGN section 6):
-// an interrupt about a task only the task session working on it; an
-// interrupt about no task only the sessions that were live when it was
-// written (begun before it); any other notification about a task only the
-// agent's task session; anything else every session of the agent.
+// one about a task only a task session on that task (its next one too, if
+// none is live now: the notification waits for it); an interrupt about no
+// task only the sessions that were live when it was written (begun before
+// it); anything else every session of the agent. A note that no session on
+// its task could act on (a task request rejected) is written about no task
+// (Decide), naming the task in its text.
 func (n Notification) concerns(ses Session) bool {
 	switch {
-	case n.Type == storage.NotifyInterrupt && n.TaskID != "":
+	case n.TaskID != "":
 		return ses.Purpose == storage.PurposeTask && ses.TaskID == n.TaskID
-	case !n.forPurpose(ses.Purpose): // about a task: the task session's alone
-		return false
 	case n.Type == storage.NotifyInterrupt:
 		return !ses.CreatedAt.After(n.CreatedAt)
 	}
 	return true
 }
 
-// forPurpose says whether n is for sessions of purpose at all: a
-// notification about a task is the task session's alone.
-func (n Notification) forPurpose(purpose string) bool {
-	return n.TaskID == "" || purpose == storage.PurposeTask
+// noticeStream is one of the read.json cursors a session reads its
+// notifications by: its purpose's (what is addressed to no task), and for
+// a task session the one of its task (TaskNotificationStream: what is
+// addressed to that task). Each notification is in exactly one stream of
+// the task purpose (and, addressed to no task, one of the chat purpose), so
+// a session on one task passes over what waits for another without taking
+// it: the purpose's read writes the other task's cursor first
+// (ReadOptions.SubStream).
+type noticeStream struct {
+	name string
+	task string // the task of a per-task stream
+}
+
+// takes says whether n is in stream st.
+func (st noticeStream) takes(n Notification) bool { return n.TaskID == st.task }
+
+// noticeStreams are the streams ses reads, its purpose's first.
+func noticeStreams(ses Session) []noticeStream {
+	out := []noticeStream{{name: storage.NotificationStream(ses.Purpose)}}
+	if ses.Purpose == storage.PurposeTask && ses.TaskID != "" {
+		out = append(out, noticeStream{name: storage.TaskNotificationStream(ses.TaskID), task: ses.TaskID})
+	}
+	return out
 }
 
 // unreadNotifications counts agent's notifications that no session has
@@ -83,25 +105,33 @@ func (s *Store) unreadNotifications(ctx context.Context, agent string) (int, err
 
 // UnreadNotificationIDs returns the ids of agent's notifications that no
 // session has read (those aipm status counts), peeking: nothing is marked
-// read. One about a task is unread until a task session read it, any other
-// until some session did.
+// read. One about a task is unread until a session on that task read it,
+// any other until some session did.
 func (s *Store) UnreadNotificationIDs(ctx context.Context, agent string) (map[string]bool, error) {
-	unreadBy := map[string]int{} // id -> how many purposes have not read it
+	cursorPath, err := s.files.ReadCursorPath(agent)
+	if err != nil {
+		return nil, err
+	}
+	cursors, err := s.files.ReadCursors(cursorPath)
+	if err != nil {
+		return nil, err
+	}
+	unreadBy := map[string]int{} // id -> how many of its readers have not read it
 	need := map[string]int{}     // id -> how many must not have, for it to count
 	now := time.Now()
-	for _, purpose := range []string{storage.PurposeTask, storage.PurposeChat} {
+	// unread counts the notifications past stream's cursor that take says
+	// are its own.
+	unread := func(stream string, take func(Notification) bool) error {
 		var last Notification
-		_, err := s.files.ReadUnread(ctx, agent, storage.NotificationStream(purpose), storage.ReadOptions{
+		_, err := s.files.ReadUnread(ctx, agent, stream, storage.ReadOptions{
 			Peek: true,
 			ReadOptions: lockedfile.ReadOptions{
 				Check: func(r storage.Record) (err error) { last, err = decodeNotification(r); return err },
 				Match: func(storage.Record) bool {
-					if s.expired(last, now) {
+					if s.expired(last, now) || !take(last) {
 						return false // never counted
 					}
-					if last.forPurpose(purpose) {
-						unreadBy[last.ID]++
-					}
+					unreadBy[last.ID]++
 					need[last.ID] = 1
 					if last.TaskID == "" {
 						need[last.ID] = 2 // for every session: read once any has
@@ -110,8 +140,25 @@ func (s *Store) UnreadNotificationIDs(ctx context.Context, agent string) (map[st
 				},
 			},
 		})
-		if err != nil {
-			return nil, err
+		return err
+	}
+	if err := unread(storage.NotificationStream(storage.PurposeChat), func(n Notification) bool { return n.TaskID == "" }); err != nil {
+		return nil, err
+	}
+	// The task purpose's stream holds what is addressed to no task, and
+	// what is addressed to a task whose own cursor is not written yet (it
+	// starts there).
+	if err := unread(storage.NotificationStream(storage.PurposeTask), func(n Notification) bool {
+		_, own := cursors[storage.TaskNotificationStream(n.TaskID)]
+		return n.TaskID == "" || !own
+	}); err != nil {
+		return nil, err
+	}
+	for stream := range cursors {
+		if task := storage.TaskOfStream(stream); task != "" {
+			if err := unread(stream, func(n Notification) bool { return n.TaskID == task }); err != nil {
+				return nil, err
+			}
 		}
 	}
 	out := map[string]bool{}
@@ -204,8 +251,66 @@ func (s *Store) readNotifications(ctx context.Context, ses Session, opt storage.
 // readNotificationRecords is readNotifications with the records: match,
 // if not nil, sees each record that concerns ses with its notification.
 // An expired notification concerns no one: it is passed over, and a read
-// that is not a peek consumes it without returning it.
+// that is not a peek consumes it without returning it. The records of the
+// session's streams (noticeStreams) come merged, in file order; a limited
+// read that is not a peek takes from each stream its share of the first
+// opt.Limit, as a peek finds them.
 func (s *Store) readNotificationRecords(ctx context.Context, ses Session, opt storage.ReadOptions, match func(storage.Record, Notification) bool) ([]Notification, storage.ReadResult, error) {
+	streams := noticeStreams(ses)
+	shares := make([]int, len(streams))
+	for i := range shares {
+		shares[i] = opt.Limit
+	}
+	if opt.Limit > 0 && !opt.Peek && len(streams) > 1 {
+		peek := opt
+		peek.Peek, peek.Shown = true, false
+		_, res, err := s.readNotificationRecords(ctx, ses, peek, match)
+		if err != nil {
+			return nil, res, err
+		}
+		clear(shares)
+		for _, r := range res.Records {
+			if i := slices.IndexFunc(streams, func(st noticeStream) bool { return st.task == gjson.GetBytes(r.Data, "taskId").Str }); i >= 0 {
+				shares[i]++
+			}
+		}
+	}
+	var out []Notification
+	var res storage.ReadResult
+	read := false
+	for i, st := range streams {
+		if opt.Limit > 0 && shares[i] == 0 {
+			// Nothing of this stream in the page: a read still
+			// acknowledges the batch the session held in it, as its read
+			// would have.
+			if !opt.Peek {
+				if _, _, err := s.files.AcknowledgeWhere(ctx, ses.Agent, ses.ID, opt.Via, func(stream string, _ *storage.PendingBatch) bool { return stream == st.name }); err != nil {
+					return nil, res, err
+				}
+			}
+			continue
+		}
+		o := opt
+		o.Limit = shares[i]
+		ns, r, err := s.readNoticeStream(ctx, ses, st, o, match)
+		if err != nil {
+			return nil, r, err
+		}
+		if !read {
+			out, res, read = ns, r, true
+			continue
+		}
+		out, res = mergeNotices(out, res, ns, r)
+	}
+	if opt.Limit > 0 && len(out) > opt.Limit {
+		out, res.Records, res.Redelivered, res.More = out[:opt.Limit], res.Records[:opt.Limit], res.Redelivered[:opt.Limit], true
+	}
+	return out, res, nil
+}
+
+// readNoticeStream reads ses's notifications in stream st as opt says
+// (readNotificationRecords).
+func (s *Store) readNoticeStream(ctx context.Context, ses Session, st noticeStream, opt storage.ReadOptions, match func(storage.Record, Notification) bool) ([]Notification, storage.ReadResult, error) {
 	var last Notification // decoded once by Check, used by Match
 	opt.Session, opt.Strict = ses.ID, true
 	opt.Check = func(r storage.Record) error {
@@ -215,9 +320,13 @@ func (s *Store) readNotificationRecords(ctx context.Context, ses Session, opt st
 	}
 	now := time.Now()
 	opt.Match = func(r storage.Record) bool {
-		return last.concerns(ses) && !s.expired(last, now) && (match == nil || match(r, last))
+		return st.takes(last) && last.concerns(ses) && !s.expired(last, now) && (match == nil || match(r, last))
 	}
-	res, err := s.files.ReadUnread(ctx, ses.Agent, storage.NotificationStream(ses.Purpose), opt)
+	if st.task == "" && ses.Purpose == storage.PurposeTask {
+		// What waits for a session on another task keeps its place there.
+		opt.SubStream = func(storage.Record) string { return last.TaskID }
+	}
+	res, err := s.files.ReadUnread(ctx, ses.Agent, st.name, opt)
 	if err != nil {
 		return nil, res, fmt.Errorf("%w: %w; run aipm doctor (--repair moves a bad line to quarantine/)", ErrNotificationsUnreadable, err)
 	}
@@ -232,6 +341,38 @@ func (s *Store) readNotificationRecords(ctx context.Context, ses Session, opt st
 		}
 	}
 	return out, res, nil
+}
+
+// mergeNotices merges what two streams of one log returned (ns, r) into
+// what was merged so far (out, res), in file order: the records, and the
+// place after both (the later Next: the mark of what was seen).
+func mergeNotices(out []Notification, res storage.ReadResult, ns []Notification, r storage.ReadResult) ([]Notification, storage.ReadResult) {
+	type item struct {
+		n   Notification
+		rec storage.Record
+		re  bool
+	}
+	items := make([]item, 0, len(out)+len(ns))
+	for i := range out {
+		items = append(items, item{out[i], res.Records[i], res.Redelivered[i]})
+	}
+	for i := range ns {
+		items = append(items, item{ns[i], r.Records[i], r.Redelivered[i]})
+	}
+	slices.SortStableFunc(items, func(a, b item) int { return cmp.Compare(a.rec.Offset, b.rec.Offset) })
+	merged := res
+	merged.Records, merged.Redelivered, out = nil, nil, nil
+	for _, it := range items {
+		out = append(out, it.n)
+		merged.Records = append(merged.Records, it.rec)
+		merged.Redelivered = append(merged.Redelivered, it.re)
+	}
+	merged.More = res.More || r.More
+	if r.Next.Inode != res.Next.Inode || r.Next.Offset > res.Next.Offset {
+		merged.Next = r.Next
+	}
+	merged.Bad = append(res.Bad, r.Bad...)
+	return out, merged
 }
 
 // Unread is what Interrupt finds among a session's unread notifications.
@@ -299,9 +440,7 @@ func (s *Store) Interrupt(ctx context.Context, ses Session) (Unread, error) {
 	if err != nil {
 		return Unread{}, err
 	}
-	if shown {
-		u.Count += len(held)
-	}
+	u.Count += len(shown)
 	interrupts = append(slices.DeleteFunc(held, func(n Notification) bool { return n.Type != storage.NotifyInterrupt }), interrupts...)
 	if cacheable && len(interrupts) == 0 {
 		s.caches.unread.Put(key, u, stamps...)
@@ -315,47 +454,61 @@ func (s *Store) Interrupt(ctx context.Context, ses Session) (Unread, error) {
 	return u, nil
 }
 
-// held are the notifications that concern ses in the batch of
+// held are the notifications that concern ses in the batches of
 // notifications handed to it and not acknowledged yet (ShowInterrupt, or
-// get_notifications), oldest first, and whether that batch was only shown
-// (PendingBatch.Shown).
-func (s *Store) held(ctx context.Context, ses Session) ([]Notification, bool, error) {
+// get_notifications), oldest first, and of them those in a batch only
+// shown (PendingBatch.Shown).
+func (s *Store) held(ctx context.Context, ses Session) (all, shown []Notification, err error) {
 	cursorPath, err := s.files.ReadCursorPath(ses.Agent)
 	if err != nil {
-		return nil, false, err
+		return nil, nil, err
 	}
 	cursors, err := s.files.ReadCursors(cursorPath)
 	if err != nil {
-		return nil, false, err
-	}
-	sc := storage.CursorOf(cursors, storage.NotificationStream(ses.Purpose))
-	if sc.Pending == nil || sc.Pending.Session != ses.ID {
-		return nil, false, nil
+		return nil, nil, err
 	}
 	path, err := s.files.NotificationsPath(ses.Agent)
 	if err != nil {
-		return nil, false, err
+		return nil, nil, err
 	}
-	to := sc.Pending.To
 	now := time.Now()
-	var out []Notification
-	res, err := lockedfile.ReadPast(path, sc.Cursor, lockedfile.ReadOptions{Match: func(r storage.Record) bool {
-		if r.Offset >= to.Offset {
+	type heldOne struct {
+		n      Notification
+		offset int64
+		shown  bool
+	}
+	var found []heldOne
+	for _, st := range noticeStreams(ses) {
+		sc := storage.CursorOf(cursors, st.name)
+		if sc.Pending == nil || sc.Pending.Session != ses.ID {
+			continue
+		}
+		to := sc.Pending.To
+		res, err := lockedfile.ReadPast(path, sc.Cursor, lockedfile.ReadOptions{Match: func(r storage.Record) bool {
+			if r.Offset >= to.Offset {
+				return false
+			}
+			n, err := decodeNotification(r)
+			if err == nil && st.takes(n) && n.concerns(ses) && !s.expired(n, now) {
+				found = append(found, heldOne{n.served(lineOf(s.files.Rel(path), r.Line)), r.Offset, sc.Pending.Shown})
+			}
 			return false
+		}})
+		if err != nil {
+			return nil, nil, fmt.Errorf("%w: %w", ErrNotificationsUnreadable, err)
 		}
-		n, err := decodeNotification(r)
-		if err == nil && n.concerns(ses) && !s.expired(n, now) {
-			out = append(out, n.served(lineOf(s.files.Rel(path), r.Line)))
+		if to.Inode != 0 && res.Next.Inode != to.Inode {
+			return nil, nil, nil // the file was replaced since: the batch comes again, marked
 		}
-		return false
-	}})
-	if err != nil {
-		return nil, false, fmt.Errorf("%w: %w", ErrNotificationsUnreadable, err)
 	}
-	if to.Inode != 0 && res.Next.Inode != to.Inode {
-		return nil, false, nil // the file was replaced since: the batch comes again, marked
+	slices.SortStableFunc(found, func(a, b heldOne) int { return cmp.Compare(a.offset, b.offset) })
+	for _, h := range found {
+		all = append(all, h.n)
+		if h.shown {
+			shown = append(shown, h.n)
+		}
 	}
-	return out, sc.Pending.Shown, ctx.Err()
+	return all, shown, ctx.Err()
 }
 
 // ShowInterrupt hands session ses the unread notifications that concern
@@ -472,12 +625,9 @@ func (s *Store) Notify(ctx context.Context, agent string, n Notification) (Notif
 // ShowInterrupt) is unread until a call that complies reads it, so it
 // comes first; a read (not a peek) reads it now.
 func (s *Store) SessionNotifications(ctx context.Context, ses Session, peek bool, limit int) (ns []Notification, more bool, err error) {
-	held, shown, err := s.held(ctx, ses)
+	_, held, err := s.held(ctx, ses)
 	if err != nil {
 		return nil, false, err
-	}
-	if !shown {
-		held = nil
 	}
 	for i := range held {
 		held[i].Redelivered = true // its model was shown it before, in a replaced answer or a hook

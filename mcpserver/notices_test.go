@@ -1,0 +1,89 @@
+package mcpserver_test
+
+import (
+	"context"
+	"os/exec"
+	"strings"
+	"testing"
+
+	"aipm/fsstore"
+)
+
+// A notification addressed to a task waits for a session on that task
+// (DESIGN section 6): `aipm interrupt --task A` and a @@タスク通知 note for
+// A, queued while A is todo, are neither shown to nor consumed by the
+// agent's session on task B, whatever it calls; A's next session is
+// stopped by the interrupt and lists both. Real processes: the CLI, and
+// aipm serve behind the SDK's client.
+func TestTaskNotificationsWaitForTheirTask(t *testing.T) {
+	p := newProject(t)
+	ctx := context.Background()
+	a, err := p.store.CreateTask(ctx, p.cfg, fsstore.NewTask{Title: "A", Assignee: "coder", Requester: "lead", Status: fsstore.StatusTodo})
+	if err != nil {
+		t.Fatal(err)
+	}
+	p.taskInProgress("coder", "B")
+	if out, err := exec.Command(aipmBin, "--dir", p.store.ProjectDir(), "interrupt", "coder", "stop A", "--task", a.ID, "--as", "lead").CombinedOutput(); err != nil {
+		t.Fatalf("aipm interrupt --task: %v: %s", err, out)
+	}
+	cs := p.connect("")
+	chat := p.authenticate(cs, "coder", "chat")
+	p.deliver(cs, chat, "lead", "@@タスク通知: A's API changed")
+	if r := call(t, cs, "notify_task_session", map[string]any{"session_token": chat, "message": "A's API changed", "related_task_id": a.ID}); r.isError {
+		t.Fatalf("notify_task_session: %s", r.text)
+	}
+	if r := call(t, cs, "logout", map[string]any{"session_token": chat}); r.isError {
+		t.Fatal(r.text)
+	}
+
+	onB := p.authenticate(cs, "coder", "task")
+	for _, tool := range []string{"get_notifications", "get_task", "get_notifications", "list_tasks"} {
+		r := call(t, cs, tool, map[string]any{"session_token": onB})
+		if r.isError || !strings.Contains(r.text, "notifications: none") || len(notes(r)) > 0 {
+			t.Errorf("the session on task B, %s: %s", tool, r.text)
+		}
+	}
+	unread, err := p.store.UnreadNotificationIDs(ctx, "coder")
+	if err != nil || len(unread) != 2 {
+		t.Errorf("after B's session: %d unread (%v), want A's two", len(unread), err)
+	}
+	if r := call(t, cs, "report_completed", map[string]any{"session_token": onB, "result": "success", "summary": "B done"}); r.isError {
+		t.Fatal(r.text)
+	}
+
+	if _, err := p.store.UpdateTask(ctx, p.cfg, a.ID, "lead", fsstore.TaskChange{Status: fsstore.StatusInProgress}); err != nil {
+		t.Fatal(err)
+	}
+	onA := p.authenticate(cs, "coder", "task")
+	if r := call(t, cs, "get_task", map[string]any{"session_token": onA}); !strings.HasPrefix(r.text, "INTERRUPT (get_task did not run)") || !strings.Contains(r.text, "stop A") {
+		t.Fatalf("A's session, first call: %s", r.text)
+	}
+	r := call(t, cs, "get_notifications", map[string]any{"session_token": onA})
+	ns := notes(r)
+	if len(ns) != 2 {
+		t.Fatalf("A's session lists %d notifications, want 2: %s", len(ns), r.text)
+	}
+	for _, n := range ns {
+		if n["task_id"] != a.ID {
+			t.Errorf("A's session lists one about %v: %v", n["task_id"], n)
+		}
+	}
+	if ns[0]["type"] != "info" || !strings.Contains(ns[0]["message"].(string), "A's API changed") || ns[1]["type"] != "interrupt" {
+		t.Errorf("newest first, the note then the interrupt: %v", ns)
+	}
+	if r := call(t, cs, "report_completed", map[string]any{"session_token": onA, "result": "blocked", "summary": "stopped"}); r.isError {
+		t.Fatal(r.text)
+	}
+	if unread, err := p.store.UnreadNotificationIDs(ctx, "coder"); err != nil || len(unread) != 0 {
+		t.Fatalf("after A's session read them: %d unread (%v)", len(unread), err)
+	}
+	problems, err := p.store.Doctor(ctx, false)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, pr := range problems {
+		if strings.Contains(pr.Path, "read.json") {
+			t.Errorf("doctor: %s: %s", pr.Path, pr.Reason)
+		}
+	}
+}

@@ -2,9 +2,12 @@ package mcpserver_test
 
 import (
 	"context"
+	"os"
 	"os/exec"
+	"path/filepath"
 	"strings"
 	"testing"
+	"time"
 
 	"aipm/fsstore"
 )
@@ -85,5 +88,42 @@ func TestTaskNotificationsWaitForTheirTask(t *testing.T) {
 		if strings.Contains(pr.Path, "read.json") {
 			t.Errorf("doctor: %s: %s", pr.Path, pr.Reason)
 		}
+	}
+}
+
+// The notification line and get_notifications agree on the new_message
+// notice (DESIGN section 6): a message past the notice's time to live is
+// announced by neither (it stays unread, and get_pending_messages still
+// delivers it).
+func TestNewMessageTTLOneRule(t *testing.T) {
+	p := newProject(t)
+	cfgPath := filepath.Join(p.store.Root(), "config.toml")
+	f, err := os.OpenFile(cfgPath, os.O_APPEND|os.O_WRONLY, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := f.WriteString("\n[notifications.ttl]\nnew_message = \"1s\"\n"); err != nil {
+		t.Fatal(err)
+	}
+	f.Close()
+	cs := p.connect("")
+	chat := p.authenticate(cs, "coder", "chat")
+	p.send("lead", "coder", "old news")
+	sent := time.Now()
+	for time.Since(sent) < 1500*time.Millisecond { // past its time to live, for good
+		time.Sleep(100 * time.Millisecond)
+	}
+	for _, tool := range []string{"list_tasks", "get_notifications"} {
+		r := call(t, cs, tool, map[string]any{"session_token": chat})
+		if r.isError || !strings.Contains(r.text, "notifications: none") || strings.Contains(r.text, "new message") {
+			t.Errorf("%s, the line: %s", tool, r.text)
+		}
+		for _, n := range notes(r) {
+			t.Errorf("%s lists %v, which the line does not announce", tool, n)
+		}
+	}
+	r := call(t, cs, "get_pending_messages", map[string]any{"session_token": chat})
+	if r.isError || !strings.Contains(r.text, "old news") {
+		t.Fatalf("the expired notice's message is still delivered: %s", r.text)
 	}
 }

@@ -146,6 +146,11 @@ func (s *Store) Compact(ctx context.Context, cfg *storage.Config, opt CompactOpt
 				res.Files = append(res.Files, f)
 			}
 		}
+		if !opt.DryRun {
+			if err := s.pruneTaskCursors(ctx, e.Name()); err != nil {
+				errs = append(errs, fmt.Errorf("compact: forget the task cursors of %s that hold nothing: %w", e.Name(), err))
+			}
+		}
 	}
 	return res, errors.Join(errs...)
 }

@@ -164,8 +164,10 @@ func TestTaskNotificationsOldCursors(t *testing.T) {
 
 // Compaction keeps what a per-task cursor's task has not read, and nothing
 // more for it: the cursor of a task whose session read everything (and
-// will never read again) pins no line; it is moved to the new file, and a
-// later notification for that task still reaches its session, once.
+// will never read again) pins no line, and is forgotten (read.json does
+// not grow with every task that ever had a notification); one whose
+// task's notification waits is moved to the new file. Each session then
+// gets what is its own, once.
 func TestCompactTaskCursor(t *testing.T) {
 	s, cfg := leadAndCoder(t)
 	ctx := context.Background()
@@ -194,6 +196,17 @@ func TestCompactTaskCursor(t *testing.T) {
 	path, _ := s.files.NotificationsPath("coder")
 	if kept := logIDs(t, path); strings.Join(kept, " ") != strings.Join([]string{ids["C:waits"], ids["all5"], ids["all6"]}, " ") {
 		t.Fatalf("kept %d lines, want C's unread one and the newest two", len(kept))
+	}
+	cursorPath, _ := s.files.ReadCursorPath("coder")
+	cursors, err := s.files.ReadCursors(cursorPath)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, ok := cursors[storage.TaskNotificationStream(tasks["A"])]; ok {
+		t.Error("A's cursor, with nothing of A's left to read, is kept")
+	}
+	if _, ok := cursors[storage.TaskNotificationStream(tasks["C"])]; !ok {
+		t.Error("C's cursor, with C's notification unread, is gone")
 	}
 	taskNotes(t, s, tasks, "A:later")
 	if got, _ := readAndAck(t, s, session("A"), 0); got != "A:later" {

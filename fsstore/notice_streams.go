@@ -227,12 +227,12 @@ func (s *Store) held(ctx context.Context, ses Session) (all, shown []Notificatio
 // pruneTaskCursors removes from agent's read.json the per-task
 // notifications cursors that say nothing their absence does not: one
 // with no batch handed out, on the file its purpose's cursor is on, and
-// with no notification of its task at or past the earlier of the two
-// places. Absent, it starts where its purpose's cursor is (CursorOf), and
-// reads the same: nothing of its task lies between, and what comes later
-// comes after both. So read.json keeps a cursor for the tasks with
-// something unread, not for every task that ever had a notification
-// (compaction calls it).
+// with no notification of its task (that a session may still be given)
+// at or past the earlier of the two places. Absent, it starts where its
+// purpose's cursor is (CursorOf), and reads the same: nothing of its task
+// lies between, and what comes later comes after both. So read.json keeps
+// a cursor for the tasks with something unread, not for every task that
+// ever had a notification (compaction calls it).
 func (s *Store) pruneTaskCursors(ctx context.Context, agent string) error {
 	cursorPath, err := s.files.ReadCursorPath(agent)
 	if err != nil {
@@ -247,44 +247,12 @@ func (s *Store) pruneTaskCursors(ctx context.Context, agent string) error {
 		return err
 	}
 	_, err = storage.UpdateDoc(ctx, s.files, cursorPath, storage.ModeFile, func(cursors *storage.Cursors, _ bool) error {
-		purpose := storage.CursorOf(*cursors, storage.NotificationStream(storage.PurposeTask)).Cursor
-		if purpose.Inode == 0 {
-			return storage.ErrNoChange // never read: nothing to compare with
-		}
-		from := map[string]int64{} // task -> the earlier place
-		for key, sc := range *cursors {
-			task := storage.TaskOfStream(key)
-			fresh := sc.Inode == 0 && sc.Offset == 0 && sc.LastID == "" // the start of any file
-			if task == "" || sc.Pending != nil || sc.Inode != purpose.Inode && !fresh {
-				continue
-			}
-			from[task] = min(sc.Offset, purpose.Offset)
-		}
+		purpose, from := idleTaskCursors(*cursors)
 		if len(from) == 0 {
 			return storage.ErrNoChange
 		}
-		start := purpose.Offset
-		for _, off := range from {
-			start = min(start, off)
-		}
-		// A notification of the task past its place that a session may
-		// still be given (not expired) keeps the task's cursor; a line not
-		// understood keeps every cursor.
-		now := time.Now()
-		res, err := lockedfile.ReadPast(path, storage.Cursor{Offset: start, Inode: purpose.Inode}, lockedfile.ReadOptions{Match: func(r storage.Record) bool {
-			task := gjson.GetBytes(r.Data, "taskId").Str
-			if off, ok := from[task]; ok && r.Offset >= off {
-				if n, err := decodeNotification(r); err != nil || !s.expired(n, now) {
-					delete(from, task)
-				}
-			}
-			return false
-		}})
-		if err != nil || len(res.Bad) > 0 || res.Next.Inode != purpose.Inode {
-			return storage.ErrNoChange // not the file the cursors are on, or not understood: kept as they are
-		}
-		if len(from) == 0 {
-			return storage.ErrNoChange
+		if !s.noneOwnPast(path, purpose, from) || len(from) == 0 {
+			return storage.ErrNoChange // not understood, or every one still has something
 		}
 		for task := range from {
 			delete(*cursors, storage.TaskNotificationStream(task))
@@ -292,4 +260,45 @@ func (s *Store) pruneTaskCursors(ctx context.Context, agent string) error {
 		return nil
 	})
 	return err
+}
+
+// idleTaskCursors are the per-task notifications cursors of cursors with no
+// batch handed out, on the file the task purpose's cursor (purpose) is on
+// (or at the start of any): task -> the earlier of its place and purpose's.
+func idleTaskCursors(cursors storage.Cursors) (purpose storage.Cursor, from map[string]int64) {
+	purpose = storage.CursorOf(cursors, storage.NotificationStream(storage.PurposeTask)).Cursor
+	if purpose.Inode == 0 {
+		return purpose, nil // never read: nothing to compare with
+	}
+	from = map[string]int64{}
+	for key, sc := range cursors {
+		task := storage.TaskOfStream(key)
+		fresh := sc.Inode == 0 && sc.Offset == 0 && sc.LastID == "" // the start of any file
+		if task != "" && sc.Pending == nil && (sc.Inode == purpose.Inode || fresh) {
+			from[task] = min(sc.Offset, purpose.Offset)
+		}
+	}
+	return purpose, from
+}
+
+// noneOwnPast deletes from `from` (task -> place) each task with a
+// notification at or past its place in the log at path that a session
+// may still be given (not expired). It says false when the log is not the
+// file purpose is on, or has a line not understood: nothing is known then.
+func (s *Store) noneOwnPast(path string, purpose storage.Cursor, from map[string]int64) bool {
+	start := purpose.Offset
+	for _, off := range from {
+		start = min(start, off)
+	}
+	now := time.Now()
+	res, err := lockedfile.ReadPast(path, storage.Cursor{Offset: start, Inode: purpose.Inode}, lockedfile.ReadOptions{Match: func(r storage.Record) bool {
+		task := gjson.GetBytes(r.Data, "taskId").Str
+		if off, ok := from[task]; ok && r.Offset >= off {
+			if n, err := decodeNotification(r); err != nil || !s.expired(n, now) {
+				delete(from, task)
+			}
+		}
+		return false
+	}})
+	return err == nil && len(res.Bad) == 0 && res.Next.Inode == purpose.Inode
 }

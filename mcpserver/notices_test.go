@@ -9,6 +9,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/modelcontextprotocol/go-sdk/mcp"
+
 	"aipm/fsstore"
 )
 
@@ -26,18 +28,8 @@ func TestTaskNotificationsWaitForTheirTask(t *testing.T) {
 		t.Fatal(err)
 	}
 	p.taskInProgress("coder", "B")
-	if out, err := exec.Command(aipmBin, "--dir", p.store.ProjectDir(), "interrupt", "coder", "stop A", "--task", a.ID, "--as", "lead").CombinedOutput(); err != nil {
-		t.Fatalf("aipm interrupt --task: %v: %s", err, out)
-	}
 	cs := p.connect("")
-	chat := p.authenticate(cs, "coder", "chat")
-	p.deliver(cs, chat, "lead", "@@タスク通知: A's API changed")
-	if r := call(t, cs, "notify_task_session", map[string]any{"session_token": chat, "message": "A's API changed", "related_task_id": a.ID}); r.isError {
-		t.Fatalf("notify_task_session: %s", r.text)
-	}
-	if r := call(t, cs, "logout", map[string]any{"session_token": chat}); r.isError {
-		t.Fatal(r.text)
-	}
+	p.queueForTask(cs, a.ID)
 
 	onB := p.authenticate(cs, "coder", "task")
 	for _, tool := range []string{"get_notifications", "get_task", "get_notifications", "list_tasks"} {
@@ -46,8 +38,7 @@ func TestTaskNotificationsWaitForTheirTask(t *testing.T) {
 			t.Errorf("the session on task B, %s: %s", tool, r.text)
 		}
 	}
-	unread, err := p.store.UnreadNotificationIDs(ctx, "coder")
-	if err != nil || len(unread) != 2 {
+	if unread, err := p.store.UnreadNotificationIDs(ctx, "coder"); err != nil || len(unread) != 2 {
 		t.Errorf("after B's session: %d unread (%v), want A's two", len(unread), err)
 	}
 	if r := call(t, cs, "report_completed", map[string]any{"session_token": onB, "result": "success", "summary": "B done"}); r.isError {
@@ -61,32 +52,63 @@ func TestTaskNotificationsWaitForTheirTask(t *testing.T) {
 	if r := call(t, cs, "get_task", map[string]any{"session_token": onA}); !strings.HasPrefix(r.text, "INTERRUPT (get_task did not run)") || !strings.Contains(r.text, "stop A") {
 		t.Fatalf("A's session, first call: %s", r.text)
 	}
-	r := call(t, cs, "get_notifications", map[string]any{"session_token": onA})
-	ns := notes(r)
-	if len(ns) != 2 {
-		t.Fatalf("A's session lists %d notifications, want 2: %s", len(ns), r.text)
-	}
-	for _, n := range ns {
-		if n["task_id"] != a.ID {
-			t.Errorf("A's session lists one about %v: %v", n["task_id"], n)
-		}
-	}
-	if ns[0]["type"] != "info" || !strings.Contains(ns[0]["message"].(string), "A's API changed") || ns[1]["type"] != "interrupt" {
-		t.Errorf("newest first, the note then the interrupt: %v", ns)
-	}
+	checkTaskNotes(t, call(t, cs, "get_notifications", map[string]any{"session_token": onA}), a.ID)
 	if r := call(t, cs, "report_completed", map[string]any{"session_token": onA, "result": "blocked", "summary": "stopped"}); r.isError {
 		t.Fatal(r.text)
 	}
 	if unread, err := p.store.UnreadNotificationIDs(ctx, "coder"); err != nil || len(unread) != 0 {
 		t.Fatalf("after A's session read them: %d unread (%v)", len(unread), err)
 	}
-	problems, err := p.store.Doctor(ctx, false)
+	p.noReadJSONProblems()
+}
+
+// queueForTask queues, for coder's task id, an interrupt (aipm interrupt
+// --task, a real CLI process) and a @@タスク通知 note (through coder's chat
+// session, which then logs out).
+func (p *project) queueForTask(cs *mcp.ClientSession, id string) {
+	p.t.Helper()
+	if out, err := exec.Command(aipmBin, "--dir", p.store.ProjectDir(), "interrupt", "coder", "stop A", "--task", id, "--as", "lead").CombinedOutput(); err != nil {
+		p.t.Fatalf("aipm interrupt --task: %v: %s", err, out)
+	}
+	chat := p.authenticate(cs, "coder", "chat")
+	p.deliver(cs, chat, "lead", "@@タスク通知: A's API changed")
+	if r := call(p.t, cs, "notify_task_session", map[string]any{"session_token": chat, "message": "A's API changed", "related_task_id": id}); r.isError {
+		p.t.Fatalf("notify_task_session: %s", r.text)
+	}
+	if r := call(p.t, cs, "logout", map[string]any{"session_token": chat}); r.isError {
+		p.t.Fatal(r.text)
+	}
+}
+
+// checkTaskNotes checks that get_notifications listed, newest first, the
+// note and the interrupt queueForTask queued for task id, and nothing else.
+func checkTaskNotes(t *testing.T, r result, id string) {
+	t.Helper()
+	ns := notes(r)
+	if len(ns) != 2 {
+		t.Fatalf("A's session lists %d notifications, want 2: %s", len(ns), r.text)
+	}
+	for _, n := range ns {
+		if n["task_id"] != id {
+			t.Errorf("A's session lists one about %v: %v", n["task_id"], n)
+		}
+	}
+	if ns[0]["type"] != "info" || !strings.Contains(ns[0]["message"].(string), "A's API changed") || ns[1]["type"] != "interrupt" {
+		t.Errorf("newest first, the note then the interrupt: %v", ns)
+	}
+}
+
+// noReadJSONProblems fails the test if aipm doctor finds a read.json it
+// does not understand.
+func (p *project) noReadJSONProblems() {
+	p.t.Helper()
+	problems, err := p.store.Doctor(context.Background(), false)
 	if err != nil {
-		t.Fatal(err)
+		p.t.Fatal(err)
 	}
 	for _, pr := range problems {
 		if strings.Contains(pr.Path, "read.json") {
-			t.Errorf("doctor: %s: %s", pr.Path, pr.Reason)
+			p.t.Errorf("doctor: %s: %s", pr.Path, pr.Reason)
 		}
 	}
 }

@@ -282,25 +282,13 @@ func (s *Files) ReadUnread(ctx context.Context, agent, stream string, opt ReadOp
 	}
 	var res ReadResult
 	var read []string // the previous batch, which a read by its session commits
-	var subs []string // the sub-streams whose records the read passed over
-	read1 := opt
-	if opt.SubStream != nil {
-		read1.Match = func(r Record) bool {
-			if opt.Match == nil || opt.Match(r) {
-				return true
-			}
-			if sub := opt.SubStream(r); sub != "" && !slices.Contains(subs, sub) {
-				subs = append(subs, sub)
-			}
-			return false
-		}
-	}
+	read1, subs := opt.withSubStreams()
 	_, err = UpdateDoc(ctx, s, cursorPath, ModeFile, func(cursors *Cursors, _ bool) error {
 		if *cursors == nil {
 			*cursors = Cursors{}
 		}
 		sc := CursorOf(*cursors, stream)
-		read, subs = nil, nil
+		read, *subs = nil, nil
 		if sc.Pending != nil && opt.Session != "" && sc.Pending.Session == opt.Session {
 			read = sc.Pending.MessageIDs
 		}
@@ -311,11 +299,8 @@ func (s *Files) ReadUnread(ctx context.Context, agent, stream string, opt ReadOp
 			return err
 		}
 		after, changed := advanced(sc, start, next, opt.Session, len(res.Records) > 0)
-		for _, sub := range subs {
-			if _, ok := (*cursors)[stream+"."+sub]; !ok {
-				(*cursors)[stream+"."+sub] = StreamCursor{Cursor: sc.Cursor} // where its fallback was until now
-				changed = true
-			}
+		if keepSubStreams(*cursors, stream, sc.Cursor, *subs) {
+			changed = true
 		}
 		if !changed {
 			return ErrNoChange // nothing handed out or moved: nothing to remember
@@ -360,6 +345,42 @@ func (s *Files) readPast(logPath string, cur Cursor, opt ReadOptions) (res ReadR
 		return res, cur, s.Failed("read", logPath, err)
 	}
 	return res, res.Next, nil
+}
+
+// withSubStreams is opt with a Match that also notes, in subs, the
+// sub-streams (SubStream) of the records it refuses: the read that passes
+// over them writes their cursors (keepSubStreams).
+func (opt ReadOptions) withSubStreams() (ReadOptions, *[]string) {
+	subs := new([]string)
+	if opt.SubStream == nil {
+		return opt, subs
+	}
+	match := opt.Match
+	opt.Match = func(r Record) bool {
+		if match == nil || match(r) {
+			return true
+		}
+		if sub := opt.SubStream(r); sub != "" && !slices.Contains(*subs, sub) {
+			*subs = append(*subs, sub)
+		}
+		return false
+	}
+	return opt, subs
+}
+
+// keepSubStreams writes, for each of stream's sub-streams subs without a
+// cursor, the cursor it starts at until now (CursorOf: committed, its
+// parent's committed cursor), before the parent moves past their records.
+// It says whether it wrote any.
+func keepSubStreams(cursors Cursors, stream string, committed Cursor, subs []string) bool {
+	wrote := false
+	for _, sub := range subs {
+		if _, ok := cursors[stream+"."+sub]; !ok {
+			cursors[stream+"."+sub] = StreamCursor{Cursor: committed}
+			wrote = true
+		}
+	}
+	return wrote
 }
 
 // peekUnread is ReadUnread with Peek: it moves nothing (but for Advance),

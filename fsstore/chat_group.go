@@ -70,14 +70,16 @@ var testHookGroupWrote func(n int)
 
 // sendGroup writes a group message: one line in the sender's chat log and
 // one in each receiver's, every copy the same line naming all receivers
-// (receiverIds). The sender's copy is written first: a send killed after it
-// is rolled forward by aipm doctor --repair (which restores every missing
-// copy from any copy), one killed before it left nothing. Like the dual
-// write, one file lock at a time; every copy is written, then every copy
-// flushed. Success means every copy is on disk.
+// (receiverIds). The first copy decides whether it was sent: a send killed
+// after it is rolled forward by aipm doctor --repair (which restores every
+// missing copy from any copy), one killed before it left nothing. Like the
+// dual write, one file lock at a time; every copy is written, then every
+// copy flushed. Success means every copy is on disk.
 //
-// Without conversation_id a group message is not a conversation turn; with
-// one, it is a turn of that group conversation (groupTurn).
+// Without conversation_id a group message is not a conversation turn, and
+// the sender's copy is written first; with one, it is a turn of that group
+// conversation (groupTurn), and the copy of the party whose turn it makes
+// it is written first (turnOrder).
 func (s *Store) sendGroup(ctx context.Context, cfg *storage.Config, m OutgoingMessage) (Message, error) {
 	receivers, err := s.receiversOf(cfg, m)
 	if err != nil {
@@ -91,11 +93,28 @@ func (s *Store) sendGroup(ctx context.Context, cfg *storage.Config, m OutgoingMe
 		CreatedAt: time.Now().UTC().Format(timeFormat), ConversationID: m.ConversationID,
 		RelatedTaskID: m.RelatedTaskID, Kind: m.Kind,
 	}
-	write := func() error { return s.writeCopies(ctx, msg, append([]string{m.From}, receivers...)) }
 	if m.ConversationID != "" {
+		write := func(next string) error { return s.writeCopies(ctx, msg, turnOrder(next, m.From, receivers)) }
 		return msg, s.groupTurn(ctx, cfg, m.From, m.ConversationID, receivers, write)
 	}
-	return msg, write()
+	return msg, s.writeCopies(ctx, msg, append([]string{m.From}, receivers...))
+}
+
+// turnOrder is the order a group conversation's turn from `from` to
+// receivers is written in: first the copy of next, the party whose turn it
+// makes it, then the sender's, then the other receivers'. Since the first
+// copy decides whether the message was sent at all, a turn that counts
+// (Conversation.turn: written, or sent_partly) has always reached the party
+// that now holds the turn; one whose next copy could not be written left
+// nothing, and the turn stays the sender's.
+func turnOrder(next, from string, receivers []string) []string {
+	out := []string{next, from}
+	for _, r := range receivers {
+		if r != next {
+			out = append(out, r)
+		}
+	}
+	return out
 }
 
 // writeCopies writes msg to each agent's chat log in order, then flushes

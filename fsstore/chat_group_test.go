@@ -7,6 +7,7 @@ import (
 	"errors"
 	"fmt"
 	"os"
+	"path/filepath"
 	"strconv"
 	"strings"
 	"syscall"
@@ -274,8 +275,9 @@ func TestConfigGroups(t *testing.T) {
 }
 
 // TestGroupTurnNotWrittenNotCounted: a turn that could not be written at
-// all (the sender's log is a symbolic link aipm refuses) is not counted:
-// the sender sends it again, and the turn order stays where it was.
+// all (the log of bob, who speaks next and whose copy is written first, is
+// a symbolic link aipm refuses) is not counted: the sender sends it again,
+// and the turn order stays where it was.
 func TestGroupTurnNotWrittenNotCounted(t *testing.T) {
 	s, cfg := groupStore(t)
 	ctx := context.Background()
@@ -283,7 +285,7 @@ func TestGroupTurnNotWrittenNotCounted(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	path, _ := s.files.ChatPath("alice")
+	path, _ := s.files.ChatPath("bob")
 	os.MkdirAll(strings.TrimSuffix(path, "/chat.jsonl"), 0o755)
 	target := path + ".elsewhere"
 	if err := os.WriteFile(target, nil, 0o644); err != nil {
@@ -304,5 +306,78 @@ func TestGroupTurnNotWrittenNotCounted(t *testing.T) {
 	}
 	if _, _, err := s.Conversations().Send(ctx, cfg, "bob", c.ID, "second turn"); err != nil {
 		t.Fatalf("bob's turn after it: %v", err)
+	}
+}
+
+// TestGroupTurnReachesTheNextParty: a group turn counts only once the copy
+// of the party whose turn it makes it is written (that copy is written
+// first): when it cannot be, nothing is written and the turn stays the
+// sender's; when another receiver's cannot (sent_partly), the turn counts
+// and the next party has the message it answers, the missing copy coming
+// with doctor --repair. (A chat log aipm refuses, a symbolic link, fails
+// one copy.)
+func TestGroupTurnReachesTheNextParty(t *testing.T) {
+	defer func(d time.Duration) { inFlight = d }(inFlight)
+	inFlight = 0
+	for _, tc := range []struct {
+		broken     string
+		partly     bool
+		turns      int
+		holders    int
+		bobHasIt   bool
+		repairedTo int
+	}{
+		{broken: "bob", turns: 0, holders: 0},                                                // bob speaks next
+		{broken: "carol", partly: true, turns: 1, holders: 2, bobHasIt: true, repairedTo: 3}, // carol after bob
+		{broken: "alice", partly: true, turns: 1, holders: 1, bobHasIt: true, repairedTo: 3}, // the sender's own copy
+	} {
+		t.Run(tc.broken, func(t *testing.T) {
+			s, cfg := groupStore(t)
+			ctx := context.Background()
+			c, _, err := s.Conversations().Start(ctx, cfg, NewConversation{From: "alice", Participants: []string{"bob", "carol"}})
+			if err != nil {
+				t.Fatal(err)
+			}
+			path, _ := s.files.ChatPath(tc.broken)
+			os.MkdirAll(filepath.Dir(path), 0o755)
+			if err := os.WriteFile(path+".elsewhere", nil, 0o644); err != nil {
+				t.Fatal(err)
+			}
+			if err := os.Symlink(path+".elsewhere", path); err != nil {
+				t.Fatal(err)
+			}
+			m, after, err := s.Conversations().Send(ctx, cfg, "alice", c.ID, "first turn")
+			var ce *storage.CodeError
+			if partly := errors.As(err, &ce) && ce.Code == storage.CodeSentPartly; err == nil || partly != tc.partly {
+				t.Fatalf("the send: %v; want sent_partly %v", err, tc.partly)
+			}
+			os.Remove(path)
+			got, _ := s.conversation(ctx, cfg, c.ID)
+			if got.Turns != tc.turns {
+				t.Fatalf("%d turns counted, want %d (after: %d)", got.Turns, tc.turns, after.Turns)
+			}
+			if n := copiesOf(t, s, "alice", "bob", "carol")[m.ID]; n != tc.holders {
+				t.Fatalf("%d copies written, want %d", n, tc.holders)
+			}
+			msgs, _, err := s.Unread(ctx, "bob", 0, true)
+			if err != nil || (len(msgs) == 1) != tc.bobHasIt {
+				t.Fatalf("bob, whose turn it is if it counted, has %d unread (%v)", len(msgs), err)
+			}
+			if tc.turns == 1 && got.NextSpeaker() != "bob" {
+				t.Fatalf("the turn went to %s", got.NextSpeaker())
+			}
+			if tc.turns == 0 {
+				if _, after, err := s.Conversations().Send(ctx, cfg, "alice", c.ID, "first turn"); err != nil || after.Turns != 1 {
+					t.Fatalf("the turn sent again: %v, %d turns", err, after.Turns)
+				}
+				return
+			}
+			if _, err := s.Doctor(ctx, true); err != nil {
+				t.Fatal(err)
+			}
+			if n := copiesOf(t, s, "alice", "bob", "carol")[m.ID]; n != tc.repairedTo {
+				t.Fatalf("%d copies after doctor --repair, want %d", n, tc.repairedTo)
+			}
+		})
 	}
 }

@@ -4,7 +4,6 @@ import (
 	"aipm/fsstore/internal/storage"
 	"context"
 	"fmt"
-	"slices"
 )
 
 // Unhand takes back every batch handed to session in agent's streams and
@@ -15,8 +14,9 @@ import (
 // again, marked redelivered. A batch the session acknowledged already is
 // past the cursor and stays received. When the session was handed a later
 // batch in between, that one is taken back too: it comes again, marked,
-// never lost. With streams named, only the batches of those streams are
-// taken back. It says whether it took anything back.
+// never lost. With streams named, only the batches of those streams (and
+// their sub-streams: a task session's per-task notifications stream with
+// its purpose's) are taken back. It says whether it took anything back.
 func (s *Store) Unhand(ctx context.Context, agent, session string, streams ...string) (bool, error) {
 	cursorPath, err := s.files.ReadCursorPath(agent)
 	if err != nil {
@@ -27,7 +27,7 @@ func (s *Store) Unhand(ctx context.Context, agent, session string, streams ...st
 		return false, err
 	}
 	named := func(stream string, _ *storage.PendingBatch) bool {
-		return len(streams) == 0 || slices.Contains(streams, stream)
+		return len(streams) == 0 || storage.InStreams(stream, streams)
 	}
 	if !storage.HoldsBatchIn(cursors, session, named) {
 		return false, nil

@@ -146,6 +146,11 @@ func (s *Store) Compact(ctx context.Context, cfg *storage.Config, opt CompactOpt
 				res.Files = append(res.Files, f)
 			}
 		}
+		if !opt.DryRun {
+			if err := s.pruneTaskCursors(ctx, e.Name()); err != nil {
+				errs = append(errs, fmt.Errorf("compact: forget the task cursors of %s that hold nothing: %w", e.Name(), err))
+			}
+		}
 	}
 	return res, errors.Join(errs...)
 }
@@ -269,8 +274,23 @@ func (s *Store) cursorsCut(f *os.File, path string, size int64, inode uint64, lr
 	if _, ok := cursors[storage.StreamChat]; !ok && lr.name == chatLog {
 		return firstInbound(f, path, cut)
 	}
+	own := map[string]int64{} // a per-task notifications cursor's task -> its place
 	for key, sc := range cursors {
 		if !lr.stream(key) {
+			continue
+		}
+		if task := storage.TaskOfStream(key); task != "" {
+			pos, trusted, lost, err := lockedfile.Resolve(f, path, inode, size, sc.Cursor)
+			if err != nil || lost {
+				return 0, err
+			}
+			plan.trusted[key], own[task] = trusted, pos
+			if sc.Pending != nil { // its batch is of its task's records, past its place
+				if _, trusted, lost, err = lockedfile.Resolve(f, path, inode, size, sc.Pending.To); err != nil || lost {
+					return 0, err
+				}
+				plan.trusted[key+"\x00pending"] = trusted
+			}
 			continue
 		}
 		places := map[string]storage.Cursor{key: sc.Cursor}
@@ -293,7 +313,47 @@ func (s *Store) cursorsCut(f *os.File, path string, size int64, inode uint64, lr
 			cut = min(cut, start)
 		}
 	}
-	return cut, nil
+	return taskCursorsCut(f, path, own, cut)
+}
+
+// taskCursorsCut lowers cut to the first notification, at or past a
+// per-task notifications cursor's place (own: task -> place), addressed to
+// that cursor's task: a per-task cursor keeps what is its own, and pins
+// nothing else (one of a task no session works on any more would keep the
+// whole log). translateCursors moves one whose place is cut to the start
+// of the new file: nothing of its task lay between. A line not understood
+// is kept for doctor, with what follows.
+func taskCursorsCut(f *os.File, path string, own map[string]int64, cut int64) (int64, error) {
+	from := cut
+	for _, pos := range own {
+		from = min(from, pos)
+	}
+	if from >= cut {
+		return cut, nil
+	}
+	r, err := lockedfile.NewLineReader(f, path, lockedfile.Position{Offset: from})
+	if err != nil {
+		return 0, err
+	}
+	for {
+		before := r.Pos().Offset
+		rec, err := r.Next()
+		var le *storage.LineError
+		switch {
+		case errors.Is(err, io.EOF):
+			return cut, nil
+		case errors.As(err, &le):
+			return min(cut, before), nil
+		case err != nil:
+			return 0, err
+		}
+		if rec.Offset >= cut {
+			return cut, nil
+		}
+		if pos, ok := own[gjson.GetBytes(rec.Data, "taskId").Str]; ok && rec.Offset >= pos {
+			return rec.Offset, nil
+		}
+	}
 }
 
 // firstInbound lowers cut to the first message before it that the
@@ -487,6 +547,11 @@ func (s *Store) translateCursors(ctx context.Context, cursorPath string, lr logR
 		for key, sc := range *cursors {
 			if !lr.stream(key) {
 				continue
+			}
+			if storage.TaskOfStream(key) != "" && plan.trusted[key] && sc.Inode == d.Old && sc.Offset < d.Cut {
+				// Nothing of its task lay between its place and the cut
+				// (taskCursorsCut): it starts the new file.
+				sc.Cursor = storage.Cursor{Inode: d.New, RedeliverBefore: max(0, sc.RedeliverBefore-d.Cut)}
 			}
 			sc.Cursor = shift(sc.Cursor, plan.trusted[key])
 			if sc.Pending != nil {

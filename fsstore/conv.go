@@ -217,7 +217,10 @@ func (c *Conversation) tell(agent string, now time.Time) {
 // as read under the conversations' lock: from's turn is written (write),
 // then counted. A turn that could not be written at all is not counted
 // (the sender may send it again: err is the write's); one written in part
-// (sent_partly, returned as written) is, since doctor --repair completes it.
+// (sent_partly, returned as written) is, since doctor --repair completes it:
+// the write's first copy is the one of the party whose turn it makes it (a
+// two-party send writes the receiver's copy first, a group turn the next
+// party's: turnOrder), so a counted turn has reached that party.
 func (c *Conversation) turn(from string, now time.Time, write func() error) (written, err error) {
 	var ce *storage.CodeError
 	if written = write(); written != nil && !(errors.As(written, &ce) && ce.Code == storage.CodeSentPartly) {

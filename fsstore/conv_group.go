@@ -39,12 +39,15 @@ func (s *Store) checkGroupParties(cfg *storage.Config, from string, participants
 }
 
 // groupTurn checks from's turn in group conversation id, whose other
-// parties must be exactly receivers, writes it (write) and counts it, all
-// under the conversations' lock: the conversation must be open and it
-// must be from's turn (else not_your_turn, naming whose it is). The turn
+// parties must be exactly receivers, writes it (write, given the party
+// whose turn it makes it, whose copy it writes first: turnOrder) and counts
+// it, all under the conversations' lock: the conversation must be open and
+// it must be from's turn (else not_your_turn, naming whose it is). The turn
 // counts only once written (Conversation.turn, the rule for conversations
-// of two too).
-func (s *Store) groupTurn(ctx context.Context, cfg *storage.Config, from, id string, receivers []string, write func() error) error {
+// of two too): at least that next party's copy, so the party that holds
+// the turn has the message it answers. A copy of another receiver that
+// could not be written (sent_partly) comes with doctor --repair.
+func (s *Store) groupTurn(ctx context.Context, cfg *storage.Config, from, id string, receivers []string, write func(next string) error) error {
 	if _, err := s.partyConversation(ctx, cfg, from, id); err != nil {
 		return err
 	}
@@ -60,8 +63,10 @@ func (s *Store) groupTurn(ctx context.Context, cfg *storage.Config, from, id str
 		if next := c.NextSpeaker(); next != from {
 			return storage.CodeErr(storage.CodeNotYourTurn, "it is %s's turn in conversation %s (order: %s; turn %d of %d): wait for %s's message (get_next_action brings it), then send yours", next, c.ID, strings.Join(c.Parties(), ", "), c.Turns+1, c.MaxTurns, next)
 		}
+		p := c.Parties()
+		next := p[(c.Turns+1)%len(p)]
 		var err error
-		written, err = c.turn(from, now, write)
+		written, err = c.turn(from, now, func() error { return write(next) })
 		return err
 	})
 	if err == nil {

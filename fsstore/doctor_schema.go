@@ -105,9 +105,12 @@ func checkCursorsDoc(data []byte) [][2]string {
 	var out [][2]string
 	for stream, sc := range cursors {
 		known := stream == storage.StreamChat || stream == storage.StreamNotifications || stream == storage.NotificationStream(storage.PurposeTask) || stream == storage.NotificationStream(storage.PurposeChat)
+		task := storage.TaskOfStream(stream)
 		switch {
-		case !known:
-			out = append(out, [2]string{stream, fmt.Sprintf("unknown cursor %q: aipm keeps %s, %s and %s", stream, storage.StreamChat, storage.NotificationStream(storage.PurposeTask), storage.NotificationStream(storage.PurposeChat))})
+		case task != "" && storage.CheckID(storage.PrefixTask, task) != nil:
+			out = append(out, [2]string{stream, fmt.Sprintf("cursor %q: %q is not a task id (a task's notifications cursor is %s followed by one)", stream, task, storage.TaskNotificationStream(""))})
+		case !known && task == "":
+			out = append(out, [2]string{stream, fmt.Sprintf("unknown cursor %q: aipm keeps %s, %s, %s and %s", stream, storage.StreamChat, storage.NotificationStream(storage.PurposeTask), storage.TaskNotificationStream("<task id>"), storage.NotificationStream(storage.PurposeChat))})
 		case sc.Offset < 0 || sc.Line < 0 || (sc.Offset > 0) != (sc.Line > 0):
 			out = append(out, [2]string{stream, fmt.Sprintf("cursor %q has offset %d and line %d: both are 0 or both positive", stream, sc.Offset, sc.Line)})
 		case sc.Pending != nil && storage.CheckID(storage.PrefixSession, sc.Pending.Session) != nil:

@@ -52,26 +52,20 @@ func interruptKey(t Task) string {
 }
 
 // concerns says whether ses may see, count and consume n (DESIGN section 6):
-// an interrupt about a task only the task session working on it; an
-// interrupt about no task only the sessions that were live when it was
-// written (begun before it); any other notification about a task only the
-// agent's task session; anything else every session of the agent.
+// one about a task only a task session on that task (its next one too, if
+// none is live now: the notification waits for it); an interrupt about no
+// task only the sessions that were live when it was written (begun before
+// it); anything else every session of the agent. A note that no session on
+// its task could act on (a task request rejected) is written about no task
+// (Decide), naming the task in its text.
 func (n Notification) concerns(ses Session) bool {
 	switch {
-	case n.Type == storage.NotifyInterrupt && n.TaskID != "":
+	case n.TaskID != "":
 		return ses.Purpose == storage.PurposeTask && ses.TaskID == n.TaskID
-	case !n.forPurpose(ses.Purpose): // about a task: the task session's alone
-		return false
 	case n.Type == storage.NotifyInterrupt:
 		return !ses.CreatedAt.After(n.CreatedAt)
 	}
 	return true
-}
-
-// forPurpose says whether n is for sessions of purpose at all: a
-// notification about a task is the task session's alone.
-func (n Notification) forPurpose(purpose string) bool {
-	return n.TaskID == "" || purpose == storage.PurposeTask
 }
 
 // unreadNotifications counts agent's notifications that no session has
@@ -83,25 +77,33 @@ func (s *Store) unreadNotifications(ctx context.Context, agent string) (int, err
 
 // UnreadNotificationIDs returns the ids of agent's notifications that no
 // session has read (those aipm status counts), peeking: nothing is marked
-// read. One about a task is unread until a task session read it, any other
-// until some session did.
+// read. One about a task is unread until a session on that task read it,
+// any other until some session did.
 func (s *Store) UnreadNotificationIDs(ctx context.Context, agent string) (map[string]bool, error) {
-	unreadBy := map[string]int{} // id -> how many purposes have not read it
+	cursorPath, err := s.files.ReadCursorPath(agent)
+	if err != nil {
+		return nil, err
+	}
+	cursors, err := s.files.ReadCursors(cursorPath)
+	if err != nil {
+		return nil, err
+	}
+	unreadBy := map[string]int{} // id -> how many of its readers have not read it
 	need := map[string]int{}     // id -> how many must not have, for it to count
 	now := time.Now()
-	for _, purpose := range []string{storage.PurposeTask, storage.PurposeChat} {
+	// unread counts the notifications past stream's cursor that take says
+	// are its own.
+	unread := func(stream string, take func(Notification) bool) error {
 		var last Notification
-		_, err := s.files.ReadUnread(ctx, agent, storage.NotificationStream(purpose), storage.ReadOptions{
+		_, err := s.files.ReadUnread(ctx, agent, stream, storage.ReadOptions{
 			Peek: true,
 			ReadOptions: lockedfile.ReadOptions{
 				Check: func(r storage.Record) (err error) { last, err = decodeNotification(r); return err },
 				Match: func(storage.Record) bool {
-					if s.expired(last, now) {
+					if s.expired(last, now) || !take(last) {
 						return false // never counted
 					}
-					if last.forPurpose(purpose) {
-						unreadBy[last.ID]++
-					}
+					unreadBy[last.ID]++
 					need[last.ID] = 1
 					if last.TaskID == "" {
 						need[last.ID] = 2 // for every session: read once any has
@@ -110,8 +112,25 @@ func (s *Store) UnreadNotificationIDs(ctx context.Context, agent string) (map[st
 				},
 			},
 		})
-		if err != nil {
-			return nil, err
+		return err
+	}
+	if err := unread(storage.NotificationStream(storage.PurposeChat), func(n Notification) bool { return n.TaskID == "" }); err != nil {
+		return nil, err
+	}
+	// The task purpose's stream holds what is addressed to no task, and
+	// what is addressed to a task whose own cursor is not written yet (it
+	// starts there).
+	if err := unread(storage.NotificationStream(storage.PurposeTask), func(n Notification) bool {
+		_, own := cursors[storage.TaskNotificationStream(n.TaskID)]
+		return n.TaskID == "" || !own
+	}); err != nil {
+		return nil, err
+	}
+	for stream := range cursors {
+		if task := storage.TaskOfStream(stream); task != "" {
+			if err := unread(stream, func(n Notification) bool { return n.TaskID == task }); err != nil {
+				return nil, err
+			}
 		}
 	}
 	out := map[string]bool{}
@@ -201,39 +220,6 @@ func (s *Store) readNotifications(ctx context.Context, ses Session, opt storage.
 	return out, res.More, err
 }
 
-// readNotificationRecords is readNotifications with the records: match,
-// if not nil, sees each record that concerns ses with its notification.
-// An expired notification concerns no one: it is passed over, and a read
-// that is not a peek consumes it without returning it.
-func (s *Store) readNotificationRecords(ctx context.Context, ses Session, opt storage.ReadOptions, match func(storage.Record, Notification) bool) ([]Notification, storage.ReadResult, error) {
-	var last Notification // decoded once by Check, used by Match
-	opt.Session, opt.Strict = ses.ID, true
-	opt.Check = func(r storage.Record) error {
-		var err error
-		last, err = decodeNotification(r)
-		return err
-	}
-	now := time.Now()
-	opt.Match = func(r storage.Record) bool {
-		return last.concerns(ses) && !s.expired(last, now) && (match == nil || match(r, last))
-	}
-	res, err := s.files.ReadUnread(ctx, ses.Agent, storage.NotificationStream(ses.Purpose), opt)
-	if err != nil {
-		return nil, res, fmt.Errorf("%w: %w; run aipm doctor (--repair moves a bad line to quarantine/)", ErrNotificationsUnreadable, err)
-	}
-	out := make([]Notification, len(res.Records))
-	for i, r := range res.Records {
-		if err := json.Unmarshal(r.Data, &out[i]); err != nil {
-			return nil, res, fmt.Errorf("notification at line %d: %w", r.Line, err)
-		}
-		out[i].Redelivered = res.Redelivered[i]
-		if path, err := s.files.NotificationsPath(ses.Agent); err == nil {
-			out[i] = out[i].served(lineOf(s.files.Rel(path), r.Line))
-		}
-	}
-	return out, res, nil
-}
-
 // Unread is what Interrupt finds among a session's unread notifications.
 type Unread struct {
 	// Interrupt is the first unread interrupt that stops the session.
@@ -299,9 +285,7 @@ func (s *Store) Interrupt(ctx context.Context, ses Session) (Unread, error) {
 	if err != nil {
 		return Unread{}, err
 	}
-	if shown {
-		u.Count += len(held)
-	}
+	u.Count += len(shown)
 	interrupts = append(slices.DeleteFunc(held, func(n Notification) bool { return n.Type != storage.NotifyInterrupt }), interrupts...)
 	if cacheable && len(interrupts) == 0 {
 		s.caches.unread.Put(key, u, stamps...)
@@ -313,49 +297,6 @@ func (s *Store) Interrupt(ctx context.Context, ses Session) (Unread, error) {
 		}
 	}
 	return u, nil
-}
-
-// held are the notifications that concern ses in the batch of
-// notifications handed to it and not acknowledged yet (ShowInterrupt, or
-// get_notifications), oldest first, and whether that batch was only shown
-// (PendingBatch.Shown).
-func (s *Store) held(ctx context.Context, ses Session) ([]Notification, bool, error) {
-	cursorPath, err := s.files.ReadCursorPath(ses.Agent)
-	if err != nil {
-		return nil, false, err
-	}
-	cursors, err := s.files.ReadCursors(cursorPath)
-	if err != nil {
-		return nil, false, err
-	}
-	sc := storage.CursorOf(cursors, storage.NotificationStream(ses.Purpose))
-	if sc.Pending == nil || sc.Pending.Session != ses.ID {
-		return nil, false, nil
-	}
-	path, err := s.files.NotificationsPath(ses.Agent)
-	if err != nil {
-		return nil, false, err
-	}
-	to := sc.Pending.To
-	now := time.Now()
-	var out []Notification
-	res, err := lockedfile.ReadPast(path, sc.Cursor, lockedfile.ReadOptions{Match: func(r storage.Record) bool {
-		if r.Offset >= to.Offset {
-			return false
-		}
-		n, err := decodeNotification(r)
-		if err == nil && n.concerns(ses) && !s.expired(n, now) {
-			out = append(out, n.served(lineOf(s.files.Rel(path), r.Line)))
-		}
-		return false
-	}})
-	if err != nil {
-		return nil, false, fmt.Errorf("%w: %w", ErrNotificationsUnreadable, err)
-	}
-	if to.Inode != 0 && res.Next.Inode != to.Inode {
-		return nil, false, nil // the file was replaced since: the batch comes again, marked
-	}
-	return out, sc.Pending.Shown, ctx.Err()
 }
 
 // ShowInterrupt hands session ses the unread notifications that concern
@@ -472,12 +413,9 @@ func (s *Store) Notify(ctx context.Context, agent string, n Notification) (Notif
 // ShowInterrupt) is unread until a call that complies reads it, so it
 // comes first; a read (not a peek) reads it now.
 func (s *Store) SessionNotifications(ctx context.Context, ses Session, peek bool, limit int) (ns []Notification, more bool, err error) {
-	held, shown, err := s.held(ctx, ses)
+	_, held, err := s.held(ctx, ses)
 	if err != nil {
 		return nil, false, err
-	}
-	if !shown {
-		held = nil
 	}
 	for i := range held {
 		held[i].Redelivered = true // its model was shown it before, in a replaced answer or a hook

@@ -116,12 +116,11 @@ func (s *Store) untoldNotifications(ctx context.Context, ses Session) ([]Notific
 	return out, markAfter(res), nil
 }
 
-// untoldMessages reads the messages others sent to ses's agent that it
-// has not received (nor holds in a batch) and was not told of.
+// untoldMessages reads the messages the new_message notice announces to
+// ses (announcedMessages) that it was not told of: past its mark.
 func (s *Store) untoldMessages(ctx context.Context, ses Session) ([]Message, storage.Mark, error) {
 	mark := ses.Surfaced.Chat
-	opt := storage.ReadOptions{ReadOptions: lockedfile.ReadOptions{Match: fromOthers(ses.Agent), SkipTo: mark.Cursor()}, Peek: true, Session: ses.ID, ScanKey: "from-others"}
-	res, err := s.files.ReadUnread(ctx, ses.Agent, storage.StreamChat, opt)
+	msgs, res, err := s.announcedMessages(ctx, ses, lockedfile.ReadOptions{SkipTo: mark.Cursor()})
 	if err != nil {
 		return nil, mark, err
 	}
@@ -130,18 +129,54 @@ func (s *Store) untoldMessages(ctx context.Context, ses Session) ([]Message, sto
 		// or behind the read: it covers nothing read here.
 		mark = storage.Mark{}
 	}
-	// A notice names messages by id and sender, never by their text: the
-	// fields it needs are read without decoding the whole line.
-	var msgs []Message
-	now := time.Now()
-	for _, r := range res.Records {
-		f := gjson.GetManyBytes(r.Data, "id", "senderId", "createdAt")
-		m := Message{ID: f[0].Str, SenderID: f[1].Str, CreatedAt: f[2].Str}
-		if !mark.Covers(res.Next.Inode, r.Offset) && !s.expiredNotice(m, now) {
-			msgs = append(msgs, m)
+	var out []Message
+	for i, r := range res.Records {
+		if !mark.Covers(res.Next.Inode, r.Offset) {
+			out = append(out, msgs[i])
 		}
 	}
-	return msgs, markAfter(res), nil
+	return out, markAfter(res), nil
+}
+
+// NewMessageNotices are the new_message items of get_notifications for
+// chat session ses: the messages the notice announces (announcedMessages),
+// told or not, oldest first, at most limit (0: all); more says others
+// wait. Nothing for a task session.
+func (s *Store) NewMessageNotices(ctx context.Context, ses Session, limit int) (msgs []Message, more bool, err error) {
+	if ses.Purpose != storage.PurposeChat {
+		return nil, false, nil
+	}
+	msgs, res, err := s.announcedMessages(ctx, ses, lockedfile.ReadOptions{Limit: limit})
+	return msgs, res.More, err
+}
+
+// announcedMessages is the one rule of what the new_message notice
+// announces to chat session ses, on the notification line and in
+// get_notifications alike (DESIGN section 6): the messages others sent its
+// agent that it has not received (nor holds in a batch), within the
+// notice's time to live (expiredNotice: an older one stays unread and is
+// delivered, but announced nowhere). A peek, as opt says (Limit, SkipTo);
+// messages come with their id, sender, time and whether they may have
+// reached a client before, never their text (a notice never shows one).
+func (s *Store) announcedMessages(ctx context.Context, ses Session, opt lockedfile.ReadOptions) ([]Message, storage.ReadResult, error) {
+	now := time.Now()
+	received := fromOthers(ses.Agent)
+	opt.Match = func(r storage.Record) bool {
+		return received(r) && !s.expiredNotice(Message{CreatedAt: gjson.GetBytes(r.Data, "createdAt").Str}, now)
+	}
+	// What Match refuses stays refused (a message expires for good), for
+	// as long as the time to live is the same.
+	key := fmt.Sprintf("announced:%d", s.files.NotificationTTL(storage.NotifyNewMessage))
+	res, err := s.files.ReadUnread(ctx, ses.Agent, storage.StreamChat, storage.ReadOptions{ReadOptions: opt, Peek: true, Session: ses.ID, ScanKey: key})
+	if err != nil {
+		return nil, res, err
+	}
+	msgs := make([]Message, len(res.Records))
+	for i, r := range res.Records {
+		f := gjson.GetManyBytes(r.Data, "id", "senderId", "createdAt")
+		msgs[i] = Message{ID: f[0].Str, SenderID: f[1].Str, CreatedAt: f[2].Str, Redelivered: res.Redelivered[i]}
+	}
+	return msgs, res, nil
 }
 
 // expiredNotice says whether the received message m is too old to be

@@ -113,7 +113,9 @@ func (s *Store) Decide(ctx context.Context, cfg *storage.Config, id, by, approva
 		reason = "no reason given"
 	}
 	msg := fmt.Sprintf("%s rejected your task request %s (%q): %s. Do not start it; ask %s in chat if you disagree.", by, t.ID, t.Title, reason, by)
-	if _, err := s.Notify(ctx, a.ID, Notification{Type: storage.NotifyInfo, TaskID: t.ID, From: by, Message: msg}); err != nil {
+	// About no task: a rejected task never has a session of its own, and a
+	// notification about a task waits for one (Notification.concerns).
+	if _, err := s.Notify(ctx, a.ID, Notification{Type: storage.NotifyInfo, From: by, Message: msg}); err != nil {
 		return t, "", fmt.Errorf("task %s rejected, but %s was not told: %w", t.ID, a.ID, err)
 	}
 	return t, a.ID, nil

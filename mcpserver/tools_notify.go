@@ -73,15 +73,13 @@ func addGetNotifications(srv *mcp.Server, s *Server, tool *mcp.Tool) {
 }
 
 // newMessageNotices are seed 000's newMessage notifications for a chat
-// session: one for each unread message from others (at most limit, newest
-// first), with its message_id and sender_id. They are derived from the chat
-// log, not written at each send (P2 pays nothing for them), and are read
-// when the messages are: get_pending_messages or mark_read.
+// session: one for each message the new_message notice announces (at most
+// limit, newest first; fsstore's one rule, which the notification line
+// applies too), with its message_id and sender_id. They are derived from
+// the chat log, not written at each send (P2 pays nothing for them), and
+// are read when the messages are: get_pending_messages or mark_read.
 func (s *Server) newMessageNotices(ctx context.Context, ses fsstore.Session, limit int) ([]NotificationView, bool, error) {
-	if ses.Purpose != fsstore.PurposeChat {
-		return nil, false, nil
-	}
-	msgs, more, err := s.store.Unread(ctx, ses.Agent, limit, true)
+	msgs, more, err := s.store.NewMessageNotices(ctx, ses, limit)
 	if err != nil {
 		return nil, false, fromStore(err, "message_not_found")
 	}

@@ -48,7 +48,9 @@ type Cursors map[string]StreamCursor
 
 // Cursor streams: which of an agent's files a cursor reads. Notifications
 // have one cursor per session purpose (NotificationStream), so a chat session
-// never consumes what only the task session may see.
+// never consumes what only the task session may see; the task purpose's is
+// split again by task (TaskNotificationStream), so a session on one task
+// never consumes what only a session on another may see.
 const (
 	StreamChat          = "chat"
 	StreamNotifications = "notifications"
@@ -56,6 +58,34 @@ const (
 
 // NotificationStream is the notifications cursor of a session purpose.
 func NotificationStream(purpose string) string { return StreamNotifications + "." + purpose }
+
+// TaskNotificationStream is the notifications cursor of the task sessions
+// on task id: what is addressed to that task, and to no other session. It
+// is a sub-stream of NotificationStream(PurposeTask) (ReadOptions.SubStream),
+// which reads what is addressed to no task.
+func TaskNotificationStream(id string) string { return NotificationStream(PurposeTask) + "." + id }
+
+// TaskOfStream is the task a per-task notifications stream is of
+// (TaskNotificationStream), "" for any other stream.
+func TaskOfStream(stream string) string {
+	id, _ := strings.CutPrefix(stream, NotificationStream(PurposeTask)+".")
+	if id == stream {
+		return ""
+	}
+	return id
+}
+
+// InStreams says whether stream is one of names or a sub-stream of one
+// (its name followed by "."): a call that names a session purpose's
+// notifications stream names its per-task streams too.
+func InStreams(stream string, names []string) bool {
+	for _, n := range names {
+		if stream == n || strings.HasPrefix(stream, n+".") {
+			return true
+		}
+	}
+	return false
+}
 
 // StreamPath is the log agent's stream reads: the chat log, or the
 // notifications log for any notifications stream.
@@ -106,6 +136,13 @@ type ReadOptions struct {
 	// Shown, on a read by a Session, marks the batch it hands as shown
 	// rather than listed (PendingBatch.Shown).
 	Shown bool
+	// SubStream, on a read (not a peek), names the sub-stream a record
+	// that Match refused belongs to ("" for none): stream + "." + the name.
+	// A sub-stream without a cursor starts where this stream's committed
+	// cursor is (CursorOf), so a read that moves this cursor past such a
+	// record writes the sub-stream's cursor, where this one was, in the
+	// same write: the sub-stream's reader still finds the record.
+	SubStream func(Record) string
 }
 
 // passedOver is how many bytes lie between cursors from and to of one file
@@ -192,14 +229,20 @@ func (c Cursors) clone() Cursors {
 	return out
 }
 
-// CursorOf is cursors[stream]; a per-purpose notifications cursor not
-// written yet starts where the older shared one was.
+// CursorOf is cursors[stream]; a notifications cursor not written yet
+// starts where its parent's committed cursor is: a per-purpose one where the
+// older shared one was, a per-task one where its purpose's is (a read of
+// the parent that passes over one of its records writes it first:
+// ReadOptions.SubStream).
 func CursorOf(cursors Cursors, stream string) StreamCursor {
-	sc, ok := cursors[stream]
-	if !ok && strings.HasPrefix(stream, StreamNotifications+".") {
-		sc = StreamCursor{Cursor: cursors[StreamNotifications].Cursor}
+	if sc, ok := cursors[stream]; ok {
+		return sc
 	}
-	return sc
+	if !strings.HasPrefix(stream, StreamNotifications+".") {
+		return StreamCursor{}
+	}
+	parent := stream[:strings.LastIndexByte(stream, '.')]
+	return StreamCursor{Cursor: CursorOf(cursors, parent).Cursor}
 }
 
 // StartFor is where session reads from: after its own pending batch, or at
@@ -239,22 +282,26 @@ func (s *Files) ReadUnread(ctx context.Context, agent, stream string, opt ReadOp
 	}
 	var res ReadResult
 	var read []string // the previous batch, which a read by its session commits
+	read1, subs := opt.withSubStreams()
 	_, err = UpdateDoc(ctx, s, cursorPath, ModeFile, func(cursors *Cursors, _ bool) error {
 		if *cursors == nil {
 			*cursors = Cursors{}
 		}
 		sc := CursorOf(*cursors, stream)
-		read = nil
+		read, *subs = nil, nil
 		if sc.Pending != nil && opt.Session != "" && sc.Pending.Session == opt.Session {
 			read = sc.Pending.MessageIDs
 		}
 		start := StartFor(sc, opt.Session)
 		var next Cursor
 		var err error
-		if res, next, err = s.readPast(logPath, start, opt); err != nil {
+		if res, next, err = s.readPast(logPath, start, read1); err != nil {
 			return err
 		}
 		after, changed := advanced(sc, start, next, opt.Session, len(res.Records) > 0)
+		if keepSubStreams(*cursors, stream, sc.Cursor, *subs) {
+			changed = true
+		}
 		if !changed {
 			return ErrNoChange // nothing handed out or moved: nothing to remember
 		}
@@ -298,6 +345,42 @@ func (s *Files) readPast(logPath string, cur Cursor, opt ReadOptions) (res ReadR
 		return res, cur, s.Failed("read", logPath, err)
 	}
 	return res, res.Next, nil
+}
+
+// withSubStreams is opt with a Match that also notes, in subs, the
+// sub-streams (SubStream) of the records it refuses: the read that passes
+// over them writes their cursors (keepSubStreams).
+func (opt ReadOptions) withSubStreams() (ReadOptions, *[]string) {
+	subs := new([]string)
+	if opt.SubStream == nil {
+		return opt, subs
+	}
+	match := opt.Match
+	opt.Match = func(r Record) bool {
+		if match == nil || match(r) {
+			return true
+		}
+		if sub := opt.SubStream(r); sub != "" && !slices.Contains(*subs, sub) {
+			*subs = append(*subs, sub)
+		}
+		return false
+	}
+	return opt, subs
+}
+
+// keepSubStreams writes, for each of stream's sub-streams subs without a
+// cursor, the cursor it starts at until now (CursorOf: committed, its
+// parent's committed cursor), before the parent moves past their records.
+// It says whether it wrote any.
+func keepSubStreams(cursors Cursors, stream string, committed Cursor, subs []string) bool {
+	wrote := false
+	for _, sub := range subs {
+		if _, ok := cursors[stream+"."+sub]; !ok {
+			cursors[stream+"."+sub] = StreamCursor{Cursor: committed}
+			wrote = true
+		}
+	}
+	return wrote
 }
 
 // peekUnread is ReadUnread with Peek: it moves nothing (but for Advance),
@@ -390,7 +473,8 @@ func equalCursor(a, b Cursor) bool {
 const viaNextCall = "next call"
 
 // Acknowledge commits every batch handed to session in agent's streams but
-// those in except: a later call of the session proved it received them. It reads read.json without a lock and writes only when
+// those in except (and their sub-streams: InStreams): a later call of the
+// session proved it received them. It reads read.json without a lock and writes only when
 // there is a batch. A call that is itself a read of a stream leaves that
 // stream out: the read acknowledges the previous batch in its own write.
 func (s *Files) Acknowledge(ctx context.Context, agent, session string, except ...string) error {
@@ -401,7 +485,7 @@ func (s *Files) Acknowledge(ctx context.Context, agent, session string, except .
 // receipt says which call read the messages, respond_chat or mark_read,
 // say).
 func (s *Files) acknowledgeVia(ctx context.Context, agent, session, via string, except ...string) error {
-	_, _, err := s.AcknowledgeWhere(ctx, agent, session, via, func(stream string, _ *PendingBatch) bool { return !slices.Contains(except, stream) })
+	_, _, err := s.AcknowledgeWhere(ctx, agent, session, via, func(stream string, _ *PendingBatch) bool { return !InStreams(stream, except) })
 	return err
 }
 
@@ -414,7 +498,7 @@ func (s *Files) acknowledgeVia(ctx context.Context, agent, session, via string, 
 // held.
 func (s *Files) AcknowledgeCall(ctx context.Context, agent, session, via string, complies bool, except ...string) (kept bool, err error) {
 	_, kept, err = s.AcknowledgeWhere(ctx, agent, session, via, func(stream string, p *PendingBatch) bool {
-		return !slices.Contains(except, stream) && (complies || !p.Shown)
+		return !InStreams(stream, except) && (complies || !p.Shown)
 	})
 	return kept, err
 }

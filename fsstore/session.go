@@ -28,15 +28,13 @@ const (
 // Session is sessions/<id>.json (mode 0600). The token is never stored: only
 // the SHA-256 of its secret part.
 type Session struct {
-	ID        string `json:"id"`
-	Agent     string `json:"agentId"`
-	Purpose   string `json:"purpose"`
-	TaskID    string `json:"taskId,omitempty"`
-	TokenHash string `json:"tokenHash"`
-	PID       int    `json:"pid"`
-	// PIDStart tells PID's process from a later one given its pid
-	// (processStart): the boot and the start time of the aipm serve.
-	PIDStart   string    `json:"pidStart,omitempty"`
+	ID         string    `json:"id"`
+	Agent      string    `json:"agentId"`
+	Purpose    string    `json:"purpose"`
+	TaskID     string    `json:"taskId,omitempty"`
+	TokenHash  string    `json:"tokenHash"`
+	PID        int       `json:"pid"`
+	PIDStart   string    `json:"pidStart,omitempty"` // the boot and start of PID's process (processStart): not a later one given its pid
 	CreatedAt  time.Time `json:"createdAt"`
 	LastSeenAt time.Time `json:"lastSeenAt"`
 	EndedAt    time.Time `json:"endedAt,omitzero"`

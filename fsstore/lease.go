@@ -492,3 +492,14 @@ func (m *leaseMatcher) firstOverlap(a, b []leaseGlob) (pa, pb string, ok bool) {
 	}
 	return "", "", false
 }
+
+// LeasedByOthers says whether another holder than agent has a live
+// exclusive lease: a write of files not known (a hook input that could
+// not be read) may be under it.
+func (s *Store) LeasedByOthers(agent string) (bool, error) {
+	leases, err := s.Leases()
+	if err != nil {
+		return false, err
+	}
+	return slices.ContainsFunc(leases, func(l Lease) bool { return l.Exclusive && l.Holder != agent }), nil
+}

@@ -271,6 +271,9 @@ func TestTakeLeaseRefuses(t *testing.T) {
 		{Holder: "coder", Paths: []string{"a"}, TTL: 48 * time.Hour},
 		{Holder: "coder", Paths: []string{"a"}, Reason: strings.Repeat("x", MaxLeaseReason+1)},
 		{Holder: "coder", Paths: make([]string, maxLeasePaths+1)},
+		{Holder: "coder", Paths: []string{"a"}, Reason: "a\x01b"},
+		{Holder: "coder", Paths: []string{"a"}, Reason: "a\xffb"},
+		{Holder: "coder", Paths: []string{"a\x01b"}},
 	} {
 		if _, err := s.TakeLease(ctx, cfg, req); err == nil {
 			t.Errorf("TakeLease(%+v) taken", req)

@@ -381,14 +381,14 @@ func (s *Store) Leases() ([]Lease, error) {
 }
 
 // LeasesAndOverlaps is Leases with every pair of them that cannot both
-// hold (LeaseOverlaps), which only a hand edit of leases.json makes: none
+// hold (leaseOverlaps), which only a hand edit of leases.json makes: none
 // are looked for when the leases are as aipm wrote them.
 func (s *Store) LeasesAndOverlaps() ([]Lease, []LeaseOverlap, error) {
 	leases, checked, err := s.readLeases()
 	if err != nil || checked {
 		return leases, nil, err
 	}
-	return leases, s.LeaseOverlaps(leases), nil
+	return leases, s.leaseOverlaps(leases), nil
 }
 
 // readLeases is Leases, and whether they are as aipm wrote them, known to
@@ -459,8 +459,8 @@ type LeaseOverlap struct {
 	PathI, PathJ string
 }
 
-// LeaseOverlaps is every pair of leases that cannot both hold.
-func (s *Store) LeaseOverlaps(leases []Lease) []LeaseOverlap {
+// leaseOverlaps is every pair of leases that cannot both hold.
+func (s *Store) leaseOverlaps(leases []Lease) []LeaseOverlap {
 	m := &leaseMatcher{}
 	defer func() { s.leaseSteps.Add(m.steps) }()
 	globs := make([][]leaseGlob, len(leases))

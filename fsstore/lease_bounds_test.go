@@ -29,9 +29,7 @@ func pathsOf(dir string, n, size int) []string {
 // one holder may hold, however many it makes (long paths, long reasons):
 // the take past its budget is refused with one sentence naming the bound
 // and what to release, and changes nothing; the others' takes, the
-// checks, a release and a break all still work. With every holder at its
-// budget the document is at its bounds: a take that adds a path is
-// refused, saying so, and a break and a release still work.
+// checks, a release and a break all still work.
 func TestLeaseHolderBudget(t *testing.T) {
 	ctx := context.Background()
 	s, cfg := leadAndCoder(t)
@@ -65,8 +63,15 @@ func TestLeaseHolderBudget(t *testing.T) {
 	if _, err := s.ReleaseLeases(ctx, "lead", nil); err != nil {
 		t.Fatalf("a release: %v", err)
 	}
+}
 
-	// Every holder at its budget: the document is at its bounds.
+// With every holder at its budget the document is at its bounds: a take
+// that adds a path is refused, naming the bound and what to do, and
+// changes nothing; a renewal, a break and a release still work, and a
+// take once some were ended.
+func TestLeasesAtTheirBounds(t *testing.T) {
+	ctx := context.Background()
+	s, cfg := leadAndCoder(t)
 	for h := range maxLeasesPaths / maxHolderPaths {
 		holder := fmt.Sprintf("h%d", h)
 		if _, err := s.TakeLease(ctx, cfg, LeaseRequest{Holder: holder, Paths: pathsOf(holder, maxHolderPaths, maxHolderText/maxHolderPaths)}); err != nil {
@@ -227,7 +232,7 @@ func TestLeaseCostBounded(t *testing.T) {
 		t.Errorf("aipm status compared leases as aipm wrote them: %d steps", steps)
 	}
 	before = s.leaseSteps.Load()
-	if o := s.LeaseOverlaps(leases); len(o) != 0 {
+	if o := s.leaseOverlaps(leases); len(o) != 0 {
 		t.Fatalf("overlaps %v", o)
 	}
 	allBound := int64(maxLeasesPaths*maxLeasesPaths*maxLeaseNames + 2*maxLeasesPaths*maxLeasesText)
@@ -280,53 +285,9 @@ func TestLeasesEditedByHandProtectNothing(t *testing.T) {
 	if err := os.WriteFile(s.files.LeasesPath(), []byte("{\"leases\": [\n"+strings.Join(entries, ",\n")+"\n]}\n"), 0o644); err != nil {
 		t.Fatal(err)
 	}
-	check := func(when string) {
-		t.Helper()
-		blocked, err := s.LeaseCheck("coder", []string{"a.go", "etc/x", "x", "src/a.go", "docs/a.md", "web/a", "lib/a", "ok/a", "bad"})
-		if err != nil {
-			t.Fatal(err)
-		}
-		var got []string
-		for _, b := range blocked {
-			got = append(got, b.Path+" by "+b.Lease.ID)
-		}
-		if want := []string{"docs/a.md by lse_long", "ok/a by lse_mixed"}; !slices.Equal(got, want) {
-			t.Errorf("%s: blocked %v, want %v", when, got, want)
-		}
-		leases, err := s.Leases()
-		if err != nil {
-			t.Fatal(err)
-		}
-		var listed []string
-		for _, l := range leases {
-			if l.Holder != "lead" {
-				continue
-			}
-			listed = append(listed, l.ID+" "+strings.Join(l.Paths, ","))
-			if l.ID == "lse_long" && !l.ExpiresAt.Equal(l.CreatedAt.Add(cfg.Defaults.LeaseMaxTTL.Duration)) {
-				t.Errorf("%s: lse_long ends %v, want lease_max_ttl after %v", when, l.ExpiresAt, l.CreatedAt)
-			}
-		}
-		if want := []string{"lse_long docs", "lse_mixed ok"}; !slices.Equal(listed, want) {
-			t.Errorf("%s: listed %v, want %v", when, listed, want)
-		}
-	}
+	check := func(when string) { checkHandEditedLeases(t, s, cfg, when) }
 	check("as edited")
-	doctor := func() string {
-		t.Helper()
-		problems, err := s.Doctor(ctx, false)
-		if err != nil {
-			t.Fatal(err)
-		}
-		var said []string
-		for _, p := range problems {
-			if strings.HasSuffix(p.Path, "leases.json") {
-				said = append(said, p.String())
-			}
-		}
-		return strings.Join(said, "\n")
-	}
-	said := doctor()
+	said := leaseProblems(t, s)
 	for _, want := range []string{
 		`lse_dot of lead: path "." protects nothing`, `lse_empty of lead: path "" protects nothing`, `lse_abs of lead: path "/etc" protects nothing`,
 		`lse_up of lead: path "../x" protects nothing`, "nor does the lease, which has no other", "lse_y9999 of lead expires at 9999-01-01",
@@ -344,7 +305,58 @@ func TestLeasesEditedByHandProtectNothing(t *testing.T) {
 		t.Fatalf("a take beside the leases that protect nothing: %v", err)
 	}
 	check("after a take")
-	if after := doctor(); !strings.Contains(after, `lse_dot of lead: path "." protects nothing`) {
+	if after := leaseProblems(t, s); !strings.Contains(after, `lse_dot of lead: path "." protects nothing`) {
 		t.Errorf("after a take, doctor no longer reports lse_dot:\n%s", after)
 	}
+}
+
+// checkHandEditedLeases checks what the readers make of
+// TestLeasesEditedByHandProtectNothing's leases: only lse_long (to
+// lease_max_ttl) and lse_mixed's usable path protect.
+func checkHandEditedLeases(t *testing.T, s *Store, cfg *storage.Config, when string) {
+	t.Helper()
+	blocked, err := s.LeaseCheck("coder", []string{"a.go", "etc/x", "x", "src/a.go", "docs/a.md", "web/a", "lib/a", "ok/a", "bad"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	var got []string
+	for _, b := range blocked {
+		got = append(got, b.Path+" by "+b.Lease.ID)
+	}
+	if want := []string{"docs/a.md by lse_long", "ok/a by lse_mixed"}; !slices.Equal(got, want) {
+		t.Errorf("%s: blocked %v, want %v", when, got, want)
+	}
+	leases, err := s.Leases()
+	if err != nil {
+		t.Fatal(err)
+	}
+	var listed []string
+	for _, l := range leases {
+		if l.Holder != "lead" {
+			continue
+		}
+		listed = append(listed, l.ID+" "+strings.Join(l.Paths, ","))
+		if l.ID == "lse_long" && !l.ExpiresAt.Equal(l.CreatedAt.Add(cfg.Defaults.LeaseMaxTTL.Duration)) {
+			t.Errorf("%s: lse_long ends %v, want lease_max_ttl after %v", when, l.ExpiresAt, l.CreatedAt)
+		}
+	}
+	if want := []string{"lse_long docs", "lse_mixed ok"}; !slices.Equal(listed, want) {
+		t.Errorf("%s: listed %v, want %v", when, listed, want)
+	}
+}
+
+// leaseProblems is what aipm doctor says of leases.json, a line each.
+func leaseProblems(t *testing.T, s *Store) string {
+	t.Helper()
+	problems, err := s.Doctor(context.Background(), false)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var said []string
+	for _, p := range problems {
+		if strings.HasSuffix(p.Path, "leases.json") {
+			said = append(said, p.String())
+		}
+	}
+	return strings.Join(said, "\n")
 }

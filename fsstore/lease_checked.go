@@ -6,7 +6,7 @@ import (
 	"encoding/json"
 )
 
-// Comparing every pair of leases (aipm status, the board: LeaseOverlaps)
+// Comparing every pair of leases (aipm status, the board: leaseOverlaps)
 // costs the product of their patterns, and only a hand edit of
 // leases.json can make two that cannot both hold: every take compares
 // its lease with every live one. So each write of leases.json records in
@@ -36,7 +36,7 @@ func (doc *leasesDoc) checked() bool {
 // they did as read when held; otherwise they are compared now.
 func (s *Store) recordChecked(doc *leasesDoc, held bool) {
 	doc.Checked = ""
-	if held || len(s.LeaseOverlaps(doc.Leases)) == 0 {
+	if held || len(s.leaseOverlaps(doc.Leases)) == 0 {
 		doc.Checked = leasesDigest(doc.Leases)
 	}
 }

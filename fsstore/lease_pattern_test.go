@@ -129,32 +129,40 @@ func TestCleanLeasePattern(t *testing.T) {
 
 // globsMeetDP is the dynamic programme aipm compared globs with before
 // the linear matcher: quadratic in the names' lengths, and the reference
-// the matcher must agree with.
+// the matcher must agree with. f[i][j] is whether p[i:] and q[j:] match a
+// name in common, filled from the ends.
 func globsMeetDP(p, q string) bool {
 	pr, qr := []rune(p), []rune(q)
-	n, m := len(pr), len(qr)
-	f := make([][]bool, n+1)
+	f := make([][]bool, len(pr)+1)
 	for i := range f {
-		f[i] = make([]bool, m+1)
+		f[i] = make([]bool, len(qr)+1)
 	}
-	for i := n; i >= 0; i-- {
-		for j := m; j >= 0; j-- {
-			switch {
-			case i == n && j == m:
-				f[i][j] = true
-			case i < n && pr[i] == '*' && f[i+1][j], j < m && qr[j] == '*' && f[i][j+1]:
-				f[i][j] = true
-			case i == n || j == m:
-			case pr[i] == '*':
-				f[i][j] = f[i][j+1] || qr[j] == '*' && f[i+1][j]
-			case qr[j] == '*':
-				f[i][j] = f[i+1][j]
-			default:
-				f[i][j] = (pr[i] == qr[j] || pr[i] == '?' || qr[j] == '?') && f[i+1][j+1]
-			}
+	for i := len(pr); i >= 0; i-- {
+		for j := len(qr); j >= 0; j-- {
+			f[i][j] = globsMeetFrom(f, pr, qr, i, j)
 		}
 	}
 	return f[0][0]
+}
+
+// globsMeetFrom is globsMeetDP's f[i][j], from the cells after it: a *
+// matches nothing, or takes one more character that the other side
+// produces (a literal, a ?, or the other's * taking it too).
+func globsMeetFrom(f [][]bool, p, q []rune, i, j int) bool {
+	n, m := len(p), len(q)
+	switch {
+	case i == n && j == m:
+		return true
+	case i < n && p[i] == '*' && f[i+1][j], j < m && q[j] == '*' && f[i][j+1]:
+		return true
+	case i == n || j == m:
+		return false
+	case p[i] == '*':
+		return f[i][j+1] || q[j] == '*' && f[i+1][j]
+	case q[j] == '*':
+		return f[i+1][j]
+	}
+	return (p[i] == q[j] || p[i] == '?' || q[j] == '?') && f[i+1][j+1]
 }
 
 // checkMatcherAgrees fails t when the matcher and the references disagree

@@ -147,28 +147,7 @@ func TestLeaseToolBudget(t *testing.T) {
 	p.taskInProgress("coder", "Rewrite everything")
 	coder := p.connect("2025-11-25")
 	token := p.authenticate(coder, "coder", "task")
-	reason := strings.Repeat("r", 400)
-	taken := 0
-	for _, size := range []int{780, 200, 40} {
-		for n := range 82 {
-			paths := make([]string, 64)
-			for i := range paths {
-				paths[i] = fmt.Sprintf("deep%d/%02d/%02d-%s", size, n, i, strings.Repeat("x", size))
-			}
-			r := call(t, coder, "lease", map[string]any{"session_token": token, "paths": paths, "reason": reason})
-			if !r.isError {
-				taken++
-				continue
-			}
-			want := "one holder may: release"
-			if size > 256 {
-				want = "bytes: at most 256" // a path longer than any a lease takes
-			}
-			if !strings.Contains(r.text, want) {
-				t.Fatalf("call %d of %d-byte paths refused: %s; want the bound (%q) and what to do", n, size, r.text, want)
-			}
-		}
-	}
+	taken := leaseFlood(t, coder, token)
 	if taken != 1 {
 		t.Fatalf("%d lease calls taken; want the one that fits the holder's budget", taken)
 	}
@@ -199,4 +178,33 @@ func TestLeaseToolBudget(t *testing.T) {
 	if out := p.aipmOut(t, "status"); strings.Contains(out, "coder ") && strings.Contains(out, "deep40") || !strings.Contains(out, "reviewer") {
 		t.Fatalf("aipm status after the break:\n%s", out)
 	}
+}
+
+// leaseFlood makes TestLeaseToolBudget's 246 lease calls on cs, the
+// coder's session, and returns how many were taken; each refusal must
+// name its bound.
+func leaseFlood(t *testing.T, cs *mcp.ClientSession, token string) int {
+	reason := strings.Repeat("r", 400)
+	taken := 0
+	for _, size := range []int{780, 200, 40} {
+		for n := range 82 {
+			paths := make([]string, 64)
+			for i := range paths {
+				paths[i] = fmt.Sprintf("deep%d/%02d/%02d-%s", size, n, i, strings.Repeat("x", size))
+			}
+			r := call(t, cs, "lease", map[string]any{"session_token": token, "paths": paths, "reason": reason})
+			if !r.isError {
+				taken++
+				continue
+			}
+			want := "one holder may: release"
+			if size > 256 {
+				want = "bytes: at most 256" // a path longer than any a lease takes
+			}
+			if !strings.Contains(r.text, want) {
+				t.Fatalf("call %d of %d-byte paths refused: %s; want the bound (%q) and what to do", n, size, r.text, want)
+			}
+		}
+	}
+	return taken
 }

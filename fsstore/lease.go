@@ -116,7 +116,9 @@ func (s *Store) leaseLive(l Lease, now time.Time) bool {
 // nothing is written then. The check and the write hold leases/.lock: of
 // two takers racing for one path, exactly one wins. Taking again renews:
 // the holder's own leases whose every path the new one names are replaced
-// by it. Dead leases are dropped on the way (expiry needs no daemon).
+// by it. Dead leases are dropped on the way (expiry needs no daemon). A
+// take that would grow the holder's leases or all of them past their
+// bounds (lease_bounds.go) is refused with one sentence naming the bound.
 func (s *Store) TakeLease(ctx context.Context, cfg *storage.Config, req LeaseRequest) (Lease, error) {
 	l, err := s.newLease(cfg, req)
 	if err != nil {
@@ -388,7 +390,8 @@ func (s *Store) LeasesAndOverlaps() ([]Lease, []LeaseOverlap, error) {
 	if err != nil || checked {
 		return leases, nil, err
 	}
-	return leases, s.leaseOverlaps(leases), nil
+	overlaps, _ := s.leaseOverlaps(leases)
+	return leases, overlaps, nil
 }
 
 // readLeases is Leases, and whether they are as aipm wrote them, known to
@@ -411,7 +414,9 @@ func (s *Store) readLeases() ([]Lease, bool, error) {
 
 // LeaseCheck returns, reading the leases once, one conflict for each of
 // names (clean project-relative paths, no globs) that a live exclusive
-// lease of another holder than agent covers, in names' order.
+// lease of another holder than agent covers, in names' order. A name
+// longer than maxCheckedPath, which no system opens, is passed over: its
+// check would cost in proportion to it.
 func (s *Store) LeaseCheck(agent string, names []string) ([]*LeaseConflictError, error) {
 	leases, err := s.Leases()
 	if err != nil {
@@ -428,6 +433,9 @@ func (s *Store) LeaseCheck(agent string, names []string) ([]*LeaseConflictError,
 	}
 	var blocked []*LeaseConflictError
 	for _, name := range names {
+		if len(name) > maxCheckedPath {
+			continue // no file has such a name
+		}
 		if c := m.blocking(others, globs, name); c != nil {
 			blocked = append(blocked, c)
 		}
@@ -459,8 +467,14 @@ type LeaseOverlap struct {
 	PathI, PathJ string
 }
 
-// leaseOverlaps is every pair of leases that cannot both hold.
-func (s *Store) leaseOverlaps(leases []Lease) []LeaseOverlap {
+// leaseOverlaps is every pair of leases that cannot both hold, and
+// whether they were compared: leases over the document's bounds, which
+// only a hand edit makes (doctor reports it), are not, as their pairs
+// could cost without bound.
+func (s *Store) leaseOverlaps(leases []Lease) ([]LeaseOverlap, bool) {
+	if !leasesWithinBounds(leases) {
+		return nil, false
+	}
 	m := &leaseMatcher{}
 	defer func() { s.leaseSteps.Add(m.steps) }()
 	globs := make([][]leaseGlob, len(leases))
@@ -478,7 +492,7 @@ func (s *Store) leaseOverlaps(leases []Lease) []LeaseOverlap {
 			}
 		}
 	}
-	return out
+	return out, true
 }
 
 // firstOverlap is the first pattern of a and of b that overlap.

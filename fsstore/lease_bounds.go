@@ -45,6 +45,10 @@ const (
 	maxHolderText  = 4 << 10
 	maxLeasesPaths = 512
 	maxLeasesText  = 32 << 10
+
+	// maxCheckedPath is the longest path a check looks at: PATH_MAX, the
+	// longest any system opens.
+	maxCheckedPath = 4096
 )
 
 // checkLeaseReason refuses a reason of a lease or a break that is longer
@@ -141,6 +145,13 @@ func (u *leaseUse) exceeds(before *leaseUse, holder string) error {
 		return storage.Kindf(storage.ErrInvalid, "the project's leased paths would be %d bytes long in all, more than the %d leases.json holds: ask their holders to release what they are done with (aipm leases lists them), or a human breaks them", u.text, maxLeasesText)
 	}
 	return nil
+}
+
+// leasesWithinBounds says whether leases are within the document's
+// bounds, as a take keeps them.
+func leasesWithinBounds(leases []Lease) bool {
+	u := measureLeases(&leasesDoc{Leases: leases})
+	return u.paths <= maxLeasesPaths && u.text <= maxLeasesText
 }
 
 // leaseClockSlack is how far in the future a lease's createdAt may be

@@ -222,6 +222,16 @@ func TestLeaseCostBounded(t *testing.T) {
 	if steps := s.leaseSteps.Load() - before; steps > checkBound {
 		t.Errorf("a hook's check of one file took %d steps, more than %d", steps, checkBound)
 	}
+	// Names no file has: one name too long, and a path too deep for any
+	// pattern to reach below its 32nd name.
+	deep := strings.Repeat("b/", 2000) + "a"
+	before = s.leaseSteps.Load()
+	if blocked, err := s.LeaseCheck("nobody", []string{strings.Repeat("b", 5000) + "a/zz", deep}); err != nil || len(blocked) != 0 {
+		t.Fatalf("check: %v, %v", blocked, err)
+	}
+	if steps := s.leaseSteps.Load() - before; steps > checkBound {
+		t.Errorf("a hook's check of two absurd names took %d steps, more than %d", steps, checkBound)
+	}
 
 	before = s.leaseSteps.Load()
 	leases, overlaps, err := s.LeasesAndOverlaps()
@@ -232,8 +242,8 @@ func TestLeaseCostBounded(t *testing.T) {
 		t.Errorf("aipm status compared leases as aipm wrote them: %d steps", steps)
 	}
 	before = s.leaseSteps.Load()
-	if o := s.leaseOverlaps(leases); len(o) != 0 {
-		t.Fatalf("overlaps %v", o)
+	if o, compared := s.leaseOverlaps(leases); len(o) != 0 || !compared {
+		t.Fatalf("overlaps %v, compared %v", o, compared)
 	}
 	allBound := int64(maxLeasesPaths*maxLeasesPaths*maxLeaseNames + 2*maxLeasesPaths*maxLeasesText)
 	if steps := s.leaseSteps.Load() - before; steps > allBound {

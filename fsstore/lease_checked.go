@@ -36,7 +36,11 @@ func (doc *leasesDoc) checked() bool {
 // they did as read when held; otherwise they are compared now.
 func (s *Store) recordChecked(doc *leasesDoc, held bool) {
 	doc.Checked = ""
-	if held || len(s.leaseOverlaps(doc.Leases)) == 0 {
+	if !held {
+		overlaps, compared := s.leaseOverlaps(doc.Leases)
+		held = compared && len(overlaps) == 0
+	}
+	if held {
 		doc.Checked = leasesDigest(doc.Leases)
 	}
 }

@@ -72,10 +72,15 @@ func compileLeaseGlob(p string) leaseGlob {
 }
 
 // compileLeasePath compiles name, a clean project-relative path with no
-// wildcards: a * or ? in it is the character itself.
+// wildcards: a * or ? in it is the character itself. What is below its
+// first maxLeaseNames names is left out: no pattern reaches it, and a
+// pattern that covers those names covers it.
 func compileLeasePath(name string) leaseGlob {
 	g := leaseGlob{text: name}
-	for _, seg := range strings.Split(name, "/") {
+	for i, seg := range strings.Split(name, "/") {
+		if i == maxLeaseNames {
+			break
+		}
 		g.names = append(g.names, compileLeaseName(seg, false))
 	}
 	return g

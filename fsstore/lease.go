@@ -378,7 +378,7 @@ func (s *Store) ReleaseLeases(ctx context.Context, holder string, paths []string
 // boundLeaseEnds and usablePatterns; aipm doctor reports them). It takes
 // no lock.
 func (s *Store) Leases() ([]Lease, error) {
-	leases, _, err := s.readLeases()
+	leases, _, err := s.readLeases(false)
 	return leases, err
 }
 
@@ -386,7 +386,7 @@ func (s *Store) Leases() ([]Lease, error) {
 // hold (leaseOverlaps), which only a hand edit of leases.json makes: none
 // are looked for when the leases are as aipm wrote them.
 func (s *Store) LeasesAndOverlaps() ([]Lease, []LeaseOverlap, error) {
-	leases, checked, err := s.readLeases()
+	leases, checked, err := s.readLeases(true)
 	if err != nil || checked {
 		return leases, nil, err
 	}
@@ -394,14 +394,14 @@ func (s *Store) LeasesAndOverlaps() ([]Lease, []LeaseOverlap, error) {
 	return leases, overlaps, nil
 }
 
-// readLeases is Leases, and whether they are as aipm wrote them, known to
-// hold together (leasesDoc.checked).
-func (s *Store) readLeases() ([]Lease, bool, error) {
+// readLeases is Leases, and, asked whether, whether they are as aipm
+// wrote them, known to hold together (leasesDoc.checked).
+func (s *Store) readLeases(whether bool) ([]Lease, bool, error) {
 	var doc leasesDoc
 	if err := s.files.ReadDoc(s.files.LeasesPath(), &doc); err != nil && !errors.Is(err, storage.ErrNotFound) {
 		return nil, false, err
 	}
-	checked := doc.checked()
+	checked := whether && doc.checked()
 	s.dropDeadLeases(&doc, time.Now())
 	live := doc.Leases[:0]
 	for _, l := range doc.Leases {

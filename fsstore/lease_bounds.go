@@ -76,7 +76,7 @@ func checkLeasePatternBounds(p, c string) error {
 		return fmt.Errorf("%q is not UTF-8 text: name the file as the project spells it", p)
 	}
 	if i := strings.IndexFunc(c, func(r rune) bool { return unicode.IsControl(r) || r == utf8.RuneError }); i >= 0 {
-		return fmt.Errorf("%q has a control character: name the files another way (a glob with ? stands for any one character)", p)
+		return fmt.Errorf("%q has a control character or U+FFFD: name the files another way (a glob with ? stands for any one character)", p)
 	}
 	names := strings.Split(c, "/")
 	if len(names) > maxLeaseNames {

@@ -213,44 +213,14 @@ func TestLeaseCostBounded(t *testing.T) {
 		}
 	}
 
-	before := s.leaseSteps.Load()
-	name := strings.Repeat("b", 244) + "a/zz"
-	if blocked, err := s.LeaseCheck("nobody", []string{name}); err != nil || len(blocked) != 0 {
-		t.Fatalf("check: %v, %v", blocked, err)
-	}
-	checkBound := int64(maxLeasesPaths * (maxLeaseNames + 2*maxLeasePattern))
-	if steps := s.leaseSteps.Load() - before; steps > checkBound {
-		t.Errorf("a hook's check of one file took %d steps, more than %d", steps, checkBound)
-	}
-	// Names no file has: one name too long, and a path too deep for any
-	// pattern to reach below its 32nd name.
-	deep := strings.Repeat("b/", 2000) + "a"
-	before = s.leaseSteps.Load()
-	if blocked, err := s.LeaseCheck("nobody", []string{strings.Repeat("b", 5000) + "a/zz", deep}); err != nil || len(blocked) != 0 {
-		t.Fatalf("check: %v, %v", blocked, err)
-	}
-	if steps := s.leaseSteps.Load() - before; steps > checkBound {
-		t.Errorf("a hook's check of two absurd names took %d steps, more than %d", steps, checkBound)
-	}
+	checkReadCosts(t, s)
+}
 
-	before = s.leaseSteps.Load()
-	leases, overlaps, err := s.LeasesAndOverlaps()
-	if err != nil || len(overlaps) != 0 || len(leases) != 10 {
-		t.Fatalf("LeasesAndOverlaps: %d leases, %v, %v", len(leases), overlaps, err)
-	}
-	if steps := s.leaseSteps.Load() - before; steps != 0 {
-		t.Errorf("aipm status compared leases as aipm wrote them: %d steps", steps)
-	}
-	before = s.leaseSteps.Load()
-	if o, compared := s.leaseOverlaps(leases); len(o) != 0 || !compared {
-		t.Fatalf("overlaps %v, compared %v", o, compared)
-	}
-	allBound := int64(maxLeasesPaths*maxLeasesPaths*maxLeaseNames + 2*maxLeasesPaths*maxLeasesText)
-	if steps := s.leaseSteps.Load() - before; steps > allBound {
-		t.Errorf("comparing every pair took %d steps, more than %d", steps, allBound)
-	}
-
-	// The globs are refused before they are compared with anything.
+// The star-heavy globs are refused before they are compared with
+// anything.
+func TestStarHeavyGlobsRefused(t *testing.T) {
+	ctx := context.Background()
+	s, cfg := leadAndCoder(t)
 	star := strings.Repeat("*a", 40) + "*"
 	var heavy []string
 	for i := range maxLeasePaths {
@@ -369,4 +339,47 @@ func leaseProblems(t *testing.T, s *Store) string {
 		}
 	}
 	return strings.Join(said, "\n")
+}
+
+// checkReadCosts: TestLeaseCostBounded's leases read by a hook's check of
+// a file (and of names no file has) and by aipm status cost at most their
+// bounds, status nothing at all when they are as aipm wrote them.
+func checkReadCosts(t *testing.T, s *Store) {
+	t.Helper()
+	before := s.leaseSteps.Load()
+	name := strings.Repeat("b", 244) + "a/zz"
+	if blocked, err := s.LeaseCheck("nobody", []string{name}); err != nil || len(blocked) != 0 {
+		t.Fatalf("check: %v, %v", blocked, err)
+	}
+	checkBound := int64(maxLeasesPaths * (maxLeaseNames + 2*maxLeasePattern))
+	if steps := s.leaseSteps.Load() - before; steps > checkBound {
+		t.Errorf("a hook's check of one file took %d steps, more than %d", steps, checkBound)
+	}
+	// Names no file has: one name too long, and a path too deep for any
+	// pattern to reach below its 32nd name.
+	deep := strings.Repeat("b/", 2000) + "a"
+	before = s.leaseSteps.Load()
+	if blocked, err := s.LeaseCheck("nobody", []string{strings.Repeat("b", 5000) + "a/zz", deep}); err != nil || len(blocked) != 0 {
+		t.Fatalf("check: %v, %v", blocked, err)
+	}
+	if steps := s.leaseSteps.Load() - before; steps > checkBound {
+		t.Errorf("a hook's check of two absurd names took %d steps, more than %d", steps, checkBound)
+	}
+
+	before = s.leaseSteps.Load()
+	leases, overlaps, err := s.LeasesAndOverlaps()
+	if err != nil || len(overlaps) != 0 || len(leases) != 10 {
+		t.Fatalf("LeasesAndOverlaps: %d leases, %v, %v", len(leases), overlaps, err)
+	}
+	if steps := s.leaseSteps.Load() - before; steps != 0 {
+		t.Errorf("aipm status compared leases as aipm wrote them: %d steps", steps)
+	}
+	before = s.leaseSteps.Load()
+	if o, compared := s.leaseOverlaps(leases); len(o) != 0 || !compared {
+		t.Fatalf("overlaps %v, compared %v", o, compared)
+	}
+	allBound := int64(maxLeasesPaths*maxLeasesPaths*maxLeaseNames + 2*maxLeasesPaths*maxLeasesText)
+	if steps := s.leaseSteps.Load() - before; steps > allBound {
+		t.Errorf("comparing every pair took %d steps, more than %d", steps, allBound)
+	}
 }

@@ -115,6 +115,9 @@ func (s *Store) checkJSONDoc(path string) []storage.Problem {
 		return []storage.Problem{{Path: rel, Reason: err.Error()}}
 	}
 	problems := s.longFieldProblems(path, data)
+	if path == s.files.LeasesPath() {
+		return append(problems, s.leasesDocProblems(rel, data)...)
+	}
 	check := s.schemaOf(path)
 	if check == nil {
 		return problems

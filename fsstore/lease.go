@@ -38,34 +38,15 @@ type Lease struct {
 type leasesDoc struct {
 	Leases []Lease       `json:"leases"`
 	Broken []brokenLease `json:"broken,omitempty"`
+	// Checked is the digest of Leases as aipm wrote them, when they were
+	// known to hold together (lease_checked.go).
+	Checked string `json:"checked,omitempty"`
 }
 
-// Lease limits; how long a lease lasts is config.toml's (lease_ttl,
-// lease_max_ttl in [defaults]). Every take compares its paths with every
-// live lease's, and every hook check reads them all: a holder holds a few.
-const (
-	maxLeasePaths  = 64
-	maxLeasesHeld  = 256
-	MaxLeaseReason = 500
-)
-
-// held is how many leases of doc holder holds: a tombstone counts until
-// its holder is told, so that leases.json stays bounded however many
-// breaks go untold.
-func (doc *leasesDoc) held(holder string) int {
-	n := 0
-	for _, l := range doc.Leases {
-		if l.Holder == holder {
-			n++
-		}
-	}
-	for _, b := range doc.Broken {
-		if b.Lease.Holder == holder {
-			n++
-		}
-	}
-	return n
-}
+// MaxLeaseReason is the longest reason a lease or a break gives, in
+// bytes; how long a lease lasts is config.toml's (lease_ttl,
+// lease_max_ttl in [defaults]), and the other bounds are lease_bounds.go's.
+const MaxLeaseReason = 500
 
 // LeaseRequest is what TakeLease is asked.
 type LeaseRequest struct {
@@ -109,25 +90,6 @@ const LeaseAskTools = "(send_message; from a task session, delegate_to_chat_sess
 
 func (e *LeaseConflictError) Unwrap() error { return ErrLeaseConflict }
 
-// Conflicts says whether l and m cannot both be held: different holders,
-// one of them exclusive, a path of each overlapping. path and against are
-// the first such pair (from m, from l). TakeLease refuses such a pair, so
-// two live leases conflict only when leases.json was edited by hand (the
-// board shows it).
-func (l Lease) Conflicts(m Lease) (path, against string, ok bool) {
-	if l.Holder == m.Holder || !l.Exclusive && !m.Exclusive {
-		return "", "", false
-	}
-	for _, p := range m.Paths {
-		for _, q := range l.Paths {
-			if leasePatternsOverlap(p, q) {
-				return p, q, true
-			}
-		}
-	}
-	return "", "", false
-}
-
 // leaseLive says whether l still holds at now: not expired, and its
 // session (if it ends with one) still live with its aipm serve process
 // running (Session.Alive: the one the session names, not another given
@@ -158,7 +120,9 @@ func (s *Store) leaseLive(l Lease, now time.Time) bool {
 // nothing is written then. The check and the write hold leases/.lock: of
 // two takers racing for one path, exactly one wins. Taking again renews:
 // the holder's own leases whose every path the new one names are replaced
-// by it. Dead leases are dropped on the way (expiry needs no daemon).
+// by it. Dead leases are dropped on the way (expiry needs no daemon). A
+// take that would grow the holder's leases or all of them past their
+// bounds (lease_bounds.go) is refused with one sentence naming the bound.
 func (s *Store) TakeLease(ctx context.Context, cfg *storage.Config, req LeaseRequest) (Lease, error) {
 	l, err := s.newLease(cfg, req)
 	if err != nil {
@@ -168,11 +132,11 @@ func (s *Store) TakeLease(ctx context.Context, cfg *storage.Config, req LeaseReq
 		return Lease{}, err
 	}
 	_, err = s.updateLeases(ctx, l.CreatedAt, func(doc *leasesDoc) error {
-		for _, m := range doc.Leases {
-			if path, against, ok := s.LeasesConflict(m, l); ok {
-				return &LeaseConflictError{Lease: m, Path: path, Against: against}
-			}
+		if c := s.leaseConflict(doc.Leases, l); c != nil {
+			return c
 		}
+		use := measureLeases(doc)
+		before := use.clone()
 		doc.Leases = slices.DeleteFunc(doc.Leases, func(m Lease) bool {
 			renewed := m.Holder == l.Holder && !slices.ContainsFunc(m.Paths, func(p string) bool { return !slices.Contains(l.Paths, p) })
 			if renewed {
@@ -185,11 +149,13 @@ func (s *Store) TakeLease(ctx context.Context, cfg *storage.Config, req LeaseReq
 				if m.ExpiresAt.After(l.ExpiresAt) {
 					l.ExpiresAt = m.ExpiresAt
 				}
+				use.add(m, -1)
 			}
 			return renewed
 		})
-		if held := doc.held(l.Holder); held >= maxLeasesHeld {
-			return storage.Kindf(storage.ErrInvalid, "%s holds %d leases, the most one holder may: release some, or lease a directory that covers them", l.Holder, held)
+		use.add(l, 1)
+		if err := use.exceeds(before, l.Holder); err != nil {
+			return err
 		}
 		doc.Leases = append(doc.Leases, l)
 		return nil
@@ -198,6 +164,36 @@ func (s *Store) TakeLease(ctx context.Context, cfg *storage.Config, req LeaseReq
 		return Lease{}, err
 	}
 	return l, nil
+}
+
+// leaseConflict is the refusal of l for the first of leases (live) held
+// by another holder that it cannot be held with: one of the two is
+// exclusive, and a pattern of each overlaps; nil when none is.
+func (s *Store) leaseConflict(leases []Lease, l Lease) *LeaseConflictError {
+	m := &leaseMatcher{}
+	defer func() { s.leaseSteps.Add(m.steps) }()
+	mine := s.compileGlobs(l.Paths)
+	for _, o := range leases {
+		if o.Holder == l.Holder || !o.Exclusive && !l.Exclusive {
+			continue
+		}
+		if path, against, ok := m.firstOverlap(mine, s.compileGlobs(usablePatterns(o))); ok {
+			return &LeaseConflictError{Lease: o, Path: path, Against: against}
+		}
+	}
+	return nil
+}
+
+// compileGlobs compiles clean, bounded patterns, each as leases compare
+// it (leaseKey: NFC, case folded where the file system folds it), named
+// as written.
+func (s *Store) compileGlobs(patterns []string) []leaseGlob {
+	globs := make([]leaseGlob, len(patterns))
+	for i, p := range patterns {
+		globs[i] = compileLeaseGlob(s.leaseKey(p))
+		globs[i].text = p
+	}
+	return globs
 }
 
 // updateLeases is the one read-change-write of leases.json, under
@@ -213,11 +209,13 @@ func (s *Store) TakeLease(ctx context.Context, cfg *storage.Config, req LeaseReq
 func (s *Store) updateLeases(ctx context.Context, now time.Time, change func(doc *leasesDoc) error) (written bool, err error) {
 	var before, after []brokenLease
 	_, err = storage.UpdateDoc(ctx, s.files, s.files.LeasesPath(), storage.ModeFile, func(doc *leasesDoc, _ bool) error {
+		held := doc.checked()
 		s.dropDeadLeases(doc, now)
 		before = slices.Clone(doc.Broken)
 		if err := change(doc); err != nil {
 			return err
 		}
+		s.recordChecked(doc, held)
 		after = slices.Clone(doc.Broken)
 		return nil
 	})
@@ -268,8 +266,8 @@ func (s *Store) newLease(cfg *storage.Config, req LeaseRequest) (Lease, error) {
 	if len(req.Paths) > maxLeasePaths {
 		return Lease{}, storage.Kindf(storage.ErrInvalid, "a lease names at most %d paths, not %d: lease a directory or a glob instead", maxLeasePaths, len(req.Paths))
 	}
-	if len(req.Reason) > MaxLeaseReason {
-		return Lease{}, storage.Kindf(storage.ErrInvalid, "a lease's reason is at most %d bytes, not %d: say it shorter", MaxLeaseReason, len(req.Reason))
+	if err := checkLeaseReason("a lease's reason", req.Reason); err != nil {
+		return Lease{}, err
 	}
 	ttl, err := leaseTTL(cfg, req.TTL)
 	if err != nil {
@@ -290,6 +288,7 @@ func (s *Store) newLease(cfg *storage.Config, req LeaseRequest) (Lease, error) {
 // dropDeadLeases removes from doc the leases no longer live at now, and
 // puts a hand-edited path ("src/", "./src") in the one form leases compare.
 func (s *Store) dropDeadLeases(doc *leasesDoc, now time.Time) {
+	boundLeaseEnds(doc.Leases, now, s.files.LeaseMaxTTL())
 	doc.Leases = slices.DeleteFunc(doc.Leases, func(l Lease) bool { return !s.leaseLive(l, now) })
 	for _, l := range doc.Leases {
 		for i, p := range l.Paths {
@@ -340,12 +339,16 @@ func (s *Store) endLeases(ctx context.Context, holder string, paths []string, br
 	}
 	var ended []Lease
 	now := time.Now().UTC()
+	m := &leaseMatcher{}
+	defer func() { s.leaseSteps.Add(m.steps) }()
+	named := s.compileGlobs(clean)
 	written, err := s.updateLeases(ctx, now, func(doc *leasesDoc) error {
 		ended = nil
 		doc.Leases = slices.DeleteFunc(doc.Leases, func(l Lease) bool {
-			end := (holder == "" || l.Holder == holder) && (len(clean) == 0 || slices.ContainsFunc(l.Paths, func(p string) bool {
-				return slices.ContainsFunc(clean, func(c string) bool { return leasePatternsOverlap(s.leaseKey(p), s.leaseKey(c)) })
-			}))
+			end := holder == "" || l.Holder == holder
+			if end && len(clean) > 0 {
+				_, _, end = m.firstOverlap(s.compileGlobs(usablePatterns(l)), named)
+			}
 			if end {
 				ended = append(ended, l)
 			}
@@ -377,14 +380,43 @@ func (s *Store) ReleaseLeases(ctx context.Context, holder string, paths []string
 	return s.endLeases(ctx, holder, paths, nil)
 }
 
-// Leases returns the live leases, oldest first. It takes no lock.
+// Leases returns the live leases, oldest first, each with the paths it
+// protects (a hand-edited one that protects nothing is left out: see
+// boundLeaseEnds and usablePatterns; aipm doctor reports them). It takes
+// no lock.
 func (s *Store) Leases() ([]Lease, error) {
+	leases, _, err := s.readLeases(false)
+	return leases, err
+}
+
+// LeasesAndOverlaps is Leases with every pair of them that cannot both
+// hold (leaseOverlaps), which only a hand edit of leases.json makes: none
+// are looked for when the leases are as aipm wrote them.
+func (s *Store) LeasesAndOverlaps() ([]Lease, []LeaseOverlap, error) {
+	leases, checked, err := s.readLeases(true)
+	if err != nil || checked {
+		return leases, nil, err
+	}
+	overlaps, _ := s.leaseOverlaps(leases)
+	return leases, overlaps, nil
+}
+
+// readLeases is Leases, and, asked whether, whether they are as aipm
+// wrote them, known to hold together (leasesDoc.checked).
+func (s *Store) readLeases(whether bool) ([]Lease, bool, error) {
 	var doc leasesDoc
 	if err := s.files.ReadDoc(s.files.LeasesPath(), &doc); err != nil && !errors.Is(err, storage.ErrNotFound) {
-		return nil, err
+		return nil, false, err
 	}
+	checked := whether && doc.checked()
 	s.dropDeadLeases(&doc, time.Now())
-	return doc.Leases, nil
+	live := doc.Leases[:0]
+	for _, l := range doc.Leases {
+		if l.Paths = usablePatterns(l); len(l.Paths) > 0 {
+			live = append(live, l)
+		}
+	}
+	return live, checked, nil
 }
 
 // LeaseCheck returns, reading the leases once, one conflict for each of
@@ -402,18 +434,77 @@ func (s *Store) LeaseCheck(agent string, names []string) ([]*LeaseConflictError,
 	return s.checkLeaseFiles(leases, agent, names), nil
 }
 
-// blockingLease is the first of leases that keeps agent from writing name,
-// both compared by key (leaseKey).
-func blockingLease(leases []Lease, agent, name string, key func(string) string) *LeaseConflictError {
-	for _, l := range leases {
-		if l.Holder == agent || !l.Exclusive {
-			continue
-		}
-		for _, p := range l.Paths {
-			if leasePatternCovers(key(p), key(name)) {
-				return &LeaseConflictError{Lease: l, Path: name, Against: p}
+// blocking is the first of leases (their patterns compiled in globs, by
+// key) that covers name, whose key (leaseKey) is key.
+func (m *leaseMatcher) blocking(leases []Lease, globs [][]leaseGlob, name, key string) *LeaseConflictError {
+	path := compileLeasePath(key)
+	for i, l := range leases {
+		for j := range globs[i] {
+			if m.covers(&globs[i][j], &path) {
+				return &LeaseConflictError{Lease: l, Path: name, Against: globs[i][j].text}
 			}
 		}
 	}
 	return nil
+}
+
+// A LeaseOverlap is two live leases that cannot both hold (different
+// holders, one of them exclusive, a path of each overlapping): the leases
+// I and J of those compared (I < J), and the first such paths, PathI of
+// I's and PathJ of J's. TakeLease refuses such a pair, so only a hand edit
+// of leases.json makes one (the board and aipm status show it).
+type LeaseOverlap struct {
+	I, J         int
+	PathI, PathJ string
+}
+
+// leaseOverlaps is every pair of leases that cannot both hold, and
+// whether they were compared: leases over the document's bounds, which
+// only a hand edit makes (doctor reports it), are not, as their pairs
+// could cost without bound.
+func (s *Store) leaseOverlaps(leases []Lease) ([]LeaseOverlap, bool) {
+	if !leasesWithinBounds(leases) {
+		return nil, false
+	}
+	m := &leaseMatcher{}
+	defer func() { s.leaseSteps.Add(m.steps) }()
+	globs := make([][]leaseGlob, len(leases))
+	for i, l := range leases {
+		globs[i] = s.compileGlobs(usablePatterns(l))
+	}
+	var out []LeaseOverlap
+	for i, l := range leases {
+		for j := i + 1; j < len(leases); j++ {
+			if o := leases[j]; o.Holder == l.Holder || !o.Exclusive && !l.Exclusive {
+				continue
+			}
+			if pi, pj, ok := m.firstOverlap(globs[i], globs[j]); ok {
+				out = append(out, LeaseOverlap{I: i, J: j, PathI: pi, PathJ: pj})
+			}
+		}
+	}
+	return out, true
+}
+
+// firstOverlap is the first pattern of a and of b that overlap.
+func (m *leaseMatcher) firstOverlap(a, b []leaseGlob) (pa, pb string, ok bool) {
+	for i := range a {
+		for j := range b {
+			if m.overlap(&a[i], &b[j]) {
+				return a[i].text, b[j].text, true
+			}
+		}
+	}
+	return "", "", false
+}
+
+// LeasedByOthers says whether another holder than agent has a live
+// exclusive lease: a write of files not known (a hook input that could
+// not be read) may be under it.
+func (s *Store) LeasedByOthers(agent string) (bool, error) {
+	leases, err := s.Leases()
+	if err != nil {
+		return false, err
+	}
+	return slices.ContainsFunc(leases, func(l Lease) bool { return l.Exclusive && l.Holder != agent }), nil
 }

@@ -113,10 +113,10 @@ func (s *Store) BreakLease(ctx context.Context, by, id, reason string) (Lease, e
 
 // checkBreakReason refuses a break without a reason its holders can read.
 func checkBreakReason(reason string) error {
-	if strings.TrimSpace(reason) == "" || len(reason) > MaxLeaseReason {
+	if strings.TrimSpace(reason) == "" {
 		return storage.Kindf(storage.ErrInvalid, "breaking a lease needs a reason of 1 to %d bytes, which its holder is told: give --reason", MaxLeaseReason)
 	}
-	return nil
+	return checkLeaseReason("a break's reason", reason)
 }
 
 // finishBreaks tells the holder of each of untold that its lease was

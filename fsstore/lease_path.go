@@ -294,36 +294,6 @@ func (s *Store) resolveLeasePattern(p string) (string, error) {
 // isLeaseGlob says whether a pattern's segment is a glob.
 func isLeaseGlob(seg string) bool { return strings.ContainsAny(seg, "*?") }
 
-// LeasesConflict says, as l.Conflicts(m) does, whether l and m cannot
-// both be held, their paths compared as this project's file system names
-// files (leaseKey: NFC, and case folded where it is case-insensitive);
-// path and against are spelled as m and l spell them.
-func (s *Store) LeasesConflict(l, m Lease) (path, against string, ok bool) {
-	kl, km := s.keyedLease(l), s.keyedLease(m)
-	path, against, ok = kl.Conflicts(km)
-	if !ok {
-		return "", "", false
-	}
-	return m.Paths[slices.Index(km.Paths, path)], l.Paths[slices.Index(kl.Paths, against)], true
-}
-
-// keyedLease is l with its paths as leases compare them (l itself, its
-// paths shared, when none changes: the common case, which the board pays
-// for every pair of leases).
-func (s *Store) keyedLease(l Lease) Lease {
-	for i, p := range l.Paths {
-		if k := s.leaseKey(p); k != p {
-			paths := slices.Clone(l.Paths)
-			for j := i; j < len(paths); j++ {
-				paths[j] = s.leaseKey(paths[j])
-			}
-			l.Paths = paths
-			return l
-		}
-	}
-	return l
-}
-
 // leaseFile is a path checked against the leases: the spellings it is
 // checked under, and the file it is when it has other hard links.
 type leaseFile struct {
@@ -378,18 +348,30 @@ const maxLinkSearch = 10_000
 // its spellings, or, for a file of several hard links, under a name the
 // lease covers.
 func (s *Store) checkLeaseFiles(leases []Lease, agent string, names []string) []*LeaseConflictError {
+	m := &leaseMatcher{}
+	defer func() { s.leaseSteps.Add(m.steps) }()
+	var others []Lease
+	var globs [][]leaseGlob
+	for _, l := range leases {
+		if l.Holder != agent && l.Exclusive {
+			others, globs = append(others, l), append(globs, s.compileGlobs(l.Paths))
+		}
+	}
 	budget := maxLinkSearch
 	var blocked []*LeaseConflictError
 	for _, name := range names {
+		if len(name) > maxCheckedPath+len(s.ProjectDir())+1 {
+			continue // no file has such a name
+		}
 		f := s.leaseFile(name)
 		var c *LeaseConflictError
 		for _, n := range f.names {
-			if c = blockingLease(leases, agent, n, s.leaseKey); c != nil {
+			if c = m.blocking(others, globs, n, s.leaseKey(n)); c != nil {
 				break
 			}
 		}
 		if c == nil && f.linked != nil {
-			c = s.linkedLease(leases, agent, f, &budget)
+			c = s.linkedLease(others, agent, f, &budget)
 		}
 		if c != nil {
 			blocked = append(blocked, c)

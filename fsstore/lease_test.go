@@ -47,13 +47,13 @@ func helperTakeLeases(h *helperProc) error {
 	return nil
 }
 
-// Eight processes race for the same 100 paths, each taking them in
+// Eight processes race for the same 64 paths, each taking them in
 // order, all told to go at once (the first round races for a file that
 // does not exist yet): every path has exactly one winner, and the file
 // ends with exactly one lease per path.
 func TestTakeLeaseRace(t *testing.T) {
 	s := newTestStore(t)
-	const procs, rounds = 8, 100
+	const procs, rounds = 8, maxHolderPaths // one holder may win every path
 	wins := make([][]string, rounds)
 	var mu sync.Mutex
 	var wg sync.WaitGroup
@@ -271,6 +271,9 @@ func TestTakeLeaseRefuses(t *testing.T) {
 		{Holder: "coder", Paths: []string{"a"}, TTL: 48 * time.Hour},
 		{Holder: "coder", Paths: []string{"a"}, Reason: strings.Repeat("x", MaxLeaseReason+1)},
 		{Holder: "coder", Paths: make([]string, maxLeasePaths+1)},
+		{Holder: "coder", Paths: []string{"a"}, Reason: "a\x01b"},
+		{Holder: "coder", Paths: []string{"a"}, Reason: "a\xffb"},
+		{Holder: "coder", Paths: []string{"a\x01b"}},
 	} {
 		if _, err := s.TakeLease(ctx, cfg, req); err == nil {
 			t.Errorf("TakeLease(%+v) taken", req)
@@ -279,7 +282,7 @@ func TestTakeLeaseRefuses(t *testing.T) {
 	if _, err := os.Stat(s.files.LeasesPath()); !errors.Is(err, os.ErrNotExist) {
 		t.Errorf("a refused take wrote %s", s.files.LeasesPath())
 	}
-	for i := range maxLeasesHeld {
+	for i := range maxHolderPaths {
 		if _, err := s.TakeLease(ctx, cfg, LeaseRequest{Holder: "coder", Paths: []string{"f" + strconv.Itoa(i)}}); err != nil {
 			t.Fatal(err)
 		}
@@ -324,6 +327,7 @@ func TestLeaseRenewKeeps(t *testing.T) {
 func TestLeasesEditedByHand(t *testing.T) {
 	s, _ := leadAndCoder(t)
 	later := time.Now().Add(time.Hour).UTC().Format(time.RFC3339)
+	created := time.Now().UTC().Format(time.RFC3339)
 	write := func(body string) {
 		t.Helper()
 		if err := os.MkdirAll(filepath.Dir(s.files.LeasesPath()), 0o755); err != nil {
@@ -341,9 +345,9 @@ func TestLeasesEditedByHand(t *testing.T) {
 		t.Fatal(err)
 	}
 	write(`{"leases": [
-		{"id": "lse_1", "holder": "lead", "paths": ["./src/"], "exclusive": true, "expiresAt": "` + later + `"},
-		{"id": "lse_2", "holder": "lead", "session": "not-a-session", "paths": ["docs"], "exclusive": true, "expiresAt": "` + later + `"},
-		{"id": "lse_3", "holder": "lead", "session": "ses_01M7YZWACRA0328GMTHNDHB18Z", "paths": ["web"], "exclusive": true, "expiresAt": "` + later + `"}
+		{"id": "lse_1", "holder": "lead", "paths": ["./src/"], "exclusive": true, "createdAt": "` + created + `", "expiresAt": "` + later + `"},
+		{"id": "lse_2", "holder": "lead", "session": "not-a-session", "paths": ["docs"], "exclusive": true, "createdAt": "` + created + `", "expiresAt": "` + later + `"},
+		{"id": "lse_3", "holder": "lead", "session": "ses_01M7YZWACRA0328GMTHNDHB18Z", "paths": ["web"], "exclusive": true, "createdAt": "` + created + `", "expiresAt": "` + later + `"}
 	]}`)
 	blocked, err := s.LeaseCheck("coder", []string{"src/a.go", "docs/a.md", "web/app.js"})
 	if err != nil {

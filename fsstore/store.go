@@ -3,6 +3,7 @@ package fsstore
 import (
 	"aipm/fsstore/internal/storage"
 	"aipm/internal/lockedfile"
+	"sync/atomic"
 )
 
 // Store is one project's .ai-pm/ directory with its rules: the storage
@@ -12,6 +13,10 @@ import (
 type Store struct {
 	files  *storage.Files
 	caches *caches
+	// leaseSteps counts the steps of every lease comparison this store
+	// made (leaseMatcher): tests bound what a take, a check or a listing
+	// costs by it.
+	leaseSteps atomic.Int64
 }
 
 // caches holds what this process keeps between calls: what it read from

@@ -60,7 +60,7 @@ func Main(ctx context.Context, o Options, env Env) (code int) {
 	case o.Wake && o.Client != Claude:
 		return mistake(env, "--wake is for Claude Code's asyncRewake Stop hook; Codex has no idle event, so leave --wake out with --client codex")
 	}
-	in, err := ReadInput(env.Stdin)
+	in, err := readInputWithin(env.Stdin, ReadLimit)
 	if err != nil && !o.Wake {
 		return unreadable(ctx, o, env, in, err)
 	}
@@ -123,12 +123,15 @@ func Command(ctx context.Context, args []string, env Env) int {
 }
 
 // unreadable answers an event whose input could not be read whole (not
-// JSON, cut short, or over MaxInput): a mistake, exit 1, except while an
-// interrupt waits for the agent, when a tool must not run (the check needs
-// no input): a PreToolUse of a tool not aipm's own, as far as the input
-// named them, is denied; an event it did not name gets exit 2, "block" to
-// both clients, with the interrupt on stderr. Nothing more is done than
-// that check.
+// JSON, cut short, over MaxInput, or not all written within ReadLimit): a
+// mistake, exit 1, except when a tool must not run. While an interrupt
+// waits for the agent (the check needs no input), a PreToolUse of a tool
+// not aipm's own, as far as the input named them, is denied, and an event
+// it did not name gets exit 2, "block" to both clients, with the
+// interrupt on stderr. A PreToolUse of a file-writing tool (or of a tool
+// it did not name) is denied while another holder's exclusive lease could
+// refuse its files, which are unknown, or the leases cannot be read
+// (unreadableWrite). Nothing more is done than those checks.
 func unreadable(ctx context.Context, o Options, env Env, in Input, err error) int {
 	const format = "%v (the client writes one JSON object on stdin, at most %d MiB)"
 	tool := in.Event == PreToolUse && !strings.HasPrefix(in.ToolName, OwnToolPrefix)
@@ -146,8 +149,11 @@ func unreadable(ctx context.Context, o Options, env Env, in Input, err error) in
 	if serr == nil && ok {
 		reason, why, serr = h.refusal(ctx, ses)
 	}
+	if reason == "" && tool {
+		reason, why = h.unreadableWrite(in, err), leaseDenial.Why
+	}
 	switch {
-	case serr != nil:
+	case serr != nil && reason == "":
 		fmt.Fprintf(env.Stderr, "aipm hook: %v\n", serr)
 	case reason == "":
 	case tool:

@@ -117,3 +117,79 @@ func TestHookInput(t *testing.T) {
 		t.Fatalf("aipm's own tool with an input over MaxInput: %q, exit %d, %s", out, code, errs)
 	}
 }
+
+// Issue 46, items 6 and 12: the hook's read of stdin is bounded in time as
+// it is in size, and an input it cannot read whole never lets a file
+// write past a lease. A client that writes nothing, or half an event, and
+// keeps stdin open is answered within hook.ReadLimit; a PreToolUse of a
+// file-writing tool (or of a tool the input does not name) so cut, or
+// over hook.MaxInput, is denied with one sentence while another holds an
+// exclusive lease, since its files cannot be checked; any other such
+// event is a mistake (exit 1, nothing on stdout).
+func TestHookInputBounds(t *testing.T) {
+	p := newProject(t)
+	p.taskInProgress("coder", "Fix login")
+	cs := p.connect("2025-11-25")
+	p.authenticate(cs, "coder", "task")
+	file := p.store.ProjectDir() + "/src/a.go"
+	// cut is a feed of event's start, up to a little of the tool's input,
+	// with stdin left open.
+	cut := func(event string) func(io.Writer) {
+		i := strings.Index(event, `"tool_input":`)
+		if i < 0 {
+			i = len(event) - 2
+		}
+		return func(w io.Writer) { io.WriteString(w, event[:min(i+18, len(event)-2)]) }
+	}
+	write := p.event(hook.PreToolUse, "Write", fmt.Sprintf(`{"file_path":%q,"content":"package a"}`, file))
+	patch := p.event(hook.PreToolUse, "apply_patch", `{"command":"*** Begin Patch\n*** Add File: src/b.go\n+package b\n*** End Patch\n"}`)
+	bash := p.event(hook.PreToolUse, "Bash", `{"command":"ls -la /"}`)
+	nothing := func(io.Writer) {}
+	unnamed := func(w io.Writer) { io.WriteString(w, `{"session_id":"cs-1","hook_event_name":"PreToolUse"`) }
+
+	type hookCase struct {
+		name   string
+		client string
+		feed   func(io.Writer)
+		denied bool
+	}
+	run := func(t *testing.T, cases []hookCase) {
+		for _, tc := range cases {
+			t.Run(tc.name, func(t *testing.T) {
+				t.Parallel()
+				out, errs, code := p.hookFed(t, tc.client, "coder", tc.feed)
+				switch {
+				case tc.denied && (code != 0 || !strings.Contains(out, `"permissionDecision":"deny"`) || !strings.Contains(out, "could not be read whole")):
+					t.Fatalf("%q, exit %d, %s; want a deny saying the input could not be read whole", out, code, errs)
+				case tc.denied:
+					if err := hookschema.Check("../testdata/hooks", tc.client, hook.PreToolUse, []byte(out)); err != nil {
+						t.Fatal(err)
+					}
+				case out != "" || code != 1 || !strings.Contains(errs, "aipm: hook: "):
+					t.Fatalf("%q, exit %d, %s; want a mistake: exit 1, a line on stderr, nothing on stdout", out, code, errs)
+				}
+			})
+		}
+	}
+	t.Run("no lease held", func(t *testing.T) {
+		run(t, []hookCase{
+			{"nothing written", hook.Claude, nothing, false},
+			{"half a Write", hook.Claude, cut(write), false},
+			{"a Write over MaxInput", hook.Claude, p.oversized("Write"), false},
+		})
+	})
+	if _, err := p.store.TakeLease(context.Background(), p.cfg, fsstore.LeaseRequest{Holder: "lead", Paths: []string{"docs"}, Reason: "rewriting the docs"}); err != nil {
+		t.Fatal(err)
+	}
+	t.Run("another holds a lease", func(t *testing.T) {
+		run(t, []hookCase{
+			{"nothing written", hook.Claude, nothing, false},
+			{"half a Write", hook.Claude, cut(write), true},
+			{"half an apply_patch", hook.Codex, cut(patch), true},
+			{"a PreToolUse naming no tool", hook.Claude, unnamed, true},
+			{"a Write over MaxInput", hook.Claude, p.oversized("Write"), true},
+			{"half a Bash", hook.Claude, cut(bash), false},
+			{"half aipm's own tool", hook.Claude, cut(p.event(hook.PreToolUse, "mcp__aipm__lease", `{"paths":["docs"]}`)), false},
+		})
+	})
+}

@@ -1,8 +1,13 @@
 package mcpserver_test
 
 import (
+	"fmt"
+	"io"
+	"os"
 	"strings"
 	"testing"
+
+	"aipm/hook"
 
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 )
@@ -126,4 +131,80 @@ func (s leaseSessions) checkLogoutEndsUnkept(t *testing.T) {
 	if err != nil || len(live) != 1 || live[0].Paths[0] != "docs" {
 		t.Fatalf("after the reviewer's logout: %+v, %v; want only the kept lease on docs", live, err)
 	}
+}
+
+// Issue 46, item 1: one agent's lease calls through its own aipm serve
+// cannot stop the project's writes. 82 calls of 64 long paths with a
+// 400-byte reason (which grew leases.json past the 4 MiB every reader
+// reads), then 82 of 64 shorter ones, twice: a path longer than a lease
+// takes is refused, and so is each take past what one holder may hold,
+// with one sentence (the bound, what to release); leases.json stays one
+// holder's worth. Then another
+// agent's take, the hook (a real aipm hook), aipm leases, a human's break
+// and aipm status all work.
+func TestLeaseToolBudget(t *testing.T) {
+	p := newProject(t)
+	p.taskInProgress("coder", "Rewrite everything")
+	coder := p.connect("2025-11-25")
+	token := p.authenticate(coder, "coder", "task")
+	taken := leaseFlood(t, coder, token)
+	if taken != 1 {
+		t.Fatalf("%d lease calls taken; want the one that fits the holder's budget", taken)
+	}
+	if fi, err := os.Stat(p.store.LeasesPath()); err != nil || fi.Size() > 32<<10 {
+		t.Fatalf("leases.json: %v, %v; want one holder's worth", fi, err)
+	}
+
+	reviewer := p.connect("2025-11-25")
+	rtoken := p.authenticate(reviewer, "reviewer", "chat")
+	if r := call(t, reviewer, "lease", map[string]any{"session_token": rtoken, "paths": []string{"src/parser"}}); r.isError {
+		t.Fatalf("another agent's take: %s", r.text)
+	}
+	feed := func(file string) func(io.Writer) {
+		return func(w io.Writer) {
+			io.WriteString(w, p.event(hook.PreToolUse, "Write", fmt.Sprintf(`{"file_path":%q,"content":"x"}`, p.store.ProjectDir()+"/"+file)))
+		}
+	}
+	if out, errs, code := p.hookFed(t, hook.Claude, "reviewer", feed("deep40/00/00-"+strings.Repeat("x", 40))); code != 0 || !strings.Contains(out, `"permissionDecision":"deny"`) || !strings.Contains(out, "leased exclusively by coder") {
+		t.Fatalf("the hook on a write under coder's lease: %q, exit %d, %s", out, code, errs)
+	}
+	if out, errs, code := p.hookFed(t, hook.Claude, "reviewer", feed("README.md")); code != 0 || out != "" {
+		t.Fatalf("the hook on a write under no lease: %q, exit %d, %s", out, code, errs)
+	}
+	if out := p.aipmOut(t, "leases"); !strings.Contains(out, "coder") || !strings.Contains(out, "reviewer") {
+		t.Fatalf("aipm leases:\n%s", out)
+	}
+	p.aipm(t, "leases", "break", "deep40", "--reason", "runaway leases", "--as", "lead")
+	if out := p.aipmOut(t, "status"); strings.Contains(out, "coder ") && strings.Contains(out, "deep40") || !strings.Contains(out, "reviewer") {
+		t.Fatalf("aipm status after the break:\n%s", out)
+	}
+}
+
+// leaseFlood makes TestLeaseToolBudget's 246 lease calls on cs, the
+// coder's session, and returns how many were taken; each refusal must
+// name its bound.
+func leaseFlood(t *testing.T, cs *mcp.ClientSession, token string) int {
+	reason := strings.Repeat("r", 400)
+	taken := 0
+	for _, size := range []int{780, 200, 40} {
+		for n := range 82 {
+			paths := make([]string, 64)
+			for i := range paths {
+				paths[i] = fmt.Sprintf("deep%d/%02d/%02d-%s", size, n, i, strings.Repeat("x", size))
+			}
+			r := call(t, cs, "lease", map[string]any{"session_token": token, "paths": paths, "reason": reason})
+			if !r.isError {
+				taken++
+				continue
+			}
+			want := "one holder may: release"
+			if size > 256 {
+				want = "bytes: at most 256" // a path longer than any a lease takes
+			}
+			if !strings.Contains(r.text, want) {
+				t.Fatalf("call %d of %d-byte paths refused: %s; want the bound (%q) and what to do", n, size, r.text, want)
+			}
+		}
+	}
+	return taken
 }

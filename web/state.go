@@ -366,21 +366,25 @@ func readTimeline(_ context.Context, store *fsstore.Store, cfg *fsstore.Config, 
 // readLeases is the live leases, oldest first, each with the others it
 // conflicts with.
 func readLeases(_ context.Context, store *fsstore.Store, _ *fsstore.Config, st *State) error {
-	leases, err := store.Leases()
+	leases, overlaps, err := store.LeasesAndOverlaps()
 	if err != nil {
 		return err
 	}
 	if len(leases) > maxLeases {
 		leases = leases[:maxLeases]
 	}
-	for _, l := range leases {
-		v := LeaseView{Lease: l}
-		for _, m := range leases {
-			if path, against, ok := store.LeasesConflict(m, l); ok {
-				v.Conflicts = append(v.Conflicts, LeaseConflict{LeaseID: m.ID, Holder: m.Holder, Path: path, Against: against})
-			}
-		}
-		st.Leases = append(st.Leases, v)
+	views := make([]LeaseView, len(leases))
+	for i, l := range leases {
+		views[i] = LeaseView{Lease: l}
 	}
+	for _, o := range overlaps {
+		if o.J >= len(leases) {
+			continue
+		}
+		a, b := leases[o.I], leases[o.J]
+		views[o.I].Conflicts = append(views[o.I].Conflicts, LeaseConflict{LeaseID: b.ID, Holder: b.Holder, Path: o.PathI, Against: o.PathJ})
+		views[o.J].Conflicts = append(views[o.J].Conflicts, LeaseConflict{LeaseID: a.ID, Holder: a.Holder, Path: o.PathJ, Against: o.PathI})
+	}
+	st.Leases = append(st.Leases, views...)
 	return nil
 }

@@ -38,9 +38,14 @@ notifications), in the client's documented JSON:
 Nothing new, no credential, or no aipm session: no output, exit 0. A hook
 set up or called wrongly (a bad flag, stdin that is not JSON) exits 1, never
 2: the clients read 2 as "block this tool call". The hook reads one JSON
-value of at most 64 MiB and answers without waiting for stdin to close. An
-input it cannot read whole still refuses a tool while an interrupt waits: a
-PreToolUse it names is denied, and an event it does not name exits 2.
+value of at most 64 MiB and answers without waiting for stdin to close; a
+client that has not written it whole within 5 s is not waited for. An input
+it cannot read whole (not JSON, over 64 MiB, or not written in time) still
+refuses a tool while an interrupt waits: a PreToolUse it names is denied,
+and an event it does not name exits 2. Such a PreToolUse of a file-writing
+tool, or of a tool it does not name, is denied while another holds an
+exclusive lease (or the leases cannot be read), since its files cannot be
+checked; any other such input exits 1 with nothing on stdout.
 
 --wake (Claude Code only) is the asyncRewake Stop hook: it waits until
 something new arrives for the session, writes it on stderr and exits 2,

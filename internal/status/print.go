@@ -197,6 +197,10 @@ func printLastRuns(v View, w io.Writer, s *Watch) error {
 }
 
 func printLeases(v View, w io.Writer, r *Report) error {
+	if r.LeasesUnreadable != "" {
+		_, err := fmt.Fprintln(w, table.Visible(r.LeasesUnreadable))
+		return err
+	}
 	if len(r.Leases) == 0 {
 		_, err := fmt.Fprintln(w, "no file leases")
 		return err

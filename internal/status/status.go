@@ -49,8 +49,11 @@ type Report struct {
 	Delegations   []fsstore.Delegation   `json:"openDelegations"`
 	Watch         *Watch                 `json:"watcher"`
 	Leases        []fsstore.Lease        `json:"leases"`
+	// LeasesUnreadable says, when leases.json cannot be read, what is
+	// wrong and what to do (Leases is empty then).
+	LeasesUnreadable string `json:"leasesUnreadable,omitempty"`
 	// LeaseConflicts are pairs of live leases that cannot both hold
-	// (Lease.Conflicts): only a hand edit of leases.json makes one.
+	// (fsstore.LeaseOverlap): only a hand edit of leases.json makes one.
 	LeaseConflicts []LeaseConflict `json:"leaseConflicts,omitempty"`
 }
 
@@ -208,15 +211,19 @@ func collectDelegations(ctx context.Context, store *fsstore.Store, cfg *fsstore.
 	return err
 }
 
+// collectLeases reads the live leases and the pairs of them that cannot
+// both hold. Leases that cannot be read leave the rest of the report as
+// it is: the table's place says what is wrong and what to do.
 func collectLeases(ctx context.Context, store *fsstore.Store, cfg *fsstore.Config, r *Report) error {
-	ls, err := store.Leases()
-	r.Leases = append(r.Leases, ls...)
-	for i, l := range ls {
-		for _, m := range ls[i+1:] {
-			if pathB, pathA, ok := l.Conflicts(m); ok {
-				r.LeaseConflicts = append(r.LeaseConflicts, LeaseConflict{A: l, B: m, PathA: pathA, PathB: pathB})
-			}
-		}
+	ls, overlaps, err := store.LeasesAndOverlaps()
+	if err != nil {
+		r.LeasesUnreadable = fmt.Sprintf("the file leases cannot be read (%v), so the hook refuses every file write: a human repairs %s (aipm doctor says what is wrong) or removes it, which ends every lease",
+			err, store.Rel(store.LeasesPath()))
+		return nil
 	}
-	return err
+	r.Leases = append(r.Leases, ls...)
+	for _, o := range overlaps {
+		r.LeaseConflicts = append(r.LeaseConflicts, LeaseConflict{A: ls[o.I], B: ls[o.J], PathA: o.PathI, PathB: o.PathJ})
+	}
+	return nil
 }

@@ -33,6 +33,10 @@ type Files struct {
 	layout
 	Durable atomic.Bool                      // fsync appends and documents: the config's durability, set by LoadConfig
 	ttls    atomic.Pointer[notificationTTLs] // the config's [notifications.ttl], set by LoadConfig (nil: defaults)
+	// leaseMaxTTL is the config's lease_max_ttl, set by LoadConfig (0:
+	// not loaded yet); leaseMaxTTLTried, that LeaseMaxTTL loaded it once.
+	leaseMaxTTL      atomic.Int64
+	leaseMaxTTLTried atomic.Bool
 	// servesMany: this process serves many agents' sessions (aipm serve
 	// --http), so its environment's run id and ssh client are no session's.
 	ServesMany atomic.Bool
@@ -168,6 +172,23 @@ func findProject(start string) (string, error) {
 // write in flight.
 func (s *Files) setDurability(cfg *Config) {
 	s.Durable.Store(cfg.Defaults.Durability != DurableNone)
+	s.leaseMaxTTL.Store(int64(cfg.Defaults.LeaseMaxTTL.Duration))
+}
+
+// LeaseMaxTTL is the config's lease_max_ttl, the longest a lease lasts
+// after it was taken (a reader of the leases judges a hand-edited expiry
+// by it): the one of the config this process loaded last, else of the
+// config as it is now (read once), else the default.
+func (s *Files) LeaseMaxTTL() time.Duration {
+	if d := time.Duration(s.leaseMaxTTL.Load()); d > 0 {
+		return d
+	}
+	if !s.leaseMaxTTLTried.Swap(true) {
+		if cfg, err := s.LoadConfig(); err == nil {
+			return cfg.Defaults.LeaseMaxTTL.Duration
+		}
+	}
+	return DefaultDefaults.LeaseMaxTTL.Duration
 }
 
 // ProjectDir is the project directory.

@@ -29,6 +29,8 @@ type caches struct {
 	told    lockedfile.HeldRecords
 	tasks   taskIndex
 	bearers bearerCache // HTTP bearer tokens found to be agents' passkeys (AgentOfPasskey)
+	// passkeys: the AI agents' stored passkey hashes (AgentOfPasskey).
+	passkeys lockedfile.StatCache[storedHash]
 }
 
 // Open returns the store of the project directory dir, which must contain

@@ -31,17 +31,13 @@ type AuthFailures struct {
 
 // BackoffError is the refusal of an attempt made too soon.
 type BackoffError struct {
-	Agent    string // "" for a bearer token (AgentOfPasskey)
+	Agent    string
 	Failures int
 	Until    time.Time
 	Now      time.Time
 }
 
 func (e *BackoffError) Error() string {
-	if e.Agent == "" { // a bearer token, which names no agent (AgentOfPasskey)
-		return fmt.Sprintf("too many wrong bearer tokens in a row: try again after %s (in %s), with the passkey aipm agent add printed",
-			e.Until.Format(time.RFC3339), e.Until.Sub(e.Now).Round(time.Second))
-	}
 	return fmt.Sprintf("%d failed authenticates for %q in a row: try again after %s (in %s), with the passkey aipm agent add printed",
 		e.Failures, e.Agent, e.Until.Format(time.RFC3339), e.Until.Sub(e.Now).Round(time.Second))
 }
@@ -50,8 +46,8 @@ func (e *BackoffError) Unwrap() error { return ErrBackoff }
 
 // BackoffAfter is the wait after the given number of failed attempts in a
 // row: nothing for the first few, then doubling up to a cap. It is the one
-// schedule of every credential check (authenticate here; an HTTP bearer
-// token per agent in AgentOfPasskey, and per client address in mcpserver).
+// schedule of every credential check (authenticate here; wrong HTTP
+// bearer tokens per client address in mcpserver).
 func BackoffAfter(failures int) time.Duration {
 	if failures <= FreeFailures {
 		return 0
@@ -106,6 +102,6 @@ func (s *Files) GuardCredential(ctx context.Context, agent string, check func() 
 }
 
 // Now is the time by the clock of the credential back-offs
-// (GuardCredential, and fsstore's bearer tokens): time.Now, but in tests
+// (GuardCredential): time.Now, but in tests
 // that stop it (SetClock).
 func (s *Files) Now() time.Time { return s.seams.now() }

@@ -183,7 +183,7 @@ func (t *connTable) cutFrom(q *connQueue, bound string) *trackedConn {
 		if bound == "client address" {
 			limit = t.lim.ConnsPerClient
 		}
-		t.log.Warn("an unauthenticated connection was cut: as many as may be open at once were (said once a minute)",
+		t.log.Warn("unauthenticated connections are cut, the oldest first: as many are open as may be (said once a minute)",
 			"bound", bound, "max", limit, "client", v.RemoteAddr().String())
 	}
 	return v
@@ -366,8 +366,8 @@ func trackedConnOf(ctx context.Context) *trackedConn {
 	return c
 }
 
-// wait waits d, or until ctx ends or c is cut (c may be nil).
-func wait(ctx context.Context, c *trackedConn, d time.Duration) {
+// waitOrCut waits d, or until ctx ends or c is cut (c may be nil).
+func waitOrCut(ctx context.Context, c *trackedConn, d time.Duration) {
 	timer := time.NewTimer(d)
 	defer timer.Stop()
 	var cut <-chan struct{}

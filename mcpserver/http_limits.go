@@ -241,7 +241,7 @@ func (h *HTTP) guessed(w http.ResponseWriter, r *http.Request, refuse func(int, 
 	if inWait > 0 {
 		delay = min(max(next, delay), 10*delay)
 	}
-	wait(r.Context(), c, delay)
+	waitOrCut(r.Context(), c, delay)
 	if inWait > 0 {
 		w.Header().Set("Retry-After", retryAfter(next))
 		return refuse(http.StatusTooManyRequests, fmt.Sprintf("too many requests with a wrong or missing bearer token from %s: try again in %s with the passkey aipm agent add printed", client, next.Round(time.Second)))

@@ -15,8 +15,6 @@ import (
 type (
 	// Agent is one [[agents]] entry.
 	Agent = storage.Agent
-	// BackoffError is the refusal of an attempt made too soon.
-	BackoffError = storage.BackoffError
 	// CodeError is a refusal with a stable code (the seeds' error codes), so
 	// that the MCP tools and the CLI say the same thing.
 	CodeError = storage.CodeError

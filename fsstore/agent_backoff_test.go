@@ -60,9 +60,9 @@ func TestBackoffConcurrent(t *testing.T) {
 	}
 }
 
-// concurrentGuesses starts procs helper processes of mode (auth-wrong,
-// bearer-wrong), each guessing agent a's passkey once, lets them go at the
-// same instant, and returns how many were compared rather than backed off.
+// concurrentGuesses starts procs helper processes of mode (auth-wrong),
+// each guessing agent a's passkey once, lets them go at the same instant,
+// and returns how many were compared rather than backed off.
 func concurrentGuesses(t *testing.T, s *Store, mode string, procs int) int {
 	t.Helper()
 	outs := make([]*bytes.Buffer, procs)

@@ -11,8 +11,8 @@ import (
 // offers them to fsstore only (it is internal), and only tests call them,
 // on a store not yet shared between goroutines.
 
-// setClock makes now the clock of s's credential back-offs: authenticate's
-// (auth.json) and the bearer tokens' (bearer.json).
+// setClock makes now the clock of s's credential back-off: authenticate's
+// (auth.json).
 func (s *Store) setClock(now func() time.Time) { s.files.SetClock(now) }
 
 // setBeforeWrite makes fn run in every read-modify-write of a document of

@@ -33,8 +33,6 @@ quarantine/
 agents/*/read.json
 agents/*/passkey.json
 agents/*/auth.json
-bearer.json
-bearer.lock
 agents/*/receipts.jsonl
 local.json
 local.lock
@@ -282,29 +280,51 @@ func hashPasskey(salt []byte, passkey string) string {
 
 // checkPasskey compares passkey with the agent's stored hash in constant time.
 func (s *Store) checkPasskey(agent, passkey string) error {
-	path, err := s.files.PasskeyPath(agent)
+	h, err := s.passkeyHash(agent)
 	if err != nil {
 		return err
-	}
-	var rec passkeyRecord
-	if err := s.files.ReadDoc(path, &rec); err != nil {
-		if errors.Is(err, storage.ErrNotFound) {
-			return storage.Kindf(storage.ErrBadPasskey, "agent %q has no passkey (a clone of the project, or an agent added by hand): run aipm agent passkey %s", agent, agent)
-		}
-		return err
-	}
-	salt, err := hex.DecodeString(rec.Salt)
-	if err != nil || rec.Algorithm != "sha256" {
-		return storage.Kindf(storage.ErrBadPasskey, "%s is damaged: run aipm agent passkey %s to issue a new passkey", s.files.Rel(path), agent)
 	}
 	if err := storage.CheckPasskeyArg(passkey); err != nil {
 		return err
 	}
-	got := hashPasskey(salt, passkey) // exactly as given: no trimming
-	if subtle.ConstantTimeCompare([]byte(got), []byte(rec.Hash)) != 1 {
+	if !h.matches(passkey) {
 		return storage.ErrBadPasskey
 	}
 	return nil
+}
+
+// storedHash is what passkey.json keeps of a passkey: its salt and the
+// salted hash.
+type storedHash struct {
+	salt []byte
+	hash string
+}
+
+// matches compares passkey, exactly as given (no trimming), with h in
+// constant time.
+func (h storedHash) matches(passkey string) bool {
+	return subtle.ConstantTimeCompare([]byte(hashPasskey(h.salt, passkey)), []byte(h.hash)) == 1
+}
+
+// passkeyHash reads agent's passkey.json: ErrBadPasskey, saying what to
+// do, when it has none or it is damaged.
+func (s *Store) passkeyHash(agent string) (storedHash, error) {
+	path, err := s.files.PasskeyPath(agent)
+	if err != nil {
+		return storedHash{}, err
+	}
+	var rec passkeyRecord
+	if err := s.files.ReadDoc(path, &rec); err != nil {
+		if errors.Is(err, storage.ErrNotFound) {
+			return storedHash{}, storage.Kindf(storage.ErrBadPasskey, "agent %q has no passkey (a clone of the project, or an agent added by hand): run aipm agent passkey %s", agent, agent)
+		}
+		return storedHash{}, err
+	}
+	salt, err := hex.DecodeString(rec.Salt)
+	if err != nil || rec.Algorithm != "sha256" {
+		return storedHash{}, storage.Kindf(storage.ErrBadPasskey, "%s is damaged: run aipm agent passkey %s to issue a new passkey", s.files.Rel(path), agent)
+	}
+	return storedHash{salt: salt, hash: rec.Hash}, nil
 }
 
 // VerifyPasskey checks agent's passkey without the per-agent slowing of

@@ -35,6 +35,8 @@ type caches struct {
 	tasks   taskIndex
 	bearers bearerCache // HTTP bearer tokens found to be agents' passkeys (AgentOfPasskey)
 	leaseFS leaseFS     // the project's file system as leases compare names (lease_path.go)
+	// passkeys: the AI agents' stored passkey hashes (AgentOfPasskey).
+	passkeys lockedfile.StatCache[storedHash]
 }
 
 // Open returns the store of the project directory dir, which must contain

@@ -15,8 +15,6 @@ import (
 type (
 	// Agent is one [[agents]] entry.
 	Agent = storage.Agent
-	// BackoffError is the refusal of an attempt made too soon.
-	BackoffError = storage.BackoffError
 	// CodeError is a refusal with a stable code (the seeds' error codes), so
 	// that the MCP tools and the CLI say the same thing.
 	CodeError = storage.CodeError
@@ -180,8 +178,8 @@ func Adopt(old *Config, next *Config) error { return storage.Adopt(old, next) }
 
 // BackoffAfter is the wait after the given number of failed attempts in a
 // row: nothing for the first few, then doubling up to a cap. It is the one
-// schedule of every credential check (authenticate here; an HTTP bearer
-// token per agent in AgentOfPasskey, and per client address in mcpserver).
+// schedule of every credential check (authenticate here; wrong HTTP
+// bearer tokens per client address in mcpserver).
 func BackoffAfter(failures int) time.Duration { return storage.BackoffAfter(failures) }
 
 // CheckAgentID reports whether id may name an agent (and so a directory).

@@ -1,5 +1,10 @@
 package mcpserver
 
+import (
+	"net"
+	"time"
+)
+
 // SDKTools makes s register every tool through the SDK's mcp.AddTool, its
 // schemas inferred from its Go types: the reference that TestServedSchemas
 // and TestToolCallsMatchTheSDK compare aipm's own registration with.
@@ -40,3 +45,15 @@ func ToolGate() map[string]struct {
 // FailpointHandedUnwritten is the failpoint (internal/failpoint) before the
 // answer that hands a session a batch is written over stdio.
 const FailpointHandedUnwritten = failpointHandedUnwritten
+
+// SetNamesSomeone makes f say which client addresses name someone (are
+// bounded by themselves) for h: tests take loopback addresses for
+// others' own.
+func (h *HTTP) SetNamesSomeone(f func(ip net.IP) bool) { h.conns.namesSomeone = f }
+
+// SetClock makes now the clock of h's back-off per client address.
+func (h *HTTP) SetClock(now func() time.Time) {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	h.now = now
+}

@@ -21,6 +21,7 @@ import (
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
 	"aipm/fsstore"
+	"aipm/internal/helperproc"
 	"aipm/internal/testenv"
 	"aipm/mcpserver"
 )
@@ -30,6 +31,9 @@ import (
 var aipmBin string
 
 func TestMain(m *testing.M) {
+	if helperproc.Role() != "" {
+		helperproc.Main(m, playHelper) // exits
+	}
 	// Every server of these tests, in process or aipm serve, checks what
 	// its calls' fast path skips (toolcall.go).
 	os.Setenv(mcpserver.EnvCheckSchemas, "1")

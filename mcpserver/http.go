@@ -28,15 +28,16 @@ import (
 //
 // What is refused, in order (admit, http_limits.go): a request whose
 // Origin header is not the server's own (403: a web page; CLIs send
-// none), any request from a client address in back-off after failed
-// tokens (429 with Retry-After), a missing or wrong token (401,
-// WWW-Authenticate: Bearer; counted per client address, and per agent
-// across processes by fsstore.AgentOfPasskey, on fsstore.BackoffAfter's
-// schedule), a token not compared because of that back-off (429), what
-// passes one agent's bounds (HTTPLimits: 413, 429), and then what the SDK
-// refuses: a Host that is not loopback on a loopback listener (DNS
-// rebinding), an MCP session of another agent (403). Before all of it,
-// HTTP.Server and HTTP.Listener bound time and connections per client.
+// none), a missing or wrong token (401, WWW-Authenticate: Bearer; 429
+// with Retry-After from a client address in back-off, counted per address
+// that names someone on fsstore.BackoffAfter's schedule), answered only
+// after a delay and with the connection closed, so that a guess costs its
+// sender, never an agent: a right passkey is never refused for another's
+// guesses. Then what passes one agent's bounds (HTTPLimits: 413, 429),
+// and then what the SDK refuses: a Host that is not loopback on a loopback
+// listener (DNS rebinding), an MCP session of another agent (403). Before
+// all of it, HTTP.Server and HTTP.Listener bound time and connections
+// (connTable).
 type HTTP struct {
 	store   *fsstore.Store
 	log     *slog.Logger
@@ -48,12 +49,13 @@ type HTTP struct {
 	handler http.Handler
 
 	limits      HTTPLimits
+	conns       *connTable
 	sessionIdle time.Duration // the config's session idle timeout, when h was made
 
 	mu       sync.Mutex
-	servers  map[[32]byte]*Server // by the SHA-256 of the bearer token
-	failures map[string]*clientFailures
-	loads    map[string]*agentLoad // by agent
+	servers  map[[32]byte]*Server       // by the SHA-256 of the bearer token
+	failures map[string]*clientFailures // by client address that names someone
+	loads    map[string]*agentLoad      // by agent
 	now      func() time.Time
 }
 
@@ -62,7 +64,8 @@ type HTTPOptions struct {
 	// Origin is the server's own origin (scheme://host:port), the one
 	// Origin header a request may carry.
 	Origin string
-	// Now is the clock of the back-off (nil: time.Now); tests set it.
+	// Now is the clock of the back-off per client address (nil:
+	// time.Now); tests set it.
 	Now func() time.Time
 	// Limits bound clients and agents (zero fields: DefaultHTTPLimits).
 	Limits HTTPLimits
@@ -81,6 +84,7 @@ func NewHTTP(store *fsstore.Store, log *slog.Logger, version string, opts HTTPOp
 	h := &HTTP{store: store, log: log, version: version, origin: opts.Origin, wake: wake.New(), links: newLinks(store, log),
 		servers: map[[32]byte]*Server{}, failures: map[string]*clientFailures{}, loads: map[string]*agentLoad{}, now: opts.Now,
 		limits: opts.Limits.orDefaults()}
+	h.conns = newConnTable(h.limits, log)
 	if h.now == nil {
 		h.now = time.Now
 	}
@@ -208,48 +212,19 @@ func (h *HTTP) Close(ctx context.Context) {
 	}
 }
 
-// proven says whether r's bearer token is a passkey that already proved
-// itself here (its agent's Server exists): a client in back-off is slowed
-// in its guesses, but an agent whose passkey is known to be right is not
-// locked out by another client's bad token from the same address (a
-// loopback, a NAT). The token is still checked as any other.
-func (h *HTTP) proven(r *http.Request) bool {
-	token, ok := bearerToken(r)
-	if !ok {
-		return false
+// failed counts a wrong or missing token from client (an address that
+// names someone; "" counts nothing), on the schedule of a wrong passkey:
+// inWait is what was left then of the wait its failures before had
+// started (0: none, the token is answered 401), and next is the wait this
+// one starts. Failures in a row start over after a quiet spell as long as
+// the longest wait.
+func (h *HTTP) failed(client string) (inWait, next time.Duration) {
+	if client == "" {
+		return 0, 0
 	}
-	key := serverKeyOf(token)
 	h.mu.Lock()
 	defer h.mu.Unlock()
-	return h.servers[key] != nil
-}
-
-// clientAddr is the unit of the back-off: the client's IP address, an
-// IPv6 one by its /64 (clientKey).
-func clientAddr(r *http.Request) string { return clientKey(r.RemoteAddr) }
-
-// backingOff is how long client must wait before its next request counts.
-func (h *HTTP) backingOff(client string) time.Duration {
-	h.mu.Lock()
-	defer h.mu.Unlock()
-	f := h.failures[client]
-	if f == nil && len(h.failures) >= maxClients {
-		h.forgetExpired() // as failed does, so that both agree
-		if len(h.failures) >= maxClients {
-			f = h.failures[overflowClients] // failed has counted it there
-		}
-	}
-	if f == nil {
-		return 0
-	}
-	return max(f.notBefore.Sub(h.now()), 0)
-}
-
-// failed counts a wrong or missing token from client, on the schedule of
-// a wrong passkey.
-func (h *HTTP) failed(client string) {
-	h.mu.Lock()
-	defer h.mu.Unlock()
+	now := h.now()
 	f := h.failures[client]
 	if f == nil {
 		if len(h.failures) >= maxClients {
@@ -266,12 +241,21 @@ func (h *HTTP) failed(client string) {
 		f = &clientFailures{}
 		h.failures[client] = f
 	}
+	if now.Sub(f.notBefore) > longestWait {
+		f.n = 0
+	}
+	inWait = max(f.notBefore.Sub(now), 0)
 	f.n++
-	f.notBefore = h.now().Add(fsstore.BackoffAfter(f.n))
+	f.notBefore = now.Add(fsstore.BackoffAfter(f.n))
+	return inWait, f.notBefore.Sub(now)
 }
 
-// maxClients bounds the failure table; past it, entries whose back-off
-// ended are forgotten, and new clients share overflowClients's entry.
+// longestWait is fsstore.BackoffAfter's cap.
+var longestWait = fsstore.BackoffAfter(1 << 20)
+
+// maxClients bounds the failure table; past it, entries quiet for as long
+// as the longest wait are forgotten, and new clients share
+// overflowClients's entry.
 const maxClients = 4096
 
 const overflowClients = "(many clients)"
@@ -279,23 +263,20 @@ const overflowClients = "(many clients)"
 func (h *HTTP) forgetExpired() {
 	now := h.now()
 	for c, f := range h.failures {
-		if !now.Before(f.notBefore) {
+		if now.Sub(f.notBefore) > longestWait {
 			delete(h.failures, c)
 		}
 	}
 }
 
-// succeeded forgets client's failures, as a right passkey does.
-func (h *HTTP) succeeded(client string) {
-	h.mu.Lock()
-	defer h.mu.Unlock()
-	delete(h.failures, client)
-}
-
 // ConnContext is the http.Server's ConnContext of aipm serve --http: it
 // marks each connection, for links to know which requests came on which
-// (links.go, rule 3).
-func (h *HTTP) ConnContext(ctx context.Context, _ net.Conn) context.Context {
+// (links.go, rule 3), and for admit to count it as its agent's
+// (connTable).
+func (h *HTTP) ConnContext(ctx context.Context, c net.Conn) context.Context {
+	if tc := trackedOf(c); tc != nil {
+		ctx = context.WithValue(ctx, trackedKey{}, tc)
+	}
 	return context.WithValue(ctx, connKey{}, &linkConn{})
 }
 

@@ -13,6 +13,7 @@ import (
 	"strconv"
 	"strings"
 	"sync"
+	"syscall"
 	"time"
 
 	"github.com/modelcontextprotocol/go-sdk/auth"
@@ -20,21 +21,39 @@ import (
 	"aipm/fsstore"
 )
 
-// HTTPLimits bound what one client address, and one agent, can take of a
-// shared aipm serve --http (DESIGN section 14), so that no stranger and no
-// agent can exhaust it for the others. Before authentication: time to send
-// a request's headers and its body, an idle connection's life, and the
-// connections one client address holds. After it, per agent: the request
-// body, the calls in flight and the MCP sessions. A zero field takes its
+// HTTPLimits bound what a shared aipm serve --http gives, and to whom
+// (DESIGN section 14), so that no stranger and no agent can exhaust it for
+// the others, and agents on one host (one loopback address) never lock
+// each other out. Before authentication: time to send a request's headers
+// and its body, an idle connection's life, the unauthenticated connections
+// open at once in all and, of those, from one client address where an
+// address names someone (not loopback), and what a missing or wrong token
+// costs its sender. After it, per agent: the request body, the calls in
+// flight, the MCP sessions and the connections. A zero field takes its
 // default (DefaultHTTPLimits); docs/remote.md lists them.
 type HTTPLimits struct {
-	HeaderTimeout    time.Duration // to send a request's headers (and a TLS handshake)
-	BodyTimeout      time.Duration // to send a request's body, from the end of its headers
-	IdleTimeout      time.Duration // a keep-alive connection between requests
-	ConnsPerClient   int           // connections open at once from one client address (an IPv6 one by its /64)
-	MaxBody          int64         // bytes of one request's body
-	CallsPerAgent    int           // requests with a body (POST) in flight at once for one agent
-	SessionsPerAgent int           // MCP sessions one agent holds open
+	HeaderTimeout time.Duration // to send a request's headers (and a TLS handshake)
+	BodyTimeout   time.Duration // to send a request's body, from the end of its headers
+	IdleTimeout   time.Duration // a keep-alive connection between requests
+	// Unauthenticated bounds the connections open at once on which no
+	// request has carried a valid bearer token yet, in all; it is at most
+	// half the process's descriptor limit. Past it the one that has sent
+	// least is cut (connTable).
+	Unauthenticated int
+	// ConnsPerClient bounds those of them from one client address that
+	// names someone: not a loopback address (every local agent has that
+	// one), an IPv6 one by its /64.
+	ConnsPerClient int
+	// GuessDelay is how long the answer to a missing or wrong token waits
+	// (its connection is closed after it); longer, up to ten times, from a
+	// client address in back-off.
+	GuessDelay       time.Duration
+	MaxBody          int64 // bytes of one request's body
+	CallsPerAgent    int   // requests with a body (POST) in flight at once for one agent
+	SessionsPerAgent int   // MCP sessions one agent holds open
+	// ConnsPerAgent bounds the connections whose latest request carried
+	// one agent's passkey. Past it the agent's longest idle one is cut.
+	ConnsPerAgent int
 }
 
 // MaxToolCall is the default bound on a request body: the largest call a
@@ -44,22 +63,30 @@ type HTTPLimits struct {
 // of any call is ids and a few words.
 const MaxToolCall = 512 << 10
 
-// DefaultHTTPLimits are the limits of aipm serve --http.
+// DefaultHTTPLimits are the limits of aipm serve --http. An agent's
+// connections outnumber what it can use at once (its calls in flight and
+// one event stream per MCP session), so that past the bound one of them is
+// idle to be cut.
 var DefaultHTTPLimits = HTTPLimits{
 	HeaderTimeout:    10 * time.Second,
 	BodyTimeout:      30 * time.Second,
 	IdleTimeout:      IdleTimeout,
+	Unauthenticated:  1024,
 	ConnsPerClient:   128,
+	GuessDelay:       time.Second,
 	MaxBody:          MaxToolCall,
 	CallsPerAgent:    16,
 	SessionsPerAgent: 32,
+	ConnsPerAgent:    64,
 }
 
 // maxHeaderBytes bounds a request's headers (a bearer token and a few
 // short fields); net/http's default is 1 MiB per connection.
 const maxHeaderBytes = 64 << 10
 
-// orDefaults is l with each zero field set to its default.
+// orDefaults is l with each zero field set to its default, and the
+// unauthenticated connections at most half the descriptors this process
+// may open (the rest for the agents' connections and the store's files).
 func (l HTTPLimits) orDefaults() HTTPLimits {
 	d := DefaultHTTPLimits
 	pick := func(v *time.Duration, def time.Duration) {
@@ -70,25 +97,32 @@ func (l HTTPLimits) orDefaults() HTTPLimits {
 	pick(&l.HeaderTimeout, d.HeaderTimeout)
 	pick(&l.BodyTimeout, d.BodyTimeout)
 	pick(&l.IdleTimeout, d.IdleTimeout)
-	if l.ConnsPerClient <= 0 {
-		l.ConnsPerClient = d.ConnsPerClient
+	pick(&l.GuessDelay, d.GuessDelay)
+	count := func(v *int, def int) {
+		if *v <= 0 {
+			*v = def
+		}
 	}
+	count(&l.Unauthenticated, d.Unauthenticated)
+	count(&l.ConnsPerClient, d.ConnsPerClient)
+	count(&l.CallsPerAgent, d.CallsPerAgent)
+	count(&l.SessionsPerAgent, d.SessionsPerAgent)
+	count(&l.ConnsPerAgent, d.ConnsPerAgent)
 	if l.MaxBody <= 0 {
 		l.MaxBody = d.MaxBody
 	}
-	if l.CallsPerAgent <= 0 {
-		l.CallsPerAgent = d.CallsPerAgent
-	}
-	if l.SessionsPerAgent <= 0 {
-		l.SessionsPerAgent = d.SessionsPerAgent
+	var fds syscall.Rlimit
+	if err := syscall.Getrlimit(syscall.RLIMIT_NOFILE, &fds); err == nil && fds.Cur > 0 && fds.Cur < uint64(2*l.Unauthenticated) {
+		l.Unauthenticated = max(int(fds.Cur/2), 1)
 	}
 	return l
 }
 
 // Server is the http.Server for handler (h, at its path), with h's
-// timeouts. No read timeout for a whole request and no write timeout: a
-// waiting get_next_action answers after minutes; a request's body has its
-// own deadline (admit).
+// timeouts, its connections marked (ConnContext) and followed (for the
+// bounds of connTable: serve it on h.Listener). No read timeout for a
+// whole request and no write timeout: a waiting get_next_action answers
+// after minutes; a request's body has its own deadline (admit).
 func (h *HTTP) Server(handler http.Handler) *http.Server {
 	return &http.Server{
 		Handler:           handler,
@@ -96,94 +130,15 @@ func (h *HTTP) Server(handler http.Handler) *http.Server {
 		IdleTimeout:       h.limits.IdleTimeout,
 		MaxHeaderBytes:    maxHeaderBytes,
 		ErrorLog:          slog.NewLogLogger(h.log.Handler(), slog.LevelWarn),
+		ConnContext:       h.ConnContext,
+		ConnState:         h.conns.stateChanged,
 	}
 }
 
-// Listener is ln holding at most ConnsPerClient connections from one
-// client address: a connection past it is closed as soon as it is
-// accepted, before a byte is read. Wrap the TCP listener (TLS goes on top).
+// Listener is ln with its connections counted and bounded (connTable):
+// wrap the TCP listener (TLS goes on top), and serve it with h.Server.
 func (h *HTTP) Listener(ln net.Listener) net.Listener {
-	return &clientConns{Listener: ln, max: h.limits.ConnsPerClient, log: h.log, open: map[string]int{}}
-}
-
-// clientConns counts the open connections of each client address.
-type clientConns struct {
-	net.Listener
-	max int
-	log *slog.Logger
-
-	mu       sync.Mutex
-	open     map[string]int
-	warnedAt time.Time
-}
-
-func (l *clientConns) Accept() (net.Conn, error) {
-	for {
-		c, err := l.Listener.Accept()
-		if err != nil {
-			return nil, err
-		}
-		client := clientKey(c.RemoteAddr().String())
-		l.mu.Lock()
-		full := l.open[client] >= l.max
-		if !full {
-			l.open[client]++
-		}
-		warn := full && time.Since(l.warnedAt) > time.Minute
-		if warn {
-			l.warnedAt = time.Now()
-		}
-		l.mu.Unlock()
-		if !full {
-			return &clientConn{Conn: c, l: l, client: client}, nil
-		}
-		c.Close()
-		if warn {
-			l.log.Warn("connections refused: a client address holds the most connections it may (said once a minute)", "client", client, "max", l.max)
-		}
-	}
-}
-
-// clientConn gives its client's count back when it closes.
-type clientConn struct {
-	net.Conn
-	l      *clientConns
-	client string
-	once   sync.Once
-}
-
-func (c *clientConn) Close() error {
-	c.once.Do(func() {
-		c.l.mu.Lock()
-		if c.l.open[c.client]--; c.l.open[c.client] <= 0 {
-			delete(c.l.open, c.client)
-		}
-		c.l.mu.Unlock()
-	})
-	return c.Conn.Close()
-}
-
-// CloseWrite keeps net/http's half-close of a TCP connection.
-func (c *clientConn) CloseWrite() error {
-	if cw, ok := c.Conn.(interface{ CloseWrite() error }); ok {
-		return cw.CloseWrite()
-	}
-	return nil
-}
-
-// clientKey is the unit of the per-address bounds: the IP address of
-// addr (host:port), an IPv6 one by its /64 (one host commonly holds a
-// whole /64).
-func clientKey(addr string) string {
-	host, _, err := net.SplitHostPort(addr)
-	if err != nil {
-		host = addr
-	}
-	ip := net.ParseIP(host)
-	if ip == nil || ip.To4() != nil {
-		return host
-	}
-	return ip.Mask(net.CIDRMask(64, 128)).String() + "/64"
+	return &boundedListener{Listener: ln, conns: h.conns}
 }
 
 // agentLoad is what one agent holds of the server now.
@@ -195,13 +150,13 @@ type agentLoad struct {
 type tokenInfoKey struct{}
 
 // admit is everything a request passes before the SDK's handler sees it,
-// cheapest first: its body's deadline; the Origin; the client address's
-// back-off; the bearer token (fsstore.AgentOfPasskey, slowed per agent);
-// then the agent's bounds: the body's size, its calls in flight and, for a
-// request that may open an MCP session, its sessions. A refusal is
-// answered here, with Connection: close (an unread body is not waited
-// for), and ok is false. Otherwise release must run when the request is
-// over.
+// cheapest first: its body's deadline; the Origin; the bearer token
+// (fsstore.AgentOfPasskey), a missing or wrong one answered by guessed;
+// its connection counted as the agent's (connTable); then the agent's
+// bounds: the body's size, its calls in flight and, for a request that
+// may open an MCP session, its sessions. A refusal is answered here, with
+// Connection: close (an unread body is not waited for), and ok is false.
+// Otherwise release must run when the request is over.
 func (h *HTTP) admit(w http.ResponseWriter, r *http.Request) (_ *http.Request, release func(), ok bool) {
 	refuse := func(code int, msg string) (*http.Request, func(), bool) {
 		// The answer goes out, then the connection is closed at once:
@@ -223,35 +178,27 @@ func (h *HTTP) admit(w http.ResponseWriter, r *http.Request) (_ *http.Request, r
 	if o := r.Header.Get("Origin"); o != "" && o != h.origin {
 		return refuse(http.StatusForbidden, fmt.Sprintf("requests from a web page (Origin %.100s) are refused: an MCP client sends no Origin header", o))
 	}
-	client := clientAddr(r)
-	if wait := h.backingOff(client); wait > 0 && !h.proven(r) {
-		w.Header().Set("Retry-After", retryAfter(wait))
-		return refuse(http.StatusTooManyRequests, fmt.Sprintf("too many requests with a wrong or missing bearer token from %s: try again in %s with the passkey aipm agent add printed", client, wait.Round(time.Second)))
-	}
 	token, found := bearerToken(r)
 	if !found {
-		h.failed(client)
-		return refuse(http.StatusUnauthorized, "no bearer token: send Authorization: Bearer <the agent's passkey, as aipm agent add printed it>")
+		return h.guessed(w, r, refuse, "no bearer token: send Authorization: Bearer <the agent's passkey, as aipm agent add printed it>")
 	}
-	agent, key, err := h.check(r.Context(), token, client)
-	var wait *fsstore.BackoffError
+	agent, key, err := h.check(r.Context(), token)
 	switch {
-	case errors.As(err, &wait):
-		d := max(wait.Until.Sub(wait.Now), time.Second)
-		w.Header().Set("Retry-After", retryAfter(d))
-		return refuse(http.StatusTooManyRequests, fmt.Sprintf("too many wrong bearer tokens were tried on this project's agents: try again in %s with the passkey aipm agent add printed", d.Round(time.Second)))
+	case errors.Is(err, fsstore.ErrBadPasskey) && strings.HasPrefix(token, "$"):
+		// A client config's ${AIPM_PASSKEY} sent as it stands: Claude
+		// Code sends an unset variable's reference literally.
+		return h.guessed(w, r, refuse, fmt.Sprintf("the bearer token is the unexpanded text %.40q: set that variable to the agent's passkey in the environment the client starts in", token))
 	case errors.Is(err, fsstore.ErrBadPasskey):
-		if strings.HasPrefix(token, "$") {
-			// A client config's ${AIPM_PASSKEY} sent as it stands: Claude
-			// Code sends an unset variable's reference literally.
-			return refuse(http.StatusUnauthorized, fmt.Sprintf("the bearer token is the unexpanded text %.40q: set that variable to the agent's passkey in the environment the client starts in", token))
-		}
-		return refuse(http.StatusUnauthorized, "the bearer token is no AI agent's passkey here: send Authorization: Bearer <the passkey aipm agent add printed>")
+		return h.guessed(w, r, refuse, "the bearer token is no AI agent's passkey here: send Authorization: Bearer <the passkey aipm agent add printed>")
 	case err != nil:
 		h.log.Error("check a bearer token", "err", err)
 		return refuse(http.StatusInternalServerError, fmt.Sprintf("the bearer token could not be checked: %v", err)) // not the client's fault
 	}
 	lim := h.limits
+	if c := trackedConnOf(r.Context()); c != nil && !h.conns.authenticated(c, agent) {
+		w.Header().Set("Retry-After", "1")
+		return refuse(http.StatusTooManyRequests, fmt.Sprintf("%s has %d connections open on this server, the most one agent may have, and every one is in use: wait for a call to answer, then call again", agent, lim.ConnsPerAgent))
+	}
 	if r.ContentLength > lim.MaxBody {
 		return refuse(http.StatusRequestEntityTooLarge, tooLarge(r.ContentLength, lim.MaxBody))
 	}
@@ -276,6 +223,32 @@ func (h *HTTP) admit(w http.ResponseWriter, r *http.Request) (_ *http.Request, r
 	return r.WithContext(context.WithValue(r.Context(), tokenInfoKey{}, ti)), release, true
 }
 
+// guessed answers a missing or wrong token, at the guesser's cost, not
+// the agents': it is counted for its client address (if that names
+// someone), its connection becomes the first to cut (connTable), and the
+// answer waits GuessDelay, then goes out with the connection closed: 401
+// saying what to send, or, from an address whose failures in a row have
+// started a wait that is not over, 429 with Retry-After, after that wait
+// (at least GuessDelay, at most ten times it).
+func (h *HTTP) guessed(w http.ResponseWriter, r *http.Request, refuse func(int, string) (*http.Request, func(), bool), msg string) (*http.Request, func(), bool) {
+	client := h.conns.clientOf(r.RemoteAddr)
+	inWait, next := h.failed(client)
+	c := trackedConnOf(r.Context())
+	if c != nil {
+		h.conns.refused(c)
+	}
+	delay := h.limits.GuessDelay
+	if inWait > 0 {
+		delay = min(max(next, delay), 10*delay)
+	}
+	waitOrCut(r.Context(), c, delay)
+	if inWait > 0 {
+		w.Header().Set("Retry-After", retryAfter(next))
+		return refuse(http.StatusTooManyRequests, fmt.Sprintf("too many requests with a wrong or missing bearer token from %s: try again in %s with the passkey aipm agent add printed", client, next.Round(time.Second)))
+	}
+	return refuse(http.StatusUnauthorized, msg)
+}
+
 func retryAfter(d time.Duration) string { return strconv.Itoa(int(math.Ceil(d.Seconds()))) }
 
 func tooLarge(size, limit int64) string {
@@ -297,34 +270,23 @@ func bearerToken(r *http.Request) (string, bool) {
 }
 
 // check is the bearer token check: the agent whose passkey token is, and
-// the key of its Server (made the first time). A token compared and
-// found wrong is counted for client too.
-func (h *HTTP) check(ctx context.Context, token, client string) (string, [32]byte, error) {
+// the key of its Server (made the first time).
+func (h *HTTP) check(ctx context.Context, token string) (string, [32]byte, error) {
 	var key [32]byte
 	cfg, err := h.config.loadConfig()
 	if err != nil {
 		return "", key, fmt.Errorf("read config: %w", err)
 	}
 	agent, err := h.store.AgentOfPasskey(ctx, cfg, token)
-	if errors.Is(err, fsstore.ErrBadPasskey) {
-		h.failed(client)
-	}
 	if err != nil {
 		return "", key, err
 	}
 	key = serverKeyOf(token)
 	h.mu.Lock()
-	proven := h.servers[key] != nil
-	if !proven {
+	if h.servers[key] == nil {
 		h.servers[key] = h.agentServer(fsstore.Credential{Agent: agent, Passkey: token})
 	}
 	h.mu.Unlock()
-	if !proven {
-		// A right passkey ends its address's back-off, once: a passkey
-		// already proven (which passes a back-off) does not end another
-		// client's.
-		h.succeeded(client)
-	}
 	return agent, key, nil
 }
 

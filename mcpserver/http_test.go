@@ -19,6 +19,7 @@ import (
 	"os/exec"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"syscall"
 	"testing"
 	"time"
@@ -26,6 +27,7 @@ import (
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
 	"aipm/fsstore"
+	"aipm/mcpserver"
 )
 
 // httpServer is one `aipm serve --http` process of a test.
@@ -265,43 +267,60 @@ func TestHTTPRefusals(t *testing.T) {
 	}
 }
 
-// Repeated failures back off the client's address (429, Retry-After) even
-// with a right token, until the wait is over; a passkey that proved itself
-// passes another client's back-off without ending it.
+// Issue 46, item 11: wrong tokens from a client address that names
+// someone back it off (3 free, then 429 with Retry-After until the wait is
+// over), each answered late and with its connection closed; a right
+// passkey from that address is never refused, whether it proved itself to
+// the server before or not, and does not end the guesser's wait. From
+// loopback, which names no one, guesses start no wait: a local agent is
+// never taken for the guesser.
 func TestHTTPBackoff(t *testing.T) {
 	p := newProject(t)
-	freshKey, err := p.store.AddAgent(context.Background(), fsstore.NewAgent{ID: "fresh", Type: fsstore.AgentAI, Parent: "lead"})
-	if err != nil {
-		t.Fatal(err)
-	}
-	srv := p.serveHTTP()
-	client := &http.Client{}
+	freshKey := p.addAgents(1)[0]
+	var now atomic.Int64 // the back-off's clock, in seconds
+	now.Store(time.Date(2030, 1, 2, 3, 4, 5, 0, time.UTC).Unix())
+	url := p.serveHTTPHere(mcpserver.HTTPLimits{GuessDelay: 10 * time.Millisecond}, someoneAt, func(h *mcpserver.HTTP) {
+		h.SetClock(func() time.Time { return time.Unix(now.Load(), 0) })
+	})
+	client := localClient("127.0.0.7", 1, nil)
 
 	// Three failures are free; the fourth starts a back-off of a second
-	// (fsstore.BackoffAfter), during which a right token is refused too.
-	// (The fourth is a client config's variable sent unexpanded, as Claude
-	// Code sends an unset one: the answer says so.)
+	// (fsstore.BackoffAfter). (The fourth is a client config's variable
+	// sent unexpanded, as Claude Code sends an unset one: the answer says
+	// so.) Each answer closes its connection.
 	for range 3 {
-		expectStatus(t, client, srv.url, initBody, bearerOf("aipk_wrong"), 401, "a free failure")
+		if resp, _ := expectStatus(t, client, url, initBody, bearerOf("aipk_wrong"), 401, "a free failure"); !resp.Close {
+			t.Fatal("a wrong token's answer kept its connection")
+		}
 	}
-	if _, body := expectStatus(t, client, srv.url, initBody, bearerOf("${AIPM_PASSKEY}"), 401, "the fourth failure"); !strings.Contains(body, "unexpanded") {
+	if _, body := expectStatus(t, client, url, initBody, bearerOf("${AIPM_PASSKEY}"), 401, "the fourth failure"); !strings.Contains(body, "unexpanded") {
 		t.Fatalf("an unexpanded variable as the token: %s", body)
 	}
-	if resp, _ := expectStatus(t, client, srv.url, initBody, bearerOf(p.passkeys["coder"]), 429, "in back-off with a right token"); resp.Header.Get("Retry-After") != "1" {
-		t.Fatalf("Retry-After %q, want 1", resp.Header.Get("Retry-After"))
+	if resp, _ := expectStatus(t, client, url, initBody, bearerOf("aipk_wrong"), 429, "a guess in back-off"); resp.Header.Get("Retry-After") != "2" || !resp.Close {
+		t.Fatalf("a guess in back-off: Retry-After %q (want 2), Connection: close %v", resp.Header.Get("Retry-After"), resp.Close)
 	}
-	time.Sleep(1100 * time.Millisecond)
-	expectStatus(t, client, srv.url, initBody, bearerOf(p.passkeys["coder"]), 200, "after the back-off")
+	// Right passkeys from the same address, in its back-off: one never
+	// seen by this server, then one seen before.
+	expectStatus(t, client, url, initBody, bearerOf(freshKey), 200, "a passkey not seen yet, from an address in back-off")
+	expectStatus(t, client, url, initBody, bearerOf(p.passkeys["coder"]), 200, "a right passkey, from an address in back-off")
+	expectStatus(t, client, url, initBody, bearerOf(p.passkeys["coder"]), 200, "a passkey proven before, from an address in back-off")
+	expectStatus(t, client, url, initBody, bearerOf("aipk_wrong"), 429, "the guesser after the right passkeys")
+	// After the wait a guess is answered 401, but the failures go on in a
+	// row: it starts a longer wait (the seventh: 8 s, then 16 s).
+	now.Add(10)
+	expectStatus(t, client, url, initBody, bearerOf("aipk_wrong"), 401, "a guess after the wait")
+	if resp, _ := expectStatus(t, client, url, initBody, bearerOf("aipk_wrong"), 429, "the guess after it"); resp.Header.Get("Retry-After") != "16" {
+		t.Fatalf("the eighth failure in a row: Retry-After %q, want 16", resp.Header.Get("Retry-After"))
+	}
+	now.Add(3600)
+	expectStatus(t, client, url, initBody, bearerOf("aipk_wrong"), 401, "a guess after a quiet hour: the count starts over")
 
-	// Another client on the same address guesses again (after a right
-	// passkey the failures start over): a passkey that proved itself passes,
-	// one not seen yet waits like the guesser, and the guesser still waits.
-	for range 4 {
-		post(t, client, srv.url, initBody, bearerOf("aipk_wrong"))
+	// From loopback: no back-off, however many guesses.
+	local := localClient("127.0.0.1", 1, nil)
+	for range 8 {
+		expectStatus(t, local, url, initBody, bearerOf("aipk_wrong"), 401, "a guess from loopback")
 	}
-	expectStatus(t, client, srv.url, initBody, bearerOf(freshKey), 429, "a passkey not seen yet, in back-off")
-	expectStatus(t, client, srv.url, initBody, bearerOf(p.passkeys["coder"]), 200, "a passkey proven before, in another client's back-off")
-	expectStatus(t, client, srv.url, initBody, bearerOf("aipk_wrong"), 429, "the guesser after the proven passkey's request")
+	expectStatus(t, local, url, initBody, bearerOf(p.passkeys["reviewer"]), 200, "a right passkey from loopback")
 }
 
 // bearerOf is the header that carries token.

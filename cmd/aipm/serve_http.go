@@ -75,7 +75,7 @@ func serveHTTP(ctx context.Context, o *serveOptions, store *fsstore.Store) error
 		ln.Close()
 		return fmt.Errorf("serve --http: %w", err)
 	}
-	ln = h.Listener(ln) // connections per client address, counted below TLS
+	ln = h.Listener(ln) // connections counted by whom they name (below TLS)
 	if tlsConf != nil {
 		ln = tls.NewListener(ln, tlsConf)
 	}

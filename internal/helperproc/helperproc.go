@@ -38,3 +38,7 @@ func Command(t testing.TB, role string, args ...string) *exec.Cmd {
 	cmd.Stderr = os.Stderr
 	return cmd
 }
+
+// Role is the role this binary was started to play by Command ("": none,
+// it runs the tests): a TestMain that prepares the tests first asks it.
+func Role() string { return os.Getenv(env) }

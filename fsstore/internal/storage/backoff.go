@@ -22,36 +22,32 @@ const (
 	backoffCap   = 5 * time.Minute
 )
 
-// AuthFailures is agents/<agent>/auth.json.
-type AuthFailures struct {
+// authFailures is agents/<agent>/auth.json.
+type authFailures struct {
 	Failures      int       `json:"failures"`
 	LastFailureAt time.Time `json:"lastFailureAt"`
 	NotBefore     time.Time `json:"notBefore"`
 }
 
-// BackoffError is the refusal of an attempt made too soon.
-type BackoffError struct {
-	Agent    string // "" for a bearer token (AgentOfPasskey)
+// backoffError is the refusal of an attempt made too soon.
+type backoffError struct {
+	Agent    string
 	Failures int
 	Until    time.Time
 	Now      time.Time
 }
 
-func (e *BackoffError) Error() string {
-	if e.Agent == "" { // a bearer token, which names no agent (AgentOfPasskey)
-		return fmt.Sprintf("too many wrong bearer tokens in a row: try again after %s (in %s), with the passkey aipm agent add printed",
-			e.Until.Format(time.RFC3339), e.Until.Sub(e.Now).Round(time.Second))
-	}
+func (e *backoffError) Error() string {
 	return fmt.Sprintf("%d failed authenticates for %q in a row: try again after %s (in %s), with the passkey aipm agent add printed",
 		e.Failures, e.Agent, e.Until.Format(time.RFC3339), e.Until.Sub(e.Now).Round(time.Second))
 }
 
-func (e *BackoffError) Unwrap() error { return ErrBackoff }
+func (e *backoffError) Unwrap() error { return ErrBackoff }
 
 // BackoffAfter is the wait after the given number of failed attempts in a
 // row: nothing for the first few, then doubling up to a cap. It is the one
-// schedule of every credential check (authenticate here; an HTTP bearer
-// token per agent in AgentOfPasskey, and per client address in mcpserver).
+// schedule of every credential check (authenticate here; wrong HTTP
+// bearer tokens per client address in mcpserver).
 func BackoffAfter(failures int) time.Duration {
 	if failures <= FreeFailures {
 		return 0
@@ -76,8 +72,8 @@ func (s *Files) GuardCredential(ctx context.Context, agent string, check func() 
 		return err
 	}
 	defer unlock()
-	now := s.Now().UTC()
-	var f AuthFailures
+	now := s.seams.now().UTC()
+	var f authFailures
 	exists := true
 	if err := s.ReadDoc(path, &f); err != nil {
 		if !errors.Is(err, ErrNotFound) {
@@ -86,7 +82,7 @@ func (s *Files) GuardCredential(ctx context.Context, agent string, check func() 
 		exists = false
 	}
 	if now.Before(f.NotBefore) {
-		return &BackoffError{Agent: agent, Failures: f.Failures, Until: f.NotBefore, Now: now}
+		return &backoffError{Agent: agent, Failures: f.Failures, Until: f.NotBefore, Now: now}
 	}
 	err = check()
 	switch {
@@ -104,8 +100,3 @@ func (s *Files) GuardCredential(ctx context.Context, agent string, check func() 
 	}
 	return err
 }
-
-// Now is the time by the clock of the credential back-offs
-// (GuardCredential, and fsstore's bearer tokens): time.Now, but in tests
-// that stop it (SetClock).
-func (s *Files) Now() time.Time { return s.seams.now() }

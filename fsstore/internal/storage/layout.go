@@ -453,14 +453,6 @@ func (s *Files) WatchedDirs() []string {
 // SessionIndexDir is the directory of the session index inside sessions/.
 const SessionIndexDir = "by-agent"
 
-// BearerPath is bearer.json, the wrong bearer tokens in a row per AI agent
-// (fsstore's AgentOfPasskey).
-func (l layout) BearerPath() string { return filepath.Join(l.root, "bearer.json") }
-
-// BearerLockPath is bearer.lock, taken while bearer.json is read and
-// written.
-func (l layout) BearerLockPath() string { return filepath.Join(l.root, "bearer.lock") }
-
 // CompactionPath is the record of what compaction dropped from the
 // agent's chat log (agents/<agent>/compacted.json): doctor's mirror check
 // does not restore what was dropped on purpose.

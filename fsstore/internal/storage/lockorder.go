@@ -42,9 +42,6 @@ const (
 	// agent's logs and documents inside it (compact.go), and doctor's
 	// restored copies (appends).
 	rankCompact
-	// bearer.lock: the count of wrong bearer tokens (bearer.go); nothing
-	// is locked inside it.
-	rankBearer
 	// The project lock, .ai-pm/.lock: config.toml's read-modify-write
 	// (EditConfig) and a passkey's issue.
 	rankProject
@@ -84,7 +81,6 @@ var lockOrder = [rankCount]string{
 	rankWake:       "a session's wake lock (sessions/.<id>.wake)",
 	rankLocal:      "local.lock",
 	rankCompact:    "compact.lock",
-	rankBearer:     "bearer.lock",
 	rankProject:    "the project lock (.ai-pm/.lock)",
 	rankAgent:      "an agent's lock (agents/<agent>/.lock)",
 	rankCollection: "a collection's lock (<collection>/.lock)",
@@ -115,7 +111,6 @@ var lockPlaces = []lockPlace{
 	{in: topDir, name: "watcher.lock", rank: rankWatcher},
 	{in: topDir, name: "local.lock", rank: rankLocal},
 	{in: topDir, name: "compact.lock", rank: rankCompact},
-	{in: topDir, name: "bearer.lock", rank: rankBearer},
 	{in: topDir, name: ".lock", rank: rankProject},
 	{in: topDir, name: "config.toml", rank: rankDocument},
 	{in: anyDir, suffix: ".jsonl", rank: rankLog},

@@ -24,7 +24,6 @@ func TestLockOrderTable(t *testing.T) {
 		{"sessions/.ses_01M8FZF6S0BF76H3482PSHV9RG.wake", rankWake},
 		{"local.lock", rankLocal},
 		{"compact.lock", rankCompact},
-		{"bearer.lock", rankBearer},
 		{".lock", rankProject},
 		{"agents/coder/.lock", rankAgent},
 		{"conversations/.lock", rankCollection},

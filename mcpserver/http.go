@@ -5,7 +5,6 @@ import (
 	"crypto/sha256"
 	"fmt"
 	"log/slog"
-	"net"
 	"net/http"
 	"sync"
 	"time"
@@ -94,8 +93,8 @@ func NewHTTP(store *fsstore.Store, log *slog.Logger, version string, opts HTTPOp
 		Logger:              log,
 		SessionTimeout:      h.sessionIdle,
 		MaxRequestBodyBytes: h.limits.MaxBody,
-		// An answer is a whole JSON body, not an event stream: what HTTP
-		// proves of it is links' (links.go, rule 3). No tool sends anything
+		// An answer is a whole JSON body, not an event stream: links
+		// knows when it is out (links.go, rule 2). No tool sends anything
 		// else during a call.
 		JSONResponse: true,
 	}
@@ -127,9 +126,9 @@ const sessionlessProtocol = "2026-07-28"
 // IdleTimeout is how long aipm serve --http keeps an idle keep-alive
 // connection open (its http.Server's IdleTimeout). Every response says a
 // little less (Keep-Alive: timeout=...), so that a client that would close
-// an idle connection sooner (Node's fetch: after 4 seconds) keeps it:
-// its next call comes on the connection of the answer before, the one
-// that can prove that answer read (links.go, rule 3).
+// an idle connection sooner (Node's fetch: after 4 seconds) keeps it and
+// saves a handshake per call. Which connection a call comes on proves
+// nothing of an answer (links.go, rule 3).
 const IdleTimeout = 2 * time.Minute
 
 // keepAlive is the Keep-Alive header of every response.
@@ -146,7 +145,7 @@ func (h *HTTP) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	}
 	defer release()
 	w.Header().Set("Keep-Alive", keepAlive)
-	rw := &linkWriter{ResponseWriter: w, links: h.links, link: h.links.addWithin(r.Context(), connOf(r))}
+	rw := &linkWriter{ResponseWriter: w, links: h.links, link: h.links.addWithin(r.Context())}
 	r.Header.Set(linkHeader, rw.link.id)
 	// Deferred, so that a handler's panic (recovered by net/http) leaves no
 	// session waiting for this answer for ever.
@@ -290,26 +289,6 @@ func (h *HTTP) succeeded(client string) {
 	h.mu.Lock()
 	defer h.mu.Unlock()
 	delete(h.failures, client)
-}
-
-// ConnContext is the http.Server's ConnContext of aipm serve --http: it
-// marks each connection, for links to know which requests came on which
-// (links.go, rule 3).
-func (h *HTTP) ConnContext(ctx context.Context, _ net.Conn) context.Context {
-	return context.WithValue(ctx, connKey{}, &linkConn{})
-}
-
-type connKey struct{}
-
-// connOf is the connection r came on, if its answers and requests follow
-// each other there: HTTP/1.x (an HTTP/2 connection multiplexes), marked by
-// ConnContext.
-func connOf(r *http.Request) *linkConn {
-	if r.ProtoMajor != 1 {
-		return nil
-	}
-	c, _ := r.Context().Value(connKey{}).(*linkConn)
-	return c
 }
 
 // linkWriter writes the response of one request, its link, through links,

@@ -5,6 +5,9 @@ import (
 	"crypto/rand"
 	"encoding/hex"
 	"log/slog"
+	"slices"
+	"strconv"
+	"strings"
 	"sync"
 	"sync/atomic"
 
@@ -133,6 +136,10 @@ type link struct {
 	written int64    // bytes of the answer written (write)
 	failed  bool     // a write of the answer failed (write, writeFailed)
 	handed  []handed // the sessions its calls may have handed something
+	// ack is the acknowledgement the answer carries once a call hands a
+	// session something in it (hand): a later call that passes it proves
+	// the client read the answer (rule 3).
+	ack string
 }
 
 // handed is a session an answer may have handed something, and whether
@@ -157,6 +164,14 @@ type carrying struct {
 	// shown: the session holds only an interrupt shown whole (kept by
 	// AcknowledgeCall), which only a call that complies reads.
 	shown bool
+	// acked: a call of the session proved an answer read (rule 3): its
+	// client acknowledges, so the bound of rule 5 is not for it.
+	acked bool
+	// unproven counts the answers in a row that went out whole, handed the
+	// session something and that no call proved (rule 5); counted is the
+	// last one counted, so that none counts twice.
+	unproven int
+	counted  *link
 }
 
 // callKind is what begin needs to know of a call of a session: what it
@@ -174,6 +189,9 @@ type callKind struct {
 	// complies: the call lets the session comply with an interrupt, so it
 	// reads one only shown (toolSpec.passesInterrupt).
 	complies bool
+	// ack is the acknowledgement the call carries, if any (its ack
+	// argument): the proof that its client read the answer that carried it.
+	ack string
 }
 
 func (ls *links) carrying(session string) *carrying {
@@ -192,10 +210,11 @@ func (ls *links) carrying(session string) *carrying {
 // in linkHeader.
 func (ls *links) add(conn *linkConn) *link { return ls.register(ls.newLink(conn)) }
 
-// addWithin is add for a request whose context is parent (HTTP): the
-// link's context ends with it.
-func (ls *links) addWithin(parent context.Context, conn *linkConn) *link {
-	l := ls.newLink(conn)
+// addWithin is add for an HTTP request, whose context is parent: the
+// link's context ends with it. It is on no ordered connection: over HTTP a
+// connection's order proves nothing (rule 3).
+func (ls *links) addWithin(parent context.Context) *link {
+	l := ls.newLink(nil)
 	l.ctx, l.cancel = context.WithCancel(parent)
 	return ls.register(l)
 }
@@ -339,7 +358,7 @@ func (ls *links) end(l *link, whole func(handed) bool) {
 	for _, ses := range lost {
 		c := ls.carrying(ses.ID)
 		c.mu.Lock()
-		if ls.takeBack(context.Background(), ses, "the client never got the answer (the link went away mid-call)") && c.carrier == l {
+		if _, ok := ls.takeBack(context.Background(), ses, "the client never got the answer (the link went away mid-call)"); ok && c.carrier == l {
 			c.carrier, c.clear = nil, true
 		}
 		c.mu.Unlock()
@@ -379,12 +398,18 @@ func (l *link) before(call *link) bool {
 	return l.outAt != 0 && call.arrived > l.outAt
 }
 
-// proves says whether call (a later call of ses) proves that l's answer
-// was read: rule 3.
-func (l *link) proves(call *link, ses fsstore.Session) bool {
+// proves says whether call (a later call of ses, carrying ack) proves that
+// l's answer was read: rule 3.
+func (l *link) proves(call *link, ses fsstore.Session, ack string) bool {
 	l.mu.Lock()
 	defer l.mu.Unlock()
-	if !l.over || l.conn == nil || call == nil || call.conn != l.conn || call.arrived < l.outAt {
+	if !l.over || call == nil {
+		return false
+	}
+	if ack != "" && ack == l.ack {
+		return true // the client passed on what it read in the answer
+	}
+	if l.conn == nil || call.conn != l.conn || call.arrived < l.outAt {
 		return false
 	}
 	for _, h := range l.handed {
@@ -395,17 +420,65 @@ func (l *link) proves(call *link, ses fsstore.Session) bool {
 	return true
 }
 
-// hand records that a call of l may hand ses something; false when l's
-// answer is out already (nobody would get it).
+// wentWhole says whether l's answer is out and went out whole after a
+// call of it handed ses something.
+func (l *link) wentWhole(ses fsstore.Session) bool {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.over && slices.ContainsFunc(l.handed, func(h handed) bool { return h.ses.ID == ses.ID && h.ok })
+}
+
+// hand records that a call of l may hand ses something, and makes the
+// acknowledgement l's answer carries (ackOf); false when l's answer is out
+// already (nobody would get it).
 func (ls *links) hand(l *link, ses fsstore.Session) bool {
 	l.mu.Lock()
 	defer l.mu.Unlock()
 	if l.over {
 		return false
 	}
+	if l.ack == "" {
+		var b [ackBytes]byte
+		if _, err := rand.Read(b[:]); err != nil {
+			panic(err) // crypto/rand does not fail on Linux
+		}
+		l.ack = hex.EncodeToString(b[:])
+	}
 	l.handed = append(l.handed, handed{ses: ses, mark: l.written})
 	return true
 }
+
+// ackOf is the acknowledgement l's answer carries: what a later call
+// passes as its ack to prove the client read it (rule 3); "" if no call
+// of l handed anything.
+func (ls *links) ackOf(l *link) string {
+	if l == nil {
+		return ""
+	}
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.ack
+}
+
+// ackBytes is how many random bytes an acknowledgement holds (written in
+// hex): short for a model to copy, and no client can pass it before it
+// read the answer that carries it.
+const ackBytes = 4
+
+// validAck says whether ack has the shape of an acknowledgement aipm
+// gives (ackOf): ackBytes bytes in lower-case hex.
+func validAck(ack string) bool {
+	if len(ack) != 2*ackBytes {
+		return false
+	}
+	_, err := hex.DecodeString(ack)
+	return err == nil && strings.ToLower(ack) == ack
+}
+
+// UnackedBound is rule 5's bound: to a session that never proved an
+// answer read, the batch it holds counts as read once UnackedBound of its
+// answers in a row went out whole and no call proved one.
+const UnackedBound = 3
 
 // begin is the first step of a call of session ses in link l: it waits
 // while another answer of the session is on its way, settles what the
@@ -446,7 +519,7 @@ func (ls *links) begin(ctx context.Context, l *link, ses fsstore.Session, call c
 	return nil
 }
 
-// settle applies rules 3 and 4 for call l of ses, under c.mu.
+// settle applies rules 3 to 5 for call l of ses, under c.mu.
 func (ls *links) settle(ctx context.Context, c *carrying, l *link, ses fsstore.Session, call callKind) {
 	carrier := c.carrier
 	if carrier == nil && call.complies {
@@ -461,37 +534,62 @@ func (ls *links) settle(ctx context.Context, c *carrying, l *link, ses fsstore.S
 	case carrier == nil && (c.clear || c.shown):
 		// Nothing held, as far as this process knows; or only an interrupt
 		// shown, which stays until a call complies.
-	case carrier != nil && carrier.proves(l, ses):
-		// The call's own read commits readStreams in its own write; an
-		// interrupt only shown stays held until a call complies.
-		kept, err := ls.store.AcknowledgeCall(ctx, ses.Agent, ses.ID, call.tool, call.complies, call.readStreams...)
-		if err != nil {
-			ls.log.Error("acknowledge", "agent", ses.Agent, "session", ses.ID, "err", err)
-			return
-		}
-		c.carrier, c.clear, c.shown = nil, !kept, kept
+	case carrier != nil && carrier.proves(l, ses, call.ack):
+		c.acked = true
+		ls.commit(ctx, c, ses, call)
+	case carrier != nil && c.pastBound(carrier, ses):
+		ls.log.Info("its batch counts as read: the session never acknowledges an answer, and its answers went out whole "+strconv.Itoa(UnackedBound)+" times in a row", "session", ses.ID)
+		ls.commit(ctx, c, ses, call)
 	case call.hands || call.reads:
-		if ls.takeBack(ctx, ses, "the call cannot prove its answer was read") {
+		took, ok := ls.takeBack(ctx, ses, "the call cannot prove its answer was read")
+		if ok {
 			c.carrier, c.clear, c.shown = nil, true, false
+		}
+		if ok && !took {
+			c.unproven = 0 // it held nothing: no batch went out again
 		}
 	default:
 		ls.takeBack(ctx, ses, "the call cannot prove its answer was read", fsstore.NotificationStream(ses.Purpose))
 	}
 }
 
+// commit commits what ses holds for call (rules 3 and 5), under c.mu. The
+// call's own read commits readStreams in its own write; an interrupt only
+// shown stays held until a call complies.
+func (ls *links) commit(ctx context.Context, c *carrying, ses fsstore.Session, call callKind) {
+	kept, err := ls.store.AcknowledgeCall(ctx, ses.Agent, ses.ID, call.tool, call.complies, call.readStreams...)
+	if err != nil {
+		ls.log.Error("acknowledge", "agent", ses.Agent, "session", ses.ID, "err", err)
+		return
+	}
+	c.carrier, c.clear, c.shown = nil, !kept, kept
+	c.unproven, c.counted = 0, nil
+}
+
+// pastBound counts carrier, once, among the session's answers in a row
+// that went out whole and that no call proved, and says whether that makes
+// UnackedBound of them for a session that never acknowledged (rule 5).
+func (c *carrying) pastBound(carrier *link, ses fsstore.Session) bool {
+	if c.counted != carrier && carrier.wentWhole(ses) {
+		c.unproven++
+		c.counted = carrier
+	}
+	return !c.acked && c.unproven >= UnackedBound
+}
+
 // takeBack takes back what ses holds in streams (none named: all of them),
-// saying why in the log when there was something; it says whether that
-// worked.
-func (ls *links) takeBack(ctx context.Context, ses fsstore.Session, why string, streams ...string) bool {
+// saying why in the log when there was something; it says whether there
+// was, and whether that worked.
+func (ls *links) takeBack(ctx context.Context, ses fsstore.Session, why string, streams ...string) (took, ok bool) {
 	took, err := ls.store.Unhand(context.WithoutCancel(ctx), ses.Agent, ses.ID, streams...)
 	switch {
 	case err != nil:
 		ls.log.Error("take back a batch whose answer was not proven read", "session", ses.ID, "err", err)
-		return false
+		return false, false
 	case took:
 		ls.log.Info("its batch comes again, marked redelivered: "+why, "session", ses.ID, "streams", streams)
 	}
-	return true
+	return took, true
 }
 
 // join is the link of call, and ctx ended also when that link's request

@@ -109,11 +109,14 @@ func (s *Server) showInterrupt(ctx context.Context, l *link, call *mcp.CallToolR
 	if err != nil {
 		s.log.Error("hand the interrupt shown", "agent", ses.Agent, "session", ses.ID, "err", err)
 	}
-	carried := ""
-	if handed {
-		carried = s.links.ackOf(l)
+	if !handed {
+		// The session holds it already, shown (an answer proven read
+		// showed it): the call that complies reads it, with or without an
+		// ack; this answer carries nothing of its own.
+		s.links.handedNothing(l, ses)
+		return interruptNotice(call, ses, intr, earlier, "")
 	}
-	return interruptNotice(call, ses, intr, earlier, carried)
+	return interruptNotice(call, ses, intr, earlier, s.links.ackOf(l))
 }
 
 type ackKey struct{}

@@ -8,6 +8,7 @@ import (
 	"io"
 	"net"
 	"net/http"
+	"regexp"
 	"strings"
 	"sync"
 	"syscall"
@@ -428,6 +429,80 @@ func TestHTTPNewConnectionPerCall(t *testing.T) {
 					}
 					if got := msgs(do(t, "get_pending_messages", args)); len(got) != 0 {
 						t.Fatalf("after the bound: %v", got)
+					}
+				})
+			}
+		}
+	}
+}
+
+// ackInText is the ack an interrupt notice says to pass.
+var ackInText = regexp.MustCompile(`Pass ack="([0-9a-f]+)" in that call\.`)
+
+// An interrupt shown over HTTP in place of a call's answer carries an ack,
+// at each protocol revision: the call the notice asks for (report_completed
+// in a task session, logout in a chat session) passing it reads the
+// interrupt; so does that call without an ack once a call that passed it
+// (get_next_action) proved the notice read: the interrupt still replaces
+// that call, shown again, and then the one that complies reads it. Without
+// any ack the interrupt is taken back, unread, for the agent's next
+// session (it comes again, marked). An ack that is not one aipm gives is
+// refused and changes nothing.
+func TestHTTPInterruptCarriesAck(t *testing.T) {
+	for _, rev := range revisions {
+		for _, purpose := range []string{fsstore.PurposeTask, fsstore.PurposeChat} {
+			for _, how := range []string{"in the call that complies", "in get_next_action first", "none"} {
+				acks := how != "none"
+				t.Run(fmt.Sprintf("%s %s ack %s", rev, purpose, how), func(t *testing.T) {
+					p := newProject(t)
+					srv := p.serveHTTP()
+					cs := p.connectHTTP(srv.url, rev, p.passkeys["coder"], nil)
+					stopped, comply := "list_tasks", map[string]any{}
+					interrupt := []string{"interrupt", "coder", "stop now", "--as", "lead"}
+					if purpose == fsstore.PurposeTask {
+						task := p.taskInProgress("coder", "port the parser")
+						stopped, comply = "get_task", map[string]any{"result": "blocked", "summary": "stopped as asked"}
+						interrupt = append(interrupt, "--task", task.ID)
+					}
+					tok := p.authenticateHeld(cs, "coder", purpose)
+					p.aipmOut(t, interrupt...)
+
+					before := p.tree()
+					if r := call(t, cs, "get_next_action", map[string]any{"session_token": tok, "ack": "not-an-ack"}); r.code() != "invalid_ack" {
+						t.Fatalf("a malformed ack: %s", r.text)
+					}
+					if after := p.tree(); after != before {
+						t.Fatalf("a refused ack changed .ai-pm:\n%s\n---\n%s", before, after)
+					}
+					r := call(t, cs, stopped, map[string]any{"session_token": tok})
+					m := ackInText.FindStringSubmatch(r.text)
+					if !strings.HasPrefix(r.text, "INTERRUPT") || m == nil {
+						t.Fatalf("the interrupt notice carries no ack: %s", r.text)
+					}
+					comply["session_token"] = tok
+					switch how {
+					case "in the call that complies":
+						comply["ack"] = m[1]
+					case "in get_next_action first":
+						if r := call(t, cs, "get_next_action", map[string]any{"session_token": tok, "ack": m[1]}); !strings.HasPrefix(r.text, "INTERRUPT") || ackInText.MatchString(r.text) {
+							t.Fatalf("get_next_action with the notice's ack: %s; want the interrupt again, with nothing new to acknowledge", r.text)
+						}
+					}
+					tool := "logout"
+					if purpose == fsstore.PurposeTask {
+						tool = "report_completed"
+					}
+					if r := call(t, cs, tool, comply); r.isError {
+						t.Fatalf("%s: %s", tool, r.text)
+					}
+					u, err := p.store.Interrupt(t.Context(), p.session(tok))
+					switch {
+					case err != nil:
+						t.Fatal(err)
+					case acks && (u.Interrupt != nil || u.Count != 0):
+						t.Fatalf("%s (ack %s): the interrupt is unread: %+v", tool, how, u)
+					case !acks && u.Interrupt == nil:
+						t.Fatalf("%s (no ack): the interrupt counts as read: %+v", tool, u)
 					}
 				})
 			}

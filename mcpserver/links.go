@@ -22,31 +22,33 @@ import (
 // once the answer is out and a later call proves it was read; otherwise it
 // is taken back, and comes again marked redelivered. It keeps it over
 // every link: stdio (aipm serve, also through ssh), HTTP (aipm serve
-// --http) and an in-memory transport.
+// --http, also through a reverse proxy, pipelined, or a new connection per
+// call) and an in-memory transport.
 //
 // links holds all the state of what is handed and not yet settled, and
 // its methods are the only way to change it:
 //   - each request in flight (link): the sessions its calls may have handed
 //     something, how much of its answer is written and whether a write
-//     failed, whether the answer is out;
-//   - each ordered connection (linkConn): over stdio, its requests not
-//     answered yet, whose answers are lost if it closes;
+//     failed, whether the answer is out, and the ack it carries;
+//   - each ordered connection (linkConn): a stdio pipe (or the in-process
+//     one), its requests not answered yet, whose answers are lost if it
+//     closes;
 //   - each session (carrying): the answer that carries what it holds, or
-//     that it holds nothing, or only an interrupt shown.
+//     that it holds nothing, or only an interrupt shown; whether it ever
+//     proved an answer read, and how many answers in a row it did not.
 //
-// The transports say when a request comes in (add, arrive), when its
-// answer is written (write, writeFailed), and when it is out (finish) or
-// lost (lose, hangUp); the gate joins each call to its request (join) and
-// begins it (begin). Nobody else keeps a piece of that state: the rest of
-// the package points here.
+// The transports say when a request comes in (add, addWithin, arrive),
+// when its answer is written (write, writeFailed), and when it is out
+// (finish) or lost (lose, hangUp); the gate joins each call to its request
+// (join) and begins it (begin). Nobody else keeps a piece of that state:
+// the rest of the package points here.
 //
 // An answer may hand its session something to read: a batch of chat
 // messages (get_pending_messages) or of notifications (get_notifications).
 // The answer that shows an interrupt instead of a call's is carried the
 // same way (Server.showInterrupt), whatever showing it hands. What an
-// answer hands stays pending in the agent's read.json
-// (the stream cursor's Pending batch) until a later call of the session
-// settles it:
+// answer hands stays pending in the agent's read.json (the stream cursor's
+// Pending batch) until a later call of the session settles it:
 //
 //  1. One answer at a time carries a session's batch: a call that may hand
 //     one makes its answer the session's carrier (begin). While the
@@ -60,23 +62,28 @@ import (
 //     answer handed is taken back at once (finish, lose).
 //  3. A later call that proves the answer was read commits what it handed
 //     (read means received). The proofs:
+//     - on any link: the call passes, as its ack argument, the ack the
+//     answer carried (ackOf: a few random bytes, made when a call first
+//     hands something in it; the answer says to pass it, and the tools a
+//     session calls next take it: toolSpec.takesAck). No client can send
+//     it before it read the answer, whatever lies between: a reverse proxy
+//     that pools its upstream connections, pipelined requests, a new
+//     connection per call. An ack of another answer (an older one, another
+//     session's) proves nothing; one not of the shape aipm gives is
+//     refused (ackArgument).
 //     - stdio: the call's request was read from stdin after the answer
 //     began to be written to stdout (and it settles once the answer is
 //     written whole). A pipe keeps order, and what was written to it stays
 //     readable after aipm serve dies. Through ssh the pipe ends at sshd: a
 //     call the client sent before it read the answer, in parallel, could
 //     count an answer the network then lost; one call at a time is safe.
-//     - HTTP: the call came on the same HTTP/1.x connection as the answer,
-//     after it. A client sends a request on a connection only once it has
-//     read the answer before it there (the server speaks no HTTP/2, and no
-//     MCP client pipelines; an answer is a whole JSON body, which a client
-//     reads to its end before it sees the result). A call on another
-//     connection proves nothing: the client may have read that answer only
-//     in part.
 //     - in process (an in-memory transport, which loses nothing): the call
 //     began after the answer was returned.
 //     - on any link: mark_read naming a message of the batch
 //     (fsstore.Store.MarkRead).
+//     Over HTTP a connection's order proves nothing: a proxy sends the next
+//     client's request on the connection the answer went out on, and a
+//     client may pipeline its next request before it reads the answer.
 //  4. A later call that proves nothing takes back what the session holds,
 //     so that it comes again, marked redelivered, when the call reads what
 //     is unread: it may hand the session something itself, or it is
@@ -84,6 +91,15 @@ import (
 //     of notifications, which may hold an interrupt that must then replace
 //     the call. Other calls leave a chat batch pending, for a later call to
 //     prove or take back.
+//  5. A session that never proved an answer read (a script that ignores
+//     acks, over HTTP) would otherwise get the same batch for ever, and
+//     get_next_action would never wait: once UnackedBound of its answers in
+//     a row went out whole (an answer lost on its way does not count) and
+//     no call proved one, the call after the last commits what it holds, as
+//     a proof would. Every message reaches such a client in a bounded
+//     number of calls, repeats marked; it loses one only if it reads none
+//     of UnackedBound answers it asked for. Once a session proved one
+//     answer read, only proofs count for it.
 //
 // An interrupt shown whole (in an answer that replaced a call's, or by a
 // client hook) is read only by a call, proven as above, that lets the
@@ -108,8 +124,8 @@ func newLinks(store *fsstore.Store, log *slog.Logger) *links {
 }
 
 // linkConn is a connection whose requests and answers follow each other in
-// order, one link after the other: a stdio pipe, an HTTP/1.x connection,
-// or the in-process one. Only links changes it.
+// order, one link after the other, and whose order proves an answer read
+// (rule 3): a stdio pipe or the in-process one. Only links changes it.
 type linkConn struct {
 	mu     sync.Mutex
 	calls  map[jsonrpc.ID]*link // requests not answered yet, by JSON-RPC id (stdio: arrive)
@@ -121,7 +137,7 @@ type linkConn struct {
 // changes it.
 type link struct {
 	id      string
-	conn    *linkConn // nil: on a connection of unknown order, which proves nothing
+	conn    *linkConn // nil: on no ordered connection (HTTP), whose order proves nothing
 	arrived uint64    // links.seq when it came in
 	// ctx ends with the HTTP request (nil over stdio and in process): a
 	// call's context ends with it.
@@ -311,9 +327,9 @@ func (ls *links) writeFailed(l *link) {
 // finish says l's answer is out, as written (write): what a call of l
 // handed a session went out whole when no write failed and some of the
 // answer was written after it was handed (over HTTP, the client's TCP
-// stack has it; whether the client read it, only its next request on the
-// connection tells: rule 3. The request's context says nothing here: a
-// client's ends as soon as it has read the answer). What it did not hand
+// stack, or a proxy's, has it; whether the client read it, only its ack
+// tells: rule 3. The request's context says nothing here: a client's ends
+// as soon as it has read the answer). What it did not hand
 // out whole is taken back now, before any call of that session goes on.
 // Only the first of finish and lose counts.
 func (ls *links) finish(l *link) {
@@ -448,6 +464,21 @@ func (ls *links) hand(l *link, ses fsstore.Session) bool {
 	return true
 }
 
+// handedNothing says that the call of l that was to hand ses something
+// handed nothing after all (the interrupt it shows was held already): l
+// does not carry the session's batch, and losing it takes nothing back.
+func (ls *links) handedNothing(l *link, ses fsstore.Session) {
+	c := ls.carrying(ses.ID)
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	l.mu.Lock()
+	l.handed = slices.DeleteFunc(l.handed, func(h handed) bool { return h.ses.ID == ses.ID })
+	l.mu.Unlock()
+	if c.carrier == l {
+		c.carrier = nil
+	}
+}
+
 // ackOf is the acknowledgement l's answer carries: what a later call
 // passes as its ack to prove the client read it (rule 3); "" if no call
 // of l handed anything.
@@ -536,10 +567,10 @@ func (ls *links) settle(ctx context.Context, c *carrying, l *link, ses fsstore.S
 		// shown, which stays until a call complies.
 	case carrier != nil && carrier.proves(l, ses, call.ack):
 		c.acked = true
-		ls.commit(ctx, c, ses, call)
+		ls.commit(ctx, c, ses, call, call.tool)
 	case carrier != nil && c.pastBound(carrier, ses):
 		ls.log.Info("its batch counts as read: the session never acknowledges an answer, and its answers went out whole "+strconv.Itoa(UnackedBound)+" times in a row", "session", ses.ID)
-		ls.commit(ctx, c, ses, call)
+		ls.commit(ctx, c, ses, call, call.tool+" (unacknowledged)")
 	case call.hands || call.reads:
 		took, ok := ls.takeBack(ctx, ses, "the call cannot prove its answer was read")
 		if ok {
@@ -553,11 +584,11 @@ func (ls *links) settle(ctx context.Context, c *carrying, l *link, ses fsstore.S
 	}
 }
 
-// commit commits what ses holds for call (rules 3 and 5), under c.mu. The
-// call's own read commits readStreams in its own write; an interrupt only
-// shown stays held until a call complies.
-func (ls *links) commit(ctx context.Context, c *carrying, ses fsstore.Session, call callKind) {
-	kept, err := ls.store.AcknowledgeCall(ctx, ses.Agent, ses.ID, call.tool, call.complies, call.readStreams...)
+// commit commits what ses holds for call (rules 3 and 5), under c.mu; via
+// names it in the read receipt. The call's own read commits readStreams in
+// its own write; an interrupt only shown stays held until a call complies.
+func (ls *links) commit(ctx context.Context, c *carrying, ses fsstore.Session, call callKind, via string) {
+	kept, err := ls.store.AcknowledgeCall(ctx, ses.Agent, ses.ID, via, call.complies, call.readStreams...)
 	if err != nil {
 		ls.log.Error("acknowledge", "agent", ses.Agent, "session", ses.ID, "err", err)
 		return

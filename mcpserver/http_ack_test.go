@@ -495,17 +495,24 @@ func TestHTTPInterruptCarriesAck(t *testing.T) {
 					if r := call(t, cs, tool, comply); r.isError {
 						t.Fatalf("%s: %s", tool, r.text)
 					}
-					u, err := p.store.Interrupt(t.Context(), p.session(tok))
-					switch {
-					case err != nil:
-						t.Fatal(err)
-					case acks && (u.Interrupt != nil || u.Count != 0):
-						t.Fatalf("%s (ack %s): the interrupt is unread: %+v", tool, how, u)
-					case !acks && u.Interrupt == nil:
-						t.Fatalf("%s (no ack): the interrupt counts as read: %+v", tool, u)
-					}
+					p.interruptRead(t, tok, acks, tool+" (ack "+how+")")
 				})
 			}
 		}
+	}
+}
+
+// interruptRead checks whether the interrupt of the session tok names is
+// read (want) or unread, after what.
+func (p *project) interruptRead(t *testing.T, tok string, want bool, what string) {
+	t.Helper()
+	u, err := p.store.Interrupt(t.Context(), p.session(tok))
+	switch {
+	case err != nil:
+		t.Fatal(err)
+	case want && (u.Interrupt != nil || u.Count != 0):
+		t.Fatalf("after %s the interrupt is unread: %+v", what, u)
+	case !want && u.Interrupt == nil:
+		t.Fatalf("after %s the interrupt counts as read: %+v", what, u)
 	}
 }

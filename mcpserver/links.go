@@ -555,8 +555,10 @@ func (ls *links) settle(ctx context.Context, c *carrying, l *link, ses fsstore.S
 	carrier := c.carrier
 	if carrier == nil && call.complies {
 		// An interrupt a client hook showed whole (no answer of this
-		// process carried it): the call that complies with it reads it.
-		if err := ls.store.AcknowledgeShown(ctx, ses.Agent, ses.ID, call.tool); err != nil {
+		// process carried it), or one an answer proven read showed: the
+		// call that complies with it reads it (get_notifications in its own
+		// read, which lists it again).
+		if err := ls.store.AcknowledgeShown(ctx, ses.Agent, ses.ID, call.tool, call.readStreams...); err != nil {
 			ls.log.Error("acknowledge an interrupt shown", "agent", ses.Agent, "session", ses.ID, "err", err)
 		}
 		c.shown = false

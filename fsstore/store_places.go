@@ -23,9 +23,10 @@ func (s *Store) AcknowledgeCall(ctx context.Context, agent string, session strin
 }
 
 // AcknowledgeShown commits the batches of session that were only shown
-// (an interrupt a client hook showed whole): the call via complies with it.
-func (s *Store) AcknowledgeShown(ctx context.Context, agent string, session string, via string) error {
-	return s.files.AcknowledgeShown(ctx, agent, session, via)
+// (an interrupt a client hook showed whole) but those in except, the
+// streams the call reads itself: the call via complies with it.
+func (s *Store) AcknowledgeShown(ctx context.Context, agent string, session string, via string, except ...string) error {
+	return s.files.AcknowledgeShown(ctx, agent, session, via, except...)
 }
 
 // AgentDir is agents/<agent>/; the id is checked first.

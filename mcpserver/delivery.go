@@ -20,10 +20,10 @@ import (
 // interrupt that stops the call (except for the tools that let the agent
 // comply), for the gate to show (showInterrupt). What each tool lets
 // through is in its spec (toolSpec). An error means the call ended (its
-// context).
-func (s *Server) deliver(ctx context.Context, l *link, call *mcp.CallToolRequest, spec toolSpec, ses fsstore.Session) (stop *mcp.CallToolResult, intr *fsstore.Notification, err error) {
+// context). ack is the acknowledgement the call carries (its ack argument).
+func (s *Server) deliver(ctx context.Context, l *link, call *mcp.CallToolRequest, spec toolSpec, ses fsstore.Session, ack string) (stop *mcp.CallToolResult, intr *fsstore.Notification, err error) {
 	tool := call.Params.Name
-	kind := callKind{tool: tool, hands: spec.handsBatch, reads: spec.readsUnread, readStreams: spec.readStreams(ses.Purpose), complies: spec.passesInterrupt}
+	kind := callKind{tool: tool, hands: spec.handsBatch, reads: spec.readsUnread, readStreams: spec.readStreams(ses.Purpose), complies: spec.passesInterrupt, ack: ack}
 	if err := s.links.begin(ctx, l, ses, kind); err != nil {
 		return nil, nil, err
 	}

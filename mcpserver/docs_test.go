@@ -185,7 +185,13 @@ func writeTool(b *bytes.Buffer, t *mcp.Tool, level string, passes bool) error {
 			if slices.Contains(in.Required, name) || name == "session_token" && level != "none" {
 				req = "yes"
 			}
-			fmt.Fprintf(b, "| `%s` | %s | %s | %s |\n", name, cell(typeOf(p)), req, cell(p.Description))
+			desc := p.Description
+			if name == "ack" && desc == "" {
+				// Undescribed in the schema (TestSize): the answer that
+				// carries an ack says to pass it.
+				desc = "the ack of the last answer that carried one: proves you read it (concepts.md, Chat)"
+			}
+			fmt.Fprintf(b, "| `%s` | %s | %s | %s |\n", name, cell(typeOf(p)), req, cell(desc))
 		}
 	}
 	if t.OutputSchema == nil {

@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"strings"
 
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 	"github.com/tidwall/gjson"
@@ -64,23 +65,23 @@ func (s *Server) gate() mcp.Middleware {
 				}
 				return res, err
 			}
-			ses, refused := s.callerSession(ctx, call, spec.level)
+			ses, ack, refused := s.callerSession(ctx, call, spec)
 			if refused != nil {
 				return refused, nil
 			}
-			stop, intr, err := s.deliver(ctx, link, call, spec, ses)
+			stop, intr, err := s.deliver(ctx, link, call, spec, ses, ack)
 			switch {
 			case err != nil:
 				return nil, err
 			case intr != nil:
-				return s.showInterrupt(ctx, link, call, ses, intr), nil
+				return s.showInterrupt(ctx, link, call, ses, intr, ack), nil
 			case stop != nil:
 				return stop, nil
 			}
-			callCtx, ended := withWaitEnd(withSession(ctx, ses))
+			callCtx, ended := withWaitEnd(withAck(withSession(ctx, ses), s.links.ackOf(link)))
 			res, err = explained(name)(next(callCtx, method, req))
 			if ended.by != nil {
-				return s.showInterrupt(ctx, link, call, ses, ended.by), nil
+				return s.showInterrupt(ctx, link, call, ses, ended.by, ack), nil
 			}
 			if r, ok := res.(*mcp.CallToolResult); ok && err == nil {
 				// Counted last: what arrived while the tool ran (a wait
@@ -96,18 +97,51 @@ func (s *Server) gate() mcp.Middleware {
 // (the tool did not run, or its wait took nothing). The model is shown the
 // interrupt whole, with the unread notifications before it, so they are
 // handed to the session as a batch only shown (fsstore.Store.ShowInterrupt),
-// which the answer carries as any batch: when it counts as read is links'
-// (links.go).
-func (s *Server) showInterrupt(ctx context.Context, l *link, call *mcp.CallToolRequest, ses fsstore.Session, intr *fsstore.Notification) *mcp.CallToolResult {
-	if err := s.links.begin(ctx, l, ses, callKind{tool: call.Params.Name, hands: true}); err != nil {
+// which the answer carries as any batch, with its ack: when it counts as
+// read is links' (links.go). ack is what the call carried.
+func (s *Server) showInterrupt(ctx context.Context, l *link, call *mcp.CallToolRequest, ses fsstore.Session, intr *fsstore.Notification, ack string) *mcp.CallToolResult {
+	if err := s.links.begin(ctx, l, ses, callKind{tool: call.Params.Name, hands: true, ack: ack}); err != nil {
 		s.log.Debug("the interrupting answer will not go out", "session", ses.ID, "err", err)
-		return interruptNotice(call, ses, intr, nil) // nobody gets the answer
+		return interruptNotice(call, ses, intr, nil, "") // nobody gets the answer
 	}
 	var earlier []fsstore.Notification
-	if _, err := s.store.ShowInterrupt(ctx, ses, *intr, func(ns []fsstore.Notification) bool { earlier = ns; return true }); err != nil {
+	handed, err := s.store.ShowInterrupt(ctx, ses, *intr, func(ns []fsstore.Notification) bool { earlier = ns; return true })
+	if err != nil {
 		s.log.Error("hand the interrupt shown", "agent", ses.Agent, "session", ses.ID, "err", err)
 	}
-	return interruptNotice(call, ses, intr, earlier)
+	if !handed {
+		// The session holds it already, shown (an answer proven read
+		// showed it): the call that complies reads it, with or without an
+		// ack; this answer carries nothing of its own.
+		s.links.handedNothing(l, ses)
+		return interruptNotice(call, ses, intr, earlier, "")
+	}
+	return interruptNotice(call, ses, intr, earlier, s.links.ackOf(l))
+}
+
+type ackKey struct{}
+
+// withAck gives the tool the ack its answer carries (links.ackOf), for the
+// answer to say.
+func withAck(ctx context.Context, ack string) context.Context {
+	return context.WithValue(ctx, ackKey{}, ack)
+}
+
+// ackFrom is the ack the answer of the call ctx belongs to carries ("" if
+// the call has handed nothing): a tool whose answer hands the session
+// something says to pass it on (links.go, rule 3).
+func ackFrom(ctx context.Context) string {
+	ack, _ := ctx.Value(ackKey{}).(string)
+	return ack
+}
+
+// withAckArg is the call of tool that passes ack, as an instruction names
+// it: tool(ack="..."), or tool alone without one.
+func withAckArg(tool, ack string) string {
+	if ack == "" {
+		return tool
+	}
+	return tool + `(ack="` + ack + `")`
 }
 
 // waitEnd is where a waiting tool leaves the interrupt that ended its
@@ -130,9 +164,43 @@ func endWait(ctx context.Context, intr *fsstore.Notification) {
 }
 
 // callerSession resolves the session the call's session_token names and
+// checks that it may call the tool (its level), and reads the ack the call
+// carries (ackArgument); refused is the result of a call that may not run.
+func (s *Server) callerSession(ctx context.Context, call *mcp.CallToolRequest, spec toolSpec) (ses fsstore.Session, ack string, refused *mcp.CallToolResult) {
+	ses, refused = s.sessionOf(ctx, call, spec.level)
+	if refused != nil {
+		return ses, "", refused
+	}
+	ack, err := ackArgument(call, spec)
+	if err != nil {
+		return ses, "", refusal(call, err)
+	}
+	return ses, ack, nil
+}
+
+// ackArgument is the ack call carries, for a tool that takes one
+// (toolSpec.takesAck; "" without one): an error when it is not the shape
+// of one aipm gives. One of that shape that names nothing the session
+// holds (an older one, another session's) proves nothing (links.go).
+func ackArgument(call *mcp.CallToolRequest, spec toolSpec) (string, error) {
+	if !spec.takesAck {
+		return "", nil
+	}
+	v := gjson.GetBytes(call.Params.Arguments, "ack")
+	if v.Type != gjson.String || v.Str == "" {
+		return "", nil // absent; or not a string, which the schema check refuses
+	}
+	ack := strings.ToLower(v.Str)
+	if !validAck(ack) {
+		return "", toolErr("invalid_ack", fmt.Sprintf("%s refused: ack %q is not one aipm gives (%d hex digits): pass the ack of the answer you read as it was, or leave ack out", call.Params.Name, fsstore.Clip(v.Str, 64), 2*ackBytes))
+	}
+	return ack, nil
+}
+
+// sessionOf resolves the session the call's session_token names and
 // checks that it may call a tool of level; refused is the result of a call
 // that may not run.
-func (s *Server) callerSession(ctx context.Context, call *mcp.CallToolRequest, level Level) (ses fsstore.Session, refused *mcp.CallToolResult) {
+func (s *Server) sessionOf(ctx context.Context, call *mcp.CallToolRequest, level Level) (ses fsstore.Session, refused *mcp.CallToolResult) {
 	name := call.Params.Name
 	token := gjson.GetBytes(call.Params.Arguments, "session_token")
 	if token.Type != gjson.String || token.Str == "" {

@@ -98,8 +98,8 @@ func NewHTTP(store *fsstore.Store, log *slog.Logger, version string, opts HTTPOp
 		Logger:              log,
 		SessionTimeout:      h.sessionIdle,
 		MaxRequestBodyBytes: h.limits.MaxBody,
-		// An answer is a whole JSON body, not an event stream: what HTTP
-		// proves of it is links' (links.go, rule 3). No tool sends anything
+		// An answer is a whole JSON body, not an event stream: links
+		// knows when it is out (links.go, rule 2). No tool sends anything
 		// else during a call.
 		JSONResponse: true,
 	}
@@ -131,9 +131,9 @@ const sessionlessProtocol = "2026-07-28"
 // IdleTimeout is how long aipm serve --http keeps an idle keep-alive
 // connection open (its http.Server's IdleTimeout). Every response says a
 // little less (Keep-Alive: timeout=...), so that a client that would close
-// an idle connection sooner (Node's fetch: after 4 seconds) keeps it:
-// its next call comes on the connection of the answer before, the one
-// that can prove that answer read (links.go, rule 3).
+// an idle connection sooner (Node's fetch: after 4 seconds) keeps it and
+// saves a handshake per call. Which connection a call comes on proves
+// nothing of an answer (links.go, rule 3).
 const IdleTimeout = 2 * time.Minute
 
 // keepAlive is the Keep-Alive header of every response.
@@ -150,7 +150,7 @@ func (h *HTTP) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	}
 	defer release()
 	w.Header().Set("Keep-Alive", keepAlive)
-	rw := &linkWriter{ResponseWriter: w, links: h.links, link: h.links.addWithin(r.Context(), connOf(r))}
+	rw := &linkWriter{ResponseWriter: w, links: h.links, link: h.links.addWithin(r.Context())}
 	r.Header.Set(linkHeader, rw.link.id)
 	// Deferred, so that a handler's panic (recovered by net/http) leaves no
 	// session waiting for this answer for ever.
@@ -270,27 +270,14 @@ func (h *HTTP) forgetExpired() {
 }
 
 // ConnContext is the http.Server's ConnContext of aipm serve --http: it
-// marks each connection, for links to know which requests came on which
-// (links.go, rule 3), and for admit to count it as its agent's
-// (connTable).
+// marks each connection for admit to count it as its agent's (connTable).
+// A connection's order proves nothing of what a client read (links.go):
+// links do not look at it.
 func (h *HTTP) ConnContext(ctx context.Context, c net.Conn) context.Context {
 	if tc := trackedOf(c); tc != nil {
 		ctx = context.WithValue(ctx, trackedKey{}, tc)
 	}
-	return context.WithValue(ctx, connKey{}, &linkConn{})
-}
-
-type connKey struct{}
-
-// connOf is the connection r came on, if its answers and requests follow
-// each other there: HTTP/1.x (an HTTP/2 connection multiplexes), marked by
-// ConnContext.
-func connOf(r *http.Request) *linkConn {
-	if r.ProtoMajor != 1 {
-		return nil
-	}
-	c, _ := r.Context().Value(connKey{}).(*linkConn)
-	return c
+	return ctx
 }
 
 // linkWriter writes the response of one request, its link, through links,

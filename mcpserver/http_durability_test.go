@@ -10,11 +10,11 @@ import (
 
 // Durability over HTTP: 8 agents on one aipm serve --http process, each
 // sending n messages while every agent reads its own (exchange). Each
-// agent reads through an MCP client of its own, one call at a time (so on
-// one keep-alive connection), and sends through another, on other
-// connections: each read proves the answer before it was read (links.go),
-// the sends prove nothing and take nothing back. Every message is exactly once in the sender's and in the
-// receiver's chat file, no line is torn, and was received exactly once
+// agent reads through an MCP client of its own, one call at a time, and
+// sends through another: each read passes the ack of the read before,
+// which proves that answer read (links.go); the sends prove nothing and
+// take nothing back. Every message is exactly once in the sender's and in
+// the receiver's chat file, no line is torn, and was received exactly once
 // (checkExchange). n is 200, or 10,000 with AIPM_LONG=1.
 func TestHTTPDurability(t *testing.T) {
 	agents, perAgent := 8, 200

@@ -14,6 +14,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/modelcontextprotocol/go-sdk/mcp"
+
 	"aipm/fsstore"
 )
 
@@ -61,10 +63,18 @@ func TestHTTPLinkCutLosesNothing(t *testing.T) {
 	const n = 100 // get_pending_messages' largest page
 	readJSON := p.store.Root() + "/agents/reviewer/read.json"
 	pending := map[string]any{"session_token": rtok, "limit": n}
+	ack := "" // of the last batch the session read
 	for _, parallel := range []string{"list_tasks", "get_pending_messages", ""} {
-		// The session's last batch read (any call reads it), so that the
-		// pending batch awaited below is the new one.
-		call(t, reviewer, "list_tasks", map[string]any{"session_token": rtok})
+		// The session's last batch acknowledged (a read passing its ack,
+		// with nothing new to hand), so that the pending batch awaited
+		// below is the new one.
+		acked := map[string]any{"session_token": rtok}
+		if ack != "" {
+			acked["ack"] = ack
+		}
+		if got := msgs(call(t, reviewer, "get_pending_messages", acked)); len(got) != 0 {
+			t.Fatalf("the read that acknowledges the last batch got %v", got)
+		}
 		if data, _ := os.ReadFile(readJSON); strings.Contains(string(data), `"pending"`) {
 			t.Fatalf("a batch is still pending before the round: %s", data)
 		}
@@ -101,6 +111,7 @@ func TestHTTPLinkCutLosesNothing(t *testing.T) {
 			r = call(t, reviewer, "get_pending_messages", pending)
 		}
 		allRedelivered(t, r, n, "after the cut (parallel "+parallel+")")
+		ack = r.str("ack")
 	}
 }
 
@@ -224,10 +235,12 @@ func reset(conn *net.TCPConn) {
 // and the interrupting answer that replaces a call: the client read k
 // bytes and reset the connection, alone, or with a call of the same
 // session on another connection meanwhile. Whatever k, nothing is lost:
-// the next call (the SDK's, on its own connection, which proves nothing
-// of the cut answer) finds the message unread (get_next_action says
+// the next call (the SDK's, which passes no ack: it never read the cut
+// answer) finds the message unread (get_next_action says
 // get_pending_messages) or is replaced by the interrupt, and in the end
-// both come again marked redelivered.
+// both come again marked redelivered. Both sessions acknowledged an answer
+// first, as a client that passes acks does: no number of answers that go
+// out unacknowledged then counts as read (links.go, rule 5).
 func TestHTTPCutAtEveryByte(t *testing.T) {
 	p := newProject(t)
 	setConfig(t, p, `durability = "fsync"`, `durability = "none"`) // thousands of calls: the rule is the link's, not the disk's
@@ -237,6 +250,22 @@ func TestHTTPCutAtEveryByte(t *testing.T) {
 	rtok := p.authenticateHeld(reviewer, "reviewer", fsstore.PurposeChat)
 	coder := p.connectHTTP(srv.url, "2025-11-25", p.passkeys["coder"], nil)
 	ctok := p.authenticateHeld(coder, "coder", fsstore.PurposeTask)
+	p.send("lead", "reviewer", "first")
+	if _, err := p.store.Notify(context.Background(), "coder", fsstore.Notification{Message: "first"}); err != nil {
+		t.Fatal(err)
+	}
+	for _, s := range []struct {
+		cs        *mcp.ClientSession
+		tok, tool string
+	}{{reviewer, rtok, "get_pending_messages"}, {coder, ctok, "get_notifications"}} {
+		r := call(t, s.cs, s.tool, map[string]any{"session_token": s.tok})
+		if r.str("ack") == "" {
+			t.Fatalf("%s hands no ack: %s", s.tool, r.text)
+		}
+		if r := call(t, s.cs, s.tool, map[string]any{"session_token": s.tok, "ack": r.str("ack")}); r.isError || r.str("ack") != "" {
+			t.Fatalf("%s with the ack: %s", s.tool, r.text)
+		}
+	}
 	p.send("lead", "reviewer", "cut me")
 	if _, err := p.store.UpdateTask(context.Background(), p.cfg, task.ID, "lead", fsstore.TaskChange{Status: fsstore.StatusBlocked, Reason: "hold on"}); err != nil {
 		t.Fatal(err)

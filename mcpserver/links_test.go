@@ -3,6 +3,7 @@ package mcpserver
 import (
 	"context"
 	"errors"
+	"fmt"
 	"io"
 	"log/slog"
 	"strings"
@@ -10,6 +11,7 @@ import (
 
 	"github.com/modelcontextprotocol/go-sdk/jsonrpc"
 	"github.com/modelcontextprotocol/go-sdk/mcp"
+	"github.com/tidwall/gjson"
 
 	"aipm/fsstore"
 )
@@ -70,13 +72,14 @@ func (f *linksFixture) conn(name string) *linkConn {
 }
 
 // request is a request that comes in on the connection named conn: a
-// JSON-RPC request over a pipe ("pipe..."), an HTTP request otherwise.
+// JSON-RPC request over a pipe ("pipe..."), an HTTP request otherwise
+// (whose connection links does not know: its order proves nothing).
 func (f *linksFixture) request(conn string) *link {
 	if strings.HasPrefix(conn, "pipe") {
 		f.ids++
 		return f.ls.arrive(f.conn(conn), rpcID(f.t, f.ids))
 	}
-	return f.ls.addWithin(context.Background(), f.conn(conn))
+	return f.ls.addWithin(context.Background())
 }
 
 // rpcID is the JSON-RPC id n.
@@ -151,14 +154,37 @@ func hangUp(conn string) linkStep {
 
 // callOn: a call of the session comes in on conn, runs and is answered.
 func callOn(conn string, kind callKind) linkStep {
-	return linkStep{kind.tool + " on " + conn, func(f *linksFixture) {
-		l := f.request(conn)
-		if err := f.ls.begin(context.Background(), l, f.ses, kind); err != nil {
-			f.t.Fatal(err)
+	return linkStep{kind.tool + " on " + conn, func(f *linksFixture) { f.call(conn, kind) }}
+}
+
+// ackedOn: callOn, the call passing the ack of the answer that handed the
+// message.
+func ackedOn(conn string, kind callKind) linkStep {
+	return linkStep{kind.tool + " with its ack on " + conn, func(f *linksFixture) {
+		kind.ack = f.ls.ackOf(f.answer)
+		if !validAck(kind.ack) {
+			f.t.Fatalf("the answer carries the ack %q", kind.ack)
 		}
-		f.ls.write(l, func() (int, error) { return 42, nil })
-		f.ls.finish(l)
+		f.call(conn, kind)
 	}}
+}
+
+// staleOn: callOn, the call passing an ack that is not its answer's.
+func staleOn(conn string, kind callKind) linkStep {
+	return linkStep{kind.tool + " with another ack on " + conn, func(f *linksFixture) {
+		kind.ack = "0badc0de"
+		f.call(conn, kind)
+	}}
+}
+
+// call is a call of the session on conn, begun, written and out.
+func (f *linksFixture) call(conn string, kind callKind) {
+	l := f.request(conn)
+	if err := f.ls.begin(context.Background(), l, f.ses, kind); err != nil {
+		f.t.Fatal(err)
+	}
+	f.ls.write(l, func() (int, error) { return 42, nil })
+	f.ls.finish(l)
 }
 
 // inProcess: a call of the session in process (no link header), whose
@@ -220,8 +246,22 @@ func TestLinksSettle(t *testing.T) {
 	}{
 		{"handed, out, proved on its pipe: read",
 			[]linkStep{handOn("pipe"), writeAnswer(true), finishAnswer, callOn("pipe", listTasks)}, read},
-		{"handed, out, proved on its HTTP connection: read",
-			[]linkStep{handOn("conn"), writeAnswer(true), finishAnswer, callOn("conn", listTasks)}, read},
+		{"handed, out, a later call on its HTTP connection proves nothing: held",
+			[]linkStep{handOn("conn"), writeAnswer(true), finishAnswer, callOn("conn", listTasks)}, held},
+		{"handed, out, a later reading call on its HTTP connection proves nothing: taken back",
+			[]linkStep{handOn("conn"), writeAnswer(true), finishAnswer, callOn("conn", nextAction)}, takenBack},
+		{"handed, out, proved by its ack on another HTTP connection: read",
+			[]linkStep{handOn("conn"), writeAnswer(true), finishAnswer, ackedOn("conn2", listTasks)}, read},
+		{"handed, out, proved by its ack on a reading call: read",
+			[]linkStep{handOn("conn"), writeAnswer(true), finishAnswer, ackedOn("conn2", nextAction)}, read},
+		{"handed, out, proved by its ack on another pipe: read",
+			[]linkStep{handOn("pipe"), writeAnswer(true), finishAnswer, hangUp("pipe"), ackedOn("pipe2", nextAction)}, read},
+		{"handed, out, another ack proves nothing: taken back",
+			[]linkStep{handOn("conn"), writeAnswer(true), finishAnswer, staleOn("conn2", nextAction)}, takenBack},
+		{"handed, out, another ack on its pipe: proved by the pipe",
+			[]linkStep{handOn("pipe"), writeAnswer(true), finishAnswer, staleOn("pipe", nextAction)}, read},
+		{"handed, writing its answer fails, its ack comes anyway: taken back",
+			[]linkStep{handOn("conn"), writeAnswer(false), finishAnswer, ackedOn("conn2", nextAction)}, takenBack},
 		{"handed, out in process, proved by the next call: read",
 			[]linkStep{inProcess(pendingMessages), inProcess(listTasks)}, read},
 		{"handed, out, not proved yet: held",
@@ -286,4 +326,79 @@ func TestLinksForgetAnswered(t *testing.T) {
 		t.Fatal("a closed pipe keeps a request")
 	}
 	f.ls.lose(l)
+}
+
+// TestLinksBound: to a session that never proved an answer read, the
+// batch it holds counts as read once UnackedBound of its answers in a row
+// went out whole and no call proved one (rule 5): each of them hands the
+// message, and the reading call after the last one finds nothing. An
+// answer lost on its way does not count. A session that proved an answer
+// read once is held to its proofs: its batch comes again, marked, however
+// many answers go out unproven.
+func TestLinksBound(t *testing.T) {
+	for _, acked := range []bool{false, true} {
+		t.Run(fmt.Sprintf("acked before %v", acked), func(t *testing.T) {
+			f := newLinksFixture(t)
+			ctx := context.Background()
+			if acked {
+				handOn("conn").do(f)
+				writeAnswer(true).do(f)
+				finishAnswer.do(f)
+				ackedOn("conn2", nextAction).do(f)
+				if _, err := f.store.Send(ctx, f.cfg(), fsstore.OutgoingMessage{From: "lead", To: "coder", Content: "hello"}); err != nil {
+					t.Fatal(err)
+				}
+			}
+			var got []int // how many messages each read handed
+			for round := range UnackedBound + 3 {
+				l := f.request("conn")
+				if err := f.ls.begin(ctx, l, f.ses, pendingMessages); err != nil {
+					t.Fatal(err)
+				}
+				msgs, _, err := f.store.Deliver(ctx, f.ses, 10)
+				if err != nil {
+					t.Fatal(err)
+				}
+				if len(msgs) > 0 && msgs[0].Redelivered != (round > 0) {
+					t.Fatalf("read %d: redelivered %v", round, msgs[0].Redelivered)
+				}
+				got = append(got, len(msgs))
+				lost := round == 1 // lost on its way: it does not count
+				f.ls.write(l, func() (int, error) {
+					if lost {
+						return 3, errors.New("connection reset")
+					}
+					return 42, nil
+				})
+				f.ls.finish(l)
+			}
+			want := []int{1, 1, 1, 1, 1, 1}
+			if !acked {
+				want = []int{1, 1, 1, 1, 0, 0} // the lost one, then UnackedBound out whole
+			}
+			if fmt.Sprint(got) != fmt.Sprint(want) {
+				t.Fatalf("the reads handed %v messages, want %v", got, want)
+			}
+		})
+	}
+}
+
+// cfg is the fixture project's config.
+func (f *linksFixture) cfg() *fsstore.Config {
+	cfg, err := f.store.LoadConfig()
+	if err != nil {
+		f.t.Fatal(err)
+	}
+	return cfg
+}
+
+// TestTakesAck: the tools whose schemas take an ack are the ones the gate
+// reads it for (toolSpec.takesAck), and none else.
+func TestTakesAck(t *testing.T) {
+	for _, spec := range tools() {
+		in, _ := servedSchemas(spec.tool.Name)
+		if listed := gjson.GetBytes(in, "properties.ack").Exists(); listed != spec.takesAck {
+			t.Errorf("%s: ack in its input schema %v, takesAck %v", spec.tool.Name, listed, spec.takesAck)
+		}
+	}
 }

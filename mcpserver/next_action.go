@@ -16,6 +16,7 @@ import (
 type NextActionIn struct {
 	Session
 	WaitSeconds int `json:"wait_seconds,omitempty" jsonschema:"at most 50"`
+	Acknowledgement
 }
 
 // NextActionOut is get_next_action's result: the action, what to do, and the data it needs.
@@ -57,6 +58,7 @@ func getNextActionTool() toolSpec {
 		},
 		toldOfMessages: true,
 		readsUnread:    true,
+		takesAck:       true,
 		level:          Authenticated,
 		add:            addGetNextAction,
 	}

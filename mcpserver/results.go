@@ -68,9 +68,13 @@ func refusal(req *mcp.CallToolRequest, err error) *mcp.CallToolResult {
 
 // interruptNotice replaces the response of a tool that did not run (or a
 // wait that took nothing) because the caller's session has an unread
-// interrupt. The text leads with the interrupt, then what ses must do.
-func interruptNotice(req *mcp.CallToolRequest, ses fsstore.Session, n *fsstore.Notification, earlier []fsstore.Notification) *mcp.CallToolResult {
+// interrupt. The text leads with the interrupt, then what ses must do, and
+// the ack the answer carries, to pass in that call (links.go).
+func interruptNotice(req *mcp.CallToolRequest, ses fsstore.Session, n *fsstore.Notification, earlier []fsstore.Notification, ack string) *mcp.CallToolResult {
 	text := fmt.Sprintf("INTERRUPT (%s did not run): %s %s", req.Params.Name, n.Message, fsstore.InterruptInstruction(ses.Purpose, n.Kind))
+	if ack != "" {
+		text += fmt.Sprintf(` Pass ack="%s" in that call.`, ack)
+	}
 	if len(earlier) > 0 {
 		text += "\n\nUnread notifications before it (read with it):"
 		for _, e := range earlier {

@@ -45,6 +45,10 @@ type toolSpec struct {
 	// a replaced answer), and acknowledges the batch itself, even when it
 	// only peeks (fsstore.Store.ListNotifications).
 	readsStream string
+	// takesAck: the tool takes an ack argument (Acknowledgement), the
+	// proof that the client read the answer that carried it (links.go,
+	// rule 3): the reading tools, and those an interrupt says to call.
+	takesAck bool
 	// marksRead: the tool marks notifications read, so the notification
 	// line is counted after it ran.
 	marksRead bool
@@ -235,4 +239,13 @@ type enums map[string][]string
 // it (session_required) before its arguments are checked.
 type Session struct {
 	SessionToken string `json:"session_token,omitempty"`
+}
+
+// Acknowledgement is the argument of the tools a session calls after an
+// answer that handed it something (toolSpec.takesAck): the ack that answer
+// carried, the client's proof that it read it (links.go, rule 3). The gate
+// reads it before the tool runs; the tool ignores it. The answer that
+// carries an ack says to pass it; the schemas do not describe it (TestSize).
+type Acknowledgement struct {
+	Ack string `json:"ack,omitempty"`
 }

@@ -141,6 +141,7 @@ func (s *Server) autoStart(ctx context.Context, m fsstore.OutgoingMessage) (Sent
 type GetPendingMessagesIn struct {
 	Session
 	Limit int `json:"limit,omitempty" jsonschema:"default 20, at most 100"`
+	Acknowledgement
 }
 
 // PendingMessagesOut is get_pending_messages' result.
@@ -150,6 +151,9 @@ type PendingMessagesOut struct {
 	Context            []MessageView    `json:"context" jsonschema:"messages you had already seen, oldest first"`
 	PendingDelegations []DelegationView `json:"pending_delegations" jsonschema:"open delegations from your task session: close each with report_delegation_completed"`
 	Instruction        string           `json:"instruction"`
+	// Ack, when messages were handed, is what the session's next read
+	// passes to say it read them (links.go, rule 3).
+	Ack string `json:"ack,omitempty" jsonschema:"pass it as ack on your next get_next_action or get_pending_messages: it says you read these"`
 }
 
 // contextMessages is how many already-seen messages come with new ones.
@@ -159,12 +163,13 @@ func getPendingMessagesTool() toolSpec {
 	return toolSpec{
 		tool: mcp.Tool{
 			Name:        "get_pending_messages",
-			Description: "Your unread chat messages, oldest first, with context; read on your next call. (chat)",
+			Description: "Your unread chat messages, oldest first, with context. (chat)",
 			Annotations: mutating,
 		},
 		toldOfMessages: true,
 		level:          ChatOnly,
 		handsBatch:     true,
+		takesAck:       true,
 		readsStream:    fsstore.StreamChat,
 		page:           pendingMessagePage,
 		add:            addGetPendingMessages,
@@ -191,6 +196,10 @@ func addGetPendingMessages(srv *mcp.Server, s *Server, tool *mcp.Tool) {
 			return nil, PendingMessagesOut{}, fromStore(err, "delegation_not_found")
 		}
 		out := PendingMessagesOut{PendingMessages: messageViews(msgs), HasMore: more, Context: messageViews(seen), PendingDelegations: delegationViews(dlgs)}
+		if len(msgs) > 0 {
+			out.Ack = ackFrom(ctx)
+		}
+		next := withAckArg("get_next_action", out.Ack)
 		replyTo := ""
 		for _, m := range msgs {
 			if m.Kind != fsstore.KindSystem {
@@ -203,14 +212,14 @@ func addGetPendingMessages(srv *mcp.Server, s *Server, tool *mcp.Tool) {
 			if err := s.store.SetReplyTo(ctx, ses.ID, replyTo); err != nil {
 				s.log.Error("record whom respond_chat answers", "session", ses.ID, "err", err)
 			}
-			out.Instruction = fmt.Sprintf("Read them. Answer %s with respond_chat(content), or anyone with send_message; then call get_next_action.", replyTo)
+			out.Instruction = fmt.Sprintf("Read them. Answer %s with respond_chat(content), or anyone with send_message; then call %s.", replyTo, next)
 		case len(msgs) > 0:
-			out.Instruction = "These are system messages. Act on them if needed, then call get_next_action."
+			out.Instruction = "These are system messages. Act on them if needed, then call " + next + "."
 		default:
 			out.Instruction = "No unread messages. Call get_next_action."
 		}
 		if more {
-			out.Instruction = "More unread messages wait: call get_pending_messages again after these. " + out.Instruction
+			out.Instruction = "More unread messages wait: call " + withAckArg("get_pending_messages", out.Ack) + " again after these. " + out.Instruction
 		}
 		if len(dlgs) > 0 {
 			out.Instruction += fmt.Sprintf(" You also have %d open delegation(s) from your task session (pending_delegations): carry each out and close it with report_delegation_completed.", len(dlgs))
@@ -296,7 +305,7 @@ func markReadTool() toolSpec {
 	return toolSpec{
 		tool: mcp.Tool{
 			Name:        "mark_read",
-			Description: "Mark get_pending_messages' messages read now (your next call does anyway). (chat)",
+			Description: "Mark get_pending_messages' messages read now. (chat)",
 			Annotations: mutating,
 		},
 		level: ChatOnly,

@@ -250,8 +250,11 @@ func (c chatClient) sendAll(t *testing.T, i, agents, perAgent int, record func(i
 }
 
 // readUntilStopped reads the session's inbox, recording each message id it
-// receives, until a read begun after stop closed finds nothing.
+// receives, until a read begun after stop closed finds nothing. Each read
+// passes the ack of the one before, as a client does: over HTTP nothing
+// else proves it read (links.go).
 func (c chatClient) readUntilStopped(t *testing.T, stop <-chan struct{}, record func(id string)) {
+	ack := ""
 	for {
 		// Only a read that began after the senders finished may end
 		// the loop by finding nothing.
@@ -265,11 +268,16 @@ func (c chatClient) readUntilStopped(t *testing.T, stop <-chan struct{}, record 
 		if c.reads != nil {
 			reads = c.reads
 		}
-		r := call(t, reads, "get_pending_messages", map[string]any{"session_token": c.token, "limit": 100})
+		args := map[string]any{"session_token": c.token, "limit": 100}
+		if ack != "" {
+			args["ack"] = ack
+		}
+		r := call(t, reads, "get_pending_messages", args)
 		if r.isError {
 			t.Errorf("get_pending_messages: %s", r.text)
 			return
 		}
+		ack = r.str("ack")
 		msgs, _ := r.data["pending_messages"].([]any)
 		for _, m := range msgs {
 			record(m.(map[string]any)["id"].(string))

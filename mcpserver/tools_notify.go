@@ -2,6 +2,7 @@ package mcpserver
 
 import (
 	"context"
+	"fmt"
 	"slices"
 	"time"
 
@@ -15,24 +16,30 @@ type GetNotificationsIn struct {
 	Session
 	MarkAsRead *bool `json:"mark_as_read,omitempty"`
 	Limit      int   `json:"limit,omitempty" jsonschema:"default 50, at most 500"`
+	Acknowledgement
 }
 
 // GetNotificationsOut is get_notifications' result.
 type GetNotificationsOut struct {
 	Notifications []NotificationView `json:"notifications" jsonschema:"newest first"`
 	HasMore       bool               `json:"has_more" jsonschema:"more unread notifications wait: call get_notifications again"`
+	// Ack and Instruction, when notifications were handed: what the
+	// session's next call passes to say it read them (links.go, rule 3).
+	Ack         string `json:"ack,omitempty" jsonschema:"pass it as ack on your next call that takes one: it says you read these"`
+	Instruction string `json:"instruction,omitempty"`
 }
 
 func getNotificationsTool() toolSpec {
 	return toolSpec{
 		tool: mcp.Tool{
 			Name:        "get_notifications",
-			Description: "Your unread notifications, newest first; read on your next call unless mark_as_read is false.",
+			Description: "Your unread notifications, newest first.",
 			Annotations: mutating,
 		},
 		level:           Authenticated,
 		passesInterrupt: true,
 		handsBatch:      true,
+		takesAck:        true,
 		marksRead:       true,
 		readsStream:     fsstore.StreamNotifications, // ListNotifications acknowledges it, after listing a batch only shown
 		page:            notificationPage,
@@ -68,8 +75,30 @@ func addGetNotifications(srv *mcp.Server, s *Server, tool *mcp.Tool) {
 		}
 		all := append(views, msgs...)
 		slices.SortStableFunc(all, func(a, b NotificationView) int { return b.CreatedAt.Compare(a.CreatedAt) })
-		return nil, GetNotificationsOut{Notifications: all, HasMore: more || moreMsgs}, nil
+		out := GetNotificationsOut{Notifications: all, HasMore: more || moreMsgs}
+		if !peek && len(unread) > 0 {
+			out.Ack = ackFrom(ctx)
+			out.Instruction = ackInstruction(out.Ack, ses.Purpose, more)
+		}
+		return nil, out, nil
 	})
+}
+
+// ackInstruction is what get_notifications' answer says of its ack: the
+// calls that pass it, which a session of purpose makes next (its loop's,
+// and the one an interrupt asks for).
+func ackInstruction(ack, purpose string, more bool) string {
+	if ack == "" {
+		return ""
+	}
+	ends := "logout"
+	if purpose == fsstore.PurposeTask {
+		ends = "report_completed"
+	}
+	if more {
+		return fmt.Sprintf(`Pass ack=%q to get_notifications for the rest, or to your next get_next_action or %s.`, ack, ends)
+	}
+	return fmt.Sprintf(`Pass ack=%q to your next get_next_action or %s: it says you read these.`, ack, ends)
 }
 
 // newMessageNotices are seed 000's newMessage notifications for a chat

@@ -177,12 +177,19 @@ func logoutTool() toolSpec {
 		level:            Authenticated,
 		passesInterrupt:  true,
 		passesUnreadable: true,
+		takesAck:         true,
 		add:              addLogout,
 	}
 }
 
+// LogoutIn is logout's arguments.
+type LogoutIn struct {
+	Session
+	Acknowledgement
+}
+
 func addLogout(srv *mcp.Server, s *Server, tool *mcp.Tool) {
-	addTool(s, srv, tool, func(ctx context.Context, _ *mcp.CallToolRequest, in Session) (*mcp.CallToolResult, ActionOut, error) {
+	addTool(s, srv, tool, func(ctx context.Context, _ *mcp.CallToolRequest, in LogoutIn) (*mcp.CallToolResult, ActionOut, error) {
 		ses := sessionFrom(ctx)
 		if _, err := s.store.EndSession(ctx, ses.ID, fsstore.EndLogout); err != nil {
 			return nil, ActionOut{}, fromStore(err, "session_not_found")

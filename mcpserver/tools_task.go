@@ -207,6 +207,7 @@ type ReportCompletedIn struct {
 	Session
 	Result  string `json:"result"`
 	Summary string `json:"summary" jsonschema:"what you did and what is left"`
+	Acknowledgement
 }
 
 // ReportCompletedOut is report_completed's result.
@@ -226,6 +227,7 @@ func reportCompletedTool() toolSpec {
 		},
 		level:           TaskOnly,
 		passesInterrupt: true,
+		takesAck:        true,
 		add:             addReportCompleted,
 	}
 }

@@ -161,11 +161,11 @@ func checkTSRun(t *testing.T, out tsOut, want string, tools []string) {
 }
 
 // The TypeScript SDK's client (Node's fetch) reading an inbox at a model's
-// pace, 5 seconds between calls: each read proves the one before was read
-// (links.go), so no message comes twice. Node's fetch closes an idle
-// connection after 4 seconds unless the server says otherwise: every
-// answer announces the server's idle timeout (Keep-Alive), and the client
-// keeps the connection its next call then proves the answer on.
+// pace, 5 seconds between calls: each read passes the ack of the one
+// before, which proves that answer read (links.go), so no message comes
+// twice, whichever connection each call comes on (Node's fetch closes an
+// idle connection after 4 seconds unless the server's Keep-Alive says
+// otherwise).
 func TestTSClientReadsOnce(t *testing.T) {
 	testenv.SkipIfShort(t, "starts aipm serve --http and node, and waits 10 s")
 	needTSClient(t)

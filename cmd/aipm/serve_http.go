@@ -86,12 +86,9 @@ func serveHTTP(ctx context.Context, o *serveOptions, store *fsstore.Store) error
 	base, endRequests := context.WithCancel(context.WithoutCancel(ctx))
 	defer endRequests()
 	// The timeouts of a shared server (mcpserver.HTTPLimits); answers
-	// announce the idle timeout (mcpserver.IdleTimeout), and connections
-	// are marked, so that a later request on one proves the answer before
-	// it was read (mcpserver/links.go).
+	// announce the idle timeout (mcpserver.IdleTimeout).
 	srv := h.Server(mux)
 	srv.BaseContext = func(net.Listener) context.Context { return base }
-	srv.ConnContext = h.ConnContext
 	fmt.Fprintln(e.stdout, origin+"/mcp")
 	log.Info("serving MCP over streamable HTTP", "url", origin+"/mcp")
 	served := make(chan error, 1)

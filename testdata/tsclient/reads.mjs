@@ -5,7 +5,8 @@
 //
 // It connects (Authorization: Bearer TOKEN), calls authenticate {agent_id:
 // AGENT, purpose: chat}, then get_pending_messages three times, PAUSE_MS
-// apart (a model's turn), and prints one JSON line: for each read, the
+// apart (a model's turn), each passing the ack the read before carried, as
+// its instruction says, and prints one JSON line: for each read, the
 // contents it got, a redelivered one marked with *. On an error it prints
 // {"error"} and exits 1.
 import { Client } from '@modelcontextprotocol/sdk/client/index.js';
@@ -21,12 +22,14 @@ try {
   await client.connect(transport);
   const st = (await call('authenticate', { agent_id: agent, purpose: 'chat' })).session_token;
   const reads = [];
+  let ack;
   for (let i = 0; i < 3; i++) {
     if (i > 0) {
       await new Promise((done) => setTimeout(done, Number(pause)));
     }
-    const r = await call('get_pending_messages', { session_token: st });
+    const r = await call('get_pending_messages', ack ? { session_token: st, ack } : { session_token: st });
     reads.push(r.pending_messages.map((m) => m.content + (m.redelivered ? '*' : '')));
+    ack = r.ack;
   }
   await client.close();
   console.log(JSON.stringify({ reads }));

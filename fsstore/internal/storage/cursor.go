@@ -504,9 +504,11 @@ func (s *Files) AcknowledgeCall(ctx context.Context, agent, session, via string,
 }
 
 // AcknowledgeShown commits the batches of session that were only shown
-// (an interrupt a client hook showed whole): the call via complies with it.
-func (s *Files) AcknowledgeShown(ctx context.Context, agent, session, via string) error {
-	_, _, err := s.AcknowledgeWhere(ctx, agent, session, via, func(_ string, p *PendingBatch) bool { return p.Shown })
+// (an interrupt a client hook showed whole) but those in except: the call
+// via complies with it. A call that is itself a read of a stream leaves
+// that stream out: it lists the batch again, and reads it in its own write.
+func (s *Files) AcknowledgeShown(ctx context.Context, agent, session, via string, except ...string) error {
+	_, _, err := s.AcknowledgeWhere(ctx, agent, session, via, func(stream string, p *PendingBatch) bool { return p.Shown && !slices.Contains(except, stream) })
 	return err
 }
 

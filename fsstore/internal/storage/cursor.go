@@ -508,7 +508,7 @@ func (s *Files) AcknowledgeCall(ctx context.Context, agent, session, via string,
 // via complies with it. A call that is itself a read of a stream leaves
 // that stream out: it lists the batch again, and reads it in its own write.
 func (s *Files) AcknowledgeShown(ctx context.Context, agent, session, via string, except ...string) error {
-	_, _, err := s.AcknowledgeWhere(ctx, agent, session, via, func(stream string, p *PendingBatch) bool { return p.Shown && !slices.Contains(except, stream) })
+	_, _, err := s.AcknowledgeWhere(ctx, agent, session, via, func(stream string, p *PendingBatch) bool { return p.Shown && !InStreams(stream, except) })
 	return err
 }
 

@@ -331,29 +331,10 @@ func taskCursorsCut(f *os.File, path string, own map[string]int64, cut int64) (i
 	if from >= cut {
 		return cut, nil
 	}
-	r, err := lockedfile.NewLineReader(f, path, lockedfile.Position{Offset: from})
-	if err != nil {
-		return 0, err
-	}
-	for {
-		before := r.Pos().Offset
-		rec, err := r.Next()
-		var le *storage.LineError
-		switch {
-		case errors.Is(err, io.EOF):
-			return cut, nil
-		case errors.As(err, &le):
-			return min(cut, before), nil
-		case err != nil:
-			return 0, err
-		}
-		if rec.Offset >= cut {
-			return cut, nil
-		}
-		if pos, ok := own[gjson.GetBytes(rec.Data, "taskId").Str]; ok && rec.Offset >= pos {
-			return rec.Offset, nil
-		}
-	}
+	return firstKept(f, path, from, cut, func(rec storage.Record) bool {
+		pos, ok := own[gjson.GetBytes(rec.Data, "taskId").Str]
+		return ok && rec.Offset >= pos
+	})
 }
 
 // firstInbound lowers cut to the first message before it that the
@@ -361,15 +342,15 @@ func taskCursorsCut(f *os.File, path string, own map[string]int64, cut int64) (i
 // never read, and only what others sent is for a reader.
 func firstInbound(f *os.File, path string, cut int64) (int64, error) {
 	agent := filepath.Base(filepath.Dir(path))
-	return firstKept(f, path, cut, func(rec storage.Record) bool {
+	return firstKept(f, path, 0, cut, func(rec storage.Record) bool {
 		return gjson.GetBytes(rec.Data, "senderId").String() != agent
 	})
 }
 
-// firstKept lowers cut to the first line before it that keep wants, or
-// that is not understood (kept for doctor, with what follows).
-func firstKept(f *os.File, path string, cut int64, keep func(storage.Record) bool) (int64, error) {
-	r, err := lockedfile.NewLineReader(f, path, lockedfile.Position{})
+// firstKept lowers cut to the first line from offset from on that keep
+// wants, or that is not understood (kept for doctor, with what follows).
+func firstKept(f *os.File, path string, from, cut int64, keep func(storage.Record) bool) (int64, error) {
+	r, err := lockedfile.NewLineReader(f, path, lockedfile.Position{Offset: from})
 	if err != nil {
 		return 0, err
 	}
@@ -409,7 +390,7 @@ func (s *Store) unreadNotificationsCut(f *os.File, path string, size int64, inod
 		return cut, nil
 	}
 	now := time.Now()
-	return firstKept(f, path, cut, func(rec storage.Record) bool {
+	return firstKept(f, path, 0, cut, func(rec storage.Record) bool {
 		n, err := decodeNotification(rec)
 		switch {
 		case err != nil:
@@ -439,7 +420,7 @@ func (s *Store) unreadMessageIDs(ctx context.Context, agent string) (map[string]
 // a message in unread: what a message still waiting went through (surfaced
 // by a hook, say) is kept while it waits (aipm status, aipm log).
 func unreadReceiptsCut(f *os.File, path string, cut int64, unread map[string]bool) (int64, error) {
-	return firstKept(f, path, cut, func(rec storage.Record) bool {
+	return firstKept(f, path, 0, cut, func(rec storage.Record) bool {
 		for _, id := range gjson.GetBytes(rec.Data, "messageIds").Array() {
 			if unread[id.Str] {
 				return true

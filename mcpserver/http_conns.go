@@ -197,16 +197,27 @@ func (t *connTable) drop(c *trackedConn) {
 	c.gone = true
 	close(c.done)
 	if c.agent != "" {
-		a := t.byAgent[c.agent]
-		if c.idle != nil {
-			a.idle.Remove(c.idle)
-			c.idle = nil
-		}
-		if a.n--; a.n == 0 {
-			delete(t.byAgent, c.agent)
-		}
+		t.leaveAgent(c)
 		return
 	}
+	t.leaveUnauthenticated(c)
+}
+
+// leaveAgent counts c no more among its agent's connections (t.mu held).
+func (t *connTable) leaveAgent(c *trackedConn) {
+	a := t.byAgent[c.agent]
+	if c.idle != nil {
+		a.idle.Remove(c.idle)
+		c.idle = nil
+	}
+	if a.n--; a.n == 0 {
+		delete(t.byAgent, c.agent)
+	}
+}
+
+// leaveUnauthenticated counts c no more among the unauthenticated
+// connections, in all and of its client address (t.mu held).
+func (t *connTable) leaveUnauthenticated(c *trackedConn) {
 	t.unauth.remove(c, c.inAll)
 	if c.inClient != nil {
 		q := t.byClient[c.client]
@@ -296,24 +307,10 @@ func (t *connTable) authenticated(c *trackedConn, agent string) bool {
 		t.drop(cut)
 	}
 	if c.agent == "" {
-		t.unauth.remove(c, c.inAll)
-		if c.inClient != nil {
-			q := t.byClient[c.client]
-			q.remove(c, c.inClient)
-			if q.n == 0 {
-				delete(t.byClient, c.client)
-			}
-		}
+		t.leaveUnauthenticated(c)
 		c.inAll, c.inClient = nil, nil
 	} else {
-		prev := t.byAgent[c.agent]
-		if c.idle != nil {
-			prev.idle.Remove(c.idle)
-			c.idle = nil
-		}
-		if prev.n--; prev.n == 0 {
-			delete(t.byAgent, c.agent)
-		}
+		t.leaveAgent(c)
 	}
 	c.agent = agent
 	a.n++

@@ -7,6 +7,7 @@ import (
 	"github.com/spf13/cobra"
 
 	"aipm/hook"
+	"aipm/internal/clients"
 )
 
 type hookOptions struct {
@@ -67,7 +68,7 @@ when it is installed.`,
 	c.SetFlagErrorFunc(func(_ *cobra.Command, err error) error {
 		return hookError("hook: %v: see aipm hook --help", err)
 	})
-	c.Flags().StringVar(&o.Client, "client", hook.Claude, "the client that runs the hook: claude or codex")
+	c.Flags().StringVar(&o.Client, "client", clients.DefaultHookClient, "the client that runs the hook: "+clients.Known(""))
 	c.Flags().BoolVar(&o.Wake, "wake", false, "Claude Code's asyncRewake Stop hook: wait for something new, then wake the session")
 	return c
 }

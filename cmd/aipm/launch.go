@@ -8,6 +8,7 @@ import (
 	"github.com/spf13/cobra"
 
 	"aipm/fsstore"
+	"aipm/internal/clients"
 	"aipm/internal/launch"
 )
 
@@ -65,7 +66,7 @@ run's log says them, and nobody is told to widen anything.`,
 	}
 	c.Flags().AddFlagSet(launch.Flags(&spec))
 	c.RegisterFlagCompletionFunc("access", cobra.FixedCompletions(launch.AccessLevels, cobra.ShellCompDirectiveNoFileComp))
-	c.ValidArgs = []string{"claude", "codex"}
+	c.ValidArgs = clients.Names()
 	return c
 }
 

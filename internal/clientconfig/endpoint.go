@@ -28,23 +28,13 @@ type Endpoint struct {
 	Unknown string
 }
 
-// ModelEndpoint is the endpoint of client (claude or codex) run with
-// getenv's environment and the arguments args of its own (an agent's
-// arguments after --).
-func ModelEndpoint(client string, getenv func(string) string, args []string) Endpoint {
-	if client == "codex" {
-		return codexEndpoint(getenv, args)
-	}
-	return claudeEndpoint(getenv)
-}
-
-// claudeEndpoint: Claude Code sends to $ANTHROPIC_BASE_URL, by default
+// ClaudeEndpoint is Claude Code's endpoint: it Claude Code sends to $ANTHROPIC_BASE_URL, by default
 // https://api.anthropic.com, with $ANTHROPIC_API_KEY,
 // $ANTHROPIC_AUTH_TOKEN, $CLAUDE_CODE_OAUTH_TOKEN, or the login claude
 // saved (.credentials.json in $CLAUDE_CONFIG_DIR, default ~/.claude; the
 // macOS keychain, which aipm does not read). Bedrock, Vertex and the other
 // clouds it is pointed at by CLAUDE_CODE_USE_* are not looked at.
-func claudeEndpoint(getenv func(string) string) Endpoint {
+func ClaudeEndpoint(getenv func(string) string) Endpoint {
 	for _, cloud := range []string{"BEDROCK", "VERTEX", "FOUNDRY", "ANTHROPIC_AWS", "ANTHROPIC_GOOGLE_CLOUD", "GATEWAY", "MANTLE"} {
 		if v := getenv("CLAUDE_CODE_USE_" + cloud); v != "" && v != "0" && v != "false" {
 			return Endpoint{Unknown: "CLAUDE_CODE_USE_" + cloud + " points it at a cloud provider"}
@@ -76,14 +66,14 @@ func claudeEndpoint(getenv func(string) string) Endpoint {
 	return e
 }
 
-// codexEndpoint: codex exec sends to its model provider's base_url:
+// CodexEndpoint is Codex's endpoint: it codex exec sends to its model provider's base_url:
 // model_provider (default openai) from $CODEX_HOME/config.toml (default
 // ~/.codex/config.toml) or a -c on its command line; the openai provider
 // at openai_base_url, by default https://api.openai.com/v1 (Codex 0.171.0
 // no longer reads $OPENAI_BASE_URL), with $CODEX_API_KEY or the login
 // codex saved (auth.json); a provider of model_providers at its base_url
 // with its env_key; Ollama and LM Studio on localhost.
-func codexEndpoint(getenv func(string) string, args []string) Endpoint {
+func CodexEndpoint(getenv func(string) string, args []string) Endpoint {
 	c, oss := readCodexSettings(getenv, args)
 	if oss {
 		return Endpoint{Unknown: "--oss runs it against a local model server of its own choice"}

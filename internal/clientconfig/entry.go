@@ -48,24 +48,6 @@ var ServeArgs = []string{"serve"}
 // for other launchers).
 var CredentialVars = []string{fsstore.EnvAgentID, fsstore.EnvPasskeyFile, fsstore.EnvPasskey}
 
-// Client is what mcp-config knows of one client: the one document it
-// prints, what it says about it on stderr, and how --write merges the
-// entry into the project's files.
-type Client struct {
-	Doc   func(Server) ([]byte, error)
-	Note  func(Server) string
-	write func(project string, s Server) ([]fileChange, error)
-	// Trust is why the client will ignore aipm's entries in project (what
-	// the user must still do after a write), or "".
-	Trust func(getenv func(string) string, project string) string
-}
-
-// Clients are the clients mcp-config knows, by name.
-var Clients = map[string]Client{
-	"claude": {Doc: claudeConfig, Note: claudeNote, write: claudeWrite, Trust: claudeTrustWarning},
-	"codex":  {Doc: codexConfig, Note: codexNote, write: codexWrite, Trust: codexWarning},
-}
-
 // AipmCommand is the command word of the entries mcp-config makes (the
 // server's command and the hooks' "<word> hook ..."): "aipm" when an aipm
 // is on PATH, so that the entries hold no path of this machine (warning
@@ -110,8 +92,8 @@ func claudeServer(s Server) Server {
 	return s
 }
 
-// claudeConfig is the .mcp.json document for Claude Code.
-func claudeConfig(s Server) ([]byte, error) {
+// ClaudeConfig is the .mcp.json document for Claude Code.
+func ClaudeConfig(s Server) ([]byte, error) {
 	return lockedfile.EncodeDoc(map[string]map[string]Server{"mcpServers": {ServerName: claudeServer(s)}})
 }
 
@@ -119,7 +101,8 @@ func claudeConfig(s Server) ([]byte, error) {
 // start the project's server without asking and claude -p call its tools.
 const claudeSettingsDoc = `{"enabledMcpjsonServers": ["aipm"], "permissions": {"allow": ["mcp__aipm"]}}`
 
-func claudeNote(s Server) string {
+// ClaudeNote is what mcp-config says of Claude Code's document on stderr.
+func ClaudeNote(s Server) string {
 	var b strings.Builder
 	b.WriteString("aipm: stdout is the .mcp.json document for the project root; aipm mcp-config claude --write merges it\n" +
 		"into .mcp.json and enables the server in .claude/settings.json, keeping what else they hold.\n" +
@@ -157,10 +140,11 @@ func codexTable(s Server) ([]byte, error) {
 	return buf.Bytes(), nil
 }
 
-// codexConfig is the TOML document for Codex: the table alone.
-func codexConfig(s Server) ([]byte, error) { return codexTable(s) }
+// CodexConfig is the TOML document for Codex: the table alone.
+func CodexConfig(s Server) ([]byte, error) { return codexTable(s) }
 
-func codexNote(s Server) string {
+// CodexNote is what mcp-config says of Codex's table on stderr.
+func CodexNote(s Server) string {
 	var b strings.Builder
 	b.WriteString("aipm: stdout is aipm's table for the project's .codex/config.toml (Codex reads it in a trusted\n" +
 		"project) or ~/.codex/config.toml; aipm mcp-config codex --write merges it into .codex/config.toml,\n" +
@@ -176,10 +160,10 @@ func codexNote(s Server) string {
 	return b.String()
 }
 
-// fileChange is what --write does to one file: its path and a sentence,
+// FileChange is what --write does to one file: its path and a sentence,
 // or an empty what when the file already holds the entry; old and data
 // are its content before and after (old nil when it is created).
-type fileChange struct {
+type FileChange struct {
 	path    string // absolute
 	name    string // relative to the project, for messages
 	created bool
@@ -190,7 +174,7 @@ type fileChange struct {
 
 // printChanges says what --write changed, file by file, with paths
 // relative to the working directory when they are below it.
-func printChanges(w io.Writer, project string, changes []fileChange) error {
+func printChanges(w io.Writer, project string, changes []FileChange) error {
 	wd, _ := os.Getwd()
 	var out bytes.Buffer
 	changed := false

@@ -28,7 +28,7 @@ func TestMCPConfigRoundTrip(t *testing.T) {
 		"pinned to one agent":           {pinned, pinned.Env, pinned},
 	} {
 		t.Run(name, func(t *testing.T) {
-			claude, err := claudeConfig(tc.in)
+			claude, err := ClaudeConfig(tc.in)
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -47,7 +47,7 @@ func TestMCPConfigRoundTrip(t *testing.T) {
 				t.Errorf("claude config decodes to %+v, want %+v with env %v", got, tc.in, tc.claudeEnv)
 			}
 
-			codex, err := codexConfig(tc.in)
+			codex, err := CodexConfig(tc.in)
 			if err != nil {
 				t.Fatal(err)
 			}

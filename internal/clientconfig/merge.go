@@ -143,17 +143,17 @@ func subObject(o jsonObject, key string) (jsonObject, error) {
 // mergeJSONFile reads the JSON object at the project's file name and
 // lets merge change it: the change holds the file's new content when
 // merge reports a change. It writes nothing (writeChanges does).
-func mergeJSONFile(project, name string, merge func(*jsonObject) (string, error)) (fileChange, error) {
+func mergeJSONFile(project, name string, merge func(*jsonObject) (string, error)) (FileChange, error) {
 	c, data, err := readTarget(project, name)
 	if err != nil {
-		return fileChange{}, err
+		return FileChange{}, err
 	}
 	root, err := parseObject(data)
 	if err != nil {
-		return fileChange{}, fmt.Errorf("%s cannot be merged into: %v: fix it by hand, or move it away and run mcp-config again", name, err)
+		return FileChange{}, fmt.Errorf("%s cannot be merged into: %v: fix it by hand, or move it away and run mcp-config again", name, err)
 	}
 	if c.what, err = merge(&root); err != nil {
-		return fileChange{}, fmt.Errorf("%s cannot be merged into: %v: fix it by hand", name, err)
+		return FileChange{}, fmt.Errorf("%s cannot be merged into: %v: fix it by hand", name, err)
 	}
 	if c.what != "" {
 		c.data, err = indented(root)
@@ -163,22 +163,22 @@ func mergeJSONFile(project, name string, merge func(*jsonObject) (string, error)
 
 // readTarget reads the project's file name, which --write is to change:
 // a missing one is empty and will be created.
-func readTarget(project, name string) (fileChange, []byte, error) {
+func readTarget(project, name string) (FileChange, []byte, error) {
 	path := filepath.Join(project, name)
 	data, exists, err := readOptional(path)
 	if err != nil {
-		return fileChange{}, nil, fmt.Errorf("%s cannot be read (%v), so no file was changed: fix it or move it away, then run mcp-config again", name, pathReason(err))
+		return FileChange{}, nil, fmt.Errorf("%s cannot be read (%v), so no file was changed: fix it or move it away, then run mcp-config again", name, pathReason(err))
 	}
-	c := fileChange{path: path, name: name, created: !exists}
+	c := FileChange{path: path, name: name, created: !exists}
 	if exists {
 		c.old = data
 	}
 	return c, data, nil
 }
 
-// claudeWrite merges aipm's server into .mcp.json and enables it in
+// ClaudeWrite merges aipm's server into .mcp.json and enables it in
 // .claude/settings.json (the new contents; writeChanges writes them).
-func claudeWrite(project string, s Server) ([]fileChange, error) {
+func ClaudeWrite(project string, s Server) ([]FileChange, error) {
 	entry, err := json.Marshal(claudeServer(s))
 	if err != nil {
 		return nil, err
@@ -206,7 +206,7 @@ func claudeWrite(project string, s Server) ([]fileChange, error) {
 	settings, err := mergeJSONFile(project, claudeSettingsFile, func(root *jsonObject) (string, error) {
 		return mergeClaudeSettings(root, s.HookCommand)
 	})
-	return []fileChange{mcp, settings}, err
+	return []FileChange{mcp, settings}, err
 }
 
 // mergeClaudeSettings adds "aipm" to enabledMcpjsonServers,
@@ -277,44 +277,44 @@ func addToList(o *jsonObject, key, item string) (bool, error) {
 // codexHeader matches a TOML table header: [a.b] or [[a.b]].
 var codexHeader = sync.OnceValue(func() *regexp.Regexp { return regexp.MustCompile(`^\s*\[\[?\s*([^\]]*?)\s*\]\]?\s*(#.*)?$`) })
 
-// codexWrite merges the [mcp_servers.aipm] table into the project's
+// CodexWrite merges the [mcp_servers.aipm] table into the project's
 // .codex/config.toml and aipm's hooks into its .codex/hooks.json (the new
 // contents; writeChanges writes them).
-func codexWrite(project string, s Server) ([]fileChange, error) {
+func CodexWrite(project string, s Server) ([]FileChange, error) {
 	config, err := codexWriteConfig(project, s)
 	if err != nil || s.HookCommand == "" { // a remote entry: no hooks
-		return []fileChange{config}, err
+		return []FileChange{config}, err
 	}
 	hooks, err := codexWriteHooks(project, s.HookCommand)
 	if err != nil {
 		return nil, err
 	}
-	return []fileChange{config, hooks}, nil
+	return []FileChange{config, hooks}, nil
 }
 
 // codexWriteConfig merges the [mcp_servers.aipm] table into the project's
 // .codex/config.toml: aipm's own tables are replaced where they stand,
 // every other line (tables, keys, comments) stays as it is.
-func codexWriteConfig(project string, s Server) (fileChange, error) {
+func codexWriteConfig(project string, s Server) (FileChange, error) {
 	c, data, err := readTarget(project, codexConfigFile)
 	if err != nil {
-		return fileChange{}, err
+		return FileChange{}, err
 	}
 	table, err := codexTable(s)
 	if err != nil {
-		return fileChange{}, err
+		return FileChange{}, err
 	}
 	var have, want struct {
 		Servers map[string]any `toml:"mcp_servers"`
 	}
 	if _, err := toml.Decode(string(data), &have); err != nil {
 		if line, what, ok := fsstore.TOMLSyntax(err); ok {
-			return fileChange{}, fmt.Errorf("%s is not valid TOML at line %d (%s): fix it by hand, then run mcp-config again", codexConfigFile, line, what)
+			return FileChange{}, fmt.Errorf("%s is not valid TOML at line %d (%s): fix it by hand, then run mcp-config again", codexConfigFile, line, what)
 		}
-		return fileChange{}, fmt.Errorf("%s has an mcp_servers that is not a table of servers: fix it by hand, then run mcp-config again", codexConfigFile)
+		return FileChange{}, fmt.Errorf("%s has an mcp_servers that is not a table of servers: fix it by hand, then run mcp-config again", codexConfigFile)
 	}
 	if _, err := toml.Decode(string(table), &want); err != nil {
-		return fileChange{}, err
+		return FileChange{}, err
 	}
 	old, had := have.Servers[ServerName]
 	if had && reflect.DeepEqual(old, want.Servers[ServerName]) {
@@ -323,7 +323,7 @@ func codexWriteConfig(project string, s Server) (fileChange, error) {
 	out := spliceCodexTable(string(data), string(table))
 	var check map[string]any
 	if _, err := toml.Decode(out, &check); err != nil {
-		return fileChange{}, fmt.Errorf("%s defines the aipm server in a form mcp-config cannot replace: remove its mcp_servers.aipm entry by hand and run mcp-config again", codexConfigFile)
+		return FileChange{}, fmt.Errorf("%s defines the aipm server in a form mcp-config cannot replace: remove its mcp_servers.aipm entry by hand and run mcp-config again", codexConfigFile)
 	}
 	c.what = "added the [mcp_servers.aipm] table"
 	if had {
@@ -334,7 +334,7 @@ func codexWriteConfig(project string, s Server) (fileChange, error) {
 }
 
 // codexWriteHooks merges aipm's hooks into the project's .codex/hooks.json.
-func codexWriteHooks(project, command string) (fileChange, error) {
+func codexWriteHooks(project, command string) (FileChange, error) {
 	c, err := mergeJSONFile(project, CodexHooksFile, func(root *jsonObject) (string, error) {
 		return mergeHooks(root, CodexHookEvents(command))
 	})

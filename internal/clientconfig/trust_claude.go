@@ -16,10 +16,10 @@ import (
 // checkout's root (else the folder), and counts a folder trusted when that
 // key or the folder or one of its parents has it.
 
-// claudeTrustWarning is why Claude Code will refuse aipm's tools in the
+// ClaudeTrust is why Claude Code will refuse aipm's tools in the
 // project, or "" when the project has no aipm entry for it or Claude Code
 // trusts it.
-func claudeTrustWarning(getenv func(string) string, project string) string {
+func ClaudeTrust(getenv func(string) string, project string) string {
 	dirs := projectDirs(project)
 	uses, err := usesClaude(dirs[0])
 	if err != nil {

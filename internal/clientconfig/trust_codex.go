@@ -37,10 +37,10 @@ type codexUserConfig struct {
 	} `toml:"hooks"`
 }
 
-// codexWarning is why Codex will ignore aipm's server entry or skip
+// CodexTrust is why Codex will ignore aipm's server entry or skip
 // aipm's hooks in the project, or "" when the project has none or Codex
 // trusts them all.
-func codexWarning(getenv func(string) string, project string) string {
+func CodexTrust(getenv func(string) string, project string) string {
 	dirs := projectDirs(project)
 	server, err := codexHasServer(dirs[0])
 	if err != nil {

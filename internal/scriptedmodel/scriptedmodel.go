@@ -1,13 +1,14 @@
 // Package scriptedmodel is a model endpoint on loopback for the tests that
-// drive the real agent CLIs (Claude Code, Codex, Gemini CLI) and for the
-// bench: it speaks the three wire formats they use, the Anthropic Messages
-// API (POST /v1/messages, streamed as server-sent events, and
-// count_tokens), the OpenAI Responses API (POST /v1/responses, streamed)
-// and the Gemini API (POST /v1beta/models/MODEL:streamGenerateContent,
-// generateContent and countTokens), records every
-// request, and answers each from a script: a Go function given the request
-// (what the client offers the model, the tool results so far) returns the
-// model's next turn, text or tool calls.
+// drive the real agent CLIs (Claude Code, Codex, Gemini CLI, OpenCode, ...)
+// and for the bench: it speaks the four wire formats they use, the
+// Anthropic Messages API (POST /v1/messages, streamed as server-sent
+// events, and count_tokens), the OpenAI Responses API (POST /v1/responses,
+// streamed), OpenAI's Chat Completions (POST /v1/chat/completions,
+// streamed) and the Gemini API (POST
+// /v1beta/models/MODEL:streamGenerateContent, generateContent and
+// countTokens), records every request, and answers each from a script: a
+// Go function given the request (what the client offers the model, the
+// tool results so far) returns the model's next turn, text or tool calls.
 //
 // A request to any other path is answered 404 and recorded (Unknown), so a
 // test sees what else a client asked for.
@@ -31,6 +32,9 @@ const (
 	Anthropic API = "anthropic" // Messages API: Claude Code
 	OpenAI    API = "openai"    // Responses API: Codex
 	Gemini    API = "gemini"    // Gemini API (generateContent): Gemini CLI
+	// ChatCompletions is OpenAI's Chat Completions API: OpenCode (through
+	// an OpenAI-compatible provider).
+	ChatCompletions API = "chat"
 )
 
 // Tool is a tool the model can call in a request: its name as the model
@@ -135,6 +139,7 @@ func Start(script Script) (*Server, error) {
 	mux.HandleFunc("POST /v1/messages", s.messages)
 	mux.HandleFunc("POST /v1/messages/count_tokens", s.countTokens)
 	mux.HandleFunc("POST /v1/responses", s.responses)
+	mux.HandleFunc("POST /v1/chat/completions", s.chatCompletions)
 	mux.HandleFunc("POST /v1beta/models/{call}", s.models)
 	mux.HandleFunc("/", s.notFound)
 	s.srv = &http.Server{Handler: http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
@@ -175,7 +180,7 @@ func (s *Server) notFound(w http.ResponseWriter, r *http.Request) {
 	s.mu.Lock()
 	s.unknown = append(s.unknown, r.Method+" "+target)
 	s.mu.Unlock()
-	http.Error(w, "scriptedmodel serves POST /v1/messages, /v1/messages/count_tokens, /v1/responses and /v1beta/models/MODEL:streamGenerateContent, not "+r.Method+" "+target, http.StatusNotFound)
+	http.Error(w, "scriptedmodel serves POST /v1/messages, /v1/messages/count_tokens, /v1/responses, /v1/chat/completions and /v1beta/models/MODEL:streamGenerateContent, not "+r.Method+" "+target, http.StatusNotFound)
 }
 
 // record reads a request's body with read, keeps it and asks the script.

@@ -161,6 +161,18 @@ func mergeJSONFile(project, name string, merge func(*jsonObject) (string, error)
 	return c, err
 }
 
+// wholeFile is the change that makes the project's file name hold data,
+// a file aipm owns whole (what names it in --write's report).
+func wholeFile(project, name string, data []byte, what string) (FileChange, error) {
+	c, old, err := readTarget(project, name)
+	if err != nil || (!c.created && bytes.Equal(old, data)) {
+		return c, err
+	}
+	c.data = data
+	c.what = map[bool]string{true: "wrote ", false: "rewrote "}[c.created] + what
+	return c, nil
+}
+
 // readTarget reads the project's file name, which --write is to change:
 // a missing one is empty and will be created.
 func readTarget(project, name string) (FileChange, []byte, error) {

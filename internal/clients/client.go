@@ -133,6 +133,9 @@ type Command struct {
 	// Files are written (whole, atomically) before the client starts,
 	// each under Run.StateDir or Run.Scratch.
 	Files []File
+	// Stdin is given on the client's standard input ("": none), for a
+	// client that reads its prompt there.
+	Stdin string
 }
 
 // File is one file a client's run needs written before it starts.

@@ -163,12 +163,18 @@ func newProjectE2E(t *testing.T, client string, script scriptedmodel.Script) *e2
 		"COPILOT_PROVIDER_TYPE=anthropic",
 		"COPILOT_PROVIDER_API_KEY=sk-ant-scripted",
 		"COPILOT_MODEL=scripted-model",
+		// OpenCode: no fetch of models.dev's catalogue (its provider is the
+		// user's config's: e2eDrivers' home).
+		"OPENCODE_DISABLE_MODELS_FETCH=1",
 		// Anything not on loopback goes to the model server, which
 		// refuses it and records where it meant to go.
 		"HTTPS_PROXY=" + model.URL, "HTTP_PROXY=" + model.URL, "NO_PROXY=127.0.0.1,localhost",
 	}
 	if tmp := os.Getenv("TMPDIR"); tmp != "" {
 		e.env = append(e.env, "TMPDIR="+tmp)
+	}
+	if home := e2eDrivers[client].home; home != nil {
+		home(e)
 	}
 	// A project is a git checkout, as most are: the clients key trust by
 	// its root. (Codex's sandbox leaves an empty .git skeleton in the
@@ -329,7 +335,7 @@ func (e *e2e) servedSchemas() map[string]map[string]bool {
 // namespace mcp__aipm.
 func available(r *scriptedmodel.Request, name string) bool {
 	for _, t := range r.Tools {
-		if t.Name == "mcp__aipm__"+name || t.Name == "aipm-"+name || t.Name == name && strings.TrimRight(t.Namespace, "_") == "mcp__aipm" {
+		if bareAipmName(t) == name {
 			return true
 		}
 	}
@@ -383,7 +389,7 @@ func deferredShown(r *scriptedmodel.Request, names []string) bool {
 // server's env.
 func TestFirstTurnHasAipmTools(t *testing.T) {
 	done := func(*scriptedmodel.Request) scriptedmodel.Turn { return scriptedmodel.Turn{Text: "done"} }
-	for _, client := range []string{"claude", "codex", "qwen", "copilot"} {
+	for _, client := range []string{"claude", "codex", "qwen", "copilot", "opencode"} {
 		t.Run(client, func(t *testing.T) {
 			t.Parallel()
 			e := newE2E(t, client, done)
@@ -394,11 +400,18 @@ func TestFirstTurnHasAipmTools(t *testing.T) {
 				args = []string{"-c", `mcp_servers.aipm.env.` + failpoint.Env + `="slow-start"`}
 			}
 			e.launch(env, args...)
-			reqs := e.model.Requests()
-			if len(reqs) == 0 {
-				t.Fatalf("%s made no model request", client)
+			// The first turn: the first request that offers the model any
+			// tool (OpenCode's title request, before it, offers none).
+			var first *scriptedmodel.Request
+			for _, r := range e.model.Requests() {
+				if len(r.Tools) > 0 {
+					first = r
+					break
+				}
 			}
-			first := reqs[0]
+			if first == nil {
+				t.Fatalf("%s made no model request that offers any tool", client)
+			}
 			if lost := missing(first, tools); len(lost) > 0 && !deferredShown(first, tools) {
 				t.Errorf("%s's first model request, with aipm serve 3 s slow to start, neither offers %d of aipm's %d tools (%s) nor shows them deferred with aipm's instructions: the model starts without aipm",
 					client, len(lost), len(tools), strings.Join(lost, ", "))

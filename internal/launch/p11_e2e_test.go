@@ -7,6 +7,7 @@ import (
 	"strings"
 	"testing"
 
+	"aipm/internal/clients"
 	"aipm/internal/scriptedmodel"
 )
 
@@ -20,8 +21,12 @@ const maxOwnDefinitions = 10_000
 var p11Runs = map[string]struct {
 	script scriptedmodel.Script
 }{
-	"claude": {script: done}, // aipm launch loads aipm's tools whole (alwaysLoad)
-	"codex":  {script: searchThenDone},
+	"claude":   {script: done}, // aipm launch loads aipm's tools whole (alwaysLoad)
+	"codex":    {script: searchThenDone},
+	"gemini":   {script: done},
+	"qwen":     {script: done},
+	"copilot":  {script: done}, // a model it does not know: aipm's tools up front
+	"opencode": {script: done},
 }
 
 func done(*scriptedmodel.Request) scriptedmodel.Turn { return scriptedmodel.Turn{Text: "done"} }
@@ -90,8 +95,9 @@ func TestToolDefinitionsAsSent(t *testing.T) {
 
 // ownBytes is aipm's part of a tool definition def as a client sent it:
 // def with only its name, its description and its input schema (under
-// whatever key, at whatever depth the client puts them), the schema
-// holding only the properties aipm serves (served).
+// whatever key, at whatever depth the client puts them: the keys are the
+// client's, and each is counted as "input_schema"), the schema holding
+// only the properties aipm serves (served).
 func ownBytes(t *testing.T, def json.RawMessage, served map[string]bool) int {
 	t.Helper()
 	var v map[string]any
@@ -107,7 +113,7 @@ func ownBytes(t *testing.T, def json.RawMessage, served map[string]bool) int {
 		case "name", "description":
 			own[key] = value
 		case "input_schema", "parameters", "parametersJsonSchema", "inputSchema":
-			own[key] = aipmSchema(value, served)
+			own["input_schema"] = aipmSchema(value, served)
 		}
 	}
 	return len(compact(t, own))
@@ -173,8 +179,9 @@ func bareAipmName(tool scriptedmodel.Tool) string {
 	if strings.Trim(tool.Namespace, "_") == "mcp__aipm" {
 		return tool.Name
 	}
-	for _, prefix := range []string{"mcp__aipm__", "mcp_aipm_", "aipm_"} {
-		if name, ok := strings.CutPrefix(tool.Name, prefix); ok {
+	for _, client := range clients.Names() {
+		c, _ := clients.Get(client)
+		if name, ok := strings.CutPrefix(tool.Name, c.Hooks.OwnToolPrefix); ok && c.Hooks.OwnToolPrefix != "" {
 			return name
 		}
 	}

@@ -9,6 +9,7 @@ import (
 	"os/exec"
 	"path/filepath"
 	"slices"
+	"strings"
 	"sync"
 	"syscall"
 	"time"
@@ -104,6 +105,9 @@ func Run(ctx context.Context, o Options) error {
 	cmd.WaitDelay = 5 * time.Second
 	cmd.Dir = store.ProjectDir()
 	cmd.Env = env
+	if launch.Stdin != "" {
+		cmd.Stdin = strings.NewReader(launch.Stdin)
+	}
 	// What the client says last, on either stream, is most often why it
 	// failed: its exit's error quotes it, so that the run's last log line
 	// (what its human is told) is the client's words, not only an exit

@@ -26,12 +26,16 @@ type e2eDriver struct {
 	// its home as the client records it, and the command line.
 	own func(e *e2e, prompt string) (program string, args []string)
 	// untrusted is what aipm doctor says, in part, while the client
-	// ignores aipm's entries in a project it does not trust.
+	// ignores aipm's entries in a project it does not trust ("" for a
+	// client with no trust of folders).
 	untrusted string
 	// model points the client at the scripted model through its home's
 	// own files, for a run whose command line the test does not write
 	// (aipm watch's); nil when the environment does it.
 	model func(e *e2e)
+	// home makes the client's home as a user's is after the client's own
+	// setup (the files its every run reads), nil for none.
+	home func(e *e2e)
 	// skip are the scenarios the client cannot run yet, each with why.
 	skip map[string]string
 	// launchFlags are aipm launch's own flags for the client, and
@@ -143,6 +147,35 @@ enabled = false
 		clientArgs: func(*e2e) []string { return []string{"--auth-type", "anthropic"} },
 		model: func(e *e2e) {
 			e.writeHomeFile(filepath.Join(".qwen", "settings.json"), `{"security": {"auth": {"selectedType": "anthropic"}}, "model": {"name": "claude-sonnet-4-5"}, "privacy": {"usageStatisticsEnabled": false}}`)
+		},
+	},
+	"opencode": {
+		// OpenCode's write, called even when its permission rules do not
+		// offer it (a model tries): it refuses it, and says so.
+		write: func(dir string, _ *scriptedmodel.Request, path, content string) (scriptedmodel.Call, bool) {
+			return scriptedmodel.Call{Name: "write", Input: map[string]any{"filePath": filepath.Join(dir, path), "content": content}}, true
+		},
+		shell: func(r *scriptedmodel.Request, command string) (scriptedmodel.Call, bool) {
+			return offeredCall(r, "bash", map[string]any{"command": command, "description": "run the task's command"})
+		},
+		own: func(e *e2e, prompt string) (string, []string) {
+			// The prompt as words: opencode run quotes a message argument
+			// that holds a space (and escapes its quotes) before the model
+			// reads it, and joins its arguments with spaces.
+			return filepath.Join(e.bin, "opencode"), append([]string{"run", "--format", "json", "--model", "scripted/m1"}, strings.Fields(prompt)...)
+		},
+		launchFlags: []string{"--model", "scripted/m1"},
+		// The user's own config names the scripted model as a provider of
+		// theirs (OpenCode's openai-compatible one: Chat Completions), and
+		// holds the plugin SDK OpenCode installs there the first time a
+		// plugin is configured (offline, each run would wait about 70 s
+		// for it).
+		home: func(e *e2e) {
+			e.writeHomeFile(filepath.Join(".config", "opencode", "opencode.json"), `{"provider": {"scripted": {"npm": "@ai-sdk/openai-compatible", "name": "scripted model",
+  "options": {"baseURL": "`+e.model.URL+`/v1", "apiKey": "sk-scripted"}, "models": {"m1": {"name": "m1"}}}}, "model": "scripted/m1", "autoupdate": false, "share": "disabled"}`)
+			e.writeHomeFile(filepath.Join(".config", "opencode", "package.json"), `{"dependencies": {"@opencode-ai/plugin": "1.18.33"}}`)
+			e.writeHomeFile(filepath.Join(".config", "opencode", "package-lock.json"), `{"packages": {"": {"dependencies": {"@opencode-ai/plugin": "1.18.33"}}}}`)
+			e.writeHomeFile(filepath.Join(".config", "opencode", "node_modules", "@opencode-ai", "plugin", "package.json"), `{"name": "@opencode-ai/plugin", "version": "1.18.33"}`)
 		},
 	},
 	"copilot": {
@@ -286,13 +319,15 @@ var scenarios = []scenario{
 	{name: "own", setup: func(e *e2e) []string {
 		e.aipmCLI("leases", "take", "parser.txt", "--as", "lead", "--reason", "rewriting it myself")
 		e.aipmCLI("mcp-config", e.client, "--write")
-		if doctor := e.aipmDoctor(); !strings.Contains(doctor, e2eDrivers[e.client].untrusted) {
+		if untrusted := e2eDrivers[e.client].untrusted; untrusted == "" {
+			// a client with no trust of folders
+		} else if doctor := e.aipmDoctor(); !strings.Contains(doctor, untrusted) {
 			e.t.Errorf("aipm doctor, with the project not trusted by %s: want the trust warning, got:\n%s", e.client, doctor)
 		}
 		return []string{"AIPM_AGENT_ID=coder", "AIPM_PASSKEY_FILE=" + filepath.Join(e.dir, ".ai-pm", "credentials", "coder.passkey")}
 	}, run: func(e *e2e, driver e2eDriver, env []string) {
 		program, args := driver.own(e, `You are an agent of this aipm project: call authenticate with agent_id "coder", then get_next_action, and do what it says.`)
-		if doctor := e.aipmDoctor(); strings.Contains(doctor, driver.untrusted) {
+		if doctor := e.aipmDoctor(); driver.untrusted != "" && strings.Contains(doctor, driver.untrusted) {
 			e.t.Errorf("aipm doctor, with the project trusted as %s records it: want no trust warning, got:\n%s", e.client, doctor)
 		}
 		e.run(env, program, args...)

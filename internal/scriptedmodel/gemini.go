@@ -51,7 +51,7 @@ func readGenerateContent(body []byte) (*Request, bool, error) {
 			if params == nil {
 				params = object(d["parameters"])
 			}
-			req.Tools = append(req.Tools, Tool{Name: str(d["name"]), Description: str(d["description"]), Parameters: params})
+			req.Tools = append(req.Tools, Tool{Name: str(d["name"]), Description: str(d["description"]), Parameters: params, Definition: definition(d)})
 		}
 	}
 	return req, false, nil

@@ -1,4 +1,4 @@
-package clients
+package gemini
 
 import (
 	"encoding/json"
@@ -7,6 +7,8 @@ import (
 	"slices"
 	"strings"
 	"testing"
+
+	"aipm/internal/clients/clientkit"
 )
 
 // TestGeminiLaunch: gemini -p with stream-json, the access level as its
@@ -14,15 +16,15 @@ import (
 // whose settings hold aipm's trusted server (the credential passed by
 // name), the hooks, the API key's auth type and no usage statistics.
 func TestGeminiLaunch(t *testing.T) {
-	c := mustGet(t, "gemini")
+	c := Client
 	state := t.TempDir()
 	env := map[string]string{"GEMINI_API_KEY": "k"}
 	for access, want := range map[string][]string{
-		AccessRead:    {"--approval-mode", "default"},
-		AccessProject: {"--approval-mode", "auto_edit"},
-		AccessFull:    {"--yolo"},
+		clientkit.AccessRead:    {"--approval-mode", "default"},
+		clientkit.AccessProject: {"--approval-mode", "auto_edit"},
+		clientkit.AccessFull:    {"--yolo"},
 	} {
-		cmd := c.Launch(Run{Access: access, Model: "gemini-2.5-pro", Extra: []string{"--debug"}, Exe: "/x/aipm", HookWord: "/x/aipm", Prompt: "go",
+		cmd := c.Launch(clientkit.Run{Access: access, Model: "gemini-2.5-pro", Extra: []string{"--debug"}, Exe: "/x/aipm", HookWord: "/x/aipm", Prompt: "go",
 			StateDir: state, Getenv: func(k string) string { return env[k] }})
 		args := strings.Join(cmd.Args, " ")
 		if !strings.HasPrefix(args, "-p go --output-format stream-json "+strings.Join(want, " ")) || !strings.HasSuffix(args, "--model gemini-2.5-pro --debug") {
@@ -62,8 +64,8 @@ func TestGeminiLaunch(t *testing.T) {
 // tools, write_file and replace its writers; a denial is {"decision":
 // "deny"} (Gemini CLI ignores permissionDecision).
 func TestGeminiDialect(t *testing.T) {
-	d := mustGet(t, "gemini").Hooks
-	for ev, want := range map[string]string{"BeforeTool": PreToolUse, "AfterTool": PostToolUse, "BeforeAgent": UserPromptSubmit, "AfterAgent": Stop, "SessionStart": SessionStart, "PreToolUse": ""} {
+	d := Client.Hooks
+	for ev, want := range map[string]string{"BeforeTool": clientkit.PreToolUse, "AfterTool": clientkit.PostToolUse, "BeforeAgent": clientkit.UserPromptSubmit, "AfterAgent": clientkit.Stop, "SessionStart": clientkit.SessionStart, "PreToolUse": ""} {
 		if got := d.Event(ev); got != want {
 			t.Errorf("event %s: %q, want %q", ev, got, want)
 		}
@@ -81,7 +83,7 @@ func TestGeminiDialect(t *testing.T) {
 	if err := json.Unmarshal(d.Deny("stop").Stdout, &deny); err != nil || deny["decision"] != "deny" || deny["reason"] != "stop" || len(deny) != 2 {
 		t.Errorf("deny: %s", d.Deny("stop").Stdout)
 	}
-	if ctx := string(d.Context(PostToolUse, "news").Stdout); !strings.Contains(ctx, `"hookEventName":"AfterTool"`) || !strings.Contains(ctx, `"additionalContext":"news"`) {
+	if ctx := string(d.Context(clientkit.PostToolUse, "news").Stdout); !strings.Contains(ctx, `"hookEventName":"AfterTool"`) || !strings.Contains(ctx, `"additionalContext":"news"`) {
 		t.Errorf("context: %s", ctx)
 	}
 }
@@ -92,7 +94,7 @@ func TestGeminiDialect(t *testing.T) {
 // that ran, or failed in running, is not; the assistant's text is logged.
 func TestGeminiOutput(t *testing.T) {
 	var log strings.Builder
-	o := newGeminiOutput(Run{}, &log)
+	o := newGeminiOutput(clientkit.Run{}, &log)
 	stream := `{"type":"init","session_id":"s","model":"gemini-2.5-pro"}
 {"type":"tool_use","tool_name":"write_file","tool_id":"write_file__call_1","parameters":{"file_path":"x"}}
 {"type":"tool_result","tool_id":"write_file__call_1","status":"error","output":"Tool execution blocked: aipm interrupt","error":{"type":"policy_violation","message":"Tool execution blocked: aipm interrupt"}}
@@ -106,7 +108,7 @@ not an event
 	io.WriteString(o, stream[:100])
 	io.WriteString(o, stream[100:])
 	got := o.Refusals()
-	want := []Refusal{{ID: "write_file__call_1", Tool: "write_file", Said: "Tool execution blocked: aipm interrupt"},
+	want := []clientkit.Refusal{{ID: "write_file__call_1", Tool: "write_file", Said: "Tool execution blocked: aipm interrupt"},
 		{ID: "run_shell_command__call_2", Tool: "run_shell_command", Said: `Tool "run_shell_command" not found.`}}
 	if !slices.Equal(got, want) {
 		t.Errorf("refusals %+v\nwant %+v", got, want)

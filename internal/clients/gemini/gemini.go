@@ -1,4 +1,4 @@
-package clients
+package gemini
 
 import (
 	"encoding/json"
@@ -6,6 +6,7 @@ import (
 
 	"aipm/fsstore"
 	"aipm/internal/clientconfig"
+	"aipm/internal/clients/clientkit"
 )
 
 // Gemini CLI (@google/gemini-cli), started as gemini -p. No flag adds an
@@ -16,28 +17,26 @@ import (
 // statistics off; the user's own ~/.gemini is neither read nor written.
 // The project is trusted for the run (GEMINI_CLI_TRUST_WORKSPACE=true:
 // without it gemini -p exits 55 in a folder it never trusted).
-func init() {
-	register(Client{
-		Name: "gemini", Title: "Gemini CLI", Program: "gemini",
-		Package: "@google/gemini-cli", Tested: "0.61.0",
-		Install: "install Gemini CLI (npm install -g @google/gemini-cli)",
-		Launch:  geminiLaunch,
-		Output:  newGeminiOutput,
-		Hooks:   geminiDialect,
-		Config: Config{Doc: clientconfig.GeminiConfig, Note: clientconfig.GeminiNote, Write: clientconfig.GeminiWrite,
-			URLDoc: clientconfig.GeminiURLDoc},
-		Trust: clientconfig.GeminiTrust,
-		Endpoint: func(getenv func(string) string, _ []string) clientconfig.Endpoint {
-			return clientconfig.GeminiEndpoint(getenv)
-		},
-		// Gemini CLI names an MCP tool mcp_<server>_<tool>.
-		ToolName:  func(tool string) string { return geminiOwnToolPrefix + tool },
-		May:       geminiMay,
-		RefusedBy: "its approval mode",
-		Widen: func(set string, _ Run, _ []string, _ bool) string {
-			return set + " --access full lets it run commands too (--yolo: Gemini CLI has no sandbox of its own here), or check its log for what it tried"
-		},
-	})
+var Client = clientkit.Client{
+	Name: "gemini", Title: "Gemini CLI", Program: "gemini",
+	Package: "@google/gemini-cli", Tested: "0.61.0",
+	Install: "install Gemini CLI (npm install -g @google/gemini-cli)",
+	Launch:  geminiLaunch,
+	Output:  newGeminiOutput,
+	Hooks:   geminiDialect,
+	Config: clientkit.Config{Doc: configDoc, Note: note, Write: writeFiles,
+		URLDoc: urlDoc},
+	Trust: trust,
+	Endpoint: func(getenv func(string) string, _ []string) clientconfig.Endpoint {
+		return endpoint(getenv)
+	},
+	// Gemini CLI names an MCP tool mcp_<server>_<tool>.
+	ToolName:  func(tool string) string { return geminiOwnToolPrefix + tool },
+	May:       geminiMay,
+	RefusedBy: "its approval mode",
+	Widen: func(set string, _ clientkit.Run, _ []string, _ bool) string {
+		return set + " --access full lets it run commands too (--yolo: Gemini CLI has no sandbox of its own here), or check its log for what it tried"
+	},
 }
 
 // geminiOwnToolPrefix starts the names Gemini CLI gives aipm's tools.
@@ -50,27 +49,29 @@ const geminiOwnToolPrefix = "mcp_" + clientconfig.ServerName + "_"
 // "block"}: its reason becomes the next prompt), but refuses a tool call
 // only by {"decision":"deny","reason":…} (the model reads "Tool execution
 // blocked: <reason>"); Claude Code's permissionDecision is ignored.
-var geminiDialect = Dialect{
-	Entries:       clientconfig.GeminiHookEvents,
+var geminiDialect = clientkit.Dialect{
+	Entries:       hookEvents,
 	Events:        geminiEvents,
 	NoWake:        "--wake is for Claude Code's asyncRewake Stop hook; Gemini CLI has no idle event, so leave --wake out with --client gemini",
 	OwnToolPrefix: geminiOwnToolPrefix,
 	WritingTools: map[string]func(json.RawMessage) []string{
-		"write_file": fileField("file_path"),
-		"replace":    fileField("file_path"),
+		"write_file": clientkit.FileField("file_path"),
+		"replace":    clientkit.FileField("file_path"),
 	},
-	Deny:    func(reason string) Answer { return encodeAnswer(hookOutput{Decision: "deny", Reason: reason}) },
-	Context: func(event, text string) Answer { return jsonContext(geminiEventName(event), text) },
-	Block:   jsonBlock,
+	Deny: func(reason string) clientkit.Answer {
+		return clientkit.EncodeAnswer(clientkit.HookOutput{Decision: "deny", Reason: reason})
+	},
+	Context: func(event, text string) clientkit.Answer { return clientkit.JSONContext(geminiEventName(event), text) },
+	Block:   clientkit.JSONBlock,
 }
 
 // geminiEvents are aipm's names of Gemini CLI's hook events.
 var geminiEvents = map[string]string{
-	"SessionStart": SessionStart,
-	"BeforeAgent":  UserPromptSubmit,
-	"BeforeTool":   PreToolUse,
-	"AfterTool":    PostToolUse,
-	"AfterAgent":   Stop,
+	"SessionStart": clientkit.SessionStart,
+	"BeforeAgent":  clientkit.UserPromptSubmit,
+	"BeforeTool":   clientkit.PreToolUse,
+	"AfterTool":    clientkit.PostToolUse,
+	"AfterAgent":   clientkit.Stop,
 }
 
 // geminiEventName is Gemini CLI's name of aipm's event.
@@ -89,50 +90,50 @@ func geminiEventName(event string) string {
 // auto_edit adds write_file and replace, inside the workspace only, but
 // no shell; --yolo allows everything. Plan mode drops MCP tools.
 var geminiApproval = map[string][]string{
-	AccessRead:    {"--approval-mode", "default"},
-	AccessProject: {"--approval-mode", "auto_edit"},
-	AccessFull:    {"--yolo"},
+	clientkit.AccessRead:    {"--approval-mode", "default"},
+	clientkit.AccessProject: {"--approval-mode", "auto_edit"},
+	clientkit.AccessFull:    {"--yolo"},
 }
 
 // geminiLaunch: gemini -p in the project, trusted for the run, with a
 // home of aipm's whose settings hold aipm's server and hooks; the access
 // level as an approval mode; its events as JSON lines (stream-json),
 // which aipm launch reads (geminiOutput).
-func geminiLaunch(r Run) Command {
+func geminiLaunch(r clientkit.Run) clientkit.Command {
 	args := append([]string{"-p", r.Prompt, "--output-format", "stream-json"}, geminiApproval[r.Access]...)
 	if r.Model != "" {
 		args = append(args, "--model", r.Model)
 	}
 	args = append(args, r.Extra...)
-	cmd := Command{Args: args, Env: []string{"GEMINI_CLI_TRUST_WORKSPACE=true"}}
+	cmd := clientkit.Command{Args: args, Env: []string{"GEMINI_CLI_TRUST_WORKSPACE=true"}}
 	if r.StateDir == "" {
 		return cmd
 	}
-	home := GeminiHome(r.StateDir)
+	home := launchHome(r.StateDir)
 	// Gemini CLI gives an MCP server a redacted environment, without
 	// AIPM_PASSKEY_FILE: the entry names the credential to pass.
 	vars := []string{fsstore.EnvAgentID, fsstore.EnvPasskeyFile}
 	if r.Getenv(fsstore.EnvPasskey) != "" && r.Getenv(fsstore.EnvPasskeyFile) == "" {
 		vars = []string{fsstore.EnvAgentID, fsstore.EnvPasskey}
 	}
-	settings, err := clientconfig.GeminiLaunchSettings(r.Exe, r.HookWord, clientconfig.GeminiAuthType(r.Getenv), vars)
+	settings, err := launchSettings(r.Exe, r.HookWord, authType(r.Getenv), vars)
 	if err != nil {
 		return cmd // not reached: the settings are strings and lists
 	}
 	cmd.Env = append(cmd.Env, "GEMINI_CLI_HOME="+home)
-	cmd.Files = []File{{Path: filepath.Join(home, clientconfig.GeminiSettingsFile), Data: settings}}
+	cmd.Files = []clientkit.File{{Path: filepath.Join(home, settingsFile), Data: settings}}
 	return cmd
 }
 
-// GeminiHome is the home aipm launch gives Gemini CLI in stateDir.
-func GeminiHome(stateDir string) string { return filepath.Join(stateDir, "home") }
+// launchHome is the home aipm launch gives Gemini CLI in stateDir.
+func launchHome(stateDir string) string { return filepath.Join(stateDir, "home") }
 
 // geminiMay is what each access level lets Gemini CLI do.
 func geminiMay(access string) string {
 	switch access {
-	case AccessRead:
+	case clientkit.AccessRead:
 		return "read the project; no edit, no command"
-	case AccessFull:
+	case clientkit.AccessFull:
 		return "do anything, without asking"
 	}
 	return "edit files inside the project; no command (Gemini CLI's auto_edit)"

@@ -25,7 +25,7 @@ type Endpoint struct {
 	Unknown string
 }
 
-// regular says whether path is a regular file.
+// Regular says whether path is a regular file.
 func Regular(path string) bool {
 	fi, err := os.Stat(path)
 	return err == nil && fi.Mode().IsRegular()

@@ -9,12 +9,12 @@ import (
 	"strings"
 )
 
-// Claude Code and Codex read a project's own configuration (.mcp.json and
-// .claude/settings.json; .codex/config.toml and .codex/hooks.json) only
-// in a folder the user has trusted, a decision each records in the
-// user's own file. aipm doctor, and mcp-config --write after it writes,
-// read those files and say, in one sentence with the fix, when a client
-// will ignore aipm's entries (trust_claude.go, trust_codex.go).
+// Most clients read a project's own configuration only in a folder the
+// user has trusted, a decision each records in the user's own file.
+// aipm doctor, and mcp-config --write after it writes, read those files
+// and say, in one sentence with the fix, when a client will ignore aipm's
+// entries (each client's trust.go, under internal/clients); these are
+// the helpers they share.
 
 // ProjectDirs are the project's absolute directory and, when it differs,
 // the same with symbolic links resolved (the one a client started there
@@ -31,12 +31,12 @@ func ProjectDirs(project string) []string {
 	return dirs
 }
 
-// resolved is the last of ProjectDirs: the directory with symbolic links
+// Resolved is the last of ProjectDirs: the directory with symbolic links
 // resolved, the one the clients record trust for.
 func Resolved(dirs []string) string { return dirs[len(dirs)-1] }
 
-// GitRoots are what both clients look trust up by besides the folder
-// itself: nearest, the closest directory at or above dir that holds a
+// GitRoots are what Claude Code and Codex look trust up by besides the
+// folder itself: nearest, the closest directory at or above dir that holds a
 // .git; and mainRoot, the root of the main checkout: nearest itself, or,
 // when nearest's .git is a linked worktree's file (gitdir: <main>/.git/
 // worktrees/<name>), the main checkout it belongs to. mainRoot is "" when

@@ -1,3 +1,15 @@
+// Package claude is Claude Code (@anthropic-ai/claude-code) to aipm,
+// whole: its Client for the registry (internal/clients).
+//
+//   - claude.go: the Client; its command line (claude -p), its hooks'
+//     dialect, what each access level lets it do, its JSON result read for
+//     the calls it refused, and why it will not start as root.
+//   - config.go: mcp-config's .mcp.json entry, its note, and --write's
+//     merge into .mcp.json and .claude/settings.json (aipm's hooks too);
+//     the entry for aipm serve --http.
+//   - trust.go: whether Claude Code will refuse aipm's tools in a project
+//     (the trust dialog's answer in ~/.claude.json).
+//   - endpoint.go: where it sends its model requests, with which credential.
 package claude
 
 import (
@@ -13,7 +25,7 @@ import (
 	"aipm/internal/shell"
 )
 
-// Claude Code (@anthropic-ai/claude-code), started as claude -p.
+// Client is Claude Code (@anthropic-ai/claude-code), started as claude -p.
 var Client = clientkit.Client{
 	Name: "claude", Title: "Claude Code", Program: "claude",
 	Package: "@anthropic-ai/claude-code", Tested: "2.1.332",
@@ -36,7 +48,8 @@ var Client = clientkit.Client{
 }
 
 // claudeDialect: Claude Code's hooks (its hooks reference), the JSON
-// answers both it and Codex read (hookjson.go).
+// answers both it and Codex read (clientkit.JSONDeny, JSONContext,
+// JSONBlock).
 var claudeDialect = clientkit.Dialect{
 	Entries:       hookEvents,
 	Events:        clientkit.SameEvents(),

@@ -56,7 +56,7 @@ func note(s clientconfig.Server) string {
 }
 
 // writeFiles merges aipm's server into .mcp.json and enables it in
-// .claude/settings.json (the new contents; writeChanges writes them).
+// .claude/settings.json (the new contents; clientconfig.Write writes them).
 func writeFiles(project string, s clientconfig.Server) ([]clientconfig.FileChange, error) {
 	entry, err := json.Marshal(claudeServer(s))
 	if err != nil {

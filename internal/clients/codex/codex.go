@@ -1,3 +1,18 @@
+// Package codex is Codex CLI (@openai/codex) to aipm, whole: its Client
+// for the registry (internal/clients).
+//
+//   - codex.go: the Client; its command line (codex exec, aipm's server
+//     and hooks as -c values), its hooks' dialect, what each access level
+//     lets it do, and whether an agent's own command starts it unhooked.
+//   - output.go: its --json events and its session record, read for the
+//     calls its sandbox refused.
+//   - config.go: mcp-config's [mcp_servers.aipm] table, its note, and
+//     --write's merge into .codex/config.toml and .codex/hooks.json; the
+//     entry for aipm serve --http.
+//   - trust.go: whether Codex will ignore aipm's entries or skip its hooks
+//     in a project (the trust in the user's config.toml), and its home.
+//   - endpoint.go: where it sends its model requests, with which
+//     credential (its config.toml and -c values).
 package codex
 
 import (
@@ -12,7 +27,7 @@ import (
 	"aipm/internal/clients/clientkit"
 )
 
-// Codex CLI (@openai/codex), started as codex exec.
+// Client is Codex CLI (@openai/codex), started as codex exec.
 var Client = clientkit.Client{
 	Name: "codex", Title: "Codex", Program: "codex",
 	Package: "@openai/codex", Tested: "0.171.0",

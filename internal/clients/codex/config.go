@@ -66,7 +66,7 @@ var codexHeader = sync.OnceValue(func() *regexp.Regexp { return regexp.MustCompi
 
 // writeFiles merges the [mcp_servers.aipm] table into the project's
 // .codex/config.toml and aipm's hooks into its .codex/hooks.json (the new
-// contents; writeChanges writes them).
+// contents; clientconfig.Write writes them).
 func writeFiles(project string, s clientconfig.Server) ([]clientconfig.FileChange, error) {
 	config, err := writeConfig(project, s)
 	if err != nil || s.HookCommand == "" { // a remote entry: no hooks

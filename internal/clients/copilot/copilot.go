@@ -1,3 +1,12 @@
+// Package copilot is GitHub Copilot CLI (@github/copilot) to aipm,
+// whole: its Client for the registry (internal/clients).
+//
+//   - copilot.go: the Client; its command line (copilot -p, aipm's hooks in
+//     a plugin of aipm's), its hooks' dialect, what each access level lets
+//     it do, its model endpoint, its JSON lines read for the calls it
+//     refused.
+//   - config.go: aipm's hooks and server in Copilot CLI's documents, and
+//     mcp-config's note. It records no trust aipm reads.
 package copilot
 
 import (
@@ -13,10 +22,10 @@ import (
 	"aipm/internal/clients/clientkit"
 )
 
-// GitHub Copilot CLI (@github/copilot), started as copilot -p. Measured
-// with 1.0.102: with COPILOT_PROVIDER_BASE_URL set (BYOK) it needs no
-// GitHub login; COPILOT_OFFLINE=true keeps it off api.github.com, which
-// it reaches for otherwise. A folder it never trusted still runs the
+// Client is GitHub Copilot CLI (@github/copilot), started as copilot -p.
+// Measured with 1.0.102: with COPILOT_PROVIDER_BASE_URL set (BYOK) it
+// needs no GitHub login; COPILOT_OFFLINE=true keeps it off api.github.com,
+// which it reaches for otherwise. A folder it never trusted still runs the
 // hooks of a plugin given with --plugin-dir and the servers of
 // --additional-mcp-config. It names aipm's tools aipm-<tool>, and defers
 // them behind its tool_search_tool for a model it knows.

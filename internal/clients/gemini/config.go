@@ -86,7 +86,7 @@ func note(s clientconfig.Server) string {
 }
 
 // writeFiles merges aipm's server and hooks into the project's
-// .gemini/settings.json (the new content; writeChanges writes it).
+// .gemini/settings.json (the new content; clientconfig.Write writes it).
 func writeFiles(project string, s clientconfig.Server) ([]clientconfig.FileChange, error) {
 	entry, err := json.Marshal(newGeminiServer(s, nil))
 	if err != nil {

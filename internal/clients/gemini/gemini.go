@@ -1,3 +1,15 @@
+// Package gemini is Gemini CLI (@google/gemini-cli) to aipm, whole: its
+// Client for the registry (internal/clients).
+//
+//   - gemini.go: the Client; its command line (gemini -p, with a home of
+//     aipm's), its hooks' dialect (its own event names), what each access
+//     level lets it do.
+//   - output.go: its stream-json events, read for the calls it refused.
+//   - config.go: mcp-config's entry, its note, --write's merge into
+//     .gemini/settings.json, the settings of the home aipm launch gives it,
+//     the entry for aipm serve --http, and its model endpoint.
+//   - trust.go: whether Gemini CLI will ignore the project's settings (its
+//     trustedFolders.json).
 package gemini
 
 import (
@@ -9,11 +21,11 @@ import (
 	"aipm/internal/clients/clientkit"
 )
 
-// Gemini CLI (@google/gemini-cli), started as gemini -p. No flag adds an
-// MCP server or a hook: it reads them only from settings files. aipm
-// launch gives it a home of aipm's (GEMINI_CLI_HOME, under the agent's
-// StateDir) whose .gemini/settings.json holds aipm's server and hooks,
-// the auth type of the endpoint the environment names, and usage
+// Client is Gemini CLI (@google/gemini-cli), started as gemini -p. No flag
+// adds an MCP server or a hook: it reads them only from settings files.
+// aipm launch gives it a home of aipm's (GEMINI_CLI_HOME, under the
+// agent's StateDir) whose .gemini/settings.json holds aipm's server and
+// hooks, the auth type of the endpoint the environment names, and usage
 // statistics off; the user's own ~/.gemini is neither read nor written.
 // The project is trusted for the run (GEMINI_CLI_TRUST_WORKSPACE=true:
 // without it gemini -p exits 55 in a folder it never trusted).

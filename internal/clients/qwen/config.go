@@ -82,7 +82,7 @@ func note(s clientconfig.Server) string {
 }
 
 // writeFiles merges aipm's server and hooks into the project's
-// .qwen/settings.json (the new content; writeChanges writes it).
+// .qwen/settings.json (the new content; clientconfig.Write writes it).
 func writeFiles(project string, s clientconfig.Server) ([]clientconfig.FileChange, error) {
 	entry, err := json.Marshal(newQwenServer(s))
 	if err != nil {

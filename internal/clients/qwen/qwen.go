@@ -1,3 +1,14 @@
+// Package qwen is Qwen Code (@qwen-code/qwen-code) to aipm, whole: its
+// Client for the registry (internal/clients).
+//
+//   - qwen.go: the Client; its command line (qwen -p, with a system
+//     settings file of aipm's), its hooks' dialect, what each access level
+//     lets it do, its JSON answer read for the calls it refused.
+//   - config.go: mcp-config's entry, its note, --write's merge into
+//     .qwen/settings.json, the system settings aipm launch gives it, the
+//     entry for aipm serve --http, and its model endpoint.
+//   - trust.go: whether Qwen Code will leave aipm's server out (its
+//     mcpApprovals.json).
 package qwen
 
 import (
@@ -11,14 +22,15 @@ import (
 	"aipm/internal/clients/clientkit"
 )
 
-// Qwen Code (@qwen-code/qwen-code), started as qwen -p: a fork of Gemini
-// CLI with Claude Code's hooks. No flag adds a hook, so aipm launch gives
-// it a system settings file of aipm's (QWEN_CODE_SYSTEM_SETTINGS_PATH,
-// under the agent's StateDir) holding aipm's server, trusted, and its
-// hooks; --allowed-mcp-server-names keeps the user's own servers out. The
-// user's ~/.qwen is read (their model settings) but never written by aipm.
-// Its folder trust is off by default, and a system file's server needs no
-// approval, so a folder it never saw is no obstacle.
+// Client is Qwen Code (@qwen-code/qwen-code), started as qwen -p: a fork
+// of Gemini CLI with Claude Code's hooks. No flag adds a hook, so aipm
+// launch gives it a system settings file of aipm's
+// (QWEN_CODE_SYSTEM_SETTINGS_PATH, under the agent's StateDir) holding
+// aipm's server, trusted, and its hooks; --allowed-mcp-server-names keeps
+// the user's own servers out. The user's ~/.qwen is read (their model
+// settings) but never written by aipm. Its folder trust is off by default,
+// and a system file's server needs no approval, so a folder it never saw
+// is no obstacle.
 var Client = clientkit.Client{
 	Name: "qwen", Title: "Qwen Code", Program: "qwen",
 	Package: "@qwen-code/qwen-code", Tested: "0.24.4",

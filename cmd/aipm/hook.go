@@ -1,6 +1,8 @@
 package main
 
 import (
+	"strings"
+
 	"context"
 	"fmt"
 
@@ -19,8 +21,8 @@ type hookOptions struct {
 func newCmdHook(e *env) *cobra.Command {
 	o := &hookOptions{e: e}
 	c := &cobra.Command{
-		Use:   "hook [--client claude|codex] [--wake]",
-		Short: "What Claude Code and Codex run at turn boundaries (aipm mcp-config --write sets it up)",
+		Use:   "hook [--client " + strings.Join(clients.Names(), "|") + "] [--wake]",
+		Short: "What the agent CLIs run at turn boundaries (aipm mcp-config --write and aipm launch set it up)",
 		Long: `Answer one Claude Code or Codex hook event, read as JSON from stdin
 (hook_event_name: SessionStart, UserPromptSubmit, PreToolUse, PostToolUse,
 Stop), for the agent whose credential the client's environment holds

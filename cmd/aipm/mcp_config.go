@@ -1,6 +1,8 @@
 package main
 
 import (
+	"strings"
+
 	"fmt"
 	"os"
 	"path/filepath"
@@ -27,7 +29,7 @@ func newCmdMCPConfig(e *env) *cobra.Command {
 	names := clients.Names()
 	o := &mcpConfigOptions{e: e}
 	c := &cobra.Command{
-		Use:   "mcp-config claude|codex [--write]",
+		Use:   "mcp-config " + strings.Join(names, "|") + " [--write]",
 		Short: "Write or print the MCP server entry that starts aipm serve for this project",
 		Long: `Set up an agent's CLI to start aipm serve for this project and run aipm's
 hooks.
@@ -79,7 +81,7 @@ It is printed only, with no hooks.`,
 		ValidArgs: names,
 		Args: func(cmd *cobra.Command, args []string) error {
 			if len(args) != 1 {
-				return usageError("mcp-config needs a client: aipm mcp-config claude|codex")
+				return usageError("mcp-config needs a client: aipm mcp-config %s", strings.Join(names, "|"))
 			}
 			if _, ok := clients.Get(args[0]); !ok {
 				return usageError("mcp-config: unknown client %q: use %s", args[0], clients.Known(""))

@@ -1,12 +1,8 @@
 package clientconfig
 
 import (
-	"aipm/internal/lockedfile"
-	"bytes"
 	"fmt"
 	"net/url"
-
-	"github.com/BurntSushi/toml"
 )
 
 // The entries for aipm serve --http: the client connects to URL with the
@@ -25,24 +21,6 @@ func CheckURL(raw string) error {
 		return fmt.Errorf("mcp-config: --url %q is not an http(s) URL: use the line aipm serve --http printed, e.g. http://127.0.0.1:43121/mcp", raw)
 	}
 	return nil
-}
-
-// ClaudeURLDoc is Claude Code's .mcp.json entry for aipm serve --http
-// at raw, its bearer token in the variable tokenVar.
-func ClaudeURLDoc(raw, tokenVar string) ([]byte, error) {
-	entry := map[string]any{"type": "http", "url": raw, "headers": map[string]string{"Authorization": "Bearer ${" + tokenVar + "}"}}
-	return lockedfile.EncodeDoc(map[string]map[string]any{"mcpServers": {ServerName: entry}})
-}
-
-// CodexURLDoc is Codex's config.toml table for aipm serve --http at raw,
-// its bearer token in the variable tokenVar.
-func CodexURLDoc(raw, tokenVar string) ([]byte, error) {
-	var buf bytes.Buffer
-	entry := map[string]any{"url": raw, "bearer_token_env_var": tokenVar, "tool_timeout_sec": 60, "default_tools_approval_mode": "approve"}
-	if err := toml.NewEncoder(&buf).Encode(map[string]map[string]any{"mcp_servers": {ServerName: entry}}); err != nil {
-		return nil, err
-	}
-	return buf.Bytes(), nil
 }
 
 // URLDoc is the one document for client at raw (doc: the client's own,

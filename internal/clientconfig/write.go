@@ -60,7 +60,7 @@ func writeChanges(changes []FileChange) error {
 				os.Remove(s.tmp)
 			}
 			removeMade()
-			return fmt.Errorf("%s cannot be written (%v), so no file was changed", c.name, pathReason(err))
+			return fmt.Errorf("%s cannot be written (%v), so no file was changed", c.name, PathReason(err))
 		}
 		todo = append(todo, staged{c, tmp})
 	}
@@ -81,10 +81,10 @@ func writeChanges(changes []FileChange) error {
 			}
 		}
 		removeMade()
-		msg := fmt.Sprintf("%s cannot be replaced (%v)", s.c.name, pathReason(err))
+		msg := fmt.Sprintf("%s cannot be replaced (%v)", s.c.name, PathReason(err))
 		switch {
 		case len(lost) > 0:
-			return fmt.Errorf("%s, and what was already written to %s could not be undone: check it by hand", msg, joinAnd(lost))
+			return fmt.Errorf("%s, and what was already written to %s could not be undone: check it by hand", msg, JoinAnd(lost))
 		case len(back) > 0:
 			return fmt.Errorf("%s, so what was already written (%s) was put back as it was", msg, strings.Join(back, ", "))
 		}
@@ -156,7 +156,7 @@ func mkdirs(dir string) ([]string, error) {
 	}
 	slices.Reverse(missing)
 	if err := os.MkdirAll(dir, 0o755); err != nil {
-		return missing, fmt.Errorf("its directory cannot be made: %w", pathReason(err))
+		return missing, fmt.Errorf("its directory cannot be made: %w", PathReason(err))
 	}
 	return missing, nil
 }

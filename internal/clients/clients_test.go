@@ -18,9 +18,10 @@ func mustGet(t *testing.T, name string) Client {
 	return c
 }
 
-// TestEveryClientWhole: every registered client has every part, its
-// tested version is the one testdata/realclients pins (when it pins it),
-// and its hooks map each of aipm's events or say why they cannot.
+// TestEveryClientWhole: every registered client has its own name and its
+// own folder (internal/clients/<name>), every part, its tested version
+// the one testdata/realclients pins (when it pins it), and its hooks map
+// each of aipm's events or say why they cannot.
 func TestEveryClientWhole(t *testing.T) {
 	data, err := os.ReadFile(filepath.Join("..", "..", "testdata", "realclients", "package.json"))
 	if err != nil {
@@ -35,11 +36,19 @@ func TestEveryClientWhole(t *testing.T) {
 	if len(Names()) < 2 || Names()[0] != "claude" || Names()[1] != "codex" {
 		t.Errorf("Names() = %q, want claude and codex first", Names())
 	}
+	seen := map[string]bool{}
 	for _, name := range Names() {
+		if seen[name] {
+			t.Errorf("%s is registered twice", name)
+		}
+		seen[name] = true
 		t.Run(name, func(t *testing.T) {
 			c := mustGet(t, name)
 			if c.Name != name {
 				t.Errorf("registered as %q, named %q", name, c.Name)
+			}
+			if fi, err := os.Stat(name); err != nil || !fi.IsDir() {
+				t.Errorf("%s has no folder internal/clients/%s", name, name)
 			}
 			for part, missing := range map[string]bool{
 				"Title": c.Title == "", "Program": c.Program == "", "Package": c.Package == "", "Tested": c.Tested == "", "Install": c.Install == "",

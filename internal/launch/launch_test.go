@@ -83,7 +83,8 @@ func checkClaudeLaunchArgs(t *testing.T, exe, word, prompt string) {
 	if err := json.Unmarshal([]byte(flagValue(t, claude, "--settings")), &settings); err != nil {
 		t.Fatal(err)
 	}
-	want, _ := clientconfig.HooksDocument(clientconfig.ClaudeHookEvents(word))
+	c, _ := clients.Get("claude")
+	want, _ := clientconfig.HooksDocument(c.Hooks.Entries(word))
 	var wantDoc struct {
 		Hooks json.RawMessage `json:"hooks"`
 	}
@@ -119,7 +120,8 @@ func checkCodexLaunchArgs(t *testing.T, exe, word, prompt string) {
 	if got["mcp_servers.aipm.command"] != exe || got["mcp_servers.aipm.default_tools_approval_mode"] != "approve" || got["mcp_servers.aipm.required"] != true {
 		t.Errorf("codex's server: %v", got)
 	}
-	for _, ev := range clientconfig.CodexHookEvents(word) {
+	c, _ := clients.Get("codex")
+	for _, ev := range c.Hooks.Entries(word) {
 		raw, _ := json.Marshal(got["hooks."+ev.Name])
 		want, _ := json.Marshal([]clientconfig.HookGroup{ev.Group})
 		if !sameJSON(raw, want) {

@@ -1,4 +1,4 @@
-package clients
+package codex
 
 import (
 	"os"
@@ -6,6 +6,8 @@ import (
 	"reflect"
 	"strings"
 	"testing"
+
+	"aipm/internal/clients/clientkit"
 )
 
 // codexEvents are codex exec --json's lines as Codex 0.171.0 printed them
@@ -39,7 +41,7 @@ const codexRecord = `{"timestamp":"2026-12-02T12:38:12.638Z","type":"session_met
 `
 
 // feed writes text to w in pieces that cut lines, as a pipe may.
-func feed(w Output, text string) {
+func feed(w clientkit.Output, text string) {
 	for len(text) > 0 {
 		n := min(37, len(text))
 		w.Write([]byte(text[:n]))
@@ -54,13 +56,13 @@ func feed(w Output, text string) {
 func TestCodexOutput(t *testing.T) {
 	home := t.TempDir()
 	getenv := func(k string) string { return map[string]string{"CODEX_HOME": home}[k] }
-	read := Run{Access: AccessRead, Getenv: getenv}
+	read := clientkit.Run{Access: clientkit.AccessRead, Getenv: getenv}
 
 	var log strings.Builder
 	out := newCodexOutput(read, &log)
 	feed(out, codexEvents)
 	got := out.Refusals()
-	if want := []Refusal{{Tool: "a command", Said: "Read-only file system"}}; !reflect.DeepEqual(got, want) {
+	if want := []clientkit.Refusal{{Tool: "a command", Said: "Read-only file system"}}; !reflect.DeepEqual(got, want) {
 		t.Errorf("without a session record: refusals %+v, want %+v", got, want)
 	}
 	for _, line := range []string{
@@ -90,7 +92,7 @@ func TestCodexOutput(t *testing.T) {
 	out = newCodexOutput(read, &strings.Builder{})
 	feed(out, codexEvents)
 	got = out.Refusals()
-	want := []Refusal{{ID: "call_a", Tool: "a command", Said: "Read-only file system"}, {ID: "call_b", Tool: "apply_patch", Said: "writing is blocked by read-only sandbox"}}
+	want := []clientkit.Refusal{{ID: "call_a", Tool: "a command", Said: "Read-only file system"}, {ID: "call_b", Tool: "apply_patch", Said: "writing is blocked by read-only sandbox"}}
 	if !reflect.DeepEqual(got, want) {
 		t.Errorf("from the session record: refusals %+v, want %+v", got, want)
 	}
@@ -106,7 +108,7 @@ func TestCodexOutput(t *testing.T) {
 		t.Errorf("from a record cut short: refusals %+v, want %+v", got, want)
 	}
 
-	out = newCodexOutput(Run{Access: AccessFull, Getenv: getenv}, &strings.Builder{})
+	out = newCodexOutput(clientkit.Run{Access: clientkit.AccessFull, Getenv: getenv}, &strings.Builder{})
 	feed(out, codexEvents)
 	if got := out.Refusals(); len(got) != 0 {
 		t.Errorf("--access full: refusals %+v, want none", got)
@@ -119,23 +121,5 @@ func TestCodexOutput(t *testing.T) {
 	out.Refusals()
 	if log.String() != "not JSON\n{\"no\":\"type\"}\n" {
 		t.Errorf("passed on %q", log.String())
-	}
-}
-
-// TestClaudeOutput: claude -p's JSON result gives the log its text and
-// the refusals its permission_denials; anything else is passed on.
-func TestClaudeOutput(t *testing.T) {
-	var log strings.Builder
-	out := newClaudeOutput(Run{}, &log)
-	out.Write([]byte(`{"type":"result","subtype":"success","result":"done it","permission_denials":[{"tool_name":"Bash","tool_use_id":"toolu_1","tool_input":{"command":"make"}},{"tool_name":"Write","tool_use_id":"toolu_2","tool_input":{}}]}` + "\n"))
-	got := out.Refusals()
-	if want := []Refusal{{ID: "toolu_1", Tool: "Bash"}, {ID: "toolu_2", Tool: "Write"}}; !reflect.DeepEqual(got, want) || log.String() != "done it\n" {
-		t.Errorf("refusals %+v, log %q", got, log.String())
-	}
-	log.Reset()
-	out = newClaudeOutput(Run{}, &log)
-	out.Write([]byte("Error: Invalid API key\n"))
-	if got := out.Refusals(); got != nil || log.String() != "Error: Invalid API key\n" {
-		t.Errorf("refusals %+v, log %q", got, log.String())
 	}
 }

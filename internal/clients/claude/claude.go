@@ -1,4 +1,16 @@
-package clients
+// Package claude is Claude Code (@anthropic-ai/claude-code) to aipm,
+// whole: its Client for the registry (internal/clients).
+//
+//   - claude.go: the Client; its command line (claude -p), its hooks'
+//     dialect, what each access level lets it do, its JSON result read for
+//     the calls it refused, and why it will not start as root.
+//   - config.go: mcp-config's .mcp.json entry, its note, and --write's
+//     merge into .mcp.json and .claude/settings.json (aipm's hooks too);
+//     the entry for aipm serve --http.
+//   - trust.go: whether Claude Code will refuse aipm's tools in a project
+//     (the trust dialog's answer in ~/.claude.json).
+//   - endpoint.go: where it sends its model requests, with which credential.
+package claude
 
 import (
 	"bytes"
@@ -9,58 +21,58 @@ import (
 	"strings"
 
 	"aipm/internal/clientconfig"
+	"aipm/internal/clients/clientkit"
 	"aipm/internal/shell"
 )
 
-// Claude Code (@anthropic-ai/claude-code), started as claude -p.
-func init() {
-	register(Client{
-		Name: "claude", Title: "Claude Code", Program: "claude",
-		Package: "@anthropic-ai/claude-code", Tested: "2.1.332",
-		Install: "install Claude Code (npm install -g @anthropic-ai/claude-code)",
-		Launch:  claudeLaunch,
-		Output:  newClaudeOutput,
-		Hooks:   claudeDialect,
-		Config:  Config{Doc: clientconfig.ClaudeConfig, Note: clientconfig.ClaudeNote, Write: clientconfig.ClaudeWrite, URLDoc: clientconfig.ClaudeURLDoc},
-		Trust:   clientconfig.ClaudeTrust,
-		Endpoint: func(getenv func(string) string, _ []string) clientconfig.Endpoint {
-			return clientconfig.ClaudeEndpoint(getenv)
-		},
-		// Claude Code names an MCP tool mcp__<server>__<tool>.
-		ToolName:    func(tool string) string { return "mcp__" + clientconfig.ServerName + "__" + tool },
-		May:         claudeMay,
-		RootProblem: claudeRootProblem,
-		Sandbox:     claudeSandbox,
-		RefusedBy:   "its permissions",
-		Widen:       claudeWiden,
-	})
+// Client is Claude Code (@anthropic-ai/claude-code), started as claude -p.
+var Client = clientkit.Client{
+	Name: "claude", Title: "Claude Code", Program: "claude",
+	Package: "@anthropic-ai/claude-code", Tested: "2.1.332",
+	Install: "install Claude Code (npm install -g @anthropic-ai/claude-code)",
+	Launch:  claudeLaunch,
+	Output:  newClaudeOutput,
+	Hooks:   claudeDialect,
+	Config:  clientkit.Config{Doc: configDoc, Note: note, Write: writeFiles, URLDoc: urlDoc},
+	Trust:   trust,
+	Endpoint: func(getenv func(string) string, _ []string) clientconfig.Endpoint {
+		return endpoint(getenv)
+	},
+	// Claude Code names an MCP tool mcp__<server>__<tool>.
+	ToolName:    func(tool string) string { return "mcp__" + clientconfig.ServerName + "__" + tool },
+	May:         claudeMay,
+	RootProblem: claudeRootProblem,
+	Sandbox:     claudeSandbox,
+	RefusedBy:   "its permissions",
+	Widen:       claudeWiden,
 }
 
 // claudeDialect: Claude Code's hooks (its hooks reference), the JSON
-// answers both it and Codex read (hookjson.go).
-var claudeDialect = Dialect{
-	Entries:       clientconfig.ClaudeHookEvents,
-	Events:        sameEvents(),
+// answers both it and Codex read (clientkit.JSONDeny, JSONContext,
+// JSONBlock).
+var claudeDialect = clientkit.Dialect{
+	Entries:       hookEvents,
+	Events:        clientkit.SameEvents(),
 	Wake:          true,
 	OwnToolPrefix: "mcp__" + clientconfig.ServerName + "__",
 	// Edit, Write, MultiEdit and NotebookEdit name their file in
 	// tool_input (DESIGN section 18).
 	WritingTools: map[string]func(json.RawMessage) []string{
-		"Edit":         fileField("file_path"),
-		"Write":        fileField("file_path"),
-		"MultiEdit":    fileField("file_path"),
-		"NotebookEdit": fileField("notebook_path"),
+		"Edit":         clientkit.FileField("file_path"),
+		"Write":        clientkit.FileField("file_path"),
+		"MultiEdit":    clientkit.FileField("file_path"),
+		"NotebookEdit": clientkit.FileField("notebook_path"),
 	},
-	Deny:    jsonDeny,
-	Context: jsonContext,
-	Block:   jsonBlock,
+	Deny:    clientkit.JSONDeny,
+	Context: clientkit.JSONContext,
+	Block:   clientkit.JSONBlock,
 }
 
 // claudeLaunch: claude -p, aipm's server alone (--strict-mcp-config),
 // loaded before the first turn (alwaysLoad), the hooks and the sandbox in
 // --settings, aipm's tools allowed on the command line (which a folder
 // never trusted requires), and the access level as a permission mode.
-func claudeLaunch(r Run) Command {
+func claudeLaunch(r clientkit.Run) clientkit.Command {
 	server := map[string]any{"command": r.Exe, "args": clientconfig.ServeArgs}
 	// alwaysLoad: Claude Code connects the server before the first model
 	// request, whatever its own setting for waiting on MCP servers says,
@@ -70,16 +82,16 @@ func claudeLaunch(r Run) Command {
 	mcp, _ := json.Marshal(map[string]any{"mcpServers": map[string]any{clientconfig.ServerName: server}})
 	// {"hooks": ...}, as mcp-config writes them, and the sandbox.
 	var settings map[string]json.RawMessage
-	hooks, _ := clientconfig.HooksDocument(clientconfig.ClaudeHookEvents(r.HookWord))
+	hooks, _ := clientconfig.HooksDocument(hookEvents(r.HookWord))
 	json.Unmarshal(hooks, &settings)
 	mode := "default"
 	switch r.Access {
-	case AccessProject:
+	case clientkit.AccessProject:
 		// Edits inside the working directory without asking; Bash in
 		// Claude Code's sandbox, which may write only there.
 		mode = "acceptEdits"
 		settings["sandbox"] = json.RawMessage(`{"enabled":true,"autoAllowBashIfSandboxed":true,"allowUnsandboxedCommands":false}`)
-	case AccessFull:
+	case clientkit.AccessFull:
 		mode = "bypassPermissions"
 	}
 	s, _ := json.Marshal(settings)
@@ -93,15 +105,15 @@ func claudeLaunch(r Run) Command {
 	if r.Model != "" {
 		args = append(args, "--model", r.Model)
 	}
-	return Command{Args: append(args, r.Extra...)}
+	return clientkit.Command{Args: append(args, r.Extra...)}
 }
 
 // claudeMay is what each access level lets Claude Code do.
 func claudeMay(access string) string {
 	switch access {
-	case AccessRead:
+	case clientkit.AccessRead:
 		return "read the project; no edit, no command"
-	case AccessFull:
+	case clientkit.AccessFull:
 		return "do anything, without asking"
 	}
 	return "edit files and run commands inside the project"
@@ -117,12 +129,12 @@ type claudeOutput struct {
 	buf bytes.Buffer
 }
 
-func newClaudeOutput(_ Run, log io.Writer) Output { return &claudeOutput{log: log} }
+func newClaudeOutput(_ clientkit.Run, log io.Writer) clientkit.Output { return &claudeOutput{log: log} }
 
 func (c *claudeOutput) Write(p []byte) (int, error) { return c.buf.Write(p) }
 
 // Refusals are the result's permission_denials.
-func (c *claudeOutput) Refusals() []Refusal {
+func (c *claudeOutput) Refusals() []clientkit.Refusal {
 	var r struct {
 		Result  string `json:"result"`
 		Denials []struct {
@@ -135,9 +147,9 @@ func (c *claudeOutput) Refusals() []Refusal {
 		return nil
 	}
 	fmt.Fprintln(c.log, r.Result)
-	var out []Refusal
+	var out []clientkit.Refusal
 	for _, d := range r.Denials {
-		out = append(out, Refusal{ID: d.ID, Tool: d.Tool})
+		out = append(out, clientkit.Refusal{ID: d.ID, Tool: d.Tool})
 	}
 	return out
 }
@@ -154,7 +166,7 @@ func claudeRefusesRoot(root bool, getenv func(string) string) bool {
 
 // claudeRootProblem: Claude Code with --access full as root.
 func claudeRootProblem(access, agent string, root bool, getenv func(string) string) string {
-	if access != AccessFull || !claudeRefusesRoot(root, getenv) {
+	if access != clientkit.AccessFull || !claudeRefusesRoot(root, getenv) {
 		return ""
 	}
 	return fmt.Sprintf("Claude Code refuses --access full (its --dangerously-skip-permissions) to root, so aipm does not start %s's claude as root: "+
@@ -166,7 +178,7 @@ func claudeRootProblem(access, agent string, root bool, getenv func(string) stri
 // bubblewrap and socat on Linux (Claude Code 2.1.332 without them says
 // "Sandbox disabled" and runs commands unsandboxed).
 func claudeSandbox(access string) ([]string, func(agents string, missing []string) string) {
-	if access != AccessProject || runtime.GOOS != "linux" {
+	if access != clientkit.AccessProject || runtime.GOOS != "linux" {
 		return nil, nil
 	}
 	return []string{"bwrap", "socat"}, func(agents string, missing []string) string {
@@ -182,7 +194,7 @@ func claudeSandbox(access string) ([]string, func(agents string, missing []strin
 
 // claudeWiden: under --access project, the tools Claude Code refused
 // allowed by name (its --allowedTools), or --access full where it starts.
-func claudeWiden(set string, r Run, tools []string, root bool) string {
+func claudeWiden(set string, r clientkit.Run, tools []string, root bool) string {
 	fix := set
 	for _, a := range append(append(append([]string{}, r.Extra...), "--allowedTools"), strings.Join(tools, ",")) {
 		fix += " " + shell.Quote("--client-arg="+a)
@@ -195,7 +207,3 @@ func claudeWiden(set string, r Run, tools []string, root bool) string {
 	}
 	return fix
 }
-
-// DefaultHookClient is the client aipm hook answers for when --client is
-// not given: Claude Code, whose first entries named none.
-const DefaultHookClient = "claude"

@@ -1,10 +1,12 @@
-package clientconfig
+package gemini
 
 import (
 	"encoding/json"
 	"fmt"
 	"path/filepath"
 	"strings"
+
+	"aipm/internal/clientconfig"
 )
 
 // Gemini CLI reads a project's .gemini/settings.json only in a folder the
@@ -15,8 +17,8 @@ import (
 // project decides. gemini -p in a folder with no rule exits 55;
 // GEMINI_CLI_TRUST_WORKSPACE=true trusts it for that run.
 
-// geminiTrustedFoldersPath is where Gemini CLI records trusted folders.
-func geminiTrustedFoldersPath(getenv func(string) string) string {
+// trustedFoldersPath is where Gemini CLI records trusted folders.
+func trustedFoldersPath(getenv func(string) string) string {
 	if p := getenv("GEMINI_CLI_TRUSTED_FOLDERS_PATH"); p != "" {
 		return p
 	}
@@ -27,10 +29,10 @@ func geminiTrustedFoldersPath(getenv func(string) string) string {
 	return filepath.Join(home, ".gemini", "trustedFolders.json")
 }
 
-// GeminiTrusted says whether Gemini CLI trusts dir by the rules at path:
+// trustedBy says whether Gemini CLI trusts dir by the rules at path:
 // trusted, or why not (a sentence's clause).
-func GeminiTrusted(path, dir string) (trusted bool, why string, err error) {
-	data, missing, err := readUserFile(path)
+func trustedBy(path, dir string) (trusted bool, why string, err error) {
+	data, missing, err := clientconfig.ReadUserFile(path)
 	if err != nil {
 		return false, "", err
 	}
@@ -63,24 +65,24 @@ func GeminiTrusted(path, dir string) (trusted bool, why string, err error) {
 	return false, path + " has no rule for it", nil
 }
 
-// GeminiTrust is why Gemini CLI will ignore the project's
+// trust is why Gemini CLI will ignore the project's
 // .gemini/settings.json (and gemini -p refuse to run there), or "" when
 // the project has no aipm entry for it or Gemini CLI trusts it.
-func GeminiTrust(getenv func(string) string, project string) string {
-	dirs := projectDirs(project)
-	data, missing, err := readUserFile(filepath.Join(dirs[0], GeminiSettingsFile))
+func trust(getenv func(string) string, project string) string {
+	dirs := clientconfig.ProjectDirs(project)
+	data, missing, err := clientconfig.ReadUserFile(filepath.Join(dirs[0], settingsFile))
 	if err != nil {
 		return fmt.Sprintf("aipm cannot tell whether Gemini CLI uses aipm here: %v: fix it by hand", err)
 	}
 	var settings struct {
 		MCPServers map[string]json.RawMessage `json:"mcpServers"`
 	}
-	if missing || json.Unmarshal(data, &settings) != nil || settings.MCPServers[ServerName] == nil {
+	if missing || json.Unmarshal(data, &settings) != nil || settings.MCPServers[clientconfig.ServerName] == nil {
 		return ""
 	}
-	path := geminiTrustedFoldersPath(getenv)
-	dir := resolved(dirs)
-	trusted, why, err := GeminiTrusted(path, dir)
+	path := trustedFoldersPath(getenv)
+	dir := clientconfig.Resolved(dirs)
+	trusted, why, err := trustedBy(path, dir)
 	switch {
 	case err != nil:
 		return fmt.Sprintf("aipm cannot tell whether Gemini CLI trusts this project: %v: fix it", err)

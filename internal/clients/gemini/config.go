@@ -1,4 +1,4 @@
-package clientconfig
+package gemini
 
 import (
 	"encoding/json"
@@ -6,6 +6,7 @@ import (
 	"strings"
 
 	"aipm/fsstore"
+	"aipm/internal/clientconfig"
 	"aipm/internal/lockedfile"
 )
 
@@ -17,25 +18,25 @@ import (
 // names the credential variables in its env as "$VAR", which Gemini CLI
 // expands; its hooks get the whole environment.
 
-// GeminiSettingsFile is where Gemini CLI reads a project's settings.
-var GeminiSettingsFile = filepath.Join(".gemini", "settings.json")
+// settingsFile is where Gemini CLI reads a project's settings.
+var settingsFile = filepath.Join(".gemini", "settings.json")
 
-// geminiHookTimeout is how long (milliseconds, Gemini CLI's unit) it lets
-// aipm hook answer: hookTimeout seconds.
-const geminiHookTimeout = hookTimeout * 1000
+// hookTimeout is how long (milliseconds, Gemini CLI's unit) it lets
+// aipm hook answer: HookTimeout seconds.
+const hookTimeout = clientconfig.HookTimeout * 1000
 
-// GeminiHookEvents are aipm's hooks in Gemini CLI's event names:
+// hookEvents are aipm's hooks in Gemini CLI's event names:
 // SessionStart, BeforeAgent (aipm's UserPromptSubmit), BeforeTool and
 // AfterTool (PreToolUse, PostToolUse, every tool: no matcher), AfterAgent
 // (Stop).
-func GeminiHookEvents(command string) []HookEvent {
-	one := []HookHandler{{Type: "command", Command: hookCommand(command, "gemini"), Timeout: geminiHookTimeout}}
-	return []HookEvent{
-		{"SessionStart", HookGroup{Hooks: one}},
-		{"BeforeAgent", HookGroup{Hooks: one}},
-		{"BeforeTool", HookGroup{Hooks: one}},
-		{"AfterTool", HookGroup{Hooks: one}},
-		{"AfterAgent", HookGroup{Hooks: one}},
+func hookEvents(command string) []clientconfig.HookEvent {
+	one := []clientconfig.HookHandler{{Type: "command", Command: clientconfig.HookCommand(command, "gemini"), Timeout: hookTimeout}}
+	return []clientconfig.HookEvent{
+		{Name: "SessionStart", Group: clientconfig.HookGroup{Hooks: one}},
+		{Name: "BeforeAgent", Group: clientconfig.HookGroup{Hooks: one}},
+		{Name: "BeforeTool", Group: clientconfig.HookGroup{Hooks: one}},
+		{Name: "AfterTool", Group: clientconfig.HookGroup{Hooks: one}},
+		{Name: "AfterAgent", Group: clientconfig.HookGroup{Hooks: one}},
 	}
 }
 
@@ -51,7 +52,7 @@ type geminiServer struct {
 	Timeout int               `json:"timeout,omitempty"` // milliseconds a tool call may take
 }
 
-func newGeminiServer(s Server, envVars []string) geminiServer {
+func newGeminiServer(s clientconfig.Server, envVars []string) geminiServer {
 	env := s.Env
 	if env == nil && !s.Remote {
 		if envVars == nil {
@@ -65,17 +66,17 @@ func newGeminiServer(s Server, envVars []string) geminiServer {
 	return geminiServer{Command: s.Command, Args: s.Args, Env: env, Trust: true}
 }
 
-// GeminiConfig is the {"mcpServers": {"aipm": …}} document for Gemini CLI.
-func GeminiConfig(s Server) ([]byte, error) {
-	return lockedfile.EncodeDoc(map[string]map[string]geminiServer{"mcpServers": {ServerName: newGeminiServer(s, nil)}})
+// configDoc is the {"mcpServers": {"aipm": …}} document for Gemini CLI.
+func configDoc(s clientconfig.Server) ([]byte, error) {
+	return lockedfile.EncodeDoc(map[string]map[string]geminiServer{"mcpServers": {clientconfig.ServerName: newGeminiServer(s, nil)}})
 }
 
-// GeminiNote is what mcp-config gemini says about its document.
-func GeminiNote(s Server) string {
+// note is what mcp-config gemini says about its document.
+func note(s clientconfig.Server) string {
 	var b strings.Builder
 	b.WriteString("aipm: stdout is the \"mcpServers\" entry for Gemini CLI's .gemini/settings.json; aipm mcp-config gemini --write\n" +
-		"merges it into the project's .gemini/settings.json with aipm's hooks (" + hookCommand(s.HookCommand, "gemini") + " on " +
-		hookEventNames(GeminiHookEvents(s.HookCommand)) + "), keeping what else it holds.\n" +
+		"merges it into the project's .gemini/settings.json with aipm's hooks (" + clientconfig.HookCommand(s.HookCommand, "gemini") + " on " +
+		clientconfig.HookEventNames(hookEvents(s.HookCommand)) + "), keeping what else it holds.\n" +
 		"Gemini CLI reads a project's settings only in a folder it trusts (its /permissions, or trustedFolders.json).\n")
 	if s.Env == nil {
 		b.WriteString("aipm serve takes the agent's credential from Gemini CLI's environment, so the passkey never\n" +
@@ -84,59 +85,59 @@ func GeminiNote(s Server) string {
 	return b.String()
 }
 
-// GeminiWrite merges aipm's server and hooks into the project's
-// .gemini/settings.json (the new content; writeChanges writes it).
-func GeminiWrite(project string, s Server) ([]FileChange, error) {
+// writeFiles merges aipm's server and hooks into the project's
+// .gemini/settings.json (the new content; clientconfig.Write writes it).
+func writeFiles(project string, s clientconfig.Server) ([]clientconfig.FileChange, error) {
 	entry, err := json.Marshal(newGeminiServer(s, nil))
 	if err != nil {
 		return nil, err
 	}
-	c, err := mergeJSONFile(project, GeminiSettingsFile, func(root *jsonObject) (string, error) {
-		servers, err := subObject(*root, "mcpServers")
+	c, err := clientconfig.MergeJSONFile(project, settingsFile, func(root *clientconfig.JSONObject) (string, error) {
+		servers, err := clientconfig.SubObject(*root, "mcpServers")
 		if err != nil {
 			return "", err
 		}
 		var did []string
-		if old, had := servers.get(ServerName); !had || !sameJSON(old, entry) {
-			servers.set(ServerName, entry)
+		if old, had := servers.Get(clientconfig.ServerName); !had || !clientconfig.SameJSON(old, entry) {
+			servers.Set(clientconfig.ServerName, entry)
 			raw, err := json.Marshal(servers)
 			if err != nil {
 				return "", err
 			}
-			root.set("mcpServers", raw)
+			root.Set("mcpServers", raw)
 			did = append(did, map[bool]string{true: "replaced the aipm server's entry", false: "added the aipm server"}[had])
 		}
-		hooks, err := mergeHooks(root, GeminiHookEvents(s.HookCommand))
+		hooks, err := clientconfig.MergeHooks(root, hookEvents(s.HookCommand))
 		if err != nil {
 			return "", err
 		}
 		if hooks != "" {
 			did = append(did, hooks)
 		}
-		return joinAnd(did), nil
+		return clientconfig.JoinAnd(did), nil
 	})
-	return []FileChange{c}, err
+	return []clientconfig.FileChange{c}, err
 }
 
-// GeminiLaunchSettings is the whole settings.json of the Gemini CLI home
+// launchSettings is the whole settings.json of the Gemini CLI home
 // aipm launch makes for one run (GEMINI_CLI_HOME): aipm's server (exe
 // serve, the credential variables envVars passed by name), its hooks (run
 // by hookWord), the model endpoint's auth type (authType, "" for none:
 // Gemini CLI then asks for one, and fails headless), and usage
 // statistics and update checks off.
-func GeminiLaunchSettings(exe, hookWord, authType string, envVars []string) ([]byte, error) {
-	var root jsonObject
-	set := func(o *jsonObject, key string, v any) error {
+func launchSettings(exe, hookWord, authType string, envVars []string) ([]byte, error) {
+	var root clientconfig.JSONObject
+	set := func(o *clientconfig.JSONObject, key string, v any) error {
 		raw, err := json.Marshal(v)
-		o.set(key, raw)
+		o.Set(key, raw)
 		return err
 	}
-	server := newGeminiServer(Server{Command: exe, Args: ServeArgs}, envVars)
+	server := newGeminiServer(clientconfig.Server{Command: exe, Args: clientconfig.ServeArgs}, envVars)
 	server.Timeout = 600_000 // aipm's get_next_action may wait; Gemini CLI's default is 10 minutes too
-	if err := set(&root, "mcpServers", map[string]geminiServer{ServerName: server}); err != nil {
+	if err := set(&root, "mcpServers", map[string]geminiServer{clientconfig.ServerName: server}); err != nil {
 		return nil, err
 	}
-	if _, err := mergeHooks(&root, GeminiHookEvents(hookWord)); err != nil {
+	if _, err := clientconfig.MergeHooks(&root, hookEvents(hookWord)); err != nil {
 		return nil, err
 	}
 	if authType != "" {
@@ -145,23 +146,23 @@ func GeminiLaunchSettings(exe, hookWord, authType string, envVars []string) ([]b
 	set(&root, "privacy", map[string]bool{"usageStatisticsEnabled": false})
 	// No update check or auto-update: aipm pins what it tested.
 	set(&root, "general", map[string]any{"enableAutoUpdate": false, "enableAutoUpdateNotification": false})
-	return indented(root)
+	return clientconfig.Indented(root)
 }
 
-// GeminiURLDoc is the mcpServers entry for aipm serve --http at url, its
+// urlDoc is the mcpServers entry for aipm serve --http at url, its
 // bearer token read from the variable tokenVar (Gemini CLI expands $VAR
 // in its settings).
-func GeminiURLDoc(url, tokenVar string) ([]byte, error) {
+func urlDoc(url, tokenVar string) ([]byte, error) {
 	entry := map[string]any{"httpUrl": url, "headers": map[string]string{"Authorization": "Bearer $" + tokenVar}, "trust": true}
-	return lockedfile.EncodeDoc(map[string]map[string]any{"mcpServers": {ServerName: entry}})
+	return lockedfile.EncodeDoc(map[string]map[string]any{"mcpServers": {clientconfig.ServerName: entry}})
 }
 
-// GeminiAuthType is the security.auth.selectedType Gemini CLI needs for
+// authType is the security.auth.selectedType Gemini CLI needs for
 // the credential getenv holds: gemini-api-key for GEMINI_API_KEY,
 // vertex-ai for GOOGLE_GENAI_USE_VERTEXAI=true; "" for none (a Google
 // login, oauth-personal, lives in the user's ~/.gemini, which aipm
 // launch's home does not hold).
-func GeminiAuthType(getenv func(string) string) string {
+func authType(getenv func(string) string) string {
 	switch {
 	case getenv("GEMINI_API_KEY") != "":
 		return "gemini-api-key"
@@ -171,16 +172,16 @@ func GeminiAuthType(getenv func(string) string) string {
 	return ""
 }
 
-// GeminiEndpoint is Gemini CLI's endpoint: it sends to
+// endpoint is Gemini CLI's endpoint: it sends to
 // $GOOGLE_GEMINI_BASE_URL, by default
 // https://generativelanguage.googleapis.com, with $GEMINI_API_KEY (and
 // security.auth.selectedType "gemini-api-key", which aipm launch sets);
 // Vertex AI (GOOGLE_GENAI_USE_VERTEXAI=true) is not looked at.
-func GeminiEndpoint(getenv func(string) string) Endpoint {
+func endpoint(getenv func(string) string) clientconfig.Endpoint {
 	if getenv("GOOGLE_GENAI_USE_VERTEXAI") == "true" {
-		return Endpoint{Unknown: "GOOGLE_GENAI_USE_VERTEXAI points it at Vertex AI"}
+		return clientconfig.Endpoint{Unknown: "GOOGLE_GENAI_USE_VERTEXAI points it at Vertex AI"}
 	}
-	e := Endpoint{URL: getenv("GOOGLE_GEMINI_BASE_URL"), From: "GOOGLE_GEMINI_BASE_URL"}
+	e := clientconfig.Endpoint{URL: getenv("GOOGLE_GEMINI_BASE_URL"), From: "GOOGLE_GEMINI_BASE_URL"}
 	if e.URL == "" {
 		e.URL, e.From = "https://generativelanguage.googleapis.com", "the default: GOOGLE_GEMINI_BASE_URL is unset"
 	}

@@ -1,4 +1,4 @@
-package clientconfig
+package qwen
 
 import (
 	"encoding/json"
@@ -6,6 +6,7 @@ import (
 	"path/filepath"
 	"strings"
 
+	"aipm/internal/clientconfig"
 	"aipm/internal/lockedfile"
 )
 
@@ -21,24 +22,24 @@ import (
 // environment, and names aipm's tools mcp__aipm__<tool>, as Claude Code
 // does.
 
-// QwenSettingsFile is where Qwen Code reads a project's settings.
-var QwenSettingsFile = filepath.Join(".qwen", "settings.json")
+// settingsFile is where Qwen Code reads a project's settings.
+var settingsFile = filepath.Join(".qwen", "settings.json")
 
-// qwenHookTimeout is how long (milliseconds, Qwen Code's unit) it lets
-// aipm hook answer: hookTimeout seconds.
-const qwenHookTimeout = hookTimeout * 1000
+// hookTimeout is how long (milliseconds, Qwen Code's unit) it lets
+// aipm hook answer: HookTimeout seconds.
+const hookTimeout = clientconfig.HookTimeout * 1000
 
-// QwenHookEvents are aipm's hooks in Qwen Code's settings: its events are
+// hookEvents are aipm's hooks in Qwen Code's settings: its events are
 // Claude Code's names (SessionStart, UserPromptSubmit, PreToolUse and
 // PostToolUse for every tool, Stop).
-func QwenHookEvents(command string) []HookEvent {
-	one := []HookHandler{{Type: "command", Command: hookCommand(command, "qwen"), Timeout: qwenHookTimeout}}
-	return []HookEvent{
-		{"SessionStart", HookGroup{Hooks: one}},
-		{"UserPromptSubmit", HookGroup{Hooks: one}},
-		{"PreToolUse", HookGroup{Matcher: "*", Hooks: one}},
-		{"PostToolUse", HookGroup{Matcher: "*", Hooks: one}},
-		{"Stop", HookGroup{Hooks: one}},
+func hookEvents(command string) []clientconfig.HookEvent {
+	one := []clientconfig.HookHandler{{Type: "command", Command: clientconfig.HookCommand(command, "qwen"), Timeout: hookTimeout}}
+	return []clientconfig.HookEvent{
+		{Name: "SessionStart", Group: clientconfig.HookGroup{Hooks: one}},
+		{Name: "UserPromptSubmit", Group: clientconfig.HookGroup{Hooks: one}},
+		{Name: "PreToolUse", Group: clientconfig.HookGroup{Matcher: "*", Hooks: one}},
+		{Name: "PostToolUse", Group: clientconfig.HookGroup{Matcher: "*", Hooks: one}},
+		{Name: "Stop", Group: clientconfig.HookGroup{Hooks: one}},
 	}
 }
 
@@ -57,21 +58,21 @@ type qwenServer struct {
 	AlwaysLoadTools bool `json:"alwaysLoadTools,omitempty"`
 }
 
-func newQwenServer(s Server) qwenServer {
+func newQwenServer(s clientconfig.Server) qwenServer {
 	return qwenServer{Command: s.Command, Args: s.Args, Env: s.Env, Trust: true, AlwaysLoadTools: true}
 }
 
-// QwenConfig is the {"mcpServers": {"aipm": …}} document for Qwen Code.
-func QwenConfig(s Server) ([]byte, error) {
-	return lockedfile.EncodeDoc(map[string]map[string]qwenServer{"mcpServers": {ServerName: newQwenServer(s)}})
+// configDoc is the {"mcpServers": {"aipm": …}} document for Qwen Code.
+func configDoc(s clientconfig.Server) ([]byte, error) {
+	return lockedfile.EncodeDoc(map[string]map[string]qwenServer{"mcpServers": {clientconfig.ServerName: newQwenServer(s)}})
 }
 
-// QwenNote is what mcp-config qwen says about its document.
-func QwenNote(s Server) string {
+// note is what mcp-config qwen says about its document.
+func note(s clientconfig.Server) string {
 	var b strings.Builder
 	b.WriteString("aipm: stdout is the \"mcpServers\" entry for Qwen Code's .qwen/settings.json; aipm mcp-config qwen --write\n" +
-		"merges it into the project's .qwen/settings.json with aipm's hooks (" + hookCommand(s.HookCommand, "qwen") + " on " +
-		hookEventNames(QwenHookEvents(s.HookCommand)) + "), keeping what else it holds.\n" +
+		"merges it into the project's .qwen/settings.json with aipm's hooks (" + clientconfig.HookCommand(s.HookCommand, "qwen") + " on " +
+		clientconfig.HookEventNames(hookEvents(s.HookCommand)) + "), keeping what else it holds.\n" +
 		"Qwen Code starts a project's MCP server only once it is approved (qwen mcp, or the prompt in an interactive qwen).\n")
 	if s.Env == nil {
 		b.WriteString("aipm serve takes the agent's credential from Qwen Code's environment, so the passkey never\n" +
@@ -80,76 +81,76 @@ func QwenNote(s Server) string {
 	return b.String()
 }
 
-// QwenWrite merges aipm's server and hooks into the project's
-// .qwen/settings.json (the new content; writeChanges writes it).
-func QwenWrite(project string, s Server) ([]FileChange, error) {
+// writeFiles merges aipm's server and hooks into the project's
+// .qwen/settings.json (the new content; clientconfig.Write writes it).
+func writeFiles(project string, s clientconfig.Server) ([]clientconfig.FileChange, error) {
 	entry, err := json.Marshal(newQwenServer(s))
 	if err != nil {
 		return nil, err
 	}
-	c, err := mergeJSONFile(project, QwenSettingsFile, func(root *jsonObject) (string, error) {
+	c, err := clientconfig.MergeJSONFile(project, settingsFile, func(root *clientconfig.JSONObject) (string, error) {
 		var did []string
-		servers, err := subObject(*root, "mcpServers")
+		servers, err := clientconfig.SubObject(*root, "mcpServers")
 		if err != nil {
 			return "", err
 		}
-		if old, had := servers.get(ServerName); !had || !sameJSON(old, entry) {
-			servers.set(ServerName, entry)
+		if old, had := servers.Get(clientconfig.ServerName); !had || !clientconfig.SameJSON(old, entry) {
+			servers.Set(clientconfig.ServerName, entry)
 			raw, err := json.Marshal(servers)
 			if err != nil {
 				return "", err
 			}
-			root.set("mcpServers", raw)
+			root.Set("mcpServers", raw)
 			did = append(did, map[bool]string{true: "replaced the aipm server's entry", false: "added the aipm server"}[had])
 		}
-		hooks, err := mergeHooks(root, QwenHookEvents(s.HookCommand))
+		hooks, err := clientconfig.MergeHooks(root, hookEvents(s.HookCommand))
 		if err != nil {
 			return "", err
 		}
 		if hooks != "" {
 			did = append(did, hooks)
 		}
-		return joinAnd(did), nil
+		return clientconfig.JoinAnd(did), nil
 	})
-	return []FileChange{c}, err
+	return []clientconfig.FileChange{c}, err
 }
 
-// QwenLaunchSettings is the whole system settings file aipm launch gives
+// launchSettings is the whole system settings file aipm launch gives
 // Qwen Code for one run (QWEN_CODE_SYSTEM_SETTINGS_PATH, a file of aipm's:
 // it overrides the user's settings and needs no approval): aipm's server
 // (exe serve, its tools loaded up front), its hooks (run by hookWord), and usage statistics, update
 // checks and the background memory extraction off.
-func QwenLaunchSettings(exe, hookWord string) ([]byte, error) {
-	var root jsonObject
-	set := func(o *jsonObject, key string, v any) {
+func launchSettings(exe, hookWord string) ([]byte, error) {
+	var root clientconfig.JSONObject
+	set := func(o *clientconfig.JSONObject, key string, v any) {
 		raw, _ := json.Marshal(v) // maps of strings, bools and numbers
-		o.set(key, raw)
+		o.Set(key, raw)
 	}
-	server := newQwenServer(Server{Command: exe, Args: ServeArgs})
+	server := newQwenServer(clientconfig.Server{Command: exe, Args: clientconfig.ServeArgs})
 	server.Timeout = 600_000 // aipm's get_next_action may wait
-	set(&root, "mcpServers", map[string]qwenServer{ServerName: server})
-	if _, err := mergeHooks(&root, QwenHookEvents(hookWord)); err != nil {
+	set(&root, "mcpServers", map[string]qwenServer{clientconfig.ServerName: server})
+	if _, err := clientconfig.MergeHooks(&root, hookEvents(hookWord)); err != nil {
 		return nil, err
 	}
 	set(&root, "privacy", map[string]bool{"usageStatisticsEnabled": false})
 	set(&root, "general", map[string]any{"enableAutoUpdate": false})
-	return indented(root)
+	return clientconfig.Indented(root)
 }
 
-// QwenURLDoc is the mcpServers entry for aipm serve --http at url, its
+// urlDoc is the mcpServers entry for aipm serve --http at url, its
 // bearer token read from the variable tokenVar (Qwen Code expands $VAR in
 // its settings).
-func QwenURLDoc(url, tokenVar string) ([]byte, error) {
+func urlDoc(url, tokenVar string) ([]byte, error) {
 	entry := map[string]any{"httpUrl": url, "headers": map[string]string{"Authorization": "Bearer $" + tokenVar}, "trust": true}
-	return lockedfile.EncodeDoc(map[string]map[string]any{"mcpServers": {ServerName: entry}})
+	return lockedfile.EncodeDoc(map[string]map[string]any{"mcpServers": {clientconfig.ServerName: entry}})
 }
 
-// QwenEndpoint is Qwen Code's endpoint for the auth type its arguments
+// endpoint is Qwen Code's endpoint for the auth type its arguments
 // (--auth-type) or its environment select: anthropic sends to
 // $ANTHROPIC_BASE_URL with $ANTHROPIC_API_KEY, openai to $OPENAI_BASE_URL
 // with $OPENAI_API_KEY. Another (a Qwen OAuth login, a provider of its
 // settings' modelProviders) aipm does not look at.
-func QwenEndpoint(getenv func(string) string, args []string) Endpoint {
+func endpoint(getenv func(string) string, args []string) clientconfig.Endpoint {
 	auth := ""
 	for i, a := range args {
 		if v, ok := strings.CutPrefix(a, "--auth-type="); ok {
@@ -168,11 +169,11 @@ func QwenEndpoint(getenv func(string) string, args []string) Endpoint {
 	}
 	vars := map[string][2]string{"anthropic": {"ANTHROPIC_BASE_URL", "ANTHROPIC_API_KEY"}, "openai": {"OPENAI_BASE_URL", "OPENAI_API_KEY"}}[auth]
 	if vars[0] == "" {
-		return Endpoint{Unknown: "Qwen Code's auth type is not anthropic or openai with its variables set (its settings, or a Qwen OAuth login, choose it)"}
+		return clientconfig.Endpoint{Unknown: "Qwen Code's auth type is not anthropic or openai with its variables set (its settings, or a Qwen OAuth login, choose it)"}
 	}
-	e := Endpoint{URL: getenv(vars[0]), From: vars[0]}
+	e := clientconfig.Endpoint{URL: getenv(vars[0]), From: vars[0]}
 	if e.URL == "" {
-		return Endpoint{Unknown: fmt.Sprintf("%s is unset, so Qwen Code's settings name its %s endpoint", vars[0], auth)}
+		return clientconfig.Endpoint{Unknown: fmt.Sprintf("%s is unset, so Qwen Code's settings name its %s endpoint", vars[0], auth)}
 	}
 	if getenv(vars[1]) != "" {
 		e.Credential = vars[1]

@@ -1,4 +1,4 @@
-package clients
+package clientkit
 
 import (
 	"encoding/json"
@@ -7,42 +7,52 @@ import (
 
 // The hook JSON Claude Code and Codex both document (Claude Code's hooks
 // reference; Codex's hook output schemas, which refuse any field they do
-// not name): only the fields both accept are ever written.
+// not name): only the fields both accept are ever written. Qwen Code and
+// Copilot CLI read it as Claude Code's; Gemini CLI reads part of it.
 
-type specificOutput struct {
+// SpecificOutput is a hook answer's hookSpecificOutput.
+type SpecificOutput struct {
 	HookEventName            string `json:"hookEventName"`
 	AdditionalContext        string `json:"additionalContext,omitempty"`
 	PermissionDecision       string `json:"permissionDecision,omitempty"`
 	PermissionDecisionReason string `json:"permissionDecisionReason,omitempty"`
 }
 
-type hookOutput struct {
+// HookOutput is one hook answer in Claude Code's JSON.
+type HookOutput struct {
 	Decision           string          `json:"decision,omitempty"`
 	Reason             string          `json:"reason,omitempty"`
-	HookSpecificOutput *specificOutput `json:"hookSpecificOutput,omitempty"`
+	HookSpecificOutput *SpecificOutput `json:"hookSpecificOutput,omitempty"`
 }
 
-func encodeAnswer(o hookOutput) Answer {
+// EncodeAnswer is o as the line a hook prints, exit code 0.
+func EncodeAnswer(o HookOutput) Answer {
 	data, _ := json.Marshal(o) // strings and structs only: cannot fail
 	return Answer{Stdout: append(data, '\n')}
 }
 
-func jsonContext(event, text string) Answer {
-	return encodeAnswer(hookOutput{HookSpecificOutput: &specificOutput{HookEventName: event, AdditionalContext: text}})
+// JSONContext adds text to the model's context at event (the client's
+// name of it), as hookSpecificOutput.additionalContext.
+func JSONContext(event, text string) Answer {
+	return EncodeAnswer(HookOutput{HookSpecificOutput: &SpecificOutput{HookEventName: event, AdditionalContext: text}})
 }
 
-func jsonDeny(reason string) Answer {
-	return encodeAnswer(hookOutput{HookSpecificOutput: &specificOutput{
+// JSONDeny refuses a tool call at PreToolUse (permissionDecision "deny"),
+// with reason shown to the model.
+func JSONDeny(reason string) Answer {
+	return EncodeAnswer(HookOutput{HookSpecificOutput: &SpecificOutput{
 		HookEventName: PreToolUse, PermissionDecision: "deny", PermissionDecisionReason: reason}})
 }
 
-func jsonBlock(reason string) Answer {
-	return encodeAnswer(hookOutput{Decision: "block", Reason: reason})
+// JSONBlock keeps the model working at Stop ({"decision":"block"}), with
+// reason as what to do.
+func JSONBlock(reason string) Answer {
+	return EncodeAnswer(HookOutput{Decision: "block", Reason: reason})
 }
 
-// sameEvents maps aipm's event names to themselves: a client whose hooks
+// SameEvents maps aipm's event names to themselves: a client whose hooks
 // are named as aipm's are.
-func sameEvents() map[string]string {
+func SameEvents() map[string]string {
 	m := map[string]string{}
 	for _, e := range Events {
 		m[e] = e
@@ -50,8 +60,8 @@ func sameEvents() map[string]string {
 	return m
 }
 
-// fileField reads one path field of a tool's input.
-func fileField(name string) func(json.RawMessage) []string {
+// FileField reads one path field of a tool's input (Dialect.WritingTools).
+func FileField(name string) func(json.RawMessage) []string {
 	return func(input json.RawMessage) []string {
 		var fields map[string]json.RawMessage
 		if json.Unmarshal(input, &fields) != nil {
@@ -65,10 +75,10 @@ func fileField(name string) func(json.RawMessage) []string {
 	}
 }
 
-// patchFiles reads the files an apply_patch patch writes (its
+// PatchFiles reads the files an apply_patch patch writes (its
 // tool_input.command): its "*** Add File:", "*** Update File:",
 // "*** Delete File:" and "*** Move to:" lines.
-func patchFiles(input json.RawMessage) []string {
+func PatchFiles(input json.RawMessage) []string {
 	var in struct {
 		Command string `json:"command"`
 	}

@@ -1,4 +1,4 @@
-package clientconfig
+package opencode
 
 import (
 	_ "embed"
@@ -8,6 +8,7 @@ import (
 	"strings"
 
 	"aipm/fsstore"
+	"aipm/internal/clientconfig"
 	"aipm/internal/lockedfile"
 )
 
@@ -16,7 +17,7 @@ import (
 // OpenCode has no folder trust), and $OPENCODE_CONFIG_CONTENT merged over
 // both. It has no command hooks: a plugin's tool.execute.before that
 // throws refuses a call, and the model reads the error's text. aipm's
-// plugin (opencode_plugin.js) runs aipm's hook command at each event, as
+// plugin (plugin.js) runs aipm's hook command at each event, as
 // Claude Code would, and applies its answer; OpenCode loads the files its
 // config's "plugin" names. (A plugin in the project's .opencode/plugins/
 // would load too, but a .opencode folder is one OpenCode installs its
@@ -27,29 +28,29 @@ import (
 // and how opencode.json names the plugin (a path-like spec is resolved
 // from the config's folder).
 const (
-	OpenCodeConfigFile = "opencode.json"
-	OpenCodePluginFile = "opencode-aipm-hooks.js"
-	openCodePluginSpec = "./" + OpenCodePluginFile
+	configFile = "opencode.json"
+	pluginFile = "opencode-aipm-hooks.js"
+	pluginSpec = "./" + pluginFile
 )
 
-//go:embed opencode_plugin.js
-var openCodePlugin string
+//go:embed plugin.js
+var pluginSource string
 
-// OpenCodePlugin is aipm's plugin for OpenCode, running aipm's hooks with
+// plugin is aipm's plugin for OpenCode, running aipm's hooks with
 // command, the word HookWord chose.
-func OpenCodePlugin(command string) []byte {
-	word, _ := json.Marshal(hookCommand(command, "opencode")) // a string: cannot fail
+func plugin(command string) []byte {
+	word, _ := json.Marshal(clientconfig.HookCommand(command, "opencode")) // a string: cannot fail
 	return []byte(strings.NewReplacer(
 		"AIPM_HOOK_COMMAND", string(word),
-		"AIPM_HOOK_TIMEOUT", strconv.Itoa(hookTimeout*1000),
-	).Replace(openCodePlugin))
+		"AIPM_HOOK_TIMEOUT", strconv.Itoa(clientconfig.HookTimeout*1000),
+	).Replace(pluginSource))
 }
 
-// OpenCodeHookEvents are the events aipm's plugin runs the hook at, in
+// hookEvents are the events aipm's plugin runs the hook at, in
 // aipm's names (its hooks are a plugin's functions, not entries).
-func OpenCodeHookEvents(command string) []HookEvent {
-	one := HookGroup{Hooks: []HookHandler{{Type: "command", Command: hookCommand(command, "opencode"), Timeout: hookTimeout}}}
-	return []HookEvent{{"SessionStart", one}, {"UserPromptSubmit", one}, {"PreToolUse", one}, {"PostToolUse", one}}
+func hookEvents(command string) []clientconfig.HookEvent {
+	one := clientconfig.HookGroup{Hooks: []clientconfig.HookHandler{{Type: "command", Command: clientconfig.HookCommand(command, "opencode"), Timeout: clientconfig.HookTimeout}}}
+	return []clientconfig.HookEvent{{Name: "SessionStart", Group: one}, {Name: "UserPromptSubmit", Group: one}, {Name: "PreToolUse", Group: one}, {Name: "PostToolUse", Group: one}}
 }
 
 // openCodeServer is aipm's entry under "mcp" for OpenCode: a local
@@ -60,21 +61,21 @@ type openCodeServer struct {
 	Environment map[string]string `json:"environment,omitempty"`
 }
 
-func newOpenCodeServer(s Server) openCodeServer {
+func newOpenCodeServer(s clientconfig.Server) openCodeServer {
 	return openCodeServer{Type: "local", Command: append([]string{s.Command}, s.Args...), Environment: s.Env}
 }
 
-// OpenCodeConfig is the {"mcp": {"aipm": …}} document for OpenCode.
-func OpenCodeConfig(s Server) ([]byte, error) {
-	return lockedfile.EncodeDoc(map[string]map[string]openCodeServer{"mcp": {ServerName: newOpenCodeServer(s)}})
+// configDoc is the {"mcp": {"aipm": …}} document for OpenCode.
+func configDoc(s clientconfig.Server) ([]byte, error) {
+	return lockedfile.EncodeDoc(map[string]map[string]openCodeServer{"mcp": {clientconfig.ServerName: newOpenCodeServer(s)}})
 }
 
-// OpenCodeNote is what mcp-config opencode says about its document.
-func OpenCodeNote(s Server) string {
+// note is what mcp-config opencode says about its document.
+func note(s clientconfig.Server) string {
 	var b strings.Builder
 	b.WriteString("aipm: stdout is the \"mcp\" entry for OpenCode's opencode.json; aipm mcp-config opencode --write\n" +
 		"merges it into the project's opencode.json, keeping what else it holds, with aipm's hooks as an OpenCode plugin\n" +
-		"beside it, " + OpenCodePluginFile + " (" + hookCommand(s.HookCommand, "opencode") + " on " + hookEventNames(OpenCodeHookEvents(s.HookCommand)) + ").\n")
+		"beside it, " + pluginFile + " (" + clientconfig.HookCommand(s.HookCommand, "opencode") + " on " + clientconfig.HookEventNames(hookEvents(s.HookCommand)) + ").\n")
 	if s.Env == nil {
 		b.WriteString("aipm serve takes the agent's credential from OpenCode's environment, so the passkey never\n" +
 			"reaches the model: AIPM_AGENT_ID=coder AIPM_PASSKEY_FILE=$HOME/.config/aipm/coder.key opencode\n")
@@ -84,49 +85,49 @@ func OpenCodeNote(s Server) string {
 	return b.String()
 }
 
-// OpenCodeWrite merges aipm's server into the project's opencode.json and
+// writeFiles merges aipm's server into the project's opencode.json and
 // writes aipm's plugin (the new contents; writeChanges writes them).
-func OpenCodeWrite(project string, s Server) ([]FileChange, error) {
+func writeFiles(project string, s clientconfig.Server) ([]clientconfig.FileChange, error) {
 	entry, err := json.Marshal(newOpenCodeServer(s))
 	if err != nil {
 		return nil, err
 	}
-	config, err := mergeJSONFile(project, OpenCodeConfigFile, func(root *jsonObject) (string, error) {
-		servers, err := subObject(*root, "mcp")
+	config, err := clientconfig.MergeJSONFile(project, configFile, func(root *clientconfig.JSONObject) (string, error) {
+		servers, err := clientconfig.SubObject(*root, "mcp")
 		if err != nil {
 			return "", err
 		}
 		var did []string
-		if old, had := servers.get(ServerName); !had || !sameJSON(old, entry) {
-			servers.set(ServerName, entry)
+		if old, had := servers.Get(clientconfig.ServerName); !had || !clientconfig.SameJSON(old, entry) {
+			servers.Set(clientconfig.ServerName, entry)
 			raw, err := json.Marshal(servers)
 			if err != nil {
 				return "", err
 			}
-			root.set("mcp", raw)
+			root.Set("mcp", raw)
 			did = append(did, map[bool]string{true: "replaced the aipm server's entry", false: "added the aipm server"}[had])
 		}
-		added, err := addOpenCodePlugin(root, openCodePluginSpec)
+		added, err := addPlugin(root, pluginSpec)
 		if added {
 			did = append(did, "added aipm's plugin")
 		}
-		return joinAnd(did), err
+		return clientconfig.JoinAnd(did), err
 	})
 	if err != nil {
 		return nil, err
 	}
-	plugin, err := wholeFile(project, OpenCodePluginFile, OpenCodePlugin(s.HookCommand), "aipm's hooks")
+	plugin, err := clientconfig.WholeFile(project, pluginFile, plugin(s.HookCommand), "aipm's hooks")
 	if err != nil {
 		return nil, err
 	}
-	return []FileChange{config, plugin}, nil
+	return []clientconfig.FileChange{config, plugin}, nil
 }
 
-// addOpenCodePlugin appends spec to the config's "plugin" list unless it
+// addPlugin appends spec to the config's "plugin" list unless it
 // holds it; an entry may be a spec or a [spec, options] pair.
-func addOpenCodePlugin(root *jsonObject, spec string) (bool, error) {
+func addPlugin(root *clientconfig.JSONObject, spec string) (bool, error) {
 	var list []json.RawMessage
-	if raw, ok := root.get("plugin"); ok {
+	if raw, ok := root.Get("plugin"); ok {
 		if err := json.Unmarshal(raw, &list); err != nil {
 			return false, fmt.Errorf("its \"plugin\" is not a list")
 		}
@@ -143,17 +144,17 @@ func addOpenCodePlugin(root *jsonObject, spec string) (bool, error) {
 	}
 	item, _ := json.Marshal(spec) // a string: cannot fail
 	raw, err := json.Marshal(append(list, item))
-	root.set("plugin", raw)
+	root.Set("plugin", raw)
 	return true, err
 }
 
-// OpenCodeLaunchConfig is the config aipm launch gives OpenCode for one
+// launchConfig is the config aipm launch gives OpenCode for one
 // run ($OPENCODE_CONFIG_CONTENT, merged over the user's own): aipm's
 // server (exe serve), aipm's plugin at pluginPath, and permission, the
 // access level in OpenCode's terms.
-func OpenCodeLaunchConfig(exe, pluginPath string, permission map[string]string) ([]byte, error) {
+func launchConfig(exe, pluginPath string, permission map[string]string) ([]byte, error) {
 	return json.Marshal(map[string]any{
-		"mcp":        map[string]openCodeServer{ServerName: newOpenCodeServer(Server{Command: exe, Args: ServeArgs})},
+		"mcp":        map[string]openCodeServer{clientconfig.ServerName: newOpenCodeServer(clientconfig.Server{Command: exe, Args: clientconfig.ServeArgs})},
 		"plugin":     []string{"file://" + pluginPath},
 		"permission": permission,
 		"autoupdate": false,
@@ -161,17 +162,17 @@ func OpenCodeLaunchConfig(exe, pluginPath string, permission map[string]string) 
 	})
 }
 
-// OpenCodeURLDoc is the "mcp" entry for aipm serve --http at url, its
+// urlDoc is the "mcp" entry for aipm serve --http at url, its
 // bearer token read from the variable tokenVar (OpenCode substitutes
 // {env:VAR} in its config).
-func OpenCodeURLDoc(url, tokenVar string) ([]byte, error) {
+func urlDoc(url, tokenVar string) ([]byte, error) {
 	entry := map[string]any{"type": "remote", "url": url, "headers": map[string]string{"Authorization": "Bearer {env:" + tokenVar + "}"}}
-	return lockedfile.EncodeDoc(map[string]map[string]any{"mcp": {ServerName: entry}})
+	return lockedfile.EncodeDoc(map[string]map[string]any{"mcp": {clientconfig.ServerName: entry}})
 }
 
-// OpenCodeEndpoint: OpenCode's provider and model come from its own config
+// endpoint: OpenCode's provider and model come from its own config
 // (opencode.json's provider and model, its auth.json), which aipm does not
 // read.
-func OpenCodeEndpoint(func(string) string, []string) Endpoint {
-	return Endpoint{Unknown: "OpenCode picks its provider from its own config (opencode.json's provider and model, and opencode auth login)"}
+func endpoint(func(string) string, []string) clientconfig.Endpoint {
+	return clientconfig.Endpoint{Unknown: "OpenCode picks its provider from its own config (opencode.json's provider and model, and opencode auth login)"}
 }

@@ -1,4 +1,4 @@
-package clients
+package gemini
 
 import (
 	"encoding/json"
@@ -7,22 +7,25 @@ import (
 	"slices"
 	"strings"
 	"testing"
+
+	"aipm/internal/clients/clientkit"
 )
 
 // TestGeminiLaunch: gemini -p with stream-json, the access level as its
-// approval mode, the workspace trusted, and a home of aipm's in StateDir
+// approval mode (and, under project, a policy of aipm's allowing its
+// shell), the workspace trusted, and a home of aipm's in StateDir
 // whose settings hold aipm's trusted server (the credential passed by
 // name), the hooks, the API key's auth type and no usage statistics.
 func TestGeminiLaunch(t *testing.T) {
-	c := mustGet(t, "gemini")
+	c := Client
 	state := t.TempDir()
 	env := map[string]string{"GEMINI_API_KEY": "k"}
 	for access, want := range map[string][]string{
-		AccessRead:    {"--approval-mode", "default"},
-		AccessProject: {"--approval-mode", "auto_edit"},
-		AccessFull:    {"--yolo"},
+		clientkit.AccessRead:    {"--approval-mode", "default"},
+		clientkit.AccessProject: {"--approval-mode", "auto_edit"},
+		clientkit.AccessFull:    {"--yolo"},
 	} {
-		cmd := c.Launch(Run{Access: access, Model: "gemini-2.5-pro", Extra: []string{"--debug"}, Exe: "/x/aipm", HookWord: "/x/aipm", Prompt: "go",
+		cmd := c.Launch(clientkit.Run{Access: access, Model: "gemini-2.5-pro", Extra: []string{"--debug"}, Exe: "/x/aipm", HookWord: "/x/aipm", Prompt: "go",
 			StateDir: state, Getenv: func(k string) string { return env[k] }})
 		args := strings.Join(cmd.Args, " ")
 		if !strings.HasPrefix(args, "-p go --output-format stream-json "+strings.Join(want, " ")) || !strings.HasSuffix(args, "--model gemini-2.5-pro --debug") {
@@ -32,8 +35,13 @@ func TestGeminiLaunch(t *testing.T) {
 		if !slices.Contains(cmd.Env, "GEMINI_CLI_HOME="+home) || !slices.Contains(cmd.Env, "GEMINI_CLI_TRUST_WORKSPACE=true") {
 			t.Errorf("%s: env %q", access, cmd.Env)
 		}
-		if len(cmd.Files) != 1 || cmd.Files[0].Path != filepath.Join(home, ".gemini", "settings.json") {
-			t.Fatalf("%s: files %+v", access, cmd.Files)
+		if len(cmd.Files) != 2 || cmd.Files[0].Path != filepath.Join(home, ".gemini", "settings.json") || cmd.Files[1].Path != filepath.Join(home, ".gemini", "policies", "aipm.toml") {
+			t.Fatalf("%s: files %q, %q", access, cmd.Files[0].Path, cmd.Files[1].Path)
+		}
+		// Its policy allows the shell under project alone (and is written
+		// at every run, so that a narrower access replaces it).
+		if allows := strings.Contains(string(cmd.Files[1].Data), `toolName = "run_shell_command"`); allows != (access == clientkit.AccessProject) {
+			t.Errorf("%s: policy %q", access, cmd.Files[1].Data)
 		}
 		var s struct {
 			MCPServers map[string]struct {
@@ -62,8 +70,8 @@ func TestGeminiLaunch(t *testing.T) {
 // tools, write_file and replace its writers; a denial is {"decision":
 // "deny"} (Gemini CLI ignores permissionDecision).
 func TestGeminiDialect(t *testing.T) {
-	d := mustGet(t, "gemini").Hooks
-	for ev, want := range map[string]string{"BeforeTool": PreToolUse, "AfterTool": PostToolUse, "BeforeAgent": UserPromptSubmit, "AfterAgent": Stop, "SessionStart": SessionStart, "PreToolUse": ""} {
+	d := Client.Hooks
+	for ev, want := range map[string]string{"BeforeTool": clientkit.PreToolUse, "AfterTool": clientkit.PostToolUse, "BeforeAgent": clientkit.UserPromptSubmit, "AfterAgent": clientkit.Stop, "SessionStart": clientkit.SessionStart, "PreToolUse": ""} {
 		if got := d.Event(ev); got != want {
 			t.Errorf("event %s: %q, want %q", ev, got, want)
 		}
@@ -81,7 +89,7 @@ func TestGeminiDialect(t *testing.T) {
 	if err := json.Unmarshal(d.Deny("stop").Stdout, &deny); err != nil || deny["decision"] != "deny" || deny["reason"] != "stop" || len(deny) != 2 {
 		t.Errorf("deny: %s", d.Deny("stop").Stdout)
 	}
-	if ctx := string(d.Context(PostToolUse, "news").Stdout); !strings.Contains(ctx, `"hookEventName":"AfterTool"`) || !strings.Contains(ctx, `"additionalContext":"news"`) {
+	if ctx := string(d.Context(clientkit.PostToolUse, "news").Stdout); !strings.Contains(ctx, `"hookEventName":"AfterTool"`) || !strings.Contains(ctx, `"additionalContext":"news"`) {
 		t.Errorf("context: %s", ctx)
 	}
 }
@@ -92,7 +100,7 @@ func TestGeminiDialect(t *testing.T) {
 // that ran, or failed in running, is not; the assistant's text is logged.
 func TestGeminiOutput(t *testing.T) {
 	var log strings.Builder
-	o := newGeminiOutput(Run{}, &log)
+	o := newGeminiOutput(clientkit.Run{}, &log)
 	stream := `{"type":"init","session_id":"s","model":"gemini-2.5-pro"}
 {"type":"tool_use","tool_name":"write_file","tool_id":"write_file__call_1","parameters":{"file_path":"x"}}
 {"type":"tool_result","tool_id":"write_file__call_1","status":"error","output":"Tool execution blocked: aipm interrupt","error":{"type":"policy_violation","message":"Tool execution blocked: aipm interrupt"}}
@@ -106,7 +114,7 @@ not an event
 	io.WriteString(o, stream[:100])
 	io.WriteString(o, stream[100:])
 	got := o.Refusals()
-	want := []Refusal{{ID: "write_file__call_1", Tool: "write_file", Said: "Tool execution blocked: aipm interrupt"},
+	want := []clientkit.Refusal{{ID: "write_file__call_1", Tool: "write_file", Said: "Tool execution blocked: aipm interrupt"},
 		{ID: "run_shell_command__call_2", Tool: "run_shell_command", Said: `Tool "run_shell_command" not found.`}}
 	if !slices.Equal(got, want) {
 		t.Errorf("refusals %+v\nwant %+v", got, want)

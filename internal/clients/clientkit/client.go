@@ -1,23 +1,15 @@
-// Package clients is what aipm knows of each real agent CLI it starts or
-// configures (DESIGN 19), one place a client: its launch arguments and
-// the output it prints, its hooks' dialect, the files mcp-config writes
-// for it, the trust it records, its model endpoint, how it names aipm's
-// tools and what each access level means in its terms. The packages that
-// do the work (internal/launch, internal/clientconfig, hook, cmd/aipm)
-// keep the mechanics and reach a client only through this registry
-// (Get, Names): a new client is a file here and its row in the tests.
-//
-//   - client.go: the type Client and its parts, and the registry.
-//   - claude.go: Claude Code; codex.go: Codex CLI; gemini.go: Gemini CLI
-//     (gemini_output.go: its stream-json events); qwen.go: Qwen Code;
-//     copilot.go: GitHub Copilot CLI.
-package clients
+// Package clientkit is what every agent CLI aipm knows is made of (the
+// type Client and its parts: Run, Command, Output, Refusal, Dialect,
+// Answer, Config), aipm's access levels and hook events, and the helpers
+// several clients share (hookjson.go: the hook answers Claude Code's
+// dialect writes, the file a writing tool names). Each client's folder
+// beside it (internal/clients/claude, ...) fills in a Client; the
+// registry, internal/clients, lists them.
+package clientkit
 
 import (
 	"encoding/json"
-	"fmt"
 	"io"
-	"slices"
 	"strings"
 
 	"aipm/internal/clientconfig"
@@ -216,68 +208,9 @@ type Config struct {
 	// Note is what it says about the document on stderr.
 	Note func(s clientconfig.Server) string
 	// Write is how --write merges s (and aipm's hooks) into the project's
-	// files: the changes to make, all or none (clientconfig.Apply).
+	// files: the changes to make, all or none (clientconfig.Write).
 	Write func(project string, s clientconfig.Server) ([]clientconfig.FileChange, error)
 	// URLDoc is the document for aipm serve --http at url, its bearer
 	// token read from the variable tokenVar.
 	URLDoc func(url, tokenVar string) ([]byte, error)
-}
-
-// registry holds the clients, registered by each client's file.
-var registry = map[string]Client{}
-
-// order is the fixed order of Names (a name not registered is skipped).
-var order = []string{"claude", "codex", "gemini", "opencode", "qwen", "copilot"}
-
-// register adds c to the registry (from its file's init).
-func register(c Client) {
-	if _, dup := registry[c.Name]; dup {
-		panic("clients: " + c.Name + " registered twice")
-	}
-	registry[c.Name] = c
-}
-
-// Get is the client called name.
-func Get(name string) (Client, bool) {
-	c, ok := registry[name]
-	return c, ok
-}
-
-// Names are the registered clients' names, in a fixed order.
-func Names() []string {
-	var names []string
-	for _, n := range order {
-		if _, ok := registry[n]; ok {
-			names = append(names, n)
-		}
-	}
-	var rest []string
-	for n := range registry {
-		if !slices.Contains(order, n) {
-			rest = append(rest, n)
-		}
-	}
-	slices.Sort(rest)
-	return append(names, rest...)
-}
-
-// Known is the clients' names for a sentence: "claude or codex",
-// "claude, codex or gemini"; with flag ("--client"), each follows it:
-// "--client claude or --client codex".
-func Known(flag string) string {
-	names := Names()
-	for i, n := range names {
-		if flag != "" {
-			names[i] = flag + " " + n
-		}
-	}
-	if len(names) < 2 {
-		return strings.Join(names, "")
-	}
-	return strings.Join(names[:len(names)-1], ", ") + " or " + names[len(names)-1]
-}
-
-// Unknown is the one sentence for a client name that is not registered.
-func Unknown(name string) error {
-	return fmt.Errorf("client %q is unknown: use %s", name, Known(""))
 }

@@ -1,9 +1,11 @@
-package clientconfig
+package qwen
 
 import (
 	"encoding/json"
 	"fmt"
 	"path/filepath"
+
+	"aipm/internal/clientconfig"
 )
 
 // Qwen Code starts a project's MCP server (.qwen/settings.json, scope
@@ -15,8 +17,8 @@ import (
 // again, which aipm does not recompute). qwen -p never asks: a pending
 // server is left out, silently.
 
-// qwenApprovalsPath is where Qwen Code records approved MCP servers.
-func qwenApprovalsPath(getenv func(string) string) string {
+// approvalsPath is where Qwen Code records approved MCP servers.
+func approvalsPath(getenv func(string) string) string {
 	if p := getenv("QWEN_CODE_MCP_APPROVALS_PATH"); p != "" {
 		return p
 	}
@@ -26,23 +28,23 @@ func qwenApprovalsPath(getenv func(string) string) string {
 	return filepath.Join(getenv("HOME"), ".qwen", "mcpApprovals.json")
 }
 
-// QwenTrust is why Qwen Code will leave out aipm's server of the
+// trust is why Qwen Code will leave out aipm's server of the
 // project's .qwen/settings.json, or "" when the project has no aipm entry
 // for it or the user approved it there.
-func QwenTrust(getenv func(string) string, project string) string {
-	dirs := projectDirs(project)
-	data, missing, err := readUserFile(filepath.Join(dirs[0], QwenSettingsFile))
+func trust(getenv func(string) string, project string) string {
+	dirs := clientconfig.ProjectDirs(project)
+	data, missing, err := clientconfig.ReadUserFile(filepath.Join(dirs[0], settingsFile))
 	if err != nil {
 		return fmt.Sprintf("aipm cannot tell whether Qwen Code uses aipm here: %v: fix it by hand", err)
 	}
 	var settings struct {
 		MCPServers map[string]json.RawMessage `json:"mcpServers"`
 	}
-	if missing || json.Unmarshal(data, &settings) != nil || settings.MCPServers[ServerName] == nil {
+	if missing || json.Unmarshal(data, &settings) != nil || settings.MCPServers[clientconfig.ServerName] == nil {
 		return ""
 	}
-	path := qwenApprovalsPath(getenv)
-	approvals, missing, err := readUserFile(path)
+	path := approvalsPath(getenv)
+	approvals, missing, err := clientconfig.ReadUserFile(path)
 	if err != nil {
 		return fmt.Sprintf("aipm cannot tell whether Qwen Code approved aipm's server here: %v: fix it", err)
 	}
@@ -55,10 +57,10 @@ func QwenTrust(getenv func(string) string, project string) string {
 		}
 	}
 	for _, dir := range dirs {
-		if records[dir][ServerName].Status == "approved" {
+		if records[dir][clientconfig.ServerName].Status == "approved" {
 			return ""
 		}
 	}
 	return fmt.Sprintf("Qwen Code starts the project's MCP servers only once approved, and qwen -p leaves a pending one out silently (%s records no approval of aipm's for %s): run qwen mcp approve %s in %s",
-		path, resolved(dirs), ServerName, resolved(dirs))
+		path, clientconfig.Resolved(dirs), clientconfig.ServerName, clientconfig.Resolved(dirs))
 }

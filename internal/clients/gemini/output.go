@@ -1,4 +1,4 @@
-package clients
+package gemini
 
 import (
 	"bytes"
@@ -7,6 +7,8 @@ import (
 	"io"
 	"slices"
 	"sync"
+
+	"aipm/internal/clients/clientkit"
 )
 
 // geminiOutput reads gemini -p --output-format stream-json: one JSON
@@ -23,7 +25,7 @@ type geminiOutput struct {
 	mu       sync.Mutex
 	partial  []byte
 	tools    map[string]string // tool_id → tool_name
-	refusals []Refusal
+	refusals []clientkit.Refusal
 }
 
 // geminiRefusals are the error types of a call Gemini CLI 0.61.0 refused
@@ -32,7 +34,7 @@ type geminiOutput struct {
 // (tool_not_registered), a path outside the workspace.
 var geminiRefusals = []string{"policy_violation", "tool_not_registered", "path_not_in_workspace"}
 
-func newGeminiOutput(_ Run, log io.Writer) Output {
+func newGeminiOutput(_ clientkit.Run, log io.Writer) clientkit.Output {
 	return &geminiOutput{log: log, tools: map[string]string{}}
 }
 
@@ -81,7 +83,7 @@ func (g *geminiOutput) line(line []byte) {
 		fmt.Fprintf(g.log, "\n[%s]\n", ev.ToolName)
 	case "tool_result":
 		if ev.Status == "error" && ev.Error != nil && slices.Contains(geminiRefusals, ev.Error.Type) {
-			g.refusals = append(g.refusals, Refusal{ID: ev.ToolID, Tool: g.tools[ev.ToolID], Said: ev.Error.Message})
+			g.refusals = append(g.refusals, clientkit.Refusal{ID: ev.ToolID, Tool: g.tools[ev.ToolID], Said: ev.Error.Message})
 		}
 	case "result":
 		fmt.Fprintln(g.log)
@@ -89,7 +91,7 @@ func (g *geminiOutput) line(line []byte) {
 }
 
 // Refusals are the calls Gemini CLI refused, once it has exited.
-func (g *geminiOutput) Refusals() []Refusal {
+func (g *geminiOutput) Refusals() []clientkit.Refusal {
 	g.mu.Lock()
 	defer g.mu.Unlock()
 	if len(g.partial) > 0 {

@@ -1,12 +1,15 @@
-package clientconfig
+package gemini
 
 import (
 	"bytes"
 	"encoding/json"
+	"io"
 	"os"
 	"path/filepath"
 	"strings"
 	"testing"
+
+	"aipm/internal/clientconfig"
 )
 
 // TestGeminiWrite: mcp-config gemini --write merges aipm's server (trusted,
@@ -17,25 +20,21 @@ import (
 func TestGeminiWrite(t *testing.T) {
 	dir := t.TempDir()
 	os.MkdirAll(filepath.Join(dir, ".gemini"), 0o755)
-	writeFile(t, filepath.Join(dir, GeminiSettingsFile), `{"theme":"Dracula","mcpServers":{"other":{"command":"x"}},
+	writeFile(t, filepath.Join(dir, settingsFile), `{"theme":"Dracula","mcpServers":{"other":{"command":"x"}},
 		"hooks":{"BeforeTool":[{"matcher":"write_file","hooks":[{"type":"command","command":"lint"}]}]}}`, 0o644)
-	s := Server{Command: "aipm", Args: ServeArgs, HookCommand: "aipm"}
+	s := clientconfig.Server{Command: "aipm", Args: clientconfig.ServeArgs, HookCommand: "aipm"}
 	write := func() {
 		t.Helper()
-		changes, err := GeminiWrite(dir, s)
-		if err == nil {
-			err = writeChanges(changes)
-		}
-		if err != nil {
+		if err := clientconfig.Write(io.Discard, "gemini", dir, s, writeFiles); err != nil {
 			t.Fatal(err)
 		}
 	}
 	write()
-	data, _ := os.ReadFile(filepath.Join(dir, GeminiSettingsFile))
+	data, _ := os.ReadFile(filepath.Join(dir, settingsFile))
 	var got struct {
 		Theme      string
-		MCPServers map[string]map[string]any `json:"mcpServers"`
-		Hooks      map[string][]HookGroup    `json:"hooks"`
+		MCPServers map[string]map[string]any           `json:"mcpServers"`
+		Hooks      map[string][]clientconfig.HookGroup `json:"hooks"`
 	}
 	if err := json.Unmarshal(data, &got); err != nil {
 		t.Fatal(err)
@@ -55,7 +54,7 @@ func TestGeminiWrite(t *testing.T) {
 		t.Errorf("the user's BeforeTool hook was not kept: %+v", got.Hooks["BeforeTool"])
 	}
 	write()
-	if again, _ := os.ReadFile(filepath.Join(dir, GeminiSettingsFile)); !bytes.Equal(again, data) {
+	if again, _ := os.ReadFile(filepath.Join(dir, settingsFile)); !bytes.Equal(again, data) {
 		t.Errorf("a second write changed the file:\n%s", again)
 	}
 }
@@ -67,12 +66,12 @@ func TestGeminiTrust(t *testing.T) {
 	home := t.TempDir()
 	project, _ := filepath.EvalSymlinks(t.TempDir())
 	getenv := func(k string) string { return map[string]string{"HOME": home}[k] }
-	if w := GeminiTrust(getenv, project); w != "" {
+	if w := trust(getenv, project); w != "" {
 		t.Errorf("no aipm entry, yet: %s", w)
 	}
 	os.MkdirAll(filepath.Join(project, ".gemini"), 0o755)
 	os.MkdirAll(filepath.Join(home, ".gemini"), 0o755)
-	writeFile(t, filepath.Join(project, GeminiSettingsFile), `{"mcpServers":{"aipm":{"command":"aipm"}}}`, 0o644)
+	writeFile(t, filepath.Join(project, settingsFile), `{"mcpServers":{"aipm":{"command":"aipm"}}}`, 0o644)
 	rules := filepath.Join(home, ".gemini", "trustedFolders.json")
 	for _, tc := range []struct {
 		file string // "" for none
@@ -89,9 +88,16 @@ func TestGeminiTrust(t *testing.T) {
 		if tc.file != "" {
 			writeFile(t, rules, tc.file, 0o600)
 		}
-		w := GeminiTrust(getenv, project)
+		w := trust(getenv, project)
 		if tc.warn == "" && w != "" || tc.warn != "" && !strings.Contains(w, tc.warn) {
 			t.Errorf("trustedFolders %s: warning %q, want %q", tc.file, w, tc.warn)
 		}
+	}
+}
+
+func writeFile(t *testing.T, path, data string, mode os.FileMode) {
+	t.Helper()
+	if err := os.WriteFile(path, []byte(data), mode); err != nil {
+		t.Fatal(err)
 	}
 }

@@ -1,4 +1,19 @@
-package clients
+// Package codex is Codex CLI (@openai/codex) to aipm, whole: its Client
+// for the registry (internal/clients).
+//
+//   - codex.go: the Client; its command line (codex exec, aipm's server
+//     and hooks as -c values), its hooks' dialect, what each access level
+//     lets it do, and whether an agent's own command starts it unhooked.
+//   - output.go: its --json events and its session record, read for the
+//     calls its sandbox refused.
+//   - config.go: mcp-config's [mcp_servers.aipm] table, its note, and
+//     --write's merge into .codex/config.toml and .codex/hooks.json; the
+//     entry for aipm serve --http.
+//   - trust.go: whether Codex will ignore aipm's entries or skip its hooks
+//     in a project (the trust in the user's config.toml), and its home.
+//   - endpoint.go: where it sends its model requests, with which
+//     credential (its config.toml and -c values).
+package codex
 
 import (
 	"encoding/json"
@@ -9,43 +24,42 @@ import (
 
 	"aipm/fsstore"
 	"aipm/internal/clientconfig"
+	"aipm/internal/clients/clientkit"
 )
 
-// Codex CLI (@openai/codex), started as codex exec.
-func init() {
-	register(Client{
-		Name: "codex", Title: "Codex", Program: "codex",
-		Package: "@openai/codex", Tested: "0.171.0",
-		Install:  "install Codex CLI (npm install -g @openai/codex)",
-		Launch:   codexLaunch,
-		Output:   newCodexOutput,
-		Hooks:    codexDialect,
-		Config:   Config{Doc: clientconfig.CodexConfig, Note: clientconfig.CodexNote, Write: clientconfig.CodexWrite, URLDoc: clientconfig.CodexURLDoc},
-		Trust:    clientconfig.CodexTrust,
-		Endpoint: clientconfig.CodexEndpoint,
-		// Codex names aipm's tools to its model as aipm serves them.
-		ToolName:  func(tool string) string { return tool },
-		May:       codexMay,
-		RefusedBy: "its sandbox",
-		Widen: func(set string, _ Run, _ []string, _ bool) string {
-			return set + " --access full lets it write outside the project too (no sandbox), or check its log for what it tried"
-		},
-		Unhooked: codexUnhooked,
-	})
+// Client is Codex CLI (@openai/codex), started as codex exec.
+var Client = clientkit.Client{
+	Name: "codex", Title: "Codex", Program: "codex",
+	Package: "@openai/codex", Tested: "0.171.0",
+	Install:  "install Codex CLI (npm install -g @openai/codex)",
+	Launch:   codexLaunch,
+	Output:   newCodexOutput,
+	Hooks:    codexDialect,
+	Config:   clientkit.Config{Doc: configDoc, Note: note, Write: writeFiles, URLDoc: urlDoc},
+	Trust:    trust,
+	Endpoint: endpoint,
+	// Codex names aipm's tools to its model as aipm serves them.
+	ToolName:  func(tool string) string { return tool },
+	May:       codexMay,
+	RefusedBy: "its sandbox",
+	Widen: func(set string, _ clientkit.Run, _ []string, _ bool) string {
+		return set + " --access full lets it write outside the project too (no sandbox), or check its log for what it tried"
+	},
+	Unhooked: codexUnhooked,
 }
 
 // codexDialect: Codex's hooks (its hook schemas), which have no idle
 // event; apply_patch is its file-writing tool.
-var codexDialect = Dialect{
-	Entries: clientconfig.CodexHookEvents,
-	Events:  sameEvents(),
+var codexDialect = clientkit.Dialect{
+	Entries: hookEvents,
+	Events:  clientkit.SameEvents(),
 	NoWake:  "--wake is for Claude Code's asyncRewake Stop hook; Codex has no idle event, so leave --wake out with --client codex",
 	// Codex names aipm's MCP tools as Claude Code does.
 	OwnToolPrefix: "mcp__" + clientconfig.ServerName + "__",
-	WritingTools:  map[string]func(json.RawMessage) []string{"apply_patch": patchFiles},
-	Deny:          jsonDeny,
-	Context:       jsonContext,
-	Block:         jsonBlock,
+	WritingTools:  map[string]func(json.RawMessage) []string{"apply_patch": clientkit.PatchFiles},
+	Deny:          clientkit.JSONDeny,
+	Context:       clientkit.JSONContext,
+	Block:         clientkit.JSONBlock,
 }
 
 // codexLaunch: codex exec with aipm's server and hooks given on the
@@ -55,8 +69,8 @@ var codexDialect = Dialect{
 // sandbox. aipm's hooks are its own, checked by aipm, so the run skips
 // Codex's review of hooks (--dangerously-bypass-hook-trust). Its events
 // come as JSON lines (--json), which aipm launch reads (codexOutput).
-func codexLaunch(r Run) Command {
-	sandbox := map[string]string{AccessRead: "read-only", AccessProject: "workspace-write", AccessFull: "danger-full-access"}[r.Access]
+func codexLaunch(r clientkit.Run) clientkit.Command {
+	sandbox := map[string]string{clientkit.AccessRead: "read-only", clientkit.AccessProject: "workspace-write", clientkit.AccessFull: "danger-full-access"}[r.Access]
 	args := []string{"exec", "--json", "--skip-git-repo-check", "--sandbox", sandbox, "--dangerously-bypass-hook-trust"}
 	set := func(key, value string) { args = append(args, "-c", key+"="+value) }
 	server := "mcp_servers." + clientconfig.ServerName
@@ -69,23 +83,23 @@ func codexLaunch(r Run) Command {
 	// about a second, then the turn starts without it), and the run fails
 	// if it cannot start.
 	set(server+".required", "true")
-	for _, ev := range clientconfig.CodexHookEvents(r.HookWord) {
+	for _, ev := range hookEvents(r.HookWord) {
 		set("hooks."+ev.Name, tomlHookGroups(ev.Group))
 	}
 	if r.Model != "" {
 		args = append(args, "--model", r.Model)
 	}
 	args = append(args, r.Extra...)
-	return Command{Args: append(args, r.Prompt)}
+	return clientkit.Command{Args: append(args, r.Prompt)}
 }
 
 // codexMay is what each access level lets Codex do.
 func codexMay(access string) string {
 	switch access {
-	case AccessRead:
+	case clientkit.AccessRead:
 		// Codex's read-only sandbox runs commands and fails their writes.
 		return "read the project and run commands that do not write; no edit"
-	case AccessFull:
+	case clientkit.AccessFull:
 		return "do anything, without asking"
 	}
 	return "edit files and run commands inside the project"
@@ -98,7 +112,7 @@ func codexUnhooked(projectDir string, command []string) bool {
 	if !runsCodex(command) {
 		return false
 	}
-	hooks, _ := clientconfig.AipmCodexHooks(filepath.Join(projectDir, clientconfig.CodexHooksFile))
+	hooks, _ := aipmHooks(filepath.Join(projectDir, hooksFile))
 	return len(hooks) == 0
 }
 

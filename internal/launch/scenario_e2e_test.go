@@ -319,10 +319,11 @@ var scenarios = []scenario{
 	{name: "own", setup: func(e *e2e) []string {
 		e.aipmCLI("leases", "take", "parser.txt", "--as", "lead", "--reason", "rewriting it myself")
 		e.aipmCLI("mcp-config", e.client, "--write")
-		if untrusted := e2eDrivers[e.client].untrusted; untrusted == "" {
-			// a client with no trust of folders
-		} else if doctor := e.aipmDoctor(); !strings.Contains(doctor, untrusted) {
-			e.t.Errorf("aipm doctor, with the project not trusted by %s: want the trust warning, got:\n%s", e.client, doctor)
+		// (A client with no trust of folders has no warning to give.)
+		if untrusted := e2eDrivers[e.client].untrusted; untrusted != "" {
+			if doctor := e.aipmDoctor(); !strings.Contains(doctor, untrusted) {
+				e.t.Errorf("aipm doctor, with the project not trusted by %s: want the trust warning, got:\n%s", e.client, doctor)
+			}
 		}
 		return []string{"AIPM_AGENT_ID=coder", "AIPM_PASSKEY_FILE=" + filepath.Join(e.dir, ".ai-pm", "credentials", "coder.passkey")}
 	}, run: func(e *e2e, driver e2eDriver, env []string) {

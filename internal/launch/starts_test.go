@@ -21,7 +21,7 @@ func TestStarts(t *testing.T) {
 		{[]string{"aipm", "launch", "claude", "--access", "read"}, "claude", "read the project; no edit, no command"},
 		{[]string{"aipm", "launch", "claude", "--access", "full"}, "claude", "do anything, without asking"},
 		{[]string{"aipm", "launch", "nosuch"}, "aipm launch (invalid)", ""},
-		{[]string{"aipm", "launch", "gemini"}, "gemini", "edit files inside the project; no command (Gemini CLI's auto_edit)"},
+		{[]string{"aipm", "launch", "gemini"}, "gemini", "edit files inside the project and run commands (Gemini CLI's auto_edit, and its shell allowed by aipm's policy; no sandbox holds the commands)"},
 		{[]string{"aipm", "sim"}, "aipm sim", ""},
 		{[]string{"/usr/bin/python3", "agent.py"}, "python3", ""},
 	} {

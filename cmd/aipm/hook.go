@@ -1,10 +1,9 @@
 package main
 
 import (
-	"strings"
-
 	"context"
 	"fmt"
+	"strings"
 
 	"github.com/spf13/cobra"
 
@@ -23,7 +22,8 @@ func newCmdHook(e *env) *cobra.Command {
 	c := &cobra.Command{
 		Use:   "hook [--client " + strings.Join(clients.Names(), "|") + "] [--wake]",
 		Short: "What the agent CLIs run at turn boundaries (aipm mcp-config --write and aipm launch set it up)",
-		Long: `Answer one Claude Code or Codex hook event, read as JSON from stdin
+		Long: `Answer one hook event of an agent CLI (Claude Code, Codex, Gemini CLI,
+OpenCode's plugin of aipm's, ...: --client names it), read as JSON from stdin
 (hook_event_name: SessionStart, UserPromptSubmit, PreToolUse, PostToolUse,
 Stop), for the agent whose credential the client's environment holds
 (AIPM_AGENT_ID with AIPM_PASSKEY_FILE, as for aipm serve; AIPM_PURPOSE when

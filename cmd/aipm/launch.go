@@ -1,11 +1,10 @@
 package main
 
 import (
-	"strings"
-
 	"context"
 	"errors"
 	"os/exec"
+	"strings"
 
 	"github.com/spf13/cobra"
 

@@ -1,11 +1,10 @@
 package main
 
 import (
-	"strings"
-
 	"fmt"
 	"os"
 	"path/filepath"
+	"strings"
 
 	"github.com/spf13/cobra"
 

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"io/fs"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -94,6 +95,9 @@ func Run(ctx context.Context, o Options) error {
 	}
 	run.StateDir = filepath.Join(logs, c.Name)
 	launch := c.Launch(run)
+	if err := clearOwned(launch.Owned, launch.Files); err != nil {
+		return fmt.Errorf("launch: %s needs its own folders cleared before it starts: %w", c.Program, err)
+	}
 	if err := writeRunFiles(launch.Files); err != nil {
 		return fmt.Errorf("launch: %s needs its settings written before it starts: %w", c.Program, err)
 	}
@@ -170,6 +174,30 @@ func reportRefused(ctx context.Context, o Options, launchID string, refused []cl
 	if client := ownDenials(refused, denials); len(client) > 0 {
 		tellOutcome(ctx, o, fsstore.OutcomeRefused, refusedProblem(o, client))
 	}
+}
+
+// clearOwned removes from each of dirs (clients.Command's Owned) every
+// entry that is not one of files.
+func clearOwned(dirs []string, files []clients.File) error {
+	for _, dir := range dirs {
+		entries, err := os.ReadDir(dir)
+		if errors.Is(err, fs.ErrNotExist) {
+			continue
+		}
+		if err != nil {
+			return err
+		}
+		for _, e := range entries {
+			path := filepath.Join(dir, e.Name())
+			if slices.ContainsFunc(files, func(f clients.File) bool { return f.Path == path }) {
+				continue
+			}
+			if err := os.RemoveAll(path); err != nil {
+				return err
+			}
+		}
+	}
+	return nil
 }
 
 // writeRunFiles writes the files a client's run needs (clients.Command's

@@ -125,6 +125,11 @@ type Command struct {
 	// Files are written (whole, atomically) before the client starts,
 	// each under Run.StateDir or Run.Scratch.
 	Files []File
+	// Owned are directories the run's Files are all of: whatever else is
+	// in them is removed before the client starts (a file the client
+	// loads every one of, such as Gemini CLI's policies, that an earlier
+	// run or the agent itself left there).
+	Owned []string
 	// Stdin is given on the client's standard input ("": none), for a
 	// client that reads its prompt there.
 	Stdin string

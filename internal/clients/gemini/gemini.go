@@ -112,7 +112,8 @@ var geminiApproval = map[string][]string{
 // aipm launch gives Gemini CLI, for each access level: under project,
 // run_shell_command allowed (not sandboxed: Gemini CLI's sandbox is a
 // container aipm does not make), which auto_edit leaves out. It is
-// written at every run, so that a narrower access replaces a wider one's.
+// written at every run, so that a narrower access replaces a wider one's,
+// and is the only file of its folder (Command.Owned).
 var geminiPolicy = map[string]string{
 	clientkit.AccessRead: "# aipm launch, --access read: no rule of aipm's.\n",
 	clientkit.AccessProject: "# aipm launch, --access project: commands run without asking.\n" +
@@ -150,6 +151,8 @@ func geminiLaunch(r clientkit.Run) clientkit.Command {
 		{Path: filepath.Join(home, settingsFile), Data: settings},
 		{Path: filepath.Join(home, ".gemini", "policies", "aipm.toml"), Data: []byte(geminiPolicy[r.Access])},
 	}
+	// Gemini CLI loads every policy file there: aipm's alone.
+	cmd.Owned = []string{filepath.Join(home, ".gemini", "policies")}
 	return cmd
 }
 

@@ -43,6 +43,9 @@ func TestGeminiLaunch(t *testing.T) {
 		if allows := strings.Contains(string(cmd.Files[1].Data), `toolName = "run_shell_command"`); allows != (access == clientkit.AccessProject) {
 			t.Errorf("%s: policy %q", access, cmd.Files[1].Data)
 		}
+		if !slices.Equal(cmd.Owned, []string{filepath.Dir(cmd.Files[1].Path)}) {
+			t.Errorf("%s: owned %q: want the policies' folder, aipm's policy its only file", access, cmd.Owned)
+		}
 		var s struct {
 			MCPServers map[string]struct {
 				Command string

@@ -148,15 +148,30 @@ func addPlugin(root *clientconfig.JSONObject, spec string) (bool, error) {
 	return true, err
 }
 
+// launchAgent is the agent of OpenCode's aipm launch runs it as (its
+// --agent): a primary agent of aipm's whose permission rules are the
+// access level's. OpenCode applies an agent's rules after the config's
+// own, the last rule that matches winning, so no rule of the user's (a
+// "*": "allow" after them) widens them.
+const launchAgent = "aipm"
+
 // launchConfig is the config aipm launch gives OpenCode for one
 // run ($OPENCODE_CONFIG_CONTENT, merged over the user's own): aipm's
-// server (exe serve), aipm's plugin at pluginPath, and permission, the
-// access level in OpenCode's terms.
+// server (exe serve), aipm's plugin at pluginPath ("" for none), and
+// permission, the access level in OpenCode's terms, for its agent
+// launchAgent and at the top level.
 func launchConfig(exe, pluginPath string, permission map[string]string) ([]byte, error) {
+	plugins := []string{}
+	if pluginPath != "" {
+		plugins = append(plugins, "file://"+pluginPath)
+	}
 	return json.Marshal(map[string]any{
 		"mcp":        map[string]openCodeServer{clientconfig.ServerName: newOpenCodeServer(clientconfig.Server{Command: exe, Args: clientconfig.ServeArgs})},
-		"plugin":     []string{"file://" + pluginPath},
+		"plugin":     plugins,
 		"permission": permission,
+		"agent": map[string]any{launchAgent: map[string]any{
+			"mode": "primary", "description": "an agent of an aipm project, started by aipm launch", "permission": permission,
+		}},
 		"autoupdate": false,
 		"share":      "disabled",
 	})

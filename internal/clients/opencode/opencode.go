@@ -49,7 +49,7 @@ var Client = clientkit.Client{
 // openCodeOwnToolPrefix starts the names OpenCode gives aipm's tools.
 const openCodeOwnToolPrefix = clientconfig.ServerName + "_"
 
-// openCodeDialect: aipm's plugin for OpenCode (clientconfig.OpenCodePlugin)
+// openCodeDialect: aipm's plugin for OpenCode (plugin)
 // sends aipm's event names with Claude Code's input (OpenCode's tool
 // name, its call's id and arguments) and reads Claude Code's answers: a
 // deny throws at tool.execute.before, and the model reads the reason;
@@ -66,7 +66,7 @@ var openCodeDialect = clientkit.Dialect{
 	Unsupported: map[string]string{
 		clientkit.Stop: "an OpenCode plugin cannot keep a session working (session.idle is only an event)",
 	},
-	NoWake:        "--wake is for Claude Code's asyncRewake clientkit.Stop hook; OpenCode has no idle hook, so leave --wake out with --client opencode",
+	NoWake:        "--wake is for Claude Code's asyncRewake Stop hook; OpenCode has no idle hook, so leave --wake out with --client opencode",
 	OwnToolPrefix: openCodeOwnToolPrefix,
 	WritingTools: map[string]func(json.RawMessage) []string{
 		"write":       clientkit.FileField("filePath"),
@@ -108,7 +108,7 @@ var openCodePermission = map[string]map[string]string{
 // events as JSON lines (--format json), which aipm launch reads
 // (openCodeOutput).
 func openCodeLaunch(r clientkit.Run) clientkit.Command {
-	args := []string{"run", "--format", "json"}
+	args := []string{"run", "--format", "json", "--agent", launchAgent}
 	if r.Model != "" {
 		args = append(args, "--model", r.Model)
 	}
@@ -124,7 +124,11 @@ func openCodeLaunch(r clientkit.Run) clientkit.Command {
 	if err != nil {
 		return cmd // not reached: the config is strings and maps
 	}
-	cmd.Env = []string{"OPENCODE_CONFIG_CONTENT=" + string(config)}
+	// The project's own opencode.json and .opencode folders are not read:
+	// their permission rules, plugins and servers would widen or double
+	// aipm's (an agent could write them under --access project for its
+	// next run).
+	cmd.Env = []string{"OPENCODE_CONFIG_CONTENT=" + string(config), "OPENCODE_DISABLE_PROJECT_CONFIG=1"}
 	return cmd
 }
 

@@ -18,10 +18,11 @@ import (
 // tool_use whose state is "error" with the words of a permission rule
 // (openCodeRefusals), or its "invalid" tool standing for a call of a tool
 // the permission rules left out ("Model tried to call unavailable tool
-// 'write'"). A call aipm's plugin denied has aipm's words, and is not
+// 'write'"; a tool that does not exist at all is the model's mistake). A call aipm's plugin denied has aipm's words, and is not
 // one.
 type openCodeOutput struct {
 	log io.Writer
+	off map[string]bool // the tools the access level's permission rules leave out
 
 	mu       sync.Mutex
 	partial  []byte
@@ -39,8 +40,23 @@ var openCodeRefusals = []string{
 // of a tool it does not offer.
 const openCodeUnavailable = "Model tried to call unavailable tool"
 
-func newOpenCodeOutput(_ clientkit.Run, log io.Writer) clientkit.Output {
-	return &openCodeOutput{log: log}
+func newOpenCodeOutput(r clientkit.Run, log io.Writer) clientkit.Output {
+	off := map[string]bool{}
+	for permission, tools := range openCodePermissionTools {
+		if openCodePermission[r.Access][permission] == "deny" {
+			for _, t := range tools {
+				off[t] = true
+			}
+		}
+	}
+	return &openCodeOutput{log: log, off: off}
+}
+
+// openCodePermissionTools are the tools each of OpenCode's permissions
+// governs, as 1.18.33 leaves them out of the model's tools when denied.
+var openCodePermissionTools = map[string][]string{
+	"edit": {"edit", "write", "apply_patch", "patch", "multiedit"},
+	"bash": {"bash"},
 }
 
 func (o *openCodeOutput) Write(p []byte) (int, error) {
@@ -92,7 +108,7 @@ func (o *openCodeOutput) line(line []byte) {
 		switch {
 		case part.State.Status == "error" && slices.ContainsFunc(openCodeRefusals, func(w string) bool { return strings.HasPrefix(part.State.Error, w) }):
 			o.refusals = append(o.refusals, clientkit.Refusal{ID: part.CallID, Tool: part.Tool})
-		case part.Tool == "invalid" && strings.HasPrefix(part.State.Input.Error, openCodeUnavailable):
+		case part.Tool == "invalid" && strings.HasPrefix(part.State.Input.Error, openCodeUnavailable) && o.off[part.State.Input.Tool]:
 			o.refusals = append(o.refusals, clientkit.Refusal{ID: part.CallID, Tool: part.State.Input.Tool,
 				Said: "not offered at this access"})
 		case part.State.Status == "error":

@@ -39,21 +39,21 @@ function context(answer) {
 }
 
 export const AipmHooks = async ({ directory }) => {
-  const started = new Set()
-  const told = new Map() // sessionID → the context aipm's hooks added, for its system prompt
-  const add = (sessionID, text) => {
-    if (text) told.set(sessionID, [...(told.get(sessionID) || []), text])
-  }
+  // sessionID → what aipm's hooks said at its start and at its latest
+  // message, for its system prompt (a message's replaces the one before).
+  const told = new Map()
   return {
     "chat.message": async (input) => {
-      if (!started.has(input.sessionID)) {
-        started.add(input.sessionID)
-        add(input.sessionID, context(hook(directory, "SessionStart", input.sessionID, { source: "startup" })))
+      let said = told.get(input.sessionID)
+      if (!said) {
+        said = { start: context(hook(directory, "SessionStart", input.sessionID, { source: "startup" })), prompt: "" }
+        told.set(input.sessionID, said)
       }
-      add(input.sessionID, context(hook(directory, "UserPromptSubmit", input.sessionID, {})))
+      said.prompt = context(hook(directory, "UserPromptSubmit", input.sessionID, {}))
     },
     "experimental.chat.system.transform": async (input, output) => {
-      for (const text of told.get(input.sessionID) || []) output.system.push(text)
+      const said = told.get(input.sessionID)
+      for (const text of [said?.start, said?.prompt]) if (text) output.system.push(text)
     },
     "tool.execute.before": async (input, output) => {
       const answer = hook(directory, "PreToolUse", input.sessionID, {

@@ -38,14 +38,7 @@ func TestGeminiLaunch(t *testing.T) {
 		if len(cmd.Files) != 2 || cmd.Files[0].Path != filepath.Join(home, ".gemini", "settings.json") || cmd.Files[1].Path != filepath.Join(home, ".gemini", "policies", "aipm.toml") {
 			t.Fatalf("%s: files %q, %q", access, cmd.Files[0].Path, cmd.Files[1].Path)
 		}
-		// Its policy allows the shell under project alone (and is written
-		// at every run, so that a narrower access replaces it).
-		if allows := strings.Contains(string(cmd.Files[1].Data), `toolName = "run_shell_command"`); allows != (access == clientkit.AccessProject) {
-			t.Errorf("%s: policy %q", access, cmd.Files[1].Data)
-		}
-		if !slices.Equal(cmd.Owned, []string{filepath.Dir(cmd.Files[1].Path)}) {
-			t.Errorf("%s: owned %q: want the policies' folder, aipm's policy its only file", access, cmd.Owned)
-		}
+		checkPolicy(t, access, cmd)
 		var s struct {
 			MCPServers map[string]struct {
 				Command string
@@ -124,5 +117,18 @@ not an event
 	}
 	if !strings.Contains(log.String(), "DONE") || !strings.Contains(log.String(), "not an event") {
 		t.Errorf("log %q", log.String())
+	}
+}
+
+// checkPolicy: the policy of aipm's Gemini CLI home allows the shell under
+// project alone, is written at every run (so that a narrower access
+// replaces it) and is the only file of its folder.
+func checkPolicy(t *testing.T, access string, cmd clientkit.Command) {
+	t.Helper()
+	if allows := strings.Contains(string(cmd.Files[1].Data), `toolName = "run_shell_command"`); allows != (access == clientkit.AccessProject) {
+		t.Errorf("%s: policy %q", access, cmd.Files[1].Data)
+	}
+	if !slices.Equal(cmd.Owned, []string{filepath.Dir(cmd.Files[1].Path)}) {
+		t.Errorf("%s: owned %q: want the policies' folder, aipm's policy its only file", access, cmd.Owned)
 	}
 }

@@ -11,6 +11,7 @@ import (
 	"path/filepath"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"testing"
 
 	"aipm/internal/failpoint"
@@ -135,10 +136,13 @@ func TestGeminiAuthenticates(t *testing.T) {
 // model reads the interrupt as the reason, and no file is written.
 func TestGeminiHookDeniesOnInterrupt(t *testing.T) {
 	d := geminiDriver
-	var e *e2e
+	// The model's handlers run in the server's goroutines, which know e
+	// only once newE2E made it.
+	var made atomic.Pointer[e2e]
 	var mu sync.Mutex
 	var interruptErr error
 	interrupt := func(*scriptedmodel.Request) scriptedmodel.Call {
+		e := made.Load()
 		cmd := exec.Command(e.aipm, "interrupt", "coder", "stop: the plan changed")
 		cmd.Dir, cmd.Env = e.dir, e.env
 		if out, err := cmd.CombinedOutput(); err != nil {
@@ -148,7 +152,8 @@ func TestGeminiHookDeniesOnInterrupt(t *testing.T) {
 		}
 		return d.write("notes.txt", "written after the interrupt")
 	}
-	e = newE2E(t, d.client, steps(call(scriptedmodel.Call{Name: d.tool("authenticate"), Input: map[string]any{"agent_id": "coder"}}), interrupt))
+	e := newE2E(t, d.client, steps(call(scriptedmodel.Call{Name: d.tool("authenticate"), Input: map[string]any{"agent_id": "coder"}}), interrupt))
+	made.Store(e)
 	e.launchWith(d, nil)
 	mu.Lock()
 	defer mu.Unlock()

@@ -19,27 +19,18 @@ import (
 	"time"
 
 	"aipm/fsstore"
+	"aipm/internal/clients"
 )
 
-// Clients.
+// Events aipm answers (each client's own names map onto them:
+// clients.Dialect.Events); any other prints nothing.
 const (
-	Claude = "claude"
-	Codex  = "codex"
+	SessionStart     = clients.SessionStart
+	UserPromptSubmit = clients.UserPromptSubmit
+	PreToolUse       = clients.PreToolUse
+	PostToolUse      = clients.PostToolUse
+	Stop             = clients.Stop
 )
-
-// Events aipm answers; any other prints nothing.
-const (
-	SessionStart     = "SessionStart"
-	UserPromptSubmit = "UserPromptSubmit"
-	PreToolUse       = "PreToolUse"
-	PostToolUse      = "PostToolUse"
-	Stop             = "Stop"
-)
-
-// OwnToolPrefix starts the names the clients give aipm's own MCP tools
-// (mcp__<server>__<tool>, the server named aipm by aipm mcp-config): their
-// responses carry aipm's notices already.
-const OwnToolPrefix = "mcp__aipm__"
 
 // Input is the part of the client's stdin JSON aipm reads (both clients
 // send these fields; unknown ones are ignored).
@@ -149,6 +140,19 @@ type Hook struct {
 	// it (fsstore.EnvLaunchID); "" for a client aipm did not start. The
 	// tool calls the hook denies are recorded under it (Main).
 	Launch string
+	// Dialect is the hook's client's (clients.Client.Hooks): its event
+	// names, its own-tool names, its file-writing tools, how it reads an
+	// answer. The zero Dialect is the default client's.
+	Dialect clients.Dialect
+}
+
+// dialect is h's client's dialect.
+func (h *Hook) dialect() clients.Dialect {
+	if h.Dialect.Deny == nil {
+		c, _ := clients.Get(clients.DefaultHookClient)
+		return c.Hooks
+	}
+	return h.Dialect
 }
 
 // Result is what the hook process prints and its exit code.
@@ -164,6 +168,8 @@ type Result struct {
 // Run answers in for the client. A missing session, or nothing new,
 // prints nothing.
 func (h *Hook) Run(ctx context.Context, in Input) (Result, error) {
+	d := h.dialect()
+	in.Event = d.Event(in.Event)
 	if in.Event == SessionStart {
 		return h.sessionStart(ctx)
 	}
@@ -174,15 +180,15 @@ func (h *Hook) Run(ctx context.Context, in Input) (Result, error) {
 	}
 	if in.Event == PreToolUse {
 		// A lease holds whether or not the agent has an aipm session.
-		if reason, d := h.leaseRefusal(in); reason != "" {
-			return denied(reason, d), nil
+		if reason, den := h.leaseRefusal(in); reason != "" {
+			return denied(d, reason, den), nil
 		}
 	}
 	ses, ok, err := h.Session(time.Now())
 	if err != nil || !ok {
 		return Result{}, err
 	}
-	own := strings.HasPrefix(in.ToolName, OwnToolPrefix)
+	own := d.Own(in.ToolName)
 	switch in.Event {
 	case PreToolUse:
 		return h.preToolUse(ctx, ses, own)
@@ -211,7 +217,7 @@ func (h *Hook) preToolUse(ctx context.Context, ses fsstore.Session, own bool) (R
 	case reason == "":
 		return Result{}, h.toolUsed(ctx, ses)
 	}
-	return denied(reason, fsstore.Denial{Why: why}), nil
+	return denied(h.dialect(), reason, fsstore.Denial{Why: why}), nil
 }
 
 // refusal is why a tool must not run now ("" when nothing stops it): an
@@ -294,7 +300,7 @@ func (h *Hook) tell(ctx context.Context, ses fsstore.Session, event string) (Res
 			if n.Empty() {
 				return Result{}, nil
 			}
-			return addContext(event, strings.TrimSpace(untoldText(n))), nil
+			return addContext(h.dialect(), event, strings.TrimSpace(untoldText(n))), nil
 		}
 		ses = h.reread(ses)
 	}
@@ -329,7 +335,7 @@ func (h *Hook) stop(ctx context.Context, ses fsstore.Session, active bool) (Resu
 		case err != nil:
 			return Result{}, err
 		case told:
-			return block(reason), nil
+			return block(h.dialect(), reason), nil
 		case reason == "":
 			return Result{}, nil
 		}

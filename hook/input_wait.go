@@ -75,7 +75,7 @@ func (h *headRecorder) head() []byte {
 // call is denied rather than let through unchecked. "" when no lease
 // could refuse it, or in is no such call.
 func (h *Hook) unreadableWrite(in Input, err error) string {
-	if in.Event != PreToolUse || in.ToolName != "" && writingTools[in.ToolName] == nil {
+	if in.Event != PreToolUse || in.ToolName != "" && h.writingTool(in.ToolName) == nil {
 		return ""
 	}
 	held, lerr := h.Store.LeasedByOthers(h.Agent)

@@ -4,58 +4,26 @@ import (
 	"encoding/json"
 	"fmt"
 	"path/filepath"
-	"strings"
 
 	"aipm/fsstore"
+	"aipm/internal/clients"
 )
 
-// The clients' file-writing tools (DESIGN section 18): Claude Code's
-// Edit, Write, MultiEdit and NotebookEdit name their file in tool_input;
-// Codex's apply_patch carries the patch in tool_input.command, its files
-// on its "*** Add File:", "*** Update File:", "*** Delete File:" and
-// "*** Move to:" lines. A shell command that writes a file is left to the
-// lease's holder and the git guard (aipm leases check).
-var writingTools = map[string]func(input json.RawMessage) []string{
-	"Edit":         fileField("file_path"),
-	"Write":        fileField("file_path"),
-	"MultiEdit":    fileField("file_path"),
-	"NotebookEdit": fileField("notebook_path"),
-	"apply_patch":  patchFiles,
-}
-
-// fileField reads one path field of a tool's input.
-func fileField(name string) func(json.RawMessage) []string {
-	return func(input json.RawMessage) []string {
-		var fields map[string]json.RawMessage
-		if json.Unmarshal(input, &fields) != nil {
-			return nil
-		}
-		var p string
-		if json.Unmarshal(fields[name], &p) != nil || p == "" {
-			return nil
-		}
-		return []string{p}
+// writingTool is how the file-writing tool name names its files (nil: it
+// writes none): the hook's client's own tools first, then any other
+// client's, as the hook has always taken every client's writing tools
+// (a tool named as another client's writer is taken for one).
+func (h *Hook) writingTool(name string) func(json.RawMessage) []string {
+	if files := h.dialect().WritingTools[name]; files != nil {
+		return files
 	}
-}
-
-// patchFiles reads the files an apply_patch patch writes.
-func patchFiles(input json.RawMessage) []string {
-	var in struct {
-		Command string `json:"command"`
-	}
-	if json.Unmarshal(input, &in) != nil {
-		return nil
-	}
-	var files []string
-	for _, line := range strings.Split(in.Command, "\n") {
-		line = strings.TrimSpace(line) // Codex trims a hunk's header too (and a CR)
-		for _, head := range []string{"*** Add File: ", "*** Update File: ", "*** Delete File: ", "*** Move to: "} {
-			if p, ok := strings.CutPrefix(line, head); ok && strings.TrimSpace(p) != "" {
-				files = append(files, strings.TrimSpace(p))
-			}
+	for _, n := range clients.Names() {
+		c, _ := clients.Get(n)
+		if files := c.Hooks.WritingTools[name]; files != nil {
+			return files
 		}
 	}
-	return files
+	return nil
 }
 
 // leaseRefusal is why in, a file-writing tool call, must not run: a file
@@ -80,7 +48,7 @@ func (h *Hook) leaseRefusal(in Input) (string, fsstore.Denial) {
 // leaseConflict is leaseRefusal's check: the first lease that keeps in
 // from running (nil when none does), or what kept it from reading.
 func (h *Hook) leaseConflict(in Input) (*fsstore.LeaseConflictError, error) {
-	files := writingTools[in.ToolName]
+	files := h.writingTool(in.ToolName)
 	if files == nil {
 		return nil, nil
 	}

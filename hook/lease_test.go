@@ -60,6 +60,8 @@ func TestPreToolUseLease(t *testing.T) {
 		{"MultiEdit under another's lease", "MultiEdit", map[string]any{"file_path": abs("src/parser/x.go"), "edits": []any{}}, "rewriting the parser"},
 		{"NotebookEdit under another's lease", "NotebookEdit", map[string]any{"notebook_path": abs("src/parser/n.ipynb"), "new_source": "x"}, "send_message"},
 		{"apply_patch under another's lease", "apply_patch", patch("src/lexer/l.go", "src/parser/p.go"), "src/parser/p.go"},
+		{"write_file under another's lease (Gemini CLI)", "write_file", map[string]any{"file_path": "src/parser/new.go", "content": "x"}, "lead"},
+		{"replace under another's lease (Gemini CLI)", "replace", map[string]any{"file_path": abs("src/parser/ast.go"), "old_string": "a", "new_string": "b"}, "src/parser"},
 		{"own lease", "Edit", map[string]any{"file_path": abs("src/lexer/l.go")}, ""},
 		{"shared lease", "Write", map[string]any{"file_path": abs("docs/api.md")}, ""},
 		{"no lease", "Write", map[string]any{"file_path": abs("README.md")}, ""},

@@ -10,13 +10,14 @@ import (
 	"time"
 
 	"aipm/fsstore"
+	"aipm/internal/clients"
 	"aipm/wake"
 )
 
 // Options are what a hook is called with (flags of aipm hook and of the
 // lighter aipm-hook binary).
 type Options struct {
-	Client string // Claude or Codex
+	Client string // a registered client's name (clients.Names)
 	Wake   bool   // the idle wake (Claude Code's asyncRewake Stop hook)
 	Dir    string // the project; "" finds it as every aipm command does
 }
@@ -54,11 +55,12 @@ func Main(ctx context.Context, o Options, env Env) (code int) {
 			code = 1
 		}
 	}()
+	c, ok := clients.Get(o.Client)
 	switch {
-	case o.Client != Claude && o.Client != Codex:
-		return mistake(env, "unknown client %q: use --client claude or --client codex", o.Client)
-	case o.Wake && o.Client != Claude:
-		return mistake(env, "--wake is for Claude Code's asyncRewake Stop hook; Codex has no idle event, so leave --wake out with --client codex")
+	case !ok:
+		return mistake(env, "unknown client %q: use %s", o.Client, clients.Known("--client"))
+	case o.Wake && !c.Hooks.Wake:
+		return mistake(env, "%s", c.Hooks.NoWake)
 	}
 	in, err := readInputWithin(env.Stdin, ReadLimit)
 	if err != nil && !o.Wake {
@@ -68,6 +70,7 @@ func Main(ctx context.Context, o Options, env Env) (code int) {
 	if h == nil {
 		return 0 // not aipm's agent: say nothing
 	}
+	h.Dialect = c.Hooks
 	var res Result
 	if o.Wake {
 		res, err = h.Wake(ctx, wake.New())
@@ -110,14 +113,14 @@ func Command(ctx context.Context, args []string, env Env) int {
 	var o Options
 	fs := flag.NewFlagSet("aipm-hook", flag.ContinueOnError)
 	fs.SetOutput(io.Discard)
-	fs.StringVar(&o.Client, "client", Claude, "the client that runs the hook: claude or codex")
+	fs.StringVar(&o.Client, "client", clients.DefaultHookClient, "the client that runs the hook: "+clients.Known(""))
 	fs.BoolVar(&o.Wake, "wake", false, "Claude Code's asyncRewake Stop hook")
 	fs.StringVar(&o.Dir, "dir", "", "the project directory")
 	if err := fs.Parse(args); err != nil || fs.NArg() > 0 {
 		if err == nil {
 			err = fmt.Errorf("no arguments are taken, got %q: the event comes from stdin", fs.Arg(0))
 		}
-		return mistake(env, "%v: aipm-hook takes --client claude|codex, --wake and --dir (see aipm hook --help)", err)
+		return mistake(env, "%v: aipm-hook takes --client "+strings.Join(clients.Names(), "|")+", --wake and --dir (see aipm hook --help)", err)
 	}
 	return Main(ctx, o, env)
 }
@@ -134,7 +137,10 @@ func Command(ctx context.Context, args []string, env Env) int {
 // (unreadableWrite). Nothing more is done than those checks.
 func unreadable(ctx context.Context, o Options, env Env, in Input, err error) int {
 	const format = "%v (the client writes one JSON object on stdin, at most %d MiB)"
-	tool := in.Event == PreToolUse && !strings.HasPrefix(in.ToolName, OwnToolPrefix)
+	c, _ := clients.Get(o.Client)
+	d := c.Hooks
+	in.Event = d.Event(in.Event)
+	tool := in.Event == PreToolUse && !d.Own(in.ToolName)
 	if !tool && in.Event != "" {
 		return mistake(env, format, err, MaxInput>>20)
 	}
@@ -142,6 +148,7 @@ func unreadable(ctx context.Context, o Options, env Env, in Input, err error) in
 	if h == nil {
 		return mistake(env, format, err, MaxInput>>20)
 	}
+	h.Dialect = d
 	ctx, cancel := context.WithTimeout(ctx, WorkLimit)
 	defer cancel()
 	ses, ok, serr := h.Session(time.Now())
@@ -157,7 +164,7 @@ func unreadable(ctx context.Context, o Options, env Env, in Input, err error) in
 		fmt.Fprintf(env.Stderr, "aipm hook: %v\n", serr)
 	case reason == "":
 	case tool:
-		res := denied(reason, fsstore.Denial{Why: why})
+		res := denied(d, reason, fsstore.Denial{Why: why})
 		h.recordDenial(ctx, env, in, res.Denied)
 		if _, err := env.Stdout.Write(res.Stdout); err != nil {
 			return 1

@@ -1,56 +1,40 @@
 package hook
 
 import (
-	"encoding/json"
 	"fmt"
 	"strings"
 
 	"aipm/fsstore"
+	"aipm/internal/clients"
 )
 
-// The JSON both clients document (Claude Code's hooks reference; Codex's
-// hook output schemas, which refuse any field they do not name): only the
-// fields both accept are ever written.
-
-type specificOutput struct {
-	HookEventName            string `json:"hookEventName"`
-	AdditionalContext        string `json:"additionalContext,omitempty"`
-	PermissionDecision       string `json:"permissionDecision,omitempty"`
-	PermissionDecisionReason string `json:"permissionDecisionReason,omitempty"`
-}
-
-type output struct {
-	Decision           string          `json:"decision,omitempty"`
-	Reason             string          `json:"reason,omitempty"`
-	HookSpecificOutput *specificOutput `json:"hookSpecificOutput,omitempty"`
-}
+// Each answer is written in the client's own form (clients.Dialect),
+// clipped to MaxContext first.
 
 // MaxContext bounds what one hook adds to the model's context, well under
 // the clients' 10,000 characters.
 const MaxContext = 4000
 
-func encode(o output) Result {
-	data, _ := json.Marshal(o) // strings and structs only: cannot fail
-	return Result{Stdout: append(data, '\n')}
+func answered(a clients.Answer) Result {
+	return Result{Stdout: a.Stdout, Stderr: a.Stderr, Exit: a.Exit}
 }
 
 // addContext adds text to the model's context at event.
-func addContext(event, text string) Result {
-	return encode(output{HookSpecificOutput: &specificOutput{HookEventName: event, AdditionalContext: fsstore.Clip(text, MaxContext)}})
+func addContext(d clients.Dialect, event, text string) Result {
+	return answered(d.Context(event, fsstore.Clip(text, MaxContext)))
 }
 
 // denied refuses the tool call, with reason shown to the model, and
-// carries d, why it was refused, for Main to record.
-func denied(reason string, d fsstore.Denial) Result {
-	res := encode(output{HookSpecificOutput: &specificOutput{
-		HookEventName: PreToolUse, PermissionDecision: "deny", PermissionDecisionReason: fsstore.Clip(reason, MaxContext)}})
-	res.Denied = &d
+// carries den, why it was refused, for Main to record.
+func denied(d clients.Dialect, reason string, den fsstore.Denial) Result {
+	res := answered(d.Deny(fsstore.Clip(reason, MaxContext)))
+	res.Denied = &den
 	return res
 }
 
 // block keeps the model working at Stop, with reason as what to do.
-func block(reason string) Result {
-	return encode(output{Decision: "block", Reason: fsstore.Clip(reason, MaxContext)})
+func block(d clients.Dialect, reason string) Result {
+	return answered(d.Block(fsstore.Clip(reason, MaxContext)))
 }
 
 // interruptText states the interrupt and what the session does about it

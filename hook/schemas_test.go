@@ -4,6 +4,7 @@ import (
 	"testing"
 
 	"aipm/fsstore"
+	"aipm/internal/clients"
 	"aipm/internal/hookschema"
 )
 
@@ -12,17 +13,19 @@ const schemaDir = "../testdata/hooks"
 // Every output aipm hook can print, checked against both clients'
 // documented shapes (Codex's refuse unknown fields).
 func TestHookOutputsMatchClientSchemas(t *testing.T) {
-	outputs := []struct {
-		event string
-		res   Result
-	}{
-		{SessionStart, addContext(SessionStart, "aipm: you are agent coder")},
-		{UserPromptSubmit, addContext(UserPromptSubmit, "aipm: 1 new message")},
-		{PostToolUse, addContext(PostToolUse, "aipm: 1 new message")},
-		{PreToolUse, denied("aipm interrupt for coder: stop", fsstore.Denial{Why: fsstore.DeniedInterrupt})},
-		{Stop, block("aipm: 1 new message")},
-	}
-	for _, client := range []string{Claude, Codex} {
+	for _, client := range []string{"claude", "codex"} {
+		c, _ := clients.Get(client)
+		d := c.Hooks
+		outputs := []struct {
+			event string
+			res   Result
+		}{
+			{SessionStart, addContext(d, SessionStart, "aipm: you are agent coder")},
+			{UserPromptSubmit, addContext(d, UserPromptSubmit, "aipm: 1 new message")},
+			{PostToolUse, addContext(d, PostToolUse, "aipm: 1 new message")},
+			{PreToolUse, denied(d, "aipm interrupt for coder: stop", fsstore.Denial{Why: fsstore.DeniedInterrupt})},
+			{Stop, block(d, "aipm: 1 new message")},
+		}
 		for _, o := range outputs {
 			if err := hookschema.Check(schemaDir, client, o.event, o.res.Stdout); err != nil {
 				t.Error(err)
@@ -37,7 +40,7 @@ func TestHookOutputsMatchClientSchemas(t *testing.T) {
 		{Stop, `{"decision":"block"}`},
 		{SessionStart, `{"hookSpecificOutput":{"hookEventName":"Stop"}}`},
 	} {
-		if err := hookschema.Check(schemaDir, Codex, bad.event, []byte(bad.out)); err == nil {
+		if err := hookschema.Check(schemaDir, "codex", bad.event, []byte(bad.out)); err == nil {
 			t.Errorf("codex %s accepted %s", bad.event, bad.out)
 		}
 	}
@@ -51,11 +54,12 @@ func TestUntoldTextIsBounded(t *testing.T) {
 		n.Notifications = append(n.Notifications, fsstore.Notification{Message: "x"})
 		n.Requests = append(n.Requests, fsstore.Conversation{ID: "cnv_x", Initiator: "lead"})
 	}
-	res := addContext(PostToolUse, untoldText(n))
+	c, _ := clients.Get("codex")
+	res := addContext(c.Hooks, PostToolUse, untoldText(n))
 	if len(res.Stdout) > 2*MaxContext {
 		t.Fatalf("%d bytes out", len(res.Stdout))
 	}
-	if err := hookschema.Check(schemaDir, Codex, PostToolUse, res.Stdout); err != nil {
+	if err := hookschema.Check(schemaDir, "codex", PostToolUse, res.Stdout); err != nil {
 		t.Fatal(err)
 	}
 }

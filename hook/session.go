@@ -122,7 +122,7 @@ func (h *Hook) sessionStart(ctx context.Context) (Result, error) {
 	}
 	fmt.Fprintf(&b, "\naipm: pending work: %s.", work)
 	b.WriteString("\naipm: aipm's authenticate opens the session (the server holds the credential); get_next_action then says what to do.")
-	return addContext(SessionStart, b.String()), nil
+	return addContext(h.dialect(), SessionStart, b.String()), nil
 }
 
 // pendingWork names the work the rule of DESIGN section 8 finds for the

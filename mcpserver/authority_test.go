@@ -78,7 +78,7 @@ func TestTaskInterruptReplaces(t *testing.T) {
 	if !r.isError || !strings.HasPrefix(r.text, "INTERRUPT (get_task did not run)") || !strings.Contains(r.text, "wrong approach") {
 		t.Fatalf("get_task after aipm interrupt --task: %s", r.text)
 	}
-	got := p.runHook(hook.Claude, "coder", "task", hook.PreToolUse, "Bash")
+	got := p.runHook("claude", "coder", "task", hook.PreToolUse, "Bash")
 	if !strings.Contains(got, `"permissionDecision":"deny"`) || !strings.Contains(got, "wrong approach") {
 		t.Fatalf("PreToolUse after aipm interrupt --task: %q", got)
 	}
@@ -216,14 +216,14 @@ func TestShownInterruptIsRead(t *testing.T) {
 					t.Fatalf("replaced answer: %s", r.text)
 				}
 			case "hook":
-				got := p.runHook(hook.Claude, "coder", "task", hook.PreToolUse, "Bash")
+				got := p.runHook("claude", "coder", "task", hook.PreToolUse, "Bash")
 				if !strings.Contains(got, `"permissionDecision":"deny"`) || !strings.Contains(got, "requirements changed") || !strings.Contains(got, "the tests are flaky") {
 					t.Fatalf("PreToolUse: %q", got)
 				}
 			}
 			// Shown, read by a call that complies: until then the hook still
 			// refuses, and a call that does not comply is still replaced.
-			if got := p.runHook(hook.Claude, "coder", "task", hook.PreToolUse, "Bash"); !strings.Contains(got, `"permissionDecision":"deny"`) {
+			if got := p.runHook("claude", "coder", "task", hook.PreToolUse, "Bash"); !strings.Contains(got, `"permissionDecision":"deny"`) {
 				t.Fatalf("PreToolUse before the next call: %q", got)
 			}
 			if r := call(t, cs, "get_task", map[string]any{"session_token": token}); !strings.HasPrefix(r.text, "INTERRUPT (get_task did not run)") {

@@ -58,6 +58,7 @@ func (s *Server) gate() mcp.Middleware {
 			if err := checkArguments(call.Params.Arguments); err != nil {
 				return refusal(call, err), nil
 			}
+			call.Params.Arguments = withoutClientArguments(call.Params.Arguments)
 			if spec.level == None {
 				res, err = explained(name)(next(ctx, method, req))
 				if r, ok := res.(*mcp.CallToolResult); ok && err == nil && !r.IsError {

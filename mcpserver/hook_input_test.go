@@ -84,13 +84,13 @@ func TestHookInput(t *testing.T) {
 	open := func(event string) func(io.Writer) { return func(w io.Writer) { io.WriteString(w, event) } }
 	bash := p.event(hook.PreToolUse, "Bash", `{"command":"ls"}`)
 
-	for _, client := range []string{hook.Claude, hook.Codex} {
+	for _, client := range []string{"claude", "codex"} {
 		if out, errs, code := p.hookFed(t, client, "coder", open(bash)); out != "" || code != 0 {
 			t.Fatalf("%s, stdin left open, nothing waits: %q, exit %d, %s", client, out, code, errs)
 		}
 	}
 	for _, feed := range []func(io.Writer){p.oversized("Write"), open("not json")} {
-		if out, errs, code := p.hookFed(t, hook.Claude, "coder", feed); out != "" || code != 1 || !strings.Contains(errs, "aipm: hook: hook input") {
+		if out, errs, code := p.hookFed(t, "claude", "coder", feed); out != "" || code != 1 || !strings.Contains(errs, "aipm: hook: hook input") {
 			t.Fatalf("unreadable input, nothing waits: %q, exit %d, %s", out, code, errs)
 		}
 	}
@@ -98,7 +98,7 @@ func TestHookInput(t *testing.T) {
 	if _, err := p.store.UpdateTask(context.Background(), p.cfg, task.ID, "lead", fsstore.TaskChange{Status: fsstore.StatusBlocked, Reason: "API changes"}); err != nil {
 		t.Fatal(err)
 	}
-	for _, client := range []string{hook.Claude, hook.Codex} {
+	for _, client := range []string{"claude", "codex"} {
 		for what, feed := range map[string]func(io.Writer){"stdin left open": open(bash), "an input over MaxInput": p.oversized("Write")} {
 			out, errs, code := p.hookFed(t, client, "coder", feed)
 			if code != 0 || !strings.Contains(out, `"permissionDecision":"deny"`) || !strings.Contains(out, "aipm interrupt for coder") {
@@ -109,11 +109,11 @@ func TestHookInput(t *testing.T) {
 			}
 		}
 	}
-	if out, errs, code := p.hookFed(t, hook.Claude, "coder", open("not json")); code != 2 || out != "" || !strings.Contains(errs, "aipm interrupt for coder") {
+	if out, errs, code := p.hookFed(t, "claude", "coder", open("not json")); code != 2 || out != "" || !strings.Contains(errs, "aipm interrupt for coder") {
 		t.Fatalf("input naming no event, an interrupt waits: %q, exit %d, %s; want exit 2 with the interrupt", out, code, errs)
 	}
 	// aipm's own tool is never refused, whatever its input.
-	if out, errs, code := p.hookFed(t, hook.Claude, "coder", p.oversized("mcp__aipm__report_completed")); out != "" || code != 1 {
+	if out, errs, code := p.hookFed(t, "claude", "coder", p.oversized("mcp__aipm__report_completed")); out != "" || code != 1 {
 		t.Fatalf("aipm's own tool with an input over MaxInput: %q, exit %d, %s", out, code, errs)
 	}
 }
@@ -173,9 +173,9 @@ func TestHookInputBounds(t *testing.T) {
 	}
 	t.Run("no lease held", func(t *testing.T) {
 		run(t, []hookCase{
-			{"nothing written", hook.Claude, nothing, false},
-			{"half a Write", hook.Claude, cut(write), false},
-			{"a Write over MaxInput", hook.Claude, p.oversized("Write"), false},
+			{"nothing written", "claude", nothing, false},
+			{"half a Write", "claude", cut(write), false},
+			{"a Write over MaxInput", "claude", p.oversized("Write"), false},
 		})
 	})
 	if _, err := p.store.TakeLease(context.Background(), p.cfg, fsstore.LeaseRequest{Holder: "lead", Paths: []string{"docs"}, Reason: "rewriting the docs"}); err != nil {
@@ -183,13 +183,13 @@ func TestHookInputBounds(t *testing.T) {
 	}
 	t.Run("another holds a lease", func(t *testing.T) {
 		run(t, []hookCase{
-			{"nothing written", hook.Claude, nothing, false},
-			{"half a Write", hook.Claude, cut(write), true},
-			{"half an apply_patch", hook.Codex, cut(patch), true},
-			{"a PreToolUse naming no tool", hook.Claude, unnamed, true},
-			{"a Write over MaxInput", hook.Claude, p.oversized("Write"), true},
-			{"half a Bash", hook.Claude, cut(bash), false},
-			{"half aipm's own tool", hook.Claude, cut(p.event(hook.PreToolUse, "mcp__aipm__lease", `{"paths":["docs"]}`)), false},
+			{"nothing written", "claude", nothing, false},
+			{"half a Write", "claude", cut(write), true},
+			{"half an apply_patch", "codex", cut(patch), true},
+			{"a PreToolUse naming no tool", "claude", unnamed, true},
+			{"a Write over MaxInput", "claude", p.oversized("Write"), true},
+			{"half a Bash", "claude", cut(bash), false},
+			{"half aipm's own tool", "claude", cut(p.event(hook.PreToolUse, "mcp__aipm__lease", `{"paths":["docs"]}`)), false},
 		})
 	})
 }

@@ -54,7 +54,7 @@ func (p *project) hook(client, agent, purpose, event, tool string) (string, erro
 // protocol revisions the clients speak.
 func TestHooksAndToolResponsesTellOnce(t *testing.T) {
 	for i, proto := range revisions {
-		client := []string{hook.Claude, hook.Codex}[i%2]
+		client := []string{"claude", "codex"}[i%2]
 		t.Run(proto+"/"+client, func(t *testing.T) {
 			p := newProject(t)
 			cs := p.connect(proto)
@@ -160,7 +160,7 @@ func TestHookPreToolUseRefusesWhileInterrupted(t *testing.T) {
 	token := p.authenticate(cs, "coder", "task")
 	chat := p.connect("2025-06-18")
 	p.authenticate(chat, "coder", "chat")
-	for _, client := range []string{hook.Claude, hook.Codex} {
+	for _, client := range []string{"claude", "codex"} {
 		if got := p.runHook(client, "coder", "task", hook.PreToolUse, "Bash"); got != "" {
 			t.Fatalf("%s: no interrupt, PreToolUse printed %q", client, got)
 		}
@@ -168,7 +168,7 @@ func TestHookPreToolUseRefusesWhileInterrupted(t *testing.T) {
 	if _, err := p.store.UpdateTask(context.Background(), p.cfg, task.ID, "lead", fsstore.TaskChange{Status: fsstore.StatusBlocked, Reason: "API changes"}); err != nil {
 		t.Fatal(err)
 	}
-	for _, client := range []string{hook.Claude, hook.Codex} {
+	for _, client := range []string{"claude", "codex"} {
 		for _, tool := range []string{"Bash", "Edit", "apply_patch", "mcp__github__create_issue"} {
 			got := p.runHook(client, "coder", "task", hook.PreToolUse, tool)
 			if !strings.Contains(got, `"permissionDecision":"deny"`) || !strings.Contains(got, "report_completed(result=\\\"blocked\\\"") {
@@ -187,7 +187,7 @@ func TestHookPreToolUseRefusesWhileInterrupted(t *testing.T) {
 	if r.isError {
 		t.Fatal(r.text)
 	}
-	if got := p.runHook(hook.Claude, "coder", "task", hook.PreToolUse, "Bash"); got != "" {
+	if got := p.runHook("claude", "coder", "task", hook.PreToolUse, "Bash"); got != "" {
 		t.Fatalf("after report_completed: %q", got)
 	}
 }
@@ -265,7 +265,7 @@ func TestHookWakesIdleSession(t *testing.T) {
 		t.Fatalf("wake hook stderr %q", got)
 	}
 	// told: neither a hook nor the next wake says it again
-	if got := p.runHook(hook.Claude, "coder", "chat", hook.PostToolUse, "Bash"); got != "" {
+	if got := p.runHook("claude", "coder", "chat", hook.PostToolUse, "Bash"); got != "" {
 		t.Fatalf("PostToolUse after the wake told it: %q", got)
 	}
 	third, _ := p.startWake("coder", "chat", ses, true)
@@ -293,7 +293,7 @@ func TestConcurrentHooksTellOnce(t *testing.T) {
 			go func() {
 				defer wg.Done()
 				event := []string{hook.PostToolUse, hook.UserPromptSubmit, hook.Stop}[i%3]
-				outs[i], errs[i] = p.hook(hook.Claude, "coder", "chat", event, "Bash")
+				outs[i], errs[i] = p.hook("claude", "coder", "chat", event, "Bash")
 			}()
 		}
 		wg.Wait()

@@ -15,7 +15,6 @@ import (
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
 	"aipm/fsstore"
-	"aipm/hook"
 	"aipm/internal/hookschema"
 )
 
@@ -139,7 +138,7 @@ func (p *project) hookWrite(t *testing.T, agent, path string) string {
 		"session_id": "cs-1", "transcript_path": filepath.Join(p.store.ProjectDir(), "t.jsonl"), "cwd": p.store.ProjectDir(),
 		"hook_event_name": "PreToolUse", "tool_name": "Write", "tool_input": map[string]any{"file_path": path, "content": "x"},
 	})
-	cmd := exec.Command(aipmBin, "--dir", p.store.ProjectDir(), "hook", "--client", hook.Claude)
+	cmd := exec.Command(aipmBin, "--dir", p.store.ProjectDir(), "hook", "--client", "claude")
 	cmd.Env = append(os.Environ(), fsstore.EnvAgentID+"="+agent, fsstore.EnvPasskey+"="+p.passkeys[agent])
 	cmd.Stdin = bytes.NewReader(in)
 	var out, errb bytes.Buffer
@@ -147,7 +146,7 @@ func (p *project) hookWrite(t *testing.T, agent, path string) string {
 	if err := cmd.Run(); err != nil || errb.Len() > 0 {
 		t.Fatalf("aipm hook PreToolUse Write %s: %v: %s", path, err, errb.String())
 	}
-	if err := hookschema.Check("../testdata/hooks", hook.Claude, "PreToolUse", out.Bytes()); err != nil {
+	if err := hookschema.Check("../testdata/hooks", "claude", "PreToolUse", out.Bytes()); err != nil {
 		t.Fatal(err)
 	}
 	return out.String()

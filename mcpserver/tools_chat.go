@@ -271,7 +271,7 @@ func respondChatTool() toolSpec {
 	return toolSpec{
 		tool: mcp.Tool{
 			Name:        "respond_chat",
-			Description: "Answer the sender of the last message get_pending_messages returned. (chat)",
+			Description: "Answer the last message get_pending_messages returned. (chat)",
 			Annotations: mutating,
 		},
 		level: ChatOnly,

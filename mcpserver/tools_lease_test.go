@@ -165,10 +165,10 @@ func TestLeaseToolBudget(t *testing.T) {
 			io.WriteString(w, p.event(hook.PreToolUse, "Write", fmt.Sprintf(`{"file_path":%q,"content":"x"}`, p.store.ProjectDir()+"/"+file)))
 		}
 	}
-	if out, errs, code := p.hookFed(t, hook.Claude, "reviewer", feed("deep40/00/00-"+strings.Repeat("x", 40))); code != 0 || !strings.Contains(out, `"permissionDecision":"deny"`) || !strings.Contains(out, "leased exclusively by coder") {
+	if out, errs, code := p.hookFed(t, "claude", "reviewer", feed("deep40/00/00-"+strings.Repeat("x", 40))); code != 0 || !strings.Contains(out, `"permissionDecision":"deny"`) || !strings.Contains(out, "leased exclusively by coder") {
 		t.Fatalf("the hook on a write under coder's lease: %q, exit %d, %s", out, code, errs)
 	}
-	if out, errs, code := p.hookFed(t, hook.Claude, "reviewer", feed("README.md")); code != 0 || out != "" {
+	if out, errs, code := p.hookFed(t, "claude", "reviewer", feed("README.md")); code != 0 || out != "" {
 		t.Fatalf("the hook on a write under no lease: %q, exit %d, %s", out, code, errs)
 	}
 	if out := p.aipmOut(t, "leases"); !strings.Contains(out, "coder") || !strings.Contains(out, "reviewer") {

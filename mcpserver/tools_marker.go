@@ -69,7 +69,7 @@ func requestTaskTool() toolSpec {
 	return toolSpec{
 		tool: mcp.Tool{
 			Name:        "request_task",
-			Description: "Create a task for yourself, in backlog; a chat session needs the @@タスク作成: marker.",
+			Description: "Create a task for yourself, in backlog; a chat session needs @@タスク作成:.",
 			Annotations: mutating,
 		},
 		level: Authenticated,
@@ -141,7 +141,7 @@ func notifyTaskSessionTool() toolSpec {
 	return toolSpec{
 		tool: mcp.Tool{
 			Name:        "notify_task_session",
-			Description: "Pass a note to your own task session. Needs the @@タスク通知: marker. (chat)",
+			Description: "Pass a note to your own task session. Needs @@タスク通知:. (chat)",
 			Annotations: mutating,
 		},
 		level: ChatOnly,
@@ -192,7 +192,7 @@ func updateTaskFromChatTool() toolSpec {
 	return toolSpec{
 		tool: mcp.Tool{
 			Name:        "update_task_from_chat",
-			Description: "Change the description or status of one of your tasks. Needs the @@タスク調整: marker. (chat)",
+			Description: "Change the description or status of one of your tasks. Needs @@タスク調整:. (chat)",
 			Annotations: mutating,
 		},
 		level: ChatOnly,
@@ -280,7 +280,7 @@ func startTaskFromChatTool() toolSpec {
 	return toolSpec{
 		tool: mcp.Tool{
 			Name:        "start_task_from_chat",
-			Description: "Start one of your tasks (in_progress). Needs the @@タスク開始: marker. (chat)",
+			Description: "Start one of your tasks (in_progress). Needs @@タスク開始:. (chat)",
 			Annotations: mutating,
 		},
 		level: ChatOnly,

@@ -170,7 +170,7 @@ func updateTaskStatusTool() toolSpec {
 	return toolSpec{
 		tool: mcp.Tool{
 			Name:        "update_task_status",
-			Description: "Change your task's status; to finish it, use report_completed. (task)",
+			Description: "Change your task's status; to finish, use report_completed. (task)",
 			InputSchema: enums{"status": fsstore.Statuses},
 			Annotations: idempotent,
 		},
@@ -221,7 +221,7 @@ func reportCompletedTool() toolSpec {
 	return toolSpec{
 		tool: mcp.Tool{
 			Name:        "report_completed",
-			Description: "Finish your task and end this session (success: done; failed, blocked: blocked; cancelled: answers a cancel). (task)",
+			Description: "End your task and session (success: done; failed, blocked: blocked; cancelled: answers a cancel). (task)",
 			InputSchema: enums{"result": fsstore.ReportResults},
 			Annotations: idempotent,
 		},

@@ -3,6 +3,7 @@ package main
 import (
 	"github.com/spf13/cobra"
 
+	"aipm/internal/clients"
 	"aipm/internal/launch"
 )
 
@@ -15,11 +16,11 @@ type clientFlags struct {
 
 func (f *clientFlags) register(c *cobra.Command) {
 	fs := c.Flags()
-	fs.StringVar(&f.client, "client", "", "claude or codex: aipm watch starts that client headless as this agent (aipm launch); implies --save-passkey")
+	fs.StringVar(&f.client, "client", "", clients.Known("")+": aipm watch starts that client headless as this agent (aipm launch); implies --save-passkey")
 	fs.StringVar(&f.model, "model", "", "with --client: the client's model")
 	fs.StringVar(&f.access, "access", "", "with --client: what the agent may do: read, project (the default: edit files and run commands inside the project) or full")
 	fs.StringArrayVar(&f.args, "client-arg", nil, "with --client: one more argument for the client (repeat for several)")
-	c.RegisterFlagCompletionFunc("client", cobra.FixedCompletions([]string{"claude", "codex"}, cobra.ShellCompDirectiveNoFileComp))
+	c.RegisterFlagCompletionFunc("client", cobra.FixedCompletions(clients.Names(), cobra.ShellCompDirectiveNoFileComp))
 	c.RegisterFlagCompletionFunc("access", cobra.FixedCompletions(launch.AccessLevels, cobra.ShellCompDirectiveNoFileComp))
 }
 

@@ -40,7 +40,7 @@ A change that would leave an invalid config is refused and nothing is written:
 an unknown parent, a parent that already answers to the agent (a cycle), a
 human with a command.
 
---client claude|codex (with --model, --access, --client-arg) makes the agent a
+--client CLIENT (with --model, --access, --client-arg) makes the agent a
 real client that aipm watch starts headless (aipm launch); on an agent that is
 one already, --model, --access or --client-arg alone change just that.
 

@@ -7,7 +7,7 @@ import (
 	"github.com/spf13/cobra"
 
 	"aipm/fsstore"
-	"aipm/internal/clientconfig"
+	allClients "aipm/internal/clients"
 	"aipm/internal/gitstaged"
 	"aipm/internal/launch"
 )
@@ -125,8 +125,8 @@ func doctorRun(cmd *cobra.Command, o *doctorOptions) error {
 			return err
 		}
 	}
-	for _, client := range []string{"claude", "codex"} {
-		warn(o.e, clientconfig.Clients[client].Trust(o.e.getenv, store.ProjectDir()))
+	for _, name := range allClients.Names() {
+		warn(o.e, mustClient(name).Trust(o.e.getenv, store.ProjectDir()))
 	}
 	for _, w := range clients.Warnings {
 		warn(o.e, w)

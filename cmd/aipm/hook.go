@@ -3,10 +3,12 @@ package main
 import (
 	"context"
 	"fmt"
+	"strings"
 
 	"github.com/spf13/cobra"
 
 	"aipm/hook"
+	"aipm/internal/clients"
 )
 
 type hookOptions struct {
@@ -18,9 +20,10 @@ type hookOptions struct {
 func newCmdHook(e *env) *cobra.Command {
 	o := &hookOptions{e: e}
 	c := &cobra.Command{
-		Use:   "hook [--client claude|codex] [--wake]",
-		Short: "What Claude Code and Codex run at turn boundaries (aipm mcp-config --write sets it up)",
-		Long: `Answer one Claude Code or Codex hook event, read as JSON from stdin
+		Use:   "hook [--client " + strings.Join(clients.Names(), "|") + "] [--wake]",
+		Short: "What the agent CLIs run at turn boundaries (aipm mcp-config --write and aipm launch set it up)",
+		Long: `Answer one hook event of an agent CLI (Claude Code, Codex, Gemini CLI,
+OpenCode's plugin of aipm's, ...: --client names it), read as JSON from stdin
 (hook_event_name: SessionStart, UserPromptSubmit, PreToolUse, PostToolUse,
 Stop), for the agent whose credential the client's environment holds
 (AIPM_AGENT_ID with AIPM_PASSKEY_FILE, as for aipm serve; AIPM_PURPOSE when
@@ -67,7 +70,7 @@ when it is installed.`,
 	c.SetFlagErrorFunc(func(_ *cobra.Command, err error) error {
 		return hookError("hook: %v: see aipm hook --help", err)
 	})
-	c.Flags().StringVar(&o.Client, "client", hook.Claude, "the client that runs the hook: claude or codex")
+	c.Flags().StringVar(&o.Client, "client", clients.DefaultHookClient, "the client that runs the hook: "+clients.Known(""))
 	c.Flags().BoolVar(&o.Wake, "wake", false, "Claude Code's asyncRewake Stop hook: wait for something new, then wake the session")
 	return c
 }

@@ -4,21 +4,23 @@ import (
 	"context"
 	"errors"
 	"os/exec"
+	"strings"
 
 	"github.com/spf13/cobra"
 
 	"aipm/fsstore"
+	"aipm/internal/clients"
 	"aipm/internal/launch"
 )
 
 func newCmdLaunch(e *env) *cobra.Command {
 	var spec launch.Spec
 	c := &cobra.Command{
-		Use:   "launch claude|codex [--model M] [--access read|project|full] [-- CLIENT-ARGS...]",
-		Short: "Start Claude Code or Codex headless as an aipm agent (the command aipm agent add --client writes)",
+		Use:   "launch " + strings.Join(clients.Names(), "|") + " [--model M] [--access read|project|full] [-- CLIENT-ARGS...]",
+		Short: "Start an agent CLI (Claude Code, Codex, Gemini CLI, OpenCode, ...) headless as an aipm agent (the command aipm agent add --client writes)",
 		Long: `Start a real client headless as one agent of this project: what aipm watch
-runs for an agent added with aipm agent add ID --type ai --client claude|codex.
-The client gets aipm's MCP server (this aipm, connected before its first
+runs for an agent added with aipm agent add ID --type ai --client CLIENT
+(` + clients.Known("") + `). The client gets aipm's MCP server (this aipm, connected before its first
 turn: Claude Code's alwaysLoad, which also hands the model aipm's tools
 whole; Codex's required), aipm's hooks, aipm's tools allowed without a
 prompt (also in a folder it never trusted), the agent's access as its
@@ -41,7 +43,11 @@ else the project's humans) gets a system message naming them, with the fix:
 a task reported done by an agent whose edits were refused is not a silent
 success. The calls aipm's own hook denied (while an interrupt waits, a
 write under another's lease) are aipm's rules at work: one line of the
-run's log says them, and nobody is told to widen anything.`,
+run's log says them, and nobody is told to widen anything.
+
+Gemini CLI, OpenCode, Qwen Code and GitHub Copilot CLI get the same, in
+their own terms (docs/concepts.md, "Agents that are real clients", says how
+each is started, what each access level means to it and what it cannot do).`,
 		Example: `  AIPM_AGENT_ID=coder aipm launch claude
   aipm launch codex --agent coder --model gpt-5-codex
   aipm launch claude --agent coder --access read -- --max-turns 50`,
@@ -51,7 +57,7 @@ run's log says them, and nobody is told to widen anything.`,
 				dash = len(args)
 			}
 			if dash != 1 {
-				return usageError("launch needs exactly one client before --: claude or codex")
+				return usageError("launch needs exactly one client before --: %s", clients.Known(""))
 			}
 			return nil
 		},
@@ -65,7 +71,7 @@ run's log says them, and nobody is told to widen anything.`,
 	}
 	c.Flags().AddFlagSet(launch.Flags(&spec))
 	c.RegisterFlagCompletionFunc("access", cobra.FixedCompletions(launch.AccessLevels, cobra.ShellCompDirectiveNoFileComp))
-	c.ValidArgs = []string{"claude", "codex"}
+	c.ValidArgs = clients.Names()
 	return c
 }
 

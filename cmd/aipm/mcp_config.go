@@ -4,12 +4,13 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
-	"slices"
+	"strings"
 
 	"github.com/spf13/cobra"
 
 	"aipm/fsstore"
 	"aipm/internal/clientconfig"
+	"aipm/internal/clients"
 	"aipm/internal/remote"
 )
 
@@ -24,14 +25,10 @@ type mcpConfigOptions struct {
 }
 
 func newCmdMCPConfig(e *env) *cobra.Command {
-	names := make([]string, 0, len(clientconfig.Clients))
-	for name := range clientconfig.Clients {
-		names = append(names, name)
-	}
-	slices.Sort(names)
+	names := clients.Names()
 	o := &mcpConfigOptions{e: e}
 	c := &cobra.Command{
-		Use:   "mcp-config claude|codex [--write]",
+		Use:   "mcp-config " + strings.Join(names, "|") + " [--write]",
 		Short: "Write or print the MCP server entry that starts aipm serve for this project",
 		Long: `Set up an agent's CLI to start aipm serve for this project and run aipm's
 hooks.
@@ -83,10 +80,10 @@ It is printed only, with no hooks.`,
 		ValidArgs: names,
 		Args: func(cmd *cobra.Command, args []string) error {
 			if len(args) != 1 {
-				return usageError("mcp-config needs a client: aipm mcp-config claude|codex")
+				return usageError("mcp-config needs a client: aipm mcp-config %s", strings.Join(names, "|"))
 			}
-			if _, ok := clientconfig.Clients[args[0]]; !ok {
-				return usageError("mcp-config: unknown client %q: use claude or codex", args[0])
+			if _, ok := clients.Get(args[0]); !ok {
+				return usageError("mcp-config: unknown client %q: use %s", args[0], clients.Known(""))
 			}
 			return nil
 		},
@@ -118,7 +115,7 @@ func mcpConfigRun(o *mcpConfigOptions) error {
 		if err := clientconfig.CheckURL(o.URL); err != nil {
 			return asUsage(err)
 		}
-		out, note, err := clientconfig.URLDoc(o.Client, o.URL)
+		out, note, err := clientconfig.URLDoc(o.Client, o.URL, mustClient(o.Client).Config.URLDoc)
 		if err != nil {
 			return fmt.Errorf("mcp-config %s --url: %w", o.Client, err)
 		}
@@ -130,7 +127,7 @@ func mcpConfigRun(o *mcpConfigOptions) error {
 	if err != nil {
 		return err
 	}
-	client := clientconfig.Clients[o.Client]
+	client := mustClient(o.Client).Config
 	if !o.Write {
 		out, err := client.Doc(srv)
 		if err != nil {
@@ -140,10 +137,10 @@ func mcpConfigRun(o *mcpConfigOptions) error {
 		_, err = e.stdout.Write(out)
 		return err
 	}
-	if err := clientconfig.Write(e.stdout, o.Client, dir, srv); err != nil {
+	if err := clientconfig.Write(e.stdout, o.Client, dir, srv, client.Write); err != nil {
 		return err
 	}
-	warn(e, client.Trust(e.getenv, dir))
+	warn(e, mustClient(o.Client).Trust(e.getenv, dir))
 	return nil
 }
 
@@ -173,7 +170,7 @@ func (o *mcpConfigOptions) entry() (srv clientconfig.Server, dir, note string, e
 		}
 		srv = clientconfig.Server{Command: clientconfig.AipmCommand(e.getenv("PATH"), e.stderr), Args: clientconfig.ServeArgs, Env: pinned, ToolTimeoutSec: 60, ApprovalMode: "approve"}
 		srv.HookCommand = clientconfig.HookWord(e.getenv("PATH"), srv.Command)
-		return srv, store.ProjectDir(), clientconfig.Clients[o.Client].Note(srv), nil
+		return srv, store.ProjectDir(), mustClient(o.Client).Config.Note(srv), nil
 	}
 	switch {
 	case o.Agent == "":
@@ -229,4 +226,14 @@ func pinnedCredential(cfg *fsstore.Config, agent, keyFile string) (map[string]st
 		return nil, usageError("mcp-config: --passkey-file %s is not a file: save %s's passkey there first (aipm agent passkey %s prints a new one)", keyFile, agent, agent)
 	}
 	return map[string]string{fsstore.EnvAgentID: agent, fsstore.EnvPasskeyFile: abs}, nil
+}
+
+// mustClient is the registered client name, which the command's
+// arguments were checked to be (clients.Get).
+func mustClient(name string) clients.Client {
+	c, ok := clients.Get(name)
+	if !ok {
+		panic("aipm: unchecked client " + name)
+	}
+	return c
 }

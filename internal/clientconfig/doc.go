@@ -1,19 +1,29 @@
-// Package clientconfig is what aipm writes into and reads from the files of
-// the agents' own CLIs, Claude Code and Codex: the MCP server entry that
-// starts aipm serve and aipm's hooks, and the trust each client records for
-// a project.
+// Package clientconfig is the mechanics several clients share for what
+// aipm writes into and reads from the files of the agents' own CLIs: the
+// MCP server entry that starts aipm serve (Server), aipm's hooks
+// (HookEvent, HookWord) and which hook of a file is aipm's, the merge of
+// aipm's entries into a JSON file keeping everything else (JSONObject,
+// MergeJSONFile, MergeHooks), the write of every changed file or none
+// (Write), the endpoint a client sends its model requests to (Endpoint),
+// and the helpers of the trust each client records for a project. What is
+// one client's (its documents, its files, its trust, its endpoint) is in
+// its folder under internal/clients.
 //
-//   - entry.go: the server entry (Server) and each client's one document
-//     and note (Clients); the command word the entries name (AipmCommand).
-//   - hooks.go: aipm's hooks for each client (ClaudeHookEvents,
-//     CodexHookEvents, HookWord), and which hook of a file is aipm's.
-//   - merge.go: aipm's entries merged into .mcp.json, .claude/settings.json,
-//     .codex/config.toml and .codex/hooks.json, keeping everything else.
+//   - entry.go: the server entry (Server), the command word the entries
+//     name (AipmCommand), and a file's change (FileChange).
+//   - hooks.go: aipm's hook entries (HookEvent, HookCommand, HookWord,
+//     HooksDocument), which hook of a file is aipm's (IsAipmHook), and
+//     their merge into a file's "hooks" (MergeHooks).
+//   - merge.go: a JSON object kept in order (JSONObject) and a project's
+//     file merged into (MergeJSONFile, ReadTarget).
 //   - write.go: mcp-config --write: every file changed or none (Write).
-//   - url.go, remote.go: the entries for aipm serve --http and over ssh.
-//   - trust.go, trust_claude.go, trust_codex.go: whether a client will
-//     ignore aipm's entries in a project (Client.Trust), said by aipm doctor
-//     and after mcp-config --write, one sentence with the fix.
+//   - url.go, remote.go: what the entries for aipm serve --http and over
+//     ssh share (CheckURL, URLDoc, RemoteServer).
+//   - endpoint.go: a client's model endpoint (Endpoint).
+//   - trust.go: what the clients' trust checks share (ProjectDirs,
+//     GitRoots, ReadUserFile): whether a client will ignore aipm's entries
+//     in a project (clientkit.Client.Trust), said by aipm doctor and after
+//     mcp-config --write, one sentence with the fix.
 //
 // It runs nothing and prints only what Write and AipmCommand are given.
 package clientconfig

@@ -9,10 +9,7 @@ import (
 	"path/filepath"
 	"strings"
 
-	"github.com/BurntSushi/toml"
-
 	"aipm/fsstore"
-	"aipm/internal/lockedfile"
 	"aipm/internal/shell"
 )
 
@@ -48,24 +45,6 @@ var ServeArgs = []string{"serve"}
 // for other launchers).
 var CredentialVars = []string{fsstore.EnvAgentID, fsstore.EnvPasskeyFile, fsstore.EnvPasskey}
 
-// Client is what mcp-config knows of one client: the one document it
-// prints, what it says about it on stderr, and how --write merges the
-// entry into the project's files.
-type Client struct {
-	Doc   func(Server) ([]byte, error)
-	Note  func(Server) string
-	write func(project string, s Server) ([]fileChange, error)
-	// Trust is why the client will ignore aipm's entries in project (what
-	// the user must still do after a write), or "".
-	Trust func(getenv func(string) string, project string) string
-}
-
-// Clients are the clients mcp-config knows, by name.
-var Clients = map[string]Client{
-	"claude": {Doc: claudeConfig, Note: claudeNote, write: claudeWrite, Trust: claudeTrustWarning},
-	"codex":  {Doc: codexConfig, Note: codexNote, write: codexWrite, Trust: codexWarning},
-}
-
 // AipmCommand is the command word of the entries mcp-config makes (the
 // server's command and the hooks' "<word> hook ..."): "aipm" when an aipm
 // is on PATH, so that the entries hold no path of this machine (warning
@@ -97,89 +76,10 @@ func AipmCommand(path string, stderr io.Writer) string {
 	return exe
 }
 
-// claudeServer is the entry for Claude Code: without a pinned credential,
-// the credential variables expanded from Claude Code's environment
-// (${VAR:-} is empty when unset).
-func claudeServer(s Server) Server {
-	if s.Env == nil && !s.Remote {
-		s.Env = map[string]string{}
-		for _, v := range CredentialVars {
-			s.Env[v] = "${" + v + ":-}"
-		}
-	}
-	return s
-}
-
-// claudeConfig is the .mcp.json document for Claude Code.
-func claudeConfig(s Server) ([]byte, error) {
-	return lockedfile.EncodeDoc(map[string]map[string]Server{"mcpServers": {ServerName: claudeServer(s)}})
-}
-
-// claudeSettings are the .claude/settings.json keys that let Claude Code
-// start the project's server without asking and claude -p call its tools.
-const claudeSettingsDoc = `{"enabledMcpjsonServers": ["aipm"], "permissions": {"allow": ["mcp__aipm"]}}`
-
-func claudeNote(s Server) string {
-	var b strings.Builder
-	b.WriteString("aipm: stdout is the .mcp.json document for the project root; aipm mcp-config claude --write merges it\n" +
-		"into .mcp.json and enables the server in .claude/settings.json, keeping what else they hold.\n" +
-		"The settings .claude/settings.json needs (claude -p asks nothing): " + claudeSettingsDoc + "\n" +
-		"--write also merges aipm's hooks (" + hookCommand(s.HookCommand, "claude") + " on " + hookEventNames(ClaudeHookEvents(s.HookCommand)) + ")\n" +
-		"into .claude/settings.json's \"hooks\", so that an interrupt reaches a model that is not calling aipm.\n")
-	if s.Env == nil {
-		b.WriteString("aipm serve takes the agent's credential from Claude Code's environment, so the passkey never\n" +
-			"reaches the model: AIPM_AGENT_ID=coder AIPM_PASSKEY_FILE=$HOME/.config/aipm/coder.key claude\n")
-	} else {
-		b.WriteString("This entry is for agent " + s.Env[fsstore.EnvAgentID] + " only: use it as .mcp.json or with claude --mcp-config FILE.\n")
-	}
-	return b.String()
-}
-
-// codexTable is the [mcp_servers.aipm] table (and its env subtable) for
-// Codex CLI's config.toml.
-func codexTable(s Server) ([]byte, error) {
-	var buf bytes.Buffer
-	if s.Env == nil && !s.Remote {
-		s.EnvVars = CredentialVars
-	}
-	env := s.Env
-	s.Env = nil
-	buf.WriteString("[mcp_servers." + ServerName + "]\n")
-	if err := toml.NewEncoder(&buf).Encode(s); err != nil {
-		return nil, err
-	}
-	if env != nil {
-		buf.WriteString("\n[mcp_servers." + ServerName + ".env]\n")
-		if err := toml.NewEncoder(&buf).Encode(env); err != nil {
-			return nil, err
-		}
-	}
-	return buf.Bytes(), nil
-}
-
-// codexConfig is the TOML document for Codex: the table alone.
-func codexConfig(s Server) ([]byte, error) { return codexTable(s) }
-
-func codexNote(s Server) string {
-	var b strings.Builder
-	b.WriteString("aipm: stdout is aipm's table for the project's .codex/config.toml (Codex reads it in a trusted\n" +
-		"project) or ~/.codex/config.toml; aipm mcp-config codex --write merges it into .codex/config.toml,\n" +
-		"and aipm's hooks (" + hookCommand(s.HookCommand, "codex") + " on " + hookEventNames(CodexHookEvents(s.HookCommand)) + ")\n" +
-		"into .codex/hooks.json. Codex runs a project's hooks only once trusted (/hooks in codex), else\n" +
-		"skips them silently; aipm doctor says whether they are.\n")
-	if s.Env == nil {
-		b.WriteString("Codex passes AIPM_AGENT_ID and AIPM_PASSKEY_FILE from its environment to aipm serve, so the\n" +
-			"passkey never reaches the model: AIPM_AGENT_ID=coder AIPM_PASSKEY_FILE=$HOME/.config/aipm/coder.key codex\n")
-	} else {
-		b.WriteString("This entry is for agent " + s.Env[fsstore.EnvAgentID] + " only.\n")
-	}
-	return b.String()
-}
-
-// fileChange is what --write does to one file: its path and a sentence,
+// FileChange is what --write does to one file: its path and a sentence,
 // or an empty what when the file already holds the entry; old and data
 // are its content before and after (old nil when it is created).
-type fileChange struct {
+type FileChange struct {
 	path    string // absolute
 	name    string // relative to the project, for messages
 	created bool
@@ -188,9 +88,15 @@ type fileChange struct {
 	data    []byte
 }
 
+// Change makes c the change of its file to data, what being the sentence
+// that says what it did ("added the aipm server").
+func (c *FileChange) Change(what string, data []byte) {
+	c.what, c.data = what, data
+}
+
 // printChanges says what --write changed, file by file, with paths
 // relative to the working directory when they are below it.
-func printChanges(w io.Writer, project string, changes []fileChange) error {
+func printChanges(w io.Writer, project string, changes []FileChange) error {
 	wd, _ := os.Getwd()
 	var out bytes.Buffer
 	changed := false
@@ -217,8 +123,8 @@ func printChanges(w io.Writer, project string, changes []fileChange) error {
 	return err
 }
 
-// readOptional reads path; a missing file is empty.
-func readOptional(path string) ([]byte, bool, error) {
+// ReadOptional reads path; a missing file is empty.
+func ReadOptional(path string) ([]byte, bool, error) {
 	data, err := os.ReadFile(path)
 	if errors.Is(err, os.ErrNotExist) {
 		return nil, false, nil

@@ -12,10 +12,6 @@ import (
 	"aipm/internal/shell"
 )
 
-// CodexHooksFile is where Codex reads a project's hooks (in a trusted
-// project, each hook trusted with /hooks).
-var CodexHooksFile = filepath.Join(".codex", "hooks.json")
-
 // HookHandler is one command a client runs at a hook event.
 type HookHandler struct {
 	Type        string `json:"type"`
@@ -38,8 +34,8 @@ type HookEvent struct {
 	Group HookGroup
 }
 
-// hookTimeout is how long (seconds) a client lets aipm hook answer.
-const hookTimeout = 10
+// HookTimeout is how long (seconds) a client lets aipm hook answer.
+const HookTimeout = 10
 
 // shellSafe is a command word that needs no quoting in a hook's command,
 // which clients run through a shell.
@@ -65,10 +61,10 @@ func HookWord(path, command string) string {
 	return command
 }
 
-// hookCommand is the shell command of aipm's hook for client: command is
+// HookCommand is the shell command of aipm's hook for client: command is
 // the word HookWord chose ("aipm-hook" or "aipm", or a binary's absolute
 // path, quoted when it needs it).
-func hookCommand(command, client string) string {
+func HookCommand(command, client string) string {
 	sub := " hook"
 	if filepath.Base(command) == hookBinary {
 		sub = ""
@@ -79,52 +75,25 @@ func hookCommand(command, client string) string {
 	return command + sub + " --client " + client
 }
 
-// ClaudeHookEvents are aipm's hooks for Claude Code's .claude/settings.json
-// (and the watcher's --settings), as the hook contract lists them.
-func ClaudeHookEvents(command string) []HookEvent {
-	run := hookCommand(command, "claude")
-	one := []HookHandler{{Type: "command", Command: run, Timeout: hookTimeout}}
-	wake := HookHandler{Type: "command", Command: run + " --wake", Async: true, AsyncRewake: true, Timeout: 86400}
-	return []HookEvent{
-		{"SessionStart", HookGroup{Hooks: one}},
-		{"UserPromptSubmit", HookGroup{Hooks: one}},
-		{"PreToolUse", HookGroup{Matcher: "*", Hooks: one}},
-		{"PostToolUse", HookGroup{Matcher: "*", Hooks: one}},
-		{"Stop", HookGroup{Hooks: append(one[:1:1], wake)}},
-	}
-}
-
-// CodexHookEvents are aipm's hooks for the project's .codex/hooks.json.
-func CodexHookEvents(command string) []HookEvent {
-	one := []HookHandler{{Type: "command", Command: hookCommand(command, "codex"), Timeout: hookTimeout}}
-	return []HookEvent{
-		{"SessionStart", HookGroup{Matcher: "startup|resume|clear", Hooks: one}},
-		{"UserPromptSubmit", HookGroup{Hooks: one}},
-		{"PreToolUse", HookGroup{Matcher: "*", Hooks: one}},
-		{"PostToolUse", HookGroup{Matcher: "*", Hooks: one}},
-		{"Stop", HookGroup{Hooks: one}},
-	}
-}
-
 // HooksDocument is {"hooks": {...}} holding events, in their order.
 func HooksDocument(events []HookEvent) ([]byte, error) {
-	var hooks jsonObject
+	var hooks JSONObject
 	for _, ev := range events {
 		raw, err := json.Marshal([]HookGroup{ev.Group})
 		if err != nil {
 			return nil, err
 		}
-		hooks.set(ev.Name, raw)
+		hooks.Set(ev.Name, raw)
 	}
 	raw, err := json.Marshal(hooks)
 	if err != nil {
 		return nil, err
 	}
-	return json.Marshal(jsonObject{{key: "hooks", value: raw}})
+	return json.Marshal(JSONObject{{key: "hooks", value: raw}})
 }
 
-// hookEventNames are the events' names, for a sentence.
-func hookEventNames(events []HookEvent) string {
+// HookEventNames are the events' names, for a sentence.
+func HookEventNames(events []HookEvent) string {
 	names := make([]string, len(events))
 	for i, ev := range events {
 		names[i] = ev.Name
@@ -161,9 +130,9 @@ func firstShellWord(s string) (string, string) {
 	return w.String(), ""
 }
 
-// isAipmHook says whether a hook's command is aipm's own: "aipm hook …"
+// IsAipmHook says whether a hook's command is aipm's own: "aipm hook …"
 // or "aipm-hook …", the command word plain or an absolute path.
-func isAipmHook(command string) bool {
+func IsAipmHook(command string) bool {
 	word, rest := firstShellWord(command)
 	if filepath.IsAbs(word) {
 		word = filepath.Base(word)
@@ -179,20 +148,20 @@ func isAipmHook(command string) bool {
 	return false
 }
 
-// mergeHooks merges events into root's "hooks" object: in each event's
+// MergeHooks merges events into root's "hooks" object: in each event's
 // list, the first group holding an aipm hook is replaced by aipm's group,
 // aipm's hooks elsewhere in the list are removed (a group left with only
 // other hooks keeps them), and everything else stays as it is; an event
 // without aipm's hooks gets aipm's group appended. It says what it did,
 // or "" when root already held exactly aipm's hooks.
-func mergeHooks(root *jsonObject, events []HookEvent) (string, error) {
-	hooks, err := subObject(*root, "hooks")
+func MergeHooks(root *JSONObject, events []HookEvent) (string, error) {
+	hooks, err := SubObject(*root, "hooks")
 	if err != nil {
 		return "", err
 	}
 	changed, replaced := false, false
 	for _, ev := range events {
-		old, had := hooks.get(ev.Name)
+		old, had := hooks.Get(ev.Name)
 		var groups []json.RawMessage
 		if had {
 			if err := json.Unmarshal(old, &groups); err != nil {
@@ -204,10 +173,10 @@ func mergeHooks(root *jsonObject, events []HookEvent) (string, error) {
 			return "", err
 		}
 		replaced = replaced || found
-		if had && sameJSON(old, merged) {
+		if had && SameJSON(old, merged) {
 			continue
 		}
-		hooks.set(ev.Name, merged)
+		hooks.Set(ev.Name, merged)
 		changed = true
 	}
 	if !changed {
@@ -217,11 +186,11 @@ func mergeHooks(root *jsonObject, events []HookEvent) (string, error) {
 	if err != nil {
 		return "", err
 	}
-	root.set("hooks", raw)
+	root.Set("hooks", raw)
 	if replaced {
-		return "rewrote aipm's hooks (" + hookEventNames(events) + ")", nil
+		return "rewrote aipm's hooks (" + HookEventNames(events) + ")", nil
 	}
-	return "added aipm's hooks (" + hookEventNames(events) + ")", nil
+	return "added aipm's hooks (" + HookEventNames(events) + ")", nil
 }
 
 // mergeHookGroups puts want in groups where the first aipm hook stood
@@ -235,10 +204,10 @@ func mergeHookGroups(groups []json.RawMessage, want HookGroup) (json.RawMessage,
 	var out []json.RawMessage
 	found := false
 	for _, g := range groups {
-		obj, err := parseObject(g)
+		obj, err := ParseObject(g)
 		var handlers []json.RawMessage
 		if err == nil {
-			raw, _ := obj.get("hooks")
+			raw, _ := obj.Get("hooks")
 			err = json.Unmarshal(raw, &handlers)
 		}
 		others := withoutAipmHooks(handlers)
@@ -255,7 +224,7 @@ func mergeHookGroups(groups []json.RawMessage, want HookGroup) (json.RawMessage,
 			if err != nil {
 				return nil, false, err
 			}
-			obj.set("hooks", raw)
+			obj.Set("hooks", raw)
 			if g, err = json.Marshal(obj); err != nil {
 				return nil, false, err
 			}
@@ -276,7 +245,7 @@ func withoutAipmHooks(handlers []json.RawMessage) []json.RawMessage {
 		var c struct {
 			Command string `json:"command"`
 		}
-		if json.Unmarshal(h, &c) == nil && isAipmHook(c.Command) {
+		if json.Unmarshal(h, &c) == nil && IsAipmHook(c.Command) {
 			continue
 		}
 		others = append(others, h)

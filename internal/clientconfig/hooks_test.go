@@ -28,8 +28,8 @@ func TestAipmHookRecognised(t *testing.T) {
 		"bin/aipm-hook --client codex":            false,
 		"aipm-hooks --client codex":               false,
 	} {
-		if got := isAipmHook(cmd); got != want {
-			t.Errorf("isAipmHook(%q) = %v, want %v", cmd, got, want)
+		if got := IsAipmHook(cmd); got != want {
+			t.Errorf("IsAipmHook(%q) = %v, want %v", cmd, got, want)
 		}
 	}
 }
@@ -45,12 +45,12 @@ func TestHookCommandQuoted(t *testing.T) {
 		"aipm-hook":           "aipm-hook --client claude",
 		"/opt/bin/aipm-hook":  "/opt/bin/aipm-hook --client claude",
 	} {
-		got := hookCommand(word, "claude")
+		got := HookCommand(word, "claude")
 		if got != want {
-			t.Errorf("hookCommand(%q) = %q, want %q", word, got, want)
+			t.Errorf("HookCommand(%q) = %q, want %q", word, got, want)
 		}
-		if !isAipmHook(got) {
-			t.Errorf("hookCommand(%q) = %q is not recognised as aipm's hook", word, got)
+		if !IsAipmHook(got) {
+			t.Errorf("HookCommand(%q) = %q is not recognised as aipm's hook", word, got)
 		}
 		if w, _ := firstShellWord(got); w != word {
 			t.Errorf("the first word of %q is %q, want %q", got, w, word)

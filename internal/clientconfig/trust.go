@@ -9,17 +9,17 @@ import (
 	"strings"
 )
 
-// Claude Code and Codex read a project's own configuration (.mcp.json and
-// .claude/settings.json; .codex/config.toml and .codex/hooks.json) only
-// in a folder the user has trusted, a decision each records in the
-// user's own file. aipm doctor, and mcp-config --write after it writes,
-// read those files and say, in one sentence with the fix, when a client
-// will ignore aipm's entries (trust_claude.go, trust_codex.go).
+// Most clients read a project's own configuration only in a folder the
+// user has trusted, a decision each records in the user's own file.
+// aipm doctor, and mcp-config --write after it writes, read those files
+// and say, in one sentence with the fix, when a client will ignore aipm's
+// entries (each client's trust.go, under internal/clients); these are
+// the helpers they share.
 
-// projectDirs are the project's absolute directory and, when it differs,
+// ProjectDirs are the project's absolute directory and, when it differs,
 // the same with symbolic links resolved (the one a client started there
 // sees as its working directory, and records).
-func projectDirs(project string) []string {
+func ProjectDirs(project string) []string {
 	abs, err := filepath.Abs(project)
 	if err != nil {
 		abs = project
@@ -31,18 +31,18 @@ func projectDirs(project string) []string {
 	return dirs
 }
 
-// resolved is the last of projectDirs: the directory with symbolic links
+// Resolved is the last of ProjectDirs: the directory with symbolic links
 // resolved, the one the clients record trust for.
-func resolved(dirs []string) string { return dirs[len(dirs)-1] }
+func Resolved(dirs []string) string { return dirs[len(dirs)-1] }
 
-// gitRoots are what both clients look trust up by besides the folder
-// itself: nearest, the closest directory at or above dir that holds a
+// GitRoots are what Claude Code and Codex look trust up by besides the
+// folder itself: nearest, the closest directory at or above dir that holds a
 // .git; and mainRoot, the root of the main checkout: nearest itself, or,
 // when nearest's .git is a linked worktree's file (gitdir: <main>/.git/
 // worktrees/<name>), the main checkout it belongs to. mainRoot is "" when
 // nearest's .git is another kind of file (a submodule's); both are ""
 // outside git.
-func gitRoots(dir string) (nearest, mainRoot string) {
+func GitRoots(dir string) (nearest, mainRoot string) {
 	for d := dir; ; d = filepath.Dir(d) {
 		dotGit := filepath.Join(d, ".git")
 		if fi, err := os.Stat(dotGit); err == nil {
@@ -72,22 +72,22 @@ func gitRoots(dir string) (nearest, mainRoot string) {
 	}
 }
 
-// readUserFile reads a client's file in the user's home; missing says
+// ReadUserFile reads a client's file in the user's home; missing says
 // whether it does not exist (which trusts nothing).
-func readUserFile(path string) (data []byte, missing bool, err error) {
+func ReadUserFile(path string) (data []byte, missing bool, err error) {
 	data, err = os.ReadFile(path)
 	if errors.Is(err, fs.ErrNotExist) {
 		return nil, true, nil
 	}
 	if err != nil {
-		return nil, false, fmt.Errorf("%s cannot be read (%v)", path, pathReason(err))
+		return nil, false, fmt.Errorf("%s cannot be read (%v)", path, PathReason(err))
 	}
 	return data, false, nil
 }
 
-// pathReason is err without the paths a *fs.PathError or *os.LinkError
+// PathReason is err without the paths a *fs.PathError or *os.LinkError
 // repeats: "is a directory" rather than "read /home/…/x: is a directory".
-func pathReason(err error) error {
+func PathReason(err error) error {
 	var pe *fs.PathError
 	if errors.As(err, &pe) {
 		return pe.Err

@@ -44,33 +44,10 @@ func TestGitRoots(t *testing.T) {
 		"a submodule":                    {lib, lib, ""},
 	} {
 		t.Run(name, func(t *testing.T) {
-			nearest, mainRoot := gitRoots(tc.dir)
+			nearest, mainRoot := GitRoots(tc.dir)
 			if nearest != tc.nearest || mainRoot != tc.main {
-				t.Errorf("gitRoots(%s) = %q, %q; want %q, %q", tc.dir, nearest, mainRoot, tc.nearest, tc.main)
+				t.Errorf("GitRoots(%s) = %q, %q; want %q, %q", tc.dir, nearest, mainRoot, tc.nearest, tc.main)
 			}
 		})
-	}
-
-	// Codex: the folder, then the .git's directory, then the main
-	// checkout; the first entry decides, and no other parent counts.
-	cfg := &codexUserConfig{Projects: map[string]struct {
-		TrustLevel string `toml:"trust_level"`
-	}{root: {"trusted"}, repo: {"trusted"}}}
-	for dir, want := range map[string]string{plain: "", sub: "trusted", wt: "trusted"} {
-		if got, _ := cfg.trust([]string{dir}); got != want {
-			t.Errorf("Codex trust of %s = %q, want %q", dir, got, want)
-		}
-	}
-	cfg.Projects[wt] = struct {
-		TrustLevel string `toml:"trust_level"`
-	}{"untrusted"}
-	if got, key := cfg.trust([]string{wt}); got != "untrusted" || key != wt {
-		t.Errorf("Codex trust of %s = %q under %q, want its own entry, untrusted", wt, got, key)
-	}
-	if got := codexTrustKey(wt); got != repo {
-		t.Errorf("Codex records trust for %s under %q, want the main checkout %q", wt, got, repo)
-	}
-	if got := claudeTrustKey(sub); got != repo {
-		t.Errorf("Claude Code saves trust for %s under %q, want the repository's root %q", sub, got, repo)
 	}
 }

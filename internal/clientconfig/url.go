@@ -1,12 +1,8 @@
 package clientconfig
 
 import (
-	"aipm/internal/lockedfile"
-	"bytes"
 	"fmt"
 	"net/url"
-
-	"github.com/BurntSushi/toml"
 )
 
 // The entries for aipm serve --http: the client connects to URL with the
@@ -27,26 +23,15 @@ func CheckURL(raw string) error {
 	return nil
 }
 
-// URLDoc is the one document for client at raw (claude: .mcp.json; codex:
-// the config.toml table), and the note for stderr.
-func URLDoc(client, raw string) ([]byte, string, error) {
-	var buf bytes.Buffer
-	switch client {
-	case "claude":
-		entry := map[string]any{"type": "http", "url": raw, "headers": map[string]string{"Authorization": "Bearer ${" + urlEnvVar + "}"}}
-		doc, err := lockedfile.EncodeDoc(map[string]map[string]any{"mcpServers": {ServerName: entry}})
-		if err != nil {
-			return nil, "", err
-		}
-		buf.Write(doc)
-	default:
-		entry := map[string]any{"url": raw, "bearer_token_env_var": urlEnvVar, "tool_timeout_sec": 60, "default_tools_approval_mode": "approve"}
-		if err := toml.NewEncoder(&buf).Encode(map[string]map[string]any{"mcp_servers": {ServerName: entry}}); err != nil {
-			return nil, "", err
-		}
+// URLDoc is the one document for client at raw (doc: the client's own,
+// clients.Config.URLDoc), and the note for stderr.
+func URLDoc(client, raw string, doc func(raw, tokenVar string) ([]byte, error)) ([]byte, string, error) {
+	out, err := doc(raw, urlEnvVar)
+	if err != nil {
+		return nil, "", err
 	}
 	note := fmt.Sprintf("aipm: stdout is the %s entry for aipm serve --http at %s; the agent is whoever's passkey the client sends:\n"+
 		"start the client with %s set to the passkey aipm agent add printed (it is never written into the file).\n"+
 		"No hooks: aipm hook runs beside the client and needs the project's .ai-pm/, which is on the home machine.\n", client, raw, urlEnvVar)
-	return buf.Bytes(), note, nil
+	return out, note, nil
 }

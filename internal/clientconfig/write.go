@@ -10,11 +10,12 @@ import (
 	"strings"
 )
 
-// Write is mcp-config --write for client in project: every file's
-// new content computed first, then all of them written or none, then what
-// changed said on stdout.
-func Write(stdout io.Writer, client, project string, s Server) error {
-	changes, err := Clients[client].write(project, s)
+// Write is mcp-config --write for client in project, merge being the
+// client's (clients.Config.Write): every file's new content computed
+// first, then all of them written or none, then what changed said on
+// stdout.
+func Write(stdout io.Writer, client, project string, s Server, merge func(project string, s Server) ([]FileChange, error)) error {
+	changes, err := merge(project, s)
 	if err == nil {
 		err = writeChanges(changes)
 	}
@@ -30,9 +31,9 @@ func Write(stdout io.Writer, client, project string, s Server) error {
 // files renamed before it get their old content back (a created one is
 // removed, with the directories made for it). Its error is one sentence
 // that names the file that failed, and any it could not put back.
-func writeChanges(changes []fileChange) error {
+func writeChanges(changes []FileChange) error {
 	type staged struct {
-		c   fileChange
+		c   FileChange
 		tmp string
 	}
 	var (
@@ -59,7 +60,7 @@ func writeChanges(changes []fileChange) error {
 				os.Remove(s.tmp)
 			}
 			removeMade()
-			return fmt.Errorf("%s cannot be written (%v), so no file was changed", c.name, pathReason(err))
+			return fmt.Errorf("%s cannot be written (%v), so no file was changed", c.name, PathReason(err))
 		}
 		todo = append(todo, staged{c, tmp})
 	}
@@ -80,10 +81,10 @@ func writeChanges(changes []fileChange) error {
 			}
 		}
 		removeMade()
-		msg := fmt.Sprintf("%s cannot be replaced (%v)", s.c.name, pathReason(err))
+		msg := fmt.Sprintf("%s cannot be replaced (%v)", s.c.name, PathReason(err))
 		switch {
 		case len(lost) > 0:
-			return fmt.Errorf("%s, and what was already written to %s could not be undone: check it by hand", msg, joinAnd(lost))
+			return fmt.Errorf("%s, and what was already written to %s could not be undone: check it by hand", msg, JoinAnd(lost))
 		case len(back) > 0:
 			return fmt.Errorf("%s, so what was already written (%s) was put back as it was", msg, strings.Join(back, ", "))
 		}
@@ -94,7 +95,7 @@ func writeChanges(changes []fileChange) error {
 
 // undo puts back what a renamed change replaced: its old content, or no
 // file when it created one.
-func undo(c fileChange) error {
+func undo(c FileChange) error {
 	if c.created {
 		return os.Remove(c.path)
 	}
@@ -155,7 +156,7 @@ func mkdirs(dir string) ([]string, error) {
 	}
 	slices.Reverse(missing)
 	if err := os.MkdirAll(dir, 0o755); err != nil {
-		return missing, fmt.Errorf("its directory cannot be made: %w", pathReason(err))
+		return missing, fmt.Errorf("its directory cannot be made: %w", PathReason(err))
 	}
 	return missing, nil
 }

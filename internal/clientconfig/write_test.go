@@ -16,18 +16,18 @@ import (
 // behind. Both obstacles stop root too.
 func TestWriteChanges(t *testing.T) {
 	for name, tc := range map[string]struct {
-		obstacle func(t *testing.T, dir string) fileChange
+		obstacle func(t *testing.T, dir string) FileChange
 		wantErr  string
 	}{
 		"its directory is a file": {
-			obstacle: func(t *testing.T, dir string) fileChange {
+			obstacle: func(t *testing.T, dir string) FileChange {
 				writeFile(t, filepath.Join(dir, "blocker"), "a file, not a directory", 0o644)
 				return changeOf(dir, filepath.Join("blocker", "x.json"), nil, "new")
 			},
 			wantErr: "blocker/x.json cannot be written (its directory cannot be made: not a directory), so no file was changed",
 		},
 		"a directory stands in its place": {
-			obstacle: func(t *testing.T, dir string) fileChange {
+			obstacle: func(t *testing.T, dir string) FileChange {
 				if err := os.MkdirAll(filepath.Join(dir, "taken", "inside"), 0o755); err != nil {
 					t.Fatal(err)
 				}
@@ -39,7 +39,7 @@ func TestWriteChanges(t *testing.T) {
 		t.Run(name, func(t *testing.T) {
 			dir := t.TempDir()
 			writeFile(t, filepath.Join(dir, "old.json"), "old\n", 0o600)
-			changes := []fileChange{
+			changes := []FileChange{
 				changeOf(dir, "old.json", []byte("old\n"), "new\n"),
 				changeOf(dir, filepath.Join("made", "new.json"), nil, "new\n"),
 				tc.obstacle(t, dir),
@@ -66,7 +66,7 @@ func TestWriteChanges(t *testing.T) {
 	t.Run("all written", func(t *testing.T) {
 		dir := t.TempDir()
 		writeFile(t, filepath.Join(dir, "old.json"), "old\n", 0o600)
-		changes := []fileChange{
+		changes := []FileChange{
 			changeOf(dir, "old.json", []byte("old\n"), "new\n"),
 			changeOf(dir, filepath.Join("made", "new.json"), nil, "new\n"),
 			{path: filepath.Join(dir, "same.json"), name: "same.json"}, // unchanged: not written
@@ -91,8 +91,8 @@ func TestWriteChanges(t *testing.T) {
 
 // changeOf is the change of the file name under dir to data; old is its
 // content now (nil when it does not exist).
-func changeOf(dir, name string, old []byte, data string) fileChange {
-	return fileChange{path: filepath.Join(dir, name), name: filepath.ToSlash(name), created: old == nil, what: "changed", old: old, data: []byte(data)}
+func changeOf(dir, name string, old []byte, data string) FileChange {
+	return FileChange{path: filepath.Join(dir, name), name: filepath.ToSlash(name), created: old == nil, what: "changed", old: old, data: []byte(data)}
 }
 
 func writeFile(t *testing.T, path, data string, mode os.FileMode) {

@@ -8,7 +8,6 @@ import (
 	"net/url"
 	"os/exec"
 	"regexp"
-	"runtime"
 	"slices"
 	"strconv"
 	"strings"
@@ -17,6 +16,7 @@ import (
 
 	"aipm/fsstore"
 	"aipm/internal/clientconfig"
+	"aipm/internal/clients"
 	"aipm/internal/shell"
 )
 
@@ -39,26 +39,15 @@ func (h Host) agentEnv(a fsstore.Agent) func(string) string {
 	}
 }
 
-// rootRefusesFull says whether Claude Code refuses bypassPermissions
-// (--access full) to a process with getenv's environment: Claude Code
-// 2.1.332 exits 1 with "--dangerously-skip-permissions cannot be used
-// with root/sudo privileges for security reasons" when its uid is 0,
-// unless IS_SANDBOX=1 or CLAUDE_CODE_BUBBLEWRAP says it runs in a
-// sandbox made for it.
-func rootRefusesFull(root bool, getenv func(string) string) bool {
-	return root && getenv("IS_SANDBOX") != "1" && getenv("CLAUDE_CODE_BUBBLEWRAP") == ""
-}
-
 // RootProblem is the one sentence for agent's client that will refuse to
 // start as root, with the fix ("" when it will start): Claude Code with
 // --access full. getenv is the environment the client gets.
 func RootProblem(spec Spec, agent string, root bool, getenv func(string) string) string {
-	if spec.Client != "claude" || spec.Access != AccessFull || !rootRefusesFull(root, getenv) {
+	c, _ := clients.Get(spec.Client)
+	if c.RootProblem == nil {
 		return ""
 	}
-	return fmt.Sprintf("Claude Code refuses --access full (its --dangerously-skip-permissions) to root, so aipm does not start %s's claude as root: "+
-		"run aipm agent set %s --access project, or run aipm watch as a user other than root; in a throw-away container, "+
-		`env = { IS_SANDBOX = "1" } in %s's [[agents]] entry of .ai-pm/config.toml lets Claude Code start as root`, agent, agent, agent)
+	return c.RootProblem(spec.Access, agent, root, getenv)
 }
 
 // WarnRoot says, on w, when a's client will refuse to start because aipm
@@ -133,37 +122,43 @@ type launched struct {
 // its Bash sandbox without bubblewrap or socat on Linux (Claude Code
 // 2.1.332 then says "Sandbox disabled" and runs commands unsandboxed).
 func (rep *ClientReport) startChecks(h Host, config string, agents []launched) {
-	var sandboxed, missing []string
+	type short struct {
+		agents, missing []string
+		warning         func(agents string, missing []string) string
+	}
+	sandboxed := map[string]short{}
+	var keys []string
 	for _, l := range agents {
 		if msg := RootProblem(l.spec, l.a.ID, h.Root, l.env); msg != "" {
 			rep.Problems = append(rep.Problems, fsstore.Problem{Path: config, Reason: "agent " + l.a.ID + ": " + msg})
 		}
-		if l.spec.Client != "claude" || l.spec.Access != AccessProject || runtime.GOOS != "linux" {
+		c, _ := clients.Get(l.spec.Client)
+		if c.Sandbox == nil {
 			continue
 		}
-		if m := sandboxMissing(l.env("PATH")); len(m) > 0 {
-			sandboxed = append(sandboxed, l.a.ID)
-			missing = m
+		programs, warning := c.Sandbox(l.spec.Access)
+		if m := missingPrograms(l.env("PATH"), programs); len(m) > 0 {
+			key := c.Name + "\x00" + l.spec.Access
+			if _, ok := sandboxed[key]; !ok {
+				keys = append(keys, key)
+			}
+			s := sandboxed[key]
+			s.agents, s.missing, s.warning = append(s.agents, l.a.ID), m, warning
+			sandboxed[key] = s
 		}
 	}
-	if len(sandboxed) == 0 {
-		return
+	for _, k := range keys {
+		s := sandboxed[k]
+		rep.Warnings = append(rep.Warnings, s.warning(agentsNamed(s.agents), s.missing))
 	}
-	are := strings.Join(missing, " and ") + " are"
-	if len(missing) == 1 {
-		are = missing[0] + " is"
-	}
-	rep.Warnings = append(rep.Warnings, fmt.Sprintf("%s: Claude Code's Bash sandbox (--access project) needs bubblewrap and socat on Linux, and %s not on PATH, "+
-		"so Claude Code turns the sandbox off and runs its commands without it (only its permission checks hold them, and nothing keeps them off the network): "+
-		"install them (apt install bubblewrap socat, or dnf install bubblewrap socat)", agentsNamed(sandboxed), are))
 }
 
 // versionChecks runs each client's --version once, on wg.
 func (rep *ClientReport) versionChecks(ctx context.Context, wg *sync.WaitGroup, mu *sync.Mutex, agents []launched) {
 	checked := map[string]bool{}
 	for _, l := range agents {
-		c := launchClients[l.spec.Client]
-		program := shell.LookPath(l.env("PATH"), c.program)
+		c, _ := clients.Get(l.spec.Client)
+		program := shell.LookPath(l.env("PATH"), c.Program)
 		if program == "" || checked[program] {
 			continue // not there: StartProblems says so
 		}
@@ -192,7 +187,7 @@ func (rep *ClientReport) endpointChecks(ctx context.Context, wg *sync.WaitGroup,
 	users := map[target][]string{}
 	var targets []target
 	for _, l := range agents {
-		t := target{l.spec.Client, clientconfig.ModelEndpoint(l.spec.Client, l.env, l.spec.Extra)}
+		t := target{l.spec.Client, endpointOf(l)}
 		if users[t] == nil {
 			targets = append(targets, t)
 		}
@@ -221,11 +216,10 @@ func (rep *ClientReport) endpointChecks(ctx context.Context, wg *sync.WaitGroup,
 	}
 }
 
-// sandboxMissing are the programs of Claude Code's Linux sandbox that are
-// not on path.
-func sandboxMissing(path string) []string {
+// missingPrograms are the programs that are not on path.
+func missingPrograms(path string, programs []string) []string {
 	var missing []string
-	for _, p := range []string{"bwrap", "socat"} {
+	for _, p := range programs {
 		if shell.LookPath(path, p) == "" {
 			missing = append(missing, p)
 		}
@@ -243,16 +237,25 @@ func agentsNamed(ids []string) string {
 
 // Tested is the version of client aipm's end-to-end tests drive ("" for
 // a client aipm does not launch).
-func Tested(client string) string { return launchClients[client].tested }
+func Tested(client string) string {
+	c, _ := clients.Get(client)
+	return c.Tested
+}
+
+// endpointOf is the model endpoint of l's client.
+func endpointOf(l launched) clientconfig.Endpoint {
+	c, _ := clients.Get(l.spec.Client)
+	return c.Endpoint(l.env, l.spec.Extra)
+}
 
 // versionRE finds a version number in a client's --version line
 // ("2.1.332 (Claude Code)", "codex-cli 0.171.0").
 var versionRE = regexp.MustCompile(`\d+\.\d+\.\d+`)
 
 // clientVersion runs program --version: the line saying which version
-// was checked, and a warning when it is older than c.tested or cannot be
+// was checked, and a warning when it is older than c.Tested or cannot be
 // told.
-func clientVersion(ctx context.Context, c launchClient, program string) (line, warning string) {
+func clientVersion(ctx context.Context, c clients.Client, program string) (line, warning string) {
 	ctx, cancel := context.WithTimeout(ctx, versionTimeout)
 	defer cancel()
 	cmd := exec.CommandContext(ctx, program, "--version")
@@ -264,12 +267,12 @@ func clientVersion(ctx context.Context, c launchClient, program string) (line, w
 		if err != nil {
 			why = err.Error()
 		}
-		return fmt.Sprintf("%s: version unknown (tested: %s)", c.program, c.tested),
-			fmt.Sprintf("aipm cannot tell which %s this is (%s --version: %s): aipm was tested with %s %s", c.program, program, why, c.program, c.tested)
+		return fmt.Sprintf("%s: version unknown (tested: %s)", c.Program, c.Tested),
+			fmt.Sprintf("aipm cannot tell which %s this is (%s --version: %s): aipm was tested with %s %s", c.Program, program, why, c.Program, c.Tested)
 	}
-	line = fmt.Sprintf("%s %s (tested: %s)", c.program, got, c.tested)
-	if older(got, c.tested) {
-		warning = fmt.Sprintf("%s %s is older than %s, the version aipm was tested with, and may not do what aipm asks of it: update it (npm install -g %s@%s)", c.program, got, c.tested, c.pkg, c.tested)
+	line = fmt.Sprintf("%s %s (tested: %s)", c.Program, got, c.Tested)
+	if older(got, c.Tested) {
+		warning = fmt.Sprintf("%s %s is older than %s, the version aipm was tested with, and may not do what aipm asks of it: update it (npm install -g %s@%s)", c.Program, got, c.Tested, c.Package, c.Tested)
 	}
 	return line, warning
 }

@@ -13,6 +13,7 @@ package launch_test
 import (
 	"bytes"
 	"context"
+	"encoding/json"
 	"fmt"
 	"os"
 	"os/exec"
@@ -117,13 +118,15 @@ type e2e struct {
 	aipm   string
 	bin    string   // the directory of the pinned clients
 	dir    string   // the project, a folder the client never trusted
+	task   string   // the id of coder's task in progress
+	access string   // aipm launch's --access, "" for its default
 	env    []string // the client's environment
 	model  *scriptedmodel.Server
 }
 
-// newE2E makes the project (a human lead, coder an AI agent started as
-// client, a task of coder's in progress) and starts the model with script.
-func newE2E(t *testing.T, client string, script scriptedmodel.Script) *e2e {
+// newProjectE2E is a folder for a project not made yet, the client's
+// environment, and the model started with script.
+func newProjectE2E(t *testing.T, client string, script scriptedmodel.Script) *e2e {
 	t.Helper()
 	bin := realClient(t, client)
 	e := &e2e{t: t, client: client, aipm: aipmBinary(t), bin: bin, dir: t.TempDir()}
@@ -146,6 +149,23 @@ func newE2E(t *testing.T, client string, script scriptedmodel.Script) *e2e {
 		"DISABLE_ERROR_REPORTING=1",
 		// Codex: the key of the model provider codexModel names.
 		"AIPM_E2E_MODEL_KEY=sk-scripted",
+		// Gemini CLI: the model, its key, and a concrete model (which
+		// skips its model router, a classifier model's JSON verdict).
+		"GOOGLE_GEMINI_BASE_URL=" + model.URL,
+		"GEMINI_API_KEY=scripted",
+		"GEMINI_MODEL=gemini-2.5-pro",
+		// GitHub Copilot CLI: BYOK, no GitHub login, the Messages API. A
+		// model it does not know: it offers MCP tools up front (for one it
+		// knows, claude-sonnet-4, it defers them behind tool_search_tool).
+		// aipm launch sets COPILOT_OFFLINE=true, which keeps it off
+		// api.github.com.
+		"COPILOT_PROVIDER_BASE_URL=" + model.URL,
+		"COPILOT_PROVIDER_TYPE=anthropic",
+		"COPILOT_PROVIDER_API_KEY=sk-ant-scripted",
+		"COPILOT_MODEL=scripted-model",
+		// OpenCode: no fetch of models.dev's catalogue (its provider is the
+		// user's config's: e2eDrivers' home).
+		"OPENCODE_DISABLE_MODELS_FETCH=1",
 		// Anything not on loopback goes to the model server, which
 		// refuses it and records where it meant to go.
 		"HTTPS_PROXY=" + model.URL, "HTTP_PROXY=" + model.URL, "NO_PROXY=127.0.0.1,localhost",
@@ -153,10 +173,36 @@ func newE2E(t *testing.T, client string, script scriptedmodel.Script) *e2e {
 	if tmp := os.Getenv("TMPDIR"); tmp != "" {
 		e.env = append(e.env, "TMPDIR="+tmp)
 	}
+	if home := e2eDrivers[client].home; home != nil {
+		home(e)
+	}
+	// A project is a git checkout, as most are: the clients key trust by
+	// its root. (Codex's sandbox leaves an empty .git skeleton in the
+	// temporary directory, which would make that the root of a project in
+	// it that is not one.)
+	if git, err := exec.LookPath("git"); err == nil {
+		if out, err := exec.Command(git, "init", "-q", e.dir).CombinedOutput(); err != nil {
+			t.Fatalf("git init: %v\n%s", err, out)
+		}
+	}
+	return e
+}
+
+// newE2E makes the project (a human lead, coder an AI agent started as
+// client, a task of coder's in progress) and starts the model with script.
+func newE2E(t *testing.T, client string, script scriptedmodel.Script) *e2e {
+	t.Helper()
+	e := newProjectE2E(t, client, script)
 	e.aipmCLI("init", "--name", "shop")
 	e.aipmCLI("agent", "add", "lead", "--type", "human", "--role", "manager")
 	e.aipmCLI("agent", "add", "coder", "--type", "ai", "--parent", "lead", "--client", client)
-	e.aipmCLI("task", "add", "Write the parser", "--assignee", "coder", "--status", "in_progress")
+	var task struct {
+		ID string `json:"id"`
+	}
+	if err := json.Unmarshal([]byte(e.aipmCLI("task", "add", "Write parser.txt", "--assignee", "coder", "--status", "in_progress", "--json")), &task); err != nil {
+		t.Fatal(err)
+	}
+	e.task = task.ID
 	return e
 }
 
@@ -203,9 +249,13 @@ func (e *e2e) codexModel() []string {
 func (e *e2e) launch(env []string, args ...string) {
 	e.t.Helper()
 	launch := []string{"launch", e.client, "--agent", "coder"}
-	if e.client == "codex" {
-		launch = append(launch, "--model", "gpt-5.5")
-		args = append(e.codexModel(), args...)
+	if e.access != "" {
+		launch = append(launch, "--access", e.access)
+	}
+	d := e2eDrivers[e.client]
+	launch = append(launch, d.launchFlags...)
+	if d.clientArgs != nil {
+		args = append(d.clientArgs(e), args...)
 	}
 	e.run(env, e.aipm, append(append(launch, "--"), args...)...)
 }
@@ -241,6 +291,13 @@ func clip(s string, n int) string {
 // servedTools are the tools aipm serve lists in the project, asked of it.
 func (e *e2e) servedTools() []string {
 	e.t.Helper()
+	return sortedKeys(e.servedSchemas())
+}
+
+// servedSchemas are the tools aipm serve lists in the project, asked of
+// it, each with the properties of its input schema.
+func (e *e2e) servedSchemas() map[string]map[string]bool {
+	e.t.Helper()
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()
 	cmd := exec.Command(e.aipm, "serve")
@@ -254,14 +311,23 @@ func (e *e2e) servedTools() []string {
 	if err != nil {
 		e.t.Fatal(err)
 	}
-	var names []string
+	tools := map[string]map[string]bool{}
 	for _, tool := range res.Tools {
-		names = append(names, tool.Name)
+		var schema struct {
+			Properties map[string]json.RawMessage `json:"properties"`
+		}
+		raw, _ := json.Marshal(tool.InputSchema)
+		json.Unmarshal(raw, &schema)
+		props := map[string]bool{}
+		for name := range schema.Properties {
+			props[name] = true
+		}
+		tools[tool.Name] = props
 	}
-	if len(names) < 20 {
-		e.t.Fatalf("aipm serve lists %d tools: %v", len(names), names)
+	if len(tools) < 20 {
+		e.t.Fatalf("aipm serve lists %d tools: %v", len(tools), sortedKeys(tools))
 	}
-	return names
+	return tools
 }
 
 // available says whether aipm's tool name can be called in r, named as
@@ -269,7 +335,7 @@ func (e *e2e) servedTools() []string {
 // namespace mcp__aipm.
 func available(r *scriptedmodel.Request, name string) bool {
 	for _, t := range r.Tools {
-		if t.Name == "mcp__aipm__"+name || t.Name == name && strings.TrimRight(t.Namespace, "_") == "mcp__aipm" {
+		if bareAipmName(t) == name {
 			return true
 		}
 	}
@@ -323,7 +389,7 @@ func deferredShown(r *scriptedmodel.Request, names []string) bool {
 // server's env.
 func TestFirstTurnHasAipmTools(t *testing.T) {
 	done := func(*scriptedmodel.Request) scriptedmodel.Turn { return scriptedmodel.Turn{Text: "done"} }
-	for _, client := range []string{"claude", "codex"} {
+	for _, client := range []string{"claude", "codex", "qwen", "copilot", "opencode"} {
 		t.Run(client, func(t *testing.T) {
 			t.Parallel()
 			e := newE2E(t, client, done)
@@ -334,11 +400,18 @@ func TestFirstTurnHasAipmTools(t *testing.T) {
 				args = []string{"-c", `mcp_servers.aipm.env.` + failpoint.Env + `="slow-start"`}
 			}
 			e.launch(env, args...)
-			reqs := e.model.Requests()
-			if len(reqs) == 0 {
-				t.Fatalf("%s made no model request", client)
+			// The first turn: the first request that offers the model any
+			// tool (OpenCode's title request, before it, offers none).
+			var first *scriptedmodel.Request
+			for _, r := range e.model.Requests() {
+				if len(r.Tools) > 0 {
+					first = r
+					break
+				}
 			}
-			first := reqs[0]
+			if first == nil {
+				t.Fatalf("%s made no model request that offers any tool", client)
+			}
 			if lost := missing(first, tools); len(lost) > 0 && !deferredShown(first, tools) {
 				t.Errorf("%s's first model request, with aipm serve 3 s slow to start, neither offers %d of aipm's %d tools (%s) nor shows them deferred with aipm's instructions: the model starts without aipm",
 					client, len(lost), len(tools), strings.Join(lost, ", "))

@@ -11,14 +11,13 @@
 // environment (AIPM_PASSKEY_FILE, the saved passkey), never on a command
 // line or in the prompt. Nothing is written to the client's own settings.
 //
-//   - launch.go: what a command line says (Spec, SpecOf, Flags), each
-//     client's command line (claudeLaunchArgs, codexLaunchArgs) and the
-//     opening prompt.
+//   - launch.go: what a command line says (Spec, SpecOf, Flags) and the
+//     opening prompt; each client's own command line, output and terms
+//     are its file in internal/clients, reached through its registry.
 //   - run.go: the client started and waited for (Run); what it refused
 //     told to the agent's human.
-//   - refusals.go: the client's refusals read from its output, told apart
-//     from the calls aipm's own hook denied, and the sentence with the fix;
-//     codex.go: Codex's --json events and its record of the session.
+//   - refusals.go: the client's refusals (clients.Output) told apart
+//     from the calls aipm's own hook denied, and the sentence with the fix.
 //   - starts.go, problems.go: what aipm watch starts for an agent and what
 //     it may do (Starts), and what stops it (StartProblems, for doctor).
 //   - checks.go: what the clients need of the machine (CheckClients, for
@@ -27,25 +26,23 @@
 package launch
 
 import (
-	"encoding/json"
 	"fmt"
-	"io"
 	"path/filepath"
 	"slices"
 	"strings"
 
 	"github.com/spf13/pflag"
 
-	"aipm/fsstore"
 	"aipm/internal/clientconfig"
+	"aipm/internal/clients"
 	"aipm/internal/shell"
 )
 
 // Access levels: what a launched client may do beyond aipm's tools.
 const (
-	AccessRead    = "read"    // read the project; no edit (Codex: commands that do not write)
-	AccessProject = "project" // edit files and run commands inside the project
-	AccessFull    = "full"    // do anything, without asking
+	AccessRead    = clients.AccessRead    // read the project; no edit (Codex: commands that do not write)
+	AccessProject = clients.AccessProject // edit files and run commands inside the project
+	AccessFull    = clients.AccessFull    // do anything, without asking
 )
 
 // AccessLevels are the access levels, narrowest first.
@@ -53,7 +50,7 @@ var AccessLevels = []string{AccessRead, AccessProject, AccessFull}
 
 // Spec is what an "aipm launch" command line says.
 type Spec struct {
-	Client string   // claude or codex
+	Client string   // a registered client's name (clients.Names)
 	Model  string   // the client's --model, "" for its default
 	Access string   // AccessRead, AccessProject (default) or AccessFull
 	Agent  string   // --agent; "" takes $AIPM_AGENT_ID
@@ -89,7 +86,7 @@ func SpecOf(command []string) (spec Spec, ok bool, err error) {
 		dash = len(args)
 	}
 	if dash != 1 {
-		return spec, true, fmt.Errorf("aipm launch needs exactly one client before --, claude or codex (got %q)", args[:dash])
+		return spec, true, fmt.Errorf("aipm launch needs exactly one client before --, %s (got %q)", clients.Known(""), args[:dash])
 	}
 	spec.Client, spec.Extra = args[0], args[dash:]
 	return spec, true, spec.Check()
@@ -97,8 +94,8 @@ func SpecOf(command []string) (spec Spec, ok bool, err error) {
 
 // Check says what is wrong with spec, in one sentence.
 func (spec Spec) Check() error {
-	if _, ok := launchClients[spec.Client]; !ok {
-		return fmt.Errorf("aipm launch: client %q is unknown: use claude or codex", spec.Client)
+	if _, ok := clients.Get(spec.Client); !ok {
+		return fmt.Errorf("aipm launch: %w", clients.Unknown(spec.Client))
 	}
 	if !slices.Contains(AccessLevels, spec.Access) {
 		return fmt.Errorf("aipm launch: --access %q is unknown: use read, project or full", spec.Access)
@@ -125,64 +122,33 @@ func (spec Spec) Command() []string {
 // May is what an agent launched with spec may do, for agent list and
 // doctor ("it may ..."): each client's own terms of its access level.
 func (spec Spec) May() string {
-	switch spec.Access {
-	case AccessRead:
-		if spec.Client == "codex" {
-			// Codex's read-only sandbox runs commands and fails their writes.
-			return "read the project and run commands that do not write; no edit"
-		}
-		return "read the project; no edit, no command"
-	case AccessFull:
-		return "do anything, without asking"
+	c, _ := clients.Get(spec.Client)
+	if c.May == nil {
+		return ""
 	}
-	return "edit files and run commands inside the project"
+	return c.May(spec.Access)
 }
 
 type nopWriter struct{}
 
 func (nopWriter) Write(p []byte) (int, error) { return len(p), nil }
 
-// launchClient is what aipm knows of starting one client headless.
-type launchClient struct {
-	program string // the executable looked up on PATH
-	install string // how to get it, for the sentence when it is missing
-	pkg     string // its npm package, for the update aipm doctor suggests
-	// tested is the version of the client aipm's end-to-end tests drive
-	// (testdata/realclients/package.json pins it): aipm doctor warns of
-	// an older one.
-	tested string
-	// argv is the client's command line (without the program): exe is
-	// this aipm's absolute path (the MCP server and the hooks run it).
-	argv func(spec Spec, exe, hookWord, prompt string) []string
-	// output reads what the client prints on stdout as it runs, writing
-	// the text for the run's log to log, and says at the end which tool
-	// calls it refused (refusals.go).
-	output func(spec Spec, log io.Writer, getenv func(string) string) clientOutput
-}
-
-var launchClients = map[string]launchClient{
-	"claude": {program: "claude", install: "install Claude Code (npm install -g @anthropic-ai/claude-code)", pkg: "@anthropic-ai/claude-code", tested: "2.1.332",
-		argv: claudeLaunchArgs, output: newClaudeOutput},
-	"codex": {program: "codex", install: "install Codex CLI (npm install -g @openai/codex)", pkg: "@openai/codex", tested: "0.171.0",
-		argv: codexLaunchArgs, output: newCodexOutput},
-}
-
 // Missing is the one sentence for a client that is not on PATH, or
 // "" when it is there.
 func Missing(path string, spec Spec) string {
-	c := launchClients[spec.Client]
-	if c.program == "" || shell.LookPath(path, c.program) != "" {
+	c, ok := clients.Get(spec.Client)
+	if !ok || shell.LookPath(path, c.Program) != "" {
 		return ""
 	}
-	return fmt.Sprintf("%s is not on PATH, so aipm watch cannot start this agent: %s, or put it on the PATH aipm watch runs with", c.program, c.install)
+	return fmt.Sprintf("%s is not on PATH, so aipm watch cannot start this agent: %s, or put it on the PATH aipm watch runs with", c.Program, c.Install)
 }
 
 // launchPrompt is the opening prompt: who the agent is, where, and the
 // aipm loop. It names no secret.
 func launchPrompt(spec Spec, agent, project, dir, purpose string) string {
 	tool := func(name string) string { return name }
-	if spec.Client == "claude" {
-		tool = func(name string) string { return "mcp__" + clientconfig.ServerName + "__" + name }
+	if c, ok := clients.Get(spec.Client); ok {
+		tool = c.ToolName
 	}
 	var b strings.Builder
 	fmt.Fprintf(&b, "You are %s, an AI agent of the aipm project %q in %s", agent, project, dir)
@@ -196,100 +162,15 @@ func launchPrompt(spec Spec, agent, project, dir, purpose string) string {
 	return b.String()
 }
 
-// claudeLaunchArgs: claude -p, aipm's server alone (--strict-mcp-config),
-// loaded before the first turn (alwaysLoad), the hooks and the sandbox in
-// --settings, aipm's tools allowed on the command line (which a folder
-// never trusted requires), and the access level as a permission mode.
-func claudeLaunchArgs(spec Spec, exe, hookWord, prompt string) []string {
-	server := map[string]any{"command": exe, "args": clientconfig.ServeArgs}
-	// alwaysLoad: Claude Code connects the server before the first model
-	// request, whatever its own setting for waiting on MCP servers says,
-	// and hands the model aipm's tools whole instead of deferring them
-	// behind its tool search.
-	server["alwaysLoad"] = true
-	mcp, _ := json.Marshal(map[string]any{"mcpServers": map[string]any{clientconfig.ServerName: server}})
-	// {"hooks": ...}, as mcp-config writes them, and the sandbox.
-	var settings map[string]json.RawMessage
-	hooks, _ := clientconfig.HooksDocument(clientconfig.ClaudeHookEvents(hookWord))
-	json.Unmarshal(hooks, &settings)
-	mode := "default"
-	switch spec.Access {
-	case AccessProject:
-		// Edits inside the working directory without asking; Bash in
-		// Claude Code's sandbox, which may write only there.
-		mode = "acceptEdits"
-		settings["sandbox"] = json.RawMessage(`{"enabled":true,"autoAllowBashIfSandboxed":true,"allowUnsandboxedCommands":false}`)
-	case AccessFull:
-		mode = "bypassPermissions"
-	}
-	s, _ := json.Marshal(settings)
-	args := []string{"-p", prompt,
-		"--mcp-config", string(mcp), "--strict-mcp-config",
-		"--settings", string(s),
-		"--allowedTools", "mcp__" + clientconfig.ServerName,
-		"--permission-mode", mode,
-		"--output-format", "json",
-	}
-	if spec.Model != "" {
-		args = append(args, "--model", spec.Model)
-	}
-	return append(args, spec.Extra...)
+// run is spec's client run: what its client's Launch is given.
+func (spec Spec) run(exe, hookWord, prompt string, getenv func(string) string) clients.Run {
+	return clients.Run{Access: spec.Access, Model: spec.Model, Extra: spec.Extra, Exe: exe, HookWord: hookWord,
+		Prompt: prompt, Agent: spec.Agent, Getenv: getenv}
 }
 
-// codexLaunchArgs: codex exec with aipm's server and hooks given on the
-// command line (a project Codex never trusted ignores .codex/), the server
-// required (started before the first turn), its tools approved, the
-// credential variables passed through, and the access level as the
-// sandbox. aipm's hooks are its own, checked by aipm, so the run skips
-// Codex's review of hooks (--dangerously-bypass-hook-trust). Its events
-// come as JSON lines (--json), which aipm launch reads (codexOutput).
-func codexLaunchArgs(spec Spec, exe, hookWord, prompt string) []string {
-	sandbox := map[string]string{AccessRead: "read-only", AccessProject: "workspace-write", AccessFull: "danger-full-access"}[spec.Access]
-	args := []string{"exec", "--json", "--skip-git-repo-check", "--sandbox", sandbox, "--dangerously-bypass-hook-trust"}
-	set := func(key, value string) { args = append(args, "-c", key+"="+value) }
-	server := "mcp_servers." + clientconfig.ServerName
-	set(server+".command", tomlString(exe))
-	set(server+".args", tomlStrings(clientconfig.ServeArgs))
-	set(server+".env_vars", tomlStrings(append(slices.Clone(clientconfig.CredentialVars), fsstore.EnvPurpose, fsstore.EnvProjectDir, fsstore.EnvRunID)))
-	set(server+".default_tools_approval_mode", tomlString("approve"))
-	set(server+".tool_timeout_sec", "60")
-	// required: the first turn waits for the server (an optional one gets
-	// about a second, then the turn starts without it), and the run fails
-	// if it cannot start.
-	set(server+".required", "true")
-	for _, ev := range clientconfig.CodexHookEvents(hookWord) {
-		set("hooks."+ev.Name, tomlHookGroups(ev.Group))
-	}
-	if spec.Model != "" {
-		args = append(args, "--model", spec.Model)
-	}
-	args = append(args, spec.Extra...)
-	return append(args, prompt)
-}
-
-// tomlString is s as a TOML basic string (JSON's escapes are TOML's).
-func tomlString(s string) string {
-	b, _ := json.Marshal(s)
-	return string(b)
-}
-
-func tomlStrings(list []string) string {
-	quoted := make([]string, len(list))
-	for i, s := range list {
-		quoted[i] = tomlString(s)
-	}
-	return "[" + strings.Join(quoted, ",") + "]"
-}
-
-// tomlHookGroups is one hook event's list as a TOML inline value.
-func tomlHookGroups(g clientconfig.HookGroup) string {
-	var handlers []string
-	for _, h := range g.Hooks {
-		handlers = append(handlers, fmt.Sprintf("{type=%s,command=%s,timeout=%d}", tomlString(h.Type), tomlString(h.Command), h.Timeout))
-	}
-	group := "hooks=[" + strings.Join(handlers, ",") + "]"
-	if g.Matcher != "" {
-		group = "matcher=" + tomlString(g.Matcher) + "," + group
-	}
-	return "[{" + group + "}]"
+// launchArgs is spec's client's command line (without the program): exe
+// is this aipm's absolute path (the MCP server and the hooks run it).
+func launchArgs(spec Spec, exe, hookWord, prompt string) []string {
+	c, _ := clients.Get(spec.Client)
+	return c.Launch(spec.run(exe, hookWord, prompt, func(string) string { return "" })).Args
 }

@@ -13,6 +13,7 @@ import (
 
 	"aipm"
 	"aipm/internal/clientconfig"
+	"aipm/internal/clients"
 )
 
 func TestLaunchSpecOf(t *testing.T) {
@@ -28,7 +29,8 @@ func TestLaunchSpecOf(t *testing.T) {
 		{[]string{"/usr/local/bin/aipm", "launch", "codex", "--model", "m", "--access", "read", "--", "--x", "y"}, true,
 			Spec{Client: "codex", Model: "m", Access: AccessRead, Extra: []string{"--x", "y"}}, ""},
 		{[]string{"aipm", "launch"}, true, Spec{}, "exactly one client"},
-		{[]string{"aipm", "launch", "gemini"}, true, Spec{}, `client "gemini" is unknown`},
+		{[]string{"aipm", "launch", "nosuch"}, true, Spec{}, `client "nosuch" is unknown`},
+		{[]string{"aipm", "launch", "gemini", "--access", "full"}, true, Spec{Client: "gemini", Access: AccessFull}, ""},
 		{[]string{"aipm", "launch", "claude", "--access", "root"}, true, Spec{}, `--access "root" is unknown`},
 		{[]string{"aipm", "launch", "claude", "--colour"}, true, Spec{}, "unknown flag"},
 	} {
@@ -73,7 +75,7 @@ func TestLaunchArgs(t *testing.T) {
 // the sandbox, its --mcp-config this aipm's server, its tools aipm's, and
 // each access level its permission mode.
 func checkClaudeLaunchArgs(t *testing.T, exe, word, prompt string) {
-	claude := claudeLaunchArgs(Spec{Client: "claude", Access: AccessProject}, exe, word, prompt)
+	claude := launchArgs(Spec{Client: "claude", Access: AccessProject}, exe, word, prompt)
 	var settings struct {
 		Hooks   json.RawMessage `json:"hooks"`
 		Sandbox map[string]bool `json:"sandbox"`
@@ -81,7 +83,8 @@ func checkClaudeLaunchArgs(t *testing.T, exe, word, prompt string) {
 	if err := json.Unmarshal([]byte(flagValue(t, claude, "--settings")), &settings); err != nil {
 		t.Fatal(err)
 	}
-	want, _ := clientconfig.HooksDocument(clientconfig.ClaudeHookEvents(word))
+	c, _ := clients.Get("claude")
+	want, _ := clientconfig.HooksDocument(c.Hooks.Entries(word))
 	var wantDoc struct {
 		Hooks json.RawMessage `json:"hooks"`
 	}
@@ -97,7 +100,7 @@ func checkClaudeLaunchArgs(t *testing.T, exe, word, prompt string) {
 		t.Errorf("claude's --mcp-config is %s", got)
 	}
 	for access, mode := range map[string]string{AccessRead: "default", AccessFull: "bypassPermissions"} {
-		if got := flagValue(t, claudeLaunchArgs(Spec{Client: "claude", Access: access}, exe, word, prompt), "--permission-mode"); got != mode {
+		if got := flagValue(t, launchArgs(Spec{Client: "claude", Access: access}, exe, word, prompt), "--permission-mode"); got != mode {
 			t.Errorf("claude with access %s: permission mode %s, want %s", access, got, mode)
 		}
 	}
@@ -108,7 +111,7 @@ func checkClaudeLaunchArgs(t *testing.T, exe, word, prompt string) {
 // parses them, give this aipm's server, required and approved, and
 // mcp-config's hooks.
 func checkCodexLaunchArgs(t *testing.T, exe, word, prompt string) {
-	codex := codexLaunchArgs(Spec{Client: "codex", Access: AccessProject, Model: "m", Extra: []string{"--x"}}, exe, word, prompt)
+	codex := launchArgs(Spec{Client: "codex", Access: AccessProject, Model: "m", Extra: []string{"--x"}}, exe, word, prompt)
 	if codex[0] != "exec" || flagValue(t, codex, "--sandbox") != "workspace-write" || codex[len(codex)-1] != prompt || codex[len(codex)-2] != "--x" {
 		t.Errorf("codex: %q", codex)
 	}
@@ -117,7 +120,8 @@ func checkCodexLaunchArgs(t *testing.T, exe, word, prompt string) {
 	if got["mcp_servers.aipm.command"] != exe || got["mcp_servers.aipm.default_tools_approval_mode"] != "approve" || got["mcp_servers.aipm.required"] != true {
 		t.Errorf("codex's server: %v", got)
 	}
-	for _, ev := range clientconfig.CodexHookEvents(word) {
+	c, _ := clients.Get("codex")
+	for _, ev := range c.Hooks.Entries(word) {
 		raw, _ := json.Marshal(got["hooks."+ev.Name])
 		want, _ := json.Marshal([]clientconfig.HookGroup{ev.Group})
 		if !sameJSON(raw, want) {
@@ -200,9 +204,10 @@ func TestClientsPinned(t *testing.T) {
 	if err := json.Unmarshal(data, &pkg); err != nil {
 		t.Fatal(err)
 	}
-	for name, c := range launchClients {
-		if got := pkg.Dependencies[c.pkg]; got != c.tested {
-			t.Errorf("%s: tested %q, but testdata/realclients pins %s at %q", name, c.tested, c.pkg, got)
+	for _, name := range []string{"claude", "codex"} {
+		c, _ := clients.Get(name)
+		if got := pkg.Dependencies[c.Package]; got != c.Tested {
+			t.Errorf("%s: tested %q, but testdata/realclients pins %s at %q", name, c.Tested, c.Package, got)
 		}
 	}
 }

@@ -2,11 +2,9 @@ package launch
 
 import (
 	"fmt"
-	"path/filepath"
-	"strings"
 
 	"aipm/fsstore"
-	"aipm/internal/clientconfig"
+	"aipm/internal/clients"
 )
 
 // StartProblems are the agents aipm watch cannot start as configured,
@@ -25,7 +23,6 @@ func StartProblems(path string, store *fsstore.Store, cfg *fsstore.Config) []fss
 	add := func(a fsstore.Agent, format string, args ...any) {
 		out = append(out, fsstore.Problem{Path: config, Reason: fmt.Sprintf("agent %s: ", a.ID) + fmt.Sprintf(format, args...)})
 	}
-	hooks, _ := clientconfig.AipmCodexHooks(filepath.Join(store.ProjectDir(), clientconfig.CodexHooksFile))
 	for _, a := range cfg.Agents {
 		if a.Type != fsstore.AgentAI || len(a.Command) == 0 {
 			continue
@@ -33,30 +30,27 @@ func StartProblems(path string, store *fsstore.Store, cfg *fsstore.Config) []fss
 		spec, ok, err := SpecOf(a.Command)
 		switch {
 		case ok && err != nil:
-			add(a, "%v (fix it with aipm agent set %s --client claude or --client codex)", err, a.ID)
+			add(a, "%v (fix it with aipm agent set %s %s)", err, a.ID, clients.Known("--client"))
 		case ok:
 			if msg := Missing(path, spec); msg != "" {
 				add(a, "%s", msg)
 			}
-		case runsCodex(a.Command) && len(hooks) == 0:
-			add(a, "its command runs codex without aipm's hooks, so an interrupt cannot stop it between tool calls: run aipm agent set %s --client codex", a.ID)
+		default:
+			if c, unhooked := unhookedClient(store.ProjectDir(), a.Command); unhooked {
+				add(a, "its command runs %s without aipm's hooks, so an interrupt cannot stop it between tool calls: run aipm agent set %s --client %s", c.Program, a.ID, c.Name)
+			}
 		}
 	}
 	return out
 }
 
-// runsCodex says whether a command starts Codex itself: its program, or
-// a shell's script that runs "codex".
-func runsCodex(command []string) bool {
-	if filepath.Base(command[0]) == "codex" {
-		return true
-	}
-	for _, arg := range command[1:] {
-		for _, word := range strings.Fields(arg) {
-			if word == "codex" || strings.HasSuffix(word, "/codex") {
-				return true
-			}
+// unhookedClient is the client command starts, by a command of its own,
+// without aipm's hooks (clients.Client.Unhooked), if any.
+func unhookedClient(projectDir string, command []string) (clients.Client, bool) {
+	for _, name := range clients.Names() {
+		if c, _ := clients.Get(name); c.Unhooked != nil && c.Unhooked(projectDir, command) {
+			return c, true
 		}
 	}
-	return false
+	return clients.Client{}, false
 }

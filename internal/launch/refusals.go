@@ -1,80 +1,25 @@
 package launch
 
 import (
-	"bytes"
 	"context"
-	"encoding/json"
 	"fmt"
-	"io"
 	"slices"
 	"strings"
 
 	"aipm/fsstore"
-	"aipm/internal/shell"
+	"aipm/internal/clients"
 )
-
-// clientOutput reads a client's stdout while it runs (the run's log gets
-// its text) and, once the client has exited, says which tool calls the
-// client itself refused: its permissions, its sandbox.
-type clientOutput interface {
-	io.Writer
-	refusals() []refusal
-}
-
-// refusal is one tool call a client refused.
-type refusal struct {
-	id   string // the client's id of the call ("" when it gives none)
-	tool string // the tool, as the client names it
-	// said is what the client said of it ("Read-only file system"), ""
-	// when it says only that it refused.
-	said string
-}
-
-// claudeOutput is claude -p --output-format json's one JSON result,
-// read when the client has exited: its text for the log and its
-// permission_denials, each {tool_name, tool_use_id, tool_input}. Those
-// include the calls aipm's PreToolUse hook denied; Run tells them apart.
-type claudeOutput struct {
-	log io.Writer
-	buf bytes.Buffer
-}
-
-func newClaudeOutput(_ Spec, log io.Writer, _ func(string) string) clientOutput {
-	return &claudeOutput{log: log}
-}
-
-func (c *claudeOutput) Write(p []byte) (int, error) { return c.buf.Write(p) }
-
-func (c *claudeOutput) refusals() []refusal {
-	var r struct {
-		Result  string `json:"result"`
-		Denials []struct {
-			Tool string `json:"tool_name"`
-			ID   string `json:"tool_use_id"`
-		} `json:"permission_denials"`
-	}
-	if err := json.Unmarshal(bytes.TrimSpace(c.buf.Bytes()), &r); err != nil {
-		c.log.Write(c.buf.Bytes()) // not the JSON result: pass it on as it is
-		return nil
-	}
-	fmt.Fprintln(c.log, r.Result)
-	var out []refusal
-	for _, d := range r.Denials {
-		out = append(out, refusal{id: d.ID, tool: d.Tool})
-	}
-	return out
-}
 
 // ownDenials splits refused into the calls aipm's own hook denied (an
 // interrupt, another's lease: recorded by the hook under the run's launch
 // id, fsstore RunTable.RecordDenial) and the client's refusals. A denial
 // matches the refusal of its call id or, where either has none, the first
 // of its tool's.
-func ownDenials(refused []refusal, denials []fsstore.Denial) (client []refusal) {
+func ownDenials(refused []clients.Refusal, denials []fsstore.Denial) (client []clients.Refusal) {
 	used := make([]bool, len(denials))
-	match := func(r refusal) bool {
+	match := func(r clients.Refusal) bool {
 		for i, d := range denials {
-			if !used[i] && (r.id != "" && d.ToolUseID == r.id || (r.id == "" || d.ToolUseID == "") && d.Tool == r.tool) {
+			if !used[i] && (r.ID != "" && d.ToolUseID == r.ID || (r.ID == "" || d.ToolUseID == "") && d.Tool == r.Tool) {
 				used[i] = true
 				return true
 			}
@@ -125,14 +70,14 @@ func deniedLine(denials []fsstore.Denial) string {
 
 // refusedProblem is the one sentence a human reads of the tool calls
 // agent's client refused, with the fix that lets them run.
-func refusedProblem(o Options, refused []refusal) string {
+func refusedProblem(o Options, refused []clients.Refusal) string {
 	spec, agent := o.Spec, o.Agent
 	counts := map[string]int{}
 	var names []string
 	for _, r := range refused {
-		name := r.tool
-		if r.said != "" {
-			name += ": " + r.said
+		name := r.Tool
+		if r.Said != "" {
+			name += ": " + r.Said
 		}
 		if counts[name] == 0 {
 			names = append(names, name)
@@ -144,10 +89,8 @@ func refusedProblem(o Options, refused []refusal) string {
 			names[i] = fmt.Sprintf("%s ×%d", n, counts[n])
 		}
 	}
-	by := "its permissions"
-	if spec.Client == "codex" {
-		by = "its sandbox"
-	}
+	c, _ := clients.Get(spec.Client)
+	by := c.RefusedBy
 	return fmt.Sprintf("%s's %s refused %s (%s) by %s under --access %s, so its work may be incomplete even if it reported done: %s",
 		agent, spec.Client, plural(len(refused), "tool call"), strings.Join(names, ", "), by, spec.Access, refusedFix(o, refused))
 }
@@ -156,7 +99,7 @@ func refusedProblem(o Options, refused []refusal) string {
 // where that is all it takes, the tools allowed by name where --access
 // full would not start (Claude Code as root) or would be more than they
 // need.
-func refusedFix(o Options, refused []refusal) string {
+func refusedFix(o Options, refused []clients.Refusal) string {
 	spec, agent := o.Spec, o.Agent
 	set := "aipm agent set " + agent
 	switch {
@@ -164,27 +107,17 @@ func refusedFix(o Options, refused []refusal) string {
 		return set + " --access project lets it edit files and run commands inside the project"
 	case spec.Access == AccessFull:
 		return "check its log for why (with --access full its client asks nothing, so nothing is left to widen)"
-	case spec.Client == "codex":
-		return set + " --access full lets it write outside the project too (no sandbox), or check its log for what it tried"
 	}
-	// Claude Code under project: allow the tools it was refused by name.
+	// Under project: the client's own fix (Claude Code: the tools
+	// allowed by name; Codex: no sandbox).
 	var tools []string
 	for _, r := range refused {
-		if !slices.Contains(tools, r.tool) {
-			tools = append(tools, r.tool)
+		if !slices.Contains(tools, r.Tool) {
+			tools = append(tools, r.Tool)
 		}
 	}
-	fix := set
-	for _, a := range append(append(append([]string{}, spec.Extra...), "--allowedTools"), strings.Join(tools, ",")) {
-		fix += " " + shell.Quote("--client-arg="+a)
-	}
-	fix += " allows those tools without asking"
-	if !rootRefusesFull(o.Root, o.Getenv) {
-		fix += ", or " + set + " --access full lets it do anything"
-	} else {
-		fix += " (--access full cannot start Claude Code as root)"
-	}
-	return fix
+	c, _ := clients.Get(spec.Client)
+	return c.Widen(set, spec.run("", "", "", o.Getenv), tools, o.Root)
 }
 
 // plural is "1 tool call", "3 tool calls".

@@ -5,16 +5,19 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"io/fs"
 	"os"
 	"os/exec"
 	"path/filepath"
 	"slices"
+	"strings"
 	"sync"
 	"syscall"
 	"time"
 
 	"aipm/fsstore"
 	"aipm/internal/clientconfig"
+	"aipm/internal/clients"
 	"aipm/internal/shell"
 )
 
@@ -43,14 +46,17 @@ type Options struct {
 // run's log.
 func Run(ctx context.Context, o Options) error {
 	store, cfg, agent, spec := o.Store, o.Config, o.Agent, o.Spec
-	c := launchClients[spec.Client]
-	program := shell.LookPath(o.Getenv("PATH"), c.program)
+	c, ok := clients.Get(spec.Client)
+	if !ok {
+		return fmt.Errorf("launch: %w", clients.Unknown(spec.Client))
+	}
+	program := shell.LookPath(o.Getenv("PATH"), c.Program)
 	if program == "" {
 		return fmt.Errorf("launch: %s", Missing(o.Getenv("PATH"), spec))
 	}
 	if msg := RootProblem(spec, agent, o.Root, o.Getenv); msg != "" {
 		tellOutcome(ctx, o, fsstore.OutcomeFailed, msg)
-		return fmt.Errorf("launch: %s was not started", c.program)
+		return fmt.Errorf("launch: %s was not started", c.Program)
 	}
 	// The hooks the client runs record the calls they deny under this id.
 	launchID := o.Getenv(fsstore.EnvRunID)
@@ -75,32 +81,56 @@ func Run(ctx context.Context, o Options) error {
 		exe = resolved
 	}
 	prompt := launchPrompt(spec, agent, cfg.Project.Name, store.ProjectDir(), o.Getenv(fsstore.EnvPurpose))
-	cmd := exec.CommandContext(ctx, program, c.argv(spec, exe, clientconfig.HookWord(o.Getenv("PATH"), exe), prompt)...)
+	run := spec.run(exe, clientconfig.HookWord(o.Getenv("PATH"), exe), prompt, o.Getenv)
+	run.Agent, run.ProjectDir = agent, store.ProjectDir()
+	scratch, err := os.MkdirTemp("", "aipm-launch-")
+	if err != nil {
+		return fmt.Errorf("launch: cannot make the directory of this run's own files: %w", err)
+	}
+	defer os.RemoveAll(scratch)
+	run.Scratch = scratch
+	logs, err := store.LogDir(agent)
+	if err != nil {
+		return fmt.Errorf("launch: %w", err)
+	}
+	run.StateDir = filepath.Join(logs, c.Name)
+	launch := c.Launch(run)
+	if err := clearOwned(launch.Owned, launch.Files); err != nil {
+		return fmt.Errorf("launch: %s needs its own folders cleared before it starts: %w", c.Program, err)
+	}
+	if err := writeRunFiles(launch.Files); err != nil {
+		return fmt.Errorf("launch: %s needs its settings written before it starts: %w", c.Program, err)
+	}
+	env = append(env, launch.Env...)
+	cmd := exec.CommandContext(ctx, program, launch.Args...)
 	// Ctrl-C or the watcher's SIGTERM: the client gets SIGTERM and a
 	// moment to end its sessions before it is killed.
 	cmd.Cancel = func() error { return cmd.Process.Signal(syscall.SIGTERM) }
 	cmd.WaitDelay = 5 * time.Second
 	cmd.Dir = store.ProjectDir()
 	cmd.Env = env
+	if launch.Stdin != "" {
+		cmd.Stdin = strings.NewReader(launch.Stdin)
+	}
 	// What the client says last, on either stream, is most often why it
 	// failed: its exit's error quotes it, so that the run's last log line
 	// (what its human is told) is the client's words, not only an exit
 	// status.
 	said := &tail{}
 	cmd.Stderr = io.MultiWriter(o.Stderr, said)
-	out := c.output(spec, io.MultiWriter(o.Stdout, said), o.Getenv)
+	out := c.Output(run, io.MultiWriter(o.Stdout, said))
 	cmd.Stdout = out
 	runErr := cmd.Run()
-	reportRefused(ctx, o, launchID, out.refusals())
+	reportRefused(ctx, o, launchID, out.Refusals())
 	var ee *exec.ExitError
 	if errors.As(runErr, &ee) {
 		if last := fsstore.LastLine(said.bytes()); last != "" {
-			return fmt.Errorf("launch: %s ended (%w), having said last: %s", c.program, ee, last)
+			return fmt.Errorf("launch: %s ended (%w), having said last: %s", c.Program, ee, last)
 		}
-		return fmt.Errorf("launch: %s ended: %w", c.program, ee)
+		return fmt.Errorf("launch: %s ended: %w", c.Program, ee)
 	}
 	if runErr != nil {
-		return fmt.Errorf("launch: run %s: %w", c.program, runErr)
+		return fmt.Errorf("launch: run %s: %w", c.Program, runErr)
 	}
 	return nil
 }
@@ -133,7 +163,7 @@ func (t *tail) bytes() []byte {
 // calls aipm's own hook denied (fsstore RunTable.TakeDenials) as one
 // line of the run's log, and the client's own refusals, the rest of
 // refused, to the agent's human as the run's outcome (tellOutcome).
-func reportRefused(ctx context.Context, o Options, launchID string, refused []refusal) {
+func reportRefused(ctx context.Context, o Options, launchID string, refused []clients.Refusal) {
 	denials, err := o.Store.Runs().TakeDenials(o.Agent, launchID)
 	if err != nil {
 		fmt.Fprintf(o.Stderr, "aipm: %v\n", err)
@@ -144,4 +174,55 @@ func reportRefused(ctx context.Context, o Options, launchID string, refused []re
 	if client := ownDenials(refused, denials); len(client) > 0 {
 		tellOutcome(ctx, o, fsstore.OutcomeRefused, refusedProblem(o, client))
 	}
+}
+
+// clearOwned removes from each of dirs (clients.Command's Owned) every
+// entry that is not one of files.
+func clearOwned(dirs []string, files []clients.File) error {
+	for _, dir := range dirs {
+		entries, err := os.ReadDir(dir)
+		if errors.Is(err, fs.ErrNotExist) {
+			continue
+		}
+		if err != nil {
+			return err
+		}
+		for _, e := range entries {
+			path := filepath.Join(dir, e.Name())
+			if slices.ContainsFunc(files, func(f clients.File) bool { return f.Path == path }) {
+				continue
+			}
+			if err := os.RemoveAll(path); err != nil {
+				return err
+			}
+		}
+	}
+	return nil
+}
+
+// writeRunFiles writes the files a client's run needs (clients.Command's
+// Files, each under the agent's StateDir), each whole: a temporary file
+// beside it, renamed into place, readable by the user alone.
+func writeRunFiles(files []clients.File) error {
+	for _, f := range files {
+		if err := os.MkdirAll(filepath.Dir(f.Path), 0o700); err != nil {
+			return err
+		}
+		tmp, err := os.CreateTemp(filepath.Dir(f.Path), "."+filepath.Base(f.Path)+".*")
+		if err != nil {
+			return err
+		}
+		_, err = tmp.Write(f.Data)
+		if cerr := tmp.Close(); err == nil {
+			err = cerr
+		}
+		if err == nil {
+			err = os.Rename(tmp.Name(), f.Path)
+		}
+		if err != nil {
+			os.Remove(tmp.Name())
+			return err
+		}
+	}
+	return nil
 }

@@ -20,38 +20,14 @@ func TestStarts(t *testing.T) {
 		{[]string{"/opt/aipm", "launch", "codex", "--access", "read"}, "codex", "read the project and run commands that do not write; no edit"},
 		{[]string{"aipm", "launch", "claude", "--access", "read"}, "claude", "read the project; no edit, no command"},
 		{[]string{"aipm", "launch", "claude", "--access", "full"}, "claude", "do anything, without asking"},
-		{[]string{"aipm", "launch", "gemini"}, "aipm launch (invalid)", ""},
+		{[]string{"aipm", "launch", "nosuch"}, "aipm launch (invalid)", ""},
+		{[]string{"aipm", "launch", "gemini"}, "gemini", "edit files inside the project and run commands (Gemini CLI's auto_edit, and its shell allowed by aipm's policy; no sandbox holds the commands)"},
 		{[]string{"aipm", "sim"}, "aipm sim", ""},
 		{[]string{"/usr/bin/python3", "agent.py"}, "python3", ""},
 	} {
 		starts, may := Starts(fsstore.Agent{ID: "a", Command: tc.command})
 		if starts != tc.starts || may != tc.may {
 			t.Errorf("Starts(%q) = %q, %q; want %q, %q", tc.command, starts, may, tc.starts, tc.may)
-		}
-	}
-}
-
-// TestRunsCodex: a command that starts Codex itself, or a shell script
-// that runs it.
-func TestRunsCodex(t *testing.T) {
-	for cmd, want := range map[string]bool{
-		"codex exec hi":                   true,
-		"/usr/local/bin/codex exec":       true,
-		"sh -c|cd x && codex exec go":     true,
-		"sh -c|/opt/bin/codex exec":       true,
-		"claude -p hi":                    false,
-		"sh -c|echo codexes":              false,
-		"aipm launch codex":               true, // SpecOf takes it first
-		"python3 drive.py --tool=codex-x": false,
-	} {
-		var command []string
-		if head, script, ok := strings.Cut(cmd, "|"); ok {
-			command = append(strings.Fields(head), script)
-		} else {
-			command = strings.Fields(cmd)
-		}
-		if got := runsCodex(command); got != want {
-			t.Errorf("runsCodex(%q) = %v, want %v", command, got, want)
 		}
 	}
 }

@@ -6,8 +6,12 @@ import (
 	"strings"
 )
 
-// claudeSearchTool is the name of Claude Code's tool search.
-const claudeSearchTool = "ToolSearch"
+// The names of the Messages API clients' tool searches: Claude Code's,
+// GitHub Copilot CLI's (a regex "pattern").
+const (
+	claudeSearchTool  = "ToolSearch"
+	copilotSearchTool = "tool_search_tool"
+)
 
 // readMessages reads a Messages API request. The tools the model can call
 // are those offered without defer_loading, and the deferred ones a tool
@@ -55,7 +59,7 @@ func readMessages(body []byte) (*Request, bool, error) {
 			continue
 		}
 		req.Tools = append(req.Tools, Tool{Name: name, Description: str(t["description"]),
-			Parameters: object(t["input_schema"]), Search: name == claudeSearchTool})
+			Parameters: object(t["input_schema"]), Search: name == claudeSearchTool || name == copilotSearchTool, Definition: definition(t)})
 	}
 	return req, in.Stream, nil
 }

@@ -26,6 +26,7 @@ func readResponses(body []byte) (*Request, bool, error) {
 	text.WriteString(in.Instructions + "\n")
 	for _, t := range in.Tools {
 		req.Tools = append(req.Tools, offered(t, "", false)...)
+		req.addNamespace(t, false)
 	}
 	for _, item := range in.Input {
 		switch str(item["type"]) {
@@ -38,6 +39,7 @@ func readResponses(body []byte) (*Request, bool, error) {
 			var names strings.Builder
 			loaded, _ := item["tools"].([]any)
 			for _, t := range loaded {
+				req.addNamespace(object(t), true)
 				for _, tool := range offered(object(t), "", true) {
 					req.Tools = append(req.Tools, tool)
 					names.WriteString(tool.Namespace + tool.Name + "\n")
@@ -50,6 +52,18 @@ func readResponses(body []byte) (*Request, bool, error) {
 	}
 	req.Text = text.String()
 	return req, in.Stream, nil
+}
+
+// addNamespace records t's definition when t is a namespace offered to
+// the model (Request.Namespaces).
+func (r *Request) addNamespace(t map[string]any, loaded bool) {
+	if str(t["type"]) != "namespace" || t["defer_loading"] == true && !loaded {
+		return
+	}
+	if r.Namespaces == nil {
+		r.Namespaces = map[string]json.RawMessage{}
+	}
+	r.Namespaces[str(t["name"])] = definition(t)
 }
 
 // offered are the tools a tool definition t gives the model, within
@@ -68,7 +82,7 @@ func offered(t map[string]any, ns string, loaded bool) []Tool {
 		}
 		return tools
 	case "function", "custom":
-		return []Tool{{Namespace: ns, Name: str(t["name"]), Description: str(t["description"]), Parameters: object(t["parameters"])}}
+		return []Tool{{Namespace: ns, Name: str(t["name"]), Description: str(t["description"]), Parameters: object(t["parameters"]), Custom: str(t["type"]) == "custom", Definition: definition(t)}}
 	case "tool_search":
 		return []Tool{{Name: "tool_search", Description: str(t["description"]), Parameters: object(t["parameters"]), Search: true}}
 	}
@@ -88,9 +102,12 @@ func (s *Server) responses(w http.ResponseWriter, r *http.Request) {
 			input = map[string]any{}
 		}
 		item := map[string]any{"id": s.nextID("fc"), "call_id": s.nextID("call"), "status": "completed"}
-		if c.Search {
+		switch {
+		case c.Search:
 			item["type"], item["execution"], item["arguments"] = "tool_search_call", "client", input
-		} else {
+		case c.Raw != "":
+			item["type"], item["name"], item["input"] = "custom_tool_call", c.Name, c.Raw
+		default:
 			args, _ := json.Marshal(input)
 			item["type"], item["name"], item["arguments"] = "function_call", c.Name, string(args)
 			if c.Namespace != "" {

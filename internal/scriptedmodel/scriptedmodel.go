@@ -1,11 +1,14 @@
 // Package scriptedmodel is a model endpoint on loopback for the tests that
-// drive the real agent CLIs (Claude Code, Codex) and for the bench: it
-// speaks the two wire formats they use, the Anthropic Messages API (POST
-// /v1/messages, streamed as server-sent events, and count_tokens) and the
-// OpenAI Responses API (POST /v1/responses, streamed), records every
-// request, and answers each from a script: a Go function given the request
-// (what the client offers the model, the tool results so far) returns the
-// model's next turn, text or tool calls.
+// drive the real agent CLIs (Claude Code, Codex, Gemini CLI, OpenCode, ...)
+// and for the bench: it speaks the four wire formats they use, the
+// Anthropic Messages API (POST /v1/messages, streamed as server-sent
+// events, and count_tokens), the OpenAI Responses API (POST /v1/responses,
+// streamed), OpenAI's Chat Completions (POST /v1/chat/completions,
+// streamed) and the Gemini API (POST
+// /v1beta/models/MODEL:streamGenerateContent, generateContent and
+// countTokens), records every request, and answers each from a script: a
+// Go function given the request (what the client offers the model, the
+// tool results so far) returns the model's next turn, text or tool calls.
 //
 // A request to any other path is answered 404 and recorded (Unknown), so a
 // test sees what else a client asked for.
@@ -28,6 +31,10 @@ type API string
 const (
 	Anthropic API = "anthropic" // Messages API: Claude Code
 	OpenAI    API = "openai"    // Responses API: Codex
+	Gemini    API = "gemini"    // Gemini API (generateContent): Gemini CLI
+	// ChatCompletions is OpenAI's Chat Completions API: OpenCode (through
+	// an OpenAI-compatible provider).
+	ChatCompletions API = "chat"
 )
 
 // Tool is a tool the model can call in a request: its name as the model
@@ -40,6 +47,12 @@ type Tool struct {
 	Description string
 	Parameters  map[string]any // the input schema
 	Search      bool
+	// Custom is a tool whose input is free text, not JSON (Codex's
+	// apply_patch): a call of it gives Call.Raw.
+	Custom bool
+	// Definition is the tool's definition as the client sent it, compact
+	// JSON: what the model reads of it (DESIGN 13, P11).
+	Definition json.RawMessage
 }
 
 // Result is a tool's result as the client sent it back to the model.
@@ -59,7 +72,10 @@ type Request struct {
 	// definitions: system prompt, instructions, messages, tool results.
 	Text    string
 	Results []Result // the tool results of the conversation, in order
-	Body    json.RawMessage
+	// Namespaces are the definitions of the namespaces of tools the
+	// request offers (Codex's MCP servers), as the client sent them.
+	Namespaces map[string]json.RawMessage
+	Body       json.RawMessage
 }
 
 // Tool returns the tool of r named name (in namespace ns, "" for none).
@@ -87,7 +103,8 @@ type Call struct {
 	Namespace string
 	Name      string
 	Input     map[string]any
-	Search    bool // a call of the client's tool search (Tool.Search)
+	Search    bool   // a call of the client's tool search (Tool.Search)
+	Raw       string // the input of a custom tool (Tool.Custom), instead of Input
 }
 
 // Turn is the model's answer to a request: tool calls, else text.
@@ -122,6 +139,8 @@ func Start(script Script) (*Server, error) {
 	mux.HandleFunc("POST /v1/messages", s.messages)
 	mux.HandleFunc("POST /v1/messages/count_tokens", s.countTokens)
 	mux.HandleFunc("POST /v1/responses", s.responses)
+	mux.HandleFunc("POST /v1/chat/completions", s.chatCompletions)
+	mux.HandleFunc("POST /v1beta/models/{call}", s.models)
 	mux.HandleFunc("/", s.notFound)
 	s.srv = &http.Server{Handler: http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		if r.Method == http.MethodConnect { // the mux routes no CONNECT
@@ -161,7 +180,7 @@ func (s *Server) notFound(w http.ResponseWriter, r *http.Request) {
 	s.mu.Lock()
 	s.unknown = append(s.unknown, r.Method+" "+target)
 	s.mu.Unlock()
-	http.Error(w, "scriptedmodel serves POST /v1/messages, /v1/messages/count_tokens and /v1/responses, not "+r.Method+" "+target, http.StatusNotFound)
+	http.Error(w, "scriptedmodel serves POST /v1/messages, /v1/messages/count_tokens, /v1/responses, /v1/chat/completions and /v1beta/models/MODEL:streamGenerateContent, not "+r.Method+" "+target, http.StatusNotFound)
 }
 
 // record reads a request's body with read, keeps it and asks the script.
@@ -217,6 +236,18 @@ func texts(b *strings.Builder, v any) {
 			}
 		}
 	}
+}
+
+// definition is a tool's definition v as compact JSON, written as the
+// clients write it (no HTML escaping), for Tool.Definition.
+func definition(v any) json.RawMessage {
+	var b strings.Builder
+	enc := json.NewEncoder(&b)
+	enc.SetEscapeHTML(false)
+	if enc.Encode(v) != nil {
+		return nil
+	}
+	return json.RawMessage(strings.TrimSuffix(b.String(), "\n"))
 }
 
 // object is v as a JSON object, or nil.

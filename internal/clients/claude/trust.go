@@ -1,10 +1,12 @@
-package clientconfig
+package claude
 
 import (
 	"encoding/json"
 	"fmt"
 	"path/filepath"
 	"slices"
+
+	"aipm/internal/clientconfig"
 )
 
 // Claude Code applies a project's .claude/settings.json (the
@@ -16,11 +18,11 @@ import (
 // checkout's root (else the folder), and counts a folder trusted when that
 // key or the folder or one of its parents has it.
 
-// claudeTrustWarning is why Claude Code will refuse aipm's tools in the
+// trust is why Claude Code will refuse aipm's tools in the
 // project, or "" when the project has no aipm entry for it or Claude Code
 // trusts it.
-func claudeTrustWarning(getenv func(string) string, project string) string {
-	dirs := projectDirs(project)
+func trust(getenv func(string) string, project string) string {
+	dirs := clientconfig.ProjectDirs(project)
 	uses, err := usesClaude(dirs[0])
 	if err != nil {
 		return fmt.Sprintf("aipm cannot tell whether Claude Code uses aipm here: %v: fix it by hand", err)
@@ -29,7 +31,7 @@ func claudeTrustWarning(getenv func(string) string, project string) string {
 		return ""
 	}
 	path := claudeConfigPath(getenv)
-	data, missing, err := readUserFile(path)
+	data, missing, err := clientconfig.ReadUserFile(path)
 	if err != nil {
 		return fmt.Sprintf("aipm cannot tell whether Claude Code trusts this project: %v: fix it", err)
 	}
@@ -41,8 +43,8 @@ func claudeTrustWarning(getenv func(string) string, project string) string {
 			return fmt.Sprintf("aipm cannot tell whether Claude Code trusts this project: %s is not valid JSON (%v): fix it", path, err)
 		}
 	}
-	key := claudeTrustKey(resolved(dirs))
-	for _, k := range claudeTrustLookups(key, dirs) {
+	key := trustKey(clientconfig.Resolved(dirs))
+	for _, k := range trustLookups(key, dirs) {
 		if entry, ok := cfg.Projects[k].(map[string]any); ok && entry["hasTrustDialogAccepted"] == true {
 			return ""
 		}
@@ -62,8 +64,8 @@ func usesClaude(project string) (bool, error) {
 	var mcp struct {
 		Servers map[string]json.RawMessage `json:"mcpServers"`
 	}
-	ok, err := readProjectJSON(project, claudeMCPFile, &mcp)
-	if err != nil || ok && mcp.Servers[ServerName] != nil {
+	ok, err := readProjectJSON(project, mcpFile, &mcp)
+	if err != nil || ok && mcp.Servers[clientconfig.ServerName] != nil {
 		return err == nil, err
 	}
 	var settings struct {
@@ -71,16 +73,16 @@ func usesClaude(project string) (bool, error) {
 			Allow []string `json:"allow"`
 		} `json:"permissions"`
 	}
-	ok, err = readProjectJSON(project, claudeSettingsFile, &settings)
-	return ok && slices.Contains(settings.Permissions.Allow, "mcp__"+ServerName), err
+	ok, err = readProjectJSON(project, settingsFile, &settings)
+	return ok && slices.Contains(settings.Permissions.Allow, "mcp__"+clientconfig.ServerName), err
 }
 
 // readProjectJSON decodes the project's file name into v; false when the
 // file does not exist.
 func readProjectJSON(project, name string, v any) (bool, error) {
-	data, exists, err := readOptional(filepath.Join(project, name))
+	data, exists, err := clientconfig.ReadOptional(filepath.Join(project, name))
 	if err != nil {
-		return false, fmt.Errorf("%s cannot be read (%v)", name, pathReason(err))
+		return false, fmt.Errorf("%s cannot be read (%v)", name, clientconfig.PathReason(err))
 	}
 	if !exists {
 		return false, nil
@@ -100,11 +102,11 @@ func claudeConfigPath(getenv func(string) string) string {
 	return filepath.Join(getenv("HOME"), ".claude.json")
 }
 
-// claudeTrustKey is the key under which Claude Code saves the trust
+// trustKey is the key under which Claude Code saves the trust
 // dialog's answer for a session started in dir: the main git checkout's
 // root, else dir.
-func claudeTrustKey(dir string) string {
-	nearest, mainRoot := gitRoots(dir)
+func trustKey(dir string) string {
+	nearest, mainRoot := clientconfig.GitRoots(dir)
 	switch {
 	case mainRoot != "":
 		return mainRoot
@@ -114,9 +116,9 @@ func claudeTrustKey(dir string) string {
 	return dir
 }
 
-// claudeTrustLookups are the keys Claude Code finds trust under for a
+// trustLookups are the keys Claude Code finds trust under for a
 // session started in one of dirs: key, then each dir and its parents.
-func claudeTrustLookups(key string, dirs []string) []string {
+func trustLookups(key string, dirs []string) []string {
 	keys := []string{key}
 	for _, d := range dirs {
 		for ; ; d = filepath.Dir(d) {

@@ -1,4 +1,4 @@
-package launch
+package codex
 
 import (
 	"bytes"
@@ -9,7 +9,7 @@ import (
 	"path/filepath"
 	"strings"
 
-	"aipm/internal/clientconfig"
+	"aipm/internal/clients/clientkit"
 )
 
 // codexOutput reads codex exec --json: one JSON event a line (Codex's
@@ -31,16 +31,16 @@ import (
 // be found, from the events (a command whose output shows a refused
 // write, a file change that failed, a declined command).
 type codexOutput struct {
-	spec    Spec
+	access  string
 	log     io.Writer
 	getenv  func(string) string
 	partial []byte
-	thread  string    // thread.started's thread_id
-	seen    []refusal // what the events showed
+	thread  string              // thread.started's thread_id
+	seen    []clientkit.Refusal // what the events showed
 }
 
-func newCodexOutput(spec Spec, log io.Writer, getenv func(string) string) clientOutput {
-	return &codexOutput{spec: spec, log: log, getenv: getenv}
+func newCodexOutput(r clientkit.Run, log io.Writer) clientkit.Output {
+	return &codexOutput{access: r.Access, log: log, getenv: r.Getenv}
 }
 
 // codexEvent is the part of a codex exec --json event aipm reads.
@@ -112,10 +112,10 @@ func (c *codexOutput) line(line []byte) {
 			fmt.Fprintf(c.log, "codex ran %s: %s (%s)\n", it.Command, code, it.Status)
 			switch {
 			case it.Status == "declined":
-				c.seen = append(c.seen, refusal{tool: "a command", said: "declined"})
+				c.seen = append(c.seen, clientkit.Refusal{Tool: "a command", Said: "declined"})
 			case c.sandboxed():
 				if said := refusedWrite(it.Output); said != "" {
-					c.seen = append(c.seen, refusal{tool: "a command", said: said})
+					c.seen = append(c.seen, clientkit.Refusal{Tool: "a command", Said: said})
 				}
 			}
 		case "file_change":
@@ -125,7 +125,7 @@ func (c *codexOutput) line(line []byte) {
 			}
 			fmt.Fprintf(c.log, "codex changed files (%s): %s\n", it.Status, strings.Join(files, ", "))
 			if it.Status == "failed" && c.sandboxed() {
-				c.seen = append(c.seen, refusal{tool: "apply_patch", said: "the patch failed"})
+				c.seen = append(c.seen, clientkit.Refusal{Tool: "apply_patch", Said: "the patch failed"})
 			}
 		}
 	}
@@ -133,9 +133,9 @@ func (c *codexOutput) line(line []byte) {
 
 // sandboxed says whether Codex ran in a sandbox (--access read or
 // project): only then is a refused write its sandbox's refusal.
-func (c *codexOutput) sandboxed() bool { return c.spec.Access != AccessFull }
+func (c *codexOutput) sandboxed() bool { return c.access != clientkit.AccessFull }
 
-func (c *codexOutput) refusals() []refusal {
+func (c *codexOutput) Refusals() []clientkit.Refusal {
 	if len(c.partial) > 0 {
 		c.line(c.partial)
 		c.partial = nil
@@ -159,7 +159,7 @@ var codexWritingTools = map[string]bool{
 
 // recorded reads the refusals from Codex's record of the session (see
 // codexOutput); ok is false when it cannot be found or read.
-func (c *codexOutput) recorded() (refused []refusal, ok bool) {
+func (c *codexOutput) recorded() (refused []clientkit.Refusal, ok bool) {
 	path := c.rollout()
 	if path == "" {
 		return nil, false
@@ -204,14 +204,14 @@ func (c *codexOutput) recorded() (refused []refusal, ok bool) {
 			text := outputText(p.Output)
 			if rest, ok := strings.CutPrefix(text, "patch rejected: "); ok {
 				said, _, _ := strings.Cut(rest, ";")
-				refused = append(refused, refusal{id: p.CallID, tool: "apply_patch", said: strings.TrimSpace(said)})
+				refused = append(refused, clientkit.Refusal{ID: p.CallID, Tool: "apply_patch", Said: strings.TrimSpace(said)})
 				continue
 			}
 			if said := refusedWrite(text); said != "" {
 				if tool != "apply_patch" {
 					tool = "a command"
 				}
-				refused = append(refused, refusal{id: p.CallID, tool: tool, said: said})
+				refused = append(refused, clientkit.Refusal{ID: p.CallID, Tool: tool, Said: said})
 			}
 		}
 	}
@@ -257,7 +257,7 @@ func (c *codexOutput) rollout() string {
 	if c.thread == "" || strings.ContainsFunc(c.thread, notIDRune) {
 		return ""
 	}
-	matches, _ := filepath.Glob(filepath.Join(clientconfig.CodexHome(c.getenv), "sessions", "*", "*", "*", "rollout-*-"+c.thread+".jsonl"))
+	matches, _ := filepath.Glob(filepath.Join(codexHome(c.getenv), "sessions", "*", "*", "*", "rollout-*-"+c.thread+".jsonl"))
 	if len(matches) == 0 {
 		return ""
 	}

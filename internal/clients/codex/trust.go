@@ -1,8 +1,6 @@
-package clientconfig
+package codex
 
 import (
-	"aipm/fsstore"
-	"aipm/internal/lockedfile"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -11,6 +9,10 @@ import (
 	"slices"
 	"strings"
 	"unicode"
+
+	"aipm/fsstore"
+	"aipm/internal/clientconfig"
+	"aipm/internal/lockedfile"
 
 	"github.com/BurntSushi/toml"
 )
@@ -37,16 +39,16 @@ type codexUserConfig struct {
 	} `toml:"hooks"`
 }
 
-// codexWarning is why Codex will ignore aipm's server entry or skip
+// trust is why Codex will ignore aipm's server entry or skip
 // aipm's hooks in the project, or "" when the project has none or Codex
 // trusts them all.
-func codexWarning(getenv func(string) string, project string) string {
-	dirs := projectDirs(project)
+func trust(getenv func(string) string, project string) string {
+	dirs := clientconfig.ProjectDirs(project)
 	server, err := codexHasServer(dirs[0])
 	if err != nil {
 		return fmt.Sprintf("aipm cannot tell whether Codex uses aipm here: %v: fix it by hand", err)
 	}
-	suffixes, err := AipmCodexHooks(filepath.Join(dirs[0], CodexHooksFile))
+	suffixes, err := aipmHooks(filepath.Join(dirs[0], hooksFile))
 	if err != nil {
 		return fmt.Sprintf("aipm cannot tell whether Codex runs aipm's hooks: %v: fix it by hand", err)
 	}
@@ -61,12 +63,12 @@ func codexWarning(getenv func(string) string, project string) string {
 	if level, key := cfg.trust(dirs); level != "trusted" {
 		var ignored []string
 		if server {
-			ignored = append(ignored, "the aipm server's [mcp_servers.aipm] entry in "+codexConfigFile)
+			ignored = append(ignored, "the aipm server's [mcp_servers.aipm] entry in "+configFile)
 		}
 		if len(suffixes) > 0 {
-			ignored = append(ignored, "aipm's hooks in "+CodexHooksFile)
+			ignored = append(ignored, "aipm's hooks in "+hooksFile)
 		}
-		saved := codexTrustKey(resolved(dirs))
+		saved := trustKey(clientconfig.Resolved(dirs))
 		why := fmt.Sprintf("%s has no [projects.%q] trust_level = \"trusted\"", path, saved)
 		fix := "run codex once in " + saved + " and trust it"
 		switch {
@@ -80,7 +82,7 @@ func codexWarning(getenv func(string) string, project string) string {
 			fix += ", then trust aipm's hooks with /hooks in codex"
 		}
 		return fmt.Sprintf("Codex ignores %s, so codex exec runs without them and says nothing: it does not trust this project (%s): %s",
-			joinAnd(ignored), why, fix)
+			clientconfig.JoinAnd(ignored), why, fix)
 	}
 	var untrusted []string
 	for _, s := range suffixes {
@@ -92,15 +94,15 @@ func codexWarning(getenv func(string) string, project string) string {
 		return ""
 	}
 	return fmt.Sprintf("%d of aipm's %d hooks in %s will be skipped silently: Codex has not trusted them (%s has no [hooks.state] trusted_hash for %s): open codex in the project and trust them with /hooks",
-		len(untrusted), len(suffixes), CodexHooksFile, path, strings.Join(untrusted, ", "))
+		len(untrusted), len(suffixes), hooksFile, path, strings.Join(untrusted, ", "))
 }
 
 // codexHasServer says whether the project's .codex/config.toml holds the
 // aipm server's entry.
 func codexHasServer(project string) (bool, error) {
-	data, exists, err := readOptional(filepath.Join(project, codexConfigFile))
+	data, exists, err := clientconfig.ReadOptional(filepath.Join(project, configFile))
 	if err != nil {
-		return false, fmt.Errorf("%s cannot be read (%v)", codexConfigFile, pathReason(err))
+		return false, fmt.Errorf("%s cannot be read (%v)", configFile, clientconfig.PathReason(err))
 	}
 	if !exists {
 		return false, nil
@@ -109,21 +111,21 @@ func codexHasServer(project string) (bool, error) {
 		Servers map[string]any `toml:"mcp_servers"`
 	}
 	if _, err := toml.Decode(string(data), &doc); err != nil {
-		return false, fmt.Errorf("%s is not valid TOML (%v)", codexConfigFile, err)
+		return false, fmt.Errorf("%s is not valid TOML (%v)", configFile, err)
 	}
-	_, ok := doc.Servers[ServerName]
+	_, ok := doc.Servers[clientconfig.ServerName]
 	return ok, nil
 }
 
 // codexConfigPath is the user's Codex config: $CODEX_HOME/config.toml,
 // else $HOME/.codex/config.toml.
 func codexConfigPath(getenv func(string) string) string {
-	return filepath.Join(CodexHome(getenv), "config.toml")
+	return filepath.Join(codexHome(getenv), "config.toml")
 }
 
-// CodexHome is Codex's own folder of the user (its config, login and
+// codexHome is Codex's own folder of the user (its config, login and
 // session records): $CODEX_HOME, else $HOME/.codex.
-func CodexHome(getenv func(string) string) string {
+func codexHome(getenv func(string) string) string {
 	if home := getenv("CODEX_HOME"); home != "" {
 		return home
 	}
@@ -134,7 +136,7 @@ func CodexHome(getenv func(string) string) string {
 // is then true) trusts nothing.
 func readCodexConfig(path string) (cfg *codexUserConfig, missing bool, err error) {
 	cfg = &codexUserConfig{}
-	data, missing, err := readUserFile(path)
+	data, missing, err := clientconfig.ReadUserFile(path)
 	if err != nil || missing {
 		return cfg, missing, err
 	}
@@ -147,11 +149,11 @@ func readCodexConfig(path string) (cfg *codexUserConfig, missing bool, err error
 	return cfg, false, nil
 }
 
-// codexTrustKey is the directory Codex records its trust for when the
+// trustKey is the directory Codex records its trust for when the
 // user trusts a session started in dir: the main git checkout's root,
 // else dir.
-func codexTrustKey(dir string) string {
-	if _, mainRoot := gitRoots(dir); mainRoot != "" {
+func trustKey(dir string) string {
+	if _, mainRoot := clientconfig.GitRoots(dir); mainRoot != "" {
 		return mainRoot
 	}
 	return dir
@@ -164,7 +166,7 @@ func codexTrustKey(dir string) string {
 func (c *codexUserConfig) trust(dirs []string) (level, key string) {
 	lookups := slices.Clone(dirs)
 	slices.Reverse(lookups) // the resolved folder first, as Codex canonicalizes
-	nearest, mainRoot := gitRoots(resolved(dirs))
+	nearest, mainRoot := clientconfig.GitRoots(clientconfig.Resolved(dirs))
 	for _, k := range append(lookups, nearest, mainRoot) {
 		if p, ok := c.Projects[k]; ok && k != "" && p.TrustLevel != "" {
 			return p.TrustLevel, k
@@ -177,7 +179,7 @@ func (c *codexUserConfig) trust(dirs []string) (level, key string) {
 // whose key is the path of one of dirs' .codex/hooks.json and suffix.
 func (c *codexUserConfig) trustsHook(dirs []string, suffix string) bool {
 	for _, d := range dirs {
-		key := filepath.Join(d, CodexHooksFile) + suffix
+		key := filepath.Join(d, hooksFile) + suffix
 		for k, st := range c.Hooks.State {
 			if st.TrustedHash != "" && (k == key || strings.HasPrefix(k, key+":")) {
 				return true
@@ -187,16 +189,16 @@ func (c *codexUserConfig) trustsHook(dirs []string, suffix string) bool {
 	return false
 }
 
-// AipmCodexHooks are the key suffixes of aipm's hooks in the hooks file at
+// aipmHooks are the key suffixes of aipm's hooks in the hooks file at
 // path, ":<event_snake_case>:<group index>:<handler index>", sorted; none
 // when the file does not exist.
-func AipmCodexHooks(path string) ([]string, error) {
+func aipmHooks(path string) ([]string, error) {
 	data, err := os.ReadFile(path)
 	if errors.Is(err, os.ErrNotExist) {
 		return nil, nil
 	}
 	if err != nil {
-		return nil, fmt.Errorf("read %s: %w", CodexHooksFile, err)
+		return nil, fmt.Errorf("read %s: %w", hooksFile, err)
 	}
 	var doc struct {
 		Hooks map[string][]struct {
@@ -206,13 +208,13 @@ func AipmCodexHooks(path string) ([]string, error) {
 		} `json:"hooks"`
 	}
 	if err := json.Unmarshal(data, &doc); err != nil {
-		return nil, fmt.Errorf("%s is not a hooks file (line %d: %s)", CodexHooksFile, lockedfile.JSONLine(data, err), lockedfile.JSONWords(data, err))
+		return nil, fmt.Errorf("%s is not a hooks file (line %d: %s)", hooksFile, lockedfile.JSONLine(data, err), lockedfile.JSONWords(data, err))
 	}
 	var suffixes []string
 	for event, groups := range doc.Hooks {
 		for g, group := range groups {
 			for h, handler := range group.Hooks {
-				if isAipmHook(handler.Command) {
+				if clientconfig.IsAipmHook(handler.Command) {
 					suffixes = append(suffixes, fmt.Sprintf(":%s:%d:%d", snakeCase(event), g, h))
 				}
 			}

@@ -182,6 +182,30 @@ func ReadTarget(project, name string) (FileChange, []byte, error) {
 	return c, data, nil
 }
 
+// MergeServer sets aipm's server entry (ServerName) in the object at key
+// of root, saying what it did: "added the aipm server", "replaced the aipm
+// server's entry", or "" when root held entry already.
+func MergeServer(root *JSONObject, key string, entry json.RawMessage) (string, error) {
+	servers, err := SubObject(*root, key)
+	if err != nil {
+		return "", err
+	}
+	old, had := servers.Get(ServerName)
+	if had && SameJSON(old, entry) {
+		return "", nil
+	}
+	servers.Set(ServerName, entry)
+	raw, err := json.Marshal(servers)
+	if err != nil {
+		return "", err
+	}
+	root.Set(key, raw)
+	if had {
+		return "replaced the aipm server's entry", nil
+	}
+	return "added the aipm server", nil
+}
+
 // JoinAnd joins clauses as "a, b and c".
 func JoinAnd(clauses []string) string {
 	if len(clauses) < 2 {

@@ -63,21 +63,7 @@ func writeFiles(project string, s clientconfig.Server) ([]clientconfig.FileChang
 		return nil, err
 	}
 	mcp, err := clientconfig.MergeJSONFile(project, mcpFile, func(root *clientconfig.JSONObject) (string, error) {
-		servers, err := clientconfig.SubObject(*root, "mcpServers")
-		if err != nil {
-			return "", err
-		}
-		old, had := servers.Get(clientconfig.ServerName)
-		if had && clientconfig.SameJSON(old, entry) {
-			return "", nil
-		}
-		servers.Set(clientconfig.ServerName, entry)
-		raw, err := json.Marshal(servers)
-		root.Set("mcpServers", raw)
-		if had {
-			return "replaced the aipm server's entry", err
-		}
-		return "added the aipm server", err
+		return clientconfig.MergeServer(root, "mcpServers", entry)
 	})
 	if err != nil {
 		return nil, err

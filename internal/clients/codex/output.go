@@ -31,16 +31,18 @@ import (
 // be found, from the events (a command whose output shows a refused
 // write, a file change that failed, a declined command).
 type codexOutput struct {
-	access  string
-	log     io.Writer
-	getenv  func(string) string
-	partial []byte
-	thread  string              // thread.started's thread_id
-	seen    []clientkit.Refusal // what the events showed
+	*clientkit.Lines
+	access string
+	log    io.Writer
+	getenv func(string) string
+	thread string              // thread.started's thread_id
+	seen   []clientkit.Refusal // what the events showed
 }
 
 func newCodexOutput(r clientkit.Run, log io.Writer) clientkit.Output {
-	return &codexOutput{access: r.Access, log: log, getenv: r.Getenv}
+	c := &codexOutput{access: r.Access, log: log, getenv: r.Getenv}
+	c.Lines = clientkit.NewLines(c.line)
+	return c
 }
 
 // codexEvent is the part of a codex exec --json event aipm reads.
@@ -65,19 +67,6 @@ type codexEvent struct {
 			Kind string `json:"kind"`
 		} `json:"changes"`
 	} `json:"item"`
-}
-
-func (c *codexOutput) Write(p []byte) (int, error) {
-	c.partial = append(c.partial, p...)
-	for {
-		i := bytes.IndexByte(c.partial, '\n')
-		if i < 0 {
-			break
-		}
-		c.line(c.partial[:i])
-		c.partial = c.partial[i+1:]
-	}
-	return len(p), nil
 }
 
 // line handles one line of Codex's stdout: an event, or text passed on.
@@ -136,10 +125,7 @@ func (c *codexOutput) line(line []byte) {
 func (c *codexOutput) sandboxed() bool { return c.access != clientkit.AccessFull }
 
 func (c *codexOutput) Refusals() []clientkit.Refusal {
-	if len(c.partial) > 0 {
-		c.line(c.partial)
-		c.partial = nil
-	}
+	c.Done(func() {})
 	if !c.sandboxed() {
 		return nil
 	}

@@ -15,8 +15,8 @@ import (
 	"fmt"
 	"io"
 	"path/filepath"
+	"slices"
 	"strings"
-	"sync"
 
 	"aipm/internal/clientconfig"
 	"aipm/internal/clients/clientkit"
@@ -165,30 +165,16 @@ func endpoint(getenv func(string) string, _ []string) clientconfig.Endpoint {
 // denied ("Denied by preToolUse hook: ...") are left out: its hook input
 // names no call id to tell them apart by.
 type copilotOutput struct {
+	*clientkit.Lines
 	log     io.Writer
-	mu      sync.Mutex
-	partial []byte
 	tools   map[string]string // call id → tool name
 	refused []clientkit.Refusal
 }
 
 func newCopilotOutput(_ clientkit.Run, log io.Writer) clientkit.Output {
-	return &copilotOutput{log: log, tools: map[string]string{}}
-}
-
-func (c *copilotOutput) Write(p []byte) (int, error) {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	c.partial = append(c.partial, p...)
-	for {
-		i := bytes.IndexByte(c.partial, '\n')
-		if i < 0 {
-			break
-		}
-		c.line(c.partial[:i])
-		c.partial = c.partial[i+1:]
-	}
-	return len(p), nil
+	c := &copilotOutput{log: log, tools: map[string]string{}}
+	c.Lines = clientkit.NewLines(c.line)
+	return c
 }
 
 // copilotEvent is the part of one JSON line aipm reads.
@@ -228,11 +214,7 @@ func (c *copilotOutput) line(raw []byte) {
 
 // Refusals are the calls Copilot CLI's permissions refused.
 func (c *copilotOutput) Refusals() []clientkit.Refusal {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	if len(c.partial) > 0 {
-		c.line(c.partial)
-		c.partial = nil
-	}
-	return c.refused
+	var out []clientkit.Refusal
+	c.Done(func() { out = slices.Clone(c.refused) })
+	return out
 }

@@ -93,19 +93,13 @@ func writeFiles(project string, s clientconfig.Server) ([]clientconfig.FileChang
 		return nil, err
 	}
 	c, err := clientconfig.MergeJSONFile(project, settingsFile, func(root *clientconfig.JSONObject) (string, error) {
-		servers, err := clientconfig.SubObject(*root, "mcpServers")
+		server, err := clientconfig.MergeServer(root, "mcpServers", entry)
 		if err != nil {
 			return "", err
 		}
 		var did []string
-		if old, had := servers.Get(clientconfig.ServerName); !had || !clientconfig.SameJSON(old, entry) {
-			servers.Set(clientconfig.ServerName, entry)
-			raw, err := json.Marshal(servers)
-			if err != nil {
-				return "", err
-			}
-			root.Set("mcpServers", raw)
-			did = append(did, map[bool]string{true: "replaced the aipm server's entry", false: "added the aipm server"}[had])
+		if server != "" {
+			did = append(did, server)
 		}
 		hooks, err := clientconfig.MergeHooks(root, hookEvents(s.HookCommand))
 		if err != nil {

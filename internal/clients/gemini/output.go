@@ -6,7 +6,6 @@ import (
 	"fmt"
 	"io"
 	"slices"
-	"sync"
 
 	"aipm/internal/clients/clientkit"
 )
@@ -20,10 +19,8 @@ import (
 // aipm launch tells them apart. A line that is not an event is passed on
 // to the log as it is.
 type geminiOutput struct {
-	log io.Writer
-
-	mu       sync.Mutex
-	partial  []byte
+	*clientkit.Lines
+	log      io.Writer
 	tools    map[string]string // tool_id → tool_name
 	refusals []clientkit.Refusal
 }
@@ -35,22 +32,9 @@ type geminiOutput struct {
 var geminiRefusals = []string{"policy_violation", "tool_not_registered", "path_not_in_workspace"}
 
 func newGeminiOutput(_ clientkit.Run, log io.Writer) clientkit.Output {
-	return &geminiOutput{log: log, tools: map[string]string{}}
-}
-
-func (g *geminiOutput) Write(p []byte) (int, error) {
-	g.mu.Lock()
-	defer g.mu.Unlock()
-	g.partial = append(g.partial, p...)
-	for {
-		i := bytes.IndexByte(g.partial, '\n')
-		if i < 0 {
-			break
-		}
-		g.line(g.partial[:i+1])
-		g.partial = g.partial[i+1:]
-	}
-	return len(p), nil
+	g := &geminiOutput{log: log, tools: map[string]string{}}
+	g.Lines = clientkit.NewLines(g.line)
+	return g
 }
 
 // geminiEvent is the part of a stream-json event aipm reads.
@@ -70,7 +54,7 @@ type geminiEvent struct {
 func (g *geminiOutput) line(line []byte) {
 	var ev geminiEvent
 	if json.Unmarshal(bytes.TrimSpace(line), &ev) != nil || ev.Type == "" {
-		g.log.Write(line)
+		g.log.Write(append(bytes.Clone(line), '\n'))
 		return
 	}
 	switch ev.Type {
@@ -92,11 +76,7 @@ func (g *geminiOutput) line(line []byte) {
 
 // Refusals are the calls Gemini CLI refused, once it has exited.
 func (g *geminiOutput) Refusals() []clientkit.Refusal {
-	g.mu.Lock()
-	defer g.mu.Unlock()
-	if len(g.partial) > 0 {
-		g.line(append(g.partial, '\n'))
-		g.partial = nil
-	}
-	return slices.Clone(g.refusals)
+	var out []clientkit.Refusal
+	g.Done(func() { out = slices.Clone(g.refusals) })
+	return out
 }

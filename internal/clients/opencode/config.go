@@ -93,19 +93,13 @@ func writeFiles(project string, s clientconfig.Server) ([]clientconfig.FileChang
 		return nil, err
 	}
 	config, err := clientconfig.MergeJSONFile(project, configFile, func(root *clientconfig.JSONObject) (string, error) {
-		servers, err := clientconfig.SubObject(*root, "mcp")
+		server, err := clientconfig.MergeServer(root, "mcp", entry)
 		if err != nil {
 			return "", err
 		}
 		var did []string
-		if old, had := servers.Get(clientconfig.ServerName); !had || !clientconfig.SameJSON(old, entry) {
-			servers.Set(clientconfig.ServerName, entry)
-			raw, err := json.Marshal(servers)
-			if err != nil {
-				return "", err
-			}
-			root.Set("mcp", raw)
-			did = append(did, map[bool]string{true: "replaced the aipm server's entry", false: "added the aipm server"}[had])
+		if server != "" {
+			did = append(did, server)
 		}
 		added, err := addPlugin(root, pluginSpec)
 		if added {

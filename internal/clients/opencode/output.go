@@ -7,7 +7,6 @@ import (
 	"io"
 	"slices"
 	"strings"
-	"sync"
 
 	"aipm/internal/clients/clientkit"
 )
@@ -21,11 +20,9 @@ import (
 // 'write'"; a tool that does not exist at all is the model's mistake). A call aipm's plugin denied has aipm's words, and is not
 // one.
 type openCodeOutput struct {
-	log io.Writer
-	off map[string]bool // the tools the access level's permission rules leave out
-
-	mu       sync.Mutex
-	partial  []byte
+	*clientkit.Lines
+	log      io.Writer
+	off      map[string]bool // the tools the access level's permission rules leave out
 	refusals []clientkit.Refusal
 }
 
@@ -49,7 +46,9 @@ func newOpenCodeOutput(r clientkit.Run, log io.Writer) clientkit.Output {
 			}
 		}
 	}
-	return &openCodeOutput{log: log, off: off}
+	o := &openCodeOutput{log: log, off: off}
+	o.Lines = clientkit.NewLines(o.line)
+	return o
 }
 
 // openCodePermissionTools are the tools each of OpenCode's permissions
@@ -57,21 +56,6 @@ func newOpenCodeOutput(r clientkit.Run, log io.Writer) clientkit.Output {
 var openCodePermissionTools = map[string][]string{
 	"edit": {"edit", "write", "apply_patch", "patch", "multiedit"},
 	"bash": {"bash"},
-}
-
-func (o *openCodeOutput) Write(p []byte) (int, error) {
-	o.mu.Lock()
-	defer o.mu.Unlock()
-	o.partial = append(o.partial, p...)
-	for {
-		i := bytes.IndexByte(o.partial, '\n')
-		if i < 0 {
-			break
-		}
-		o.line(o.partial[:i+1])
-		o.partial = o.partial[i+1:]
-	}
-	return len(p), nil
 }
 
 // openCodeEvent is the part of a --format json event aipm reads.
@@ -96,7 +80,7 @@ type openCodeEvent struct {
 func (o *openCodeOutput) line(line []byte) {
 	var ev openCodeEvent
 	if json.Unmarshal(bytes.TrimSpace(line), &ev) != nil || ev.Type == "" {
-		o.log.Write(line)
+		o.log.Write(append(bytes.Clone(line), '\n'))
 		return
 	}
 	switch ev.Type {
@@ -121,11 +105,7 @@ func (o *openCodeOutput) line(line []byte) {
 
 // Refusals are the calls OpenCode refused, once it has exited.
 func (o *openCodeOutput) Refusals() []clientkit.Refusal {
-	o.mu.Lock()
-	defer o.mu.Unlock()
-	if len(o.partial) > 0 {
-		o.line(append(o.partial, '\n'))
-		o.partial = nil
-	}
-	return slices.Clone(o.refusals)
+	var out []clientkit.Refusal
+	o.Done(func() { out = slices.Clone(o.refusals) })
+	return out
 }

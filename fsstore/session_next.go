@@ -20,6 +20,9 @@ const (
 	// ActWait: nothing to do now; look again when something changes (see
 	// WakeTargets) or at Next.Until.
 	ActWait = "wait"
+	// ActClaimTask: an idle chat session may claim Next.Task, a ready task
+	// nobody is assigned (claim_task).
+	ActClaimTask = "claim_task"
 )
 
 // Next is the rule's answer, with what the caller needs to explain it.
@@ -47,6 +50,9 @@ type Next struct {
 	// Reports, in a task session at work, are the unread completion
 	// reports about its task (@@完了報告): it decides on them.
 	Reports []Notification
+	// Waits, in a task session waiting, are the subtasks its task waits
+	// for (the parent rule, DESIGN section 20).
+	Waits []Wait
 	// Until, when waiting, is the earliest moment the answer can change
 	// without any file changing (a conversation deadline); zero if none.
 	Until time.Time
@@ -68,6 +74,13 @@ func (n Next) IsWorkFor(purpose string) bool {
 func (n Next) StartsSession(purpose string) bool {
 	return n.IsWorkFor(purpose) && n.Action != ActConversationEnded
 }
+
+// offersClaim is the one rule of a claim offered to an idle chat session
+// (DESIGN section 20): looked for without a session (the watcher deciding
+// whom to start), only a task that names a group is offered, so that an
+// agent is started for work put in its group's queue and not for every
+// task nobody is assigned yet.
+func offersClaim(ses *Session) (grouped bool) { return ses == nil }
 
 // Work is the one rule of what agent should do next in a session of
 // purpose, in DESIGN section 8's order. ses is the session asking, or nil
@@ -151,6 +164,9 @@ func (s *Store) taskWork(ctx context.Context, cfg *storage.Config, agent string,
 		if waiting {
 			return Next{Action: ActWait, Task: &t, Delegations: ds, Progress: progress}, nil
 		}
+		if waits := subtaskWaits(s.waitsNow(t)); len(waits) > 0 {
+			return Next{Action: ActWait, Task: &t, Delegations: ds, Waits: waits}, nil // started again when they are done
+		}
 		var reports []Notification
 		if ses != nil {
 			if reports, err = s.completionReports(ctx, *ses, t.ID); err != nil {
@@ -185,6 +201,9 @@ func (s *Store) chatWork(ctx context.Context, cfg *storage.Config, agent string,
 		return Next{Action: ActGetPendingMessages, From: msgs[0].SenderID, More: more, First: &msgs[0]}, nil
 	}
 	if ses == nil {
+		if t := s.claimOffer(cfg, agent, offersClaim(ses)); t != nil && !inConversation {
+			return Next{Action: ActClaimTask, Task: t}, nil
+		}
 		return Next{Action: ActWait, Until: until}, nil
 	}
 	unread, _, err := s.SessionNotifications(ctx, *ses, true, 0) // only those that concern this session (DESIGN section 6)
@@ -196,6 +215,9 @@ func (s *Store) chatWork(ctx context.Context, cfg *storage.Config, agent string,
 	}
 	if inConversation {
 		return Next{Action: ActWait, Until: until}, nil
+	}
+	if t := s.claimOffer(cfg, agent, offersClaim(ses)); t != nil {
+		return Next{Action: ActClaimTask, Task: t}, nil
 	}
 	if idle, err := s.chatIdle(*ses, cfg); err != nil || idle {
 		return Next{Action: ActLogout}, err
@@ -322,6 +344,9 @@ func (s *Store) WakeTargets(ses Session) ([]string, error) {
 			return nil, err
 		}
 		targets = append(targets, task)
+		if s.hasSubtasks(ses.TaskID) {
+			targets = append(targets, s.files.CollectionDir(storage.Tasks)) // a parent waits for its subtasks
+		}
 		dirs = append(dirs, s.files.CollectionDir(storage.Tasks))
 	}
 	for _, d := range dirs {

@@ -80,6 +80,20 @@ type Task struct {
 	CreatedAt       time.Time `json:"createdAt"`
 	UpdatedAt       time.Time `json:"updatedAt"`
 
+	// BlockedBy are the tasks this one waits for (DESIGN section 20): it
+	// is ready once each of them is done (task_deps.go).
+	BlockedBy []string `json:"blockedBy,omitempty"`
+	// Group, on a task nobody is assigned, names the group of config.toml
+	// whose AI agents may claim it; without one, any AI agent may
+	// (task_claim.go).
+	Group string `json:"group,omitempty"`
+	// StartedReady says aipm set the task in progress by itself when what
+	// it waited for was done (task_flow.go): it does so once.
+	StartedReady bool `json:"startedReady,omitempty"`
+	// StopTold is the stop (status@statusChangedAt) of this task whose
+	// news the tasks waiting for it were given (task_flow.go): once each.
+	StopTold string `json:"stopTold,omitempty"`
+
 	// PendingChange is a change asked through chat that waits for a
 	// human's decision (ChangeRequest).
 	PendingChange *ChangeRequest `json:"pendingChange,omitempty"`
@@ -183,6 +197,11 @@ type NewTask struct {
 	AskedToApprove []string
 	// SourceMessageID is the marked chat message that asked for the task.
 	SourceMessageID string
+	// BlockedBy are the tasks the new one waits for (DESIGN section 20).
+	BlockedBy []string
+	// Group, for a task nobody is assigned, is the group whose AI agents
+	// may claim it ("": any AI agent).
+	Group string
 }
 
 // CreateTask writes a new task after checking its fields against cfg; it
@@ -216,12 +235,15 @@ func (s *Store) CreateTask(ctx context.Context, cfg *storage.Config, in NewTask)
 			return Task{}, fmt.Errorf("parent task: %w", err)
 		}
 	}
+	if err := errors.Join(CheckBlockerIDs("", in.BlockedBy), checkGroup(cfg, in.Group)); err != nil {
+		return Task{}, err
+	}
 	now := time.Now().UTC()
 	t := Task{
 		ID: storage.NewID(storage.PrefixTask), Title: title, Description: in.Description, Status: in.Status,
 		Priority: in.Priority, Assignee: in.Assignee, ParentID: in.ParentID, Requester: in.Requester,
 		ApprovalStatus: ApprovalApproved, StatusChangedBy: in.Requester, StatusChangedAt: now, AipmStatus: in.Status,
-		SourceMessageID: in.SourceMessageID, CreatedAt: now, UpdatedAt: now,
+		SourceMessageID: in.SourceMessageID, CreatedAt: now, UpdatedAt: now, BlockedBy: slices.Clone(in.BlockedBy), Group: in.Group,
 	}
 	if in.NeedsApproval {
 		t.ApprovalStatus, t.AskedToApprove = ApprovalPending, in.AskedToApprove
@@ -231,10 +253,19 @@ func (s *Store) CreateTask(ctx context.Context, cfg *storage.Config, in NewTask)
 		if exists {
 			return fmt.Errorf("task %s: %w", t.ID, storage.ErrExists)
 		}
+		if err := s.checkDependencies(t.ID, t.ParentID, t.BlockedBy); err != nil {
+			return err
+		}
 		*doc = t
 		return nil
 	})
-	return t, err
+	if err != nil || len(t.BlockedBy) == 0 {
+		return t, err
+	}
+	if _, err := s.startReady(ctx, cfg, []string{t.ID}); err != nil {
+		return t, fmt.Errorf("task %s is created, but %w; aipm watch starts it", t.ID, err)
+	}
+	return s.Task(t.ID)
 }
 
 // Task reads one task.
@@ -258,11 +289,17 @@ type TaskFilter struct {
 	Status, Assignee, ParentID string
 	// Open keeps only tasks that are not done or cancelled.
 	Open bool
+	// Ready keeps only ready tasks, Waiting only waiting ones (task_deps.go).
+	Ready, Waiting bool
+	// Unassigned keeps only tasks nobody is assigned.
+	Unassigned bool
 	// Limit is how many to list at most (0: all).
 	Limit int
 }
 
-func (f TaskFilter) match(t Task) bool { return taskMatches(f, t.Status, t.Assignee, t.ParentID) }
+func (f TaskFilter) match(t Task) bool {
+	return taskMatches(f, t.Status, t.Assignee, t.ParentID) && (!f.Unassigned || t.Assignee == "")
+}
 
 // Tasks lists at most f.Limit (0: all) of the tasks that match f, newest
 // first, and says whether more match. It reads only the documents it
@@ -387,6 +424,53 @@ type TaskChange struct {
 	// (@@完了報告: only a task session at work can decide on it,
 	// checkWorking).
 	InProgress bool
+	// Blockers changes what the task waits for (DESIGN section 20).
+	Blockers *BlockersChange
+}
+
+// BlockersChange changes the tasks a task waits for: Set replaces them
+// all (nil keeps them), then Add adds and Remove takes away.
+type BlockersChange struct {
+	Set         *[]string
+	Add, Remove []string
+}
+
+// check checks the form of the ids the change names.
+func (bc BlockersChange) check() error {
+	var errs []error
+	if bc.Set != nil {
+		errs = append(errs, CheckBlockerIDs("", *bc.Set))
+	}
+	return errors.Join(append(errs, CheckBlockerIDs("", bc.Add), CheckBlockerIDs("", bc.Remove))...)
+}
+
+// apply changes t's blockers, refusing what changes nothing: a task it
+// already waits for added, one it does not wait for taken away.
+func (bc BlockersChange) apply(t *Task) error {
+	blockers := slices.Clone(t.BlockedBy)
+	if bc.Set != nil {
+		blockers = slices.Clone(*bc.Set)
+	}
+	for _, a := range bc.Add {
+		if slices.Contains(blockers, a) {
+			return storage.CodeErr(storage.CodeNothingToChange, "task %s already waits for %s: nothing to change", t.ID, a)
+		}
+		blockers = append(blockers, a)
+	}
+	for _, r := range bc.Remove {
+		i := slices.Index(blockers, r)
+		if i < 0 {
+			return storage.CodeErr(storage.CodeNothingToChange, "task %s does not wait for %s: nothing to take away (aipm task show %s lists what it waits for)", t.ID, r, t.ID)
+		}
+		blockers = slices.Delete(blockers, i, i+1)
+	}
+	if len(blockers) == 0 {
+		blockers = nil
+	}
+	if !slices.Equal(blockers, t.BlockedBy) {
+		t.BlockedBy, t.StartedReady = blockers, false // waiting anew: it starts again when ready
+	}
+	return nil
 }
 
 // check is what a change must satisfy whatever the task: its texts within
@@ -410,6 +494,11 @@ func (ch TaskChange) check(cfg *storage.Config) error {
 	}
 	if needsReason(ch.Status) && !ch.Report && strings.TrimSpace(ch.Reason) == "" {
 		return storage.CodeErr(storage.CodeReasonRequired, "say why the task is blocked: pass reason")
+	}
+	if ch.Blockers != nil {
+		if err := ch.Blockers.check(); err != nil {
+			return err
+		}
 	}
 	if ch.Assignee != nil {
 		return storage.CheckAgentRef(cfg, *ch.Assignee, "assignee")
@@ -471,8 +560,17 @@ func (s *Store) UpdateTask(ctx context.Context, cfg *storage.Config, id, by stri
 		before, now = *t, time.Now().UTC()
 		before.Untold = slices.Clone(t.Untold)
 		var err error
-		tells, err = changeTask(cfg, t, by, ch, now)
-		return err
+		if tells, err = changeTask(cfg, t, by, ch, now); err != nil {
+			return err
+		}
+		if !slices.Equal(before.BlockedBy, t.BlockedBy) {
+			if err := s.checkDependencies(t.ID, t.ParentID, t.BlockedBy); err != nil {
+				return err
+			}
+		}
+		news := s.stopNews(cfg, t, by, tells, now)
+		t.Untold, tells = append(t.Untold, news...), append(tells, news...)
+		return nil
 	})
 	if err != nil {
 		return Task{}, err
@@ -502,6 +600,9 @@ func (s *Store) UpdateTask(ctx context.Context, cfg *storage.Config, id, by stri
 		if after.Untold, err = s.sendTells(ctx, after, tells, now); err != nil {
 			return after.served(s.files.Rel(path)), fmt.Errorf("task %s changed, but %w; aipm doctor --repair tells them", id, err)
 		}
+	}
+	if err := s.flowAfter(ctx, cfg, before, after); err != nil {
+		return after.served(s.files.Rel(path)), fmt.Errorf("task %s changed, but what waits for it was not started: %w; aipm watch starts it", id, err)
 	}
 	return after.served(s.files.Rel(path)), nil
 }
@@ -598,6 +699,11 @@ func applyTaskChange(t *Task, by string, ch TaskChange, now time.Time) error {
 		t.StatusChangedBy = HandEdit // aipm writes it now: who set it stays known
 	}
 	applyFields(t, ch)
+	if ch.Blockers != nil {
+		if err := ch.Blockers.apply(t); err != nil {
+			return err
+		}
+	}
 	if ch.Report && ch.Result == resultCancelled && t.Status != StatusCancelled {
 		return storage.CodeErr(storage.CodeInvalidResult, "task %s is %s: nobody cancelled it, and an agent never cancels a task; result \"cancelled\" only answers a cancel interrupt: report success, failed or blocked", t.ID, t.Status)
 	}

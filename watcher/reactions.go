@@ -2,6 +2,7 @@ package watcher
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"time"
 
@@ -65,6 +66,7 @@ var reactions = []Reaction{
 	{"runs that never authenticate", reactAuthDeadline},
 	{"conversation deadlines", reactConversations},
 	{"trigger deadlines", reactTriggerTTL},
+	{"work that flows", reactFlow},
 	{"triggers", reactTriggers},
 	{"interrupts", reactInterrupts},
 	{"ended tasks' delegations", reactEndedTasks},
@@ -221,6 +223,42 @@ func reactTriggers(d *Daemon, p *Pass) error {
 		}
 	}
 	return nil
+}
+
+// reactFlow applies the rules of work that flows (DESIGN section 20) to
+// every task as its file says (fsstore's Flow): a task whose blockers are
+// all done goes in progress, and the triggers reaction after it starts the
+// assignee; a stop is told to those who wait on it. A change through aipm
+// did both itself; this is for a hand edit, and for a process killed in
+// between. A dependency cycle a hand edit made is logged and told to the
+// project's humans, once while it lasts.
+func reactFlow(d *Daemon, p *Pass) error {
+	started, err := d.store.Flow(p.Ctx, p.Cfg)
+	for _, t := range started {
+		d.log.Info("task ready, set in progress", "task", t.ID, "assignee", t.Assignee)
+	}
+	cycles, cerr := d.store.Cycles()
+	seen := map[string]bool{}
+	for _, c := range cycles {
+		seen[c] = true
+		if d.cycles[c] {
+			continue
+		}
+		d.cycles[c] = true
+		d.log.Error("dependency cycle", "problem", c)
+		for _, h := range p.Cfg.Humans(false) {
+			text := "aipm: " + c + "."
+			if _, err := d.store.Send(p.Ctx, p.Cfg, fsstore.OutgoingMessage{From: fsstore.SystemSender, To: h, Content: text, Kind: fsstore.KindSystem}); err != nil {
+				d.log.Error("dependency cycle message", "to", h, "err", err)
+			}
+		}
+	}
+	for c := range d.cycles {
+		if !seen[c] {
+			delete(d.cycles, c)
+		}
+	}
+	return errors.Join(err, cerr)
 }
 
 // reactInterrupts interrupts an agent whose task was set to blocked or

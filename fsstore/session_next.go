@@ -75,12 +75,6 @@ func (n Next) StartsSession(purpose string) bool {
 	return n.IsWorkFor(purpose) && n.Action != ActConversationEnded
 }
 
-// offersClaim is the one rule of a claim offered to an idle chat session
-// (DESIGN section 20): looked for without a session (the watcher deciding
-// whom to start), only a task that names a group is offered, so that an
-// agent is started for work put in its group's queue and not for every
-// task nobody is assigned yet.
-func offersClaim(ses *Session) (grouped bool) { return ses == nil }
 
 // Work is the one rule of what agent should do next in a session of
 // purpose, in DESIGN section 8's order. ses is the session asking, or nil
@@ -201,7 +195,7 @@ func (s *Store) chatWork(ctx context.Context, cfg *storage.Config, agent string,
 		return Next{Action: ActGetPendingMessages, From: msgs[0].SenderID, More: more, First: &msgs[0]}, nil
 	}
 	if ses == nil {
-		if t := s.claimOffer(cfg, agent, offersClaim(ses)); t != nil && !inConversation {
+		if t := s.claimOffer(cfg, agent, true); t != nil && !inConversation {
 			return Next{Action: ActClaimTask, Task: t}, nil
 		}
 		return Next{Action: ActWait, Until: until}, nil
@@ -216,7 +210,7 @@ func (s *Store) chatWork(ctx context.Context, cfg *storage.Config, agent string,
 	if inConversation {
 		return Next{Action: ActWait, Until: until}, nil
 	}
-	if t := s.claimOffer(cfg, agent, offersClaim(ses)); t != nil {
+	if t := s.claimOffer(cfg, agent, false); t != nil {
 		return Next{Action: ActClaimTask, Task: t}, nil
 	}
 	if idle, err := s.chatIdle(*ses, cfg); err != nil || idle {

@@ -568,7 +568,7 @@ func (s *Store) UpdateTask(ctx context.Context, cfg *storage.Config, id, by stri
 				return err
 			}
 		}
-		news := s.stopNews(cfg, t, by, tells, now)
+		news := s.stopNews(cfg, t, by, now)
 		t.Untold, tells = append(t.Untold, news...), append(tells, news...)
 		return nil
 	})

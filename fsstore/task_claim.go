@@ -155,10 +155,12 @@ func (s *Store) waitsNow(t Task) []Wait {
 	return ix.waitsOf(entryOf(t))
 }
 
-// claimOffer is the task an idle chat session of agent is offered to claim
-// (get_next_action), if any: the first it may claim, when it has no task
-// in progress. grouped keeps only tasks that name a group: those the
-// watcher starts an agent for.
+// claimOffer is the one rule of the task an idle chat session of agent is
+// offered to claim (get_next_action, DESIGN section 20), if any: the first
+// it may claim, when it has no task in progress. grouped keeps only tasks
+// that name a group: the look without a session (the watcher deciding
+// whom to start) asks for those, so that an agent is started for work put
+// in its group's queue, not for every task nobody is assigned yet.
 func (s *Store) claimOffer(cfg *storage.Config, agent string, grouped bool) *Task {
 	ids, err := s.Claimable(cfg, agent, 0)
 	if err != nil {

@@ -280,17 +280,18 @@ func (s *Store) checkDependencies(id, parent string, blockers []string) error {
 		}
 	}
 	if c := ix.cycleVia(id, parent, blockers); c != nil {
-		return storage.CodeErr(storage.CodeDependencyCycle, "task %s cannot wait for %s: that would close the cycle %s (a task waits for its blockers and its subtasks); leave that dependency out", taskName(id), strings.Join(blockers, ", "), cycleText(c))
+		name := id
+		if _, ok := ix.entries[id]; !ok {
+			name = "the new task" // its id means nothing to anyone yet
+			for i := range c {
+				if c[i] == id {
+					c[i] = name
+				}
+			}
+		}
+		return storage.CodeErr(storage.CodeDependencyCycle, "%s cannot wait for %s: that would close the cycle %s (a task waits for its blockers and its subtasks); leave that dependency out", name, strings.Join(blockers, ", "), cycleText(c))
 	}
 	return nil
-}
-
-// taskName is a task's id, or "the new task" before it has one.
-func taskName(id string) string {
-	if id == "" {
-		return "the new task"
-	}
-	return id
 }
 
 // Waits says what task id waits for (nothing: it is not waiting), and which

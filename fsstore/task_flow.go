@@ -18,8 +18,8 @@ import (
 //     (startsWhenReady): each goes in progress by itself, once, and the
 //     watcher starts its assignee as for any task in progress.
 //   - A task stopped (blocked or cancelled) starts nothing, and tells the
-//     requester and assignee of each task waiting for it, and its
-//     parent's assignee, once per stop (stopNews).
+//     requester and assignee of each task waiting for it, and, blocked,
+//     its parent's assignee, once per stop (stopNews).
 //
 // UpdateTask applies both after a change through aipm; the watcher's pass
 // (Flow) applies them to every task as its file says, for a hand edit and
@@ -107,11 +107,12 @@ func (s *Store) awaiting(t Task) ([]string, error) {
 // stopNews is the one rule of who hears that task t (as it is about to be
 // written, by `by` at now) stopped: if its status is a stop not yet told
 // (StopTold), the requester and assignee of each open task waiting for
-// it, and its parent's assignee (a manager learns its worker is stuck),
-// each once; someone the task's own end message tells already (told), or
-// who made the change, is left out. It records the stop as told and
-// returns the messages, which the caller adds to t.Untold.
-func (s *Store) stopNews(cfg *storage.Config, t *Task, by string, told []taskTell, now time.Time) []taskTell {
+// it, and, when it is blocked, its parent's assignee (a manager learns its
+// worker is stuck), each once; who made the change is left out, and someone the task's own
+// end message tells already (among t.Untold) reads the news in it. It
+// records the stop as told and returns the new messages, which the caller
+// adds to t.Untold.
+func (s *Store) stopNews(cfg *storage.Config, t *Task, by string, now time.Time) []taskTell {
 	key := stopKey(t.Status, t.StatusChangedAt.UTC().Format(time.RFC3339Nano))
 	if key == "" || t.StopTold == key {
 		return nil
@@ -130,7 +131,12 @@ func (s *Store) stopNews(cfg *storage.Config, t *Task, by string, told []taskTel
 		if _, ok := cfg.Agent(to); !ok || to == by || to == storage.SystemSender {
 			return
 		}
-		if slices.ContainsFunc(append(told, tells...), func(tl taskTell) bool { return tl.To == to }) {
+		if i := slices.IndexFunc(t.Untold, func(tl taskTell) bool { return tl.To == to && tl.At.Equal(now) }); i >= 0 {
+			t.Untold[i].Content += "\n" + content // this change's end message
+			return
+		}
+		if i := slices.IndexFunc(tells, func(tl taskTell) bool { return tl.To == to }); i >= 0 {
+			tells[i].Content += "\n" + content
 			return
 		}
 		tells = append(tells, taskTell{MessageID: storage.NewID(storage.PrefixMessage), From: from, To: to, Content: content, At: now})
@@ -149,7 +155,7 @@ func (s *Store) stopNews(cfg *storage.Config, t *Task, by string, told []taskTel
 		tell(d.Requester, text)
 		tell(d.Assignee, text)
 	}
-	if t.ParentID != "" {
+	if t.ParentID != "" && t.Status == StatusBlocked { // a subtask cancelled is no worker stuck
 		if p, err := s.Task(t.ParentID); err == nil && StatusOpen(p.Status) {
 			tell(p.Assignee, fmt.Sprintf("Subtask %s %q of your task %s %q is now %s (set by %s)%s.",
 				t.ID, storage.Clip(t.Title, storage.MaxTitle), p.ID, storage.Clip(p.Title, storage.MaxTitle), t.Status, cmp.Or(by, HandEdit), why))
@@ -209,11 +215,13 @@ func (s *Store) flowDue() (starts, stops []string, err error) {
 		if ix.startsWhenReady(e) {
 			starts = append(starts, e.id)
 		}
-		if e.flow.stop == "" || e.flow.stop == e.flow.stopTold {
+	}
+	for _, e := range ix.order { // a cancelled task is no longer open
+		if e.err != nil || e.flow.stop == "" || e.flow.stop == e.flow.stopTold {
 			continue
 		}
 		parent, hasParent := ix.entries[e.parentID]
-		if len(ix.dependents(e.id)) > 0 || (hasParent && parent.assignee != "") {
+		if len(ix.dependents(e.id)) > 0 || (hasParent && parent.assignee != "" && e.status == StatusBlocked) {
 			stops = append(stops, e.id)
 		}
 	}
@@ -239,7 +247,7 @@ func (s *Store) tellStop(ctx context.Context, cfg *storage.Config, id string) er
 		if !t.handEdited() {
 			by = t.StatusChangedBy
 		}
-		fresh = s.stopNews(cfg, t, by, nil, now)
+		fresh = s.stopNews(cfg, t, by, now)
 		if t.StopTold == before {
 			return storage.ErrNoChange
 		}

@@ -178,8 +178,17 @@ func (ix *taskIndex) cycleVia(id, parent string, blockers []string) []string {
 
 // cycles are the cycles of the tasks as their files say (a hand edit
 // makes them: aipm refuses one), each as the path from its smallest id
-// back to it, in order.
+// back to it, in order; found again only once the tasks changed (the
+// watcher asks on every pass).
 func (ix *taskIndex) cycles() [][]string {
+	if !ix.loopsKnown {
+		ix.loops, ix.loopsKnown = ix.findCycles(), true
+	}
+	return ix.loops
+}
+
+// findCycles is cycles, found.
+func (ix *taskIndex) findCycles() [][]string {
 	const (
 		unseen = iota
 		onPath

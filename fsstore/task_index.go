@@ -59,21 +59,23 @@ func (s *Store) WatchTasks(w DirWatcher) {
 //
 // The first use in a process reads every task file once.
 type taskIndex struct {
-	mu        sync.Mutex
-	built     bool
-	dir       lockedfile.Stamp // of tasks/ when it was last listed
-	dirRacy   bool             // that stamp was too recent to prove the listing current
-	entries   map[string]*taskEntry
-	order     []*taskEntry            // newest first (ids sort by creation time); nil: rebuild
-	open      []*taskEntry            // the entries of open tasks, newest first
-	bad       []error                 // the entries' errors, newest first
-	claimable []*taskEntry            // ready tasks nobody is assigned, in claimOrder
-	children  map[string][]*taskEntry // each parent's subtasks, newest first
-	derived   bool                    // open and bad are up to date with order
-	buf       bytes.Buffer            // reused for reading task files
-	watcher   DirWatcher
-	stop      func()
-	watching  uint64 // inode of the tasks directory being watched
+	mu         sync.Mutex
+	built      bool
+	dir        lockedfile.Stamp // of tasks/ when it was last listed
+	dirRacy    bool             // that stamp was too recent to prove the listing current
+	entries    map[string]*taskEntry
+	order      []*taskEntry // newest first (ids sort by creation time); nil: rebuild
+	open       []*taskEntry // the entries of open tasks, newest first
+	bad        []error      // the entries' errors, newest first
+	claimable  []*taskEntry // ready tasks nobody is assigned, in claimOrder
+	loops      [][]string   // the dependency cycles (cycles), when loopsKnown
+	loopsKnown bool
+	children   map[string][]*taskEntry // each parent's subtasks, newest first
+	derived    bool                    // open and bad are up to date with order
+	buf        bytes.Buffer            // reused for reading task files
+	watcher    DirWatcher
+	stop       func()
+	watching   uint64 // inode of the tasks directory being watched
 
 	evMu  sync.Mutex // taken by the watcher's callback: never held during I/O
 	dirty map[string]bool
@@ -407,6 +409,7 @@ func (ix *taskIndex) derive() {
 		}
 	}
 	slices.SortFunc(ix.claimable, claimOrder)
+	ix.loops, ix.loopsKnown = nil, false
 	ix.derived = true
 }
 

@@ -75,7 +75,6 @@ func (n Next) StartsSession(purpose string) bool {
 	return n.IsWorkFor(purpose) && n.Action != ActConversationEnded
 }
 
-
 // Work is the one rule of what agent should do next in a session of
 // purpose, in DESIGN section 8's order. ses is the session asking, or nil
 // for a look without a session (authenticate choosing a purpose, the

@@ -560,21 +560,22 @@ func (s *Store) UpdateTask(ctx context.Context, cfg *storage.Config, id, by stri
 		before, now = *t, time.Now().UTC()
 		before.Untold = slices.Clone(t.Untold)
 		var err error
-		if tells, err = changeTask(cfg, t, by, ch, now); err != nil {
-			return err
-		}
-		if !slices.Equal(before.BlockedBy, t.BlockedBy) {
-			if err := s.checkDependencies(t.ID, t.ParentID, t.BlockedBy); err != nil {
-				return err
-			}
-		}
-		news := s.stopNews(cfg, t, by, now)
-		t.Untold, tells = append(t.Untold, news...), append(tells, news...)
-		return nil
+		tells, err = s.changeTask(cfg, t, by, ch, now)
+		return err
 	})
 	if err != nil {
 		return Task{}, err
 	}
+	return s.afterChange(ctx, cfg, path, by, ch, before, after, tells, now)
+}
+
+// afterChange is what follows UpdateTask's write of a change (before to
+// after) made by `by`, each after the tasks lock is released (rule 4):
+// the interrupt of the assignee, the end of the task's delegations, an
+// approved completion report passed on, the messages owed sent, and what
+// waits for the task started.
+func (s *Store) afterChange(ctx context.Context, cfg *storage.Config, path, by string, ch TaskChange, before, after Task, tells []taskTell, now time.Time) (Task, error) {
+	id := after.ID
 	if Interrupts(before, after, by) {
 		// An approved @@ブロック報告 carries its reason in the request.
 		in := Interruption{Agent: after.Assignee, By: by, Reason: cmp.Or(ch.Reason, after.BlockedReason), Task: &after, StatusChange: true}
@@ -609,11 +610,12 @@ func (s *Store) UpdateTask(ctx context.Context, cfg *storage.Config, id, by stri
 
 // changeTask is UpdateTask's change of t, made by `by` at now, as read
 // under the tasks lock: a decision on a pending request or the change
-// itself, checked against the rules of who may; the message that the task
-// ended is written with the change that ends it, and sent after it
-// (sendTells), so that it is told once, even by a process killed in
-// between. Like applyTaskChange it may run more than once.
-func changeTask(cfg *storage.Config, t *Task, by string, ch TaskChange, now time.Time) ([]taskTell, error) {
+// itself, checked against the rules of who may and, when what it waits for
+// changes, the dependency rules; the message that the task ended, and the
+// news of a stop to those waiting on it, are written with the change, and
+// sent after it (sendTells), so that they are told once, even by a process
+// killed in between. Like applyTaskChange it may run more than once.
+func (s *Store) changeTask(cfg *storage.Config, t *Task, by string, ch TaskChange, now time.Time) ([]taskTell, error) {
 	before := *t
 	done, err := applyDecision(cfg, t, by, ch, now)
 	if err != nil {
@@ -627,9 +629,16 @@ func changeTask(cfg *storage.Config, t *Task, by string, ch TaskChange, now time
 	if err := errors.Join(checkStart(cfg, before, *t), checkHumanStop(cfg, before, *t, by), checkCancel(cfg, before, *t, by)); err != nil {
 		return nil, err
 	}
+	if !slices.Equal(before.BlockedBy, t.BlockedBy) {
+		if err := s.checkDependencies(t.ID, t.ParentID, t.BlockedBy); err != nil {
+			return nil, err
+		}
+	}
 	tells := endTells(cfg, before, *t, by, now)
 	t.Untold = append(t.Untold, tells...)
-	return tells, nil
+	news := s.stopNews(cfg, t, by, cmp.Or(ch.Reason, t.BlockedReason), now)
+	t.Untold = append(t.Untold, news...)
+	return append(tells, news...), nil
 }
 
 // checkStart refuses to set a task in progress (from before to after) for
@@ -719,11 +728,8 @@ func applyTaskChange(t *Task, by string, ch TaskChange, now time.Time) error {
 			status = StatusCancelled
 		}
 	}
-	if ch.Assignee != nil {
-		if t.Status == StatusInProgress && *ch.Assignee != t.Assignee {
-			return fmt.Errorf("task %s is in progress with %s: block or stop it before reassigning", t.ID, t.Assignee)
-		}
-		t.Assignee = *ch.Assignee
+	if err := applyAssignee(t, ch.Assignee); err != nil {
+		return err
 	}
 	if status != "" {
 		if err := applyStatus(t, status, ch.Reason, by, now); err != nil {
@@ -738,6 +744,19 @@ func applyTaskChange(t *Task, by string, ch TaskChange, now time.Time) error {
 	}
 	t.AipmStatus = t.Status // what aipm writes it has checked (a hand edit it allows included)
 	t.UpdatedAt = now
+	return nil
+}
+
+// applyAssignee sets t's assignee to who (nil keeps it); a task in
+// progress keeps its own.
+func applyAssignee(t *Task, who *string) error {
+	if who == nil {
+		return nil
+	}
+	if t.Status == StatusInProgress && *who != t.Assignee {
+		return fmt.Errorf("task %s is in progress with %s: block or stop it before reassigning", t.ID, t.Assignee)
+	}
+	t.Assignee = *who
 	return nil
 }
 

@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"slices"
+	"strings"
 	"time"
 
 	"aipm/fsstore/internal/storage"
@@ -112,7 +113,7 @@ func (s *Store) awaiting(t Task) ([]string, error) {
 // end message tells already (among t.Untold) reads the news in it. It
 // records the stop as told and returns the new messages, which the caller
 // adds to t.Untold.
-func (s *Store) stopNews(cfg *storage.Config, t *Task, by string, now time.Time) []taskTell {
+func (s *Store) stopNews(cfg *storage.Config, t *Task, by, reason string, now time.Time) []taskTell {
 	key := stopKey(t.Status, t.StatusChangedAt.UTC().Format(time.RFC3339Nano))
 	if key == "" || t.StopTold == key {
 		return nil
@@ -142,8 +143,8 @@ func (s *Store) stopNews(cfg *storage.Config, t *Task, by string, now time.Time)
 		tells = append(tells, taskTell{MessageID: storage.NewID(storage.PrefixMessage), From: from, To: to, Content: content, At: now})
 	}
 	why := ""
-	if t.BlockedReason != "" {
-		why = ": " + storage.Clip(t.BlockedReason, maxToldSummary)
+	if reason = strings.TrimSpace(reason); reason != "" {
+		why = ": " + storage.Clip(reason, maxToldSummary)
 	}
 	for _, id := range waiting {
 		d, err := s.Task(id)
@@ -247,7 +248,7 @@ func (s *Store) tellStop(ctx context.Context, cfg *storage.Config, id string) er
 		if !t.handEdited() {
 			by = t.StatusChangedBy
 		}
-		fresh = s.stopNews(cfg, t, by, now)
+		fresh = s.stopNews(cfg, t, by, t.BlockedReason, now)
 		if t.StopTold == before {
 			return storage.ErrNoChange
 		}

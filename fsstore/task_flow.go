@@ -198,6 +198,8 @@ func (s *Store) Flow(ctx context.Context, cfg *storage.Config) ([]Task, error) {
 
 // flowDue are the tasks, as the index says, that start when ready, and
 // the stopped tasks whose stop is not told yet and that someone waits on.
+// A stop may be cancelled, which is not open: the stops are looked for
+// among all the tasks, the starts among the open ones.
 func (s *Store) flowDue() (starts, stops []string, err error) {
 	ix := &s.caches.tasks
 	ix.mu.Lock()
@@ -205,15 +207,21 @@ func (s *Store) flowDue() (starts, stops []string, err error) {
 	if err := s.refreshTasks(ix); err != nil {
 		return nil, nil, err
 	}
+	waitedOn := map[string]bool{}
 	for _, e := range ix.open {
 		if ix.startsWhenReady(e) {
 			starts = append(starts, e.id)
 		}
-		if e.flow.stop == "" || e.flow.stop == e.flow.stopTold {
+		for _, b := range e.flow.blockedBy {
+			waitedOn[b] = true
+		}
+	}
+	for _, e := range ix.order {
+		if e.err != nil || e.flow.stop == "" || e.flow.stop == e.flow.stopTold {
 			continue
 		}
 		parent, hasParent := ix.entries[e.parentID]
-		if len(ix.dependents(e.id)) > 0 || (hasParent && parent.assignee != "") {
+		if waitedOn[e.id] || (hasParent && parent.assignee != "") {
 			stops = append(stops, e.id)
 		}
 	}

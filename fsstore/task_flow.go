@@ -205,6 +205,8 @@ func (s *Store) Flow(ctx context.Context, cfg *storage.Config) ([]Task, error) {
 
 // flowDue are the tasks, as the index says, that start when ready, and
 // the stopped tasks whose stop is not told yet and that someone waits on.
+// A stop may be cancelled, which is not open: the stops are looked for
+// among all the tasks, the starts among the open ones.
 func (s *Store) flowDue() (starts, stops []string, err error) {
 	ix := &s.caches.tasks
 	ix.mu.Lock()
@@ -212,9 +214,13 @@ func (s *Store) flowDue() (starts, stops []string, err error) {
 	if err := s.refreshTasks(ix); err != nil {
 		return nil, nil, err
 	}
+	waitedOn := map[string]bool{}
 	for _, e := range ix.open {
 		if ix.startsWhenReady(e) {
 			starts = append(starts, e.id)
+		}
+		for _, b := range e.flow.blockedBy {
+			waitedOn[b] = true
 		}
 	}
 	for _, e := range ix.order { // a cancelled task is no longer open
@@ -222,7 +228,7 @@ func (s *Store) flowDue() (starts, stops []string, err error) {
 			continue
 		}
 		parent, hasParent := ix.entries[e.parentID]
-		if len(ix.dependents(e.id)) > 0 || (hasParent && parent.assignee != "" && e.status == StatusBlocked) {
+		if waitedOn[e.id] || (hasParent && parent.assignee != "" && e.status == StatusBlocked) {
 			stops = append(stops, e.id)
 		}
 	}

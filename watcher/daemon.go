@@ -28,8 +28,10 @@ type Daemon struct {
 	// holds the invalid files already reported.
 	tasks map[string]fsstore.Task
 	bad   map[string]string
-	// cycles are the dependency cycles already told (reactFlow).
-	cycles map[string]bool
+	// cycles are the dependency cycles already told (reactFlow);
+	// cyclesLooked says this watcher has looked for them once.
+	cycles       map[string]bool
+	cyclesLooked bool
 	// compacted is when reactCompaction last compacted (watcher/compact.go).
 	compacted time.Time
 	// Coalesce is how long a pass waits after the first event of a burst

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"slices"
 	"time"
 
 	"aipm/fsstore"
@@ -231,7 +232,7 @@ func reactTriggers(d *Daemon, p *Pass) error {
 // assignee; a stop is told to those who wait on it. A change through aipm
 // did both itself; this is for a hand edit, and for a process killed in
 // between. A dependency cycle a hand edit made is logged and told to the
-// project's humans, once while it lasts.
+// project's humans, once while it lasts (a restarted watcher included).
 func reactFlow(d *Daemon, p *Pass) error {
 	started, err := d.store.Flow(p.Ctx, p.Cfg)
 	for _, t := range started {
@@ -246,8 +247,11 @@ func reactFlow(d *Daemon, p *Pass) error {
 		}
 		d.cycles[c] = true
 		d.log.Error("dependency cycle", "problem", c)
+		text := "aipm: " + c + "."
 		for _, h := range p.Cfg.Humans(false) {
-			text := "aipm: " + c + "."
+			if !d.cyclesLooked && d.toldLately(h, text) {
+				continue // told by a watcher before this one
+			}
 			if _, err := d.store.Send(p.Ctx, p.Cfg, fsstore.OutgoingMessage{From: fsstore.SystemSender, To: h, Content: text, Kind: fsstore.KindSystem}); err != nil {
 				d.log.Error("dependency cycle message", "to", h, "err", err)
 			}
@@ -258,7 +262,27 @@ func reactFlow(d *Daemon, p *Pass) error {
 			delete(d.cycles, c)
 		}
 	}
+	d.cyclesLooked = d.cyclesLooked || cerr == nil
 	return errors.Join(err, cerr)
+}
+
+// toldWindow is how many of a human's latest messages toldLately looks
+// through.
+const toldWindow = 100
+
+// toldLately says whether aipm's message text is among the latest
+// messages of human's chat (toldWindow, read from its end at a bounded
+// cost). A watcher's first look at the cycles asks it, so that a
+// restarted watcher, or aipm watch --once run from cron, does not tell a
+// cycle again that a watcher before it told.
+func (d *Daemon) toldLately(human, text string) bool {
+	msgs, err := d.store.Tail(human, toldWindow)
+	if err != nil {
+		return false // telling again is better than not at all
+	}
+	return slices.ContainsFunc(msgs, func(m fsstore.Message) bool {
+		return m.SenderID == fsstore.SystemSender && m.Kind == fsstore.KindSystem && m.Content == text
+	})
 }
 
 // reactInterrupts interrupts an agent whose task was set to blocked or

@@ -19,7 +19,7 @@ type State struct {
 	Now           time.Time              `json:"now"`
 	Agents        []AgentView            `json:"agents"`
 	Humans        []string               `json:"humans"`
-	Tasks         []fsstore.Task         `json:"tasks"`
+	Tasks         []TaskView             `json:"tasks"`
 	Chats         []Chat                 `json:"chats"`
 	Conversations []fsstore.Conversation `json:"conversations"`
 	Delegations   []fsstore.Delegation   `json:"delegations"`
@@ -34,6 +34,36 @@ type State struct {
 	Priorities      []string     `json:"priorities"`
 	DefaultPriority string       `json:"defaultPriority"`
 	Problems        []string     `json:"problems,omitempty"`
+	// Ready and Waiting count the project's ready and waiting tasks, all
+	// of them, not only those shown (fsstore.Store.TaskCounts, as aipm
+	// status does); Cycles are the dependency cycles the task files hold
+	// (only a hand edit makes one), each with how to break it.
+	Ready   int      `json:"ready"`
+	Waiting int      `json:"waiting"`
+	Cycles  []string `json:"cycles"`
+}
+
+// TaskView is a task with what its dependencies make of it, as fsstore
+// judges them (DESIGN section 20): Ready says it is ready (to do, approved,
+// waiting for nothing); Waits, for an open task, is what it waits for (its
+// blockers not done, its subtasks others have) and WaitsText the same in
+// the CLI's words; WaitedBy are the open tasks that wait for it now, as a
+// blocker or as a subtask of theirs.
+type TaskView struct {
+	fsstore.Task
+	Ready     bool       `json:"ready,omitempty"`
+	Waits     []WaitView `json:"waits,omitempty"`
+	WaitsText string     `json:"waitsText,omitempty"`
+	WaitedBy  []string   `json:"waitedBy,omitempty"`
+}
+
+// WaitView is one thing a task waits for (fsstore.Wait): a task, its
+// status ("" when it does not exist), and whether it is a subtask of the
+// waiting task (the parent rule) rather than one of its blockers.
+type WaitView struct {
+	TaskID  string `json:"taskId"`
+	Status  string `json:"status"`
+	Subtask bool   `json:"subtask,omitempty"`
 }
 
 // StatusView is a task status, how the page names it, whether a task in
@@ -174,8 +204,9 @@ const (
 func buildState(ctx context.Context, store *fsstore.Store) State {
 	// Lists are [] when empty, never null: the page iterates them.
 	st := State{Statuses: statusViews(), Priorities: slices.Clone(fsstore.Priorities), DefaultPriority: fsstore.DefaultPriority,
-		Agents: []AgentView{}, Humans: []string{}, Tasks: []fsstore.Task{}, Chats: []Chat{}, Conversations: []fsstore.Conversation{},
-		Delegations: []fsstore.Delegation{}, Approvals: []fsstore.Task{}, Triggers: []fsstore.Trigger{}, Timeline: []Event{}, Leases: []LeaseView{}}
+		Agents: []AgentView{}, Humans: []string{}, Tasks: []TaskView{}, Chats: []Chat{}, Conversations: []fsstore.Conversation{},
+		Delegations: []fsstore.Delegation{}, Approvals: []fsstore.Task{}, Triggers: []fsstore.Trigger{}, Timeline: []Event{}, Leases: []LeaseView{},
+		Cycles: []string{}}
 	cfg, err := store.LoadConfig()
 	if err != nil {
 		st.Problems = []string{err.Error()}
@@ -183,7 +214,7 @@ func buildState(ctx context.Context, store *fsstore.Store) State {
 	}
 	st.Project = cfg.Project.Name
 	for _, part := range []func(context.Context, *fsstore.Store, *fsstore.Config, *State) error{
-		readAgents, readTasks, readChats, readWork, readTimeline, readLeases,
+		readAgents, readTasks, readFlow, readChats, readWork, readTimeline, readLeases,
 	} {
 		if err := part(ctx, store, cfg, &st); err != nil {
 			st.Problems = append(st.Problems, err.Error())
@@ -234,6 +265,8 @@ func readAgents(ctx context.Context, store *fsstore.Store, cfg *fsstore.Config, 
 	return nil
 }
 
+// readTasks is the newest tasks, each with what it waits for, whether it
+// is ready and what waits for it, and those that wait for a decision.
 func readTasks(_ context.Context, store *fsstore.Store, _ *fsstore.Config, st *State) error {
 	tasks, _, problems, err := store.Tasks(fsstore.TaskFilter{Limit: maxTasks})
 	if err != nil {
@@ -242,13 +275,112 @@ func readTasks(_ context.Context, store *fsstore.Store, _ *fsstore.Config, st *S
 	for _, p := range problems {
 		st.Problems = append(st.Problems, p.Error())
 	}
-	st.Tasks = append(st.Tasks, tasks...)
+	// The ready ones among the newest maxTasks are among the newest
+	// maxTasks ready ones.
+	ready, _, _, err := store.Tasks(fsstore.TaskFilter{Ready: true, Limit: maxTasks})
+	if err != nil {
+		return err
+	}
+	isReady := make(map[string]bool, len(ready))
+	for _, t := range ready {
+		isReady[t.ID] = true
+	}
+	book := waitBook{store: store, waits: map[string][]fsstore.Wait{}, by: map[string][]string{}}
 	for _, t := range tasks {
+		v, err := book.view(t, isReady[t.ID])
+		if err != nil {
+			return err
+		}
+		st.Tasks = append(st.Tasks, v)
 		if t.ApprovalStatus == fsstore.ApprovalPending || t.PendingChange != nil {
 			st.Approvals = append(st.Approvals, t)
 		}
 	}
 	return nil
+}
+
+// waitBook asks fsstore what each task waits for and what waits for it
+// (Store.Waits, judged on its task index: no task file is read), once per
+// task.
+type waitBook struct {
+	store *fsstore.Store
+	waits map[string][]fsstore.Wait
+	by    map[string][]string
+}
+
+// of is what task id waits for, and the open tasks that name it among
+// their blockers.
+func (b *waitBook) of(id string) ([]fsstore.Wait, []string, error) {
+	if w, ok := b.waits[id]; ok {
+		return w, b.by[id], nil
+	}
+	w, by, err := b.store.Waits(id)
+	if err != nil {
+		return nil, nil, err
+	}
+	b.waits[id], b.by[id] = w, by
+	return w, by, nil
+}
+
+// waitsFor says whether task id waits for task on now (a subtask of its,
+// when subtask).
+func (b *waitBook) waitsFor(id, on string, subtask bool) (bool, error) {
+	waits, _, err := b.of(id)
+	return slices.ContainsFunc(waits, func(w fsstore.Wait) bool { return w.TaskID == on && w.Subtask == subtask }), err
+}
+
+// view is t with what it waits for (when open: a finished task waits for
+// nothing) and what waits for it now: a task that names it as a blocker
+// keeps no wait on it once it is done, and its parent waits for it as a
+// subtask only while someone else has it.
+func (b *waitBook) view(t fsstore.Task, ready bool) (TaskView, error) {
+	v := TaskView{Task: t}
+	waits, by, err := b.of(t.ID)
+	if err != nil {
+		return v, err
+	}
+	// A change between the two looks (the ready list, the index's waits)
+	// shows no task as ready while it waits; its event rebuilds the State.
+	v.Ready = ready && len(waits) == 0
+	if fsstore.StatusOpen(t.Status) && len(waits) > 0 {
+		v.WaitsText = fsstore.WaitsText(waits)
+		for _, w := range waits {
+			v.Waits = append(v.Waits, WaitView{TaskID: w.TaskID, Status: w.Status, Subtask: w.Subtask})
+		}
+	}
+	type waiter struct {
+		id      string
+		subtask bool
+	}
+	waiters := make([]waiter, 0, len(by)+1)
+	for _, d := range by {
+		waiters = append(waiters, waiter{d, false})
+	}
+	if t.ParentID != "" {
+		waiters = append(waiters, waiter{t.ParentID, true})
+	}
+	for _, d := range waiters {
+		ok, err := b.waitsFor(d.id, t.ID, d.subtask)
+		if err != nil {
+			return v, err
+		}
+		if ok {
+			v.WaitedBy = append(v.WaitedBy, d.id)
+		}
+	}
+	return v, nil
+}
+
+// readFlow counts the ready and waiting tasks and reads the cycles of
+// the task files.
+func readFlow(_ context.Context, store *fsstore.Store, _ *fsstore.Config, st *State) error {
+	var err error
+	if st.Ready, st.Waiting, err = store.TaskCounts(); err != nil {
+		return err
+	}
+	cycles, err := store.Cycles()
+	st.Cycles = append(st.Cycles, cycles...)
+	return err
 }
 
 // readChats reads the tail of every agent's log and groups the messages

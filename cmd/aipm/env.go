@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"io"
 	"os"
+	"slices"
 	"strings"
 
 	"aipm/fsstore"
@@ -155,11 +156,14 @@ func taskID(store *fsstore.Store, arg string) (string, error) {
 }
 
 // taskIDs resolves task ids or unique starts of them (what names the flag
-// in the message); none gives none.
-func taskIDs(store *fsstore.Store, args []string, what string) ([]string, error) {
+// in the message); none gives none. One of keep is taken as written.
+func taskIDs(store *fsstore.Store, args []string, what string, keep ...string) ([]string, error) {
 	var ids []string
 	for _, a := range args {
-		id, err := taskID(store, strings.TrimSpace(a))
+		id, err := strings.TrimSpace(a), error(nil)
+		if !slices.Contains(keep, id) {
+			id, err = taskID(store, id)
+		}
 		if err != nil {
 			return nil, fmt.Errorf("%s: %w", what, err)
 		}

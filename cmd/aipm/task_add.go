@@ -63,7 +63,7 @@ config.toml: its AI agents may claim it (without it, any AI agent may).`,
 	f.StringVar(&o.Task.Priority, "priority", fsstore.DefaultPriority, strings.Join(fsstore.Priorities, ", "))
 	f.StringVar(&o.Task.Status, "status", fsstore.StatusTodo, strings.Join(fsstore.StartStatuses, ", "))
 	f.StringVar(&o.Task.ParentID, "parent", "", "the parent task's id (or a unique start of it)")
-	f.StringSliceVar(&o.After, "after", nil, "the tasks it waits for, comma-separated ids (or unique starts)")
+	f.StringSliceVar(&o.After, "after", nil, fmt.Sprintf("the tasks it waits for, comma-separated ids (or unique starts), at most %d", fsstore.MaxBlockers))
 	f.StringVar(&o.Task.Group, "group", "", "the group of config.toml whose AI agents may claim it")
 	f.StringVar(&o.As, "as", "", "who requests it (default $AIPM_AS, else the only human)")
 	f.BoolVar(&o.JSON, "json", false, "print the new task as JSON")

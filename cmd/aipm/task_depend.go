@@ -42,7 +42,7 @@ tasks or its subtasks, is refused, naming the cycle.`,
 		},
 	}
 	c.ValidArgsFunction = e.completeTasks
-	c.Flags().StringSliceVar(&o.On, "on", nil, "the tasks it waits for, comma-separated ids (or unique starts)")
+	c.Flags().StringSliceVar(&o.On, "on", nil, fmt.Sprintf("the tasks it waits for, comma-separated ids (or unique starts), at most %d", fsstore.MaxBlockers))
 	c.Flags().BoolVar(&o.Remove, "remove", false, "stop waiting for the tasks of --on")
 	c.Flags().StringVar(&o.As, "as", "", "who makes the change (default $AIPM_AS, else the only human)")
 	c.Flags().BoolVar(&o.JSON, "json", false, "print the task as JSON")
@@ -58,7 +58,12 @@ func taskDependRun(cmd *cobra.Command, o *taskDependOptions) error {
 	if err != nil {
 		return err
 	}
-	on, err := taskIDs(store, o.On, "--on")
+	var held []string // --remove takes a blocker as written: one that names no task too, as doctor says
+	if o.Remove {
+		t, _ := store.Task(id) // one that cannot be read: UpdateTask says why
+		held = t.BlockedBy
+	}
+	on, err := taskIDs(store, o.On, "--on", held...)
 	if err != nil {
 		return err
 	}

@@ -289,7 +289,7 @@ func (s *Store) checkDependencies(id, parent string, blockers []string) error {
 		}
 	}
 	if c := ix.cycleVia(id, parent, blockers); c != nil {
-		name := id
+		name := "task " + id
 		if _, ok := ix.entries[id]; !ok {
 			name = "the new task" // its id means nothing to anyone yet
 			for i := range c {

@@ -303,9 +303,9 @@ func (s *Store) checkDependencies(id, parent string, blockers []string) error {
 	return nil
 }
 
-// Waits says what task id waits for (nothing: it is not waiting), and which
+// waitsOn says what task id waits for (nothing: it is not waiting), and which
 // open tasks wait for it, newest first.
-func (s *Store) Waits(id string) (waits []Wait, waitedBy []string, err error) {
+func (s *Store) waitsOn(id string) (waits []Wait, waitedBy []string, err error) {
 	ix := &s.caches.tasks
 	ix.mu.Lock()
 	defer ix.mu.Unlock()

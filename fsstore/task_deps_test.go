@@ -155,7 +155,7 @@ func TestDependencyCycleRefused(t *testing.T) {
 	}
 	// A diamond is no cycle.
 	d := add(t, s, cfg, NewTask{Title: "D", BlockedBy: []string{b.ID, c.ID}})
-	if ws, _, _ := s.Waits(d.ID); WaitsText(ws) != b.ID+" (todo), "+c.ID+" (todo)" {
+	if ws, _, _ := s.waitsOn(d.ID); WaitsText(ws) != b.ID+" (todo), "+c.ID+" (todo)" {
 		t.Errorf("D waits for %q", WaitsText(ws))
 	}
 }
@@ -227,7 +227,7 @@ func TestFlowAfterHandEdit(t *testing.T) {
 	c := add(t, s, cfg, NewTask{Title: "C", Assignee: "ops"})
 	d := add(t, s, cfg, NewTask{Title: "D", Assignee: "coder"})
 	handEdit(t, s, d.ID, func(m map[string]any) { m["blockedBy"] = []string{c.ID} })
-	if ws, _, _ := s.Waits(d.ID); len(ws) != 1 || ws[0].TaskID != c.ID {
+	if ws, _, _ := s.waitsOn(d.ID); len(ws) != 1 || ws[0].TaskID != c.ID {
 		t.Fatalf("D waits for %v", ws)
 	}
 }

@@ -98,7 +98,7 @@ func entryOf(t Task) *taskEntry {
 // awaiting are the tasks a change of task t to done may start: those
 // waiting for it, and its parent.
 func (s *Store) awaiting(t Task) ([]string, error) {
-	_, ids, err := s.Waits(t.ID)
+	_, ids, err := s.waitsOn(t.ID)
 	if t.ParentID != "" {
 		ids = append(ids, t.ParentID)
 	}
@@ -119,7 +119,7 @@ func (s *Store) stopNews(cfg *storage.Config, t *Task, by, reason string, now ti
 		return nil
 	}
 	t.StopTold = key
-	_, waiting, err := s.Waits(t.ID)
+	_, waiting, err := s.waitsOn(t.ID)
 	if err != nil {
 		return nil
 	}

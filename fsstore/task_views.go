@@ -1,22 +1,41 @@
 package fsstore
 
-// TaskWaits says, for each of tasks by its id, what it waits for and
-// whether it is ready (DESIGN section 20), judged in one look at the task
-// index, so that a list of many tasks costs one (aipm task list --waiting,
-// task show). A task whose file is gone, or cannot be read, waits for
-// nothing and is not ready.
-func (s *Store) TaskWaits(tasks []Task) (waits map[string][]Wait, ready map[string]bool, err error) {
+// TaskDeps is what the dependency rules make of one task (DESIGN section
+// 20): what it waits for, whether it is ready, and the open tasks that
+// wait for it now (as a blocker not done, or as a subtask of theirs that
+// someone else has).
+type TaskDeps struct {
+	Waits    []Wait
+	Ready    bool
+	WaitedBy []string
+}
+
+// TaskDeps says, for each of the tasks ids, its TaskDeps, judged in one
+// look at the task index, so that a list of many tasks costs one (aipm
+// task list and show, the board). A task whose file is gone, or cannot be
+// read, waits for nothing and is not ready.
+func (s *Store) TaskDeps(ids []string) (map[string]TaskDeps, error) {
 	ix := &s.caches.tasks
 	ix.mu.Lock()
 	defer ix.mu.Unlock()
 	if err := s.refreshTasks(ix); err != nil {
-		return nil, nil, err
+		return nil, err
 	}
-	waits, ready = make(map[string][]Wait, len(tasks)), make(map[string]bool, len(tasks))
-	for _, t := range tasks {
-		if e, ok := ix.entries[t.ID]; ok && e.err == nil {
-			waits[t.ID], ready[t.ID] = ix.waitsOf(e), ix.ready(e)
+	out := make(map[string]TaskDeps, len(ids))
+	for _, id := range ids {
+		var d TaskDeps
+		if e, ok := ix.entries[id]; ok && e.err == nil {
+			d.Waits, d.Ready = ix.waitsOf(e), ix.ready(e)
+		}
+		out[id] = d
+	}
+	for _, e := range ix.open {
+		for _, w := range ix.waitsOf(e) {
+			if d, ok := out[w.TaskID]; ok {
+				d.WaitedBy = append(d.WaitedBy, e.id)
+				out[w.TaskID] = d
+			}
 		}
 	}
-	return waits, ready, nil
+	return out, nil
 }

@@ -263,11 +263,11 @@ func checkViews(t *testing.T, store *fsstore.Store, st web.State, cases []viewCa
 		}
 		want := ""
 		if c.waits != nil {
-			waits, _, err := store.Waits(c.id)
+			deps, err := store.TaskDeps([]string{c.id})
 			if err != nil {
 				t.Fatal(err)
 			}
-			want = fsstore.WaitsText(waits)
+			want = fsstore.WaitsText(deps[c.id].Waits)
 		}
 		if tv.WaitsText != want {
 			t.Errorf("%s: waitsText %q, want %q", c.name, tv.WaitsText, want)
@@ -330,10 +330,11 @@ func TestBoardShowsWhyAndRefusesCycle(t *testing.T) {
 	tab := openBoard(t, ctx, p.serve())
 	card := func(id string) string { return "#board .card" + attr("data-task-id", id) }
 
-	waits, _, err := p.store.Waits(build.ID)
+	deps, err := p.store.TaskDeps([]string{build.ID})
 	if err != nil {
 		t.Fatal(err)
 	}
+	waits := deps[build.ID].Waits
 	var shown struct{ Waits, Tip, Ready, HoldsUp string }
 	if err := json.Unmarshal([]byte(eval[string](t, ctx, tab, `JSON.stringify({
 		waits: document.querySelector(`+q(card(build.ID)+" .waits")+`)?.textContent,

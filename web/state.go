@@ -275,23 +275,16 @@ func readTasks(_ context.Context, store *fsstore.Store, _ *fsstore.Config, st *S
 	for _, p := range problems {
 		st.Problems = append(st.Problems, p.Error())
 	}
-	// The ready ones among the newest maxTasks are among the newest
-	// maxTasks ready ones.
-	ready, _, _, err := store.Tasks(fsstore.TaskFilter{Ready: true, Limit: maxTasks})
+	ids := make([]string, len(tasks))
+	for i, t := range tasks {
+		ids[i] = t.ID
+	}
+	deps, err := store.TaskDeps(ids) // one look at the task index for them all
 	if err != nil {
 		return err
 	}
-	isReady := make(map[string]bool, len(ready))
-	for _, t := range ready {
-		isReady[t.ID] = true
-	}
-	book := waitBook{store: store, waits: map[string][]fsstore.Wait{}, by: map[string][]string{}}
 	for _, t := range tasks {
-		v, err := book.view(t, isReady[t.ID])
-		if err != nil {
-			return err
-		}
-		st.Tasks = append(st.Tasks, v)
+		st.Tasks = append(st.Tasks, taskView(t, deps[t.ID]))
 		if t.ApprovalStatus == fsstore.ApprovalPending || t.PendingChange != nil {
 			st.Approvals = append(st.Approvals, t)
 		}
@@ -299,76 +292,18 @@ func readTasks(_ context.Context, store *fsstore.Store, _ *fsstore.Config, st *S
 	return nil
 }
 
-// waitBook asks fsstore what each task waits for and what waits for it
-// (Store.Waits, judged on its task index: no task file is read), once per
-// task.
-type waitBook struct {
-	store *fsstore.Store
-	waits map[string][]fsstore.Wait
-	by    map[string][]string
-}
-
-// of is what task id waits for, and the open tasks that name it among
-// their blockers.
-func (b *waitBook) of(id string) ([]fsstore.Wait, []string, error) {
-	if w, ok := b.waits[id]; ok {
-		return w, b.by[id], nil
-	}
-	w, by, err := b.store.Waits(id)
-	if err != nil {
-		return nil, nil, err
-	}
-	b.waits[id], b.by[id] = w, by
-	return w, by, nil
-}
-
-// waitsFor says whether task id waits for task on now (a subtask of its,
-// when subtask).
-func (b *waitBook) waitsFor(id, on string, subtask bool) (bool, error) {
-	waits, _, err := b.of(id)
-	return slices.ContainsFunc(waits, func(w fsstore.Wait) bool { return w.TaskID == on && w.Subtask == subtask }), err
-}
-
-// view is t with what it waits for (when open: a finished task waits for
-// nothing) and what waits for it now: a task that names it as a blocker
-// keeps no wait on it once it is done, and its parent waits for it as a
-// subtask only while someone else has it.
-func (b *waitBook) view(t fsstore.Task, ready bool) (TaskView, error) {
-	v := TaskView{Task: t}
-	waits, by, err := b.of(t.ID)
-	if err != nil {
-		return v, err
-	}
-	// A change between the two looks (the ready list, the index's waits)
-	// shows no task as ready while it waits; its event rebuilds the State.
-	v.Ready = ready && len(waits) == 0
-	if fsstore.StatusOpen(t.Status) && len(waits) > 0 {
-		v.WaitsText = fsstore.WaitsText(waits)
-		for _, w := range waits {
+// taskView is t with what its dependencies make of it: what it waits for
+// (when open: a finished task waits for nothing), whether it is ready,
+// and the open tasks that wait for it now.
+func taskView(t fsstore.Task, d fsstore.TaskDeps) TaskView {
+	v := TaskView{Task: t, Ready: d.Ready, WaitedBy: d.WaitedBy}
+	if fsstore.StatusOpen(t.Status) && len(d.Waits) > 0 {
+		v.WaitsText = fsstore.WaitsText(d.Waits)
+		for _, w := range d.Waits {
 			v.Waits = append(v.Waits, WaitView{TaskID: w.TaskID, Status: w.Status, Subtask: w.Subtask})
 		}
 	}
-	type waiter struct {
-		id      string
-		subtask bool
-	}
-	waiters := make([]waiter, 0, len(by)+1)
-	for _, d := range by {
-		waiters = append(waiters, waiter{d, false})
-	}
-	if t.ParentID != "" {
-		waiters = append(waiters, waiter{t.ParentID, true})
-	}
-	for _, d := range waiters {
-		ok, err := b.waitsFor(d.id, t.ID, d.subtask)
-		if err != nil {
-			return v, err
-		}
-		if ok {
-			v.WaitedBy = append(v.WaitedBy, d.id)
-		}
-	}
-	return v, nil
+	return v
 }
 
 // readFlow counts the ready and waiting tasks and reads the cycles of

@@ -100,8 +100,17 @@ func taskListRun(o *taskListOptions) error {
 	}
 	var waits map[string][]fsstore.Wait
 	if o.Filter.Waiting {
-		if waits, _, err = store.TaskWaits(tasks); err != nil {
+		ids := make([]string, len(tasks))
+		for i, t := range tasks {
+			ids[i] = t.ID
+		}
+		deps, err := store.TaskDeps(ids)
+		if err != nil {
 			return fmt.Errorf("task list: %w", err)
+		}
+		waits = make(map[string][]fsstore.Wait, len(deps))
+		for id, d := range deps {
+			waits[id] = d.Waits
 		}
 	}
 	return status.TaskTable(tasks, short, o.e.age, waits).Print(o.e.stdout, o.e.colour, o.e.width)

@@ -54,15 +54,11 @@ func taskShowRun(o *taskShowOptions) error {
 	if o.JSON {
 		return writeJSON(o.e.stdout, t)
 	}
-	d := status.TaskDetail{Task: t}
-	if d.Waits, d.WaitedBy, err = store.Waits(t.ID); err != nil {
-		return fmt.Errorf("task show: %w", err)
-	}
-	_, ready, err := store.TaskWaits([]fsstore.Task{t})
+	deps, err := store.TaskDeps([]string{t.ID})
 	if err != nil {
 		return fmt.Errorf("task show: %w", err)
 	}
-	d.Ready = ready[t.ID]
+	d := status.TaskDetail{Task: t, TaskDeps: deps[t.ID]}
 	if d.Leases, err = store.Leases(); err != nil {
 		return fmt.Errorf("leases of %s: %w", t.ID, err)
 	}

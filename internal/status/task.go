@@ -66,14 +66,12 @@ func statusNote(t fsstore.Task) string {
 }
 
 // TaskDetail is a task as aipm task show prints it: its document, and what
-// the task index says of it (fsstore.Store.Waits, TaskReady) and the live
+// the task index says of it (fsstore.Store.TaskDeps) and the live
 // leases (those taken for it are shown).
 type TaskDetail struct {
-	Task     fsstore.Task
-	Waits    []fsstore.Wait
-	WaitedBy []string
-	Ready    bool
-	Leases   []fsstore.Lease
+	Task fsstore.Task
+	fsstore.TaskDeps
+	Leases []fsstore.Lease
 }
 
 // PrintTask writes every non-empty field of d's task, a line each (the

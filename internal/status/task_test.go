@@ -18,11 +18,11 @@ func TestPrintTaskDependencies(t *testing.T) {
 		d         TaskDetail
 		want, not []string
 	}{
-		{name: "waiting", d: TaskDetail{Task: fsstore.Task{Status: fsstore.StatusTodo, BlockedBy: []string{"tsk_a", "tsk_c"}}, Waits: waits, WaitedBy: []string{"tsk_d", "tsk_e"}},
+		{name: "waiting", d: TaskDetail{Task: fsstore.Task{Status: fsstore.StatusTodo, BlockedBy: []string{"tsk_a", "tsk_c"}}, TaskDeps: fsstore.TaskDeps{Waits: waits, WaitedBy: []string{"tsk_d", "tsk_e"}}},
 			want: []string{"blockers:          tsk_a, tsk_c\n", "waits for:         tsk_a (todo), subtask tsk_b (in_progress), tsk_c (does not exist)\n", "waited on by:      tsk_d, tsk_e\n"}},
-		{name: "ready", d: TaskDetail{Task: fsstore.Task{Status: fsstore.StatusTodo}, Ready: true},
+		{name: "ready", d: TaskDetail{Task: fsstore.Task{Status: fsstore.StatusTodo}, TaskDeps: fsstore.TaskDeps{Ready: true}},
 			want: []string{"waits for:         nothing (ready)\n"}, not: []string{"blockers:", "waited on by:"}},
-		{name: "done: nothing to wait for", d: TaskDetail{Task: fsstore.Task{Status: fsstore.StatusDone, BlockedBy: []string{"tsk_a"}}, Waits: waits},
+		{name: "done: nothing to wait for", d: TaskDetail{Task: fsstore.Task{Status: fsstore.StatusDone, BlockedBy: []string{"tsk_a"}}, TaskDeps: fsstore.TaskDeps{Waits: waits}},
 			want: []string{"blockers:          tsk_a\n"}, not: []string{"waits for:"}},
 		{name: "neither waiting nor ready", d: TaskDetail{Task: fsstore.Task{Status: fsstore.StatusBacklog}},
 			not: []string{"waits for:"}},

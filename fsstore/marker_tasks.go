@@ -11,11 +11,13 @@ import (
 
 // TaskRequest is what request_task asks for. Requester is who wants the
 // work: the sender of the marked message (chat session) or the caller
-// (task session). The task is assigned to Agent.
+// (task session). The task is assigned to Agent; it waits for the tasks of
+// BlockedBy (DESIGN section 20).
 type TaskRequest struct {
 	Agent, Requester                       string
 	Title, Description, Priority, ParentID string
 	SourceMessageID                        string
+	BlockedBy                              []string
 }
 
 // RequestedTask is the result of RequestTask.
@@ -41,7 +43,7 @@ func (ct ChatTasks) RequestTask(ctx context.Context, cfg *storage.Config, in Tas
 	t, err := s.CreateTask(ctx, cfg, NewTask{
 		Title: in.Title, Description: in.Description, Priority: in.Priority, ParentID: in.ParentID,
 		Assignee: in.Agent, Requester: in.Requester, Status: StatusBacklog, NeedsApproval: !approved,
-		AskedToApprove: asked, SourceMessageID: in.SourceMessageID,
+		AskedToApprove: asked, SourceMessageID: in.SourceMessageID, BlockedBy: in.BlockedBy,
 	})
 	if err != nil {
 		return RequestedTask{}, err

@@ -1,8 +1,11 @@
 package mcpserver
 
 import (
+	"cmp"
 	"context"
+	"errors"
 	"fmt"
+	"slices"
 	"strings"
 
 	"github.com/google/jsonschema-go/jsonschema"
@@ -37,10 +40,11 @@ func carriesMarker(msgs []fsstore.Message) bool {
 // RequestTaskIn is request_task's arguments.
 type RequestTaskIn struct {
 	Session
-	Title        string `json:"title,omitempty"`
-	Description  string `json:"description,omitempty"`
-	Priority     string `json:"priority,omitempty"`
-	ParentTaskID string `json:"parent_task_id,omitempty"`
+	Title        string   `json:"title,omitempty"`
+	Description  string   `json:"description,omitempty"`
+	Priority     string   `json:"priority,omitempty"`
+	ParentTaskID string   `json:"parent_task_id,omitempty"`
+	BlockedBy    []string `json:"blocked_by,omitempty"`
 }
 
 // describeArgs lists the priorities a task may have, from fsstore's list,
@@ -69,7 +73,7 @@ func requestTaskTool() toolSpec {
 	return toolSpec{
 		tool: mcp.Tool{
 			Name:        "request_task",
-			Description: "Create a task for yourself, in backlog; a chat session needs @@タスク作成:.",
+			Description: "Create a backlog task for yourself; a chat session needs @@タスク作成:.",
 			Annotations: mutating,
 		},
 		level: Authenticated,
@@ -84,7 +88,7 @@ func addRequestTask(srv *mcp.Server, s *Server, tool *mcp.Tool) {
 		if err != nil {
 			return nil, RequestTaskOut{}, err
 		}
-		req := fsstore.TaskRequest{Agent: ses.Agent, Requester: ses.Agent, Title: in.Title, Description: in.Description, Priority: in.Priority, ParentID: in.ParentTaskID}
+		req := fsstore.TaskRequest{Agent: ses.Agent, Requester: ses.Agent, Title: in.Title, Description: in.Description, Priority: in.Priority, ParentID: in.ParentTaskID, BlockedBy: in.BlockedBy}
 		var got fsstore.RequestedTask
 		var notice error // the task exists, but telling someone failed
 		create := func() (string, error) {
@@ -110,10 +114,14 @@ func addRequestTask(srv *mcp.Server, s *Server, tool *mcp.Tool) {
 		}
 		t := got.Task
 		out := RequestTaskOut{Success: true, Task: taskRef(&t), ApprovalStatus: t.ApprovalStatus, AskedToApprove: nonNil(got.AskedToApprove)}
+		waits := ""
+		if len(t.BlockedBy) > 0 {
+			waits = fmt.Sprintf(" It waits for %s.", strings.Join(t.BlockedBy, ", "))
+		}
 		if t.ApprovalStatus == fsstore.ApprovalApproved {
-			out.Instruction = fmt.Sprintf("Task %s is created in backlog, assigned to you. Tell %s, then call get_next_action.", t.ID, req.Requester)
+			out.Instruction = fmt.Sprintf("Task %s is created in backlog, assigned to you.%s Tell %s, then call get_next_action.", t.ID, waits, req.Requester)
 		} else {
-			out.Instruction = fmt.Sprintf("Task %s is created and waits for approval by %v. Tell %s it is registered and pending approval, then call get_next_action.", t.ID, got.AskedToApprove, req.Requester)
+			out.Instruction = fmt.Sprintf("Task %s is created and waits for approval by %v.%s Tell %s it is registered and pending approval, then call get_next_action.", t.ID, got.AskedToApprove, waits, req.Requester)
 		}
 		if notice != nil {
 			out.Instruction += " Note: " + notice.Error()
@@ -141,7 +149,7 @@ func notifyTaskSessionTool() toolSpec {
 	return toolSpec{
 		tool: mcp.Tool{
 			Name:        "notify_task_session",
-			Description: "Pass a note to your own task session. Needs @@タスク通知:. (chat)",
+			Description: "Pass a note to your task session. Needs @@タスク通知:. (chat)",
 			Annotations: mutating,
 		},
 		level: ChatOnly,
@@ -178,6 +186,8 @@ type UpdateTaskFromChatIn struct {
 	TaskID      string  `json:"task_id"`
 	Description *string `json:"description,omitempty"`
 	Status      string  `json:"status,omitempty"`
+	// BlockedBy, when given, replaces the tasks it waits for ([]: none).
+	BlockedBy *[]string `json:"blocked_by,omitempty"`
 }
 
 // describeArgs lists the statuses @@タスク調整 may set, from fsstore's
@@ -192,7 +202,7 @@ func updateTaskFromChatTool() toolSpec {
 	return toolSpec{
 		tool: mcp.Tool{
 			Name:        "update_task_from_chat",
-			Description: "Change the description or status of one of your tasks. Needs @@タスク調整:. (chat)",
+			Description: "Change one of your tasks. Needs @@タスク調整:. (chat)",
 			Annotations: mutating,
 		},
 		level: ChatOnly,
@@ -261,6 +271,9 @@ func (s *Server) markedChange(ctx context.Context, m fsstore.Marker, change func
 func addUpdateTaskFromChat(srv *mcp.Server, s *Server, tool *mcp.Tool) {
 	addTool(s, srv, tool, func(ctx context.Context, _ *mcp.CallToolRequest, in UpdateTaskFromChatIn) (*mcp.CallToolResult, ChatTaskOut, error) {
 		c, sender, notice, err := s.markedChange(ctx, fsstore.MarkerAdjust, func(cfg *fsstore.Config, ses fsstore.Session, msg fsstore.Message, _ string) (fsstore.ChatChange, error) {
+			if in.BlockedBy != nil {
+				return s.adjustBlockers(ctx, cfg, ses.Agent, msg.SenderID, in)
+			}
 			return s.store.FromChat().UpdateTask(ctx, cfg, ses.Agent, msg.SenderID, in.TaskID, in.Description, in.Status)
 		})
 		if err != nil {
@@ -268,6 +281,50 @@ func addUpdateTaskFromChat(srv *mcp.Server, s *Server, tool *mcp.Tool) {
 		}
 		return nil, chatTaskOut(c, sender, notice), nil
 	})
+}
+
+// adjustBlockers is @@タスク調整 with blocked_by, on behalf of by (the
+// sender of the marked message): what agent's task waits for is replaced,
+// under the same checks as the rest of the adjustment (the agent's own
+// task, approved, backlog or todo) and the store's dependency rules (each
+// blocker exists, no cycle: dependency_cycle names it); then its
+// description and status change as without blocked_by. The blockers go
+// first, so that a refused dependency changes nothing. A change request
+// waiting for approval cannot carry blockers, so a sender without
+// authority over the task (mayAdjustAtOnce) is refused instead.
+func (s *Server) adjustBlockers(ctx context.Context, cfg *fsstore.Config, agent, by string, in UpdateTaskFromChatIn) (fsstore.ChatChange, error) {
+	if in.TaskID == "" {
+		return fsstore.ChatChange{}, toolErr("task_required", "task_id is empty: pass the tsk_ id of the task (list_tasks shows yours)")
+	}
+	if err := fsstore.CheckID(fsstore.PrefixTask, in.TaskID); err != nil {
+		return fsstore.ChatChange{}, toolErr("task_not_found", err.Error())
+	}
+	t, err := s.store.Task(in.TaskID)
+	if err != nil {
+		return fsstore.ChatChange{}, fromStore(err, "task_not_found")
+	}
+	if !mayAdjustAtOnce(cfg, t, by) {
+		return fsstore.ChatChange{}, toolErr("not_approver", fmt.Sprintf("%s may not change what task %s waits for (only its creator, the assignee's ancestors or a manager may): tell %s, and leave blocked_by out to change the rest", by, t.ID, by))
+	}
+	after, err := s.store.UpdateTask(ctx, cfg, t.ID, by, fsstore.TaskChange{Blockers: &fsstore.BlockersChange{Set: in.BlockedBy}, Owner: agent, RequireApproved: true, Planned: true})
+	if err != nil || (in.Description == nil && in.Status == "") {
+		return fsstore.ChatChange{Task: after}, err
+	}
+	c, err := s.store.FromChat().UpdateTask(ctx, cfg, agent, by, t.ID, in.Description, in.Status)
+	if err != nil && c.Task.ID == "" {
+		var te *ToolError
+		if errors.As(fromStore(err, "task_not_found"), &te) {
+			return c, toolErr(te.Code, fmt.Sprintf("task %s now waits for %s, but the rest of the change was refused: %s", t.ID, cmp.Or(strings.Join(after.BlockedBy, ", "), "no task"), te.Msg))
+		}
+	}
+	return c, err
+}
+
+// mayAdjustAtOnce is fsstore's rule of who may change task t through chat
+// at once (its creator, an ancestor of its assignee, or a manager), for
+// the one change a change request cannot carry: blocked_by.
+func mayAdjustAtOnce(cfg *fsstore.Config, t fsstore.Task, by string) bool {
+	return by != "" && (by == t.Requester || slices.Contains(cfg.Ancestors(t.Assignee), by) || cfg.IsApprover(by))
 }
 
 // StartTaskFromChatIn is start_task_from_chat's arguments (@@タスク開始:).
@@ -280,7 +337,7 @@ func startTaskFromChatTool() toolSpec {
 	return toolSpec{
 		tool: mcp.Tool{
 			Name:        "start_task_from_chat",
-			Description: "Start one of your tasks (in_progress). Needs @@タスク開始:. (chat)",
+			Description: "Start one of your tasks. Needs @@タスク開始:. (chat)",
 			Annotations: mutating,
 		},
 		level: ChatOnly,

@@ -49,10 +49,10 @@ func claimOrder(a, b *taskEntry) int {
 	return cmp.Or(cmp.Compare(slices.Index(Priorities, b.flow.priority), slices.Index(Priorities, a.flow.priority)), strings.Compare(a.id, b.id))
 }
 
-// Claimable are the ids of the tasks agent may claim, in the order a claim
+// claimableBy are the ids of the tasks agent may claim, in the order a claim
 // takes them (claimOrder): ready, nobody assigned, of a group it is in or
 // of none. limit caps them (0: all).
-func (s *Store) Claimable(cfg *storage.Config, agent string, limit int) ([]string, error) {
+func (s *Store) claimableBy(cfg *storage.Config, agent string, limit int) ([]string, error) {
 	ix := &s.caches.tasks
 	ix.mu.Lock()
 	defer ix.mu.Unlock()
@@ -72,7 +72,7 @@ func (s *Store) Claimable(cfg *storage.Config, agent string, limit int) ([]strin
 }
 
 // Claim gives agent the ready task id nobody is assigned, or, with id "",
-// the first it may claim (Claimable): the task goes in progress for it.
+// the first it may claim (claimableBy): the task goes in progress for it.
 // An agent claims one task at a time: one with a task in progress is
 // refused.
 func (s *Store) Claim(ctx context.Context, cfg *storage.Config, agent, id string) (Task, error) {
@@ -86,7 +86,7 @@ func (s *Store) Claim(ctx context.Context, cfg *storage.Config, agent, id string
 	if id != "" {
 		return s.claim(ctx, cfg, agent, id)
 	}
-	ids, err := s.Claimable(cfg, agent, 0)
+	ids, err := s.claimableBy(cfg, agent, 0)
 	if err != nil {
 		return Task{}, err
 	}
@@ -162,7 +162,7 @@ func (s *Store) waitsNow(t Task) []Wait {
 // whom to start) asks for those, so that an agent is started for work put
 // in its group's queue, not for every task nobody is assigned yet.
 func (s *Store) claimOffer(cfg *storage.Config, agent string, grouped bool) *Task {
-	ids, err := s.Claimable(cfg, agent, 0)
+	ids, err := s.claimableBy(cfg, agent, 0)
 	if err != nil {
 		return nil
 	}

@@ -285,7 +285,7 @@ func (s *Store) checkDependencies(id, parent string, blockers []string) error {
 	}
 	for _, b := range blockers {
 		if e, ok := ix.entries[b]; !ok || e.err != nil {
-			return storage.Kindf(storage.ErrNotFound, "task %s, to wait for, does not exist: see aipm task list or list_tasks", b)
+			return &storage.CodeError{Code: storage.CodeTaskNotFound, Msg: fmt.Sprintf("task %s, to wait for, does not exist: see aipm task list or list_tasks", b), Err: storage.ErrNotFound}
 		}
 	}
 	if c := ix.cycleVia(id, parent, blockers); c != nil {

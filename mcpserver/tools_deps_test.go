@@ -22,6 +22,9 @@ type depsCase struct {
 	setup func(p *project) (args map[string]any, want []string)
 	code  string // "" for success
 	says  string // in the answer's instruction or the refusal
+	// guest sends the marked message: a sender without authority over
+	// the task, whose change waits for approval (want: the blockers then).
+	guest bool
 }
 
 // absentTask is a well-formed task id no task has.
@@ -86,15 +89,16 @@ var adjustDepsCases = []depsCase{
 	}, code: "dependency_cycle", says: "itself"},
 	{name: "a sender without authority", message: "@@タスク調整: wait for the review", setup: func(p *project) (map[string]any, []string) {
 		first := reviewersTask(p, "", fsstore.StatusTodo)
-		return map[string]any{"task_id": codersBacklogTask(p), "blocked_by": []string{first}}, nil
-	}, code: "not_approver", says: "guest"},
+		return map[string]any{"task_id": codersBacklogTask(p), "blocked_by": []string{first}}, []string{first}
+	}, guest: true, says: "waits for approval by [lead]"},
 }
 
 // TestUpdateTaskFromChatBlockedBy: @@タスク調整 with blocked_by replaces
 // what the task waits for ([] clears it), beside a status change; a cycle
 // is refused with dependency_cycle naming it, a blocker that does not
-// exist with task_not_found, and a sender without authority over the task
-// is refused; a refusal changes nothing.
+// exist with task_not_found, and the change of a sender without authority
+// over the task waits for approval, as any adjustment; a refusal changes
+// nothing.
 func TestUpdateTaskFromChatBlockedBy(t *testing.T) {
 	for _, rev := range revisions {
 		for _, tc := range adjustDepsCases {
@@ -120,7 +124,7 @@ func (tc depsCase) run(t *testing.T, rev, purpose string) {
 	args, want := tc.setup(p)
 	if purpose == "chat" {
 		from := "lead"
-		if tc.code == "not_approver" {
+		if tc.guest {
 			from = "guest"
 		}
 		p.deliver(cs, token, from, tc.message)
@@ -140,6 +144,14 @@ func (tc depsCase) run(t *testing.T, rev, purpose string) {
 	}
 	task, _ := r.data["task"].(map[string]any)
 	id, _ := task["id"].(string)
+	if tc.guest {
+		approveChange(t, p, id, want)
+		ids := make([]any, len(want))
+		for i, w := range want {
+			ids[i] = w
+		}
+		task["blocked_by"] = ids // the view was of the task before the approval
+	}
 	got, err := p.store.Task(id)
 	if err != nil || !slices.Equal(got.BlockedBy, want) || !sameIDs(task["blocked_by"], want) {
 		t.Fatalf("the task waits for %v (%v), its view says %v; want %v", got.BlockedBy, err, task["blocked_by"], want)
@@ -163,6 +175,24 @@ func checkWaitingFor(t *testing.T, cs *mcp.ClientSession, token, id string, bloc
 	}
 	if len(blockers) == 0 && waiting != "" {
 		t.Errorf("get_task(%s) says it waits for %q, want nothing", id, waiting)
+	}
+}
+
+// approveChange checks that the change asked on task id waits for
+// approval, carrying the blockers want and changing nothing yet, then has
+// lead approve it.
+func approveChange(t *testing.T, p *project, id string, want []string) {
+	t.Helper()
+	pending, err := p.store.Task(id)
+	if err != nil || pending.PendingChange == nil || pending.PendingChange.BlockedBy == nil || !slices.Equal(*pending.PendingChange.BlockedBy, want) || len(pending.BlockedBy) != 0 {
+		t.Fatalf("the asked change: %+v, %v; want it pending, carrying %v", pending, err, want)
+	}
+	cfg, err := p.store.LoadConfig()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, _, err := p.store.Decide(context.Background(), cfg, id, "lead", fsstore.ApprovalApproved, ""); err != nil {
+		t.Fatal(err)
 	}
 }
 

@@ -1,11 +1,8 @@
 package mcpserver
 
 import (
-	"cmp"
 	"context"
-	"errors"
 	"fmt"
-	"slices"
 	"strings"
 
 	"github.com/google/jsonschema-go/jsonschema"
@@ -271,60 +268,14 @@ func (s *Server) markedChange(ctx context.Context, m fsstore.Marker, change func
 func addUpdateTaskFromChat(srv *mcp.Server, s *Server, tool *mcp.Tool) {
 	addTool(s, srv, tool, func(ctx context.Context, _ *mcp.CallToolRequest, in UpdateTaskFromChatIn) (*mcp.CallToolResult, ChatTaskOut, error) {
 		c, sender, notice, err := s.markedChange(ctx, fsstore.MarkerAdjust, func(cfg *fsstore.Config, ses fsstore.Session, msg fsstore.Message, _ string) (fsstore.ChatChange, error) {
-			if in.BlockedBy != nil {
-				return s.adjustBlockers(ctx, cfg, ses.Agent, msg.SenderID, in)
-			}
-			return s.store.FromChat().UpdateTask(ctx, cfg, ses.Agent, msg.SenderID, in.TaskID, in.Description, in.Status)
+			adj := fsstore.ChatAdjust{Description: in.Description, Status: in.Status, BlockedBy: in.BlockedBy}
+			return s.store.FromChat().UpdateTask(ctx, cfg, ses.Agent, msg.SenderID, in.TaskID, adj)
 		})
 		if err != nil {
 			return nil, ChatTaskOut{}, err
 		}
 		return nil, chatTaskOut(c, sender, notice), nil
 	})
-}
-
-// adjustBlockers is @@タスク調整 with blocked_by, on behalf of by (the
-// sender of the marked message): what agent's task waits for is replaced,
-// under the same checks as the rest of the adjustment (the agent's own
-// task, approved, backlog or todo) and the store's dependency rules (each
-// blocker exists, no cycle: dependency_cycle names it); then its
-// description and status change as without blocked_by. The blockers go
-// first, so that a refused dependency changes nothing. A change request
-// waiting for approval cannot carry blockers, so a sender without
-// authority over the task (mayAdjustAtOnce) is refused instead.
-func (s *Server) adjustBlockers(ctx context.Context, cfg *fsstore.Config, agent, by string, in UpdateTaskFromChatIn) (fsstore.ChatChange, error) {
-	if in.TaskID == "" {
-		return fsstore.ChatChange{}, toolErr("task_required", "task_id is empty: pass the tsk_ id of the task (list_tasks shows yours)")
-	}
-	if err := fsstore.CheckID(fsstore.PrefixTask, in.TaskID); err != nil {
-		return fsstore.ChatChange{}, toolErr("task_not_found", err.Error())
-	}
-	t, err := s.store.Task(in.TaskID)
-	if err != nil {
-		return fsstore.ChatChange{}, fromStore(err, "task_not_found")
-	}
-	if !mayAdjustAtOnce(cfg, t, by) {
-		return fsstore.ChatChange{}, toolErr("not_approver", fmt.Sprintf("%s may not change what task %s waits for (only its creator, the assignee's ancestors or a manager may): tell %s, and leave blocked_by out to change the rest", by, t.ID, by))
-	}
-	after, err := s.store.UpdateTask(ctx, cfg, t.ID, by, fsstore.TaskChange{Blockers: &fsstore.BlockersChange{Set: in.BlockedBy}, Owner: agent, RequireApproved: true, Planned: true})
-	if err != nil || (in.Description == nil && in.Status == "") {
-		return fsstore.ChatChange{Task: after}, err
-	}
-	c, err := s.store.FromChat().UpdateTask(ctx, cfg, agent, by, t.ID, in.Description, in.Status)
-	if err != nil && c.Task.ID == "" {
-		var te *ToolError
-		if errors.As(fromStore(err, "task_not_found"), &te) {
-			return c, toolErr(te.Code, fmt.Sprintf("task %s now waits for %s, but the rest of the change was refused: %s", t.ID, cmp.Or(strings.Join(after.BlockedBy, ", "), "no task"), te.Msg))
-		}
-	}
-	return c, err
-}
-
-// mayAdjustAtOnce is fsstore's rule of who may change task t through chat
-// at once (its creator, an ancestor of its assignee, or a manager), for
-// the one change a change request cannot carry: blocked_by.
-func mayAdjustAtOnce(cfg *fsstore.Config, t fsstore.Task, by string) bool {
-	return by != "" && (by == t.Requester || slices.Contains(cfg.Ancestors(t.Assignee), by) || cfg.IsApprover(by))
 }
 
 // StartTaskFromChatIn is start_task_from_chat's arguments (@@タスク開始:).

@@ -56,11 +56,11 @@ func addGetTask(srv *mcp.Server, s *Server, tool *mcp.Tool) {
 		if out.Task == nil {
 			return nil, out, nil
 		}
-		waits, _, err := s.store.Waits(out.Task.ID)
+		deps, err := s.store.TaskDeps([]string{out.Task.ID})
 		if err != nil {
 			return nil, TaskOut{}, fromStore(err, "task_not_found")
 		}
-		out.Task.WaitingFor = fsstore.WaitsText(waits)
+		out.Task.WaitingFor = fsstore.WaitsText(deps[out.Task.ID].Waits)
 		if ses.TaskID != "" && out.Task.ID == ses.TaskID {
 			cfg, err := s.config()
 			if err != nil {

@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"aipm/fsstore/internal/storage"
+	"aipm/internal/failpoint"
 )
 
 // The ready queue (DESIGN section 20): a ready task nobody is assigned can
@@ -17,6 +18,11 @@ import (
 // exactly one claimant gets a task whatever races, crashes or hand edits:
 // the task goes in progress for it, and the watcher starts its task
 // session as for any task in progress.
+
+// failpointClaimUnwritten (internal/failpoint) is the moment a claim is
+// decided, before the claimed task is written: a claimant killed there
+// has claimed nothing.
+const failpointClaimUnwritten = "task-claim-unwritten"
 
 // checkGroup checks the group a task names for its claimants.
 func checkGroup(cfg *storage.Config, group string) error {
@@ -111,7 +117,11 @@ func (s *Store) claim(ctx context.Context, cfg *storage.Config, agent, id string
 		if !exists {
 			return storage.Kindf(storage.ErrNotFound, "task %s does not exist: see list_tasks or aipm task list", id)
 		}
-		return s.applyClaim(cfg, t, agent, time.Now().UTC())
+		if err := s.applyClaim(cfg, t, agent, time.Now().UTC()); err != nil {
+			return err
+		}
+		failpoint.Kill(failpointClaimUnwritten)
+		return nil
 	})
 	if err != nil {
 		return Task{}, err

@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"aipm/fsstore/internal/storage"
+	"aipm/internal/failpoint"
 )
 
 // Work that flows (DESIGN section 20): what follows, on other tasks, from
@@ -28,6 +29,11 @@ import (
 // are idempotent: the start is a compare-and-swap under the tasks lock,
 // the news is recorded on the stopped task with its messages (StopTold,
 // Untold) and sent as a task's end is (sendTells).
+
+// failpointStartUnwritten (internal/failpoint) is the moment a task that
+// starts when ready is set in progress, before it is written: what a
+// process killed there left undone, the next pass (Flow) does.
+const failpointStartUnwritten = "task-start-unwritten"
 
 // startReady sets in progress each of the tasks ids that starts when ready
 // (startsWhenReady, judged again under the tasks lock), and returns those
@@ -69,6 +75,7 @@ func (s *Store) startIfReady(ctx context.Context, cfg *storage.Config, id string
 			return storage.ErrNoChange // no longer a transition aipm makes
 		}
 		t.StartedReady, t.AipmStatus, t.UpdatedAt = true, t.Status, now
+		failpoint.Kill(failpointStartUnwritten)
 		started = true
 		return nil
 	})

@@ -571,10 +571,22 @@ func (s *Store) UpdateTask(ctx context.Context, cfg *storage.Config, id, by stri
 
 // afterChange is what follows UpdateTask's write of a change (before to
 // after) made by `by`, each after the tasks lock is released (rule 4):
-// the interrupt of the assignee, the end of the task's delegations, an
-// approved completion report passed on, the messages owed sent, and what
-// waits for the task started.
+// what waits for the task started first (the next agent waits for it),
+// then the interrupt of the assignee, the end of the task's delegations,
+// an approved completion report passed on, and the messages owed sent.
 func (s *Store) afterChange(ctx context.Context, cfg *storage.Config, path, by string, ch TaskChange, before, after Task, tells []taskTell, now time.Time) (Task, error) {
+	id := after.ID
+	var flowErr error
+	if err := s.flowAfter(ctx, cfg, before, after); err != nil {
+		flowErr = fmt.Errorf("task %s changed, but what waits for it was not started: %w; aipm watch starts it", id, err)
+	}
+	t, err := s.tellChange(ctx, path, by, ch, before, after, tells, now)
+	return t, errors.Join(flowErr, err)
+}
+
+// tellChange is afterChange's telling of a change: the interrupt, the
+// delegations ended, a completion report passed on, the messages owed.
+func (s *Store) tellChange(ctx context.Context, path, by string, ch TaskChange, before, after Task, tells []taskTell, now time.Time) (Task, error) {
 	id := after.ID
 	if Interrupts(before, after, by) {
 		// An approved @@ブロック報告 carries its reason in the request.
@@ -601,9 +613,6 @@ func (s *Store) afterChange(ctx context.Context, cfg *storage.Config, path, by s
 		if after.Untold, err = s.sendTells(ctx, after, tells, now); err != nil {
 			return after.served(s.files.Rel(path)), fmt.Errorf("task %s changed, but %w; aipm doctor --repair tells them", id, err)
 		}
-	}
-	if err := s.flowAfter(ctx, cfg, before, after); err != nil {
-		return after.served(s.files.Rel(path)), fmt.Errorf("task %s changed, but what waits for it was not started: %w; aipm watch starts it", id, err)
 	}
 	return after.served(s.files.Rel(path)), nil
 }

@@ -134,6 +134,13 @@ func (r ChangeRequest) Describe() string {
 	if r.Description != nil {
 		parts = append(parts, fmt.Sprintf("set the description to %q", storage.Clip(*r.Description, 200)))
 	}
+	if r.BlockedBy != nil {
+		waits := "nothing"
+		if len(*r.BlockedBy) > 0 {
+			waits = strings.Join(*r.BlockedBy, ", ")
+		}
+		parts = append(parts, "make it wait for "+waits)
+	}
 	return strings.Join(parts, " and ")
 }
 

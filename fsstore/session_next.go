@@ -89,13 +89,16 @@ func (n Next) StartsSession(purpose string) bool {
 // pending (or processing by a chat session that has ended) ->
 // process_delegation; unread messages ->
 // get_pending_messages; unread notifications for this session ->
-// get_notifications; idle past the chat idle timeout (and in no open
-// conversation) -> logout; else wait.
+// get_notifications; a task in the queue of a group of mine I may claim
+// (and in no open conversation) -> claim_task; idle past the chat idle
+// timeout (and in no open conversation) -> logout; else wait. Without a
+// session: unread messages, else the claim, else wait.
 //
 // Task: session ending -> exit; the task gone, finished or no longer mine ->
 // exit; in progress with a delegation of the task still open -> wait, with
-// the delegations and their conversations as progress; in progress ->
-// work; otherwise (moved back to todo, or blocked by me) -> wait until
+// the delegations and their conversations as progress; in progress with
+// subtasks under way that others have -> wait, naming them (the parent
+// rule); in progress -> work; otherwise (moved back to todo, or blocked by me) -> wait until
 // someone moves it. Without a session, the task is the agent's task in
 // progress, if any.
 func (s *Store) Work(ctx context.Context, cfg *storage.Config, agent, purpose string, ses *Session) (Next, error) {
@@ -157,7 +160,11 @@ func (s *Store) taskWork(ctx context.Context, cfg *storage.Config, agent string,
 		if waiting {
 			return Next{Action: ActWait, Task: &t, Delegations: ds, Progress: progress}, nil
 		}
-		if waits := subtaskWaits(s.waitsNow(t)); len(waits) > 0 {
+		waits, err := s.subtaskWaits(t)
+		if err != nil {
+			return Next{}, err
+		}
+		if len(waits) > 0 {
 			return Next{Action: ActWait, Task: &t, Delegations: ds, Waits: waits}, nil // started again when they are done
 		}
 		var reports []Notification
@@ -194,7 +201,7 @@ func (s *Store) chatWork(ctx context.Context, cfg *storage.Config, agent string,
 		return Next{Action: ActGetPendingMessages, From: msgs[0].SenderID, More: more, First: &msgs[0]}, nil
 	}
 	if ses == nil {
-		if t := s.claimOffer(cfg, agent, true); t != nil && !inConversation {
+		if t := s.claimOffer(cfg, agent); t != nil && !inConversation {
 			return Next{Action: ActClaimTask, Task: t}, nil
 		}
 		return Next{Action: ActWait, Until: until}, nil
@@ -209,7 +216,7 @@ func (s *Store) chatWork(ctx context.Context, cfg *storage.Config, agent string,
 	if inConversation {
 		return Next{Action: ActWait, Until: until}, nil
 	}
-	if t := s.claimOffer(cfg, agent, false); t != nil {
+	if t := s.claimOffer(cfg, agent); t != nil {
 		return Next{Action: ActClaimTask, Task: t}, nil
 	}
 	if idle, err := s.chatIdle(*ses, cfg); err != nil || idle {

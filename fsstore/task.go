@@ -87,8 +87,10 @@ type Task struct {
 	// whose AI agents may claim it; without one, any AI agent may
 	// (task_claim.go).
 	Group string `json:"group,omitempty"`
-	// StartedReady says aipm set the task in progress by itself when what
-	// it waited for was done (task_flow.go): it does so once.
+	// StartedReady says the task went in progress since it last began to
+	// wait (any start of a task with blockers sets it; a change of its
+	// blockers clears it): aipm sets it in progress by itself only while
+	// it is false (task_flow.go).
 	StartedReady bool `json:"startedReady,omitempty"`
 	// StopTold is the stop (status@statusChangedAt) of this task whose
 	// news the tasks waiting for it were given (task_flow.go): once each.
@@ -262,10 +264,12 @@ func (s *Store) CreateTask(ctx context.Context, cfg *storage.Config, in NewTask)
 	if err != nil || len(t.BlockedBy) == 0 {
 		return t, err
 	}
-	if _, err := s.startReady(ctx, cfg, []string{t.ID}); err != nil {
-		return t, fmt.Errorf("task %s is created, but %w; aipm watch starts it", t.ID, err)
+	// Created: a start that fails is the watcher's to make again (its
+	// pass applies the same rule), not a failure of the creation.
+	if started, err := s.startReady(ctx, cfg, []string{t.ID}); err == nil && len(started) == 1 {
+		return started[0], nil
 	}
-	return s.Task(t.ID)
+	return t, nil
 }
 
 // Task reads one task.
@@ -435,13 +439,25 @@ type BlockersChange struct {
 	Add, Remove []string
 }
 
-// check checks the form of the ids the change names.
+// check checks the form of the ids the change adds; one to take away is
+// taken as the task's file has it (a hand edit may have mistyped it).
 func (bc BlockersChange) check() error {
 	var errs []error
 	if bc.Set != nil {
 		errs = append(errs, CheckBlockerIDs("", *bc.Set))
 	}
-	return errors.Join(append(errs, CheckBlockerIDs("", bc.Add), CheckBlockerIDs("", bc.Remove))...)
+	return errors.Join(append(errs, CheckBlockerIDs("", bc.Add))...)
+}
+
+// newBlockers are the blockers of after that before did not have.
+func newBlockers(before, after []string) []string {
+	var out []string
+	for _, b := range after {
+		if !slices.Contains(before, b) {
+			out = append(out, b)
+		}
+	}
+	return out
 }
 
 // apply changes t's blockers, refusing what changes nothing: a task it
@@ -638,8 +654,8 @@ func (s *Store) changeTask(cfg *storage.Config, t *Task, by string, ch TaskChang
 	if err := errors.Join(checkStart(cfg, before, *t), checkHumanStop(cfg, before, *t, by), checkCancel(cfg, before, *t, by)); err != nil {
 		return nil, err
 	}
-	if !slices.Equal(before.BlockedBy, t.BlockedBy) {
-		if err := s.checkDependencies(t.ID, t.ParentID, t.BlockedBy); err != nil {
+	if added := newBlockers(before.BlockedBy, t.BlockedBy); len(added) > 0 {
+		if err := s.checkDependencies(t.ID, t.ParentID, added); err != nil {
 			return nil, err
 		}
 	}
@@ -846,6 +862,9 @@ func applyStatus(t *Task, status, reason, by string, now time.Time) error {
 	}
 	t.Status, t.StatusChangedBy, t.StatusChangedAt = status, by, now
 	t.BlockedReason = ""
+	if status == StatusInProgress && len(t.BlockedBy) > 0 {
+		t.StartedReady = true // started: it goes in progress by itself again only once it waits anew
+	}
 	if status == StatusBlocked {
 		t.BlockedReason = reason
 	}

@@ -58,7 +58,7 @@ func claimOrder(a, b *taskEntry) int {
 // claimableBy are the ids of the tasks agent may claim, in the order a claim
 // takes them (claimOrder): ready, nobody assigned, of a group it is in or
 // of none. limit caps them (0: all).
-func (s *Store) claimableBy(cfg *storage.Config, agent string, limit int) ([]string, error) {
+func (s *Store) claimableBy(cfg *storage.Config, agent string, grouped bool, limit int) ([]string, error) {
 	ix := &s.caches.tasks
 	ix.mu.Lock()
 	defer ix.mu.Unlock()
@@ -70,7 +70,7 @@ func (s *Store) claimableBy(cfg *storage.Config, agent string, limit int) ([]str
 		if limit > 0 && len(ids) == limit {
 			break
 		}
-		if mayClaim(cfg, e.flow.group, agent) {
+		if mayClaim(cfg, e.flow.group, agent) && (!grouped || e.flow.group != "") {
 			ids = append(ids, e.id)
 		}
 	}
@@ -80,27 +80,25 @@ func (s *Store) claimableBy(cfg *storage.Config, agent string, limit int) ([]str
 // Claim gives agent the ready task id nobody is assigned, or, with id "",
 // the first it may claim (claimableBy): the task goes in progress for it.
 // An agent claims one task at a time: one with a task in progress is
-// refused.
+// refused, judged under the tasks lock with the claim, so that two claims
+// of the same agent at once cannot both pass.
 func (s *Store) Claim(ctx context.Context, cfg *storage.Config, agent, id string) (Task, error) {
 	a, ok := cfg.Agent(agent)
 	if !ok || a.Type != storage.AgentAI {
 		return Task{}, storage.CodeErr(storage.CodeInvalidTransition, "only an AI agent of the project claims a task, and %q is not one: a human assigns it (aipm task assign TASK AGENT)", storage.Clip(agent, storage.MaxEchoedID))
 	}
-	if cur := s.taskInProgress(agent); cur != "" {
-		return Task{}, storage.CodeErr(storage.CodeInvalidTransition, "you have task %s in progress: finish it (report_completed) before you claim another", cur)
-	}
 	if id != "" {
 		return s.claim(ctx, cfg, agent, id)
 	}
-	ids, err := s.claimableBy(cfg, agent, 0)
+	ids, err := s.claimableBy(cfg, agent, false, 0)
 	if err != nil {
 		return Task{}, err
 	}
 	for _, id := range ids {
 		t, err := s.claim(ctx, cfg, agent, id)
 		var coded *storage.CodeError
-		if errors.As(err, &coded) && (coded.Code == storage.CodeTaskTaken || coded.Code == storage.CodeTaskNotReady) {
-			continue // another claimant, or a change, was first: the next one
+		if errors.Is(err, storage.ErrNotFound) || errors.As(err, &coded) && (coded.Code == storage.CodeTaskTaken || coded.Code == storage.CodeTaskNotReady) {
+			continue // another claimant, a change or a removal was first: the next one
 		}
 		return t, err
 	}
@@ -142,7 +140,13 @@ func (s *Store) applyClaim(cfg *storage.Config, t *Task, agent string, now time.
 	case t.Status != StatusTodo || t.ApprovalStatus != ApprovalApproved:
 		return storage.CodeErr(storage.CodeTaskNotReady, "task %s is %s (%s), not a todo task ready to start: claim another", t.ID, t.Status, t.ApprovalStatus)
 	}
-	if waits := s.waitsNow(*t); len(waits) > 0 {
+	waits, busy, err := s.claimView(*t, agent)
+	switch {
+	case err != nil:
+		return err
+	case busy != "":
+		return storage.CodeErr(storage.CodeInvalidTransition, "you have task %s in progress: finish it (report_completed) before you claim another", busy)
+	case len(waits) > 0:
 		return storage.CodeErr(storage.CodeTaskNotReady, "task %s waits for %s: claim it once they are done, or claim another", t.ID, WaitsText(waits))
 	}
 	t.Assignee = agent
@@ -153,38 +157,39 @@ func (s *Store) applyClaim(cfg *storage.Config, t *Task, agent string, now time.
 	return nil
 }
 
-// waitsNow is what t, as read, waits for, by the index's view of the
-// other tasks.
-func (s *Store) waitsNow(t Task) []Wait {
+// claimView is what a claim of t (as read under the tasks lock) by agent
+// asks of the other tasks, by the index: what t waits for, and a task
+// agent has in progress already ("": none).
+func (s *Store) claimView(t Task, agent string) (waits []Wait, busy string, err error) {
 	ix := &s.caches.tasks
 	ix.mu.Lock()
 	defer ix.mu.Unlock()
 	if err := s.refreshTasks(ix); err != nil {
-		return []Wait{{TaskID: t.ID, Status: "unreadable"}}
+		return nil, "", err
 	}
-	return ix.waitsOf(entryOf(t))
+	for _, e := range ix.open {
+		if e.err == nil && e.assignee == agent && e.status == StatusInProgress && e.id != t.ID {
+			busy = e.id
+			break
+		}
+	}
+	return ix.waitsOf(entryOf(t)), busy, nil
 }
 
 // claimOffer is the one rule of the task an idle chat session of agent is
 // offered to claim (get_next_action, DESIGN section 20), if any: the first
-// it may claim, when it has no task in progress. grouped keeps only tasks
-// that name a group: the look without a session (the watcher deciding
-// whom to start) asks for those, so that an agent is started for work put
-// in its group's queue, not for every task nobody is assigned yet.
-func (s *Store) claimOffer(cfg *storage.Config, agent string, grouped bool) *Task {
-	ids, err := s.claimableBy(cfg, agent, 0)
+// it may claim among the tasks put in the queue of a group it is in, when
+// it has no task in progress. A task of no group may be claimed by any AI
+// agent (claim_task), but is offered to none: every task nobody is
+// assigned yet would otherwise keep every chat session busy.
+func (s *Store) claimOffer(cfg *storage.Config, agent string) *Task {
+	ids, err := s.claimableBy(cfg, agent, true, 1)
+	if err != nil || len(ids) == 0 || s.taskInProgress(agent) != "" {
+		return nil
+	}
+	t, err := s.Task(ids[0])
 	if err != nil {
 		return nil
 	}
-	for _, id := range ids {
-		t, err := s.Task(id)
-		if err != nil || (grouped && t.Group == "") {
-			continue
-		}
-		if s.taskInProgress(agent) != "" {
-			return nil
-		}
-		return &t
-	}
-	return nil
+	return &t
 }

@@ -451,7 +451,7 @@ func checkNothingLeft(t *testing.T, s *Store, cfg *storage.Config) {
 		t.Errorf("TaskCounts: %d ready, %d waiting, %v; want none", ready, waiting, err)
 	}
 	for _, a := range claimants {
-		if ids, err := s.claimableBy(cfg, a, 0); err != nil || len(ids) > 0 {
+		if ids, err := s.claimableBy(cfg, a, false, 0); err != nil || len(ids) > 0 {
 			t.Errorf("Claimable(%s) = %q, %v; want nothing left", a, ids, err)
 		}
 	}

@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"slices"
 	"strings"
+	"time"
 
 	"aipm/fsstore/internal/storage"
 )
@@ -12,8 +13,9 @@ import (
 // (taskFlowFields) so that no rule reads every task file:
 //
 //   - a task waits for each task of its blockedBy that is not done, and,
-//     as a parent, for each open subtask that someone other than its own
-//     assignee has (a manager waits for its workers);
+//     as a parent, for each subtask under way (subtaskUnderWay) that
+//     someone other than its own assignee has (a manager waits for its
+//     workers);
 //   - it is ready when it is todo, approved and waits for nothing;
 //   - a change that would make a task wait, through blockers and
 //     subtasks, for itself is refused, naming the cycle; one made by hand
@@ -58,12 +60,14 @@ func WaitsText(ws []Wait) string {
 // stopKey names a stop of a task, the status and the moment aipm recorded
 // it ("" for a status that is no stop): its news is given once per stop.
 // A stop made by hand keeps the moment of the status before it, and is
-// told apart by its status.
-func stopKey(status, changedAt string) string {
+// told apart by its status. Every key is made here, from the parsed time,
+// so that the index's (read from the file's text) and the rules' (from
+// the decoded task) agree whatever precision or offset a hand edit wrote.
+func stopKey(status string, changedAt time.Time) string {
 	if !StopsWork(status) {
 		return ""
 	}
-	return status + "@" + changedAt
+	return status + "@" + changedAt.UTC().Format(time.RFC3339Nano)
 }
 
 // waitsOf is what e waits for (ix.mu held, the index derived).
@@ -79,11 +83,25 @@ func (ix *taskIndex) waitsOf(e *taskEntry) []Wait {
 		}
 	}
 	for _, c := range ix.children[e.id] {
-		if StatusOpen(c.status) && (e.assignee == "" || c.assignee != e.assignee) {
+		if subtaskUnderWay(c) && (e.assignee == "" || c.assignee != e.assignee) {
 			out = append(out, Wait{TaskID: c.id, Status: c.status, Subtask: true})
 		}
 	}
 	return out
+}
+
+// subtaskUnderWay is the one rule of a subtask its parent waits for: one
+// planned to be done now (todo, approved), at work, or blocked; not one in
+// the backlog or waiting for approval (planned for later, or not yet),
+// nor one finished.
+func subtaskUnderWay(c *taskEntry) bool {
+	switch c.status {
+	case StatusTodo:
+		return c.flow.approval == ApprovalApproved
+	case StatusInProgress, StatusBlocked:
+		return true
+	}
+	return false
 }
 
 // ready is the one rule of a ready task: todo, approved, waiting for
@@ -110,8 +128,10 @@ func (ix *taskIndex) waitedFor(e *taskEntry) bool {
 
 // startsWhenReady is the one rule of a task that goes in progress by
 // itself (DESIGN section 20): assigned, todo (a backlog task never starts
-// by itself), approved, not started this way before, and what it waited
-// for all done.
+// by itself), approved, not started since it began to wait (startedReady,
+// set by any start), and what it waited for all done. Whether its
+// assignee is an AI agent, whom the watcher starts, the config says
+// (startIfReady).
 func (ix *taskIndex) startsWhenReady(e *taskEntry) bool {
 	return e.assignee != "" && !e.flow.startedReady && ix.waitedFor(e) && ix.ready(e)
 }
@@ -265,11 +285,12 @@ func CheckBlockerIDs(id string, blockers []string) error {
 	return nil
 }
 
-// checkDependencies is the one check of what task id (a subtask of
-// parent, when given) waits for, against the tasks as they are: each
-// blocker exists, and waiting for them closes no cycle. It is called
-// under the tasks lock, so that two changes cannot each pass it and close
-// a cycle between them.
+// checkDependencies is the one check of the blockers task id (a subtask
+// of parent, when given) is to wait for anew, against the tasks as they
+// are: each exists, and waiting for them closes no cycle (a blocker kept
+// or taken away is not judged again: a change that removes one of them
+// is never refused for the others). It is called under the tasks lock,
+// so that two changes cannot each pass it and close a cycle between them.
 func (s *Store) checkDependencies(id, parent string, blockers []string) error {
 	if err := CheckBlockerIDs(id, blockers); err != nil {
 		return err
@@ -298,7 +319,7 @@ func (s *Store) checkDependencies(id, parent string, blockers []string) error {
 				}
 			}
 		}
-		return storage.CodeErr(storage.CodeDependencyCycle, "%s cannot wait for %s: that would close the cycle %s (a task waits for its blockers and its subtasks); leave that dependency out", name, strings.Join(blockers, ", "), cycleText(c))
+		return storage.CodeErr(storage.CodeDependencyCycle, "%s cannot wait for %s: that would close the cycle %s (a task waits for its blockers and its subtasks); leave that dependency out", name, c[1], cycleText(c))
 	}
 	return nil
 }
@@ -321,10 +342,16 @@ func (s *Store) waitsOn(id string) (waits []Wait, waitedBy []string, err error) 
 	return waits, waitedBy, nil
 }
 
-// subtaskWaits are the waits of ws on subtasks: what a task in progress
-// waits for (its blockers were passed when it started).
-func subtaskWaits(ws []Wait) []Wait {
-	return slices.DeleteFunc(ws, func(w Wait) bool { return !w.Subtask })
+// subtaskWaits are the subtasks task t, in progress, waits for (its
+// blockers were passed when it started): the parent rule.
+func (s *Store) subtaskWaits(t Task) ([]Wait, error) {
+	ix := &s.caches.tasks
+	ix.mu.Lock()
+	defer ix.mu.Unlock()
+	if err := s.refreshTasks(ix); err != nil {
+		return nil, err
+	}
+	return slices.DeleteFunc(ix.waitsOf(entryOf(t)), func(w Wait) bool { return !w.Subtask }), nil
 }
 
 // hasSubtasks says whether task id has subtasks.

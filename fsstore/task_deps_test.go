@@ -425,3 +425,46 @@ func TestDoctorReportsDependencies(t *testing.T) {
 		t.Errorf("Cycles: %v, %v", cycles, err)
 	}
 }
+
+// The edges of the rules: what a start by hand, a human assignee, a
+// backlog subtask and a mistyped blocker make of them.
+func TestFlowEdges(t *testing.T) {
+	ctx := context.Background()
+	s, cfg := flowStore(t)
+	a := add(t, s, cfg, NewTask{Title: "A", Assignee: "coder", Status: StatusInProgress})
+
+	// Started by hand before its blocker is done, then put back: it waits,
+	// and does not start by itself again when the blocker is done.
+	early := add(t, s, cfg, NewTask{Title: "early", Assignee: "tester", BlockedBy: []string{a.ID}})
+	setStatus(t, s, cfg, early.ID, StatusInProgress, "")
+	setStatus(t, s, cfg, early.ID, StatusTodo, "")
+	// A human's task goes in progress as an agent's does (nobody is started).
+	human := add(t, s, cfg, NewTask{Title: "lead's", Assignee: "lead", BlockedBy: []string{a.ID}})
+	setStatus(t, s, cfg, a.ID, StatusDone, "")
+	if _, err := s.Flow(ctx, cfg); err != nil {
+		t.Fatal(err)
+	}
+	for id, want := range map[string]string{early.ID: StatusTodo, human.ID: StatusInProgress} {
+		if got := status(t, s, id); got != want {
+			t.Errorf("%s is %s, want %s", id, got, want)
+		}
+	}
+
+	// A parent does not wait for a subtask in the backlog.
+	parent := add(t, s, cfg, NewTask{Title: "P", Assignee: "ops", Status: StatusInProgress})
+	add(t, s, cfg, NewTask{Title: "later", Assignee: "coder", ParentID: parent.ID, Status: StatusBacklog})
+	if next, err := s.Work(ctx, cfg, "ops", storage.PurposeTask, nil); err != nil || next.Action != ActWork {
+		t.Fatalf("a parent with a backlog subtask: %+v, %v; want work", next, err)
+	}
+
+	// A blocker mistyped by hand is taken away as the file has it, though
+	// another it waits for does not exist either.
+	d := add(t, s, cfg, NewTask{Title: "D", Assignee: "ops"})
+	handEdit(t, s, d.ID, func(m map[string]any) {
+		m["blockedBy"] = []string{"tsk_typo", "tsk_01KAQ7ZZZZZZZZZZZZZZZZZZZZ"}
+	})
+	remove := BlockersChange{Remove: []string{"tsk_typo"}}
+	if got, err := s.UpdateTask(ctx, cfg, d.ID, "lead", TaskChange{Blockers: &remove}); err != nil || len(got.BlockedBy) != 1 {
+		t.Fatalf("removing a mistyped blocker: %+v, %v", got.BlockedBy, err)
+	}
+}

@@ -121,7 +121,7 @@ func (s *Store) awaiting(t Task) ([]string, error) {
 // records the stop as told and returns the new messages, which the caller
 // adds to t.Untold.
 func (s *Store) stopNews(cfg *storage.Config, t *Task, by, reason string, now time.Time) []taskTell {
-	key := stopKey(t.Status, t.StatusChangedAt.UTC().Format(time.RFC3339Nano))
+	key := stopKey(t.Status, t.StatusChangedAt)
 	if key == "" || t.StopTold == key {
 		return nil
 	}
@@ -173,8 +173,9 @@ func (s *Store) stopNews(cfg *storage.Config, t *Task, by, reason string, now ti
 }
 
 // flowAfter is what follows from a change of a task through aipm (before
-// to after): a task done starts what waited for it; one whose blockers
-// changed may be ready itself.
+// to after): a task done starts what waited for it; one whose blockers,
+// status, assignee or approval changed may start itself, by the rule the
+// watcher's pass applies to every task (Flow).
 func (s *Store) flowAfter(ctx context.Context, cfg *storage.Config, before, after Task) error {
 	var ids []string
 	if after.Status == StatusDone && before.Status != StatusDone {
@@ -183,8 +184,8 @@ func (s *Store) flowAfter(ctx context.Context, cfg *storage.Config, before, afte
 			return err
 		}
 	}
-	if !slices.Equal(before.BlockedBy, after.BlockedBy) {
-		ids = append(ids, after.ID)
+	if !slices.Equal(before.BlockedBy, after.BlockedBy) || before.Status != after.Status || before.Assignee != after.Assignee || before.ApprovalStatus != after.ApprovalStatus {
+		ids = append(ids, after.ID) // it may be ready itself now, as the watcher's pass would find
 	}
 	if len(ids) == 0 {
 		return nil

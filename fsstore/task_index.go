@@ -104,7 +104,7 @@ type taskFlowFields struct {
 // flowFieldsOf is what the index keeps of t's flow fields.
 func flowFieldsOf(t Task) taskFlowFields {
 	return taskFlowFields{approval: t.ApprovalStatus, group: t.Group, priority: t.Priority, blockedBy: t.BlockedBy, startedReady: t.StartedReady,
-		stop: stopKey(t.Status, t.StatusChangedAt.UTC().Format(time.RFC3339Nano)), stopTold: t.StopTold}
+		stop: stopKey(t.Status, t.StatusChangedAt), stopTold: t.StopTold}
 }
 
 func (e *taskEntry) matches(f TaskFilter) bool {
@@ -180,7 +180,7 @@ func summarize(rel string, data []byte, e *taskEntry) error {
 				e.status = intern(f[3].Str) // as Task.Settle: the last valid status
 			}
 			e.flow = taskFlowFields{approval: intern(f[4].Str), group: intern(f[5].Str), priority: intern(f[8].Str), blockedBy: blockers,
-				startedReady: f[10].Bool(), stop: stopKey(e.status, f[6].Str), stopTold: f[7].Str}
+				startedReady: f[10].Bool(), stop: stopKey(e.status, f[6].Time()), stopTold: f[7].Str}
 			return nil
 		}
 	}

@@ -28,7 +28,7 @@ func claimTaskTool() toolSpec {
 		tool: mcp.Tool{
 			Name:        "claim_task",
 			Description: "Claim a ready unassigned task (no id: most urgent).",
-			Annotations: idempotent,
+			Annotations: mutating,
 		},
 		level: Authenticated,
 		add:   addClaimTask,

@@ -216,15 +216,24 @@ func claimRace(t *testing.T, sessions map[string]*mcp.ClientSession, tokens map[
 }
 
 // TestNextActionOffersClaim: an idle chat session is offered the ready task
-// nobody has, naming the exact claim_task call; once claimed, it is
-// offered nothing more (its task session takes the task).
+// nobody has in the queue of its group, naming the exact claim_task call
+// (a task of no group is offered to none); once claimed, it is offered
+// nothing more (its task session takes the task).
 func TestNextActionOffersClaim(t *testing.T) {
 	for _, rev := range revisions {
 		t.Run(rev, func(t *testing.T) {
 			p := newProject(t)
+			p.withTester() // the group team holds coder
 			cs := p.connect(rev)
 			token := p.authenticate(cs, "coder", "chat")
-			task := p.unassignedTask("ready for anyone", "high")
+			p.unassignedTask("ready for anyone", "urgent")
+			if r := call(t, cs, "get_next_action", map[string]any{"session_token": token, "wait_seconds": 1}); r.str("action") == "claim_task" {
+				t.Fatalf("offered a task of no group: %s", r.text)
+			}
+			task, err := p.store.CreateTask(context.Background(), p.cfg, fsstore.NewTask{Title: "for the team", Priority: "high", Requester: "lead", Group: "team"})
+			if err != nil {
+				t.Fatal(err)
+			}
 			r := call(t, cs, "get_next_action", map[string]any{"session_token": token, "wait_seconds": 1})
 			offered, _ := r.data["task"].(map[string]any)
 			tools, _ := r.data["tools"].([]any)

@@ -207,7 +207,7 @@ func reactTriggers(d *Daemon, p *Pass) error {
 				return fmt.Errorf("%s %s: %w", a.ID, purpose, err)
 			}
 			p.Due(next.Until)
-			if !next.StartsSession(purpose) {
+			if !next.StartsSession(purpose) || d.claimTaken(p, next) {
 				continue
 			}
 			t := fsstore.Trigger{Agent: a.ID, Purpose: purpose, Reason: next.Action}
@@ -283,6 +283,26 @@ func (d *Daemon) toldLately(human, text string) bool {
 	return slices.ContainsFunc(msgs, func(m fsstore.Message) bool {
 		return m.SenderID == fsstore.SystemSender && m.Kind == fsstore.KindSystem && m.Content == text
 	})
+}
+
+// claimTaken says whether the claim next offers is being taken by an agent
+// this watcher started for it already (within the trigger TTL, in which a
+// started agent claims or gives up): one queued task starts one agent of
+// its group, not all of them. It records the offer it lets through.
+func (d *Daemon) claimTaken(p *Pass, next fsstore.Next) bool {
+	if next.Action != fsstore.ActClaimTask || next.Task == nil {
+		return false
+	}
+	for id, at := range d.claims {
+		if p.Now.Sub(at) > p.Cfg.Defaults.TriggerTTL.Duration {
+			delete(d.claims, id)
+		}
+	}
+	if _, ok := d.claims[next.Task.ID]; ok {
+		return true
+	}
+	d.claims[next.Task.ID] = p.Now
+	return false
 }
 
 // reactInterrupts interrupts an agent whose task was set to blocked or

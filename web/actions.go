@@ -8,6 +8,7 @@ import (
 	"fmt"
 	"io"
 	"net/http"
+	"slices"
 	"strconv"
 	"strings"
 
@@ -65,7 +66,12 @@ var actions = map[string]act{
 		if err != nil {
 			return "", err
 		}
-		ids, err := resolveTasks(store, r.BlockedBy)
+		var held []string // a blocker to remove is taken as the task has it: one that names no task too, as doctor says
+		if r.Change == changeRemove {
+			t, _ := store.Task(id) // one that cannot be read: UpdateTask says why
+			held = t.BlockedBy
+		}
+		ids, err := resolveTasks(store, r.BlockedBy, held...)
 		if err != nil {
 			return "", err
 		}
@@ -119,15 +125,19 @@ var actions = map[string]act{
 }
 
 // resolveTasks resolves task ids, or unique starts of them, as the CLI's
-// --after and --on do; none gives none. More than a task may wait for is
-// refused before any look-up.
-func resolveTasks(store *fsstore.Store, args []string) ([]string, error) {
+// --after and --on do, an id of held taken as it is; none gives none. More
+// than a task may wait for is refused before any look-up.
+func resolveTasks(store *fsstore.Store, args []string, held ...string) ([]string, error) {
 	if len(args) > fsstore.MaxBlockers {
 		return nil, fsstore.CheckBlockerIDs("", args) // refuses the count
 	}
 	ids := make([]string, 0, len(args))
 	for _, a := range args {
-		id, err := store.ResolveID(fsstore.Tasks, strings.TrimSpace(a))
+		if a = strings.TrimSpace(a); slices.Contains(held, a) {
+			ids = append(ids, a)
+			continue
+		}
+		id, err := store.ResolveID(fsstore.Tasks, a)
 		if err != nil {
 			return nil, fmt.Errorf("blockedBy: %w", err)
 		}

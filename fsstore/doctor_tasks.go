@@ -7,8 +7,9 @@ import (
 
 // taskRuleProblems is what doctor finds against the task rules rather than
 // the task schema: a status edited by hand to one aipm does not allow
-// (Task.IllegalEdit), and an open task assigned to an agent that is no
-// longer in config.toml (nobody works on it). Unreadable task files and
+// (Task.IllegalEdit), an open task assigned to an agent that is no
+// longer in config.toml (nobody works on it), and dependencies that can
+// never be met (dependencyProblems). Unreadable task files and
 // config.toml are reported elsewhere.
 func (s *Store) taskRuleProblems() ([]storage.Problem, error) {
 	tasks, _, _, err := s.Tasks(TaskFilter{})
@@ -33,5 +34,6 @@ func (s *Store) taskRuleProblems() ([]storage.Problem, error) {
 			problems = append(problems, storage.Problem{Path: s.files.Rel(path), Reason: fmt.Sprintf("the task is %s and assigned to %q, who is not an agent of this project (not in config.toml): nobody will work on it; %s", t.Status, t.Assignee, fix)})
 		}
 	}
-	return problems, nil
+	deps, err := s.dependencyProblems()
+	return append(problems, deps...), err
 }

@@ -20,6 +20,9 @@ type ChangeRequest struct {
 	Marker      string  `json:"marker"`
 	Status      string  `json:"status,omitempty"`
 	Description *string `json:"description,omitempty"`
+	// BlockedBy, when set, replaces the tasks the task waits for
+	// (@@タスク調整 with blocked_by).
+	BlockedBy *[]string `json:"blockedBy,omitempty"`
 	// Reason is why the task is blocked (@@ブロック報告).
 	Reason string `json:"reason,omitempty"`
 	// Summary is what the sender reports done (@@完了報告).
@@ -68,8 +71,12 @@ func changeApprovers(c *storage.Config, t Task, by string) []string {
 
 // changeOf is the TaskChange a change request makes.
 func (r ChangeRequest) changeOf(owner string) TaskChange {
-	return TaskChange{Status: r.Status, Reason: r.Reason, Description: r.Description, Owner: owner, RequireApproved: true,
+	ch := TaskChange{Status: r.Status, Reason: r.Reason, Description: r.Description, Owner: owner, RequireApproved: true,
 		Planned: r.Marker == MarkerAdjust.String(), InProgress: r.Marker == MarkerComplete.String()}
+	if r.BlockedBy != nil {
+		ch.Blockers = &BlockersChange{Set: r.BlockedBy}
+	}
+	return ch
 }
 
 // requestChange records req on task t, checked now as it would be applied
@@ -80,6 +87,11 @@ func (ct ChatTasks) requestChange(ctx context.Context, cfg *storage.Config, t Ta
 	trial := t
 	if err := applyTaskChange(&trial, req.By, req.changeOf(t.Assignee), time.Now().UTC()); err != nil {
 		return ChatChange{}, transitionErr(err)
+	}
+	if req.BlockedBy != nil {
+		if err := s.checkDependencies(t.ID, t.ParentID, *req.BlockedBy); err != nil {
+			return ChatChange{}, err // checked again when a human approves it
+		}
 	}
 	path, err := s.files.DocPath(storage.Tasks, t.ID)
 	if err != nil {
@@ -121,6 +133,13 @@ func (r ChangeRequest) Describe() string {
 	}
 	if r.Description != nil {
 		parts = append(parts, fmt.Sprintf("set the description to %q", storage.Clip(*r.Description, 200)))
+	}
+	if r.BlockedBy != nil {
+		waits := "nothing"
+		if len(*r.BlockedBy) > 0 {
+			waits = strings.Join(*r.BlockedBy, ", ")
+		}
+		parts = append(parts, "make it wait for "+waits)
 	}
 	return strings.Join(parts, " and ")
 }

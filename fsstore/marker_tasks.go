@@ -11,11 +11,13 @@ import (
 
 // TaskRequest is what request_task asks for. Requester is who wants the
 // work: the sender of the marked message (chat session) or the caller
-// (task session). The task is assigned to Agent.
+// (task session). The task is assigned to Agent; it waits for the tasks of
+// BlockedBy (DESIGN section 20).
 type TaskRequest struct {
 	Agent, Requester                       string
 	Title, Description, Priority, ParentID string
 	SourceMessageID                        string
+	BlockedBy                              []string
 }
 
 // RequestedTask is the result of RequestTask.
@@ -41,7 +43,7 @@ func (ct ChatTasks) RequestTask(ctx context.Context, cfg *storage.Config, in Tas
 	t, err := s.CreateTask(ctx, cfg, NewTask{
 		Title: in.Title, Description: in.Description, Priority: in.Priority, ParentID: in.ParentID,
 		Assignee: in.Agent, Requester: in.Requester, Status: StatusBacklog, NeedsApproval: !approved,
-		AskedToApprove: asked, SourceMessageID: in.SourceMessageID,
+		AskedToApprove: asked, SourceMessageID: in.SourceMessageID, BlockedBy: in.BlockedBy,
 	})
 	if err != nil {
 		return RequestedTask{}, err
@@ -78,29 +80,38 @@ func (s *Store) checkChatTask(agent, id string) (Task, error) {
 	return t, checkApproved(t)
 }
 
+// ChatAdjust is what @@タスク調整 changes (nil, "": kept): the
+// description, the status, the tasks it waits for (replaced).
+type ChatAdjust struct {
+	Description *string
+	Status      string
+	BlockedBy   *[]string
+}
+
 // UpdateTask changes agent's task id on behalf of `by` (the sender
-// of the marked message), through UpdateTask's one transition check; a
-// sender without authority over the task (mayChange) only asks for the
-// change, which waits for approval.
-func (ct ChatTasks) UpdateTask(ctx context.Context, cfg *storage.Config, agent, by, id string, description *string, status string) (ChatChange, error) {
+// of the marked message), through UpdateTask's one transition check and
+// the dependency rules; a sender without authority over the task
+// (mayChange) only asks for the change, which waits for approval.
+func (ct ChatTasks) UpdateTask(ctx context.Context, cfg *storage.Config, agent, by, id string, adj ChatAdjust) (ChatChange, error) {
 	s := ct.s
 	t, err := s.checkChatTask(agent, id)
 	if err != nil {
 		return ChatChange{}, err
 	}
-	if description == nil && status == "" {
-		return ChatChange{}, storage.CodeErr(storage.CodeNothingToChange, "pass description, status or both")
+	if adj.Description == nil && adj.Status == "" && adj.BlockedBy == nil {
+		return ChatChange{}, storage.CodeErr(storage.CodeNothingToChange, "pass description, status, blocked_by or several of them")
 	}
-	if needsReason(status) {
-		return ChatChange{}, storage.CodeErr(storage.CodeReasonRequired, "@@タスク調整 cannot set %s, which needs a reason it does not carry: report the block with report_block_from_chat (the @@ブロック報告: marker)", status)
+	if needsReason(adj.Status) {
+		return ChatChange{}, storage.CodeErr(storage.CodeReasonRequired, "@@タスク調整 cannot set %s, which needs a reason it does not carry: report the block with report_block_from_chat (the @@ブロック報告: marker)", adj.Status)
 	}
-	if err := (ChangeRequest{Status: status, Description: description}).changeOf(agent).check(cfg); err != nil {
+	req := ChangeRequest{By: by, Marker: MarkerAdjust.String(), Status: adj.Status, Description: adj.Description, BlockedBy: adj.BlockedBy}
+	if err := req.changeOf(agent).check(cfg); err != nil {
 		return ChatChange{}, err
 	}
 	if !mayChange(cfg, t, by) {
-		return ct.requestChange(ctx, cfg, t, ChangeRequest{By: by, Marker: MarkerAdjust.String(), Status: status, Description: description})
+		return ct.requestChange(ctx, cfg, t, req)
 	}
-	t, err = s.UpdateTask(ctx, cfg, id, by, TaskChange{Status: status, Description: description, Owner: agent, RequireApproved: true, Planned: true})
+	t, err = s.UpdateTask(ctx, cfg, id, by, req.changeOf(agent))
 	return ChatChange{Task: t}, transitionErr(err)
 }
 

@@ -20,6 +20,9 @@ const (
 	// ActWait: nothing to do now; look again when something changes (see
 	// WakeTargets) or at Next.Until.
 	ActWait = "wait"
+	// ActClaimTask: an idle chat session may claim Next.Task, a ready task
+	// nobody is assigned (claim_task).
+	ActClaimTask = "claim_task"
 )
 
 // Next is the rule's answer, with what the caller needs to explain it.
@@ -47,6 +50,9 @@ type Next struct {
 	// Reports, in a task session at work, are the unread completion
 	// reports about its task (@@完了報告): it decides on them.
 	Reports []Notification
+	// Waits, in a task session waiting, are the subtasks its task waits
+	// for (the parent rule, DESIGN section 20).
+	Waits []Wait
 	// Until, when waiting, is the earliest moment the answer can change
 	// without any file changing (a conversation deadline); zero if none.
 	Until time.Time
@@ -83,13 +89,16 @@ func (n Next) StartsSession(purpose string) bool {
 // pending (or processing by a chat session that has ended) ->
 // process_delegation; unread messages ->
 // get_pending_messages; unread notifications for this session ->
-// get_notifications; idle past the chat idle timeout (and in no open
-// conversation) -> logout; else wait.
+// get_notifications; a task in the queue of a group of mine I may claim
+// (and in no open conversation) -> claim_task; idle past the chat idle
+// timeout (and in no open conversation) -> logout; else wait. Without a
+// session: unread messages, else the claim, else wait.
 //
 // Task: session ending -> exit; the task gone, finished or no longer mine ->
 // exit; in progress with a delegation of the task still open -> wait, with
-// the delegations and their conversations as progress; in progress ->
-// work; otherwise (moved back to todo, or blocked by me) -> wait until
+// the delegations and their conversations as progress; in progress with
+// subtasks under way that others have -> wait, naming them (the parent
+// rule); in progress -> work; otherwise (moved back to todo, or blocked by me) -> wait until
 // someone moves it. Without a session, the task is the agent's task in
 // progress, if any.
 func (s *Store) Work(ctx context.Context, cfg *storage.Config, agent, purpose string, ses *Session) (Next, error) {
@@ -151,6 +160,13 @@ func (s *Store) taskWork(ctx context.Context, cfg *storage.Config, agent string,
 		if waiting {
 			return Next{Action: ActWait, Task: &t, Delegations: ds, Progress: progress}, nil
 		}
+		waits, err := s.subtaskWaits(t)
+		if err != nil {
+			return Next{}, err
+		}
+		if len(waits) > 0 {
+			return Next{Action: ActWait, Task: &t, Delegations: ds, Waits: waits}, nil // started again when they are done
+		}
 		var reports []Notification
 		if ses != nil {
 			if reports, err = s.completionReports(ctx, *ses, t.ID); err != nil {
@@ -185,6 +201,9 @@ func (s *Store) chatWork(ctx context.Context, cfg *storage.Config, agent string,
 		return Next{Action: ActGetPendingMessages, From: msgs[0].SenderID, More: more, First: &msgs[0]}, nil
 	}
 	if ses == nil {
+		if t := s.claimOffer(cfg, agent); t != nil && !inConversation {
+			return Next{Action: ActClaimTask, Task: t}, nil
+		}
 		return Next{Action: ActWait, Until: until}, nil
 	}
 	unread, _, err := s.SessionNotifications(ctx, *ses, true, 0) // only those that concern this session (DESIGN section 6)
@@ -196,6 +215,9 @@ func (s *Store) chatWork(ctx context.Context, cfg *storage.Config, agent string,
 	}
 	if inConversation {
 		return Next{Action: ActWait, Until: until}, nil
+	}
+	if t := s.claimOffer(cfg, agent); t != nil {
+		return Next{Action: ActClaimTask, Task: t}, nil
 	}
 	if idle, err := s.chatIdle(*ses, cfg); err != nil || idle {
 		return Next{Action: ActLogout}, err
@@ -322,6 +344,9 @@ func (s *Store) WakeTargets(ses Session) ([]string, error) {
 			return nil, err
 		}
 		targets = append(targets, task)
+		if s.hasSubtasks(ses.TaskID) {
+			targets = append(targets, s.files.CollectionDir(storage.Tasks)) // a parent waits for its subtasks
+		}
 		dirs = append(dirs, s.files.CollectionDir(storage.Tasks))
 	}
 	for _, d := range dirs {

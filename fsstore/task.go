@@ -80,6 +80,22 @@ type Task struct {
 	CreatedAt       time.Time `json:"createdAt"`
 	UpdatedAt       time.Time `json:"updatedAt"`
 
+	// BlockedBy are the tasks this one waits for (DESIGN section 20): it
+	// is ready once each of them is done (task_deps.go).
+	BlockedBy []string `json:"blockedBy,omitempty"`
+	// Group, on a task nobody is assigned, names the group of config.toml
+	// whose AI agents may claim it; without one, any AI agent may
+	// (task_claim.go).
+	Group string `json:"group,omitempty"`
+	// StartedReady says the task went in progress since it last began to
+	// wait (any start of a task with blockers sets it; a change of its
+	// blockers clears it): aipm sets it in progress by itself only while
+	// it is false (task_flow.go).
+	StartedReady bool `json:"startedReady,omitempty"`
+	// StopTold is the stop (status@statusChangedAt) of this task whose
+	// news the tasks waiting for it were given (task_flow.go): once each.
+	StopTold string `json:"stopTold,omitempty"`
+
 	// PendingChange is a change asked through chat that waits for a
 	// human's decision (ChangeRequest).
 	PendingChange *ChangeRequest `json:"pendingChange,omitempty"`
@@ -183,6 +199,11 @@ type NewTask struct {
 	AskedToApprove []string
 	// SourceMessageID is the marked chat message that asked for the task.
 	SourceMessageID string
+	// BlockedBy are the tasks the new one waits for (DESIGN section 20).
+	BlockedBy []string
+	// Group, for a task nobody is assigned, is the group whose AI agents
+	// may claim it ("": any AI agent).
+	Group string
 }
 
 // CreateTask writes a new task after checking its fields against cfg; it
@@ -216,12 +237,15 @@ func (s *Store) CreateTask(ctx context.Context, cfg *storage.Config, in NewTask)
 			return Task{}, fmt.Errorf("parent task: %w", err)
 		}
 	}
+	if err := errors.Join(CheckBlockerIDs("", in.BlockedBy), checkGroup(cfg, in.Group)); err != nil {
+		return Task{}, err
+	}
 	now := time.Now().UTC()
 	t := Task{
 		ID: storage.NewID(storage.PrefixTask), Title: title, Description: in.Description, Status: in.Status,
 		Priority: in.Priority, Assignee: in.Assignee, ParentID: in.ParentID, Requester: in.Requester,
 		ApprovalStatus: ApprovalApproved, StatusChangedBy: in.Requester, StatusChangedAt: now, AipmStatus: in.Status,
-		SourceMessageID: in.SourceMessageID, CreatedAt: now, UpdatedAt: now,
+		SourceMessageID: in.SourceMessageID, CreatedAt: now, UpdatedAt: now, BlockedBy: slices.Clone(in.BlockedBy), Group: in.Group,
 	}
 	if in.NeedsApproval {
 		t.ApprovalStatus, t.AskedToApprove = ApprovalPending, in.AskedToApprove
@@ -231,10 +255,21 @@ func (s *Store) CreateTask(ctx context.Context, cfg *storage.Config, in NewTask)
 		if exists {
 			return fmt.Errorf("task %s: %w", t.ID, storage.ErrExists)
 		}
+		if err := s.checkDependencies(t.ID, t.ParentID, t.BlockedBy); err != nil {
+			return err
+		}
 		*doc = t
 		return nil
 	})
-	return t, err
+	if err != nil || len(t.BlockedBy) == 0 {
+		return t, err
+	}
+	// Created: a start that fails is the watcher's to make again (its
+	// pass applies the same rule), not a failure of the creation.
+	if started, err := s.startReady(ctx, cfg, []string{t.ID}); err == nil && len(started) == 1 {
+		return started[0], nil
+	}
+	return t, nil
 }
 
 // Task reads one task.
@@ -258,11 +293,17 @@ type TaskFilter struct {
 	Status, Assignee, ParentID string
 	// Open keeps only tasks that are not done or cancelled.
 	Open bool
+	// Ready keeps only ready tasks, Waiting only waiting ones (task_deps.go).
+	Ready, Waiting bool
+	// Unassigned keeps only tasks nobody is assigned.
+	Unassigned bool
 	// Limit is how many to list at most (0: all).
 	Limit int
 }
 
-func (f TaskFilter) match(t Task) bool { return taskMatches(f, t.Status, t.Assignee, t.ParentID) }
+func (f TaskFilter) match(t Task) bool {
+	return taskMatches(f, t.Status, t.Assignee, t.ParentID) && (!f.Unassigned || t.Assignee == "")
+}
 
 // Tasks lists at most f.Limit (0: all) of the tasks that match f, newest
 // first, and says whether more match. It reads only the documents it
@@ -387,6 +428,65 @@ type TaskChange struct {
 	// (@@完了報告: only a task session at work can decide on it,
 	// checkWorking).
 	InProgress bool
+	// Blockers changes what the task waits for (DESIGN section 20).
+	Blockers *BlockersChange
+}
+
+// BlockersChange changes the tasks a task waits for: Set replaces them
+// all (nil keeps them), then Add adds and Remove takes away.
+type BlockersChange struct {
+	Set         *[]string
+	Add, Remove []string
+}
+
+// check checks the form of the ids the change adds; one to take away is
+// taken as the task's file has it (a hand edit may have mistyped it).
+func (bc BlockersChange) check() error {
+	var errs []error
+	if bc.Set != nil {
+		errs = append(errs, CheckBlockerIDs("", *bc.Set))
+	}
+	return errors.Join(append(errs, CheckBlockerIDs("", bc.Add))...)
+}
+
+// newBlockers are the blockers of after that before did not have.
+func newBlockers(before, after []string) []string {
+	var out []string
+	for _, b := range after {
+		if !slices.Contains(before, b) {
+			out = append(out, b)
+		}
+	}
+	return out
+}
+
+// apply changes t's blockers, refusing what changes nothing: a task it
+// already waits for added, one it does not wait for taken away.
+func (bc BlockersChange) apply(t *Task) error {
+	blockers := slices.Clone(t.BlockedBy)
+	if bc.Set != nil {
+		blockers = slices.Clone(*bc.Set)
+	}
+	for _, a := range bc.Add {
+		if slices.Contains(blockers, a) {
+			return storage.CodeErr(storage.CodeNothingToChange, "task %s already waits for %s: nothing to change", t.ID, a)
+		}
+		blockers = append(blockers, a)
+	}
+	for _, r := range bc.Remove {
+		i := slices.Index(blockers, r)
+		if i < 0 {
+			return storage.CodeErr(storage.CodeNothingToChange, "task %s does not wait for %s: nothing to take away (aipm task show %s lists what it waits for)", t.ID, r, t.ID)
+		}
+		blockers = slices.Delete(blockers, i, i+1)
+	}
+	if len(blockers) == 0 {
+		blockers = nil
+	}
+	if !slices.Equal(blockers, t.BlockedBy) {
+		t.BlockedBy, t.StartedReady = blockers, false // waiting anew: it starts again when ready
+	}
+	return nil
 }
 
 // check is what a change must satisfy whatever the task: its texts within
@@ -410,6 +510,11 @@ func (ch TaskChange) check(cfg *storage.Config) error {
 	}
 	if needsReason(ch.Status) && !ch.Report && strings.TrimSpace(ch.Reason) == "" {
 		return storage.CodeErr(storage.CodeReasonRequired, "say why the task is blocked: pass reason")
+	}
+	if ch.Blockers != nil {
+		if err := ch.Blockers.check(); err != nil {
+			return err
+		}
 	}
 	if ch.Assignee != nil {
 		return storage.CheckAgentRef(cfg, *ch.Assignee, "assignee")
@@ -471,12 +576,34 @@ func (s *Store) UpdateTask(ctx context.Context, cfg *storage.Config, id, by stri
 		before, now = *t, time.Now().UTC()
 		before.Untold = slices.Clone(t.Untold)
 		var err error
-		tells, err = changeTask(cfg, t, by, ch, now)
+		tells, err = s.changeTask(cfg, t, by, ch, now)
 		return err
 	})
 	if err != nil {
 		return Task{}, err
 	}
+	return s.afterChange(ctx, cfg, path, by, ch, before, after, tells, now)
+}
+
+// afterChange is what follows UpdateTask's write of a change (before to
+// after) made by `by`, each after the tasks lock is released (rule 4):
+// what waits for the task started first (the next agent waits for it),
+// then the interrupt of the assignee, the end of the task's delegations,
+// an approved completion report passed on, and the messages owed sent.
+func (s *Store) afterChange(ctx context.Context, cfg *storage.Config, path, by string, ch TaskChange, before, after Task, tells []taskTell, now time.Time) (Task, error) {
+	id := after.ID
+	var flowErr error
+	if err := s.flowAfter(ctx, cfg, before, after); err != nil {
+		flowErr = fmt.Errorf("task %s changed, but what waits for it was not started: %w; aipm watch starts it", id, err)
+	}
+	t, err := s.tellChange(ctx, path, by, ch, before, after, tells, now)
+	return t, errors.Join(flowErr, err)
+}
+
+// tellChange is afterChange's telling of a change: the interrupt, the
+// delegations ended, a completion report passed on, the messages owed.
+func (s *Store) tellChange(ctx context.Context, path, by string, ch TaskChange, before, after Task, tells []taskTell, now time.Time) (Task, error) {
+	id := after.ID
 	if Interrupts(before, after, by) {
 		// An approved @@ブロック報告 carries its reason in the request.
 		in := Interruption{Agent: after.Assignee, By: by, Reason: cmp.Or(ch.Reason, after.BlockedReason), Task: &after, StatusChange: true}
@@ -508,11 +635,12 @@ func (s *Store) UpdateTask(ctx context.Context, cfg *storage.Config, id, by stri
 
 // changeTask is UpdateTask's change of t, made by `by` at now, as read
 // under the tasks lock: a decision on a pending request or the change
-// itself, checked against the rules of who may; the message that the task
-// ended is written with the change that ends it, and sent after it
-// (sendTells), so that it is told once, even by a process killed in
-// between. Like applyTaskChange it may run more than once.
-func changeTask(cfg *storage.Config, t *Task, by string, ch TaskChange, now time.Time) ([]taskTell, error) {
+// itself, checked against the rules of who may and, when what it waits for
+// changes, the dependency rules; the message that the task ended, and the
+// news of a stop to those waiting on it, are written with the change, and
+// sent after it (sendTells), so that they are told once, even by a process
+// killed in between. Like applyTaskChange it may run more than once.
+func (s *Store) changeTask(cfg *storage.Config, t *Task, by string, ch TaskChange, now time.Time) ([]taskTell, error) {
 	before := *t
 	done, err := applyDecision(cfg, t, by, ch, now)
 	if err != nil {
@@ -526,9 +654,16 @@ func changeTask(cfg *storage.Config, t *Task, by string, ch TaskChange, now time
 	if err := errors.Join(checkStart(cfg, before, *t), checkHumanStop(cfg, before, *t, by), checkCancel(cfg, before, *t, by)); err != nil {
 		return nil, err
 	}
+	if added := newBlockers(before.BlockedBy, t.BlockedBy); len(added) > 0 {
+		if err := s.checkDependencies(t.ID, t.ParentID, added); err != nil {
+			return nil, err
+		}
+	}
 	tells := endTells(cfg, before, *t, by, now)
 	t.Untold = append(t.Untold, tells...)
-	return tells, nil
+	news := s.stopNews(cfg, t, by, cmp.Or(ch.Reason, t.BlockedReason), now)
+	t.Untold = append(t.Untold, news...)
+	return append(tells, news...), nil
 }
 
 // checkStart refuses to set a task in progress (from before to after) for
@@ -598,6 +733,11 @@ func applyTaskChange(t *Task, by string, ch TaskChange, now time.Time) error {
 		t.StatusChangedBy = HandEdit // aipm writes it now: who set it stays known
 	}
 	applyFields(t, ch)
+	if ch.Blockers != nil {
+		if err := ch.Blockers.apply(t); err != nil {
+			return err
+		}
+	}
 	if ch.Report && ch.Result == resultCancelled && t.Status != StatusCancelled {
 		return storage.CodeErr(storage.CodeInvalidResult, "task %s is %s: nobody cancelled it, and an agent never cancels a task; result \"cancelled\" only answers a cancel interrupt: report success, failed or blocked", t.ID, t.Status)
 	}
@@ -613,11 +753,8 @@ func applyTaskChange(t *Task, by string, ch TaskChange, now time.Time) error {
 			status = StatusCancelled
 		}
 	}
-	if ch.Assignee != nil {
-		if t.Status == StatusInProgress && *ch.Assignee != t.Assignee {
-			return fmt.Errorf("task %s is in progress with %s: block or stop it before reassigning", t.ID, t.Assignee)
-		}
-		t.Assignee = *ch.Assignee
+	if err := applyAssignee(t, ch.Assignee); err != nil {
+		return err
 	}
 	if status != "" {
 		if err := applyStatus(t, status, ch.Reason, by, now); err != nil {
@@ -632,6 +769,19 @@ func applyTaskChange(t *Task, by string, ch TaskChange, now time.Time) error {
 	}
 	t.AipmStatus = t.Status // what aipm writes it has checked (a hand edit it allows included)
 	t.UpdatedAt = now
+	return nil
+}
+
+// applyAssignee sets t's assignee to who (nil keeps it); a task in
+// progress keeps its own.
+func applyAssignee(t *Task, who *string) error {
+	if who == nil {
+		return nil
+	}
+	if t.Status == StatusInProgress && *who != t.Assignee {
+		return fmt.Errorf("task %s is in progress with %s: block or stop it before reassigning", t.ID, t.Assignee)
+	}
+	t.Assignee = *who
 	return nil
 }
 
@@ -712,6 +862,9 @@ func applyStatus(t *Task, status, reason, by string, now time.Time) error {
 	}
 	t.Status, t.StatusChangedBy, t.StatusChangedAt = status, by, now
 	t.BlockedReason = ""
+	if status == StatusInProgress && len(t.BlockedBy) > 0 {
+		t.StartedReady = true // started: it goes in progress by itself again only once it waits anew
+	}
 	if status == StatusBlocked {
 		t.BlockedReason = reason
 	}

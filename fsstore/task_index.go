@@ -59,19 +59,23 @@ func (s *Store) WatchTasks(w DirWatcher) {
 //
 // The first use in a process reads every task file once.
 type taskIndex struct {
-	mu       sync.Mutex
-	built    bool
-	dir      lockedfile.Stamp // of tasks/ when it was last listed
-	dirRacy  bool             // that stamp was too recent to prove the listing current
-	entries  map[string]*taskEntry
-	order    []*taskEntry // newest first (ids sort by creation time); nil: rebuild
-	open     []*taskEntry // the entries of open tasks, newest first
-	bad      []error      // the entries' errors, newest first
-	derived  bool         // open and bad are up to date with order
-	buf      bytes.Buffer // reused for reading task files
-	watcher  DirWatcher
-	stop     func()
-	watching uint64 // inode of the tasks directory being watched
+	mu         sync.Mutex
+	built      bool
+	dir        lockedfile.Stamp // of tasks/ when it was last listed
+	dirRacy    bool             // that stamp was too recent to prove the listing current
+	entries    map[string]*taskEntry
+	order      []*taskEntry // newest first (ids sort by creation time); nil: rebuild
+	open       []*taskEntry // the entries of open tasks, newest first
+	bad        []error      // the entries' errors, newest first
+	claimable  []*taskEntry // ready tasks nobody is assigned, in claimOrder
+	loops      [][]string   // the dependency cycles (cycles), when loopsKnown
+	loopsKnown bool
+	children   map[string][]*taskEntry // each parent's subtasks, newest first
+	derived    bool                    // open and bad are up to date with order
+	buf        bytes.Buffer            // reused for reading task files
+	watcher    DirWatcher
+	stop       func()
+	watching   uint64 // inode of the tasks directory being watched
 
 	evMu  sync.Mutex // taken by the watcher's callback: never held during I/O
 	dirty map[string]bool
@@ -83,7 +87,24 @@ type taskEntry struct {
 	stamp                      lockedfile.Stamp
 	racy                       bool // read within racy's window of its mtime: look again
 	status, assignee, parentID string
+	flow                       taskFlowFields
 	err                        error // the document could not be read or decoded
+}
+
+// taskFlowFields are the fields of a task the dependency rules read
+// across tasks (task_deps.go): kept in the index, so that readiness and
+// cycles are judged without reading every task file.
+type taskFlowFields struct {
+	approval, group, priority string
+	blockedBy                 []string
+	startedReady              bool
+	stop, stopTold            string // the stop this status is (stopKey), and the one told
+}
+
+// flowFieldsOf is what the index keeps of t's flow fields.
+func flowFieldsOf(t Task) taskFlowFields {
+	return taskFlowFields{approval: t.ApprovalStatus, group: t.Group, priority: t.Priority, blockedBy: t.BlockedBy, startedReady: t.StartedReady,
+		stop: stopKey(t.Status, t.StatusChangedAt), stopTold: t.StopTold}
 }
 
 func (e *taskEntry) matches(f TaskFilter) bool {
@@ -147,16 +168,19 @@ func (s *Store) readTask(path string, t *Task) (lockedfile.Stamp, error) {
 // those fields of the wrong type, is reported as decodeDoc reports it.
 func summarize(rel string, data []byte, e *taskEntry) error {
 	if gjson.ValidBytes(data) && gjson.ParseBytes(data).IsObject() {
-		f := gjson.GetManyBytes(data, "status", "assignee", "parentId", "aipmStatus", "approvalStatus")
+		f := gjson.GetManyBytes(data, "status", "assignee", "parentId", "aipmStatus", "approvalStatus", "group", "statusChangedAt", "stopTold", "priority", "blockedBy", "startedReady")
 		ok := true
-		for _, r := range f {
+		for _, r := range f[:9] {
 			ok = ok && (!r.Exists() || r.Type == gjson.String || r.Type == gjson.Null)
 		}
-		if ok {
+		blockers, blockersOK := stringArray(f[9])
+		if ok && blockersOK && (!f[10].Exists() || f[10].IsBool() || f[10].Type == gjson.Null) {
 			e.status, e.assignee, e.parentID = intern(f[0].Str), intern(f[1].Str), f[2].Str
 			if !handEditAllowed(f[0].Str, f[3].Str, f[4].Str) {
 				e.status = intern(f[3].Str) // as Task.Settle: the last valid status
 			}
+			e.flow = taskFlowFields{approval: intern(f[4].Str), group: intern(f[5].Str), priority: intern(f[8].Str), blockedBy: blockers,
+				startedReady: f[10].Bool(), stop: stopKey(e.status, f[6].Time()), stopTold: f[7].Str}
 			return nil
 		}
 	}
@@ -164,8 +188,33 @@ func summarize(rel string, data []byte, e *taskEntry) error {
 	if err := storage.DecodeDoc(rel, data, &t); err != nil {
 		return err
 	}
-	e.status, e.assignee, e.parentID = t.Status, t.Assignee, t.ParentID
+	e.status, e.assignee, e.parentID, e.flow = t.Status, t.Assignee, t.ParentID, flowFieldsOf(t)
 	return nil
+}
+
+// equal says whether two entries' flow fields are the same.
+func (f taskFlowFields) equal(g taskFlowFields) bool {
+	return f.approval == g.approval && f.group == g.group && f.priority == g.priority && f.startedReady == g.startedReady &&
+		f.stop == g.stop && f.stopTold == g.stopTold && slices.Equal(f.blockedBy, g.blockedBy)
+}
+
+// stringArray reads r as a JSON array of strings (absent or null: none);
+// false if it is something else.
+func stringArray(r gjson.Result) ([]string, bool) {
+	if !r.Exists() || r.Type == gjson.Null {
+		return nil, true
+	}
+	if !r.IsArray() {
+		return nil, false
+	}
+	var out []string
+	ok := true
+	r.ForEach(func(_, v gjson.Result) bool {
+		ok = v.Type == gjson.String
+		out = append(out, v.Str)
+		return ok
+	})
+	return out, ok
 }
 
 // intern shares the few distinct statuses and assignees among entries.
@@ -221,7 +270,7 @@ func (s *Store) indexTask(ix *taskIndex, id string) {
 	}
 	e.racy = lockedfile.Racy(e.stamp.MTime, seen)
 	if old, ok := ix.entries[id]; ok {
-		if old.status != e.status || old.err != e.err {
+		if old.status != e.status || old.err != e.err || old.parentID != e.parentID || old.assignee != e.assignee || !old.flow.equal(e.flow) {
 			ix.derived = false
 		}
 		*old = *e // in place: ix.order holds it
@@ -338,7 +387,14 @@ func (ix *taskIndex) derive() {
 		return
 	}
 	ix.open, ix.bad = ix.open[:0], ix.bad[:0]
+	clear(ix.children)
 	for _, e := range ix.order {
+		if e.err == nil && e.parentID != "" {
+			if ix.children == nil {
+				ix.children = map[string][]*taskEntry{}
+			}
+			ix.children[e.parentID] = append(ix.children[e.parentID], e)
+		}
 		switch {
 		case e.err != nil:
 			ix.bad = append(ix.bad, e.err)
@@ -346,6 +402,14 @@ func (ix *taskIndex) derive() {
 			ix.open = append(ix.open, e)
 		}
 	}
+	ix.claimable = ix.claimable[:0]
+	for _, e := range ix.open {
+		if e.assignee == "" && ix.ready(e) {
+			ix.claimable = append(ix.claimable, e)
+		}
+	}
+	slices.SortFunc(ix.claimable, claimOrder)
+	ix.loops, ix.loopsKnown = nil, false
 	ix.derived = true
 }
 
@@ -391,7 +455,7 @@ func (s *Store) taskCandidates(f TaskFilter, after string, n int) ([]string, []e
 		return nil, nil, err
 	}
 	list := ix.order
-	if f.Open || (f.Status != "" && StatusOpen(f.Status)) {
+	if f.Open || f.Ready || f.Waiting || (f.Status != "" && StatusOpen(f.Status)) {
 		list = ix.open
 	}
 	if after != "" {
@@ -406,7 +470,7 @@ func (s *Store) taskCandidates(f TaskFilter, after string, n int) ([]string, []e
 		if n > 0 && len(ids) == n {
 			break
 		}
-		if e.matches(f) {
+		if e.matches(f) && (!f.Unassigned || e.assignee == "") && (!f.Ready || ix.ready(e)) && (!f.Waiting || ix.waiting(e)) {
 			ids = append(ids, e.id)
 		}
 	}

@@ -94,7 +94,7 @@ func TestAdjustStatusesAreWhatChatCanSet(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			if _, err := s.FromChat().UpdateTask(ctx, cfg, "coder", "lead", task.ID, nil, to); err == nil {
+			if _, err := s.FromChat().UpdateTask(ctx, cfg, "coder", "lead", task.ID, ChatAdjust{Status: to}); err == nil {
 				set = append(set, to)
 				break
 			}

@@ -132,7 +132,7 @@ func endWrittenUntold(t *testing.T, s *Store, cfg *storage.Config, id string, at
 	var tl taskTell
 	path, _ := s.files.DocPath(storage.Tasks, id)
 	if _, err := storage.UpdateDoc(context.Background(), s.files, path, storage.ModeFile, func(doc *Task, _ bool) error {
-		tells, err := changeTask(cfg, doc, "coder", TaskChange{Status: StatusDone, Result: "success", Summary: "parsed"}, at)
+		tells, err := s.changeTask(cfg, doc, "coder", TaskChange{Status: StatusDone, Result: "success", Summary: "parsed"}, at)
 		if err != nil || len(tells) != 1 {
 			t.Fatalf("tells %+v, %v", tells, err)
 		}

@@ -21,7 +21,7 @@ type NextActionIn struct {
 
 // NextActionOut is get_next_action's result: the action, what to do, and the data it needs.
 type NextActionOut struct {
-	Action      string    `json:"action" jsonschema:"exit, logout, work, conversation_ended, conversation_request, process_delegation, get_pending_messages, get_notifications, wait_for_messages, wait_for_task or wait_for_delegation"`
+	Action      string    `json:"action" jsonschema:"exit, logout, work, claim_task, conversation_ended, conversation_request, process_delegation, get_pending_messages, get_notifications, wait_for_messages, wait_for_task or wait_for_delegation"`
 	Instruction string    `json:"instruction" jsonschema:"what to do now, naming the exact next tool call"`
 	Task        *TaskView `json:"task,omitempty"`
 	Tools       []string  `json:"tools,omitempty" jsonschema:"tools that help with this action"`
@@ -53,7 +53,7 @@ func getNextActionTool() toolSpec {
 	return toolSpec{
 		tool: mcp.Tool{
 			Name:        "get_next_action",
-			Description: "What to do next: call it after each step; waits while idle.",
+			Description: "What to do next: call after each step; waits while idle.",
 			Annotations: mutating,
 		},
 		toldOfMessages: true,
@@ -217,6 +217,9 @@ func (s *Server) explain(cfg *fsstore.Config, ses fsstore.Session, n fsstore.Nex
 		}
 	case fsstore.ActWork:
 		explainWork(&out, n)
+	case fsstore.ActClaimTask:
+		out.Instruction = fmt.Sprintf("Task %s (%q, %s) is ready and nobody has it: call claim_task(task_id=%q). It then starts in its own task session, which aipm starts for you; call get_next_action here.", n.Task.ID, n.Task.Title, n.Task.Priority, n.Task.ID)
+		out.Tools = []string{"claim_task", "get_task"}
 	case fsstore.ActWait:
 		s.explainWait(&out, ses, n)
 	case fsstore.ActConversationEnded:
@@ -265,13 +268,17 @@ func explainWork(out *NextActionOut, n fsstore.Next) {
 	out.Tools = []string{"get_task", "update_task_status", "delegate_to_chat_session", "get_conversation_messages", "lease", "report_completed", "get_notifications"}
 }
 
-// explainWait names what the session waits for: its delegation, its task
-// moving back to in_progress, or messages. A wait is answered again and
+// explainWait names what the session waits for: its subtasks (the parent
+// rule, DESIGN section 20), its delegation, its task moving back to
+// in_progress, or messages. A wait is answered again and
 // again, so it carries no task record (the instruction names the task;
 // get_task shows it).
 func (s *Server) explainWait(out *NextActionOut, ses fsstore.Session, n fsstore.Next) {
 	out.Task = nil
 	switch {
+	case ses.Purpose == fsstore.PurposeTask && len(n.Waits) > 0:
+		out.Action = "wait_for_task"
+		out.Instruction = fmt.Sprintf("Task %s waits for its subtasks: %s. aipm starts your task session again when they are done, so you may call logout, then exit; or call get_next_action again now to wait here.", n.Task.ID, fsstore.WaitsText(n.Waits))
 	case ses.Purpose == fsstore.PurposeTask && len(n.Delegations) > 0:
 		out.Action = "wait_for_delegation"
 		out.Delegations, out.Conversations = delegationViews(n.Delegations), conversationViews(n.Progress)

@@ -72,6 +72,7 @@ func tools() []toolSpec {
 		getNotificationsTool(),
 		getTaskTool(),
 		listTasksTool(),
+		claimTaskTool(),
 		updateTaskStatusTool(),
 		reportCompletedTool(),
 		sendMessageTool(),
@@ -227,6 +228,7 @@ var sharedViews = []struct {
 	{reflect.TypeFor[DelegationView](), "get_task", "delegation: fields as in get_task"},
 	{reflect.TypeFor[ConversationView](), "get_task", "conversation: fields as in get_task"},
 	{reflect.TypeFor[MessageView](), "get_conversation_messages", "message: fields as in get_conversation_messages"},
+	{reflect.TypeFor[LeaseView](), "lease", "lease: fields as in lease"},
 }
 
 // enums lists the allowed values of some input fields of a tool. Set as its

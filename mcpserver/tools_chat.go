@@ -54,7 +54,7 @@ func sendMessageTool() toolSpec {
 	return toolSpec{
 		tool: mcp.Tool{
 			Name:        "send_message",
-			Description: "Send a chat message to an agent or human. (chat)",
+			Description: "Send a chat message. (chat)",
 			Annotations: mutating,
 		},
 		level: ChatOnly,
@@ -163,7 +163,7 @@ func getPendingMessagesTool() toolSpec {
 	return toolSpec{
 		tool: mcp.Tool{
 			Name:        "get_pending_messages",
-			Description: "Your unread chat messages, oldest first, with context. (chat)",
+			Description: "Your unread messages, oldest first, with context. (chat)",
 			Annotations: mutating,
 		},
 		toldOfMessages: true,
@@ -271,7 +271,7 @@ func respondChatTool() toolSpec {
 	return toolSpec{
 		tool: mcp.Tool{
 			Name:        "respond_chat",
-			Description: "Answer the last message get_pending_messages returned. (chat)",
+			Description: "Answer the last message you read. (chat)",
 			Annotations: mutating,
 		},
 		level: ChatOnly,
@@ -305,7 +305,7 @@ func markReadTool() toolSpec {
 	return toolSpec{
 		tool: mcp.Tool{
 			Name:        "mark_read",
-			Description: "Mark get_pending_messages' messages read now. (chat)",
+			Description: "Mark messages read now. (chat)",
 			Annotations: mutating,
 		},
 		level: ChatOnly,

@@ -67,14 +67,14 @@ type StartConversationIn struct {
 	Purpose             string   `json:"purpose,omitempty" jsonschema:"shown to them"`
 	InitialMessage      string   `json:"initial_message,omitempty"`
 	MaxTurns            int      `json:"max_turns,omitempty" jsonschema:"2 to 40 (default 20), all turns"`
-	DelegationID        string   `json:"delegation_id,omitempty" jsonschema:"default: your open one to this agent"`
+	DelegationID        string   `json:"delegation_id,omitempty" jsonschema:"default: your open one to them"`
 }
 
 func startConversationTool() toolSpec {
 	return toolSpec{
 		tool: mcp.Tool{
 			Name:        "start_conversation",
-			Description: "Start a turn-based conversation with another agent. (chat)",
+			Description: "Start a turn-based conversation. (chat)",
 			Annotations: mutating,
 		},
 		level: ChatOnly,
@@ -120,7 +120,7 @@ func endConversationTool() toolSpec {
 	return toolSpec{
 		tool: mcp.Tool{
 			Name:        "end_conversation",
-			Description: "End a conversation you are in. (chat)",
+			Description: "End a conversation. (chat)",
 			Annotations: mutating,
 		},
 		level: ChatOnly,
@@ -158,7 +158,7 @@ func sendConversationMessageTool() toolSpec {
 	return toolSpec{
 		tool: mcp.Tool{
 			Name:        "send_conversation_message",
-			Description: "Send your turn in a conversation; at max_turns it ends. (chat)",
+			Description: "Send your conversation turn; at max_turns it ends. (chat)",
 			Annotations: mutating,
 		},
 		level: ChatOnly,
@@ -232,7 +232,7 @@ func getConversationMessagesTool() toolSpec {
 	return toolSpec{
 		tool: mcp.Tool{
 			Name:        "get_conversation_messages",
-			Description: "A conversation you were in, with messages; without an id, all yours.",
+			Description: "A conversation you were in, with messages; no id: all yours.",
 			Annotations: readOnly,
 		},
 		level: Authenticated,

@@ -12,7 +12,7 @@ import (
 // DelegateIn is delegate_to_chat_session's arguments.
 type DelegateIn struct {
 	Session
-	TargetAgentID string `json:"target_agent_id" jsonschema:"an agent or human, not you"`
+	TargetAgentID string `json:"target_agent_id" jsonschema:"agent or human, not you"`
 	Purpose       string `json:"purpose" jsonschema:"what to tell or ask, and what you need back"`
 	Context       string `json:"context,omitempty"`
 }
@@ -30,7 +30,7 @@ func delegateTool() toolSpec {
 	return toolSpec{
 		tool: mcp.Tool{
 			Name:        "delegate_to_chat_session",
-			Description: "Have your chat session talk to someone for this task; get_next_action brings the result. (task)",
+			Description: "Have your chat session talk to someone; get_next_action brings the result. (task)",
 			Annotations: mutating,
 		},
 		level: TaskOnly,
@@ -72,7 +72,7 @@ func reportDelegationTool() toolSpec {
 	return toolSpec{
 		tool: mcp.Tool{
 			Name:        "report_delegation_completed",
-			Description: "Close a delegation from your task session with its result. (chat)",
+			Description: "Close your task session's delegation with its result. (chat)",
 			Annotations: mutating,
 		},
 		level: ChatOnly,

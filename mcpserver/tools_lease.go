@@ -50,7 +50,7 @@ func leaseTool() toolSpec {
 	return toolSpec{
 		tool: mcp.Tool{
 			Name:        "lease",
-			Description: "Lease paths you will edit; others' edits are refused. Again renews.",
+			Description: "Lease paths to edit; others' edits are refused. Again renews.",
 			Annotations: mutating,
 		},
 		level: Authenticated,

@@ -37,10 +37,11 @@ func carriesMarker(msgs []fsstore.Message) bool {
 // RequestTaskIn is request_task's arguments.
 type RequestTaskIn struct {
 	Session
-	Title        string `json:"title,omitempty"`
-	Description  string `json:"description,omitempty"`
-	Priority     string `json:"priority,omitempty"`
-	ParentTaskID string `json:"parent_task_id,omitempty"`
+	Title        string   `json:"title,omitempty"`
+	Description  string   `json:"description,omitempty"`
+	Priority     string   `json:"priority,omitempty"`
+	ParentTaskID string   `json:"parent_task_id,omitempty"`
+	BlockedBy    []string `json:"blocked_by,omitempty"`
 }
 
 // describeArgs lists the priorities a task may have, from fsstore's list,
@@ -69,7 +70,7 @@ func requestTaskTool() toolSpec {
 	return toolSpec{
 		tool: mcp.Tool{
 			Name:        "request_task",
-			Description: "Create a task for yourself, in backlog; a chat session needs @@タスク作成:.",
+			Description: "Create a backlog task for yourself; a chat session needs @@タスク作成:.",
 			Annotations: mutating,
 		},
 		level: Authenticated,
@@ -84,7 +85,7 @@ func addRequestTask(srv *mcp.Server, s *Server, tool *mcp.Tool) {
 		if err != nil {
 			return nil, RequestTaskOut{}, err
 		}
-		req := fsstore.TaskRequest{Agent: ses.Agent, Requester: ses.Agent, Title: in.Title, Description: in.Description, Priority: in.Priority, ParentID: in.ParentTaskID}
+		req := fsstore.TaskRequest{Agent: ses.Agent, Requester: ses.Agent, Title: in.Title, Description: in.Description, Priority: in.Priority, ParentID: in.ParentTaskID, BlockedBy: in.BlockedBy}
 		var got fsstore.RequestedTask
 		var notice error // the task exists, but telling someone failed
 		create := func() (string, error) {
@@ -110,10 +111,14 @@ func addRequestTask(srv *mcp.Server, s *Server, tool *mcp.Tool) {
 		}
 		t := got.Task
 		out := RequestTaskOut{Success: true, Task: taskRef(&t), ApprovalStatus: t.ApprovalStatus, AskedToApprove: nonNil(got.AskedToApprove)}
+		waits := ""
+		if len(t.BlockedBy) > 0 {
+			waits = fmt.Sprintf(" It waits for %s.", strings.Join(t.BlockedBy, ", "))
+		}
 		if t.ApprovalStatus == fsstore.ApprovalApproved {
-			out.Instruction = fmt.Sprintf("Task %s is created in backlog, assigned to you. Tell %s, then call get_next_action.", t.ID, req.Requester)
+			out.Instruction = fmt.Sprintf("Task %s is created in backlog, assigned to you.%s Tell %s, then call get_next_action.", t.ID, waits, req.Requester)
 		} else {
-			out.Instruction = fmt.Sprintf("Task %s is created and waits for approval by %v. Tell %s it is registered and pending approval, then call get_next_action.", t.ID, got.AskedToApprove, req.Requester)
+			out.Instruction = fmt.Sprintf("Task %s is created and waits for approval by %v.%s Tell %s it is registered and pending approval, then call get_next_action.", t.ID, got.AskedToApprove, waits, req.Requester)
 		}
 		if notice != nil {
 			out.Instruction += " Note: " + notice.Error()
@@ -141,7 +146,7 @@ func notifyTaskSessionTool() toolSpec {
 	return toolSpec{
 		tool: mcp.Tool{
 			Name:        "notify_task_session",
-			Description: "Pass a note to your own task session. Needs @@タスク通知:. (chat)",
+			Description: "Pass a note to your task session. Needs @@タスク通知:. (chat)",
 			Annotations: mutating,
 		},
 		level: ChatOnly,
@@ -178,6 +183,8 @@ type UpdateTaskFromChatIn struct {
 	TaskID      string  `json:"task_id"`
 	Description *string `json:"description,omitempty"`
 	Status      string  `json:"status,omitempty"`
+	// BlockedBy, when given, replaces the tasks it waits for ([]: none).
+	BlockedBy *[]string `json:"blocked_by,omitempty"`
 }
 
 // describeArgs lists the statuses @@タスク調整 may set, from fsstore's
@@ -192,7 +199,7 @@ func updateTaskFromChatTool() toolSpec {
 	return toolSpec{
 		tool: mcp.Tool{
 			Name:        "update_task_from_chat",
-			Description: "Change the description or status of one of your tasks. Needs @@タスク調整:. (chat)",
+			Description: "Change one of your tasks. Needs @@タスク調整:. (chat)",
 			Annotations: mutating,
 		},
 		level: ChatOnly,
@@ -261,7 +268,8 @@ func (s *Server) markedChange(ctx context.Context, m fsstore.Marker, change func
 func addUpdateTaskFromChat(srv *mcp.Server, s *Server, tool *mcp.Tool) {
 	addTool(s, srv, tool, func(ctx context.Context, _ *mcp.CallToolRequest, in UpdateTaskFromChatIn) (*mcp.CallToolResult, ChatTaskOut, error) {
 		c, sender, notice, err := s.markedChange(ctx, fsstore.MarkerAdjust, func(cfg *fsstore.Config, ses fsstore.Session, msg fsstore.Message, _ string) (fsstore.ChatChange, error) {
-			return s.store.FromChat().UpdateTask(ctx, cfg, ses.Agent, msg.SenderID, in.TaskID, in.Description, in.Status)
+			adj := fsstore.ChatAdjust{Description: in.Description, Status: in.Status, BlockedBy: in.BlockedBy}
+			return s.store.FromChat().UpdateTask(ctx, cfg, ses.Agent, msg.SenderID, in.TaskID, adj)
 		})
 		if err != nil {
 			return nil, ChatTaskOut{}, err
@@ -280,7 +288,7 @@ func startTaskFromChatTool() toolSpec {
 	return toolSpec{
 		tool: mcp.Tool{
 			Name:        "start_task_from_chat",
-			Description: "Start one of your tasks (in_progress). Needs @@タスク開始:. (chat)",
+			Description: "Start one of your tasks. Needs @@タスク開始:. (chat)",
 			Annotations: mutating,
 		},
 		level: ChatOnly,

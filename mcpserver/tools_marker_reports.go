@@ -57,7 +57,7 @@ func reportBlockFromChatTool() toolSpec {
 	return toolSpec{
 		tool: mcp.Tool{
 			Name:        "report_block_from_chat",
-			Description: "Block one of your tasks (its task session stops). Needs @@ブロック報告:. (chat)",
+			Description: "Block one of your tasks. Needs @@ブロック報告:. (chat)",
 			Annotations: mutating,
 		},
 		level: ChatOnly,
@@ -101,7 +101,7 @@ func reportCompletionFromChatTool() toolSpec {
 	return toolSpec{
 		tool: mcp.Tool{
 			Name:        "report_completion_from_chat",
-			Description: "Tell your task session a task is complete; it decides. Needs @@完了報告. (chat)",
+			Description: "Tell your task session a task is done; it decides. Needs @@完了報告. (chat)",
 			Annotations: mutating,
 		},
 		level: ChatOnly,

@@ -34,7 +34,7 @@ func authenticateTool() toolSpec {
 	return toolSpec{
 		tool: mcp.Tool{
 			Name:        "authenticate",
-			Description: "Start your aipm session; returns its session_token and purpose.",
+			Description: "Start your aipm session: returns session_token and purpose.",
 			Annotations: mutating,
 		},
 		level: None,
@@ -113,7 +113,7 @@ func helpTool() toolSpec {
 	return toolSpec{
 		tool: mcp.Tool{
 			Name:        "help",
-			Description: "Which tools you may call now and why, and the chat markers.",
+			Description: "What you may call now, and why; chat markers.",
 			Annotations: readOnly,
 		},
 		level: None,

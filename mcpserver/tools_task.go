@@ -32,7 +32,7 @@ func getTaskTool() toolSpec {
 	return toolSpec{
 		tool: mcp.Tool{
 			Name:        "get_task",
-			Description: "A task by id; without, yours with its conversations and your others.",
+			Description: "A task by id; else yours, with conversations, and your others.",
 			Annotations: readOnly,
 		},
 		level: Authenticated,
@@ -56,6 +56,11 @@ func addGetTask(srv *mcp.Server, s *Server, tool *mcp.Tool) {
 		if out.Task == nil {
 			return nil, out, nil
 		}
+		deps, err := s.store.TaskDeps([]string{out.Task.ID})
+		if err != nil {
+			return nil, TaskOut{}, fromStore(err, "task_not_found")
+		}
+		out.Task.WaitingFor = fsstore.WaitsText(deps[out.Task.ID].Waits)
 		if ses.TaskID != "" && out.Task.ID == ses.TaskID {
 			cfg, err := s.config()
 			if err != nil {
@@ -170,7 +175,7 @@ func updateTaskStatusTool() toolSpec {
 	return toolSpec{
 		tool: mcp.Tool{
 			Name:        "update_task_status",
-			Description: "Change your task's status; to finish, use report_completed. (task)",
+			Description: "Set your task's status; to finish, use report_completed. (task)",
 			InputSchema: enums{"status": fsstore.Statuses},
 			Annotations: idempotent,
 		},
@@ -221,7 +226,7 @@ func reportCompletedTool() toolSpec {
 	return toolSpec{
 		tool: mcp.Tool{
 			Name:        "report_completed",
-			Description: "End your task and session (success: done; failed, blocked: blocked; cancelled: answers a cancel). (task)",
+			Description: "End task and session (success: done; failed, blocked: blocked; cancelled: answers a cancel). (task)",
 			InputSchema: enums{"result": fsstore.ReportResults},
 			Annotations: idempotent,
 		},

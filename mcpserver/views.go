@@ -36,8 +36,13 @@ type TaskView struct {
 	BlockedReason   string    `json:"blocked_reason,omitempty"`
 	Result          string    `json:"result,omitempty"`
 	Summary         string    `json:"summary,omitempty"`
-	CreatedAt       time.Time `json:"created_at"`
-	UpdatedAt       time.Time `json:"updated_at"`
+	// BlockedBy are the tasks it waits for (DESIGN section 20); WaitingFor,
+	// in get_task's answer, is what it still waits for of them and of its
+	// subtasks.
+	BlockedBy  []string  `json:"blocked_by,omitempty" jsonschema:"the ids of the tasks it waits for"`
+	WaitingFor string    `json:"waiting_for,omitempty" jsonschema:"get_task: what it still waits for, with their statuses"`
+	CreatedAt  time.Time `json:"created_at"`
+	UpdatedAt  time.Time `json:"updated_at"`
 }
 
 func taskView(t fsstore.Task) TaskView {
@@ -45,7 +50,7 @@ func taskView(t fsstore.Task) TaskView {
 		ID: t.ID, Title: t.Title, Description: t.Description, Status: t.Status, Priority: t.Priority,
 		Assignee: t.Assignee, ParentID: t.ParentID, Requester: t.Requester, ApprovalStatus: t.ApprovalStatus,
 		StatusChangedBy: t.StatusChangedBy, StatusChangedAt: t.StatusChangedAt, BlockedReason: t.BlockedReason,
-		Result: t.Result, Summary: t.Summary, CreatedAt: t.CreatedAt, UpdatedAt: t.UpdatedAt,
+		Result: t.Result, Summary: t.Summary, BlockedBy: t.BlockedBy, CreatedAt: t.CreatedAt, UpdatedAt: t.UpdatedAt,
 	}
 }
 

@@ -224,6 +224,23 @@ func (a *agent) loop(ctx context.Context) error {
 
 var errDone = errors.New("done")
 
+// claim takes the ready task an idle chat session is offered; another
+// agent's claim first is no failure: the next answer says what is left.
+func (a *agent) claim(ctx context.Context, r result) error {
+	task, _ := r.data["task"].(map[string]any)
+	id, _ := task["id"].(string)
+	got, err := a.call(ctx, "claim_task", map[string]any{"task_id": id})
+	if err != nil {
+		return err
+	}
+	if got.isError {
+		a.say("did not claim %s: %s", id, firstSentence(got.text))
+		return nil
+	}
+	a.say("claimed %s", id)
+	return nil
+}
+
 // act does what one get_next_action answer says: one case per action.
 func (a *agent) act(ctx context.Context, r result) error {
 	switch action := r.str("action"); action {
@@ -253,6 +270,8 @@ func (a *agent) act(ctx context.Context, r result) error {
 		a.say("accepted conversation %s from %s (%s)", r.str("conversation_id"), r.str("from_agent_id"), r.str("purpose"))
 		a.rememberOrder(r.str("conversation_id"), r)
 		return a.readMessages(ctx)
+	case "claim_task":
+		return a.claim(ctx, r)
 	case "get_pending_messages":
 		return a.readMessages(ctx)
 	case "get_notifications":

@@ -28,6 +28,13 @@ type Daemon struct {
 	// holds the invalid files already reported.
 	tasks map[string]fsstore.Task
 	bad   map[string]string
+	// cycles are the dependency cycles already told (reactFlow);
+	// cyclesLooked says this watcher has looked for them once.
+	cycles       map[string]bool
+	cyclesLooked bool
+	// claims are the queued tasks an agent was started to claim, and when
+	// (claimTaken).
+	claims map[string]time.Time
 	// compacted is when reactCompaction last compacted (watcher/compact.go).
 	compacted time.Time
 	// Coalesce is how long a pass waits after the first event of a burst
@@ -49,7 +56,7 @@ type Daemon struct {
 // New returns the watcher of store, logging to log.
 func New(store *fsstore.Store, log *slog.Logger) *Daemon {
 	return &Daemon{store: store, log: log, starter: newStarter(store, log), tasks: map[string]fsstore.Task{},
-		bad: map[string]string{}, Coalesce: 500 * time.Microsecond, StopBound: 5 * time.Second}
+		bad: map[string]string{}, cycles: map[string]bool{}, claims: map[string]time.Time{}, Coalesce: 500 * time.Microsecond, StopBound: 5 * time.Second}
 }
 
 // Once runs one reconcile pass (triggers, interrupts, deadlines; it starts

@@ -2,7 +2,9 @@ package watcher
 
 import (
 	"context"
+	"errors"
 	"fmt"
+	"slices"
 	"time"
 
 	"aipm/fsstore"
@@ -65,6 +67,7 @@ var reactions = []Reaction{
 	{"runs that never authenticate", reactAuthDeadline},
 	{"conversation deadlines", reactConversations},
 	{"trigger deadlines", reactTriggerTTL},
+	{"work that flows", reactFlow},
 	{"triggers", reactTriggers},
 	{"interrupts", reactInterrupts},
 	{"ended tasks' delegations", reactEndedTasks},
@@ -204,7 +207,7 @@ func reactTriggers(d *Daemon, p *Pass) error {
 				return fmt.Errorf("%s %s: %w", a.ID, purpose, err)
 			}
 			p.Due(next.Until)
-			if !next.StartsSession(purpose) {
+			if !next.StartsSession(purpose) || d.claimTaken(p, next) {
 				continue
 			}
 			t := fsstore.Trigger{Agent: a.ID, Purpose: purpose, Reason: next.Action}
@@ -221,6 +224,85 @@ func reactTriggers(d *Daemon, p *Pass) error {
 		}
 	}
 	return nil
+}
+
+// reactFlow applies the rules of work that flows (DESIGN section 20) to
+// every task as its file says (fsstore's Flow): a task whose blockers are
+// all done goes in progress, and the triggers reaction after it starts the
+// assignee; a stop is told to those who wait on it. A change through aipm
+// did both itself; this is for a hand edit, and for a process killed in
+// between. A dependency cycle a hand edit made is logged and told to the
+// project's humans, once while it lasts (a restarted watcher included).
+func reactFlow(d *Daemon, p *Pass) error {
+	started, err := d.store.Flow(p.Ctx, p.Cfg)
+	for _, t := range started {
+		d.log.Info("task ready, set in progress", "task", t.ID, "assignee", t.Assignee)
+	}
+	cycles, cerr := d.store.Cycles()
+	seen := map[string]bool{}
+	for _, c := range cycles {
+		seen[c] = true
+		if d.cycles[c] {
+			continue
+		}
+		d.cycles[c] = true
+		d.log.Error("dependency cycle", "problem", c)
+		text := "aipm: " + c + "."
+		for _, h := range p.Cfg.Humans(false) {
+			if !d.cyclesLooked && d.toldLately(h, text) {
+				continue // told by a watcher before this one
+			}
+			if _, err := d.store.Send(p.Ctx, p.Cfg, fsstore.OutgoingMessage{From: fsstore.SystemSender, To: h, Content: text, Kind: fsstore.KindSystem}); err != nil {
+				d.log.Error("dependency cycle message", "to", h, "err", err)
+			}
+		}
+	}
+	for c := range d.cycles {
+		if !seen[c] {
+			delete(d.cycles, c)
+		}
+	}
+	d.cyclesLooked = d.cyclesLooked || cerr == nil
+	return errors.Join(err, cerr)
+}
+
+// toldWindow is how many of a human's latest messages toldLately looks
+// through.
+const toldWindow = 100
+
+// toldLately says whether aipm's message text is among the latest
+// messages of human's chat (toldWindow, read from its end at a bounded
+// cost). A watcher's first look at the cycles asks it, so that a
+// restarted watcher, or aipm watch --once run from cron, does not tell a
+// cycle again that a watcher before it told.
+func (d *Daemon) toldLately(human, text string) bool {
+	msgs, err := d.store.Tail(human, toldWindow)
+	if err != nil {
+		return false // telling again is better than not at all
+	}
+	return slices.ContainsFunc(msgs, func(m fsstore.Message) bool {
+		return m.SenderID == fsstore.SystemSender && m.Kind == fsstore.KindSystem && m.Content == text
+	})
+}
+
+// claimTaken says whether the claim next offers is being taken by an agent
+// this watcher started for it already (within the trigger TTL, in which a
+// started agent claims or gives up): one queued task starts one agent of
+// its group, not all of them. It records the offer it lets through.
+func (d *Daemon) claimTaken(p *Pass, next fsstore.Next) bool {
+	if next.Action != fsstore.ActClaimTask || next.Task == nil {
+		return false
+	}
+	for id, at := range d.claims {
+		if p.Now.Sub(at) > p.Cfg.Defaults.TriggerTTL.Duration {
+			delete(d.claims, id)
+		}
+	}
+	if _, ok := d.claims[next.Task.ID]; ok {
+		return true
+	}
+	d.claims[next.Task.ID] = p.Now
+	return false
 }
 
 // reactInterrupts interrupts an agent whose task was set to blocked or

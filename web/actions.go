@@ -8,6 +8,7 @@ import (
 	"fmt"
 	"io"
 	"net/http"
+	"slices"
 	"strconv"
 	"strings"
 
@@ -29,6 +30,10 @@ type request struct {
 	Approval    string   `json:"approval"`
 	Paths       []string `json:"paths"`
 	LeaseID     string   `json:"leaseId"`
+	// BlockedBy names the tasks a task waits for (ids or unique starts of
+	// them); Change says what the depend action does with them.
+	BlockedBy []string `json:"blockedBy"`
+	Change    string   `json:"change"`
 }
 
 // act does one action as human by, through the same store calls as the
@@ -36,7 +41,9 @@ type request struct {
 type act func(ctx context.Context, store *fsstore.Store, cfg *fsstore.Config, by string, r request) (string, error)
 
 // actions are the POST endpoints: a human sends or replies (aipm send),
-// creates a task (aipm task add), sets a task's status (aipm task status:
+// creates a task, with the tasks it waits for (aipm task add --after),
+// changes what a task waits for (aipm task depend --on [--remove]: a
+// cycle is refused, naming it), sets a task's status (aipm task status:
 // blocked needs a reason, the assignee is interrupted), approves or
 // rejects a requested task or change (aipm task approve|reject), breaks
 // a lease (by its id, as the page shows it) or the leases on paths,
@@ -47,7 +54,32 @@ var actions = map[string]act{
 		return m.ID, err
 	},
 	"/api/tasks": func(ctx context.Context, store *fsstore.Store, cfg *fsstore.Config, by string, r request) (string, error) {
-		t, err := store.CreateTask(ctx, cfg, fsstore.NewTask{Title: r.Title, Description: r.Description, Priority: r.Priority, Assignee: r.Assignee, Requester: by})
+		after, err := resolveTasks(store, r.BlockedBy)
+		if err != nil {
+			return "", err
+		}
+		t, err := store.CreateTask(ctx, cfg, fsstore.NewTask{Title: r.Title, Description: r.Description, Priority: r.Priority, Assignee: r.Assignee, Requester: by, BlockedBy: after})
+		return t.ID, err
+	},
+	"/api/tasks/depend": func(ctx context.Context, store *fsstore.Store, cfg *fsstore.Config, by string, r request) (string, error) {
+		id, err := store.ResolveID(fsstore.Tasks, r.TaskID)
+		if err != nil {
+			return "", err
+		}
+		var held []string // a blocker to remove is taken as the task has it: one that names no task too, as doctor says
+		if r.Change == changeRemove {
+			t, _ := store.Task(id) // one that cannot be read: UpdateTask says why
+			held = t.BlockedBy
+		}
+		ids, err := resolveTasks(store, r.BlockedBy, held...)
+		if err != nil {
+			return "", err
+		}
+		change, err := blockersChange(r.Change, ids)
+		if err != nil {
+			return "", err
+		}
+		t, err := store.UpdateTask(ctx, cfg, id, by, fsstore.TaskChange{Blockers: &change})
 		return t.ID, err
 	},
 	"/api/tasks/status": func(ctx context.Context, store *fsstore.Store, cfg *fsstore.Config, by string, r request) (string, error) {
@@ -92,6 +124,56 @@ var actions = map[string]act{
 	},
 }
 
+// resolveTasks resolves task ids, or unique starts of them, as the CLI's
+// --after and --on do, an id of held taken as it is; none gives none. More
+// than a task may wait for is refused before any look-up.
+func resolveTasks(store *fsstore.Store, args []string, held ...string) ([]string, error) {
+	if len(args) > fsstore.MaxBlockers {
+		return nil, fsstore.CheckBlockerIDs("", args) // refuses the count
+	}
+	ids := make([]string, 0, len(args))
+	for _, a := range args {
+		if a = strings.TrimSpace(a); slices.Contains(held, a) {
+			ids = append(ids, a)
+			continue
+		}
+		id, err := store.ResolveID(fsstore.Tasks, a)
+		if err != nil {
+			return nil, fmt.Errorf("blockedBy: %w", err)
+		}
+		ids = append(ids, id)
+	}
+	return ids, nil
+}
+
+// Changes of what a task waits for (the depend action's change): add the
+// tasks named (the default, as aipm task depend), remove them (--remove),
+// or set them all.
+const (
+	changeAdd    = "add"
+	changeRemove = "remove"
+	changeSet    = "set"
+)
+
+// blockersChange is the change of what a task waits for that the depend
+// action asks: ids added or removed (at least one), or set as all it waits
+// for (none: it waits for nothing).
+func blockersChange(change string, ids []string) (fsstore.BlockersChange, error) {
+	switch change {
+	case "", changeAdd, changeRemove:
+		if len(ids) == 0 {
+			return fsstore.BlockersChange{}, invalid("name the tasks to wait for, or to stop waiting for, in blockedBy")
+		}
+		if change == changeRemove {
+			return fsstore.BlockersChange{Remove: ids}, nil
+		}
+		return fsstore.BlockersChange{Add: ids}, nil
+	case changeSet:
+		return fsstore.BlockersChange{Set: &ids}, nil
+	}
+	return fsstore.BlockersChange{}, invalid(fmt.Sprintf("change %q is not one the board makes: use %s, %s or %s", fsstore.Clip(change, 40), changeAdd, changeRemove, changeSet))
+}
+
 // maxBody bounds an action's JSON body.
 const maxBody = 64 << 10
 
@@ -126,7 +208,7 @@ func (s *Server) action(a act) http.HandlerFunc {
 		}
 		id, err := a(r.Context(), s.store, cfg, by, req)
 		if err != nil {
-			refuse(w, statusOf(err), fsstore.Clip(err.Error(), 500))
+			refuseErr(w, err)
 			return
 		}
 		s.states.rebuild(context.WithoutCancel(r.Context())) // the page sees its own action at once, even if the client left

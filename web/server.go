@@ -241,10 +241,32 @@ func (s *Server) welcome(w http.ResponseWriter, r *http.Request) {
 }
 
 // refuse answers with a one-sentence JSON error.
-func refuse(w http.ResponseWriter, code int, msg string) {
-	body, _ := json.Marshal(map[string]string{"error": msg})
+func refuse(w http.ResponseWriter, status int, msg string) {
+	refuseCoded(w, status, "", msg)
+}
+
+// refuseErr answers with the one-sentence JSON error of a refused action,
+// with its code when it has one (a *fsstore.CodeError: dependency_cycle,
+// say), as the tools give it.
+func refuseErr(w http.ResponseWriter, err error) {
+	code := ""
+	var ce *fsstore.CodeError
+	if errors.As(err, &ce) {
+		code = ce.Code
+	}
+	refuseCoded(w, statusOf(err), code, fsstore.Clip(err.Error(), 500))
+}
+
+// refuseCoded answers status with {"error": msg, "code": code} (no code
+// when "").
+func refuseCoded(w http.ResponseWriter, status int, code, msg string) {
+	v := map[string]string{"error": msg}
+	if code != "" {
+		v["code"] = code
+	}
+	body, _ := json.Marshal(v)
 	w.Header().Set("Content-Type", "application/json")
-	w.WriteHeader(code)
+	w.WriteHeader(status)
 	w.Write(append(body, '\n'))
 }
 

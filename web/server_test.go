@@ -331,7 +331,7 @@ func TestEmptyProjectState(t *testing.T) {
 	if err := json.NewDecoder(resp.Body).Decode(&st); err != nil {
 		t.Fatal(err)
 	}
-	for _, key := range []string{"agents", "humans", "tasks", "chats", "conversations", "delegations", "approvals", "triggers", "timeline", "leases"} {
+	for _, key := range []string{"agents", "humans", "tasks", "chats", "conversations", "delegations", "approvals", "triggers", "timeline", "leases", "cycles"} {
 		if _, ok := st[key].([]any); !ok {
 			t.Errorf("%s is %v, want a list", key, st[key])
 		}

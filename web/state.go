@@ -19,7 +19,7 @@ type State struct {
 	Now           time.Time              `json:"now"`
 	Agents        []AgentView            `json:"agents"`
 	Humans        []string               `json:"humans"`
-	Tasks         []fsstore.Task         `json:"tasks"`
+	Tasks         []TaskView             `json:"tasks"`
 	Chats         []Chat                 `json:"chats"`
 	Conversations []fsstore.Conversation `json:"conversations"`
 	Delegations   []fsstore.Delegation   `json:"delegations"`
@@ -34,6 +34,36 @@ type State struct {
 	Priorities      []string     `json:"priorities"`
 	DefaultPriority string       `json:"defaultPriority"`
 	Problems        []string     `json:"problems,omitempty"`
+	// Ready and Waiting count the project's ready and waiting tasks, all
+	// of them, not only those shown (fsstore.Store.TaskCounts, as aipm
+	// status does); Cycles are the dependency cycles the task files hold
+	// (only a hand edit makes one), each with how to break it.
+	Ready   int      `json:"ready"`
+	Waiting int      `json:"waiting"`
+	Cycles  []string `json:"cycles"`
+}
+
+// TaskView is a task with what its dependencies make of it, as fsstore
+// judges them (DESIGN section 20): Ready says it is ready (to do, approved,
+// waiting for nothing); Waits, for an open task, is what it waits for (its
+// blockers not done, its subtasks others have) and WaitsText the same in
+// the CLI's words; WaitedBy are the open tasks that wait for it now, as a
+// blocker or as a subtask of theirs.
+type TaskView struct {
+	fsstore.Task
+	Ready     bool       `json:"ready,omitempty"`
+	Waits     []WaitView `json:"waits,omitempty"`
+	WaitsText string     `json:"waitsText,omitempty"`
+	WaitedBy  []string   `json:"waitedBy,omitempty"`
+}
+
+// WaitView is one thing a task waits for (fsstore.Wait): a task, its
+// status ("" when it does not exist), and whether it is a subtask of the
+// waiting task (the parent rule) rather than one of its blockers.
+type WaitView struct {
+	TaskID  string `json:"taskId"`
+	Status  string `json:"status"`
+	Subtask bool   `json:"subtask,omitempty"`
 }
 
 // StatusView is a task status, how the page names it, whether a task in
@@ -174,8 +204,9 @@ const (
 func buildState(ctx context.Context, store *fsstore.Store) State {
 	// Lists are [] when empty, never null: the page iterates them.
 	st := State{Statuses: statusViews(), Priorities: slices.Clone(fsstore.Priorities), DefaultPriority: fsstore.DefaultPriority,
-		Agents: []AgentView{}, Humans: []string{}, Tasks: []fsstore.Task{}, Chats: []Chat{}, Conversations: []fsstore.Conversation{},
-		Delegations: []fsstore.Delegation{}, Approvals: []fsstore.Task{}, Triggers: []fsstore.Trigger{}, Timeline: []Event{}, Leases: []LeaseView{}}
+		Agents: []AgentView{}, Humans: []string{}, Tasks: []TaskView{}, Chats: []Chat{}, Conversations: []fsstore.Conversation{},
+		Delegations: []fsstore.Delegation{}, Approvals: []fsstore.Task{}, Triggers: []fsstore.Trigger{}, Timeline: []Event{}, Leases: []LeaseView{},
+		Cycles: []string{}}
 	cfg, err := store.LoadConfig()
 	if err != nil {
 		st.Problems = []string{err.Error()}
@@ -183,7 +214,7 @@ func buildState(ctx context.Context, store *fsstore.Store) State {
 	}
 	st.Project = cfg.Project.Name
 	for _, part := range []func(context.Context, *fsstore.Store, *fsstore.Config, *State) error{
-		readAgents, readTasks, readChats, readWork, readTimeline, readLeases,
+		readAgents, readTasks, readFlow, readChats, readWork, readTimeline, readLeases,
 	} {
 		if err := part(ctx, store, cfg, &st); err != nil {
 			st.Problems = append(st.Problems, err.Error())
@@ -234,6 +265,8 @@ func readAgents(ctx context.Context, store *fsstore.Store, cfg *fsstore.Config, 
 	return nil
 }
 
+// readTasks is the newest tasks, each with what it waits for, whether it
+// is ready and what waits for it, and those that wait for a decision.
 func readTasks(_ context.Context, store *fsstore.Store, _ *fsstore.Config, st *State) error {
 	tasks, _, problems, err := store.Tasks(fsstore.TaskFilter{Limit: maxTasks})
 	if err != nil {
@@ -242,13 +275,47 @@ func readTasks(_ context.Context, store *fsstore.Store, _ *fsstore.Config, st *S
 	for _, p := range problems {
 		st.Problems = append(st.Problems, p.Error())
 	}
-	st.Tasks = append(st.Tasks, tasks...)
+	ids := make([]string, len(tasks))
+	for i, t := range tasks {
+		ids[i] = t.ID
+	}
+	deps, err := store.TaskDeps(ids) // one look at the task index for them all
+	if err != nil {
+		return err
+	}
 	for _, t := range tasks {
+		st.Tasks = append(st.Tasks, taskView(t, deps[t.ID]))
 		if t.ApprovalStatus == fsstore.ApprovalPending || t.PendingChange != nil {
 			st.Approvals = append(st.Approvals, t)
 		}
 	}
 	return nil
+}
+
+// taskView is t with what its dependencies make of it: what it waits for
+// (when open: a finished task waits for nothing), whether it is ready,
+// and the open tasks that wait for it now.
+func taskView(t fsstore.Task, d fsstore.TaskDeps) TaskView {
+	v := TaskView{Task: t, Ready: d.Ready, WaitedBy: d.WaitedBy}
+	if fsstore.StatusOpen(t.Status) && len(d.Waits) > 0 {
+		v.WaitsText = fsstore.WaitsText(d.Waits)
+		for _, w := range d.Waits {
+			v.Waits = append(v.Waits, WaitView{TaskID: w.TaskID, Status: w.Status, Subtask: w.Subtask})
+		}
+	}
+	return v
+}
+
+// readFlow counts the ready and waiting tasks and reads the cycles of
+// the task files.
+func readFlow(_ context.Context, store *fsstore.Store, _ *fsstore.Config, st *State) error {
+	var err error
+	if st.Ready, st.Waiting, err = store.TaskCounts(); err != nil {
+		return err
+	}
+	cycles, err := store.Cycles()
+	st.Cycles = append(st.Cycles, cycles...)
+	return err
 }
 
 // readChats reads the tail of every agent's log and groups the messages

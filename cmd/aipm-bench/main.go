@@ -75,12 +75,13 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 beside its raw floor measured in the same run, in throw-away projects with
 fsync on: real aipm serve processes driven by the MCP SDK's client over stdio.
 Takes minutes; --quick is a smoke run, --only measures the targets named (P1 to
-P10, or one row: P3c, P3s, P6a to P6h, P8a, P8b, P9a to P9c, P10s1, P10s2,
-P10h1, P10h2) and no others. P9 drives aipm web's page in a headless Chromium
-(chromium on PATH; without it, P9a and P9b say so and are not met). P10 runs P1
-and P2 over ssh, through a loopback sshd it starts with keys it generates
-(sshd and ssh-keygen installed; without them the ssh rows say so and are not
-met), and over aipm serve --http, each beside the local one.
+P10 or P12, or one row: P3c, P3s, P6a to P6h, P8a, P8b, P9a to P9c, P10s1,
+P10s2, P10h1, P10h2, P12a, P12r, P12w) and no others. P9 drives aipm web's page
+in a headless Chromium (chromium on PATH; without it, P9a and P9b say so and
+are not met). P10 runs P1 and P2 over ssh, through a loopback sshd it starts
+with keys it generates (sshd and ssh-keygen installed; without them the ssh
+rows say so and are not met), and over aipm serve --http, each beside the local
+one.
 
 Every target has a deadline (minutes: 10, or 20 for those of a million
 lines of history; 2 with --quick; --row-timeout sets them all). A target

@@ -116,7 +116,7 @@ func TestBenchOnly(t *testing.T) {
 		args []string
 		want string
 	}{
-		{"unknown target", []string{"--only", "P4,P11"}, `aipm-bench: --only "P11": no such target; name some of P1 to P10, or a P3, P6, P8, P9 or P10 row (P3c, P3s, P6a to P6h, P8a, P8b, P9a to P9c, P10s1, P10s2, P10h1, P10h2)` + "\n"},
+		{"unknown target", []string{"--only", "P4,P11"}, `aipm-bench: --only "P11": no such target; name some of P1 to P10 or P12, or a P3, P6, P8, P9, P10 or P12 row (P3c, P3s, P6a to P6h, P8a, P8b, P9a to P9c, P10s1, P10s2, P10h1, P10h2, P12a, P12r, P12w)` + "\n"},
 		{"no such aipm", []string{"--only", "P4", "--aipm", "no/such/aipm"}, `aipm-bench: --aipm "no/such/aipm": no such file: give the path of an aipm binary (go build -o aipm ./cmd/aipm)` + "\n"},
 		{"not aipm", []string{"--only", "P4", "--aipm", bench}, `aipm-bench: --aipm "` + bench + `": ` + bench + ` version: exit status 2: give the path of an aipm binary (go build -o aipm ./cmd/aipm)` + "\n"},
 		{"an argument", []string{"P4"}, `aipm-bench: aipm-bench takes no arguments, not "P4": see aipm-bench --help` + "\n"},

@@ -8,7 +8,7 @@ import (
 
 	"aipm/fsstore"
 	"aipm/internal/launch"
-	"aipm/internal/table"
+	"aipm/internal/status"
 )
 
 type agentListOptions struct {
@@ -40,32 +40,14 @@ func newCmdAgentList(e *env, runF func(*agentListOptions) error) *cobra.Command 
 	return c
 }
 
-// agentInfo is one agent in agent list --json.
-type agentInfo struct {
-	ID      string `json:"id"`
-	Type    string `json:"type"`
-	Role    string `json:"role"`
-	Parent  string `json:"parent,omitempty"`
-	Name    string `json:"name,omitempty"`
-	Passkey bool   `json:"hasPasskey"`
-	// SavedPasskey is whether its passkey is saved for aipm watch, and is
-	// its passkey: none, current or stale (fsstore.SavedPasskeyOf).
-	SavedPasskey string `json:"savedPasskey,omitempty"`
-	// Starts is what aipm watch starts for the agent (a client, a
-	// command's first word), May what that may do; both omitted when it
-	// has no command.
-	Starts string `json:"starts,omitempty"`
-	May    string `json:"may,omitempty"`
-}
-
 func agentListRun(o *agentListOptions) error {
 	store, cfg, err := o.e.open()
 	if err != nil {
 		return err
 	}
-	list := []agentInfo{}
+	list := []status.AgentEntry{}
 	for _, a := range cfg.Agents {
-		info := agentInfo{ID: a.ID, Type: a.Type, Role: a.Role, Parent: a.Parent, Name: a.Name}
+		info := status.AgentEntry{ID: a.ID, Type: a.Type, Role: a.Role, Parent: a.Parent, Name: a.Name}
 		info.Starts, info.May = launch.Starts(a)
 		if info.Role == "" {
 			info.Role = fsstore.RoleWorker
@@ -81,36 +63,11 @@ func agentListRun(o *agentListOptions) error {
 		return writeJSON(o.e.stdout, list)
 	}
 	if o.Quiet {
-		ids := make([]string, len(list))
-		for i, a := range list {
-			ids[i] = a.ID
-		}
-		return printIDs(o.e.stdout, ids)
+		return printIDs(o.e.stdout, list, func(x status.AgentEntry) string { return x.ID })
 	}
 	if len(list) == 0 {
 		_, err := fmt.Fprintln(o.e.stdout, "no agents: add one with aipm agent add ID --type ai|human")
 		return err
 	}
-	t := &table.Table{Header: []string{"ID", "TYPE", "ROLE", "PARENT", "NAME", "PASSKEY", "STARTS"}}
-	for _, a := range list {
-		key := "-"
-		if a.Type == fsstore.AgentAI {
-			key = map[bool]string{true: "yes", false: "MISSING"}[a.Passkey]
-		}
-		if key == "yes" && a.SavedPasskey == fsstore.SavedStale {
-			key = "STALE" // saved, and not its passkey: aipm doctor says more
-		}
-		starts := table.Dash(a.Starts)
-		if a.May != "" {
-			starts += ": may " + a.May
-		}
-		t.Add(a.ID, a.Type, a.Role, table.Dash(a.Parent), table.Dash(a.Name), key, starts)
-	}
-	t.Style = func(col int, cell string) string {
-		if col == 5 && (cell == "MISSING" || cell == "STALE") {
-			return "31"
-		}
-		return ""
-	}
-	return t.Print(o.e.stdout, o.e.colour, o.e.width)
+	return status.AgentTable(list).Print(o.e.stdout, o.e.colour, o.e.width)
 }

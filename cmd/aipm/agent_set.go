@@ -11,6 +11,7 @@ import (
 
 	"aipm/fsstore"
 	"aipm/internal/launch"
+	"aipm/internal/status"
 )
 
 type agentSetOptions struct {
@@ -150,7 +151,7 @@ func agentSetRun(cmd *cobra.Command, o *agentSetOptions) error {
 		}
 	}
 	if o.JSON {
-		info := agentInfo{ID: after.ID, Type: after.Type, Role: after.Role, Parent: after.Parent, Name: after.Name}
+		info := status.AgentEntry{ID: after.ID, Type: after.Type, Role: after.Role, Parent: after.Parent, Name: after.Name}
 		if path, err := store.PasskeyPath(after.ID); err == nil {
 			_, serr := os.Stat(path)
 			info.Passkey = serr == nil
@@ -158,7 +159,7 @@ func agentSetRun(cmd *cobra.Command, o *agentSetOptions) error {
 		return writeJSON(o.e.stdout, struct {
 			ID      string            `json:"id"`
 			Changed []agentChangeJSON `json:"changed"`
-			Agent   agentInfo         `json:"agent"`
+			Agent   status.AgentEntry `json:"agent"`
 		}{after.ID, changed, info})
 	}
 	w := o.e.stdout

@@ -28,11 +28,12 @@ func quietJSON(cmd string, quiet, json bool) error {
 	return nil
 }
 
-// printIDs is --quiet: the whole ids, one a line, for scripts.
-func printIDs(w io.Writer, ids []string) error {
+// printIDs is --quiet: the whole id of each of items, one a line, for
+// scripts.
+func printIDs[T any](w io.Writer, items []T, id func(T) string) error {
 	var b strings.Builder
-	for _, id := range ids {
-		b.WriteString(id)
+	for _, item := range items {
+		b.WriteString(id(item))
 		b.WriteByte('\n')
 	}
 	_, err := io.WriteString(w, b.String())

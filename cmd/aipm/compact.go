@@ -6,6 +6,7 @@ import (
 	"github.com/spf13/cobra"
 
 	"aipm/fsstore"
+	"aipm/internal/table"
 )
 
 type compactOptions struct {
@@ -72,7 +73,7 @@ func compactRun(cmd *cobra.Command, o *compactOptions) error {
 		verb = "would drop"
 	}
 	for _, f := range res.Files {
-		line := fmt.Sprintf("%s  %s %s (%s), kept %s", f.Path, verb, plural(f.DroppedLines, "line"), byteSize(f.DroppedBytes), byteSize(f.KeptBytes))
+		line := fmt.Sprintf("%s  %s %s (%s), kept %s", f.Path, verb, plural(f.DroppedLines, "line"), table.ByteSize(f.DroppedBytes), table.ByteSize(f.KeptBytes))
 		if f.Unread {
 			line += ": unread lines kept"
 		}
@@ -82,18 +83,4 @@ func compactRun(cmd *cobra.Command, o *compactOptions) error {
 		fmt.Fprintln(o.e.stdout, "nothing to compact")
 	}
 	return err
-}
-
-// byteSize is n bytes for a person: 512 B, 3.4 KiB, 12.0 MiB.
-func byteSize(n int64) string {
-	const unit = 1024
-	if n < unit {
-		return fmt.Sprintf("%d B", n)
-	}
-	div, exp := int64(unit), 0
-	for m := n / unit; m >= unit; m /= unit {
-		div *= unit
-		exp++
-	}
-	return fmt.Sprintf("%.1f %ciB", float64(n)/float64(div), "KMGTPE"[exp])
 }

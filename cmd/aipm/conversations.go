@@ -3,7 +3,6 @@ package main
 import (
 	"context"
 	"fmt"
-	"strings"
 
 	"github.com/spf13/cobra"
 
@@ -60,11 +59,7 @@ func conversationsRun(ctx context.Context, o *conversationsOptions) error {
 	case o.JSON:
 		return writeJSON(o.e.stdout, cs)
 	case o.Quiet:
-		ids := make([]string, len(cs))
-		for i, c := range cs {
-			ids[i] = c.ID
-		}
-		return printIDs(o.e.stdout, ids)
+		return printIDs(o.e.stdout, cs, func(x fsstore.Conversation) string { return x.ID })
 	case len(cs) == 0 && o.All:
 		_, err := fmt.Fprintln(o.e.stdout, "no conversations")
 		return err
@@ -137,34 +132,8 @@ func conversationShowRun(ctx context.Context, o *conversationShowOptions) error 
 		return writeJSON(o.e.stdout, conversationJSON{Conversation: c, Messages: msgs})
 	}
 	e := o.e
-	fields := []struct{ label, value string }{
-		{"id", c.ID},
-		{"state", c.State},
-		{"initiator", c.Initiator},
-		{"participant", strings.Join(c.Others(c.Initiator), ", ")},
-		{"purpose", c.Purpose},
-		{"turns", fmt.Sprintf("%d of %d", c.Turns, c.MaxTurns)},
-		{"task", c.TaskID},
-		{"created", e.timeText(c.CreatedAt)},
-		{"ended", e.timeText(c.EndedAt)},
-		{"end reason", c.EndReason},
-		{"ended by", c.EndedBy},
-	}
-	if c.EndedAt.IsZero() {
-		fields[8].value = ""
-	}
-	for _, f := range fields {
-		if f.value != "" {
-			fmt.Fprintf(e.stdout, "%-12s %s\n", f.label+":", visible(f.value))
-		}
-	}
-	fmt.Fprintln(e.stdout, "history:")
-	for _, h := range c.History {
-		line := fmt.Sprintf("  %s  %s by %s", e.timeText(h.At), h.State, h.By)
-		if h.Reason != "" {
-			line += " (" + h.Reason + ")"
-		}
-		fmt.Fprintln(e.stdout, visible(line))
+	if err := status.PrintConversation(e.stdout, c, e.timeText); err != nil {
+		return err
 	}
 	if len(msgs) == 0 {
 		_, err := fmt.Fprintln(e.stdout, "no messages")
@@ -225,11 +194,7 @@ func delegationsRun(o *delegationsOptions) error {
 	case o.JSON:
 		return writeJSON(o.e.stdout, ds)
 	case o.Quiet:
-		ids := make([]string, len(ds))
-		for i, d := range ds {
-			ids[i] = d.ID
-		}
-		return printIDs(o.e.stdout, ids)
+		return printIDs(o.e.stdout, ds, func(x fsstore.Delegation) string { return x.ID })
 	case len(ds) == 0 && o.All:
 		_, err := fmt.Fprintln(o.e.stdout, "no delegations")
 		return err

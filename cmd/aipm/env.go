@@ -5,6 +5,8 @@ import (
 	"fmt"
 	"io"
 	"os"
+	"slices"
+	"strings"
 
 	"aipm/fsstore"
 	"aipm/internal/launch"
@@ -151,6 +153,23 @@ func (e *env) human(cfg *fsstore.Config, as, what string) (string, error) {
 func taskID(store *fsstore.Store, arg string) (string, error) {
 	id, err := store.ResolveID(fsstore.Tasks, arg)
 	return id, asUsage(err)
+}
+
+// taskIDs resolves task ids or unique starts of them (what names the flag
+// in the message); none gives none. One of keep is taken as written.
+func taskIDs(store *fsstore.Store, args []string, what string, keep ...string) ([]string, error) {
+	var ids []string
+	for _, a := range args {
+		id, err := strings.TrimSpace(a), error(nil)
+		if !slices.Contains(keep, id) {
+			id, err = taskID(store, id)
+		}
+		if err != nil {
+			return nil, fmt.Errorf("%s: %w", what, err)
+		}
+		ids = append(ids, id)
+	}
+	return ids, nil
 }
 
 // agentRef checks that id, if given, names an agent of the project (exit 2

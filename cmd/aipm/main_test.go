@@ -512,20 +512,24 @@ func cmdWaitFor(ts *testscript.TestScript, neg bool, args []string) {
 
 // handedit FILE KEY VALUE sets a top-level string field of a JSON document
 // the way an editor saves: a new file renamed over the old one. A VALUE
-// of @PATH is the content of the file PATH (a long text).
+// of @PATH is the content of the file PATH (a long text); one of json:TEXT
+// is the JSON value TEXT (a list, such as a task's blockedBy).
 func cmdHandEdit(ts *testscript.TestScript, neg bool, args []string) {
 	if neg || len(args) != 3 {
 		ts.Fatalf("usage: handedit FILE KEY VALUE")
 	}
+	var value any = args[2]
 	if name, ok := strings.CutPrefix(args[2], "@"); ok {
-		args[2] = ts.ReadFile(name)
+		value = ts.ReadFile(name)
+	} else if text, ok := strings.CutPrefix(args[2], "json:"); ok {
+		ts.Check(json.Unmarshal([]byte(text), &value))
 	}
 	path := ts.MkAbs(args[0])
 	data, err := os.ReadFile(path)
 	ts.Check(err)
 	var doc map[string]any
 	ts.Check(json.Unmarshal(data, &doc))
-	doc[args[1]] = args[2]
+	doc[args[1]] = value
 	data, err = json.MarshalIndent(doc, "", "  ")
 	ts.Check(err)
 	ts.Check(os.WriteFile(path+".swp", append(data, '\n'), 0o644))

@@ -18,6 +18,8 @@ A task id may be given whole or as any unique start of it, with or without
 Changes are credited to --as ID, else $AIPM_AS, else the project's only human.`,
 		`  aipm task add "Fix the login form" --assignee coder --priority high
   aipm task list --status in_progress
+  aipm task list --ready
+  aipm task graph
   aipm task show 01KAQ7
   aipm task edit 01KAQ7 --priority urgent
   aipm task status 01KAQ7 blocked --reason "the API is changing"`,
@@ -26,6 +28,8 @@ Changes are credited to --as ID, else $AIPM_AS, else the project's only human.`,
 		newCmdTaskShow(e, nil),
 		newCmdTaskEdit(e, nil),
 		newCmdTaskAssign(e, nil),
+		newCmdTaskDepend(e, nil),
+		newCmdTaskGraph(e, nil),
 		newCmdTaskStatus(e, nil),
 		newCmdTaskDecide(e, fsstore.ApprovalApproved, nil),
 		newCmdTaskDecide(e, fsstore.ApprovalRejected, nil),

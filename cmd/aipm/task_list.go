@@ -20,19 +20,25 @@ type taskListOptions struct {
 func newCmdTaskList(e *env, runF func(*taskListOptions) error) *cobra.Command {
 	o := &taskListOptions{e: e}
 	c := &cobra.Command{
-		Use:   "list [--status S] [--assignee AGENT]",
+		Use:   "list [--status S] [--assignee AGENT] [--ready|--waiting] [--unassigned]",
 		Short: "List tasks, newest first",
 		Long: `List the project's tasks, newest first, optionally only those with a status
-or an assignee. The table shows each id by its shortest unique start (any
+or an assignee. --ready lists the tasks ready to start (todo, approved, and
+waiting for nothing), --waiting the open ones that wait for other tasks (a
+last column says for which, and their statuses), --unassigned those nobody
+is assigned. The table shows each id by its shortest unique start (any
 command takes it), when the task last changed, and titles cut to the
 terminal's width ($COLUMNS if set); --json prints the whole documents, and
 --quiet the whole ids, one a line. A task document that cannot be read is
 skipped with a warning.`,
-		Example: "  aipm task list\n  aipm task list --status in_progress --assignee coder\n  aipm task list --json\n  aipm task list --status blocked -q",
+		Example: "  aipm task list\n  aipm task list --status in_progress --assignee coder\n  aipm task list --ready --unassigned\n  aipm task list --waiting\n  aipm task list --status blocked -q",
 		Args:    argsNone,
 		RunE: func(cmd *cobra.Command, args []string) error {
 			if err := quietJSON("task list", o.Quiet, o.JSON); err != nil {
 				return err
+			}
+			if o.Filter.Ready && o.Filter.Waiting {
+				return usageError("task list: a task is never both ready and waiting: pass --ready or --waiting, not both")
 			}
 			if o.Filter.Status != "" {
 				if err := fsstore.CheckStatus(o.Filter.Status); err != nil {
@@ -47,6 +53,9 @@ skipped with a warning.`,
 	}
 	c.Flags().StringVar(&o.Filter.Status, "status", "", "only tasks with this status")
 	c.Flags().StringVar(&o.Filter.Assignee, "assignee", "", "only tasks assigned to this agent")
+	c.Flags().BoolVar(&o.Filter.Ready, "ready", false, "only tasks ready to start: todo, approved, waiting for nothing")
+	c.Flags().BoolVar(&o.Filter.Waiting, "waiting", false, "only open tasks waiting for other tasks, and for which")
+	c.Flags().BoolVar(&o.Filter.Unassigned, "unassigned", false, "only tasks nobody is assigned")
 	c.Flags().BoolVar(&o.JSON, "json", false, "print the tasks as a JSON array")
 	c.Flags().BoolVarP(&o.Quiet, "quiet", "q", false, "print only the whole task ids, one a line")
 	c.RegisterFlagCompletionFunc("status", completeStatuses)
@@ -77,11 +86,7 @@ func taskListRun(o *taskListOptions) error {
 		}
 		return writeJSON(o.e.stdout, tasks)
 	case o.Quiet:
-		ids := make([]string, len(tasks))
-		for i, t := range tasks {
-			ids[i] = t.ID
-		}
-		return printIDs(o.e.stdout, ids)
+		return printIDs(o.e.stdout, tasks, func(x fsstore.Task) string { return x.ID })
 	case len(tasks) == 0 && o.Filter == fsstore.TaskFilter{}:
 		_, err := fmt.Fprintln(o.e.stdout, "no tasks: add one with aipm task add TITLE")
 		return err
@@ -93,36 +98,20 @@ func taskListRun(o *taskListOptions) error {
 	if err != nil {
 		return fmt.Errorf("task list: %w", err)
 	}
-	t := &table.Table{Header: []string{"ID", "STATUS", "PRIORITY", "ASSIGNEE", "UPDATED", "TITLE"}, Cut: 5}
-	for _, task := range tasks {
-		t.Add(short(task.ID), statusText(task), task.Priority, table.Dash(task.Assignee), o.e.age(task.UpdatedAt), visible(table.OneLine(task.Title)))
-	}
-	t.Style = func(col int, cell string) string {
-		if col == 1 {
-			return status.TaskStyle(cell)
+	var waits map[string][]fsstore.Wait
+	if o.Filter.Waiting {
+		ids := make([]string, len(tasks))
+		for i, t := range tasks {
+			ids[i] = t.ID
 		}
-		return ""
+		deps, err := store.TaskDeps(ids)
+		if err != nil {
+			return fmt.Errorf("task list: %w", err)
+		}
+		waits = make(map[string][]fsstore.Wait, len(deps))
+		for id, d := range deps {
+			waits[id] = d.Waits
+		}
 	}
-	return t.Print(o.e.stdout, o.e.colour, o.e.width)
-}
-
-// statusText is the status (statusNote), with the approval state when it
-// is not approved.
-func statusText(t fsstore.Task) string {
-	if t.ApprovalStatus == fsstore.ApprovalApproved || t.ApprovalStatus == "" {
-		return statusNote(t)
-	}
-	return statusNote(t) + " (" + t.ApprovalStatus + ")"
-}
-
-// statusNote is the status, saying when the file holds one aipm does not
-// take: a status that is not one, or a hand edit it does not allow.
-func statusNote(t fsstore.Task) string {
-	switch {
-	case fsstore.CheckStatus(t.Status) != nil:
-		return t.Status + " (invalid: not a status, see aipm doctor)"
-	case t.HandStatus != "":
-		return t.Status + " (" + t.HandStatus + " by hand: not allowed, see aipm doctor)"
-	}
-	return t.Status
+	return status.TaskTable(tasks, short, o.e.age, waits).Print(o.e.stdout, o.e.colour, o.e.width)
 }

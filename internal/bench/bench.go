@@ -23,7 +23,7 @@ import (
 // Options are what one run measures, and with what.
 type Options struct {
 	Quick      bool          // fewer iterations and a 100,000-line history (a smoke run)
-	Only       []string      // the targets to measure (P1 to P10, or a row of one); all when empty
+	Only       []string      // the targets to measure (P1 to P10 or P12, or a row of one); all when empty
 	Aipm       string        // the aipm binary measured: every aipm process the bench starts is one
 	Self       string        // the bench's own binary, which runs the floors' helpers (bench-floor-reader ...)
 	Log        io.Writer     // progress lines

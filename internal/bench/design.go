@@ -7,4 +7,5 @@ const (
 	versionOverHello  = 2   // P4v: ms, aipm version's p50 above a hello-world Go binary's
 	rssTarget         = 20  // P5, P6: MB, aipm serve's peak resident memory
 	agentStartOver    = 10  // P7b: ms, above a bare fork/exec of aipm version
+	flowTriggerOver   = 5   // P12a: ms, the p99 above the inotify floor's
 )

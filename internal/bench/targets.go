@@ -16,7 +16,7 @@ func Check(only []string) error {
 }
 
 // compareIDs orders row ids by their target's number, then the row's
-// letters: P1, P1i, P1r, P2, ..., P9c, P10h1.
+// letters: P1, P1i, P1r, P2, ..., P9c, P10h1, P12a.
 func compareIDs(a, b string) int {
 	num := func(id string) (int, string) {
 		i := 1
@@ -77,6 +77,8 @@ func targets() []target {
 		{[]string{"P9", "P9C"}, []string{"P9c"}, "page weight", short, (*bench).webWeight},
 		{[]string{"P10", "P10S1", "P10H1"}, []string{"P10h1", "P10s1"}, "P1 over ssh and http", long, (*bench).remoteDelivery},
 		{[]string{"P10", "P10S2", "P10H2"}, []string{"P10h2", "P10s2"}, "P2 over ssh and http", long, (*bench).remoteThroughput},
+		{[]string{"P12", "P12A"}, []string{"P12a"}, "aipm watch: blocker done -> the dependent's trigger written", short, (*bench).flowTrigger},
+		{[]string{"P12", "P12R", "P12W"}, []string{"P12r", "P12w"}, "ready and waiting lists among tasks", short, (*bench).readyLists},
 	}
 }
 
@@ -95,7 +97,7 @@ func (b *bench) measures(only []string) ([]target, error) {
 			known = known || slices.Contains(m.names, id)
 		}
 		if !known {
-			return nil, fmt.Errorf("--only %q: %w; name some of P1 to P10, or a P3, P6, P8, P9 or P10 row (P3c, P3s, P6a to P6h, P8a, P8b, P9a to P9c, P10s1, P10s2, P10h1, P10h2)", id, ErrUnknownTarget)
+			return nil, fmt.Errorf("--only %q: %w; name some of P1 to P10 or P12, or a P3, P6, P8, P9, P10 or P12 row (P3c, P3s, P6a to P6h, P8a, P8b, P9a to P9c, P10s1, P10s2, P10h1, P10h2, P12a, P12r, P12w)", id, ErrUnknownTarget)
 		}
 		want[id] = true
 	}

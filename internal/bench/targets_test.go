@@ -19,6 +19,7 @@ func TestMeasures(t *testing.T) {
 		"delivery", "throughput", "history1M", "compacted", "startup",
 		"ownSent", "unreadNotifications", "listTasks", "myTask", "authTasks", "authSessions", "authOwnSent", "ownSentCompacted",
 		"watchBench", "hookWallTime", "hookWake", "webLive", "webFirstRender", "webWeight", "remoteDelivery", "remoteThroughput",
+		"flowTrigger", "readyLists",
 	}
 	for _, tc := range []struct {
 		only []string
@@ -45,6 +46,9 @@ func TestMeasures(t *testing.T) {
 		{[]string{"P10"}, []string{"remoteDelivery", "remoteThroughput"}},
 		{[]string{"p10s1"}, []string{"remoteDelivery"}},
 		{[]string{"P10H2"}, []string{"remoteThroughput"}},
+		{[]string{"P12"}, []string{"flowTrigger", "readyLists"}},
+		{[]string{"p12a"}, []string{"flowTrigger"}},
+		{[]string{"P12w", "P12R"}, []string{"readyLists"}},
 		{[]string{"P11"}, nil},
 		{[]string{"P4", "P11"}, nil},
 		{[]string{"P1r"}, nil},
@@ -82,7 +86,7 @@ func TestMeasures(t *testing.T) {
 // case, and the names there are.
 func TestCheckMessage(t *testing.T) {
 	err := Check([]string{"p4", "p11"})
-	want := `--only "P11": no such target; name some of P1 to P10, or a P3, P6, P8, P9 or P10 row (P3c, P3s, P6a to P6h, P8a, P8b, P9a to P9c, P10s1, P10s2, P10h1, P10h2)`
+	want := `--only "P11": no such target; name some of P1 to P10 or P12, or a P3, P6, P8, P9, P10 or P12 row (P3c, P3s, P6a to P6h, P8a, P8b, P9a to P9c, P10s1, P10s2, P10h1, P10h2, P12a, P12r, P12w)`
 	if err == nil || err.Error() != want {
 		t.Errorf("Check: %v, want %s", err, want)
 	}
@@ -98,7 +102,7 @@ func methodName(f func(*bench) ([]Row, error)) string {
 // TestCompareIDs: rows sort by their target's number, then by the row's
 // letters and digits, whatever order they come in.
 func TestCompareIDs(t *testing.T) {
-	want := []string{"P1", "P1i", "P1r", "P2", "P2rpc", "P3", "P3c", "P3s", "P4", "P5", "P6a", "P6h", "P7a", "P7b", "P8a", "P8a1", "P8b", "P9a", "P9c", "P10h1", "P10h2", "P10s1", "P10s2"}
+	want := []string{"P1", "P1i", "P1r", "P2", "P2rpc", "P3", "P3c", "P3s", "P4", "P5", "P6a", "P6h", "P7a", "P7b", "P8a", "P8a1", "P8b", "P9a", "P9c", "P10h1", "P10h2", "P10s1", "P10s2", "P12a", "P12r", "P12w"}
 	reversed := slices.Clone(want)
 	slices.Reverse(reversed)
 	// by string order P10 comes before P2: sorted as text, the order is wrong
@@ -160,8 +164,8 @@ func TestTargets(t *testing.T) {
 			}
 			seen[id] = name
 			family := id[:2]
-			if len(id) > 2 && id[2] == '0' {
-				family = "P10"
+			if len(id) > 2 && id[2] >= '0' && id[2] <= '9' {
+				family = id[:3] // P10, P12
 			}
 			if !slices.Contains(tg.names, family) && !slices.Contains(tg.names, strings.ToUpper(id)) {
 				t.Errorf("row %s of %s runs for neither %s nor %s: %q", id, name, family, strings.ToUpper(id), tg.names)

@@ -119,6 +119,8 @@ func printTasks(v View, w io.Writer, r *Report) error {
 	if r.Pending > 0 {
 		t.Add("pending approval", fmt.Sprint(r.Pending))
 	}
+	t.Add("ready (todo, waiting for nothing)", fmt.Sprint(r.Ready))
+	t.Add("waiting for other tasks", fmt.Sprint(r.Waiting))
 	return t.Print(w, v.Colour, v.Width)
 }
 

@@ -1,8 +1,10 @@
 // Package status is what aipm status reports of a project: its agents
-// with their live sessions and unread counts, the tasks by status, the
-// pending triggers, open conversations and delegations, the watcher and
-// the agent processes it started, and the live file leases; and how it
-// prints them (Print).
+// with their live sessions and unread counts, the tasks by status and how
+// many are ready or waiting, the pending triggers, open conversations and
+// delegations, the watcher and the agent processes it started, and the
+// live file leases; and how it prints them (Print), with the tables the
+// list commands share (tasks, conversations, delegations, leases) and a
+// task as aipm task show prints it (PrintTask).
 package status
 
 import (
@@ -36,6 +38,11 @@ type Report struct {
 	Agents  []Agent        `json:"agents"`
 	Tasks   map[string]int `json:"tasks"` // count by status, every status present
 	Pending int            `json:"tasksPendingApproval"`
+	// Ready counts the tasks ready to start (todo, approved, waiting for
+	// nothing), Waiting the open ones waiting for other tasks
+	// (fsstore.Store.TaskCounts).
+	Ready   int `json:"tasksReady"`
+	Waiting int `json:"tasksWaiting"`
 	// HandEdits counts the tasks whose status was edited by hand to one
 	// aipm does not allow (counted under their last valid status).
 	HandEdits int `json:"tasksEditedByHand,omitempty"`
@@ -189,6 +196,9 @@ func collectTasks(ctx context.Context, store *fsstore.Store, cfg *fsstore.Config
 		if t.ApprovalStatus == fsstore.ApprovalPending {
 			r.Pending++
 		}
+	}
+	if r.Ready, r.Waiting, err = store.TaskCounts(); err != nil {
+		return fmt.Errorf("ready and waiting tasks: %w", err)
 	}
 	return nil
 }

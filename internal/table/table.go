@@ -1,7 +1,7 @@
 // Package table is how the CLI prints a table and what its cells show:
 // columns aligned, coloured without shifting, the free-text column cut to
 // the terminal's width; ids shortened to what tells them apart; times as
-// ages. --json and --quiet always print the whole values.
+// ages; sizes in KiB and MiB. --json and --quiet always print the whole values.
 package table
 
 import (
@@ -161,6 +161,20 @@ func Age(t, now time.Time, loc *time.Location) string {
 		return fmt.Sprintf("%dm ago", d/time.Minute)
 	}
 	return fmt.Sprintf("%ds ago", d/time.Second)
+}
+
+// ByteSize is n bytes for a person: 512 B, 3.4 KiB, 12.0 MiB.
+func ByteSize(n int64) string {
+	const unit = 1024
+	if n < unit {
+		return fmt.Sprintf("%d B", n)
+	}
+	div, exp := int64(unit), 0
+	for m := n / unit; m >= unit; m /= unit {
+		div *= unit
+		exp++
+	}
+	return fmt.Sprintf("%.1f %ciB", float64(n)/float64(div), "KMGTPE"[exp])
 }
 
 // minCut is the narrowest a table's cut column gets, whatever the width.

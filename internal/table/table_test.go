@@ -78,6 +78,27 @@ func TestAgeText(t *testing.T) {
 	}
 }
 
+// TestByteSize: bytes whole under a KiB, then one decimal of the largest
+// binary unit.
+func TestByteSize(t *testing.T) {
+	for _, tc := range []struct {
+		n    int64
+		want string
+	}{
+		{0, "0 B"},
+		{1023, "1023 B"},
+		{1024, "1.0 KiB"},
+		{3482, "3.4 KiB"},
+		{12 << 20, "12.0 MiB"},
+		{1<<30 - 1, "1024.0 MiB"},
+		{5 << 40, "5.0 TiB"},
+	} {
+		if got := ByteSize(tc.n); got != tc.want {
+			t.Errorf("ByteSize(%d) = %q, want %q", tc.n, got, tc.want)
+		}
+	}
+}
+
 // TestTableCut: the cut column gives way so that no line is wider than
 // the width, down to minCut; other columns never change; no width, no cut.
 func TestTableCut(t *testing.T) {

@@ -120,6 +120,15 @@
     fillSelect($('#send-form select[name=to]'), ais.concat(ids.filter((i) => humans.includes(i))).map(withType), ais[0]);
     fillSelect($('#task-form select[name=assignee]'), ais.concat(ids.filter((i) => humans.includes(i))).map(withType), ais[0]);
     fillSelect($('#task-form select[name=priority]'), arr(s.priorities).map((p) => [str(p), str(p)]), str(s.defaultPriority));
+    // What a task may wait for: the open tasks (newest first, as the State
+    // lists them); the depend form's second choice may also name a
+    // finished one, to stop waiting for it.
+    const tasks = arr(s.tasks).filter((t) => t && t.id);
+    const open = tasks.filter((t) => !closed.has(t.status));
+    const choice = (t) => [str(t.id), str(t.title) + ' (' + statusLabel(t.status) + ')'];
+    fillSelect($('#task-form select[name=after]'), [['', 'waits for nothing']].concat(open.map((t) => [str(t.id), 'after ' + str(t.title)])), '');
+    fillSelect($('#depend-form select[name=task]'), open.map(choice));
+    fillSelect($('#depend-form select[name=on]'), tasks.map(choice));
   }
 
   // ---- board ----
@@ -168,10 +177,42 @@
       c.insertBefore(el('div.badge.bad', { text: 'rejected' }), actions);
     }
     if (blocked.has(t.status) && t.blockedReason) c.insertBefore(el('div.reason', { text: str(t.blockedReason) }), actions);
+    flowLines(t, c, actions);
     const d = drafts.get(id);
     actions.firstChild.value = d ? d.status : str(t.status);
     if (d) actions.children[1].value = d.reason;
     return c;
+  }
+
+  // taskName is a task's title, or its id when the State does not show it.
+  const taskName = (id) => taskTitle.get(id) || str(id);
+
+  // flowLines adds to card c, before its actions, what aipm judged of the
+  // task's dependencies: ready; what it waits for (each blocker with a
+  // button to stop waiting for it; a subtask someone else has; a task
+  // that does not exist), with the CLI's words as its tooltip; the tasks
+  // it holds up.
+  function flowLines(t, c, actions) {
+    const waits = arr(t.waits).filter(Boolean);
+    if (t.ready) {
+      c.classList.add('is-ready');
+      c.insertBefore(el('div.badge.ok.ready', { text: 'ready', title: 'to do, approved, waiting for nothing' }), actions);
+    }
+    if (waits.length) {
+      c.classList.add('is-waiting');
+      const line = el('div.waits', { title: 'waits for ' + str(t.waitsText) }, el('span.label', { text: 'waits for' }));
+      for (const w of waits) {
+        const id = str(w.taskId);
+        const chip = el('span.wait' + (w.subtask ? '.subtask' : '') + (w.status ? '' : '.missing'), { dataset: { on: id }, title: taskName(id) + ' (' + id + ')' },
+          el('span.what', { text: (w.subtask ? 'subtask ' : '') + taskName(id) }),
+          el('span.st', { text: w.status ? statusLabel(w.status) : 'does not exist' }));
+        if (!w.subtask) chip.append(el('button.unwait', { type: 'button', text: '×', title: 'stop waiting for ' + id, ariaLabel: 'Stop waiting for ' + taskName(id) }));
+        line.append(chip);
+      }
+      c.insertBefore(line, actions);
+    }
+    const by = arr(t.waitedBy).map(str);
+    if (by.length) c.insertBefore(el('div.waited-by', { text: 'holds up ' + by.map(taskName).join(', '), title: by.join(', ') }), actions);
   }
 
   function renderBoard(s) {
@@ -199,6 +240,153 @@
     }
     board.replaceChildren(f);
     $('#n-tasks').textContent = String(tasks.length);
+  }
+
+  // ---- dependencies: a graph the page lays out itself (inline SVG, no
+  // library): each task that waits for another or is waited for is a box,
+  // in columns by how many tasks come before it, and each dependency an
+  // arrow from the task waited for to the one that waits (dashed: a
+  // subtask its parent waits for; faint: a blocker already done) ----
+  const SVGNS = 'http://www.w3.org/2000/svg';
+  function svg(tag, attrs, ...kids) {
+    const n = document.createElementNS(SVGNS, tag);
+    for (const k in attrs || {}) if (attrs[k] !== undefined && attrs[k] !== null) n.setAttribute(k, String(attrs[k]));
+    for (const c of kids) if (c) n.append(c);
+    return n;
+  }
+  const GRAPH = { maxNodes: 120, w: 184, h: 40, gapX: 56, gapY: 12, pad: 8, chars: 27 };
+
+  // graphOf is the dependencies among the State's tasks: the edges (the
+  // open tasks' first, so that they are drawn when not all fit) and the
+  // tasks they join, in the State's order.
+  function graphOf(tasks) {
+    const edges = [];
+    for (const t of tasks) {
+      const id = str(t.id);
+      const holding = new Set(arr(t.waits).filter((w) => w && !w.subtask).map((w) => str(w.taskId)));
+      for (const b of arr(t.blockedBy).map(str)) edges.push({ from: b, to: id, kind: holding.has(b) ? 'holds' : 'met', open: !closed.has(t.status) });
+      for (const w of arr(t.waits)) if (w && w.subtask) edges.push({ from: str(w.taskId), to: id, kind: 'subtask', open: true });
+    }
+    edges.sort((a, b) => Number(b.open) - Number(a.open));
+    const ids = [];
+    const seen = new Set();
+    for (const e of edges) {
+      for (const n of [e.from, e.to]) if (!seen.has(n)) { seen.add(n); ids.push(n); }
+    }
+    return { edges, ids };
+  }
+
+  // layerOf is each task's column: 0 for one that waits for nothing drawn,
+  // else one more than the furthest it waits for (a cycle, which only a
+  // hand edit makes, is cut where it closes).
+  function layerOf(ids, edges) {
+    const preds = new Map(ids.map((id) => [id, []]));
+    for (const e of edges) preds.get(e.to).push(e.from);
+    const layer = new Map();
+    const visiting = new Set();
+    const depth = (id) => {
+      if (layer.has(id)) return layer.get(id);
+      if (visiting.has(id)) return -1;
+      visiting.add(id);
+      let d = 0;
+      for (const p of preds.get(id)) d = Math.max(d, depth(p) + 1);
+      visiting.delete(id);
+      layer.set(id, d);
+      return d;
+    };
+    for (const id of ids) depth(id);
+    return { layer, preds };
+  }
+
+  // groupsOf splits the tasks into the groups the dependencies join (each
+  // drawn as its own band), in the order of their first task.
+  function groupsOf(ids, edges) {
+    const root = new Map(ids.map((id) => [id, id]));
+    const find = (id) => { while (root.get(id) !== id) { root.set(id, root.get(root.get(id))); id = root.get(id); } return id; };
+    for (const e of edges) root.set(find(e.from), find(e.to));
+    const groups = new Map();
+    for (const id of ids) {
+      const r = find(id);
+      if (!groups.has(r)) groups.set(r, []);
+      groups.get(r).push(id);
+    }
+    return [...groups.values()];
+  }
+
+  // placeOf puts each task in its column, ordered by where the tasks it
+  // waits for are (fewer crossing arrows), each group of tasks below the
+  // one before, and returns each box's corner and the picture's size.
+  function placeOf(ids, edges) {
+    const { layer, preds } = layerOf(ids, edges);
+    const pos = new Map();
+    let top = GRAPH.pad, wide = 0;
+    for (const group of groupsOf(ids, edges)) {
+      const cols = [];
+      for (const id of group) (cols[layer.get(id)] || (cols[layer.get(id)] = [])).push(id);
+      const row = new Map();
+      cols.forEach((col, i) => {
+        if (i > 0) {
+          const at = (id) => { const ps = preds.get(id).filter((p) => row.has(p)); return ps.length ? ps.reduce((a, p) => a + row.get(p), 0) / ps.length : 1e9; };
+          col.sort((a, b) => at(a) - at(b));
+        }
+        col.forEach((id, r) => row.set(id, r));
+      });
+      for (const id of group) pos.set(id, { x: GRAPH.pad + layer.get(id) * (GRAPH.w + GRAPH.gapX), y: top + row.get(id) * (GRAPH.h + GRAPH.gapY) });
+      const tall = Math.max(...cols.map((c) => (c ? c.length : 0)));
+      top += tall * (GRAPH.h + GRAPH.gapY) + GRAPH.gapY;
+      wide = Math.max(wide, cols.length);
+    }
+    return { pos, width: 2 * GRAPH.pad + wide * GRAPH.w + (wide - 1) * GRAPH.gapX, height: top - 2 * GRAPH.gapY + GRAPH.pad };
+  }
+
+  const clip = (s, n) => (s.length > n ? s.slice(0, n - 1) + '…' : s);
+
+  function graphNode(id, t, p) {
+    const sub = t ? statusLabel(t.status) + (t.ready ? ' · ready' : arr(t.waits).length ? ' · waiting' : '') : 'not on the board';
+    const g = svg('g', { class: 'node' + (t && t.ready ? ' ready' : '') + (t && arr(t.waits).length ? ' waiting' : ''), 'data-task-id': id, 'data-status': t ? str(t.status) : '', transform: 'translate(' + p.x + ',' + p.y + ')', tabindex: 0 },
+      svg('title'), svg('rect', { width: GRAPH.w, height: GRAPH.h, rx: 6 }),
+      svg('text', { x: 8, y: 16, class: 'name' }), svg('text', { x: 8, y: 32, class: 'sub' }));
+    g.children[0].textContent = (t ? str(t.title) + ' · ' : '') + sub + ' · ' + id;
+    g.children[2].textContent = clip(t ? str(t.title) : id, GRAPH.chars);
+    g.children[3].textContent = sub;
+    return g;
+  }
+
+  function graphEdge(e, a, b) {
+    const x1 = a.x + GRAPH.w, y1 = a.y + GRAPH.h / 2, x2 = b.x, y2 = b.y + GRAPH.h / 2;
+    const d = x2 > x1
+      ? 'M' + x1 + ' ' + y1 + ' C' + (x1 + GRAPH.gapX / 2) + ' ' + y1 + ',' + (x2 - GRAPH.gapX / 2) + ' ' + y2 + ',' + x2 + ' ' + y2
+      : 'M' + x1 + ' ' + y1 + ' C' + (x1 + 40) + ' ' + (y1 + 60) + ',' + (x2 - 40) + ' ' + (y2 + 60) + ',' + x2 + ' ' + y2; // back: a cycle
+    return svg('path', { class: 'edge ' + e.kind, d, 'data-from': e.from, 'data-to': e.to, 'marker-end': 'url(#dep-arrow)' });
+  }
+
+  function renderGraph(s) {
+    const tasks = arr(s.tasks).filter((t) => t && t.id);
+    const byId = new Map(tasks.map((t) => [str(t.id), t]));
+    let { edges, ids } = graphOf(tasks);
+    const left = Math.max(0, ids.length - GRAPH.maxNodes);
+    if (left) {
+      ids = ids.slice(0, GRAPH.maxNodes);
+      const kept = new Set(ids);
+      edges = edges.filter((e) => kept.has(e.from) && kept.has(e.to));
+    }
+    const box = $('#graph');
+    if (!ids.length) {
+      box.replaceChildren(el('div.empty', { text: 'No task waits for another.' }));
+    } else {
+      const { pos, width, height } = placeOf(ids, edges);
+      const pic = svg('svg', { width, height, viewBox: '0 0 ' + width + ' ' + height, role: 'img', 'aria-label': 'The tasks and what each waits for' },
+        svg('defs', null, svg('marker', { id: 'dep-arrow', viewBox: '0 0 8 8', refX: 8, refY: 4, markerWidth: 7, markerHeight: 7, orient: 'auto' }, svg('path', { d: 'M0,0 L8,4 L0,8 z' }))));
+      for (const e of edges) pic.append(graphEdge(e, pos.get(e.from), pos.get(e.to)));
+      for (const id of ids) pic.append(graphNode(id, byId.get(id), pos.get(id)));
+      box.replaceChildren(pic);
+      if (left) box.append(el('div.muted', { text: left + ' more tasks with dependencies are not drawn' }));
+    }
+    const f = document.createDocumentFragment();
+    for (const c of arr(s.cycles)) f.append(el('div.badge.bad.cycle', { text: str(c) }));
+    $('#cycles').replaceChildren(f);
+    $('#n-ready').textContent = (Number(s.ready) || 0) + ' ready';
+    $('#n-waiting').textContent = (Number(s.waiting) || 0) + ' waiting';
   }
 
   // ---- approvals ----
@@ -509,6 +697,7 @@
     takeVocabulary(s);
     fillSelects(s);
     renderBoard(s);
+    renderGraph(s);
     renderApprovals(s);
     renderAgents(s);
     renderChats(s);
@@ -538,6 +727,7 @@
   function showError(msg) {
     const e = $('#error');
     e.textContent = msg;
+    e.title = msg; // the whole sentence, where the header cuts it
     e.classList.toggle('shown', !!msg);
   }
   async function post(path, body, btn) {
@@ -582,6 +772,11 @@
       }
     });
     board.addEventListener('click', async (e) => {
+      const u = e.target.closest('button.unwait');
+      if (u) {
+        await post('/api/tasks/depend', { taskId: u.closest('.card').dataset.taskId, blockedBy: [u.closest('.wait').dataset.on], change: 'remove' }, u);
+        return;
+      }
       const b = e.target.closest('button.apply-status');
       if (!b) return;
       const c = b.closest('.card');
@@ -663,10 +858,28 @@
       e.preventDefault();
       const title = tf.elements.title.value.trim();
       if (!title) return;
+      const after = tf.elements.after.value;
       const ok = await post('/api/tasks', {
-        title, assignee: tf.elements.assignee.value, priority: tf.elements.priority.value, description: '',
+        title, assignee: tf.elements.assignee.value, priority: tf.elements.priority.value, description: '', blockedBy: after ? [after] : [],
       }, tf.querySelector('button[type=submit]'));
-      if (ok) tf.elements.title.value = '';
+      if (ok) { tf.elements.title.value = ''; tf.elements.after.value = ''; }
+    });
+
+    // The depend form makes a task wait for another, or stop waiting (aipm
+    // task depend --on [--remove]); a cycle is refused and #error says so.
+    const df = $('#depend-form');
+    const depend = (change, btn) => post('/api/tasks/depend', { taskId: df.elements.task.value, blockedBy: [df.elements.on.value], change }, btn);
+    df.addEventListener('submit', (e) => { e.preventDefault(); depend('add', df.querySelector('button.add-dep')); });
+    df.querySelector('button.remove-dep').addEventListener('click', (e) => depend('remove', e.currentTarget));
+    // A box of the graph shows its card.
+    $('#graph').addEventListener('click', (e) => {
+      const g = e.target.closest('g.node');
+      const c = g && $('#board .card[data-task-id="' + CSS.escape(g.dataset.taskId) + '"]');
+      if (!c) return;
+      c.scrollIntoView({ block: 'nearest', behavior: 'smooth' });
+      c.classList.remove('flash');
+      void c.offsetWidth;
+      c.classList.add('flash');
     });
   }
 

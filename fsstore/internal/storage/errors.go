@@ -109,6 +109,10 @@ const (
 	CodeTooManyReceivers                 = "too_many_receivers"
 	CodeTooManyTargets                   = "too_many_targets"
 	CodeAutoStartRefused                 = "auto_start_refused"
+	CodeDependencyCycle                  = "dependency_cycle"
+	CodeTaskNotReady                     = "task_not_ready"
+	CodeTaskTaken                        = "task_taken"
+	CodeNothingToClaim                   = "nothing_to_claim"
 )
 
 // ErrBackoff says authenticate refused to check a passkey because of

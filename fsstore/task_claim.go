@@ -137,17 +137,18 @@ func (s *Store) applyClaim(cfg *storage.Config, t *Task, agent string, now time.
 		return storage.CodeErr(storage.CodeTaskNotReady, "task %s was edited by hand to a status aipm does not take: a human settles it first (aipm doctor)", t.ID)
 	case !mayClaim(cfg, t.Group, agent):
 		return storage.CodeErr(storage.CodeTaskNotReady, "task %s is for the group %s, which you are not in: claim another", t.ID, t.Group)
-	case t.Status != StatusTodo || t.ApprovalStatus != ApprovalApproved:
-		return storage.CodeErr(storage.CodeTaskNotReady, "task %s is %s (%s), not a todo task ready to start: claim another", t.ID, t.Status, t.ApprovalStatus)
 	}
-	waits, busy, err := s.claimView(*t, agent)
+	v, err := s.claimView(*t, agent)
 	switch {
 	case err != nil:
 		return err
-	case busy != "":
-		return storage.CodeErr(storage.CodeInvalidTransition, "you have task %s in progress: finish it (report_completed) before you claim another", busy)
-	case len(waits) > 0:
-		return storage.CodeErr(storage.CodeTaskNotReady, "task %s waits for %s: claim it once they are done, or claim another", t.ID, WaitsText(waits))
+	case v.busy != "":
+		return storage.CodeErr(storage.CodeInvalidTransition, "you have task %s in progress: finish it (report_completed) before you claim another", v.busy)
+	case v.ready:
+	case len(v.waits) > 0:
+		return storage.CodeErr(storage.CodeTaskNotReady, "task %s waits for %s: claim it once they are done, or claim another", t.ID, WaitsText(v.waits))
+	default:
+		return storage.CodeErr(storage.CodeTaskNotReady, "task %s is %s (%s), not a todo task ready to start: claim another", t.ID, t.Status, t.ApprovalStatus)
 	}
 	t.Assignee = agent
 	if err := applyStatus(t, StatusInProgress, "", agent, now); err != nil {
@@ -157,23 +158,32 @@ func (s *Store) applyClaim(cfg *storage.Config, t *Task, agent string, now time.
 	return nil
 }
 
-// claimView is what a claim of t (as read under the tasks lock) by agent
-// asks of the other tasks, by the index: what t waits for, and a task
-// agent has in progress already ("": none).
-func (s *Store) claimView(t Task, agent string) (waits []Wait, busy string, err error) {
+// claimCheck is what a claim asks of the task it takes and of the others,
+// by the index's rules: whether the task is ready (the one rule, ready),
+// what it waits for, and a task the claimant has in progress already ("":
+// none).
+type claimCheck struct {
+	ready bool
+	waits []Wait
+	busy  string
+}
+
+// claimView judges a claim of t (as read under the tasks lock) by agent.
+func (s *Store) claimView(t Task, agent string) (claimCheck, error) {
 	ix := &s.caches.tasks
 	ix.mu.Lock()
 	defer ix.mu.Unlock()
 	if err := s.refreshTasks(ix); err != nil {
-		return nil, "", err
+		return claimCheck{}, err
 	}
+	v := claimCheck{ready: ix.ready(entryOf(t)), waits: ix.waitsOf(entryOf(t))}
 	for _, e := range ix.open {
 		if e.err == nil && e.assignee == agent && e.status == StatusInProgress && e.id != t.ID {
-			busy = e.id
+			v.busy = e.id
 			break
 		}
 	}
-	return ix.waitsOf(entryOf(t)), busy, nil
+	return v, nil
 }
 
 // claimOffer is the one rule of the task an idle chat session of agent is

@@ -25,10 +25,11 @@ import (
 //
 // UpdateTask applies both after a change through aipm; the watcher's pass
 // (Flow) applies them to every task as its file says, for a hand edit and
-// for a process killed between a change and what follows from it. Both
-// are idempotent: the start is a compare-and-swap under the tasks lock,
-// the news is recorded on the stopped task with its messages (StopTold,
-// Untold) and sent as a task's end is (sendTells).
+// for a process killed between a change and the start it owes. Both are
+// idempotent: the start is a compare-and-swap under the tasks lock; the
+// news is written into the stopped task with its change (StopTold,
+// Untold) and sent as a task's end is (sendTells: a process killed before
+// it sends leaves it to the task's next change or aipm doctor --repair).
 
 // failpointStartUnwritten (internal/failpoint) is the moment a task that
 // starts when ready is set in progress, before it is written: what a

@@ -229,9 +229,9 @@ func reactTriggers(d *Daemon, p *Pass) error {
 // reactFlow applies the rules of work that flows (DESIGN section 20) to
 // every task as its file says (fsstore's Flow): a task whose blockers are
 // all done goes in progress, and the triggers reaction after it starts the
-// assignee; a stop is told to those who wait on it. A change through aipm
-// did both itself; this is for a hand edit, and for a process killed in
-// between. A dependency cycle a hand edit made is logged and told to the
+// assignee; a stop made by hand is told to those who wait on it. A change
+// through aipm did both itself; this is for a hand edit, and for a process
+// killed between a change and the start it owes. A dependency cycle a hand edit made is logged and told to the
 // project's humans, once while it lasts (a restarted watcher included).
 func reactFlow(d *Daemon, p *Pass) error {
 	started, err := d.store.Flow(p.Ctx, p.Cfg)

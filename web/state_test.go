@@ -8,6 +8,7 @@ import (
 	"slices"
 	"strings"
 	"testing"
+	"time"
 
 	"aipm/fsstore"
 	"aipm/web"
@@ -178,16 +179,21 @@ func TestStateShowsFailedRuns(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
-	st := stateOf(t, srv)
-	for _, a := range st.Agents {
-		if a.ID != "coder" {
-			continue
+	// The State is rebuilt on the outcomes' file events: look until it has
+	// them (or the deadline), then judge what it shows.
+	var problems []web.ProblemView
+	for deadline := time.Now().Add(10 * time.Second); ; time.Sleep(20 * time.Millisecond) {
+		st := stateOf(t, srv)
+		i := slices.IndexFunc(st.Agents, func(a web.AgentView) bool { return a.ID == "coder" })
+		if i < 0 {
+			t.Fatal("no agent coder on the board")
 		}
-		if len(a.Problems) != 1 || a.Problems[0].Purpose != fsstore.PurposeTask || a.Problems[0].State != fsstore.OutcomeNoAuth ||
-			!strings.Contains(a.Problems[0].Problem, "had not authenticated") || a.Problems[0].LogLine != "Reconnecting… waiting for network" {
-			t.Fatalf("coder's problems on the board: %+v, want the task run that never authenticated", a.Problems)
+		if problems = st.Agents[i].Problems; len(problems) > 0 || time.Now().After(deadline) {
+			break
 		}
-		return
 	}
-	t.Fatal("no agent coder on the board")
+	if len(problems) != 1 || problems[0].Purpose != fsstore.PurposeTask || problems[0].State != fsstore.OutcomeNoAuth ||
+		!strings.Contains(problems[0].Problem, "had not authenticated") || problems[0].LogLine != "Reconnecting… waiting for network" {
+		t.Fatalf("coder's problems on the board: %+v, want the task run that never authenticated", problems)
+	}
 }

@@ -468,3 +468,23 @@ func TestFlowEdges(t *testing.T) {
 		t.Fatalf("removing a mistyped blocker: %+v, %v", got.BlockedBy, err)
 	}
 }
+
+// The news of many tasks waiting on one stop fits one chat message.
+func TestStopNewsFitsAMessage(t *testing.T) {
+	ctx := context.Background()
+	s, cfg := flowStore(t)
+	a := add(t, s, cfg, NewTask{Title: "A", Assignee: "coder", Status: StatusInProgress})
+	for i := 0; i < 30; i++ {
+		add(t, s, cfg, NewTask{Title: strings.Repeat("long title ", 15), Assignee: "tester", BlockedBy: []string{a.ID}})
+	}
+	if _, err := s.UpdateTask(ctx, cfg, a.ID, "coder", TaskChange{Status: StatusBlocked, Reason: strings.Repeat("why ", 400)}); err != nil {
+		t.Fatal(err)
+	}
+	msgs, _, err := s.Unread(ctx, "tester", 100, true)
+	if err != nil || len(msgs) != 1 {
+		t.Fatalf("tester's messages: %d, %v; want one", len(msgs), err)
+	}
+	if err := storage.CheckText("content", msgs[0].Content); err != nil || !strings.Contains(msgs[0].Content, "aipm task show "+a.ID) {
+		t.Fatalf("the news (%d characters) does not fit a message, or does not say where the rest is: %v", len([]rune(msgs[0].Content)), err)
+	}
+}

@@ -8,6 +8,7 @@ import (
 	"slices"
 	"strings"
 	"time"
+	"unicode/utf8"
 
 	"aipm/fsstore/internal/storage"
 	"aipm/internal/failpoint"
@@ -141,18 +142,18 @@ func (s *Store) stopNews(cfg *storage.Config, t *Task, by, reason string, now ti
 			return
 		}
 		if i := slices.IndexFunc(t.Untold, func(tl taskTell) bool { return tl.To == to && tl.At.Equal(now) }); i >= 0 {
-			t.Untold[i].Content += "\n" + content // this change's end message
+			t.Untold[i].Content = withNews(t.Untold[i].Content, content, t.ID) // this change's end message
 			return
 		}
 		if i := slices.IndexFunc(tells, func(tl taskTell) bool { return tl.To == to }); i >= 0 {
-			tells[i].Content += "\n" + content
+			tells[i].Content = withNews(tells[i].Content, content, t.ID)
 			return
 		}
 		tells = append(tells, taskTell{MessageID: storage.NewID(storage.PrefixMessage), From: from, To: to, Content: content, At: now})
 	}
 	why := ""
 	if reason = strings.TrimSpace(reason); reason != "" {
-		why = ": " + storage.Clip(reason, maxToldSummary)
+		why = ": " + storage.Clip(reason, maxNewsReason)
 	}
 	for _, id := range waiting {
 		d, err := s.Task(id)
@@ -171,6 +172,25 @@ func (s *Store) stopNews(cfg *storage.Config, t *Task, by, reason string, now ti
 		}
 	}
 	return tells
+}
+
+// maxNewsReason is how much of a stop's reason its news carries: the
+// news of many waiting tasks shares one chat message (storage.MaxContent).
+const maxNewsReason = 300
+
+// withNews adds news to a message's content, within what a chat message
+// holds: past it, the message says where the rest is (aipm task show of
+// the stopped task).
+func withNews(content, news, stopped string) string {
+	out := content + "\n" + news
+	if utf8.RuneCountInString(out) <= storage.MaxContent {
+		return out
+	}
+	more := fmt.Sprintf(" … (what waits for %s: aipm task show %s)", stopped, stopped)
+	if strings.HasSuffix(content, more) {
+		return content // cut already
+	}
+	return storage.Clip(out, storage.MaxContent-len(more)-len("... (99999 bytes)")) + more // bytes bound characters
 }
 
 // flowAfter is what follows from a change of a task through aipm (before

@@ -193,6 +193,9 @@ func (s *Store) claimView(t Task, agent string) (claimCheck, error) {
 // agent (claim_task), but is offered to none: every task nobody is
 // assigned yet would otherwise keep every chat session busy.
 func (s *Store) claimOffer(cfg *storage.Config, agent string) *Task {
+	if !inAGroup(cfg, agent) {
+		return nil // nothing to offer, known without the task index (a fresh process's first look would read every task)
+	}
 	ids, err := s.claimableBy(cfg, agent, true, 1)
 	if err != nil || len(ids) == 0 || s.taskInProgress(agent) != "" {
 		return nil
@@ -202,4 +205,15 @@ func (s *Store) claimOffer(cfg *storage.Config, agent string) *Task {
 		return nil
 	}
 	return &t
+}
+
+// inAGroup says whether agent is in a group of config.toml: only such an
+// agent is offered a claim.
+func inAGroup(cfg *storage.Config, agent string) bool {
+	for _, members := range cfg.Groups {
+		if slices.Contains(members, agent) {
+			return true
+		}
+	}
+	return false
 }

@@ -4,7 +4,6 @@ import (
 	"aipm/fsstore/internal/storage"
 	"bufio"
 	"context"
-	"encoding/json"
 	"fmt"
 	"math/rand/v2"
 	"os"
@@ -41,30 +40,11 @@ func helperDepsEditor(h *helperProc) error {
 	h.say(raceReady)
 	waitForFile(goFile(h.dir, task))
 	time.Sleep(time.Duration(h.n) * time.Microsecond)
-	f, err := editorLock(path)
+	doc, err := editDoc(path, ".deps-editor-swap", true, func(doc map[string]any) {
+		blockers, _ := doc["blockedBy"].([]any)
+		doc["blockedBy"] = append(blockers, blocker)
+	})
 	if err != nil {
-		return err
-	}
-	defer f.Close()
-	data, err := os.ReadFile(path)
-	if err != nil {
-		return err
-	}
-	var doc map[string]any
-	if err := json.Unmarshal(data, &doc); err != nil {
-		return fmt.Errorf("editor read %q: %w", data, err)
-	}
-	blockers, _ := doc["blockedBy"].([]any)
-	doc["blockedBy"] = append(blockers, blocker)
-	out, err := json.MarshalIndent(doc, "", "  ")
-	if err != nil {
-		return err
-	}
-	tmp := filepath.Join(filepath.Dir(path), ".deps-editor-swap")
-	if err := os.WriteFile(tmp, out, 0o644); err != nil {
-		return err
-	}
-	if err := os.Rename(tmp, path); err != nil {
 		return err
 	}
 	h.say("edited", fmt.Sprint(doc["status"]))

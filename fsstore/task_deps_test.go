@@ -3,7 +3,6 @@ package fsstore
 import (
 	"aipm/fsstore/internal/storage"
 	"context"
-	"encoding/json"
 	"errors"
 	"os"
 	"strings"
@@ -71,20 +70,7 @@ func setStatus(t *testing.T, s *Store, cfg *storage.Config, id, to, reason strin
 func handEdit(t *testing.T, s *Store, id string, change func(m map[string]any)) {
 	t.Helper()
 	path, _ := s.files.DocPath(storage.Tasks, id)
-	data, err := os.ReadFile(path)
-	if err != nil {
-		t.Fatal(err)
-	}
-	var m map[string]any
-	if err := json.Unmarshal(data, &m); err != nil {
-		t.Fatal(err)
-	}
-	change(m)
-	out, _ := json.MarshalIndent(m, "", "  ")
-	if err := os.WriteFile(path+".swp", out, 0o644); err != nil {
-		t.Fatal(err)
-	}
-	if err := os.Rename(path+".swp", path); err != nil {
+	if _, err := editDoc(path, ".swp", false, change); err != nil {
 		t.Fatal(err)
 	}
 }

@@ -42,32 +42,43 @@ func helperTaskEditor(h *helperProc, flock bool) error {
 }
 
 func editorSave(path string, mark int, flock bool) error {
+	_, err := editDoc(path, ".editor-swap", flock, func(doc map[string]any) {
+		marks, _ := doc["editorMarks"].([]any)
+		doc["editorMarks"] = append(marks, mark)
+	})
+	return err
+}
+
+// editDoc is a human's editor saving the JSON document at path: read it
+// (with flock, under the file's lock first, as docs/files.md asks of an
+// editor), change it, write it to the swap file beside it and rename that
+// over it. It returns the document as saved.
+func editDoc(path, swap string, flock bool, change func(doc map[string]any)) (map[string]any, error) {
 	if flock {
 		f, err := editorLock(path)
 		if err != nil {
-			return err
+			return nil, err
 		}
 		defer f.Close()
 	}
 	data, err := os.ReadFile(path)
 	if err != nil {
-		return err
+		return nil, err
 	}
 	var doc map[string]any
 	if err := json.Unmarshal(data, &doc); err != nil {
-		return fmt.Errorf("editor read %q: %w", data, err)
+		return nil, fmt.Errorf("editor read %q: %w", data, err)
 	}
-	marks, _ := doc["editorMarks"].([]any)
-	doc["editorMarks"] = append(marks, mark)
+	change(doc)
 	out, err := json.MarshalIndent(doc, "", "  ")
 	if err != nil {
-		return err
+		return nil, err
 	}
-	tmp := filepath.Join(filepath.Dir(path), ".editor-swap")
+	tmp := filepath.Join(filepath.Dir(path), swap)
 	if err := os.WriteFile(tmp, out, 0o644); err != nil {
-		return err
+		return nil, err
 	}
-	return os.Rename(tmp, path)
+	return doc, os.Rename(tmp, path)
 }
 
 // editorLock is the editor's side of the lock: flock the file, then check

@@ -18,6 +18,17 @@ func assert(cond bool, msg string) {
 
 // remarshal marshals from to JSON, and then unmarshals into to, which must be
 // a pointer type.
+// aipm: schemaJSON is a schema's JSON: a json.RawMessage as it is (its
+// decoder checks it), anything else marshaled. A server that lists
+// precomputed schemas (aipm's, from JSON files) then pays for no encoding
+// of them at AddTool.
+func schemaJSON(schema any) ([]byte, error) {
+	if raw, ok := schema.(json.RawMessage); ok {
+		return raw, nil
+	}
+	return json.Marshal(schema)
+}
+
 func remarshal(from, to any) error {
 	data, err := json.Marshal(from)
 	if err != nil {

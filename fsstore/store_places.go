@@ -94,6 +94,13 @@ func (s *Store) ProjectDir() string { return s.files.ProjectDir() }
 // and an agent's read cursors.
 func (s *Store) QuietChange(path string) bool { return s.files.QuietChange(path) }
 
+// UseSpares makes this process's document writes in the project take
+// their temp files from .ai-pm/.spare/, kept filled in the background: a
+// new file costs a write most of a millisecond where a rename costs
+// hundredths (lockedfile.UseSpares). For processes that live on after
+// their writes (aipm serve, aipm watch), which call wait before they exit.
+func (s *Store) UseSpares() (wait func()) { return s.files.UseSpares() }
+
 // Receipts reads agent's receipts into what each message id went
 // through (the first of each event). Lines that are not receipts are
 // skipped.

@@ -84,6 +84,7 @@ func serveRun(ctx context.Context, o *serveOptions) error {
 	if err != nil {
 		return serveUnavailable(ctx, o.e, log, err)
 	}
+	defer store.UseSpares()() // the spares this server took, made again before it exits
 	if o.http != "" {
 		return serveHTTP(ctx, o, store)
 	}

@@ -12,3 +12,9 @@ func exchange(a, b string) error {
 	}
 	return err
 }
+
+// renameNoReplace renames a to b, failing if b exists (renameat2 with
+// RENAME_NOREPLACE).
+func renameNoReplace(a, b string) error {
+	return unix.Renameat2(unix.AT_FDCWD, a, unix.AT_FDCWD, b, unix.RENAME_NOREPLACE)
+}

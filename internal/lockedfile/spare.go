@@ -32,7 +32,8 @@ import (
 const sparesKept = 8
 
 type sparePool struct {
-	dir string
+	dir   string
+	empty atomic.Bool // the last take found none: none until this process fills it
 
 	mu      sync.Mutex
 	pending *time.Timer // the refill after the last take, not begun
@@ -100,6 +101,9 @@ var poolsInUse atomic.Bool
 // topped up in the background.
 func (p *sparePool) take(path string) (f *os.File, ok bool) {
 	defer p.refill()
+	if p.empty.Load() {
+		return nil, false // a busy process makes its files, as without a pool
+	}
 	for n := range sparesKept {
 		spare := filepath.Join(p.dir, strconv.Itoa(n))
 		if err := renameNoReplace(spare, path); err != nil {
@@ -110,6 +114,7 @@ func (p *sparePool) take(path string) (f *os.File, ok bool) {
 		}
 		os.Remove(path) // what we moved is not a fresh spare: not ours to write
 	}
+	p.empty.Store(true)
 	return nil, false
 }
 
@@ -170,6 +175,7 @@ func (p *sparePool) claim() bool {
 // fill makes the pool's missing spares; refills counts it.
 func (p *sparePool) fill() {
 	defer refills.Done()
+	defer p.empty.Store(false)
 	if err := os.Mkdir(p.dir, 0o700); err == nil {
 		// Whatever the umask; and nothing in the pool is anyone's to
 		// keep: out of git, by a .gitignore of its own.

@@ -14,6 +14,7 @@ import (
 	"syscall"
 
 	"aipm/hook"
+	_ "aipm/internal/stackstart" // the main goroutine's stack grown first
 )
 
 func main() {

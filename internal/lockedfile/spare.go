@@ -41,8 +41,9 @@ type sparePool struct {
 
 // refillAfter is how long after its last take a pool is filled again: a
 // file made while a write's fsync runs joins that fsync's journal commit
-// and slows it, so the pool waits for the writes of a call to end.
-const refillAfter = 50 * time.Millisecond
+// and slows it, so the pool waits for the writes of a call to be over (a
+// tool call's are a few milliseconds apart at most).
+const refillAfter = 10 * time.Millisecond
 
 // pools are the spare pools by the root whose writes take from them.
 var pools sync.Map // root -> *sparePool

@@ -51,7 +51,7 @@ func TestBenchQuick(t *testing.T) {
 	}{
 		{id: "P1", re: `(?m)^P1 +delivery p50/p99: send issued -> receiver returns, \d+ samples +-?[\d.]+ ms / -?[\d.]+ ms +-?[\d.]+ ms / -?[\d.]+ ms \(relay floor\) +p50 [+-][\d.]+ ms, p99 [+-][\d.]+ ms +p50 <= floor \+ 0.25 ms, p99 <= floor \+ 1 ms +(yes|NO) +\d+% of a core$`},
 		{id: "P1r", re: `(?m)^P1r +delivery p50/p99: send returns -> receiver returns, \d+ samples +-?[\d.]+ ms / -?[\d.]+ ms`},
-		{id: "P1i", re: `(?m)^P1i +interrupt p50/p99: written -> receiver's wait returns, \d+ samples +-?[\d.]+ ms / -?[\d.]+ ms +-?[\d.]+ ms / -?[\d.]+ ms \(relay floor\) +p50 [+-][\d.]+ ms, p99 [+-][\d.]+ ms +p50 <= floor \+ 0.25 ms, p99 <= floor \+ 1 ms +(yes|NO) `},
+		{id: "P1i", re: `(?m)^P1i +interrupt p50/p99: written -> receiver's wait returns, \d+ samples +-?[\d.]+ ms / -?[\d.]+ ms +-?[\d.]+ ms / -?[\d.]+ ms \(echo floor\) +p50 [+-][\d.]+ ms, p99 [+-][\d.]+ ms +p50 <= floor \+ 0.25 ms, p99 <= floor \+ 1 ms +(yes|NO) `},
 		{id: "P2", re: `(?m)^P2 +send_message throughput, 8 servers, fsync, \d+ sends +\d+ msg/s +\d+ msg/s +\d+% of floor, \d+% of the RPC floor +>= 60% of floor, >= 75% of the RPC floor +(yes|NO) +\d+% of a core$`},
 		{id: "P3", re: `(?m)^P3 +get_pending_messages p50, 100000 lines vs 100 +[\d.]+ ms +[\d.]+ ms \(100 lines\) +[\d.]+x`},
 		{id: "P3c", re: `(?m)^P3c +get_pending_messages p50 after compaction, 10000 lines kept of 100000 vs 100 +[\d.]+ ms +[\d.]+ ms \(100 lines\) +[\d.]+x +<= 1.5x \(P3's\) +(yes|NO) `},

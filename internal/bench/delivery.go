@@ -24,7 +24,9 @@ import (
 // process wake-ups, no MCP, no rules), one floor sample after each aipm
 // sample so that both see the same machine. P1i is the same wake for an
 // interrupt: written (as aipm interrupt does) -> B's waiting get_next_action
-// answers with it, beside the same floor. P1r times from the send's return
+// answers with it, beside the relay's last two hops (the echo floor: this
+// process appends with fsync, as aipm interrupt writes, and B echoes the
+// line), the hops the interrupt takes. P1r times from the send's return
 // instead (B often returns first: negative latencies), beside a bare
 // append+fsync in this process waking an inotify reader in another, timed
 // from the fsync's return.
@@ -55,7 +57,7 @@ func (b *bench) delivery() ([]Row, error) {
 		return nil, err
 	}
 	defer relay.close()
-	var fromStart, fromReturn, interrupts, relayed, floorReturn []time.Duration
+	var fromStart, fromReturn, interrupts, relayed, echoed, floorReturn []time.Duration
 	var usage cpuUsage
 	for i := 0; i < b.deliveries; i++ {
 		usage.start()
@@ -89,7 +91,11 @@ func (b *bench) delivery() ([]Row, error) {
 		if err != nil {
 			return nil, err
 		}
-		floorReturn, relayed = append(floorReturn, fr), append(relayed, rel)
+		ech, err := relay.echoSample(i)
+		if err != nil {
+			return nil, err
+		}
+		floorReturn, relayed, echoed = append(floorReturn, fr), append(relayed, rel), append(echoed, ech)
 	}
 	// P1 and P1i are held to DESIGN's p50 and p99 above the relay floor's;
 	// P1r, a view of P1 from the send's return, to the p99 alone.
@@ -116,7 +122,7 @@ func (b *bench) delivery() ([]Row, error) {
 	return []Row{
 		row("P1", "delivery p50/p99: send issued -> receiver returns", fromStart, relayed, "relay floor", true),
 		row("P1r", "delivery p50/p99: send returns -> receiver returns", fromReturn, floorReturn, "inotify wake", false),
-		row("P1i", "interrupt p50/p99: written -> receiver's wait returns", interrupts, relayed, "relay floor", true),
+		row("P1i", "interrupt p50/p99: written -> receiver's wait returns", interrupts, echoed, "echo floor", true),
 	}, nil
 }
 
@@ -272,6 +278,7 @@ type relayFloor struct {
 	appender, echo *exec.Cmd
 	in             io.WriteCloser
 	out            *bufio.Scanner
+	file           *os.File // the file, appended to by this process (echo)
 }
 
 func (b *bench) newRelayFloor(name string) (*relayFloor, error) {
@@ -291,6 +298,7 @@ func (b *bench) newRelayFloor(name string) (*relayFloor, error) {
 	fl.appender.Stderr, fl.echo.Stderr = b.log, b.log
 	stdout, err := fl.echo.StdoutPipe()
 	if err != nil {
+		fl.close()
 		return nil, err
 	}
 	fl.out = bufio.NewScanner(stdout)
@@ -305,16 +313,42 @@ func (b *bench) newRelayFloor(name string) (*relayFloor, error) {
 		fl.close()
 		return nil, err
 	}
+	if fl.file, err = os.OpenFile(path, os.O_WRONLY|os.O_APPEND, 0o644); err != nil {
+		fl.close()
+		return nil, err
+	}
 	return fl, nil
 }
 
 // sample is one relay: from the line written to A to the line read back
 // from B.
 func (fl *relayFloor) sample(i int) (time.Duration, error) {
+	return fl.relay(i, func(line string) error {
+		if _, err := io.WriteString(fl.in, line+"\n"); err != nil {
+			return fmt.Errorf("relay floor's appender: %w", err)
+		}
+		return nil
+	})
+}
+
+// echoSample is P1i's floor, the relay's last two hops: this process appends the
+// line with fsync (as aipm interrupt writes its notice), B wakes and
+// writes it back.
+func (fl *relayFloor) echoSample(i int) (time.Duration, error) {
+	return fl.relay(i, func(line string) error {
+		if _, err := fl.file.WriteString(line + "\n"); err != nil {
+			return err
+		}
+		return fl.file.Sync()
+	})
+}
+
+// relay times send's line to its echo from B.
+func (fl *relayFloor) relay(i int, send func(line string) error) (time.Duration, error) {
 	line := `{"id":"msg_floor","content":"ping ` + strconv.Itoa(i) + `"}`
 	start := time.Now()
-	if _, err := io.WriteString(fl.in, line+"\n"); err != nil {
-		return 0, fmt.Errorf("relay floor's appender: %w", err)
+	if err := send(line); err != nil {
+		return 0, err
 	}
 	if !fl.out.Scan() {
 		return 0, fmt.Errorf("relay floor's reader stopped: %v", fl.out.Err())
@@ -329,6 +363,9 @@ func (fl *relayFloor) sample(i int) (time.Duration, error) {
 func (fl *relayFloor) close() {
 	if fl.in != nil {
 		fl.in.Close()
+	}
+	if fl.file != nil {
+		fl.file.Close()
 	}
 	for _, cmd := range []*exec.Cmd{fl.appender, fl.echo} {
 		if cmd.Process != nil {

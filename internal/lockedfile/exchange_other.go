@@ -6,6 +6,9 @@ package lockedfile
 // its check.
 func exchange(a, b string) error { return errExchange }
 
-// renameNoReplace is not available here: temp files are made, never taken
-// from a spare pool.
+// sparesSupported: renameNoReplace is not available here, so temp files
+// are made, never taken from a spare pool (UseSpares).
+const sparesSupported = false
+
+// renameNoReplace is not available here.
 func renameNoReplace(a, b string) error { return errExchange }

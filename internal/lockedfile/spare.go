@@ -32,11 +32,13 @@ import (
 const sparesKept = 8
 
 type sparePool struct {
-	dir   string
-	empty atomic.Bool // the last take found none: none until this process fills it
+	dir      string
+	empty    atomic.Bool // the last take found none: none until this process fills it
+	disabled atomic.Bool // the system cannot move a spare into place (another filesystem, no renameat2)
 
 	mu      sync.Mutex
 	pending *time.Timer // the refill after the last take, not begun
+	filling sync.Mutex  // held by the one fill at a time
 }
 
 // refillAfter is how long after its last take a pool is filled again: a
@@ -50,32 +52,30 @@ var pools sync.Map // root -> *sparePool
 
 // UseSpares makes the temp files of writes anywhere below root take their
 // inode from the spare pool dir (made, 0700, when it is first filled):
-// dir must be on root's filesystem (else each write falls back to making
-// its own file) and be a directory nothing else writes to. The pool is
-// filled in the background once its writes pause (refillAfter); the
-// function returned fills it now and waits, so that a process can leave
-// its pool filled when it exits (a spare half made is an empty file: a
-// spare still).
+// dir must be a directory of root's filesystem that nothing else writes
+// to (anything else there is left alone, and the writes make their own
+// files). The pool is filled in the background once its writes pause
+// (refillAfter); the function returned fills it now, so that a process
+// leaves its pool filled when it exits (a spare half made is an empty
+// file: a spare still). Where the system cannot move a file without
+// replacing another (renameat2), there is no pool.
 func UseSpares(root, dir string) (fill func()) {
+	if !sparesSupported {
+		return func() {}
+	}
 	pools.LoadOrStore(filepath.Clean(root), &sparePool{dir: filepath.Clean(dir)})
 	poolsInUse.Store(true)
 	return fillAll
 }
 
-// fillAll fills every pool whose refill is due, now, and waits for the
-// refills running.
+// fillAll fills, now, every pool whose refill is due, and waits for a
+// refill under way.
 func fillAll() {
 	pools.Range(func(_, p any) bool {
-		if p := p.(*sparePool); p.claim() {
-			go p.fill()
-		}
+		p.(*sparePool).fillNow()
 		return true
 	})
-	refills.Wait()
 }
-
-// refills are the pools' refills running.
-var refills sync.WaitGroup
 
 // poolFor is the pool of the nearest root above dir, or nil.
 func poolFor(dir string) *sparePool {
@@ -97,30 +97,58 @@ func poolFor(dir string) *sparePool {
 var poolsInUse atomic.Bool
 
 // take moves a spare to the new name path (which must not exist) and
-// opens it for writing, emptied; ok is false when the pool has none fit
-// to take, and the caller makes its own file. Either way the pool is
-// topped up in the background.
+// opens it for writing; ok is false when the pool has none fit to take,
+// and the caller makes its own file. Either way the pool is topped up in
+// the background.
 func (p *sparePool) take(path string) (f *os.File, ok bool) {
+	if p.disabled.Load() {
+		return nil, false
+	}
 	defer p.refill()
-	if p.empty.Load() {
+	if p.empty.Load() || !p.isDir() {
 		return nil, false // a busy process makes its files, as without a pool
 	}
 	for n := range sparesKept {
 		spare := filepath.Join(p.dir, strconv.Itoa(n))
+		if !isSpare(spare) {
+			continue // taken by another writer, never made, or not a spare: left alone
+		}
 		if err := renameNoReplace(spare, path); err != nil {
-			continue // taken by another writer, never made, or not ours to move
+			if errors.Is(err, syscall.EXDEV) || errors.Is(err, syscall.EINVAL) || errors.Is(err, syscall.ENOSYS) || errors.Is(err, syscall.EOPNOTSUPP) {
+				p.disabled.Store(true)
+				return nil, false
+			}
+			continue
 		}
 		if f, err := openSpare(path); err == nil {
 			return f, true
 		}
-		os.Remove(path) // what we moved is not a fresh spare: not ours to write
+		if renameNoReplace(path, spare) != nil { // changed between the look and the move: put it back
+			os.Remove(path)
+		}
 	}
 	p.empty.Store(true)
 	return nil, false
 }
 
-// openSpare opens a spare that take moved to path: a regular file with one
-// link, emptied.
+// isDir says whether the pool's directory is one, not a symbolic link.
+func (p *sparePool) isDir() bool {
+	fi, err := os.Lstat(p.dir)
+	return err == nil && fi.IsDir()
+}
+
+// isSpare says whether path is a spare: an empty regular file with one
+// link (not a link, a directory, a file someone wrote, or a second name).
+func isSpare(path string) bool {
+	fi, err := os.Lstat(path)
+	if err != nil || !fi.Mode().IsRegular() || fi.Size() != 0 {
+		return false
+	}
+	st, ok := fi.Sys().(*syscall.Stat_t)
+	return ok && st.Nlink == 1
+}
+
+// openSpare opens the spare take moved to path, if it still is one.
 func openSpare(path string) (*os.File, error) {
 	f, err := openRegular(path, os.O_RDWR, 0)
 	if err != nil {
@@ -128,12 +156,9 @@ func openSpare(path string) (*os.File, error) {
 	}
 	fi, err := f.Stat()
 	if err == nil {
-		if st, ok := fi.Sys().(*syscall.Stat_t); !ok || st.Nlink != 1 {
+		if st, ok := fi.Sys().(*syscall.Stat_t); !ok || st.Nlink != 1 || fi.Size() != 0 {
 			err = ErrNotRegular
 		}
-	}
-	if err == nil {
-		err = f.Truncate(0)
 	}
 	if err != nil {
 		f.Close()
@@ -151,46 +176,51 @@ func (p *sparePool) refill() {
 		p.pending.Reset(refillAfter)
 		return
 	}
-	p.pending = time.AfterFunc(refillAfter, func() {
-		if p.claim() {
-			p.fill()
-		}
-	})
+	p.pending = time.AfterFunc(refillAfter, p.fillNow)
 }
 
-// claim takes the pool's pending refill, and says whether there was one:
-// its filling is then the caller's, counted in refills already (under the
-// lock, so that fillAll's wait cannot miss it).
-func (p *sparePool) claim() bool {
+// fillNow fills the pool if its refill is due, taking it from the timer,
+// and else waits for a fill under way.
+func (p *sparePool) fillNow() {
 	p.mu.Lock()
-	defer p.mu.Unlock()
-	if p.pending == nil {
-		return false
+	due := p.pending != nil
+	if due {
+		p.pending.Stop()
+		p.pending = nil
 	}
-	p.pending.Stop()
-	p.pending = nil
-	refills.Add(1)
-	return true
+	p.mu.Unlock()
+	p.filling.Lock()
+	defer p.filling.Unlock()
+	if due {
+		p.fill()
+	}
 }
 
-// fill makes the pool's missing spares; refills counts it.
+// fill makes the pool's missing spares; the caller holds p.filling.
 func (p *sparePool) fill() {
-	defer refills.Done()
 	defer p.empty.Store(false)
 	if err := os.Mkdir(p.dir, 0o700); err == nil {
-		// Whatever the umask; and nothing in the pool is anyone's to
-		// keep: out of git, by a .gitignore of its own.
-		os.Chmod(p.dir, 0o700)
-		os.WriteFile(filepath.Join(p.dir, ".gitignore"), []byte("*\n"), 0o600)
-	} else if !errors.Is(err, os.ErrExist) {
+		os.Chmod(p.dir, 0o700) // whatever the umask
+	} else if !errors.Is(err, os.ErrExist) || !p.isDir() {
 		return
+	}
+	// Nothing in the pool is anyone's to keep: out of git, by a
+	// .gitignore of its own.
+	if ignore := filepath.Join(p.dir, ".gitignore"); !fileExists(ignore) {
+		os.WriteFile(ignore, []byte("*\n"), 0o600)
 	}
 	for n := range sparesKept {
 		fd, err := syscall.Open(filepath.Join(p.dir, strconv.Itoa(n)), syscall.O_RDWR|syscall.O_CREAT|syscall.O_EXCL|syscall.O_CLOEXEC|syscall.O_NOFOLLOW, 0o600)
 		if err == nil {
+			syscall.Fchmod(fd, 0o600) // whatever the umask: the taker writes it
 			syscall.Close(fd)
 		}
 	}
+}
+
+func fileExists(path string) bool {
+	_, err := os.Lstat(path)
+	return err == nil
 }
 
 // tempName is a new name for a temp file in dir.

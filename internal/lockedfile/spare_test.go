@@ -1,17 +1,18 @@
 package lockedfile
 
 import (
+	"fmt"
 	"os"
 	"path/filepath"
 	"strconv"
-	"syscall"
+	"strings"
 	"testing"
 )
 
 // waitFilled fills p's pool now, as a process does before it exits.
-func waitFilled(t *testing.T, _ *sparePool) {
+func waitFilled(t *testing.T, p *sparePool) {
 	t.Helper()
-	fillAll()
+	p.fillNow()
 }
 
 func inode(t *testing.T, path string) uint64 {
@@ -75,21 +76,22 @@ func TestSparePool(t *testing.T) {
 }
 
 // TestSpareNotFresh: a name in the pool that is not a fresh spare (a
-// symbolic link, a second name of another file) is never written through:
-// the write makes its own file and what the name pointed at is unchanged.
+// symbolic link, a second name of another file, a file someone wrote, a
+// directory), or a pool that is a symbolic link, is never written through
+// nor moved: the write makes its own file and what was there is as it was.
 func TestSpareNotFresh(t *testing.T) {
 	for _, tc := range []struct {
 		name string
-		make func(t *testing.T, spare, victim string)
+		make func(t *testing.T, pool, spare, victim string)
 	}{
-		{"symbolic link", func(t *testing.T, spare, victim string) {
-			if err := os.Symlink(victim, spare); err != nil {
-				t.Fatal(err)
-			}
-		}},
-		{"hard link", func(t *testing.T, spare, victim string) {
-			if err := os.Link(victim, spare); err != nil {
-				t.Fatal(err)
+		{"symbolic link", func(t *testing.T, _, spare, victim string) { must(t, os.Symlink(victim, spare)) }},
+		{"hard link", func(t *testing.T, _, spare, victim string) { must(t, os.Link(victim, spare)) }},
+		{"a file with bytes", func(t *testing.T, _, spare, _ string) { must(t, os.WriteFile(spare, []byte("keep"), 0o600)) }},
+		{"a directory", func(t *testing.T, _, spare, _ string) { must(t, os.Mkdir(spare, 0o700)) }},
+		{"the pool a symbolic link", func(t *testing.T, pool, _, victim string) {
+			if _, err := os.Lstat(pool + ".elsewhere"); err != nil {
+				must(t, os.Rename(pool, pool+".elsewhere"))
+				must(t, os.Symlink(pool+".elsewhere", pool))
 			}
 		}},
 	} {
@@ -98,31 +100,60 @@ func TestSpareNotFresh(t *testing.T) {
 			pool := filepath.Join(root, "spare")
 			UseSpares(root, pool)
 			p := poolFor(root)
-			if err := os.Mkdir(pool, 0o700); err != nil {
-				t.Fatal(err)
-			}
+			must(t, os.Mkdir(pool, 0o700))
 			victim := filepath.Join(root, "victim.json")
-			if err := os.WriteFile(victim, []byte("keep"), 0o644); err != nil {
-				t.Fatal(err)
-			}
+			must(t, os.WriteFile(victim, []byte("keep"), 0o644))
 			for n := range sparesKept {
-				tc.make(t, filepath.Join(pool, strconv.Itoa(n)), victim)
+				tc.make(t, pool, filepath.Join(pool, strconv.Itoa(n)), victim)
 			}
+			before := listing(t, root)
 			doc := filepath.Join(root, "a.json")
 			if err := WriteAtomic(doc, []byte(`{"v":1}`), 0o644, false, nil); err != nil {
 				t.Fatal(err)
 			}
 			waitFilled(t, p)
-			if data, err := os.ReadFile(victim); err != nil || string(data) != "keep" {
-				t.Errorf("the file behind the pool's name holds %q (%v)", data, err)
-			}
 			if data, err := os.ReadFile(doc); err != nil || string(data) != `{"v":1}` {
 				t.Errorf("document holds %q (%v)", data, err)
 			}
-			var st syscall.Stat_t
-			if err := syscall.Stat(victim, &st); err != nil || tc.name == "symbolic link" && st.Nlink != 1 {
-				t.Errorf("victim: nlink %d (%v)", st.Nlink, err)
+			after := strings.Replace(listing(t, root), "a.json 7\n", "", 1)
+			after = strings.Replace(after, "spare/.gitignore 2\n", "", 1) // the pool's own
+			if after != before {
+				t.Errorf("the tree changed beyond the document:\nbefore:\n%safter:\n%s", before, after)
 			}
 		})
 	}
+}
+
+func must(t *testing.T, err error) {
+	t.Helper()
+	if err != nil {
+		t.Fatal(err)
+	}
+}
+
+// listing is every name under root (links not followed) with its size, in
+// order: what a write may not change but its own document.
+func listing(t *testing.T, root string) string {
+	t.Helper()
+	var b strings.Builder
+	err := filepath.WalkDir(root, func(path string, d os.DirEntry, err error) error {
+		if err != nil || path == root {
+			return err
+		}
+		fi, err := os.Lstat(path)
+		if err != nil {
+			return err
+		}
+		rel, _ := filepath.Rel(root, path)
+		size := fi.Size()
+		if fi.IsDir() || fi.Mode()&os.ModeSymlink != 0 {
+			size = 0
+		}
+		fmt.Fprintf(&b, "%s %d\n", rel, size)
+		return nil
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return b.String()
 }

@@ -34,7 +34,9 @@ type Env struct {
 	// signal registered costs a round trip to a thread the runtime starts
 	// for it (some 0.2 ms, and as much again to stop), a good part of a
 	// short hook's budget over a hello-world program (P8a), while a short
-	// hook a signal ends answers nothing either way.
+	// hook a signal ends answers nothing either way. A short hook a
+	// signal kills mid-write leaves what a crash leaves: its flocks go
+	// with it, an atomic write at most a hidden temp file.
 	Interrupt func(context.Context) (context.Context, context.CancelFunc)
 }
 

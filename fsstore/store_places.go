@@ -95,11 +95,11 @@ func (s *Store) ProjectDir() string { return s.files.ProjectDir() }
 func (s *Store) QuietChange(path string) bool { return s.files.QuietChange(path) }
 
 // UseSpares makes this process's document writes in the project take
-// their temp files from .ai-pm/.spare/, kept filled in the background: a
-// new file costs a write most of a millisecond where a rename costs
-// hundredths (lockedfile.UseSpares). For processes that live on after
-// their writes (aipm serve, aipm watch), which call wait before they exit.
-func (s *Store) UseSpares() (wait func()) { return s.files.UseSpares() }
+// their temp files from .ai-pm/.spare/ by a rename: a new file costs a
+// write most of a millisecond where a rename costs hundredths
+// (lockedfile.UseSpares). fill, called as the process ends, makes the
+// spares taken again. For aipm serve.
+func (s *Store) UseSpares() (fill func()) { return s.files.UseSpares() }
 
 // Receipts reads agent's receipts into what each message id went
 // through (the first of each event). Lines that are not receipts are

@@ -69,7 +69,6 @@ func watchRun(cmd *cobra.Command, o *watchOptions) error {
 	if err != nil {
 		return err
 	}
-	defer store.UseSpares()()
 	hopts := &slog.HandlerOptions{Level: logLevel(o.e.getenv("AIPM_LOG"))}
 	var h slog.Handler = slog.NewTextHandler(o.e.stderr, hopts)
 	if o.LogFormat == "json" {

@@ -46,7 +46,6 @@ func (b *bench) watchBench() ([]Row, error) {
 	}
 	ctx, cancel := context.WithCancel(b.ctx)
 	defer cancel()
-	defer store.UseSpares()() // as aipm watch does
 	d := watcher.New(store, slog.New(slog.NewTextHandler(io.Discard, nil)))
 	done := make(chan error, 1)
 	go func() { done <- d.Run(ctx) }()

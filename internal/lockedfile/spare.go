@@ -9,7 +9,6 @@ import (
 	"sync"
 	"sync/atomic"
 	"syscall"
-	"time"
 )
 
 // Spare files: on the filesystem aipm was measured on, giving a new inode
@@ -19,33 +18,25 @@ import (
 // about 1.2 ms, and authenticate, with two of them, much of aipm serve's
 // time to its first answer (DESIGN section 13, P4). A spare pool is a
 // directory of empty files made ahead, off that path: the next temp file
-// under the pool's root takes one by a rename (createTemp), and the pool is
-// filled again once the writes pause. A spare is a fresh inode that no
-// document ever named, so no reader can hold it open; a name in the pool
-// that is not a regular file with one link (put there by hand, or a crash
-// that left two names) is never written through: it is removed, and the
-// write makes its own file.
+// under the pool's root takes one by a rename (createTemp), a write that
+// cannot finish gives it back, and the process fills the pool as it ends.
+// A spare is a fresh inode that no document ever named, so no reader can
+// hold it open; a name in the pool that is not an empty regular file with
+// one link (put there by hand, or a crash that left two names) is never
+// moved nor written through, and the write makes its own file.
 
 // sparesKept is how many spares a pool holds: more than the document
-// writes of one tool call (authenticate makes three, a finished blocker's
-// dependents one each).
+// writes of an aipm serve's start (authenticate makes two or three).
 const sparesKept = 8
 
 type sparePool struct {
 	dir      string
 	empty    atomic.Bool // the last take found none: none until this process fills it
 	disabled atomic.Bool // the system cannot move a spare into place (another filesystem, no renameat2)
+	due      atomic.Bool // a take was tried: the pool is filled when the process ends (fillAll)
 
-	mu      sync.Mutex
-	pending *time.Timer // the refill after the last take, not begun
-	filling sync.Mutex  // held by the one fill at a time
+	filling sync.Mutex // held by the one fill at a time
 }
-
-// refillAfter is how long after its last take a pool is filled again: a
-// file made while a write's fsync runs joins that fsync's journal commit
-// and slows it, so the pool waits for the writes of a call to be over (a
-// tool call's are a few milliseconds apart at most).
-const refillAfter = 10 * time.Millisecond
 
 // pools are the spare pools by the root whose writes take from them.
 var pools sync.Map // root -> *sparePool
@@ -54,11 +45,12 @@ var pools sync.Map // root -> *sparePool
 // inode from the spare pool dir (made, 0700, when it is first filled):
 // dir must be a directory of root's filesystem that nothing else writes
 // to (anything else there is left alone, and the writes make their own
-// files). The pool is filled in the background once its writes pause
-// (refillAfter); the function returned fills it now, so that a process
-// leaves its pool filled when it exits (a spare half made is an empty
-// file: a spare still). Where the system cannot move a file without
-// replacing another (renameat2), there is no pool.
+// files). The pool is filled by the function returned, which a process
+// calls as it ends: so that nothing under root changes but by a write (a
+// refused call changes no file, not even a spare), and the next process
+// finds the pool filled (a spare half made is an empty file: a spare
+// still). Where the system cannot move a file without replacing another
+// (renameat2), there is no pool.
 func UseSpares(root, dir string) (fill func()) {
 	if !sparesSupported {
 		return func() {}
@@ -68,11 +60,14 @@ func UseSpares(root, dir string) (fill func()) {
 	return fillAll
 }
 
-// fillAll fills, now, every pool whose refill is due, and waits for a
-// refill under way.
+// fillAll fills every pool a take was tried in.
 func fillAll() {
 	pools.Range(func(_, p any) bool {
-		p.(*sparePool).fillNow()
+		if p := p.(*sparePool); p.due.CompareAndSwap(true, false) {
+			p.filling.Lock()
+			p.fill()
+			p.filling.Unlock()
+		}
 		return true
 	})
 }
@@ -98,13 +93,13 @@ var poolsInUse atomic.Bool
 
 // take moves a spare to the new name path (which must not exist) and
 // opens it for writing; ok is false when the pool has none fit to take,
-// and the caller makes its own file. Either way the pool is topped up in
-// the background.
+// and the caller makes its own file. Either way the pool is due to be
+// filled.
 func (p *sparePool) take(path string) (f *os.File, ok bool) {
 	if p.disabled.Load() {
 		return nil, false
 	}
-	defer p.refill()
+	p.due.Store(true)
 	if p.empty.Load() || !p.isDir() {
 		return nil, false // a busy process makes its files, as without a pool
 	}
@@ -121,6 +116,7 @@ func (p *sparePool) take(path string) (f *os.File, ok bool) {
 			continue
 		}
 		if f, err := openSpare(path); err == nil {
+			taken.Store(path, spare)
 			return f, true
 		}
 		if renameNoReplace(path, spare) != nil { // changed between the look and the move: put it back
@@ -167,32 +163,25 @@ func openSpare(path string) (*os.File, error) {
 	return f, nil
 }
 
-// refill schedules the pool's refill refillAfter from now, or later if
-// it was scheduled already.
-func (p *sparePool) refill() {
-	p.mu.Lock()
-	defer p.mu.Unlock()
-	if p.pending != nil {
-		p.pending.Reset(refillAfter)
+// taken are the temp files this process made from spares and has not
+// put in place yet, by name: the pool slot each came from.
+var taken sync.Map // temp file name -> its slot's name
+
+// removeTemp removes the temp file name, which a write could not finish
+// or put in place (a full disk, a save that came first): one made from a
+// spare goes back to its slot, emptied, so that a refused write leaves
+// the pool as it was.
+func removeTemp(name string) {
+	if slot, ok := taken.LoadAndDelete(name); ok && os.Truncate(name, 0) == nil && renameNoReplace(name, slot.(string)) == nil {
 		return
 	}
-	p.pending = time.AfterFunc(refillAfter, p.fillNow)
+	os.Remove(name)
 }
 
-// fillNow fills the pool if its refill is due, taking it from the timer,
-// and else waits for a fill under way.
-func (p *sparePool) fillNow() {
-	p.mu.Lock()
-	due := p.pending != nil
-	if due {
-		p.pending.Stop()
-		p.pending = nil
-	}
-	p.mu.Unlock()
-	p.filling.Lock()
-	defer p.filling.Unlock()
-	if due {
-		p.fill()
+// placed forgets the temp file name, now a document.
+func placed(name string) {
+	if poolsInUse.Load() {
+		taken.Delete(name)
 	}
 }
 

@@ -1,6 +1,7 @@
 package lockedfile
 
 import (
+	"errors"
 	"fmt"
 	"os"
 	"path/filepath"
@@ -9,10 +10,10 @@ import (
 	"testing"
 )
 
-// waitFilled fills p's pool now, as a process does before it exits.
-func waitFilled(t *testing.T, p *sparePool) {
+// waitFilled fills the pools now, as a process does before it exits.
+func waitFilled(t *testing.T, _ *sparePool) {
 	t.Helper()
-	p.fillNow()
+	fillAll()
 }
 
 func inode(t *testing.T, path string) uint64 {
@@ -26,8 +27,8 @@ func inode(t *testing.T, path string) uint64 {
 
 // TestSparePool: an atomic write below a pool's root takes a spare made
 // ahead (the document is that inode, with the document's mode and bytes),
-// the pool is filled again in the background, and a write with the pool
-// empty makes its own file as before.
+// nothing fills the pool but the process's fill (as it ends), and a write
+// with the pool empty makes its own file as before.
 func TestSparePool(t *testing.T) {
 	root := t.TempDir()
 	UseSpares(root, filepath.Join(root, "spare"))
@@ -55,6 +56,9 @@ func TestSparePool(t *testing.T) {
 	spare := inode(t, filepath.Join(p.dir, "0"))
 	if err := WriteAtomic(doc, []byte(`{"v":2}`), 0o644, true, nil); err != nil {
 		t.Fatal(err)
+	}
+	if _, err := os.Lstat(filepath.Join(p.dir, "0")); err == nil {
+		t.Error("the spare taken is back before the process's fill")
 	}
 	if got := inode(t, doc); got != spare {
 		t.Errorf("the document is inode %d, not the spare's %d", got, spare)
@@ -156,4 +160,26 @@ func listing(t *testing.T, root string) string {
 		t.Fatal(err)
 	}
 	return b.String()
+}
+
+// TestSpareGivenBack: a write refused after it took a spare (the document
+// changed since it was read) puts the spare back, emptied: a refused write
+// leaves the pool as it was.
+func TestSpareGivenBack(t *testing.T) {
+	root := t.TempDir()
+	UseSpares(root, filepath.Join(root, "spare"))
+	p := poolFor(root)
+	doc := filepath.Join(root, "a.json")
+	must(t, WriteAtomic(doc, []byte(`{"v":1}`), 0o644, false, nil))
+	waitFilled(t, p)
+	_, read, err := ReadDoc(doc)
+	must(t, err)
+	must(t, os.WriteFile(doc, []byte(`{"v":"theirs"}`), 0o644)) // saved since it was read
+	before := listing(t, root)
+	if err := WriteAtomic(doc, []byte(`{"v":2}`), 0o644, false, &read); !errors.Is(err, ErrChanged) {
+		t.Fatalf("write over a changed document: %v, want ErrChanged", err)
+	}
+	if after := listing(t, root); after != before {
+		t.Errorf("the refused write changed the tree:\nbefore:\n%safter:\n%s", before, after)
+	}
 }

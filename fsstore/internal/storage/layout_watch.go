@@ -19,11 +19,10 @@ func (l layout) logsDir() string { return filepath.Join(l.root, "logs") }
 func (l layout) spareDir() string { return filepath.Join(l.root, ".spare") }
 
 // UseSpares makes this process's atomic writes in the project take their
-// temp files from .spare/ and keep it filled in the background
-// (lockedfile.UseSpares); wait waits for the filling. Only a process that
-// lives on after its writes gains by it, and one whose project stays while
-// it runs: aipm serve and aipm watch.
-func (l layout) UseSpares() (wait func()) { return lockedfile.UseSpares(l.root, l.spareDir()) }
+// temp files from .spare/, which fill (called as the process ends) fills
+// again (lockedfile.UseSpares): for aipm serve, which starts, writes a few
+// documents before its first answer and ends.
+func (l layout) UseSpares() (fill func()) { return lockedfile.UseSpares(l.root, l.spareDir()) }
 
 // UnwatchedDir says whether the watcher leaves dir, and everything below
 // it, unwatched: logs/, the started processes' output, and .spare/.

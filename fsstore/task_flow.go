@@ -256,8 +256,8 @@ func (s *Store) flowDue() (starts, stops []string, err error) {
 		if e.err != nil || e.flow.stop == "" || e.flow.stop == e.flow.stopTold {
 			continue
 		}
-		parent, hasParent := ix.entries[e.parentID]
-		if waitedOn[e.id] || (hasParent && parent.assignee != "" && e.status == StatusBlocked) {
+		parent := ix.entry(e.parentID)
+		if waitedOn[e.id] || (parent != nil && parent.assignee != "" && e.status == StatusBlocked) {
 			stops = append(stops, e.id)
 		}
 	}

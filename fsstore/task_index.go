@@ -59,13 +59,18 @@ func (s *Store) WatchTasks(w DirWatcher) {
 //
 // The first use in a process reads every task file once.
 type taskIndex struct {
-	mu         sync.Mutex
-	built      bool
-	dir        lockedfile.Stamp // of tasks/ when it was last listed
-	dirRacy    bool             // that stamp was too recent to prove the listing current
-	entries    map[string]*taskEntry
+	mu      sync.Mutex
+	built   bool
+	dir     lockedfile.Stamp // of tasks/ when it was last listed
+	dirRacy bool             // that stamp was too recent to prove the listing current
+	// order is every entry, newest first (ids sort by creation time): a
+	// lookup by id is a binary search of it (entry), without a map of
+	// 10^4 ids beside it. Entries read since it was sorted wait in added,
+	// and those whose file is gone are marked, until settle.
+	order      []*taskEntry
+	added      []*taskEntry
+	pruned     bool                          // some entries of order are gone
 	kinds      map[taskFieldsKey]*taskFields // the fields entries share (share)
-	order      []*taskEntry                  // newest first (ids sort by creation time); nil: rebuild
 	open       []*taskEntry                  // the entries of open tasks, newest first
 	bad        []error                       // the entries' errors, newest first
 	claimable  []*taskEntry                  // ready tasks nobody is assigned, in claimOrder
@@ -92,6 +97,7 @@ type taskEntry struct {
 	stamp       taskStamp
 	racy        bool // read within racy's window of its mtime: look again
 	listed      bool // seen by the listing under way (relistTasks)
+	gone        bool // its file is gone: settle drops it
 	*taskFields      // never nil, never changed in place: shared (share)
 }
 
@@ -138,7 +144,7 @@ func (ix *taskIndex) share(f taskFields) *taskFields {
 	if p, ok := ix.kinds[k]; ok {
 		return p
 	}
-	if ix.kinds == nil || len(ix.kinds) > 64+len(ix.entries)/8 {
+	if ix.kinds == nil || len(ix.kinds) > 64+len(ix.order)/8 {
 		ix.kinds = map[taskFieldsKey]*taskFields{}
 	}
 	p := &f
@@ -320,9 +326,8 @@ func (s *Store) indexTask(ix *taskIndex, id string) {
 		return nil
 	}()
 	if errors.Is(err, os.ErrNotExist) {
-		if _, ok := ix.entries[id]; ok {
-			delete(ix.entries, id)
-			ix.order = nil
+		if old := ix.entry(id); old != nil && !old.gone {
+			old.gone, ix.pruned = true, true
 		}
 		return
 	}
@@ -336,15 +341,61 @@ func (s *Store) indexTask(ix *taskIndex, id string) {
 		ix.buf = bytes.Buffer{} // one huge file: do not keep its buffer
 	}
 	e := taskEntry{id: id, stamp: stampOf(stamp), racy: lockedfile.Racy(stamp.MTime, seen), taskFields: ix.share(fields)}
-	if old, ok := ix.entries[id]; ok {
-		if !old.same(e.taskFields) {
+	if old := ix.entry(id); old != nil {
+		if old.gone || !old.same(e.taskFields) {
 			ix.derived = false
 		}
 		*old = e // in place: ix.order holds it
 		return
 	}
-	ix.entries[id] = &e
-	ix.order = nil
+	ix.added = append(ix.added, &e)
+}
+
+// newestFirst is the order of ix.order.
+func newestFirst(a, b *taskEntry) int { return strings.Compare(b.id, a.id) }
+
+// entry is the entry of id in order, nil if none: a binary search that
+// keeps id to itself, so that the listing's lookup of each name copies
+// none of them to the heap.
+func (ix *taskIndex) entry(id string) *taskEntry {
+	lo, hi := 0, len(ix.order)
+	for lo < hi {
+		m := int(uint(lo+hi) >> 1)
+		switch at := ix.order[m].id; {
+		case at == id:
+			return ix.order[m]
+		case at > id:
+			lo = m + 1 // a newer one: id is further on
+		default:
+			hi = m
+		}
+	}
+	return nil
+}
+
+// settle drops the entries whose file is gone from order and sorts in
+// the ones added: a few one by one, many at once.
+func (ix *taskIndex) settle() {
+	if ix.pruned {
+		ix.order = slices.DeleteFunc(ix.order, func(e *taskEntry) bool { return e.gone })
+		ix.pruned, ix.derived = false, false
+	}
+	switch {
+	case len(ix.added) == 0:
+		return
+	case len(ix.order) == 0:
+		ix.order = ix.added
+		slices.SortFunc(ix.order, newestFirst)
+	case len(ix.added) <= 8:
+		for _, e := range ix.added {
+			i, _ := slices.BinarySearchFunc(ix.order, e, newestFirst)
+			ix.order = slices.Insert(ix.order, i, e)
+		}
+	default:
+		ix.order = append(ix.order, ix.added...)
+		slices.SortFunc(ix.order, newestFirst)
+	}
+	ix.added, ix.derived = nil, false
 }
 
 // refreshTasks brings the index up to date with tasks/ (ix.mu held).
@@ -359,14 +410,12 @@ func (s *Store) refreshTasks(ix *taskIndex) error {
 	seen := time.Now() // before the stat: Racy judges the stamp at it
 	fi, err := os.Stat(dir)
 	if errors.Is(err, os.ErrNotExist) {
-		ix.entries, ix.order, ix.dir, ix.built = map[string]*taskEntry{}, nil, lockedfile.Stamp{}, true
+		ix.order, ix.added, ix.dir, ix.built, ix.derived = nil, nil, lockedfile.Stamp{}, true, false
+		ix.derive()
 		return nil
 	}
 	if err != nil {
 		return fmt.Errorf("list tasks: %w", err)
-	}
-	if ix.entries == nil {
-		ix.entries = map[string]*taskEntry{}
 	}
 	relisted := false
 	if stamp := lockedfile.StampOf(fi); !ix.built || stamp != ix.dir || ix.dirRacy {
@@ -376,6 +425,7 @@ func (s *Store) refreshTasks(ix *taskIndex) error {
 		relisted = true
 	}
 	s.recheckEdits(ix, dir, dirty, lost, relisted)
+	ix.settle()
 	ix.derive()
 	return nil
 }
@@ -383,39 +433,38 @@ func (s *Store) refreshTasks(ix *taskIndex) error {
 // relistTasks lists tasks/ (stamped stamp at statAt, both taken before the
 // listing: a change during it stamps the directory later, and the next
 // call lists again) and indexes the files that are new or were replaced by
-// a rename; those need no other look (they leave dirty).
+// a rename, as it meets them; those need no other look (they leave dirty).
 func (s *Store) relistTasks(ix *taskIndex, dir string, stamp lockedfile.Stamp, statAt time.Time, dirty map[string]bool) error {
-	var fresh []string // new, or replaced by a rename
 	err := lockedfile.ReadDirInodes(dir, func(name []byte, ino uint64) {
 		id, ok := bytes.CutSuffix(name, []byte(".json"))
 		if !ok {
 			return
 		}
-		e, known := ix.entries[string(id)]
-		if known {
-			e.listed = true
-			if e.stamp.ino == ino {
-				return
+		if e := ix.entry(string(id)); e != nil {
+			if e.stamp.ino != ino {
+				s.indexTask(ix, e.id) // replaced by a rename
+				delete(dirty, e.id)
 			}
-		} else if storage.CheckID(storage.PrefixTask, string(id)) != nil {
+			e.listed = true
 			return
 		}
-		fresh = append(fresh, string(id))
+		sid := string(id)
+		if storage.CheckID(storage.PrefixTask, sid) != nil {
+			return
+		}
+		s.indexTask(ix, sid) // new: added
+		delete(dirty, sid)
 	})
 	if err != nil {
 		return fmt.Errorf("list tasks: %w", err)
 	}
-	for id, e := range ix.entries {
+	for _, e := range ix.order {
 		if !e.listed {
-			delete(ix.entries, id)
-			ix.order = nil
+			e.gone, ix.pruned = true, true
 		}
 		e.listed = false
 	}
-	for _, id := range fresh {
-		s.indexTask(ix, id)
-		delete(dirty, id)
-	}
+	ix.settle()
 	ix.dir, ix.dirRacy, ix.built = stamp, lockedfile.Racy(stamp.MTime, statAt), true
 	return nil
 }
@@ -423,42 +472,35 @@ func (s *Store) relistTasks(ix *taskIndex, dir string, stamp lockedfile.Stamp, s
 // recheckEdits looks again at files edited in place: the ids the watcher
 // named, or, without one (or after lost events), every file by its stamp.
 func (s *Store) recheckEdits(ix *taskIndex, dir string, dirty map[string]bool, lost, relisted bool) {
-	check := func(id string, e *taskEntry) {
+	check := func(e *taskEntry) {
 		if e.racy {
-			s.indexTask(ix, id)
+			s.indexTask(ix, e.id)
 			return
 		}
-		cur, err := lockedfile.StampPath(filepath.Join(dir, id+".json"))
+		cur, err := lockedfile.StampPath(filepath.Join(dir, e.id+".json"))
 		if err != nil || stampOf(cur) != e.stamp {
-			s.indexTask(ix, id)
+			s.indexTask(ix, e.id)
 		}
 	}
 	if ix.watcher == nil || ix.stop == nil || lost {
-		for id, e := range ix.entries {
-			check(id, e)
+		for _, e := range ix.order { // a gone one is marked, not dropped: order holds still
+			check(e)
 		}
 		return
 	}
 	for id := range dirty {
-		if e, ok := ix.entries[id]; ok {
-			check(id, e)
+		if e := ix.entry(id); e != nil {
+			check(e)
 		} else if !relisted && storage.CheckID(storage.PrefixTask, id) == nil {
 			s.indexTask(ix, id) // created: the listing above will agree
 		}
 	}
 }
 
-// derive rebuilds what the index keeps beside its entries, when they
-// changed: the order (newest first), the open tasks and the problems.
+// derive rebuilds what the index keeps beside its entries (settled), when
+// they changed: the open tasks, the problems, the subtasks and the
+// claimable tasks.
 func (ix *taskIndex) derive() {
-	if ix.order == nil {
-		ix.order = make([]*taskEntry, 0, len(ix.entries))
-		for _, e := range ix.entries {
-			ix.order = append(ix.order, e)
-		}
-		slices.SortFunc(ix.order, func(a, b *taskEntry) int { return strings.Compare(b.id, a.id) })
-		ix.derived = false
-	}
 	if ix.derived {
 		return
 	}

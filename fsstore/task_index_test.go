@@ -93,8 +93,8 @@ func TestTaskIndexSharesFields(t *testing.T) {
 		ix.mu.Lock()
 		defer ix.mu.Unlock()
 		out := map[string]*taskFields{}
-		for id, e := range ix.entries {
-			out[id] = e.taskFields
+		for _, e := range ix.order {
+			out[e.id] = e.taskFields
 		}
 		return out
 	}

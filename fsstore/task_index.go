@@ -91,7 +91,7 @@ type taskIndex struct {
 // taskEntry is one task file in the index: 64 bytes, its fields shared
 // with the tasks whose fields are the same (10^4 tasks are mostly done,
 // of a few assignees: a few hundred kinds), so that the index of 10^4
-// tasks holds about 1.5 MB, not 3.5 (DESIGN section 13, P5).
+// tasks holds about 1 MB, not 3.3 (DESIGN section 13, P5).
 type taskEntry struct {
 	id          string
 	stamp       taskStamp

@@ -9,6 +9,7 @@ import (
 	"os"
 	"os/signal"
 	"runtime"
+	"runtime/debug"
 	"strings"
 	"syscall"
 
@@ -174,6 +175,10 @@ func serveMCP(ctx context.Context, e *env, srv *mcpserver.Server, log *slog.Logg
 		// Measured under aipm-bench's P2: 10% less CPU and a quarter fewer
 		// context switches per send than with one slot per core.
 		runtime.GOMAXPROCS(1)
+	}
+	if e.getenv("GOGC") == "" {
+		// Collect at half again the live heap, not twice (operations.md: P5).
+		debug.SetGCPercent(50)
 	}
 	if err := srv.Run(ctx, mcpserver.Stdio(stdin, e.stdout, log)); err != nil && !errors.Is(err, context.Canceled) && !errors.Is(err, io.EOF) {
 		return err

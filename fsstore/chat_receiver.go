@@ -43,7 +43,7 @@ func (s *Store) ReceiverStateOf(cfg *storage.Config, agent string, now time.Time
 		st.State, st.Note = ReceiverQueued, fmt.Sprintf("%s is not configured in this project", agent)
 		return st
 	}
-	if live, err := s.liveSessions(agent, now); err == nil {
+	if live, err := s.liveSessions(agent, storage.PurposeChat, now); err == nil {
 		for _, ses := range live {
 			if ses.Purpose == storage.PurposeChat {
 				st.State, st.Note = ReceiverLive, fmt.Sprintf("%s's chat session is running and gets it at its next get_next_action", agent)

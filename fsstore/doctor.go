@@ -62,10 +62,11 @@ func configErrorProblems(rel string, errs []error) []storage.Problem {
 	return out
 }
 
-// checkDir is doctor's look at a directory: quarantine/ and logs/ are
-// skipped, and a directory under agents/ must be named by an agent id.
+// checkDir is doctor's look at a directory: quarantine/, logs/ and .spare/
+// (empty files made ahead for atomic writes) are skipped, and a directory
+// under agents/ must be named by an agent id.
 func (s *Store) checkDir(path, name string) ([]storage.Problem, error) {
-	if path != s.files.Root() && (name == "quarantine" || name == "logs") {
+	if path != s.files.Root() && (name == "quarantine" || name == "logs") || s.files.UnwatchedDir(path) {
 		return nil, fs.SkipDir
 	}
 	if filepath.Dir(path) == s.files.AgentsDir() {

@@ -235,6 +235,14 @@ type Unread struct {
 	expires time.Time
 }
 
+// unreadKey is what the counts of ses from mark are kept under: the
+// session's id first, so that its end drops them all (sessionEnded). A
+// session's calls count from more than one mark (before and after what a
+// call told it), so each mark has its own.
+func unreadKey(ses Session, mark storage.Mark) string {
+	return fmt.Sprintf("%s\x00%s\x00%d\x00%d", ses.ID, ses.Purpose, mark.Inode, mark.Offset)
+}
+
 // Interrupt returns the first unread interrupt that stops ses (DESIGN
 // section 6), and the number of unread notifications that concern ses,
 // and of them those not told yet. An interrupt about a task stops it only
@@ -248,7 +256,7 @@ type Unread struct {
 func (s *Store) Interrupt(ctx context.Context, ses Session) (Unread, error) {
 	stamps, cacheable := s.unreadStamps(ses.Agent)
 	mark := ses.Surfaced.Notifications
-	key := fmt.Sprintf("%s\x00%s\x00%d\x00%d", ses.ID, ses.Purpose, mark.Inode, mark.Offset)
+	key := unreadKey(ses, mark)
 	if cacheable {
 		if st, ok := s.caches.unread.Get(key, stamps...); ok && (st.expires.IsZero() || time.Now().Before(st.expires)) {
 			return st, nil
@@ -287,7 +295,7 @@ func (s *Store) Interrupt(ctx context.Context, ses Session) (Unread, error) {
 	}
 	u.Count += len(shown)
 	interrupts = append(slices.DeleteFunc(held, func(n Notification) bool { return n.Type != storage.NotifyInterrupt }), interrupts...)
-	if cacheable && len(interrupts) == 0 {
+	if cacheable && len(interrupts) == 0 && ses.EndedAt.IsZero() { // an ended session's are not asked again
 		s.caches.unread.Put(key, u, stamps...)
 	}
 	for i, n := range interrupts {

@@ -313,7 +313,14 @@ var errTold = errors.New("told by another process")
 // LiveSessionsOf returns agent's sessions that are live at now and whose
 // aipm serve process runs, read without a lock or a sweep.
 func (s *Store) LiveSessionsOf(agent string, now time.Time) ([]Session, error) {
-	live, err := s.liveSessions(agent, now)
+	return s.LiveSessionsFor(agent, "", now)
+}
+
+// LiveSessionsFor is LiveSessionsOf of agent's sessions of purpose (""
+// any): those of another purpose are not asked after, nor is what their
+// models were told read (a hook's, which answers for one purpose).
+func (s *Store) LiveSessionsFor(agent, purpose string, now time.Time) ([]Session, error) {
+	live, err := s.liveSessions(agent, purpose, now)
 	for i := range live {
 		live[i] = s.withTold(live[i])
 	}

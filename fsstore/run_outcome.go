@@ -9,6 +9,7 @@ import (
 	"regexp"
 	"slices"
 	"strings"
+	"sync"
 	"time"
 	"unicode"
 
@@ -162,8 +163,11 @@ const logTail = 16 << 10
 const maxLogLine = 240
 
 // ansiEscape matches a terminal's escape sequences (colours, cursor
-// moves), which clients print even into a file.
-var ansiEscape = regexp.MustCompile(`\x1b(?:\[[0-9;?]*[ -/]*[@-~]|\][^\x07\x1b]*(?:\x07|\x1b\\)|[@-Z\\-_])`)
+// moves), which clients print even into a file; compiled on first use,
+// not by every process that links this package (each hook, P8a).
+var ansiEscape = sync.OnceValue(func() *regexp.Regexp {
+	return regexp.MustCompile(`\x1b(?:\[[0-9;?]*[ -/]*[@-~]|\][^\x07\x1b]*(?:\x07|\x1b\\)|[@-Z\\-_])`)
+})
 
 // LastLogLine is the last meaningful line of a run's log (path absolute,
 // as Run.Log), as LastLine finds it in the log's last 16 KiB; "" when
@@ -187,7 +191,7 @@ func LastLogLine(path string) string {
 // stopped ("Reconnecting... waiting for network", "claude is not on
 // PATH ...").
 func LastLine(data []byte) string {
-	data = ansiEscape.ReplaceAll(data, nil)
+	data = ansiEscape().ReplaceAll(data, nil)
 	lines := bytes.FieldsFunc(data, func(r rune) bool { return r == '\n' || r == '\r' })
 	for i := len(lines) - 1; i >= 0; i-- {
 		line := strings.TrimSpace(strings.ToValidUTF8(string(lines[i]), "?"))

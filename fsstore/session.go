@@ -424,7 +424,11 @@ func (s *Store) readSession(path string) (Session, error) {
 	if err := s.files.ReadDoc(path, &ses); err != nil {
 		return Session{}, err
 	}
-	s.caches.sessions.Put(path, ses, stamp)
+	if ses.EndedAt.IsZero() {
+		s.caches.sessions.Put(path, ses, stamp)
+	} else {
+		s.caches.sessions.Drop(path) // ended: read once more at most, not kept for each of a long server's sessions
+	}
 	return ses, nil
 }
 
@@ -498,6 +502,10 @@ func (s *Store) sessionsEnded(ctx context.Context, sessions []Session) {
 // agent's conversations with reason session_expired; a replacing session
 // carries them on.
 func (s *Store) sessionEnded(ctx context.Context, ses Session) error {
+	if path, err := s.files.DocPath(storage.Sessions, ses.ID); err == nil {
+		s.caches.sessions.Drop(path)
+	}
+	s.caches.unread.DropPrefix(ses.ID + "\x00")
 	if ses.Purpose != storage.PurposeChat || ses.EndReason == endReplaced {
 		return nil
 	}

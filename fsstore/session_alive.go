@@ -59,12 +59,29 @@ var ownStart = sync.OnceValue(func() string { return processStart(os.Getpid()) }
 // bootID is this boot's id (/proc/sys/kernel/random/boot_id; "" unread),
 // read once: a process's start in ticks counts from the boot.
 var bootID = sync.OnceValue(func() string {
-	data, err := os.ReadFile("/proc/sys/kernel/random/boot_id")
-	if err != nil {
-		return ""
-	}
-	return strings.TrimSpace(string(data))
+	var buf [64]byte // a UUID and its newline
+	return strings.TrimSpace(string(readProc("/proc/sys/kernel/random/boot_id", buf[:])))
 })
+
+// readProc reads the short file path of /proc into buf with three system
+// calls, one read (os.ReadFile takes ten, registering the file with the
+// runtime's poller): a short-lived process such as a hook asks twice.
+// nil when it cannot be read.
+func readProc(path string, buf []byte) []byte {
+	fd, err := syscall.Open(path, syscall.O_RDONLY|syscall.O_CLOEXEC, 0)
+	if err != nil {
+		return nil
+	}
+	defer syscall.Close(fd)
+	n, err := syscall.Read(fd, buf)
+	for errors.Is(err, syscall.EINTR) {
+		n, err = syscall.Read(fd, buf)
+	}
+	if err != nil || n <= 0 {
+		return nil
+	}
+	return buf[:n]
+}
 
 // zombie says whether pid has exited and waits to be reaped (a process
 // whose parent died under a pid 1 that does not reap): it is gone.
@@ -79,20 +96,8 @@ func zombie(pid int) bool {
 // parentheses: the state first, the start time (field 22) nineteen
 // fields later.
 func procStat(pid int) (zombie bool, start string) {
-	fd, err := syscall.Open("/proc/"+strconv.Itoa(pid)+"/stat", syscall.O_RDONLY|syscall.O_CLOEXEC, 0)
-	if err != nil {
-		return false, ""
-	}
-	defer syscall.Close(fd)
 	var buf [512]byte
-	n, err := syscall.Read(fd, buf[:])
-	for errors.Is(err, syscall.EINTR) {
-		n, err = syscall.Read(fd, buf[:])
-	}
-	if err != nil || n <= 0 {
-		return false, ""
-	}
-	data := buf[:n]
+	data := readProc("/proc/"+strconv.Itoa(pid)+"/stat", buf[:])
 	i := bytes.LastIndexByte(data, ')')
 	if i < 0 || i+2 >= len(data) {
 		return false, ""

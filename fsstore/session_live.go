@@ -9,12 +9,14 @@ import (
 	"aipm/internal/lockedfile"
 )
 
-// liveSessions returns agent's sessions that are live at now and whose
-// aipm serve process runs, read without a lock or a sweep, and without
-// what their models were told (LiveSessionsOf adds it): what
-// ReceiverStateOf needs, at every send. The index and each document cost
-// a stat while they are the ones this process read last.
-func (s *Store) liveSessions(agent string, now time.Time) ([]Session, error) {
+// liveSessions returns agent's sessions of purpose ("": of any) that are
+// live at now and whose aipm serve process runs, read without a lock or a
+// sweep, and without what their models were told (LiveSessionsOf adds
+// it): what ReceiverStateOf needs, at every send. The index and each
+// document cost a stat while they are the ones this process read last; a
+// session of another purpose costs no more (its process is not asked
+// after).
+func (s *Store) liveSessions(agent, purpose string, now time.Time) ([]Session, error) {
 	ids, err := s.agentSessionIDs(agent)
 	if err != nil {
 		return nil, err
@@ -24,6 +26,9 @@ func (s *Store) liveSessions(agent string, now time.Time) ([]Session, error) {
 		ses, err := s.session(id)
 		if err != nil {
 			continue // gone, or damaged: doctor reports it
+		}
+		if purpose != "" && ses.Purpose != purpose {
+			continue
 		}
 		if ses.Alive(now) && ses.Agent == agent {
 			live = append(live, ses)

@@ -2,6 +2,7 @@ package fsstore
 
 import (
 	"aipm/fsstore/internal/storage"
+	"aipm/internal/lockedfile"
 	"context"
 	"errors"
 	"os/exec"
@@ -110,4 +111,107 @@ func wantChatForConversationWork(t *testing.T, s *Store, cfg *storage.Config) {
 	if ses, _, err := s.Authenticate(ctx, cfg, "c", mustPasskey(t, s, "c"), "", ""); err != nil || ses.Purpose != storage.PurposeChat {
 		t.Fatalf("agent with a conversation request: %+v %v", ses, err)
 	}
+}
+
+// A session that ended leaves nothing in this process's caches: a server
+// that saw many sessions keeps what its live ones need, not one copy of
+// each session document and of its unread counts for every session ever.
+func TestEndedSessionCachesNothing(t *testing.T) {
+	s, cfg := newConvStore(t)
+	ctx := context.Background()
+	ses, token, err := s.Authenticate(ctx, cfg, "b", mustPasskey(t, s, "b"), "", storage.PurposeChat)
+	if err != nil {
+		t.Fatal(err)
+	}
+	path, _ := s.files.DocPath(storage.Sessions, ses.ID)
+	kept := func() (session, unread bool) {
+		t.Helper()
+		stamp, err := lockedfile.StampPath(path)
+		if err != nil {
+			t.Fatal(err)
+		}
+		_, session = s.caches.sessions.Get(path, stamp)
+		if stamps, ok := s.unreadStamps(ses.Agent); ok {
+			_, unread = s.caches.unread.Get(unreadKey(ses, ses.Surfaced.Notifications), stamps...)
+		}
+		return session, unread
+	}
+	if ses, err = s.CheckSession(ctx, token); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := s.Interrupt(ctx, ses); err != nil {
+		t.Fatal(err)
+	}
+	if session, unread := kept(); (!session || !unread) && keepsAnything(t, path) {
+		t.Fatalf("a live session: its document kept %v, its counts kept %v; want both", session, unread)
+	}
+	if _, err := s.EndSession(ctx, ses.ID, EndLogout); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := s.CheckSession(ctx, token); err == nil {
+		t.Fatal("the ended session still checks")
+	}
+	ended, err := s.Session(ses.ID) // as a call's notification line reads it, after its logout
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := s.Interrupt(ctx, ended); err != nil {
+		t.Fatal(err)
+	}
+	if session, unread := kept(); session || unread {
+		t.Errorf("an ended session: its document kept %v, its counts kept %v; want neither", session, unread)
+	}
+}
+
+// A live session's counts are kept for each mark its calls count from
+// (before and after what a call told it): one would push out the other,
+// and a pile of unread notifications would be read again at every call
+// (aipm-bench's P6b).
+func TestUnreadKeptAtEachMark(t *testing.T) {
+	s, cfg := newConvStore(t)
+	ctx := context.Background()
+	ses, _, err := s.Authenticate(ctx, cfg, "b", mustPasskey(t, s, "b"), "", storage.PurposeChat)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := s.Notify(ctx, "b", Notification{Message: "one"}); err != nil {
+		t.Fatal(err)
+	}
+	told := ses
+	told.Surfaced.Notifications = storage.Mark{Inode: 1, Offset: 1}
+	for _, at := range []Session{ses, told} {
+		if _, err := s.Interrupt(ctx, at); err != nil {
+			t.Fatal(err)
+		}
+	}
+	stamps, ok := s.unreadStamps("b")
+	if !ok {
+		t.Fatal("the notification files cannot be stamped")
+	}
+	notifications, _ := s.files.NotificationsPath("b")
+	for _, at := range []Session{ses, told} {
+		if _, kept := s.caches.unread.Get(unreadKey(at, at.Surfaced.Notifications), stamps...); !kept && keepsAnything(t, notifications) {
+			t.Errorf("the counts from mark %+v are not kept", at.Surfaced.Notifications)
+		}
+	}
+}
+
+// keepsAnything says whether this process's stat caches keep what is put
+// in them for the file at path: once a file's time could not be moved
+// later (lockedfile's later, in an earlier test of the package), none
+// does, for the rest of the process, and what a test finds not kept
+// proves nothing.
+func keepsAnything(t *testing.T, path string) bool {
+	t.Helper()
+	stamp, err := lockedfile.StampPath(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var probe lockedfile.StatCache[bool]
+	probe.Put("probe", true, stamp)
+	_, kept := probe.Get("probe", stamp)
+	if !kept {
+		t.Log("this process's caches keep nothing (a file's time could not be moved later in an earlier test): what is kept is not checked")
+	}
+	return kept
 }

@@ -25,7 +25,8 @@ type caches struct {
 	sessions lockedfile.StatCache[Session]
 	// sessionIndex: each agent's session ids (agentSessionIDs).
 	sessionIndex lockedfile.StatCache[[]string]
-	unread       lockedfile.StatCache[Unread]
+	// unread: the sessions' counts (Interrupt), by session and mark.
+	unread lockedfile.StatCache[Unread]
 	// quietChat: chat sessions found with no new message (NewMessagesFor).
 	quietChat lockedfile.StatCache[struct{}]
 	// convIndex: the conversations' index (keptConvIndex).

@@ -94,6 +94,13 @@ func (s *Store) ProjectDir() string { return s.files.ProjectDir() }
 // and an agent's read cursors.
 func (s *Store) QuietChange(path string) bool { return s.files.QuietChange(path) }
 
+// UseSpares makes this process's document writes in the project take
+// their temp files from .ai-pm/.spare/ by a rename: a new file costs a
+// write most of a millisecond where a rename costs hundredths
+// (lockedfile.UseSpares). fill, called as the process ends, makes the
+// spares taken again. For aipm serve.
+func (s *Store) UseSpares() (fill func()) { return s.files.UseSpares() }
+
 // Receipts reads agent's receipts into what each message id went
 // through (the first of each event). Lines that are not receipts are
 // skipped.

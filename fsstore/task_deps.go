@@ -74,9 +74,9 @@ func stopKey(status string, changedAt time.Time) string {
 func (ix *taskIndex) waitsOf(e *taskEntry) []Wait {
 	var out []Wait
 	for _, b := range e.flow.blockedBy {
-		be, ok := ix.entries[b]
+		be := ix.entry(b)
 		switch {
-		case !ok || be.err != nil:
+		case be == nil || be.err != nil:
 			out = append(out, Wait{TaskID: b})
 		case be.status != StatusDone:
 			out = append(out, Wait{TaskID: b, Status: be.status})
@@ -152,7 +152,7 @@ func (ix *taskIndex) dependents(id string) []*taskEntry {
 // its blockers and all its subtasks.
 func (ix *taskIndex) edges(id string) []string {
 	var out []string
-	if e, ok := ix.entries[id]; ok && e.err == nil {
+	if e := ix.entry(id); e != nil && e.err == nil {
 		out = append(out, e.flow.blockedBy...)
 	}
 	for _, c := range ix.children[id] {
@@ -166,7 +166,7 @@ func (ix *taskIndex) edges(id string) []string {
 // if none. A task not yet in the index (being created) is reached through
 // its parent.
 func (ix *taskIndex) cycleVia(id, parent string, blockers []string) []string {
-	_, known := ix.entries[id]
+	known := ix.entry(id) != nil
 	seen := map[string]bool{}
 	var walk func(at string) []string
 	walk = func(at string) []string {
@@ -222,7 +222,7 @@ func (ix *taskIndex) findCycles() [][]string {
 		state[id] = onPath
 		path = append(path, id)
 		for _, n := range ix.edges(id) {
-			if _, ok := ix.entries[n]; !ok {
+			if ix.entry(n) == nil {
 				continue
 			}
 			switch state[n] {
@@ -236,16 +236,9 @@ func (ix *taskIndex) findCycles() [][]string {
 		path = path[:len(path)-1]
 		state[id] = finished
 	}
-	ids := make([]string, 0, len(ix.entries))
-	for id, e := range ix.entries {
-		if e.err == nil {
-			ids = append(ids, id)
-		}
-	}
-	slices.Sort(ids)
-	for _, id := range ids {
-		if state[id] == unseen {
-			visit(id)
+	for i := len(ix.order) - 1; i >= 0; i-- { // oldest first
+		if e := ix.order[i]; e.err == nil && state[e.id] == unseen {
+			visit(e.id)
 		}
 	}
 	slices.SortFunc(found, func(a, b []string) int { return slices.Compare(a, b) })
@@ -305,13 +298,13 @@ func (s *Store) checkDependencies(id, parent string, blockers []string) error {
 		return err
 	}
 	for _, b := range blockers {
-		if e, ok := ix.entries[b]; !ok || e.err != nil {
+		if e := ix.entry(b); e == nil || e.err != nil {
 			return &storage.CodeError{Code: storage.CodeTaskNotFound, Msg: fmt.Sprintf("task %s, to wait for, does not exist: see aipm task list or list_tasks", b), Err: storage.ErrNotFound}
 		}
 	}
 	if c := ix.cycleVia(id, parent, blockers); c != nil {
 		name := "task " + id
-		if _, ok := ix.entries[id]; !ok {
+		if ix.entry(id) == nil {
 			name = "the new task" // its id means nothing to anyone yet
 			for i := range c {
 				if c[i] == id {
@@ -333,7 +326,7 @@ func (s *Store) waitsOn(id string) (waits []Wait, waitedBy []string, err error) 
 	if err := s.refreshTasks(ix); err != nil {
 		return nil, nil, err
 	}
-	if e, ok := ix.entries[id]; ok && e.err == nil {
+	if e := ix.entry(id); e != nil && e.err == nil {
 		waits = ix.waitsOf(e)
 	}
 	for _, d := range ix.dependents(id) {
@@ -386,7 +379,7 @@ func (s *Store) Cycles() ([]string, error) {
 func (ix *taskIndex) cycleReason(c []string) string {
 	fix := "take one of its subtasks out of its parent by hand"
 	for i := 0; i+1 < len(c); i++ {
-		if e := ix.entries[c[i]]; slices.Contains(e.flow.blockedBy, c[i+1]) {
+		if e := ix.entry(c[i]); slices.Contains(e.flow.blockedBy, c[i+1]) {
 			fix = fmt.Sprintf("aipm task depend %s --on %s --remove", c[i], c[i+1])
 			break
 		}
@@ -430,7 +423,7 @@ func (s *Store) dependencyProblems() ([]storage.Problem, error) {
 	}
 	for _, e := range ix.open {
 		for _, b := range e.flow.blockedBy {
-			if be, ok := ix.entries[b]; !ok || be.err != nil {
+			if be := ix.entry(b); be == nil || be.err != nil {
 				problems = append(problems, storage.Problem{Path: rel(e.id), Reason: fmt.Sprintf(
 					"task %s waits for task %s, which does not exist: it will never be ready; remove it with aipm task depend %s --on %s --remove", e.id, storage.Clip(b, storage.MaxEchoedID), e.id, storage.Clip(b, storage.MaxEchoedID))})
 			}

@@ -101,7 +101,7 @@ func (s *Store) startsWhenReady(t Task) bool {
 
 // entryOf is the index entry of t as read.
 func entryOf(t Task) *taskEntry {
-	return &taskEntry{id: t.ID, status: t.Status, assignee: t.Assignee, parentID: t.ParentID, flow: flowFieldsOf(t)}
+	return &taskEntry{id: t.ID, taskFields: &taskFields{status: t.Status, assignee: t.Assignee, parentID: t.ParentID, flow: flowFieldsOf(t)}}
 }
 
 // awaiting are the tasks a change of task t to done may start: those
@@ -256,8 +256,8 @@ func (s *Store) flowDue() (starts, stops []string, err error) {
 		if e.err != nil || e.flow.stop == "" || e.flow.stop == e.flow.stopTold {
 			continue
 		}
-		parent, hasParent := ix.entries[e.parentID]
-		if waitedOn[e.id] || (hasParent && parent.assignee != "" && e.status == StatusBlocked) {
+		parent := ix.entry(e.parentID)
+		if waitedOn[e.id] || (parent != nil && parent.assignee != "" && e.status == StatusBlocked) {
 			stops = append(stops, e.id)
 		}
 	}

@@ -59,16 +59,22 @@ func (s *Store) WatchTasks(w DirWatcher) {
 //
 // The first use in a process reads every task file once.
 type taskIndex struct {
-	mu         sync.Mutex
-	built      bool
-	dir        lockedfile.Stamp // of tasks/ when it was last listed
-	dirRacy    bool             // that stamp was too recent to prove the listing current
-	entries    map[string]*taskEntry
-	order      []*taskEntry // newest first (ids sort by creation time); nil: rebuild
-	open       []*taskEntry // the entries of open tasks, newest first
-	bad        []error      // the entries' errors, newest first
-	claimable  []*taskEntry // ready tasks nobody is assigned, in claimOrder
-	loops      [][]string   // the dependency cycles (cycles), when loopsKnown
+	mu      sync.Mutex
+	built   bool
+	dir     lockedfile.Stamp // of tasks/ when it was last listed
+	dirRacy bool             // that stamp was too recent to prove the listing current
+	// order is every entry, newest first (ids sort by creation time): a
+	// lookup by id is a binary search of it (entry), without a map of
+	// 10^4 ids beside it. Entries read since it was sorted wait in added,
+	// and those whose file is gone are marked, until settle.
+	order      []*taskEntry
+	added      []*taskEntry
+	pruned     bool                          // some entries of order are gone
+	kinds      map[taskFieldsKey]*taskFields // the fields entries share (share)
+	open       []*taskEntry                  // the entries of open tasks, newest first
+	bad        []error                       // the entries' errors, newest first
+	claimable  []*taskEntry                  // ready tasks nobody is assigned, in claimOrder
+	loops      [][]string                    // the dependency cycles (cycles), when loopsKnown
 	loopsKnown bool
 	children   map[string][]*taskEntry // each parent's subtasks, newest first
 	derived    bool                    // open and bad are up to date with order
@@ -82,13 +88,73 @@ type taskIndex struct {
 	lost  bool
 }
 
+// taskEntry is one task file in the index: 64 bytes, its fields shared
+// with the tasks whose fields are the same (10^4 tasks are mostly done,
+// of a few assignees: a few hundred kinds), so that the index of 10^4
+// tasks holds about 1 MB, not 3.3 (DESIGN section 13, P5).
 type taskEntry struct {
-	id                         string
-	stamp                      lockedfile.Stamp
-	racy                       bool // read within racy's window of its mtime: look again
+	id          string
+	stamp       taskStamp
+	racy        bool // read within racy's window of its mtime: look again
+	listed      bool // seen by the listing under way (relistTasks)
+	gone        bool // its file is gone: settle drops it
+	*taskFields      // never nil, never changed in place: shared (share)
+}
+
+// taskFields are what the index keeps of a task document: the fields the
+// filters and the dependency rules read.
+type taskFields struct {
 	status, assignee, parentID string
 	flow                       taskFlowFields
 	err                        error // the document could not be read or decoded
+}
+
+// taskFieldsKey is the comparable part of taskFields: the fields of the
+// tasks that share one (share).
+type taskFieldsKey struct {
+	status, assignee, parentID, approval, group, priority, stop, stopTold string
+	startedReady                                                          bool
+}
+
+// taskStamp is the lockedfile.Stamp of a task file in 24 bytes (its
+// modification time in Unix nanoseconds, without a location).
+type taskStamp struct {
+	ino         uint64
+	size, mtime int64
+}
+
+func stampOf(st lockedfile.Stamp) taskStamp {
+	if st == (lockedfile.Stamp{}) {
+		return taskStamp{} // a missing file matches an entry never stamped, as before
+	}
+	return taskStamp{ino: st.Ino, size: st.Size, mtime: st.MTime.UnixNano()}
+}
+
+// share returns the fields to keep for f: the ones already kept when an
+// entry has the same (those with blockers or an error are kept apart).
+// The kinds are forgotten when there are many more of them than entries
+// could share (edits leave old ones behind): entries keep theirs, and the
+// next ones start sharing anew.
+func (ix *taskIndex) share(f taskFields) *taskFields {
+	if f.err != nil || len(f.flow.blockedBy) > 0 {
+		return &f
+	}
+	k := taskFieldsKey{status: f.status, assignee: f.assignee, parentID: f.parentID, approval: f.flow.approval, group: f.flow.group,
+		priority: f.flow.priority, stop: f.flow.stop, stopTold: f.flow.stopTold, startedReady: f.flow.startedReady}
+	if p, ok := ix.kinds[k]; ok {
+		return p
+	}
+	if ix.kinds == nil || len(ix.kinds) > 64+len(ix.order)/8 {
+		ix.kinds = map[taskFieldsKey]*taskFields{}
+	}
+	p := &f
+	ix.kinds[k] = p
+	return p
+}
+
+// same says whether two entries' fields are the same.
+func (f *taskFields) same(g *taskFields) bool {
+	return f == g || (f.status == g.status && f.err == g.err && f.parentID == g.parentID && f.assignee == g.assignee && f.flow.equal(g.flow))
 }
 
 // taskFlowFields are the fields of a task the dependency rules read
@@ -166,8 +232,8 @@ func (s *Store) readTask(path string, t *Task) (lockedfile.Stamp, error) {
 // summarize reads the fields the filters need from a task document without
 // decoding all of it; a document that is not valid JSON, or has one of
 // those fields of the wrong type, is reported as decodeDoc reports it.
-func summarize(rel string, data []byte, e *taskEntry) error {
-	if gjson.ValidBytes(data) && gjson.ParseBytes(data).IsObject() {
+func summarize(rel string, data []byte) taskFields {
+	if gjson.ValidBytes(data) && isObject(data) {
 		f := gjson.GetManyBytes(data, "status", "assignee", "parentId", "aipmStatus", "approvalStatus", "group", "statusChangedAt", "stopTold", "priority", "blockedBy", "startedReady")
 		ok := true
 		for _, r := range f[:9] {
@@ -175,21 +241,27 @@ func summarize(rel string, data []byte, e *taskEntry) error {
 		}
 		blockers, blockersOK := stringArray(f[9])
 		if ok && blockersOK && (!f[10].Exists() || f[10].IsBool() || f[10].Type == gjson.Null) {
-			e.status, e.assignee, e.parentID = intern(f[0].Str), intern(f[1].Str), f[2].Str
+			e := taskFields{status: intern(f[0].Str), assignee: intern(f[1].Str), parentID: f[2].Str}
 			if !handEditAllowed(f[0].Str, f[3].Str, f[4].Str) {
 				e.status = intern(f[3].Str) // as Task.Settle: the last valid status
 			}
 			e.flow = taskFlowFields{approval: intern(f[4].Str), group: intern(f[5].Str), priority: intern(f[8].Str), blockedBy: blockers,
 				startedReady: f[10].Bool(), stop: stopKey(e.status, f[6].Time()), stopTold: f[7].Str}
-			return nil
+			return e
 		}
 	}
 	var t Task
 	if err := storage.DecodeDoc(rel, data, &t); err != nil {
-		return err
+		return taskFields{err: err}
 	}
-	e.status, e.assignee, e.parentID, e.flow = t.Status, t.Assignee, t.ParentID, flowFieldsOf(t)
-	return nil
+	return taskFields{status: t.Status, assignee: t.Assignee, parentID: t.ParentID, flow: flowFieldsOf(t)}
+}
+
+// isObject says whether valid JSON is an object (as gjson's IsObject, without
+// its copy of the document).
+func isObject(data []byte) bool {
+	data = bytes.TrimLeft(data, " \t\r\n")
+	return len(data) > 0 && data[0] == '{'
 }
 
 // equal says whether two entries' flow fields are the same.
@@ -234,7 +306,7 @@ var interned sync.Map
 // indexTask reads the task file of id into the index (or drops it if gone).
 func (s *Store) indexTask(ix *taskIndex, id string) {
 	path := filepath.Join(s.files.CollectionDir(storage.Tasks), id+".json")
-	e := &taskEntry{id: id}
+	var stamp lockedfile.Stamp
 	seen := time.Now() // before the stat: Racy judges the stamp at it
 	err := func() error {
 		f, err := lockedfile.Open(path)
@@ -246,7 +318,7 @@ func (s *Store) indexTask(ix *taskIndex, id string) {
 		if err != nil {
 			return err
 		}
-		e.stamp = lockedfile.StampOf(fi)
+		stamp = lockedfile.StampOf(fi)
 		ix.buf.Reset()
 		if err := lockedfile.ReadBounded(f, &ix.buf); err != nil {
 			return err
@@ -254,30 +326,76 @@ func (s *Store) indexTask(ix *taskIndex, id string) {
 		return nil
 	}()
 	if errors.Is(err, os.ErrNotExist) {
-		if _, ok := ix.entries[id]; ok {
-			delete(ix.entries, id)
-			ix.order = nil
+		if old := ix.entry(id); old != nil && !old.gone {
+			old.gone, ix.pruned = true, true
 		}
 		return
 	}
+	var fields taskFields
 	if err != nil {
-		e.err = s.files.Failed("read", path, err)
+		fields.err = s.files.Failed("read", path, err)
 	} else {
-		e.err = summarize(s.files.Rel(path), ix.buf.Bytes(), e)
+		fields = summarize(s.files.Rel(path), ix.buf.Bytes())
 	}
 	if ix.buf.Cap() > 1<<20 {
 		ix.buf = bytes.Buffer{} // one huge file: do not keep its buffer
 	}
-	e.racy = lockedfile.Racy(e.stamp.MTime, seen)
-	if old, ok := ix.entries[id]; ok {
-		if old.status != e.status || old.err != e.err || old.parentID != e.parentID || old.assignee != e.assignee || !old.flow.equal(e.flow) {
+	e := taskEntry{id: id, stamp: stampOf(stamp), racy: lockedfile.Racy(stamp.MTime, seen), taskFields: ix.share(fields)}
+	if old := ix.entry(id); old != nil {
+		if old.gone || !old.same(e.taskFields) {
 			ix.derived = false
 		}
-		*old = *e // in place: ix.order holds it
+		*old = e // in place: ix.order holds it
 		return
 	}
-	ix.entries[id] = e
-	ix.order = nil
+	ix.added = append(ix.added, &e)
+}
+
+// newestFirst is the order of ix.order.
+func newestFirst(a, b *taskEntry) int { return strings.Compare(b.id, a.id) }
+
+// entry is the entry of id in order, nil if none: a binary search that
+// keeps id to itself, so that the listing's lookup of each name copies
+// none of them to the heap.
+func (ix *taskIndex) entry(id string) *taskEntry {
+	lo, hi := 0, len(ix.order)
+	for lo < hi {
+		m := int(uint(lo+hi) >> 1)
+		switch at := ix.order[m].id; {
+		case at == id:
+			return ix.order[m]
+		case at > id:
+			lo = m + 1 // a newer one: id is further on
+		default:
+			hi = m
+		}
+	}
+	return nil
+}
+
+// settle drops the entries whose file is gone from order and sorts in
+// the ones added: a few one by one, many at once.
+func (ix *taskIndex) settle() {
+	if ix.pruned {
+		ix.order = slices.DeleteFunc(ix.order, func(e *taskEntry) bool { return e.gone })
+		ix.pruned, ix.derived = false, false
+	}
+	switch {
+	case len(ix.added) == 0:
+		return
+	case len(ix.order) == 0:
+		ix.order = ix.added
+		slices.SortFunc(ix.order, newestFirst)
+	case len(ix.added) <= 8:
+		for _, e := range ix.added {
+			i, _ := slices.BinarySearchFunc(ix.order, e, newestFirst)
+			ix.order = slices.Insert(ix.order, i, e)
+		}
+	default:
+		ix.order = append(ix.order, ix.added...)
+		slices.SortFunc(ix.order, newestFirst)
+	}
+	ix.added, ix.derived = nil, false
 }
 
 // refreshTasks brings the index up to date with tasks/ (ix.mu held).
@@ -292,14 +410,12 @@ func (s *Store) refreshTasks(ix *taskIndex) error {
 	seen := time.Now() // before the stat: Racy judges the stamp at it
 	fi, err := os.Stat(dir)
 	if errors.Is(err, os.ErrNotExist) {
-		ix.entries, ix.order, ix.dir, ix.built = map[string]*taskEntry{}, nil, lockedfile.Stamp{}, true
+		ix.order, ix.added, ix.dir, ix.built, ix.derived = nil, nil, lockedfile.Stamp{}, true, false
+		ix.derive()
 		return nil
 	}
 	if err != nil {
 		return fmt.Errorf("list tasks: %w", err)
-	}
-	if ix.entries == nil {
-		ix.entries = map[string]*taskEntry{}
 	}
 	relisted := false
 	if stamp := lockedfile.StampOf(fi); !ix.built || stamp != ix.dir || ix.dirRacy {
@@ -309,6 +425,7 @@ func (s *Store) refreshTasks(ix *taskIndex) error {
 		relisted = true
 	}
 	s.recheckEdits(ix, dir, dirty, lost, relisted)
+	ix.settle()
 	ix.derive()
 	return nil
 }
@@ -316,30 +433,38 @@ func (s *Store) refreshTasks(ix *taskIndex) error {
 // relistTasks lists tasks/ (stamped stamp at statAt, both taken before the
 // listing: a change during it stamps the directory later, and the next
 // call lists again) and indexes the files that are new or were replaced by
-// a rename; those need no other look (they leave dirty).
+// a rename, as it meets them; those need no other look (they leave dirty).
 func (s *Store) relistTasks(ix *taskIndex, dir string, stamp lockedfile.Stamp, statAt time.Time, dirty map[string]bool) error {
-	names, err := lockedfile.ReadDirInodes(dir)
+	err := lockedfile.ReadDirInodes(dir, func(name []byte, ino uint64) {
+		id, ok := bytes.CutSuffix(name, []byte(".json"))
+		if !ok {
+			return
+		}
+		if e := ix.entry(string(id)); e != nil {
+			if e.stamp.ino != ino {
+				s.indexTask(ix, e.id) // replaced by a rename
+				delete(dirty, e.id)
+			}
+			e.listed = true
+			return
+		}
+		sid := string(id)
+		if storage.CheckID(storage.PrefixTask, sid) != nil {
+			return
+		}
+		s.indexTask(ix, sid) // new: added
+		delete(dirty, sid)
+	})
 	if err != nil {
 		return fmt.Errorf("list tasks: %w", err)
 	}
-	seen := make(map[string]bool, len(names))
-	for name, ino := range names {
-		id, ok := strings.CutSuffix(name, ".json")
-		if !ok || storage.CheckID(storage.PrefixTask, id) != nil {
-			continue
+	for _, e := range ix.order {
+		if !e.listed {
+			e.gone, ix.pruned = true, true
 		}
-		seen[id] = true
-		if e, ok := ix.entries[id]; !ok || e.stamp.Ino != ino {
-			s.indexTask(ix, id) // new, or replaced by a rename
-			delete(dirty, id)
-		}
+		e.listed = false
 	}
-	for id := range ix.entries {
-		if !seen[id] {
-			delete(ix.entries, id)
-			ix.order = nil
-		}
-	}
+	ix.settle()
 	ix.dir, ix.dirRacy, ix.built = stamp, lockedfile.Racy(stamp.MTime, statAt), true
 	return nil
 }
@@ -347,42 +472,35 @@ func (s *Store) relistTasks(ix *taskIndex, dir string, stamp lockedfile.Stamp, s
 // recheckEdits looks again at files edited in place: the ids the watcher
 // named, or, without one (or after lost events), every file by its stamp.
 func (s *Store) recheckEdits(ix *taskIndex, dir string, dirty map[string]bool, lost, relisted bool) {
-	check := func(id string, e *taskEntry) {
+	check := func(e *taskEntry) {
 		if e.racy {
-			s.indexTask(ix, id)
+			s.indexTask(ix, e.id)
 			return
 		}
-		cur, err := lockedfile.StampPath(filepath.Join(dir, id+".json"))
-		if err != nil || cur != e.stamp {
-			s.indexTask(ix, id)
+		cur, err := lockedfile.StampPath(filepath.Join(dir, e.id+".json"))
+		if err != nil || stampOf(cur) != e.stamp {
+			s.indexTask(ix, e.id)
 		}
 	}
 	if ix.watcher == nil || ix.stop == nil || lost {
-		for id, e := range ix.entries {
-			check(id, e)
+		for _, e := range ix.order { // a gone one is marked, not dropped: order holds still
+			check(e)
 		}
 		return
 	}
 	for id := range dirty {
-		if e, ok := ix.entries[id]; ok {
-			check(id, e)
+		if e := ix.entry(id); e != nil {
+			check(e)
 		} else if !relisted && storage.CheckID(storage.PrefixTask, id) == nil {
 			s.indexTask(ix, id) // created: the listing above will agree
 		}
 	}
 }
 
-// derive rebuilds what the index keeps beside its entries, when they
-// changed: the order (newest first), the open tasks and the problems.
+// derive rebuilds what the index keeps beside its entries (settled), when
+// they changed: the open tasks, the problems, the subtasks and the
+// claimable tasks.
 func (ix *taskIndex) derive() {
-	if ix.order == nil {
-		ix.order = make([]*taskEntry, 0, len(ix.entries))
-		for _, e := range ix.entries {
-			ix.order = append(ix.order, e)
-		}
-		slices.SortFunc(ix.order, func(a, b *taskEntry) int { return strings.Compare(b.id, a.id) })
-		ix.derived = false
-	}
 	if ix.derived {
 		return
 	}

@@ -24,7 +24,7 @@ func (s *Store) TaskDeps(ids []string) (map[string]TaskDeps, error) {
 	out := make(map[string]TaskDeps, len(ids))
 	for _, id := range ids {
 		var d TaskDeps
-		if e, ok := ix.entries[id]; ok && e.err == nil {
+		if e := ix.entry(id); e != nil && e.err == nil {
 			d.Waits, d.Ready = ix.waitsOf(e), ix.ready(e)
 		}
 		out[id] = d

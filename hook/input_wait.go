@@ -7,6 +7,7 @@ import (
 	"time"
 
 	"aipm/fsstore"
+	"aipm/internal/stackstart"
 )
 
 // ReadLimit bounds how long the hook waits for the client's event on
@@ -30,6 +31,7 @@ func readInputWithin(r io.Reader, limit time.Duration) (Input, error) {
 	}
 	done := make(chan read, 1)
 	go func() {
+		stackstart.Grow() // the decoder's depth at once, not in two copies
 		in, err := ReadInput(rec)
 		done <- read{in, err}
 	}()

@@ -28,6 +28,16 @@ type Env struct {
 	Stdin  io.Reader
 	Stdout io.Writer
 	Stderr io.Writer
+	// Interrupt, when set, is ctx cancelled by SIGINT and SIGTERM, with
+	// its stop (signal.NotifyContext). Command asks for it for the idle
+	// wake alone, which waits for minutes and must then exit 0: the first
+	// signal registered costs a round trip to a thread the runtime starts
+	// for it (some 0.2 ms, and as much again to stop), a good part of a
+	// short hook's budget over a hello-world program (P8a), while a short
+	// hook a signal ends answers nothing either way. A short hook a
+	// signal kills mid-write leaves what a crash leaves: its flocks go
+	// with it, an atomic write at most a hidden temp file.
+	Interrupt func(context.Context) (context.Context, context.CancelFunc)
 }
 
 // MaxInput bounds what is read of the client's stdin (a tool's whole
@@ -108,7 +118,8 @@ func (h *Hook) recordDenial(ctx context.Context, env Env, in Input, d *fsstore.D
 }
 
 // Command is the aipm-hook binary: its flags (--client, --wake, --dir,
-// as aipm hook takes them) parsed from args, then Main.
+// as aipm hook takes them) parsed from args, then Main (with env's
+// Interrupt for --wake).
 func Command(ctx context.Context, args []string, env Env) int {
 	var o Options
 	fs := flag.NewFlagSet("aipm-hook", flag.ContinueOnError)
@@ -121,6 +132,11 @@ func Command(ctx context.Context, args []string, env Env) int {
 			err = fmt.Errorf("no arguments are taken, got %q: the event comes from stdin", fs.Arg(0))
 		}
 		return mistake(env, "%v: aipm-hook takes --client "+strings.Join(clients.Names(), "|")+", --wake and --dir (see aipm hook --help)", err)
+	}
+	if o.Wake && env.Interrupt != nil {
+		var stop context.CancelFunc
+		ctx, stop = env.Interrupt(ctx)
+		defer stop()
 	}
 	return Main(ctx, o, env)
 }

@@ -18,12 +18,9 @@ import (
 // shares the nearest ancestor with the hook (the client that started
 // both). ok is false when there is none, or no way to tell.
 func (h *Hook) Session(now time.Time) (ses fsstore.Session, ok bool, err error) {
-	live, err := h.Store.LiveSessionsOf(h.Agent, now)
+	live, err := h.Store.LiveSessionsFor(h.Agent, h.Purpose, now)
 	if err != nil {
 		return ses, false, err
-	}
-	if h.Purpose != "" {
-		live = slices.DeleteFunc(live, func(s fsstore.Session) bool { return s.Purpose != h.Purpose })
 	}
 	switch len(live) {
 	case 0:

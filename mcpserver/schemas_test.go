@@ -175,3 +175,37 @@ func TestRegistrationAllocations(t *testing.T) {
 		t.Errorf("MCP() allocates %d bytes, more than %d: are the tool schemas decoded at registration again (third_party/go-sdk, mcpserver/schemas)?", perMCP, limit)
 	}
 }
+
+// TestRawSchemaChecked: the SDK's Server.AddTool, which takes aipm's
+// served schemas as JSON without encoding them again (third_party/go-sdk,
+// second change), still refuses one that is not exactly one JSON value,
+// input or output, as json.Marshal refused it: a schema with bytes after
+// it would otherwise be listed as is, and a client's tools/list fail.
+func TestRawSchemaChecked(t *testing.T) {
+	handler := func(context.Context, *mcp.CallToolRequest) (*mcp.CallToolResult, error) { return nil, nil }
+	object := json.RawMessage(`{"type":"object"}`)
+	for _, tc := range []struct {
+		name    string
+		in, out json.RawMessage
+		refused bool
+	}{
+		{"input and output whole", object, object, false},
+		{"output nil (null)", object, nil, false},
+		{"input with bytes after it", json.RawMessage(`{"type":"object"} junk`), object, true},
+		{"input of two values", json.RawMessage(`{"type":"object"}{}`), object, true},
+		{"output with bytes after it", object, json.RawMessage(`{"type":"object"}]`), true},
+		{"output cut short", object, json.RawMessage(`{"type":`), true},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			tool := &mcp.Tool{Name: "probe", InputSchema: tc.in, OutputSchema: tc.out} // a nil one too: JSON null
+			refused := func() (refused bool) {
+				defer func() { refused = recover() != nil }()
+				mcp.NewServer(&mcp.Implementation{Name: "t"}, nil).AddTool(tool, handler)
+				return false
+			}()
+			if refused != tc.refused {
+				t.Errorf("AddTool refused it: %v, want %v", refused, tc.refused)
+			}
+		})
+	}
+}

@@ -244,5 +244,7 @@ func floorCmds(stdout io.Writer) []*cobra.Command {
 		hidden("bench-floor-reader FILE", bench.FloorReader),
 		hidden("bench-floor-writer IN OUT N", bench.FloorWriter),
 		hidden("bench-floor-server IN OUT", bench.FloorServer),
+		hidden("bench-floor-relay-append FILE", bench.FloorRelayAppend),
+		hidden("bench-floor-relay-echo FILE", bench.FloorRelayEcho),
 	}
 }

@@ -14,11 +14,19 @@ import (
 	"syscall"
 
 	"aipm/hook"
+	_ "aipm/internal/stackstart" // the main goroutine's stack grown first
 )
 
 func main() {
-	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
-	code := hook.Command(ctx, os.Args[1:], hook.Env{Getenv: os.Getenv, Stdin: os.Stdin, Stdout: os.Stdout, Stderr: os.Stderr})
-	stop()
+	code := hook.Command(context.Background(), os.Args[1:], hook.Env{
+		Getenv: os.Getenv, Stdin: os.Stdin, Stdout: os.Stdout, Stderr: os.Stderr,
+		Interrupt: interrupt,
+	})
 	os.Exit(code)
+}
+
+// interrupt is ctx cancelled by SIGINT and SIGTERM (hook.Env.Interrupt:
+// the idle wake's; a short hook leaves them to end the process).
+func interrupt(ctx context.Context) (context.Context, context.CancelFunc) {
+	return signal.NotifyContext(ctx, os.Interrupt, syscall.SIGTERM)
 }

@@ -19,6 +19,7 @@ import (
 	"github.com/spf13/cobra"
 
 	"aipm/internal/remote"
+	_ "aipm/internal/stackstart" // the main goroutine's stack grown first
 )
 
 func main() { os.Exit(mainExit()) }

@@ -85,6 +85,7 @@ For aipm serve and aipm watch:
 
 AIPM_LOG           the log level on stderr: debug, info, warn, error
 GOMAXPROCS         aipm serve runs with 1 unless this is set
+GOGC               aipm serve runs with 50 unless this is set
 %-18s 1: also check every tool call and result against the tool's
                    schemas (the tests set it)`,
 		fsstore.EnvAgentID, fsstore.EnvPasskeyFile, fsstore.EnvPasskey, fsstore.EnvPasskeyFile,

@@ -65,6 +65,10 @@ func TestFloorUsage(t *testing.T) {
 		{"writer, N not a number", FloorWriter, []string{"in", "out", "many"}, "bench-floor-writer: N: "},
 		{"server, one", FloorServer, []string{"in"}, "usage: bench-floor-server IN OUT"},
 		{"server, three", FloorServer, []string{"in", "out", "x"}, "usage: bench-floor-server IN OUT"},
+		{"relay appender, no file", FloorRelayAppend, nil, "usage: bench-floor-relay-append FILE"},
+		{"relay appender, two files", FloorRelayAppend, []string{"a", "b"}, "usage: bench-floor-relay-append FILE"},
+		{"relay echo, no file", FloorRelayEcho, nil, "usage: bench-floor-relay-echo FILE"},
+		{"relay echo, two files", FloorRelayEcho, []string{"a", "b"}, "usage: bench-floor-relay-echo FILE"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			var stdout strings.Builder

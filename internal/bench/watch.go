@@ -23,7 +23,7 @@ import (
 // throw-away project: a file change -> its trigger written, beside an
 // inotify wake of an fsync'd append; and a trigger -> the started agent's
 // first tool call (its authenticate, seen as its session document), beside
-// a bare fork/exec of aipm version.
+// the SDK floor's bare start plus its start to its tool's answer.
 func (b *bench) watchBench() ([]Row, error) {
 	samples := b.starts
 	b.progress("P7: %d trigger writes and %d agent starts by aipm watch", samples*3, samples)
@@ -81,14 +81,26 @@ func (b *bench) watchBench() ([]Row, error) {
 	}
 
 	// A trigger -> the agent process started -> its first tool call.
+	// Its floor is two SDK-floor starts, one for each program that starts:
+	// the agent (an MCP client: the binary's bare start) and the aipm serve
+	// it starts (to its tool's answer, as P4's floor).
+	sdk, err := b.sdkFloor()
+	if err != nil {
+		return nil, err
+	}
 	sessions := store.CollectionDir(fsstore.Sessions)
-	var toCall, execFloor []time.Duration
+	var toCall, startFloor []time.Duration
 	for i := 0; i < samples; i++ {
 		start := time.Now()
-		if err := b.command(b.aipm, "version").Run(); err != nil {
+		if err := b.command(sdk.bin, "version").Run(); err != nil {
 			return nil, err
 		}
-		execFloor = append(execFloor, time.Since(start))
+		bare := time.Since(start)
+		served, err := sdk.start(b)
+		if err != nil {
+			return nil, err
+		}
+		startFloor = append(startFloor, bare+served)
 		var ses fsstore.Session
 		lat, err := waitFor(ctx, hub, sessions, func() error {
 			return store.Triggers().Write(ctx, fsstore.Trigger{Agent: "coder", Purpose: fsstore.PurposeChat, Reason: "bench"})
@@ -114,17 +126,17 @@ func (b *bench) watchBench() ([]Row, error) {
 			return nil, err
 		}
 	}
-	for _, s := range [][]time.Duration{toTrigger, floor, toCall, execFloor} {
+	for _, s := range [][]time.Duration{toTrigger, floor, toCall, startFloor} {
 		slices.Sort(s)
 	}
 	trig, fl := percentile(toTrigger, 50), percentile(floor, 50)
-	call, ex := percentile(toCall, 50), percentile(execFloor, 50)
+	call, ex := percentile(toCall, 50), percentile(startFloor, 50)
 	return []Row{
 		Row{id: "P7a", what: "file change -> trigger written p50 (aipm watch)", aipm: ms(trig), floor: ms(fl) + " (inotify wake)",
 			compared: signedMs(trig - fl), target: "<= floor + 2 ms", aipmValues: median(toTrigger), floorValues: median(floor),
 		}.judged(atMost("p50 - floor p50", msOf(trig-fl), 2, "ms")),
-		Row{id: "P7b", what: "trigger -> agent started -> first tool call p50", aipm: ms(call), floor: ms(ex) + " (exec aipm version)",
-			compared: signedMs(call - ex), target: fmt.Sprintf("<= floor + %d ms", agentStartOver), aipmValues: median(toCall), floorValues: median(execFloor),
+		Row{id: "P7b", what: "trigger -> agent started -> first tool call p50", aipm: ms(call), floor: ms(ex) + " (two SDK-floor starts)",
+			compared: signedMs(call - ex), target: fmt.Sprintf("<= floor + %d ms", agentStartOver), aipmValues: median(toCall), floorValues: median(startFloor),
 		}.judged(atMost("p50 - floor p50", msOf(call-ex), agentStartOver, "ms")),
 	}, nil
 }

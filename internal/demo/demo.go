@@ -425,6 +425,9 @@ func (d *demo) summary() error {
 	}
 	d.printf("\nfiles under %s:\n", fsstore.DirName)
 	filepath.WalkDir(d.store.Root(), func(path string, de os.DirEntry, err error) error {
+		if err == nil && de.IsDir() && path != d.store.Root() && strings.HasPrefix(de.Name(), ".") {
+			return filepath.SkipDir // plumbing: .spare/
+		}
 		if err == nil && !de.IsDir() && !strings.HasSuffix(path, ".lock") {
 			d.printf("  %s\n", d.store.Rel(path))
 		}

@@ -77,7 +77,9 @@ func dropPrefix(ctx context.Context, path string, opt DropOptions, plan func(f *
 	renamed := false
 	defer func() {
 		if !renamed {
-			os.Remove(tmp)
+			removeTemp(tmp)
+		} else {
+			placed(tmp)
 		}
 	}()
 	tfi, err := os.Stat(tmp)
@@ -147,7 +149,7 @@ func copyTail(path string, f *os.File, fi os.FileInfo, from, to int64, durable b
 		serr = tmp.Sync()
 	}
 	if err := errors.Join(werr, tmp.Chmod(fi.Mode().Perm()), serr, tmp.Close()); err != nil {
-		os.Remove(tmp.Name())
+		removeTemp(tmp.Name())
 		return "", noRoom(fmt.Errorf("compact %s: %w", path, err))
 	}
 	return tmp.Name(), nil

@@ -6,16 +6,17 @@ import (
 	"syscall"
 )
 
-// ReadDirInodes lists the names in dir with their inode numbers, as the
+// ReadDirInodes calls fn with each name in dir and its inode number, as the
 // directory itself records them (getdents64): what tells a file replaced by
-// a rename from the same file, without a stat per name.
-func ReadDirInodes(dir string) (map[string]uint64, error) {
+// a rename from the same file, without a stat per name. The name is only
+// valid during the call: a listing of 10^4 names holds none of them (a
+// caller keeps the few it needs).
+func ReadDirInodes(dir string, fn func(name []byte, ino uint64)) error {
 	f, err := os.Open(dir)
 	if err != nil {
-		return nil, err
+		return err
 	}
 	defer f.Close()
-	out := map[string]uint64{}
 	buf := make([]byte, 64<<10)
 	for {
 		n, err := syscall.ReadDirent(int(f.Fd()), buf)
@@ -23,10 +24,10 @@ func ReadDirInodes(dir string) (map[string]uint64, error) {
 			continue
 		}
 		if err != nil {
-			return nil, &os.PathError{Op: "readdirent", Path: dir, Err: err}
+			return &os.PathError{Op: "readdirent", Path: dir, Err: err}
 		}
 		if n <= 0 {
-			return out, nil
+			return nil
 		}
 		// struct linux_dirent64 { u64 d_ino; s64 d_off; u16 d_reclen; u8 d_type; char d_name[]; }
 		for b := buf[:n]; len(b) >= 19; {
@@ -43,7 +44,7 @@ func ReadDirInodes(dir string) (map[string]uint64, error) {
 				}
 			}
 			if ino != 0 && string(name) != "." && string(name) != ".." {
-				out[string(name)] = ino
+				fn(name, ino)
 			}
 			b = b[reclen:]
 		}

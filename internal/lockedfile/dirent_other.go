@@ -7,18 +7,18 @@ import (
 	"path/filepath"
 )
 
-// ReadDirInodes lists the names in dir with their inode numbers (a stat
-// per name where the directory's own records are not read directly).
-func ReadDirInodes(dir string) (map[string]uint64, error) {
+// ReadDirInodes calls fn with each name in dir and its inode number (a
+// stat per name where the directory's own records are not read directly).
+// The name is only valid during the call.
+func ReadDirInodes(dir string, fn func(name []byte, ino uint64)) error {
 	entries, err := os.ReadDir(dir)
 	if err != nil {
-		return nil, err
+		return err
 	}
-	out := make(map[string]uint64, len(entries))
 	for _, e := range entries {
 		if fi, err := os.Lstat(filepath.Join(dir, e.Name())); err == nil {
-			out[e.Name()] = Inode(fi)
+			fn([]byte(e.Name()), Inode(fi))
 		}
 	}
-	return out, nil
+	return nil
 }

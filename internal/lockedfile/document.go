@@ -89,11 +89,12 @@ func WriteAtomic(path string, data []byte, perm os.FileMode, durable bool, expec
 	if err != nil {
 		return err
 	}
-	placed, err := putInPlace(tmp, path, expect)
-	if !placed { // never remove by name once placed: the name is the document now
-		os.Remove(tmp)
+	inPlace, err := putInPlace(tmp, path, expect)
+	if !inPlace { // never remove by name once placed: the name is the document now
+		removeTemp(tmp)
 		return err
 	}
+	placed(tmp)
 	if err == nil && durable {
 		return SyncDir(filepath.Dir(path))
 	}
@@ -118,7 +119,7 @@ func writeTemp(path string, data []byte, perm os.FileMode, durable bool, floor t
 		serr = tmp.Sync()
 	}
 	if err := errors.Join(werr, tmp.Chmod(perm), serr, tmp.Close()); err != nil {
-		os.Remove(tmp.Name())
+		removeTemp(tmp.Name())
 		return "", noRoom(err)
 	}
 	return tmp.Name(), nil

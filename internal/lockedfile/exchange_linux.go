@@ -12,3 +12,12 @@ func exchange(a, b string) error {
 	}
 	return err
 }
+
+// sparesSupported: renameNoReplace is.
+const sparesSupported = true
+
+// renameNoReplace renames a to b, failing if b exists (renameat2 with
+// RENAME_NOREPLACE).
+func renameNoReplace(a, b string) error {
+	return unix.Renameat2(unix.AT_FDCWD, a, unix.AT_FDCWD, b, unix.RENAME_NOREPLACE)
+}

@@ -2,10 +2,7 @@ package lockedfile
 
 import (
 	"errors"
-	"math/rand/v2"
 	"os"
-	"path/filepath"
-	"strconv"
 	"syscall"
 )
 
@@ -37,8 +34,13 @@ func ReadFile(path string) ([]byte, error) {
 // descriptor with its network poller (os.CreateTemp spends four fcntl(2)
 // calls and a failing epoll_ctl(2) on it).
 func createTemp(dir, prefix string) (*os.File, error) {
+	if pool := poolFor(dir); pool != nil {
+		if f, ok := pool.take(tempName(dir, prefix)); ok {
+			return f, nil
+		}
+	}
 	for try := 0; ; try++ {
-		name := filepath.Join(dir, prefix+strconv.FormatUint(uint64(rand.Uint32()), 10))
+		name := tempName(dir, prefix)
 		fd, err := syscall.Open(name, syscall.O_RDWR|syscall.O_CREAT|syscall.O_EXCL|syscall.O_CLOEXEC|syscall.O_NOFOLLOW, 0o600)
 		switch {
 		case err == nil:

@@ -3,6 +3,7 @@ package lockedfile
 import (
 	"os"
 	"slices"
+	"strings"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -163,6 +164,25 @@ func (c *StatCache[V]) put(key string, v V, unsure func(Stamp) bool, stamps []St
 		c.m = map[string]stamped[V]{}
 	}
 	c.m[key] = stamped[V]{stamps: stamps, v: v}
+}
+
+// Drop forgets what was kept for key: its files will not be read for it
+// again (a session that ended), so it would only take room.
+func (c *StatCache[V]) Drop(key string) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	delete(c.m, key)
+}
+
+// DropPrefix is Drop of every key that starts with prefix.
+func (c *StatCache[V]) DropPrefix(prefix string) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	for key := range c.m {
+		if strings.HasPrefix(key, prefix) {
+			delete(c.m, key)
+		}
+	}
 }
 
 // Moved declares every entry that holds stamp from valid at to instead:

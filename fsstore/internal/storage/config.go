@@ -161,7 +161,7 @@ func CheckConfig(name string, data []byte) (*Config, []error) {
 	var cfg Config
 	// The locator finds the line of a key; only an error or a warning
 	// needs one.
-	c := &configCheck{name: name, loc: sync.OnceValue(func() *Locator { return NewLocator(data) })}
+	c := &configCheck{name: name, data: data, loc: sync.OnceValue(func() *Locator { return NewLocator(data) })}
 	md, err := toml.Decode(string(data), &cfg)
 	if err != nil {
 		return nil, c.decodeErrors(data, err)
@@ -192,6 +192,7 @@ func errLine(err error) int {
 // configCheck checks a decoded config, naming the line of what is wrong.
 type configCheck struct {
 	name string
+	data []byte // the config's text
 	loc  func() *Locator
 	errs []error // every error found, in the order found
 }

@@ -36,13 +36,13 @@ func (c *configCheck) groups(gs Groups, agents []Agent) {
 	sort.Strings(names)
 	for _, name := range names {
 		members := gs[name]
-		line := c.loc().find("groups", -1, name)
+		// the line only for an error: the locator is built for one
 		if err := CheckAgentID(name); err != nil {
-			c.fail(line, "group name %q is invalid: use 1-64 letters, digits, '_' or '-', starting with a letter or digit (not \"system\")", Clip(name, MaxEchoedID))
+			c.fail(c.loc().find("groups", -1, name), "group name %q is invalid: use 1-64 letters, digits, '_' or '-', starting with a letter or digit (not \"system\")", Clip(name, MaxEchoedID))
 			continue
 		}
 		if msg := groupMembersProblem(name, members, ids); msg != "" {
-			c.fail(line, "%s", msg)
+			c.fail(c.loc().find("groups", -1, name), "%s", msg)
 		}
 	}
 }

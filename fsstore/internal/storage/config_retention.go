@@ -1,6 +1,9 @@
 package storage
 
-import "time"
+import (
+	"bytes"
+	"time"
+)
 
 // RetentionConfig is config.toml's [retention] section: how much of each
 // agent's logs aipm compact (and aipm watch, every Every) keeps. A count
@@ -50,8 +53,17 @@ func (c *configCheck) retention(r RetentionConfig) {
 		key string
 		v   int
 	}{{"chat_lines", r.ChatLines}, {"notification_lines", r.NotificationLines}, {"receipt_lines", r.ReceiptLines}} {
-		if k.v < 0 || k.v == 0 && c.loc().has("retention", -1, k.key) {
+		if k.v < 0 || k.v == 0 && c.sets("retention", k.key) {
 			c.fail(c.loc().find("retention", -1, k.key), "%s = %d must be at least 1: it is how many of the newest lines compaction keeps", k.key, k.v)
 		}
 	}
+}
+
+// sets says whether the config sets key in section (as the locator finds
+// it). The locator reads a key's name as the text writes it, so a config
+// whose text never names key does not set it: that is answered without
+// building the locator, which every command that loads a valid config
+// (each hook, P8a) would otherwise build for this question alone.
+func (c *configCheck) sets(section, key string) bool {
+	return bytes.Contains(c.data, []byte(key)) && c.loc().has(section, -1, key)
 }

@@ -332,7 +332,11 @@ func (s *Server) AddTool(t *Tool, h ToolHandler) {
 		var m struct {
 			Type any `json:"type"`
 		}
-		if err := remarshal(t.InputSchema, &m); err != nil {
+		data, err := schemaJSON(t.InputSchema) // aipm
+		if err == nil {
+			err = internaljson.Unmarshal(data, &m)
+		}
+		if err != nil {
 			panic(fmt.Errorf("AddTool %q: can't marshal input schema to a JSON object: %v", t.Name, err))
 		}
 		if typ := m.Type; typ != "object" {
@@ -346,7 +350,11 @@ func (s *Server) AddTool(t *Tool, h ToolHandler) {
 			}
 		} else {
 			var m json.RawMessage
-			if err := remarshal(t.OutputSchema, &m); err != nil {
+			data, err := schemaJSON(t.OutputSchema) // aipm
+			if err == nil {
+				err = internaljson.Unmarshal(data, &m)
+			}
+			if err != nil {
 				panic(fmt.Errorf("AddTool %q: can't marshal output schema to JSON: %v", t.Name, err))
 			}
 		}

@@ -66,7 +66,7 @@ type headerSchemaProperty struct {
 // (*jsonschema.Schema, map[string]any, or json.RawMessage) into a common
 // representation by marshaling to JSON and unmarshaling only the fields we need.
 func unmarshalSchemaProperties(schema any) map[string]headerSchemaProperty {
-	data, err := json.Marshal(schema)
+	data, err := schemaJSON(schema) // aipm
 	if err != nil {
 		return nil
 	}

@@ -243,12 +243,21 @@ func FloorReader(ctx context.Context, args []string, stdout io.Writer) error {
 	if len(args) != 1 {
 		return errors.New("usage: bench-floor-reader FILE")
 	}
+	return eachWrite(ctx, args[0], stdout, func() error {
+		_, err := fmt.Fprintln(stdout, time.Now().UnixNano())
+		return err
+	})
+}
+
+// eachWrite prints "ready" once inotify watches file's directory, then
+// calls wrote each time it reports a write to file, until ctx ends.
+func eachWrite(ctx context.Context, file string, stdout io.Writer, wrote func() error) error {
 	w, err := fsnotify.NewWatcher()
 	if err != nil {
 		return err
 	}
 	defer w.Close()
-	if err := w.Add(filepath.Dir(args[0])); err != nil {
+	if err := w.Add(filepath.Dir(file)); err != nil {
 		return err
 	}
 	fmt.Fprintln(stdout, "ready")
@@ -260,8 +269,10 @@ func FloorReader(ctx context.Context, args []string, stdout io.Writer) error {
 			if !ok {
 				return nil
 			}
-			if ev.Name == args[0] && ev.Has(fsnotify.Write) {
-				fmt.Fprintln(stdout, time.Now().UnixNano())
+			if ev.Name == file && ev.Has(fsnotify.Write) {
+				if err := wrote(); err != nil {
+					return err
+				}
 			}
 		case err := <-w.Errors:
 			return err
@@ -415,43 +426,21 @@ func FloorRelayEcho(ctx context.Context, args []string, stdout io.Writer) error 
 		return err
 	}
 	defer f.Close()
-	w, err := fsnotify.NewWatcher()
-	if err != nil {
-		return err
-	}
-	defer w.Close()
-	if err := w.Add(filepath.Dir(args[0])); err != nil {
-		return err
-	}
-	fmt.Fprintln(stdout, "ready")
 	buf := make([]byte, 64<<10)
-	for {
-		select {
-		case <-ctx.Done():
-			return nil
-		case ev, ok := <-w.Events:
-			if !ok {
+	return eachWrite(ctx, args[0], stdout, func() error {
+		for {
+			n, err := f.Read(buf)
+			if n > 0 {
+				if _, werr := stdout.Write(buf[:n]); werr != nil {
+					return werr
+				}
+			}
+			if err == io.EOF {
 				return nil
 			}
-			if ev.Name != args[0] || !ev.Has(fsnotify.Write) {
-				continue
+			if err != nil {
+				return err
 			}
-			for {
-				n, err := f.Read(buf)
-				if n > 0 {
-					if _, werr := stdout.Write(buf[:n]); werr != nil {
-						return werr
-					}
-				}
-				if err == io.EOF {
-					break
-				}
-				if err != nil {
-					return err
-				}
-			}
-		case err := <-w.Errors:
-			return err
 		}
-	}
+	})
 }
